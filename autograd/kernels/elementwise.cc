@@ -1,0 +1,534 @@
+// Elementwise kernels (elementwise.h): one pass over n contiguous elements each, SIMD through
+// Highway with runtime dispatch. The scalar specification is elementwise_ref.h.
+//
+// How this file is built: Highway's foreach_target.h re-includes it once per SIMD target
+// (AVX3, AVX2, SSE4, SSSE3, SCALAR on x86 with gcc 12). Everything between
+// HWY_BEFORE_NAMESPACE() and HWY_AFTER_NAMESPACE() is compiled once per target, into its own
+// namespace attograd::kernels::N_AVX2 etc.; the `#if HWY_ONCE` part at the end is compiled once
+// and forwards each public template to the best target this CPU supports.
+#include "autograd/kernels/elementwise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "autograd/kernels/elementwise.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attograd::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
+// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
+// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+namespace {
+
+// ---- Loops -----------------------------------------------------------------------------------
+// (Each kernel file carries its own copy of these few helpers: the kernels share no private
+// header.)
+
+// Runs body(i) for i in [0, count): on all OpenMP threads when `parallel`, else on the calling
+// thread. Each i is done whole by one thread, so results never depend on the thread count.
+// A plain branch rather than `#pragma omp parallel for if(...)`: with gcc 12 the if(false) form
+// still enters the OpenMP runtime, about 0.2 us per call, more than a whole small kernel.
+template <class Body>
+void for_range(int64_t count, bool parallel, const Body& body) {
+  if (!parallel || count < 2) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
+// Elementwise passes are memory-bound: a second thread only pays from ~64k elements on. Work is
+// cut into fixed chunks (a multiple of every vector length), so the split never depends on the
+// number of threads either.
+constexpr int64_t kChunk = 16384;
+constexpr int64_t kParallelMin = 65536;
+
+// Runs body(d, i) on each vector of [0, n), chunk by chunk (over threads when n is large). In
+// each chunk, whole vectors of Lanes(d) come first, then the last few elements one at a time
+// through a 1-lane tag d1, so the tail runs exactly the same maths as the body. (Highway 1.0.3
+// has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector on SSSE3/SSE4, which
+// may fault past the end of an unaligned buffer.)
+template <typename T, class Body>
+void elementwise(int64_t n, const Body& body) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  for_range(chunks, n >= kParallelMin, [&](int64_t c) HWY_ATTR {
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    int64_t i = c * kChunk;
+    for (; i + N <= end; i += N) body(d, i);
+    for (; i < end; ++i) body(d1, i);
+  });
+}
+
+// out[i] += g(d, i) for every vector; g loads only the inputs it needs (a VJP may be handed a
+// null pointer for an input its derivative does not read).
+template <typename T, class G>
+void add_into(T* out, int64_t n, const G& g) {
+  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+    hn::StoreU(hn::Add(hn::LoadU(d, out + i), g(d, i)), d, out + i);
+  });
+}
+
+// ---- Transcendentals with IEEE edges -----------------------------------------------------------
+
+// e^x for every x. Highway's Exp is specified on [-FLT_MAX, 104] (float) and [-DBL_MAX, 706]
+// (double), and returns 0 for NaN. Add the edges: NaN stays NaN, -inf gives exactly 0, and above
+// log(max) = 88.72 (float) / 709.78 (double) the result is +inf. (Measured: Exp is within 1e-7
+// (float) / 2e-16 (double) relative of std::exp right up to those thresholds.)
+template <class D, class V>
+HWY_INLINE V exp_ieee(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V log_max =
+      hn::Set(d, std::is_same_v<T, float> ? T(88.72283935546875) : T(709.782712893384));
+  V y = hn::Exp(d, x);
+  y = hn::IfThenElse(hn::Gt(x, log_max), hn::Inf(d), y);
+  y = hn::IfThenZeroElse(hn::Eq(x, hn::Set(d, -std::numeric_limits<T>::infinity())), y);
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+// log(x) for every x. Highway's Log is specified on (0, max] and returns garbage elsewhere. Add
+// the edges: log(+-0) = -inf, log(+inf) = +inf, log(x < 0) = log(NaN) = NaN.
+// (Measured: exact to 1e-7 (float) / 2e-16 (double) relative down to the smallest subnormal.)
+template <class D, class V>
+HWY_INLINE V log_ieee(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V zero = hn::Zero(d);
+  V y = hn::Log(d, x);
+  y = hn::IfThenElse(hn::Eq(x, zero), hn::Set(d, -std::numeric_limits<T>::infinity()), y);
+  y = hn::IfThenElse(hn::Eq(x, hn::Inf(d)), x, y);
+  return hn::IfThenElse(hn::Ge(x, zero), y, hn::NaN(d));  // false for x < 0 and for NaN
+}
+
+// x^k for an integer k >= 0 by repeated squaring: about log2(k) + popcount(k) products, each
+// rounded once, so a few ulp from std::pow (which is correctly rounded or nearly so).
+template <class D, class V>
+HWY_INLINE V pow_uint(D d, V x, uint32_t k) {
+  V result = hn::Set(d, hn::TFromD<D>(1));
+  V base = x;
+  while (k != 0) {
+    if (k & 1) result = hn::Mul(result, base);
+    k >>= 1;
+    if (k != 0) base = hn::Mul(base, base);
+  }
+  return result;
+}
+
+// Exponents that pow_vec raises in SIMD: the integers up to 16 in magnitude (squares, cubes,
+// reciprocals: what a model built from primitives actually uses).
+template <typename T>
+bool is_small_int(T p) {
+  return p == std::trunc(p) && std::abs(p) <= T(16);
+}
+
+// x^p with std::pow semantics. Small integer p: repeated squaring, with x^-k = (1/x)^k. Any
+// other p goes lane by lane through std::pow: Highway 1.0.3 has no Pow, and exp(p log x) would
+// lose about |p log x| ulp and get negative bases wrong.
+template <class D, class V, typename T>
+HWY_INLINE V pow_vec(D d, V x, T p) {
+  if (is_small_int(p)) {
+    if (p >= 0) return pow_uint(d, x, static_cast<uint32_t>(p));
+    return pow_uint(d, hn::Div(hn::Set(d, T(1)), x), static_cast<uint32_t>(-p));
+  }
+  HWY_ALIGN T lanes[hn::MaxLanes(D())];
+  hn::Store(x, d, lanes);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) lanes[i] = std::pow(lanes[i], p);
+  return hn::Load(d, lanes);
+}
+
+// ---- Binary operators ----------------------------------------------------------------------
+
+// Calls k(f) with f the vector function of `op`, so that each operator gets its own inlined
+// loop (the switch runs once per call, not once per element).
+template <class K>
+HWY_INLINE void with_binary_op(BinaryOp op, const K& k) {
+  switch (op) {
+    case BinaryOp::add: return k([](auto a, auto b) HWY_ATTR { return hn::Add(a, b); });
+    case BinaryOp::sub: return k([](auto a, auto b) HWY_ATTR { return hn::Sub(a, b); });
+    case BinaryOp::mul: return k([](auto a, auto b) HWY_ATTR { return hn::Mul(a, b); });
+    case BinaryOp::div: return k([](auto a, auto b) HWY_ATTR { return hn::Div(a, b); });
+  }
+}
+
+// out may alias a or b: every vector is loaded before the store to the same place.
+template <typename T>
+void binary_forward_impl(BinaryOp op, T* out, const T* a, const T* b, int64_t n) {
+  with_binary_op(op, [&](auto f) HWY_ATTR {
+    elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+      hn::StoreU(f(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
+    });
+  });
+}
+
+template <typename T>
+void binary_scalar_right_impl(BinaryOp op, T* out, const T* a, T s, int64_t n) {
+  with_binary_op(op, [&](auto f) HWY_ATTR {
+    elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+      hn::StoreU(f(hn::LoadU(d, a + i), hn::Set(d, s)), d, out + i);
+    });
+  });
+}
+
+template <typename T>
+void binary_scalar_left_impl(BinaryOp op, T* out, T s, const T* b, int64_t n) {
+  with_binary_op(op, [&](auto f) HWY_ATTR {
+    elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+      hn::StoreU(f(hn::Set(d, s), hn::LoadU(d, b + i)), d, out + i);
+    });
+  });
+}
+
+// ---- Unary functions -----------------------------------------------------------------------
+
+// relu(x) = x < 0 ? 0 : x, which keeps NaN (Max's result for NaN is unspecified).
+template <class D, class V>
+HWY_INLINE V relu(D d, V x) {
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x);
+}
+
+// Calls k(f) with f(d, x) the vector function of `op`.
+template <class K>
+HWY_INLINE void with_unary_op(UnaryOp op, const K& k) {
+  switch (op) {
+    case UnaryOp::neg: return k([](auto, auto x) HWY_ATTR { return hn::Neg(x); });
+    case UnaryOp::exp: return k([](auto d, auto x) HWY_ATTR { return exp_ieee(d, x); });
+    case UnaryOp::log: return k([](auto d, auto x) HWY_ATTR { return log_ieee(d, x); });
+    case UnaryOp::tanh: return k([](auto d, auto x) HWY_ATTR { return hn::Tanh(d, x); });
+    case UnaryOp::sqrt: return k([](auto, auto x) HWY_ATTR { return hn::Sqrt(x); });
+    case UnaryOp::relu: return k([](auto d, auto x) HWY_ATTR { return relu(d, x); });
+  }
+}
+
+template <typename T>
+void unary_forward_impl(UnaryOp op, T* y, const T* x, int64_t n) {
+  with_unary_op(op, [&](auto f) HWY_ATTR {
+    elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+      const auto xi = hn::LoadU(d, x + i);
+      hn::StoreU(f(d, xi), d, y + i);
+    });
+  });
+}
+
+// dx += dy * f'(x), each derivative from whichever of x and y = f(x) is cheaper.
+template <typename T>
+void unary_backward_impl(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n) {
+  switch (op) {
+    case UnaryOp::neg:  // d(-x) = -1
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        const auto dyi = hn::LoadU(d, dy + i);
+        return hn::Neg(dyi);
+      });
+    case UnaryOp::exp:  // exp' = exp = y
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        return hn::Mul(hn::LoadU(d, dy + i), hn::LoadU(d, y + i));
+      });
+    case UnaryOp::log:  // log' = 1/x
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        return hn::Div(hn::LoadU(d, dy + i), hn::LoadU(d, x + i));
+      });
+    case UnaryOp::tanh:  // tanh' = 1 - y^2
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        const auto yi = hn::LoadU(d, y + i);
+        return hn::Mul(hn::LoadU(d, dy + i), hn::Sub(hn::Set(d, T(1)), hn::Mul(yi, yi)));
+      });
+    case UnaryOp::sqrt:  // sqrt' = 1 / (2 sqrt(x)) = 1 / (2y)
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        const auto yi = hn::LoadU(d, y + i);
+        return hn::Div(hn::LoadU(d, dy + i), hn::Add(yi, yi));
+      });
+    case UnaryOp::relu:  // relu' = [x > 0], so relu'(0) = 0
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        return hn::IfThenElseZero(hn::Gt(hn::LoadU(d, x + i), hn::Zero(d)), hn::LoadU(d, dy + i));
+      });
+  }
+}
+
+// ---- Power, accumulations, fill ------------------------------------------------------------
+
+template <typename T>
+void pow_forward_impl(T* y, const T* x, T p, int64_t n) {
+  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+    const auto xi = hn::LoadU(d, x + i);
+    hn::StoreU(pow_vec(d, xi, p), d, y + i);
+  });
+}
+
+// dx += dy * p * x^(p-1); for p = 0 the gradient is 0 (PyTorch), not 0 * x^-1 = NaN at x = 0.
+template <typename T>
+void pow_backward_impl(T* dx, const T* x, T p, const T* dy, int64_t n) {
+  if (p == T(0)) return;
+  add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+    const auto dy_p = hn::Mul(hn::LoadU(d, dy + i), hn::Set(d, p));
+    return hn::Mul(dy_p, pow_vec(d, hn::LoadU(d, x + i), T(p - T(1))));
+  });
+}
+
+template <typename T>
+void axpy_impl(T* out, T alpha, const T* x, int64_t n) {
+  add_into(out, n, [&](auto d, int64_t i) HWY_ATTR {
+    return hn::Mul(hn::Set(d, alpha), hn::LoadU(d, x + i));
+  });
+}
+
+template <typename T>
+void mul_acc_impl(T* out, const T* x, const T* y, int64_t n) {
+  add_into(out, n, [&](auto d, int64_t i) HWY_ATTR {
+    return hn::Mul(hn::LoadU(d, x + i), hn::LoadU(d, y + i));
+  });
+}
+
+// c = a / b:  da += dc / b;  db -= dc * c / b  (dc/db = -a/b^2 = -c/b).
+template <typename T>
+void div_backward_impl(T* da, T* db, const T* b, const T* c, const T* dc, int64_t n) {
+  if (da) {
+    add_into(da, n, [&](auto d, int64_t i) HWY_ATTR {
+      return hn::Div(hn::LoadU(d, dc + i), hn::LoadU(d, b + i));
+    });
+  }
+  if (db) {
+    add_into(db, n, [&](auto d, int64_t i) HWY_ATTR {
+      const auto dc_c = hn::Mul(hn::LoadU(d, dc + i), hn::LoadU(d, c + i));
+      return hn::Neg(hn::Div(dc_c, hn::LoadU(d, b + i)));
+    });
+  }
+}
+
+template <typename T>
+void fill_impl(T* out, T value, int64_t n) {
+  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR { hn::StoreU(hn::Set(d, value), d, out + i); });
+}
+
+}  // namespace
+
+// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+
+void binary_forward_impl_f32(BinaryOp op, float* out, const float* a, const float* b, int64_t n) {
+  binary_forward_impl(op, out, a, b, n);
+}
+void binary_forward_impl_f64(BinaryOp op, double* out, const double* a, const double* b,
+                             int64_t n) {
+  binary_forward_impl(op, out, a, b, n);
+}
+void binary_scalar_right_impl_f32(BinaryOp op, float* out, const float* a, float s, int64_t n) {
+  binary_scalar_right_impl(op, out, a, s, n);
+}
+void binary_scalar_right_impl_f64(BinaryOp op, double* out, const double* a, double s, int64_t n) {
+  binary_scalar_right_impl(op, out, a, s, n);
+}
+void binary_scalar_left_impl_f32(BinaryOp op, float* out, float s, const float* b, int64_t n) {
+  binary_scalar_left_impl(op, out, s, b, n);
+}
+void binary_scalar_left_impl_f64(BinaryOp op, double* out, double s, const double* b, int64_t n) {
+  binary_scalar_left_impl(op, out, s, b, n);
+}
+void unary_forward_impl_f32(UnaryOp op, float* y, const float* x, int64_t n) {
+  unary_forward_impl(op, y, x, n);
+}
+void unary_forward_impl_f64(UnaryOp op, double* y, const double* x, int64_t n) {
+  unary_forward_impl(op, y, x, n);
+}
+void unary_backward_impl_f32(UnaryOp op, float* dx, const float* x, const float* y, const float* dy,
+                             int64_t n) {
+  unary_backward_impl(op, dx, x, y, dy, n);
+}
+void unary_backward_impl_f64(UnaryOp op, double* dx, const double* x, const double* y,
+                             const double* dy, int64_t n) {
+  unary_backward_impl(op, dx, x, y, dy, n);
+}
+void pow_forward_impl_f32(float* y, const float* x, float p, int64_t n) {
+  pow_forward_impl(y, x, p, n);
+}
+void pow_forward_impl_f64(double* y, const double* x, double p, int64_t n) {
+  pow_forward_impl(y, x, p, n);
+}
+void pow_backward_impl_f32(float* dx, const float* x, float p, const float* dy, int64_t n) {
+  pow_backward_impl(dx, x, p, dy, n);
+}
+void pow_backward_impl_f64(double* dx, const double* x, double p, const double* dy, int64_t n) {
+  pow_backward_impl(dx, x, p, dy, n);
+}
+void axpy_impl_f32(float* out, float alpha, const float* x, int64_t n) {
+  axpy_impl(out, alpha, x, n);
+}
+void axpy_impl_f64(double* out, double alpha, const double* x, int64_t n) {
+  axpy_impl(out, alpha, x, n);
+}
+void mul_acc_impl_f32(float* out, const float* x, const float* y, int64_t n) {
+  mul_acc_impl(out, x, y, n);
+}
+void mul_acc_impl_f64(double* out, const double* x, const double* y, int64_t n) {
+  mul_acc_impl(out, x, y, n);
+}
+void div_backward_impl_f32(float* da, float* db, const float* b, const float* c, const float* dc,
+                           int64_t n) {
+  div_backward_impl(da, db, b, c, dc, n);
+}
+void div_backward_impl_f64(double* da, double* db, const double* b, const double* c,
+                           const double* dc, int64_t n) {
+  div_backward_impl(da, db, b, c, dc, n);
+}
+void fill_impl_f32(float* out, float value, int64_t n) { fill_impl(out, value, n); }
+void fill_impl_f64(double* out, double value, int64_t n) { fill_impl(out, value, n); }
+
+}  // namespace attograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attograd::kernels {
+
+HWY_EXPORT(binary_forward_impl_f32);
+HWY_EXPORT(binary_forward_impl_f64);
+HWY_EXPORT(binary_scalar_right_impl_f32);
+HWY_EXPORT(binary_scalar_right_impl_f64);
+HWY_EXPORT(binary_scalar_left_impl_f32);
+HWY_EXPORT(binary_scalar_left_impl_f64);
+HWY_EXPORT(unary_forward_impl_f32);
+HWY_EXPORT(unary_forward_impl_f64);
+HWY_EXPORT(unary_backward_impl_f32);
+HWY_EXPORT(unary_backward_impl_f64);
+HWY_EXPORT(pow_forward_impl_f32);
+HWY_EXPORT(pow_forward_impl_f64);
+HWY_EXPORT(pow_backward_impl_f32);
+HWY_EXPORT(pow_backward_impl_f64);
+HWY_EXPORT(axpy_impl_f32);
+HWY_EXPORT(axpy_impl_f64);
+HWY_EXPORT(mul_acc_impl_f32);
+HWY_EXPORT(mul_acc_impl_f64);
+HWY_EXPORT(div_backward_impl_f32);
+HWY_EXPORT(div_backward_impl_f64);
+HWY_EXPORT(fill_impl_f32);
+HWY_EXPORT(fill_impl_f64);
+
+// Each public template calls the f32 or f64 export for the best target of this CPU
+// (HWY_DYNAMIC_DISPATCH); the explicit instantiations at the end emit the float and double
+// symbols the header declares.
+
+template <typename T>
+void binary_forward(BinaryOp op, T* out, const T* a, const T* b, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(binary_forward_impl_f32)(op, out, a, b, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(binary_forward_impl_f64)(op, out, a, b, n);
+  }
+}
+
+template <typename T>
+void binary_scalar_right(BinaryOp op, T* out, const T* a, T s, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(binary_scalar_right_impl_f32)(op, out, a, s, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(binary_scalar_right_impl_f64)(op, out, a, s, n);
+  }
+}
+
+template <typename T>
+void binary_scalar_left(BinaryOp op, T* out, T s, const T* b, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(binary_scalar_left_impl_f32)(op, out, s, b, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(binary_scalar_left_impl_f64)(op, out, s, b, n);
+  }
+}
+
+template <typename T>
+void unary_forward(UnaryOp op, T* y, const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(unary_forward_impl_f32)(op, y, x, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(unary_forward_impl_f64)(op, y, x, n);
+  }
+}
+
+template <typename T>
+void unary_backward(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(unary_backward_impl_f32)(op, dx, x, y, dy, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(unary_backward_impl_f64)(op, dx, x, y, dy, n);
+  }
+}
+
+template <typename T>
+void pow_forward(T* y, const T* x, T p, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(pow_forward_impl_f32)(y, x, p, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(pow_forward_impl_f64)(y, x, p, n);
+  }
+}
+
+template <typename T>
+void pow_backward(T* dx, const T* x, T p, const T* dy, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(pow_backward_impl_f32)(dx, x, p, dy, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(pow_backward_impl_f64)(dx, x, p, dy, n);
+  }
+}
+
+template <typename T>
+void axpy(T* out, T alpha, const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(axpy_impl_f32)(out, alpha, x, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(axpy_impl_f64)(out, alpha, x, n);
+  }
+}
+
+template <typename T>
+void mul_acc(T* out, const T* x, const T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(mul_acc_impl_f32)(out, x, y, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(mul_acc_impl_f64)(out, x, y, n);
+  }
+}
+
+template <typename T>
+void div_backward(T* da, T* db, const T* b, const T* c, const T* dc, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(div_backward_impl_f32)(da, db, b, c, dc, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(div_backward_impl_f64)(da, db, b, c, dc, n);
+  }
+}
+
+template <typename T>
+void fill(T* out, T value, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(fill_impl_f32)(out, value, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(fill_impl_f64)(out, value, n);
+  }
+}
+
+#define ATTOGRAD_INSTANTIATE(T)                                                        \
+  template void binary_forward<T>(BinaryOp, T*, const T*, const T*, int64_t);          \
+  template void binary_scalar_right<T>(BinaryOp, T*, const T*, T, int64_t);            \
+  template void binary_scalar_left<T>(BinaryOp, T*, T, const T*, int64_t);             \
+  template void unary_forward<T>(UnaryOp, T*, const T*, int64_t);                      \
+  template void unary_backward<T>(UnaryOp, T*, const T*, const T*, const T*, int64_t); \
+  template void pow_forward<T>(T*, const T*, T, int64_t);                              \
+  template void pow_backward<T>(T*, const T*, T, const T*, int64_t);                   \
+  template void axpy<T>(T*, T, const T*, int64_t);                                     \
+  template void mul_acc<T>(T*, const T*, const T*, int64_t);                           \
+  template void div_backward<T>(T*, T*, const T*, const T*, const T*, int64_t);        \
+  template void fill<T>(T*, T, int64_t);
+ATTOGRAD_INSTANTIATE(float)
+ATTOGRAD_INSTANTIATE(double)
+#undef ATTOGRAD_INSTANTIATE
+
+}  // namespace attograd::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,163 @@
+// GELU, tanh approximation, as GPT-2 uses it (gelu.h), SIMD through Highway with runtime
+// dispatch. The scalar specification is gelu_ref.h; see elementwise.cc for how the per-target
+// compilation works.
+//
+//   u = s (x + 0.044715 x^3),  s = sqrt(2/pi),  t = tanh(u)
+//   gelu(x)  = 0.5 x (1 + t)
+//   gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2)
+#include "autograd/kernels/gelu.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "autograd/kernels/gelu.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attograd::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
+// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
+// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+namespace {
+
+// ---- Loops (same helpers as elementwise.cc) ----------------------------------------------------
+
+// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
+// `omp parallel if(false)` still costs ~0.2 us per call).
+template <class Body>
+void for_range(int64_t count, bool parallel, const Body& body) {
+  if (!parallel || count < 2) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
+// tanh makes GELU compute-bound enough for threads to pay from about 32k elements; work is cut
+// into fixed chunks (a multiple of every vector length), never into per-thread pieces.
+constexpr int64_t kChunk = 8192;
+constexpr int64_t kParallelMin = 32768;
+
+// body(d, i) on each vector of [0, n), chunked over threads when n is large; the n % Lanes(d)
+// tail of each chunk runs one lane at a time through a 1-lane tag, with the same maths.
+// (Highway 1.0.3 has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector on
+// SSSE3/SSE4.)
+template <typename T, class Body>
+void elementwise(int64_t n, const Body& body) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  for_range(chunks, n >= kParallelMin, [&](int64_t c) HWY_ATTR {
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    int64_t i = c * kChunk;
+    for (; i + N <= end; i += N) body(d, i);
+    for (; i < end; ++i) body(d1, i);
+  });
+}
+
+// s = sqrt(2/pi) and the cubic coefficient.
+template <typename T>
+constexpr T kScale = static_cast<T>(0.7978845608028654);
+template <typename T>
+constexpr T kCubic = static_cast<T>(0.044715);
+
+// t = tanh(s (x + 0.044715 x^3)), the one transcendental both directions need.
+// (Highway's Tanh: 4 ulp, valid for every finite x; it saturates to +-1 beyond |u| ~ 18.7.)
+template <class D, class V>
+HWY_INLINE V gelu_tanh(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V x3 = hn::Mul(hn::Mul(x, x), x);
+  const V u = hn::Mul(hn::Set(d, kScale<T>), hn::MulAdd(hn::Set(d, kCubic<T>), x3, x));
+  return hn::Tanh(d, u);
+}
+
+// y = 0.5 x (1 + t). y may alias x.
+template <typename T>
+void gelu_forward_impl(T* y, const T* x, int64_t n) {
+  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+    const auto xi = hn::LoadU(d, x + i);
+    const auto t = gelu_tanh(d, xi);
+    const auto half_x = hn::Mul(hn::Set(d, T(0.5)), xi);
+    hn::StoreU(hn::MulAdd(half_x, t, half_x), d, y + i);  // 0.5x + 0.5x t
+  });
+}
+
+// dx += dy * (0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2))
+template <typename T>
+void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n) {
+  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+    const auto one = hn::Set(d, T(1));
+    const auto half = hn::Set(d, T(0.5));
+    const auto xi = hn::LoadU(d, x + i);
+    const auto t = gelu_tanh(d, xi);
+    // du/dx = s (1 + 3 * 0.044715 x^2)
+    const auto du_dx = hn::Mul(hn::Set(d, kScale<T>),
+                               hn::MulAdd(hn::Set(d, T(3) * kCubic<T>), hn::Mul(xi, xi), one));
+    const auto sech2 = hn::NegMulAdd(t, t, one);       // 1 - t^2
+    const auto left = hn::Mul(half, hn::Add(one, t));  // 0.5 (1 + t)
+    const auto right = hn::Mul(hn::Mul(hn::Mul(half, xi), sech2), du_dx);
+    const auto grad = hn::Mul(hn::LoadU(d, dy + i), hn::Add(left, right));
+    hn::StoreU(hn::Add(hn::LoadU(d, dx + i), grad), d, dx + i);
+  });
+}
+
+}  // namespace
+
+// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+
+void gelu_forward_impl_f32(float* y, const float* x, int64_t n) { gelu_forward_impl(y, x, n); }
+void gelu_forward_impl_f64(double* y, const double* x, int64_t n) { gelu_forward_impl(y, x, n); }
+void gelu_backward_impl_f32(float* dx, const float* x, const float* dy, int64_t n) {
+  gelu_backward_impl(dx, x, dy, n);
+}
+void gelu_backward_impl_f64(double* dx, const double* x, const double* dy, int64_t n) {
+  gelu_backward_impl(dx, x, dy, n);
+}
+
+}  // namespace attograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attograd::kernels {
+
+HWY_EXPORT(gelu_forward_impl_f32);
+HWY_EXPORT(gelu_forward_impl_f64);
+HWY_EXPORT(gelu_backward_impl_f32);
+HWY_EXPORT(gelu_backward_impl_f64);
+
+// Each public template calls the f32 or f64 export for the best target of this CPU.
+
+template <typename T>
+void gelu_forward(T* y, const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(gelu_forward_impl_f32)(y, x, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(gelu_forward_impl_f64)(y, x, n);
+  }
+}
+
+template <typename T>
+void gelu_backward(T* dx, const T* x, const T* dy, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(gelu_backward_impl_f32)(dx, x, dy, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(gelu_backward_impl_f64)(dx, x, dy, n);
+  }
+}
+
+template void gelu_forward<float>(float*, const float*, int64_t);
+template void gelu_forward<double>(double*, const double*, int64_t);
+template void gelu_backward<float>(float*, const float*, const float*, int64_t);
+template void gelu_backward<double>(double*, const double*, const double*, int64_t);
+
+}  // namespace attograd::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,37 @@
+// Scalar reference twins of gelu.h (GELU, tanh approximation): the specification, and the
+// oracle for tests/kernels/gelu_test.cc.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace attograd::kernels::reference {
+
+/// sqrt(2/pi) and the cubic coefficient of the tanh approximation.
+template <typename T>
+constexpr T kGeluScale = static_cast<T>(0.7978845608028654);
+template <typename T>
+constexpr T kGeluCubic = static_cast<T>(0.044715);
+
+/// y = 0.5 x (1 + tanh(s (x + 0.044715 x^3)))
+template <typename T>
+void gelu_forward(T* y, const T* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T xi = x[i];
+    const T t = std::tanh(kGeluScale<T> * (xi + kGeluCubic<T> * xi * xi * xi));
+    y[i] = T(0.5) * xi * (T(1) + t);
+  }
+}
+
+/// dx += dy * (0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2))
+template <typename T>
+void gelu_backward(T* dx, const T* x, const T* dy, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T xi = x[i];
+    const T t = std::tanh(kGeluScale<T> * (xi + kGeluCubic<T> * xi * xi * xi));
+    const T du_dx = kGeluScale<T> * (T(1) + T(3) * kGeluCubic<T> * xi * xi);
+    dx[i] += dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * du_dx);
+  }
+}
+
+}  // namespace attograd::kernels::reference

@@ -1,0 +1,273 @@
+// Layer normalisation over the last axis of x (rows, C) (layer_norm.h), SIMD through Highway with
+// runtime dispatch. The scalar specification is layer_norm_ref.h (in the shape of llm.c's
+// layernorm_forward/backward); see elementwise.cc for how the per-target compilation works.
+//
+//   mean = (1/C) sum x,  var = (1/C) sum (x - mean)^2,  rstd = 1/sqrt(var + eps)
+//   xhat = (x - mean) rstd,  y = gamma xhat + beta
+//   dbeta += dy;  dgamma += dy xhat;  g = dy gamma;  dx += rstd (g - mean(g) - xhat mean(g xhat))
+//
+// Threads: the forward and dx are per row (one thread per row). dgamma and dbeta sum over rows,
+// so they are split by COLUMN instead: each column is summed over all rows, in row order, by one
+// thread. No float sum ever crosses threads, so results do not depend on the thread count.
+#include "autograd/kernels/layer_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "autograd/kernels/layer_norm.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attograd::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
+// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
+// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+namespace {
+
+// ---- Loops (same helpers as softmax.cc) --------------------------------------------------------
+
+// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
+// `omp parallel if(false)` still costs ~0.2 us per call).
+template <class Body>
+void for_range(int64_t count, bool parallel, const Body& body) {
+  if (!parallel || count < 2) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
+// Threads only pay from about 32k elements (rows * C) on.
+constexpr int64_t kParallelMin = 32768;
+
+// body(d, c) on each vector of [0, n), then on the tail one lane at a time (1-lane tag, same
+// maths). (Highway 1.0.3 has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector
+// on SSSE3/SSE4.)
+template <typename T, class Body>
+HWY_INLINE void for_each_vector(int64_t n, const Body& body) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = 0;
+  for (; c + N <= n; c += N) body(d, c);
+  for (; c < n; ++c) body(d1, c);
+}
+
+// Sum over [0, n) of the vectors f(d, c), accumulated in one vector, then across lanes.
+template <typename T, class F>
+HWY_INLINE T sum_of(int64_t n, const F& f) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto acc = hn::Zero(d);
+  int64_t c = 0;
+  for (; c + N <= n; c += N) acc = hn::Add(acc, f(d, c));
+  T s = hn::GetLane(hn::SumOfLanes(d, acc));
+  for (; c < n; ++c) s += hn::GetLane(f(d1, c));
+  return s;
+}
+
+// ---- forward ---------------------------------------------------------------------------------
+
+template <typename T>
+void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
+                             int64_t rows, int64_t C, T eps) {
+  for_range(rows, rows * C >= kParallelMin, [&](int64_t r) HWY_ATTR {
+    const T* xr = x + r * C;
+    T* yr = y + r * C;
+
+    // pass 1: mean
+    const T m = sum_of<T>(C, [&](auto d, int64_t c) HWY_ATTR { return hn::LoadU(d, xr + c); }) /
+                static_cast<T>(C);
+
+    // pass 2: biased variance of the centred values (never E[x^2] - E[x]^2, which cancels
+    // catastrophically when |mean| >> std, e.g. x = 70000 + [0, 1, 2, 3] in float)
+    const T var = sum_of<T>(C,
+                            [&](auto d, int64_t c) HWY_ATTR {
+                              const auto centred = hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m));
+                              return hn::Mul(centred, centred);
+                            }) /
+                  static_cast<T>(C);
+    const T s = T(1) / std::sqrt(var + eps);
+
+    // pass 3: y = (x - mean) * rstd * gamma + beta
+    for_each_vector<T>(C, [&](auto d, int64_t c) HWY_ATTR {
+      const auto xhat = hn::Mul(hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m)), hn::Set(d, s));
+      hn::StoreU(hn::MulAdd(xhat, hn::LoadU(d, gamma + c), hn::LoadU(d, beta + c)), d, yr + c);
+    });
+    mean[r] = m;
+    rstd[r] = s;
+  });
+}
+
+// ---- backward --------------------------------------------------------------------------------
+
+// xhat = (x - mean) * rstd, recomputed rather than saved: one sub and one mul per element.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> xhat_at(D d, const T* xr, int64_t c, T m, T s) {
+  return hn::Mul(hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m)), hn::Set(d, s));
+}
+
+// dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma; one row per thread.
+template <typename T>
+void layer_norm_dx(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* gamma,
+                   int64_t rows, int64_t C) {
+  for_range(rows, rows * C >= kParallelMin, [&](int64_t r) HWY_ATTR {
+    const T* xr = x + r * C;
+    const T* dyr = dy + r * C;
+    T* dxr = dx + r * C;
+    const T m = mean[r], s = rstd[r];
+
+    // pass 1: the two row means, mean(g) and mean(g * xhat)
+    const T g_mean = sum_of<T>(C,
+                               [&](auto d, int64_t c) HWY_ATTR {
+                                 return hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
+                               }) /
+                     static_cast<T>(C);
+    const T g_xhat_mean = sum_of<T>(C,
+                                    [&](auto d, int64_t c) HWY_ATTR {
+                                      const auto g =
+                                          hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
+                                      return hn::Mul(g, xhat_at(d, xr, c, m, s));
+                                    }) /
+                          static_cast<T>(C);
+
+    // pass 2: dx += rstd * (g - g_mean - xhat * g_xhat_mean)
+    for_each_vector<T>(C, [&](auto d, int64_t c) HWY_ATTR {
+      const auto g = hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
+      const auto xhat = xhat_at(d, xr, c, m, s);
+      const auto inner =
+          hn::NegMulAdd(xhat, hn::Set(d, g_xhat_mean), hn::Sub(g, hn::Set(d, g_mean)));
+      hn::StoreU(hn::MulAdd(hn::Set(d, s), inner, hn::LoadU(d, dxr + c)), d, dxr + c);
+    });
+  });
+}
+
+// dgamma += sum_r dy * xhat,  dbeta += sum_r dy  (either may be null). Split into blocks of
+// kColumnBlock columns; each block walks all rows in order, summing into a small local buffer
+// (in L1) that starts at zero and is added to dgamma/dbeta once at the end. So a call adds one
+// contribution that does not depend on what the gradients already hold: from zero, two calls
+// give exactly twice one.
+constexpr int64_t kColumnBlock = 256;  // a multiple of every vector length
+
+template <typename T>
+void layer_norm_dparams(T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean, const T* rstd,
+                        int64_t rows, int64_t C) {
+  const int64_t blocks = (C + kColumnBlock - 1) / kColumnBlock;
+  for_range(blocks, rows * C >= kParallelMin, [&](int64_t b) HWY_ATTR {
+    const int64_t c0 = b * kColumnBlock;
+    const int64_t width = std::min(kColumnBlock, C - c0);
+    HWY_ALIGN T sum_dy[kColumnBlock] = {};
+    HWY_ALIGN T sum_dy_xhat[kColumnBlock] = {};
+    // pass 1: the block's column sums over all rows, in row order
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * C + c0;
+      const T* dyr = dy + r * C + c0;
+      const T m = mean[r], s = rstd[r];
+      for_each_vector<T>(width, [&](auto d, int64_t c) HWY_ATTR {
+        const auto dyc = hn::LoadU(d, dyr + c);
+        hn::StoreU(hn::Add(hn::LoadU(d, sum_dy + c), dyc), d, sum_dy + c);
+        const auto g = hn::MulAdd(dyc, xhat_at(d, xr, c, m, s), hn::LoadU(d, sum_dy_xhat + c));
+        hn::StoreU(g, d, sum_dy_xhat + c);
+      });
+    }
+    // pass 2: add them to the gradients
+    for_each_vector<T>(width, [&](auto d, int64_t c) HWY_ATTR {
+      if (dbeta) {
+        hn::StoreU(hn::Add(hn::LoadU(d, dbeta + c0 + c), hn::LoadU(d, sum_dy + c)), d,
+                   dbeta + c0 + c);
+      }
+      if (dgamma) {
+        hn::StoreU(hn::Add(hn::LoadU(d, dgamma + c0 + c), hn::LoadU(d, sum_dy_xhat + c)), d,
+                   dgamma + c0 + c);
+      }
+    });
+  });
+}
+
+template <typename T>
+void layer_norm_backward_impl(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                              const T* rstd, const T* gamma, int64_t rows, int64_t C) {
+  if (dx) layer_norm_dx(dx, dy, x, mean, rstd, gamma, rows, C);
+  if (dgamma || dbeta) layer_norm_dparams(dgamma, dbeta, dy, x, mean, rstd, rows, C);
+}
+
+}  // namespace
+
+// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+
+void layer_norm_forward_impl_f32(float* y, float* mean, float* rstd, const float* x,
+                                 const float* gamma, const float* beta, int64_t rows, int64_t C,
+                                 float eps) {
+  layer_norm_forward_impl(y, mean, rstd, x, gamma, beta, rows, C, eps);
+}
+void layer_norm_forward_impl_f64(double* y, double* mean, double* rstd, const double* x,
+                                 const double* gamma, const double* beta, int64_t rows, int64_t C,
+                                 double eps) {
+  layer_norm_forward_impl(y, mean, rstd, x, gamma, beta, rows, C, eps);
+}
+void layer_norm_backward_impl_f32(float* dx, float* dgamma, float* dbeta, const float* dy,
+                                  const float* x, const float* mean, const float* rstd,
+                                  const float* gamma, int64_t rows, int64_t C) {
+  layer_norm_backward_impl(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
+}
+void layer_norm_backward_impl_f64(double* dx, double* dgamma, double* dbeta, const double* dy,
+                                  const double* x, const double* mean, const double* rstd,
+                                  const double* gamma, int64_t rows, int64_t C) {
+  layer_norm_backward_impl(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
+}
+
+}  // namespace attograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attograd::kernels {
+
+HWY_EXPORT(layer_norm_forward_impl_f32);
+HWY_EXPORT(layer_norm_forward_impl_f64);
+HWY_EXPORT(layer_norm_backward_impl_f32);
+HWY_EXPORT(layer_norm_backward_impl_f64);
+
+// Each public template calls the f32 or f64 export for the best target of this CPU.
+
+template <typename T>
+void layer_norm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
+                        int64_t rows, int64_t C, T eps) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(layer_norm_forward_impl_f32)(y, mean, rstd, x, gamma, beta, rows, C, eps);
+  } else {
+    HWY_DYNAMIC_DISPATCH(layer_norm_forward_impl_f64)(y, mean, rstd, x, gamma, beta, rows, C, eps);
+  }
+}
+
+template <typename T>
+void layer_norm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                         const T* rstd, const T* gamma, int64_t rows, int64_t C) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(layer_norm_backward_impl_f32)
+    (dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
+  } else {
+    HWY_DYNAMIC_DISPATCH(layer_norm_backward_impl_f64)
+    (dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
+  }
+}
+
+#define ATTOGRAD_INSTANTIATE(T)                                                                   \
+  template void layer_norm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, \
+                                      T);                                                         \
+  template void layer_norm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,        \
+                                       const T*, int64_t, int64_t);
+ATTOGRAD_INSTANTIATE(float)
+ATTOGRAD_INSTANTIATE(double)
+#undef ATTOGRAD_INSTANTIATE
+
+}  // namespace attograd::kernels
+#endif  // HWY_ONCE

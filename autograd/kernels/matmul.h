@@ -1,0 +1,23 @@
+// Matrix multiply C (M, N) = op(A) (M, K) @ op(B) (K, N), where op is identity or transpose.
+//
+// One kernel serves the forward and both backward products, because the VJP of C = A B is
+// dA = dC Bᵀ and dB = Aᵀ dC: the same product with the transpose flags flipped. The flags let
+// a transposed VIEW (a Tensor whose last two strides are swapped) go straight in, no copy.
+// Scalar reference twin: matmul_ref.h.
+#pragma once
+
+#include <cstdint>
+
+namespace attograd::kernels {
+
+/// C (M, N) = op(A) @ op(B), or C += op(A) @ op(B) when accumulate is true.
+///   a: row-major (M, K) when !a_trans, or row-major (K, M) when a_trans (A is its transpose).
+///   b: row-major (K, N) when !b_trans, or row-major (N, K) when b_trans (the nn.Linear weight
+///      layout: y = x Wᵀ reads W's rows contiguously).
+///   c: row-major (M, N); must not alias a or b. K may be 0 (C = 0, or unchanged if accumulate).
+/// Parallel over rows of C with OpenMP when M * N * K is large enough to pay for a thread.
+template <typename T>
+void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
+            bool b_trans, bool accumulate);
+
+}  // namespace attograd::kernels

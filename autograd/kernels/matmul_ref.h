@@ -1,0 +1,26 @@
+// Scalar reference twin of matmul.h: the triple loop, with op(A) and op(B) read through their
+// transposes when asked. The specification, and the oracle for tests/kernels/matmul_test.cc.
+#pragma once
+
+#include <cstdint>
+
+namespace attograd::kernels::reference {
+
+/// C (M, N) (+)= op(A) (M, K) @ op(B) (K, N)
+template <typename T>
+void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
+            bool b_trans, bool accumulate) {
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      T s = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const T a_ik = a_trans ? a[k * M + i] : a[i * K + k];  // A stored (K, M) or (M, K)
+        const T b_kj = b_trans ? b[j * K + k] : b[k * N + j];  // B stored (N, K) or (K, N)
+        s += a_ik * b_kj;
+      }
+      c[i * N + j] = accumulate ? c[i * N + j] + s : s;
+    }
+  }
+}
+
+}  // namespace attograd::kernels::reference

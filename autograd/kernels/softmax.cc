@@ -1,0 +1,311 @@
+// Softmax, causal (masked) softmax and log-softmax over the last axis of x (rows, n)
+// (softmax.h), SIMD through Highway with runtime dispatch. The scalar specification is
+// softmax_ref.h; see elementwise.cc for how the per-target compilation works.
+//
+//   softmax:      y_j = exp(x_j - m) / sum_k exp(x_k - m),  m = max_k x_k
+//                 dx  = y * (dy - sum(dy * y))
+//   log_softmax:  y_j = (x_j - m) - log(sum_k exp(x_k - m))
+//                 dx  = dy - exp(y) * sum(dy)
+//
+// Every row is done whole by one thread, so results do not depend on the thread count.
+#include "autograd/kernels/softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "autograd/kernels/softmax.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attograd::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
+// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
+// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+namespace {
+
+// ---- Loops (same helpers as elementwise.cc) ----------------------------------------------------
+
+// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
+// `omp parallel if(false)` still costs ~0.2 us per call).
+template <class Body>
+void for_range(int64_t count, bool parallel, const Body& body) {
+  if (!parallel || count < 2) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
+// Threads only pay from about 32k elements (rows * n) on.
+constexpr int64_t kParallelMin = 32768;
+
+// body(d, j) on each vector of [0, n), then on the n % Lanes(d) tail one lane at a time (a
+// 1-lane tag), so the tail runs the same maths. (Highway 1.0.3 has no LoadN/StoreN, and its
+// MaskedLoad reads a whole aligned vector on SSSE3/SSE4.)
+template <typename T, class Body>
+HWY_INLINE void for_each_vector(int64_t n, const Body& body) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t j = 0;
+  for (; j + N <= n; j += N) body(d, j);
+  for (; j < n; ++j) body(d1, j);
+}
+
+// Sum over [0, n) of the vectors f(d, j): one vector accumulator for the whole vectors, summed
+// across lanes at the end, plus the tail lanes.
+template <typename T, class F>
+HWY_INLINE T sum_of(int64_t n, const F& f) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto acc = hn::Zero(d);
+  int64_t j = 0;
+  for (; j + N <= n; j += N) acc = hn::Add(acc, f(d, j));
+  T s = hn::GetLane(hn::SumOfLanes(d, acc));
+  for (; j < n; ++j) s += hn::GetLane(f(d1, j));
+  return s;
+}
+
+// max of x[0..n) (-inf for n = 0). If the row holds NaN the result may or may not be NaN
+// (Highway's Max may drop a NaN operand), which is fine here: exp(NaN - m) or exp(x - NaN) is
+// NaN either way and the NaN reaches every output through the sum.
+template <typename T>
+HWY_INLINE T row_max(const T* x, int64_t n) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto vmax = hn::Set(d, -std::numeric_limits<T>::infinity());
+  int64_t j = 0;
+  for (; j + N <= n; j += N) vmax = hn::Max(vmax, hn::LoadU(d, x + j));
+  T m = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; j < n; ++j) m = std::max(m, x[j]);
+  return m;
+}
+
+// exp(x) for the arguments max-subtraction produces: x <= 0, -inf (an entry masked to -inf
+// beforehand) or NaN. Highway's Exp is only specified from -FLT_MAX up, and returns 0 for NaN:
+// map -inf to exactly 0 ourselves, and keep NaN as NaN so that a NaN row is not silently
+// turned into a valid distribution.
+template <class D, class V>
+HWY_INLINE V exp_nonpositive(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V minus_inf = hn::Set(d, -std::numeric_limits<T>::infinity());
+  const V y = hn::IfThenZeroElse(hn::Eq(x, minus_inf), hn::Exp(d, x));
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+// ---- softmax ---------------------------------------------------------------------------------
+
+// Entries of row r a causal softmax sees: row r is query t = r % Tq and sees keys
+// j <= t + (n - Tq), clipped to [0, n]. Without a mask (causal_tq = 0) it sees all n. A row
+// that sees no key at all (only possible when Tq > n) comes out all zeros.
+inline int64_t visible_keys(int64_t r, int64_t n, int64_t causal_tq) {
+  if (causal_tq == 0) return n;
+  return std::clamp<int64_t>(r % causal_tq + n - causal_tq + 1, 0, n);
+}
+
+// y may alias x: pass 2 reads x_j before writing y_j, and pass 3 reads only y.
+template <typename T>
+void softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n, int64_t causal_tq) {
+  for_range(rows, rows * n >= kParallelMin, [&](int64_t r) HWY_ATTR {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    const int64_t visible = visible_keys(r, n, causal_tq);
+
+    // pass 1: row max m over the visible entries, so that every exp argument is <= 0
+    const T m = row_max(xr, visible);
+
+    // pass 2: y_j = exp(x_j - m) and their sum
+    const T sum = sum_of<T>(visible, [&](auto d, int64_t j) HWY_ATTR {
+      const auto e = exp_nonpositive(d, hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, m)));
+      hn::StoreU(e, d, yr + j);
+      return e;
+    });
+
+    // pass 3: normalise; masked entries get probability exactly 0
+    const T inv_sum = T(1) / sum;
+    for_each_vector<T>(visible, [&](auto d, int64_t j) HWY_ATTR {
+      hn::StoreU(hn::Mul(hn::LoadU(d, yr + j), hn::Set(d, inv_sum)), d, yr + j);
+    });
+    std::fill(yr + visible, yr + n, T(0));
+  });
+}
+
+// dx += y * (dy - sum(dy * y)). Where y is exactly 0 (masked), the gradient is exactly 0.
+template <typename T>
+void softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
+  for_range(rows, rows * n >= kParallelMin, [&](int64_t r) HWY_ATTR {
+    const T* yr = y + r * n;
+    const T* dyr = dy + r * n;
+    T* dxr = dx + r * n;
+
+    // pass 1: dot = sum(dy * y)
+    const T dot = sum_of<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+      return hn::Mul(hn::LoadU(d, dyr + j), hn::LoadU(d, yr + j));
+    });
+
+    // pass 2: dx += y * (dy - dot)
+    for_each_vector<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+      const auto g = hn::Mul(hn::LoadU(d, yr + j), hn::Sub(hn::LoadU(d, dyr + j), hn::Set(d, dot)));
+      hn::StoreU(hn::Add(hn::LoadU(d, dxr + j), g), d, dxr + j);
+    });
+  });
+}
+
+// ---- log_softmax -----------------------------------------------------------------------------
+
+// y may alias x: pass 3 reads x_j just before writing y_j.
+template <typename T>
+void log_softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n) {
+  for_range(rows, rows * n >= kParallelMin, [&](int64_t r) HWY_ATTR {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+
+    // pass 1: row max
+    const T m = row_max(xr, n);
+
+    // pass 2: sum of exp(x - m); at least 1 (the max itself), so its log is >= 0 and finite.
+    // One scalar std::log per row: more accurate than the SIMD Log and costs nothing here.
+    const T sum = sum_of<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+      return exp_nonpositive(d, hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, m)));
+    });
+    const T log_sum = std::log(sum);
+
+    // pass 3: y = (x - m) - log_sum, shifted in that order so that the largest entry gets
+    // exactly -log_sum (x - m = 0) even when |m| is huge.
+    for_each_vector<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+      const auto shifted = hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, m));
+      hn::StoreU(hn::Sub(shifted, hn::Set(d, log_sum)), d, yr + j);
+    });
+  });
+}
+
+// dx += dy - exp(y) * sum(dy)
+template <typename T>
+void log_softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
+  for_range(rows, rows * n >= kParallelMin, [&](int64_t r) HWY_ATTR {
+    const T* yr = y + r * n;
+    const T* dyr = dy + r * n;
+    T* dxr = dx + r * n;
+
+    // pass 1: sum of the upstream gradient
+    const T sum = sum_of<T>(n, [&](auto d, int64_t j) HWY_ATTR { return hn::LoadU(d, dyr + j); });
+
+    // pass 2: dx += dy - exp(y) * sum   (y <= 0, so exp stays in range)
+    for_each_vector<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+      const auto p = exp_nonpositive(d, hn::LoadU(d, yr + j));
+      const auto g = hn::Sub(hn::LoadU(d, dyr + j), hn::Mul(p, hn::Set(d, sum)));
+      hn::StoreU(hn::Add(hn::LoadU(d, dxr + j), g), d, dxr + j);
+    });
+  });
+}
+
+}  // namespace
+
+// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+
+void softmax_forward_impl_f32(float* y, const float* x, int64_t rows, int64_t n,
+                              int64_t causal_tq) {
+  softmax_forward_impl(y, x, rows, n, causal_tq);
+}
+void softmax_forward_impl_f64(double* y, const double* x, int64_t rows, int64_t n,
+                              int64_t causal_tq) {
+  softmax_forward_impl(y, x, rows, n, causal_tq);
+}
+void softmax_backward_impl_f32(float* dx, const float* y, const float* dy, int64_t rows,
+                               int64_t n) {
+  softmax_backward_impl(dx, y, dy, rows, n);
+}
+void softmax_backward_impl_f64(double* dx, const double* y, const double* dy, int64_t rows,
+                               int64_t n) {
+  softmax_backward_impl(dx, y, dy, rows, n);
+}
+void log_softmax_forward_impl_f32(float* y, const float* x, int64_t rows, int64_t n) {
+  log_softmax_forward_impl(y, x, rows, n);
+}
+void log_softmax_forward_impl_f64(double* y, const double* x, int64_t rows, int64_t n) {
+  log_softmax_forward_impl(y, x, rows, n);
+}
+void log_softmax_backward_impl_f32(float* dx, const float* y, const float* dy, int64_t rows,
+                                   int64_t n) {
+  log_softmax_backward_impl(dx, y, dy, rows, n);
+}
+void log_softmax_backward_impl_f64(double* dx, const double* y, const double* dy, int64_t rows,
+                                   int64_t n) {
+  log_softmax_backward_impl(dx, y, dy, rows, n);
+}
+
+}  // namespace attograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attograd::kernels {
+
+HWY_EXPORT(softmax_forward_impl_f32);
+HWY_EXPORT(softmax_forward_impl_f64);
+HWY_EXPORT(softmax_backward_impl_f32);
+HWY_EXPORT(softmax_backward_impl_f64);
+HWY_EXPORT(log_softmax_forward_impl_f32);
+HWY_EXPORT(log_softmax_forward_impl_f64);
+HWY_EXPORT(log_softmax_backward_impl_f32);
+HWY_EXPORT(log_softmax_backward_impl_f64);
+
+// Each public template calls the f32 or f64 export for the best target of this CPU.
+
+template <typename T>
+void softmax_forward(T* y, const T* x, int64_t rows, int64_t n, int64_t causal_tq) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(softmax_forward_impl_f32)(y, x, rows, n, causal_tq);
+  } else {
+    HWY_DYNAMIC_DISPATCH(softmax_forward_impl_f64)(y, x, rows, n, causal_tq);
+  }
+}
+
+template <typename T>
+void softmax_backward(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(softmax_backward_impl_f32)(dx, y, dy, rows, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(softmax_backward_impl_f64)(dx, y, dy, rows, n);
+  }
+}
+
+template <typename T>
+void log_softmax_forward(T* y, const T* x, int64_t rows, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(log_softmax_forward_impl_f32)(y, x, rows, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(log_softmax_forward_impl_f64)(y, x, rows, n);
+  }
+}
+
+template <typename T>
+void log_softmax_backward(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(log_softmax_backward_impl_f32)(dx, y, dy, rows, n);
+  } else {
+    HWY_DYNAMIC_DISPATCH(log_softmax_backward_impl_f64)(dx, y, dy, rows, n);
+  }
+}
+
+#define ATTOGRAD_INSTANTIATE(T)                                                \
+  template void softmax_forward<T>(T*, const T*, int64_t, int64_t, int64_t);   \
+  template void softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t); \
+  template void log_softmax_forward<T>(T*, const T*, int64_t, int64_t);        \
+  template void log_softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t);
+ATTOGRAD_INSTANTIATE(float)
+ATTOGRAD_INSTANTIATE(double)
+#undef ATTOGRAD_INSTANTIATE
+
+}  // namespace attograd::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,137 @@
+// attograd's ops: the table of contents.
+//
+// Each op is declared once here with its shapes and its vector-Jacobian product (VJP) in one
+// line, in the spirit of PyTorch's derivatives.yaml. The forward and the VJP live side by side
+// in one section of one ops_*.cc file; docs/derivatives.md maps op -> formula -> file -> test.
+// Every op works on f32 and f64 through the same SIMD kernels, and every op has a
+// finite-difference case in gradcheck_cases.cc (a test fails if one is missing).
+//
+// Notation: dy is the upstream gradient dL/dy; "sum_to(g, shape)" sums a broadcast gradient
+// back over the broadcast dimensions. Errors are std::invalid_argument naming both shapes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+
+namespace attograd {
+
+// ===== elementwise, with NumPy broadcasting (ops_elementwise.cc) =====
+/// y = a + b.                                 VJP: da = sum_to(dy), db = sum_to(dy)
+Tensor add(const Tensor& a, const Tensor& b);
+/// y = a - b.                                 VJP: da = sum_to(dy), db = -sum_to(dy)
+Tensor sub(const Tensor& a, const Tensor& b);
+/// y = a * b.                                 VJP: da = sum_to(dy * b), db = sum_to(dy * a)
+Tensor mul(const Tensor& a, const Tensor& b);
+/// y = a / b.                                 VJP: da = sum_to(dy / b), db = -sum_to(dy * y / b)
+Tensor div(const Tensor& a, const Tensor& b);
+/// y = x + s (scalar s).                      VJP: dx = dy
+Tensor add_scalar(const Tensor& x, double s);
+/// y = x * s (scalar s).                      VJP: dx = s * dy
+Tensor mul_scalar(const Tensor& x, double s);
+/// y = -x.                                    VJP: dx = -dy
+Tensor neg(const Tensor& x);
+/// y = exp(x).                                VJP: dx = dy * y
+Tensor exp(const Tensor& x);
+/// y = log(x), x > 0.                         VJP: dx = dy / x
+Tensor log(const Tensor& x);
+/// y = tanh(x).                               VJP: dx = dy * (1 - y^2)
+Tensor tanh(const Tensor& x);
+/// y = x^p (scalar exponent p).               VJP: dx = dy * p * x^(p-1)
+Tensor pow(const Tensor& x, double p);
+/// y = sqrt(x).                               VJP: dx = dy / (2 y)
+Tensor sqrt(const Tensor& x);
+/// y = max(x, 0).                             VJP: dx = dy * [x > 0]
+Tensor relu(const Tensor& x);
+/// y = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))), GPT-2's GELU (Hendrycks & Gimpel 2016).
+///                                            VJP: dx = dy * gelu'(x)  (kernels/gelu.h)
+Tensor gelu(const Tensor& x);
+
+// Derived ops: composed from the primitives above, so they need no VJP of their own.
+/// y = x - s.
+Tensor sub_scalar(const Tensor& x, double s);
+/// y = x / s.
+Tensor div_scalar(const Tensor& x, double s);
+/// y = s - x.
+Tensor rsub_scalar(double s, const Tensor& x);
+/// y = s / x.
+Tensor rdiv_scalar(double s, const Tensor& x);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& x, double s);
+Tensor operator-(const Tensor& x, double s);
+Tensor operator*(const Tensor& x, double s);
+Tensor operator/(const Tensor& x, double s);
+Tensor operator+(double s, const Tensor& x);
+Tensor operator-(double s, const Tensor& x);
+Tensor operator*(double s, const Tensor& x);
+Tensor operator/(double s, const Tensor& x);
+
+// ===== reductions (ops_reduce.cc) =====
+/// Sum over `axes` (negative counts from the end; empty = all axes); keepdim keeps them as 1.
+///                                            VJP: dx = broadcast(dy) over the reduced axes
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+/// Mean over `axes` (derived: sum / count).
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+/// Max over one axis. The gradient goes to the first maximal element only (PyTorch's amax
+/// splits ties evenly; ties have measure zero for the continuous inputs gradcheck uses).
+///                                            VJP: dx[argmax] = dy
+Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
+
+// ===== shape and layout; views share storage (ops_shape.cc) =====
+/// Same data in a new shape with the same numel; one dimension may be -1 (inferred). A view
+/// when x is contiguous, else a copy.         VJP: dx = reshape(dy, x.shape)
+Tensor reshape(const Tensor& x, const Shape& shape);
+/// Swaps dimensions d0 and d1 (a view).       VJP: dx = transpose(dy, d0, d1)
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
+/// y.shape[i] = x.shape[perm[i]] (a view).    VJP: dx = permute(dy, inverse(perm))
+Tensor permute(const Tensor& x, const std::vector<int64_t>& perm);
+/// x[..., start:end, ...] along dim (a view; 0 <= start <= end <= size).
+///                                            VJP: dx[start:end] = dy, zero elsewhere
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);
+/// Joins tensors of equal shape but along dim.  VJP: dx_i = the matching slice of dy
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim);
+/// Splits x along dim into pieces of the given sizes (derived: one slice per piece).
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);
+/// x itself if already contiguous, else a contiguous copy.  VJP: dx = dy
+Tensor contiguous(const Tensor& x);
+
+// ===== matrix multiply (ops_matmul.cc) =====
+/// (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast; either operand may be a
+/// transposed view (no copy). 2-D and batched; 1-D operands are rejected.
+///                                            VJP: dA = dC Bᵀ, dB = Aᵀ dC (summed over broadcast)
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ===== neural-network ops (ops_nn.cc) =====
+/// Gathers rows: weight (V, C), ids i64 (...) -> (..., C). Throws std::out_of_range naming
+/// the first id outside [0, V).               VJP: dweight[ids[i]] += dy[i] (scatter-add)
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+/// Scores (..., Tq, Tk) with -inf where key j > query t + (Tk - Tq) (no looking ahead).
+///                                            VJP: dx = dy where kept, 0 where masked
+Tensor causal_mask(const Tensor& scores);
+/// Softmax over the last axis, max-subtracted.  VJP: dx = y * (dy - sum(dy * y))
+Tensor softmax(const Tensor& x);
+/// Fused causal_mask + softmax over (..., Tq, Tk): masked entries are exactly 0 and get
+/// exactly 0 gradient.                        VJP: dx = y * (dy - sum(dy * y))
+Tensor causal_softmax(const Tensor& scores);
+/// log(softmax(x)) over the last axis.        VJP: dx = dy - softmax(x) * sum(dy)
+Tensor log_softmax(const Tensor& x);
+/// Layer norm over the last axis of x (..., C) with gamma, beta (C); biased variance.
+///   VJP: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma; dgamma = sum dy xhat;
+///        dbeta = sum dy   (kernels/layer_norm.h)
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
+/// Mean cross-entropy of logits (..., V) against i64 targets (...) -> scalar; the sum over
+/// rows is reduced in double. Throws std::out_of_range for a target outside [0, V).
+///                                            VJP: dlogits = dy (softmax(logits) - onehot) / N
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+/// Inverted dropout: zeroes each element with probability p and scales the rest by 1/(1-p);
+/// identity when !training or p == 0. Derived: mul by a mask drawn from `gen`.
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
+
+}  // namespace attograd

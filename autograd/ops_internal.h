@@ -1,0 +1,89 @@
+// Helpers shared by the ops_*.cc files: strided iteration, broadcasting, graph-free copies.
+// Not part of the public API (ops.h is).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/tensor.h"
+
+namespace attograd::detail {
+
+/// NumPy broadcasting of two shapes (align right; each pair equal or one of them 1).
+/// Throws std::invalid_argument "op: shapes (2, 3) and (4,) cannot be broadcast".
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+/// A view of t with new shape and strides, offset `extra_offset` elements further. No graph.
+Tensor view_of(const Tensor& t, const Shape& shape, const Shape& strides, int64_t extra_offset = 0);
+
+/// A view of t broadcast to `shape` (stride 0 along broadcast dimensions). No graph.
+Tensor expand_view(const Tensor& t, const Shape& shape);
+
+/// Wraps a possibly negative dimension index into [0, ndim); throws naming op and shape.
+int64_t wrap_dim(int64_t d, int64_t ndim, const char* op);
+
+/// Throws unless a and b are floating tensors of the same dtype.
+void check_floating_pair(const char* op, const Tensor& a, const Tensor& b);
+
+/// Calls fn(offsets, n, inner_strides) once per innermost row of an iteration over `shape`
+/// shared by K operands with the given strides; offsets[k] is operand k's element offset.
+/// Dimensions that are contiguous in every operand are merged first (as PyTorch's
+/// TensorIterator does), so contiguous tensors make one long row and kernels get long runs.
+template <size_t K, typename F>
+void for_each_row(Shape shape, std::array<Shape, K> strides, F&& fn) {
+  if (shape_numel(shape) == 0) return;
+  // Drop size-1 dimensions, then merge d-1 into d where every operand allows it.
+  Shape s;
+  std::array<Shape, K> st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = !s.empty();
+    for (size_t k = 0; k < K && merge; ++k) merge = st[k].back() == strides[k][d] * shape[d];
+    if (merge) {
+      s.back() *= shape[d];
+      for (size_t k = 0; k < K; ++k) st[k].back() = strides[k][d];
+    } else {
+      s.push_back(shape[d]);
+      for (size_t k = 0; k < K; ++k) st[k].push_back(strides[k][d]);
+    }
+  }
+  if (s.empty()) {  // a single element
+    s.push_back(1);
+    for (size_t k = 0; k < K; ++k) st[k].push_back(0);
+  }
+  const size_t outer_dims = s.size() - 1;
+  const int64_t n = s.back();
+  std::array<int64_t, K> inner{}, offsets{};
+  for (size_t k = 0; k < K; ++k) inner[k] = st[k].back();
+  Shape counter(outer_dims, 0);
+  const int64_t rows = shape_numel(s) / n;
+  for (int64_t r = 0; r < rows; ++r) {
+    fn(offsets, n, inner);
+    // Odometer increment over the outer dimensions, updating offsets incrementally.
+    for (size_t d = outer_dims; d-- > 0;) {
+      for (size_t k = 0; k < K; ++k) offsets[k] += st[k][d];
+      if (++counter[d] < s[d]) break;
+      for (size_t k = 0; k < K; ++k) offsets[k] -= st[k][d] * s[d];
+      counter[d] = 0;
+    }
+  }
+}
+
+/// dst += alpha * src, elementwise over src's shape. dst is a view of the same shape whose
+/// strides may be 0 along dimensions that src spreads over: those are summed, which is
+/// exactly the "sum_to" that undoes broadcasting in a VJP.
+void accumulate(const Tensor& dst, const Tensor& src, double alpha = 1.0);
+
+/// Copies src into dst (same shape and dtype, any strides). No graph.
+void copy_into(const Tensor& dst, const Tensor& src);
+
+/// A contiguous copy (or t itself if already contiguous). No graph.
+Tensor contiguous_data(const Tensor& t);
+
+/// out = a op b with broadcasting, into a new contiguous tensor. No graph.
+Tensor binary_raw(kernels::BinaryOp op, const Tensor& a, const Tensor& b);
+
+}  // namespace attograd::detail

@@ -1,0 +1,207 @@
+// The ops a transformer is made of: embedding, causal mask, softmax (plain, causal-fused and
+// log), layer norm, cross-entropy, dropout. Each forward is followed by its VJP.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "autograd/kernels/cross_entropy.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/layer_norm.h"
+#include "autograd/kernels/reduce.h"
+#include "autograd/kernels/softmax.h"
+#include "autograd/ops.h"
+#include "autograd/ops_internal.h"
+
+namespace attograd {
+
+// ----- embedding:  y[i] = weight[ids[i]];  dweight[ids[i]] += dy[i] (scatter-add) -----
+Tensor embedding(const Tensor& weight, const Tensor& ids) {
+  if (!weight.defined() || !ids.defined()) throw std::invalid_argument("embedding: undefined tensor");
+  if (weight.dim() != 2)
+    throw std::invalid_argument("embedding: expected weight (V, C), got " + shape_str(weight.shape()));
+  if (ids.dtype() != DType::i64)
+    throw std::invalid_argument(std::string("embedding: expected i64 token ids, got ") + dtype_name(ids.dtype()));
+  const int64_t V = weight.shape()[0], C = weight.shape()[1];
+  const std::vector<int64_t> idv = ids.to_ids();
+  for (size_t i = 0; i < idv.size(); ++i)
+    if (idv[i] < 0 || idv[i] >= V)
+      throw std::out_of_range("embedding: token id " + std::to_string(idv[i]) + " at position " +
+                              std::to_string(i) + " is outside [0, " + std::to_string(V) +
+                              ") (vocab_size " + std::to_string(V) + "); check the tokenizer matches the model");
+  const Tensor w = detail::contiguous_data(weight);
+  Shape out_shape = ids.shape();
+  out_shape.push_back(C);
+  Tensor y = Tensor::empty(out_shape, weight.dtype());
+  const size_t row_bytes = static_cast<size_t>(C) * dtype_size(weight.dtype());
+  const char* src = reinterpret_cast<const char*>(w.impl()->storage->data) + w.impl()->offset * dtype_size(w.dtype());
+  char* dst = static_cast<char*>(y.impl()->storage->data);
+  for (size_t i = 0; i < idv.size(); ++i) std::memcpy(dst + i * row_bytes, src + idv[i] * row_bytes, row_bytes);
+  return record(y, "embedding", {weight, ids}, [idv, C](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {
+      // Repeated ids add up: the VJP of a gather is a scatter-ADD.
+      for (size_t i = 0; i < idv.size(); ++i)
+        kernels::axpy<T>(gi[0].data<T>() + idv[i] * C, T(1), g.data<T>() + i * C, C);
+    });
+  });
+}
+
+namespace {
+
+// Checks a (..., Tq, Tk) score block for the causal ops and returns Tq, Tk.
+std::pair<int64_t, int64_t> causal_dims(const Tensor& s, const char* op) {
+  if (!s.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  if (s.dim() < 2)
+    throw std::invalid_argument(std::string(op) + ": expected scores (..., Tq, Tk), got " + shape_str(s.shape()));
+  const int64_t Tq = s.size(-2), Tk = s.size(-1);
+  if (Tq > Tk)
+    throw std::invalid_argument(std::string(op) + ": more queries than keys in " + shape_str(s.shape()) +
+                                " (query t sees keys j <= t + Tk - Tq, so Tq <= Tk)");
+  return {Tq, Tk};
+}
+
+}  // namespace
+
+// ----- causal_mask:  y = x, -inf where j > t + (Tk - Tq);  dx = dy where kept, 0 where masked -----
+Tensor causal_mask(const Tensor& scores) {
+  const auto [Tq, Tk] = causal_dims(scores, "causal_mask");
+  Tensor y = detail::contiguous_data(scores).clone();
+  const int64_t rows = y.numel() / std::max<int64_t>(Tk, 1);
+  dispatch_floating(y.dtype(), "causal_mask", [&]<typename T>() {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t kept = r % Tq + 1 + (Tk - Tq);
+      kernels::fill<T>(y.data<T>() + r * Tk + kept, -std::numeric_limits<T>::infinity(), Tk - kept);
+    }
+  });
+  return record(y, "causal_mask", {scores}, [rows, Tq, Tk](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "causal_mask", [&]<typename T>() {
+      for (int64_t r = 0; r < rows; ++r)
+        kernels::axpy<T>(gi[0].data<T>() + r * Tk, T(1), g.data<T>() + r * Tk, r % Tq + 1 + (Tk - Tq));
+    });
+  });
+}
+
+namespace {
+
+// Shared by softmax and causal_softmax: y = softmax(x) row-wise, dx = y (dy - sum(dy y)).
+Tensor softmax_impl(const Tensor& x, int64_t causal_tq, const char* name) {
+  const int64_t n = x.size(-1);
+  const int64_t rows = n == 0 ? 0 : x.numel() / n;
+  const Tensor xc = detail::contiguous_data(x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), name, [&]<typename T>() {
+    kernels::softmax_forward<T>(y.data<T>(), xc.data<T>(), rows, n, causal_tq);
+  });
+  return record(y, name, {x}, [name, rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), name, [&]<typename T>() {
+      kernels::softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
+    });
+  });
+}
+
+}  // namespace
+
+// ----- softmax:  y = exp(x - max) / sum;  dx = y (dy - sum(dy y)) -----
+Tensor softmax(const Tensor& x) {
+  if (!x.defined() || x.dim() < 1) throw std::invalid_argument("softmax: expected a tensor with at least one dimension");
+  return softmax_impl(x, 0, "softmax");
+}
+
+// ----- causal_softmax: the fused softmax(causal_mask(x)) of attention -----
+Tensor causal_softmax(const Tensor& scores) {
+  const int64_t Tq = causal_dims(scores, "causal_softmax").first;
+  return softmax_impl(scores, Tq, "causal_softmax");
+}
+
+// ----- log_softmax:  y = x - max - log(sum exp(x - max));  dx = dy - exp(y) sum(dy) -----
+Tensor log_softmax(const Tensor& x) {
+  if (!x.defined() || x.dim() < 1) throw std::invalid_argument("log_softmax: expected a tensor with at least one dimension");
+  const int64_t n = x.size(-1);
+  const int64_t rows = n == 0 ? 0 : x.numel() / n;
+  const Tensor xc = detail::contiguous_data(x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), "log_softmax", [&]<typename T>() {
+    kernels::log_softmax_forward<T>(y.data<T>(), xc.data<T>(), rows, n);
+  });
+  return record(y, "log_softmax", {x}, [rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "log_softmax", [&]<typename T>() {
+      kernels::log_softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
+    });
+  });
+}
+
+// ----- layer_norm:  y = gamma (x - mean) rstd + beta;  VJP in kernels/layer_norm.h -----
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  detail::check_floating_pair("layer_norm", x, gamma);
+  detail::check_floating_pair("layer_norm", x, beta);
+  const int64_t C = gamma.numel();
+  if (x.dim() < 1 || gamma.dim() != 1 || beta.shape() != gamma.shape() || x.size(-1) != C)
+    throw std::invalid_argument("layer_norm: expected input (..., " + std::to_string(C) +
+                                ") with gamma and beta (" + std::to_string(C) + ",), got input " +
+                                shape_str(x.shape()) + ", gamma " + shape_str(gamma.shape()) +
+                                ", beta " + shape_str(beta.shape()));
+  if (!(eps > 0)) throw std::invalid_argument("layer_norm: eps must be positive, got " + std::to_string(eps));
+  const int64_t rows = C == 0 ? 0 : x.numel() / C;
+  const Tensor xc = detail::contiguous_data(x), gc = detail::contiguous_data(gamma),
+               bc = detail::contiguous_data(beta);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  Tensor mean = Tensor::empty({rows}, x.dtype()), rstd = Tensor::empty({rows}, x.dtype());
+  dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
+    kernels::layer_norm_forward<T>(y.data<T>(), mean.data<T>(), rstd.data<T>(), xc.data<T>(),
+                                   gc.data<T>(), bc.data<T>(), rows, C, static_cast<T>(eps));
+  });
+  return record(y, "layer_norm", {x, gamma, beta},
+                [rows, C, xc = xc.detach(), gc = gc.detach(), mean, rstd](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "layer_norm", [&]<typename T>() {
+      auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+      kernels::layer_norm_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(), xc.data<T>(),
+                                      mean.data<T>(), rstd.data<T>(), gc.data<T>(), rows, C);
+    });
+  });
+}
+
+// ----- cross_entropy:  L = mean_i (logsumexp(x_i) - x_i[t_i]);  dx_i = dL (softmax(x_i) - onehot) / N -----
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  if (!logits.defined() || !targets.defined()) throw std::invalid_argument("cross_entropy: undefined tensor");
+  if (logits.dtype() == DType::i64) throw_not_floating("cross_entropy", DType::i64);
+  if (targets.dtype() != DType::i64)
+    throw std::invalid_argument(std::string("cross_entropy: expected i64 targets, got ") + dtype_name(targets.dtype()));
+  const Shape expect(logits.shape().begin(), logits.shape().end() - (logits.dim() > 0 ? 1 : 0));
+  if (logits.dim() < 1 || targets.shape() != expect)
+    throw std::invalid_argument("cross_entropy: expected logits (..., V) and targets (...) with the same "
+                                "leading shape, got logits " + shape_str(logits.shape()) +
+                                " and targets " + shape_str(targets.shape()));
+  const int64_t V = logits.size(-1), N = targets.numel();
+  if (N == 0) throw std::invalid_argument("cross_entropy: empty batch (no targets), the mean is undefined");
+  const std::vector<int64_t> t = targets.to_ids();
+  for (int64_t i = 0; i < N; ++i)
+    if (t[i] < 0 || t[i] >= V)
+      throw std::out_of_range("cross_entropy: target " + std::to_string(t[i]) + " at position " +
+                              std::to_string(i) + " is outside [0, " + std::to_string(V) + ") (vocab_size)");
+  const Tensor xc = detail::contiguous_data(logits);
+  Tensor losses = Tensor::empty({N}, logits.dtype()), lse = Tensor::empty({N}, logits.dtype());
+  Tensor loss;
+  dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename T>() {
+    kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), xc.data<T>(), t.data(), N, V);
+    loss = Tensor::scalar(kernels::sum_all_double<T>(losses.data<T>(), N) / static_cast<double>(N), logits.dtype());
+  });
+  return record(loss, "cross_entropy", {logits, targets},
+                [t, N, V, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
+      const std::vector<T> dloss(static_cast<size_t>(N), static_cast<T>(g.item() / static_cast<double>(N)));
+      kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(), t.data(), dloss.data(), N, V);
+    });
+  });
+}
+
+// ----- dropout: derived, x * mask with mask in {0, 1/(1-p)} -----
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
+  if (!(p >= 0 && p <= 1)) throw std::invalid_argument("dropout: p must be in [0, 1], got " + std::to_string(p));
+  if (!training || p == 0) return x;
+  const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+  std::vector<double> mask(static_cast<size_t>(x.numel()));
+  for (double& m : mask) m = gen.uniform() < p ? 0.0 : scale;
+  return mul(x, Tensor::from_vector(mask, x.shape(), x.dtype()));
+}
+
+}  // namespace attograd

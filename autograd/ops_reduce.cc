@@ -1,0 +1,117 @@
+// Reductions: sum (and mean, derived from it) over any axes, max over one axis.
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
+#include "autograd/kernels/reduce.h"
+#include "autograd/ops.h"
+#include "autograd/ops_internal.h"
+
+namespace attograd {
+
+namespace {
+
+// Sorted, de-duplicated, non-negative axes; empty input means every axis.
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, const char* op) {
+  std::vector<int64_t> out;
+  if (axes.empty()) {
+    for (int64_t d = 0; d < ndim; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t a : axes) out.push_back(detail::wrap_dim(a, ndim, op));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw std::invalid_argument(std::string(op) + ": an axis is listed twice");
+  return out;
+}
+
+// The shape after reducing `axes`, keeping them as size 1.
+Shape keepdim_shape(const Shape& shape, const std::vector<int64_t>& axes) {
+  Shape out = shape;
+  for (int64_t a : axes) out[a] = 1;
+  return out;
+}
+
+Shape drop_axes(const Shape& shape, const std::vector<int64_t>& axes) {
+  Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), d)) out.push_back(shape[d]);
+  return out;
+}
+
+// Views `shape` as (outer, n, inner) around axis.
+void split_at(const Shape& shape, int64_t axis, int64_t& outer, int64_t& n, int64_t& inner) {
+  outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+  n = shape[axis];
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d) inner *= shape[d];
+}
+
+}  // namespace
+
+// ----- sum:  y = sum over axes of x;  dx = broadcast(dy) over those axes -----
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
+  if (!x.defined()) throw std::invalid_argument("sum: undefined tensor");
+  const std::vector<int64_t> axes = normalize_axes(axes_in, x.dim(), "sum");
+  const Shape kept = keepdim_shape(x.shape(), axes);
+  Tensor cur = detail::contiguous_data(x);
+  dispatch_floating(x.dtype(), "sum", [&]<typename T>() {
+    if (static_cast<int64_t>(axes.size()) == x.dim()) {  // everything: one long row
+      Tensor out = Tensor::empty(kept, x.dtype());
+      kernels::sum_axis<T>(out.data<T>(), cur.data<T>(), 1, cur.numel(), 1, false);
+      cur = out;
+      return;
+    }
+    Shape shape = x.shape();
+    for (auto it = axes.rbegin(); it != axes.rend(); ++it) {  // innermost axis first
+      int64_t outer, n, inner;
+      split_at(shape, *it, outer, n, inner);
+      shape[*it] = 1;
+      Tensor out = Tensor::empty(shape, x.dtype());
+      kernels::sum_axis<T>(out.data<T>(), cur.data<T>(), outer, n, inner, false);
+      cur = out;
+    }
+  });
+  const Shape out_shape = keepdim ? kept : drop_axes(x.shape(), axes);
+  Tensor y = detail::view_of(cur, out_shape, contiguous_strides(out_shape));
+  return record(y, "sum", {x}, [kept](const Tensor& g, std::span<Tensor> gi) {
+    const Tensor g_kept = detail::view_of(g, kept, contiguous_strides(kept));
+    detail::accumulate(gi[0], detail::expand_view(g_kept, gi[0].shape()));
+  });
+}
+
+// ----- mean: derived, sum / count -----
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
+  if (!x.defined()) throw std::invalid_argument("mean: undefined tensor");
+  int64_t count = 1;
+  for (int64_t a : normalize_axes(axes_in, x.dim(), "mean")) count *= x.shape()[a];
+  if (count == 0) throw std::invalid_argument("mean: reducing " + shape_str(x.shape()) + " over an empty axis");
+  return mul_scalar(sum(x, axes_in, keepdim), 1.0 / static_cast<double>(count));
+}
+
+// ----- max:  y = max over axis;  dx[first argmax] = dy -----
+Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
+  if (!x.defined()) throw std::invalid_argument("max: undefined tensor");
+  const int64_t axis = detail::wrap_dim(axis_in, x.dim(), "max");
+  int64_t outer, n, inner;
+  split_at(x.shape(), axis, outer, n, inner);
+  if (n == 0) throw std::invalid_argument("max: axis " + std::to_string(axis_in) + " of " + shape_str(x.shape()) + " is empty");
+  const Tensor xc = detail::contiguous_data(x);
+  const Shape kept = keepdim_shape(x.shape(), {axis});
+  Tensor y = Tensor::empty(keepdim ? kept : drop_axes(x.shape(), {axis}), x.dtype());
+  auto argmax = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(outer * inner));
+  dispatch_floating(x.dtype(), "max", [&]<typename T>() {
+    kernels::max_axis<T>(y.data<T>(), argmax->data(), xc.data<T>(), outer, n, inner);
+  });
+  return record(y, "max", {x}, [argmax, outer, n, inner](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "max", [&]<typename T>() {
+      T* dx = gi[0].data<T>();
+      const T* dy = g.data<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i)
+          dx[(o * n + (*argmax)[o * inner + i]) * inner + i] += dy[o * inner + i];
+    });
+  });
+}
+
+}  // namespace attograd

@@ -1,0 +1,165 @@
+// Shape and layout ops. transpose, permute and slice return views that share storage; their
+// VJPs write the gradient back through the same view of the input's gradient buffer.
+#include <numeric>
+#include <stdexcept>
+
+#include "autograd/ops.h"
+#include "autograd/ops_internal.h"
+
+namespace attograd {
+
+// ----- reshape:  y = x viewed as `shape`;  dx = reshape(dy, x.shape) -----
+Tensor reshape(const Tensor& x, const Shape& shape_in) {
+  if (!x.defined()) throw std::invalid_argument("reshape: undefined tensor");
+  Shape shape = shape_in;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) throw std::invalid_argument("reshape: only one dimension can be -1, got " + shape_str(shape_in));
+      infer = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      throw std::invalid_argument("reshape: negative dimension in " + shape_str(shape_in));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || x.numel() % known != 0)
+      throw std::invalid_argument("reshape: cannot infer -1 in " + shape_str(shape_in) + " for " +
+                                  std::to_string(x.numel()) + " elements of " + shape_str(x.shape()));
+    shape[infer] = x.numel() / known;
+  }
+  if (shape_numel(shape) != x.numel())
+    throw std::invalid_argument("reshape: cannot view " + shape_str(x.shape()) + " (" +
+                                std::to_string(x.numel()) + " elements) as " + shape_str(shape_in));
+  const Tensor xc = detail::contiguous_data(x);
+  Tensor y = detail::view_of(xc, shape, contiguous_strides(shape));
+  return record(y, "reshape", {x}, [](const Tensor& g, std::span<Tensor> gi) {
+    detail::accumulate(gi[0], detail::view_of(g, gi[0].shape(), contiguous_strides(gi[0].shape())));
+  });
+}
+
+// ----- permute:  y.shape[i] = x.shape[perm[i]];  dx = permute(dy, inverse(perm)) -----
+Tensor permute(const Tensor& x, const std::vector<int64_t>& perm_in) {
+  if (!x.defined()) throw std::invalid_argument("permute: undefined tensor");
+  const int64_t n = x.dim();
+  if (static_cast<int64_t>(perm_in.size()) != n)
+    throw std::invalid_argument("permute: " + std::to_string(perm_in.size()) + " axes given for " +
+                                shape_str(x.shape()));
+  std::vector<int64_t> perm(n);
+  std::vector<bool> seen(n, false);
+  for (int64_t i = 0; i < n; ++i) {
+    perm[i] = detail::wrap_dim(perm_in[i], n, "permute");
+    if (seen[perm[i]]) throw std::invalid_argument("permute: axis " + std::to_string(perm[i]) + " repeated");
+    seen[perm[i]] = true;
+  }
+  Shape shape(n), strides(n);
+  for (int64_t i = 0; i < n; ++i) {
+    shape[i] = x.shape()[perm[i]];
+    strides[i] = x.strides()[perm[i]];
+  }
+  Tensor y = detail::view_of(x, shape, strides);
+  return record(y, "permute", {x}, [perm](const Tensor& g, std::span<Tensor> gi) {
+    // The same permutation applied to dx's buffer lines it up with dy.
+    const Tensor& dx = gi[0];
+    Shape shape(perm.size()), strides(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) {
+      shape[i] = dx.shape()[perm[i]];
+      strides[i] = dx.strides()[perm[i]];
+    }
+    detail::accumulate(detail::view_of(dx, shape, strides), g);
+  });
+}
+
+// ----- transpose: derived, a permute that swaps two axes -----
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
+  if (!x.defined()) throw std::invalid_argument("transpose: undefined tensor");
+  std::vector<int64_t> perm(x.dim());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[detail::wrap_dim(d0, x.dim(), "transpose")], perm[detail::wrap_dim(d1, x.dim(), "transpose")]);
+  return permute(x, perm);
+}
+
+namespace {
+Tensor slice_view(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
+  Shape shape = x.shape();
+  shape[dim] = end - start;
+  return detail::view_of(x, shape, x.strides(), start * x.strides()[dim]);
+}
+}  // namespace
+
+// ----- slice:  y = x[start:end] along dim;  dx[start:end] = dy -----
+Tensor slice(const Tensor& x, int64_t dim_in, int64_t start, int64_t end) {
+  if (!x.defined()) throw std::invalid_argument("slice: undefined tensor");
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "slice");
+  if (start < 0 || start > end || end > x.shape()[dim])
+    throw std::invalid_argument("slice: range [" + std::to_string(start) + ", " + std::to_string(end) +
+                                ") is not within dimension " + std::to_string(dim) + " of " +
+                                shape_str(x.shape()) + " (need 0 <= start <= end <= size)");
+  return record(slice_view(x, dim, start, end), "slice", {x},
+                [dim, start, end](const Tensor& g, std::span<Tensor> gi) {
+                  detail::accumulate(slice_view(gi[0], dim, start, end), g);
+                });
+}
+
+// ----- concat:  y = [x_0, x_1, ...] along dim;  dx_i = the matching slice of dy -----
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
+  if (xs.empty()) throw std::invalid_argument("concat: no tensors given");
+  const int64_t dim = detail::wrap_dim(dim_in, xs[0].dim(), "concat");
+  Shape shape = xs[0].shape();
+  shape[dim] = 0;
+  for (const Tensor& x : xs) {
+    detail::check_floating_pair("concat", xs[0], x);
+    Shape a = x.shape(), b = xs[0].shape();
+    if (a.size() == b.size()) a[dim] = b[dim] = 0;
+    if (a != b)
+      throw std::invalid_argument("concat: shapes " + shape_str(xs[0].shape()) + " and " +
+                                  shape_str(x.shape()) + " differ outside dimension " + std::to_string(dim));
+    shape[dim] += x.shape()[dim];
+  }
+  Tensor y = Tensor::empty(shape, xs[0].dtype());
+  std::vector<int64_t> starts;
+  int64_t start = 0;
+  for (const Tensor& x : xs) {
+    starts.push_back(start);
+    detail::copy_into(slice_view(y, dim, start, start + x.shape()[dim]), x);
+    start += x.shape()[dim];
+  }
+  return record(y, "concat", xs, [dim, starts](const Tensor& g, std::span<Tensor> gi) {
+    for (size_t i = 0; i < gi.size(); ++i)
+      if (gi[i].defined())
+        detail::accumulate(gi[i], slice_view(g, dim, starts[i], starts[i] + gi[i].shape()[dim]));
+  });
+}
+
+// ----- split: derived, one slice per piece -----
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim_in) {
+  if (!x.defined()) throw std::invalid_argument("split: undefined tensor");
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) throw std::invalid_argument("split: negative piece size");
+    total += s;
+  }
+  if (total != x.shape()[dim])
+    throw std::invalid_argument("split: piece sizes add up to " + std::to_string(total) +
+                                " but dimension " + std::to_string(dim) + " of " +
+                                shape_str(x.shape()) + " is " + std::to_string(x.shape()[dim]));
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(x, dim, start, start + s));
+    start += s;
+  }
+  return out;
+}
+
+// ----- contiguous:  y = x in row-major order;  dx = dy -----
+Tensor contiguous(const Tensor& x) {
+  if (!x.defined()) throw std::invalid_argument("contiguous: undefined tensor");
+  if (x.is_contiguous()) return x;
+  return record(detail::contiguous_data(x), "contiguous", {x},
+                [](const Tensor& g, std::span<Tensor> gi) { detail::accumulate(gi[0], g); });
+}
+
+}  // namespace attograd

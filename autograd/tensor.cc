@@ -1,0 +1,374 @@
+#include "autograd/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+
+namespace attograd {
+
+size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i64: return "i64";
+  }
+  return "?";
+}
+
+void throw_not_floating(const char* op, DType dtype) {
+  throw std::invalid_argument(std::string(op) + ": expected a floating tensor (f32 or f64), got " +
+                              dtype_name(dtype));
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+// 64 bytes: a cache line and a full AVX-512 vector, so aligned loads are possible on any target.
+Storage::Storage(size_t n) : bytes(n) {
+  const size_t rounded = ((n + 63) / 64) * 64;
+  data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (data == nullptr) throw std::bad_alloc();
+}
+
+Storage::~Storage() { std::free(data); }
+
+namespace {
+
+// Frees a graph without recursion. Destroying a node destroys its inputs, whose impls would
+// destroy their own grad_fn nodes, and so on down a chain as long as the graph: a million-op
+// chain would overflow the stack. Instead every node that becomes unreferenced while the
+// drain loop is running is parked on an explicit stack and destroyed from the loop.
+void release_graph(std::shared_ptr<Node> node) {
+  thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr;
+  if (node.use_count() != 1) return;  // still referenced elsewhere: dropping our handle is enough
+  if (pending != nullptr) {
+    pending->push_back(std::move(node));
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> stack;
+  stack.push_back(std::move(node));
+  pending = &stack;
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    n->release();  // may push more nodes onto `stack`
+  }
+  pending = nullptr;
+}
+
+}  // namespace
+
+TensorImpl::~TensorImpl() {
+  if (grad_fn) release_graph(std::move(grad_fn));
+}
+
+namespace {
+
+std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) throw std::invalid_argument("tensor: negative dimension in shape " + shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return impl;
+}
+
+// Offset (in elements) of the row-major linear index `linear` in a strided layout.
+int64_t strided_offset(const Shape& shape, const Shape& strides, int64_t linear) {
+  int64_t off = 0;
+  for (size_t d = shape.size(); d-- > 0;) {
+    off += (linear % shape[d]) * strides[d];
+    linear /= shape[d];
+  }
+  return off;
+}
+
+double read_element(const TensorImpl& t, int64_t offset) {
+  const char* base = static_cast<const char*>(t.storage->data);
+  switch (t.dtype) {
+    case DType::f32: return reinterpret_cast<const float*>(base)[t.offset + offset];
+    case DType::f64: return reinterpret_cast<const double*>(base)[t.offset + offset];
+    case DType::i64: return static_cast<double>(reinterpret_cast<const int64_t*>(base)[t.offset + offset]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) { return Tensor(make_impl(shape, dtype)); }
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  if (dtype == DType::i64) {
+    auto* p = t.data<int64_t>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<int64_t>(value);
+    return t;
+  }
+  dispatch_floating(dtype, "full", [&]<typename T>() {
+    kernels::fill<T>(t.data<T>(), static_cast<T>(value), t.numel());
+  });
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
+Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
+                                " values do not fill shape " + shape_str(shape) + " (" +
+                                std::to_string(t.numel()) + " elements)");
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (dtype) {
+      case DType::f32: t.data<float>()[i] = static_cast<float>(values[i]); break;
+      case DType::f64: t.data<double>()[i] = values[i]; break;
+      case DType::i64: t.data<int64_t>()[i] = static_cast<int64_t>(values[i]); break;
+    }
+  }
+  return t;
+}
+
+// Both samplers write straight into the typed buffer: GPT-2's wte alone is 38M values.
+Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double std) {
+  Tensor t = empty(shape, dtype);
+  dispatch_floating(dtype, "randn", [&]<typename T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(std * gen.normal());
+  });
+  return t;
+}
+
+Tensor Tensor::uniform(const Shape& shape, Generator& gen, double low, double high, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  dispatch_floating(dtype, "uniform", [&]<typename T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(low + (high - low) * gen.uniform());
+  });
+  return t;
+}
+
+Tensor Tensor::from_ids(const std::vector<int64_t>& ids, const Shape& shape) {
+  Tensor t = empty(shape, DType::i64);
+  if (static_cast<int64_t>(ids.size()) != t.numel())
+    throw std::invalid_argument("from_ids: " + std::to_string(ids.size()) +
+                                " ids do not fill shape " + shape_str(shape));
+  if (!ids.empty()) std::memcpy(t.data<int64_t>(), ids.data(), ids.size() * sizeof(int64_t));
+  return t;
+}
+
+void Tensor::check_defined(const char* what) const {
+  if (!impl_) throw std::logic_error(std::string("Tensor::") + what + ": the tensor is undefined");
+}
+
+const Shape& Tensor::shape() const { check_defined("shape"); return impl_->shape; }
+const Shape& Tensor::strides() const { check_defined("strides"); return impl_->strides; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(shape().size()); }
+int64_t Tensor::numel() const { return shape_numel(shape()); }
+DType Tensor::dtype() const { check_defined("dtype"); return impl_->dtype; }
+
+int64_t Tensor::size(int64_t d) const {
+  const int64_t n = dim();
+  const int64_t k = d < 0 ? d + n : d;
+  if (k < 0 || k >= n)
+    throw std::out_of_range("size: dimension " + std::to_string(d) + " out of range for shape " +
+                            shape_str(shape()));
+  return impl_->shape[k];
+}
+
+bool Tensor::is_contiguous() const {
+  check_defined("is_contiguous");
+  int64_t expected = 1;
+  for (size_t d = impl_->shape.size(); d-- > 0;) {
+    if (impl_->shape[d] == 1) continue;  // the stride of a size-1 dimension never matters
+    if (impl_->strides[d] != expected) return false;
+    expected *= impl_->shape[d];
+  }
+  return true;
+}
+
+template <typename T>
+T* Tensor::data() const {
+  check_defined("data");
+  constexpr DType want = std::is_same_v<T, float> ? DType::f32
+                         : std::is_same_v<T, double> ? DType::f64 : DType::i64;
+  if (impl_->dtype != want)
+    throw std::invalid_argument(std::string("Tensor::data: tensor is ") + dtype_name(impl_->dtype) +
+                                ", requested " + dtype_name(want));
+  return static_cast<T*>(impl_->storage->data) + impl_->offset;
+}
+template float* Tensor::data<float>() const;
+template double* Tensor::data<double>() const;
+template int64_t* Tensor::data<int64_t>() const;
+
+double Tensor::item() const {
+  if (numel() != 1)
+    throw std::invalid_argument("item: expected a one-element tensor, got shape " + shape_str(shape()));
+  return read_element(*impl_, 0);
+}
+
+double Tensor::at(std::initializer_list<int64_t> index) const {
+  if (static_cast<int64_t>(index.size()) != dim())
+    throw std::invalid_argument("at: " + std::to_string(index.size()) + " indices for shape " +
+                                shape_str(shape()));
+  int64_t off = 0, d = 0;
+  for (int64_t i : index) {
+    if (i < 0 || i >= impl_->shape[d])
+      throw std::out_of_range("at: index " + std::to_string(i) + " out of range for dimension " +
+                              std::to_string(d) + " of shape " + shape_str(shape()));
+    off += i * impl_->strides[d++];
+  }
+  return read_element(*impl_, off);
+}
+
+std::vector<double> Tensor::to_vector() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i)
+    out[i] = read_element(*impl_, strided_offset(impl_->shape, impl_->strides, i));
+  return out;
+}
+
+std::vector<int64_t> Tensor::to_ids() const {
+  const int64_t* p = data<int64_t>();
+  std::vector<int64_t> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) out[i] = p[strided_offset(impl_->shape, impl_->strides, i)];
+  return out;
+}
+
+bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+
+Tensor& Tensor::set_requires_grad(bool value) {
+  check_defined("set_requires_grad");
+  if (impl_->grad_fn)
+    throw std::logic_error("set_requires_grad: only leaf tensors can be marked; this one is the "
+                           "output of '" + std::string(impl_->grad_fn->name()) +
+                           "' (call detach() first to make a new leaf)");
+  if (value && impl_->dtype == DType::i64)
+    throw std::logic_error("set_requires_grad: i64 tensors (token ids) are not differentiable");
+  impl_->requires_grad = value;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  check_defined("grad");
+  return Tensor(impl_->grad);
+}
+
+void Tensor::zero_grad() const {
+  check_defined("zero_grad");
+  if (!impl_->grad) return;
+  Tensor g(impl_->grad);
+  dispatch_floating(g.dtype(), "zero_grad", [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
+}
+
+bool Tensor::is_leaf() const { check_defined("is_leaf"); return impl_->grad_fn == nullptr; }
+
+const std::shared_ptr<Node>& Tensor::grad_fn() const { check_defined("grad_fn"); return impl_->grad_fn; }
+
+Tensor Tensor::detach() const {
+  check_defined("detach");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = impl_->storage;
+  impl->shape = impl_->shape;
+  impl->strides = impl_->strides;
+  impl->offset = impl_->offset;
+  impl->dtype = impl_->dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape(), dtype());
+  const size_t esize = dtype_size(dtype());
+  char* dst = static_cast<char*>(out.impl_->storage->data);
+  const char* src = static_cast<const char*>(impl_->storage->data);
+  if (is_contiguous()) {
+    std::memcpy(dst, src + impl_->offset * esize, static_cast<size_t>(numel()) * esize);
+  } else {
+    for (int64_t i = 0; i < numel(); ++i)
+      std::memcpy(dst + i * esize,
+                  src + (impl_->offset + strided_offset(impl_->shape, impl_->strides, i)) * esize, esize);
+  }
+  return out;
+}
+
+void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
+  check_defined("backward");
+  run_backward(*this, grad_output, retain_graph);
+}
+
+namespace {
+
+// Prints dimension d of t starting at element offset `off`, eliding the middle of long
+// dimensions; nested rows are indented under their opening bracket, as PyTorch prints them.
+void print_dim(std::ostream& os, const Tensor& t, size_t d, int64_t off, size_t indent) {
+  const auto& shape = t.shape();
+  const int64_t n = shape[d];
+  const int64_t edge = 3;
+  const bool last = d + 1 == shape.size();
+  const std::string newline = ",\n" + std::string(indent + d + 1, ' ');
+  os << '[';
+  for (int64_t i = 0; i < n; ++i) {
+    if (n > 2 * edge + 1 && i == edge) {
+      os << "..." << (last ? ", " : newline);
+      i = n - edge - 1;
+      continue;
+    }
+    const int64_t o = off + i * t.strides()[d];
+    if (last) {
+      os << read_element(*t.impl(), o);
+    } else {
+      print_dim(os, t, d + 1, o, indent);
+    }
+    if (i + 1 < n) os << (last ? ", " : newline);
+  }
+  os << ']';
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "tensor(undefined)";
+  std::ostringstream body;
+  body << std::setprecision(t.dtype() == DType::f32 ? 7 : 15);
+  if (t.dim() == 0) {
+    body << t.item();
+  } else {
+    print_dim(body, t, 0, 0, /*indent=*/7);  // under "tensor("
+  }
+  os << "tensor(" << body.str() << ", shape " << shape_str(t.shape()) << ", " << dtype_name(t.dtype());
+  if (t.requires_grad()) os << (t.is_leaf() ? ", requires_grad" : ", grad_fn=") << (t.is_leaf() ? "" : t.grad_fn()->name());
+  return os << ')';
+}
+
+}  // namespace attograd

@@ -1,0 +1,170 @@
+// Tensor: an n-dimensional strided view of shared storage, plus its place in the autograd graph.
+//
+// Shapes and strides are in elements. transpose/permute/slice/reshape-of-contiguous return views
+// that share storage (no copy), exactly as in PyTorch; kernels want contiguous rows, so ops call
+// contiguous() where they need it and matmul accepts a transposed view directly.
+//
+// dtype is chosen at run time: f32 for training, f64 for finite-difference gradient checks
+// (the same ops and SIMD kernels run in both), i64 for token ids and targets (never
+// differentiable).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/random.h"
+
+namespace attograd {
+
+class Node;
+
+/// Element type of a tensor, chosen at run time.
+enum class DType { f32, f64, i64 };
+
+/// Bytes per element of a dtype.
+size_t dtype_size(DType dtype);
+/// "f32", "f64" or "i64".
+const char* dtype_name(DType dtype);
+
+/// A tensor shape, e.g. {B, T, C}.
+using Shape = std::vector<int64_t>;
+
+/// "(2, 3, 4)": the form every error message uses.
+std::string shape_str(const Shape& shape);
+/// Product of the dimensions (1 for a 0-d scalar).
+int64_t shape_numel(const Shape& shape);
+/// Row-major (C-contiguous) strides of a shape.
+Shape contiguous_strides(const Shape& shape);
+
+/// A 64-byte aligned, uninitialised byte buffer shared by a tensor and all its views.
+struct Storage {
+  explicit Storage(size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+/// The shared state behind a Tensor handle. Users go through Tensor; ops and the engine read
+/// these fields directly.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Shape strides;        // in elements; 0 for a broadcast (expanded) dimension
+  int64_t offset = 0;   // in elements, from storage->data
+  DType dtype = DType::f32;
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf, same shape, contiguous
+  std::shared_ptr<Node> grad_fn;     // the op that produced this tensor; null for leaves
+
+  TensorImpl() = default;
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+  // Frees the graph behind grad_fn iteratively: a million-node chain must not recurse.
+  ~TensorImpl();
+};
+
+/// A handle to a tensor: cheap to copy (copies share data and graph, like a PyTorch tensor).
+/// A default-constructed Tensor is "undefined" (no data); most calls on it throw.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ----- creation (all contiguous, requires_grad = false) -----
+  /// Uninitialised contents. Throws std::invalid_argument on a negative dimension.
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32);
+  static Tensor zeros(const Shape& shape, DType dtype = DType::f32);
+  static Tensor ones(const Shape& shape, DType dtype = DType::f32);
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::f32);
+  /// A 0-d tensor holding value.
+  static Tensor scalar(double value, DType dtype = DType::f32);
+  /// Copies values (row-major) into a new tensor; values.size() must equal the shape's numel.
+  static Tensor from_vector(const std::vector<double>& values, const Shape& shape,
+                            DType dtype = DType::f32);
+  /// Samples N(0, std^2) from gen, element by element in row-major order.
+  static Tensor randn(const Shape& shape, Generator& gen, DType dtype = DType::f32, double std = 1.0);
+  /// Samples uniformly from [low, high).
+  static Tensor uniform(const Shape& shape, Generator& gen, double low, double high,
+                        DType dtype = DType::f32);
+  /// Token ids or targets: an i64 tensor.
+  static Tensor from_ids(const std::vector<int64_t>& ids, const Shape& shape);
+
+  // ----- metadata -----
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  const Shape& strides() const;
+  /// Number of dimensions.
+  int64_t dim() const;
+  /// Size of dimension d; negative d counts from the end (-1 is the last).
+  int64_t size(int64_t d) const;
+  int64_t numel() const;
+  DType dtype() const;
+  bool is_contiguous() const;
+
+  // ----- data access -----
+  /// Pointer to the first element (storage + offset). Throws std::invalid_argument if T does
+  /// not match dtype(). For a non-contiguous view, index with strides().
+  template <typename T>
+  T* data() const;
+  /// The value of a one-element tensor, converted to double.
+  double item() const;
+  /// Element at a multi-index (any layout), converted to double. For tests and printing.
+  double at(std::initializer_list<int64_t> index) const;
+  /// All elements in row-major order, converted to double.
+  std::vector<double> to_vector() const;
+  /// All elements of an i64 tensor in row-major order.
+  std::vector<int64_t> to_ids() const;
+
+  // ----- autograd -----
+  bool requires_grad() const;
+  /// Marks a leaf as a parameter/input whose gradient backward() accumulates into grad().
+  /// Throws std::logic_error on a non-leaf (its gradient flows to its inputs instead) or on
+  /// an i64 tensor.
+  Tensor& set_requires_grad(bool value = true);
+  /// The accumulated gradient of a leaf (undefined before the first backward).
+  Tensor grad() const;
+  /// Sets the leaf's accumulated gradient to zero (keeps the buffer).
+  void zero_grad() const;
+  /// True for tensors not produced by a recorded op.
+  bool is_leaf() const;
+  const std::shared_ptr<Node>& grad_fn() const;
+  /// Same data, cut from the graph: never requires grad.
+  Tensor detach() const;
+  /// Reverse-mode pass from this tensor. A non-scalar tensor needs an explicit grad_output of
+  /// its shape. The graph is freed afterwards unless retain_graph is true; a second backward
+  /// through a freed graph throws std::logic_error saying so.
+  void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false) const;
+
+  /// A contiguous deep copy with no graph (for tests, optimizers and checkpoints).
+  Tensor clone() const;
+
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  void check_defined(const char* what) const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+/// Prints "tensor(shape (2, 3), f32, [[...], [...]])", eliding long dimensions.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+[[noreturn]] void throw_not_floating(const char* op, DType dtype);
+
+/// Calls f.template operator()<T>() with T = float or double for a floating tensor; throws
+/// std::invalid_argument naming `op` for i64. Lets each op be written once as a template.
+template <typename F>
+decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
+  if (dtype == DType::f32) return f.template operator()<float>();
+  if (dtype == DType::f64) return f.template operator()<double>();
+  throw_not_floating(op, dtype);
+}
+
+}  // namespace attograd

@@ -1,0 +1,41 @@
+// How the attograd CLI's subcommands plug into main: each file adds one CLI11 subcommand and
+// sets the process exit code from its callback. Shared option groups live here too.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "gpt/config.h"
+
+namespace attograd::cli {
+
+/// `attograd gradcheck`: finite-difference checks of every op (or one); exit 1 on a failure.
+void add_gradcheck_command(CLI::App& app, int& exit_code);
+/// `attograd train`: trains a GPT on a corpus, with logs, plots and checkpoints.
+void add_train_command(CLI::App& app, int& exit_code);
+/// `attograd sample`: generates text from a checkpoint, prompts x temperatures.
+void add_sample_command(CLI::App& app, int& exit_code);
+/// `attograd eval`: loss and perplexity of a checkpoint on a corpus.
+void add_eval_command(CLI::App& app, int& exit_code);
+/// `attograd info`: a config's parameter shapes and counts, and attention's tensor shapes.
+void add_info_command(CLI::App& app, int& exit_code);
+
+/// --preset and the per-field overrides of a GPTConfig.
+struct ConfigArgs {
+  std::string preset = "pico";
+  std::optional<int64_t> n_layer, n_head, n_embd, block_size, vocab_size;
+  std::optional<double> dropout;
+  std::optional<std::string> pos_encoding;
+  bool no_bias = false;
+};
+
+/// Adds --preset, --n-layer, --n-head, --n-embd, --block-size, --dropout, --pos-encoding,
+/// --no-bias (and --vocab-size when with_vocab) to cmd.
+void add_config_options(CLI::App* cmd, ConfigArgs& args, bool with_vocab);
+
+/// The preset with the overrides applied; vocab_size from the tokenizer unless overridden.
+/// Throws std::invalid_argument for an inconsistent result (GPTConfig::validate).
+gpt::GPTConfig build_config(const ConfigArgs& args, std::optional<int64_t> tokenizer_vocab);
+
+}  // namespace attograd::cli

@@ -1,0 +1,77 @@
+// `attograd gradcheck`: every op's VJP against central differences, printed as a table.
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <string>
+
+#include "autograd/gradcheck.h"
+#include "autograd/gradcheck_cases.h"
+#include "examples/cli/command.h"
+
+namespace attograd::cli {
+
+namespace {
+
+struct GradcheckArgs {
+  std::string op;
+  std::string dtype = "f64";
+  uint64_t seed = 0;
+  GradcheckSizes sizes;
+  bool fast = false;
+};
+
+int run(const GradcheckArgs& args) {
+  std::set<std::string> known;
+  for (const GradcheckCase& c : gradcheck_cases()) known.insert(c.op);
+  if (!args.op.empty() && !known.count(args.op)) {
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw std::invalid_argument("gradcheck: unknown op '" + args.op + "'; known ops: " + list);
+  }
+  const DType dtype = args.dtype == "f32" ? DType::f32 : DType::f64;
+  GradcheckOptions opt = dtype == DType::f32 ? GradcheckOptions::float32() : GradcheckOptions{};
+  opt.fast_mode = args.fast;
+  opt.seed = args.seed;
+  if (dtype == DType::f32)
+    std::printf("float32: the step is eps = %g, not 1e-6. Central differences divide a rounding\n"
+                "error of ~1e-7 relative by 2 eps, so a tiny step measures rounding, not the slope;\n"
+                "eps near the cube root of f32's epsilon balances both (tolerances atol = rtol = %g).\n\n",
+                opt.eps, opt.atol);
+  std::printf("%-15s %-58s %-6s %12s %12s  %s\n", "op", "case", "input", "max abs err", "max rel err", "result");
+  int failed = 0, total = 0;
+  for (const GradcheckCase& c : gradcheck_cases()) {
+    if (!args.op.empty() && c.op != args.op) continue;
+    Generator gen(args.seed);
+    const GradcheckResult r = run_gradcheck(c.fn, c.make_inputs(gen, dtype, args.sizes), opt);
+    for (const GradcheckInputReport& in : r.inputs) {
+      std::printf("%-15s %-58s %-6zu %12.3e %12.3e  %s\n", c.op.c_str(), c.label.c_str(), in.index,
+                  in.max_abs_err, in.max_rel_err, in.passed ? "PASS" : "FAIL");
+    }
+    if (!r.repeat_ok) std::printf("%-15s %-58s two backward passes disagree  FAIL\n", c.op.c_str(), c.label.c_str());
+    ++total;
+    if (!r.passed) {
+      ++failed;
+      std::printf("  -> %s\n", r.message.c_str());
+    }
+  }
+  std::printf("\n%d passed, %d failed\n", total - failed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_gradcheck_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<GradcheckArgs>();
+  CLI::App* cmd = app.add_subcommand("gradcheck", "check every op's backward formula against finite differences");
+  cmd->add_option("--op", args->op, "check only this op (e.g. softmax)");
+  cmd->add_option("--dtype", args->dtype, "f64 (PyTorch's eps 1e-6, atol 1e-5, rtol 1e-3) or f32 (wider step)")
+      ->check(CLI::IsMember({"f64", "f32"}));
+  cmd->add_option("--seed", args->seed, "seed for inputs and the random upstream gradient");
+  cmd->add_option("-B,--batch", args->sizes.B, "B of the (B, T, C) test shapes")->check(CLI::Range(1, 64));
+  cmd->add_option("-T,--time", args->sizes.T, "T of the (B, T, C) test shapes")->check(CLI::Range(1, 64));
+  cmd->add_option("-C,--channels", args->sizes.C, "C of the (B, T, C) test shapes")->check(CLI::Range(2, 64));
+  cmd->add_flag("--fast", args->fast, "compare one random directional derivative per input (vᵀ Jᵀ u)");
+  cmd->callback([args, &exit_code] { exit_code = run(*args); });
+}
+
+}  // namespace attograd::cli

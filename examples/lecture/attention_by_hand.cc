@@ -1,0 +1,21 @@
+#include "examples/lecture/attention_by_hand.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+
+namespace attograd::lecture {
+
+AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Tensor& V) {
+  AttentionSteps s;
+  const double d_k = static_cast<double>(Q.size(-1));
+  s.scores = mul_scalar(matmul(Q, transpose(K, -2, -1)), 1.0 / std::sqrt(d_k));
+  s.masked = causal_mask(s.scores);
+  s.weights = softmax(s.masked);
+  s.out = matmul(s.weights, V);
+  return s;
+}
+
+Tensor column_softmax(const Tensor& masked) { return transpose(softmax(transpose(masked, -2, -1)), -2, -1); }
+
+}  // namespace attograd::lecture

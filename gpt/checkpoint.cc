@@ -1,0 +1,147 @@
+#include "gpt/checkpoint.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "autograd/ops.h"
+
+namespace attograd::gpt {
+
+namespace {
+
+// The four GPT-2 weights that Hugging Face stores as Conv1D (in, out). attn.c_proj is square,
+// so no shape check would catch a missing transpose: the name decides.
+bool is_conv1d_weight(const std::string& name) {
+  for (const char* suffix : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}) {
+    const size_t n = std::strlen(suffix);
+    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
+  }
+  return false;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+nlohmann::json config_to_json(const GPTConfig& c) {
+  return {{"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},
+          {"n_head", c.n_head},         {"n_embd", c.n_embd},         {"dropout", c.dropout},
+          {"bias", c.bias},             {"pos_encoding", pos_encoding_name(c.pos_encoding)}};
+}
+
+GPTConfig config_from_json(const nlohmann::json& j) {
+  GPTConfig c;
+  c.vocab_size = j.at("vocab_size");
+  c.block_size = j.at("block_size");
+  c.n_layer = j.at("n_layer");
+  c.n_head = j.at("n_head");
+  c.n_embd = j.at("n_embd");
+  c.dropout = j.at("dropout");
+  c.bias = j.at("bias");
+  c.pos_encoding = parse_pos_encoding(j.at("pos_encoding"));
+  return c;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, GPT& model, const std::string& tokenizer_kind,
+                     const std::string& tokenizer_data, const TrainingState* training) {
+  SafetensorsWriter w;
+  w.metadata["format"] = "attograd-gpt2";
+  w.metadata["config"] = config_to_json(model.config()).dump();
+  w.metadata["tokenizer"] = nlohmann::json{{"kind", tokenizer_kind}, {"data", tokenizer_data}}.dump();
+  w.metadata["dropout_rng"] = model.dropout_generator().state();
+  for (const auto& [name, t] : model.named_parameters())
+    w.add(name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
+  if (training != nullptr) {
+    w.metadata["step"] = std::to_string(training->step);
+    w.metadata["batch_rng"] = training->batch_rng;
+    w.metadata["adam_t"] = std::to_string(training->adam_t);
+    w.metadata["train_options"] = training->train_options;
+    w.add_doubles("optimizer.m", training->adam_m);
+    w.add_doubles("optimizer.v", training->adam_v);
+  }
+  w.write(path);
+}
+
+CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
+  const auto& md = file.metadata();
+  auto get = [&](const std::string& key) -> const std::string& {
+    auto it = md.find(key);
+    if (it == md.end())
+      throw std::runtime_error("'" + file.path() + "' is not an attograd checkpoint: its metadata has no '" + key +
+                               "' (a Hugging Face GPT-2 file loads with --hf-gpt2 instead)");
+    return it->second;
+  };
+  CheckpointInfo info;
+  try {
+    info.config = config_from_json(nlohmann::json::parse(get("config")));
+    const nlohmann::json tok = nlohmann::json::parse(get("tokenizer"));
+    info.tokenizer_kind = tok.at("kind");
+    info.tokenizer_data = tok.at("data");
+    if (md.count("step")) {
+      TrainingState s;
+      s.step = std::stoll(get("step"));
+      s.batch_rng = get("batch_rng");
+      s.adam_t = std::stoll(get("adam_t"));
+      s.train_options = get("train_options");
+      s.adam_m = file.doubles("optimizer.m");
+      s.adam_v = file.doubles("optimizer.v");
+      info.training = s;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("'" + file.path() + "': malformed checkpoint metadata: " + e.what());
+  } catch (const std::logic_error& e) {  // stoll, invalid config values
+    throw std::runtime_error("'" + file.path() + "': malformed checkpoint metadata: " + e.what());
+  }
+  return info;
+}
+
+void load_weights(GPT& model, const SafetensorsFile& file) {
+  const auto named = model.named_parameters();
+  std::vector<Tensor> values;  // staged: nothing is written until every tensor checks out
+  std::set<std::string> used;
+  for (const auto& [name, param] : named) {
+    std::string key = name;
+    if (!file.contains(key)) key = "transformer." + name;
+    if (!file.contains(key))
+      throw std::runtime_error("'" + file.path() + "': missing tensor '" + name + "' (expected shape " +
+                               shape_str(param.shape()) + "); is this checkpoint for a different config?");
+    used.insert(key);
+    const bool conv1d = is_conv1d_weight(name);
+    Shape expected = param.shape();
+    if (conv1d) std::swap(expected[0], expected[1]);
+    const Shape& found = file.entries().at(key).shape;
+    if (found != expected)
+      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' has shape " + shape_str(found) +
+                               " but the model expects " + shape_str(expected) +
+                               (conv1d ? " (GPT-2 Conv1D layout, (in, out))" : "") +
+                               "; the checkpoint and the model config disagree");
+    const Tensor t = file.tensor(key, model.dtype());
+    values.push_back(conv1d ? transpose(t, 0, 1).clone() : t);
+  }
+  for (const auto& [key, entry] : file.entries()) {
+    if (used.count(key) || key.rfind("optimizer.", 0) == 0) continue;
+    if (ends_with(key, "attn.bias") || ends_with(key, "attn.masked_bias") || ends_with(key, "lm_head.weight")) continue;
+    throw std::runtime_error("'" + file.path() + "': unexpected tensor '" + key + "' " + shape_str(entry.shape) +
+                             " that the model has no place for; is this checkpoint for a different config?");
+  }
+  for (size_t i = 0; i < named.size(); ++i) {
+    const Tensor& p = named[i].second;
+    std::memcpy(static_cast<char*>(p.impl()->storage->data) + p.impl()->offset * dtype_size(p.dtype()),
+                values[i].impl()->storage->data, static_cast<size_t>(p.numel()) * dtype_size(p.dtype()));
+  }
+}
+
+std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
+  const CheckpointInfo info = read_checkpoint_info(file);
+  auto model = std::make_unique<GPT>(info.config, 0, dtype);
+  load_weights(*model, file);
+  auto it = file.metadata().find("dropout_rng");
+  if (it != file.metadata().end()) model->dropout_generator().set_state(it->second);
+  return model;
+}
+
+}  // namespace attograd::gpt

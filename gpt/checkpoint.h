@@ -1,0 +1,57 @@
+// GPT checkpoints: safetensors files in Hugging Face GPT-2's layout, plus attograd metadata.
+//
+// Weights use GPT-2's tensor names (wte.weight, h.0.attn.c_attn.weight, ...) and its Conv1D
+// layout: c_attn, attn.c_proj, c_fc and mlp.c_proj weights are stored (in, out), the
+// transpose of attograd's Linear (out, in). So one loader reads attograd checkpoints and
+// Hugging Face's model.safetensors alike. The config, the tokenizer and (for resuming) the
+// training state live in the metadata, the AdamW moments in F64 tensors "optimizer.m" and
+// "optimizer.v" (in parameter-arena order).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpt/config.h"
+#include "gpt/model.h"
+#include "gpt/safetensors.h"
+
+namespace attograd::gpt {
+
+/// Everything needed to continue training bit for bit.
+struct TrainingState {
+  int64_t step = 0;               // optimizer steps completed
+  std::string batch_rng;          // Generator::state() of the batch sampler
+  std::vector<double> adam_m, adam_v;
+  int64_t adam_t = 0;
+  std::string train_options;      // the trainer's options as JSON, so --resume reuses them
+};
+
+/// The non-weight contents of a checkpoint.
+struct CheckpointInfo {
+  GPTConfig config;
+  std::string tokenizer_kind;  // "char" (or "gpt2" for BPE)
+  std::string tokenizer_data;  // the tokenizer's own serialisation
+  std::optional<TrainingState> training;
+};
+
+/// Writes model weights, config, tokenizer and optional training state atomically (a
+/// temporary file renamed into place). The dropout generator's state is saved too.
+void save_checkpoint(const std::string& path, GPT& model, const std::string& tokenizer_kind,
+                     const std::string& tokenizer_data, const TrainingState* training = nullptr);
+
+/// Reads the config, tokenizer and training state. Throws std::runtime_error for a file that
+/// is not an attograd checkpoint (no config in its metadata) or is malformed/truncated.
+CheckpointInfo read_checkpoint_info(const SafetensorsFile& file);
+
+/// Copies the weights of `file` into `model`, all or nothing: every expected tensor is read
+/// and shape-checked before any parameter is written. Accepts keys with or without the
+/// "transformer." prefix and ignores GPT-2's attn.bias / attn.masked_bias buffers and a tied
+/// lm_head.weight. Throws std::runtime_error naming the key (and both shapes on a mismatch)
+/// for a missing, unexpected or wrongly shaped tensor; the model is then unchanged.
+void load_weights(GPT& model, const SafetensorsFile& file);
+
+/// Builds a model from an attograd checkpoint and loads its weights (and dropout state).
+std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype = DType::f32);
+
+}  // namespace attograd::gpt

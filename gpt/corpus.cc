@@ -1,0 +1,521 @@
+// Corpora by name: kjv (Debian bible-kjv), shakespeare (download + sha256), or a UTF-8 file.
+// The choices (cleaning, caching, errors) are explained at the top of corpus.h.
+#include "gpt/corpus.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "gpt/utf8.h"
+
+namespace attograd::gpt {
+namespace fs = std::filesystem;
+namespace {
+
+// The verse range that spans the whole Bible; `bible` clamps nothing here, it is exact.
+constexpr const char* kBibleRange = "gen1:1-rev22:21";
+constexpr const char* kKjvCacheName = "kjv.txt";
+constexpr const char* kShakespeareCacheName = "tinyshakespeare.txt";
+// A wrong URL could point at something huge; no corpus we download is anywhere near this.
+constexpr size_t kMaxDownloadBytes = size_t{256} << 20;
+
+std::string getenv_string(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+// 4302811 -> "4,302,811": sizes in messages are read by people.
+std::string with_commas(size_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// Quotes a string for /bin/sh: 'it'\''s' is it's.
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Reads a whole file as bytes. Missing files, directories and read errors are runtime_errors
+// naming the path; `what` says what the file is ("corpus file", "cached corpus").
+std::string read_file(const fs::path& path, const std::string& what) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) {
+    throw std::runtime_error(what + " " + path.string() +
+                             " does not exist; pass kjv, shakespeare or the path of a UTF-8 "
+                             "text file");
+  }
+  if (fs::is_directory(status)) {
+    throw std::runtime_error(what + " " + path.string() +
+                             " is a directory; pass the path of a UTF-8 text file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error("cannot open " + what + " " + path.string() + ": " +
+                             std::strerror(errno));
+  }
+  std::string bytes;
+  const auto size = fs::file_size(path, ec);
+  if (!ec) bytes.reserve(static_cast<size_t>(size));
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) bytes.append(buffer, in.gcount());
+  if (in.bad()) {
+    throw std::runtime_error("error reading " + what + " " + path.string() + ": " +
+                             std::strerror(errno));
+  }
+  return bytes;
+}
+
+// A corpus must be non-empty UTF-8; `what` names it in the message.
+void check_text(const std::string& text, const std::string& what) {
+  if (text.empty()) {
+    throw std::runtime_error(what + " is empty; a corpus needs text to learn from");
+  }
+  if (auto error = find_utf8_error(text)) {
+    throw std::runtime_error(what + " is not valid UTF-8: " + error->message() +
+                             "; convert it first, e.g. iconv -f LATIN1 -t UTF-8 in.txt > out.txt");
+  }
+}
+
+fs::path cache_dir_of(const CorpusOptions& options) {
+  const fs::path dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw std::runtime_error("cannot create the cache directory " + dir.string() + ": " +
+                             (ec ? ec.message() : std::string("exists and is not a directory")) +
+                             "; set ATTOGRAD_CACHE_DIR to a writable directory");
+  }
+  return dir;
+}
+
+void note(const CorpusOptions& options, const std::string& message) {
+  if (options.log) options.log(message);
+}
+
+// ----- kjv -------------------------------------------------------------------------------------
+
+// The executable for options.bible_program, or an empty path if there is none. A name
+// without '/' is searched on $PATH like a shell would, so the error can be ours (with the fix)
+// instead of sh's "command not found".
+fs::path find_program(const std::string& program) {
+  auto executable = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) return executable(program) ? fs::path(program) : "";
+  std::string path_var = getenv_string("PATH");
+  if (path_var.empty()) path_var = "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path_var.size()) {
+    size_t end = path_var.find(':', start);
+    if (end == std::string::npos) end = path_var.size();
+    const std::string dir = path_var.substr(start, end - start);
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
+    if (executable(candidate)) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+// Runs `bible gen1:1-rev22:21` and returns what it prints.
+std::string run_bible(const fs::path& program) {
+  // COLUMNS pins the wrap width so the raw output is the same in any terminal (clean_kjv
+  // unwraps anyway); stdin is /dev/null because bible turns interactive when it expects input.
+  const std::string command =
+      "COLUMNS=80 " + shell_quote(program.string()) + " " + kBibleRange + " </dev/null";
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) {
+    throw std::runtime_error("cannot run " + command + ": " + std::strerror(errno));
+  }
+  std::string output;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::string how =
+        status == -1              ? std::string("could not be waited for")
+        : WIFEXITED(status)       ? "exited with status " + std::to_string(WEXITSTATUS(status))
+        : WIFSIGNALED(status)     ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                  : std::string("failed");
+    throw std::runtime_error("`" + command + "` " + how +
+                             "; is bible-kjv-text installed? sudo apt-get install bible-kjv "
+                             "(or pass --corpus shakespeare or a file path)");
+  }
+  return output;
+}
+
+Corpus load_kjv(const CorpusOptions& options) {
+  Corpus corpus;
+  corpus.name = "kjv";
+  corpus.origin = std::string("`bible ") + kBibleRange + "` (Debian bible-kjv)";
+  const fs::path dir = cache_dir_of(options);
+  corpus.path = dir / kKjvCacheName;
+  std::error_code ec;
+  if (fs::exists(corpus.path, ec)) {
+    corpus.text = read_file(corpus.path, "cached corpus");
+    check_text(corpus.text, "cached corpus " + corpus.path.string() +
+                                " (delete it to extract the Bible again)");
+    return corpus;
+  }
+  const fs::path program = find_program(options.bible_program);
+  if (program.empty()) {
+    throw std::runtime_error(
+        "the default corpus needs Debian's bible-kjv package: sudo apt-get install bible-kjv "
+        "(or pass --corpus shakespeare or a file path); no program '" +
+        options.bible_program + "' was found");
+  }
+  note(options, "extracting the King James Bible with " + program.string() + " into " +
+                    corpus.path.string());
+  corpus.text = clean_kjv(run_bible(program));
+  check_text(corpus.text, "the King James Bible extracted by " + program.string());
+  write_file_atomically(corpus.path, corpus.text);
+  corpus.fetched = true;
+  return corpus;
+}
+
+// ----- shakespeare -----------------------------------------------------------------------------
+
+void curl_global_once() {
+  // curl_global_init is not thread-safe and must run before any other curl call.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      throw std::runtime_error("curl_global_init failed: cannot download anything");
+    }
+  });
+}
+
+struct Download {
+  std::string body;
+  bool too_big = false;
+};
+
+size_t append_body(char* data, size_t size, size_t count, void* user) {
+  auto* download = static_cast<Download*>(user);
+  const size_t n = size * count;
+  if (download->body.size() + n > kMaxDownloadBytes) {
+    download->too_big = true;
+    return 0;  // makes curl abort with CURLE_WRITE_ERROR
+  }
+  download->body.append(data, n);
+  return n;
+}
+
+// GETs `url` and returns the body. Any transport or HTTP error is a runtime_error naming the
+// URL, curl's explanation and the HTTP status.
+std::string http_get(const std::string& url, const CorpusOptions& options) {
+  curl_global_once();
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) throw std::runtime_error("curl_easy_init failed: cannot download " + url);
+  Download download;
+  char error_buffer[CURL_ERROR_SIZE] = {0};
+  CURL* h = curl.get();
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);  // a 404 page is not a corpus
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);     // no SIGALRM in a multi-threaded program
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_seconds);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, options.stall_timeout_seconds);
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // gzip if offered; curl decodes it
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "attograd (libcurl)");
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &download);
+  const CURLcode code = curl_easy_perform(h);
+  if (code != CURLE_OK) {
+    long http_status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http_status);
+    std::string why = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
+    if (download.too_big) {
+      why = "the response is larger than " + with_commas(kMaxDownloadBytes) + " bytes";
+    }
+    throw std::runtime_error("downloading " + url + " failed: " + why +
+                             (http_status ? " (HTTP " + std::to_string(http_status) + ")" : "") +
+                             "; check the network or the URL (ATTOGRAD_SHAKESPEARE_URL), or pass "
+                             "a local file path as the corpus");
+  }
+  return std::move(download.body);
+}
+
+// Throws unless `bytes` is exactly Tiny Shakespeare. `what` names the bytes in the message.
+void verify_shakespeare(const std::string& bytes, const std::string& what,
+                        const std::string& fix) {
+  const std::string actual = sha256_hex(bytes);
+  if (actual != kShakespeareSha256 || bytes.size() != kShakespeareBytes) {
+    throw std::runtime_error("checksum mismatch for " + what + ": expected sha256 " +
+                             std::string(kShakespeareSha256) + " (" +
+                             with_commas(kShakespeareBytes) + " bytes), got sha256 " + actual +
+                             " (" + with_commas(bytes.size()) + " bytes); " + fix);
+  }
+}
+
+Corpus load_shakespeare(const CorpusOptions& options) {
+  Corpus corpus;
+  corpus.name = "shakespeare";
+  corpus.origin = options.shakespeare_url;
+  if (corpus.origin.empty()) corpus.origin = getenv_string("ATTOGRAD_SHAKESPEARE_URL");
+  if (corpus.origin.empty()) corpus.origin = kShakespeareUrl;
+  const fs::path dir = cache_dir_of(options);
+  corpus.path = dir / kShakespeareCacheName;
+  std::error_code ec;
+  if (fs::exists(corpus.path, ec)) {
+    // The cache was verified before it was written; checking again catches a file edited or
+    // damaged since, which would otherwise silently change every result.
+    corpus.text = read_file(corpus.path, "cached corpus");
+    verify_shakespeare(corpus.text, "the cached " + corpus.path.string(),
+                       "delete it to download Tiny Shakespeare again");
+    return corpus;
+  }
+  note(options, "downloading Tiny Shakespeare from " + corpus.origin);
+  corpus.text = http_get(corpus.origin, options);
+  verify_shakespeare(corpus.text, corpus.origin,
+                     "the download is corrupt or the URL serves another file; nothing was cached");
+  write_file_atomically(corpus.path, corpus.text);
+  note(options, "cached Tiny Shakespeare at " + corpus.path.string());
+  corpus.fetched = true;
+  return corpus;
+}
+
+// ----- a file ----------------------------------------------------------------------------------
+
+Corpus load_file(std::string_view spec) {
+  Corpus corpus;
+  corpus.name = std::string(spec);
+  corpus.path = fs::path(spec);
+  corpus.origin = corpus.path.string();
+  corpus.text = read_file(corpus.path, "corpus file");
+  // A byte order mark only announces the encoding; as a character it would become a token.
+  if (corpus.text.starts_with("\xEF\xBB\xBF")) corpus.text.erase(0, 3);
+  check_text(corpus.text, "corpus file " + corpus.path.string());
+  return corpus;
+}
+
+// ----- clean_kjv helpers -----------------------------------------------------------------------
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Appends `text` to `out` with every run of whitespace made one space and none at its ends.
+void append_collapsed(std::string& out, std::string_view text) {
+  bool wrote = false, pending_space = false;
+  for (char c : text) {
+    if (is_space(c)) {
+      pending_space = wrote;
+      continue;
+    }
+    if (pending_space) out += ' ';
+    pending_space = false;
+    wrote = true;
+    out += c;
+  }
+}
+
+}  // namespace
+
+// ----- public ----------------------------------------------------------------------------------
+
+std::string Corpus::describe() const {
+  std::string line = name + ": " + with_commas(text.size()) + " bytes";
+  if (origin != path.string()) {
+    line += (fetched ? ", fetched from " : ", from ") + origin + ", cached at " + path.string();
+  } else {
+    line += " from " + path.string();
+  }
+  return line;
+}
+
+Corpus load_corpus(std::string_view spec, const CorpusOptions& options) {
+  if (spec.empty()) {
+    throw std::runtime_error(
+        "empty corpus name; pass kjv (the default), shakespeare, or the path of a UTF-8 text "
+        "file");
+  }
+  if (spec == "kjv") return load_kjv(options);
+  if (spec == "shakespeare") return load_shakespeare(options);
+  return load_file(spec);
+}
+
+fs::path default_cache_dir() {
+  if (std::string dir = getenv_string("ATTOGRAD_CACHE_DIR"); !dir.empty()) return dir;
+  // The XDG base directory spec says relative values are invalid and must be ignored.
+  if (std::string xdg = getenv_string("XDG_CACHE_HOME"); !xdg.empty() && xdg.front() == '/') {
+    return fs::path(xdg) / "attograd";
+  }
+  if (std::string home = getenv_string("HOME"); !home.empty()) {
+    return fs::path(home) / ".cache" / "attograd";
+  }
+  throw std::runtime_error(
+      "cannot choose a cache directory: none of ATTOGRAD_CACHE_DIR, XDG_CACHE_HOME or HOME is "
+      "set; set ATTOGRAD_CACHE_DIR to a writable directory");
+}
+
+std::string clean_kjv(std::string_view bible_output) {
+  std::string out;
+  out.reserve(bible_output.size());
+  std::string verse;      // the verse being joined from its wrapped lines
+  bool in_verse = false;  // a verse number has been read and its text not yet written
+  bool after_blank = true;
+  size_t headings = 0, verses = 0, line_number = 0;
+  auto flush_verse = [&] {
+    if (!in_verse) return;
+    out += verse;
+    out += '\n';
+    verse.clear();
+    in_verse = false;
+  };
+  auto bad_line = [&](std::string_view line, const std::string& why) {
+    return std::runtime_error("unexpected output from bible at line " +
+                              std::to_string(line_number) + " (" + why + "): \"" +
+                              std::string(line.substr(0, 80)) +
+                              "\"; expected \"Book N\" headings and \"  N text\" verses");
+  };
+
+  size_t start = 0;
+  while (start < bible_output.size()) {
+    size_t end = bible_output.find('\n', start);
+    if (end == std::string_view::npos) end = bible_output.size();
+    std::string_view line = bible_output.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
+
+    if (line.empty()) {  // ends a verse; the next unindented line is a heading
+      flush_verse();
+      after_blank = true;
+      continue;
+    }
+    if (is_space(line.front())) {  // "  12 text": a new verse with its number
+      size_t i = 0;
+      while (i < line.size() && is_space(line[i])) ++i;
+      const size_t digits = i;
+      while (i < line.size() && is_digit(line[i])) ++i;
+      // A narrow $COLUMNS can leave the number alone on its line ("  20"), text below.
+      if (i == digits || (i < line.size() && line[i] != ' ')) {
+        throw bad_line(line, "an indented line that does not start with a verse number");
+      }
+      flush_verse();
+      append_collapsed(verse, line.substr(i));
+      in_verse = true;
+      ++verses;
+    } else if (after_blank) {  // "Genesis 1", "Song of Solomon 2", "1 John 5"
+      const size_t space = line.rfind(' ');
+      if (space == std::string_view::npos || space + 1 == line.size() ||
+          line.find_first_not_of("0123456789", space + 1) != std::string_view::npos) {
+        throw bad_line(line, "a line after a blank line that is not a \"Book N\" heading");
+      }
+      flush_verse();
+      if (headings > 0) out += '\n';  // a blank line between chapters
+      append_collapsed(out, line);
+      out += "\n\n";
+      ++headings;
+    } else {  // the wrapped rest of the current verse
+      if (!in_verse) throw bad_line(line, "a continuation line outside any verse");
+      if (!verse.empty()) verse += ' ';
+      append_collapsed(verse, line);
+    }
+    after_blank = false;
+  }
+  flush_verse();
+  if (verses == 0 || headings == 0) {
+    throw std::runtime_error("unexpected output from bible: " + std::to_string(headings) +
+                             " chapter headings and " + std::to_string(verses) +
+                             " verses in " + with_commas(bible_output.size()) +
+                             " bytes; is bible-kjv-text installed?");
+  }
+  return out;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("sha256_hex: OpenSSL EVP_Digest failed");
+  }
+  static const char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * length);
+  for (unsigned int i = 0; i < length; ++i) {
+    hex += kDigits[digest[i] >> 4];
+    hex += kDigits[digest[i] & 0xF];
+  }
+  return hex;
+}
+
+void write_file_atomically(const fs::path& path, std::string_view bytes) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  // Same directory as the target: rename(2) is only atomic within one file system.
+  std::string tmp = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
+  std::vector<char> tmp_buffer(tmp.begin(), tmp.end());
+  tmp_buffer.push_back('\0');
+  const int fd = ::mkstemp(tmp_buffer.data());
+  if (fd < 0) {
+    throw std::runtime_error("cannot create a temporary file in " + dir.string() + " to write " +
+                             path.string() + ": " + std::strerror(errno));
+  }
+  tmp.assign(tmp_buffer.data());
+  auto fail = [&](const std::string& step) {
+    const int saved = errno;
+    ::close(fd);  // harmless if already closed: the error below is what matters
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path.string() + " (" + step +
+                             "): " + std::strerror(saved));
+  };
+  ::fchmod(fd, 0644);  // mkstemp makes 0600; a cache is readable like any downloaded file
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    written += static_cast<size_t>(n);
+  }
+  // fsync before rename: otherwise a crash can leave the new name pointing at empty blocks.
+  if (::fsync(fd) != 0) fail("fsync");
+  if (::close(fd) != 0) {
+    const int saved = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path.string() + " (close): " +
+                             std::strerror(saved));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot rename " + tmp + " to " + path.string() + ": " +
+                             std::strerror(saved));
+  }
+  // Make the rename itself durable. Best effort: some file systems refuse fsync on a directory.
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+}  // namespace attograd::gpt

@@ -1,0 +1,88 @@
+#include "gpt/model.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/ops.h"
+
+namespace attograd::gpt {
+
+Block::Block(const GPTConfig& c, Generator& gen, Generator* dropout_gen, DType dtype) {
+  // GPT-2 scales the init of the two projections that write into the residual stream by
+  // 1/sqrt(2 n_layer): 2 n_layer of them add up along the stream, so its variance stays O(1).
+  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
+  ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
+  attn = register_module("attn", std::make_shared<nn::CausalSelfAttention>(
+                                     c.n_embd, c.n_head, c.bias, c.dropout, c.pos_encoding == PosEncoding::rope,
+                                     proj_std, gen, dropout_gen, dtype));
+  ln_2 = register_module("ln_2", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
+  mlp = register_module("mlp", std::make_shared<nn::MLP>(c.n_embd, c.bias, c.dropout, proj_std, gen, dropout_gen, dtype));
+}
+
+Tensor Block::forward(const Tensor& x) const {
+  const Tensor x1 = add(x, attn->forward(ln_1->forward(x)));
+  return add(x1, mlp->forward(ln_2->forward(x1)));
+}
+
+GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)
+    : config_(config), dtype_(dtype), dropout_gen_(std::make_unique<Generator>(seed + 1)) {
+  config_.validate();
+  if (dtype == DType::i64) throw std::invalid_argument("GPT: the model dtype must be f32 or f64");
+  Generator gen(seed);
+  const GPTConfig& c = config_;
+  wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab_size, c.n_embd, gen, dtype));
+  if (c.pos_encoding == PosEncoding::learned)
+    wpe = register_module("wpe", std::make_shared<nn::Embedding>(c.block_size, c.n_embd, gen, dtype));
+  if (c.pos_encoding == PosEncoding::sinusoidal) sinusoidal_ = nn::sinusoidal_table(c.block_size, c.n_embd, dtype);
+  drop = register_module("drop", std::make_shared<nn::Dropout>(c.dropout, dropout_gen_.get()));
+  for (int64_t i = 0; i < c.n_layer; ++i)
+    h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(c, gen, dropout_gen_.get(), dtype)));
+  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
+  arena_ = std::make_unique<nn::ParameterArena>(*this);
+}
+
+GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) const {
+  const GPTConfig& c = config_;
+  if (!idx.defined() || idx.dtype() != DType::i64 || idx.dim() != 2)
+    throw std::invalid_argument("GPT: expected idx as i64 token ids (B, T), got " +
+                                (idx.defined() ? std::string(dtype_name(idx.dtype())) + " " + shape_str(idx.shape())
+                                               : std::string("an undefined tensor")));
+  const int64_t B = idx.size(0), T = idx.size(1);
+  if (T > c.block_size)
+    throw std::invalid_argument("GPT: sequence length T = " + std::to_string(T) + " exceeds block_size " +
+                                std::to_string(c.block_size) + " (crop the context to the last block_size tokens)");
+  if (T == 0 || B == 0) throw std::invalid_argument("GPT: empty input " + shape_str(idx.shape()));
+  if (targets.defined() && (targets.dtype() != DType::i64 || targets.shape() != idx.shape()))
+    throw std::invalid_argument("GPT: expected targets i64 " + shape_str(idx.shape()) + " like idx, got " +
+                                dtype_name(targets.dtype()) + " " + shape_str(targets.shape()));
+  for (const Tensor* t : {&idx, &targets}) {
+    if (!t->defined()) continue;
+    const std::vector<int64_t> ids = t->to_ids();
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= c.vocab_size)
+        throw std::out_of_range(std::string("GPT: ") + (t == &idx ? "token id " : "target id ") +
+                                std::to_string(ids[i]) + " at (" + std::to_string(i / T) + ", " +
+                                std::to_string(i % T) + ") is outside [0, " + std::to_string(c.vocab_size) +
+                                ") (vocab_size " + std::to_string(c.vocab_size) + ")");
+  }
+
+  Tensor x = wte->forward(idx);  // (B, T, C)
+  if (wpe) {
+    std::vector<int64_t> pos(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) pos[t] = t;
+    x = add(x, wpe->forward(Tensor::from_ids(pos, {T})));  // (T, C) broadcast over B
+  } else if (sinusoidal_.defined()) {
+    x = add(x, slice(sinusoidal_, 0, 0, T));
+  }
+  x = drop->forward(x);
+  for (const auto& block : h) x = block->forward(x);
+  x = ln_f->forward(x);
+  // The LM head shares wte's matrix (Press & Wolf 2017): logits = x wteᵀ.
+  GPTOutput out;
+  out.logits = matmul(x, transpose(wte->weight, 0, 1));  // (B, T, V)
+  if (targets.defined()) out.loss = cross_entropy(out.logits, targets);
+  return out;
+}
+
+}  // namespace attograd::gpt

@@ -1,0 +1,69 @@
+// GPT-2 (Radford et al. 2019) on attograd: token and position embeddings, n_layer pre-LayerNorm
+// transformer blocks, a final LayerNorm and a language-model head tied to the token embedding.
+// Parameter names follow Hugging Face's GPT-2 state dict without the "transformer." prefix
+// (wte.weight, h.0.attn.c_attn.weight, ...), so checkpoints map one to one.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "autograd/random.h"
+#include "gpt/config.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+
+namespace attograd::gpt {
+
+/// One transformer block, pre-LayerNorm as GPT-2:
+///   x = x + attn(ln_1(x));  x = x + mlp(ln_2(x)).   (B, T, C) -> (B, T, C)
+class Block : public nn::Module {
+ public:
+  Block(const GPTConfig& config, Generator& gen, Generator* dropout_gen, DType dtype);
+  Tensor forward(const Tensor& x) const;
+  std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
+  std::shared_ptr<nn::CausalSelfAttention> attn;
+  std::shared_ptr<nn::MLP> mlp;
+};
+
+/// The output of GPT::forward.
+struct GPTOutput {
+  Tensor logits;  // (B, T, vocab_size), dtype of the model
+  Tensor loss;    // scalar mean cross-entropy over B*T positions; undefined without targets
+};
+
+/// The GPT-2 language model.
+class GPT : public nn::Module {
+ public:
+  /// Builds and initialises the model from `seed` (GPT-2 init: N(0, 0.02), residual
+  /// projections N(0, 0.02 / sqrt(2 n_layer)), zero biases, LayerNorm 1 and 0), then packs the
+  /// parameters into one arena. dtype f32 for training, f64 for gradient checks. Throws
+  /// std::invalid_argument for an inconsistent config.
+  GPT(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);
+
+  /// idx: i64 (B, T) token ids with T <= block_size and ids in [0, vocab_size);
+  /// targets: i64 (B, T) or undefined. Both are checked before any memory is read:
+  /// std::invalid_argument for a shape problem, std::out_of_range for an id.
+  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor()) const;
+
+  const GPTConfig& config() const { return config_; }
+  DType dtype() const { return dtype_; }
+  /// The single buffer behind every parameter and gradient (what optimizers update).
+  nn::ParameterArena& arena() { return *arena_; }
+  const nn::ParameterArena& arena() const { return *arena_; }
+  /// The generator dropout draws from (part of the training state a checkpoint saves).
+  Generator& dropout_generator() { return *dropout_gen_; }
+
+  std::shared_ptr<nn::Embedding> wte, wpe;  // wpe only with learned positions
+  std::vector<std::shared_ptr<Block>> h;
+  std::shared_ptr<nn::LayerNorm> ln_f;
+  std::shared_ptr<nn::Dropout> drop;
+
+ private:
+  GPTConfig config_;
+  DType dtype_;
+  std::unique_ptr<Generator> dropout_gen_;
+  std::unique_ptr<nn::ParameterArena> arena_;
+  Tensor sinusoidal_;  // (block_size, n_embd), only with sinusoidal positions
+};
+
+}  // namespace attograd::gpt

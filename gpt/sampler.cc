@@ -1,0 +1,97 @@
+#include "gpt/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+
+namespace attograd::gpt {
+
+void SamplingOptions::validate() const {
+  if (!(temperature >= 0))
+    throw std::invalid_argument("temperature must be >= 0 (0 means greedy), got " + std::to_string(temperature));
+  if (top_k < 0) throw std::invalid_argument("top_k must be >= 0 (0 means off), got " + std::to_string(top_k));
+  if (!(top_p > 0 && top_p <= 1)) throw std::invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
+}
+
+std::vector<double> next_token_probabilities(const std::vector<double>& logits, const SamplingOptions& o) {
+  o.validate();
+  const size_t V = logits.size();
+  if (V == 0) throw std::invalid_argument("next_token_probabilities: no logits");
+  std::vector<double> p(V, 0.0);
+  if (o.temperature == 0) {  // greedy: max_element returns the first maximum, the lowest id
+    p[std::max_element(logits.begin(), logits.end()) - logits.begin()] = 1.0;
+    return p;
+  }
+  std::vector<bool> keep(V, true);
+  if (o.top_k > 0 && static_cast<size_t>(o.top_k) < V) {
+    std::vector<double> sorted = logits;
+    std::nth_element(sorted.begin(), sorted.begin() + (o.top_k - 1), sorted.end(), std::greater<>());
+    const double kth = sorted[o.top_k - 1];
+    for (size_t i = 0; i < V; ++i) keep[i] = logits[i] >= kth;
+  }
+  // softmax(logits / T) over the kept entries, max-subtracted: with T = 1e-6 the scaled logits
+  // are ~1e6 apart, exp(0) = 1 for the max and exp(-huge) = 0 elsewhere, all finite.
+  double m = -INFINITY;
+  for (size_t i = 0; i < V; ++i)
+    if (keep[i]) m = std::max(m, logits[i] / o.temperature);
+  double total = 0;
+  for (size_t i = 0; i < V; ++i)
+    if (keep[i]) total += p[i] = std::exp(logits[i] / o.temperature - m);
+  for (double& x : p) x /= total;
+  if (o.top_p < 1) {
+    // Nucleus (Holtzman et al. 2020): the smallest set of most likely tokens with mass >= top_p.
+    std::vector<size_t> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+    double mass = 0;
+    size_t kept = 0;
+    while (kept < V && (kept == 0 || mass < o.top_p)) mass += p[order[kept++]];
+    for (size_t i = kept; i < V; ++i) p[order[i]] = 0;
+    for (double& x : p) x /= mass;
+  }
+  return p;
+}
+
+int64_t sample_index(const std::vector<double>& probs, Generator& gen) {
+  const double u = gen.uniform();
+  double cum = 0;
+  int64_t last_nonzero = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (probs[i] <= 0) continue;
+    last_nonzero = static_cast<int64_t>(i);
+    cum += probs[i];
+    if (u < cum) return last_nonzero;
+  }
+  return last_nonzero;  // u within rounding of 1: the last possible token, never a zero one
+}
+
+std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, int64_t max_new_tokens,
+                              const SamplingOptions& options, Generator& gen,
+                              const std::function<void(int64_t)>& on_token) {
+  options.validate();
+  if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty; give at least one token");
+  if (max_new_tokens < 0) throw std::invalid_argument("generate: max_new_tokens must be >= 0");
+  NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  std::vector<int64_t> ids = prompt;
+  const int64_t block = model.config().block_size;
+  for (int64_t n = 0; n < max_new_tokens; ++n) {
+    const int64_t T = std::min<int64_t>(static_cast<int64_t>(ids.size()), block);
+    const std::vector<int64_t> context(ids.end() - T, ids.end());
+    const Tensor logits = model.forward(Tensor::from_ids(context, {1, T})).logits;  // (1, T, V)
+    const std::vector<double> last = slice(logits, 1, T - 1, T).to_vector();
+    const int64_t next = sample_index(next_token_probabilities(last, options), gen);
+    ids.push_back(next);
+    if (on_token) on_token(next);
+  }
+  model.train(was_training);
+  return ids;
+}
+
+}  // namespace attograd::gpt

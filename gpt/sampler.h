@@ -1,0 +1,44 @@
+// Autoregressive sampling from a GPT: temperature, top-k, top-p (nucleus), greedy.
+//
+// Tie rule for top-k (used everywhere): keep every token whose logit is >= the k-th largest
+// logit, as nanoGPT does (logits < v[-1] are set to -inf), so tied tokens at the cut-off are
+// all kept; k >= V means top-k is off.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "autograd/random.h"
+#include "gpt/model.h"
+
+namespace attograd::gpt {
+
+/// How to turn logits into the next token.
+struct SamplingOptions {
+  double temperature = 1.0;  // 0 = greedy argmax (ties to the lowest id); must be >= 0
+  int64_t top_k = 0;         // 0 = off; keep the k largest logits (ties kept, see above)
+  double top_p = 1.0;        // 1 = off; keep the smallest most-likely set with mass >= top_p
+  /// Throws std::invalid_argument for temperature < 0 or NaN, top_k < 0, top_p outside (0, 1].
+  void validate() const;
+};
+
+/// The next-token distribution: softmax(logits / temperature) restricted by top-k and top-p and
+/// renormalised, computed max-subtracted in double so a tiny temperature stays finite.
+/// With temperature 0 it is one-hot at the argmax (lowest id on ties); no division happens.
+std::vector<double> next_token_probabilities(const std::vector<double>& logits, const SamplingOptions& options);
+
+/// Draws an index from probabilities (which sum to 1) with one uniform from gen.
+int64_t sample_index(const std::vector<double>& probs, Generator& gen);
+
+/// Generates max_new_tokens after `prompt` (non-empty ids) with the model in eval mode and no
+/// graph. Each step runs the model on the last <= block_size tokens (the context is cropped,
+/// so generation can run past block_size) and samples from the last position's logits.
+/// on_token, if set, is called with each new id as soon as it is chosen (for streaming).
+/// Returns prompt + new tokens. Throws std::invalid_argument for an empty prompt; ids are
+/// checked by the model.
+std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, int64_t max_new_tokens,
+                              const SamplingOptions& options, Generator& gen,
+                              const std::function<void(int64_t)>& on_token = nullptr);
+
+}  // namespace attograd::gpt

@@ -1,0 +1,118 @@
+// Training a GPT on a Dataset: AdamW, warmup + cosine learning rate, gradient clipping and
+// accumulation, periodic evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints,
+// and bit-exact resume.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/random.h"
+#include "gpt/checkpoint.h"
+#include "gpt/dataset.h"
+#include "gpt/model.h"
+#include "nn/optim.h"
+
+namespace attograd::gpt {
+
+/// Mean negative log-likelihood over ALL evaluated tokens, and its perplexity exp(mean NLL).
+/// Batches are weighted by their token counts, and the perplexity is never a mean of
+/// per-batch perplexities (exp is convex: that would overstate it).
+class PerplexityMeter {
+ public:
+  /// Adds a batch whose per-token NLLs sum to sum_nll over `tokens` tokens.
+  void add(double sum_nll, int64_t tokens);
+  /// Mean NLL in nats per token. Throws std::logic_error before any token was added.
+  double mean_nll() const;
+  /// exp(mean_nll()).
+  double perplexity() const;
+  int64_t tokens() const { return tokens_; }
+
+ private:
+  double sum_ = 0;
+  int64_t tokens_ = 0;
+};
+
+/// Hyper-parameters of a training run (nanoGPT's names where it has them).
+struct TrainOptions {
+  int64_t max_steps = 2000;        // optimizer steps
+  int64_t batch_size = 32;         // B, sequences per micro-batch
+  int64_t block_size = 0;          // T of each sequence; 0 = the model's block_size
+  int64_t grad_accum = 1;          // micro-batches per optimizer step
+  double learning_rate = 1e-2;     // peak lr after warmup
+  double min_lr = 1e-3;            // floor of the cosine decay
+  int64_t warmup_steps = 100;
+  int64_t lr_decay_steps = 0;      // 0 = max_steps
+  double weight_decay = 0.1;       // AdamW, 2-D weights only
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double grad_clip = 1.0;          // global L2 norm; 0 = off
+  uint64_t seed = 1337;            // batches (model init has its own seed)
+  int64_t eval_interval = 250;     // evaluate every N steps (and at the end); 0 = only at the end
+  int64_t eval_iters = 20;         // batches per split per evaluation
+  int64_t checkpoint_interval = 0; // also checkpoint every N steps; 0 = at evaluations and the end
+  int64_t log_interval = 50;       // progress line every N steps
+
+  /// Throws std::invalid_argument naming the first bad field.
+  void validate() const;
+  std::string to_json() const;
+  /// Throws std::runtime_error for malformed JSON.
+  static TrainOptions from_json(const std::string& json);
+};
+
+/// Thrown when the loss or the gradient norm is NaN or infinite; nothing was updated.
+class NonFiniteLoss : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The result of one evaluation.
+struct EvalResult {
+  int64_t step = 0;
+  double train_loss = 0, val_loss = 0;  // mean NLL per token, nats
+  double train_ppl = 0, val_ppl = 0;    // exp of the above
+};
+
+/// Runs training. The model, dataset and output directory must outlive the trainer.
+class Trainer {
+ public:
+  /// tokenizer_kind/data are stored in every checkpoint. out_dir may be empty (no files).
+  Trainer(GPT& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
+          std::string tokenizer_data, std::string out_dir);
+
+  /// Continues from a checkpoint's training state (optimizer moments, step, batch RNG).
+  /// Throws std::runtime_error if the state does not fit this model.
+  void restore(const TrainingState& state);
+
+  /// One optimizer step over grad_accum micro-batches; returns the mean training loss.
+  /// Throws NonFiniteLoss (parameters untouched) when the loss or gradient is not finite.
+  double train_step();
+
+  /// Mean loss and perplexity over eval_iters fixed batches of each split, in eval mode with
+  /// no graph. The batches come from their own generator, so evaluating never changes the
+  /// training batches (resume stays bit-exact).
+  EvalResult evaluate();
+
+  /// The whole run: steps until max_steps with progress lines on `log`, evaluations, CSV logs
+  /// (train_log.csv, eval_log.csv), checkpoints (ckpt.safetensors) and plots. Returns the last
+  /// evaluation. Throws NonFiniteLoss after writing the logs; the last checkpoint is untouched.
+  EvalResult run(std::ostream& log);
+
+  /// Saves model + training state to out_dir/ckpt.safetensors (atomically).
+  void save(const std::string& path);
+  int64_t step() const { return step_; }
+  std::string checkpoint_path() const;
+
+ private:
+  GPT& model_;
+  const Dataset& data_;
+  TrainOptions options_;
+  std::string tokenizer_kind_, tokenizer_data_, out_dir_;
+  nn::AdamW optimizer_;
+  Generator batch_gen_;
+  int64_t step_ = 0;
+};
+
+}  // namespace attograd::gpt

@@ -1,0 +1,144 @@
+#include "nn/layers.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "autograd/ops.h"
+
+namespace attograd::nn {
+
+namespace {
+void require_positive(int64_t v, const char* what) {
+  if (v <= 0) throw std::invalid_argument(std::string(what) + " must be positive, got " + std::to_string(v));
+}
+}  // namespace
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, Generator& gen, DType dtype, double init_std) {
+  require_positive(in_features, "Linear: in_features");
+  require_positive(out_features, "Linear: out_features");
+  weight = register_parameter("weight", Tensor::randn({out_features, in_features}, gen, dtype, init_std));
+  if (has_bias) bias = register_parameter("bias", Tensor::zeros({out_features}, dtype));
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+  if (x.dim() < 1 || x.size(-1) != weight.size(1))
+    throw std::invalid_argument("Linear: expected input (..., " + std::to_string(weight.size(1)) + "), got " +
+                                shape_str(x.shape()));
+  // x Wᵀ: Wᵀ is a transposed VIEW; matmul reads W's rows directly.
+  const Tensor y = matmul(x, transpose(weight, 0, 1));
+  return bias.defined() ? add(y, bias) : y;
+}
+
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype, double init_std) {
+  require_positive(num_embeddings, "Embedding: num_embeddings");
+  require_positive(embedding_dim, "Embedding: embedding_dim");
+  weight = register_parameter("weight", Tensor::randn({num_embeddings, embedding_dim}, gen, dtype, init_std));
+}
+
+Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }
+
+LayerNorm::LayerNorm(int64_t C, DType dtype, bool has_bias, double eps_) : eps(eps_) {
+  require_positive(C, "LayerNorm: C");
+  weight = register_parameter("weight", Tensor::ones({C}, dtype));
+  // GPT-2 always has the bias; with bias = false a constant zero beta stands in (not trained).
+  bias = has_bias ? register_parameter("bias", Tensor::zeros({C}, dtype)) : Tensor::zeros({C}, dtype);
+}
+
+Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }
+
+Dropout::Dropout(double p_, Generator* gen) : p(p_), gen_(gen) {
+  if (!(p >= 0 && p < 1)) throw std::invalid_argument("Dropout: p must be in [0, 1), got " + std::to_string(p));
+}
+
+Tensor Dropout::forward(const Tensor& x) const {
+  if (!is_training() || p == 0) return x;
+  return dropout(x, p, true, *gen_);
+}
+
+MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype) {
+  c_fc = register_module("c_fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, gen, dtype));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, gen, dtype, proj_init_std));
+  drop = register_module("dropout", std::make_shared<Dropout>(p, dropout_gen));
+}
+
+Tensor MLP::forward(const Tensor& x) const { return drop->forward(c_proj->forward(gelu(c_fc->forward(x)))); }
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Dropout* attn_dropout) {
+  if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() || k.size(-1) != q.size(-1) || v.size(-2) != k.size(-2))
+    throw std::invalid_argument("scaled_dot_product_attention: expected q (..., Tq, d_k), k (..., Tk, d_k), "
+                                "v (..., Tk, d_v), got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
+                                ", v " + shape_str(v.shape()));
+  const double d_k = static_cast<double>(q.size(-1));
+  // Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever the head size, so the
+  // softmax does not saturate (Vaswani et al. 2017, footnote 4).
+  const Tensor scores = mul_scalar(matmul(q, transpose(k, -2, -1)), 1.0 / std::sqrt(d_k));
+  Tensor att = causal_softmax(scores);
+  if (attn_dropout != nullptr) att = attn_dropout->forward(att);
+  return matmul(att, v);
+}
+
+Tensor apply_rope(const Tensor& x, int64_t pos_offset) {
+  const int64_t T = x.size(-2), HS = x.size(-1);
+  if (HS % 2 != 0) throw std::invalid_argument("apply_rope: head_dim must be even, got " + std::to_string(HS));
+  const int64_t half = HS / 2;
+  std::vector<double> cos_v(static_cast<size_t>(T * half)), sin_v(cos_v.size());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < half; ++i) {
+      const double theta = static_cast<double>(pos_offset + t) * std::pow(10000.0, -2.0 * i / static_cast<double>(HS));
+      cos_v[t * half + i] = std::cos(theta);
+      sin_v[t * half + i] = std::sin(theta);
+    }
+  const Tensor c = Tensor::from_vector(cos_v, {T, half}, x.dtype());
+  const Tensor s = Tensor::from_vector(sin_v, {T, half}, x.dtype());
+  const Tensor x1 = slice(x, -1, 0, half), x2 = slice(x, -1, half, HS);
+  // (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos): a rotation of each pair by theta.
+  return concat({sub(mul(x1, c), mul(x2, s)), add(mul(x1, s), mul(x2, c))}, -1);
+}
+
+Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype) {
+  std::vector<double> pe(static_cast<size_t>(T * C));
+  for (int64_t pos = 0; pos < T; ++pos)
+    for (int64_t i = 0; i < C; ++i) {
+      const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i - i % 2) / static_cast<double>(C));
+      pe[pos * C + i] = i % 2 == 0 ? std::sin(angle) : std::cos(angle);
+    }
+  return Tensor::from_vector(pe, {T, C}, dtype);
+}
+
+CausalSelfAttention::CausalSelfAttention(int64_t n_embd_, int64_t n_head_, bool bias, double p, bool rope_,
+                                         double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype)
+    : n_embd(n_embd_), n_head(n_head_), rope(rope_) {
+  require_positive(n_head, "CausalSelfAttention: n_head");
+  if (n_embd % n_head != 0)
+    throw std::invalid_argument("CausalSelfAttention: n_head " + std::to_string(n_head) + " must divide n_embd " +
+                                std::to_string(n_embd));
+  if (rope && (n_embd / n_head) % 2 != 0)
+    throw std::invalid_argument("CausalSelfAttention: RoPE rotates channel pairs, so head_dim = n_embd / n_head = " +
+                                std::to_string(n_embd / n_head) + " must be even");
+  c_attn = register_module("c_attn", std::make_shared<Linear>(n_embd, 3 * n_embd, bias, gen, dtype));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(n_embd, n_embd, bias, gen, dtype, proj_init_std));
+  attn_dropout = register_module("attn_dropout", std::make_shared<Dropout>(p, dropout_gen));
+  resid_dropout = register_module("resid_dropout", std::make_shared<Dropout>(p, dropout_gen));
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) const {
+  if (x.dim() != 3 || x.size(2) != n_embd)
+    throw std::invalid_argument("CausalSelfAttention: expected x (B, T, " + std::to_string(n_embd) + "), got " +
+                                shape_str(x.shape()));
+  const int64_t B = x.size(0), T = x.size(1), HS = n_embd / n_head;
+  // (B, T, 3C) -> q, k, v each (B, T, C) -> (B, T, NH, HS) -> (B, NH, T, HS)
+  const std::vector<Tensor> qkv = split(c_attn->forward(x), {n_embd, n_embd, n_embd}, -1);
+  auto heads = [&](const Tensor& t) { return transpose(reshape(t, {B, T, n_head, HS}), 1, 2); };
+  Tensor q = heads(qkv[0]), k = heads(qkv[1]);
+  const Tensor v = heads(qkv[2]);
+  if (rope) {
+    q = apply_rope(q);
+    k = apply_rope(k);
+  }
+  const Tensor y = scaled_dot_product_attention(q, k, v, attn_dropout.get());  // (B, NH, T, HS)
+  // Re-assemble the heads side by side: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C)
+  const Tensor merged = reshape(transpose(y, 1, 2), {B, T, n_embd});
+  return resid_dropout->forward(c_proj->forward(merged));
+}
+
+}  // namespace attograd::nn

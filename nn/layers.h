@@ -1,0 +1,103 @@
+// The layers of a GPT, as Modules built from autograd ops. Shapes: B batch, T time,
+// C = n_embd channels, NH = n_head, HS = head_dim = C / NH.
+//
+// Initialisation follows GPT-2 (Radford et al. 2019, section 2.3, and its released code):
+// weights N(0, 0.02), biases 0, LayerNorm gamma 1 and beta 0. The GPT model rescales the
+// residual projections by 1/sqrt(2 n_layer).
+#pragma once
+
+#include <memory>
+
+#include "autograd/random.h"
+#include "nn/module.h"
+
+namespace attograd::nn {
+
+/// y = x Wᵀ + b with W (out_features, in_features) (PyTorch's and llm.c's layout: each
+/// output is a dot product of two contiguous rows). x (..., in) -> y (..., out).
+class Linear : public Module {
+ public:
+  /// W ~ N(0, init_std²); b = 0. Throws std::invalid_argument for non-positive sizes.
+  Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen, DType dtype,
+         double init_std = 0.02);
+  /// Throws std::invalid_argument when x's last dimension is not in_features.
+  Tensor forward(const Tensor& x) const;
+  Tensor weight, bias;  // bias undefined when constructed without one
+};
+
+/// Token (or position) lookup table: ids i64 (...) -> (..., embedding_dim).
+class Embedding : public Module {
+ public:
+  /// weight ~ N(0, init_std²), shape (num_embeddings, embedding_dim).
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype, double init_std = 0.02);
+  /// Throws std::out_of_range for an id outside [0, num_embeddings).
+  Tensor forward(const Tensor& ids) const;
+  Tensor weight;
+};
+
+/// Layer norm over the last axis (Ba et al. 2016): x (..., C) -> (..., C); weight (gamma) 1,
+/// bias (beta) 0 at init; eps 1e-5 as GPT-2.
+class LayerNorm : public Module {
+ public:
+  LayerNorm(int64_t C, DType dtype, bool bias = true, double eps = 1e-5);
+  Tensor forward(const Tensor& x) const;
+  Tensor weight, bias;
+  double eps;
+};
+
+/// Inverted dropout (Srivastava et al. 2014) with masks drawn from a shared generator;
+/// identity in eval mode or when p = 0.
+class Dropout : public Module {
+ public:
+  /// gen must outlive the layer (the model owns it, so that its state is checkpointed).
+  Dropout(double p, Generator* gen);
+  Tensor forward(const Tensor& x) const;
+  double p;
+
+ private:
+  Generator* gen_;
+};
+
+/// The transformer's position-wise feed-forward network, GPT-2 style:
+/// c_fc (C -> 4C), GELU, c_proj (4C -> C), dropout. (B, T, C) -> (B, T, C).
+class MLP : public Module {
+ public:
+  /// c_proj is initialised with std proj_init_std (GPT-2's residual scaling).
+  MLP(int64_t n_embd, bool bias, double dropout, double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype);
+  Tensor forward(const Tensor& x) const;
+  std::shared_ptr<Linear> c_fc, c_proj;
+  std::shared_ptr<Dropout> drop;
+};
+
+/// softmax(Q Kᵀ / sqrt(d_k)) V with the causal mask: Vaswani et al. 2017, eq. 1.
+/// q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v) -> (..., Tq, d_v), Tq <= Tk; query t
+/// attends to keys j <= t + (Tk - Tq). attn_dropout (may be null) applies to the weights.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Dropout* attn_dropout = nullptr);
+
+/// Rotary position embedding (Su et al. 2021, RoFormer, eq. 34) of x (..., T, HS), HS even,
+/// for positions pos_offset .. pos_offset + T - 1. Uses the "rotate half" pairing of GPT-NeoX
+/// and Llama: channel i is rotated with channel i + HS/2 by angle pos * 10000^(-2i/HS).
+/// Built from primitives (slice, mul, sub, add, concat), so it needs no VJP of its own.
+Tensor apply_rope(const Tensor& x, int64_t pos_offset = 0);
+
+/// The sinusoidal position table of Vaswani et al. 2017, section 3.5: (T, C) with
+/// PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(pos / 10000^(2i/C)).
+Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype);
+
+/// Multi-head causal self-attention, GPT-2 style: c_attn (C -> 3C) makes q, k, v; each is
+/// split into n_head heads of head_dim = C / n_head; scaled dot-product attention with the
+/// causal mask per head; heads concatenated; c_proj (C -> C); dropout. (B, T, C) -> (B, T, C).
+class CausalSelfAttention : public Module {
+ public:
+  /// Throws std::invalid_argument unless n_head divides n_embd (and head_dim is even with rope).
+  CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, bool rope, double proj_init_std,
+                      Generator& gen, Generator* dropout_gen, DType dtype);
+  Tensor forward(const Tensor& x) const;
+  int64_t n_embd, n_head;
+  bool rope;
+  std::shared_ptr<Linear> c_attn, c_proj;
+  std::shared_ptr<Dropout> attn_dropout, resid_dropout;
+};
+
+}  // namespace attograd::nn

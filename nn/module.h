@@ -1,0 +1,93 @@
+// Module: the nn building block (as torch.nn.Module). A module owns named parameters and named
+// child modules; parameters are leaf Tensors with requires_grad set.
+//
+// ParameterArena then moves every parameter of a model into ONE aligned buffer (and every
+// gradient into a second one), so optimizer updates, zero_grad, gradient-norm clipping and
+// checkpoint writes are single loops over contiguous memory (as llm.c does). The 2-D weights,
+// which AdamW decays, come first; biases, LayerNorm parameters come after.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace attograd::nn {
+
+/// Base class of every layer and model.
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// Every parameter, recursively, in registration order, with dotted names as in PyTorch's
+  /// state_dict ("h.0.attn.c_attn.weight").
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  /// The same tensors without names.
+  std::vector<Tensor> parameters() const;
+  /// Total number of scalars in all parameters.
+  int64_t num_parameters() const;
+
+  /// Training mode (dropout active) or evaluation mode, recursively.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  /// Sets every parameter's gradient to zero (keeps the buffers).
+  void zero_grad();
+
+ protected:
+  Module() = default;
+  /// Adds a parameter (marked requires_grad) and returns it.
+  Tensor register_parameter(const std::string& name, Tensor value);
+  /// Adds a child module and returns it.
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    children_.emplace_back(name, module);
+    return module;
+  }
+
+ private:
+  void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+/// One contiguous buffer holding all of a module's parameters, and one for their gradients.
+/// Construction moves the parameters in place (every Tensor handle to a parameter sees the
+/// new storage) and gives each a zeroed gradient view; the module must outlive nothing here:
+/// the arena only holds tensors.
+class ParameterArena {
+ public:
+  /// Packs module's parameters. Throws std::invalid_argument if they mix dtypes.
+  explicit ParameterArena(const Module& module);
+
+  /// All parameters as one flat (N,) tensor: the first num_decay() are the 2-D weights.
+  const Tensor& params() const { return params_; }
+  /// All gradients, same layout.
+  const Tensor& grads() const { return grads_; }
+  /// Number of leading elements that weight decay applies to.
+  int64_t num_decay() const { return num_decay_; }
+  /// The parameters in arena order, with their names.
+  const std::vector<std::pair<std::string, Tensor>>& named_parameters() const { return named_; }
+
+  /// Zeroes all gradients: one fill.
+  void zero_grad();
+  /// L2 norm of all gradients together, accumulated in double.
+  double grad_norm() const;
+  /// Scales all gradients so their global L2 norm is at most max_norm (torch's
+  /// clip_grad_norm_); returns the norm before clipping. max_norm <= 0 disables clipping.
+  double clip_grad_norm(double max_norm);
+
+ private:
+  Tensor params_, grads_;
+  int64_t num_decay_ = 0;
+  std::vector<std::pair<std::string, Tensor>> named_;
+};
+
+}  // namespace attograd::nn

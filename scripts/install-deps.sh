@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages attograd builds with, skipping those already present.
+# Runs apt-get directly as root, through sudo otherwise.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build       # compiler and build
+  libhwy-dev                  # Google Highway: portable SIMD with runtime dispatch (the kernels)
+  libboost-test-dev           # Boost.Test: the test framework
+  libcli11-dev                # CLI11: the attograd command line
+  bible-kjv                   # the default corpus: King James Bible, offline (gpt/corpus.cc runs `bible`)
+  libcurl4-openssl-dev        # libcurl: downloads named corpora such as Tiny Shakespeare on first use
+  libssl-dev                  # OpenSSL EVP: sha256 check of downloaded corpora
+  ca-certificates             # so libcurl can verify https servers
+  nlohmann-json3-dev          # nlohmann-json: checkpoint (safetensors) headers and metadata
+  gnuplot-nox                 # gnuplot: training loss and perplexity plots (PNG, SVG)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "attograd: installing missing packages: ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

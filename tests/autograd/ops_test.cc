@@ -1,0 +1,221 @@
+// Op forwards and gradients at known values (the foundation issue's list), in f32 and f64.
+#define BOOST_TEST_MODULE ops
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.h"
+#include "tests/test_util.h"
+
+using namespace attograd;
+using attograd::testing::expect_close;
+using attograd::testing::expect_tensor;
+using attograd::testing::expect_throw_with;
+
+namespace {
+const DType kBoth[] = {DType::f32, DType::f64};
+double tol(DType dt) { return dt == DType::f32 ? 1e-6 : 1e-12; }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(broadcasting_forward_and_sum_to_backward) {
+  for (DType dt : kBoth) {
+    Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dt).set_requires_grad();
+    Tensor b = Tensor::from_vector({10, 20, 30}, {3}, dt).set_requires_grad();
+    Tensor c = Tensor::from_vector({2, 4}, {2, 1}, dt).set_requires_grad();
+    Tensor y = div(add(a, b), c);  // (2, 3)
+    expect_tensor(y, {2, 3}, {5.5, 11, 16.5, 3.5, 6.25, 9}, tol(dt));
+    sum(y).backward();
+    expect_close(a.grad().to_vector(), {0.5, 0.5, 0.5, 0.25, 0.25, 0.25}, tol(dt));
+    expect_close(b.grad().to_vector(), {0.75, 0.75, 0.75}, tol(dt));  // summed over the broadcast rows
+    // dy/dc = -(a + b) / c², summed over each row: -(66 / 4), -(75 / 16)
+    expect_close(c.grad().to_vector(), {-16.5, -4.6875}, tol(dt));
+  }
+  expect_throw_with<std::invalid_argument>(
+      [] { add(Tensor::zeros({2, 3}), Tensor::zeros({4})); }, "shapes (2, 3) and (4,) cannot be broadcast");
+  expect_throw_with<std::invalid_argument>(
+      [] { add(Tensor::zeros({2}), Tensor::zeros({2}, DType::f64)); }, "dtypes differ");
+}
+
+BOOST_AUTO_TEST_CASE(unary_ops_values) {
+  Tensor x = Tensor::from_vector({0.5, 1, 2}, {3}, DType::f64);
+  expect_close(exp(x).to_vector(), {std::exp(0.5), std::exp(1.0), std::exp(2.0)}, 1e-12);
+  expect_close(log(x).to_vector(), {std::log(0.5), 0, std::log(2.0)}, 1e-12);
+  expect_close(tanh(x).to_vector(), {std::tanh(0.5), std::tanh(1.0), std::tanh(2.0)}, 1e-12);
+  expect_close(sqrt(x).to_vector(), {std::sqrt(0.5), 1, std::sqrt(2.0)}, 1e-12);
+  expect_close(pow(x, 3).to_vector(), {0.125, 1, 8}, 1e-12);
+  expect_close(relu(Tensor::from_vector({-1, 0, 2}, {3}, DType::f64)).to_vector(), {0, 0, 2}, 0);
+  expect_close(neg(x).to_vector(), {-0.5, -1, -2}, 0);
+  // GPT-2's tanh-approximate GELU: gelu(1) = 0.5 (1 + tanh(sqrt(2/pi) 1.044715)).
+  expect_close(gelu(Tensor::from_vector({0, 1}, {2}, DType::f64)).to_vector(), {0, 0.8411919906082768}, 1e-12);
+  expect_close((2.0 - x).to_vector(), {1.5, 1, 0}, 0);
+  expect_close((2.0 / x).to_vector(), {4, 2, 1}, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(reductions_values_and_gradients) {
+  for (DType dt : kBoth) {
+    Tensor x = Tensor::from_vector({1, 5, 2, 7, 3, 4}, {2, 3}, dt).set_requires_grad();
+    expect_tensor(sum(x, {1}), {2}, {8, 14}, tol(dt));
+    expect_tensor(sum(x, {0}, true), {1, 3}, {8, 8, 6}, tol(dt));
+    expect_tensor(mean(x), {}, {22.0 / 6}, tol(dt));
+    Tensor m = max(x, 1);
+    expect_tensor(m, {2}, {5, 7}, 0);
+    sum(m).backward();
+    expect_close(x.grad().to_vector(), {0, 1, 0, 1, 0, 0}, 0);
+  }
+}
+
+// Known input 3: C = Aᵀ B where Aᵀ is a transposed VIEW, L = sum(C).
+BOOST_AUTO_TEST_CASE(matmul_with_transposed_view) {
+  for (DType dt : kBoth) {
+    Tensor A = Tensor::from_vector({1, 4, 2, 5, 3, 6}, {3, 2}, dt).set_requires_grad();
+    Tensor B = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2}, dt).set_requires_grad();
+    Tensor At = transpose(A, 0, 1);
+    BOOST_TEST(!At.is_contiguous());
+    Tensor C = matmul(At, B);
+    expect_tensor(C, {2, 2}, {4, 5, 10, 11}, 0);
+    sum(C).backward();
+    expect_close(A.grad().to_vector(), {1, 1, 1, 1, 2, 2}, 0);
+    expect_close(B.grad().to_vector(), {5, 5, 7, 7, 9, 9}, 0);
+  }
+  expect_throw_with<std::invalid_argument>(
+      [] { matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})); }, "inner dimensions differ: (2, 3) @ (4, 5)");
+  expect_throw_with<std::invalid_argument>([] { matmul(Tensor::zeros({3}), Tensor::zeros({3, 1})); }, "2-D or batched");
+}
+
+BOOST_AUTO_TEST_CASE(batched_matmul_broadcasts_batch) {
+  // (2, 2, 2) @ (2, 2): every batch uses the same right operand; its gradient sums both.
+  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}, DType::f64).set_requires_grad();
+  Tensor b = Tensor::from_vector({1, 1, 0, 1}, {2, 2}, DType::f64).set_requires_grad();
+  Tensor c = matmul(a, b);
+  expect_tensor(c, {2, 2, 2}, {1, 3, 3, 7, 5, 11, 7, 15}, 0);
+  sum(c).backward();
+  expect_close(b.grad().to_vector(), {16, 16, 20, 20}, 0);
+  expect_close(a.grad().to_vector(), {2, 1, 2, 1, 2, 1, 2, 1}, 0);
+}
+
+// Known input 5: softmax and cross-entropy far outside exp's range, in f32 and f64.
+BOOST_AUTO_TEST_CASE(softmax_and_cross_entropy_do_not_overflow) {
+  for (DType dt : kBoth) {
+    const double t = dt == DType::f32 ? 1e-6 : 1e-7;
+    expect_close(softmax(Tensor::from_vector({880, 881, 882}, {3}, dt)).to_vector(),
+                 {0.09003057, 0.2447285, 0.6652410}, t);
+    expect_close(softmax(Tensor::from_vector({-900, -900}, {2}, dt)).to_vector(), {0.5, 0.5}, 0);
+
+    Tensor l1 = Tensor::from_vector({7e5, 7e5, 7e5}, {1, 3}, dt).set_requires_grad();
+    BOOST_TEST(std::abs(cross_entropy(l1, Tensor::from_ids({1}, {1})).item() - std::log(3.0)) < t);
+
+    Tensor l2 = Tensor::from_vector({3e4, -2e4, 1e4}, {1, 3}, dt).set_requires_grad();
+    Tensor loss = cross_entropy(l2, Tensor::from_ids({2}, {1}));
+    BOOST_TEST(loss.item() == 20000.0);
+    loss.backward();
+    expect_close(l2.grad().to_vector(), {1, 0, -1}, 0);
+  }
+}
+
+// Known input 6: f32 logits [0, 60, -60], target 2: tiny probabilities stay finite.
+BOOST_AUTO_TEST_CASE(cross_entropy_underflow_stays_finite_in_f32) {
+  Tensor logits = Tensor::from_vector({0, 60, -60}, {1, 3}, DType::f32).set_requires_grad();
+  expect_close(log_softmax(logits).to_vector(), {-60, 0, -120}, 1e-5);
+  Tensor loss = cross_entropy(logits, Tensor::from_ids({2}, {1}));
+  BOOST_TEST(loss.item() == 120.0);
+  loss.backward();
+  const std::vector<double> g = logits.grad().to_vector();
+  for (double v : g) BOOST_TEST(std::isfinite(v));
+  BOOST_TEST(std::abs(g[0] - 8.756511e-27) < 1e-32);
+  BOOST_TEST(g[1] == 1.0);
+  BOOST_TEST(g[2] == -1.0);
+}
+
+// Known input 7: layer norm at a large mean must not use E[x²] - E[x]².
+BOOST_AUTO_TEST_CASE(layer_norm_large_mean_and_biased_variance) {
+  Tensor g4 = Tensor::ones({4}), b4 = Tensor::zeros({4});
+  expect_close(layer_norm(Tensor::from_vector({70000, 70001, 70002, 70003}, {1, 4}), g4, b4, 1e-5).to_vector(),
+               {-1.341635, -0.4472118, 0.4472118, 1.341635}, 1e-3);
+  Tensor g5 = Tensor::ones({5}, DType::f64), b5 = Tensor::zeros({5}, DType::f64);
+  const std::vector<double> y = layer_norm(Tensor::from_vector({0, 1, 2, 3, 4}, {5}, DType::f64), g5, b5, 1e-5).to_vector();
+  BOOST_TEST(std::abs(y[0] - (-2 / std::sqrt(2 + 1e-5))) < 1e-12);  // biased variance 2
+  BOOST_TEST(std::abs(y[0] - (-1.414210)) < 1e-6);
+  expect_throw_with<std::invalid_argument>(
+      [] { layer_norm(Tensor::zeros({4, 64, 256}), Tensor::ones({384}), Tensor::zeros({384})); },
+      "expected input (..., 384)");
+}
+
+BOOST_AUTO_TEST_CASE(causal_ops_mask_exactly) {
+  for (DType dt : kBoth) {
+    Tensor s = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3}, dt).set_requires_grad();
+    Tensor m = causal_mask(s);
+    const double inf = std::numeric_limits<double>::infinity();
+    expect_close(slice(m, 1, 0, 1).to_vector(), {1, 4, 7}, 0);
+    BOOST_TEST(m.at({0, 1}) == -inf);
+    BOOST_TEST(m.at({0, 2}) == -inf);
+    BOOST_TEST(m.at({1, 2}) == -inf);
+    Tensor p = causal_softmax(s);
+    BOOST_TEST(p.at({0, 0}) == 1.0);
+    BOOST_TEST(p.at({0, 1}) == 0.0);
+    BOOST_TEST(p.at({1, 2}) == 0.0);
+    // Masked entries get exactly zero gradient from an arbitrary upstream.
+    p.backward(Tensor::from_vector({5, 6, 7, 8, 9, 10, 11, 12, 13}, {3, 3}, dt));
+    BOOST_TEST(s.grad().at({0, 1}) == 0.0);
+    BOOST_TEST(s.grad().at({0, 2}) == 0.0);
+    BOOST_TEST(s.grad().at({1, 2}) == 0.0);
+    // The fused op equals the two primitives.
+    expect_close(causal_softmax(s).to_vector(), softmax(causal_mask(s)).to_vector(), tol(dt));
+  }
+  expect_throw_with<std::invalid_argument>([] { causal_softmax(Tensor::zeros({3, 2})); }, "Tq <= Tk");
+}
+
+BOOST_AUTO_TEST_CASE(embedding_gathers_and_scatter_adds) {
+  Tensor w = Tensor::from_vector({0, 1, 10, 11, 20, 21}, {3, 2}, DType::f64).set_requires_grad();
+  Tensor ids = Tensor::from_ids({2, 0, 2}, {1, 3});
+  Tensor y = embedding(w, ids);
+  expect_tensor(y, {1, 3, 2}, {20, 21, 0, 1, 20, 21}, 0);
+  sum(y).backward();
+  expect_close(w.grad().to_vector(), {1, 1, 0, 0, 2, 2}, 0);  // id 2 used twice
+  expect_throw_with<std::out_of_range>([&] { embedding(w, Tensor::from_ids({1, 3}, {2})); },
+                                       "token id 3 at position 1 is outside [0, 3)");
+  expect_throw_with<std::out_of_range>([&] { embedding(w, Tensor::from_ids({-1}, {1})); }, "token id -1");
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_errors) {
+  Tensor logits = Tensor::zeros({2, 3});
+  expect_throw_with<std::out_of_range>([&] { cross_entropy(logits, Tensor::from_ids({0, 3}, {2})); },
+                                       "target 3 at position 1 is outside [0, 3)");
+  expect_throw_with<std::invalid_argument>([&] { cross_entropy(logits, Tensor::from_ids({0}, {1})); },
+                                           "targets (1,)");
+  expect_throw_with<std::invalid_argument>([&] { cross_entropy(logits, Tensor::zeros({2})); }, "expected i64 targets");
+}
+
+BOOST_AUTO_TEST_CASE(shape_ops) {
+  Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, DType::f64).set_requires_grad();
+  expect_tensor(reshape(x, {3, -1}), {3, 2}, {1, 2, 3, 4, 5, 6}, 0);
+  expect_tensor(permute(reshape(x, {1, 2, 3}), {2, 0, 1}), {3, 1, 2}, {1, 4, 2, 5, 3, 6}, 0);
+  expect_tensor(concat({x, x}, 0), {4, 3}, {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}, 0);
+  const auto parts = split(x, {1, 2}, 1);
+  expect_tensor(parts[1], {2, 2}, {2, 3, 5, 6}, 0);
+  // Gradients through views land in the right places.
+  sum(mul(parts[1], Tensor::from_vector({1, 2, 3, 4}, {2, 2}, DType::f64))).backward();
+  expect_close(x.grad().to_vector(), {0, 1, 2, 0, 3, 4}, 0);
+  expect_throw_with<std::invalid_argument>([&] { reshape(x, {4, -1}); }, "cannot infer -1");
+  expect_throw_with<std::invalid_argument>([&] { reshape(x, {4, 2}); }, "cannot view (2, 3)");
+  expect_throw_with<std::invalid_argument>([&] { slice(x, 1, 2, 4); }, "range [2, 4)");
+  expect_throw_with<std::invalid_argument>([&] { split(x, {1, 1}, 1); }, "add up to 2");
+  expect_throw_with<std::invalid_argument>([&] { concat({x, Tensor::zeros({2, 2}, DType::f64)}, 0); }, "differ outside");
+  expect_throw_with<std::invalid_argument>([&] { transpose(x, 0, 2); }, "dimension 2 is out of range");
+}
+
+BOOST_AUTO_TEST_CASE(dropout_is_seeded_and_scaled) {
+  Tensor x = Tensor::ones({1000}, DType::f64).set_requires_grad();
+  Generator g1(5), g2(5);
+  Tensor y1 = dropout(x, 0.25, true, g1), y2 = dropout(x, 0.25, true, g2);
+  BOOST_TEST(y1.to_vector() == y2.to_vector());
+  int zeros = 0;
+  for (double v : y1.to_vector()) {
+    BOOST_TEST((v == 0.0 || std::abs(v - 4.0 / 3.0) < 1e-15));
+    zeros += v == 0.0;
+  }
+  BOOST_TEST(zeros > 200);  // 250 expected, sd ~14
+  BOOST_TEST(zeros < 300);
+  Generator g3(5);
+  BOOST_TEST(dropout(x, 0.25, false, g3).impl() == x.impl());  // identity in eval mode
+  expect_throw_with<std::invalid_argument>([&] { dropout(x, 1.5, true, g3); }, "p must be in [0, 1]");
+}

@@ -1,0 +1,140 @@
+// Checkpoints: round trip, Hugging Face layout, all-or-nothing loading with clear errors.
+#define BOOST_TEST_MODULE checkpoint
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "autograd/ops.h"
+#include "gpt/checkpoint.h"
+#include "tests/test_util.h"
+
+using namespace attograd;
+using namespace attograd::gpt;
+using attograd::testing::expect_throw_with;
+
+namespace {
+
+std::filesystem::path temp_dir() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("attograd_ckpt_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+Tensor ids(std::vector<int64_t> v) {
+  const int64_t T = static_cast<int64_t>(v.size());
+  return Tensor::from_ids(v, {1, T});
+}
+
+std::vector<double> all_params(const GPT& m) { return m.arena().params().to_vector(); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(save_and_load_give_identical_logits) {
+  const auto dir = temp_dir();
+  for (PosEncoding pe : {PosEncoding::learned, PosEncoding::rope}) {
+    GPTConfig c = preset("pico");
+    c.pos_encoding = pe;
+    GPT model(c, 21);
+    const std::string path = (dir / "m.safetensors").string();
+    save_checkpoint(path, model, "char", "abc");
+    BOOST_TEST(!std::filesystem::exists(path + ".tmp"));
+    const SafetensorsFile file = SafetensorsFile::read(path);
+    const CheckpointInfo info = read_checkpoint_info(file);
+    BOOST_TEST(info.tokenizer_kind == "char");
+    BOOST_TEST(info.tokenizer_data == "abc");
+    BOOST_TEST(info.config.n_layer == 3);
+    BOOST_TEST(!info.training.has_value());
+    const auto loaded = load_model(file);
+    const Tensor x = ids({1, 5, 9, 2, 64, 0, 3, 3});
+    BOOST_TEST(loaded->forward(x).logits.to_vector() == model.forward(x).logits.to_vector());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(conv1d_weights_are_stored_transposed_like_hugging_face) {
+  const auto dir = temp_dir();
+  GPT model(preset("pico"), 22);
+  const std::string path = (dir / "m.safetensors").string();
+  save_checkpoint(path, model, "char", "");
+  const SafetensorsFile file = SafetensorsFile::read(path);
+  // attn.c_proj is square: only the name says it must be transposed.
+  const Tensor stored = file.tensor("h.0.attn.c_proj.weight", DType::f32);
+  BOOST_TEST(stored.to_vector() == transpose(model.h[0]->attn->c_proj->weight.detach(), 0, 1).to_vector());
+  BOOST_TEST((file.entries().at("h.1.mlp.c_fc.weight").shape == Shape{6, 24}));  // (in, out)
+  BOOST_TEST((file.entries().at("wte.weight").shape == Shape{65, 6}));           // not a Conv1D
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(mismatched_checkpoint_names_key_and_shapes_and_leaves_model_unchanged) {
+  const auto dir = temp_dir();
+  GPT pico(preset("pico"), 1);
+  const std::string path = (dir / "pico.safetensors").string();
+  save_checkpoint(path, pico, "char", "");
+  GPT femto(preset("femto"), 2);
+  const std::vector<double> before = all_params(femto);
+  expect_throw_with<std::runtime_error>([&] { load_weights(femto, SafetensorsFile::read(path)); },
+                                        "tensor 'wte.weight' has shape (65, 6) but the model expects (65, 2)");
+  BOOST_TEST(all_params(femto) == before);
+
+  GPTConfig one_layer = preset("pico");
+  one_layer.n_layer = 1;
+  GPT small(one_layer, 3);
+  const std::vector<double> small_before = all_params(small);
+  expect_throw_with<std::runtime_error>([&] { load_weights(small, SafetensorsFile::read(path)); }, "unexpected tensor 'h.1.");
+  BOOST_TEST(all_params(small) == small_before);
+
+  GPTConfig four = preset("pico");
+  four.n_layer = 4;
+  GPT big(four, 3);
+  expect_throw_with<std::runtime_error>([&] { load_weights(big, SafetensorsFile::read(path)); }, "missing tensor 'h.3.");
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(truncated_and_garbage_files_are_clear_errors) {
+  const auto dir = temp_dir();
+  GPT model(preset("pico"), 4);
+  const std::string path = (dir / "m.safetensors").string();
+  save_checkpoint(path, model, "char", "");
+  const auto size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size - 100);
+  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "truncated");
+  std::filesystem::resize_file(path, 20);
+  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "truncated");
+  { std::ofstream(path, std::ios::trunc) << "not a checkpoint at all"; }
+  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "safetensors file");
+  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read((dir / "missing").string()); }, "cannot open");
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(hugging_face_prefix_and_buffers_are_accepted) {
+  const auto dir = temp_dir();
+  GPT model(preset("femto"), 5);
+  SafetensorsWriter w;
+  for (const auto& [name, t] : model.named_parameters()) {
+    const bool conv1d = name.find("c_attn.weight") != std::string::npos || name.find("c_proj.weight") != std::string::npos ||
+                        name.find("c_fc.weight") != std::string::npos;
+    w.add("transformer." + name, conv1d ? transpose(t.detach(), 0, 1) : t.detach());
+  }
+  w.add("transformer.h.0.attn.bias", Tensor::ones({1, 1, 8, 8}));  // GPT-2's causal-mask buffer
+  w.add("transformer.h.0.attn.masked_bias", Tensor::scalar(-1e4));
+  w.add("lm_head.weight", model.wte->weight.detach());
+  const std::string path = (dir / "hf.safetensors").string();
+  w.write(path);
+  GPT other(preset("femto"), 6);
+  load_weights(other, SafetensorsFile::read(path));
+  BOOST_TEST(all_params(other) == all_params(model));
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(failed_write_leaves_the_old_file) {
+  const auto dir = temp_dir();
+  GPT model(preset("femto"), 7);
+  const std::string path = (dir / "m.safetensors").string();
+  save_checkpoint(path, model, "char", "old");
+  expect_throw_with<std::runtime_error>(
+      [&] { save_checkpoint((dir / "no_such_dir" / "m.safetensors").string(), model, "char", "x"); }, "cannot write");
+  BOOST_TEST(read_checkpoint_info(SafetensorsFile::read(path)).tokenizer_data == "old");
+  std::filesystem::remove_all(dir);
+}

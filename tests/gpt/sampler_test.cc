@@ -1,0 +1,108 @@
+// Sampling: temperature, top-k (ties kept), top-p, greedy, and context cropping.
+#define BOOST_TEST_MODULE sampler
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "gpt/sampler.h"
+#include "tests/test_util.h"
+
+using namespace attograd;
+using namespace attograd::gpt;
+using attograd::testing::expect_close;
+using attograd::testing::expect_throw_with;
+
+namespace {
+SamplingOptions with(double temperature, int64_t top_k = 0, double top_p = 1.0) { return {temperature, top_k, top_p}; }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(temperature_scales_the_softmax) {
+  const std::vector<double> logits{1, 3, 2};
+  expect_close(next_token_probabilities(logits, with(1)), {0.09003057, 0.6652409, 0.2447285}, 1e-7);
+  expect_close(next_token_probabilities(logits, with(0.5)), {0.01587624, 0.8668133, 0.1173104}, 1e-7);
+  expect_close(next_token_probabilities(logits, with(2)), {0.1863237, 0.5064804, 0.3071959}, 1e-7);
+}
+
+BOOST_AUTO_TEST_CASE(tiny_and_zero_temperature_pick_the_argmax) {
+  const std::vector<double> logits{1, 3, 2};
+  const std::vector<double> p = next_token_probabilities(logits, with(1e-6));
+  for (double x : p) BOOST_TEST(std::isfinite(x));
+  expect_close(p, {0, 1, 0}, 0);
+  expect_close(next_token_probabilities(logits, with(0)), {0, 1, 0}, 0);
+  Generator gen(1);
+  for (int i = 0; i < 100; ++i) BOOST_TEST(sample_index(next_token_probabilities(logits, with(1e-6)), gen) == 1);
+  // Greedy ties go to the lowest id.
+  expect_close(next_token_probabilities({2, 5, 5}, with(0)), {0, 1, 0}, 0);
+  expect_throw_with<std::invalid_argument>([&] { next_token_probabilities(logits, with(-1)); }, "temperature must be >= 0");
+  expect_throw_with<std::invalid_argument>([&] { next_token_probabilities(logits, with(1, 0, 0)); }, "top_p must be in (0, 1]");
+}
+
+BOOST_AUTO_TEST_CASE(top_k_larger_than_vocab_is_off) {
+  expect_close(next_token_probabilities({0.3, -0.2, 0.9}, with(1, 10)), {0.2916600, 0.1769007, 0.5314392}, 1e-7);
+}
+
+BOOST_AUTO_TEST_CASE(top_k_keeps_ties_at_the_cut) {
+  // k = 2: the second-largest logit is 2, held by ids 2, 3 and 5; all three are kept (nanoGPT's
+  // rule), ids 1 and 4 never.
+  const std::vector<double> logits{4, -1, 2, 2, 0, 2};
+  const std::vector<double> p = next_token_probabilities(logits, with(1, 2));
+  BOOST_TEST(p[1] == 0.0);
+  BOOST_TEST(p[4] == 0.0);
+  const double z = std::exp(4.0) + 3 * std::exp(2.0);
+  expect_close(p, {std::exp(4.0) / z, 0, std::exp(2.0) / z, std::exp(2.0) / z, 0, std::exp(2.0) / z}, 1e-15);
+  Generator gen(2);
+  std::vector<int> counts(6, 0);
+  for (int i = 0; i < 20000; ++i) ++counts[sample_index(p, gen)];
+  BOOST_TEST(counts[1] == 0);
+  BOOST_TEST(counts[4] == 0);
+  BOOST_TEST(counts[3] > 0);
+}
+
+BOOST_AUTO_TEST_CASE(top_p_keeps_the_smallest_nucleus) {
+  // p = [0.090, 0.665, 0.245]: mass 0.7 needs the two most likely tokens.
+  expect_close(next_token_probabilities({1, 3, 2}, with(1, 0, 0.7)), {0, 0.7310586, 0.2689414}, 1e-7);
+  expect_close(next_token_probabilities({1, 3, 2}, with(1, 0, 0.5)), {0, 1, 0}, 1e-15);
+}
+
+BOOST_AUTO_TEST_CASE(sampling_frequencies_match_probabilities) {
+  const std::vector<double> p{0.2, 0.5, 0.3};
+  Generator gen(3);
+  std::vector<int> counts(3, 0);
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) ++counts[sample_index(p, gen)];
+  for (int i = 0; i < 3; ++i) BOOST_TEST(std::abs(counts[i] / double(n) - p[i]) < 0.01);  // ~6 sigma
+}
+
+BOOST_AUTO_TEST_CASE(context_is_cropped_to_block_size) {
+  GPTConfig c = preset("femto");
+  c.block_size = 4;
+  c.vocab_size = 11;
+  GPT model(c, 9);
+  // Larger weights than the init so greedy picks vary with the context.
+  Generator init(4);
+  for (const Tensor& p : model.parameters()) {
+    const Tensor r = Tensor::randn(p.shape(), init, DType::f32, 1.0);
+    std::copy(r.data<float>(), r.data<float>() + r.numel(), p.data<float>());
+  }
+  for (const std::vector<int64_t>& prompt : {std::vector<int64_t>{1, 2, 3}, std::vector<int64_t>{5, 1, 0, 9, 2, 7}}) {
+    Generator gen(5);
+    std::vector<int64_t> streamed;
+    const std::vector<int64_t> out =
+        generate(model, prompt, 10, with(0), gen, [&](int64_t id) { streamed.push_back(id); });
+    BOOST_TEST(out.size() == prompt.size() + 10);
+    BOOST_TEST(std::vector<int64_t>(out.begin() + prompt.size(), out.end()) == streamed);
+    NoGradGuard no_grad;
+    for (size_t i = prompt.size(); i < out.size(); ++i) {
+      // Greedy token i is the argmax of a forward over the last <= 4 tokens before it.
+      const size_t T = std::min<size_t>(i, 4);
+      const std::vector<int64_t> ctx(out.begin() + (i - T), out.begin() + i);
+      const Tensor logits = model.forward(Tensor::from_ids(ctx, {1, static_cast<int64_t>(T)})).logits;
+      const std::vector<double> last = slice(logits, 1, T - 1, T).to_vector();
+      BOOST_TEST(out[i] == std::max_element(last.begin(), last.end()) - last.begin());
+    }
+  }
+  Generator gen(6);
+  expect_throw_with<std::invalid_argument>([&] { generate(model, {}, 3, with(1), gen); }, "prompt is empty");
+  expect_throw_with<std::out_of_range>([&] { generate(model, {11}, 3, with(1), gen); }, "token id 11");
+}

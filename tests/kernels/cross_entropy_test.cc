@@ -1,0 +1,146 @@
+// Tests autograd/kernels/cross_entropy.cc against cross_entropy_ref.h under every Highway
+// target, for float and double, with tail sizes and misaligned buffers; known values at huge
+// and spread logits that do not rely on the reference; accumulation; threads.
+#define BOOST_TEST_MODULE cross_entropy
+#include <boost/test/unit_test.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "autograd/kernels/cross_entropy.h"
+#include "autograd/kernels/cross_entropy_ref.h"
+#include "tests/kernels/for_each_target.h"
+#include "tests/kernels/test_support.h"
+
+namespace k = attograd::kernels;
+namespace ref = attograd::kernels::reference;
+using namespace attograd::kernels::testing;
+
+namespace {
+
+std::vector<int64_t> random_targets(int64_t N, int64_t V, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int64_t> dist(0, V - 1);
+  std::vector<int64_t> targets(static_cast<size_t>(N));
+  for (int64_t& t : targets) t = dist(rng);
+  return targets;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_matches_reference, T, Types) {
+  std::mt19937_64 rng(61);
+  for_each_target([&] {
+    for (const int64_t V : kSizes) {
+      for (const int64_t N : {1, 3, 8}) {
+        for (const int64_t offset : kOffsets) {
+          const auto what = describe("N=", N, " V=", V, " offset=", offset);
+          const Buffer<T> logits = uniform<T>(N * V, offset, rng, -10, 10);
+          const std::vector<int64_t> targets = random_targets(N, V, rng);
+          Buffer<T> losses(N, offset), lse(N, offset), losses_ref(N, offset), lse_ref(N, offset);
+          k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V);
+          ref::cross_entropy_forward(losses_ref.data(), lse_ref.data(), logits.data(),
+                                     targets.data(), N, V);
+          // floor 10: lse and the loss are sums of terms of the size of the logits
+          check_close(lse, lse_ref, kRtol<T>, 10, what + " lse");
+          check_close(losses, losses_ref, kRtol<T>, 10, what + " losses");
+
+          const Buffer<T> dloss = uniform<T>(N, offset, rng, 0, 1);
+          Buffer<T> dlogits = uniform<T>(N * V, offset, rng);
+          Buffer<T> dlogits_ref = dlogits;
+          k::cross_entropy_backward(dlogits.data(), logits.data(), lse_ref.data(), targets.data(),
+                                    dloss.data(), N, V);
+          ref::cross_entropy_backward(dlogits_ref.data(), logits.data(), lse_ref.data(),
+                                      targets.data(), dloss.data(), N, V);
+          check_close(dlogits, dlogits_ref, kRtol<T>, 1, what + " dlogits");
+        }
+      }
+    }
+  });
+}
+
+// Known values, computed by hand rather than by the reference.
+BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_known_values, T, Types) {
+  for_each_target([&] {
+    T loss = 0, lse = 0;
+    const T one = 1;
+
+    // Three equal logits at 7e5: loss = log 3 exactly as at 0, even in float, where lse itself
+    // (700001.0986) can only be held to 1/16.
+    const std::vector<T> equal = {7e5, 7e5, 7e5};
+    const int64_t target1 = 1;
+    k::cross_entropy_forward(&loss, &lse, equal.data(), &target1, 1, 3);
+    BOOST_TEST(is_close(loss, T(std::log(3.0)), kRtol<T>, 0), "loss = " << loss);
+
+    // [3e4, -2e4, 1e4], target 2: loss = 3e4 - 1e4 = 2e4; p = [1, 0, 0], so dx = [1, 0, -1].
+    const std::vector<T> wide = {3e4, -2e4, 1e4};
+    const int64_t target2 = 2;
+    k::cross_entropy_forward(&loss, &lse, wide.data(), &target2, 1, 3);
+    BOOST_TEST(loss == T(20000));
+    std::vector<T> dx(3, T(0));
+    k::cross_entropy_backward(dx.data(), wide.data(), &lse, &target2, &one, 1, 3);
+    BOOST_TEST(dx == (std::vector<T>{1, 0, -1}), boost::test_tools::per_element());
+
+    // [0, 60, -60], target 2: log_softmax = [-60, 0, -120], loss 120,
+    // dx = [e^-60, 1, e^-120 - 1] = [8.756511e-27, 1, -1], all finite.
+    const std::vector<T> spread = {0, 60, -60};
+    k::cross_entropy_forward(&loss, &lse, spread.data(), &target2, 1, 3);
+    BOOST_TEST(loss == T(120));
+    BOOST_TEST(lse == T(60));
+    dx.assign(3, T(0));
+    k::cross_entropy_backward(dx.data(), spread.data(), &lse, &target2, &one, 1, 3);
+    BOOST_TEST(is_close(dx[0], T(8.756511e-27), 1e-6, 0), "dx[0] = " << dx[0]);
+    BOOST_TEST(dx[1] == T(1));
+    BOOST_TEST(dx[2] == T(-1));
+    for (const T g : dx) BOOST_TEST(std::isfinite(g));
+  });
+}
+
+// The backward adds: from zero, two calls give exactly twice one.
+BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_backward_accumulates, T, Types) {
+  std::mt19937_64 rng(62);
+  const int64_t N = 3, V = 37;
+  const Buffer<T> logits = uniform<T>(N * V, 1, rng, -5, 5);
+  const std::vector<int64_t> targets = random_targets(N, V, rng);
+  const std::vector<T> dloss = {T(0.25), T(0.5), T(1)};
+  std::vector<T> losses(N), lse(N);
+  ref::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V);
+  for_each_target([&] {
+    Buffer<T> once(N * V, 1), twice(N * V, 1);
+    k::cross_entropy_backward(once.data(), logits.data(), lse.data(), targets.data(), dloss.data(),
+                              N, V);
+    for (int call = 0; call < 2; ++call) {
+      k::cross_entropy_backward(twice.data(), logits.data(), lse.data(), targets.data(),
+                                dloss.data(), N, V);
+    }
+    for (int64_t i = 0; i < N * V; ++i) once[i] *= 2;
+    check_equal(twice.data(), once.data(), N * V, "cross_entropy_backward twice");
+  });
+}
+
+// Rows are split over threads: bit-identical with 1 and 2 threads.
+BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_is_thread_count_independent, T, Types) {
+  std::mt19937_64 rng(63);
+  const int64_t N = 256, V = 769;
+  const Buffer<T> logits = uniform<T>(N * V, 1, rng, -10, 10);
+  const std::vector<int64_t> targets = random_targets(N, V, rng);
+  const std::vector<T> dloss(N, T(1) / T(N));
+  const int threads = omp_get_max_threads();
+  std::vector<T> results[2];
+  for (const int nthreads : {1, 2}) {
+    omp_set_num_threads(nthreads);
+    std::vector<T> losses(N), lse(N), dlogits(N * V);
+    k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V);
+    k::cross_entropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(),
+                              dloss.data(), N, V);
+    for (const auto* part : {&losses, &lse, &dlogits}) {
+      results[nthreads - 1].insert(results[nthreads - 1].end(), part->begin(), part->end());
+    }
+  }
+  omp_set_num_threads(threads);
+  check_equal(results[1].data(), results[0].data(), static_cast<int64_t>(results[0].size()),
+              "cross_entropy 2 threads vs 1");
+}

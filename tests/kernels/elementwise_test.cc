@@ -1,0 +1,334 @@
+// Tests autograd/kernels/elementwise.cc: every kernel against its scalar twin in
+// elementwise_ref.h, under every Highway target, for float and double, tail sizes and
+// misaligned buffers; plus IEEE special values, aliasing, accumulation and threading.
+#define BOOST_TEST_MODULE elementwise
+#include <boost/test/unit_test.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/elementwise_ref.h"
+#include "tests/kernels/for_each_target.h"
+#include "tests/kernels/test_support.h"
+
+namespace k = attograd::kernels;
+namespace ref = attograd::kernels::reference;
+using namespace attograd::kernels::testing;
+
+namespace {
+
+const k::BinaryOp kBinaryOps[] = {k::BinaryOp::add, k::BinaryOp::sub, k::BinaryOp::mul,
+                                  k::BinaryOp::div};
+const k::UnaryOp kUnaryOps[] = {k::UnaryOp::neg,  k::UnaryOp::exp,  k::UnaryOp::log,
+                                k::UnaryOp::tanh, k::UnaryOp::sqrt, k::UnaryOp::relu};
+
+const char* name(k::BinaryOp op) {
+  switch (op) {
+    case k::BinaryOp::add: return "add";
+    case k::BinaryOp::sub: return "sub";
+    case k::BinaryOp::mul: return "mul";
+    case k::BinaryOp::div: return "div";
+  }
+  return "?";
+}
+
+const char* name(k::UnaryOp op) {
+  switch (op) {
+    case k::UnaryOp::neg: return "neg";
+    case k::UnaryOp::exp: return "exp";
+    case k::UnaryOp::log: return "log";
+    case k::UnaryOp::tanh: return "tanh";
+    case k::UnaryOp::sqrt: return "sqrt";
+    case k::UnaryOp::relu: return "relu";
+  }
+  return "?";
+}
+
+// Inputs in each function's domain: positive for log and sqrt, a wide range for exp; relu gets
+// exact zeros too (relu'(0) = 0).
+template <typename T>
+Buffer<T> unary_input(k::UnaryOp op, int64_t n, int64_t offset, std::mt19937_64& rng) {
+  switch (op) {
+    case k::UnaryOp::log:
+    case k::UnaryOp::sqrt: return uniform<T>(n, offset, rng, 0.01, 10);
+    case k::UnaryOp::exp: return uniform<T>(n, offset, rng, -20, 20);
+    case k::UnaryOp::tanh: return uniform<T>(n, offset, rng, -6, 6);
+    case k::UnaryOp::relu: {
+      Buffer<T> x = uniform<T>(n, offset, rng);
+      for (int64_t i = 0; i < n; i += 5) x[i] = 0;
+      return x;
+    }
+    case k::UnaryOp::neg: break;
+  }
+  return uniform<T>(n, offset, rng);
+}
+
+// Divisors away from 0: |b| in [0.5, 2] with a random sign.
+template <typename T>
+Buffer<T> divisor(int64_t n, int64_t offset, std::mt19937_64& rng) {
+  Buffer<T> b = uniform<T>(n, offset, rng, 0.5, 2);
+  for (int64_t i = 0; i < n; i += 2) b[i] = -b[i];
+  return b;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(binary_matches_reference, T, Types) {
+  std::mt19937_64 rng(1);
+  for_each_target([&] {
+    for (const auto op : kBinaryOps) {
+      for (const int64_t n : kSizes) {
+        for (const int64_t offset : kOffsets) {
+          const auto what = describe(name(op), " n=", n, " offset=", offset);
+          const Buffer<T> a = uniform<T>(n, offset, rng);
+          const Buffer<T> b = divisor<T>(n, offset, rng);
+          const T s = T(-1.25);
+          Buffer<T> got(n, offset), want(n, offset);
+
+          k::binary_forward(op, got.data(), a.data(), b.data(), n);
+          ref::binary_forward(op, want.data(), a.data(), b.data(), n);
+          check_close(got, want, kRtol<T>, 0, what + " binary_forward");
+
+          k::binary_scalar_right(op, got.data(), a.data(), s, n);
+          ref::binary_scalar_right(op, want.data(), a.data(), s, n);
+          check_close(got, want, kRtol<T>, 0, what + " binary_scalar_right");
+
+          k::binary_scalar_left(op, got.data(), s, b.data(), n);
+          ref::binary_scalar_left(op, want.data(), s, b.data(), n);
+          check_close(got, want, kRtol<T>, 0, what + " binary_scalar_left");
+
+          // out aliasing an input
+          Buffer<T> inout = a;
+          k::binary_forward(op, inout.data(), inout.data(), b.data(), n);
+          ref::binary_forward(op, want.data(), a.data(), b.data(), n);
+          check_close(inout, want, kRtol<T>, 0, what + " binary_forward in place");
+        }
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(unary_matches_reference, T, Types) {
+  std::mt19937_64 rng(2);
+  for_each_target([&] {
+    for (const auto op : kUnaryOps) {
+      for (const int64_t n : kSizes) {
+        for (const int64_t offset : kOffsets) {
+          const auto what = describe(name(op), " n=", n, " offset=", offset);
+          const Buffer<T> x = unary_input<T>(op, n, offset, rng);
+          Buffer<T> y(n, offset), y_ref(n, offset);
+          k::unary_forward(op, y.data(), x.data(), n);
+          ref::unary_forward(op, y_ref.data(), x.data(), n);
+          check_close(y, y_ref, kRtol<T>, 0, what + " unary_forward");
+
+          // The backward reads the saved output y: give both sides the same one.
+          const Buffer<T> dy = uniform<T>(n, offset, rng);
+          Buffer<T> dx = uniform<T>(n, offset, rng);
+          Buffer<T> dx_ref = dx;
+          k::unary_backward(op, dx.data(), x.data(), y_ref.data(), dy.data(), n);
+          ref::unary_backward(op, dx_ref.data(), x.data(), y_ref.data(), dy.data(), n);
+          // floor 1: dx starts O(1), so its rounding is absolute at that scale.
+          check_close(dx, dx_ref, kRtol<T>, 1, what + " unary_backward");
+
+          // y aliasing x
+          Buffer<T> inout = x;
+          k::unary_forward(op, inout.data(), inout.data(), n);
+          check_close(inout, y_ref, kRtol<T>, 0, what + " unary_forward in place");
+        }
+      }
+    }
+  });
+}
+
+// The edges Highway's Exp and Log leave out (NaN, infinities, zero, negative, overflow,
+// subnormal) must follow std::exp and std::log exactly.
+BOOST_AUTO_TEST_CASE_TEMPLATE(exp_log_special_values, T, Types) {
+  const T inf = std::numeric_limits<T>::infinity();
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const std::vector<T> x = {-inf,
+                            inf,
+                            nan,
+                            T(0),
+                            T(-0.0),
+                            T(-1),
+                            T(1),
+                            T(88.7),
+                            T(89),
+                            T(200),
+                            T(706),
+                            T(710),
+                            T(1e30),
+                            T(-1e30),
+                            T(-104),
+                            T(-750),
+                            std::numeric_limits<T>::denorm_min(),
+                            std::numeric_limits<T>::min(),
+                            std::numeric_limits<T>::max()};
+  const int64_t n = static_cast<int64_t>(x.size());
+  for_each_target([&] {
+    for (const auto op : {k::UnaryOp::exp, k::UnaryOp::log}) {
+      std::vector<T> got(x.size()), want(x.size());
+      k::unary_forward(op, got.data(), x.data(), n);
+      ref::unary_forward(op, want.data(), x.data(), n);
+      // NaN and infinities must match exactly; finite results within rtol, judged absolutely
+      // below the smallest normal number (a subnormal has fewer significant bits).
+      check_close(got.data(), want.data(), n, kRtol<T>, std::numeric_limits<T>::min(),
+                  describe(name(op), " special values"));
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(pow_matches_reference, T, Types) {
+  std::mt19937_64 rng(3);
+  // Small integers take the SIMD repeated-squaring path, the rest go through std::pow.
+  const T exponents[] = {0, 1, 2, 3, -1, -2, 16, 17, T(0.5), T(-0.5), T(1.7), T(-2.25)};
+  for_each_target([&] {
+    for (const T p : exponents) {
+      for (const int64_t n : kSizes) {
+        for (const int64_t offset : kOffsets) {
+          const auto what = describe("pow p=", p, " n=", n, " offset=", offset);
+          // Negative bases only for integer powers (std::pow gives NaN otherwise, which the
+          // check would accept, but it would test nothing).
+          const bool integer = p == std::trunc(p);
+          const Buffer<T> x =
+              integer ? uniform<T>(n, offset, rng, -2, 2) : uniform<T>(n, offset, rng, 0.05, 3);
+          Buffer<T> y(n, offset), y_ref(n, offset);
+          k::pow_forward(y.data(), x.data(), p, n);
+          ref::pow_forward(y_ref.data(), x.data(), p, n);
+          check_close(y, y_ref, kRtol<T>, 0, what + " pow_forward");
+
+          const Buffer<T> dy = uniform<T>(n, offset, rng);
+          Buffer<T> dx = uniform<T>(n, offset, rng);
+          Buffer<T> dx_ref = dx;
+          k::pow_backward(dx.data(), x.data(), p, dy.data(), n);
+          ref::pow_backward(dx_ref.data(), x.data(), p, dy.data(), n);
+          check_close(dx, dx_ref, kRtol<T>, 1, what + " pow_backward");
+        }
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(pow_edges, T, Types) {
+  const T inf = std::numeric_limits<T>::infinity();
+  const std::vector<T> x = {0, T(-0.0), inf, -inf, T(-2), T(1e-20), T(1e20)};
+  const int64_t n = static_cast<int64_t>(x.size());
+  for_each_target([&] {
+    for (const T p : {T(0), T(-1), T(-2), T(2), T(3), T(0.5)}) {
+      std::vector<T> got(x.size()), want(x.size());
+      k::pow_forward(got.data(), x.data(), p, n);
+      ref::pow_forward(want.data(), x.data(), p, n);
+      check_close(got.data(), want.data(), n, kRtol<T>, std::numeric_limits<T>::min(),
+                  describe("pow edges p=", p));
+    }
+    // p = 0: the gradient is 0 everywhere, also at x = 0 where p * x^(p-1) would be NaN.
+    std::vector<T> dx(x.size(), T(0)), dy(x.size(), T(1));
+    k::pow_backward(dx.data(), x.data(), T(0), dy.data(), n);
+    for (const T g : dx) BOOST_TEST(g == T(0));
+  });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(accumulations_match_reference, T, Types) {
+  std::mt19937_64 rng(4);
+  for_each_target([&] {
+    for (const int64_t n : kSizes) {
+      for (const int64_t offset : kOffsets) {
+        const auto what = describe("n=", n, " offset=", offset);
+        const Buffer<T> x = uniform<T>(n, offset, rng);
+        const Buffer<T> y = uniform<T>(n, offset, rng);
+        const Buffer<T> b = divisor<T>(n, offset, rng);
+        const Buffer<T> start = uniform<T>(n, offset, rng);
+
+        Buffer<T> got = start, want = start;
+        k::axpy(got.data(), T(0.75), x.data(), n);
+        ref::axpy(want.data(), T(0.75), x.data(), n);
+        check_close(got, want, kRtol<T>, 1, what + " axpy");
+
+        got = start, want = start;
+        k::mul_acc(got.data(), x.data(), y.data(), n);
+        ref::mul_acc(want.data(), x.data(), y.data(), n);
+        check_close(got, want, kRtol<T>, 1, what + " mul_acc");
+
+        // c = x / b; then both gradients, and each alone (the other null).
+        Buffer<T> c(n, offset);
+        ref::binary_forward(k::BinaryOp::div, c.data(), x.data(), b.data(), n);
+        Buffer<T> da = start, db = start, da_ref = start, db_ref = start;
+        k::div_backward(da.data(), db.data(), b.data(), c.data(), y.data(), n);
+        ref::div_backward(da_ref.data(), db_ref.data(), b.data(), c.data(), y.data(), n);
+        check_close(da, da_ref, kRtol<T>, 1, what + " div_backward da");
+        check_close(db, db_ref, kRtol<T>, 1, what + " div_backward db");
+        Buffer<T> da_only = start, db_only = start;
+        k::div_backward(da_only.data(), static_cast<T*>(nullptr), b.data(), c.data(), y.data(), n);
+        k::div_backward(static_cast<T*>(nullptr), db_only.data(), b.data(), c.data(), y.data(), n);
+        check_close(da_only, da_ref, kRtol<T>, 1, what + " div_backward da alone");
+        check_close(db_only, db_ref, kRtol<T>, 1, what + " div_backward db alone");
+
+        Buffer<T> filled = start;
+        k::fill(filled.data(), T(3.5), n);
+        for (int64_t i = 0; i < n; ++i) BOOST_TEST(filled[i] == T(3.5));
+      }
+    }
+  });
+}
+
+// Every backward kernel adds into its gradient: from zero, two calls give exactly twice one.
+BOOST_AUTO_TEST_CASE_TEMPLATE(backward_kernels_accumulate, T, Types) {
+  std::mt19937_64 rng(5);
+  const int64_t n = 37;
+  const Buffer<T> x = uniform<T>(n, 1, rng, 0.1, 2);
+  const Buffer<T> dy = uniform<T>(n, 1, rng);
+  auto twice_is_double = [&](const auto& backward, const std::string& what) {
+    Buffer<T> once(n, 1), twice(n, 1);
+    backward(once.data());
+    backward(twice.data());
+    backward(twice.data());
+    for (int64_t i = 0; i < n; ++i) once[i] *= 2;
+    check_equal(twice.data(), once.data(), n, what);
+  };
+  for_each_target([&] {
+    for (const auto op : kUnaryOps) {
+      Buffer<T> y(n, 1);
+      ref::unary_forward(op, y.data(), x.data(), n);
+      twice_is_double([&](T* dx) { k::unary_backward(op, dx, x.data(), y.data(), dy.data(), n); },
+                      describe("unary_backward ", name(op)));
+    }
+    twice_is_double([&](T* dx) { k::pow_backward(dx, x.data(), T(3), dy.data(), n); },
+                    "pow_backward");
+    twice_is_double([&](T* dx) { k::axpy(dx, T(0.5), x.data(), n); }, "axpy");
+    twice_is_double([&](T* dx) { k::mul_acc(dx, x.data(), dy.data(), n); }, "mul_acc");
+    T* const no_db = nullptr;
+    twice_is_double([&](T* da) { k::div_backward(da, no_db, x.data(), dy.data(), dy.data(), n); },
+                    "div_backward");
+  });
+}
+
+// Above 64k elements the work is split over threads in fixed chunks: same results as the
+// reference, and bit-identical with 1 and 2 threads.
+BOOST_AUTO_TEST_CASE_TEMPLATE(large_sizes_use_threads_deterministically, T, Types) {
+  std::mt19937_64 rng(6);
+  const int64_t n = 200003;
+  const Buffer<T> x = uniform<T>(n, 1, rng, -5, 5);
+  const Buffer<T> dy = uniform<T>(n, 1, rng);
+  const int threads = omp_get_max_threads();
+  auto run = [&](int nthreads) {
+    omp_set_num_threads(nthreads);
+    Buffer<T> y(n, 1), dx(n, 1);
+    k::unary_forward(k::UnaryOp::tanh, y.data(), x.data(), n);
+    k::unary_backward(k::UnaryOp::tanh, dx.data(), x.data(), y.data(), dy.data(), n);
+    return std::vector<std::vector<T>>{y.vector(), dx.vector()};
+  };
+  const auto one = run(1);
+  const auto two = run(2);
+  omp_set_num_threads(threads);
+  check_equal(two[0].data(), one[0].data(), n, "tanh forward, 2 threads vs 1");
+  check_equal(two[1].data(), one[1].data(), n, "tanh backward, 2 threads vs 1");
+  Buffer<T> y_ref(n, 0);
+  ref::unary_forward(k::UnaryOp::tanh, y_ref.data(), x.data(), n);
+  check_close(one[0].data(), y_ref.data(), n, kRtol<T>, 0, "tanh forward vs reference");
+}

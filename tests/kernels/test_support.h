@@ -1,0 +1,138 @@
+// Shared helpers of the kernel tests: sizes, tolerances, misaligned buffers, random data and an
+// element-wise closeness check that reports the first mismatches.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iomanip>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+namespace attograd::kernels::testing {
+
+/// The element types every kernel is instantiated for.
+using Types = std::tuple<float, double>;
+
+/// Sizes that hit every tail: 1, lanes - 1, lanes, lanes + 1 for 16 floats (AVX3), odd sizes,
+/// and one longer than a row of GPT-2 small (768).
+inline const std::vector<int64_t> kSizes = {1, 3, 15, 16, 17, 37, 769};
+
+/// Start offsets into an allocation: 0 (aligned as std::vector aligns) and 1 element, which
+/// misaligns the data for every SIMD width.
+inline const std::vector<int64_t> kOffsets = {0, 1};
+
+/// Relative tolerance against the scalar reference: a few hundred ulp for float (Highway's
+/// Exp/Log/Tanh are 1-4 ulp, SIMD sums add in a different order) and ~5000 ulp for double.
+template <typename T>
+constexpr double kRtol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+
+/// n elements starting `offset` elements into an allocation that ends right after them, so that
+/// a read or write past the end is caught by AddressSanitizer.
+template <typename T>
+class Buffer {
+ public:
+  Buffer(int64_t n, int64_t offset, T value = T(0))
+      : storage_(static_cast<size_t>(n + offset), value), offset_(offset), n_(n) {}
+  T* data() { return storage_.data() + offset_; }
+  const T* data() const { return storage_.data() + offset_; }
+  int64_t size() const { return n_; }
+  T& operator[](int64_t i) { return data()[i]; }
+  const T& operator[](int64_t i) const { return data()[i]; }
+  std::vector<T> vector() const { return std::vector<T>(data(), data() + n_); }
+
+ private:
+  std::vector<T> storage_;
+  int64_t offset_, n_;
+};
+
+/// Fills buf with values uniform in [lo, hi).
+template <typename T, class Buf>
+void fill_uniform(Buf& buf, std::mt19937_64& rng, double lo, double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (int64_t i = 0; i < static_cast<int64_t>(buf.size()); ++i) buf[i] = static_cast<T>(dist(rng));
+}
+
+/// A buffer of n values uniform in [lo, hi) at the given offset.
+template <typename T>
+Buffer<T> uniform(int64_t n, int64_t offset, std::mt19937_64& rng, double lo = -2, double hi = 2) {
+  Buffer<T> buf(n, offset);
+  fill_uniform<T>(buf, rng, lo, hi);
+  return buf;
+}
+
+/// |got - want| <= rtol * max(|want|, floor); NaN matches NaN and an infinity matches itself.
+/// `floor` is the scale below which errors are judged absolutely (e.g. the sum of |terms| of
+/// a sum, whose rounding error scales with it rather than with the result).
+template <typename T>
+bool is_close(T got, T want, double rtol, double floor) {
+  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
+  if (std::isinf(want) || std::isinf(got)) return got == want;
+  const double err = std::abs(static_cast<double>(got) - static_cast<double>(want));
+  return err <= rtol * std::max(std::abs(static_cast<double>(want)), floor);
+}
+
+/// Checks got[i] against want[i] for i < n with per-element floors floor(i); reports the first
+/// three mismatches and the count.
+template <typename T, class Floor>
+void check_close_with(const T* got, const T* want, int64_t n, double rtol, const Floor& floor,
+                      const std::string& what) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (is_close(got[i], want[i], rtol, floor(i))) continue;
+    if (++bad <= 3) {
+      std::ostringstream msg;
+      msg << std::setprecision(17) << what << "[" << i << "] = " << got[i] << ", expected "
+          << want[i] << " (rtol " << rtol << ", floor " << floor(i) << ")";
+      BOOST_ERROR(msg.str());
+    }
+  }
+  if (bad > 3) BOOST_ERROR(what << ": " << bad << " of " << n << " elements differ");
+  if (bad == 0) BOOST_TEST(true);  // count the check as a passed assertion
+}
+
+template <typename T>
+void check_close(const T* got, const T* want, int64_t n, double rtol, double floor,
+                 const std::string& what) {
+  check_close_with(
+      got, want, n, rtol, [floor](int64_t) { return floor; }, what);
+}
+
+template <typename T>
+void check_close(const Buffer<T>& got, const Buffer<T>& want, double rtol, double floor,
+                 const std::string& what) {
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  check_close(got.data(), want.data(), got.size(), rtol, floor, what);
+}
+
+/// Bit-for-bit equality (as values: -0 == +0 would pass, NaN would not).
+template <typename T>
+void check_equal(const T* got, const T* want, int64_t n, const std::string& what) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (got[i] == want[i]) continue;
+    if (++bad <= 3) {
+      BOOST_ERROR(std::setprecision(17) << what << "[" << i << "] = " << got[i] << ", expected "
+                                        << want[i] << " exactly");
+    }
+  }
+  if (bad > 3) BOOST_ERROR(what << ": " << bad << " of " << n << " elements differ");
+  if (bad == 0) BOOST_TEST(true);
+}
+
+/// A description of the case under test, for failure messages.
+template <typename... Args>
+std::string describe(const Args&... args) {
+  std::ostringstream s;
+  ((s << args), ...);
+  return s.str();
+}
+
+}  // namespace attograd::kernels::testing

@@ -1,0 +1,133 @@
+// The nn layers: values against hand computations, gradients against finite differences.
+#define BOOST_TEST_MODULE layers
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "nn/layers.h"
+#include "tests/test_util.h"
+
+using namespace attograd;
+using namespace attograd::nn;
+using attograd::testing::expect_close;
+using attograd::testing::expect_throw_with;
+
+BOOST_AUTO_TEST_CASE(linear_is_x_w_transpose_plus_b) {
+  Generator gen(0);
+  Linear lin(2, 3, true, gen, DType::f64);
+  BOOST_TEST((lin.weight.shape() == Shape{3, 2}));  // (out, in)
+  lin.weight.data<double>()[0] = 1, lin.weight.data<double>()[1] = 2;
+  lin.weight.data<double>()[2] = 3, lin.weight.data<double>()[3] = 4;
+  lin.weight.data<double>()[4] = 5, lin.weight.data<double>()[5] = 6;
+  lin.bias.data<double>()[1] = 0.5;
+  const Tensor y = lin.forward(Tensor::from_vector({1, 1, 2, 0}, {2, 2}, DType::f64));
+  expect_close(y.to_vector(), {3, 7.5, 11, 2, 6.5, 10}, 0);
+  expect_throw_with<std::invalid_argument>([&] { lin.forward(Tensor::zeros({2, 3}, DType::f64)); },
+                                           "expected input (..., 2), got (2, 3)");
+}
+
+BOOST_AUTO_TEST_CASE(gpt2_init_statistics) {
+  Generator gen(3);
+  Linear lin(256, 256, true, gen, DType::f64);
+  double s = 0, s2 = 0;
+  for (double v : lin.weight.to_vector()) s += v, s2 += v * v;
+  const double n = 256.0 * 256.0;
+  BOOST_TEST(std::abs(s / n) < 0.001);
+  BOOST_TEST(std::abs(std::sqrt(s2 / n) - 0.02) < 0.0005);
+  for (double v : lin.bias.to_vector()) BOOST_TEST(v == 0.0);
+  LayerNorm ln(4, DType::f32);
+  BOOST_TEST(ln.weight.to_vector() == std::vector<double>(4, 1.0));
+  BOOST_TEST(ln.bias.to_vector() == std::vector<double>(4, 0.0));
+}
+
+BOOST_AUTO_TEST_CASE(multi_head_attention_equals_per_head_computation) {
+  // Two heads of head_dim 2: the module's output equals running attention on each head's
+  // slice of q, k, v by hand and concatenating.
+  Generator gen(4);
+  CausalSelfAttention attn(4, 2, true, 0.0, false, 0.02, gen, nullptr, DType::f64);
+  const Tensor x = Tensor::randn({1, 3, 4}, gen, DType::f64);
+  const Tensor y = attn.forward(x);
+  const Tensor qkv = attn.c_attn->forward(x);  // (1, 3, 12)
+  std::vector<Tensor> heads;
+  for (int h = 0; h < 2; ++h) {
+    const Tensor q = slice(qkv, -1, 2 * h, 2 * h + 2), k = slice(qkv, -1, 4 + 2 * h, 4 + 2 * h + 2),
+                 v = slice(qkv, -1, 8 + 2 * h, 8 + 2 * h + 2);
+    const Tensor scores = mul_scalar(matmul(q, transpose(k, -2, -1)), 1 / std::sqrt(2.0));
+    heads.push_back(matmul(softmax(causal_mask(scores)), v));
+  }
+  const Tensor expected = attn.c_proj->forward(concat(heads, -1));
+  expect_close(y.to_vector(), expected.to_vector(), 1e-14);
+}
+
+BOOST_AUTO_TEST_CASE(attention_gradients_pass_gradcheck) {
+  for (bool rope : {false, true}) {
+    Generator gen(5);
+    CausalSelfAttention attn(4, 2, true, 0.0, rope, 0.02, gen, nullptr, DType::f64);
+    // Larger weights than GPT-2's init so that the softmax is far from uniform.
+    for (const Tensor& p : attn.parameters()) {
+      const std::vector<double> v = Tensor::randn(p.shape(), gen, DType::f64, 0.5).to_vector();
+      std::copy(v.begin(), v.end(), p.data<double>());
+    }
+    std::vector<Tensor> inputs = attn.parameters();
+    inputs.push_back(Tensor::randn({2, 3, 4}, gen, DType::f64).set_requires_grad());
+    const GradcheckResult r = run_gradcheck([&](const std::vector<Tensor>& in) { return attn.forward(in.back()); }, inputs);
+    BOOST_TEST_INFO("rope " << rope << ": " << r.message);
+    BOOST_TEST(r.passed);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(mlp_gradients_pass_gradcheck) {
+  Generator gen(6);
+  MLP mlp(3, true, 0.0, 0.02, gen, nullptr, DType::f64);
+  std::vector<Tensor> inputs = mlp.parameters();
+  inputs.push_back(Tensor::randn({2, 2, 3}, gen, DType::f64).set_requires_grad());
+  const GradcheckResult r = run_gradcheck([&](const std::vector<Tensor>& in) { return mlp.forward(in.back()); }, inputs);
+  BOOST_TEST_INFO(r.message);
+  BOOST_TEST(r.passed);
+}
+
+BOOST_AUTO_TEST_CASE(rope_rotates_pairs_and_scores_depend_on_relative_position) {
+  Generator gen(7);
+  const Tensor q = Tensor::randn({1, 4}, gen, DType::f64), k = Tensor::randn({1, 4}, gen, DType::f64);
+  // Position 0 is the identity; a rotation preserves the norm.
+  expect_close(apply_rope(q, 0).to_vector(), q.to_vector(), 1e-15);
+  const Tensor r5 = apply_rope(q, 5);
+  BOOST_TEST(std::abs(sum(mul(r5, r5)).item() - sum(mul(q, q)).item()) < 1e-12);
+  // Channel 0 pairs with channel 2 (rotate-half) and turns by angle pos * 10000^0 = pos.
+  const std::vector<double> qv = q.to_vector(), rv = r5.to_vector();
+  BOOST_TEST(std::abs(rv[0] - (qv[0] * std::cos(5.0) - qv[2] * std::sin(5.0))) < 1e-14);
+  BOOST_TEST(std::abs(rv[2] - (qv[0] * std::sin(5.0) + qv[2] * std::cos(5.0))) < 1e-14);
+  // <rope(q, m), rope(k, n)> depends on m - n only: (7, 4) and (13, 10) give the same score.
+  auto score = [&](int64_t m, int64_t n) { return sum(mul(apply_rope(q, m), apply_rope(k, n))).item(); };
+  BOOST_TEST(std::abs(score(7, 4) - score(13, 10)) < 1e-12);
+  BOOST_TEST(std::abs(score(7, 4) - score(7, 5)) > 1e-6);
+  expect_throw_with<std::invalid_argument>([] { apply_rope(Tensor::zeros({2, 3})); }, "must be even");
+}
+
+BOOST_AUTO_TEST_CASE(sinusoidal_table_values) {
+  const Tensor pe = sinusoidal_table(3, 4, DType::f64);
+  // PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(same angle).
+  expect_close(slice(pe, 0, 0, 1).to_vector(), {0, 1, 0, 1}, 0);
+  expect_close(slice(pe, 0, 1, 2).to_vector(), {std::sin(1.0), std::cos(1.0), std::sin(0.01), std::cos(0.01)}, 1e-15);
+}
+
+BOOST_AUTO_TEST_CASE(dropout_layer_respects_train_and_eval) {
+  Generator gen(8);
+  Dropout drop(0.5, &gen);
+  const Tensor x = Tensor::ones({100});
+  BOOST_TEST(drop.forward(x).to_vector() != x.to_vector());
+  drop.eval();
+  BOOST_TEST(drop.forward(x).to_vector() == x.to_vector());
+  expect_throw_with<std::invalid_argument>([&] { Dropout bad(1.0, &gen); }, "[0, 1)");
+}
+
+BOOST_AUTO_TEST_CASE(bad_configurations_are_clear_errors) {
+  Generator gen(9);
+  expect_throw_with<std::invalid_argument>([&] { CausalSelfAttention a(6, 4, true, 0, false, 0.02, gen, nullptr, DType::f32); },
+                                           "must divide n_embd");
+  expect_throw_with<std::invalid_argument>([&] { CausalSelfAttention a(6, 2, true, 0, true, 0.02, gen, nullptr, DType::f32); },
+                                           "must be even");
+  CausalSelfAttention a(4, 2, true, 0, false, 0.02, gen, nullptr, DType::f32);
+  expect_throw_with<std::invalid_argument>([&] { a.forward(Tensor::zeros({2, 3, 5})); }, "expected x (B, T, 4)");
+}
