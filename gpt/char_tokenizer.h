@@ -22,10 +22,12 @@
 #include <string_view>
 #include <vector>
 
+#include "gpt/tokenizer.h"
+
 namespace attograd::gpt {
 
 /// Maps UTF-8 text to ids in [0, V) and back, one id per Unicode code point.
-class CharTokenizer {
+class CharTokenizer : public Tokenizer {
  public:
   /// Builds the vocabulary of `utf8_text`: its distinct code points, sorted ascending.
   /// Throws std::invalid_argument if the text is empty (nothing to learn a vocabulary from) or
@@ -43,8 +45,13 @@ class CharTokenizer {
   /// metadata: on "hello world" it is " dehlorw".
   std::string to_string() const;
 
+  /// Tokenizer interface: kind "char", serialize() = to_string(), token_bytes() = token_text().
+  std::string kind() const override { return "char"; }
+  std::string serialize() const override { return to_string(); }
+  std::string token_bytes(int64_t id) const override { return token_text(id); }
+
   /// V, the number of distinct characters (ids are 0 .. V-1).
-  int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
+  int64_t vocab_size() const override { return static_cast<int64_t>(vocab_.size()); }
 
   /// The vocabulary as code points in id order: vocabulary()[id] is the character of `id`.
   const std::u32string& vocabulary() const { return vocab_; }
@@ -53,11 +60,11 @@ class CharTokenizer {
   /// of code points. Throws std::invalid_argument if the text is not valid UTF-8 (naming the
   /// byte offset), or if a character is not in the vocabulary, naming it, e.g.
   /// "'p' (U+0070)", with its position as a character index and a byte offset.
-  std::vector<int64_t> encode(std::string_view utf8_text) const;
+  std::vector<int64_t> encode(std::string_view utf8_text) const override;
 
   /// The UTF-8 text of `ids`. Throws std::out_of_range naming the first id outside [0, V),
   /// its index in `ids`, and V.
-  std::string decode(std::span<const int64_t> ids) const;
+  std::string decode(std::span<const int64_t> ids) const override;
   /// Same, for a vector (also lets callers write decode({3, 5, 4, 1})).
   std::string decode(const std::vector<int64_t>& ids) const {
     return decode(std::span<const int64_t>(ids));

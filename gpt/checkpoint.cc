@@ -1,6 +1,8 @@
 #include "gpt/checkpoint.h"
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -133,6 +135,58 @@ void load_weights(GPT& model, const SafetensorsFile& file) {
     std::memcpy(static_cast<char*>(p.impl()->storage->data) + p.impl()->offset * dtype_size(p.dtype()),
                 values[i].impl()->storage->data, static_cast<size_t>(p.numel()) * dtype_size(p.dtype()));
   }
+}
+
+GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override) {
+  auto find = [&](const std::string& name) -> const SafetensorsEntry* {
+    for (const std::string& key : {name, "transformer." + name}) {
+      auto it = file.entries().find(key);
+      if (it != file.entries().end()) return &it->second;
+    }
+    return nullptr;
+  };
+  const SafetensorsEntry* wte = find("wte.weight");
+  const SafetensorsEntry* wpe = find("wpe.weight");
+  if (wte == nullptr || wpe == nullptr || wte->shape.size() != 2 || wpe->shape.size() != 2)
+    throw std::runtime_error("'" + file.path() + "' is not a GPT-2 file: it has no 2-D wte.weight and wpe.weight");
+  GPTConfig c;
+  c.vocab_size = wte->shape[0];
+  c.n_embd = wte->shape[1];
+  c.block_size = wpe->shape[0];
+  c.n_layer = 0;
+  while (find("h." + std::to_string(c.n_layer) + ".ln_1.weight") != nullptr) ++c.n_layer;
+  if (c.n_layer == 0) throw std::runtime_error("'" + file.path() + "' has no transformer blocks (h.0.*)");
+  c.bias = find("h.0.attn.c_attn.bias") != nullptr;
+  c.dropout = 0.0;
+  c.pos_encoding = PosEncoding::learned;
+  if (n_head_override > 0) {
+    c.n_head = n_head_override;
+  } else {
+    const std::filesystem::path config_json = std::filesystem::path(file.path()).parent_path() / "config.json";
+    std::ifstream in(config_json);
+    nlohmann::json j;
+    if (in && (j = nlohmann::json::parse(in, nullptr, false), !j.is_discarded()) && j.contains("n_head")) {
+      c.n_head = j["n_head"].get<int64_t>();
+    } else if (c.n_embd == 768 || c.n_embd == 1024 || c.n_embd == 1280 || c.n_embd == 1600) {
+      c.n_head = c.n_embd / 64;  // GPT-2 small, medium, large, xl all use head_dim 64
+    } else {
+      throw std::runtime_error("'" + file.path() + "': n_head is not stored in the weights, there is no config.json "
+                               "beside the file, and n_embd " + std::to_string(c.n_embd) +
+                               " is not a standard GPT-2 size; pass --n-head");
+    }
+  }
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("'" + file.path() + "': " + e.what());
+  }
+  return c;
+}
+
+std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override, DType dtype) {
+  auto model = std::make_unique<GPT>(infer_hf_gpt2_config(file, n_head_override), 0, dtype);
+  load_weights(*model, file);
+  return model;
 }
 
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {

@@ -51,6 +51,17 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file);
 /// for a missing, unexpected or wrongly shaped tensor; the model is then unchanged.
 void load_weights(GPT& model, const SafetensorsFile& file);
 
+/// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and
+/// n_embd from wte, block_size from wpe, n_layer from the h.N blocks. n_head is not stored in
+/// the weights: it is n_head_override when positive, else "n_head" from a config.json in the
+/// same directory, else the standard GPT-2 size for n_embd (768 -> 12, 1024 -> 16,
+/// 1280 -> 20, 1600 -> 25). Throws std::runtime_error when none applies ("pass --n-head").
+GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override = 0);
+
+/// Loads a Hugging Face GPT-2 model.safetensors (124M and larger, F32/F16/BF16) into a new
+/// model, transposing exactly the Conv1D weights (see load_weights).
+std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0, DType dtype = DType::f32);
+
 /// Builds a model from an attograd checkpoint and loads its weights (and dropout state).
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype = DType::f32);
 
