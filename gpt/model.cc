@@ -20,8 +20,8 @@ Block::Block(const GPTConfig& c, Generator& gen, Generator* dropout_gen, DType d
   mlp = register_module("mlp", std::make_shared<nn::MLP>(c.n_embd, c.bias, c.dropout, proj_std, gen, dropout_gen, dtype));
 }
 
-Tensor Block::forward(const Tensor& x) const {
-  const Tensor x1 = add(x, attn->forward(ln_1->forward(x)));
+Tensor Block::forward(const Tensor& x, nn::LayerKVCache* cache) const {
+  const Tensor x1 = add(x, attn->forward(ln_1->forward(x), cache));
   return add(x1, mlp->forward(ln_2->forward(x1)));
 }
 
@@ -42,16 +42,19 @@ GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)
   arena_ = std::make_unique<nn::ParameterArena>(*this);
 }
 
-GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) const {
+GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache) const {
   const GPTConfig& c = config_;
   if (!idx.defined() || idx.dtype() != DType::i64 || idx.dim() != 2)
     throw std::invalid_argument("GPT: expected idx as i64 token ids (B, T), got " +
                                 (idx.defined() ? std::string(dtype_name(idx.dtype())) + " " + shape_str(idx.shape())
                                                : std::string("an undefined tensor")));
   const int64_t B = idx.size(0), T = idx.size(1);
-  if (T > c.block_size)
-    throw std::invalid_argument("GPT: sequence length T = " + std::to_string(T) + " exceeds block_size " +
-                                std::to_string(c.block_size) + " (crop the context to the last block_size tokens)");
+  const int64_t past = cache != nullptr ? cache->length() : 0;
+  if (past + T > c.block_size)
+    throw std::invalid_argument("GPT: sequence length T = " + std::to_string(T) +
+                                (past > 0 ? " after " + std::to_string(past) + " cached positions" : std::string()) +
+                                " exceeds block_size " + std::to_string(c.block_size) +
+                                " (crop the context to the last block_size tokens)");
   if (T == 0 || B == 0) throw std::invalid_argument("GPT: empty input " + shape_str(idx.shape()));
   if (targets.defined() && (targets.dtype() != DType::i64 || targets.shape() != idx.shape()))
     throw std::invalid_argument("GPT: expected targets i64 " + shape_str(idx.shape()) + " like idx, got " +
@@ -70,13 +73,14 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) const {
   Tensor x = wte->forward(idx);  // (B, T, C)
   if (wpe) {
     std::vector<int64_t> pos(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) pos[t] = t;
+    for (int64_t t = 0; t < T; ++t) pos[t] = past + t;
     x = add(x, wpe->forward(Tensor::from_ids(pos, {T})));  // (T, C) broadcast over B
   } else if (sinusoidal_.defined()) {
-    x = add(x, slice(sinusoidal_, 0, 0, T));
+    x = add(x, slice(sinusoidal_, 0, past, past + T));
   }
   x = drop->forward(x);
-  for (const auto& block : h) x = block->forward(x);
+  if (cache != nullptr) cache->layers.resize(h.size());
+  for (size_t i = 0; i < h.size(); ++i) x = h[i]->forward(x, cache != nullptr ? &cache->layers[i] : nullptr);
   x = ln_f->forward(x);
   // The LM head shares wte's matrix (Press & Wolf 2017): logits = x wteᵀ.
   GPTOutput out;

@@ -19,7 +19,8 @@ namespace attograd::gpt {
 class Block : public nn::Module {
  public:
   Block(const GPTConfig& config, Generator& gen, Generator* dropout_gen, DType dtype);
-  Tensor forward(const Tensor& x) const;
+  /// cache (optional): this block's attention keys and values, see nn::LayerKVCache.
+  Tensor forward(const Tensor& x, nn::LayerKVCache* cache = nullptr) const;
   std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
   std::shared_ptr<nn::CausalSelfAttention> attn;
   std::shared_ptr<nn::MLP> mlp;
@@ -29,6 +30,14 @@ class Block : public nn::Module {
 struct GPTOutput {
   Tensor logits;  // (B, T, vocab_size), dtype of the model
   Tensor loss;    // scalar mean cross-entropy over B*T positions; undefined without targets
+};
+
+/// Cached keys and values of every layer, for generation that feeds one new token at a time
+/// instead of the whole context (see GPT::forward). Positions 0 .. length()-1 are cached.
+struct KVCache {
+  std::vector<nn::LayerKVCache> layers;
+  int64_t length() const { return layers.empty() ? 0 : layers.front().length(); }
+  void clear() { layers.clear(); }
 };
 
 /// The GPT-2 language model.
@@ -43,7 +52,12 @@ class GPT : public nn::Module {
   /// idx: i64 (B, T) token ids with T <= block_size and ids in [0, vocab_size);
   /// targets: i64 (B, T) or undefined. Both are checked before any memory is read:
   /// std::invalid_argument for a shape problem, std::out_of_range for an id.
-  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor()) const;
+  ///
+  /// With a KV cache, idx holds the NEXT positions cache->length() .. cache->length() + T - 1
+  /// (use it under NoGradGuard): keys and values of earlier positions are read from the cache
+  /// instead of being recomputed, and the new ones are appended. cache->length() + T must not
+  /// exceed block_size: the caller crops (see generate() in sampler.h).
+  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(), KVCache* cache = nullptr) const;
 
   const GPTConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }

@@ -70,25 +70,38 @@ int64_t sample_index(const std::vector<double>& probs, Generator& gen) {
   return last_nonzero;  // u within rounding of 1: the last possible token, never a zero one
 }
 
-std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, int64_t max_new_tokens,
-                              const SamplingOptions& options, Generator& gen,
-                              const std::function<void(int64_t)>& on_token) {
-  options.validate();
+std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
+                              Generator& gen) {
+  options.sampling.validate();
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty; give at least one token");
-  if (max_new_tokens < 0) throw std::invalid_argument("generate: max_new_tokens must be >= 0");
+  if (options.max_new_tokens < 0) throw std::invalid_argument("generate: max_new_tokens must be >= 0");
   NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
   std::vector<int64_t> ids = prompt;
   const int64_t block = model.config().block_size;
-  for (int64_t n = 0; n < max_new_tokens; ++n) {
-    const int64_t T = std::min<int64_t>(static_cast<int64_t>(ids.size()), block);
-    const std::vector<int64_t> context(ids.end() - T, ids.end());
-    const Tensor logits = model.forward(Tensor::from_ids(context, {1, T})).logits;  // (1, T, V)
-    const std::vector<double> last = slice(logits, 1, T - 1, T).to_vector();
-    const int64_t next = sample_index(next_token_probabilities(last, options), gen);
+  KVCache cache;
+  for (int64_t n = 0; n < options.max_new_tokens; ++n) {
+    const int64_t context = std::min<int64_t>(static_cast<int64_t>(ids.size()), block);
+    // The tokens to feed this step: all of the cropped context, or with a valid cache only
+    // the ones it has not seen (the whole prompt first, then one token per step).
+    int64_t feed = context;
+    if (options.use_kv_cache) {
+      const int64_t uncached = static_cast<int64_t>(ids.size()) - cache.length();
+      if (cache.length() > 0 && cache.length() + uncached <= block) {
+        feed = uncached;
+      } else {
+        cache.clear();  // first step, or past block_size: rebuild from the cropped context
+      }
+    }
+    const std::vector<int64_t> x(ids.end() - feed, ids.end());
+    const Tensor logits =
+        model.forward(Tensor::from_ids(x, {1, feed}), Tensor(), options.use_kv_cache ? &cache : nullptr).logits;
+    const std::vector<double> last = slice(logits, 1, feed - 1, feed).to_vector();  // (1, T, V) -> (V,)
+    if (options.on_logits) options.on_logits(last);
+    const int64_t next = sample_index(next_token_probabilities(last, options.sampling), gen);
     ids.push_back(next);
-    if (on_token) on_token(next);
+    if (options.on_token) options.on_token(next);
   }
   model.train(was_training);
   return ids;

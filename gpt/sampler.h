@@ -31,14 +31,28 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits, 
 /// Draws an index from probabilities (which sum to 1) with one uniform from gen.
 int64_t sample_index(const std::vector<double>& probs, Generator& gen);
 
-/// Generates max_new_tokens after `prompt` (non-empty ids) with the model in eval mode and no
-/// graph. Each step runs the model on the last <= block_size tokens (the context is cropped,
+/// What generate() does besides sampling.
+struct GenerateOptions {
+  int64_t max_new_tokens = 100;
+  SamplingOptions sampling;
+  /// Reuse each layer's keys and values (KVCache) instead of re-running the whole context for
+  /// every token. Within block_size each step feeds one token. Past block_size every absolute
+  /// position shifts by one per token, so no cached key stays valid: the cache is rebuilt from
+  /// the cropped context (the last block_size tokens) at each step, which is exactly what the
+  /// uncached path computes. Either way the logits are the same (tests/gpt/sampler_test.cc).
+  bool use_kv_cache = true;
+  /// Called with each new id as soon as it is chosen (for streaming).
+  std::function<void(int64_t)> on_token;
+  /// Called with the (V,) logits each step sampled from.
+  std::function<void(const std::vector<double>&)> on_logits;
+};
+
+/// Generates options.max_new_tokens after `prompt` (non-empty ids) with the model in eval mode
+/// and no graph. Each step conditions on the last <= block_size tokens (the context is cropped,
 /// so generation can run past block_size) and samples from the last position's logits.
-/// on_token, if set, is called with each new id as soon as it is chosen (for streaming).
-/// Returns prompt + new tokens. Throws std::invalid_argument for an empty prompt; ids are
-/// checked by the model.
-std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, int64_t max_new_tokens,
-                              const SamplingOptions& options, Generator& gen,
-                              const std::function<void(int64_t)>& on_token = nullptr);
+/// Returns prompt + new tokens. Throws std::invalid_argument for an empty prompt or negative
+/// max_new_tokens; ids are checked by the model.
+std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
+                              Generator& gen);
 
 }  // namespace attograd::gpt

@@ -121,19 +121,29 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd_, int64_t n_head_, bool 
   resid_dropout = register_module("resid_dropout", std::make_shared<Dropout>(p, dropout_gen));
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x) const {
+Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const {
   if (x.dim() != 3 || x.size(2) != n_embd)
     throw std::invalid_argument("CausalSelfAttention: expected x (B, T, " + std::to_string(n_embd) + "), got " +
                                 shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1), HS = n_embd / n_head;
+  const int64_t past = cache != nullptr ? cache->length() : 0;  // positions already cached
   // (B, T, 3C) -> q, k, v each (B, T, C) -> (B, T, NH, HS) -> (B, NH, T, HS)
   const std::vector<Tensor> qkv = split(c_attn->forward(x), {n_embd, n_embd, n_embd}, -1);
   auto heads = [&](const Tensor& t) { return transpose(reshape(t, {B, T, n_head, HS}), 1, 2); };
-  Tensor q = heads(qkv[0]), k = heads(qkv[1]);
-  const Tensor v = heads(qkv[2]);
+  Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
   if (rope) {
-    q = apply_rope(q);
-    k = apply_rope(k);
+    q = apply_rope(q, past);
+    k = apply_rope(k, past);
+  }
+  if (cache != nullptr) {
+    // The new queries see every cached key: (B, NH, past + T, HS). causal_softmax's offset
+    // (key j <= t + Tk - Tq) lines query t up with absolute position past + t.
+    if (past > 0) {
+      k = concat({cache->k, k}, 2);
+      v = concat({cache->v, v}, 2);
+    }
+    cache->k = contiguous(k).detach();
+    cache->v = contiguous(v).detach();
   }
   const Tensor y = scaled_dot_product_attention(q, k, v, attn_dropout.get());  // (B, NH, T, HS)
   // Re-assemble the heads side by side: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C)

@@ -85,6 +85,14 @@ Tensor apply_rope(const Tensor& x, int64_t pos_offset = 0);
 /// PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(pos / 10000^(2i/C)).
 Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype);
 
+/// The keys and values one attention layer has already computed, for incremental decoding:
+/// each is (B, NH, T_cached, HS), plain data (no graph). Empty until the first forward.
+struct LayerKVCache {
+  Tensor k, v;
+  /// Number of positions cached (T_cached).
+  int64_t length() const { return k.defined() ? k.size(2) : 0; }
+};
+
 /// Multi-head causal self-attention, GPT-2 style: c_attn (C -> 3C) makes q, k, v; each is
 /// split into n_head heads of head_dim = C / n_head; scaled dot-product attention with the
 /// causal mask per head; heads concatenated; c_proj (C -> C); dropout. (B, T, C) -> (B, T, C).
@@ -93,7 +101,11 @@ class CausalSelfAttention : public Module {
   /// Throws std::invalid_argument unless n_head divides n_embd (and head_dim is even with rope).
   CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, bool rope, double proj_init_std,
                       Generator& gen, Generator* dropout_gen, DType dtype);
-  Tensor forward(const Tensor& x) const;
+  /// Without a cache: x (B, T, C) are positions 0 .. T-1. With a cache: x holds the NEXT
+  /// positions (cache->length() onward); their queries attend to the cached keys and values and
+  /// to each other causally, and their keys and values are appended to the cache. Meant for
+  /// inference under NoGradGuard.
+  Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr) const;
   int64_t n_embd, n_head;
   bool rope;
   std::shared_ptr<Linear> c_attn, c_proj;

@@ -1,25 +1,30 @@
-// `attograd sample`: text from a trained checkpoint, every prompt at every temperature (the
-// homework's comparison), each sample streamed as it is generated, then a summary table.
+// `attograd sample`: text from a checkpoint (or a Hugging Face GPT-2 file), every prompt at every
+// temperature (the homework's comparison), each sample streamed as it is generated, then a
+// summary table and the generation speed.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include "examples/cli/command.h"
-#include "gpt/char_tokenizer.h"
 #include "gpt/checkpoint.h"
 #include "gpt/sampler.h"
+#include "gpt/tokenizer.h"
 
 namespace attograd::cli {
 
 namespace {
 
 struct SampleArgs {
-  std::string checkpoint = "runs/pico/ckpt.safetensors";
+  std::string checkpoint;
+  std::string hf_gpt2;
+  int64_t n_head = 0;
   std::vector<std::string> prompts;
   std::vector<double> temperatures{1.0};
   int64_t max_new_tokens = 200;
   int64_t top_k = 0;
   double top_p = 1.0;
   uint64_t seed = 1337;
+  bool no_kv_cache = false;
 };
 
 // Newlines shown as a visible mark so a sample fits one table cell.
@@ -33,39 +38,68 @@ std::string one_line(const std::string& s, size_t max_bytes) {
 }
 
 int run(const SampleArgs& a) {
-  const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.checkpoint);
-  const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file);
-  if (info.tokenizer_kind != "char")
-    throw std::invalid_argument("this checkpoint uses the '" + info.tokenizer_kind + "' tokenizer, which sample does not support yet");
-  const gpt::CharTokenizer tok = gpt::CharTokenizer::from_string(info.tokenizer_data);
-  const std::unique_ptr<gpt::GPT> model = gpt::load_model(file);
+  if (a.checkpoint.empty() == a.hf_gpt2.empty())
+    throw std::invalid_argument("give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
+                                "(a Hugging Face GPT-2 model.safetensors)");
+  std::unique_ptr<gpt::GPT> model;
+  std::unique_ptr<gpt::Tokenizer> tok;
+  if (!a.hf_gpt2.empty()) {
+    const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.hf_gpt2);
+    model = gpt::load_hf_gpt2(file, a.n_head);
+    tok = gpt::load_tokenizer("gpt2", "gpt2");
+    if (model->config().vocab_size != tok->vocab_size())
+      throw std::invalid_argument("the model's vocab_size " + std::to_string(model->config().vocab_size) +
+                                  " does not match the GPT-2 tokenizer's " + std::to_string(tok->vocab_size()));
+  } else {
+    const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.checkpoint);
+    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file);
+    tok = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
+    model = gpt::load_model(file);
+  }
   std::vector<std::string> prompts = a.prompts;
-  if (prompts.empty()) prompts.push_back(tok.token_text(0));  // a neutral start: the first vocabulary entry
+  if (prompts.empty()) prompts.push_back("\n");
   std::vector<std::vector<int64_t>> encoded;
-  for (const std::string& p : prompts) encoded.push_back(tok.encode(p));  // fails early, naming an unknown char
+  for (const std::string& p : prompts) {
+    encoded.push_back(tok->encode(p));  // fails early, naming an unknown character
+    if (encoded.back().empty()) throw std::invalid_argument("prompt \"" + p + "\" encodes to no tokens");
+  }
   for (double t : a.temperatures) gpt::SamplingOptions{t, a.top_k, a.top_p}.validate();
 
   std::vector<std::tuple<std::string, double, std::string>> table;
+  int64_t generated = 0;
+  double seconds = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     for (double t : a.temperatures) {
       std::printf("=== prompt \"%s\" | temperature %g%s ===\n%s", one_line(prompts[i], 40).c_str(), t,
                   t == 0 ? " (greedy)" : "", prompts[i].c_str());
       std::fflush(stdout);
       Generator gen(a.seed);  // the same draws for every pair: differences come from T alone
+      gpt::StreamDecoder stream(*tok);
       std::string text;
-      gpt::generate(*model, encoded[i], a.max_new_tokens, gpt::SamplingOptions{t, a.top_k, a.top_p}, gen,
-                    [&](int64_t id) {
-                      const std::string piece = tok.token_text(id);
-                      text += piece;
-                      std::fputs(piece.c_str(), stdout);
-                      std::fflush(stdout);
-                    });
-      std::printf("\n\n");
+      gpt::GenerateOptions g;
+      g.max_new_tokens = a.max_new_tokens;
+      g.sampling = {t, a.top_k, a.top_p};
+      g.use_kv_cache = !a.no_kv_cache;
+      g.on_token = [&](int64_t id) {
+        const std::string piece = stream.push(id);
+        text += piece;
+        std::fputs(piece.c_str(), stdout);
+        std::fflush(stdout);
+      };
+      const auto start = std::chrono::steady_clock::now();
+      gpt::generate(*model, encoded[i], g, gen);
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      generated += a.max_new_tokens;
+      const std::string rest = stream.flush();
+      text += rest;
+      std::printf("%s\n\n", rest.c_str());
       table.emplace_back(prompts[i], t, text);
     }
   }
   std::printf("%-20s %-12s %s\n", "prompt", "temperature", "sample (first 60 bytes, \\n = newline)");
   for (const auto& [p, t, text] : table) std::printf("%-20s %-12g %s\n", one_line(p, 18).c_str(), t, one_line(text, 60).c_str());
+  std::fprintf(stderr, "\n%lld tokens in %.2f s: %.1f tokens/s (KV cache %s)\n", static_cast<long long>(generated), seconds,
+               static_cast<double>(generated) / std::max(seconds, 1e-9), a.no_kv_cache ? "off" : "on");
   return 0;
 }
 
@@ -73,14 +107,18 @@ int run(const SampleArgs& a) {
 
 void add_sample_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<SampleArgs>();
-  CLI::App* cmd = app.add_subcommand("sample", "generate text from a checkpoint");
-  cmd->add_option("--checkpoint", a->checkpoint, "an attograd checkpoint")->capture_default_str();
+  CLI::App* cmd = app.add_subcommand("sample", "generate text from a checkpoint or a Hugging Face GPT-2 file");
+  cmd->add_option("--checkpoint", a->checkpoint, "an attograd checkpoint (e.g. runs/pico/ckpt.safetensors)");
+  cmd->add_option("--hf-gpt2", a->hf_gpt2, "a Hugging Face GPT-2 model.safetensors (uses the GPT-2 BPE tokenizer)");
+  cmd->add_option("--n-head", a->n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--prompt", a->prompts, "a prompt (repeat for several)");
   cmd->add_option("--temperature", a->temperatures, "0 = greedy; repeat for several")->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate per sample")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--top-k", a->top_k, "keep the k most likely tokens (0 = off; ties at the cut are kept)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-p", a->top_p, "nucleus sampling mass in (0, 1] (1 = off)");
   cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
+  cmd->add_flag("--no-kv-cache", a->no_kv_cache, "recompute the whole context for every token (for comparison)");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

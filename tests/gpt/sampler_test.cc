@@ -88,8 +88,12 @@ BOOST_AUTO_TEST_CASE(context_is_cropped_to_block_size) {
   for (const std::vector<int64_t>& prompt : {std::vector<int64_t>{1, 2, 3}, std::vector<int64_t>{5, 1, 0, 9, 2, 7}}) {
     Generator gen(5);
     std::vector<int64_t> streamed;
-    const std::vector<int64_t> out =
-        generate(model, prompt, 10, with(0), gen, [&](int64_t id) { streamed.push_back(id); });
+    GenerateOptions g;
+    g.max_new_tokens = 10;
+    g.sampling = with(0);
+    g.use_kv_cache = false;
+    g.on_token = [&](int64_t id) { streamed.push_back(id); };
+    const std::vector<int64_t> out = generate(model, prompt, g, gen);
     BOOST_TEST(out.size() == prompt.size() + 10);
     BOOST_TEST(std::vector<int64_t>(out.begin() + prompt.size(), out.end()) == streamed);
     NoGradGuard no_grad;
@@ -103,6 +107,42 @@ BOOST_AUTO_TEST_CASE(context_is_cropped_to_block_size) {
     }
   }
   Generator gen(6);
-  expect_throw_with<std::invalid_argument>([&] { generate(model, {}, 3, with(1), gen); }, "prompt is empty");
-  expect_throw_with<std::out_of_range>([&] { generate(model, {11}, 3, with(1), gen); }, "token id 11");
+  GenerateOptions g;
+  g.max_new_tokens = 3;
+  expect_throw_with<std::invalid_argument>([&] { generate(model, {}, g, gen); }, "prompt is empty");
+  expect_throw_with<std::out_of_range>([&] { generate(model, {11}, g, gen); }, "token id 11");
+}
+
+// Greedy generation with and without the KV cache: the same tokens and logits for 50 tokens,
+// well past block_size (where the cache is rebuilt from the cropped context each step).
+BOOST_AUTO_TEST_CASE(kv_cache_gives_the_same_tokens_and_logits) {
+  for (PosEncoding pe : {PosEncoding::learned, PosEncoding::sinusoidal, PosEncoding::rope}) {
+    GPTConfig c = preset("pico");
+    c.block_size = 16;
+    c.vocab_size = 13;
+    c.pos_encoding = pe;
+    GPT model(c, 10);
+    Generator init(7);
+    for (const Tensor& p : model.parameters()) {
+      const Tensor r = Tensor::randn(p.shape(), init, DType::f32, 0.5);
+      std::copy(r.data<float>(), r.data<float>() + r.numel(), p.data<float>());
+    }
+    auto run = [&](bool cached) {
+      GenerateOptions g;
+      g.max_new_tokens = 50;
+      g.sampling = with(0);
+      g.use_kv_cache = cached;
+      std::vector<std::vector<double>> logits;
+      g.on_logits = [&](const std::vector<double>& l) { logits.push_back(l); };
+      Generator gen(8);
+      const std::vector<int64_t> ids = generate(model, {3, 1, 4, 1, 5}, g, gen);
+      return std::make_pair(ids, logits);
+    };
+    const auto [ids_cached, logits_cached] = run(true);
+    const auto [ids_plain, logits_plain] = run(false);
+    BOOST_TEST_INFO(pos_encoding_name(pe));
+    BOOST_TEST(ids_cached == ids_plain);
+    BOOST_REQUIRE_EQUAL(logits_cached.size(), 50u);
+    for (size_t i = 0; i < logits_cached.size(); ++i) expect_close(logits_cached[i], logits_plain[i], 1e-5);
+  }
 }
