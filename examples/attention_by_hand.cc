@@ -25,6 +25,11 @@ void print_row_sums(const char* what, const Tensor& w) {
 }  // namespace
 
 int main() {
+  std::cout << "== Example 0: averaging the context, no learned weights ==\n\n";
+  const Tensor x = Tensor::from_vector({1, 10, 2, 20, 3, 30}, {3, 2}, DType::f64);
+  show("x (three tokens, two channels)", x);
+  show("causal average: y_t = mean of x_0 .. x_t", lecture::causal_average(x));
+
   std::cout << "== Example 1: d_k = 1, T = 2 ==\n\n";
   const Tensor Q1 = Tensor::from_vector({1, 2}, {2, 1}, DType::f64);
   const Tensor K1 = Tensor::from_vector({1, 3}, {2, 1}, DType::f64);

@@ -85,17 +85,16 @@ void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma,
     T* yr = y + r * C;
 
     // pass 1: mean
-    const T m = sum_of<T>(C, [&](auto d, int64_t c) HWY_ATTR { return hn::LoadU(d, xr + c); }) /
-                static_cast<T>(C);
+    const T sum = sum_of<T>(C, [&](auto d, int64_t c) HWY_ATTR { return hn::LoadU(d, xr + c); });
+    const T m = sum / static_cast<T>(C);
 
     // pass 2: biased variance of the centred values (never E[x^2] - E[x]^2, which cancels
     // catastrophically when |mean| >> std, e.g. x = 70000 + [0, 1, 2, 3] in float)
-    const T var = sum_of<T>(C,
-                            [&](auto d, int64_t c) HWY_ATTR {
-                              const auto centred = hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m));
-                              return hn::Mul(centred, centred);
-                            }) /
-                  static_cast<T>(C);
+    const T sum_sq = sum_of<T>(C, [&](auto d, int64_t c) HWY_ATTR {
+      const auto centred = hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m));
+      return hn::Mul(centred, centred);
+    });
+    const T var = sum_sq / static_cast<T>(C);
     const T s = T(1) / std::sqrt(var + eps);
 
     // pass 3: y = (x - mean) * rstd * gamma + beta
@@ -127,18 +126,15 @@ void layer_norm_dx(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
     const T m = mean[r], s = rstd[r];
 
     // pass 1: the two row means, mean(g) and mean(g * xhat)
-    const T g_mean = sum_of<T>(C,
-                               [&](auto d, int64_t c) HWY_ATTR {
-                                 return hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
-                               }) /
-                     static_cast<T>(C);
-    const T g_xhat_mean = sum_of<T>(C,
-                                    [&](auto d, int64_t c) HWY_ATTR {
-                                      const auto g =
-                                          hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
-                                      return hn::Mul(g, xhat_at(d, xr, c, m, s));
-                                    }) /
-                          static_cast<T>(C);
+    const T g_sum = sum_of<T>(C, [&](auto d, int64_t c) HWY_ATTR {
+      return hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
+    });
+    const T g_xhat_sum = sum_of<T>(C, [&](auto d, int64_t c) HWY_ATTR {
+      const auto g = hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
+      return hn::Mul(g, xhat_at(d, xr, c, m, s));
+    });
+    const T g_mean = g_sum / static_cast<T>(C);
+    const T g_xhat_mean = g_xhat_sum / static_cast<T>(C);
 
     // pass 2: dx += rstd * (g - g_mean - xhat * g_xhat_mean)
     for_each_vector<T>(C, [&](auto d, int64_t c) HWY_ATTR {

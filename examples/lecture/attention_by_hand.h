@@ -11,6 +11,12 @@
 
 namespace attograd::lecture {
 
+/// The lecture's starting point, before any Q, K or V: each position's output is the plain
+/// average of the vectors up to it, y_t = (1/(t+1)) sum_{j<=t} x_j. Written as attention with
+/// all scores equal: softmax(causal_mask(0)) has rows [1, 0, ..], [1/2, 1/2, 0, ..], ...
+/// x (T, C) -> (T, C).
+Tensor causal_average(const Tensor& x);
+
 /// Every intermediate of single-head causal attention.
 struct AttentionSteps {
   Tensor scores;   // (T, T) = Q Kᵀ / sqrt(d_k)

@@ -12,6 +12,11 @@ using namespace attograd;
 using attograd::testing::expect_close;
 using attograd::testing::expect_tensor;
 
+BOOST_AUTO_TEST_CASE(averaging_context_vectors) {
+  const Tensor x = Tensor::from_vector({1, 10, 2, 20, 3, 30}, {3, 2}, DType::f64);
+  expect_tensor(lecture::causal_average(x), {3, 2}, {1, 10, 1.5, 15, 2, 20}, 1e-15);
+}
+
 BOOST_AUTO_TEST_CASE(d_k_1_two_tokens) {
   for (DType dt : {DType::f32, DType::f64}) {
     const double tol = dt == DType::f32 ? 1e-6 : 1e-7;
@@ -45,4 +50,8 @@ BOOST_AUTO_TEST_CASE(t3_dk2_rows_sum_to_one_and_column_softmax_breaks_it) {
   const std::vector<double> rows = sum(wrong, {1}).to_vector();
   BOOST_TEST(std::abs(rows[0] - 1) > 0.1);
   BOOST_TEST(std::abs(rows[2] - 1) > 0.1);
+  // The figures docs/03-attention.md quotes.
+  expect_close(rows, {0.4011121, 0.6977758, 1.9011121}, 1e-7);
+  expect_close(slice(s.weights, 0, 2, 3).to_vector(), {0.2482551, 0.2482551, 0.5034898}, 1e-7);
+  expect_close(slice(s.out, 0, 2, 3).to_vector(), {3.5104695, 4.5104695}, 1e-7);
 }

@@ -1,0 +1,117 @@
+// The attograd CLI end to end: info's dimension exercise, a small train run, sampling from it,
+// resume, and clear errors for bad input.
+#define BOOST_TEST_MODULE cli
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "tests/examples/cli_run.h"
+
+using attograd::testing::contains;
+using attograd::testing::run_cli;
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("attograd_cli_test_" + std::to_string(::getpid()));
+  TempDir() {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string write_corpus(const TempDir& dir) {
+  const std::string file = dir / "corpus.txt";
+  std::ofstream out(file);
+  for (int i = 0; i < 200; ++i) out << "to be or not to be, that is the question.\n";
+  return file;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(info_counts_femto_and_pico) {
+  const auto femto = run_cli("info --preset femto");
+  BOOST_TEST_INFO(femto.out);
+  BOOST_TEST(femto.exit_code == 0);
+  BOOST_TEST(contains(femto.out, "total                                     224"));
+  BOOST_TEST(contains(femto.out, "Q K^T / sqrt(HS)  (B, NH, T, T)    = (1, 1, 8, 8)"));
+  const auto pico = run_cli("info --preset pico --T 5");
+  BOOST_TEST(contains(pico.out, "total                                    1980"));
+  BOOST_TEST(contains(pico.out, "Q, K, V per head  (B, NH, T, HS)   = (1, 3, 5, 2)"));
+  BOOST_TEST(contains(pico.out, "attention weights (B, NH, T, T)    = (1, 3, 5, 5)"));
+  const auto bad = run_cli("info --preset pico --n-head 4");
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(contains(bad.out, "n_head 4 must divide n_embd 6"));
+  BOOST_TEST(run_cli("info --preset pico --T 9").exit_code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(train_sample_resume_end_to_end) {
+  TempDir dir;
+  const std::string corpus = write_corpus(dir), out = dir / "run";
+  const std::string train = "train --preset pico --corpus " + corpus + " --out " + out +
+                            " --steps 40 --batch-size 8 --eval-interval 20 --eval-iters 2 --log-interval 10 --warmup 5";
+  const auto r = run_cli(train);
+  BOOST_TEST_INFO(r.out);
+  BOOST_REQUIRE(r.exit_code == 0);
+  BOOST_TEST(contains(r.out, "step 40/40 | loss"));
+  BOOST_TEST(contains(r.out, "unigram baseline"));
+  BOOST_TEST(std::filesystem::exists(out + "/ckpt.safetensors"));
+  BOOST_TEST(std::filesystem::exists(out + "/train_log.csv"));
+
+  // An existing run is never silently overwritten.
+  const auto again = run_cli(train);
+  BOOST_TEST(again.exit_code == 2);
+  BOOST_TEST(contains(again.out, "--resume"));
+  // Resume extends it.
+  const auto resumed = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 50");
+  BOOST_TEST_INFO(resumed.out);
+  BOOST_TEST(resumed.exit_code == 0);
+  BOOST_TEST(contains(resumed.out, "resume  step 40"));
+  BOOST_TEST(contains(resumed.out, "step 50/50 | loss"));
+
+  const auto s = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"to be\" --prompt \"the\" "
+                         "--temperature 0 --temperature 1 --max-new-tokens 20");
+  BOOST_TEST_INFO(s.out);
+  BOOST_TEST(s.exit_code == 0);
+  BOOST_TEST(contains(s.out, "=== prompt \"to be\" | temperature 0 (greedy) ==="));
+  BOOST_TEST(contains(s.out, "=== prompt \"the\" | temperature 1 ==="));
+  BOOST_TEST(contains(s.out, "tokens/s (KV cache on)"));
+  // Greedy output is the same with and without the KV cache.
+  const auto g1 = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"to be\" --temperature 0 --max-new-tokens 30");
+  const auto g2 = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"to be\" --temperature 0 --max-new-tokens 30 --no-kv-cache");
+  BOOST_TEST(g1.out.substr(0, g1.out.find("tokens in")) == g2.out.substr(0, g2.out.find("tokens in")));
+
+  const auto unknown = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"XYZ\"");
+  BOOST_TEST(unknown.exit_code == 2);
+  BOOST_TEST(contains(unknown.out, "'X' (U+0058)"));
+  const auto negative = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --temperature -1");
+  BOOST_TEST(negative.exit_code == 2);
+  BOOST_TEST(contains(negative.out, "temperature must be >= 0"));
+}
+
+BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
+  TempDir dir;
+  const auto missing = run_cli("sample --checkpoint " + (dir / "nope.safetensors"));
+  BOOST_TEST(missing.exit_code == 2);
+  BOOST_TEST(contains(missing.out, "cannot open"));
+  { std::ofstream(dir / "empty.txt"); }
+  const auto empty = run_cli("train --preset pico --corpus " + (dir / "empty.txt") + " --out " + (dir / "r"));
+  BOOST_TEST(empty.exit_code == 2);
+  BOOST_TEST(contains(empty.out, "empty"));
+  { std::ofstream(dir / "latin1.txt") << "caf\xe9 au lait"; }
+  const auto latin1 = run_cli("train --preset pico --corpus " + (dir / "latin1.txt") + " --out " + (dir / "r"));
+  BOOST_TEST(latin1.exit_code == 2);
+  BOOST_TEST(contains(latin1.out, "UTF-8"));
+  { std::ofstream(dir / "short.txt") << "abcdef"; }
+  const auto short_corpus = run_cli("train --preset pico --corpus " + (dir / "short.txt") + " --out " + (dir / "r"));
+  BOOST_TEST_INFO(short_corpus.out);
+  BOOST_TEST(short_corpus.exit_code == 2);
+  BOOST_TEST(contains(short_corpus.out, "block_size"));
+  const auto resume_nothing = run_cli("train --corpus " + write_corpus(dir) + " --out " + (dir / "none") + " --resume");
+  BOOST_TEST(resume_nothing.exit_code == 2);
+  BOOST_TEST(contains(resume_nothing.out, "nothing to resume"));
+}
