@@ -192,4 +192,5 @@ BOOST_AUTO_TEST_CASE(pico_on_real_text_beats_the_unigram_baseline) {
   BOOST_TEST_MESSAGE("pico after 1500 steps: val loss " << r.val_loss << " vs unigram " << unigram);
   BOOST_TEST(std::abs(unigram - 3.337) < 1e-3);
   BOOST_TEST(r.val_loss < unigram);
+  BOOST_TEST(r.val_loss < 2.6);  // measured 2.529; the add-one bigram baseline is 2.482
 }
