@@ -2,13 +2,22 @@
 
 #include <stdexcept>
 
+#include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
 
 namespace attograd::gpt {
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::string& data) {
   if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::from_string(data));
-  throw std::invalid_argument("unknown tokenizer kind '" + kind + "' (expected char)");
+  if (kind == "gpt2") {
+    // Only the standard vocabulary exists, so the data is just its name (BpeTokenizer::serialize).
+    if (data != "gpt2") {
+      throw std::invalid_argument("gpt2 tokenizer data must be 'gpt2' (the standard GPT-2 vocabulary), got '" +
+                                  data.substr(0, 40) + "'");
+    }
+    return std::make_unique<BpeTokenizer>(BpeTokenizer::gpt2());
+  }
+  throw std::invalid_argument("unknown tokenizer kind '" + kind + "' (expected char or gpt2)");
 }
 
 namespace {

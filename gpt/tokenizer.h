@@ -30,8 +30,10 @@ class Tokenizer {
   virtual std::string serialize() const = 0;
 };
 
-/// Rebuilds a tokenizer from a checkpoint's (kind, serialize()). Throws std::invalid_argument
-/// for an unknown kind or malformed data.
+/// Rebuilds a tokenizer from a checkpoint's (kind, serialize()): "char" (the vocabulary) or
+/// "gpt2" (the BPE files shipped in data/gpt2, see bpe_tokenizer.h). Throws
+/// std::invalid_argument for an unknown kind or malformed data, std::runtime_error when the
+/// GPT-2 vocabulary files cannot be read.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::string& data);
 
 /// Turns a stream of token ids into text as they arrive, holding back the bytes of a UTF-8

@@ -13,6 +13,7 @@ packages=(
   libssl-dev                  # OpenSSL EVP: sha256 check of downloaded corpora
   ca-certificates             # so libcurl can verify https servers
   nlohmann-json3-dev          # nlohmann-json: checkpoint (safetensors) headers and metadata
+  libpcre2-dev                # PCRE2: GPT-2's pre-tokenisation regex needs Unicode classes (\p{L}) std::regex lacks
   gnuplot-nox                 # gnuplot: training loss and perplexity plots (PNG, SVG)
 )
 

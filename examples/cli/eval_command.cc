@@ -1,14 +1,35 @@
-// `attograd eval`: the mean loss and perplexity of a checkpoint on a corpus split, over every
-// token of the split (non-overlapping windows of block_size), printed at full precision.
+// `attograd eval`: the mean next-token loss (and perplexity) of a model, printed at full float
+// precision so it can be compared number for number with another implementation (PyTorch,
+// llm.c, Hugging Face transformers).
+//
+// The model is an attograd checkpoint (--checkpoint) or a Hugging Face GPT-2 model.safetensors
+// (--hf-gpt2, read by load_hf_gpt2; n_head from config.json beside it, the standard GPT-2 sizes
+// or --n-head). What it is evaluated on:
+//
+//   --corpus/--split  every token of a corpus split, encoded with the checkpoint's tokenizer
+//                     (GPT-2's BPE for --hf-gpt2);
+//   --ids FILE        one sequence of whitespace-separated token ids (FILE "-" = stdin), so no
+//                     tokenizer is involved: the loss predicts ids[1..n) from ids[0..n-1).
+//
+// Either way the sequence is cut into consecutive, non-overlapping windows of block_size
+// predictions (window k predicts ids[kT+1 .. kT+T] from ids[kT .. kT+T-1]; the last may be
+// shorter); each window starts with an empty context. The printed loss is the mean over all
+// predictions (each window weighted by its length), in nats per token.
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
 
 #include "autograd/engine.h"
 #include "examples/cli/command.h"
-#include "gpt/char_tokenizer.h"
 #include "gpt/checkpoint.h"
 #include "gpt/corpus.h"
 #include "gpt/dataset.h"
+#include "gpt/tokenizer.h"
 #include "gpt/trainer.h"
 
 namespace attograd::cli {
@@ -16,40 +37,122 @@ namespace attograd::cli {
 namespace {
 
 struct EvalArgs {
-  std::string checkpoint = "runs/pico/ckpt.safetensors";
+  std::string checkpoint;
+  std::string hf_gpt2;
+  int64_t n_head = 0;
+  std::string ids;
   std::string corpus = "kjv";
   std::string cache_dir;
   std::string split = "val";
   int64_t max_tokens = 0;
 };
 
-int run(const EvalArgs& a) {
-  const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.checkpoint);
-  const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file);
-  if (info.tokenizer_kind != "char")
-    throw std::invalid_argument("this checkpoint uses the '" + info.tokenizer_kind + "' tokenizer, which eval does not support yet");
-  const gpt::CharTokenizer tok = gpt::CharTokenizer::from_string(info.tokenizer_data);
-  const std::unique_ptr<gpt::GPT> model = gpt::load_model(file);
-  gpt::CorpusOptions co;
-  co.cache_dir = a.cache_dir;
-  const gpt::Corpus corpus = gpt::load_corpus(a.corpus, co);
-  const int64_t T = model->config().block_size;
-  const gpt::Dataset data(tok.encode(corpus.text), T);
-  std::vector<int64_t> tokens = data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);
-  if (a.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > a.max_tokens + 1) tokens.resize(a.max_tokens + 1);
-  if (tokens.size() < 2) throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
+const char kWindowsNote[] =
+    "The loss predicts every token from the ones before it (with --ids: ids[1..n) from ids[0..n-1)). "
+    "Sequences longer than block_size are evaluated in consecutive, non-overlapping windows of "
+    "block_size predictions, each starting from an empty context; the loss is the mean over all "
+    "predictions, printed with 9 significant digits (%.9g).";
 
-  NoGradGuard no_grad;
-  model->eval();
-  gpt::PerplexityMeter meter;
+// The ids of an --ids file: whitespace-separated decimal integers. Throws std::invalid_argument
+// naming the file and the offending token (its 1-based position) for anything else, and for
+// fewer than 2 ids (no prediction to score).
+std::vector<int64_t> read_ids(const std::string& path) {
+  std::string text;
+  const std::string where = path == "-" ? "--ids stdin" : "--ids file '" + path + "'";
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::invalid_argument("cannot open " + where + " (one sequence of whitespace-separated token ids)");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::vector<int64_t> ids;
+  std::istringstream words(text);
+  std::string word;
+  while (words >> word) {
+    int64_t id = 0;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
+    if (ec != std::errc() || end != word.data() + word.size())
+      throw std::invalid_argument(where + ": token " + std::to_string(ids.size() + 1) + " '" + word.substr(0, 40) +
+                                  "' is not an integer token id");
+    ids.push_back(id);
+  }
+  if (ids.size() < 2)
+    throw std::invalid_argument(where + " holds " + std::to_string(ids.size()) +
+                                " token id(s); the loss needs at least 2 (one prediction)");
+  return ids;
+}
+
+// Sum of the next-token losses of `tokens` (predicting tokens[1..] from tokens[..-1]) in windows
+// of T predictions, into meter. Returns the number of windows.
+int64_t evaluate(const gpt::GPT& model, const std::vector<int64_t>& tokens, gpt::PerplexityMeter& meter) {
+  const int64_t T = model.config().block_size;
   const int64_t n = static_cast<int64_t>(tokens.size()) - 1;  // predictions available
-  for (int64_t start = 0; start < n; start += T) {
+  int64_t windows = 0;
+  for (int64_t start = 0; start < n; start += T, ++windows) {
     const int64_t len = std::min(T, n - start);
     const std::vector<int64_t> x(tokens.begin() + start, tokens.begin() + start + len);
     const std::vector<int64_t> y(tokens.begin() + start + 1, tokens.begin() + start + len + 1);
-    const double loss = model->forward(Tensor::from_ids(x, {1, len}), Tensor::from_ids(y, {1, len})).loss.item();
-    meter.add(loss * static_cast<double>(len), len);
+    const double loss = model.forward(Tensor::from_ids(x, {1, len}), Tensor::from_ids(y, {1, len})).loss.item();
+    meter.add(loss * static_cast<double>(len), len);  // the window's total nats
   }
+  return windows;
+}
+
+int run(const EvalArgs& a) {
+  if (a.checkpoint.empty() == a.hf_gpt2.empty())
+    throw std::invalid_argument("give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
+                                "(a Hugging Face GPT-2 model.safetensors)");
+  // The ids first: a typo in them should not wait for a 500 MB model to load.
+  const std::vector<int64_t> ids = a.ids.empty() ? std::vector<int64_t>() : read_ids(a.ids);
+
+  std::unique_ptr<gpt::GPT> model;
+  std::string tokenizer_kind, tokenizer_data;
+  const std::string& path = a.hf_gpt2.empty() ? a.checkpoint : a.hf_gpt2;
+  const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(path);
+  if (!a.hf_gpt2.empty()) {
+    model = gpt::load_hf_gpt2(file, a.n_head);
+    tokenizer_kind = tokenizer_data = "gpt2";  // HF files carry no tokenizer: GPT-2's own BPE
+  } else {
+    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file);
+    tokenizer_kind = info.tokenizer_kind;
+    tokenizer_data = info.tokenizer_data;
+    model = gpt::load_model(file);
+  }
+  const gpt::GPTConfig& c = model->config();
+  NoGradGuard no_grad;
+  model->eval();
+  gpt::PerplexityMeter meter;
+
+  if (!ids.empty()) {
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= c.vocab_size)
+        throw std::invalid_argument((a.ids == "-" ? std::string("--ids stdin") : "--ids file '" + a.ids + "'") +
+                                    ": token id " + std::to_string(ids[i]) + " (token " + std::to_string(i + 1) +
+                                    ") is out of range for the model's vocabulary [0, " + std::to_string(c.vocab_size) + ")");
+    const int64_t windows = evaluate(*model, ids, meter);
+    std::printf("%s: %lld predictions from %lld token ids, %lld window(s) of block_size %lld\n"
+                "loss %.9g nats/token\nperplexity %.9g\n",
+                path.c_str(), static_cast<long long>(meter.tokens()), static_cast<long long>(ids.size()),
+                static_cast<long long>(windows), static_cast<long long>(c.block_size), meter.mean_nll(),
+                meter.perplexity());
+    return 0;
+  }
+
+  const std::unique_ptr<gpt::Tokenizer> tok = gpt::load_tokenizer(tokenizer_kind, tokenizer_data);
+  // A model may have more rows than the tokenizer has tokens (GPT-2 padded to 50304), not fewer.
+  if (tok->vocab_size() > c.vocab_size)
+    throw std::invalid_argument("the " + tokenizer_kind + " tokenizer has " + std::to_string(tok->vocab_size()) +
+                                " tokens but the model's vocab_size is " + std::to_string(c.vocab_size) +
+                                "; evaluate token ids with --ids instead of a corpus");
+  gpt::CorpusOptions co;
+  co.cache_dir = a.cache_dir;
+  const gpt::Corpus corpus = gpt::load_corpus(a.corpus, co);
+  const gpt::Dataset data(tok->encode(corpus.text), c.block_size);
+  std::vector<int64_t> tokens = data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);
+  if (a.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > a.max_tokens + 1) tokens.resize(a.max_tokens + 1);
+  if (tokens.size() < 2) throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
+  evaluate(*model, tokens, meter);
   std::printf("%s split of %s: %lld tokens\nloss %.9g nats/token\nperplexity %.9g\n", a.split.c_str(), corpus.name.c_str(),
               static_cast<long long>(meter.tokens()), meter.mean_nll(), meter.perplexity());
   return 0;
@@ -59,12 +162,26 @@ int run(const EvalArgs& a) {
 
 void add_eval_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<EvalArgs>();
-  CLI::App* cmd = app.add_subcommand("eval", "loss and perplexity of a checkpoint on a corpus");
-  cmd->add_option("--checkpoint", a->checkpoint, "an attograd checkpoint")->capture_default_str();
-  cmd->add_option("--corpus", a->corpus, "kjv, shakespeare or a UTF-8 file")->capture_default_str();
-  cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept");
-  cmd->add_option("--split", a->split, "val (last 10%) or train (first 90%)")->check(CLI::IsMember({"val", "train"}))->capture_default_str();
-  cmd->add_option("--max-tokens", a->max_tokens, "evaluate at most this many predictions (0 = all)")->check(CLI::NonNegativeNumber);
+  CLI::App* cmd = app.add_subcommand("eval", "mean next-token loss and perplexity of a model on a corpus split or a sequence of token ids");
+  cmd->add_option("--checkpoint", a->checkpoint, "an attograd checkpoint (e.g. runs/pico/ckpt.safetensors)");
+  CLI::Option* hf = cmd->add_option("--hf-gpt2", a->hf_gpt2,
+                                    "a Hugging Face GPT-2 model.safetensors (n_head from config.json beside it; "
+                                    "a corpus is encoded with GPT-2's BPE)");
+  cmd->add_option("--n-head", a->n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
+      ->check(CLI::PositiveNumber)
+      ->needs(hf);
+  CLI::Option* ids = cmd->add_option("--ids", a->ids,
+                                     "evaluate one sequence of whitespace-separated token ids from this file "
+                                     "('-' = stdin) instead of a corpus");
+  CLI::Option* corpus = cmd->add_option("--corpus", a->corpus, "kjv, shakespeare or a UTF-8 file")->capture_default_str();
+  CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept");
+  CLI::Option* split = cmd->add_option("--split", a->split, "val (last 10%) or train (first 90%)")
+                           ->check(CLI::IsMember({"val", "train"}))
+                           ->capture_default_str();
+  CLI::Option* max_tokens = cmd->add_option("--max-tokens", a->max_tokens, "evaluate at most this many predictions (0 = all)")
+                                ->check(CLI::NonNegativeNumber);
+  for (CLI::Option* o : {corpus, cache, split, max_tokens}) ids->excludes(o);
+  cmd->footer(kWindowsNote);
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

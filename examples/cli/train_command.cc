@@ -1,5 +1,7 @@
 // `attograd train`: a GPT on a corpus, end to end, with the homework's outputs: progress,
 // loss and perplexity against the unigram baseline, CSV logs, plots and checkpoints.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -7,6 +9,7 @@
 #include <omp.h>
 
 #include "examples/cli/command.h"
+#include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
 #include "gpt/checkpoint.h"
 #include "gpt/corpus.h"
@@ -20,6 +23,8 @@ namespace {
 struct TrainArgs {
   ConfigArgs config;
   std::string corpus = "kjv";
+  std::string tokenizer = "char";
+  CLI::Option* tokenizer_option = nullptr;
   std::string cache_dir;
   std::string out = "runs/pico";
   gpt::TrainOptions options;
@@ -44,7 +49,7 @@ int run(TrainArgs& a) {
   std::cout << "corpus  " << corpus.describe() << "\n";
 
   std::unique_ptr<gpt::GPT> model;
-  std::optional<gpt::CharTokenizer> tokenizer;
+  std::unique_ptr<gpt::Tokenizer> tokenizer;
   std::optional<gpt::TrainingState> state;
   gpt::TrainOptions options = a.options;
   if (a.resume) {
@@ -53,19 +58,33 @@ int run(TrainArgs& a) {
     const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(ckpt.string());
     const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file);
     if (!info.training) throw std::invalid_argument(ckpt.string() + " holds no training state to resume");
-    if (info.tokenizer_kind != "char") throw std::invalid_argument("resuming needs a char-tokenizer checkpoint");
-    tokenizer = gpt::CharTokenizer::from_string(info.tokenizer_data);
+    if (a.tokenizer_option->count() > 0 && a.tokenizer != info.tokenizer_kind)
+      throw std::invalid_argument("--tokenizer " + a.tokenizer + " does not match " + ckpt.string() + ", trained with '" +
+                                  info.tokenizer_kind + "'; drop --tokenizer when resuming");
+    tokenizer = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
     model = gpt::load_model(file);
     options = gpt::TrainOptions::from_json(info.training->train_options);
     if (a.steps_option->count() > 0) options.max_steps = a.options.max_steps;  // extend a run
     state = info.training;
     std::cout << "resume  step " << state->step << " of " << ckpt.string() << "\n";
   } else {
-    tokenizer = gpt::CharTokenizer::from_text(corpus.text);
+    if (a.tokenizer == "gpt2")
+      tokenizer = std::make_unique<gpt::BpeTokenizer>(gpt::BpeTokenizer::gpt2());
+    else
+      tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(corpus.text));
     model = std::make_unique<gpt::GPT>(build_config(a.config, tokenizer->vocab_size()), a.init_seed);
   }
   const gpt::GPTConfig& c = model->config();
-  const gpt::Dataset data(tokenizer->encode(corpus.text), c.block_size);
+  // GPT-2's BPE treats "<|endoftext|>" in the corpus as plain text (encode's default): a
+  // corpus file cannot inject document boundaries nobody asked for.
+  const auto encode_start = std::chrono::steady_clock::now();
+  std::vector<int64_t> ids = tokenizer->encode(corpus.text);
+  const double encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - encode_start).count();
+  std::printf("tokens  %s tokenizer (vocab %lld): %zu tokens, %.2f bytes per token, encoded in %.2f s\n",
+              tokenizer->kind().c_str(), static_cast<long long>(tokenizer->vocab_size()), ids.size(),
+              static_cast<double>(corpus.text.size()) / static_cast<double>(std::max<size_t>(ids.size(), 1)),
+              encode_seconds);
+  const gpt::Dataset data(std::move(ids), c.block_size);
   std::printf("model   n_layer %lld, n_head %lld, n_embd %lld, block_size %lld, vocab_size %lld, %s positions: %lld parameters\n",
               static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head), static_cast<long long>(c.n_embd),
               static_cast<long long>(c.block_size), static_cast<long long>(c.vocab_size),
@@ -81,7 +100,7 @@ int run(TrainArgs& a) {
               options.learning_rate, options.min_lr, omp_get_max_threads());
   std::cout << std::flush;
 
-  gpt::Trainer trainer(*model, data, options, "char", tokenizer->to_string(), a.out);
+  gpt::Trainer trainer(*model, data, options, tokenizer->kind(), tokenizer->serialize(), a.out);
   if (state) trainer.restore(*state);
   gpt::EvalResult r;
   try {
@@ -103,10 +122,13 @@ int run(TrainArgs& a) {
 
 void add_train_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "train a GPT on a corpus (char tokenizer)");
+  CLI::App* cmd = app.add_subcommand("train", "train a GPT on a corpus (char or GPT-2 BPE tokenizer)");
   add_config_options(cmd, a->config, false);
   cmd->add_option("--corpus", a->corpus, "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded "
                                          "once), or a UTF-8 text file")->capture_default_str();
+  a->tokenizer_option = cmd->add_option("--tokenizer", a->tokenizer, "char (one token per character of the corpus) or "
+                                       "gpt2 (GPT-2's 50,257-token BPE; vocab_size becomes 50257)")
+                            ->check(CLI::IsMember({"char", "gpt2"}))->capture_default_str();
   cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
   cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")->capture_default_str();
   gpt::TrainOptions& o = a->options;

@@ -1,0 +1,227 @@
+// `attograd eval` end to end, on the PyTorch parity fixture (tests/parity/fixture): the real
+// binary reads the Hugging Face-style model.safetensors and sequences of token ids, and must
+// print the losses PyTorch computed (reference.safetensors), within 1e-5. The fixture's batch
+// is one sequence of 65 ids cut into two rows of 32 predictions (block_size 32), so:
+//   ids[0..33)  -> loss_seq0 (one window);   ids[0..65) -> loss (two windows);
+//   ids[0..40)  -> (32 loss_seq0 + the first 7 position_losses of row 1) / 39 (a short last window).
+#define BOOST_TEST_MODULE eval_command
+#include <boost/test/unit_test.hpp>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "gpt/char_tokenizer.h"
+#include "gpt/checkpoint.h"
+#include "gpt/safetensors.h"
+
+namespace {
+
+const std::string kFixture = ATTOGRAD_PARITY_FIXTURE;
+const std::string kModel = kFixture + "/model.safetensors";
+
+struct Run {
+  std::string out;  // stdout and stderr together
+  int exit_code;
+};
+
+Run run(const std::string& args) {
+  const std::string cmd = std::string(ATTOGRAD_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  BOOST_REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
+  const int status = pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+// The number on the "loss X nats/token" line, or NaN when there is none.
+double printed_loss(const std::string& out) {
+  const size_t at = out.find("\nloss ");
+  double loss = std::nan("");
+  if (at != std::string::npos) std::sscanf(out.c_str() + at, "\nloss %lf", &loss);
+  return loss;
+}
+
+struct TempDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("attograd_eval_test_" + std::to_string(::getpid()));
+  TempDir() {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name, const std::string& contents) const {
+    const std::string p = (path / name).string();
+    std::ofstream(p) << contents;
+    return p;
+  }
+};
+
+// What the fixture's reference holds, plus the whole 65-id sequence.
+struct Reference {
+  attograd::gpt::SafetensorsFile ref = attograd::gpt::SafetensorsFile::read(kFixture + "/reference.safetensors");
+  std::vector<int64_t> sequence;  // idx row 0, idx row 1, last target: 2T + 1 ids
+  double loss = ref.tensor("loss", attograd::DType::f64).item();
+  double loss_seq0 = ref.tensor("loss_seq0", attograd::DType::f64).item();
+  std::vector<double> position_losses = ref.tensor("position_losses", attograd::DType::f64).to_vector();  // (2, 32)
+
+  Reference() {
+    sequence = ref.tensor("idx", attograd::DType::i64).to_ids();
+    sequence.push_back(ref.tensor("targets", attograd::DType::i64).to_ids().back());
+  }
+  std::string ids_text(size_t n) const {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s += std::to_string(sequence.at(i)) + (i % 16 == 15 ? "\n" : " ");
+    return s;
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(hf_gpt2_ids_give_pytorchs_loss) {
+  const Reference r;
+  const TempDir dir;
+  BOOST_REQUIRE_EQUAL(r.sequence.size(), 65u);
+
+  const Run one = run("eval --hf-gpt2 " + kModel + " --ids " + dir.file("seq0.txt", r.ids_text(33)));
+  BOOST_TEST_INFO(one.out);
+  BOOST_TEST(one.exit_code == 0);
+  BOOST_TEST(has(one.out, "32 predictions from 33 token ids, 1 window(s) of block_size 32"));
+  BOOST_TEST(std::abs(printed_loss(one.out) - r.loss_seq0) <= 1e-5);
+  BOOST_TEST_MESSAGE(std::setprecision(9) << "sequence 0: attograd " << printed_loss(one.out) << ", torch " << r.loss_seq0
+                                          << ", |err| " << std::abs(printed_loss(one.out) - r.loss_seq0));
+
+  // The whole sequence, from stdin: two full windows, whose mean is the batch loss.
+  const Run two = run("eval --hf-gpt2 " + kModel + " --ids - < " + dir.file("all.txt", r.ids_text(65)));
+  BOOST_TEST_INFO(two.out);
+  BOOST_TEST(two.exit_code == 0);
+  BOOST_TEST(has(two.out, "64 predictions from 65 token ids, 2 window(s)"));
+  BOOST_TEST(std::abs(printed_loss(two.out) - r.loss) <= 1e-5);
+
+  // A short last window: 39 predictions = 32 + 7.
+  double expected = 32 * r.loss_seq0;
+  for (int t = 0; t < 7; ++t) expected += r.position_losses.at(32 + t);
+  expected /= 39;
+  const Run partial = run("eval --hf-gpt2 " + kModel + " --ids " + dir.file("40.txt", r.ids_text(40)));
+  BOOST_TEST_INFO(partial.out);
+  BOOST_TEST(partial.exit_code == 0);
+  BOOST_TEST(has(partial.out, "39 predictions from 40 token ids, 2 window(s)"));
+  BOOST_TEST(std::abs(printed_loss(partial.out) - expected) <= 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(checkpoint_ids_match_the_hf_file) {
+  // The same weights saved as an attograd checkpoint (char tokenizer of 512 code points, so its
+  // vocabulary matches) must give the same loss through --checkpoint.
+  const Reference r;
+  const TempDir dir;
+  const attograd::gpt::SafetensorsFile hf = attograd::gpt::SafetensorsFile::read(kModel);
+  const auto model = attograd::gpt::load_hf_gpt2(hf);
+  std::u32string chars;
+  for (char32_t c = 0x100; c < 0x100 + 512; ++c) chars += c;
+  std::string utf8;
+  for (char32_t c : chars) utf8 += {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
+  const auto tok = attograd::gpt::CharTokenizer::from_text(utf8);
+  BOOST_REQUIRE_EQUAL(tok.vocab_size(), 512);
+  const std::string ckpt = (dir.path / "ckpt.safetensors").string();
+  attograd::gpt::save_checkpoint(ckpt, *model, tok.kind(), tok.serialize());
+
+  const Run ids = run("eval --checkpoint " + ckpt + " --ids " + dir.file("seq0.txt", r.ids_text(33)));
+  BOOST_TEST_INFO(ids.out);
+  BOOST_TEST(ids.exit_code == 0);
+  BOOST_TEST(std::abs(printed_loss(ids.out) - r.loss_seq0) <= 1e-5);
+
+  // Corpus mode goes through load_tokenizer(kind, data): a UTF-8 corpus of those characters.
+  std::string corpus;
+  for (int i = 0; i < 400; ++i) corpus += utf8.substr(static_cast<size_t>((i * 37) % 512) * 2, 2);
+  const Run text = run("eval --checkpoint " + ckpt + " --corpus " + dir.file("corpus.txt", corpus) + " --split val");
+  BOOST_TEST_INFO(text.out);
+  BOOST_TEST(text.exit_code == 0);
+  BOOST_TEST(has(text.out, "val split of"));
+  BOOST_TEST(printed_loss(text.out) > 0);
+}
+
+BOOST_AUTO_TEST_CASE(gpt2_bpe_corpus_through_both_loaders) {
+  // A tiny model over GPT-2's 50257-token vocabulary, saved as an attograd checkpoint with the
+  // "gpt2" tokenizer. Its weights use HF names and layout, so --hf-gpt2 (with --n-head: no
+  // config.json here, and n_embd 8 is no standard size) reads the same file: both paths encode
+  // the corpus with GPT-2's BPE and must print the same loss.
+  const TempDir dir;
+  attograd::gpt::GPTConfig c;
+  c.vocab_size = 50257;
+  c.block_size = 16;
+  c.n_layer = 1;
+  c.n_head = 2;
+  c.n_embd = 8;
+  attograd::gpt::GPT model(c, 7);
+  const std::string ckpt = (dir.path / "bpe.safetensors").string();
+  attograd::gpt::save_checkpoint(ckpt, model, "gpt2", "gpt2");
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  const std::string corpus = dir.file("genesis.txt", text);
+
+  const Run native = run("eval --checkpoint " + ckpt + " --corpus " + corpus);
+  BOOST_TEST_INFO(native.out);
+  BOOST_TEST(native.exit_code == 0);
+  const Run hf = run("eval --hf-gpt2 " + ckpt + " --n-head 2 --corpus " + corpus);
+  BOOST_TEST_INFO(hf.out);
+  BOOST_TEST(hf.exit_code == 0);
+  BOOST_TEST(printed_loss(native.out) > 0);
+  BOOST_TEST(printed_loss(native.out) == printed_loss(hf.out));
+  const Run no_head = run("eval --hf-gpt2 " + ckpt + " --corpus " + corpus);
+  BOOST_TEST(no_head.exit_code != 0);
+  BOOST_TEST(has(no_head.out, "pass --n-head"));
+}
+
+BOOST_AUTO_TEST_CASE(help_explains_the_windows) {
+  const Run help = run("eval --help");
+  BOOST_TEST_INFO(help.out);
+  BOOST_TEST(help.exit_code == 0);
+  for (const char* s : {"--hf-gpt2", "--n-head", "--ids", "windows of block_size", "%.9g"}) BOOST_TEST(has(help.out, s));
+}
+
+BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors) {
+  const TempDir dir;
+  const std::string good = dir.file("good.txt", "1 2 3\n");
+  struct Case {
+    std::string args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("word.txt", "1 2 x 4"), "token 3 'x' is not an integer token id"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("real.txt", "1 2.5"), "token 2 '2.5' is not an integer token id"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("big.txt", "1 2 512 4"),
+       "token id 512 (token 3) is out of range for the model's vocabulary [0, 512)"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("neg.txt", "1 -2"), "token id -2 (token 2) is out of range"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("one.txt", " 7 \n"), "holds 1 token id(s); the loss needs at least 2"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("empty.txt", ""), "holds 0 token id(s)"},
+      {"--hf-gpt2 " + kModel + " --ids " + (dir.path / "missing.txt").string(), "cannot open --ids file"},
+      {"--hf-gpt2 " + (dir.path / "missing.safetensors").string() + " --ids " + good, "missing.safetensors"},
+      {"--ids " + good, "give exactly one of --checkpoint"},
+      {"--checkpoint " + kModel + " --hf-gpt2 " + kModel + " --ids " + good, "give exactly one of --checkpoint"},
+      {"--checkpoint " + kModel + " --ids " + good, "not an attograd checkpoint"},
+      {"--hf-gpt2 " + kModel + " --n-head 3 --ids " + good, "n_head 3 must divide n_embd 64"},
+      {"--checkpoint " + kModel + " --n-head 4 --ids " + good, "--n-head requires --hf-gpt2"},
+      {"--hf-gpt2 " + kModel + " --ids " + good + " --corpus kjv", "--ids excludes --corpus"},
+      // A corpus needs GPT-2's BPE (50257 tokens); the fixture's vocabulary is 512.
+      {"--hf-gpt2 " + kModel + " --corpus " + dir.file("c.txt", "hello world\n"),
+       "tokenizer has 50257 tokens but the model's vocab_size is 512; evaluate token ids with --ids"},
+  };
+  for (const Case& c : cases) {
+    const Run r = run("eval " + c.args);
+    BOOST_TEST_CONTEXT("eval " << c.args << "\n" << r.out) {
+      BOOST_TEST(r.exit_code != 0);
+      BOOST_TEST(has(r.out, c.needle));
+      BOOST_TEST(!has(r.out, "\nloss "));
+    }
+  }
+}

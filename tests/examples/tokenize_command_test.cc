@@ -1,0 +1,165 @@
+// `attograd tokenize` and `attograd train --tokenizer gpt2` end to end: the real binary, its
+// output, its errors and exit codes, and the checkpoint a GPT-2-tokenized run writes.
+#define BOOST_TEST_MODULE tokenize_command
+#include <boost/test/unit_test.hpp>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpt/checkpoint.h"
+#include "gpt/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  std::string out;  // stdout, then stderr when merge_stderr
+  int exit_code;
+};
+
+// Runs `attograd <args>` through the shell (so args may hold quotes and redirections).
+Run run(const std::string& args, bool merge_stderr = true) {
+  const std::string cmd = std::string(ATTOGRAD_CLI) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* p = popen(cmd.c_str(), "r");
+  BOOST_REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+// A fresh directory for one test, removed at the end.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / ("attograd_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name, std::ios::binary) << text;
+    return path / name;
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(encodes_and_decodes_gpt2_ids) {
+  const Run enc = run("tokenize 'hello  world'", false);
+  BOOST_TEST(enc.exit_code == 0);
+  BOOST_TEST(enc.out == "31373 220 995\n");
+  const Run dec = run("tokenize --decode '31373 220 995'", false);
+  BOOST_TEST(dec.exit_code == 0);
+  BOOST_TEST(dec.out == "hello  world");  // exactly the text, no newline added
+  const Run args = run("tokenize --decode 31373 220 995", false);  // ids as separate arguments
+  BOOST_TEST(args.out == "hello  world");
+  const Run pieces = run("tokenize --pieces 'hello  world'", false);
+  BOOST_TEST(pieces.out == "31373\t\"hello\"\n220\t\" \"\n995\t\" world\"\n");
+  const Run partial = run("tokenize --decode --pieces 47249", false);
+  BOOST_TEST(partial.out == "47249\t\"\\xf0\\x9f\\x98\"\n");
+}
+
+BOOST_AUTO_TEST_CASE(stdin_round_trips_byte_for_byte) {
+  TempDir dir("tokenize_stdin");
+  const std::string text = "First Citizen:\nBefore we proceed any further, hear me speak.\n\n\tna\xC3\xAFve \xF0\x9F\x98\x80\n";
+  const fs::path in = dir.write("in.txt", text);
+  const Run piped = run("tokenize < " + in.string() + " | " + ATTOGRAD_CLI + " tokenize --decode", false);
+  BOOST_TEST(piped.exit_code == 0);
+  BOOST_TEST(piped.out == text);
+}
+
+BOOST_AUTO_TEST_CASE(end_of_text_needs_allow_special) {
+  BOOST_TEST(run("tokenize --allow-special '<|endoftext|>'", false).out == "50256\n");
+  const Run plain = run("tokenize '<|endoftext|>'", false);
+  BOOST_TEST(plain.out != "50256\n");
+  BOOST_TEST(!has(plain.out, "50256"));
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
+  const Run bad_id = run("tokenize --decode '31373 50257'");
+  BOOST_TEST_INFO(bad_id.out);
+  BOOST_TEST(bad_id.exit_code == 2);
+  BOOST_TEST(has(bad_id.out, "id 50257 at index 1 is outside the vocabulary [0, 50257)"));
+  const Run not_int = run("tokenize --decode '12 x3'");
+  BOOST_TEST(not_int.exit_code == 2);
+  BOOST_TEST(has(not_int.out, "word 2, 'x3', is not a token id"));
+  const Run no_vocab = run("tokenize --tokenizer char hello");
+  BOOST_TEST(no_vocab.exit_code == 2);
+  BOOST_TEST(has(no_vocab.out, "--tokenizer char needs a vocabulary"));
+  const Run unknown = run("tokenize --tokenizer bpe hello");
+  BOOST_TEST(unknown.exit_code != 0);
+  BOOST_TEST(has(unknown.out, "--tokenizer"));
+  const Run two = run("tokenize hello world");
+  BOOST_TEST(two.exit_code == 2);
+  BOOST_TEST(has(two.out, "quote the text"));
+  // A missing vocabulary names the path and the variable that moves it.
+  const std::string env_cmd = "ATTOGRAD_DATA_DIR=/nonexistent/data " + std::string(ATTOGRAD_CLI) + " tokenize hello 2>&1";
+  FILE* p = popen(env_cmd.c_str(), "r");
+  BOOST_REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  const std::string msg(buf.data(), fread(buf.data(), 1, buf.size() - 1, p));
+  BOOST_TEST(WEXITSTATUS(pclose(p)) == 2);
+  BOOST_TEST_INFO(msg);
+  BOOST_TEST(has(msg, "/nonexistent/data/gpt2/encoder.json"));
+  BOOST_TEST(has(msg, "ATTOGRAD_DATA_DIR"));
+}
+
+BOOST_AUTO_TEST_CASE(char_tokenizer_from_a_corpus_file) {
+  TempDir dir("tokenize_char");
+  const fs::path corpus = dir.write("corpus.txt", "hello world");  // vocabulary " dehlorw"
+  const Run enc = run("tokenize --tokenizer char --corpus " + corpus.string() + " hold", false);
+  BOOST_TEST(enc.exit_code == 0);
+  BOOST_TEST(enc.out == "3 5 4 1\n");
+  BOOST_TEST(run("tokenize --tokenizer char --corpus " + corpus.string() + " --decode '3 5 4 1'", false).out == "hold");
+  const Run unknown = run("tokenize --tokenizer char --corpus " + corpus.string() + " help");
+  BOOST_TEST(unknown.exit_code == 2);
+  BOOST_TEST(has(unknown.out, "'p' (U+0070)"));
+  const Run special = run("tokenize --tokenizer char --corpus " + corpus.string() + " --allow-special hold");
+  BOOST_TEST(special.exit_code == 2);
+  BOOST_TEST(has(special.out, "--allow-special applies to the gpt2 tokenizer only"));
+}
+
+BOOST_AUTO_TEST_CASE(train_with_gpt2_bpe_writes_a_gpt2_checkpoint) {
+  TempDir dir("train_gpt2");
+  std::string text;
+  for (int i = 0; i < 40; ++i)
+    text += "First Citizen:\nBefore we proceed any further, hear me speak. Verse " + std::to_string(i) + ".\n\n";
+  const fs::path corpus = dir.write("corpus.txt", text);  // ~3 KB, ~900 tokens
+  const fs::path out = dir.path / "run";
+  const Run r = run("train --tokenizer gpt2 --preset femto --corpus " + corpus.string() + " --steps 3 --out " +
+                    out.string() + " --eval-iters 1 --batch-size 2 --block-size 8 --threads 1");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(has(r.out, "gpt2 tokenizer (vocab 50257)"));
+  BOOST_TEST(has(r.out, "vocab_size 50257"));
+  const fs::path ckpt = out / "ckpt.safetensors";
+  BOOST_REQUIRE(fs::exists(ckpt));
+  const attograd::gpt::CheckpointInfo info =
+      attograd::gpt::read_checkpoint_info(attograd::gpt::SafetensorsFile::read(ckpt.string()));
+  BOOST_TEST(info.tokenizer_kind == "gpt2");
+  BOOST_TEST(info.tokenizer_data == "gpt2");
+  BOOST_TEST(info.config.vocab_size == 50257);
+
+  // The checkpoint's tokenizer is what `tokenize --checkpoint` uses.
+  BOOST_TEST(run("tokenize --checkpoint " + ckpt.string() + " 'hello  world'", false).out == "31373 220 995\n");
+  const Run mismatch = run("tokenize --tokenizer char --checkpoint " + ckpt.string() + " hello");
+  BOOST_TEST(mismatch.exit_code == 2);
+  BOOST_TEST(has(mismatch.out, "does not match the tokenizer of"));
+  // Resuming reloads the BPE tokenizer from the checkpoint and continues.
+  const Run resumed = run("train --resume --corpus " + corpus.string() + " --steps 4 --out " + out.string() + " --threads 1");
+  BOOST_TEST_INFO(resumed.out);
+  BOOST_TEST(resumed.exit_code == 0);
+  BOOST_TEST(has(resumed.out, "resume  step 3"));
+  const Run wrong = run("train --resume --tokenizer char --corpus " + corpus.string() + " --steps 5 --out " + out.string());
+  BOOST_TEST(wrong.exit_code == 2);
+  BOOST_TEST(has(wrong.out, "drop --tokenizer when resuming"));
+}
