@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2 like any other bad input.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     std::cerr << "attograd: error: " << e.what() << "\n";
     return 2;

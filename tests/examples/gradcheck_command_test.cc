@@ -53,6 +53,6 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_clear_errors) {
   BOOST_TEST(has(unknown.out, "unknown op 'softmaxx'"));
   BOOST_TEST(has(unknown.out, "known ops:"));
   const Run dtype = run("gradcheck --dtype f16");
-  BOOST_TEST(dtype.exit_code != 0);
+  BOOST_TEST(dtype.exit_code == 2);
   BOOST_TEST(has(dtype.out, "--dtype"));
 }
