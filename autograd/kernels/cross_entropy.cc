@@ -9,83 +9,25 @@
 // Every row is done whole by one thread, so results do not depend on the thread count.
 #include "autograd/kernels/cross_entropy.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
+
+#include "autograd/kernels/dispatch.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/cross_entropy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "hwy/contrib/math/math-inl.h"
+#include "autograd/kernels/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
-// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
-// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+// This file's kernel bodies get internal linkage (the shared helpers come from simd-inl.h);
+// only the exported names at the end are visible outside.
 namespace {
-
-// ---- Loops and exp (same helpers as softmax.cc) ------------------------------------------------
-
-// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
-// `omp parallel if(false)` still costs ~0.2 us per call).
-template <class Body>
-void for_range(int64_t count, bool parallel, const Body& body) {
-  if (!parallel || count < 2) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) body(i);
-}
-
-// Threads only pay from about 32k logits (N * V) on.
-constexpr int64_t kParallelMin = 32768;
-
-// Sum over [0, n) of the vectors f(d, j): one vector accumulator for the whole vectors, summed
-// across lanes at the end, plus the tail lanes through a 1-lane tag (same maths).
-template <typename T, class F>
-HWY_INLINE T sum_of(int64_t n, const F& f) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto acc = hn::Zero(d);
-  int64_t j = 0;
-  for (; j + N <= n; j += N) acc = hn::Add(acc, f(d, j));
-  T s = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; j < n; ++j) s += hn::GetLane(f(d1, j));
-  return s;
-}
-
-// max of x[0..n). A NaN logit may or may not win (Highway's Max may drop it); the loss is NaN
-// either way, because exp of the NaN difference enters the sum.
-template <typename T>
-HWY_INLINE T row_max(const T* x, int64_t n) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto vmax = hn::Set(d, -std::numeric_limits<T>::infinity());
-  int64_t j = 0;
-  for (; j + N <= n; j += N) vmax = hn::Max(vmax, hn::LoadU(d, x + j));
-  T m = hn::GetLane(hn::MaxOfLanes(d, vmax));
-  for (; j < n; ++j) m = std::max(m, x[j]);
-  return m;
-}
-
-// exp(x) for x <= 0, -inf (exactly 0: Highway's Exp is only specified from -FLT_MAX) or NaN
-// (kept NaN: Highway's Exp would return 0 and hide it).
-template <class D, class V>
-HWY_INLINE V exp_nonpositive(D d, V x) {
-  using T = hn::TFromD<D>;
-  const V minus_inf = hn::Set(d, -std::numeric_limits<T>::infinity());
-  const V y = hn::IfThenZeroElse(hn::Eq(x, minus_inf), hn::Exp(d, x));
-  return hn::IfThenElse(hn::IsNaN(x), x, y);
-}
 
 // ---- forward ---------------------------------------------------------------------------------
 
@@ -120,9 +62,7 @@ void cross_entropy_forward_impl(T* losses, T* lse, const T* logits, const int64_
 template <typename T>
 void cross_entropy_backward_impl(T* dlogits, const T* logits, const T* lse, const int64_t* targets,
                                  const T* dloss, int64_t N, int64_t V) {
-  const hn::ScalableTag<T> d;
   const hn::CappedTag<T, 1> d1;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   for_range(N, N * V >= kParallelMin, [&](int64_t i) HWY_ATTR {
     const T* x = logits + i * V;
     T* dx = dlogits + i * V;
@@ -130,13 +70,10 @@ void cross_entropy_backward_impl(T* dlogits, const T* logits, const T* lse, cons
     const T dx_t_before = dx[t];
 
     // pass 1: dx += dloss * p for every j, the target included
-    auto add_grad = [&](auto dt, int64_t j) HWY_ATTR {
-      const auto p = exp_nonpositive(dt, hn::Sub(hn::LoadU(dt, x + j), hn::Set(dt, lse[i])));
-      hn::StoreU(hn::MulAdd(hn::Set(dt, dloss[i]), p, hn::LoadU(dt, dx + j)), dt, dx + j);
-    };
-    int64_t j = 0;
-    for (; j + L <= V; j += L) add_grad(d, j);
-    for (; j < V; ++j) add_grad(d1, j);
+    for_each_vector<T>(0, V, [&](auto d, int64_t j) HWY_ATTR {
+      const auto p = exp_nonpositive(d, hn::Sub(hn::LoadU(d, x + j), hn::Set(d, lse[i])));
+      hn::StoreU(hn::MulAdd(hn::Set(d, dloss[i]), p, hn::LoadU(d, dx + j)), d, dx + j);
+    });
 
     // pass 2: redo the target entry as dloss * (p - 1). Subtracting dloss from dloss * p
     // instead would cancel catastrophically when the model is confident (p close to 1).
@@ -147,26 +84,12 @@ void cross_entropy_backward_impl(T* dlogits, const T* logits, const T* lse, cons
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
 
-void cross_entropy_forward_impl_f32(float* losses, float* lse, const float* logits,
-                                    const int64_t* targets, int64_t N, int64_t V) {
-  cross_entropy_forward_impl(losses, lse, logits, targets, N, V);
-}
-void cross_entropy_forward_impl_f64(double* losses, double* lse, const double* logits,
-                                    const int64_t* targets, int64_t N, int64_t V) {
-  cross_entropy_forward_impl(losses, lse, logits, targets, N, V);
-}
-void cross_entropy_backward_impl_f32(float* dlogits, const float* logits, const float* lse,
-                                     const int64_t* targets, const float* dloss, int64_t N,
-                                     int64_t V) {
-  cross_entropy_backward_impl(dlogits, logits, lse, targets, dloss, N, V);
-}
-void cross_entropy_backward_impl_f64(double* dlogits, const double* logits, const double* lse,
-                                     const int64_t* targets, const double* dloss, int64_t N,
-                                     int64_t V) {
-  cross_entropy_backward_impl(dlogits, logits, lse, targets, dloss, N, V);
-}
+constexpr auto& cross_entropy_forward_impl_f32 = cross_entropy_forward_impl<float>;
+constexpr auto& cross_entropy_forward_impl_f64 = cross_entropy_forward_impl<double>;
+constexpr auto& cross_entropy_backward_impl_f32 = cross_entropy_backward_impl<float>;
+constexpr auto& cross_entropy_backward_impl_f64 = cross_entropy_backward_impl<double>;
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -179,28 +102,19 @@ HWY_EXPORT(cross_entropy_forward_impl_f64);
 HWY_EXPORT(cross_entropy_backward_impl_f32);
 HWY_EXPORT(cross_entropy_backward_impl_f64);
 
-// Each public template calls the f32 or f64 export for the best target of this CPU.
+// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
 
 template <typename T>
 void cross_entropy_forward(T* losses, T* lse, const T* logits, const int64_t* targets, int64_t N,
                            int64_t V) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(cross_entropy_forward_impl_f32)(losses, lse, logits, targets, N, V);
-  } else {
-    HWY_DYNAMIC_DISPATCH(cross_entropy_forward_impl_f64)(losses, lse, logits, targets, N, V);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, cross_entropy_forward_impl)(losses, lse, logits, targets, N, V);
 }
 
 template <typename T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const int64_t* targets,
                             const T* dloss, int64_t N, int64_t V) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(cross_entropy_backward_impl_f32)
-    (dlogits, logits, lse, targets, dloss, N, V);
-  } else {
-    HWY_DYNAMIC_DISPATCH(cross_entropy_backward_impl_f64)
-    (dlogits, logits, lse, targets, dloss, N, V);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, cross_entropy_backward_impl)
+  (dlogits, logits, lse, targets, dloss, N, V);
 }
 
 #define ATTOGRAD_INSTANTIATE(T)                                                               \

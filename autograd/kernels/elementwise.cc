@@ -4,113 +4,48 @@
 // How this file is built: Highway's foreach_target.h re-includes it once per SIMD target
 // (AVX3, AVX2, SSE4, SSSE3, SCALAR on x86 with gcc 12). Everything between
 // HWY_BEFORE_NAMESPACE() and HWY_AFTER_NAMESPACE() is compiled once per target, into its own
-// namespace attograd::kernels::N_AVX2 etc.; the `#if HWY_ONCE` part at the end is compiled once
-// and forwards each public template to the best target this CPU supports.
+// namespace attograd::kernels::N_AVX2 etc.; so is simd-inl.h, the loops and math helpers that
+// every kernel file shares. The `#if HWY_ONCE` part at the end is compiled once and forwards
+// each public template to the best target this CPU supports (dispatch.h).
 #include "autograd/kernels/elementwise.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
+
+#include "autograd/kernels/dispatch.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/elementwise.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "autograd/kernels/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
-// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
-// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+// This file's own helpers and kernel bodies get internal linkage (the shared ones come from
+// simd-inl.h); only the exported names at the end are visible outside.
 namespace {
 
 // ---- Loops -----------------------------------------------------------------------------------
-// (Each kernel file carries its own copy of these few helpers: the kernels share no private
-// header.)
 
-// Runs body(i) for i in [0, count): on all OpenMP threads when `parallel`, else on the calling
-// thread. Each i is done whole by one thread, so results never depend on the thread count.
-// A plain branch rather than `#pragma omp parallel for if(...)`: with gcc 12 the if(false) form
-// still enters the OpenMP runtime, about 0.2 us per call, more than a whole small kernel.
-template <class Body>
-void for_range(int64_t count, bool parallel, const Body& body) {
-  if (!parallel || count < 2) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) body(i);
-}
-
-// Elementwise passes are memory-bound: a second thread only pays from ~64k elements on. Work is
-// cut into fixed chunks (a multiple of every vector length), so the split never depends on the
-// number of threads either.
-constexpr int64_t kChunk = 16384;
-constexpr int64_t kParallelMin = 65536;
-
-// Runs body(d, i) on each vector of [0, n), chunk by chunk (over threads when n is large). In
-// each chunk, whole vectors of Lanes(d) come first, then the last few elements one at a time
-// through a 1-lane tag d1, so the tail runs exactly the same maths as the body. (Highway 1.0.3
-// has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector on SSSE3/SSE4, which
-// may fault past the end of an unaligned buffer.)
-template <typename T, class Body>
-void elementwise(int64_t n, const Body& body) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  for_range(chunks, n >= kParallelMin, [&](int64_t c) HWY_ATTR {
-    const int64_t end = std::min(n, (c + 1) * kChunk);
-    int64_t i = c * kChunk;
-    for (; i + N <= end; i += N) body(d, i);
-    for (; i < end; ++i) body(d1, i);
-  });
-}
+// Elementwise passes are memory-bound: a second thread only pays from ~64k elements on, in
+// chunks of 16k (see ElementwiseSplit).
+constexpr ElementwiseSplit kSplit{.chunk = 16384, .parallel_min = 65536};
 
 // out[i] += g(d, i) for every vector; g loads only the inputs it needs (a VJP may be handed a
 // null pointer for an input its derivative does not read).
 template <typename T, class G>
 void add_into(T* out, int64_t n, const G& g) {
-  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+  elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
     hn::StoreU(hn::Add(hn::LoadU(d, out + i), g(d, i)), d, out + i);
   });
 }
 
-// ---- Transcendentals with IEEE edges -----------------------------------------------------------
-
-// e^x for every x. Highway's Exp is specified on [-FLT_MAX, 104] (float) and [-DBL_MAX, 706]
-// (double), and returns 0 for NaN. Add the edges: NaN stays NaN, -inf gives exactly 0, and above
-// log(max) = 88.72 (float) / 709.78 (double) the result is +inf. (Measured: Exp is within 1e-7
-// (float) / 2e-16 (double) relative of std::exp right up to those thresholds.)
-template <class D, class V>
-HWY_INLINE V exp_ieee(D d, V x) {
-  using T = hn::TFromD<D>;
-  const V log_max =
-      hn::Set(d, std::is_same_v<T, float> ? T(88.72283935546875) : T(709.782712893384));
-  V y = hn::Exp(d, x);
-  y = hn::IfThenElse(hn::Gt(x, log_max), hn::Inf(d), y);
-  y = hn::IfThenZeroElse(hn::Eq(x, hn::Set(d, -std::numeric_limits<T>::infinity())), y);
-  return hn::IfThenElse(hn::IsNaN(x), x, y);
-}
-
-// log(x) for every x. Highway's Log is specified on (0, max] and returns garbage elsewhere. Add
-// the edges: log(+-0) = -inf, log(+inf) = +inf, log(x < 0) = log(NaN) = NaN.
-// (Measured: exact to 1e-7 (float) / 2e-16 (double) relative down to the smallest subnormal.)
-template <class D, class V>
-HWY_INLINE V log_ieee(D d, V x) {
-  using T = hn::TFromD<D>;
-  const V zero = hn::Zero(d);
-  V y = hn::Log(d, x);
-  y = hn::IfThenElse(hn::Eq(x, zero), hn::Set(d, -std::numeric_limits<T>::infinity()), y);
-  y = hn::IfThenElse(hn::Eq(x, hn::Inf(d)), x, y);
-  return hn::IfThenElse(hn::Ge(x, zero), y, hn::NaN(d));  // false for x < 0 and for NaN
-}
+// ---- x^p in SIMD ---------------------------------------------------------------------------
 
 // x^k for an integer k >= 0 by repeated squaring: about log2(k) + popcount(k) products, each
 // rounded once, so a few ulp from std::pow (which is correctly rounded or nearly so).
@@ -166,7 +101,7 @@ HWY_INLINE void with_binary_op(BinaryOp op, const K& k) {
 template <typename T>
 void binary_forward_impl(BinaryOp op, T* out, const T* a, const T* b, int64_t n) {
   with_binary_op(op, [&](auto f) HWY_ATTR {
-    elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+    elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
       hn::StoreU(f(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
     });
   });
@@ -175,7 +110,7 @@ void binary_forward_impl(BinaryOp op, T* out, const T* a, const T* b, int64_t n)
 template <typename T>
 void binary_scalar_right_impl(BinaryOp op, T* out, const T* a, T s, int64_t n) {
   with_binary_op(op, [&](auto f) HWY_ATTR {
-    elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+    elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
       hn::StoreU(f(hn::LoadU(d, a + i), hn::Set(d, s)), d, out + i);
     });
   });
@@ -184,7 +119,7 @@ void binary_scalar_right_impl(BinaryOp op, T* out, const T* a, T s, int64_t n) {
 template <typename T>
 void binary_scalar_left_impl(BinaryOp op, T* out, T s, const T* b, int64_t n) {
   with_binary_op(op, [&](auto f) HWY_ATTR {
-    elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+    elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
       hn::StoreU(f(hn::Set(d, s), hn::LoadU(d, b + i)), d, out + i);
     });
   });
@@ -214,7 +149,7 @@ HWY_INLINE void with_unary_op(UnaryOp op, const K& k) {
 template <typename T>
 void unary_forward_impl(UnaryOp op, T* y, const T* x, int64_t n) {
   with_unary_op(op, [&](auto f) HWY_ATTR {
-    elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+    elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
       const auto xi = hn::LoadU(d, x + i);
       hn::StoreU(f(d, xi), d, y + i);
     });
@@ -259,7 +194,7 @@ void unary_backward_impl(UnaryOp op, T* dx, const T* x, const T* y, const T* dy,
 
 template <typename T>
 void pow_forward_impl(T* y, const T* x, T p, int64_t n) {
-  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+  elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
     const auto xi = hn::LoadU(d, x + i);
     hn::StoreU(pow_vec(d, xi, p), d, y + i);
   });
@@ -307,80 +242,36 @@ void div_backward_impl(T* da, T* db, const T* b, const T* c, const T* dc, int64_
 
 template <typename T>
 void fill_impl(T* out, T value, int64_t n) {
-  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR { hn::StoreU(hn::Set(d, value), d, out + i); });
+  elementwise<T>(n, kSplit,
+                 [&](auto d, int64_t i) HWY_ATTR { hn::StoreU(hn::Set(d, value), d, out + i); });
 }
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
 
-void binary_forward_impl_f32(BinaryOp op, float* out, const float* a, const float* b, int64_t n) {
-  binary_forward_impl(op, out, a, b, n);
-}
-void binary_forward_impl_f64(BinaryOp op, double* out, const double* a, const double* b,
-                             int64_t n) {
-  binary_forward_impl(op, out, a, b, n);
-}
-void binary_scalar_right_impl_f32(BinaryOp op, float* out, const float* a, float s, int64_t n) {
-  binary_scalar_right_impl(op, out, a, s, n);
-}
-void binary_scalar_right_impl_f64(BinaryOp op, double* out, const double* a, double s, int64_t n) {
-  binary_scalar_right_impl(op, out, a, s, n);
-}
-void binary_scalar_left_impl_f32(BinaryOp op, float* out, float s, const float* b, int64_t n) {
-  binary_scalar_left_impl(op, out, s, b, n);
-}
-void binary_scalar_left_impl_f64(BinaryOp op, double* out, double s, const double* b, int64_t n) {
-  binary_scalar_left_impl(op, out, s, b, n);
-}
-void unary_forward_impl_f32(UnaryOp op, float* y, const float* x, int64_t n) {
-  unary_forward_impl(op, y, x, n);
-}
-void unary_forward_impl_f64(UnaryOp op, double* y, const double* x, int64_t n) {
-  unary_forward_impl(op, y, x, n);
-}
-void unary_backward_impl_f32(UnaryOp op, float* dx, const float* x, const float* y, const float* dy,
-                             int64_t n) {
-  unary_backward_impl(op, dx, x, y, dy, n);
-}
-void unary_backward_impl_f64(UnaryOp op, double* dx, const double* x, const double* y,
-                             const double* dy, int64_t n) {
-  unary_backward_impl(op, dx, x, y, dy, n);
-}
-void pow_forward_impl_f32(float* y, const float* x, float p, int64_t n) {
-  pow_forward_impl(y, x, p, n);
-}
-void pow_forward_impl_f64(double* y, const double* x, double p, int64_t n) {
-  pow_forward_impl(y, x, p, n);
-}
-void pow_backward_impl_f32(float* dx, const float* x, float p, const float* dy, int64_t n) {
-  pow_backward_impl(dx, x, p, dy, n);
-}
-void pow_backward_impl_f64(double* dx, const double* x, double p, const double* dy, int64_t n) {
-  pow_backward_impl(dx, x, p, dy, n);
-}
-void axpy_impl_f32(float* out, float alpha, const float* x, int64_t n) {
-  axpy_impl(out, alpha, x, n);
-}
-void axpy_impl_f64(double* out, double alpha, const double* x, int64_t n) {
-  axpy_impl(out, alpha, x, n);
-}
-void mul_acc_impl_f32(float* out, const float* x, const float* y, int64_t n) {
-  mul_acc_impl(out, x, y, n);
-}
-void mul_acc_impl_f64(double* out, const double* x, const double* y, int64_t n) {
-  mul_acc_impl(out, x, y, n);
-}
-void div_backward_impl_f32(float* da, float* db, const float* b, const float* c, const float* dc,
-                           int64_t n) {
-  div_backward_impl(da, db, b, c, dc, n);
-}
-void div_backward_impl_f64(double* da, double* db, const double* b, const double* c,
-                           const double* dc, int64_t n) {
-  div_backward_impl(da, db, b, c, dc, n);
-}
-void fill_impl_f32(float* out, float value, int64_t n) { fill_impl(out, value, n); }
-void fill_impl_f64(double* out, double value, int64_t n) { fill_impl(out, value, n); }
+constexpr auto& binary_forward_impl_f32 = binary_forward_impl<float>;
+constexpr auto& binary_forward_impl_f64 = binary_forward_impl<double>;
+constexpr auto& binary_scalar_right_impl_f32 = binary_scalar_right_impl<float>;
+constexpr auto& binary_scalar_right_impl_f64 = binary_scalar_right_impl<double>;
+constexpr auto& binary_scalar_left_impl_f32 = binary_scalar_left_impl<float>;
+constexpr auto& binary_scalar_left_impl_f64 = binary_scalar_left_impl<double>;
+constexpr auto& unary_forward_impl_f32 = unary_forward_impl<float>;
+constexpr auto& unary_forward_impl_f64 = unary_forward_impl<double>;
+constexpr auto& unary_backward_impl_f32 = unary_backward_impl<float>;
+constexpr auto& unary_backward_impl_f64 = unary_backward_impl<double>;
+constexpr auto& pow_forward_impl_f32 = pow_forward_impl<float>;
+constexpr auto& pow_forward_impl_f64 = pow_forward_impl<double>;
+constexpr auto& pow_backward_impl_f32 = pow_backward_impl<float>;
+constexpr auto& pow_backward_impl_f64 = pow_backward_impl<double>;
+constexpr auto& axpy_impl_f32 = axpy_impl<float>;
+constexpr auto& axpy_impl_f64 = axpy_impl<double>;
+constexpr auto& mul_acc_impl_f32 = mul_acc_impl<float>;
+constexpr auto& mul_acc_impl_f64 = mul_acc_impl<double>;
+constexpr auto& div_backward_impl_f32 = div_backward_impl<float>;
+constexpr auto& div_backward_impl_f64 = div_backward_impl<double>;
+constexpr auto& fill_impl_f32 = fill_impl<float>;
+constexpr auto& fill_impl_f64 = fill_impl<double>;
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -412,106 +303,62 @@ HWY_EXPORT(fill_impl_f32);
 HWY_EXPORT(fill_impl_f64);
 
 // Each public template calls the f32 or f64 export for the best target of this CPU
-// (HWY_DYNAMIC_DISPATCH); the explicit instantiations at the end emit the float and double
-// symbols the header declares.
+// (ATTOGRAD_DYNAMIC_DISPATCH, dispatch.h); the explicit instantiations at the end emit the float
+// and double symbols the header declares.
 
 template <typename T>
 void binary_forward(BinaryOp op, T* out, const T* a, const T* b, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(binary_forward_impl_f32)(op, out, a, b, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(binary_forward_impl_f64)(op, out, a, b, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, binary_forward_impl)(op, out, a, b, n);
 }
 
 template <typename T>
 void binary_scalar_right(BinaryOp op, T* out, const T* a, T s, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(binary_scalar_right_impl_f32)(op, out, a, s, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(binary_scalar_right_impl_f64)(op, out, a, s, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, binary_scalar_right_impl)(op, out, a, s, n);
 }
 
 template <typename T>
 void binary_scalar_left(BinaryOp op, T* out, T s, const T* b, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(binary_scalar_left_impl_f32)(op, out, s, b, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(binary_scalar_left_impl_f64)(op, out, s, b, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, binary_scalar_left_impl)(op, out, s, b, n);
 }
 
 template <typename T>
 void unary_forward(UnaryOp op, T* y, const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(unary_forward_impl_f32)(op, y, x, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(unary_forward_impl_f64)(op, y, x, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, unary_forward_impl)(op, y, x, n);
 }
 
 template <typename T>
 void unary_backward(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(unary_backward_impl_f32)(op, dx, x, y, dy, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(unary_backward_impl_f64)(op, dx, x, y, dy, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, unary_backward_impl)(op, dx, x, y, dy, n);
 }
 
 template <typename T>
 void pow_forward(T* y, const T* x, T p, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(pow_forward_impl_f32)(y, x, p, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(pow_forward_impl_f64)(y, x, p, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, pow_forward_impl)(y, x, p, n);
 }
 
 template <typename T>
 void pow_backward(T* dx, const T* x, T p, const T* dy, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(pow_backward_impl_f32)(dx, x, p, dy, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(pow_backward_impl_f64)(dx, x, p, dy, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, pow_backward_impl)(dx, x, p, dy, n);
 }
 
 template <typename T>
 void axpy(T* out, T alpha, const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(axpy_impl_f32)(out, alpha, x, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(axpy_impl_f64)(out, alpha, x, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, axpy_impl)(out, alpha, x, n);
 }
 
 template <typename T>
 void mul_acc(T* out, const T* x, const T* y, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(mul_acc_impl_f32)(out, x, y, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(mul_acc_impl_f64)(out, x, y, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, mul_acc_impl)(out, x, y, n);
 }
 
 template <typename T>
 void div_backward(T* da, T* db, const T* b, const T* c, const T* dc, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(div_backward_impl_f32)(da, db, b, c, dc, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(div_backward_impl_f64)(da, db, b, c, dc, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, div_backward_impl)(da, db, b, c, dc, n);
 }
 
 template <typename T>
 void fill(T* out, T value, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(fill_impl_f32)(out, value, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(fill_impl_f64)(out, value, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, fill_impl)(out, value, n);
 }
 
 #define ATTOGRAD_INSTANTIATE(T)                                                        \

@@ -7,62 +7,29 @@
 //   gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2)
 #include "autograd/kernels/gelu.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
+
+#include "autograd/kernels/dispatch.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/gelu.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "autograd/kernels/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
-// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
-// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+// This file's own helpers and kernel bodies get internal linkage (the shared ones come from
+// simd-inl.h); only the exported names at the end are visible outside.
 namespace {
 
-// ---- Loops (same helpers as elementwise.cc) ----------------------------------------------------
-
-// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
-// `omp parallel if(false)` still costs ~0.2 us per call).
-template <class Body>
-void for_range(int64_t count, bool parallel, const Body& body) {
-  if (!parallel || count < 2) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) body(i);
-}
-
-// tanh makes GELU compute-bound enough for threads to pay from about 32k elements; work is cut
-// into fixed chunks (a multiple of every vector length), never into per-thread pieces.
-constexpr int64_t kChunk = 8192;
-constexpr int64_t kParallelMin = 32768;
-
-// body(d, i) on each vector of [0, n), chunked over threads when n is large; the n % Lanes(d)
-// tail of each chunk runs one lane at a time through a 1-lane tag, with the same maths.
-// (Highway 1.0.3 has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector on
-// SSSE3/SSE4.)
-template <typename T, class Body>
-void elementwise(int64_t n, const Body& body) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  for_range(chunks, n >= kParallelMin, [&](int64_t c) HWY_ATTR {
-    const int64_t end = std::min(n, (c + 1) * kChunk);
-    int64_t i = c * kChunk;
-    for (; i + N <= end; i += N) body(d, i);
-    for (; i < end; ++i) body(d1, i);
-  });
-}
+// tanh makes GELU compute-bound enough for threads to pay from about 32k elements (half of what a
+// memory-bound elementwise pass needs), in chunks of 8k.
+constexpr ElementwiseSplit kSplit{.chunk = 8192, .parallel_min = 32768};
 
 // s = sqrt(2/pi) and the cubic coefficient.
 template <typename T>
@@ -83,7 +50,7 @@ HWY_INLINE V gelu_tanh(D d, V x) {
 // y = 0.5 x (1 + t). y may alias x.
 template <typename T>
 void gelu_forward_impl(T* y, const T* x, int64_t n) {
-  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+  elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
     const auto xi = hn::LoadU(d, x + i);
     const auto t = gelu_tanh(d, xi);
     const auto half_x = hn::Mul(hn::Set(d, T(0.5)), xi);
@@ -94,7 +61,7 @@ void gelu_forward_impl(T* y, const T* x, int64_t n) {
 // dx += dy * (0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2))
 template <typename T>
 void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n) {
-  elementwise<T>(n, [&](auto d, int64_t i) HWY_ATTR {
+  elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
     const auto one = hn::Set(d, T(1));
     const auto half = hn::Set(d, T(0.5));
     const auto xi = hn::LoadU(d, x + i);
@@ -112,16 +79,12 @@ void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n) {
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
 
-void gelu_forward_impl_f32(float* y, const float* x, int64_t n) { gelu_forward_impl(y, x, n); }
-void gelu_forward_impl_f64(double* y, const double* x, int64_t n) { gelu_forward_impl(y, x, n); }
-void gelu_backward_impl_f32(float* dx, const float* x, const float* dy, int64_t n) {
-  gelu_backward_impl(dx, x, dy, n);
-}
-void gelu_backward_impl_f64(double* dx, const double* x, const double* dy, int64_t n) {
-  gelu_backward_impl(dx, x, dy, n);
-}
+constexpr auto& gelu_forward_impl_f32 = gelu_forward_impl<float>;
+constexpr auto& gelu_forward_impl_f64 = gelu_forward_impl<double>;
+constexpr auto& gelu_backward_impl_f32 = gelu_backward_impl<float>;
+constexpr auto& gelu_backward_impl_f64 = gelu_backward_impl<double>;
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -134,24 +97,16 @@ HWY_EXPORT(gelu_forward_impl_f64);
 HWY_EXPORT(gelu_backward_impl_f32);
 HWY_EXPORT(gelu_backward_impl_f64);
 
-// Each public template calls the f32 or f64 export for the best target of this CPU.
+// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
 
 template <typename T>
 void gelu_forward(T* y, const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(gelu_forward_impl_f32)(y, x, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(gelu_forward_impl_f64)(y, x, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, gelu_forward_impl)(y, x, n);
 }
 
 template <typename T>
 void gelu_backward(T* dx, const T* x, const T* dy, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(gelu_backward_impl_f32)(dx, x, dy, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(gelu_backward_impl_f64)(dx, x, dy, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, gelu_backward_impl)(dx, x, dy, n);
 }
 
 template void gelu_forward<float>(float*, const float*, int64_t);

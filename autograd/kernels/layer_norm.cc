@@ -15,64 +15,28 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
+
+#include "autograd/kernels/dispatch.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/layer_norm.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "autograd/kernels/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
-// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
-// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+// This file's own helpers and kernel bodies get internal linkage (the shared ones come from
+// simd-inl.h); only the exported names at the end are visible outside.
 namespace {
 
-// ---- Loops (same helpers as softmax.cc) --------------------------------------------------------
-
-// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
-// `omp parallel if(false)` still costs ~0.2 us per call).
-template <class Body>
-void for_range(int64_t count, bool parallel, const Body& body) {
-  if (!parallel || count < 2) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) body(i);
-}
-
-// Threads only pay from about 32k elements (rows * C) on.
-constexpr int64_t kParallelMin = 32768;
-
-// body(d, c) on each vector of [0, n), then on the tail one lane at a time (1-lane tag, same
-// maths). (Highway 1.0.3 has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector
-// on SSSE3/SSE4.)
-template <typename T, class Body>
-HWY_INLINE void for_each_vector(int64_t n, const Body& body) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t c = 0;
-  for (; c + N <= n; c += N) body(d, c);
-  for (; c < n; ++c) body(d1, c);
-}
-
-// Sum over [0, n) of the vectors f(d, c), accumulated in one vector, then across lanes.
-template <typename T, class F>
-HWY_INLINE T sum_of(int64_t n, const F& f) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto acc = hn::Zero(d);
-  int64_t c = 0;
-  for (; c + N <= n; c += N) acc = hn::Add(acc, f(d, c));
-  T s = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; c < n; ++c) s += hn::GetLane(f(d1, c));
-  return s;
+// xhat = (x - mean) * rstd: computed in the forward, recomputed rather than saved in the backward
+// (one sub and one mul per element).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> xhat_at(D d, const T* xr, int64_t c, T m, T s) {
+  return hn::Mul(hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m)), hn::Set(d, s));
 }
 
 // ---- forward ---------------------------------------------------------------------------------
@@ -98,8 +62,8 @@ void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma,
     const T s = T(1) / std::sqrt(var + eps);
 
     // pass 3: y = (x - mean) * rstd * gamma + beta
-    for_each_vector<T>(C, [&](auto d, int64_t c) HWY_ATTR {
-      const auto xhat = hn::Mul(hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m)), hn::Set(d, s));
+    for_each_vector<T>(0, C, [&](auto d, int64_t c) HWY_ATTR {
+      const auto xhat = xhat_at(d, xr, c, m, s);
       hn::StoreU(hn::MulAdd(xhat, hn::LoadU(d, gamma + c), hn::LoadU(d, beta + c)), d, yr + c);
     });
     mean[r] = m;
@@ -108,12 +72,6 @@ void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma,
 }
 
 // ---- backward --------------------------------------------------------------------------------
-
-// xhat = (x - mean) * rstd, recomputed rather than saved: one sub and one mul per element.
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE hn::Vec<D> xhat_at(D d, const T* xr, int64_t c, T m, T s) {
-  return hn::Mul(hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m)), hn::Set(d, s));
-}
 
 // dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma; one row per thread.
 template <typename T>
@@ -137,7 +95,7 @@ void layer_norm_dx(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
     const T g_xhat_mean = g_xhat_sum / static_cast<T>(C);
 
     // pass 2: dx += rstd * (g - g_mean - xhat * g_xhat_mean)
-    for_each_vector<T>(C, [&](auto d, int64_t c) HWY_ATTR {
+    for_each_vector<T>(0, C, [&](auto d, int64_t c) HWY_ATTR {
       const auto g = hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
       const auto xhat = xhat_at(d, xr, c, m, s);
       const auto inner =
@@ -168,7 +126,7 @@ void layer_norm_dparams(T* dgamma, T* dbeta, const T* dy, const T* x, const T* m
       const T* xr = x + r * C + c0;
       const T* dyr = dy + r * C + c0;
       const T m = mean[r], s = rstd[r];
-      for_each_vector<T>(width, [&](auto d, int64_t c) HWY_ATTR {
+      for_each_vector<T>(0, width, [&](auto d, int64_t c) HWY_ATTR {
         const auto dyc = hn::LoadU(d, dyr + c);
         hn::StoreU(hn::Add(hn::LoadU(d, sum_dy + c), dyc), d, sum_dy + c);
         const auto g = hn::MulAdd(dyc, xhat_at(d, xr, c, m, s), hn::LoadU(d, sum_dy_xhat + c));
@@ -176,7 +134,7 @@ void layer_norm_dparams(T* dgamma, T* dbeta, const T* dy, const T* x, const T* m
       });
     }
     // pass 2: add them to the gradients
-    for_each_vector<T>(width, [&](auto d, int64_t c) HWY_ATTR {
+    for_each_vector<T>(0, width, [&](auto d, int64_t c) HWY_ATTR {
       if (dbeta) {
         hn::StoreU(hn::Add(hn::LoadU(d, dbeta + c0 + c), hn::LoadU(d, sum_dy + c)), d,
                    dbeta + c0 + c);
@@ -198,28 +156,12 @@ void layer_norm_backward_impl(T* dx, T* dgamma, T* dbeta, const T* dy, const T* 
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
 
-void layer_norm_forward_impl_f32(float* y, float* mean, float* rstd, const float* x,
-                                 const float* gamma, const float* beta, int64_t rows, int64_t C,
-                                 float eps) {
-  layer_norm_forward_impl(y, mean, rstd, x, gamma, beta, rows, C, eps);
-}
-void layer_norm_forward_impl_f64(double* y, double* mean, double* rstd, const double* x,
-                                 const double* gamma, const double* beta, int64_t rows, int64_t C,
-                                 double eps) {
-  layer_norm_forward_impl(y, mean, rstd, x, gamma, beta, rows, C, eps);
-}
-void layer_norm_backward_impl_f32(float* dx, float* dgamma, float* dbeta, const float* dy,
-                                  const float* x, const float* mean, const float* rstd,
-                                  const float* gamma, int64_t rows, int64_t C) {
-  layer_norm_backward_impl(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
-}
-void layer_norm_backward_impl_f64(double* dx, double* dgamma, double* dbeta, const double* dy,
-                                  const double* x, const double* mean, const double* rstd,
-                                  const double* gamma, int64_t rows, int64_t C) {
-  layer_norm_backward_impl(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
-}
+constexpr auto& layer_norm_forward_impl_f32 = layer_norm_forward_impl<float>;
+constexpr auto& layer_norm_forward_impl_f64 = layer_norm_forward_impl<double>;
+constexpr auto& layer_norm_backward_impl_f32 = layer_norm_backward_impl<float>;
+constexpr auto& layer_norm_backward_impl_f64 = layer_norm_backward_impl<double>;
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -232,28 +174,20 @@ HWY_EXPORT(layer_norm_forward_impl_f64);
 HWY_EXPORT(layer_norm_backward_impl_f32);
 HWY_EXPORT(layer_norm_backward_impl_f64);
 
-// Each public template calls the f32 or f64 export for the best target of this CPU.
+// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
 
 template <typename T>
 void layer_norm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
                         int64_t rows, int64_t C, T eps) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(layer_norm_forward_impl_f32)(y, mean, rstd, x, gamma, beta, rows, C, eps);
-  } else {
-    HWY_DYNAMIC_DISPATCH(layer_norm_forward_impl_f64)(y, mean, rstd, x, gamma, beta, rows, C, eps);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, layer_norm_forward_impl)
+  (y, mean, rstd, x, gamma, beta, rows, C, eps);
 }
 
 template <typename T>
 void layer_norm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                          const T* rstd, const T* gamma, int64_t rows, int64_t C) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(layer_norm_backward_impl_f32)
-    (dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
-  } else {
-    HWY_DYNAMIC_DISPATCH(layer_norm_backward_impl_f64)
-    (dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, layer_norm_backward_impl)
+  (dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
 }
 
 #define ATTOGRAD_INSTANTIATE(T)                                                                   \

@@ -18,36 +18,23 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
+
+#include "autograd/kernels/dispatch.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/matmul.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "autograd/kernels/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
-// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
-// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+// This file's own helpers and kernel bodies get internal linkage (the shared ones come from
+// simd-inl.h); only the exported names at the end are visible outside.
 namespace {
-
-// ---- Threads (same helper as elementwise.cc) ---------------------------------------------------
-
-// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
-// `omp parallel if(false)` still costs ~0.2 us per call).
-template <class Body>
-void for_range(int64_t count, bool parallel, const Body& body) {
-  if (!parallel || count < 2) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) body(i);
-}
 
 // A second thread pays from about 1e5 multiply-adds (M * N * K) on.
 constexpr int64_t kParallelMinWork = 100000;
@@ -69,6 +56,7 @@ struct Operands {
   bool accumulate;
 
   T A(int64_t i, int64_t k) const { return a[i * a_row + k * a_col]; }
+  T* C(int64_t i, int64_t j) const { return c + i * N + j; }
 };
 
 // ---- b_trans: C[i, j] = dot(A row i, B row j) ------------------------------------------------
@@ -142,19 +130,25 @@ HWY_INLINE void store_tile(D d, V sum, T* c, bool accumulate) {
   hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, c), sum) : sum, d, c);
 }
 
+// The rows i0..i3 of a tile of 4 rows of C starting at row i. When fewer than 4 remain (rows < 4,
+// at the end of a panel), the missing ones repeat the last real row, so the k loop stays the
+// same; their results are not stored.
+struct TileRows {
+  int64_t i0, i1, i2, i3;
+  TileRows(int64_t i, int64_t rows)
+      : i0(i),
+        i1(i + std::min<int64_t>(1, rows - 1)),
+        i2(i + std::min<int64_t>(2, rows - 1)),
+        i3(i + std::min<int64_t>(3, rows - 1)) {}
+};
+
 // A tile of C (4 rows x 2 vectors) kept in 8 registers for the whole k loop: per k, two loads
-// of B and four broadcasts of A feed eight FMAs. When fewer than 4 rows remain (rows < 4, at
-// the end of a panel), the missing ones repeat the last real row and are not stored.
+// of B and four broadcasts of A feed eight FMAs.
 template <typename T>
 HWY_INLINE void tile_4x2(const Operands<T>& op, int64_t i, int64_t rows, int64_t j) {
   const hn::ScalableTag<T> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t i0 = i, i1 = i + std::min<int64_t>(1, rows - 1),
-                i2 = i + std::min<int64_t>(2, rows - 1), i3 = i + std::min<int64_t>(3, rows - 1);
-  T* c0 = op.c + i0 * op.N + j;
-  T* c1 = op.c + i1 * op.N + j;
-  T* c2 = op.c + i2 * op.N + j;
-  T* c3 = op.c + i3 * op.N + j;
+  const auto [i0, i1, i2, i3] = TileRows(i, rows);
   auto c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
   auto c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
   for (int64_t k = 0; k < op.K; ++k) {
@@ -171,19 +165,19 @@ HWY_INLINE void tile_4x2(const Operands<T>& op, int64_t i, int64_t rows, int64_t
     c30 = hn::MulAdd(a3, b0, c30);
     c31 = hn::MulAdd(a3, b1, c31);
   }
-  store_tile(d, c00, c0, op.accumulate);
-  store_tile(d, c01, c0 + N, op.accumulate);
+  store_tile(d, c00, op.C(i0, j), op.accumulate);
+  store_tile(d, c01, op.C(i0, j + N), op.accumulate);
   if (rows > 1) {
-    store_tile(d, c10, c1, op.accumulate);
-    store_tile(d, c11, c1 + N, op.accumulate);
+    store_tile(d, c10, op.C(i1, j), op.accumulate);
+    store_tile(d, c11, op.C(i1, j + N), op.accumulate);
   }
   if (rows > 2) {
-    store_tile(d, c20, c2, op.accumulate);
-    store_tile(d, c21, c2 + N, op.accumulate);
+    store_tile(d, c20, op.C(i2, j), op.accumulate);
+    store_tile(d, c21, op.C(i2, j + N), op.accumulate);
   }
   if (rows > 3) {
-    store_tile(d, c30, c3, op.accumulate);
-    store_tile(d, c31, c3 + N, op.accumulate);
+    store_tile(d, c30, op.C(i3, j), op.accumulate);
+    store_tile(d, c31, op.C(i3, j + N), op.accumulate);
   }
 }
 
@@ -191,12 +185,7 @@ HWY_INLINE void tile_4x2(const Operands<T>& op, int64_t i, int64_t rows, int64_t
 // the columns left over after the 2-vector tiles.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void tile_4x1(D dt, const Operands<T>& op, int64_t i, int64_t rows, int64_t j) {
-  const int64_t i0 = i, i1 = i + std::min<int64_t>(1, rows - 1),
-                i2 = i + std::min<int64_t>(2, rows - 1), i3 = i + std::min<int64_t>(3, rows - 1);
-  T* c0 = op.c + i0 * op.N + j;
-  T* c1 = op.c + i1 * op.N + j;
-  T* c2 = op.c + i2 * op.N + j;
-  T* c3 = op.c + i3 * op.N + j;
+  const auto [i0, i1, i2, i3] = TileRows(i, rows);
   auto acc0 = hn::Zero(dt), acc1 = hn::Zero(dt), acc2 = hn::Zero(dt), acc3 = hn::Zero(dt);
   for (int64_t k = 0; k < op.K; ++k) {
     const auto bk = hn::LoadU(dt, op.b + k * op.N + j);
@@ -205,10 +194,10 @@ HWY_INLINE void tile_4x1(D dt, const Operands<T>& op, int64_t i, int64_t rows, i
     acc2 = hn::MulAdd(hn::Set(dt, op.A(i2, k)), bk, acc2);
     acc3 = hn::MulAdd(hn::Set(dt, op.A(i3, k)), bk, acc3);
   }
-  store_tile(dt, acc0, c0, op.accumulate);
-  if (rows > 1) store_tile(dt, acc1, c1, op.accumulate);
-  if (rows > 2) store_tile(dt, acc2, c2, op.accumulate);
-  if (rows > 3) store_tile(dt, acc3, c3, op.accumulate);
+  store_tile(dt, acc0, op.C(i0, j), op.accumulate);
+  if (rows > 1) store_tile(dt, acc1, op.C(i1, j), op.accumulate);
+  if (rows > 2) store_tile(dt, acc2, op.C(i2, j), op.accumulate);
+  if (rows > 3) store_tile(dt, acc3, op.C(i3, j), op.accumulate);
 }
 
 // Rows i0..i1 of C, B stored (K, N): for each strip of columns (B's strip, K x width, stays in
@@ -216,15 +205,14 @@ HWY_INLINE void tile_4x1(D dt, const Operands<T>& op, int64_t i, int64_t rows, i
 template <typename T>
 void panel_axpy(const Operands<T>& op, int64_t i0, int64_t i1) {
   const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   int64_t j = 0;
   for (; j + 2 * N <= op.N; j += 2 * N)
     for (int64_t i = i0; i < i1; i += 4) tile_4x2(op, i, std::min<int64_t>(4, i1 - i), j);
-  for (; j + N <= op.N; j += N)
-    for (int64_t i = i0; i < i1; i += 4) tile_4x1(d, op, i, std::min<int64_t>(4, i1 - i), j);
-  for (; j < op.N; ++j)
-    for (int64_t i = i0; i < i1; i += 4) tile_4x1(d1, op, i, std::min<int64_t>(4, i1 - i), j);
+  // The columns left over: one vector, then one column, at a time.
+  for_each_vector<T>(j, op.N, [&](auto dt, int64_t jj) HWY_ATTR {
+    for (int64_t i = i0; i < i1; i += 4) tile_4x1(dt, op, i, std::min<int64_t>(4, i1 - i), jj);
+  });
 }
 
 // ---- Entry -----------------------------------------------------------------------------------
@@ -247,16 +235,10 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
 
-void matmul_impl_f32(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
-                     bool a_trans, bool b_trans, bool accumulate) {
-  matmul_impl(c, a, b, M, K, N, a_trans, b_trans, accumulate);
-}
-void matmul_impl_f64(double* c, const double* a, const double* b, int64_t M, int64_t K, int64_t N,
-                     bool a_trans, bool b_trans, bool accumulate) {
-  matmul_impl(c, a, b, M, K, N, a_trans, b_trans, accumulate);
-}
+constexpr auto& matmul_impl_f32 = matmul_impl<float>;
+constexpr auto& matmul_impl_f64 = matmul_impl<double>;
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -267,15 +249,11 @@ namespace attograd::kernels {
 HWY_EXPORT(matmul_impl_f32);
 HWY_EXPORT(matmul_impl_f64);
 
-// The public template calls the f32 or f64 export for the best target of this CPU.
+// The public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
 template <typename T>
 void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
             bool b_trans, bool accumulate) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(matmul_impl_f32)(c, a, b, M, K, N, a_trans, b_trans, accumulate);
-  } else {
-    HWY_DYNAMIC_DISPATCH(matmul_impl_f64)(c, a, b, M, K, N, a_trans, b_trans, accumulate);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, matmul_impl)(c, a, b, M, K, N, a_trans, b_trans, accumulate);
 }
 
 template void matmul<float>(float*, const float*, const float*, int64_t, int64_t, int64_t, bool,

@@ -17,51 +17,23 @@
 #include <limits>
 #include <type_traits>
 
+#include "autograd/kernels/dispatch.h"
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/reduce.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "autograd/kernels/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
-// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
-// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+// This file's own helpers and kernel bodies get internal linkage (the shared ones come from
+// simd-inl.h); only the exported names at the end are visible outside.
 namespace {
 
-// ---- Loops (same helpers as elementwise.cc) ----------------------------------------------------
-
-// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
-// `omp parallel if(false)` still costs ~0.2 us per call).
-template <class Body>
-void for_range(int64_t count, bool parallel, const Body& body) {
-  if (!parallel || count < 2) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) body(i);
-}
-
-// Threads only pay from about 32k elements of work on.
-constexpr int64_t kParallelMin = 32768;
-
 // ---- sum_axis --------------------------------------------------------------------------------
-
-// sum of row[0..n) in T: Lanes(d) partial sums, added across at the end, then the tail.
-template <typename T>
-HWY_INLINE T row_sum(const T* row, int64_t n) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto acc = hn::Zero(d);
-  int64_t k = 0;
-  for (; k + N <= n; k += N) acc = hn::Add(acc, hn::LoadU(d, row + k));
-  T s = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; k < n; ++k) s += row[k];
-  return s;
-}
 
 // Column blocks of the inner > 1 case: 4 vectors of outputs carried in registers down the axis
 // (4 independent add chains keep the adder busy), then one vector, then single lanes.
@@ -69,7 +41,6 @@ template <typename T>
 HWY_INLINE void sum_columns(T* out, const T* x, int64_t n, int64_t inner, int64_t j0, int64_t j1,
                             bool accumulate) {
   const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   int64_t j = j0;
   for (; j + 4 * N <= j1; j += 4 * N) {
@@ -93,36 +64,42 @@ HWY_INLINE void sum_columns(T* out, const T* x, int64_t n, int64_t inner, int64_
     hn::StoreU(s3, d, out + j + 3 * N);
   }
   // The remaining columns, one vector (then one lane) at a time.
-  auto one_block = [&](auto dt, int64_t jj) HWY_ATTR {
+  for_each_vector<T>(j, j1, [&](auto dt, int64_t jj) HWY_ATTR {
     auto s = hn::Zero(dt);
     for (int64_t k = 0; k < n; ++k) s = hn::Add(s, hn::LoadU(dt, x + k * inner + jj));
     if (accumulate) s = hn::Add(hn::LoadU(dt, out + jj), s);
     hn::StoreU(s, dt, out + jj);
-  };
-  for (; j + N <= j1; j += N) one_block(d, j);
-  for (; j < j1; ++j) one_block(d1, j);
+  });
 }
 
 // Columns per work item of the inner > 1 case: a multiple of every vector length, small enough
 // that a (outer = 1, n = B*T, inner = C) bias-gradient sum still splits over threads.
 constexpr int64_t kColumnBlock = 256;
 
+// body(o, j0, j1) for every work item of the inner > 1 case: output row o, columns [j0, j1), a
+// block of kColumnBlock (fewer in the last block).
+template <class Body>
+void for_column_blocks(int64_t outer, int64_t inner, bool parallel, const Body& body) {
+  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+  for_range(outer * blocks, parallel, [&](int64_t item) HWY_ATTR {
+    const int64_t o = item / blocks;
+    const int64_t j0 = (item % blocks) * kColumnBlock;
+    body(o, j0, std::min(inner, j0 + kColumnBlock));
+  });
+}
+
 template <typename T>
 void sum_axis_impl(T* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool accumulate) {
   const bool parallel = outer * n * inner >= kParallelMin;
   if (inner == 1) {
     for_range(outer, parallel, [&](int64_t o) HWY_ATTR {
-      const T s = row_sum(x + o * n, n);
+      const T* row = x + o * n;
+      const T s = sum_of<T>(n, [&](auto d, int64_t k) HWY_ATTR { return hn::LoadU(d, row + k); });
       out[o] = accumulate ? out[o] + s : s;
     });
     return;
   }
-  // Work items = (o, block of kColumnBlock columns).
-  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-  for_range(outer * blocks, parallel, [&](int64_t item) HWY_ATTR {
-    const int64_t o = item / blocks;
-    const int64_t j0 = (item % blocks) * kColumnBlock;
-    const int64_t j1 = std::min(inner, j0 + kColumnBlock);
+  for_column_blocks(outer, inner, parallel, [&](int64_t o, int64_t j0, int64_t j1) HWY_ATTR {
     sum_columns(out + o * inner, x + o * n * inner, n, inner, j0, j1, accumulate);
   });
 }
@@ -138,9 +115,10 @@ bool is_max(T v, T m) {
   return std::isnan(m) ? std::isnan(v) : v == m;
 }
 
-// max of row[0..n), n >= 1, NaN if the row holds one.
+// max of row[0..n), n >= 1, NaN if the row holds one. (simd-inl.h's row_max, the shift for a
+// softmax, may drop a NaN; here the max is the result.)
 template <typename T>
-HWY_INLINE T row_max(const T* row, int64_t n) {
+HWY_INLINE T row_max_or_nan(const T* row, int64_t n) {
   const hn::ScalableTag<T> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   auto vmax = hn::Set(d, -std::numeric_limits<T>::infinity());
@@ -182,10 +160,7 @@ HWY_INLINE int64_t row_find(const T* row, int64_t n, T m) {
 // Pass 1 of the inner > 1 case for out[j0..j1): vertical max down the axis, NaN lanes tracked.
 template <typename T>
 HWY_INLINE void max_columns(T* out, const T* x, int64_t n, int64_t inner, int64_t j0, int64_t j1) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto one_block = [&](auto dt, int64_t j) HWY_ATTR {
+  for_each_vector<T>(j0, j1, [&](auto dt, int64_t j) HWY_ATTR {
     auto vmax = hn::LoadU(dt, x + j);
     auto nan = hn::IsNaN(vmax);
     for (int64_t k = 1; k < n; ++k) {
@@ -194,10 +169,7 @@ HWY_INLINE void max_columns(T* out, const T* x, int64_t n, int64_t inner, int64_
       nan = hn::Or(nan, hn::IsNaN(v));
     }
     hn::StoreU(hn::IfThenElse(nan, hn::NaN(dt), vmax), dt, out + j);
-  };
-  int64_t j = j0;
-  for (; j + N <= j1; j += N) one_block(d, j);
-  for (; j < j1; ++j) one_block(d1, j);
+  });
 }
 
 template <typename T>
@@ -206,16 +178,12 @@ void max_axis_impl(T* out, int64_t* argmax, const T* x, int64_t outer, int64_t n
   if (inner == 1) {
     for_range(outer, parallel, [&](int64_t o) HWY_ATTR {
       const T* row = x + o * n;
-      out[o] = row_max(row, n);              // pass 1: the maximum
+      out[o] = row_max_or_nan(row, n);       // pass 1: the maximum
       argmax[o] = row_find(row, n, out[o]);  // pass 2: where it first occurs
     });
     return;
   }
-  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-  for_range(outer * blocks, parallel, [&](int64_t item) HWY_ATTR {
-    const int64_t o = item / blocks;
-    const int64_t j0 = (item % blocks) * kColumnBlock;
-    const int64_t j1 = std::min(inner, j0 + kColumnBlock);
+  for_column_blocks(outer, inner, parallel, [&](int64_t o, int64_t j0, int64_t j1) HWY_ATTR {
     const T* xo = x + o * n * inner;
     T* out_o = out + o * inner;
     int64_t* arg_o = argmax + o * inner;
@@ -241,14 +209,11 @@ void max_axis_impl(T* out, int64_t* argmax, const T* x, int64_t outer, int64_t n
 // dx[o, k, j] += alpha * dy[o, j]: the VJP of sum_axis (alpha = 1) and of a mean (alpha = 1/n).
 template <typename T>
 void broadcast_axis_acc_impl(T* dx, const T* dy, T alpha, int64_t outer, int64_t n, int64_t inner) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   // dst[0..len) += src(d, i) for a row of length len.
   auto add_row = [&](T* dst, int64_t len, const auto& src) HWY_ATTR {
-    int64_t i = 0;
-    for (; i + N <= len; i += N) hn::StoreU(hn::Add(hn::LoadU(d, dst + i), src(d, i)), d, dst + i);
-    for (; i < len; ++i) hn::StoreU(hn::Add(hn::LoadU(d1, dst + i), src(d1, i)), d1, dst + i);
+    for_each_vector<T>(0, len, [&](auto dt, int64_t i) HWY_ATTR {
+      hn::StoreU(hn::Add(hn::LoadU(dt, dst + i), src(dt, i)), dt, dst + i);
+    });
   };
   const bool parallel = outer * n * inner >= kParallelMin;
   if (inner == 1) {
@@ -295,34 +260,16 @@ double sum_all_double_impl(const T* x, int64_t n) {
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
 
-void sum_axis_impl_f32(float* out, const float* x, int64_t outer, int64_t n, int64_t inner,
-                       bool accumulate) {
-  sum_axis_impl(out, x, outer, n, inner, accumulate);
-}
-void sum_axis_impl_f64(double* out, const double* x, int64_t outer, int64_t n, int64_t inner,
-                       bool accumulate) {
-  sum_axis_impl(out, x, outer, n, inner, accumulate);
-}
-void max_axis_impl_f32(float* out, int64_t* argmax, const float* x, int64_t outer, int64_t n,
-                       int64_t inner) {
-  max_axis_impl(out, argmax, x, outer, n, inner);
-}
-void max_axis_impl_f64(double* out, int64_t* argmax, const double* x, int64_t outer, int64_t n,
-                       int64_t inner) {
-  max_axis_impl(out, argmax, x, outer, n, inner);
-}
-void broadcast_axis_acc_impl_f32(float* dx, const float* dy, float alpha, int64_t outer, int64_t n,
-                                 int64_t inner) {
-  broadcast_axis_acc_impl(dx, dy, alpha, outer, n, inner);
-}
-void broadcast_axis_acc_impl_f64(double* dx, const double* dy, double alpha, int64_t outer,
-                                 int64_t n, int64_t inner) {
-  broadcast_axis_acc_impl(dx, dy, alpha, outer, n, inner);
-}
-double sum_all_double_impl_f32(const float* x, int64_t n) { return sum_all_double_impl(x, n); }
-double sum_all_double_impl_f64(const double* x, int64_t n) { return sum_all_double_impl(x, n); }
+constexpr auto& sum_axis_impl_f32 = sum_axis_impl<float>;
+constexpr auto& sum_axis_impl_f64 = sum_axis_impl<double>;
+constexpr auto& max_axis_impl_f32 = max_axis_impl<float>;
+constexpr auto& max_axis_impl_f64 = max_axis_impl<double>;
+constexpr auto& broadcast_axis_acc_impl_f32 = broadcast_axis_acc_impl<float>;
+constexpr auto& broadcast_axis_acc_impl_f64 = broadcast_axis_acc_impl<double>;
+constexpr auto& sum_all_double_impl_f32 = sum_all_double_impl<float>;
+constexpr auto& sum_all_double_impl_f64 = sum_all_double_impl<double>;
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -339,42 +286,26 @@ HWY_EXPORT(broadcast_axis_acc_impl_f64);
 HWY_EXPORT(sum_all_double_impl_f32);
 HWY_EXPORT(sum_all_double_impl_f64);
 
-// Each public template calls the f32 or f64 export for the best target of this CPU.
+// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
 
 template <typename T>
 void sum_axis(T* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool accumulate) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(sum_axis_impl_f32)(out, x, outer, n, inner, accumulate);
-  } else {
-    HWY_DYNAMIC_DISPATCH(sum_axis_impl_f64)(out, x, outer, n, inner, accumulate);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, sum_axis_impl)(out, x, outer, n, inner, accumulate);
 }
 
 template <typename T>
 void max_axis(T* out, int64_t* argmax, const T* x, int64_t outer, int64_t n, int64_t inner) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(max_axis_impl_f32)(out, argmax, x, outer, n, inner);
-  } else {
-    HWY_DYNAMIC_DISPATCH(max_axis_impl_f64)(out, argmax, x, outer, n, inner);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, max_axis_impl)(out, argmax, x, outer, n, inner);
 }
 
 template <typename T>
 void broadcast_axis_acc(T* dx, const T* dy, T alpha, int64_t outer, int64_t n, int64_t inner) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(broadcast_axis_acc_impl_f32)(dx, dy, alpha, outer, n, inner);
-  } else {
-    HWY_DYNAMIC_DISPATCH(broadcast_axis_acc_impl_f64)(dx, dy, alpha, outer, n, inner);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, broadcast_axis_acc_impl)(dx, dy, alpha, outer, n, inner);
 }
 
 template <typename T>
 double sum_all_double(const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    return HWY_DYNAMIC_DISPATCH(sum_all_double_impl_f32)(x, n);
-  } else {
-    return HWY_DYNAMIC_DISPATCH(sum_all_double_impl_f64)(x, n);
-  }
+  return ATTOGRAD_DYNAMIC_DISPATCH(T, sum_all_double_impl)(x, n);
 }
 
 #define ATTOGRAD_INSTANTIATE(T)                                                    \

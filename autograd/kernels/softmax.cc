@@ -14,95 +14,22 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
+
+#include "autograd/kernels/dispatch.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/softmax.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "hwy/contrib/math/math-inl.h"
+#include "autograd/kernels/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Helpers and kernel bodies get internal linkage: every kernel file has its own for_range,
-// row_max etc., compiled into the same per-target namespace, and they must not be merged by the
-// linker (one definition rule). Only the exported wrappers at the end are visible outside.
+// This file's own helpers and kernel bodies get internal linkage (the shared ones come from
+// simd-inl.h); only the exported names at the end are visible outside.
 namespace {
-
-// ---- Loops (same helpers as elementwise.cc) ----------------------------------------------------
-
-// body(i) for i in [0, count), on all OpenMP threads when `parallel` (plain branch: an
-// `omp parallel if(false)` still costs ~0.2 us per call).
-template <class Body>
-void for_range(int64_t count, bool parallel, const Body& body) {
-  if (!parallel || count < 2) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) body(i);
-}
-
-// Threads only pay from about 32k elements (rows * n) on.
-constexpr int64_t kParallelMin = 32768;
-
-// body(d, j) on each vector of [0, n), then on the n % Lanes(d) tail one lane at a time (a
-// 1-lane tag), so the tail runs the same maths. (Highway 1.0.3 has no LoadN/StoreN, and its
-// MaskedLoad reads a whole aligned vector on SSSE3/SSE4.)
-template <typename T, class Body>
-HWY_INLINE void for_each_vector(int64_t n, const Body& body) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t j = 0;
-  for (; j + N <= n; j += N) body(d, j);
-  for (; j < n; ++j) body(d1, j);
-}
-
-// Sum over [0, n) of the vectors f(d, j): one vector accumulator for the whole vectors, summed
-// across lanes at the end, plus the tail lanes.
-template <typename T, class F>
-HWY_INLINE T sum_of(int64_t n, const F& f) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto acc = hn::Zero(d);
-  int64_t j = 0;
-  for (; j + N <= n; j += N) acc = hn::Add(acc, f(d, j));
-  T s = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; j < n; ++j) s += hn::GetLane(f(d1, j));
-  return s;
-}
-
-// max of x[0..n) (-inf for n = 0). If the row holds NaN the result may or may not be NaN
-// (Highway's Max may drop a NaN operand), which is fine here: exp(NaN - m) or exp(x - NaN) is
-// NaN either way and the NaN reaches every output through the sum.
-template <typename T>
-HWY_INLINE T row_max(const T* x, int64_t n) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto vmax = hn::Set(d, -std::numeric_limits<T>::infinity());
-  int64_t j = 0;
-  for (; j + N <= n; j += N) vmax = hn::Max(vmax, hn::LoadU(d, x + j));
-  T m = hn::GetLane(hn::MaxOfLanes(d, vmax));
-  for (; j < n; ++j) m = std::max(m, x[j]);
-  return m;
-}
-
-// exp(x) for the arguments max-subtraction produces: x <= 0, -inf (an entry masked to -inf
-// beforehand) or NaN. Highway's Exp is only specified from -FLT_MAX up, and returns 0 for NaN:
-// map -inf to exactly 0 ourselves, and keep NaN as NaN so that a NaN row is not silently
-// turned into a valid distribution.
-template <class D, class V>
-HWY_INLINE V exp_nonpositive(D d, V x) {
-  using T = hn::TFromD<D>;
-  const V minus_inf = hn::Set(d, -std::numeric_limits<T>::infinity());
-  const V y = hn::IfThenZeroElse(hn::Eq(x, minus_inf), hn::Exp(d, x));
-  return hn::IfThenElse(hn::IsNaN(x), x, y);
-}
 
 // ---- softmax ---------------------------------------------------------------------------------
 
@@ -134,7 +61,7 @@ void softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n, int64_t cau
 
     // pass 3: normalise; masked entries get probability exactly 0
     const T inv_sum = T(1) / sum;
-    for_each_vector<T>(visible, [&](auto d, int64_t j) HWY_ATTR {
+    for_each_vector<T>(0, visible, [&](auto d, int64_t j) HWY_ATTR {
       hn::StoreU(hn::Mul(hn::LoadU(d, yr + j), hn::Set(d, inv_sum)), d, yr + j);
     });
     std::fill(yr + visible, yr + n, T(0));
@@ -155,7 +82,7 @@ void softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int64_t
     });
 
     // pass 2: dx += y * (dy - dot)
-    for_each_vector<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+    for_each_vector<T>(0, n, [&](auto d, int64_t j) HWY_ATTR {
       const auto g = hn::Mul(hn::LoadU(d, yr + j), hn::Sub(hn::LoadU(d, dyr + j), hn::Set(d, dot)));
       hn::StoreU(hn::Add(hn::LoadU(d, dxr + j), g), d, dxr + j);
     });
@@ -183,7 +110,7 @@ void log_softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n) {
 
     // pass 3: y = (x - m) - log_sum, shifted in that order so that the largest entry gets
     // exactly -log_sum (x - m = 0) even when |m| is huge.
-    for_each_vector<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+    for_each_vector<T>(0, n, [&](auto d, int64_t j) HWY_ATTR {
       const auto shifted = hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, m));
       hn::StoreU(hn::Sub(shifted, hn::Set(d, log_sum)), d, yr + j);
     });
@@ -202,7 +129,7 @@ void log_softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int
     const T sum = sum_of<T>(n, [&](auto d, int64_t j) HWY_ATTR { return hn::LoadU(d, dyr + j); });
 
     // pass 2: dx += dy - exp(y) * sum   (y <= 0, so exp stays in range)
-    for_each_vector<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+    for_each_vector<T>(0, n, [&](auto d, int64_t j) HWY_ATTR {
       const auto p = exp_nonpositive(d, hn::LoadU(d, yr + j));
       const auto g = hn::Sub(hn::LoadU(d, dyr + j), hn::Mul(p, hn::Set(d, sum)));
       hn::StoreU(hn::Add(hn::LoadU(d, dxr + j), g), d, dxr + j);
@@ -212,38 +139,16 @@ void log_softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT needs plain (non-template) names, one per element type ---------------
+// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
 
-void softmax_forward_impl_f32(float* y, const float* x, int64_t rows, int64_t n,
-                              int64_t causal_tq) {
-  softmax_forward_impl(y, x, rows, n, causal_tq);
-}
-void softmax_forward_impl_f64(double* y, const double* x, int64_t rows, int64_t n,
-                              int64_t causal_tq) {
-  softmax_forward_impl(y, x, rows, n, causal_tq);
-}
-void softmax_backward_impl_f32(float* dx, const float* y, const float* dy, int64_t rows,
-                               int64_t n) {
-  softmax_backward_impl(dx, y, dy, rows, n);
-}
-void softmax_backward_impl_f64(double* dx, const double* y, const double* dy, int64_t rows,
-                               int64_t n) {
-  softmax_backward_impl(dx, y, dy, rows, n);
-}
-void log_softmax_forward_impl_f32(float* y, const float* x, int64_t rows, int64_t n) {
-  log_softmax_forward_impl(y, x, rows, n);
-}
-void log_softmax_forward_impl_f64(double* y, const double* x, int64_t rows, int64_t n) {
-  log_softmax_forward_impl(y, x, rows, n);
-}
-void log_softmax_backward_impl_f32(float* dx, const float* y, const float* dy, int64_t rows,
-                                   int64_t n) {
-  log_softmax_backward_impl(dx, y, dy, rows, n);
-}
-void log_softmax_backward_impl_f64(double* dx, const double* y, const double* dy, int64_t rows,
-                                   int64_t n) {
-  log_softmax_backward_impl(dx, y, dy, rows, n);
-}
+constexpr auto& softmax_forward_impl_f32 = softmax_forward_impl<float>;
+constexpr auto& softmax_forward_impl_f64 = softmax_forward_impl<double>;
+constexpr auto& softmax_backward_impl_f32 = softmax_backward_impl<float>;
+constexpr auto& softmax_backward_impl_f64 = softmax_backward_impl<double>;
+constexpr auto& log_softmax_forward_impl_f32 = log_softmax_forward_impl<float>;
+constexpr auto& log_softmax_forward_impl_f64 = log_softmax_forward_impl<double>;
+constexpr auto& log_softmax_backward_impl_f32 = log_softmax_backward_impl<float>;
+constexpr auto& log_softmax_backward_impl_f64 = log_softmax_backward_impl<double>;
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -260,42 +165,26 @@ HWY_EXPORT(log_softmax_forward_impl_f64);
 HWY_EXPORT(log_softmax_backward_impl_f32);
 HWY_EXPORT(log_softmax_backward_impl_f64);
 
-// Each public template calls the f32 or f64 export for the best target of this CPU.
+// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
 
 template <typename T>
 void softmax_forward(T* y, const T* x, int64_t rows, int64_t n, int64_t causal_tq) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(softmax_forward_impl_f32)(y, x, rows, n, causal_tq);
-  } else {
-    HWY_DYNAMIC_DISPATCH(softmax_forward_impl_f64)(y, x, rows, n, causal_tq);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, softmax_forward_impl)(y, x, rows, n, causal_tq);
 }
 
 template <typename T>
 void softmax_backward(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(softmax_backward_impl_f32)(dx, y, dy, rows, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(softmax_backward_impl_f64)(dx, y, dy, rows, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, softmax_backward_impl)(dx, y, dy, rows, n);
 }
 
 template <typename T>
 void log_softmax_forward(T* y, const T* x, int64_t rows, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(log_softmax_forward_impl_f32)(y, x, rows, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(log_softmax_forward_impl_f64)(y, x, rows, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, log_softmax_forward_impl)(y, x, rows, n);
 }
 
 template <typename T>
 void log_softmax_backward(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(log_softmax_backward_impl_f32)(dx, y, dy, rows, n);
-  } else {
-    HWY_DYNAMIC_DISPATCH(log_softmax_backward_impl_f64)(dx, y, dy, rows, n);
-  }
+  ATTOGRAD_DYNAMIC_DISPATCH(T, log_softmax_backward_impl)(dx, y, dy, rows, n);
 }
 
 #define ATTOGRAD_INSTANTIATE(T)                                                \

@@ -1,0 +1,169 @@
+// Loops and math helpers that every SIMD kernel file (autograd/kernels/*.cc) shares, compiled
+// once per Highway target like the kernels themselves: for_range and kParallelMin (threads),
+// for_each_vector and elementwise (vectors plus a 1-lane tail), sum_of and row_max (horizontal
+// reductions), and exp/log with IEEE special values. A kernel file includes it after highway.h:
+//
+//   #include "hwy/foreach_target.h"  // IWYU pragma: keep
+//   #include "hwy/highway.h"
+//   #include "autograd/kernels/simd-inl.h"
+//
+// and then finds the helpers in its own namespace attograd::kernels::HWY_NAMESPACE. They are
+// templates and inline functions, so the identical copy in every kernel file's object is one
+// definition (ODR). Helpers that only one kernel file needs stay in that file, under names of
+// their own (e.g. reduce.cc's NaN-propagating row_max_or_nan); exp_ieee and log_ieee, so far
+// used by elementwise.cc alone, sit here beside exp_nonpositive, which exp_ieee builds on.
+
+// Per-target include guard (Highway's toggle idiom, as in hwy/contrib/math/math-inl.h):
+// foreach_target.h re-includes the kernel file once per target and flips HWY_TARGET_TOGGLE
+// before each pass, so this opens once per target (a plain #ifndef guard: only for the first).
+#if defined(ATTOGRAD_KERNELS_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTOGRAD_KERNELS_SIMD_INL_H_
+#undef ATTOGRAD_KERNELS_SIMD_INL_H_
+#else
+#define ATTOGRAD_KERNELS_SIMD_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attograd::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ---- Threads -----------------------------------------------------------------------------------
+
+// Runs body(i) for i in [0, count): on all OpenMP threads when `parallel`, else on the calling
+// thread. Each i is done whole by one thread, so results never depend on the thread count.
+// A plain branch rather than `#pragma omp parallel for if(...)`: with gcc 12 the if(false) form
+// still enters the OpenMP runtime, about 0.2 us per call, more than a whole small kernel.
+template <class Body>
+void for_range(int64_t count, bool parallel, const Body& body) {
+  if (!parallel || count < 2) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
+// Work (elements touched) from which a second thread pays for the row kernels (softmax,
+// layer_norm, cross_entropy, reductions): rows * n >= kParallelMin. Below it, waking the team
+// costs more than it saves. Elementwise passes and matmul set their own (ElementwiseSplit,
+// matmul.cc).
+constexpr int64_t kParallelMin = 32768;
+
+// ---- Vectors and the tail ----------------------------------------------------------------------
+
+// Runs body(d, i) on each whole vector of [begin, end), then on the last few elements one at a
+// time through a 1-lane tag d1, so the tail runs exactly the same maths as the body. (Highway
+// 1.0.3 has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector on SSSE3/SSE4, which
+// may fault past the end of an unaligned buffer.)
+template <typename T, class Body>
+HWY_INLINE void for_each_vector(int64_t begin, int64_t end, const Body& body) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = begin;
+  for (; i + N <= end; i += N) body(d, i);
+  for (; i < end; ++i) body(d1, i);
+}
+
+// How a pass over n independent elements is cut up for threads: fixed chunks of `chunk` elements
+// (a multiple of every vector length, so only the last chunk has a tail), spread over threads
+// from `parallel_min` elements on. Fixed chunks, never per-thread pieces, so the split (and every
+// result) does not depend on the number of threads.
+struct ElementwiseSplit {
+  int64_t chunk;
+  int64_t parallel_min;
+};
+
+// Runs body(d, i) on each vector of [0, n), chunk by chunk (for_each_vector in each chunk).
+template <typename T, class Body>
+void elementwise(int64_t n, ElementwiseSplit split, const Body& body) {
+  const int64_t chunks = (n + split.chunk - 1) / split.chunk;
+  for_range(chunks, n >= split.parallel_min, [&](int64_t c) HWY_ATTR {
+    for_each_vector<T>(c * split.chunk, std::min(n, (c + 1) * split.chunk), body);
+  });
+}
+
+// ---- Horizontal reductions ---------------------------------------------------------------------
+
+// Sum over [0, n) of the vectors f(d, j): one vector accumulator for the whole vectors, summed
+// across lanes at the end, then the tail lanes (1-lane tag, same maths) added in order.
+template <typename T, class F>
+HWY_INLINE T sum_of(int64_t n, const F& f) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto acc = hn::Zero(d);
+  int64_t j = 0;
+  for (; j + N <= n; j += N) acc = hn::Add(acc, f(d, j));
+  T s = hn::GetLane(hn::SumOfLanes(d, acc));
+  for (; j < n; ++j) s += hn::GetLane(f(d1, j));
+  return s;
+}
+
+// max of x[0..n) (-inf for n = 0), the shift that keeps every exp(x - max) argument <= 0. If the
+// row holds NaN the result may or may not be NaN (Highway's Max, like the x86 maxps it compiles
+// to, may drop a NaN operand), which is fine for that use: exp(NaN - m) or exp(x - NaN) is NaN
+// either way and reaches the result through the sum. (reduce.cc's max_axis, where the max IS the
+// result, propagates NaN explicitly.)
+template <typename T>
+HWY_INLINE T row_max(const T* x, int64_t n) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto vmax = hn::Set(d, -std::numeric_limits<T>::infinity());
+  int64_t j = 0;
+  for (; j + N <= n; j += N) vmax = hn::Max(vmax, hn::LoadU(d, x + j));
+  T m = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; j < n; ++j) m = std::max(m, x[j]);
+  return m;
+}
+
+// ---- Transcendentals with IEEE edges -----------------------------------------------------------
+
+// e^x for the arguments max-subtraction produces: x <= 0, -inf (an entry masked to -inf) or NaN.
+// Highway's Exp is specified on [-FLT_MAX, 104] (float) / [-DBL_MAX, 706] (double) and returns 0
+// for NaN: map -inf to exactly 0 ourselves, and keep NaN as NaN, so that a NaN input is never
+// silently turned into a valid probability.
+template <class D, class V>
+HWY_INLINE V exp_nonpositive(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V minus_inf = hn::Set(d, -std::numeric_limits<T>::infinity());
+  const V y = hn::IfThenZeroElse(hn::Eq(x, minus_inf), hn::Exp(d, x));
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+// e^x for every x: exp_nonpositive's edges, plus +inf above log(max) = 88.72 (float) / 709.78
+// (double), where e^x overflows (Highway's Exp is unspecified above 104 / 706). (Measured: Exp is
+// within 1e-7 (float) / 2e-16 (double) relative of std::exp right up to those thresholds.)
+template <class D, class V>
+HWY_INLINE V exp_ieee(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V log_max =
+      hn::Set(d, std::is_same_v<T, float> ? T(88.72283935546875) : T(709.782712893384));
+  return hn::IfThenElse(hn::Gt(x, log_max), hn::Inf(d), exp_nonpositive(d, x));
+}
+
+// log(x) for every x. Highway's Log is specified on (0, max] and returns garbage elsewhere. Add
+// the edges: log(+-0) = -inf, log(+inf) = +inf, log(x < 0) = log(NaN) = NaN.
+// (Measured: exact to 1e-7 (float) / 2e-16 (double) relative down to the smallest subnormal.)
+template <class D, class V>
+HWY_INLINE V log_ieee(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V zero = hn::Zero(d);
+  V y = hn::Log(d, x);
+  y = hn::IfThenElse(hn::Eq(x, zero), hn::Set(d, -std::numeric_limits<T>::infinity()), y);
+  y = hn::IfThenElse(hn::Eq(x, hn::Inf(d)), x, y);
+  return hn::IfThenElse(hn::Ge(x, zero), y, hn::NaN(d));  // false for x < 0 and for NaN
+}
+
+}  // namespace attograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTOGRAD_KERNELS_SIMD_INL_H_
