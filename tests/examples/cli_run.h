@@ -1,5 +1,5 @@
-// Runs the real attograd binary (ATTOGRAD_CLI) in a shell and captures its output and exit code,
-// for the end-to-end CLI tests.
+// Runs the real attograd binary (ATTOGRAD_CLI) through the shell and captures its output and
+// exit code, for the end-to-end CLI tests.
 #pragma once
 
 #include <array>
@@ -10,18 +10,20 @@
 namespace attograd::testing {
 
 struct CliRun {
-  std::string out;  // stdout and stderr together
-  int exit_code;
+  std::string out;  // stdout, then stderr unless it was discarded
+  int exit_code;    // -1 if the process did not exit normally (a crash)
 };
 
-/// Runs `attograd <args>` and returns what it printed and its exit code (-1 if it crashed).
-inline CliRun run_cli(const std::string& args) {
-  const std::string cmd = std::string(ATTOGRAD_CLI) + " " + args + " 2>&1";
+/// Runs `attograd <args>` through the shell (so args may hold quotes and redirections). With
+/// merge_stderr, stderr is captured with stdout; otherwise it is discarded. Reads bytes, not
+/// lines, so binary-safe output (e.g. text without a final newline) comes back exactly.
+inline CliRun run_cli(const std::string& args, bool merge_stderr = true) {
+  const std::string cmd = std::string(ATTOGRAD_CLI) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return {"popen failed", -1};
   std::string out;
   std::array<char, 4096> buf;
-  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
   const int status = pclose(p);
   return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }

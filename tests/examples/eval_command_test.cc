@@ -21,28 +21,16 @@
 #include "gpt/checkpoint.h"
 #include "gpt/safetensors.h"
 
+#include "tests/examples/cli_run.h"
+
 namespace {
 
 const std::string kFixture = ATTOGRAD_PARITY_FIXTURE;
 const std::string kModel = kFixture + "/model.safetensors";
 
-struct Run {
-  std::string out;  // stdout and stderr together
-  int exit_code;
-};
-
-Run run(const std::string& args) {
-  const std::string cmd = std::string(ATTOGRAD_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-  const int status = pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
-bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+using Run = attograd::testing::CliRun;
+Run run(const std::string& args, bool merge_stderr = true) { return attograd::testing::run_cli(args, merge_stderr); }
+bool has(const std::string& s, const std::string& needle) { return attograd::testing::contains(s, needle); }
 
 // The number on the "loss X nats/token" line, or NaN when there is none.
 double printed_loss(const std::string& out) {

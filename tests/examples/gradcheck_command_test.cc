@@ -1,30 +1,15 @@
 // `attograd gradcheck` end to end: the real binary, its table, its exit codes.
 #define BOOST_TEST_MODULE gradcheck_command
 #include <boost/test/unit_test.hpp>
-#include <array>
-#include <cstdio>
 #include <string>
-#include <sys/wait.h>
+
+#include "tests/examples/cli_run.h"
 
 namespace {
 
-struct Run {
-  std::string out;
-  int exit_code;
-};
-
-Run run(const std::string& args) {
-  const std::string cmd = std::string(ATTOGRAD_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-  const int status = pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
-bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+using Run = attograd::testing::CliRun;
+Run run(const std::string& args, bool merge_stderr = true) { return attograd::testing::run_cli(args, merge_stderr); }
+bool has(const std::string& s, const std::string& needle) { return attograd::testing::contains(s, needle); }
 
 }  // namespace
 

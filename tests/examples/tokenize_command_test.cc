@@ -13,28 +13,15 @@
 #include "gpt/checkpoint.h"
 #include "gpt/safetensors.h"
 
+#include "tests/examples/cli_run.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  std::string out;  // stdout, then stderr when merge_stderr
-  int exit_code;
-};
-
-// Runs `attograd <args>` through the shell (so args may hold quotes and redirections).
-Run run(const std::string& args, bool merge_stderr = true) {
-  const std::string cmd = std::string(ATTOGRAD_CLI) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
-bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+using Run = attograd::testing::CliRun;
+Run run(const std::string& args, bool merge_stderr = true) { return attograd::testing::run_cli(args, merge_stderr); }
+bool has(const std::string& s, const std::string& needle) { return attograd::testing::contains(s, needle); }
 
 // A fresh directory for one test, removed at the end.
 struct TempDir {
