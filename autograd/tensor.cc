@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/allocator.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 
@@ -51,14 +52,10 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-// 64 bytes: a cache line and a full AVX-512 vector, so aligned loads are possible on any target.
-Storage::Storage(size_t n) : bytes(n) {
-  const size_t rounded = ((n + 63) / 64) * 64;
-  data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (data == nullptr) throw std::bad_alloc();
-}
+// 64-byte aligned (a cache line and a full AVX-512 vector), from the storage cache.
+Storage::Storage(size_t n) : data(allocate_storage(n)), bytes(n) {}
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() { release_storage(data, bytes); }
 
 namespace {
 

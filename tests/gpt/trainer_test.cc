@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "autograd/allocator.h"
 #include "autograd/ops.h"
 #include "gpt/char_tokenizer.h"
 #include "gpt/corpus.h"
@@ -122,6 +123,21 @@ BOOST_AUTO_TEST_CASE(gradient_accumulation_equals_the_mean_over_micro_batches) {
   BOOST_TEST(std::abs(loss - 0.5 * (l1.item() + l2.item())) < 1e-6);
   // The optimizer has already stepped, but the gradient buffers still hold what it used.
   attograd::testing::expect_close(model.arena().grads().to_vector(), reference.arena().grads().to_vector(), 1e-6);
+}
+
+// The design goal of the storage cache: after warm-up a training step allocates nothing.
+BOOST_AUTO_TEST_CASE(training_steps_after_warm_up_allocate_nothing) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  GPT model(c, 12);
+  Trainer t(model, data, small_options(), "char", "", "");
+  t.train_step();
+  t.train_step();
+  const size_t misses = allocator_stats().misses;
+  t.train_step();
+  t.train_step();
+  BOOST_TEST(allocator_stats().misses == misses);
 }
 
 BOOST_AUTO_TEST_CASE(non_finite_loss_stops_without_touching_parameters_or_checkpoint) {

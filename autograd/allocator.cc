@@ -1,0 +1,106 @@
+#include "autograd/allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace attograd {
+
+namespace {
+
+// Size classes: multiples of 64 bytes (a cache line, and the alignment) up to 64 KiB, then of
+// 4 KiB pages. Exact enough that a step's repeated shapes land in their own classes.
+size_t size_class(size_t bytes) {
+  const size_t granule = bytes <= (64u << 10) ? 64 : 4096;
+  const size_t rounded = (bytes + granule - 1) / granule * granule;
+  return rounded == 0 ? 64 : rounded;
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::map<size_t, std::vector<void*>> free_blocks;  // size class -> blocks
+  AllocatorStats stats;
+
+  void empty() {
+    for (auto& [size, blocks] : free_blocks)
+      for (void* b : blocks) std::free(b);
+    free_blocks.clear();
+    stats.cached_bytes = 0;
+    stats.cached_blocks = 0;
+  }
+  ~Cache() { empty(); }
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+size_t cache_limit_bytes() {
+  static const size_t limit = [] {
+    const char* env = std::getenv("ATTOGRAD_STORAGE_CACHE_MB");
+    const long long mb = env != nullptr ? std::atoll(env) : 4096;
+    return static_cast<size_t>(mb < 0 ? 0 : mb) << 20;
+  }();
+  return limit;
+}
+
+void* allocate_storage(size_t bytes) {
+  const size_t cls = size_class(bytes);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.free_blocks.find(cls);
+    if (it != c.free_blocks.end() && !it->second.empty()) {
+      void* b = it->second.back();
+      it->second.pop_back();
+      c.stats.cached_bytes -= cls;
+      --c.stats.cached_blocks;
+      ++c.stats.hits;
+      return b;
+    }
+    ++c.stats.misses;
+  }
+  void* b = std::aligned_alloc(64, cls);
+  if (b == nullptr) {  // give the cache back to the system and try once more
+    empty_storage_cache();
+    b = std::aligned_alloc(64, cls);
+    if (b == nullptr) throw std::bad_alloc();
+  }
+  return b;
+}
+
+void release_storage(void* block, size_t bytes) {
+  if (block == nullptr) return;
+  const size_t cls = size_class(bytes);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.stats.cached_bytes + cls <= cache_limit_bytes()) {
+      c.free_blocks[cls].push_back(block);
+      c.stats.cached_bytes += cls;
+      ++c.stats.cached_blocks;
+      return;
+    }
+  }
+  std::free(block);
+}
+
+AllocatorStats allocator_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.stats;
+}
+
+void empty_storage_cache() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.empty();
+}
+
+}  // namespace attograd
