@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The homework in one command: train pico (3 layers, 3 heads, n_embd 6, 1,980 parameters) on the
-# King James Bible (offline, from Debian's bible-kjv), print train/val loss and perplexity next
-# to the unigram baseline, plot them, and sample from two prompts at three temperatures.
-# Installs missing packages and builds first. About two minutes on 2 cores.
-# Extra arguments go to `attograd train` (e.g. --corpus shakespeare, --pos-encoding rope).
+# The homework in one command: train pico (3 layers, 3 heads, n_embd 6; 2,028 parameters with the
+# Bible's 73 characters) on the King James Bible (offline, from Debian's bible-kjv), print
+# train/val loss and perplexity next to the unigram baseline, plot them, and sample from two
+# prompts at three temperatures. Installs missing packages and builds first: about 4 minutes on
+# 2 cores from a clean clone (3 of them building), 1 when built.
+# Extra arguments go to `attograd train` and override the settings below (e.g. --corpus
+# shakespeare, --pos-encoding rope, --steps 5000); set OUT=dir to write somewhere else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +13,7 @@ bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target attograd_cli
 
-out=runs/pico
+out=${OUT:-runs/pico}
 build/examples/attograd train --preset pico --corpus kjv --out "$out" --overwrite \
   --steps 20000 --batch-size 64 --lr 1e-2 --min-lr 1e-3 --warmup 200 \
   --eval-interval 2000 --eval-iters 50 --log-interval 1000 "$@"

@@ -10,24 +10,32 @@ namespace attograd::gpt {
 
 namespace {
 
+// A gnuplot single-quoted string: a quote inside is written twice.
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
 // One gnuplot script per output format; the data come straight from the CSV logs.
-std::string script(const std::string& dir, const std::string& terminal, const std::string& ext) {
+std::string script(const std::string& directory, const std::string& terminal, const std::string& ext) {
+  auto file = [&](const std::string& name) { return quoted(directory + "/" + name); };
   return "set datafile separator ','\n"
          "set key top right\n"
          "set grid\n"
          "set xlabel 'step'\n"
          "set terminal " + terminal + "\n"
-         "set output '" + dir + "/loss." + ext + "'\n"
+         "set output " + file("loss." + ext) + "\n"
          "set title 'attograd: training and validation loss'\n"
          "set ylabel 'loss (nats per token)'\n"
-         "plot '" + dir + "/train_log.csv' every ::1 using 1:2 with lines lc rgb '#a0a0ff' title 'train (per step)', "
-         "'" + dir + "/eval_log.csv' every ::1 using 1:2 with linespoints lc rgb '#0000c0' title 'train (eval)', "
-         "'" + dir + "/eval_log.csv' every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'\n"
-         "set output '" + dir + "/perplexity." + ext + "'\n"
+         "plot " + file("train_log.csv") + " every ::1 using 1:2 with lines lc rgb '#a0a0ff' title 'train (per step)', " +
+         file("eval_log.csv") + " every ::1 using 1:2 with linespoints lc rgb '#0000c0' title 'train (eval)', " +
+         file("eval_log.csv") + " every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'\n"
+         "set output " + file("perplexity." + ext) + "\n"
          "set title 'attograd: perplexity = exp(mean loss)'\n"
          "set ylabel 'perplexity'\n"
-         "plot '" + dir + "/eval_log.csv' every ::1 using 1:4 with linespoints lc rgb '#0000c0' title 'train', "
-         "'" + dir + "/eval_log.csv' every ::1 using 1:5 with linespoints lc rgb '#c00000' title 'val'\n";
+         "plot " + file("eval_log.csv") + " every ::1 using 1:4 with linespoints lc rgb '#0000c0' title 'train', " +
+         file("eval_log.csv") + " every ::1 using 1:5 with linespoints lc rgb '#c00000' title 'val'\n";
 }
 
 }  // namespace
@@ -41,7 +49,9 @@ bool write_plots(const std::string& out_dir, std::ostream& log) {
   const std::string dir = std::filesystem::absolute(out_dir).string();
   for (const auto& [terminal, ext] : {std::pair<std::string, std::string>{"pngcairo size 900,600", "png"},
                                       std::pair<std::string, std::string>{"svg size 900,600", "svg"}}) {
-    FILE* p = popen("gnuplot 2>&1", "w");
+    // gnuplot's warnings (e.g. "empty x range" for a single evaluation) are noise in the
+    // training log; a real failure still shows in its exit status.
+    FILE* p = popen("gnuplot >/dev/null 2>&1", "w");
     if (p == nullptr) throw std::runtime_error("could not start gnuplot");
     const std::string s = script(dir, terminal, ext);
     std::fwrite(s.data(), 1, s.size(), p);

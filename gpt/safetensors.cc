@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -53,8 +54,11 @@ float half_to_float(uint16_t h) {
 }  // namespace
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, "it does not exist");
+  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "it is not a regular file (a directory?)");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) fail(path, "cannot open it for reading");
+  if (!in) fail(path, "cannot open it for reading (permissions?)");
   const uint64_t file_size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
   if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
@@ -62,6 +66,9 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   in.read(reinterpret_cast<char*>(len_bytes), 8);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = header_len << 8 | len_bytes[i];
+  if (header_len > (100u << 20) && header_len > file_size - 8)
+    fail(path, "not a safetensors file: its first 8 bytes declare a " + std::to_string(header_len) +
+                   "-byte header, larger than the file");
   if (header_len > file_size - 8)
     fail(path, "truncated: the header declares " + std::to_string(header_len) + " bytes but only " +
                    std::to_string(file_size - 8) + " follow (an interrupted download or copy?)");
@@ -80,6 +87,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   const uint64_t data_size = file_size - 8 - header_len;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") {
+      if (!it.value().is_object()) fail(path, "__metadata__ is not a JSON object");
       for (auto m = it.value().begin(); m != it.value().end(); ++m)
         f.metadata_[m.key()] = m.value().is_string() ? m.value().get<std::string>() : m.value().dump();
       continue;
@@ -185,7 +193,8 @@ void SafetensorsWriter::write(const std::string& path) const {
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the spec allows padding; keeps data 8-aligned
-  const std::string tmp = path + ".tmp";
+  // Unique per process, so two writers never share (and truncate) one temporary file.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) throw std::runtime_error("cannot write checkpoint '" + tmp + "': " + std::strerror(errno));
   unsigned char len_bytes[8];

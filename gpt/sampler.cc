@@ -34,14 +34,20 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits, 
     const double kth = sorted[o.top_k - 1];
     for (size_t i = 0; i < V; ++i) keep[i] = logits[i] >= kth;
   }
-  // softmax(logits / T) over the kept entries, max-subtracted: with T = 1e-6 the scaled logits
-  // are ~1e6 apart, exp(0) = 1 for the max and exp(-huge) = 0 elsewhere, all finite.
+  // softmax(logits / T) over the kept entries, computed as exp((x - m) / T) with m the largest
+  // kept logit: every exponent is <= 0 whatever T is, so a tiny temperature (even 1e-308, where
+  // x / T itself would overflow) gives exp(0) = 1 for the max and exp(-huge) = 0 elsewhere.
   double m = -INFINITY;
-  for (size_t i = 0; i < V; ++i)
-    if (keep[i]) m = std::max(m, logits[i] / o.temperature);
+  for (size_t i = 0; i < V; ++i) {
+    if (std::isnan(logits[i]))
+      throw std::runtime_error("the model produced a NaN logit (id " + std::to_string(i) +
+                               "): its weights are not finite; retrain or load another checkpoint");
+    if (keep[i]) m = std::max(m, logits[i]);
+  }
+  if (!std::isfinite(m)) throw std::runtime_error("the model produced infinite logits: its weights are not finite");
   double total = 0;
   for (size_t i = 0; i < V; ++i)
-    if (keep[i]) total += p[i] = std::exp(logits[i] / o.temperature - m);
+    if (keep[i]) total += p[i] = std::exp((logits[i] - m) / o.temperature);
   for (double& x : p) x /= total;
   if (o.top_p < 1) {
     // Nucleus (Holtzman et al. 2020): the smallest set of most likely tokens with mass >= top_p.

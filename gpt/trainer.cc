@@ -1,6 +1,8 @@
 #include "gpt/trainer.h"
 
+#include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -62,7 +64,8 @@ std::string TrainOptions::to_json() const {
                         {"beta2", beta2},               {"grad_clip", grad_clip},
                         {"seed", seed},                 {"eval_interval", eval_interval},
                         {"eval_iters", eval_iters},     {"checkpoint_interval", checkpoint_interval},
-                        {"log_interval", log_interval}}
+                        {"log_interval", log_interval},   {"corpus", corpus},
+                        {"corpus_sha256", corpus_sha256}}
       .dump();
 }
 
@@ -87,6 +90,8 @@ TrainOptions TrainOptions::from_json(const std::string& text) {
     o.eval_iters = j.at("eval_iters");
     o.checkpoint_interval = j.at("checkpoint_interval");
     o.log_interval = j.at("log_interval");
+    o.corpus = j.value("corpus", "");
+    o.corpus_sha256 = j.value("corpus_sha256", "");
     return o;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("malformed training options in the checkpoint: ") + e.what());
@@ -202,7 +207,8 @@ void truncate_log(const std::filesystem::path& path, const std::string& header, 
   std::string line;
   if (in && std::getline(in, line))
     while (std::getline(in, line))
-      if (!line.empty() && std::stoll(line.substr(0, line.find(','))) <= step) keep.push_back(line);
+      if (!line.empty() && std::strtoll(line.c_str(), nullptr, 10) <= step && std::isdigit(static_cast<unsigned char>(line[0])))
+        keep.push_back(line);  // a malformed line (not starting with a step number) is dropped
   std::ofstream out(path, std::ios::trunc);
   for (const std::string& l : keep) out << l << '\n';
 }
@@ -261,7 +267,13 @@ EvalResult Trainer::run(std::ostream& log) {
                             (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
       if (files && ckpt_now) save(checkpoint_path());
     }
-    if (step_ == first_step) last = do_eval();  // nothing left to train: still report
+    if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice
+      last = evaluate();
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
+                    static_cast<long long>(last.step), static_cast<long long>(o.max_steps), last.val_loss, last.val_ppl);
+      log << buf;
+    }
   } catch (const NonFiniteLoss&) {
     train_csv.flush();
     throw;

@@ -54,6 +54,8 @@ struct TrainOptions {
   int64_t eval_iters = 20;         // batches per split per evaluation
   int64_t checkpoint_interval = 0; // also checkpoint every N steps; 0 = at evaluations and the end
   int64_t log_interval = 50;       // progress line every N steps
+  std::string corpus;              // the corpus spec, and the sha256 of its text: --resume
+  std::string corpus_sha256;       //   refuses a different corpus
 
   /// Throws std::invalid_argument naming the first bad field.
   void validate() const;

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build       # compiler and build
+  pkg-config                  # CMake finds PCRE2 through it
   libhwy-dev                  # Google Highway: portable SIMD with runtime dispatch (the kernels)
   libboost-test-dev           # Boost.Test: the test framework
   libcli11-dev                # CLI11: the attograd command line

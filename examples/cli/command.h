@@ -23,6 +23,11 @@ void add_tokenize_command(CLI::App& app, int& exit_code);
 /// `attograd info`: a config's parameter shapes and counts, and attention's tensor shapes.
 void add_info_command(CLI::App& app, int& exit_code);
 
+/// Option checks with short messages ("--steps: must be a positive number, got 0"): CLI11's
+/// PositiveNumber prints its range as 0 to 1.8e308 written out in full.
+extern const CLI::Validator kPositive;     // a finite number > 0
+extern const CLI::Validator kNonNegative;  // a finite number >= 0
+
 /// --preset and the per-field overrides of a GPTConfig.
 struct ConfigArgs {
   std::string preset = "pico";

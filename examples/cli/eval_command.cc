@@ -99,6 +99,13 @@ int64_t evaluate(const gpt::GPT& model, const std::vector<int64_t>& tokens, gpt:
   return windows;
 }
 
+// A NaN or infinite loss is not a result to print: the weights are broken.
+void require_finite(const gpt::PerplexityMeter& meter, const std::string& model_path) {
+  if (!std::isfinite(meter.mean_nll()))
+    throw std::runtime_error("the loss is " + std::to_string(meter.mean_nll()) + ": the weights in " + model_path +
+                             " are not finite (a diverged run?); evaluate an earlier checkpoint");
+}
+
 int run(const EvalArgs& a) {
   if (a.checkpoint.empty() == a.hf_gpt2.empty())
     throw std::invalid_argument("give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
@@ -131,6 +138,7 @@ int run(const EvalArgs& a) {
                                     ": token id " + std::to_string(ids[i]) + " (token " + std::to_string(i + 1) +
                                     ") is out of range for the model's vocabulary [0, " + std::to_string(c.vocab_size) + ")");
     const int64_t windows = evaluate(*model, ids, meter);
+    require_finite(meter, path);
     std::printf("%s: %lld predictions from %lld token ids, %lld window(s) of block_size %lld\n"
                 "loss %.9g nats/token\nperplexity %.9g\n",
                 path.c_str(), static_cast<long long>(meter.tokens()), static_cast<long long>(ids.size()),
@@ -153,6 +161,7 @@ int run(const EvalArgs& a) {
   if (a.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > a.max_tokens + 1) tokens.resize(a.max_tokens + 1);
   if (tokens.size() < 2) throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
   evaluate(*model, tokens, meter);
+  require_finite(meter, a.checkpoint.empty() ? a.hf_gpt2 : a.checkpoint);
   std::printf("%s split of %s: %lld tokens\nloss %.9g nats/token\nperplexity %.9g\n", a.split.c_str(), corpus.name.c_str(),
               static_cast<long long>(meter.tokens()), meter.mean_nll(), meter.perplexity());
   return 0;
@@ -168,7 +177,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                                     "a Hugging Face GPT-2 model.safetensors (n_head from config.json beside it; "
                                     "a corpus is encoded with GPT-2's BPE)");
   cmd->add_option("--n-head", a->n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->needs(hf);
   CLI::Option* ids = cmd->add_option("--ids", a->ids,
                                      "evaluate one sequence of whitespace-separated token ids from this file "
@@ -179,7 +188,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                            ->check(CLI::IsMember({"val", "train"}))
                            ->capture_default_str();
   CLI::Option* max_tokens = cmd->add_option("--max-tokens", a->max_tokens, "evaluate at most this many predictions (0 = all)")
-                                ->check(CLI::NonNegativeNumber);
+                                ->check(kNonNegative);
   for (CLI::Option* o : {corpus, cache, split, max_tokens}) ids->excludes(o);
   cmd->footer(kWindowsNote);
   cmd->callback([a, &exit_code] { exit_code = run(*a); });

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <unistd.h>
 #include <exception>
+#include <new>
 #include <iostream>
 
 #include "examples/cli/command.h"
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2 like any other bad input.
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "attograd: error: out of memory: the model, batch or context is too large for this machine "
+                 "(reduce --batch-size, --block-size or the model size)\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "attograd: error: " << e.what() << "\n";
     return 2;

@@ -2,11 +2,16 @@
 // loss and perplexity against the unigram baseline, CSV logs, plots and checkpoints.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <fcntl.h>
 #include <omp.h>
+#include <set>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "examples/cli/command.h"
 #include "gpt/bpe_tokenizer.h"
@@ -33,11 +38,45 @@ struct TrainArgs {
   bool overwrite = false;
   int threads = 0;
   CLI::Option* steps_option = nullptr;
+  CLI::App* cmd = nullptr;
 };
+
+// Options a resumed run takes from its checkpoint; only these may be given with --resume.
+const std::set<std::string> kResumeOptions = {"--resume", "--steps", "--corpus", "--cache-dir", "--out",
+                                              "--threads", "--tokenizer", "--help"};
+
+// Holds an exclusive lock on <out>/.lock for the life of the process: two runs writing the same
+// logs and checkpoint would interleave them.
+void lock_output_dir(const std::filesystem::path& out) {
+  const std::string path = (out / ".lock").string();
+  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  if (fd < 0) throw std::invalid_argument("cannot write in --out " + out.string() + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+    throw std::invalid_argument("another `attograd train` is writing to " + out.string() +
+                                "; wait for it to finish or choose another --out");
+  // fd stays open on purpose: the lock is released when the process exits.
+}
 
 int run(TrainArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
-  const std::filesystem::path ckpt = std::filesystem::path(a.out) / "ckpt.safetensors";
+  if (a.out.empty()) throw std::invalid_argument("--out is empty: give a directory for the logs, plots and checkpoint");
+  if (a.resume) {
+    std::vector<std::string> ignored;
+    for (const CLI::Option* opt : a.cmd->get_options())
+      if (opt->count() > 0 && !kResumeOptions.count(opt->get_name())) ignored.push_back(opt->get_name());
+    if (!ignored.empty()) {
+      std::string list;
+      for (const std::string& n : ignored) list += (list.empty() ? "" : ", ") + n;
+      throw std::invalid_argument("--resume continues a run with the options stored in its checkpoint; " + list +
+                                  " cannot change (only --steps can extend the run)");
+    }
+  }
+  const std::filesystem::path out_dir(a.out);
+  if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
+    throw std::invalid_argument("--out " + a.out + " exists and is not a directory");
+  std::filesystem::create_directories(out_dir);
+  lock_output_dir(out_dir);
+  const std::filesystem::path ckpt = out_dir / "ckpt.safetensors";
   if (!a.resume && !a.overwrite && std::filesystem::exists(ckpt))
     throw std::invalid_argument(ckpt.string() + " already exists: pass --resume to continue that run, "
                                 "--overwrite to start over, or choose another --out");
@@ -64,7 +103,17 @@ int run(TrainArgs& a) {
     tokenizer = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
     model = gpt::load_model(file);
     options = gpt::TrainOptions::from_json(info.training->train_options);
-    if (a.steps_option->count() > 0) options.max_steps = a.options.max_steps;  // extend a run
+    if (a.steps_option->count() > 0 && a.options.max_steps != options.max_steps) {
+      // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
+      // rather than stretching to the new length and jumping back up.
+      if (options.lr_decay_steps == 0) options.lr_decay_steps = options.max_steps;
+      options.max_steps = a.options.max_steps;
+    }
+    const std::string digest = gpt::sha256_hex(corpus.text);
+    if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest)
+      throw std::invalid_argument("this run was trained on corpus '" + options.corpus + "' (sha256 " +
+                                  options.corpus_sha256.substr(0, 16) + "...), not on '" + a.corpus +
+                                  "'; pass the same --corpus to resume it");
     state = info.training;
     std::cout << "resume  step " << state->step << " of " << ckpt.string() << "\n";
   } else {
@@ -73,6 +122,8 @@ int run(TrainArgs& a) {
     else
       tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(corpus.text));
     model = std::make_unique<gpt::GPT>(build_config(a.config, tokenizer->vocab_size()), a.init_seed);
+    options.corpus = a.corpus;
+    options.corpus_sha256 = gpt::sha256_hex(corpus.text);
   }
   const gpt::GPTConfig& c = model->config();
   // GPT-2's BPE treats "<|endoftext|>" in the corpus as plain text (encode's default): a
@@ -85,6 +136,18 @@ int run(TrainArgs& a) {
               static_cast<double>(corpus.text.size()) / static_cast<double>(std::max<size_t>(ids.size(), 1)),
               encode_seconds);
   const gpt::Dataset data(std::move(ids), c.block_size);
+  // Check now, not at the first evaluation after all the training: both splits need a window.
+  const int64_t T = options.block_size > 0 ? options.block_size : c.block_size;
+  for (gpt::Split split : {gpt::Split::train, gpt::Split::val})
+    if (data.num_windows(split, T) < 1)
+      throw std::invalid_argument("the corpus is too short: its " + std::string(gpt::split_name(split)) + " split has " +
+                                  std::to_string(data.size(split)) + " tokens, but a window of block_size " +
+                                  std::to_string(T) + " needs " + std::to_string(T + 1) +
+                                  " (the val split is the last 10%); use a longer corpus or a smaller --block-size");
+  if (options.warmup_steps >= options.max_steps)
+    std::printf("note    --warmup %lld >= --steps %lld: the learning rate never reaches its peak %g\n",
+                static_cast<long long>(options.warmup_steps), static_cast<long long>(options.max_steps),
+                options.learning_rate);
   std::printf("model   n_layer %lld, n_head %lld, n_embd %lld, block_size %lld, vocab_size %lld, %s positions: %lld parameters\n",
               static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head), static_cast<long long>(c.n_embd),
               static_cast<long long>(c.block_size), static_cast<long long>(c.vocab_size),
@@ -123,6 +186,10 @@ int run(TrainArgs& a) {
 void add_train_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "train a GPT on a corpus (char or GPT-2 BPE tokenizer)");
+  a->cmd = cmd;
+  // A repeated option takes its last value, so a script's defaults can be overridden by
+  // arguments appended after them (examples/train_pico.sh "$@").
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   add_config_options(cmd, a->config, false);
   cmd->add_option("--corpus", a->corpus, "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded "
                                          "once), or a UTF-8 text file")->capture_default_str();
@@ -132,23 +199,23 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
   cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")->capture_default_str();
   gpt::TrainOptions& o = a->options;
-  a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size, "sequences per micro-batch (B)")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--grad-accum", o.grad_accum, "micro-batches per step")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--lr", o.learning_rate, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine decay")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--decay-steps", o.lr_decay_steps, "cosine decay length (0 = --steps)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decay of 2-D weights")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")->check(kPositive)->capture_default_str();
+  cmd->add_option("--batch-size", o.batch_size, "sequences per micro-batch (B)")->check(kPositive)->capture_default_str();
+  cmd->add_option("--grad-accum", o.grad_accum, "micro-batches per step")->check(kPositive)->capture_default_str();
+  cmd->add_option("--lr", o.learning_rate, "peak learning rate")->check(kPositive)->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine decay")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--decay-steps", o.lr_decay_steps, "cosine decay length (0 = --steps)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decay of 2-D weights")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)")->check(kNonNegative)->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of the batch sampler")->capture_default_str();
   cmd->add_option("--init-seed", a->init_seed, "seed of the weight initialisation")->capture_default_str();
-  cmd->add_option("--eval-interval", o.eval_interval, "evaluate every N steps")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--eval-iters", o.eval_iters, "batches per split per evaluation")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--checkpoint-interval", o.checkpoint_interval, "also checkpoint every N steps")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--log-interval", o.log_interval, "progress line every N steps")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--threads", a->threads, "OpenMP threads (default: all cores)")->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--resume", a->resume, "continue the run in --out from its checkpoint (bit-exact; --steps may extend it)");
+  cmd->add_option("--eval-interval", o.eval_interval, "evaluate every N steps")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split per evaluation")->check(kPositive)->capture_default_str();
+  cmd->add_option("--checkpoint-interval", o.checkpoint_interval, "also checkpoint every N steps (0 = at evaluations and the end)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--log-interval", o.log_interval, "progress line every N steps")->check(kPositive)->capture_default_str();
+  cmd->add_option("--threads", a->threads, "OpenMP threads (0 = all cores)")->check(kNonNegative)->capture_default_str();
+  cmd->add_flag("--resume", a->resume, "continue the run in --out from its checkpoint, bit-exact, with its stored options (--steps may extend it; the learning-rate schedule keeps its end)");
   cmd->add_flag("--overwrite", a->overwrite, "start over even if --out already holds a checkpoint");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <unistd.h>
 
 #include "tests/examples/cli_run.h"
@@ -93,11 +94,71 @@ BOOST_AUTO_TEST_CASE(train_sample_resume_end_to_end) {
   BOOST_TEST(contains(negative.out, "temperature must be >= 0"));
 }
 
+// What the newcomer review found: resume guards, concurrent runs, late corpus checks.
+BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
+  TempDir dir;
+  const std::string corpus = write_corpus(dir), out = dir / "run";
+  const std::string base = "train --preset pico --corpus " + corpus + " --out " + out +
+                           " --steps 10 --batch-size 4 --eval-iters 1 --warmup 2 --log-interval 5";
+  BOOST_REQUIRE(run_cli(base).exit_code == 0);
+  // A repeated option takes its last value (scripts append overrides after their defaults).
+  const auto repeated = run_cli(base + " --overwrite --steps 12");
+  BOOST_TEST_INFO(repeated.out);
+  BOOST_TEST(repeated.exit_code == 0);
+  BOOST_TEST(contains(repeated.out, "step 12/12"));
+  // Resuming on another corpus, or with options the checkpoint fixes, is refused.
+  const std::string other = dir / "other.txt";
+  { std::ofstream(other) << std::string(2000, 'a') << "\n"; }
+  const auto wrong_corpus = run_cli("train --corpus " + other + " --out " + out + " --resume --steps 20");
+  BOOST_TEST(wrong_corpus.exit_code == 2);
+  BOOST_TEST(contains(wrong_corpus.out, "pass the same --corpus"));
+  const auto changed = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 20 --lr 0.5");
+  BOOST_TEST(changed.exit_code == 2);
+  BOOST_TEST(contains(changed.out, "--lr cannot change"));
+  // Extending a run keeps its schedule: past the old end the rate stays at min_lr.
+  const auto extended = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 20");
+  BOOST_TEST_INFO(extended.out);
+  BOOST_TEST(extended.exit_code == 0);
+  BOOST_TEST(contains(extended.out, "step 15/20 | loss"));
+  BOOST_TEST(contains(extended.out, "lr 1.00e-03"));  // min_lr, not a jump back up
+  // An empty --out, or a file as --out, is refused before any work.
+  BOOST_TEST(contains(run_cli("train --corpus " + corpus + " --out \"\"").out, "--out is empty"));
+  BOOST_TEST(contains(run_cli("train --corpus " + corpus + " --out " + corpus).out, "is not a directory"));
+}
+
+BOOST_AUTO_TEST_CASE(a_second_run_into_the_same_out_is_refused) {
+  TempDir dir;
+  const std::string corpus = write_corpus(dir), out = dir / "run";
+  // The first run holds the lock for its lifetime; start it in the background, then the second.
+  const std::string first = std::string(ATTOGRAD_CLI) + " train --preset pico --corpus " + corpus + " --out " + out +
+                            " --steps 3000 --batch-size 4 --eval-iters 1 --log-interval 1000 > /dev/null 2>&1 &";
+  BOOST_REQUIRE(std::system(first.c_str()) == 0);
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {  // up to ~10 s for the first run to take the lock
+    ::usleep(100000);
+    const auto second = run_cli("train --preset pico --corpus " + corpus + " --out " + out + " --overwrite --steps 1");
+    refused = second.exit_code == 2 && contains(second.out, "another `attograd train` is writing to");
+  }
+  BOOST_TEST(refused);
+  std::system("pkill -f 'attograd_cli_test_.*run --steps 3000' > /dev/null 2>&1; sleep 0.2");
+}
+
+BOOST_AUTO_TEST_CASE(a_too_short_val_split_is_refused_before_training) {
+  TempDir dir;
+  const std::string file = dir / "short.txt";
+  { std::ofstream(file) << "the quick brown fox jumps over the lazy dog, twice over.\n"; }  // val: 6 chars
+  const auto r = run_cli("train --preset pico --corpus " + file + " --out " + (dir / "r") + " --steps 5");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(contains(r.out, "the corpus is too short: its val split has"));
+  BOOST_TEST(!contains(r.out, "step 1/"));
+}
+
 BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
   TempDir dir;
   const auto missing = run_cli("sample --checkpoint " + (dir / "nope.safetensors"));
   BOOST_TEST(missing.exit_code == 2);
-  BOOST_TEST(contains(missing.out, "cannot open"));
+  BOOST_TEST(contains(missing.out, "does not exist"));
   { std::ofstream(dir / "empty.txt"); }
   const auto empty = run_cli("train --preset pico --corpus " + (dir / "empty.txt") + " --out " + (dir / "r"));
   BOOST_TEST(empty.exit_code == 2);

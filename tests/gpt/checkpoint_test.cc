@@ -104,7 +104,10 @@ BOOST_AUTO_TEST_CASE(truncated_and_garbage_files_are_clear_errors) {
   expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "truncated");
   { std::ofstream(path, std::ios::trunc) << "not a checkpoint at all"; }
   expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "safetensors file");
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read((dir / "missing").string()); }, "cannot open");
+  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read((dir / "missing").string()); }, "does not exist");
+  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(dir.string()); }, "not a regular file");
+  { std::ofstream(path, std::ios::trunc) << std::string(64, '\x7f'); }  // random-looking bytes
+  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "not a safetensors file");
   std::filesystem::remove_all(dir);
 }
 

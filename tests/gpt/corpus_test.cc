@@ -88,7 +88,7 @@ struct NoProxy {
 
 bool have_shakespeare() {
   if (fs::exists(kShakespeareFile)) return true;
-  BOOST_TEST_MESSAGE("skipped: " << kShakespeareFile << " is absent (no /work/shared data)");
+  BOOST_TEST_MESSAGE("skipped: " << kShakespeareFile << " is absent (../shared is not beside this checkout)");
   return false;
 }
 

@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "gpt/char_tokenizer.h"
+#include "gpt/corpus.h"
 #include "gpt/dataset.h"
 #include "tests/test_util.h"
 
@@ -164,7 +167,7 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
   const std::filesystem::path path =
       std::filesystem::path(ATTOGRAD_SHARED_DIR) / "data" / "tinyshakespeare.txt";
   if (!std::filesystem::exists(path)) {
-    BOOST_TEST_MESSAGE("skipped: " << path << " is absent (no /work/shared data)");
+    BOOST_TEST_MESSAGE("skipped: " << path << " is absent (../shared is not beside this checkout)");
     return;
   }
   std::ifstream in(path, std::ios::binary);
@@ -184,4 +187,23 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
                      << " nats; uniform ln V = " << std::log(65.0));
   BOOST_TEST(std::abs(unigram - 3.337) < 1e-3);
   BOOST_TEST(std::abs(bigram - 2.482) < 1e-3);
+}
+
+// The default corpus's baselines, which `attograd train` prints and docs/05 quotes.
+BOOST_AUTO_TEST_CASE(king_james_bible_baselines) {
+  if (!std::filesystem::exists("/usr/bin/bible")) {
+    BOOST_TEST_MESSAGE("skipped: /usr/bin/bible is absent (apt-get install bible-kjv)");
+    return;
+  }
+  attograd::gpt::CorpusOptions options;
+  options.cache_dir = std::filesystem::temp_directory_path() / ("attograd_kjv_" + std::to_string(::getpid()));
+  const attograd::gpt::Corpus kjv = attograd::gpt::load_corpus("kjv", options);
+  std::filesystem::remove_all(options.cache_dir);
+  const auto tok = attograd::gpt::CharTokenizer::from_text(kjv.text);
+  BOOST_TEST(tok.vocab_size() == 73);
+  const attograd::gpt::Dataset data(tok.encode(kjv.text), 8);
+  using attograd::gpt::Split;
+  BOOST_TEST(std::abs(attograd::gpt::unigram_entropy(data.tokens(Split::val)) - 3.018) < 1e-3);
+  BOOST_TEST(std::abs(attograd::gpt::bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), 73) -
+                      2.328) < 1e-3);
 }

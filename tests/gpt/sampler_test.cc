@@ -38,6 +38,14 @@ BOOST_AUTO_TEST_CASE(tiny_and_zero_temperature_pick_the_argmax) {
   expect_throw_with<std::invalid_argument>([&] { next_token_probabilities(logits, with(1, 0, 0)); }, "top_p must be in (0, 1]");
 }
 
+BOOST_AUTO_TEST_CASE(extreme_temperatures_and_nan_logits) {
+  // x / T would overflow at T = 1e-308; (x - max) / T does not.
+  expect_close(next_token_probabilities({1, 3, 2}, with(1e-308)), {0, 1, 0}, 0);
+  expect_close(next_token_probabilities({1, 3, 2}, with(1e300)), {1.0 / 3, 1.0 / 3, 1.0 / 3}, 1e-12);
+  expect_throw_with<std::runtime_error>([] { next_token_probabilities({1, NAN, 2}, with(1)); }, "NaN logit");
+  expect_throw_with<std::runtime_error>([] { next_token_probabilities({INFINITY, 1}, with(1)); }, "infinite logits");
+}
+
 BOOST_AUTO_TEST_CASE(top_k_larger_than_vocab_is_off) {
   expect_close(next_token_probabilities({0.3, -0.2, 0.9}, with(1, 10)), {0.2916600, 0.1769007, 0.5314392}, 1e-7);
 }
