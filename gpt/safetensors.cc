@@ -105,12 +105,17 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
     }
     const size_t esize = element_size(e.dtype);
     if (esize == 0) fail(path, "tensor '" + it.key() + "' has unknown dtype " + e.dtype);
+    // Sizes come from the file: check them without overflow before trusting any product.
+    uint64_t bytes = esize;
+    for (int64_t d : e.shape)
+      if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+        fail(path, "tensor '" + it.key() + "' has an impossible shape " + shape_str(e.shape));
     if (e.begin > e.end || e.end > data_size)
       fail(path, "truncated: tensor '" + it.key() + "' needs bytes [" + std::to_string(e.begin) + ", " +
                      std::to_string(e.end) + ") of the data section, which has " + std::to_string(data_size));
-    if (e.end - e.begin != static_cast<uint64_t>(shape_numel(e.shape)) * esize)
+    if (e.end - e.begin != bytes)
       fail(path, "tensor '" + it.key() + "' " + shape_str(e.shape) + " " + e.dtype + " should take " +
-                     std::to_string(shape_numel(e.shape) * esize) + " bytes, the file gives it " +
+                     std::to_string(bytes) + " bytes, the file gives it " +
                      std::to_string(e.end - e.begin));
     f.entries_[it.key()] = e;
   }

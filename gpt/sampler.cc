@@ -23,6 +23,11 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits, 
   const size_t V = logits.size();
   if (V == 0) throw std::invalid_argument("next_token_probabilities: no logits");
   std::vector<double> p(V, 0.0);
+  // Broken weights must not turn into text, greedy or not.
+  for (size_t i = 0; i < V; ++i)
+    if (std::isnan(logits[i]))
+      throw std::runtime_error("the model produced a NaN logit (id " + std::to_string(i) +
+                               "): its weights are not finite; retrain or load another checkpoint");
   if (o.temperature == 0) {  // greedy: max_element returns the first maximum, the lowest id
     p[std::max_element(logits.begin(), logits.end()) - logits.begin()] = 1.0;
     return p;
@@ -38,12 +43,8 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits, 
   // kept logit: every exponent is <= 0 whatever T is, so a tiny temperature (even 1e-308, where
   // x / T itself would overflow) gives exp(0) = 1 for the max and exp(-huge) = 0 elsewhere.
   double m = -INFINITY;
-  for (size_t i = 0; i < V; ++i) {
-    if (std::isnan(logits[i]))
-      throw std::runtime_error("the model produced a NaN logit (id " + std::to_string(i) +
-                               "): its weights are not finite; retrain or load another checkpoint");
+  for (size_t i = 0; i < V; ++i)
     if (keep[i]) m = std::max(m, logits[i]);
-  }
   if (!std::isfinite(m)) throw std::runtime_error("the model produced infinite logits: its weights are not finite");
   double total = 0;
   for (size_t i = 0; i < V; ++i)

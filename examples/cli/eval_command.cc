@@ -19,6 +19,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -62,6 +63,7 @@ std::vector<int64_t> read_ids(const std::string& path) {
   if (path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
+    if (std::filesystem::is_directory(path)) throw std::invalid_argument(where + " is a directory, not a file of token ids");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::invalid_argument("cannot open " + where + " (one sequence of whitespace-separated token ids)");
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

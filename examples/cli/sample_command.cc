@@ -89,7 +89,13 @@ int run(const SampleArgs& a) {
         std::fflush(stdout);
       };
       const auto start = std::chrono::steady_clock::now();
-      gpt::generate(*model, encoded[i], g, gen);
+      try {
+        gpt::generate(*model, encoded[i], g, gen);
+      } catch (...) {
+        std::printf("\n");  // end the streamed line, so the error starts on its own
+        std::fflush(stdout);
+        throw;
+      }
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       generated += a.max_new_tokens;
       const std::string rest = stream.flush();

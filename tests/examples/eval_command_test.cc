@@ -193,6 +193,7 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors) {
       {"--hf-gpt2 " + kModel + " --ids " + dir.file("one.txt", " 7 \n"), "holds 1 token id(s); the loss needs at least 2"},
       {"--hf-gpt2 " + kModel + " --ids " + dir.file("empty.txt", ""), "holds 0 token id(s)"},
       {"--hf-gpt2 " + kModel + " --ids " + (dir.path / "missing.txt").string(), "cannot open --ids file"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.path.string(), "is a directory, not a file of token ids"},
       {"--hf-gpt2 " + (dir.path / "missing.safetensors").string() + " --ids " + good, "missing.safetensors"},
       {"--ids " + good, "give exactly one of --checkpoint"},
       {"--checkpoint " + kModel + " --hf-gpt2 " + kModel + " --ids " + good, "give exactly one of --checkpoint"},

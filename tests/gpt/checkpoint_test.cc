@@ -108,6 +108,15 @@ BOOST_AUTO_TEST_CASE(truncated_and_garbage_files_are_clear_errors) {
   expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(dir.string()); }, "not a regular file");
   { std::ofstream(path, std::ios::trunc) << std::string(64, '\x7f'); }  // random-looking bytes
   expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "not a safetensors file");
+  // A shape whose byte size overflows 64 bits must not wrap around to a small, valid-looking size.
+  {
+    const std::string header = R"({"w":{"dtype":"F32","shape":[4611686018427387922],"data_offsets":[0,72]}})";
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    const uint64_t n = header.size();
+    f.write(reinterpret_cast<const char*>(&n), 8);
+    f << header << std::string(72, '\0');
+  }
+  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "impossible shape");
   std::filesystem::remove_all(dir);
 }
 

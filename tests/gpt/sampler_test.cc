@@ -43,6 +43,7 @@ BOOST_AUTO_TEST_CASE(extreme_temperatures_and_nan_logits) {
   expect_close(next_token_probabilities({1, 3, 2}, with(1e-308)), {0, 1, 0}, 0);
   expect_close(next_token_probabilities({1, 3, 2}, with(1e300)), {1.0 / 3, 1.0 / 3, 1.0 / 3}, 1e-12);
   expect_throw_with<std::runtime_error>([] { next_token_probabilities({1, NAN, 2}, with(1)); }, "NaN logit");
+  expect_throw_with<std::runtime_error>([] { next_token_probabilities({1, NAN, 2}, with(0)); }, "NaN logit");
   expect_throw_with<std::runtime_error>([] { next_token_probabilities({INFINITY, 1}, with(1)); }, "infinite logits");
 }
 
