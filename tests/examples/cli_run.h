@@ -4,8 +4,11 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace attograd::testing {
 
@@ -27,6 +30,27 @@ inline CliRun run_cli(const std::string& args, bool merge_stderr = true) {
   const int status = pclose(p);
   return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
+
+/// A fresh directory under the system temp dir for one test ("attograd_<name>_<pid>"),
+/// removed at the end.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("attograd_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  /// The path of `name` inside the directory.
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  /// Writes `contents` (bytes, exactly) to `name` and returns its path.
+  std::string file(const std::string& name, const std::string& contents) const {
+    std::ofstream(path / name, std::ios::binary) << contents;
+    return (path / name).string();
+  }
+};
 
 inline bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 

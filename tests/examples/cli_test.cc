@@ -11,19 +11,9 @@
 
 using attograd::testing::contains;
 using attograd::testing::run_cli;
+using attograd::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("attograd_cli_test_" + std::to_string(::getpid()));
-  TempDir() {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 std::string write_corpus(const TempDir& dir) {
   const std::string file = dir / "corpus.txt";
@@ -51,7 +41,7 @@ BOOST_AUTO_TEST_CASE(info_counts_femto_and_pico) {
 }
 
 BOOST_AUTO_TEST_CASE(train_sample_resume_end_to_end) {
-  TempDir dir;
+  const TempDir dir("cli_test");
   const std::string corpus = write_corpus(dir), out = dir / "run";
   const std::string train = "train --preset pico --corpus " + corpus + " --out " + out +
                             " --steps 40 --batch-size 8 --eval-interval 20 --eval-iters 2 --log-interval 10 --warmup 5";
@@ -96,7 +86,7 @@ BOOST_AUTO_TEST_CASE(train_sample_resume_end_to_end) {
 
 // What the newcomer review found: resume guards, concurrent runs, late corpus checks.
 BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
-  TempDir dir;
+  const TempDir dir("cli_test");
   const std::string corpus = write_corpus(dir), out = dir / "run";
   const std::string base = "train --preset pico --corpus " + corpus + " --out " + out +
                            " --steps 10 --batch-size 4 --eval-iters 1 --warmup 2 --log-interval 5";
@@ -127,7 +117,7 @@ BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
 }
 
 BOOST_AUTO_TEST_CASE(a_second_run_into_the_same_out_is_refused) {
-  TempDir dir;
+  const TempDir dir("cli_test");
   const std::string corpus = write_corpus(dir), out = dir / "run";
   // The first run holds the lock for its lifetime; start it in the background, then the second.
   const std::string first = std::string(ATTOGRAD_CLI) + " train --preset pico --corpus " + corpus + " --out " + out +
@@ -144,7 +134,7 @@ BOOST_AUTO_TEST_CASE(a_second_run_into_the_same_out_is_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(a_too_short_val_split_is_refused_before_training) {
-  TempDir dir;
+  const TempDir dir("cli_test");
   const std::string file = dir / "short.txt";
   { std::ofstream(file) << "the quick brown fox jumps over the lazy dog, twice over.\n"; }  // val: 6 chars
   const auto r = run_cli("train --preset pico --corpus " + file + " --out " + (dir / "r") + " --steps 5");
@@ -155,7 +145,7 @@ BOOST_AUTO_TEST_CASE(a_too_short_val_split_is_refused_before_training) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
-  TempDir dir;
+  const TempDir dir("cli_test");
   const auto missing = run_cli("sample --checkpoint " + (dir / "nope.safetensors"));
   BOOST_TEST(missing.exit_code == 2);
   BOOST_TEST(contains(missing.out, "does not exist"));

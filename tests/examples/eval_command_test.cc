@@ -29,6 +29,7 @@ const std::string kFixture = ATTOGRAD_PARITY_FIXTURE;
 const std::string kModel = kFixture + "/model.safetensors";
 
 using Run = attograd::testing::CliRun;
+using attograd::testing::TempDir;
 Run run(const std::string& args, bool merge_stderr = true) { return attograd::testing::run_cli(args, merge_stderr); }
 bool has(const std::string& s, const std::string& needle) { return attograd::testing::contains(s, needle); }
 
@@ -39,21 +40,6 @@ double printed_loss(const std::string& out) {
   if (at != std::string::npos) std::sscanf(out.c_str() + at, "\nloss %lf", &loss);
   return loss;
 }
-
-struct TempDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("attograd_eval_test_" + std::to_string(::getpid()));
-  TempDir() {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name, const std::string& contents) const {
-    const std::string p = (path / name).string();
-    std::ofstream(p) << contents;
-    return p;
-  }
-};
 
 // What the fixture's reference holds, plus the whole 65-id sequence.
 struct Reference {
@@ -78,7 +64,7 @@ struct Reference {
 
 BOOST_AUTO_TEST_CASE(hf_gpt2_ids_give_pytorchs_loss) {
   const Reference r;
-  const TempDir dir;
+  const TempDir dir("eval_test");
   BOOST_REQUIRE_EQUAL(r.sequence.size(), 65u);
 
   const Run one = run("eval --hf-gpt2 " + kModel + " --ids " + dir.file("seq0.txt", r.ids_text(33)));
@@ -111,7 +97,7 @@ BOOST_AUTO_TEST_CASE(checkpoint_ids_match_the_hf_file) {
   // The same weights saved as an attograd checkpoint (char tokenizer of 512 code points, so its
   // vocabulary matches) must give the same loss through --checkpoint.
   const Reference r;
-  const TempDir dir;
+  const TempDir dir("eval_test");
   const attograd::gpt::SafetensorsFile hf = attograd::gpt::SafetensorsFile::read(kModel);
   const auto model = attograd::gpt::load_hf_gpt2(hf);
   std::u32string chars;
@@ -143,7 +129,7 @@ BOOST_AUTO_TEST_CASE(gpt2_bpe_corpus_through_both_loaders) {
   // "gpt2" tokenizer. Its weights use HF names and layout, so --hf-gpt2 (with --n-head: no
   // config.json here, and n_embd 8 is no standard size) reads the same file: both paths encode
   // the corpus with GPT-2's BPE and must print the same loss.
-  const TempDir dir;
+  const TempDir dir("eval_test");
   attograd::gpt::GPTConfig c;
   c.vocab_size = 50257;
   c.block_size = 16;
@@ -178,7 +164,7 @@ BOOST_AUTO_TEST_CASE(help_explains_the_windows) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors) {
-  const TempDir dir;
+  const TempDir dir("eval_test");
   const std::string good = dir.file("good.txt", "1 2 3\n");
   struct Case {
     std::string args;

@@ -18,16 +18,6 @@ using namespace attograd::gpt;
 using attograd::testing::contains;
 using attograd::testing::run_cli;
 
-namespace {
-
-bool is_conv1d(const std::string& name) {
-  for (const char* s : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"})
-    if (name.size() >= std::strlen(s) && name.compare(name.size() - std::strlen(s), std::strlen(s), s) == 0) return true;
-  return false;
-}
-
-}  // namespace
-
 BOOST_AUTO_TEST_CASE(sample_from_a_hugging_face_layout_file) {
   const auto dir = std::filesystem::temp_directory_path() / ("attograd_sample_hf_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -45,7 +35,7 @@ BOOST_AUTO_TEST_CASE(sample_from_a_hugging_face_layout_file) {
   }
   SafetensorsWriter w;
   for (const auto& [name, t] : model.named_parameters())
-    w.add("transformer." + name, is_conv1d(name) ? transpose(t.detach(), 0, 1) : t.detach());
+    w.add("transformer." + name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
   for (int i = 0; i < 2; ++i) w.add("transformer.h." + std::to_string(i) + ".attn.bias", Tensor::ones({1, 1, 16, 16}));
   const std::string path = (dir / "model.safetensors").string();
   w.write(path);

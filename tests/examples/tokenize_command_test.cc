@@ -20,23 +20,9 @@ namespace fs = std::filesystem;
 namespace {
 
 using Run = attograd::testing::CliRun;
+using attograd::testing::TempDir;
 Run run(const std::string& args, bool merge_stderr = true) { return attograd::testing::run_cli(args, merge_stderr); }
 bool has(const std::string& s, const std::string& needle) { return attograd::testing::contains(s, needle); }
-
-// A fresh directory for one test, removed at the end.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("attograd_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary) << text;
-    return path / name;
-  }
-};
 
 }  // namespace
 
@@ -56,9 +42,9 @@ BOOST_AUTO_TEST_CASE(encodes_and_decodes_gpt2_ids) {
 }
 
 BOOST_AUTO_TEST_CASE(stdin_round_trips_byte_for_byte) {
-  TempDir dir("tokenize_stdin");
+  const TempDir dir("tokenize_stdin");
   const std::string text = "First Citizen:\nBefore we proceed any further, hear me speak.\n\n\tna\xC3\xAFve \xF0\x9F\x98\x80\n";
-  const fs::path in = dir.write("in.txt", text);
+  const fs::path in = dir.file("in.txt", text);
   const Run piped = run("tokenize < " + in.string() + " | " + ATTOGRAD_CLI + " tokenize --decode", false);
   BOOST_TEST(piped.exit_code == 0);
   BOOST_TEST(piped.out == text);
@@ -101,8 +87,8 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
 }
 
 BOOST_AUTO_TEST_CASE(char_tokenizer_from_a_corpus_file) {
-  TempDir dir("tokenize_char");
-  const fs::path corpus = dir.write("corpus.txt", "hello world");  // vocabulary " dehlorw"
+  const TempDir dir("tokenize_char");
+  const fs::path corpus = dir.file("corpus.txt", "hello world");  // vocabulary " dehlorw"
   const Run enc = run("tokenize --tokenizer char --corpus " + corpus.string() + " hold", false);
   BOOST_TEST(enc.exit_code == 0);
   BOOST_TEST(enc.out == "3 5 4 1\n");
@@ -116,11 +102,11 @@ BOOST_AUTO_TEST_CASE(char_tokenizer_from_a_corpus_file) {
 }
 
 BOOST_AUTO_TEST_CASE(train_with_gpt2_bpe_writes_a_gpt2_checkpoint) {
-  TempDir dir("train_gpt2");
+  const TempDir dir("train_gpt2");
   std::string text;
   for (int i = 0; i < 40; ++i)
     text += "First Citizen:\nBefore we proceed any further, hear me speak. Verse " + std::to_string(i) + ".\n\n";
-  const fs::path corpus = dir.write("corpus.txt", text);  // ~3 KB, ~900 tokens
+  const fs::path corpus = dir.file("corpus.txt", text);  // ~3 KB, ~900 tokens
   const fs::path out = dir.path / "run";
   const Run r = run("train --tokenizer gpt2 --preset femto --corpus " + corpus.string() + " --steps 3 --out " +
                     out.string() + " --eval-iters 1 --batch-size 2 --block-size 8 --threads 1");
