@@ -13,16 +13,6 @@ namespace attograd::gpt {
 
 namespace {
 
-// The four GPT-2 weights that Hugging Face stores as Conv1D (in, out). attn.c_proj is square,
-// so no shape check would catch a missing transpose: the name decides.
-bool is_conv1d_weight(const std::string& name) {
-  for (const char* suffix : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}) {
-    const size_t n = std::strlen(suffix);
-    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
-  }
-  return false;
-}
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -47,6 +37,12 @@ GPTConfig config_from_json(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+bool is_conv1d_weight(const std::string& name) {
+  for (const char* suffix : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"})
+    if (ends_with(name, suffix)) return true;
+  return false;
+}
 
 void save_checkpoint(const std::string& path, GPT& model, const std::string& tokenizer_kind,
                      const std::string& tokenizer_data, const TrainingState* training) {

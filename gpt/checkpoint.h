@@ -35,6 +35,11 @@ struct CheckpointInfo {
   std::optional<TrainingState> training;
 };
 
+/// True for the four GPT-2 weights Hugging Face stores as Conv1D (in, out), the transpose of
+/// attograd's Linear: attn.c_attn, attn.c_proj, mlp.c_fc and mlp.c_proj. attn.c_proj is
+/// square, so no shape check would catch a missing transpose: the name decides.
+bool is_conv1d_weight(const std::string& name);
+
 /// Writes model weights, config, tokenizer and optional training state atomically (a
 /// temporary file renamed into place). The dropout generator's state is saved too.
 void save_checkpoint(const std::string& path, GPT& model, const std::string& tokenizer_kind,

@@ -125,9 +125,7 @@ BOOST_AUTO_TEST_CASE(hugging_face_prefix_and_buffers_are_accepted) {
   GPT model(preset("femto"), 5);
   SafetensorsWriter w;
   for (const auto& [name, t] : model.named_parameters()) {
-    const bool conv1d = name.find("c_attn.weight") != std::string::npos || name.find("c_proj.weight") != std::string::npos ||
-                        name.find("c_fc.weight") != std::string::npos;
-    w.add("transformer." + name, conv1d ? transpose(t.detach(), 0, 1) : t.detach());
+    w.add("transformer." + name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
   }
   w.add("transformer.h.0.attn.bias", Tensor::ones({1, 1, 8, 8}));  // GPT-2's causal-mask buffer
   w.add("transformer.h.0.attn.masked_bias", Tensor::scalar(-1e4));
