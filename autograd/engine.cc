@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/kernels/elementwise.h"
+
 namespace attograd {
 
 void Node::apply(const Tensor& grad_output, std::span<Tensor> grad_inputs) {
@@ -96,9 +98,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
     }
     Tensor acc(impl->grad);
     dispatch_floating(acc.dtype(), "backward", [&]<typename T>() {
-      T* a = acc.data<T>();
-      const T* b = g.data<T>();
-      for (int64_t i = 0; i < acc.numel(); ++i) a[i] += b[i];
+      kernels::axpy<T>(acc.data<T>(), T(1), g.data<T>(), acc.numel());
     });
   };
 

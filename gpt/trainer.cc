@@ -207,7 +207,7 @@ void truncate_log(const std::filesystem::path& path, const std::string& header, 
   std::string line;
   if (in && std::getline(in, line))
     while (std::getline(in, line))
-      if (!line.empty() && std::strtoll(line.c_str(), nullptr, 10) <= step && std::isdigit(static_cast<unsigned char>(line[0])))
+      if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) && std::strtoll(line.c_str(), nullptr, 10) <= step)
         keep.push_back(line);  // a malformed line (not starting with a step number) is dropped
   std::ofstream out(path, std::ios::trunc);
   for (const std::string& l : keep) out << l << '\n';
@@ -245,38 +245,33 @@ EvalResult Trainer::run(std::ostream& log) {
   };
 
   EvalResult last;
-  try {
-    while (step_ < o.max_steps) {
-      const double lr = nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr);
-      const double loss = train_step();
-      const double norm = model_.arena().grad_norm();
-      const double secs = elapsed();
-      const double tok_s = static_cast<double>((step_ - first_step) * tokens_per_step) / std::max(secs, 1e-9);
-      if (files) train_csv << step_ << ',' << loss << ',' << lr << ',' << norm << ',' << tok_s << '\n';
-      if (step_ % o.log_interval == 0 || step_ == o.max_steps) {
-        const double left = secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
-        char buf[256];
-        std::snprintf(buf, sizeof buf, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | %s elapsed, %s left\n",
-                      static_cast<long long>(step_), static_cast<long long>(o.max_steps), loss, lr, tok_s,
-                      format_duration(secs).c_str(), format_duration(left).c_str());
-        log << buf << std::flush;
-      }
-      const bool eval_now = step_ == o.max_steps || (o.eval_interval > 0 && step_ % o.eval_interval == 0);
-      if (eval_now) last = do_eval();
-      const bool ckpt_now = step_ == o.max_steps || eval_now ||
-                            (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
-      if (files && ckpt_now) save(checkpoint_path());
+  while (step_ < o.max_steps) {
+    const double lr = nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr);
+    const double loss = train_step();
+    const double norm = model_.arena().grad_norm();
+    const double secs = elapsed();
+    const double tok_s = static_cast<double>((step_ - first_step) * tokens_per_step) / std::max(secs, 1e-9);
+    if (files) train_csv << step_ << ',' << loss << ',' << lr << ',' << norm << ',' << tok_s << '\n';
+    if (step_ % o.log_interval == 0 || step_ == o.max_steps) {
+      const double left = secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | %s elapsed, %s left\n",
+                    static_cast<long long>(step_), static_cast<long long>(o.max_steps), loss, lr, tok_s,
+                    format_duration(secs).c_str(), format_duration(left).c_str());
+      log << buf << std::flush;
     }
-    if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice
-      last = evaluate();
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
-                    static_cast<long long>(last.step), static_cast<long long>(o.max_steps), last.val_loss, last.val_ppl);
-      log << buf;
-    }
-  } catch (const NonFiniteLoss&) {
-    train_csv.flush();
-    throw;
+    const bool eval_now = step_ == o.max_steps || (o.eval_interval > 0 && step_ % o.eval_interval == 0);
+    if (eval_now) last = do_eval();
+    const bool ckpt_now = step_ == o.max_steps || eval_now ||
+                          (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
+    if (files && ckpt_now) save(checkpoint_path());
+  }
+  if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice
+    last = evaluate();
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
+                  static_cast<long long>(last.step), static_cast<long long>(o.max_steps), last.val_loss, last.val_ppl);
+    log << buf;
   }
   if (files) {
     train_csv.close();
