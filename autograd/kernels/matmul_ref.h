@@ -6,10 +6,10 @@
 
 namespace attograd::kernels::reference {
 
-/// C (M, N) (+)= op(A) (M, K) @ op(B) (K, N)
+/// C (M, N) (+)= op(A) (M, K) @ op(B) (K, N) + bias (bias (N,) or null)
 template <typename T>
 void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
-            bool b_trans, bool accumulate) {
+            bool b_trans, bool accumulate, const T* bias = nullptr) {
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
       T s = 0;
@@ -18,6 +18,7 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool 
         const T b_kj = b_trans ? b[j * K + k] : b[k * N + j];  // B stored (N, K) or (K, N)
         s += a_ik * b_kj;
       }
+      if (bias != nullptr) s += bias[j];
       c[i * N + j] = accumulate ? c[i * N + j] + s : s;
     }
   }

@@ -1,6 +1,7 @@
 // Tests autograd/kernels/matmul.cc against matmul_ref.h for all four transpose layouts, under
-// every Highway target, for float and double, with odd shapes and misaligned buffers; a small
-// hand-computed example per layout; accumulation; K = 0; thread-count independence.
+// every Highway target, for float and double, with odd shapes and misaligned buffers, with and
+// without the fused bias; a small hand-computed example per layout; accumulation; K = 0;
+// thread-count independence.
 #define BOOST_TEST_MODULE matmul
 #include <boost/test/unit_test.hpp>
 
@@ -26,8 +27,10 @@ struct Shape {
   int64_t M, K, N;
 };
 
-// Every size once as each of M, K and N (the others small), a few squares, and shapes that
-// cross the 32-row panels and the 4-row / 2-vector tiles with remainders everywhere.
+// Every size once as each of M, K and N (the others small), a few squares, and shapes with
+// remainders everywhere: 769 crosses the K blocks (256), the A blocks (504 rows on AVX3) and the
+// B panels (512 columns of f32); 70 x 45 leaves edge tiles of every register tile (14 or 6 rows,
+// 2 vectors).
 std::vector<Shape> shapes() {
   std::vector<Shape> result;
   for (const int64_t s : kSizes) {
@@ -61,18 +64,22 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_matches_reference, T, Types) {
     for (const Shape& s : shapes()) {
       for (const Layout& layout : kLayouts) {
         for (const int64_t offset : kOffsets) {
-          for (const bool accumulate : {false, true}) {
+          for (const int mode : {0, 1, 2, 3}) {
+            const bool accumulate = (mode & 1) != 0, with_bias = (mode & 2) != 0;
             const auto what = describe("matmul M=", s.M, " K=", s.K, " N=", s.N,
                                        " a_trans=", layout.a_trans, " b_trans=", layout.b_trans,
-                                       " offset=", offset, " accumulate=", accumulate);
+                                       " offset=", offset, " accumulate=", accumulate,
+                                       " bias=", with_bias);
             const Buffer<T> a = uniform<T>(s.M * s.K, offset, rng);
             const Buffer<T> b = uniform<T>(s.K * s.N, offset, rng);
+            const Buffer<T> bias_buf = uniform<T>(s.N, offset, rng);
+            const T* bias = with_bias ? bias_buf.data() : nullptr;
             Buffer<T> c = uniform<T>(s.M * s.N, offset, rng);
             Buffer<T> want = c;
             k::matmul(c.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans, layout.b_trans,
-                      accumulate);
+                      accumulate, bias);
             ref::matmul(want.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans,
-                        layout.b_trans, accumulate);
+                        layout.b_trans, accumulate, bias);
             // Per-element scale 1 + sum_k |A(i,k) B(k,j)|: the size of the terms whose rounding
             // errors add up (the reference run on absolute values).
             std::vector<T> scale(static_cast<size_t>(s.M * s.N), T(1));
@@ -133,7 +140,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_accumulates, T, Types) {
   });
 }
 
-// K = 0: C = 0, or unchanged when accumulating; the operands are never read.
+// K = 0: C = 0, or unchanged when accumulating; the operands are never read. With a bias,
+// C = bias, or C += bias.
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_with_empty_inner_dimension, T, Types) {
   for_each_target([&] {
     for (const Layout& layout : kLayouts) {
@@ -144,12 +152,20 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_with_empty_inner_dimension, T, Types) {
       k::matmul(c.data(), static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), 3, 0, 37,
                 layout.a_trans, layout.b_trans, false);
       for (const T v : c) BOOST_TEST(v == T(0));
+      std::vector<T> bias(37);
+      for (int64_t j = 0; j < 37; ++j) bias[j] = T(j);
+      k::matmul(c.data(), static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), 3, 0, 37,
+                layout.a_trans, layout.b_trans, false, bias.data());
+      k::matmul(c.data(), static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), 3, 0, 37,
+                layout.a_trans, layout.b_trans, true, bias.data());
+      for (int64_t i = 0; i < 3 * 37; ++i) BOOST_TEST(c[i] == T(2 * (i % 37)));
     }
   });
 }
 
-// Above ~1e5 multiply-adds the rows of C are split over threads in fixed 32-row panels, and
-// every C[i, j] is computed the same way whoever computes it: bit-identical with 1 and 2 threads.
+// Above ~2e5 multiply-adds C is split into one rectangle per thread, and every C[i, j] is
+// computed the same way whoever computes it: bit-identical with 1 and 2 threads. 300 crosses
+// the 256-long K blocks, so the blocked sum is covered too.
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
   std::mt19937_64 rng(22);
   const int64_t n = 300;

@@ -1,0 +1,253 @@
+// Kernel benchmarks at the shapes a GPT trains with, against OpenBLAS in the same process.
+//
+//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=passive build/bench/kernels_bench
+//
+// Each matmul case runs twice, once through attograd's kernel and once through cblas_?gemm, at 1
+// and 2 threads. Google Benchmark interleaves the repetitions of all cases in random order
+// (--benchmark_enable_random_interleaving), so the two sides see the same machine weather;
+// the table printed at the end gives, per case, the median time of each side and the ratio
+// OpenBLAS time / attograd time (> 1: attograd is faster). Before timing, every case checks
+// that the two sides agree to within float rounding, so a fast wrong kernel cannot score.
+//
+// OPENBLAS_CORETYPE=Haswell (set on the reference VM) makes OpenBLAS use its AVX2 kernels, about
+// half as fast as its AVX-512 ones on this machine: unset it (and OPENBLAS_L2_SIZE) in the
+// benchmark command, as above. The header line says which kernel OpenBLAS picked.
+//
+// --smoke: tiny shapes, one repetition each: what CI runs, to show the benchmark still works.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/kernels/matmul.h"
+#include "autograd/kernels/targets.h"
+
+extern "C" char* openblas_get_corename(void);
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+namespace k = attograd::kernels;
+
+// One product C (M, N) = op(A) (M, K) @ op(B) (K, N) of a training step. The layout names the
+// stored operands as BLAS does: N = as is, T = transposed.
+//   NT: y = x Wᵀ, every Linear forward (W stored (out, in));
+//   NN: dx = dy W, every Linear's input gradient;
+//   TN: dW = dyᵀ x, every Linear's weight gradient.
+struct GemmCase {
+  const char* what;
+  int64_t M, K, N;
+  bool a_trans, b_trans;
+};
+
+const char* layout_name(const GemmCase& g) {
+  return g.a_trans ? (g.b_trans ? "TT" : "TN") : (g.b_trans ? "NT" : "NN");
+}
+
+// The three products of one Linear (in -> out) applied to `rows` = B*T rows.
+void add_linear(std::vector<GemmCase>& out, const char* what, int64_t rows, int64_t in, int64_t out_features) {
+  out.push_back({what, rows, in, out_features, false, true});   // y = x Wᵀ
+  out.push_back({what, rows, out_features, in, false, false});  // dx = dy W
+  out.push_back({what, out_features, rows, in, true, false});   // dW = dyᵀ x
+}
+
+std::vector<GemmCase> gpt_cases() {
+  std::vector<GemmCase> cases;
+  // gpt2-small: B 4, T 64, C 768, V 50257.
+  add_linear(cases, "gpt2 c_attn", 256, 768, 2304);
+  add_linear(cases, "gpt2 attn.c_proj", 256, 768, 768);
+  add_linear(cases, "gpt2 c_fc", 256, 768, 3072);
+  add_linear(cases, "gpt2 mlp.c_proj", 256, 3072, 768);
+  add_linear(cases, "gpt2 lm_head", 256, 768, 50257);
+  // baby-shakespeare: B 8, T 256, C 384.
+  add_linear(cases, "baby c_attn", 2048, 384, 1152);
+  add_linear(cases, "baby c_fc", 2048, 384, 1536);
+  add_linear(cases, "baby mlp.c_proj", 2048, 1536, 384);
+  // nano: B 16, T 64, C 128.
+  add_linear(cases, "nano c_attn", 1024, 128, 384);
+  add_linear(cases, "nano c_fc", 1024, 128, 512);
+  add_linear(cases, "nano mlp.c_proj", 1024, 512, 128);
+  cases.push_back({"square", 1024, 1024, 1024, false, false});
+  return cases;
+}
+
+std::vector<GemmCase> f64_cases() {
+  return {{"square", 512, 512, 512, false, false},
+          {"gpt2 c_fc", 256, 768, 3072, false, true},
+          {"gpt2 c_fc dW", 3072, 256, 768, true, false}};
+}
+
+std::vector<GemmCase> smoke_cases() {
+  return {{"smoke", 37, 19, 23, false, false}, {"smoke", 37, 19, 23, false, true},
+          {"smoke", 23, 37, 19, true, false}};
+}
+
+// cblas with our argument convention: C = op(A) op(B), row-major.
+void blas_gemm(float* c, const float* a, const float* b, const GemmCase& g) {
+  cblas_sgemm(CblasRowMajor, g.a_trans ? CblasTrans : CblasNoTrans, g.b_trans ? CblasTrans : CblasNoTrans,
+              static_cast<int>(g.M), static_cast<int>(g.N), static_cast<int>(g.K), 1.0f, a,
+              static_cast<int>(g.a_trans ? g.M : g.K), b, static_cast<int>(g.b_trans ? g.K : g.N), 0.0f, c,
+              static_cast<int>(g.N));
+}
+void blas_gemm(double* c, const double* a, const double* b, const GemmCase& g) {
+  cblas_dgemm(CblasRowMajor, g.a_trans ? CblasTrans : CblasNoTrans, g.b_trans ? CblasTrans : CblasNoTrans,
+              static_cast<int>(g.M), static_cast<int>(g.N), static_cast<int>(g.K), 1.0, a,
+              static_cast<int>(g.a_trans ? g.M : g.K), b, static_cast<int>(g.b_trans ? g.K : g.N), 0.0, c,
+              static_cast<int>(g.N));
+}
+
+template <typename T>
+struct Operands {
+  std::vector<T> a, b, c;
+  explicit Operands(const GemmCase& g) : a(g.M * g.K), b(g.K * g.N), c(g.M * g.N) {
+    std::mt19937_64 rng(1);
+    std::uniform_real_distribution<double> dist(-1, 1);
+    for (T& v : a) v = static_cast<T>(dist(rng));
+    for (T& v : b) v = static_cast<T>(dist(rng));
+  }
+};
+
+// attograd and OpenBLAS must agree before either is timed: |diff| <= 1e-4 (f32) / 1e-12 (f64)
+// relative to sqrt(K) (the size of a sum of K products of values in [-1, 1]).
+template <typename T>
+void check_agreement(const GemmCase& g) {
+  Operands<T> ops(g);
+  std::vector<T> ours(ops.c.size()), theirs(ops.c.size());
+  k::matmul<T>(ours.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans, g.b_trans, false);
+  blas_gemm(theirs.data(), ops.a.data(), ops.b.data(), g);
+  const double tol = (sizeof(T) == 4 ? 1e-4 : 1e-12) * std::sqrt(static_cast<double>(g.K));
+  for (size_t i = 0; i < ours.size(); ++i)
+    if (!(std::abs(static_cast<double>(ours[i]) - theirs[i]) <= tol))
+      throw std::runtime_error(std::string("matmul disagrees with OpenBLAS: ") + g.what + " " + layout_name(g) +
+                               " at " + std::to_string(i) + ": " + std::to_string(ours[i]) + " vs " +
+                               std::to_string(theirs[i]));
+}
+
+template <typename T>
+void bench_gemm(benchmark::State& state, GemmCase g, bool blas, int threads) {
+  Operands<T> ops(g);
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  for (auto _ : state) {
+    if (blas) {
+      blas_gemm(ops.c.data(), ops.a.data(), ops.b.data(), g);
+    } else {
+      k::matmul<T>(ops.c.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans, g.b_trans, false);
+    }
+    benchmark::DoNotOptimize(ops.c.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.K) * static_cast<double>(g.N);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Collects every repetition and, at the end, prints one line per case: median ms of each side
+// and their ratio. Benchmarks are named ".../attograd" and ".../openblas"; the rest is the case.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      const std::string name = r.run_name.function_name;
+      const size_t slash = name.rfind('/');
+      times_[name.substr(0, slash)][name.substr(slash + 1)].push_back(r.GetAdjustedRealTime());
+    }
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? NAN : (v[(v.size() - 1) / 2] + v[v.size() / 2]) / 2;
+    };
+    std::printf("\n%-44s %12s %12s %8s\n", "case (median of interleaved repetitions)", "attograd ms",
+                "openblas ms", "ratio");
+    std::vector<double> ratios;
+    for (const auto& [name, sides] : times_) {
+      const auto ours = sides.find("attograd"), theirs = sides.find("openblas");
+      if (ours == sides.end() || theirs == sides.end()) continue;
+      const double a = median(ours->second), b = median(theirs->second);
+      ratios.push_back(b / a);
+      std::printf("%-44s %12.4f %12.4f %7.2fx\n", name.c_str(), a, b, b / a);
+    }
+    if (!ratios.empty())
+      std::printf("ratio = OpenBLAS time / attograd time (> 1: attograd faster); min %.2fx, median %.2fx\n",
+                  *std::min_element(ratios.begin(), ratios.end()), median(ratios));
+  }
+
+ private:
+  std::map<std::string, std::map<std::string, std::vector<double>>> times_;
+};
+
+template <typename T>
+void register_cases(const std::vector<GemmCase>& cases, const char* dtype, const std::vector<int>& thread_counts) {
+  char name[160];
+  for (const GemmCase& g : cases) {
+    check_agreement<T>(g);
+    for (const int t : thread_counts)
+      for (const bool blas : {false, true}) {
+        std::snprintf(name, sizeof name, "matmul/%s/%s/%s/%lldx%lldx%lld/t%d/%s", dtype, g.what, layout_name(g),
+                      static_cast<long long>(g.M), static_cast<long long>(g.K), static_cast<long long>(g.N), t,
+                      blas ? "openblas" : "attograd");
+        benchmark::RegisterBenchmark(name, bench_gemm<T>, g, blas, t)->Unit(benchmark::kMillisecond)->UseRealTime();
+      }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool smoke = false;
+  // Defaults first, so that flags given on the command line (parsed later) win.
+  std::vector<char*> args{argv[0]};
+  std::string reps = "--benchmark_repetitions=7", interleave = "--benchmark_enable_random_interleaving=true",
+              min_time = "--benchmark_min_time=0.05";
+  args.push_back(reps.data());
+  args.push_back(interleave.data());
+  args.push_back(min_time.data());
+  std::string one_rep = "--benchmark_repetitions=1", tiny_time = "--benchmark_min_time=0.001";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--smoke") == 0) {
+      smoke = true;
+      args.push_back(one_rep.data());
+      args.push_back(tiny_time.data());
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+
+  std::printf("attograd kernels: Highway target %s; OpenBLAS core %s%s\n", k::active_target().c_str(),
+              openblas_get_corename(),
+              std::getenv("OPENBLAS_CORETYPE") != nullptr ? " (forced by OPENBLAS_CORETYPE: unset it)" : "");
+  try {
+    if (smoke) {
+      register_cases<float>(smoke_cases(), "f32", {1, 2});
+      register_cases<double>(smoke_cases(), "f64", {1});
+    } else {
+      register_cases<float>(gpt_cases(), "f32", {1, 2});
+      register_cases<double>(f64_cases(), "f64", {1, 2});
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kernels_bench: %s\n", e.what());
+    return 1;
+  }
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
