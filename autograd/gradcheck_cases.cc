@@ -120,6 +120,15 @@ std::vector<GradcheckCase> build() {
                [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, s.C}, g, d), param({s.B, s.T, s.C}, g, d)}; },
                [](const Inputs& in) { return matmul(in[0], transpose(in[1], -2, -1)); }});
 
+  c.push_back({"linear", "x (B, T, C), weight (5, C), bias (5,)",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, s.T, s.C}, g, d), param({5, s.C}, g, d), param({5}, g, d)};
+               },
+               [](const Inputs& in) { return linear(in[0], in[1], in[2]); }});
+  c.push_back({"linear", "x (T, B, C) viewed transposed, weight (5, C), no bias",
+               [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.T, s.B, s.C}, g, d), param({5, s.C}, g, d)}; },
+               [](const Inputs& in) { return linear(transpose(in[0], 0, 1), in[1]); }});
+
   // ----- neural-network ops -----
   c.push_back({"embedding", "weight (7, C), ids (B, T) with repeats",
                [](Generator& g, DType d, const Sizes& s) {

@@ -107,6 +107,9 @@ Tensor contiguous(const Tensor& x);
 /// transposed view (no copy). 2-D and batched; 1-D operands are rejected.
 ///                                            VJP: dA = dC Bᵀ, dB = Aᵀ dC (summed over broadcast)
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// nn.Linear: x (..., in), weight (out, in), bias (out,) or undefined -> y = x Wᵀ + b (..., out).
+///                                            VJP: dx = dy W, dW = dyᵀ x, db = sum over rows of dy
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ===== neural-network ops (ops_nn.cc) =====
 /// Gathers rows: weight (V, C), ids i64 (...) -> (..., C). Throws std::out_of_range naming

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "autograd/kernels/matmul.h"
+#include "autograd/kernels/reduce.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 
@@ -113,6 +114,49 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
           kernels::matmul<T>(gi[1].data<T>() + off[folded ? 0 : i], A.t.data<T>() + a_off[i],
                              dc + i * rows * N, K, rows, N, !A.trans, false, true);
       }
+    });
+  });
+}
+
+// ----- linear:  y = x Wᵀ + b;  dx = dy W,  dW = dyᵀ x,  db = sum over rows of dy -----
+//
+// nn.Linear as one op (PyTorch's F.linear): matmul(x, transpose(W)) + b would record three nodes,
+// and its dW would land in a zero-filled (in, out) temporary that the transpose's VJP then adds
+// into W's gradient with a strided loop. Here each product reads W in its stored (out, in)
+// layout, the bias is added as the forward product is stored, and dW accumulates straight into
+// W's gradient buffer (for a parameter: its slice of the arena).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_floating_pair("linear", x, weight);
+  if (bias.defined()) detail::check_floating_pair("linear", x, bias);
+  if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) ||
+      (bias.defined() && bias.shape() != Shape{weight.size(0)}))
+    throw std::invalid_argument(
+        "linear: expected input (..., in), weight (out, in) and bias (out,), got input " + shape_str(x.shape()) +
+        ", weight " + shape_str(weight.shape()) + (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string()));
+  const int64_t in = weight.size(1), out = weight.size(0);
+  const int64_t rows = in == 0 ? 0 : x.numel() / in;
+  Shape y_shape = x.shape();
+  y_shape.back() = out;
+  const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
+  const Tensor bc = bias.defined() ? detail::contiguous_data(bias) : Tensor();
+  Tensor y = Tensor::empty(y_shape, x.dtype());
+  dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
+    // y (rows, out) = x (rows, in) @ Wᵀ, W stored (out, in): the b_trans layout
+    kernels::matmul<T>(y.data<T>(), xc.data<T>(), wc.data<T>(), rows, in, out, false, true, false,
+                       bc.defined() ? bc.data<T>() : nullptr);
+  });
+  std::vector<Tensor> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return record(y, "linear", std::move(inputs),
+                [xc = xc.detach(), wc = wc.detach(), rows, in, out](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "linear", [&]<typename T>() {
+      const T* dy = g.data<T>();
+      if (gi[0].defined())  // dx (rows, in) += dy (rows, out) @ W (out, in)
+        kernels::matmul<T>(gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false, false, true);
+      if (gi[1].defined())  // dW (out, in) += dyᵀ @ x: dy stored (rows, out) is Aᵀ, the a_trans layout
+        kernels::matmul<T>(gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true, false, true);
+      if (gi.size() > 2 && gi[2].defined())  // db (out,) += sum over rows of dy (rows, out)
+        kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, true);
     });
   });
 }

@@ -84,7 +84,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache)
   x = ln_f->forward(x);
   // The LM head shares wte's matrix (Press & Wolf 2017): logits = x wteᵀ.
   GPTOutput out;
-  out.logits = matmul(x, transpose(wte->weight, 0, 1));  // (B, T, V)
+  out.logits = linear(x, wte->weight);  // (B, T, V)
   if (targets.defined()) out.loss = cross_entropy(out.logits, targets);
   return out;
 }

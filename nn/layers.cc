@@ -24,9 +24,7 @@ Tensor Linear::forward(const Tensor& x) const {
   if (x.dim() < 1 || x.size(-1) != weight.size(1))
     throw std::invalid_argument("Linear: expected input (..., " + std::to_string(weight.size(1)) + "), got " +
                                 shape_str(x.shape()));
-  // x Wᵀ: Wᵀ is a transposed VIEW; matmul reads W's rows directly.
-  const Tensor y = matmul(x, transpose(weight, 0, 1));
-  return bias.defined() ? add(y, bias) : y;
+  return linear(x, weight, bias);
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype, double init_std) {

@@ -82,6 +82,45 @@ BOOST_AUTO_TEST_CASE(matmul_with_transposed_view) {
   expect_throw_with<std::invalid_argument>([] { matmul(Tensor::zeros({3}), Tensor::zeros({3, 1})); }, "2-D or batched");
 }
 
+// y = x Wᵀ + b with x = [[1, 2], [3, 4]], W = [[1, 0], [1, 1], [0, 2]], b = [1, 2, 3], L = sum(y):
+// y = [[2, 5, 7], [4, 9, 11]]; dx = 1 W = [2, 3] per row; dW = 1ᵀ x = [4, 6] per row; db = 2.
+BOOST_AUTO_TEST_CASE(linear_values_gradients_and_errors) {
+  for (DType dt : kBoth) {
+    Tensor x = Tensor::from_vector({1, 2, 3, 4}, {2, 2}, dt).set_requires_grad();
+    Tensor W = Tensor::from_vector({1, 0, 1, 1, 0, 2}, {3, 2}, dt).set_requires_grad();
+    Tensor b = Tensor::from_vector({1, 2, 3}, {3}, dt).set_requires_grad();
+    Tensor y = linear(x, W, b);
+    expect_tensor(y, {2, 3}, {2, 5, 7, 4, 9, 11}, 0);
+    sum(y).backward();
+    expect_close(x.grad().to_vector(), {2, 3, 2, 3}, 0);
+    expect_close(W.grad().to_vector(), {4, 6, 4, 6, 4, 6}, 0);
+    expect_close(b.grad().to_vector(), {2, 2, 2}, 0);
+  }
+  expect_throw_with<std::invalid_argument>([] { linear(Tensor::zeros({4, 64, 256}), Tensor::zeros({5, 384})); },
+                                           "linear: expected input (..., in), weight (out, in) and bias (out,), got "
+                                           "input (4, 64, 256), weight (5, 384)");
+  expect_throw_with<std::invalid_argument>(
+      [] { linear(Tensor::zeros({2, 3}), Tensor::zeros({5, 3}), Tensor::zeros({4})); }, "bias (4,)");
+}
+
+// The fused op against the composition it replaces, matmul(x, transpose(W)) + b, with a weight
+// used twice (a tied head) and a non-contiguous input: values and every gradient agree.
+BOOST_AUTO_TEST_CASE(linear_matches_matmul_transpose_add) {
+  Generator gen(5);
+  const Tensor x0 = Tensor::randn({3, 4, 5}, gen, DType::f64), W0 = Tensor::randn({6, 5}, gen, DType::f64);
+  const Tensor b0 = Tensor::randn({6}, gen, DType::f64);
+  Tensor grads[2][3];
+  for (int fused = 0; fused < 2; ++fused) {
+    Tensor x = x0.clone().set_requires_grad(), W = W0.clone().set_requires_grad(), b = b0.clone().set_requires_grad();
+    const Tensor xt = transpose(x, 0, 1);  // (4, 3, 5), not contiguous
+    const Tensor y = fused ? linear(xt, W, b) : add(matmul(xt, transpose(W, 0, 1)), b);
+    const Tensor twice = fused ? linear(y, transpose(W, 0, 1)) : matmul(y, W);  // W again: (4, 3, 5)
+    sum(mul(twice, twice)).backward();
+    grads[fused][0] = x.grad(), grads[fused][1] = W.grad(), grads[fused][2] = b.grad();
+  }
+  for (int i = 0; i < 3; ++i) expect_close(grads[1][i].to_vector(), grads[0][i].to_vector(), 1e-12);
+}
+
 BOOST_AUTO_TEST_CASE(batched_matmul_broadcasts_batch) {
   // (2, 2, 2) @ (2, 2): every batch uses the same right operand; its gradient sums both.
   Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}, DType::f64).set_requires_grad();
