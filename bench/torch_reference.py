@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""PyTorch's side of the training-step comparison (bench/compare.py runs it).
+
+The same GPT-2 as attograd's (pre-LayerNorm blocks, tanh GELU, tied lm_head, learned positions,
+dropout 0), the same configs, and the same step: zero_grad, forward, cross-entropy, backward,
+clip_grad_norm_(1.0), AdamW (betas 0.9 / 0.95, weight decay 0.1 on the 2-D weights only).
+PyTorch runs in its best CPU settings here: the caller preloads jemalloc and sets
+OMP_WAIT_POLICY=passive, OpenBLAS uses its AVX-512 kernels (OPENBLAS_CORETYPE unset), and AdamW
+takes its multi-tensor (foreach) path.
+
+    /usr/bin/python3 bench/torch_reference.py --serve nano --threads 1
+
+answers "steps K" on stdin with the seconds K steps took, "quit" ends: the protocol of
+bench/train_bench.cc's --serve mode.
+"""
+import argparse
+import math
+import resource
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# (vocab_size, n_layer, n_head, n_embd, T, B): the five configs of issue 7, as in train_bench.cc.
+CONFIGS = {
+    "femto": (65, 1, 1, 2, 16, 32),
+    "pico": (65, 3, 3, 6, 32, 32),
+    "nano": (65, 4, 4, 128, 64, 16),
+    "baby": (65, 6, 6, 384, 256, 8),
+    "gpt2": (50257, 12, 12, 768, 64, 4),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd, n_head, T):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.attn_proj = nn.Linear(n_embd, n_embd)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.mlp_proj = nn.Linear(4 * n_embd, n_embd)
+        self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+
+    def attention(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.attn_proj(y)
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, V, L, H, C, T):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.wpe = nn.Embedding(T, C)
+        self.h = nn.ModuleList(Block(C, H, T) for _ in range(L))
+        self.ln_f = nn.LayerNorm(C)
+        for p in self.parameters():
+            if p.dim() >= 2:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1)))
+        for block in self.h:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--serve", required=True, choices=sorted(CONFIGS))
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1337)
+    V, L, H, C, T, B = CONFIGS[args.serve]
+    model = GPT(V, L, H, C, T)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                            lr=3e-4, betas=(0.9, 0.95), eps=1e-8, foreach=True)
+    data = torch.randint(0, V, (max(100000, 20 * T * B),))
+
+    def step():
+        starts = torch.randint(0, data.numel() - T - 1, (B,))
+        x = torch.stack([data[s:s + T] for s in starts])
+        y = torch.stack([data[s + 1:s + T + 1] for s in starts])
+        opt.zero_grad(set_to_none=True)
+        loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    params = sum(p.numel() for p in model.parameters())
+    print(f"ready {args.serve} params {params}", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if words == ["quit"]:
+            break
+        if len(words) != 2 or words[0] != "steps":
+            print("torch_reference: expected 'steps K' or 'quit'", file=sys.stderr)
+            return 2
+        start = time.perf_counter()
+        for _ in range(int(words[1])):
+            step()
+        secs = time.perf_counter() - start
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"{secs:.9f} allocs -1 rss_mib {rss:.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+// Training-step benchmark: one Trainer::train_step (forward, backward, gradient clipping at 1.0,
+// AdamW) per iteration, for the five reference configs and the presets.
+//
+//   build/bench/train_bench                       Google Benchmark, every config, 1 and 2 threads
+//   build/bench/train_bench --serve nano --threads 1
+//                                                 a step server for bench/compare.py
+//
+// Counters: ms/step, tokens/s, model GFLOP/s and % of this machine's FMA peak (nanoGPT's
+// estimate_mfu count: 6 N + 12 L C T flops per token, N the parameters without wpe), heap
+// allocations per step after warm-up (every malloc in the process, counted by interposing it),
+// and the peak RSS of the process.
+//
+// The serve mode answers bench/compare.py on stdin/stdout: "steps K" runs K steps and prints
+// the seconds they took; "quit" ends. The driver alternates it with the same server written
+// in PyTorch (bench/torch_reference.py), A B A B, so both see the same machine weather.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/random.h"
+#include "gpt/config.h"
+#include "gpt/dataset.h"
+#include "gpt/model.h"
+#include "gpt/trainer.h"
+
+// ---- Counting heap allocations ------------------------------------------------------------------
+// Every allocation of the process goes through these (operator new calls malloc), so "allocations
+// per step" counts all of them: tensors, graph nodes, closures, vectors.
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<int64_t> g_allocations{0};
+inline void count_allocation() {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+
+void* malloc(size_t n) {
+  count_allocation();
+  return __libc_malloc(n);
+}
+void* calloc(size_t n, size_t size) {
+  count_allocation();
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, size_t n) {
+  count_allocation();
+  return __libc_realloc(p, n);
+}
+void* aligned_alloc(size_t alignment, size_t n) {
+  count_allocation();
+  return __libc_memalign(alignment, n);
+}
+int posix_memalign(void** out, size_t alignment, size_t n) {
+  count_allocation();
+  *out = __libc_memalign(alignment, n);
+  return *out == nullptr && n != 0 ? ENOMEM : 0;
+}
+}
+
+namespace {
+
+using namespace attograd;
+
+// The FMA peak of one core of the reference machine (2-core Zen 5 VM, AVX-512): 214.6 GFLOP/s
+// (issue 7). Override with ATTOGRAD_PEAK_GFLOPS for another machine.
+double peak_gflops_per_core() {
+  const char* env = std::getenv("ATTOGRAD_PEAK_GFLOPS");
+  return env != nullptr ? std::atof(env) : 214.6;
+}
+
+// A benchmark config: the model and the batch (B sequences of T tokens).
+struct BenchConfig {
+  const char* name;
+  int64_t vocab_size, n_layer, n_head, n_embd, T, B;
+};
+
+// The five configs of issue 7 (V, L, H, C, T, B).
+const BenchConfig kConfigs[] = {
+    {"femto", 65, 1, 1, 2, 16, 32},     {"pico", 65, 3, 3, 6, 32, 32},
+    {"nano", 65, 4, 4, 128, 64, 16},    {"baby", 65, 6, 6, 384, 256, 8},
+    {"gpt2", 50257, 12, 12, 768, 64, 4},
+};
+
+const BenchConfig& find_config(const std::string& name) {
+  for (const BenchConfig& c : kConfigs)
+    if (name == c.name) return c;
+  throw std::invalid_argument("unknown config '" + name + "' (expected femto, pico, nano, baby or gpt2)");
+}
+
+gpt::GPTConfig model_config(const BenchConfig& b) {
+  gpt::GPTConfig c;
+  c.vocab_size = b.vocab_size;
+  c.n_layer = b.n_layer;
+  c.n_head = b.n_head;
+  c.n_embd = b.n_embd;
+  c.block_size = b.T;
+  c.dropout = 0.0;
+  return c;
+}
+
+// A model, random tokens and a trainer with nanoGPT's step: AdamW, clipping at 1.0.
+struct Run {
+  explicit Run(const BenchConfig& b) : config(b), model(model_config(b), 1337), data(tokens(b), b.T) {
+    gpt::TrainOptions o;
+    o.batch_size = b.B;
+    o.block_size = b.T;
+    o.max_steps = 1000000;
+    o.learning_rate = 3e-4;
+    o.min_lr = 3e-5;
+    o.warmup_steps = 10;
+    o.grad_clip = 1.0;
+    trainer = std::make_unique<gpt::Trainer>(model, data, o, "char", "", "");
+  }
+  static std::vector<int64_t> tokens(const BenchConfig& b) {
+    Generator gen(7);
+    std::vector<int64_t> t(static_cast<size_t>(std::max<int64_t>(100000, 20 * b.T * b.B)));
+    for (int64_t& id : t) id = static_cast<int64_t>(gen.below(static_cast<uint64_t>(b.vocab_size)));
+    return t;
+  }
+  // nanoGPT's estimate_mfu: 6 N + 12 L C T flops per trained token.
+  double flops_per_step() const {
+    const auto& c = model.config();
+    const double n = static_cast<double>(model.num_parameters() - c.block_size * c.n_embd);  // without wpe
+    const double per_token = 6 * n + 12.0 * static_cast<double>(c.n_layer * c.n_embd * config.T);
+    return per_token * static_cast<double>(config.T * config.B);
+  }
+
+  BenchConfig config;
+  gpt::GPT model;
+  gpt::Dataset data;
+  std::unique_ptr<gpt::Trainer> trainer;
+};
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+void bench_step(benchmark::State& state, const BenchConfig* config, int threads) {
+  omp_set_num_threads(threads);
+  Run run(*config);
+  for (int i = 0; i < 3; ++i) run.trainer->train_step();  // warm-up: caches and buffers grow
+  g_allocations = 0;
+  g_counting = true;
+  int64_t steps = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(run.trainer->train_step());
+    ++steps;
+  }
+  g_counting = false;
+  const double tokens = static_cast<double>(config->T * config->B);
+  state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(run.flops_per_step() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["allocs/step"] = static_cast<double>(g_allocations.load()) / static_cast<double>(std::max<int64_t>(steps, 1));
+  state.counters["peak_RSS_MiB"] = peak_rss_mib();
+}
+
+// Prints "% of peak" per run beside Google Benchmark's table.
+class PeakReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      const auto it = r.counters.find("GFLOP/s");
+      if (it == r.counters.end() || r.run_type != Run::RT_Iteration) continue;
+      const int threads = std::atoi(r.run_name.function_name.substr(r.run_name.function_name.rfind('t') + 1).c_str());
+      std::printf("  %s: %.1f%% of the %d-core FMA peak (%.1f GFLOP/s)\n", r.run_name.function_name.c_str(),
+                  100.0 * it->second.value / (peak_gflops_per_core() * threads), threads,
+                  peak_gflops_per_core() * threads);
+    }
+  }
+};
+
+// The step server of bench/compare.py (see the top of this file).
+int serve(const std::string& name, int threads) {
+  omp_set_num_threads(threads);
+  Run run(find_config(name));
+  std::printf("ready %s params %lld flops_per_step %.6e\n", name.c_str(),
+              static_cast<long long>(run.model.num_parameters()), run.flops_per_step());
+  std::fflush(stdout);
+  std::string cmd;
+  long long k = 0;
+  while (std::cin >> cmd) {
+    if (cmd == "quit") break;
+    if (cmd != "steps" || !(std::cin >> k) || k < 1) {
+      std::fprintf(stderr, "train_bench: expected 'steps K' or 'quit'\n");
+      return 2;
+    }
+    g_allocations = 0;
+    g_counting = true;
+    const auto start = std::chrono::steady_clock::now();
+    for (long long i = 0; i < k; ++i) run.trainer->train_step();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    g_counting = false;
+    std::printf("%.9f allocs %lld rss_mib %.1f\n", secs, static_cast<long long>(g_allocations.load()), peak_rss_mib());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string serve_name;
+  int threads = 1;
+  bool smoke = false;
+  std::vector<char*> args{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--serve") == 0 && i + 1 < argc) {
+      serve_name = argv[++i];
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--smoke") == 0) {
+      smoke = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  try {
+    if (!serve_name.empty()) return serve(serve_name, threads);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_bench: %s\n", e.what());
+    return 2;
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  for (const BenchConfig& c : kConfigs) {
+    if (smoke && std::strcmp(c.name, "femto") != 0) continue;
+    for (const int t : {1, 2}) {
+      const std::string name = std::string("train_step/") + c.name + "/t" + std::to_string(t);
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), bench_step, &c, t)->Unit(benchmark::kMillisecond)->UseRealTime();
+      if (smoke) b->Iterations(2);
+    }
+  }
+  PeakReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
