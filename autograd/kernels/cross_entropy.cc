@@ -9,7 +9,6 @@
 // Every row is done whole by one thread, so results do not depend on the thread count.
 #include "autograd/kernels/cross_entropy.h"
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -37,16 +36,10 @@ void cross_entropy_forward_impl(T* losses, T* lse, const T* logits, const int64_
   for_range(N, N * V >= kParallelMin, [&](int64_t i) HWY_ATTR {
     const T* x = logits + i * V;
 
-    // pass 1: row max, so every exp argument is <= 0
-    const T m = row_max(x, V);
-
-    // pass 2: sum of exp(x - m), in [1, V]
-    const T sum = sum_of<T>(V, [&](auto d, int64_t j) HWY_ATTR {
-      return exp_nonpositive(d, hn::Sub(hn::LoadU(d, x + j), hn::Set(d, m)));
-    });
-
-    // One scalar log per row (std::log: more accurate than SIMD Log, and negligible here).
-    const T log_sum = std::log(sum);
+    // passes 1 and 2 (simd-inl.h): row max m, so every exp argument is <= 0, and the sum of
+    // exp(x - m), in [1, V]
+    const LogSumExp<T> row = row_log_sum_exp(x, V);
+    const T m = row.max, log_sum = row.log_sum();
     lse[i] = m + log_sum;
     // Not lse - x[t]: for logits near 7e5 a float lse is a multiple of 1/16 and the difference
     // would lose log_sum, whereas m - x[t] is exact for nearby values (Sterbenz).
@@ -84,12 +77,10 @@ void cross_entropy_backward_impl(T* dlogits, const T* logits, const T* lse, cons
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
+// ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
-constexpr auto& cross_entropy_forward_impl_f32 = cross_entropy_forward_impl<float>;
-constexpr auto& cross_entropy_forward_impl_f64 = cross_entropy_forward_impl<double>;
-constexpr auto& cross_entropy_backward_impl_f32 = cross_entropy_backward_impl<float>;
-constexpr auto& cross_entropy_backward_impl_f64 = cross_entropy_backward_impl<double>;
+ATTOGRAD_KERNEL_TARGET(cross_entropy_forward);
+ATTOGRAD_KERNEL_TARGET(cross_entropy_backward);
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -97,33 +88,17 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attograd::kernels {
 
-HWY_EXPORT(cross_entropy_forward_impl_f32);
-HWY_EXPORT(cross_entropy_forward_impl_f64);
-HWY_EXPORT(cross_entropy_backward_impl_f32);
-HWY_EXPORT(cross_entropy_backward_impl_f64);
+// The public kernels: each forwards to the f32 or f64 export for the best target of this CPU and
+// is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
-// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
+ATTOGRAD_KERNEL(void, cross_entropy_forward,
+                (T* losses, T* lse, const T* logits, const int64_t* targets, int64_t N, int64_t V),
+                (losses, lse, logits, targets, N, V));
 
-template <typename T>
-void cross_entropy_forward(T* losses, T* lse, const T* logits, const int64_t* targets, int64_t N,
-                           int64_t V) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, cross_entropy_forward_impl)(losses, lse, logits, targets, N, V);
-}
-
-template <typename T>
-void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const int64_t* targets,
-                            const T* dloss, int64_t N, int64_t V) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, cross_entropy_backward_impl)
-  (dlogits, logits, lse, targets, dloss, N, V);
-}
-
-#define ATTOGRAD_INSTANTIATE(T)                                                               \
-  template void cross_entropy_forward<T>(T*, T*, const T*, const int64_t*, int64_t, int64_t); \
-  template void cross_entropy_backward<T>(T*, const T*, const T*, const int64_t*, const T*,   \
-                                          int64_t, int64_t);
-ATTOGRAD_INSTANTIATE(float)
-ATTOGRAD_INSTANTIATE(double)
-#undef ATTOGRAD_INSTANTIATE
+ATTOGRAD_KERNEL(void, cross_entropy_backward,
+                (T* dlogits, const T* logits, const T* lse, const int64_t* targets, const T* dloss,
+                 int64_t N, int64_t V),
+                (dlogits, logits, lse, targets, dloss, N, V));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

@@ -6,7 +6,11 @@
 // HWY_BEFORE_NAMESPACE() and HWY_AFTER_NAMESPACE() is compiled once per target, into its own
 // namespace attograd::kernels::N_AVX2 etc.; so is simd-inl.h, the loops and math helpers that
 // every kernel file shares. The `#if HWY_ONCE` part at the end is compiled once and forwards
-// each public template to the best target this CPU supports (dispatch.h).
+// each public template to the best target this CPU supports. Two macros from dispatch.h join the
+// parts: ATTOGRAD_KERNEL_TARGET(name), in each target's namespace, names the float and double
+// instances of name_impl for HWY_EXPORT; ATTOGRAD_KERNEL(ret, name, params, args), in the
+// HWY_ONCE part, exports them, defines the public template `name` that dispatches to them and
+// instantiates it for float and double.
 #include "autograd/kernels/elementwise.h"
 
 #include <cmath>
@@ -248,30 +252,19 @@ void fill_impl(T* out, T value, int64_t n) {
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
+// ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
-constexpr auto& binary_forward_impl_f32 = binary_forward_impl<float>;
-constexpr auto& binary_forward_impl_f64 = binary_forward_impl<double>;
-constexpr auto& binary_scalar_right_impl_f32 = binary_scalar_right_impl<float>;
-constexpr auto& binary_scalar_right_impl_f64 = binary_scalar_right_impl<double>;
-constexpr auto& binary_scalar_left_impl_f32 = binary_scalar_left_impl<float>;
-constexpr auto& binary_scalar_left_impl_f64 = binary_scalar_left_impl<double>;
-constexpr auto& unary_forward_impl_f32 = unary_forward_impl<float>;
-constexpr auto& unary_forward_impl_f64 = unary_forward_impl<double>;
-constexpr auto& unary_backward_impl_f32 = unary_backward_impl<float>;
-constexpr auto& unary_backward_impl_f64 = unary_backward_impl<double>;
-constexpr auto& pow_forward_impl_f32 = pow_forward_impl<float>;
-constexpr auto& pow_forward_impl_f64 = pow_forward_impl<double>;
-constexpr auto& pow_backward_impl_f32 = pow_backward_impl<float>;
-constexpr auto& pow_backward_impl_f64 = pow_backward_impl<double>;
-constexpr auto& axpy_impl_f32 = axpy_impl<float>;
-constexpr auto& axpy_impl_f64 = axpy_impl<double>;
-constexpr auto& mul_acc_impl_f32 = mul_acc_impl<float>;
-constexpr auto& mul_acc_impl_f64 = mul_acc_impl<double>;
-constexpr auto& div_backward_impl_f32 = div_backward_impl<float>;
-constexpr auto& div_backward_impl_f64 = div_backward_impl<double>;
-constexpr auto& fill_impl_f32 = fill_impl<float>;
-constexpr auto& fill_impl_f64 = fill_impl<double>;
+ATTOGRAD_KERNEL_TARGET(binary_forward);
+ATTOGRAD_KERNEL_TARGET(binary_scalar_right);
+ATTOGRAD_KERNEL_TARGET(binary_scalar_left);
+ATTOGRAD_KERNEL_TARGET(unary_forward);
+ATTOGRAD_KERNEL_TARGET(unary_backward);
+ATTOGRAD_KERNEL_TARGET(pow_forward);
+ATTOGRAD_KERNEL_TARGET(pow_backward);
+ATTOGRAD_KERNEL_TARGET(axpy);
+ATTOGRAD_KERNEL_TARGET(mul_acc);
+ATTOGRAD_KERNEL_TARGET(div_backward);
+ATTOGRAD_KERNEL_TARGET(fill);
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -279,103 +272,37 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attograd::kernels {
 
-HWY_EXPORT(binary_forward_impl_f32);
-HWY_EXPORT(binary_forward_impl_f64);
-HWY_EXPORT(binary_scalar_right_impl_f32);
-HWY_EXPORT(binary_scalar_right_impl_f64);
-HWY_EXPORT(binary_scalar_left_impl_f32);
-HWY_EXPORT(binary_scalar_left_impl_f64);
-HWY_EXPORT(unary_forward_impl_f32);
-HWY_EXPORT(unary_forward_impl_f64);
-HWY_EXPORT(unary_backward_impl_f32);
-HWY_EXPORT(unary_backward_impl_f64);
-HWY_EXPORT(pow_forward_impl_f32);
-HWY_EXPORT(pow_forward_impl_f64);
-HWY_EXPORT(pow_backward_impl_f32);
-HWY_EXPORT(pow_backward_impl_f64);
-HWY_EXPORT(axpy_impl_f32);
-HWY_EXPORT(axpy_impl_f64);
-HWY_EXPORT(mul_acc_impl_f32);
-HWY_EXPORT(mul_acc_impl_f64);
-HWY_EXPORT(div_backward_impl_f32);
-HWY_EXPORT(div_backward_impl_f64);
-HWY_EXPORT(fill_impl_f32);
-HWY_EXPORT(fill_impl_f64);
+// The public kernels: each forwards to the f32 or f64 export for the best target of this CPU and
+// is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
-// Each public template calls the f32 or f64 export for the best target of this CPU
-// (ATTOGRAD_DYNAMIC_DISPATCH, dispatch.h); the explicit instantiations at the end emit the float
-// and double symbols the header declares.
+ATTOGRAD_KERNEL(void, binary_forward, (BinaryOp op, T* out, const T* a, const T* b, int64_t n),
+                (op, out, a, b, n));
 
-template <typename T>
-void binary_forward(BinaryOp op, T* out, const T* a, const T* b, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, binary_forward_impl)(op, out, a, b, n);
-}
+ATTOGRAD_KERNEL(void, binary_scalar_right, (BinaryOp op, T* out, const T* a, T s, int64_t n),
+                (op, out, a, s, n));
 
-template <typename T>
-void binary_scalar_right(BinaryOp op, T* out, const T* a, T s, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, binary_scalar_right_impl)(op, out, a, s, n);
-}
+ATTOGRAD_KERNEL(void, binary_scalar_left, (BinaryOp op, T* out, T s, const T* b, int64_t n),
+                (op, out, s, b, n));
 
-template <typename T>
-void binary_scalar_left(BinaryOp op, T* out, T s, const T* b, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, binary_scalar_left_impl)(op, out, s, b, n);
-}
+ATTOGRAD_KERNEL(void, unary_forward, (UnaryOp op, T* y, const T* x, int64_t n), (op, y, x, n));
 
-template <typename T>
-void unary_forward(UnaryOp op, T* y, const T* x, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, unary_forward_impl)(op, y, x, n);
-}
+ATTOGRAD_KERNEL(void, unary_backward,
+                (UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n),
+                (op, dx, x, y, dy, n));
 
-template <typename T>
-void unary_backward(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, unary_backward_impl)(op, dx, x, y, dy, n);
-}
+ATTOGRAD_KERNEL(void, pow_forward, (T* y, const T* x, T p, int64_t n), (y, x, p, n));
 
-template <typename T>
-void pow_forward(T* y, const T* x, T p, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, pow_forward_impl)(y, x, p, n);
-}
+ATTOGRAD_KERNEL(void, pow_backward, (T* dx, const T* x, T p, const T* dy, int64_t n),
+                (dx, x, p, dy, n));
 
-template <typename T>
-void pow_backward(T* dx, const T* x, T p, const T* dy, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, pow_backward_impl)(dx, x, p, dy, n);
-}
+ATTOGRAD_KERNEL(void, axpy, (T* out, T alpha, const T* x, int64_t n), (out, alpha, x, n));
 
-template <typename T>
-void axpy(T* out, T alpha, const T* x, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, axpy_impl)(out, alpha, x, n);
-}
+ATTOGRAD_KERNEL(void, mul_acc, (T* out, const T* x, const T* y, int64_t n), (out, x, y, n));
 
-template <typename T>
-void mul_acc(T* out, const T* x, const T* y, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, mul_acc_impl)(out, x, y, n);
-}
+ATTOGRAD_KERNEL(void, div_backward, (T* da, T* db, const T* b, const T* c, const T* dc, int64_t n),
+                (da, db, b, c, dc, n));
 
-template <typename T>
-void div_backward(T* da, T* db, const T* b, const T* c, const T* dc, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, div_backward_impl)(da, db, b, c, dc, n);
-}
-
-template <typename T>
-void fill(T* out, T value, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, fill_impl)(out, value, n);
-}
-
-#define ATTOGRAD_INSTANTIATE(T)                                                        \
-  template void binary_forward<T>(BinaryOp, T*, const T*, const T*, int64_t);          \
-  template void binary_scalar_right<T>(BinaryOp, T*, const T*, T, int64_t);            \
-  template void binary_scalar_left<T>(BinaryOp, T*, T, const T*, int64_t);             \
-  template void unary_forward<T>(UnaryOp, T*, const T*, int64_t);                      \
-  template void unary_backward<T>(UnaryOp, T*, const T*, const T*, const T*, int64_t); \
-  template void pow_forward<T>(T*, const T*, T, int64_t);                              \
-  template void pow_backward<T>(T*, const T*, T, const T*, int64_t);                   \
-  template void axpy<T>(T*, T, const T*, int64_t);                                     \
-  template void mul_acc<T>(T*, const T*, const T*, int64_t);                           \
-  template void div_backward<T>(T*, T*, const T*, const T*, const T*, int64_t);        \
-  template void fill<T>(T*, T, int64_t);
-ATTOGRAD_INSTANTIATE(float)
-ATTOGRAD_INSTANTIATE(double)
-#undef ATTOGRAD_INSTANTIATE
+ATTOGRAD_KERNEL(void, fill, (T* out, T value, int64_t n), (out, value, n));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "autograd/kernels/dispatch.h"
+#include "autograd/kernels/gelu_ref.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/gelu.cc"
@@ -31,11 +32,9 @@ namespace {
 // memory-bound elementwise pass needs), in chunks of 8k.
 constexpr ElementwiseSplit kSplit{.chunk = 8192, .parallel_min = 32768};
 
-// s = sqrt(2/pi) and the cubic coefficient.
-template <typename T>
-constexpr T kScale = static_cast<T>(0.7978845608028654);
-template <typename T>
-constexpr T kCubic = static_cast<T>(0.044715);
+// s = sqrt(2/pi) and the cubic coefficient, defined once with the specification (gelu_ref.h).
+using reference::kGeluCubic;
+using reference::kGeluScale;
 
 // t = tanh(s (x + 0.044715 x^3)), the one transcendental both directions need.
 // (Highway's Tanh: 4 ulp, valid for every finite x; it saturates to +-1 beyond |u| ~ 18.7.)
@@ -43,7 +42,7 @@ template <class D, class V>
 HWY_INLINE V gelu_tanh(D d, V x) {
   using T = hn::TFromD<D>;
   const V x3 = hn::Mul(hn::Mul(x, x), x);
-  const V u = hn::Mul(hn::Set(d, kScale<T>), hn::MulAdd(hn::Set(d, kCubic<T>), x3, x));
+  const V u = hn::Mul(hn::Set(d, kGeluScale<T>), hn::MulAdd(hn::Set(d, kGeluCubic<T>), x3, x));
   return hn::Tanh(d, u);
 }
 
@@ -67,8 +66,8 @@ void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n) {
     const auto xi = hn::LoadU(d, x + i);
     const auto t = gelu_tanh(d, xi);
     // du/dx = s (1 + 3 * 0.044715 x^2)
-    const auto du_dx = hn::Mul(hn::Set(d, kScale<T>),
-                               hn::MulAdd(hn::Set(d, T(3) * kCubic<T>), hn::Mul(xi, xi), one));
+    const auto du_dx = hn::Mul(hn::Set(d, kGeluScale<T>),
+                               hn::MulAdd(hn::Set(d, T(3) * kGeluCubic<T>), hn::Mul(xi, xi), one));
     const auto sech2 = hn::NegMulAdd(t, t, one);       // 1 - t^2
     const auto left = hn::Mul(half, hn::Add(one, t));  // 0.5 (1 + t)
     const auto right = hn::Mul(hn::Mul(hn::Mul(half, xi), sech2), du_dx);
@@ -79,12 +78,10 @@ void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n) {
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
+// ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
-constexpr auto& gelu_forward_impl_f32 = gelu_forward_impl<float>;
-constexpr auto& gelu_forward_impl_f64 = gelu_forward_impl<double>;
-constexpr auto& gelu_backward_impl_f32 = gelu_backward_impl<float>;
-constexpr auto& gelu_backward_impl_f64 = gelu_backward_impl<double>;
+ATTOGRAD_KERNEL_TARGET(gelu_forward);
+ATTOGRAD_KERNEL_TARGET(gelu_backward);
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -92,27 +89,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attograd::kernels {
 
-HWY_EXPORT(gelu_forward_impl_f32);
-HWY_EXPORT(gelu_forward_impl_f64);
-HWY_EXPORT(gelu_backward_impl_f32);
-HWY_EXPORT(gelu_backward_impl_f64);
+// The public kernels: each forwards to the f32 or f64 export for the best target of this CPU and
+// is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
-// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
+ATTOGRAD_KERNEL(void, gelu_forward, (T* y, const T* x, int64_t n), (y, x, n));
 
-template <typename T>
-void gelu_forward(T* y, const T* x, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, gelu_forward_impl)(y, x, n);
-}
-
-template <typename T>
-void gelu_backward(T* dx, const T* x, const T* dy, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, gelu_backward_impl)(dx, x, dy, n);
-}
-
-template void gelu_forward<float>(float*, const float*, int64_t);
-template void gelu_forward<double>(double*, const double*, int64_t);
-template void gelu_backward<float>(float*, const float*, const float*, int64_t);
-template void gelu_backward<double>(double*, const double*, const double*, int64_t);
+ATTOGRAD_KERNEL(void, gelu_backward, (T* dx, const T* x, const T* dy, int64_t n), (dx, x, dy, n));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

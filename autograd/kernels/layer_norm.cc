@@ -156,12 +156,10 @@ void layer_norm_backward_impl(T* dx, T* dgamma, T* dbeta, const T* dy, const T* 
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
+// ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
-constexpr auto& layer_norm_forward_impl_f32 = layer_norm_forward_impl<float>;
-constexpr auto& layer_norm_forward_impl_f64 = layer_norm_forward_impl<double>;
-constexpr auto& layer_norm_backward_impl_f32 = layer_norm_backward_impl<float>;
-constexpr auto& layer_norm_backward_impl_f64 = layer_norm_backward_impl<double>;
+ATTOGRAD_KERNEL_TARGET(layer_norm_forward);
+ATTOGRAD_KERNEL_TARGET(layer_norm_backward);
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -169,35 +167,18 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attograd::kernels {
 
-HWY_EXPORT(layer_norm_forward_impl_f32);
-HWY_EXPORT(layer_norm_forward_impl_f64);
-HWY_EXPORT(layer_norm_backward_impl_f32);
-HWY_EXPORT(layer_norm_backward_impl_f64);
+// The public kernels: each forwards to the f32 or f64 export for the best target of this CPU and
+// is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
-// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
+ATTOGRAD_KERNEL(void, layer_norm_forward,
+                (T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta, int64_t rows,
+                 int64_t C, T eps),
+                (y, mean, rstd, x, gamma, beta, rows, C, eps));
 
-template <typename T>
-void layer_norm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
-                        int64_t rows, int64_t C, T eps) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, layer_norm_forward_impl)
-  (y, mean, rstd, x, gamma, beta, rows, C, eps);
-}
-
-template <typename T>
-void layer_norm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
-                         const T* rstd, const T* gamma, int64_t rows, int64_t C) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, layer_norm_backward_impl)
-  (dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
-}
-
-#define ATTOGRAD_INSTANTIATE(T)                                                                   \
-  template void layer_norm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, \
-                                      T);                                                         \
-  template void layer_norm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,        \
-                                       const T*, int64_t, int64_t);
-ATTOGRAD_INSTANTIATE(float)
-ATTOGRAD_INSTANTIATE(double)
-#undef ATTOGRAD_INSTANTIATE
+ATTOGRAD_KERNEL(void, layer_norm_backward,
+                (T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean, const T* rstd,
+                 const T* gamma, int64_t rows, int64_t C),
+                (dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

@@ -404,10 +404,9 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
+// ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
-constexpr auto& matmul_impl_f32 = matmul_impl<float>;
-constexpr auto& matmul_impl_f64 = matmul_impl<double>;
+ATTOGRAD_KERNEL_TARGET(matmul);
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -415,20 +414,13 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attograd::kernels {
 
-HWY_EXPORT(matmul_impl_f32);
-HWY_EXPORT(matmul_impl_f64);
+// The public kernel: forwards to the f32 or f64 export for the best target of this CPU and is
+// instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
-// The public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
-template <typename T>
-void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
-            bool b_trans, bool accumulate, const T* bias) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, matmul_impl)(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
-}
-
-template void matmul<float>(float*, const float*, const float*, int64_t, int64_t, int64_t, bool,
-                            bool, bool, const float*);
-template void matmul<double>(double*, const double*, const double*, int64_t, int64_t, int64_t, bool,
-                             bool, bool, const double*);
+ATTOGRAD_KERNEL(void, matmul,
+                (T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
+                 bool b_trans, bool accumulate, const T* bias),
+                (c, a, b, M, K, N, a_trans, b_trans, accumulate, bias));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

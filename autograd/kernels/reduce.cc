@@ -260,16 +260,12 @@ double sum_all_double_impl(const T* x, int64_t n) {
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
+// ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
-constexpr auto& sum_axis_impl_f32 = sum_axis_impl<float>;
-constexpr auto& sum_axis_impl_f64 = sum_axis_impl<double>;
-constexpr auto& max_axis_impl_f32 = max_axis_impl<float>;
-constexpr auto& max_axis_impl_f64 = max_axis_impl<double>;
-constexpr auto& broadcast_axis_acc_impl_f32 = broadcast_axis_acc_impl<float>;
-constexpr auto& broadcast_axis_acc_impl_f64 = broadcast_axis_acc_impl<double>;
-constexpr auto& sum_all_double_impl_f32 = sum_all_double_impl<float>;
-constexpr auto& sum_all_double_impl_f64 = sum_all_double_impl<double>;
+ATTOGRAD_KERNEL_TARGET(sum_axis);
+ATTOGRAD_KERNEL_TARGET(max_axis);
+ATTOGRAD_KERNEL_TARGET(broadcast_axis_acc);
+ATTOGRAD_KERNEL_TARGET(sum_all_double);
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -277,45 +273,22 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attograd::kernels {
 
-HWY_EXPORT(sum_axis_impl_f32);
-HWY_EXPORT(sum_axis_impl_f64);
-HWY_EXPORT(max_axis_impl_f32);
-HWY_EXPORT(max_axis_impl_f64);
-HWY_EXPORT(broadcast_axis_acc_impl_f32);
-HWY_EXPORT(broadcast_axis_acc_impl_f64);
-HWY_EXPORT(sum_all_double_impl_f32);
-HWY_EXPORT(sum_all_double_impl_f64);
+// The public kernels: each forwards to the f32 or f64 export for the best target of this CPU and
+// is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
-// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
+ATTOGRAD_KERNEL(void, sum_axis,
+                (T* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool accumulate),
+                (out, x, outer, n, inner, accumulate));
 
-template <typename T>
-void sum_axis(T* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool accumulate) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, sum_axis_impl)(out, x, outer, n, inner, accumulate);
-}
+ATTOGRAD_KERNEL(void, max_axis,
+                (T* out, int64_t* argmax, const T* x, int64_t outer, int64_t n, int64_t inner),
+                (out, argmax, x, outer, n, inner));
 
-template <typename T>
-void max_axis(T* out, int64_t* argmax, const T* x, int64_t outer, int64_t n, int64_t inner) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, max_axis_impl)(out, argmax, x, outer, n, inner);
-}
+ATTOGRAD_KERNEL(void, broadcast_axis_acc,
+                (T* dx, const T* dy, T alpha, int64_t outer, int64_t n, int64_t inner),
+                (dx, dy, alpha, outer, n, inner));
 
-template <typename T>
-void broadcast_axis_acc(T* dx, const T* dy, T alpha, int64_t outer, int64_t n, int64_t inner) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, broadcast_axis_acc_impl)(dx, dy, alpha, outer, n, inner);
-}
-
-template <typename T>
-double sum_all_double(const T* x, int64_t n) {
-  return ATTOGRAD_DYNAMIC_DISPATCH(T, sum_all_double_impl)(x, n);
-}
-
-#define ATTOGRAD_INSTANTIATE(T)                                                    \
-  template void sum_axis<T>(T*, const T*, int64_t, int64_t, int64_t, bool);        \
-  template void max_axis<T>(T*, int64_t*, const T*, int64_t, int64_t, int64_t);    \
-  template void broadcast_axis_acc<T>(T*, const T*, T, int64_t, int64_t, int64_t); \
-  template double sum_all_double<T>(const T*, int64_t);
-ATTOGRAD_INSTANTIATE(float)
-ATTOGRAD_INSTANTIATE(double)
-#undef ATTOGRAD_INSTANTIATE
+ATTOGRAD_KERNEL(double, sum_all_double, (const T* x, int64_t n), (x, n));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

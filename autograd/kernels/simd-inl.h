@@ -1,7 +1,8 @@
 // Loops and math helpers that every SIMD kernel file (autograd/kernels/*.cc) shares, compiled
 // once per Highway target like the kernels themselves: for_range and kParallelMin (threads),
 // for_each_vector and elementwise (vectors plus a 1-lane tail), sum_of and row_max (horizontal
-// reductions), and exp/log with IEEE special values. A kernel file includes it after highway.h:
+// reductions), exp/log with IEEE special values, and row_log_sum_exp (the max and exp-sum shared
+// by softmax, log_softmax and cross_entropy). A kernel file includes it after highway.h:
 //
 //   #include "hwy/foreach_target.h"  // IWYU pragma: keep
 //   #include "hwy/highway.h"
@@ -24,6 +25,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -161,6 +163,33 @@ HWY_INLINE V log_ieee(D d, V x) {
   y = hn::IfThenElse(hn::Eq(x, zero), hn::Set(d, -std::numeric_limits<T>::infinity()), y);
   y = hn::IfThenElse(hn::Eq(x, hn::Inf(d)), x, y);
   return hn::IfThenElse(hn::Ge(x, zero), y, hn::NaN(d));  // false for x < 0 and for NaN
+}
+
+// ---- Log-sum-exp -------------------------------------------------------------------------------
+
+// log(sum_j exp(x_j)) of a row, = max + log(sum), kept in its two parts: the max m by which every
+// caller shifts x, and sum = sum_j exp(x_j - m), which softmax divides by and log_softmax and
+// cross_entropy take the log of. (They add m and log(sum) late or not at all, to stay exact at
+// large |m|: see log_softmax in softmax.cc and cross_entropy.cc.)
+template <typename T>
+struct LogSumExp {
+  T max;  // m = max_j x_j, the shift that keeps every exp argument <= 0
+  T sum;  // sum_j exp(x_j - m): in [1, n] for a finite row (the max adds exactly 1); 0 if n = 0
+  // One scalar std::log per row: more accurate than the SIMD Log, and it costs nothing here.
+  T log_sum() const { return std::log(sum); }
+};
+
+// pass 1: m = row_max(x, n); pass 2: sum of exp(x_j - m), also stored to exps[j] when exps is
+// not null (softmax's numerators). exps may alias x: each x_j is read before exps_j is written.
+template <typename T>
+HWY_INLINE LogSumExp<T> row_log_sum_exp(const T* x, int64_t n, T* exps = nullptr) {
+  const T m = row_max(x, n);
+  const T sum = sum_of<T>(n, [&](auto d, int64_t j) HWY_ATTR {
+    const auto e = exp_nonpositive(d, hn::Sub(hn::LoadU(d, x + j), hn::Set(d, m)));
+    if (exps != nullptr) hn::StoreU(e, d, exps + j);
+    return e;
+  });
+  return {m, sum};
 }
 
 }  // namespace attograd::kernels::HWY_NAMESPACE

@@ -11,7 +11,6 @@
 #include "autograd/kernels/softmax.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -49,15 +48,9 @@ void softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n, int64_t cau
     T* yr = y + r * n;
     const int64_t visible = visible_keys(r, n, causal_tq);
 
-    // pass 1: row max m over the visible entries, so that every exp argument is <= 0
-    const T m = row_max(xr, visible);
-
-    // pass 2: y_j = exp(x_j - m) and their sum
-    const T sum = sum_of<T>(visible, [&](auto d, int64_t j) HWY_ATTR {
-      const auto e = exp_nonpositive(d, hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, m)));
-      hn::StoreU(e, d, yr + j);
-      return e;
-    });
+    // passes 1 and 2 (simd-inl.h): row max m over the visible entries, so that every exp
+    // argument is <= 0; then y_j = exp(x_j - m) and their sum
+    const T sum = row_log_sum_exp(xr, visible, yr).sum;
 
     // pass 3: normalise; masked entries get probability exactly 0
     const T inv_sum = T(1) / sum;
@@ -98,15 +91,10 @@ void log_softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
 
-    // pass 1: row max
-    const T m = row_max(xr, n);
-
-    // pass 2: sum of exp(x - m); at least 1 (the max itself), so its log is >= 0 and finite.
-    // One scalar std::log per row: more accurate than the SIMD Log and costs nothing here.
-    const T sum = sum_of<T>(n, [&](auto d, int64_t j) HWY_ATTR {
-      return exp_nonpositive(d, hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, m)));
-    });
-    const T log_sum = std::log(sum);
+    // passes 1 and 2 (simd-inl.h): row max m, and the sum of exp(x - m); at least 1 (the max
+    // itself), so its log is >= 0 and finite
+    const LogSumExp<T> row = row_log_sum_exp(xr, n);
+    const T m = row.max, log_sum = row.log_sum();
 
     // pass 3: y = (x - m) - log_sum, shifted in that order so that the largest entry gets
     // exactly -log_sum (x - m = 0) even when |m| is huge.
@@ -139,16 +127,12 @@ void log_softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int
 
 }  // namespace
 
-// ---- Exports: HWY_EXPORT takes plain names, not template-ids: one per element type ------------
+// ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
-constexpr auto& softmax_forward_impl_f32 = softmax_forward_impl<float>;
-constexpr auto& softmax_forward_impl_f64 = softmax_forward_impl<double>;
-constexpr auto& softmax_backward_impl_f32 = softmax_backward_impl<float>;
-constexpr auto& softmax_backward_impl_f64 = softmax_backward_impl<double>;
-constexpr auto& log_softmax_forward_impl_f32 = log_softmax_forward_impl<float>;
-constexpr auto& log_softmax_forward_impl_f64 = log_softmax_forward_impl<double>;
-constexpr auto& log_softmax_backward_impl_f32 = log_softmax_backward_impl<float>;
-constexpr auto& log_softmax_backward_impl_f64 = log_softmax_backward_impl<double>;
+ATTOGRAD_KERNEL_TARGET(softmax_forward);
+ATTOGRAD_KERNEL_TARGET(softmax_backward);
+ATTOGRAD_KERNEL_TARGET(log_softmax_forward);
+ATTOGRAD_KERNEL_TARGET(log_softmax_backward);
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -156,45 +140,22 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attograd::kernels {
 
-HWY_EXPORT(softmax_forward_impl_f32);
-HWY_EXPORT(softmax_forward_impl_f64);
-HWY_EXPORT(softmax_backward_impl_f32);
-HWY_EXPORT(softmax_backward_impl_f64);
-HWY_EXPORT(log_softmax_forward_impl_f32);
-HWY_EXPORT(log_softmax_forward_impl_f64);
-HWY_EXPORT(log_softmax_backward_impl_f32);
-HWY_EXPORT(log_softmax_backward_impl_f64);
+// The public kernels: each forwards to the f32 or f64 export for the best target of this CPU and
+// is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
-// Each public template calls the f32 or f64 export for the best target of this CPU (dispatch.h).
+ATTOGRAD_KERNEL(void, softmax_forward,
+                (T* y, const T* x, int64_t rows, int64_t n, int64_t causal_tq),
+                (y, x, rows, n, causal_tq));
 
-template <typename T>
-void softmax_forward(T* y, const T* x, int64_t rows, int64_t n, int64_t causal_tq) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, softmax_forward_impl)(y, x, rows, n, causal_tq);
-}
+ATTOGRAD_KERNEL(void, softmax_backward, (T* dx, const T* y, const T* dy, int64_t rows, int64_t n),
+                (dx, y, dy, rows, n));
 
-template <typename T>
-void softmax_backward(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, softmax_backward_impl)(dx, y, dy, rows, n);
-}
+ATTOGRAD_KERNEL(void, log_softmax_forward, (T* y, const T* x, int64_t rows, int64_t n),
+                (y, x, rows, n));
 
-template <typename T>
-void log_softmax_forward(T* y, const T* x, int64_t rows, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, log_softmax_forward_impl)(y, x, rows, n);
-}
-
-template <typename T>
-void log_softmax_backward(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
-  ATTOGRAD_DYNAMIC_DISPATCH(T, log_softmax_backward_impl)(dx, y, dy, rows, n);
-}
-
-#define ATTOGRAD_INSTANTIATE(T)                                                \
-  template void softmax_forward<T>(T*, const T*, int64_t, int64_t, int64_t);   \
-  template void softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t); \
-  template void log_softmax_forward<T>(T*, const T*, int64_t, int64_t);        \
-  template void log_softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t);
-ATTOGRAD_INSTANTIATE(float)
-ATTOGRAD_INSTANTIATE(double)
-#undef ATTOGRAD_INSTANTIATE
+ATTOGRAD_KERNEL(void, log_softmax_backward,
+                (T* dx, const T* y, const T* dy, int64_t rows, int64_t n),
+                (dx, y, dy, rows, n));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE
