@@ -58,8 +58,8 @@ void save_checkpoint(const std::string& path, GPT& model, const std::string& tok
     w.metadata["batch_rng"] = training->batch_rng;
     w.metadata["adam_t"] = std::to_string(training->adam_t);
     w.metadata["train_options"] = training->train_options;
-    w.add_doubles("optimizer.m", training->adam_m);
-    w.add_doubles("optimizer.v", training->adam_v);
+    w.add("optimizer.m", training->adam_m);
+    w.add("optimizer.v", training->adam_v);
   }
   w.write(path);
 }
@@ -85,8 +85,14 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
       s.batch_rng = get("batch_rng");
       s.adam_t = std::stoll(get("adam_t"));
       s.train_options = get("train_options");
-      s.adam_m = file.doubles("optimizer.m");
-      s.adam_v = file.doubles("optimizer.v");
+      // In their stored dtype: F32 since the moments are kept in f32, F64 in older checkpoints
+      // (AdamW::load_state converts).
+      for (auto [name, moment] : {std::pair{"optimizer.m", &s.adam_m}, std::pair{"optimizer.v", &s.adam_v}}) {
+        if (!file.contains(name))
+          throw std::runtime_error("'" + file.path() + "': the checkpoint has a training state but no '" + name +
+                                   "' tensor (a truncated or hand-edited file?)");
+        *moment = file.tensor(name, file.entries().at(name).dtype == "F64" ? DType::f64 : DType::f32);
+      }
       info.training = s;
     }
   } catch (const nlohmann::json::exception& e) {

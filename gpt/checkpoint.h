@@ -4,8 +4,9 @@
 // layout: c_attn, attn.c_proj, c_fc and mlp.c_proj weights are stored (in, out), the
 // transpose of attograd's Linear (out, in). So one loader reads attograd checkpoints and
 // Hugging Face's model.safetensors alike. The config, the tokenizer and (for resuming) the
-// training state live in the metadata, the AdamW moments in F64 tensors "optimizer.m" and
-// "optimizer.v" (in parameter-arena order).
+// training state live in the metadata, the AdamW moments in tensors "optimizer.m" and
+// "optimizer.v" (in parameter-arena order, in the parameters' dtype: F32; checkpoints written
+// before the moments moved to f32 hold F64 ones, which still load).
 #pragma once
 
 #include <optional>
@@ -22,7 +23,7 @@ namespace attograd::gpt {
 struct TrainingState {
   int64_t step = 0;               // optimizer steps completed
   std::string batch_rng;          // Generator::state() of the batch sampler
-  std::vector<double> adam_m, adam_v;
+  Tensor adam_m, adam_v;           // AdamW moments, (N,) in arena order, the parameters' dtype
   int64_t adam_t = 0;
   std::string train_options;      // the trainer's options as JSON, so --resume reuses them
 };

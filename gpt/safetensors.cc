@@ -182,12 +182,6 @@ void SafetensorsWriter::add(const std::string& name, const Tensor& t) {
   items_[name] = std::move(item);
 }
 
-void SafetensorsWriter::add_doubles(const std::string& name, const std::vector<double>& values) {
-  Item item{"F64", {static_cast<int64_t>(values.size())}, std::vector<char>(values.size() * 8)};
-  if (!values.empty()) std::memcpy(item.bytes.data(), values.data(), item.bytes.size());
-  items_[name] = std::move(item);
-}
-
 void SafetensorsWriter::write(const std::string& path) const {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;

@@ -52,8 +52,6 @@ struct SafetensorsWriter {
   std::map<std::string, std::string> metadata;
   /// Adds a floating or i64 tensor (any layout; written contiguous, in its own dtype).
   void add(const std::string& name, const Tensor& t);
-  /// Adds raw doubles as an F64 tensor of shape (n,).
-  void add_doubles(const std::string& name, const std::vector<double>& values);
   /// Writes atomically: a temporary file in the same directory, flushed and fsync'ed, then
   /// renamed over `path`, so a crash never leaves a half-written checkpoint. Throws
   /// std::runtime_error naming the path on any I/O failure (the old file is then intact).

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
@@ -116,13 +117,11 @@ Trainer::Trainer(GPT& model, const Dataset& data, const TrainOptions& options, s
 }
 
 void Trainer::restore(const TrainingState& s) {
-  const size_t n = static_cast<size_t>(model_.arena().params().numel());
-  if (s.adam_m.size() != n || s.adam_v.size() != n)
-    throw std::runtime_error("checkpoint optimizer state has " + std::to_string(s.adam_m.size()) +
-                             " moments but the model has " + std::to_string(n) + " parameters");
-  optimizer_.m() = s.adam_m;
-  optimizer_.v() = s.adam_v;
-  optimizer_.set_steps(s.adam_t);
+  try {
+    optimizer_.load_state(s.adam_m, s.adam_v, s.adam_t);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("checkpoint: ") + e.what());
+  }
   batch_gen_.set_state(s.batch_rng);
   step_ = s.step;
 }
@@ -159,12 +158,20 @@ double Trainer::train_step() {
     // gradient of the mean loss over all grad_accum * B * T tokens.
     mul_scalar(loss, 1.0 / static_cast<double>(o.grad_accum)).backward();
   }
-  const double norm = model_.arena().clip_grad_norm(o.grad_clip);
-  if (!std::isfinite(norm))
-    throw NonFiniteLoss("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step_) +
-                        "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+  // The gradient norm is one pass over every gradient: computed only to clip, and then once.
+  // The clipping factor is applied by AdamW as it reads each gradient.
+  double scale = 1.0;
+  last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
+  if (o.grad_clip > 0) {
+    const double norm = model_.arena().grad_norm();
+    if (!std::isfinite(norm))
+      throw NonFiniteLoss("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step_) +
+                          "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+    last_grad_norm_ = norm;
+    scale = nn::clip_scale(norm, o.grad_clip);
+  }
   const int64_t decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.max_steps;
-  optimizer_.step(nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr));
+  optimizer_.step(nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr), scale);
   ++step_;
   return loss_sum / static_cast<double>(o.grad_accum);
 }
@@ -248,10 +255,13 @@ EvalResult Trainer::run(std::ostream& log) {
   while (step_ < o.max_steps) {
     const double lr = nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr);
     const double loss = train_step();
-    const double norm = model_.arena().grad_norm();
     const double secs = elapsed();
     const double tok_s = static_cast<double>((step_ - first_step) * tokens_per_step) / std::max(secs, 1e-9);
-    if (files) train_csv << step_ << ',' << loss << ',' << lr << ',' << norm << ',' << tok_s << '\n';
+    if (files) {  // grad_norm is left empty when it was not computed (no clipping)
+      train_csv << step_ << ',' << loss << ',' << lr << ',';
+      if (std::isfinite(last_grad_norm_)) train_csv << last_grad_norm_;
+      train_csv << ',' << tok_s << '\n';
+    }
     if (step_ % o.log_interval == 0 || step_ == o.max_steps) {
       const double left = secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
       char buf[256];

@@ -105,6 +105,9 @@ class Trainer {
   /// Saves model + training state to out_dir/ckpt.safetensors (atomically).
   void save(const std::string& path);
   int64_t step() const { return step_; }
+  /// The global L2 norm of the last step's gradients before clipping; NaN when grad_clip is 0
+  /// (the norm is computed only to clip).
+  double last_grad_norm() const { return last_grad_norm_; }
   std::string checkpoint_path() const;
 
  private:
@@ -115,6 +118,7 @@ class Trainer {
   nn::AdamW optimizer_;
   Generator batch_gen_;
   int64_t step_ = 0;
+  double last_grad_norm_ = 0;
 };
 
 }  // namespace attograd::gpt

@@ -1,11 +1,12 @@
 #include "nn/module.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include "autograd/kernels/elementwise.h"
-#include "autograd/kernels/reduce.h"
+#include "autograd/kernels/optimizer.h"
 
 namespace attograd::nn {
 
@@ -96,17 +97,18 @@ void ParameterArena::zero_grad() {
 
 double ParameterArena::grad_norm() const {
   return dispatch_floating(grads_.dtype(), "grad_norm", [&]<typename T>() {
-    const T* g = grads_.data<T>();
-    double s = 0;
-    for (int64_t i = 0; i < grads_.numel(); ++i) s += static_cast<double>(g[i]) * g[i];
-    return std::sqrt(s);
+    return std::sqrt(kernels::sum_squares_double<T>(grads_.data<T>(), grads_.numel()));
   });
+}
+
+double clip_scale(double norm, double max_norm) {
+  return max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
 }
 
 double ParameterArena::clip_grad_norm(double max_norm) {
   const double norm = grad_norm();
-  if (max_norm > 0 && norm > max_norm) {
-    const double scale = max_norm / (norm + 1e-6);  // torch adds 1e-6 to avoid dividing by ~0
+  const double scale = clip_scale(norm, max_norm);
+  if (scale < 1) {
     dispatch_floating(grads_.dtype(), "clip_grad_norm", [&]<typename T>() {
       T* g = grads_.data<T>();
       kernels::binary_scalar_right<T>(kernels::BinaryOp::mul, g, g, static_cast<T>(scale), grads_.numel());

@@ -78,10 +78,12 @@ class ParameterArena {
 
   /// Zeroes all gradients: one fill.
   void zero_grad();
-  /// L2 norm of all gradients together, accumulated in double.
+  /// L2 norm of all gradients together, accumulated in double (one SIMD pass).
   double grad_norm() const;
-  /// Scales all gradients so their global L2 norm is at most max_norm (torch's
-  /// clip_grad_norm_); returns the norm before clipping. max_norm <= 0 disables clipping.
+  /// Scales all gradients by clip_scale(norm, max_norm), so their global L2 norm is at most
+  /// max_norm (torch's clip_grad_norm_); returns the norm before clipping. max_norm <= 0
+  /// disables clipping. (A training step instead hands clip_scale's factor to AdamW::step,
+  /// which applies it as it reads each gradient: one pass less.)
   double clip_grad_norm(double max_norm);
 
  private:
@@ -89,5 +91,9 @@ class ParameterArena {
   int64_t num_decay_ = 0;
   std::vector<std::pair<std::string, Tensor>> named_;
 };
+
+/// The factor torch.nn.utils.clip_grad_norm_ multiplies every gradient by: min(1, max_norm /
+/// (norm + 1e-6)) (the 1e-6 keeps a zero norm finite); 1 when max_norm <= 0 (no clipping).
+double clip_scale(double norm, double max_norm);
 
 }  // namespace attograd::nn

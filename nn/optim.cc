@@ -1,7 +1,12 @@
 #include "nn/optim.h"
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/kernels/optimizer.h"
 
 namespace attograd::nn {
 
@@ -30,25 +35,52 @@ void SGD::step(double lr) {
 AdamW::AdamW(ParameterArena& arena, const AdamWOptions& options)
     : arena_(arena),
       options_(options),
-      m_(static_cast<size_t>(arena.params().numel()), 0.0),
-      v_(static_cast<size_t>(arena.params().numel()), 0.0) {}
+      m_(Tensor::zeros(arena.params().shape(), arena.params().dtype())),
+      v_(Tensor::zeros(arena.params().shape(), arena.params().dtype())) {}
 
-void AdamW::step(double lr) {
+void AdamW::step(double lr, double grad_scale) {
   ++t_;
-  const auto& o = options_;
-  const double bc1 = 1 - std::pow(o.beta1, static_cast<double>(t_));
-  const double bc2 = 1 - std::pow(o.beta2, static_cast<double>(t_));
-  const int64_t num_decay = arena_.num_decay();
-  for_each_element(arena_, [&](auto& p, auto g, int64_t i) {
-    const double gd = g;
-    m_[i] = o.beta1 * m_[i] + (1 - o.beta1) * gd;
-    v_[i] = o.beta2 * v_[i] + (1 - o.beta2) * gd * gd;
-    const double m_hat = m_[i] / bc1, v_hat = v_[i] / bc2;
-    double pd = p;
-    if (i < num_decay) pd -= lr * o.weight_decay * pd;  // decoupled: not through the moments
-    pd -= lr * m_hat / (std::sqrt(v_hat) + o.eps);
-    p = static_cast<std::remove_reference_t<decltype(p)>>(pd);
+  const AdamWOptions& o = options_;
+  const kernels::AdamWStep s{.lr = lr,
+                             .beta1 = o.beta1,
+                             .beta2 = o.beta2,
+                             .eps = o.eps,
+                             .weight_decay = o.weight_decay,
+                             .bias_correction1 = 1 - std::pow(o.beta1, static_cast<double>(t_)),
+                             .bias_correction2 = 1 - std::pow(o.beta2, static_cast<double>(t_)),
+                             .grad_scale = grad_scale};
+  dispatch_floating(arena_.params().dtype(), "AdamW", [&]<typename T>() {
+    kernels::adamw_step<T>(arena_.params().data<T>(), arena_.grads().data<T>(), m_.data<T>(), v_.data<T>(),
+                           arena_.params().numel(), arena_.num_decay(), s);
   });
+}
+
+namespace {
+// dst (n,) = src (n,) converted to dst's dtype.
+void convert_into(const Tensor& dst, const Tensor& src) {
+  const Tensor s = src.is_contiguous() ? src : src.clone();
+  dispatch_floating(dst.dtype(), "AdamW", [&]<typename D>() {
+    dispatch_floating(s.dtype(), "AdamW", [&]<typename S>() {
+      D* d = dst.data<D>();
+      const S* x = s.data<S>();
+      for (int64_t i = 0; i < dst.numel(); ++i) d[i] = static_cast<D>(x[i]);
+    });
+  });
+}
+}  // namespace
+
+void AdamW::load_state(const Tensor& m, const Tensor& v, int64_t t) {
+  const int64_t n = arena_.params().numel();
+  for (const Tensor* moment : {&m, &v}) {
+    if (!moment->defined() || moment->dtype() == DType::i64 || moment->numel() != n)
+      throw std::invalid_argument("AdamW: the saved optimizer state has " +
+                                  (moment->defined() ? std::to_string(moment->numel()) : std::string("no")) +
+                                  " moments but the model has " + std::to_string(n) + " parameters");
+  }
+  if (t < 0) throw std::invalid_argument("AdamW: negative step count " + std::to_string(t));
+  convert_into(m_, m);
+  convert_into(v_, v);
+  t_ = t;
 }
 
 double cosine_lr(int64_t it, int64_t warmup, int64_t decay_steps, double max_lr, double min_lr) {

@@ -31,27 +31,33 @@ struct AdamWOptions {
   double weight_decay = 0.1;  // applied to the 2-D weights only, never biases or LayerNorm
 };
 
-/// Adam with decoupled weight decay (Loshchilov & Hutter 2019, algorithm 2):
-///   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g²
-///   p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + lr wd p   (wd on 2-D weights)
-/// Moments are kept in double whatever the parameter dtype.
+/// Adam with decoupled weight decay (Loshchilov & Hutter 2019, algorithm 2), computed as
+/// torch.optim.AdamW computes it (kernels/optimizer.h):
+///   p = p (1 - lr wd)   (2-D weights only);  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g²
+///   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+/// The moments are kept in the parameters' dtype (f32 when training, as PyTorch keeps them), and
+/// the whole update is one SIMD pass over the arena, split over threads.
 class AdamW {
  public:
   AdamW(ParameterArena& arena, const AdamWOptions& options = {});
-  /// One update with learning rate lr.
-  void step(double lr);
+  /// One update with learning rate lr from the gradients in the arena, each multiplied by
+  /// grad_scale first: clip_scale()'s factor, so that clipping needs no pass of its own.
+  void step(double lr, double grad_scale = 1.0);
   /// Number of steps taken (t in the bias corrections).
   int64_t steps() const { return t_; }
-  /// Moment buffers and step count, for checkpoints (bit-exact resume).
-  std::vector<double>& m() { return m_; }
-  std::vector<double>& v() { return v_; }
-  void set_steps(int64_t t) { t_ = t; }
+  /// First and second moments: flat (N,) tensors in the parameters' dtype and arena order.
+  const Tensor& m() const { return m_; }
+  const Tensor& v() const { return v_; }
+  /// Restores the moments and the step count saved by a checkpoint (bit-exact resume); m and v
+  /// are converted to the parameters' dtype. Throws std::invalid_argument unless both are
+  /// floating tensors of N elements, naming what was found.
+  void load_state(const Tensor& m, const Tensor& v, int64_t t);
   const AdamWOptions& options() const { return options_; }
 
  private:
   ParameterArena& arena_;
   AdamWOptions options_;
-  std::vector<double> m_, v_;
+  Tensor m_, v_;
   int64_t t_ = 0;
 };
 

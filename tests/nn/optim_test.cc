@@ -53,6 +53,49 @@ BOOST_AUTO_TEST_CASE(adamw_equal_gradients_move_by_lr_each_step) {
   expect_close(m.b.to_vector(), {0.5 - 0.03}, 1e-8);
 }
 
+// Clipping folded into the update (the trainer's path: AdamW::step(lr, clip_scale(norm, max)))
+// equals torch's two passes, clip_grad_norm_ then step, bit for bit: both multiply each
+// gradient by the same factor once.
+BOOST_AUTO_TEST_CASE(adamw_grad_scale_equals_clip_then_step) {
+  WeightAndBias a, b;
+  ParameterArena arena_a(a), arena_b(b);
+  AdamW opt_a(arena_a), opt_b(arena_b);
+  for (int i = 0; i < 3; ++i) {
+    set_grads(a);
+    set_grads(b);
+    const double max_norm = 0.05;  // below the norm sqrt(3) * 0.1: clips
+    const double norm = arena_a.clip_grad_norm(max_norm);
+    opt_a.step(0.01);
+    BOOST_TEST(arena_b.grad_norm() == norm);
+    opt_b.step(0.01, clip_scale(norm, max_norm));
+  }
+  BOOST_TEST(a.W.to_vector() == b.W.to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(a.b.to_vector() == b.b.to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(clip_scale(2.0, 1.0) == 1.0 / (2.0 + 1e-6));
+  BOOST_TEST(clip_scale(0.5, 1.0) == 1.0);
+  BOOST_TEST(clip_scale(5.0, 0.0) == 1.0);  // max_norm 0: no clipping
+}
+
+// The moments live in the parameters' dtype (f32 for a training model, as PyTorch keeps them);
+// load_state restores them, converting f64 moments from older checkpoints.
+BOOST_AUTO_TEST_CASE(adamw_moments_dtype_and_load_state) {
+  class F32Layer : public Module {
+   public:
+    F32Layer() { w = register_parameter("w", Tensor::from_vector({1, 2, 3}, {3}, DType::f32)); }
+    Tensor w;
+  } layer;
+  ParameterArena arena(layer);
+  AdamW opt(arena);
+  BOOST_TEST((opt.m().dtype() == DType::f32));
+  BOOST_TEST(opt.v().shape() == Shape{3});
+  opt.load_state(Tensor::from_vector({0.1, 0.2, 0.3}, {3}, DType::f64), Tensor::from_vector({1, 2, 3}, {3}, DType::f64), 7);
+  BOOST_TEST(opt.steps() == 7);
+  expect_close(opt.m().to_vector(), {0.1f, 0.2f, 0.3f}, 0);
+  attograd::testing::expect_throw_with<std::invalid_argument>(
+      [&] { opt.load_state(Tensor::zeros({4}), Tensor::zeros({3}), 1); },
+      "the saved optimizer state has 4 moments but the model has 3 parameters");
+}
+
 BOOST_AUTO_TEST_CASE(sgd_with_momentum) {
   WeightAndBias m;
   ParameterArena arena(m);
