@@ -147,6 +147,20 @@ std::vector<GradcheckCase> build() {
   c.push_back({"causal_softmax", "(B, 2, T + 2): fewer queries than keys (a KV cache)",
                [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, 2, s.T + 2}, g, d)}; },
                [](const Inputs& in) { return causal_softmax(in[0]); }});
+  c.push_back({"causal_attention", "q, k, v (B, 2, T, C / 2): the head-split views of one (B, T, 3C) tensor",
+               [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, 3 * s.C}, g, d)}; },
+               [](const Inputs& in) {
+                 const int64_t B = in[0].size(0), T = in[0].size(1), C = in[0].size(2) / 3;
+                 const std::vector<Tensor> qkv = split(in[0], {C, C, C}, -1);
+                 auto heads = [&](const Tensor& t) { return transpose(reshape(t, {B, T, 2, C / 2}), 1, 2); };
+                 return causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
+               }});
+  c.push_back({"causal_attention", "q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV cache)",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, 1, 2, s.C}, g, d), param({s.B, 1, s.T + 2, s.C}, g, d),
+                               param({s.B, 1, s.T + 2, s.C}, g, d)};
+               },
+               [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); }});
   c.push_back(unary_case("log_softmax", [](const Tensor& x) { return log_softmax(x); }, -3, 3));
   c.push_back({"layer_norm", "x (B, T, C), gamma (C), beta (C)",
                [](Generator& g, DType d, const Sizes& s) {

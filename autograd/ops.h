@@ -123,6 +123,14 @@ Tensor softmax(const Tensor& x);
 /// Fused causal_mask + softmax over (..., Tq, Tk): masked entries are exactly 0 and get
 /// exactly 0 gradient.                        VJP: dx = y * (dy - sum(dy * y))
 Tensor causal_softmax(const Tensor& scores);
+/// Causal scaled dot-product attention (Vaswani et al. 2017, eq. 1, with GPT's mask) as one op:
+/// q (B, NH, Tq, HS), k and v (B, NH, Tk, HS), 1 <= Tq <= Tk -> y (B, NH, Tq, HS), where query t
+/// attends to keys j <= t + Tk - Tq. Equals matmul(causal_softmax(q kᵀ / sqrt(HS)), v), but never
+/// stores the (Tq, Tk) weights (the backward recomputes them) nor computes the masked half; q, k,
+/// v may be views (the head split of c_attn's output), and y is a view whose transpose(1, 2) is
+/// contiguous, so merging the heads copies nothing.
+///   VJP: ds = p (dy vᵀ - rowsum(dy y)); dq = ds k / sqrt(HS); dk = dsᵀ q / sqrt(HS); dv = pᵀ dy
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v);
 /// log(softmax(x)) over the last axis.        VJP: dx = dy - softmax(x) * sum(dy)
 Tensor log_softmax(const Tensor& x);
 /// Layer norm over the last axis of x (..., C) with gamma, beta (C); biased variance.

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "autograd/kernels/attention.h"
 #include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/layer_norm.h"
@@ -111,6 +112,53 @@ Tensor softmax(const Tensor& x) {
 Tensor causal_softmax(const Tensor& scores) {
   const int64_t Tq = causal_dims(scores, "causal_softmax").first;
   return softmax_impl(scores, Tq, "causal_softmax");
+}
+
+// ----- causal_attention:  y = softmax(q kᵀ / sqrt(HS), causal) v, fused (kernels/attention.h) -----
+//   VJP: D_t = dy_t . y_t;  ds = p (dy vᵀ - D);  dq = ds k / sqrt(HS);  dk = dsᵀ q / sqrt(HS);  dv = pᵀ dy
+namespace {
+
+// The strides of a (B, NH, T, HS) operand for the kernel, which needs HS contiguous: x itself
+// when it is (e.g. the head-split views of c_attn's output), else a contiguous copy.
+std::pair<Tensor, kernels::HeadStrides> head_operand(const Tensor& x) {
+  const Tensor t = x.strides()[3] == 1 || x.size(3) == 1 ? x : detail::contiguous_data(x);
+  return {t, {t.strides()[0], t.strides()[1], t.strides()[2]}};
+}
+
+}  // namespace
+
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
+  detail::check_floating_pair("causal_attention", q, k);
+  detail::check_floating_pair("causal_attention", q, v);
+  const bool ranks = q.dim() == 4 && k.dim() == 4 && v.dim() == 4;
+  if (!ranks || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(1) != k.size(1) ||
+      q.size(3) != k.size(3) || q.size(2) > k.size(2) || q.numel() == 0)
+    throw std::invalid_argument("causal_attention: expected q (B, NH, Tq, HS) and k, v (B, NH, Tk, HS) with "
+                                "1 <= Tq <= Tk, got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
+                                ", v " + shape_str(v.shape()));
+  const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+  const auto [qc, qs] = head_operand(q);
+  const auto [kc, ks] = head_operand(k);
+  const auto [vc, vs] = head_operand(v);
+  // y is stored (B, Tq, NH, HS) and returned as its (B, NH, Tq, HS) view, so that merging the
+  // heads back, transpose(1, 2) then reshape to (B, Tq, C), is a view and copies nothing.
+  const Tensor y_storage = Tensor::empty({dims.B, dims.Tq, dims.NH, dims.HS}, q.dtype());
+  const kernels::HeadStrides ys{dims.Tq * dims.NH * dims.HS, dims.HS, dims.NH * dims.HS};
+  const Tensor y = detail::view_of(y_storage, q.shape(), {ys.batch, ys.head, ys.time, 1});
+  Tensor lse = Tensor::empty({dims.B, dims.NH, dims.Tq}, q.dtype());
+  dispatch_floating(q.dtype(), "causal_attention", [&]<typename T>() {
+    kernels::attention_forward<T>(y_storage.data<T>(), ys, lse.data<T>(), qc.data<T>(), qs, kc.data<T>(), ks,
+                                  vc.data<T>(), vs, dims);
+  });
+  return record(y, "causal_attention", {q, k, v},
+                [q = qc.detach(), k = kc.detach(), v = vc.detach(), y = y_storage.detach(), lse, qs = qs, ks = ks,
+                 vs = vs, ys, dims](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "causal_attention", [&]<typename T>() {
+      auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+      kernels::attention_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(), y.data<T>(), ys, lse.data<T>(),
+                                     q.data<T>(), qs, k.data<T>(), ks, v.data<T>(), vs, dims);
+    });
+  });
 }
 
 // ----- log_softmax:  y = x - max - log(sum exp(x - max));  dx = dy - exp(y) sum(dy) -----

@@ -10,7 +10,8 @@ for the same number of steps, A B A B ..., so that both see the same machine wea
 ratio is the median PyTorch ms/step over the median attograd ms/step (> 1: attograd faster).
 PyTorch gets its best CPU settings: jemalloc preloaded, passive OpenMP waiting, and OpenBLAS
 with its AVX-512 kernels (this machine's OPENBLAS_CORETYPE=Haswell and OPENBLAS_L2_SIZE are
-removed from its environment). attograd runs as its CLI does, with passive waiting too.
+removed from its environment) and OPENBLAS_NUM_THREADS set to the thread count (else OpenBLAS
+uses both cores in a "1 thread" run). attograd runs as its CLI does (GOMP_SPINCOUNT=10000).
 """
 import argparse
 import os
@@ -53,17 +54,21 @@ class Server:
         self.proc.wait(timeout=60)
 
 
-def environments():
-    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    base["OMP_WAIT_POLICY"] = "passive"
-    torch_env = dict(base)
+def environments(threads):
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    # attograd as its CLI runs it (examples/cli/main.cc): idle workers spin briefly, then sleep.
+    ours = dict(base, GOMP_SPINCOUNT="10000")
+    # PyTorch as issue 7 measured it at its best: passive OpenMP, jemalloc, and OpenBLAS (which
+    # runs its own threads, 2 by default here) held to the same thread count.
+    theirs = dict(base, OMP_WAIT_POLICY="passive", OPENBLAS_NUM_THREADS=str(threads))
     if os.path.exists(JEMALLOC):
-        torch_env["LD_PRELOAD"] = JEMALLOC
-    return base, torch_env
+        theirs["LD_PRELOAD"] = JEMALLOC
+    return ours, theirs
 
 
 def measure(config, threads, rounds, bench, seconds_per_round):
-    ours_env, torch_env = environments()
+    ours_env, torch_env = environments(threads)
     ours = Server([str(bench), "--serve", config, "--threads", str(threads)], ours_env)
     theirs = Server([sys.executable, str(ROOT / "bench" / "torch_reference.py"), "--serve", config,
                      "--threads", str(threads)], torch_env)

@@ -143,8 +143,13 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const 
     cache->k = contiguous(k).detach();
     cache->v = contiguous(v).detach();
   }
-  const Tensor y = scaled_dot_product_attention(q, k, v, attn_dropout.get());  // (B, NH, T, HS)
-  // Re-assemble the heads side by side: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C)
+  // The fused op computes exactly scaled_dot_product_attention (tests/nn/layers_test.cc) without
+  // storing the (T, T) weights; dropout on those weights needs them, so it takes the long way.
+  const bool weight_dropout = attn_dropout->is_training() && attn_dropout->p > 0;
+  const Tensor y = weight_dropout ? scaled_dot_product_attention(q, k, v, attn_dropout.get())
+                                  : causal_attention(q, k, v);  // (B, NH, T, HS)
+  // Re-assemble the heads side by side: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C) (a view
+  // for causal_attention's output, which is stored in (B, T, NH, HS) order)
   const Tensor merged = reshape(transpose(y, 1, 2), {B, T, n_embd});
   return resid_dropout->forward(c_proj->forward(merged));
 }

@@ -41,7 +41,6 @@
 #define HWY_TARGET_INCLUDE "autograd/kernels/matmul.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "hwy/aligned_allocator.h"
 #include "autograd/kernels/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -298,28 +297,9 @@ void edge_tile(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t ro
 
 // ---- The five loops ----------------------------------------------------------------------------
 
-// Grow-only packing buffers, one set per thread (OpenMP keeps its threads, so after the first
-// calls no matmul allocates).
-template <typename T>
-struct PackBuffers {
-  hwy::AlignedFreeUniquePtr<T[]> a, b;
-  size_t a_size = 0, b_size = 0;
-
-  T* ensure(hwy::AlignedFreeUniquePtr<T[]>& buf, size_t& size, size_t n) {
-    if (size < n) {
-      buf = hwy::AllocateAligned<T>(n);
-      if (!buf) throw std::bad_alloc();
-      size = n;
-    }
-    return buf.get();
-  }
-};
-
-template <typename T>
-PackBuffers<T>& pack_buffers() {
-  thread_local PackBuffers<T> buffers;
-  return buffers;
-}
+// The two packing buffers (thread_scratch tags).
+struct PackedA {};
+struct PackedB {};
 
 // C[i_begin : i_end, j_begin : j_end], all of K: one thread's rectangle.
 template <typename T>
@@ -328,12 +308,11 @@ void gemm_rectangle(const Problem<T>& pr, int64_t i_begin, int64_t i_end, int64_
   const hn::ScalableTag<T> d;
   const Blocking<T> bl = blocking<T>();
   const int64_t NR = bl.NR;
-  PackBuffers<T>& buf = pack_buffers<T>();
   const int64_t mc_max = std::min(bl.MC, (i_end - i_begin + kMR - 1) / kMR * kMR);
   const int64_t nc_max = std::min(bl.NC, (j_end - j_begin + NR - 1) / NR * NR);
   const int64_t kc_max = std::min(kKC, pr.K);
-  T* a_pack = buf.ensure(buf.a, buf.a_size, static_cast<size_t>(mc_max * kc_max));
-  T* b_pack = buf.ensure(buf.b, buf.b_size, static_cast<size_t>(nc_max * kc_max));
+  T* a_pack = thread_scratch<T, PackedA>(static_cast<size_t>(mc_max * kc_max));
+  T* b_pack = thread_scratch<T, PackedB>(static_cast<size_t>(nc_max * kc_max));
 
   for (int64_t jc = j_begin; jc < j_end; jc += bl.NC) {
     const int64_t nc = std::min(bl.NC, j_end - jc);

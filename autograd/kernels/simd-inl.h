@@ -26,11 +26,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <type_traits>
 
 #include "hwy/highway.h"
+#include "hwy/aligned_allocator.h"
 #include "hwy/contrib/math/math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -58,6 +61,23 @@ void for_range(int64_t count, bool parallel, const Body& body) {
 // costs more than it saves. Elementwise passes and matmul set their own (ElementwiseSplit,
 // matmul.cc).
 constexpr int64_t kParallelMin = 32768;
+
+// ---- Per-thread scratch -------------------------------------------------------------------------
+
+// A grow-only, aligned buffer of at least n T's, one per thread and per Tag (a type naming the
+// use, so two buffers of one kernel never overlap). OpenMP keeps its threads, so after the first
+// calls a kernel that packs or stages data allocates nothing. Throws std::bad_alloc.
+template <typename T, class Tag>
+T* thread_scratch(size_t n) {
+  thread_local hwy::AlignedFreeUniquePtr<T[]> buffer;
+  thread_local size_t size = 0;
+  if (size < n) {
+    buffer = hwy::AllocateAligned<T>(n);
+    if (!buffer) throw std::bad_alloc();
+    size = n;
+  }
+  return buffer.get();
+}
 
 // ---- Vectors and the tail ----------------------------------------------------------------------
 

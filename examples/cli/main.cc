@@ -9,13 +9,17 @@
 #include "examples/cli/command.h"
 
 int main(int argc, char** argv) {
-  // OpenMP's default lets idle worker threads spin; between the many small parallel regions of a
-  // training step they then steal the core the main thread needs (measured on the 2-vCPU
-  // reference VM: pico trains at 13.5k tokens/s spinning, 83k passive). libgomp reads its
-  // settings once, when it is loaded, before main runs: so set the variable and re-execute
-  // ourselves. A user's own OMP_WAIT_POLICY wins; if exec fails we simply go on.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
+  // How idle OpenMP workers wait between the parallel regions of a training step. Sleeping at once
+  // (OMP_WAIT_POLICY=passive) makes every region pay a futex wake-up, which ate the second core's
+  // gain: nano at 2 threads took 29.9 ms/step passive against 20.6 ms spinning for 10,000 rounds
+  // first (GOMP_SPINCOUNT=10000, about a tenth of a millisecond) before sleeping; pico 2.38 vs
+  // 1.89 ms (2-core reference VM, bench/train_bench). The bounded spin still sleeps through longer
+  // gaps (evaluation, checkpoints, sampling). libgomp reads its settings once, when it is loaded,
+  // before main runs: so set the variable and re-execute ourselves. A user's own OMP_WAIT_POLICY
+  // or GOMP_SPINCOUNT wins (the tests set passive: ctest runs two programs on two cores); if exec
+  // fails we simply go on.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+    setenv("GOMP_SPINCOUNT", "10000", 1);
     execv("/proc/self/exe", argv);
   }
   CLI::App app{"attograd: a from-scratch C++ autograd engine for learning and teaching transformers"};

@@ -203,6 +203,35 @@ BOOST_AUTO_TEST_CASE(causal_ops_mask_exactly) {
   expect_throw_with<std::invalid_argument>([] { causal_softmax(Tensor::zeros({3, 2})); }, "Tq <= Tk");
 }
 
+// The fused op against the lecture's formula built from primitives,
+// matmul(causal_softmax(q kᵀ / sqrt(HS)), v): values and all three gradients, with Tq = Tk and
+// with fewer queries than keys; and its errors.
+BOOST_AUTO_TEST_CASE(causal_attention_matches_primitives) {
+  for (const int64_t Tq : {5, 2}) {
+    Generator gen(11);
+    const Tensor q0 = Tensor::randn({2, 3, Tq, 4}, gen, DType::f64), k0 = Tensor::randn({2, 3, 5, 4}, gen, DType::f64);
+    const Tensor v0 = Tensor::randn({2, 3, 5, 4}, gen, DType::f64), w = Tensor::randn({2, 3, Tq, 4}, gen, DType::f64);
+    std::vector<double> results[2][4];
+    for (int fused = 0; fused < 2; ++fused) {
+      Tensor q = q0.clone().set_requires_grad(), k = k0.clone().set_requires_grad(), v = v0.clone().set_requires_grad();
+      const Tensor y = fused ? causal_attention(q, k, v)
+                             : matmul(causal_softmax(mul_scalar(matmul(q, transpose(k, -2, -1)), 0.5)), v);
+      sum(mul(y, w)).backward();
+      results[fused][0] = y.to_vector();
+      results[fused][1] = q.grad().to_vector();
+      results[fused][2] = k.grad().to_vector();
+      results[fused][3] = v.grad().to_vector();
+    }
+    for (int i = 0; i < 4; ++i) expect_close(results[1][i], results[0][i], 1e-12);
+  }
+  expect_throw_with<std::invalid_argument>(
+      [] { causal_attention(Tensor::zeros({1, 2, 6, 4}), Tensor::zeros({1, 2, 5, 4}), Tensor::zeros({1, 2, 5, 4})); },
+      "1 <= Tq <= Tk, got q (1, 2, 6, 4), k (1, 2, 5, 4)");
+  expect_throw_with<std::invalid_argument>(
+      [] { causal_attention(Tensor::zeros({2, 5, 4}), Tensor::zeros({2, 5, 4}), Tensor::zeros({2, 5, 4})); },
+      "expected q (B, NH, Tq, HS)");
+}
+
 BOOST_AUTO_TEST_CASE(embedding_gathers_and_scatter_adds) {
   Tensor w = Tensor::from_vector({0, 1, 10, 11, 20, 21}, {3, 2}, DType::f64).set_requires_grad();
   Tensor ids = Tensor::from_ids({2, 0, 2}, {1, 3});
