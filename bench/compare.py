@@ -73,9 +73,10 @@ def measure(config, threads, rounds, bench, seconds_per_round):
     theirs = Server([sys.executable, str(ROOT / "bench" / "torch_reference.py"), "--serve", config,
                      "--threads", str(threads)], torch_env)
     try:
-        # Warm-up, and a step count that makes each turn last about seconds_per_round.
-        a, _, _ = ours.steps(2)
-        b, _, _ = theirs.steps(2)
+        # Warm-up (caches, allocators, OpenMP threads), and a step count that makes each turn
+        # last about seconds_per_round.
+        a, _, _ = ours.steps(3)
+        b, _, _ = theirs.steps(3)
         k = max(1, int(seconds_per_round / max(a, b, 1e-6)))
         a_times, b_times, allocs = [], [], []
         for _ in range(rounds):
@@ -98,7 +99,7 @@ def main():
     ap.add_argument("--configs", nargs="+", default=CONFIGS, choices=CONFIGS)
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=7, help="A B pairs per config (default 7)")
-    ap.add_argument("--seconds", type=float, default=0.5, help="length of one turn (default 0.5 s)")
+    ap.add_argument("--seconds", type=float, default=1.0, help="length of one turn (default 1 s)")
     ap.add_argument("--bench", default=str(ROOT / "build" / "bench" / "train_bench"))
     args = ap.parse_args()
     if not Path(args.bench).exists():

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "autograd/allocator.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
 
@@ -87,6 +88,10 @@ ParameterArena::ParameterArena(const Module& module) {
     impl->grad = g;
     offset += t.numel();
   }
+  // The parameters' old buffers (and the copies made above) are free now, and the storage cache
+  // would keep them for reuse: no later tensor has their sizes, so for GPT-2 small that is a dead
+  // gigabyte of RSS. Hand them back to the system.
+  empty_storage_cache();
 }
 
 void ParameterArena::zero_grad() {
