@@ -174,6 +174,13 @@ std::vector<GradcheckCase> build() {
                  return Inputs{param({s.B, s.T, s.C}, g, d), Tensor::from_ids(t, {s.B, s.T})};
                },
                [](const Inputs& in) { return cross_entropy(in[0], in[1]); }});
+  c.push_back({"linear_cross_entropy", "x (B, T, C), weight (7, C), targets (B, T)",
+               [](Generator& g, DType d, const Sizes& s) {
+                 std::vector<int64_t> t(static_cast<size_t>(s.B * s.T));
+                 for (int64_t& v : t) v = static_cast<int64_t>(g.below(7));
+                 return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d), Tensor::from_ids(t, {s.B, s.T})};
+               },
+               [](const Inputs& in) { return linear_cross_entropy(in[0], in[1], in[2]); }});
   c.push_back(unary_case("dropout", [](const Tensor& x) {
     Generator mask_gen(7);  // the same mask on every evaluation, as within one training step
     return dropout(x, 0.3, true, mask_gen);

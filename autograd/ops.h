@@ -141,6 +141,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 /// rows is reduced in double. Throws std::out_of_range for a target outside [0, V).
 ///                                            VJP: dlogits = dy (softmax(logits) - onehot) / N
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+/// The language-model head and its loss in one op: mean cross_entropy(x Wᵀ, targets) for x
+/// (..., C), weight (V, C), targets i64 (...) -> scalar. The (N, V) logits, the largest tensors
+/// of a GPT-2 step, exist once: the backward overwrites them with their gradient (a second
+/// backward through a retained graph recomputes them). Errors as linear and cross_entropy.
+///                          VJP: dlogits = dL (softmax - onehot) / N; dx = dlogits W; dW = dlogitsᵀ x
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets);
 /// Inverted dropout: zeroes each element with probability p and scales the rest by 1/(1-p);
 /// identity when !training or p == 0. Derived: mul by a mask drawn from `gen`.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);

@@ -9,6 +9,7 @@
 #include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/layer_norm.h"
+#include "autograd/kernels/matmul.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/ops.h"
@@ -209,35 +210,102 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 }
 
 // ----- cross_entropy:  L = mean_i (logsumexp(x_i) - x_i[t_i]);  dx_i = dL (softmax(x_i) - onehot) / N -----
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
-  if (!logits.defined() || !targets.defined()) throw std::invalid_argument("cross_entropy: undefined tensor");
-  if (logits.dtype() == DType::i64) throw_not_floating("cross_entropy", DType::i64);
+namespace {
+
+// The targets of a cross-entropy: i64 of the logits' leading shape, each in [0, V).
+std::vector<int64_t> checked_targets(const char* op, const Tensor& targets, const Shape& leading, int64_t V,
+                                     const std::string& got) {
+  if (!targets.defined()) throw std::invalid_argument(std::string(op) + ": undefined targets");
   if (targets.dtype() != DType::i64)
-    throw std::invalid_argument(std::string("cross_entropy: expected i64 targets, got ") + dtype_name(targets.dtype()));
-  const Shape expect(logits.shape().begin(), logits.shape().end() - (logits.dim() > 0 ? 1 : 0));
-  if (logits.dim() < 1 || targets.shape() != expect)
-    throw std::invalid_argument("cross_entropy: expected logits (..., V) and targets (...) with the same "
-                                "leading shape, got logits " + shape_str(logits.shape()) +
+    throw std::invalid_argument(std::string(op) + ": expected i64 targets, got " + dtype_name(targets.dtype()));
+  if (targets.shape() != leading)
+    throw std::invalid_argument(std::string(op) + ": expected targets " + shape_str(leading) + ", got " + got +
                                 " and targets " + shape_str(targets.shape()));
-  const int64_t V = logits.size(-1), N = targets.numel();
-  if (N == 0) throw std::invalid_argument("cross_entropy: empty batch (no targets), the mean is undefined");
-  const std::vector<int64_t> t = targets.to_ids();
-  for (int64_t i = 0; i < N; ++i)
+  if (targets.numel() == 0) throw std::invalid_argument(std::string(op) + ": empty batch (no targets), the mean is undefined");
+  std::vector<int64_t> t = targets.to_ids();
+  for (size_t i = 0; i < t.size(); ++i)
     if (t[i] < 0 || t[i] >= V)
-      throw std::out_of_range("cross_entropy: target " + std::to_string(t[i]) + " at position " +
-                              std::to_string(i) + " is outside [0, " + std::to_string(V) + ") (vocab_size)");
+      throw std::out_of_range(std::string(op) + ": target " + std::to_string(t[i]) + " at position " + std::to_string(i) +
+                              " is outside [0, " + std::to_string(V) + ") (vocab_size)");
+  return t;
+}
+
+// The mean over N rows of V logits of -log softmax at the target, as a 0-d tensor; each row's
+// logsumexp goes to lse (N,) for the backward. The sum over rows is taken in double.
+template <typename T>
+Tensor mean_cross_entropy(const T* logits, const std::vector<int64_t>& t, Tensor& lse, int64_t V, DType dtype) {
+  const int64_t N = static_cast<int64_t>(t.size());
+  Tensor losses = Tensor::empty({N}, dtype);
+  kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), logits, t.data(), N, V);
+  return Tensor::scalar(kernels::sum_all_double<T>(losses.data<T>(), N) / static_cast<double>(N), dtype);
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  if (!logits.defined()) throw std::invalid_argument("cross_entropy: undefined tensor");
+  if (logits.dtype() == DType::i64) throw_not_floating("cross_entropy", DType::i64);
+  if (logits.dim() < 1) throw std::invalid_argument("cross_entropy: expected logits (..., V), got a 0-d tensor");
+  const Shape leading(logits.shape().begin(), logits.shape().end() - 1);
+  const int64_t V = logits.size(-1);
+  const std::vector<int64_t> t = checked_targets("cross_entropy", targets, leading, V, "logits " + shape_str(logits.shape()));
+  const int64_t N = static_cast<int64_t>(t.size());
   const Tensor xc = detail::contiguous_data(logits);
-  Tensor losses = Tensor::empty({N}, logits.dtype()), lse = Tensor::empty({N}, logits.dtype());
-  Tensor loss;
-  dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename T>() {
-    kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), xc.data<T>(), t.data(), N, V);
-    loss = Tensor::scalar(kernels::sum_all_double<T>(losses.data<T>(), N) / static_cast<double>(N), logits.dtype());
+  Tensor lse = Tensor::empty({N}, logits.dtype());
+  const Tensor loss = dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename T>() {
+    return mean_cross_entropy<T>(xc.data<T>(), t, lse, V, logits.dtype());
   });
   return record(loss, "cross_entropy", {logits, targets},
                 [t, N, V, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
       const std::vector<T> dloss(static_cast<size_t>(N), static_cast<T>(g.item() / static_cast<double>(N)));
-      kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(), t.data(), dloss.data(), N, V);
+      kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(), t.data(), dloss.data(), N, V,
+                                         true);
+    });
+  });
+}
+
+// ----- linear_cross_entropy:  L = cross_entropy(x Wᵀ, t);  dlogits in place, dx = dlogits W, dW = dlogitsᵀ x -----
+//
+// The language-model head and its loss as one op. cross_entropy(linear(x, W), t) would keep the
+// (N, V) logits for the loss's backward and hand linear's backward a second (N, V) buffer, zeroed,
+// for their gradient: for GPT-2 (V = 50257) the two largest tensors of a step. Here the logits
+// are computed into one buffer, which the backward overwrites with their gradient (the kernel
+// reads each logit before writing it) and then feeds to the two products.
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets) {
+  detail::check_floating_pair("linear_cross_entropy", x, weight);
+  if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1))
+    throw std::invalid_argument("linear_cross_entropy: expected x (..., C) and weight (V, C), got x " +
+                                shape_str(x.shape()) + " and weight " + shape_str(weight.shape()));
+  const int64_t V = weight.size(0), C = weight.size(1);
+  const Shape leading(x.shape().begin(), x.shape().end() - 1);
+  const std::vector<int64_t> t = checked_targets("linear_cross_entropy", targets, leading, V, "x " + shape_str(x.shape()));
+  const int64_t N = static_cast<int64_t>(t.size());
+  const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
+  Tensor logits = Tensor::empty({N, V}, x.dtype()), lse = Tensor::empty({N}, x.dtype());
+  auto compute_logits = [N, C, V](const Tensor& out, const Tensor& xs, const Tensor& ws) {
+    dispatch_floating(out.dtype(), "linear_cross_entropy", [&]<typename T>() {
+      kernels::matmul<T>(out.data<T>(), xs.data<T>(), ws.data<T>(), N, C, V, false, true, false);  // x Wᵀ
+    });
+  };
+  compute_logits(logits, xc, wc);
+  const Tensor loss = dispatch_floating(x.dtype(), "linear_cross_entropy", [&]<typename T>() {
+    return mean_cross_entropy<T>(logits.data<T>(), t, lse, V, x.dtype());
+  });
+  return record(loss, "linear_cross_entropy", {x, weight, targets},
+                [t, N, V, C, xc = xc.detach(), wc = wc.detach(), logits, lse, compute_logits,
+                 logits_intact = true](const Tensor& g, std::span<Tensor> gi) mutable {
+    // A second backward through a retained graph finds the buffer holding the gradient: redo it.
+    if (!logits_intact) compute_logits(logits, xc, wc);
+    logits_intact = false;
+    dispatch_floating(g.dtype(), "linear_cross_entropy", [&]<typename T>() {
+      T* dlogits = logits.data<T>();  // the logits, turned into their gradient in place
+      const std::vector<T> dloss(static_cast<size_t>(N), static_cast<T>(g.item() / static_cast<double>(N)));
+      kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), t.data(), dloss.data(), N, V, false);
+      if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
+        kernels::matmul<T>(gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false, false, true);
+      if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the a_trans layout
+        kernels::matmul<T>(gi[1].data<T>(), dlogits, xc.data<T>(), V, N, C, true, false, true);
     });
   });
 }

@@ -79,6 +79,9 @@ std::vector<GemmCase> gpt_cases() {
   add_linear(cases, "nano c_fc", 1024, 128, 512);
   add_linear(cases, "nano mlp.c_proj", 1024, 512, 128);
   cases.push_back({"square", 1024, 1024, 1024, false, false});
+  // Generating one token at batch 1: every Linear forward is a matrix-vector product.
+  cases.push_back({"gpt2 decode c_fc", 1, 768, 3072, false, true});
+  cases.push_back({"gpt2 decode lm_head", 1, 768, 50257, false, true});
   return cases;
 }
 

@@ -57,69 +57,12 @@ Rows<T> head_rows(T* data, HeadStrides s, int64_t b, int64_t h) {
 }
 
 // ---- Register tiles ------------------------------------------------------------------------------
-// A GPT's heads are small (HS 2 to 128, T up to 1024), so attention is many small products. Each
-// is written as a register tile of kR query rows by NV vectors, like the matmul micro-kernel:
-// every load of kᵀ, vᵀ, v or k is shared by the kR rows, and the kR * NV accumulators are
-// independent chains of fused multiply-adds. (Vectors live in arrays here: fine for every x86
-// target Highway compiles, whose vectors have a size; a sizeless target such as SVE would need
-// named variables, as matmul.cc's micro-kernel has.)
-static_assert(!HWY_HAVE_SCALABLE, "the attention tiles keep vectors in arrays");
+// A GPT's heads are small (HS 2 to 128, T up to 1024), so attention is many small products, each
+// a register tile (simd-inl.h) of kR query rows by up to kTileVectors vectors, like the matmul
+// micro-kernel: every load of kᵀ, vᵀ, v or k is shared by the kR rows.
 
 // Query rows per block.
 constexpr int64_t kR = 4;
-// Vectors per tile row: 4 x 4 accumulators fit AVX-512's 32 registers, 4 x 2 the 16 of AVX2.
-#if HWY_TARGET <= HWY_AVX3
-constexpr int kMaxNV = 4;
-#else
-constexpr int kMaxNV = 2;
-#endif
-
-// Calls tile.template operator()<NV>(d, i) over [0, count) lanes in tiles of kMaxNV vectors,
-// then the remaining whole vectors in one tile, then (only when `tail`) the last lanes one at a
-// time with a 1-lane tag. Without `tail`, count is rounded up to whole vectors (the caller's
-// buffers are padded).
-template <typename T, class Tile>
-HWY_INLINE void for_each_tile(int64_t count, bool tail, const Tile& tile) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t vectors = tail ? count / N : (count + N - 1) / N;
-  int64_t v = 0;
-  for (; v + kMaxNV <= vectors; v += kMaxNV) tile.template operator()<kMaxNV>(d, v * N);
-  switch (vectors - v) {
-    case 1: tile.template operator()<1>(d, v * N); break;
-    case 2: if constexpr (kMaxNV > 2) tile.template operator()<2>(d, v * N); break;
-    case 3: if constexpr (kMaxNV > 3) tile.template operator()<3>(d, v * N); break;
-    default: break;
-  }
-  if (tail) {
-    const hn::CappedTag<T, 1> d1;
-    for (int64_t i = vectors * N; i < count; ++i) tile.template operator()<1>(d1, i);
-  }
-}
-
-// The register tile both products below are made of: for kR rows r and NV vectors v,
-//   acc[r][v] = sum_{s < steps} coef(r, s) * row(s)[v N .. v N + N)
-// where each step broadcasts kR coefficients and loads NV vectors of one row, shared by the kR
-// rows; then store(r, v, acc[r][v]).
-template <int NV, class D, class Coef, class Row, class Store>
-HWY_INLINE void outer_product_tile(D d, int64_t steps, const Coef& coef, const Row& row, const Store& store) {
-  using V = hn::Vec<D>;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  V acc[kR][NV];
-  for (int64_t r = 0; r < kR; ++r)
-    for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
-  for (int64_t s = 0; s < steps; ++s) {
-    const auto* x = row(s);
-    V xv[NV];
-    for (int v = 0; v < NV; ++v) xv[v] = hn::LoadU(d, x + v * N);
-    for (int64_t r = 0; r < kR; ++r) {
-      const V c = hn::Set(d, coef(r, s));
-      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(c, xv[v], acc[r][v]);
-    }
-  }
-  for (int64_t r = 0; r < kR; ++r)
-    for (int v = 0; v < NV; ++v) store(r, v, acc[r][v]);
-}
 
 // out[r, j] = scale * sum_c a_r[c] xt[c, j] for r < kR and j < n rounded up to whole vectors:
 // the scores of a block of queries (a = q rows, xt = kᵀ) or their dp (a = dy rows, xt = vᵀ).
@@ -128,7 +71,7 @@ template <typename T>
 void rows_by_columns(T* out, const T* const* a, const T* xt, int64_t ld, int64_t n, int64_t HS, T scale) {
   for_each_tile<T>(n, false, [&]<int NV>(auto d, int64_t j) HWY_ATTR {
     const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-    outer_product_tile<NV>(
+    outer_product_tile<kR, NV>(
         d, HS, [&](int64_t r, int64_t c) { return a[r][c]; }, [&](int64_t c) { return xt + c * ld + j; },
         [&](int64_t r, int v, auto acc) HWY_ATTR {
           hn::StoreU(hn::Mul(acc, hn::Set(d, scale)), d, out + r * ld + j + v * N);
@@ -155,7 +98,7 @@ void mix_rows(T* const* out, int64_t rows, const T* w, int64_t ld, int64_t n, Ro
   }
   for_each_tile<T>(HS, true, [&]<int NV>(auto d, int64_t c) HWY_ATTR {
     const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-    outer_product_tile<NV>(
+    outer_product_tile<kR, NV>(
         d, n, [&](int64_t r, int64_t j) { return w[r * ld + j]; }, [&](int64_t j) { return x[j] + c; },
         [&](int64_t r, int v, auto acc) HWY_ATTR {
           if (r >= rows) return;

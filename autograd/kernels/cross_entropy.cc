@@ -49,28 +49,38 @@ void cross_entropy_forward_impl(T* losses, T* lse, const T* logits, const int64_
 
 // ---- backward --------------------------------------------------------------------------------
 
-// dx_ij += dloss_i * (p_ij - [j == t_i]),  p_ij = exp(x_ij - lse_i) <= 1.
+// dx_ij (+)= dloss_i * (p_ij - [j == t_i]),  p_ij = exp(x_ij - lse_i) <= 1. Without accumulate
+// the gradient overwrites dx, which may then be the logits themselves (each x_ij is read before
+// dx_ij is written; x_it is read first of all).
 // Precision: p is only as exact as the saved lse; in float that is a relative error of about
 // |lse| * 2^-24 (see cross_entropy_ref.h): negligible for real logits, 3% near 7e5.
 template <typename T>
 void cross_entropy_backward_impl(T* dlogits, const T* logits, const T* lse, const int64_t* targets,
-                                 const T* dloss, int64_t N, int64_t V) {
+                                 const T* dloss, int64_t N, int64_t V, bool accumulate) {
   const hn::CappedTag<T, 1> d1;
   for_range(N, N * V >= kParallelMin, [&](int64_t i) HWY_ATTR {
     const T* x = logits + i * V;
     T* dx = dlogits + i * V;
     const int64_t t = targets[i];
-    const T dx_t_before = dx[t];
+    const T x_t = x[t];
+    const T dx_t_before = accumulate ? dx[t] : T(0);
 
-    // pass 1: dx += dloss * p for every j, the target included
-    for_each_vector<T>(0, V, [&](auto d, int64_t j) HWY_ATTR {
-      const auto p = exp_nonpositive(d, hn::Sub(hn::LoadU(d, x + j), hn::Set(d, lse[i])));
-      hn::StoreU(hn::MulAdd(hn::Set(d, dloss[i]), p, hn::LoadU(d, dx + j)), d, dx + j);
-    });
+    // pass 1: dx (+)= dloss * p for every j, the target included
+    if (accumulate) {
+      for_each_vector<T>(0, V, [&](auto d, int64_t j) HWY_ATTR {
+        const auto p = exp_nonpositive(d, hn::Sub(hn::LoadU(d, x + j), hn::Set(d, lse[i])));
+        hn::StoreU(hn::MulAdd(hn::Set(d, dloss[i]), p, hn::LoadU(d, dx + j)), d, dx + j);
+      });
+    } else {
+      for_each_vector<T>(0, V, [&](auto d, int64_t j) HWY_ATTR {
+        const auto p = exp_nonpositive(d, hn::Sub(hn::LoadU(d, x + j), hn::Set(d, lse[i])));
+        hn::StoreU(hn::Mul(hn::Set(d, dloss[i]), p), d, dx + j);
+      });
+    }
 
     // pass 2: redo the target entry as dloss * (p - 1). Subtracting dloss from dloss * p
     // instead would cancel catastrophically when the model is confident (p close to 1).
-    const T p_t = hn::GetLane(exp_nonpositive(d1, hn::Set(d1, x[t] - lse[i])));
+    const T p_t = hn::GetLane(exp_nonpositive(d1, hn::Set(d1, x_t - lse[i])));
     dx[t] = dx_t_before + dloss[i] * (p_t - T(1));
   });
 }
@@ -97,8 +107,8 @@ ATTOGRAD_KERNEL(void, cross_entropy_forward,
 
 ATTOGRAD_KERNEL(void, cross_entropy_backward,
                 (T* dlogits, const T* logits, const T* lse, const int64_t* targets, const T* dloss,
-                 int64_t N, int64_t V),
-                (dlogits, logits, lse, targets, dloss, N, V));
+                 int64_t N, int64_t V, bool accumulate),
+                (dlogits, logits, lse, targets, dloss, N, V, accumulate));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

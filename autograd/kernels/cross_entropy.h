@@ -16,9 +16,11 @@ void cross_entropy_forward(T* losses, T* lse, const T* logits, const int64_t* ta
                            int64_t V);
 
 /// dlogits (N, V) += dloss[i] * (exp(logits - lse_i) - onehot(targets[i])), where dloss (N) is
-/// the upstream gradient of each row's loss (1/N times the scalar upstream for a mean).
+/// the upstream gradient of each row's loss (1/N times the scalar upstream for a mean). Without
+/// accumulate, dlogits = that gradient instead, and dlogits may be logits itself (the gradient
+/// then replaces the logits in place: linear_cross_entropy keeps one (N, V) buffer).
 template <typename T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const int64_t* targets,
-                            const T* dloss, int64_t N, int64_t V);
+                            const T* dloss, int64_t N, int64_t V, bool accumulate);
 
 }  // namespace attograd::kernels

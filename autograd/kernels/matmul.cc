@@ -110,6 +110,14 @@ struct Problem {
   int64_t M, K, N;
   int64_t a_row, a_col, b_row, b_col;
   bool accumulate;
+
+  T A(int64_t i, int64_t k) const { return a[i * a_row + k * a_col]; }
+  // C[i, j] = v (+ bias[j]) (+ C[i, j] when accumulating): how every finished sum is stored.
+  void store(int64_t i, int64_t j, T v) const {
+    T* cij = c + i * N + j;
+    if (bias != nullptr) v += bias[j];
+    *cij = accumulate ? *cij + v : v;
+  }
 };
 
 // ---- Packing -----------------------------------------------------------------------------------
@@ -345,13 +353,94 @@ void gemm_rectangle(const Problem<T>& pr, int64_t i_begin, int64_t i_end, int64_
 // K = 0: the product is empty, C = bias (or 0), or C += bias when accumulating.
 template <typename T>
 void gemm_empty_k(const Problem<T>& pr) {
-  for (int64_t i = 0; i < pr.M; ++i) {
-    T* c_row = pr.c + i * pr.N;
-    for (int64_t j = 0; j < pr.N; ++j) {
-      const T v = pr.bias != nullptr ? pr.bias[j] : T(0);
-      c_row[j] = pr.accumulate ? c_row[j] + v : v;
+  for (int64_t i = 0; i < pr.M; ++i)
+    for (int64_t j = 0; j < pr.N; ++j) pr.store(i, j, T(0));
+}
+
+// ---- Few rows: no packing ----------------------------------------------------------------------
+// With M <= kSmallM rows (a GPT generating one token at batch 1: every Linear is a matrix-vector
+// product), each element of B is used at most M times, so packing B would read and write all of
+// it to save nothing, and the work is bound by reading B once. So B is streamed as stored:
+//   b_trans (B stored (N, K), the Linear weight): C[i, j] = dot(A row i, B row j), 4 rows of B
+//     at a time against the M rows of A, lanes along k, one sum across lanes per output;
+//   otherwise (B stored (K, N)): a register tile (simd-inl.h) of the M rows by up to 4 vectors
+//     of columns, one row of B per k.
+// Threads split the columns.
+constexpr int64_t kSmallM = 4;
+
+// Columns [j0, j1) of C, B stored (N, K), A's M rows contiguous in a_rows (M, K).
+template <int M, typename T>
+void small_m_dots(const Problem<T>& pr, const T* a_rows, int64_t j0, int64_t j1) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d)), K = pr.K;
+  for (int64_t j = j0; j < j1; j += 4) {
+    const int64_t cols = std::min<int64_t>(4, j1 - j);
+    const T* b_rows[4];  // a short last group repeats its last row; the extra sums are dropped
+    for (int64_t q = 0; q < 4; ++q) b_rows[q] = pr.b + std::min(j + q, j1 - 1) * pr.b_col;
+    V acc[M][4];
+    for (int i = 0; i < M; ++i)
+      for (int q = 0; q < 4; ++q) acc[i][q] = hn::Zero(d);
+    int64_t k = 0;
+    for (; k + N <= K; k += N) {
+      V b[4];
+      for (int q = 0; q < 4; ++q) b[q] = hn::LoadU(d, b_rows[q] + k);
+      for (int i = 0; i < M; ++i) {
+        const V a = hn::LoadU(d, a_rows + i * K + k);
+        for (int q = 0; q < 4; ++q) acc[i][q] = hn::MulAdd(a, b[q], acc[i][q]);
+      }
     }
+    for (int i = 0; i < M; ++i)
+      for (int64_t q = 0; q < cols; ++q) {
+        T sum = hn::GetLane(hn::SumOfLanes(d, acc[i][q]));
+        for (int64_t kk = k; kk < K; ++kk) sum += a_rows[i * K + kk] * b_rows[q][kk];
+        pr.store(i, j + q, sum);
+      }
   }
+}
+
+// Columns [j0, j1) of C, B stored (K, N).
+template <int M, typename T>
+void small_m_axpy(const Problem<T>& pr, int64_t j0, int64_t j1) {
+  for_each_tile<T>(j1 - j0, true, [&]<int NV>(auto d, int64_t jj) HWY_ATTR {
+    const int64_t j = j0 + jj, N = static_cast<int64_t>(hn::Lanes(d));
+    outer_product_tile<M, NV>(
+        d, pr.K, [&](int i, int64_t k) { return pr.A(i, k); }, [&](int64_t k) { return pr.b + k * pr.b_row + j; },
+        [&](int i, int v, auto acc) HWY_ATTR {
+          HWY_ALIGN T lanes[hn::MaxLanes(decltype(d)())];
+          hn::Store(acc, d, lanes);
+          for (int64_t l = 0; l < N; ++l) pr.store(i, j + v * N + l, lanes[l]);
+        });
+  });
+}
+
+// The rows of A as a contiguous (M, K) block, for the dot products: A itself when stored (M, K),
+// else gathered from its transposed storage into a per-thread buffer.
+struct SmallMRows {};
+
+template <int M, typename T>
+void small_m(const Problem<T>& pr) {
+  const bool dots = pr.b_row == 1;  // B stored (N, K)
+  const T* a_rows = pr.a;
+  if (dots && pr.a_col != 1) {
+    T* gathered = thread_scratch<T, SmallMRows>(static_cast<size_t>(M * pr.K));
+    for (int i = 0; i < M; ++i)
+      for (int64_t k = 0; k < pr.K; ++k) gathered[i * pr.K + k] = pr.A(i, k);
+    a_rows = gathered;
+  }
+  // Columns in units of 4 (the dot groups) or of a vector, spread over the threads.
+  const int64_t unit = dots ? 4 : static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
+  const int64_t units = (pr.N + unit - 1) / unit;
+  const int threads = M * pr.N * pr.K >= kParallelMinWork ? omp_get_max_threads() : 1;
+  const int64_t parts = std::min<int64_t>(threads, units);
+  for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
+    const int64_t j0 = units * p / parts * unit, j1 = std::min(pr.N, units * (p + 1) / parts * unit);
+    if (dots) {
+      small_m_dots<M>(pr, a_rows, j0, j1);
+    } else {
+      small_m_axpy<M>(pr, j0, j1);
+    }
+  });
 }
 
 template <typename T>
@@ -363,6 +452,14 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
                       b_trans ? 1 : N, b_trans ? K : 1,   // B(k, j)
                       accumulate};
   if (K == 0) return gemm_empty_k(pr);
+  switch (M) {
+    case 1: return small_m<1>(pr);
+    case 2: return small_m<2>(pr);
+    case 3: return small_m<3>(pr);
+    case 4: return small_m<4>(pr);
+    default: break;
+  }
+  static_assert(kSmallM == 4, "the switch above lists the few-row cases");
   const int64_t NR = blocking<T>().NR;
   // One rectangle per thread, cut along the longer side of C in whole tiles (so each thread's
   // edge tiles are only those of C itself).

@@ -147,6 +147,67 @@ HWY_INLINE T row_max(const T* x, int64_t n) {
   return m;
 }
 
+// ---- Register tiles ----------------------------------------------------------------------------
+// Small products (attention's, matmul's few-row case) as register tiles of R rows by NV vectors.
+// The vectors live in arrays: fine for every x86 target Highway compiles, whose vectors have a
+// size; a sizeless target (SVE, RVV) would need named variables, as matmul's micro-kernel has.
+static_assert(!HWY_HAVE_SCALABLE, "the register tiles keep vectors in arrays");
+
+// Vectors per tile row: with R = 4 rows, 16 accumulators fill AVX-512's 32 registers with room
+// for the loads, 8 the 16 of AVX2 and SSE.
+#if HWY_TARGET <= HWY_AVX3
+constexpr int kTileVectors = 4;
+#else
+constexpr int kTileVectors = 2;
+#endif
+
+// Calls tile.template operator()<NV>(d, i) over [0, count) lanes: tiles of kTileVectors vectors,
+// then the remaining whole vectors in one tile, then (only when `tail`) the last lanes one at a
+// time with a 1-lane tag. Without `tail`, count is rounded up to whole vectors (the caller's
+// buffers are padded).
+template <typename T, class Tile>
+HWY_INLINE void for_each_tile(int64_t count, bool tail, const Tile& tile) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t vectors = tail ? count / N : (count + N - 1) / N;
+  int64_t v = 0;
+  for (; v + kTileVectors <= vectors; v += kTileVectors) tile.template operator()<kTileVectors>(d, v * N);
+  switch (vectors - v) {
+    case 1: tile.template operator()<1>(d, v * N); break;
+    case 2: if constexpr (kTileVectors > 2) tile.template operator()<2>(d, v * N); break;
+    case 3: if constexpr (kTileVectors > 3) tile.template operator()<3>(d, v * N); break;
+    default: break;
+  }
+  if (tail) {
+    const hn::CappedTag<T, 1> d1;
+    for (int64_t i = vectors * N; i < count; ++i) tile.template operator()<1>(d1, i);
+  }
+}
+
+// The register tile: for R rows r and NV vectors v,
+//   acc[r][v] = sum_{s < steps} coef(r, s) * row(s)[v N .. v N + N)
+// where each step broadcasts R coefficients and loads NV vectors of one row, shared by the R
+// rows; then store(r, v, acc[r][v]).
+template <int R, int NV, class D, class Coef, class Row, class Store>
+HWY_INLINE void outer_product_tile(D d, int64_t steps, const Coef& coef, const Row& row, const Store& store) {
+  using V = hn::Vec<D>;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  V acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
+  for (int64_t s = 0; s < steps; ++s) {
+    const auto* x = row(s);
+    V xv[NV];
+    for (int v = 0; v < NV; ++v) xv[v] = hn::LoadU(d, x + v * N);
+    for (int r = 0; r < R; ++r) {
+      const V c = hn::Set(d, coef(r, s));
+      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(c, xv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) store(r, v, acc[r][v]);
+}
+
 // ---- Transcendentals with IEEE edges -----------------------------------------------------------
 
 // e^x for the arguments max-subtraction produces: x <= 0, -inf (an entry masked to -inf) or NaN.

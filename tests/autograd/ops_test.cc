@@ -232,6 +232,32 @@ BOOST_AUTO_TEST_CASE(causal_attention_matches_primitives) {
       "expected q (B, NH, Tq, HS)");
 }
 
+// The fused lm_head + loss against linear then cross_entropy: loss and gradients agree; a second
+// backward through a retained graph (after the first turned the logits into their gradient in
+// place) gives the same gradients again; bad targets are refused.
+BOOST_AUTO_TEST_CASE(linear_cross_entropy_matches_linear_then_cross_entropy) {
+  Generator gen(12);
+  const Tensor x0 = Tensor::randn({2, 3, 4}, gen, DType::f64), W0 = Tensor::randn({9, 4}, gen, DType::f64);
+  const Tensor t = Tensor::from_ids({0, 8, 3, 3, 5, 1}, {2, 3});
+  std::vector<double> results[2][3];
+  for (int fused = 0; fused < 2; ++fused) {
+    Tensor x = x0.clone().set_requires_grad(), W = W0.clone().set_requires_grad();
+    const Tensor loss = fused ? linear_cross_entropy(x, W, t) : cross_entropy(linear(x, W), t);
+    loss.backward(Tensor(), true);
+    results[fused][0] = {loss.item()};
+    results[fused][1] = x.grad().to_vector();
+    results[fused][2] = W.grad().to_vector();
+    loss.backward();  // again: the gradients double
+    expect_close(x.grad().to_vector(), [&] { auto v = results[fused][1]; for (double& g : v) g *= 2; return v; }(), 1e-14);
+  }
+  for (int i = 0; i < 3; ++i) expect_close(results[1][i], results[0][i], 1e-13);
+  expect_throw_with<std::out_of_range>(
+      [&] { linear_cross_entropy(x0, W0, Tensor::from_ids({0, 9, 0, 0, 0, 0}, {2, 3})); },
+      "target 9 at position 1 is outside [0, 9)");
+  expect_throw_with<std::invalid_argument>([&] { linear_cross_entropy(x0, W0, Tensor::from_ids({0, 1}, {2})); },
+                                           "expected targets (2, 3), got x (2, 3, 4) and targets (2,)");
+}
+
 BOOST_AUTO_TEST_CASE(embedding_gathers_and_scatter_adds) {
   Tensor w = Tensor::from_vector({0, 1, 10, 11, 20, 21}, {3, 2}, DType::f64).set_requires_grad();
   Tensor ids = Tensor::from_ids({2, 0, 2}, {1, 3});

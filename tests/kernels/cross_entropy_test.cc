@@ -52,10 +52,18 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_matches_reference, T, Types) {
           Buffer<T> dlogits = uniform<T>(N * V, offset, rng);
           Buffer<T> dlogits_ref = dlogits;
           k::cross_entropy_backward(dlogits.data(), logits.data(), lse_ref.data(), targets.data(),
-                                    dloss.data(), N, V);
+                                    dloss.data(), N, V, true);
           ref::cross_entropy_backward(dlogits_ref.data(), logits.data(), lse_ref.data(),
-                                      targets.data(), dloss.data(), N, V);
+                                      targets.data(), dloss.data(), N, V, true);
           check_close(dlogits, dlogits_ref, kRtol<T>, 1, what + " dlogits");
+
+          // Overwriting, in place: the logits become their own gradient.
+          Buffer<T> in_place = logits, in_place_ref = logits;
+          k::cross_entropy_backward(in_place.data(), in_place.data(), lse_ref.data(), targets.data(),
+                                    dloss.data(), N, V, false);
+          ref::cross_entropy_backward(in_place_ref.data(), in_place_ref.data(), lse_ref.data(),
+                                      targets.data(), dloss.data(), N, V, false);
+          check_close(in_place, in_place_ref, kRtol<T>, 1, what + " dlogits in place");
         }
       }
     }
@@ -81,7 +89,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_known_values, T, Types) {
     k::cross_entropy_forward(&loss, &lse, wide.data(), &target2, 1, 3);
     BOOST_TEST(loss == T(20000));
     std::vector<T> dx(3, T(0));
-    k::cross_entropy_backward(dx.data(), wide.data(), &lse, &target2, &one, 1, 3);
+    k::cross_entropy_backward(dx.data(), wide.data(), &lse, &target2, &one, 1, 3, true);
     BOOST_TEST(dx == (std::vector<T>{1, 0, -1}), boost::test_tools::per_element());
 
     // [0, 60, -60], target 2: log_softmax = [-60, 0, -120], loss 120,
@@ -91,7 +99,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_known_values, T, Types) {
     BOOST_TEST(loss == T(120));
     BOOST_TEST(lse == T(60));
     dx.assign(3, T(0));
-    k::cross_entropy_backward(dx.data(), spread.data(), &lse, &target2, &one, 1, 3);
+    k::cross_entropy_backward(dx.data(), spread.data(), &lse, &target2, &one, 1, 3, true);
     BOOST_TEST(is_close(dx[0], T(8.756511e-27), 1e-6, 0), "dx[0] = " << dx[0]);
     BOOST_TEST(dx[1] == T(1));
     BOOST_TEST(dx[2] == T(-1));
@@ -111,10 +119,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_backward_accumulates, T, Types) {
   for_each_target([&] {
     Buffer<T> once(N * V, 1), twice(N * V, 1);
     k::cross_entropy_backward(once.data(), logits.data(), lse.data(), targets.data(), dloss.data(),
-                              N, V);
+                              N, V, true);
     for (int call = 0; call < 2; ++call) {
       k::cross_entropy_backward(twice.data(), logits.data(), lse.data(), targets.data(),
-                                dloss.data(), N, V);
+                                dloss.data(), N, V, true);
     }
     for (int64_t i = 0; i < N * V; ++i) once[i] *= 2;
     check_equal(twice.data(), once.data(), N * V, "cross_entropy_backward twice");
@@ -135,7 +143,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_is_thread_count_independent, T, Type
     std::vector<T> losses(N), lse(N), dlogits(N * V);
     k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V);
     k::cross_entropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(),
-                              dloss.data(), N, V);
+                              dloss.data(), N, V, false);
     for (const auto* part : {&losses, &lse, &dlogits}) {
       results[nthreads - 1].insert(results[nthreads - 1].end(), part->begin(), part->end());
     }

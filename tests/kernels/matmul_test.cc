@@ -30,7 +30,7 @@ struct Shape {
 // Every size once as each of M, K and N (the others small), a few squares, and shapes with
 // remainders everywhere: 769 crosses the K blocks (256), the A blocks (504 rows on AVX3) and the
 // B panels (512 columns of f32); 70 x 45 leaves edge tiles of every register tile (14 or 6 rows,
-// 2 vectors).
+// 2 vectors); M <= 4 takes the few-row path, which streams B unpacked.
 std::vector<Shape> shapes() {
   std::vector<Shape> result;
   for (const int64_t s : kSizes) {
@@ -41,6 +41,10 @@ std::vector<Shape> shapes() {
   }
   result.push_back({70, 37, 45});
   result.push_back({33, 64, 50});
+  // The few-row path (M <= 4, no packing), large enough to be split over threads.
+  result.push_back({1, 769, 300});
+  result.push_back({2, 300, 769});
+  result.push_back({4, 64, 1000});
   return result;
 }
 
