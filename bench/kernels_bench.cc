@@ -79,6 +79,11 @@ std::vector<GemmCase> gpt_cases() {
   add_linear(cases, "nano c_fc", 1024, 128, 512);
   add_linear(cases, "nano mlp.c_proj", 1024, 512, 128);
   cases.push_back({"square", 1024, 1024, 1024, false, false});
+  // pico (C 6, B*T 1024) and nano's head (V 65): products too thin for the packed kernel's tiles.
+  add_linear(cases, "pico c_attn", 1024, 6, 18);
+  add_linear(cases, "pico mlp.c_proj", 1024, 24, 6);
+  add_linear(cases, "pico lm_head", 1024, 6, 65);
+  add_linear(cases, "nano lm_head", 1024, 128, 65);
   // Generating one token at batch 1: every Linear forward is a matrix-vector product.
   cases.push_back({"gpt2 decode c_fc", 1, 768, 3072, false, true});
   cases.push_back({"gpt2 decode lm_head", 1, 768, 50257, false, true});

@@ -112,6 +112,7 @@ struct Problem {
   bool accumulate;
 
   T A(int64_t i, int64_t k) const { return a[i * a_row + k * a_col]; }
+  T B(int64_t k, int64_t j) const { return b[k * b_row + j * b_col]; }
   // C[i, j] = v (+ bias[j]) (+ C[i, j] when accumulating): how every finished sum is stored.
   void store(int64_t i, int64_t j, T v) const {
     T* cij = c + i * N + j;
@@ -443,6 +444,50 @@ void small_m(const Problem<T>& pr) {
   });
 }
 
+// ---- Thin products: fewer columns than a register tile ------------------------------------------
+// A product with N < NR columns (a lecture model's C = 6, the gradient of a 6-wide layer) would
+// pad every micro-panel of B to NR columns and compute mostly zeros (pico's products ran at
+// 0.2-0.4x OpenBLAS that way). Instead, vectors run along
+// C's rows, M, the long side in a GPT (B*T): a register tile (simd-inl.h) of 4 columns of C by up
+// to 4 vectors of rows, each step k broadcasting 4 coefficients B(k, j) and loading the rows'
+// A(i, k). A is read as stored when that is a contiguous run (A stored (K, M): the weight-gradient
+// layout), else a block of rows is first copied transposed. Threads split the row blocks.
+struct ThinRows {};
+
+template <typename T>
+void thin_gemm(const Problem<T>& pr) {
+  const int64_t V = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
+  const int64_t block = kTileVectors * V, blocks = (pr.M + block - 1) / block, K = pr.K;
+  const bool parallel = pr.M * pr.N * K >= kParallelMinWork && blocks > 1;
+  for_range(blocks, parallel, [&](int64_t blk) HWY_ATTR {
+    const int64_t i0 = blk * block, rows = std::min(block, pr.M - i0);
+    // at[k * ld + r] = A(i0 + r, k)
+    const T* at = pr.a + i0;
+    int64_t ld = pr.a_col;
+    if (pr.a_row != 1) {
+      T* staged = thread_scratch<T, ThinRows>(static_cast<size_t>(K * block));
+      transpose_copy(staged, block, pr.a + i0 * pr.a_row, pr.a_row, rows, K);
+      at = staged;
+      ld = block;
+    }
+    for (int64_t j0 = 0; j0 < pr.N; j0 += 4) {
+      const int64_t cols = std::min<int64_t>(4, pr.N - j0);
+      for_each_tile<T>(rows, true, [&]<int NV>(auto d, int64_t r0) HWY_ATTR {
+        const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+        outer_product_tile<4, NV>(
+            d, K, [&](int c, int64_t k) { return pr.B(k, j0 + std::min<int64_t>(c, cols - 1)); },
+            [&](int64_t k) { return at + k * ld + r0; },
+            [&](int c, int v, auto acc) HWY_ATTR {
+              if (c >= cols) return;
+              HWY_ALIGN T column[hn::MaxLanes(decltype(d)())];
+              hn::Store(acc, d, column);
+              for (int64_t l = 0; l < lanes; ++l) pr.store(i0 + r0 + v * lanes + l, j0 + c, column[l]);
+            });
+      });
+    }
+  });
+}
+
 template <typename T>
 void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
                  bool b_trans, bool accumulate, const T* bias) {
@@ -461,6 +506,10 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
   }
   static_assert(kSmallM == 4, "the switch above lists the few-row cases");
   const int64_t NR = blocking<T>().NR;
+  // Thin: too few columns for the register tile, rows enough for a vector, and a K long enough to
+  // pay for the column-by-column stores (measured: with K = 6 the packed path stays faster).
+  const int64_t V = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
+  if (N < NR && M >= V && K >= V) return thin_gemm(pr);
   // One rectangle per thread, cut along the longer side of C in whole tiles (so each thread's
   // edge tiles are only those of C itself).
   const int threads = M * N * K >= kParallelMinWork ? omp_get_max_threads() : 1;
