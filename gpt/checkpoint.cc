@@ -1,6 +1,5 @@
 #include "gpt/checkpoint.h"
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -64,7 +63,7 @@ void save_checkpoint(const std::string& path, GPT& model, const std::string& tok
   w.write(path);
 }
 
-CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
+CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments) {
   const auto& md = file.metadata();
   auto get = [&](const std::string& key) -> const std::string& {
     auto it = md.find(key);
@@ -91,7 +90,8 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
         if (!file.contains(name))
           throw std::runtime_error("'" + file.path() + "': the checkpoint has a training state but no '" + name +
                                    "' tensor (a truncated or hand-edited file?)");
-        *moment = file.tensor(name, file.entries().at(name).dtype == "F64" ? DType::f64 : DType::f32);
+        if (moments == Moments::load)
+          *moment = file.tensor(name, file.entries().at(name).dtype == "F64" ? DType::f64 : DType::f32);
       }
       info.training = s;
     }
@@ -105,7 +105,9 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
 
 void load_weights(GPT& model, const SafetensorsFile& file) {
   const auto named = model.named_parameters();
-  std::vector<Tensor> values;  // staged: nothing is written until every tensor checks out
+  // Pass 1, from the header alone: every name, shape and dtype must check out before any
+  // parameter is written, so a bad file leaves the model as it was.
+  std::vector<std::string> keys;
   std::set<std::string> used;
   for (const auto& [name, param] : named) {
     std::string key = name;
@@ -113,18 +115,20 @@ void load_weights(GPT& model, const SafetensorsFile& file) {
     if (!file.contains(key))
       throw std::runtime_error("'" + file.path() + "': missing tensor '" + name + "' (expected shape " +
                                shape_str(param.shape()) + "); is this checkpoint for a different config?");
-    used.insert(key);
     const bool conv1d = is_conv1d_weight(name);
     Shape expected = param.shape();
     if (conv1d) std::swap(expected[0], expected[1]);
-    const Shape& found = file.entries().at(key).shape;
-    if (found != expected)
-      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' has shape " + shape_str(found) +
+    const SafetensorsEntry& entry = file.entries().at(key);
+    if (entry.shape != expected)
+      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' has shape " + shape_str(entry.shape) +
                                " but the model expects " + shape_str(expected) +
                                (conv1d ? " (GPT-2 Conv1D layout, (in, out))" : "") +
                                "; the checkpoint and the model config disagree");
-    const Tensor t = file.tensor(key, model.dtype());
-    values.push_back(conv1d ? transpose(t, 0, 1).clone() : t);
+    if (!safetensors_converts(entry.dtype, model.dtype()))
+      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' is " + entry.dtype +
+                               ", which cannot be loaded into an " + dtype_name(model.dtype()) + " model");
+    keys.push_back(key);
+    used.insert(key);
   }
   for (const auto& [key, entry] : file.entries()) {
     if (used.count(key) || key.rfind("optimizer.", 0) == 0) continue;
@@ -132,10 +136,11 @@ void load_weights(GPT& model, const SafetensorsFile& file) {
     throw std::runtime_error("'" + file.path() + "': unexpected tensor '" + key + "' " + shape_str(entry.shape) +
                              " that the model has no place for; is this checkpoint for a different config?");
   }
+  // Pass 2: each tensor straight from the file into its parameter in the arena; a Conv1D
+  // weight through a transposed view of it.
   for (size_t i = 0; i < named.size(); ++i) {
-    const Tensor& p = named[i].second;
-    std::memcpy(static_cast<char*>(p.impl()->storage->data) + p.impl()->offset * dtype_size(p.dtype()),
-                values[i].impl()->storage->data, static_cast<size_t>(p.numel()) * dtype_size(p.dtype()));
+    const Tensor p = named[i].second.detach();
+    file.read_into(keys[i], is_conv1d_weight(named[i].first) ? transpose(p, 0, 1) : p);
   }
 }
 
@@ -192,7 +197,7 @@ std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_ov
 }
 
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
-  const CheckpointInfo info = read_checkpoint_info(file);
+  const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
   auto model = std::make_unique<GPT>(info.config, 0, dtype);
   load_weights(*model, file);
   auto it = file.metadata().find("dropout_rng");

@@ -7,6 +7,11 @@
 // training state live in the metadata, the AdamW moments in tensors "optimizer.m" and
 // "optimizer.v" (in parameter-arena order, in the parameters' dtype: F32; checkpoints written
 // before the moments moved to f32 hold F64 ones, which still load).
+//
+// Memory: saving streams each tensor from the parameter arena and the optimizer into the file,
+// and loading converts each tensor from the file's read-only mapping straight into its
+// parameter; neither holds a second copy of the model (see safetensors.h). Only resuming
+// reads the moments (read_checkpoint_info with Moments::load).
 #pragma once
 
 #include <optional>
@@ -42,19 +47,29 @@ struct CheckpointInfo {
 bool is_conv1d_weight(const std::string& name);
 
 /// Writes model weights, config, tokenizer and optional training state atomically (a
-/// temporary file renamed into place). The dropout generator's state is saved too.
+/// temporary file renamed into place). The dropout generator's state is saved too. Throws
+/// std::runtime_error naming the path on any I/O failure (a full disk included); the previous
+/// checkpoint is then intact.
 void save_checkpoint(const std::string& path, GPT& model, const std::string& tokenizer_kind,
                      const std::string& tokenizer_data, const TrainingState* training = nullptr);
 
-/// Reads the config, tokenizer and training state. Throws std::runtime_error for a file that
-/// is not an attograd checkpoint (no config in its metadata) or is malformed/truncated.
-CheckpointInfo read_checkpoint_info(const SafetensorsFile& file);
+/// Whether read_checkpoint_info copies the AdamW moments (two tensors the size of the model,
+/// needed only to resume training) into TrainingState::adam_m / adam_v.
+enum class Moments { load, skip };
 
-/// Copies the weights of `file` into `model`, all or nothing: every expected tensor is read
-/// and shape-checked before any parameter is written. Accepts keys with or without the
-/// "transformer." prefix and ignores GPT-2's attn.bias / attn.masked_bias buffers and a tied
-/// lm_head.weight. Throws std::runtime_error naming the key (and both shapes on a mismatch)
-/// for a missing, unexpected or wrongly shaped tensor; the model is then unchanged.
+/// Reads the config, tokenizer and training state; with Moments::skip the training state's
+/// adam_m and adam_v stay undefined (sampling and evaluation need neither). Throws
+/// std::runtime_error for a file that is not an attograd checkpoint (no config in its
+/// metadata) or is malformed/truncated.
+CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments = Moments::load);
+
+/// Copies the weights of `file` into `model`, all or nothing: every expected name, shape and
+/// dtype is checked from the header before any parameter is written; then each tensor is
+/// converted straight from the file's mapping into its parameter (no full-size temporary).
+/// Accepts keys with or without the "transformer." prefix and ignores GPT-2's attn.bias /
+/// attn.masked_bias buffers and a tied lm_head.weight. Throws std::runtime_error naming the
+/// key (and both shapes on a mismatch) for a missing, unexpected, wrongly shaped or
+/// unconvertible tensor; the model is then unchanged.
 void load_weights(GPT& model, const SafetensorsFile& file);
 
 /// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and
@@ -68,7 +83,8 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
 /// model, transposing exactly the Conv1D weights (see load_weights).
 std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0, DType dtype = DType::f32);
 
-/// Builds a model from an attograd checkpoint and loads its weights (and dropout state).
+/// Builds a model from an attograd checkpoint and loads its weights (and dropout state), not
+/// the optimizer moments. Throws std::runtime_error as read_checkpoint_info and load_weights.
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype = DType::f32);
 
 }  // namespace attograd::gpt

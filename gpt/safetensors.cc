@@ -1,17 +1,45 @@
 #include "gpt/safetensors.h"
 
-#include <cstdio>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <stdexcept>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
 
 namespace attograd::gpt {
 
 namespace {
+
+// The reference implementation's limit; also bounds what parsing the header can allocate.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// Non-contiguous tensors go through a buffer of at most this many bytes (or one row).
+constexpr int64_t kBlockBytes = 4 << 20;
+
+// The stored dtypes a tensor can be converted from, decoded once per tensor (never per element).
+enum class Stored { f32, f64, f16, bf16, i64, other };
+
+Stored stored_kind(const std::string& dtype) {
+  if (dtype == "F32") return Stored::f32;
+  if (dtype == "F64") return Stored::f64;
+  if (dtype == "F16") return Stored::f16;
+  if (dtype == "BF16") return Stored::bf16;
+  if (dtype == "I64") return Stored::i64;
+  return Stored::other;
+}
 
 size_t element_size(const std::string& dtype) {
   if (dtype == "F64" || dtype == "I64") return 8;
@@ -19,6 +47,13 @@ size_t element_size(const std::string& dtype) {
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16") return 2;
   if (dtype == "U8" || dtype == "I8" || dtype == "BOOL") return 1;
   return 0;
+}
+
+// The safetensors name of a dtype: attograd's in capitals (f32 -> F32, i64 -> I64).
+std::string stored_name(DType dtype) {
+  std::string name = dtype_name(dtype);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
 }
 
 // IEEE half to float (no dependency on _Float16 support).
@@ -47,42 +82,282 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
+float bf16_to_float(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// out[i] = value(raw i) for n raw values of type Raw at src, which need not be aligned.
+template <typename Raw, typename T, typename F>
+void decode(const char* src, T* out, int64_t n, F value) {
+  for (int64_t i = 0; i < n; ++i) {
+    Raw raw;
+    std::memcpy(&raw, src + i * static_cast<int64_t>(sizeof(Raw)), sizeof(Raw));
+    out[i] = static_cast<T>(value(raw));
+  }
+}
+
+// Converts n stored elements at src into dst, of dtype `to` (a pair safetensors_converts
+// accepts): one memcpy when the types match, else element by element.
+void convert_run(const char* src, Stored from, void* dst, DType to, int64_t n) {
+  if ((from == Stored::f32 && to == DType::f32) || (from == Stored::f64 && to == DType::f64) ||
+      (from == Stored::i64 && to == DType::i64)) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * dtype_size(to));
+    return;
+  }
+  dispatch_floating(to, "safetensors", [&]<typename T>() {
+    T* out = static_cast<T*>(dst);
+    auto same = [](auto x) { return x; };
+    switch (from) {
+      case Stored::f32: decode<float>(src, out, n, same); break;
+      case Stored::f64: decode<double>(src, out, n, same); break;
+      case Stored::f16: decode<uint16_t>(src, out, n, half_to_float); break;
+      case Stored::bf16: decode<uint16_t>(src, out, n, bf16_to_float); break;
+      default: throw std::logic_error("safetensors: unchecked conversion");
+    }
+  });
+}
+
+// dst(i, j) = src(i, j) for i < rows, j < cols, elements of esize (4 or 8) bytes moved as
+// they are; each side has its own row and column strides, in elements. 32 x 32 tiles keep the
+// strided side's cache lines alive while the tile uses them, so a transpose costs about what
+// a copy does (the generic strided copy, one element at a time, is several times slower).
+void copy_2d(char* dst, int64_t dst_row, int64_t dst_col, const char* src, int64_t src_row, int64_t src_col,
+             int64_t rows, int64_t cols, size_t esize) {
+  auto run = [&]<typename T>() {
+    T* d = reinterpret_cast<T*>(dst);
+    const T* s = reinterpret_cast<const T*>(src);
+    constexpr int64_t kTile = 32;
+    for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+      for (int64_t j0 = 0; j0 < cols; j0 += kTile)
+        for (int64_t i = i0; i < std::min(rows, i0 + kTile); ++i)
+          for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j)
+            d[i * dst_row + j * dst_col] = s[i * src_row + j * src_col];
+  };
+  if (esize == 4) run.template operator()<uint32_t>();
+  else run.template operator()<uint64_t>();
+}
+
+char* first_byte(const Tensor& t) {
+  return static_cast<char*>(t.impl()->storage->data) + t.impl()->offset * static_cast<int64_t>(dtype_size(t.dtype()));
+}
+
+// Converts the stored elements at src (row-major, of the stored dtype) into dst: contiguous, or
+// a 2-D view with any strides, reached through a buffer of at most kBlockBytes (or one row).
+void convert_into(const char* src, const std::string& dtype, const Tensor& dst) {
+  const Stored from = stored_kind(dtype);
+  if (dst.is_contiguous()) {
+    convert_run(src, from, first_byte(dst), dst.dtype(), dst.numel());
+    return;
+  }
+  // A 2-D view (a transposed weight): convert a block of rows into a buffer, then scatter it.
+  const int64_t rows = dst.size(0), cols = dst.size(1);
+  const int64_t esize = static_cast<int64_t>(dtype_size(dst.dtype()));
+  const int64_t stored_row = cols * static_cast<int64_t>(element_size(dtype));
+  const int64_t block = std::clamp<int64_t>(kBlockBytes / (cols * esize), 1, rows);
+  const Tensor buffer = Tensor::empty({block, cols}, dst.dtype());
+  const int64_t row_stride = dst.strides()[0], col_stride = dst.strides()[1];
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t n = std::min(block, rows - r0);
+    convert_run(src + r0 * stored_row, from, first_byte(buffer), dst.dtype(), n * cols);
+    copy_2d(first_byte(dst) + r0 * row_stride * esize, row_stride, col_stride, first_byte(buffer), cols, 1, n, cols,
+            static_cast<size_t>(esize));
+  }
+}
+
+// madvise over the whole pages inside [begin, end) of the mapping (none for a small range).
+void advise_pages(const char* begin, const char* end, int advice) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + page - 1) & ~(page - 1);
+  const uintptr_t e = reinterpret_cast<uintptr_t>(end) & ~(page - 1);
+  if (b < e) ::madvise(reinterpret_cast<void*>(b), e - b, advice);  // a hint: failure is harmless
+}
+
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw std::runtime_error("safetensors file '" + path + "': " + what);
 }
 
+// Closes a file descriptor when the scope ends.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+// Reads exactly n bytes at `offset`; false at end of file. Throws on an I/O error.
+bool read_exact(int fd, char* out, size_t n, uint64_t offset, const std::string& path) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(path, std::string("cannot read it: ") + std::strerror(errno));
+    if (got == 0) return false;
+    out += got;
+    n -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+// A size or offset from the header: a non-negative JSON integer no larger than max. Refuses
+// what a lenient conversion would silently change: 70.9, -1, 1e3, 2^64, "12".
+std::optional<uint64_t> header_uint(const nlohmann::json& v, uint64_t max) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= max) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0 && static_cast<uint64_t>(v.get<int64_t>()) <= max)
+    return static_cast<uint64_t>(v.get<int64_t>());
+  return std::nullopt;
+}
+
+// Parses the header, refusing duplicate keys at any depth: nlohmann's parser would keep the
+// last one silently, and which tensor (or dtype, or offsets) counts would be anyone's guess.
+nlohmann::json parse_header(const std::string& text, const std::string& path) {
+  struct Object {
+    std::string name;  // the key this object is the value of ("" for the header itself)
+    std::set<std::string> keys;
+  };
+  std::vector<Object> open;
+  std::string last_key;
+  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) open.push_back({open.empty() ? std::string() : last_key, {}});
+    if (event == E::object_end) open.pop_back();
+    if (event == E::key) {
+      last_key = parsed.get<std::string>();
+      if (!open.back().keys.insert(last_key).second)
+        fail(path, "the header has the key '" + last_key + "' twice" +
+                       (open.size() > 1 ? " in the entry '" + open.back().name + "'" : std::string()) +
+                       " (a JSON parser keeps only one of them: which is ambiguous)");
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, check);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, std::string("the header is not valid JSON: ") + e.what());
+  }
+}
+
+// One tensor's entry, every number range-checked; data_size bounds the offsets.
+SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, uint64_t data_size,
+                             const std::string& path) {
+  const std::string where = "tensor '" + name + "'";
+  if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+    fail(path, where + " has a malformed entry " + v.dump() + ": expected {\"dtype\", \"shape\", \"data_offsets\"}");
+  SafetensorsEntry e;
+  if (!v["dtype"].is_string()) fail(path, where + " has dtype " + v["dtype"].dump() + ", not a string");
+  e.dtype = v["dtype"].get<std::string>();
+  const size_t esize = element_size(e.dtype);
+  if (esize == 0) fail(path, where + " has unknown dtype " + e.dtype);
+  if (!v["shape"].is_array()) fail(path, where + " has shape " + v["shape"].dump() + ", not an array");
+  for (const nlohmann::json& d : v["shape"]) {
+    const auto size = header_uint(d, static_cast<uint64_t>(INT64_MAX));
+    if (!size)
+      fail(path, where + " has shape " + v["shape"].dump() + ": the entry " + d.dump() +
+                     " is not a non-negative integer below 2^63");
+    e.shape.push_back(static_cast<int64_t>(*size));
+  }
+  // numel (int64, as Tensor counts) and its byte size, both without overflow, before any
+  // product is trusted.
+  int64_t numel = 1;
+  uint64_t bytes = 0;
+  bool overflow = false;
+  for (int64_t d : e.shape) overflow = overflow || __builtin_mul_overflow(numel, d, &numel);
+  overflow = overflow || __builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(esize), &bytes);
+  if (overflow)
+    fail(path, where + " has an impossible shape " + shape_str(e.shape) +
+                   ": its element count or byte size overflows 64 bits");
+  const nlohmann::json& offs = v["data_offsets"];
+  std::optional<uint64_t> begin, end;
+  if (offs.is_array() && offs.size() == 2) {
+    begin = header_uint(offs[0], UINT64_MAX);
+    end = header_uint(offs[1], UINT64_MAX);
+  }
+  if (!begin || !end)
+    fail(path, where + " has data_offsets " + offs.dump() + ": expected two non-negative integers [begin, end]");
+  e.begin = *begin;
+  e.end = *end;
+  if (e.begin > e.end)
+    fail(path, where + " has data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                   "] that end before they begin");
+  if (e.end > data_size)
+    fail(path, "truncated: " + where + " needs bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                   ") of the data section, which has " + std::to_string(data_size));
+  if (e.end - e.begin != bytes)
+    fail(path, where + " " + shape_str(e.shape) + " " + e.dtype + " should take " + std::to_string(bytes) +
+                   " bytes, the file gives it " + std::to_string(e.end - e.begin));
+  return e;
+}
+
+// The entries, sorted by offset, must cover the data section exactly once: a gap or an
+// overlap means a corrupt or hand-edited file, and an overlap lets two tensors share bytes.
+void check_tiling(const std::map<std::string, SafetensorsEntry>& entries, uint64_t data_size, const std::string& path) {
+  std::vector<const std::pair<const std::string, SafetensorsEntry>*> order;
+  for (const auto& kv : entries) order.push_back(&kv);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {  // ties: by name
+    return std::tie(a->second.begin, a->second.end) < std::tie(b->second.begin, b->second.end);
+  });
+  auto span = [](const std::pair<const std::string, SafetensorsEntry>& kv) {
+    return "'" + kv.first + "' [" + std::to_string(kv.second.begin) + ", " + std::to_string(kv.second.end) + ")";
+  };
+  uint64_t covered = 0;  // the data section's bytes [0, covered) belong to the tensors so far
+  const std::pair<const std::string, SafetensorsEntry>* previous = nullptr;
+  for (const auto* kv : order) {
+    const uint64_t begin = kv->second.begin;
+    if (begin < covered)
+      fail(path, "tensors " + span(*previous) + " and " + span(*kv) + " overlap in the data section");
+    if (begin > covered)
+      fail(path, "bytes [" + std::to_string(covered) + ", " + std::to_string(begin) +
+                     ") of the data section belong to no tensor: a gap " +
+                     (previous != nullptr ? "between " + span(*previous) + " and " : std::string("before ")) +
+                     span(*kv));
+    covered = kv->second.end;
+    previous = kv;
+  }
+  if (covered != data_size)
+    fail(path, "bytes [" + std::to_string(covered) + ", " + std::to_string(data_size) +
+                   ") at the end of the data section belong to no tensor" +
+                   (previous != nullptr ? " (the last one is " + span(*previous) + ")"
+                                        : std::string(" (there are no tensors)")));
+}
+
 }  // namespace
+
+bool safetensors_converts(const std::string& stored_dtype, DType to) {
+  const Stored from = stored_kind(stored_dtype);
+  if (to == DType::i64) return from == Stored::i64;
+  return from == Stored::f32 || from == Stored::f64 || from == Stored::f16 || from == Stored::bf16;
+}
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "it does not exist");
   if (!std::filesystem::is_regular_file(path, ec)) fail(path, "it is not a regular file (a directory?)");
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) fail(path, "cannot open it for reading (permissions?)");
-  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
-  if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, std::string("cannot open it for reading: ") + std::strerror(errno));
+  const FdCloser closer{fd};  // the mapping keeps its own reference to the file
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(path, std::string("cannot stat it: ") + std::strerror(errno));
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   unsigned char len_bytes[8];
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  if (file_size < 8 || !read_exact(fd, reinterpret_cast<char*>(len_bytes), 8, 0, path))
+    fail(path, "truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = header_len << 8 | len_bytes[i];
-  if (header_len > (100u << 20) && header_len > file_size - 8)
+  if (header_len > kMaxHeaderBytes && header_len > file_size - 8)
     fail(path, "not a safetensors file: its first 8 bytes declare a " + std::to_string(header_len) +
                    "-byte header, larger than the file");
+  if (header_len > kMaxHeaderBytes)
+    fail(path, "its header declares " + std::to_string(header_len) + " bytes, over the format's limit of " +
+                   std::to_string(kMaxHeaderBytes));
   if (header_len > file_size - 8)
     fail(path, "truncated: the header declares " + std::to_string(header_len) + " bytes but only " +
                    std::to_string(file_size - 8) + " follow (an interrupted download or copy?)");
   std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (!read_exact(fd, header.data(), header_len, 8, path)) fail(path, "truncated while reading its header");
 
   SafetensorsFile f;
   f.path_ = path;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(header);
-  } catch (const std::exception& e) {
-    fail(path, std::string("the header is not valid JSON: ") + e.what());
-  }
+  const nlohmann::json j = parse_header(header, path);
   if (!j.is_object()) fail(path, "the header is not a JSON object");
   const uint64_t data_size = file_size - 8 - header_len;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -92,122 +367,203 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
         f.metadata_[m.key()] = m.value().is_string() ? m.value().get<std::string>() : m.value().dump();
       continue;
     }
-    SafetensorsEntry e;
-    try {
-      e.dtype = it.value().at("dtype").get<std::string>();
-      e.shape = it.value().at("shape").get<Shape>();
-      const auto offs = it.value().at("data_offsets").get<std::vector<uint64_t>>();
-      if (offs.size() != 2) fail(path, "tensor '" + it.key() + "' has malformed data_offsets");
-      e.begin = offs[0];
-      e.end = offs[1];
-    } catch (const nlohmann::json::exception& ex) {
-      fail(path, "tensor '" + it.key() + "' has a malformed entry: " + ex.what());
-    }
-    const size_t esize = element_size(e.dtype);
-    if (esize == 0) fail(path, "tensor '" + it.key() + "' has unknown dtype " + e.dtype);
-    // Sizes come from the file: check them without overflow before trusting any product.
-    uint64_t bytes = esize;
-    for (int64_t d : e.shape)
-      if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
-        fail(path, "tensor '" + it.key() + "' has an impossible shape " + shape_str(e.shape));
-    if (e.begin > e.end || e.end > data_size)
-      fail(path, "truncated: tensor '" + it.key() + "' needs bytes [" + std::to_string(e.begin) + ", " +
-                     std::to_string(e.end) + ") of the data section, which has " + std::to_string(data_size));
-    if (e.end - e.begin != bytes)
-      fail(path, "tensor '" + it.key() + "' " + shape_str(e.shape) + " " + e.dtype + " should take " +
-                     std::to_string(bytes) + " bytes, the file gives it " +
-                     std::to_string(e.end - e.begin));
-    f.entries_[it.key()] = e;
+    f.entries_[it.key()] = parse_entry(it.key(), it.value(), data_size, path);
   }
-  f.data_.resize(data_size);
-  in.read(f.data_.data(), static_cast<std::streamsize>(data_size));
-  if (!in) fail(path, "could not read the data section");
+  check_tiling(f.entries_, data_size, path);
+
+  void* map = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (map == MAP_FAILED) fail(path, std::string("cannot map it into memory: ") + std::strerror(errno));
+  f.map_ = map;
+  f.map_size_ = file_size;
+  f.data_ = static_cast<const char*>(map) + 8 + header_len;
   return f;
 }
 
-Tensor SafetensorsFile::tensor(const std::string& name, DType dtype) const {
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      metadata_(std::move(other.metadata_)),
+      entries_(std::move(other.entries_)),
+      map_(std::exchange(other.map_, nullptr)),
+      map_size_(std::exchange(other.map_size_, 0)),
+      data_(std::exchange(other.data_, nullptr)) {}
+
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
+  if (this != &other) {
+    if (map_ != nullptr) ::munmap(map_, map_size_);
+    path_ = std::move(other.path_);
+    metadata_ = std::move(other.metadata_);
+    entries_ = std::move(other.entries_);
+    map_ = std::exchange(other.map_, nullptr);
+    map_size_ = std::exchange(other.map_size_, 0);
+    data_ = std::exchange(other.data_, nullptr);
+  }
+  return *this;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_ != nullptr) ::munmap(map_, map_size_);
+}
+
+const SafetensorsEntry& SafetensorsFile::entry(const std::string& name, DType dtype) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) fail(path_, "no tensor named '" + name + "'");
-  const SafetensorsEntry& e = it->second;
-  const char* src = data_.data() + e.begin;
-  const int64_t n = shape_numel(e.shape);
-  if (dtype == DType::i64) {
-    if (e.dtype != "I64") fail(path_, "tensor '" + name + "' is " + e.dtype + ", expected I64");
-    Tensor t = Tensor::empty(e.shape, DType::i64);
-    std::memcpy(t.data<int64_t>(), src, static_cast<size_t>(n) * 8);
-    return t;
-  }
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    if (e.dtype == "F32") {
-      float x;
-      std::memcpy(&x, src + i * 4, 4);
-      v[i] = x;
-    } else if (e.dtype == "F64") {
-      std::memcpy(&v[i], src + i * 8, 8);
-    } else if (e.dtype == "F16") {
-      uint16_t h;
-      std::memcpy(&h, src + i * 2, 2);
-      v[i] = half_to_float(h);
-    } else if (e.dtype == "BF16") {
-      uint16_t h;
-      std::memcpy(&h, src + i * 2, 2);
-      const uint32_t bits = static_cast<uint32_t>(h) << 16;
-      float x;
-      std::memcpy(&x, &bits, 4);
-      v[i] = x;
-    } else {
-      fail(path_, "tensor '" + name + "' has dtype " + e.dtype + ", which cannot become a floating tensor");
-    }
-  }
-  return Tensor::from_vector(v, e.shape, dtype);
+  if (!safetensors_converts(it->second.dtype, dtype))
+    fail(path_, "tensor '" + name + "' is " + it->second.dtype + ", which cannot become an " + dtype_name(dtype) +
+                    " tensor");
+  return it->second;
+}
+
+Tensor SafetensorsFile::tensor(const std::string& name, DType dtype) const {
+  Tensor t = Tensor::empty(entry(name, dtype).shape, dtype);
+  read_into(name, t);
+  return t;
+}
+
+void SafetensorsFile::read_into(const std::string& name, const Tensor& dst) const {
+  if (!dst.defined())
+    throw std::invalid_argument("SafetensorsFile::read_into: undefined destination for '" + name + "'");
+  const SafetensorsEntry& e = entry(name, dst.dtype());
+  if (dst.shape() != e.shape)
+    fail(path_, "tensor '" + name + "' has shape " + shape_str(e.shape) + " but its destination is " +
+                    shape_str(dst.shape()));
+  if (dst.numel() == 0) return;
+  if (!dst.is_contiguous() && dst.dim() != 2)
+    throw std::invalid_argument("SafetensorsFile::read_into: the destination of '" + name +
+                                "' must be contiguous or 2-D, got a strided " + shape_str(dst.shape()) + " view");
+  // The kernel reads the range ahead; once converted, its pages go back to the page cache
+  // (they are clean: re-reading faults them in again), so the process holds the destination
+  // and not a mapped copy of it as well.
+  const char* src = data_ + e.begin;
+  advise_pages(src, src + (e.end - e.begin), MADV_WILLNEED);
+  convert_into(src, e.dtype, dst);
+  advise_pages(src, src + (e.end - e.begin), MADV_DONTNEED);
 }
 
 std::vector<double> SafetensorsFile::doubles(const std::string& name) const {
-  auto it = entries_.find(name);
-  if (it == entries_.end()) fail(path_, "no tensor named '" + name + "'");
-  if (it->second.dtype != "F64") fail(path_, "tensor '" + name + "' is " + it->second.dtype + ", expected F64");
-  std::vector<double> v(static_cast<size_t>(shape_numel(it->second.shape)));
-  std::memcpy(v.data(), data_.data() + it->second.begin, v.size() * 8);
+  const SafetensorsEntry& e = entry(name, DType::f64);
+  if (e.dtype != "F64") fail(path_, "tensor '" + name + "' is " + e.dtype + ", expected F64");
+  std::vector<double> v(static_cast<size_t>(shape_numel(e.shape)));
+  std::memcpy(v.data(), data_ + e.begin, v.size() * sizeof(double));
   return v;
 }
 
+namespace {
+
+// A temporary file beside `path` that replaces it on commit(): written, fsync'ed, renamed over
+// the target, then the directory fsync'ed so the rename itself survives a crash. Until
+// commit() succeeds, every failure (and the destructor) removes the temporary.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path) : path_(std::move(path)) {
+    // Same directory as the target: rename(2) is only atomic within one file system.
+    std::vector<char> name(path_.begin(), path_.end());
+    for (char c : std::string(".tmp.XXXXXX")) name.push_back(c);
+    name.push_back('\0');
+    fd_ = ::mkstemp(name.data());
+    if (fd_ < 0) fail("create a temporary file beside it");
+    tmp_ = name.data();
+    if (::fchmod(fd_, 0644) != 0) fail("chmod");  // mkstemp makes 0600: let others read the file
+  }
+  ~AtomicFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  // Writes all n bytes; a short write (a full disk) is an error, never a truncated file.
+  void write(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t put = ::write(fd_, p, n);
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) fail("write", put == 0 ? ENOSPC : errno);
+      p += put;
+      n -= static_cast<size_t>(put);
+    }
+  }
+
+  void commit() {
+    if (::fsync(fd_) != 0) fail("fsync");
+    const int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) fail("close");
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename the temporary " + tmp_ + " over it");
+    committed_ = true;
+    const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+    const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    // Some file systems refuse fsync on a directory (EINVAL): nothing more can be done there.
+    if (dir_fd < 0 || (::fsync(dir_fd) != 0 && errno != EINVAL)) {
+      const int err = errno;
+      if (dir_fd >= 0) ::close(dir_fd);
+      throw std::runtime_error("wrote '" + path_ + "', but could not fsync its directory (" + std::strerror(err) +
+                               "): a crash now may lose the new file");
+    }
+    ::close(dir_fd);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& step, int err = errno) {
+    throw std::runtime_error("cannot write '" + path_ + "' (" + step + ": " + std::strerror(err) +
+                             "); the previous file is untouched");
+  }
+
+  std::string path_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// Streams t's bytes, row-major: straight from its memory when contiguous, else a block of
+// rows at a time through a buffer of at most kBlockBytes (or one row): a 2-D view (a
+// transposed weight) by a tiled gather, any other layout by the library's strided copy.
+void write_tensor(AtomicFile& out, const Tensor& t) {
+  const int64_t esize = static_cast<int64_t>(dtype_size(t.dtype()));
+  if (t.numel() == 0) return;
+  if (t.is_contiguous()) {
+    out.write(first_byte(t), static_cast<size_t>(t.numel() * esize));
+    return;
+  }
+  const int64_t rows = t.size(0), cols = t.numel() / rows;
+  const int64_t block = std::clamp<int64_t>(kBlockBytes / (cols * esize), 1, rows);
+  const Tensor buffer = t.dim() == 2 ? Tensor::empty({block, cols}, t.dtype()) : Tensor();
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t n = std::min(block, rows - r0);
+    Tensor part = buffer;
+    if (t.dim() == 2)
+      copy_2d(first_byte(buffer), cols, 1, first_byte(t) + r0 * t.strides()[0] * esize, t.strides()[0], t.strides()[1],
+              n, cols, static_cast<size_t>(esize));
+    else
+      part = contiguous(slice(t, 0, r0, r0 + n));
+    out.write(first_byte(part), static_cast<size_t>(n * cols * esize));
+  }
+}
+
+}  // namespace
+
 void SafetensorsWriter::add(const std::string& name, const Tensor& t) {
-  const Tensor c = t.clone();  // contiguous
-  Item item;
-  item.dtype = c.dtype() == DType::f32 ? "F32" : c.dtype() == DType::f64 ? "F64" : "I64";
-  item.shape = c.shape();
-  item.bytes.resize(static_cast<size_t>(c.numel()) * dtype_size(c.dtype()));
-  if (!item.bytes.empty()) std::memcpy(item.bytes.data(), c.impl()->storage->data, item.bytes.size());
-  items_[name] = std::move(item);
+  if (!t.defined()) throw std::invalid_argument("SafetensorsWriter::add: tensor '" + name + "' is undefined");
+  tensors_[name] = t.detach();
 }
 
 void SafetensorsWriter::write(const std::string& path) const {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
-  for (const auto& [name, item] : items_) {
-    header[name] = {{"dtype", item.dtype}, {"shape", item.shape}, {"data_offsets", {offset, offset + item.bytes.size()}}};
-    offset += item.bytes.size();
+  for (const auto& [name, t] : tensors_) {
+    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype());
+    header[name] = {
+        {"dtype", stored_name(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the spec allows padding; keeps data 8-aligned
-  // Unique per process, so two writers never share (and truncate) one temporary file.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw std::runtime_error("cannot write checkpoint '" + tmp + "': " + std::strerror(errno));
   unsigned char len_bytes[8];
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
-  bool ok = std::fwrite(len_bytes, 1, 8, f) == 8 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  for (const auto& [name, item] : items_)
-    ok = ok && std::fwrite(item.bytes.data(), 1, item.bytes.size(), f) == item.bytes.size();
-  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw std::runtime_error("could not write checkpoint '" + path + "' (" + err + "); the previous file is untouched");
-  }
+  NoGradGuard no_grad;  // the row blocks of a non-contiguous view are plain copies
+  AtomicFile out(path);
+  out.write(len_bytes, 8);
+  out.write(text.data(), text.size());
+  for (const auto& [name, t] : tensors_) write_tensor(out, t);
+  out.commit();
 }
 
 }  // namespace attograd::gpt

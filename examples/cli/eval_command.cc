@@ -123,7 +123,7 @@ int run(const EvalArgs& a) {
     model = gpt::load_hf_gpt2(file, a.n_head);
     tokenizer_kind = tokenizer_data = "gpt2";  // HF files carry no tokenizer: GPT-2's own BPE
   } else {
-    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file);
+    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file, gpt::Moments::skip);
     tokenizer_kind = info.tokenizer_kind;
     tokenizer_data = info.tokenizer_data;
     model = gpt::load_model(file);

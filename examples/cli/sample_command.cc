@@ -52,7 +52,7 @@ int run(const SampleArgs& a) {
                                   " does not match the GPT-2 tokenizer's " + std::to_string(tok->vocab_size()));
   } else {
     const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.checkpoint);
-    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file);
+    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file, gpt::Moments::skip);
     tok = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
     model = gpt::load_model(file);
   }

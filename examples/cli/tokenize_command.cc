@@ -38,7 +38,8 @@ struct TokenizeArgs {
 // missing option.
 std::unique_ptr<gpt::Tokenizer> make_tokenizer(const TokenizeArgs& a) {
   if (!a.checkpoint.empty()) {
-    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(gpt::SafetensorsFile::read(a.checkpoint));
+    const gpt::CheckpointInfo info =
+        gpt::read_checkpoint_info(gpt::SafetensorsFile::read(a.checkpoint), gpt::Moments::skip);
     if (!a.tokenizer.empty() && a.tokenizer != info.tokenizer_kind)
       throw std::invalid_argument("--tokenizer " + a.tokenizer + " does not match the tokenizer of " + a.checkpoint +
                                   " ('" + info.tokenizer_kind + "'); drop --tokenizer to use the checkpoint's");

@@ -164,7 +164,10 @@ int run(TrainArgs& a) {
   std::cout << std::flush;
 
   gpt::Trainer trainer(*model, data, options, tokenizer->kind(), tokenizer->serialize(), a.out);
-  if (state) trainer.restore(*state);
+  if (state) {
+    trainer.restore(*state);
+    state.reset();  // the optimizer holds its own copy of the moments now: free these (two model sizes)
+  }
   gpt::EvalResult r;
   try {
     r = trainer.run(std::cout);

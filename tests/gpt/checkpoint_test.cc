@@ -1,4 +1,5 @@
-// Checkpoints: round trip, Hugging Face layout, all-or-nothing loading with clear errors.
+// Checkpoints: round trip, Hugging Face layout, all-or-nothing loading with clear errors, and the
+// optimizer moments read only when resuming.
 #define BOOST_TEST_MODULE checkpoint
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
@@ -146,5 +147,54 @@ BOOST_AUTO_TEST_CASE(failed_write_leaves_the_old_file) {
   expect_throw_with<std::runtime_error>(
       [&] { save_checkpoint((dir / "no_such_dir" / "m.safetensors").string(), model, "char", "x"); }, "cannot write");
   BOOST_TEST(read_checkpoint_info(SafetensorsFile::read(path)).tokenizer_data == "old");
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(an_unconvertible_dtype_is_caught_before_any_parameter_is_written) {
+  const auto dir = temp_dir();
+  GPT model(preset("femto"), 8);
+  SafetensorsWriter w;
+  for (const auto& [name, t] : model.named_parameters()) {
+    const Tensor stored = is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach();
+    // The last parameter in arena order: every other one would already be copied if loading
+    // did not check the whole file first.
+    w.add(name, name == model.named_parameters().back().first ? Tensor::zeros(t.shape(), DType::i64) : stored);
+  }
+  const std::string path = (dir / "m.safetensors").string();
+  w.write(path);
+  GPT other(preset("femto"), 9);
+  const std::vector<double> before = all_params(other);
+  expect_throw_with<std::runtime_error>([&] { load_weights(other, SafetensorsFile::read(path)); },
+                                        "tensor '" + model.named_parameters().back().first +
+                                            "' is I64, which cannot be loaded into an f32 model");
+  BOOST_TEST(all_params(other) == before);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(the_optimizer_moments_load_only_when_asked) {
+  const auto dir = temp_dir();
+  GPT model(preset("femto"), 10);
+  const int64_t n = model.arena().params().numel();
+  TrainingState s;
+  s.step = 4;
+  s.batch_rng = "rng";
+  s.adam_m = Tensor::full({n}, 0.5);
+  s.adam_v = Tensor::full({n}, 0.25);
+  s.adam_t = 4;
+  s.train_options = "{}";
+  const std::string path = (dir / "m.safetensors").string();
+  save_checkpoint(path, model, "char", "abc", &s);
+  const SafetensorsFile file = SafetensorsFile::read(path);
+  const CheckpointInfo full = read_checkpoint_info(file);
+  BOOST_REQUIRE(full.training.has_value());
+  BOOST_TEST(full.training->adam_m.to_vector() == s.adam_m.to_vector());
+  BOOST_TEST(full.training->adam_v.to_vector() == s.adam_v.to_vector());
+  // Sampling and evaluation read the config and tokenizer without two model-sized copies.
+  const CheckpointInfo light = read_checkpoint_info(file, Moments::skip);
+  BOOST_REQUIRE(light.training.has_value());
+  BOOST_TEST(light.training->step == 4);
+  BOOST_TEST(!light.training->adam_m.defined());
+  BOOST_TEST(!light.training->adam_v.defined());
+  BOOST_TEST(light.tokenizer_data == "abc");
   std::filesystem::remove_all(dir);
 }
