@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""attograd against PyTorch, training steps, interleaved in one run: the ratio table.
+"""attograd against PyTorch, training steps (or generation), interleaved in one run: the ratio table.
 
     /usr/bin/python3 bench/compare.py                    # every config, 1 and 2 threads
     /usr/bin/python3 bench/compare.py --configs nano baby --threads 1 --rounds 9
+    /usr/bin/python3 bench/compare.py --generate         # greedy decoding, GPT-2 small, batch 1
 
 For each config and thread count it starts two step servers, build/bench/train_bench --serve
 (attograd) and bench/torch_reference.py --serve (PyTorch), warms both up, then asks them in turn
@@ -12,6 +13,10 @@ PyTorch gets its best CPU settings: jemalloc preloaded, passive OpenMP waiting, 
 with its AVX-512 kernels (this machine's OPENBLAS_CORETYPE=Haswell and OPENBLAS_L2_SIZE are
 removed from its environment) and OPENBLAS_NUM_THREADS set to the thread count (else OpenBLAS
 uses both cores in a "1 thread" run). attograd runs as its CLI does (GOMP_SPINCOUNT=10000).
+
+With --generate the servers are build/bench/generate_bench --serve and bench/torch_generate.py
+--serve, a "step" is one decode step with the KV cache (one token), and the table adds the
+memory-bandwidth bound generate_bench measures (weights read once per token; see its header).
 """
 import argparse
 import os
@@ -67,10 +72,10 @@ def environments(threads):
     return ours, theirs
 
 
-def measure(config, threads, rounds, bench, seconds_per_round):
+def measure(config, threads, rounds, bench, seconds_per_round, torch_script="torch_reference.py"):
     ours_env, torch_env = environments(threads)
     ours = Server([str(bench), "--serve", config, "--threads", str(threads)], ours_env)
-    theirs = Server([sys.executable, str(ROOT / "bench" / "torch_reference.py"), "--serve", config,
+    theirs = Server([sys.executable, str(ROOT / "bench" / torch_script), "--serve", config,
                      "--threads", str(threads)], torch_env)
     try:
         # Warm-up (caches, allocators, OpenMP threads), and a step count that makes each turn
@@ -88,10 +93,30 @@ def measure(config, threads, rounds, bench, seconds_per_round):
         return {
             "ours_ms": 1e3 * statistics.median(a_times), "torch_ms": 1e3 * statistics.median(b_times),
             "allocs": statistics.median(allocs), "rss_ours": rss_a, "rss_torch": rss_b, "steps": k,
+            "header": ours.header.split(),
         }
     finally:
         ours.close()
         theirs.close()
+
+
+def compare_generation(args):
+    """The --generate table: tokens/s of greedy decoding and the bandwidth bound."""
+    print("| model | threads | attograd tokens/s | PyTorch tokens/s | ratio | bound tokens/s (GB/s read) | "
+          "attograd % of bound | PyTorch % of bound | attograd new storage/token |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for threads in args.threads:
+        r = measure("gpt2", threads, args.rounds, args.bench, args.seconds, "torch_generate.py")
+        header = dict(zip(r["header"][2::2], r["header"][3::2]))  # ready gpt2 params N bytes_per_token B ...
+        gbs = float(header["bandwidth_gbs"])
+        bound = gbs * 1e9 / float(header["bytes_per_token"])
+        ours, theirs = 1e3 / r["ours_ms"], 1e3 / r["torch_ms"]
+        print(f"| GPT-2 small, batch 1 | {threads} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f}x | "
+              f"{bound:.1f} ({gbs:.1f}) | {100 * ours / bound:.0f}% | {100 * theirs / bound:.0f}% | "
+              f"{r['allocs']:.0f} |", flush=True)
+    print(f"\nratio = attograd tokens/s / PyTorch tokens/s (> 1: attograd faster); medians of {args.rounds} "
+          f"interleaved turns of about {args.seconds} s each, decode steps only (the prompt's pass untimed).")
+    return 0
 
 
 def main():
@@ -100,10 +125,14 @@ def main():
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=7, help="A B pairs per config (default 7)")
     ap.add_argument("--seconds", type=float, default=1.0, help="length of one turn (default 1 s)")
-    ap.add_argument("--bench", default=str(ROOT / "build" / "bench" / "train_bench"))
+    ap.add_argument("--generate", action="store_true", help="compare greedy decoding instead of training steps")
+    ap.add_argument("--bench", help="the attograd server (default build/bench/train_bench, or generate_bench)")
     args = ap.parse_args()
+    args.bench = args.bench or str(ROOT / "build" / "bench" / ("generate_bench" if args.generate else "train_bench"))
     if not Path(args.bench).exists():
         sys.exit(f"compare.py: {args.bench} not found: build first (cmake --build build)")
+    if args.generate:
+        return compare_generation(args)
     print("| model (V, L, H, C, T, B) | threads | attograd ms/step | PyTorch ms/step | ratio | "
           "attograd allocs/step | peak RSS attograd / PyTorch MiB |")
     print("|---|---|---|---|---|---|---|")

@@ -81,11 +81,7 @@ class GPT(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--serve", required=True, choices=sorted(CONFIGS))
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    args = serve_args(__doc__, CONFIGS)
     torch.manual_seed(1337)
     V, L, H, C, T, B = CONFIGS[args.serve]
     model = GPT(V, L, H, C, T)
@@ -106,18 +102,38 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
 
+    def steps(k):
+        start = time.perf_counter()
+        for _ in range(k):
+            step()
+        return time.perf_counter() - start
+
     print(f"ready {args.serve} params {params}", flush=True)
+    return serve_steps("torch_reference", steps)
+
+
+def serve_args(doc, configs):
+    """Parses "--serve NAME --threads N" (NAME a key of configs) and sets PyTorch's thread count."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--serve", required=True, choices=sorted(configs))
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    return args
+
+
+def serve_steps(program, run):
+    """The serve loop (bench/bench_main.h's protocol): each "steps K" line on stdin gets
+    "<seconds> allocs -1 rss_mib <MiB>", with seconds = run(K); "quit" or the end of input returns
+    0, a malformed line 2."""
     for line in sys.stdin:
         words = line.split()
         if words == ["quit"]:
             break
-        if len(words) != 2 or words[0] != "steps":
-            print("torch_reference: expected 'steps K' or 'quit'", file=sys.stderr)
+        if len(words) != 2 or words[0] != "steps" or not words[1].isdigit() or int(words[1]) < 1:
+            print(f"{program}: expected 'steps K' (K >= 1) or 'quit'", file=sys.stderr)
             return 2
-        start = time.perf_counter()
-        for _ in range(int(words[1])):
-            step()
-        secs = time.perf_counter() - start
+        secs = run(int(words[1]))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{secs:.9f} allocs -1 rss_mib {rss:.1f}", flush=True)
     return 0

@@ -15,7 +15,6 @@
 // in PyTorch (bench/torch_reference.py), A B A B, so both see the same machine weather.
 #include <benchmark/benchmark.h>
 #include <omp.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -30,6 +29,7 @@
 #include <vector>
 
 #include "autograd/random.h"
+#include "bench/bench_main.h"
 #include "gpt/config.h"
 #include "gpt/dataset.h"
 #include "gpt/model.h"
@@ -149,11 +149,6 @@ struct Run {
   std::unique_ptr<gpt::Trainer> trainer;
 };
 
-double peak_rss_mib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
 
 void bench_step(benchmark::State& state, const BenchConfig* config, int threads) {
   omp_set_num_threads(threads);
@@ -171,7 +166,7 @@ void bench_step(benchmark::State& state, const BenchConfig* config, int threads)
   state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP/s"] = benchmark::Counter(run.flops_per_step() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["allocs/step"] = static_cast<double>(g_allocations.load()) / static_cast<double>(std::max<int64_t>(steps, 1));
-  state.counters["peak_RSS_MiB"] = peak_rss_mib();
+  state.counters["peak_RSS_MiB"] = bench::peak_rss_mib();
 }
 
 // Prints "% of peak" per run beside Google Benchmark's table.
@@ -190,60 +185,25 @@ class PeakReporter : public benchmark::ConsoleReporter {
   }
 };
 
-// The step server of bench/compare.py (see the top of this file).
+// The step server of bench/compare.py (bench_main.h).
 int serve(const std::string& name, int threads) {
   omp_set_num_threads(threads);
   Run run(find_config(name));
   std::printf("ready %s params %lld flops_per_step %.6e\n", name.c_str(),
               static_cast<long long>(run.model.num_parameters()), run.flops_per_step());
   std::fflush(stdout);
-  std::string cmd;
-  long long k = 0;
-  while (std::cin >> cmd) {
-    if (cmd == "quit") break;
-    if (cmd != "steps" || !(std::cin >> k) || k < 1) {
-      std::fprintf(stderr, "train_bench: expected 'steps K' or 'quit'\n");
-      return 2;
-    }
+  return bench::serve_steps("train_bench", [&](long long k) {
     g_allocations = 0;
     g_counting = true;
     const auto start = std::chrono::steady_clock::now();
     for (long long i = 0; i < k; ++i) run.trainer->train_step();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     g_counting = false;
-    std::printf("%.9f allocs %lld rss_mib %.1f\n", secs, static_cast<long long>(g_allocations.load()), peak_rss_mib());
-    std::fflush(stdout);
-  }
-  return 0;
+    return std::pair<double, int64_t>{secs, g_allocations.load()};
+  });
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string serve_name;
-  int threads = 1;
-  bool smoke = false;
-  std::vector<char*> args{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--serve") == 0 && i + 1 < argc) {
-      serve_name = argv[++i];
-    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
-    } else if (std::strcmp(argv[i], "--smoke") == 0) {
-      smoke = true;
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  try {
-    if (!serve_name.empty()) return serve(serve_name, threads);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_bench: %s\n", e.what());
-    return 2;
-  }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+void register_benchmarks(bool smoke) {
   for (const BenchConfig& c : kConfigs) {
     if (smoke && std::strcmp(c.name, "femto") != 0) continue;
     for (const int t : {1, 2}) {
@@ -252,8 +212,11 @@ int main(int argc, char** argv) {
       if (smoke) b->Iterations(2);
     }
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   PeakReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
+  return attograd::bench::bench_main(argc, argv, "train_bench", serve, register_benchmarks, reporter);
 }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/engine.h"
 #include "autograd/ops.h"
 
 namespace attograd::gpt {
@@ -40,6 +41,11 @@ GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(c, gen, dropout_gen_.get(), dtype)));
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
   arena_ = std::make_unique<nn::ParameterArena>(*this);
+}
+
+void KVCache::reserve(const GPTConfig& config, int64_t B, DType dtype) {
+  layers.resize(static_cast<size_t>(config.n_layer));
+  for (nn::LayerKVCache& l : layers) l.reserve(B, config.n_head, config.block_size, config.head_dim(), dtype);
 }
 
 GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache) const {
@@ -79,13 +85,27 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache)
     x = add(x, slice(sinusoidal_, 0, past, past + T));
   }
   x = drop->forward(x);
-  if (cache != nullptr) cache->layers.resize(h.size());
+  if (cache != nullptr) {
+    cache->reserve(c, B, dtype_);  // allocates on first use only
+    for (const nn::LayerKVCache& l : cache->layers)
+      if (l.length() != past)
+        throw std::invalid_argument("GPT: the KV cache held " + std::to_string(past) +
+                                    " positions made for another batch size or model than idx " +
+                                    shape_str(idx.shape()) + "; it is now remade empty, so feed the context from "
+                                    "position 0");
+  }
   for (size_t i = 0; i < h.size(); ++i) x = h[i]->forward(x, cache != nullptr ? &cache->layers[i] : nullptr);
   x = ln_f->forward(x);
   // The LM head shares wte's matrix (Press & Wolf 2017): logits = x wteᵀ.
   GPTOutput out;
-  out.logits = linear(x, wte->weight);  // (B, T, V)
-  if (targets.defined()) out.loss = cross_entropy(out.logits, targets);
+  if (targets.defined() && grad_enabled()) {
+    // Training: the head and the loss as one op, whose (B T, V) logits become their own gradient
+    // in the backward, so the largest tensor of the step exists once (ops.h).
+    out.loss = linear_cross_entropy(x, wte->weight, targets);
+  } else {
+    out.logits = linear(x, wte->weight);  // (B, T, V)
+    if (targets.defined()) out.loss = cross_entropy(out.logits, targets);
+  }
   return out;
 }
 

@@ -28,16 +28,29 @@ class Block : public nn::Module {
 
 /// The output of GPT::forward.
 struct GPTOutput {
-  Tensor logits;  // (B, T, vocab_size), dtype of the model
+  // (B, T, vocab_size), dtype of the model. Undefined when training (targets given while the graph
+  // is recorded): the logits then live inside the loss node (linear_cross_entropy), which turns
+  // them into their gradient; call forward(idx), or forward under NoGradGuard, to read them.
+  Tensor logits;
   Tensor loss;    // scalar mean cross-entropy over B*T positions; undefined without targets
 };
 
 /// Cached keys and values of every layer, for generation that feeds one new token at a time
 /// instead of the whole context (see GPT::forward). Positions 0 .. length()-1 are cached.
+/// Each layer holds (B, NH, block_size, HS) buffers allocated once, on the first forward (or by
+/// reserve()); later steps write into them in place, so a generation step allocates no cache
+/// storage and copies no cached position.
 struct KVCache {
   std::vector<nn::LayerKVCache> layers;
   int64_t length() const { return layers.empty() ? 0 : layers.front().length(); }
-  void clear() { layers.clear(); }
+  /// Forgets the cached positions and keeps the buffers (rebuilding after a crop reuses them).
+  void clear() {
+    for (nn::LayerKVCache& l : layers) l.clear();
+  }
+  /// Gives every layer of `config` buffers (B, n_head, block_size, head_dim) of `dtype`;
+  /// a no-op when it already has them (see nn::LayerKVCache::reserve; reallocating forgets
+  /// the cached positions). Throws std::invalid_argument for B < 1 or an i64 dtype.
+  void reserve(const GPTConfig& config, int64_t B, DType dtype);
 };
 
 /// The GPT-2 language model.
@@ -54,9 +67,11 @@ class GPT : public nn::Module {
   /// std::invalid_argument for a shape problem, std::out_of_range for an id.
   ///
   /// With a KV cache, idx holds the NEXT positions cache->length() .. cache->length() + T - 1
-  /// (use it under NoGradGuard): keys and values of earlier positions are read from the cache
-  /// instead of being recomputed, and the new ones are appended. cache->length() + T must not
-  /// exceed block_size: the caller crops (see generate() in sampler.h).
+  /// (under NoGradGuard, else std::logic_error): keys and values of earlier positions are read
+  /// from the cache instead of being recomputed, and the new ones are written into it (its
+  /// buffers are reserved for this model and B on first use). cache->length() + T must not
+  /// exceed block_size: the caller crops (see generate() in sampler.h); a longer sequence, or a
+  /// batch size other than the cached one, is std::invalid_argument.
   GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(), KVCache* cache = nullptr) const;
 
   const GPTConfig& config() const { return config_; }

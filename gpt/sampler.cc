@@ -77,6 +77,19 @@ int64_t sample_index(const std::vector<double>& probs, Generator& gen) {
   return last_nonzero;  // u within rounding of 1: the last possible token, never a zero one
 }
 
+namespace {
+
+// The last position's logits, (1, T, V) -> (V,), as doubles. A plain loop over the contiguous
+// row: Tensor::to_vector's strided walk took 1.2 % of a GPT-2 small decode step.
+std::vector<double> last_logits(const Tensor& logits) {
+  const Tensor row = contiguous(slice(logits, 1, logits.size(1) - 1, logits.size(1)));
+  return dispatch_floating(row.dtype(), "generate", [&]<typename T>() {
+    return std::vector<double>(row.data<T>(), row.data<T>() + row.numel());
+  });
+}
+
+}  // namespace
+
 std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
                               Generator& gen) {
   options.sampling.validate();
@@ -98,13 +111,13 @@ std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, co
       if (cache.length() > 0 && cache.length() + uncached <= block) {
         feed = uncached;
       } else {
-        cache.clear();  // first step, or past block_size: rebuild from the cropped context
+        cache.clear();  // first step, or past block_size: rebuild from the cropped context (same buffers)
       }
     }
     const std::vector<int64_t> x(ids.end() - feed, ids.end());
     const Tensor logits =
         model.forward(Tensor::from_ids(x, {1, feed}), Tensor(), options.use_kv_cache ? &cache : nullptr).logits;
-    const std::vector<double> last = slice(logits, 1, feed - 1, feed).to_vector();  // (1, T, V) -> (V,)
+    const std::vector<double> last = last_logits(logits);
     if (options.on_logits) options.on_logits(last);
     const int64_t next = sample_index(next_token_probabilities(last, options.sampling), gen);
     ids.push_back(next);

@@ -40,6 +40,7 @@ struct GenerateOptions {
   /// position shifts by one per token, so no cached key stays valid: the cache is rebuilt from
   /// the cropped context (the last block_size tokens) at each step, which is exactly what the
   /// uncached path computes. Either way the logits are the same (tests/gpt/sampler_test.cc).
+  /// The cache's buffers are allocated once, at the first step, and reused by every rebuild.
   bool use_kv_cache = true;
   /// Called with each new id as soon as it is chosen (for streaming).
   std::function<void(int64_t)> on_token;

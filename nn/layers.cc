@@ -1,8 +1,10 @@
 #include "nn/layers.h"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
+#include "autograd/engine.h"
 #include "autograd/ops.h"
 
 namespace attograd::nn {
@@ -103,6 +105,68 @@ Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype) {
   return Tensor::from_vector(pe, {T, C}, dtype);
 }
 
+void LayerKVCache::reserve(int64_t B, int64_t NH, int64_t capacity, int64_t HS, DType dtype) {
+  require_positive(B, "LayerKVCache: B");
+  require_positive(NH, "LayerKVCache: NH");
+  require_positive(capacity, "LayerKVCache: capacity");
+  require_positive(HS, "LayerKVCache: HS");
+  if (dtype == DType::i64) throw std::invalid_argument("LayerKVCache: the buffers must be f32 or f64, got i64");
+  const Shape shape{B, NH, capacity, HS};
+  if (k_buffer_.defined() && k_buffer_.shape() == shape && k_buffer_.dtype() == dtype) return;
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      throw std::invalid_argument("LayerKVCache: buffers " + shape_str(shape) + " overflow the address space");
+  k_buffer_ = v_buffer_ = Tensor();  // give the old pair back before taking the new one
+  k_buffer_ = Tensor::empty(shape, dtype);
+  v_buffer_ = Tensor::empty(shape, dtype);
+  length_ = 0;
+}
+
+void LayerKVCache::append(const Tensor& k_new, const Tensor& v_new) {
+  if (!k_buffer_.defined()) throw std::logic_error("LayerKVCache: reserve() the buffers before the first append");
+  const Shape& buf = k_buffer_.shape();  // (B, NH, capacity, HS)
+  const DType dtype = k_buffer_.dtype();
+  auto fits = [&](const Tensor& t) {
+    return t.defined() && t.dtype() == dtype && t.dim() == 4 && t.size(0) == buf[0] && t.size(1) == buf[1] &&
+           t.size(3) == buf[3] && t.shape() == k_new.shape();
+  };
+  if (!fits(k_new) || !fits(v_new))
+    throw std::invalid_argument(std::string("LayerKVCache: expected new keys and values ") + dtype_name(dtype) + " (" +
+                                std::to_string(buf[0]) + ", " + std::to_string(buf[1]) + ", T, " +
+                                std::to_string(buf[3]) + ") like the buffers, got k " +
+                                (k_new.defined() ? shape_str(k_new.shape()) : "undefined") + ", v " +
+                                (v_new.defined() ? shape_str(v_new.shape()) : "undefined"));
+  const int64_t NH = buf[1], cap = buf[2], HS = buf[3], T = k_new.size(2);
+  if (length_ + T > cap)
+    throw std::length_error("LayerKVCache: " + std::to_string(T) + " new positions after " + std::to_string(length_) +
+                            " cached exceed its capacity " + std::to_string(cap) +
+                            " (clear() it and rebuild it from the cropped context)");
+  // Row (b, h, t) of src goes to row (b, h, length_ + t) of the buffer; src may be any view.
+  auto write = [&]<typename E>(const Tensor& src, const Tensor& buffer) {
+    const Shape& st = src.strides();
+    for (int64_t b = 0; b < buf[0]; ++b)
+      for (int64_t h = 0; h < NH; ++h)
+        for (int64_t t = 0; t < T; ++t) {
+          const E* from = src.data<E>() + b * st[0] + h * st[1] + t * st[2];
+          E* to = buffer.data<E>() + ((b * NH + h) * cap + length_ + t) * HS;
+          if (st[3] == 1) {
+            std::memcpy(to, from, static_cast<size_t>(HS) * sizeof(E));
+          } else {
+            for (int64_t i = 0; i < HS; ++i) to[i] = from[i * st[3]];
+          }
+        }
+  };
+  dispatch_floating(dtype, "LayerKVCache", [&]<typename E>() {
+    write.template operator()<E>(k_new, k_buffer_);
+    write.template operator()<E>(v_new, v_buffer_);
+  });
+  length_ += T;
+}
+
+Tensor LayerKVCache::keys() const { return k_buffer_.defined() ? slice(k_buffer_, 2, 0, length_) : Tensor(); }
+Tensor LayerKVCache::values() const { return v_buffer_.defined() ? slice(v_buffer_, 2, 0, length_) : Tensor(); }
+
 CausalSelfAttention::CausalSelfAttention(int64_t n_embd_, int64_t n_head_, bool bias, double p, bool rope_,
                                          double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype)
     : n_embd(n_embd_), n_head(n_head_), rope(rope_) {
@@ -134,14 +198,15 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const 
     k = apply_rope(k, past);
   }
   if (cache != nullptr) {
-    // The new queries see every cached key: (B, NH, past + T, HS). causal_softmax's offset
+    if (grad_enabled())
+      throw std::logic_error("CausalSelfAttention: a KV cache is for inference and cuts the graph; "
+                             "run the forward under NoGradGuard");
+    // Write the new keys and values in place after the cached ones; the new queries then see
+    // every cached key through views (B, NH, past + T, HS) of the buffers. The attention offset
     // (key j <= t + Tk - Tq) lines query t up with absolute position past + t.
-    if (past > 0) {
-      k = concat({cache->k, k}, 2);
-      v = concat({cache->v, v}, 2);
-    }
-    cache->k = contiguous(k).detach();
-    cache->v = contiguous(v).detach();
+    cache->append(k, v);
+    k = cache->keys();
+    v = cache->values();
   }
   // The fused op computes exactly scaled_dot_product_attention (tests/nn/layers_test.cc) without
   // storing the (T, T) weights; dropout on those weights needs them, so it takes the long way.

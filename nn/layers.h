@@ -85,12 +85,33 @@ Tensor apply_rope(const Tensor& x, int64_t pos_offset = 0);
 /// PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(pos / 10000^(2i/C)).
 Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype);
 
-/// The keys and values one attention layer has already computed, for incremental decoding:
-/// each is (B, NH, T_cached, HS), plain data (no graph). Empty until the first forward.
+/// The keys and values one attention layer has already computed, for incremental decoding.
+/// Two buffers (B, NH, capacity, HS) are allocated once by reserve(); each step writes its new
+/// positions in place after the cached ones (no copy of the old ones, no allocation), and
+/// attention reads the first length() positions as views. Plain data: no graph.
 struct LayerKVCache {
-  Tensor k, v;
+  /// Makes the buffers (B, NH, capacity, HS) of `dtype`. A no-op when they already have that
+  /// shape and dtype (the cached positions are kept); otherwise it allocates new buffers and
+  /// forgets the cached positions. Throws std::invalid_argument for a non-positive size or i64.
+  void reserve(int64_t B, int64_t NH, int64_t capacity, int64_t HS, DType dtype);
+  /// Writes k_new and v_new (B, NH, T, HS), any strides, at positions length() ..
+  /// length() + T - 1 and advances length() by T. Throws std::invalid_argument when their shape
+  /// or dtype does not match the buffers', std::length_error when length() + T > capacity()
+  /// (nothing is written then), std::logic_error before reserve().
+  void append(const Tensor& k_new, const Tensor& v_new);
+  /// Views (B, NH, length(), HS) of the cached keys and values (undefined before reserve()).
+  Tensor keys() const;
+  Tensor values() const;
   /// Number of positions cached (T_cached).
-  int64_t length() const { return k.defined() ? k.size(2) : 0; }
+  int64_t length() const { return length_; }
+  /// Positions the buffers hold (0 before reserve()).
+  int64_t capacity() const { return k_buffer_.defined() ? k_buffer_.size(2) : 0; }
+  /// Forgets the cached positions and keeps the buffers.
+  void clear() { length_ = 0; }
+
+ private:
+  Tensor k_buffer_, v_buffer_;  // (B, NH, capacity, HS), contiguous
+  int64_t length_ = 0;
 };
 
 /// Multi-head causal self-attention, GPT-2 style: c_attn (C -> 3C) makes q, k, v; each is
@@ -103,8 +124,10 @@ class CausalSelfAttention : public Module {
                       Generator& gen, Generator* dropout_gen, DType dtype);
   /// Without a cache: x (B, T, C) are positions 0 .. T-1. With a cache: x holds the NEXT
   /// positions (cache->length() onward); their queries attend to the cached keys and values and
-  /// to each other causally, and their keys and values are appended to the cache. Meant for
-  /// inference under NoGradGuard.
+  /// to each other causally, and their keys and values are written into the cache, which must
+  /// have been reserved with room for them (see LayerKVCache::append for the errors). For
+  /// inference only: throws std::logic_error with a cache while grad mode is on (gradients do
+  /// not flow through the cache), so run it under NoGradGuard.
   Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr) const;
   int64_t n_embd, n_head;
   bool rope;

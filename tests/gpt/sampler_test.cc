@@ -155,3 +155,50 @@ BOOST_AUTO_TEST_CASE(kv_cache_gives_the_same_tokens_and_logits) {
     for (size_t i = 0; i < logits_cached.size(); ++i) expect_close(logits_cached[i], logits_plain[i], 1e-5);
   }
 }
+
+// The model's cache is allocated once, (B, NH, block_size, HS) per layer, on the first forward:
+// later steps write into the same buffers; a step past block_size is refused, and a rebuild
+// from the cropped context after clear() reuses the buffers.
+BOOST_AUTO_TEST_CASE(kv_cache_steps_reuse_their_buffers) {
+  GPTConfig c = preset("pico");
+  c.block_size = 16;
+  c.vocab_size = 13;
+  GPT model(c, 11);
+  NoGradGuard no_grad;
+  model.eval();
+  KVCache cache;
+  model.forward(Tensor::from_ids({3, 1, 4, 1, 5}, {1, 5}), Tensor(), &cache);
+  BOOST_REQUIRE_EQUAL(cache.layers.size(), static_cast<size_t>(c.n_layer));
+  std::vector<const float*> buffers;
+  for (const nn::LayerKVCache& l : cache.layers) {
+    BOOST_TEST(l.capacity() == c.block_size);
+    buffers.push_back(l.keys().data<float>());
+    buffers.push_back(l.values().data<float>());
+  }
+  auto same_buffers = [&] {
+    for (size_t i = 0; i < cache.layers.size(); ++i) {
+      BOOST_TEST(cache.layers[i].keys().data<float>() == buffers[2 * i]);
+      BOOST_TEST(cache.layers[i].values().data<float>() == buffers[2 * i + 1]);
+    }
+  };
+  for (int64_t t = 5; t < c.block_size; ++t) {
+    model.forward(Tensor::from_ids({t % 13}, {1, 1}), Tensor(), &cache);
+    BOOST_TEST(cache.length() == t + 1);
+    same_buffers();
+  }
+  expect_throw_with<std::invalid_argument>([&] { model.forward(Tensor::from_ids({2}, {1, 1}), Tensor(), &cache); },
+                                           "after 16 cached positions exceeds block_size 16");
+  BOOST_TEST(cache.length() == c.block_size);
+  std::vector<int64_t> context(static_cast<size_t>(c.block_size));
+  for (int64_t t = 0; t < c.block_size; ++t) context[t] = (t + 1) % 13;
+  cache.clear();
+  const Tensor rebuilt = model.forward(Tensor::from_ids(context, {1, c.block_size}), Tensor(), &cache).logits;
+  BOOST_TEST(cache.length() == c.block_size);
+  same_buffers();
+  expect_close(rebuilt.to_vector(), model.forward(Tensor::from_ids(context, {1, c.block_size})).logits.to_vector(), 1e-5);
+  // Another batch size with positions cached is refused (the cache is remade empty for it).
+  cache.clear();
+  model.forward(Tensor::from_ids({1, 2}, {1, 2}), Tensor(), &cache);
+  expect_throw_with<std::invalid_argument>([&] { model.forward(Tensor::from_ids({1, 2}, {2, 1}), Tensor(), &cache); },
+                                           "another batch size or model");
+}

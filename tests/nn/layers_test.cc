@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
+#include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "nn/layers.h"
@@ -130,4 +131,48 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_clear_errors) {
                                            "must be even");
   CausalSelfAttention a(4, 2, true, 0, false, 0.02, gen, nullptr, DType::f32);
   expect_throw_with<std::invalid_argument>([&] { a.forward(Tensor::zeros({2, 3, 5})); }, "expected x (B, T, 4)");
+}
+
+// Feeding x in pieces through a preallocated cache gives the full forward's output, writes into
+// the same buffers every step, and refuses positions past its capacity.
+BOOST_AUTO_TEST_CASE(kv_cache_writes_in_place_and_matches_the_full_forward) {
+  for (bool rope : {false, true}) {
+    BOOST_TEST_INFO("rope " << rope);
+    Generator gen(10);
+    CausalSelfAttention attn(8, 2, true, 0.0, rope, 0.02, gen, nullptr, DType::f64);
+    for (const Tensor& p : attn.parameters()) {
+      const std::vector<double> v = Tensor::randn(p.shape(), gen, DType::f64, 0.5).to_vector();
+      std::copy(v.begin(), v.end(), p.data<double>());
+    }
+    const Tensor x = Tensor::randn({2, 5, 8}, gen, DType::f64);
+    const Tensor full = attn.forward(x);
+    LayerKVCache cache;
+    expect_throw_with<std::logic_error>([&] { attn.forward(x, &cache); }, "NoGradGuard");
+    NoGradGuard no_grad;
+    expect_throw_with<std::logic_error>([&] { attn.forward(x, &cache); }, "reserve()");
+    cache.reserve(2, 2, 6, 4, DType::f64);  // (B, NH, capacity, HS)
+    BOOST_TEST(cache.capacity() == 6);
+    const double* k_data = cache.keys().data<double>();
+    const double* v_data = cache.values().data<double>();
+    std::vector<Tensor> pieces;
+    for (const auto& [start, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 4}, {4, 5}}) {
+      pieces.push_back(attn.forward(slice(x, 1, start, end), &cache));
+      BOOST_TEST(cache.length() == end);
+      BOOST_TEST((cache.keys().shape() == Shape{2, 2, end, 4}));
+      BOOST_TEST(cache.keys().data<double>() == k_data);  // written in place: no new storage
+      BOOST_TEST(cache.values().data<double>() == v_data);
+    }
+    expect_close(concat(pieces, 1).to_vector(), full.to_vector(), 1e-12);
+    // The same shape again keeps the buffers and the positions.
+    cache.reserve(2, 2, 6, 4, DType::f64);
+    BOOST_TEST(cache.length() == 5);
+    expect_throw_with<std::length_error>([&] { attn.forward(slice(x, 1, 0, 2), &cache); }, "exceed its capacity 6");
+    BOOST_TEST(cache.length() == 5);  // nothing written
+    expect_throw_with<std::invalid_argument>([&] { attn.forward(slice(x, 0, 0, 1), &cache); },
+                                             "expected new keys and values f64 (2, 2, T, 4)");
+    cache.clear();
+    BOOST_TEST(cache.length() == 0);
+    attn.forward(x, &cache);
+    BOOST_TEST(cache.keys().data<double>() == k_data);
+  }
 }

@@ -1,0 +1,90 @@
+// The command line and the --serve protocol of the benchmark binaries, written once.
+//
+//   <bench> [--smoke] [Google Benchmark flags]   the benchmarks (--smoke: tiny shapes, for CI)
+//   <bench> --serve NAME [--threads N]           a server for bench/compare.py: each line
+//                                                "steps K" on stdin gets "<seconds> allocs <n>
+//                                                rss_mib <MiB>" on stdout; "quit" ends
+//
+// compare.py alternates such a server with its PyTorch twin, A B A B, so both see the same
+// machine weather.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attograd::bench {
+
+/// Peak resident set size of this process, in MiB.
+inline double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+/// The serve loop: for each "steps K" line (K >= 1) calls run(K), which returns {seconds,
+/// allocations} for the K steps, and prints them with the peak RSS. Returns 0 at "quit" or the
+/// end of input, 2 after a malformed line (reported on stderr under `program`'s name).
+template <typename Run>
+int serve_steps(const char* program, Run&& run) {
+  std::string cmd;
+  long long k = 0;
+  while (std::cin >> cmd) {
+    if (cmd == "quit") break;
+    if (cmd != "steps" || !(std::cin >> k) || k < 1) {
+      std::fprintf(stderr, "%s: expected 'steps K' (K >= 1) or 'quit'\n", program);
+      return 2;
+    }
+    const auto [secs, allocs] = run(k);
+    std::printf("%.9f allocs %lld rss_mib %.1f\n", secs, static_cast<long long>(allocs), peak_rss_mib());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+/// main() of a benchmark binary. With --serve NAME returns serve(NAME, threads) (an exception
+/// becomes one line on stderr and exit code 2); otherwise calls register_benchmarks(smoke), then
+/// runs Google Benchmark with the flags left over, reporting through `reporter`. Returns the
+/// exit code (2 for an unknown flag).
+template <typename Serve, typename Register>
+int bench_main(int argc, char** argv, const char* program, Serve&& serve, Register&& register_benchmarks,
+               benchmark::BenchmarkReporter& reporter) {
+  std::string serve_name;
+  int threads = 1;
+  bool smoke = false;
+  std::vector<char*> args{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--serve") == 0 && i + 1 < argc) {
+      serve_name = argv[++i];
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--smoke") == 0) {
+      smoke = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  try {
+    if (!serve_name.empty()) return serve(serve_name, threads);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 2;
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  register_benchmarks(smoke);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace attograd::bench
