@@ -78,8 +78,10 @@ constexpr int64_t kKC = 256;
 constexpr size_t kABlockBytes = 512 << 10;
 constexpr size_t kBPanelBytes = 512 << 10;
 
-// A second thread pays from about 2e5 multiply-adds (M * N * K) on.
-constexpr int64_t kParallelMinWork = 200000;
+// A second thread pays from about a million multiply-adds (M * N * K, ~10 us of one core) on:
+// below it, waking the other core costs more than it saves (pico's 1024 x 65 x 6 products ran
+// 5x slower on 2 threads with a threshold of 2e5).
+constexpr int64_t kParallelMinWork = 1 << 20;
 
 template <typename T>
 struct Blocking {
@@ -400,10 +402,11 @@ void small_m_dots(const Problem<T>& pr, const T* a_rows, int64_t j0, int64_t j1)
   }
 }
 
-// Columns [j0, j1) of C, B stored (K, N).
+// Columns [j0, j1) of C, B stored (K, N). (Up to 8 rows: 8 rows by 2 vectors keep 16
+// accumulators, as 4 by 4 do.)
 template <int M, typename T>
 void small_m_axpy(const Problem<T>& pr, int64_t j0, int64_t j1) {
-  for_each_tile<T>(j1 - j0, true, [&]<int NV>(auto d, int64_t jj) HWY_ATTR {
+  for_each_tile<T, M <= 4 ? kTileVectors : std::min(kTileVectors, 2)>(j1 - j0, true, [&]<int NV>(auto d, int64_t jj) HWY_ATTR {
     const int64_t j = j0 + jj, N = static_cast<int64_t>(hn::Lanes(d));
     outer_product_tile<M, NV>(
         d, pr.K, [&](int i, int64_t k) { return pr.A(i, k); }, [&](int64_t k) { return pr.b + k * pr.b_row + j; },
@@ -419,9 +422,11 @@ void small_m_axpy(const Problem<T>& pr, int64_t j0, int64_t j1) {
 // else gathered from its transposed storage into a per-thread buffer.
 struct SmallMRows {};
 
+// M rows of C; M > kSmallM only with B stored (K, N) (the register tile; dot products would
+// need 4 M accumulators).
 template <int M, typename T>
 void small_m(const Problem<T>& pr) {
-  const bool dots = pr.b_row == 1;  // B stored (N, K)
+  const bool dots = M <= kSmallM && pr.b_row == 1;  // B stored (N, K)
   const T* a_rows = pr.a;
   if (dots && pr.a_col != 1) {
     T* gathered = thread_scratch<T, SmallMRows>(static_cast<size_t>(M * pr.K));
@@ -436,29 +441,28 @@ void small_m(const Problem<T>& pr) {
   const int64_t parts = std::min<int64_t>(threads, units);
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
     const int64_t j0 = units * p / parts * unit, j1 = std::min(pr.N, units * (p + 1) / parts * unit);
-    if (dots) {
-      small_m_dots<M>(pr, a_rows, j0, j1);
-    } else {
-      small_m_axpy<M>(pr, j0, j1);
+    if constexpr (M <= kSmallM) {
+      if (dots) return small_m_dots<M>(pr, a_rows, j0, j1);
     }
+    small_m_axpy<M>(pr, j0, j1);
   });
 }
 
 // ---- Thin products: fewer columns than a register tile ------------------------------------------
 // A product with N < NR columns (a lecture model's C = 6, the gradient of a 6-wide layer) would
 // pad every micro-panel of B to NR columns and compute mostly zeros (pico's products ran at
-// 0.2-0.4x OpenBLAS that way). Instead, vectors run along
-// C's rows, M, the long side in a GPT (B*T): a register tile (simd-inl.h) of 4 columns of C by up
-// to 4 vectors of rows, each step k broadcasting 4 coefficients B(k, j) and loading the rows'
-// A(i, k). A is read as stored when that is a contiguous run (A stored (K, M): the weight-gradient
+// 0.2-0.4x OpenBLAS that way). Instead, vectors run along C's rows, M, the long side in a GPT
+// (B*T): a register tile (simd-inl.h) of 4 columns of C by up to 4 vectors of rows, each step k
+// broadcasting 4 coefficients B(k, j) and loading the rows' A(i, k). A is read as stored when that is a contiguous run (A stored (K, M): the weight-gradient
 // layout), else a block of rows is first copied transposed. Threads split the row blocks.
 struct ThinRows {};
 
+// Columns [j_begin, j_end) of C.
 template <typename T>
-void thin_gemm(const Problem<T>& pr) {
+void thin_gemm(const Problem<T>& pr, int64_t j_begin, int64_t j_end) {
   const int64_t V = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
   const int64_t block = kTileVectors * V, blocks = (pr.M + block - 1) / block, K = pr.K;
-  const bool parallel = pr.M * pr.N * K >= kParallelMinWork && blocks > 1;
+  const bool parallel = pr.M * (j_end - j_begin) * K >= kParallelMinWork && blocks > 1;
   for_range(blocks, parallel, [&](int64_t blk) HWY_ATTR {
     const int64_t i0 = blk * block, rows = std::min(block, pr.M - i0);
     // at[k * ld + r] = A(i0 + r, k)
@@ -470,8 +474,8 @@ void thin_gemm(const Problem<T>& pr) {
       at = staged;
       ld = block;
     }
-    for (int64_t j0 = 0; j0 < pr.N; j0 += 4) {
-      const int64_t cols = std::min<int64_t>(4, pr.N - j0);
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += 4) {
+      const int64_t cols = std::min<int64_t>(4, j_end - j0);
       for_each_tile<T>(rows, true, [&]<int NV>(auto d, int64_t r0) HWY_ATTR {
         const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
         outer_product_tile<4, NV>(
@@ -505,24 +509,40 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
     default: break;
   }
   static_assert(kSmallM == 4, "the switch above lists the few-row cases");
+  // B stored (K, N) takes the few-row register tile up to 8 rows (a 6-wide layer's weight
+  // gradient, dW (6, 24) = dyᵀ x: 0.36x OpenBLAS packed).
+  if (pr.b_col == 1) {
+    switch (M) {
+      case 5: return small_m<5>(pr);
+      case 6: return small_m<6>(pr);
+      case 7: return small_m<7>(pr);
+      case 8: return small_m<8>(pr);
+      default: break;
+    }
+  }
   const int64_t NR = blocking<T>().NR;
-  // Thin: too few columns for the register tile, rows enough for a vector, and a K long enough to
-  // pay for the column-by-column stores (measured: with K = 6 the packed path stays faster).
+  // Thin (all of C, or the last N % NR columns when they would leave most of a micro-panel
+  // empty): rows enough for a vector, and a K long enough to pay for the column-by-column stores
+  // (measured: with K = 6 the packed path stays faster). nano's lm_head (N = 65 = 2 NR + 1):
+  // 0.78x -> ~1x OpenBLAS.
   const int64_t V = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
-  if (N < NR && M >= V && K >= V) return thin_gemm(pr);
+  const bool thin_ok = M >= V && K >= V;
+  const int64_t n_packed = !thin_ok ? N : N < NR ? 0 : N % NR <= NR / 2 ? N - N % NR : N;
+  if (n_packed < N) thin_gemm(pr, n_packed, N);
+  if (n_packed == 0) return;
   // One rectangle per thread, cut along the longer side of C in whole tiles (so each thread's
   // edge tiles are only those of C itself).
-  const int threads = M * N * K >= kParallelMinWork ? omp_get_max_threads() : 1;
-  const bool split_m = M >= N;
+  const int threads = M * n_packed * K >= kParallelMinWork ? omp_get_max_threads() : 1;
+  const bool split_m = M >= n_packed;
   const int64_t unit = split_m ? kMR : NR;
-  const int64_t units = ((split_m ? M : N) + unit - 1) / unit;
+  const int64_t units = ((split_m ? M : n_packed) + unit - 1) / unit;
   const int64_t parts = std::min<int64_t>(threads, units);
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
     const int64_t u0 = units * p / parts, u1 = units * (p + 1) / parts;
     if (split_m) {
-      gemm_rectangle(pr, u0 * kMR, std::min(M, u1 * kMR), 0, N);
+      gemm_rectangle(pr, u0 * kMR, std::min(M, u1 * kMR), 0, n_packed);
     } else {
-      gemm_rectangle(pr, 0, M, u0 * NR, std::min(N, u1 * NR));
+      gemm_rectangle(pr, 0, M, u0 * NR, std::min(n_packed, u1 * NR));
     }
   });
 }

@@ -161,26 +161,42 @@ constexpr int kTileVectors = 4;
 constexpr int kTileVectors = 2;
 #endif
 
-// Calls tile.template operator()<NV>(d, i) over [0, count) lanes: tiles of kTileVectors vectors,
-// then the remaining whole vectors in one tile, then (only when `tail`) the last lanes one at a
-// time with a 1-lane tag. Without `tail`, count is rounded up to whole vectors (the caller's
+// The lanes a tile loop leaves after its whole vectors, in halving widths (kLanes, kLanes / 2,
+// ..., 1), one tile of at most one vector each: a remainder of 8 floats is one 8-lane tile, not
+// eight 1-lane ones.
+template <typename T, size_t kLanes, class Tile>
+HWY_INLINE void tail_tiles(int64_t& i, int64_t count, const Tile& tile) {
+  if constexpr (kLanes >= 1) {
+    const hn::CappedTag<T, kLanes> dc;
+    if (hn::Lanes(dc) == kLanes && count - i >= static_cast<int64_t>(kLanes)) {
+      tile.template operator()<1>(dc, i);
+      i += static_cast<int64_t>(kLanes);
+    }
+    if constexpr (kLanes > 1) tail_tiles<T, kLanes / 2>(i, count, tile);
+  }
+}
+
+// Calls tile.template operator()<NV>(d, i) over [0, count) lanes: tiles of MaxNV vectors, then
+// the remaining whole vectors in one tile, then (only when `tail`) the last lanes in halving
+// widths (tail_tiles). Without `tail`, count is rounded up to whole vectors (the caller's
 // buffers are padded).
-template <typename T, class Tile>
+template <typename T, int MaxNV = kTileVectors, class Tile>
 HWY_INLINE void for_each_tile(int64_t count, bool tail, const Tile& tile) {
+  static_assert(MaxNV >= 1 && MaxNV <= 4, "tiles of 1 to 4 vectors");
   const hn::ScalableTag<T> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t vectors = tail ? count / N : (count + N - 1) / N;
   int64_t v = 0;
-  for (; v + kTileVectors <= vectors; v += kTileVectors) tile.template operator()<kTileVectors>(d, v * N);
+  for (; v + MaxNV <= vectors; v += MaxNV) tile.template operator()<MaxNV>(d, v * N);
   switch (vectors - v) {
     case 1: tile.template operator()<1>(d, v * N); break;
-    case 2: if constexpr (kTileVectors > 2) tile.template operator()<2>(d, v * N); break;
-    case 3: if constexpr (kTileVectors > 3) tile.template operator()<3>(d, v * N); break;
+    case 2: if constexpr (MaxNV > 2) tile.template operator()<2>(d, v * N); break;
+    case 3: if constexpr (MaxNV > 3) tile.template operator()<3>(d, v * N); break;
     default: break;
   }
   if (tail) {
-    const hn::CappedTag<T, 1> d1;
-    for (int64_t i = vectors * N; i < count; ++i) tile.template operator()<1>(d1, i);
+    int64_t i = vectors * N;
+    tail_tiles<T, hn::MaxLanes(hn::ScalableTag<T>()) / 2>(i, count, tile);
   }
 }
 

@@ -45,10 +45,14 @@ std::vector<Shape> shapes() {
   result.push_back({1, 769, 300});
   result.push_back({2, 300, 769});
   result.push_back({4, 64, 1000});
+  result.push_back({6, 1024, 24});  // up to 8 rows with B stored (K, N)
+  result.push_back({8, 37, 45});
   // The thin path (N below the register tile's width, vectors along M), split over threads too.
   result.push_back({100, 40, 7});
   result.push_back({1024, 65, 6});
   result.push_back({65, 1024, 6});
+  // Packed columns, then the last N % NR (here 1) on the thin path.
+  result.push_back({70, 33, 65});
   return result;
 }
 
@@ -174,7 +178,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_with_empty_inner_dimension, T, Types) {
   });
 }
 
-// Above ~2e5 multiply-adds C is split into one rectangle per thread, and every C[i, j] is
+// Above ~1e6 multiply-adds C is split into one rectangle per thread, and every C[i, j] is
 // computed the same way whoever computes it: bit-identical with 1 and 2 threads. 300 crosses
 // the 256-long K blocks, so the blocked sum is covered too.
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
