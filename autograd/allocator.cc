@@ -103,4 +103,60 @@ void empty_storage_cache() {
   c.empty();
 }
 
+namespace {
+
+constexpr size_t kSmallGranule = 32;
+constexpr size_t kSmallMax = 1024;
+constexpr size_t kSmallClasses = kSmallMax / kSmallGranule;
+static_assert(kSmallGranule >= alignof(std::max_align_t) && kSmallGranule % alignof(std::max_align_t) == 0);
+
+// Set when this thread's lists are gone (thread exit): objects destroyed after that, such as
+// statics at program exit, go straight to operator delete. (A plain bool: it outlives the lists.)
+thread_local bool t_small_lists_gone = false;
+
+// Free blocks of one thread, a singly linked list per size class through each block's first
+// word. On thread exit the blocks go back to the system.
+struct SmallFreeLists {
+  void* heads[kSmallClasses] = {};
+  ~SmallFreeLists() {
+    t_small_lists_gone = true;
+    for (void*& head : heads)
+      while (head != nullptr) {
+        void* next = *static_cast<void**>(head);
+        ::operator delete(head);
+        head = next;
+      }
+  }
+};
+
+SmallFreeLists& small_lists() {
+  thread_local SmallFreeLists lists;
+  return lists;
+}
+
+}  // namespace
+
+void* allocate_small(size_t bytes) {
+  if (bytes == 0 || bytes > kSmallMax || t_small_lists_gone) return ::operator new(bytes == 0 ? 1 : bytes);
+  const size_t cls = (bytes - 1) / kSmallGranule;
+  void*& head = small_lists().heads[cls];
+  if (head != nullptr) {
+    void* block = head;
+    head = *static_cast<void**>(block);
+    return block;
+  }
+  return ::operator new((cls + 1) * kSmallGranule);
+}
+
+void release_small(void* block, size_t bytes) noexcept {
+  if (block == nullptr) return;
+  if (bytes == 0 || bytes > kSmallMax || t_small_lists_gone) {
+    ::operator delete(block);
+    return;
+  }
+  void*& head = small_lists().heads[(bytes - 1) / kSmallGranule];
+  *static_cast<void**>(block) = head;
+  head = block;
+}
+
 }  // namespace attograd

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 
 namespace attograd {
 
@@ -31,5 +32,32 @@ void empty_storage_cache();
 
 /// The most the cache holds: $ATTOGRAD_STORAGE_CACHE_MB megabytes if set, else 4096 MB.
 size_t cache_limit_bytes();
+
+// ---- Small objects -----------------------------------------------------------------------------
+// A training step makes the same few hundred small objects every time: a TensorImpl and a Storage
+// per tensor, a graph node (with its saved values) per op. They come from per-thread free lists
+// by size class (multiples of 32 bytes up to 1 KiB), so after warm-up a step calls malloc for
+// none of them. Larger requests go to operator new. A block may be freed by another thread than
+// the one that took it: it then joins that thread's list.
+
+/// A block of at least `bytes` bytes, aligned for any object (16 bytes). Throws std::bad_alloc.
+void* allocate_small(size_t bytes);
+
+/// Returns a block from allocate_small(bytes) (the same `bytes`).
+void release_small(void* block, size_t bytes) noexcept;
+
+/// A standard allocator over allocate_small, for std::allocate_shared: the object and its
+/// shared_ptr control block in one pooled block.
+template <typename T>
+struct PoolAllocator {
+  using value_type = T;
+  PoolAllocator() = default;
+  template <typename U>
+  PoolAllocator(const PoolAllocator<U>&) {}  // NOLINT: rebinding, as the standard requires
+  T* allocate(size_t n) { return static_cast<T*>(allocate_small(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { release_small(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const PoolAllocator<U>&) const { return true; }
+};
 
 }  // namespace attograd

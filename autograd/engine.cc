@@ -2,24 +2,26 @@
 
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "autograd/kernels/elementwise.h"
 
 namespace attograd {
 
 void Node::apply(const Tensor& grad_output, std::span<Tensor> grad_inputs) {
-  if (!backward_)
+  if (!saved_)
     throw std::logic_error(std::string("backward: the graph through '") + name_ +
                            "' was already freed by an earlier backward(); pass retain_graph=true "
                            "to the first call to backpropagate through it twice");
-  backward_(grad_output, grad_inputs);
+  backward(grad_output, grad_inputs);
 }
 
 void Node::release() {
-  backward_ = nullptr;  // frees the tensors the VJP saved
+  saved_ = false;
+  drop_saved();  // frees the tensors the VJP saved
   inputs_.clear();
+  grad_ = Tensor();
 }
 
 namespace {
@@ -31,47 +33,76 @@ bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
-Tensor record(Tensor output, const char* name, std::vector<Tensor> inputs, BackwardFn backward) {
-  if (!g_grad_enabled) return output;
-  bool any = false;
-  for (const Tensor& t : inputs) any = any || t.requires_grad();
-  if (!any) return output;
-  TensorImpl* impl = output.impl();
-  impl->grad_fn = std::make_shared<Node>(name, std::move(inputs), std::move(backward));
-  impl->requires_grad = true;
-  return output;
+namespace detail {
+
+bool needs_node(const TensorList& inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (t.requires_grad()) return true;
+  return false;
 }
+
+void attach_node(const Tensor& output, std::shared_ptr<Node> node) {
+  TensorImpl* impl = output.impl();
+  impl->grad_fn = std::move(node);
+  impl->requires_grad = true;
+}
+
+}  // namespace detail
 
 namespace {
 
-// Nodes reachable from root through inputs that require grad, in topological order (every
-// node after all nodes it consumes). Iterative post-order DFS: the graph may be a
-// million-node chain.
-std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>& root) {
-  std::vector<std::shared_ptr<Node>> order;
-  std::unordered_set<Node*> visited;
-  // (node, index of the next input to visit)
-  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;
-  stack.emplace_back(root, 0);
-  visited.insert(root.get());
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    const auto& inputs = node->inputs();
-    if (next < inputs.size()) {
-      const Tensor& in = inputs[next++];
-      const std::shared_ptr<Node>& child = in.defined() ? in.impl()->grad_fn : nullptr;
-      if (child && in.requires_grad() && visited.insert(child.get()).second) stack.emplace_back(child, 0);
-    } else {
-      order.push_back(std::move(node));
-      stack.pop_back();
-    }
-  }
-  return order;
+// The work lists of a backward pass, kept per thread and reused (cleared, not freed), so that a
+// training step's backward allocates nothing for them after the first.
+struct BackwardLists {
+  std::vector<std::shared_ptr<Node>> order;                     // topological order
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;  // (node, next input to visit)
+  uint64_t pass = 0;      // marks the nodes this pass visited
+  bool running = false;   // a pass is under way on this thread
+};
+
+BackwardLists& backward_lists() {
+  thread_local BackwardLists lists;
+  return lists;
 }
 
 }  // namespace
 
-void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
+// The backward pass. A class so that Node can name it a friend: the pass keeps its marks and
+// pending gradients on the nodes.
+class Engine {
+ public:
+  // Fills lists.order with the nodes reachable from root through inputs that require grad, in
+  // topological order (every node after all nodes it consumes). Iterative post-order DFS: the
+  // graph may be a million-node chain. A node is visited once per pass: it carries the pass
+  // number.
+  static void topological_order(const std::shared_ptr<Node>& root, BackwardLists& lists) {
+    const uint64_t pass = ++lists.pass;
+    lists.order.clear();
+    lists.stack.clear();
+    lists.stack.emplace_back(root, 0);
+    root->visited_in_pass_ = pass;
+    while (!lists.stack.empty()) {
+      auto& [node, next] = lists.stack.back();
+      const TensorList& inputs = node->inputs();
+      if (next < inputs.size()) {
+        const Tensor& in = inputs[next++];
+        const std::shared_ptr<Node>& child = in.defined() ? in.impl()->grad_fn : nullptr;
+        if (child && in.requires_grad() && child->visited_in_pass_ != pass) {
+          child->visited_in_pass_ = pass;
+          lists.stack.emplace_back(child, 0);
+        }
+      } else {
+        lists.order.push_back(std::move(node));
+        lists.stack.pop_back();
+      }
+    }
+  }
+
+  static void run(const Tensor& root, const Tensor& grad_output, bool retain_graph);
+};
+
+void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   if (!root.requires_grad())
     throw std::logic_error("backward: the tensor does not require grad and has no grad_fn "
                            "(mark a leaf with set_requires_grad() before computing from it)");
@@ -107,19 +138,30 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
     return;
   }
 
-  std::vector<std::shared_ptr<Node>> order = topological_order(root.grad_fn());
-  // dL/d(output) of each node still to run; erased as soon as the node has run.
-  std::unordered_map<Node*, Tensor> grads;
-  grads.emplace(root.grad_fn().get(), seed);
-
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+  BackwardLists& lists = backward_lists();
+  if (lists.running)
+    throw std::logic_error("backward: called from inside a backward pass (higher-order gradients are not supported)");
+  lists.running = true;
+  topological_order(root.grad_fn(), lists);
+  // dL/d(output) of each node still to run lives on the node (Node::grad_), dropped as soon as
+  // the node has run.
+  root.grad_fn()->grad_ = seed;
+  // However the pass ends, no node keeps a pending gradient and the lists keep no node alive.
+  struct EndOfPass {
+    BackwardLists& lists;
+    ~EndOfPass() {
+      for (const std::shared_ptr<Node>& n : lists.order) n->grad_ = Tensor();
+      lists.order.clear();
+      lists.running = false;
+    }
+  } end_of_pass{lists};
+  for (auto it = lists.order.rbegin(); it != lists.order.rend(); ++it) {
     Node* node = it->get();
-    auto found = grads.find(node);
-    Tensor grad_out = std::move(found->second);
-    grads.erase(found);
+    Tensor grad_out = std::move(node->grad_);
+    node->grad_ = Tensor();
 
-    const auto& inputs = node->inputs();
-    std::vector<Tensor> grad_inputs(inputs.size());
+    const TensorList& inputs = node->inputs();
+    TensorList grad_inputs(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& in = inputs[i];
       if (!in.requires_grad()) continue;
@@ -129,14 +171,18 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
         if (!impl->grad) impl->grad = Tensor::zeros(in.shape(), in.dtype()).impl_ptr();
         grad_inputs[i] = Tensor(impl->grad);
       } else {
-        auto [slot, fresh] = grads.try_emplace(in.grad_fn().get());
-        if (fresh) slot->second = Tensor::zeros(in.shape(), in.dtype());
-        grad_inputs[i] = slot->second;
+        Tensor& slot = in.grad_fn()->grad_;
+        if (!slot.defined()) slot = Tensor::zeros(in.shape(), in.dtype());
+        grad_inputs[i] = slot;
       }
     }
-    node->apply(grad_out, grad_inputs);
+    node->apply(grad_out, std::span<Tensor>(grad_inputs.data(), grad_inputs.size()));
     if (!retain_graph) node->release();
   }
+}
+
+void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
+  Engine::run(root, grad_output, retain_graph);
 }
 
 }  // namespace attograd

@@ -10,42 +10,80 @@
 // Ownership rule: a node owns its inputs (and whatever its backward saved), never its own
 // output. A VJP that needs the forward's output saves output.detach(), which shares the data
 // but not the graph, so there is no shared_ptr cycle.
+//
+// Allocation: a node and its backward closure are one object (ClosureNode<F>, the closure held
+// by value), taken with its inputs from the small-object pool (allocator.h), and the engine keeps
+// its work lists per thread and reuses them, so recording and running a step's graph calls
+// malloc for none of it after warm-up.
 #pragma once
 
-#include <functional>
+#include <boost/container/small_vector.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
-#include <string>
-#include <vector>
+#include <utility>
 
+#include "autograd/allocator.h"
 #include "autograd/tensor.h"
 
 namespace attograd {
 
-/// The VJP of one op: given dL/d(output) (contiguous, the output's shape), add dL/d(input_i)
-/// into grad_inputs[i]. grad_inputs[i] is undefined when input i needs no gradient: computing
-/// only what is needed is the per-input needs-grad mask.
-using BackwardFn = std::function<void(const Tensor& grad_output, std::span<Tensor> grad_inputs)>;
+class Engine;  // engine.cc: the backward pass, which keeps its bookkeeping on the nodes
 
-/// One recorded op application.
+/// A node's inputs: up to 4 inline (every op but concat has at most 3).
+using TensorList = boost::container::small_vector<Tensor, 4>;
+
+/// One recorded op application: its inputs and, in a subclass, its VJP: given dL/d(output)
+/// (contiguous, the output's shape), add dL/d(input_i) into grad_inputs[i]. grad_inputs[i] is
+/// undefined when input i needs no gradient: computing only what is needed is the per-input
+/// needs-grad mask.
 class Node {
  public:
-  Node(const char* name, std::vector<Tensor> inputs, BackwardFn backward)
-      : name_(name), inputs_(std::move(inputs)), backward_(std::move(backward)) {}
+  virtual ~Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
 
   /// The op's name, as in ops.h ("matmul", "softmax", ...).
   const char* name() const { return name_; }
-  const std::vector<Tensor>& inputs() const { return inputs_; }
+  const TensorList& inputs() const { return inputs_; }
   /// False once backward ran without retain_graph (the saved tensors are gone).
-  bool has_saved() const { return static_cast<bool>(backward_); }
+  bool has_saved() const { return saved_; }
   /// Runs the VJP; throws std::logic_error if the graph was already freed.
   void apply(const Tensor& grad_output, std::span<Tensor> grad_inputs);
   /// Drops the inputs and everything the VJP saved.
   void release();
 
+ protected:
+  Node(const char* name, TensorList inputs) : name_(name), inputs_(std::move(inputs)) {}
+  virtual void backward(const Tensor& grad_output, std::span<Tensor> grad_inputs) = 0;
+  virtual void drop_saved() = 0;
+
  private:
+  friend class Engine;
   const char* name_;
-  std::vector<Tensor> inputs_;
-  BackwardFn backward_;
+  TensorList inputs_;
+  bool saved_ = true;
+  // The engine's bookkeeping during one backward pass: the pass that last visited this node,
+  // and the gradient of its output summed so far.
+  uint64_t visited_in_pass_ = 0;
+  Tensor grad_;
+};
+
+/// The node of an op whose VJP is the closure F (typically a lambda that captures what the
+/// forward saved): void F(const Tensor& grad_output, std::span<Tensor> grad_inputs).
+template <class F>
+class ClosureNode final : public Node {
+ public:
+  ClosureNode(const char* name, TensorList inputs, F backward)
+      : Node(name, std::move(inputs)), backward_(std::move(backward)) {}
+
+ private:
+  void backward(const Tensor& grad_output, std::span<Tensor> grad_inputs) override {
+    (*backward_)(grad_output, grad_inputs);
+  }
+  void drop_saved() override { backward_.reset(); }
+  std::optional<F> backward_;
 };
 
 /// True while ops record the graph (the default). Thread-local.
@@ -64,9 +102,24 @@ class NoGradGuard {
   bool previous_;
 };
 
+namespace detail {
+/// Attaches node as output's grad_fn and marks output as requiring grad.
+void attach_node(const Tensor& output, std::shared_ptr<Node> node);
+/// True when grad mode is on and any of inputs requires grad: when record keeps a node.
+bool needs_node(const TensorList& inputs);
+}  // namespace detail
+
 /// Records `output = name(inputs)` in the graph when grad mode is on and any input requires
-/// grad; otherwise returns output untouched (and backward is dropped unused). Returns output.
-Tensor record(Tensor output, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
+/// grad, with `backward` (see ClosureNode) as its VJP; otherwise returns output untouched (and
+/// backward is dropped unused). Returns output.
+template <class F>
+Tensor record(Tensor output, const char* name, TensorList inputs, F&& backward) {
+  if (!detail::needs_node(inputs)) return output;
+  using NodeType = ClosureNode<std::decay_t<F>>;
+  detail::attach_node(output, std::allocate_shared<NodeType>(PoolAllocator<NodeType>(), name, std::move(inputs),
+                                                            std::forward<F>(backward)));
+  return output;
+}
 
 /// Runs reverse mode from root with upstream gradient grad_output (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);

@@ -86,12 +86,13 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
 
 // ===== shape and layout; views share storage (ops_shape.cc) =====
 /// Same data in a new shape with the same numel; one dimension may be -1 (inferred). A view
-/// when x is contiguous, else a copy.         VJP: dx = reshape(dy, x.shape)
+/// whenever x's strides allow it (torch.Tensor.view's rule), else a copy.
+///                                            VJP: dx = reshape(dy, x.shape)
 Tensor reshape(const Tensor& x, const Shape& shape);
 /// Swaps dimensions d0 and d1 (a view).       VJP: dx = transpose(dy, d0, d1)
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
 /// y.shape[i] = x.shape[perm[i]] (a view).    VJP: dx = permute(dy, inverse(perm))
-Tensor permute(const Tensor& x, const std::vector<int64_t>& perm);
+Tensor permute(const Tensor& x, const Shape& perm);
 /// x[..., start:end, ...] along dim (a view; 0 <= start <= end <= size).
 ///                                            VJP: dx[start:end] = dy, zero elsewhere
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);

@@ -24,7 +24,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 }
 
 Tensor view_of(const Tensor& t, const Shape& shape, const Shape& strides, int64_t extra_offset) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = TensorImpl::make();
   impl->storage = t.impl()->storage;
   impl->shape = shape;
   impl->strides = strides;

@@ -145,7 +145,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     kernels::matmul<T>(y.data<T>(), xc.data<T>(), wc.data<T>(), rows, in, out, false, true, false,
                        bc.defined() ? bc.data<T>() : nullptr);
   });
-  std::vector<Tensor> inputs{x, weight};
+  TensorList inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return record(y, "linear", std::move(inputs),
                 [xc = xc.detach(), wc = wc.detach(), rows, in, out](const Tensor& g, std::span<Tensor> gi) {

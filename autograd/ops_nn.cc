@@ -25,8 +25,10 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   if (ids.dtype() != DType::i64)
     throw std::invalid_argument(std::string("embedding: expected i64 token ids, got ") + dtype_name(ids.dtype()));
   const int64_t V = weight.shape()[0], C = weight.shape()[1];
-  const std::vector<int64_t> idv = ids.to_ids();
-  for (size_t i = 0; i < idv.size(); ++i)
+  const Tensor idc = detail::contiguous_data(ids);  // ids itself when contiguous
+  const int64_t* idv = idc.data<int64_t>();
+  const int64_t n = idc.numel();
+  for (int64_t i = 0; i < n; ++i)
     if (idv[i] < 0 || idv[i] >= V)
       throw std::out_of_range("embedding: token id " + std::to_string(idv[i]) + " at position " +
                               std::to_string(i) + " is outside [0, " + std::to_string(V) +
@@ -38,12 +40,12 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   const size_t row_bytes = static_cast<size_t>(C) * dtype_size(weight.dtype());
   const char* src = reinterpret_cast<const char*>(w.impl()->storage->data) + w.impl()->offset * dtype_size(w.dtype());
   char* dst = static_cast<char*>(y.impl()->storage->data);
-  for (size_t i = 0; i < idv.size(); ++i) std::memcpy(dst + i * row_bytes, src + idv[i] * row_bytes, row_bytes);
-  return record(y, "embedding", {weight, ids}, [idv, C](const Tensor& g, std::span<Tensor> gi) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row_bytes, src + idv[i] * row_bytes, row_bytes);
+  return record(y, "embedding", {weight, ids}, [idc, n, C](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {
       // Repeated ids add up: the VJP of a gather is a scatter-ADD.
-      for (size_t i = 0; i < idv.size(); ++i)
-        kernels::axpy<T>(gi[0].data<T>() + idv[i] * C, T(1), g.data<T>() + i * C, C);
+      const int64_t* idv = idc.data<int64_t>();
+      for (int64_t i = 0; i < n; ++i) kernels::axpy<T>(gi[0].data<T>() + idv[i] * C, T(1), g.data<T>() + i * C, C);
     });
   });
 }
@@ -212,9 +214,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 // ----- cross_entropy:  L = mean_i (logsumexp(x_i) - x_i[t_i]);  dx_i = dL (softmax(x_i) - onehot) / N -----
 namespace {
 
-// The targets of a cross-entropy: i64 of the logits' leading shape, each in [0, V).
-std::vector<int64_t> checked_targets(const char* op, const Tensor& targets, const Shape& leading, int64_t V,
-                                     const std::string& got) {
+// The targets of a cross-entropy: i64 of the logits' leading shape, each in [0, V); returned
+// contiguous (the targets themselves when they are).
+Tensor checked_targets(const char* op, const Tensor& targets, const Shape& leading, int64_t V, const std::string& got) {
   if (!targets.defined()) throw std::invalid_argument(std::string(op) + ": undefined targets");
   if (targets.dtype() != DType::i64)
     throw std::invalid_argument(std::string(op) + ": expected i64 targets, got " + dtype_name(targets.dtype()));
@@ -222,10 +224,11 @@ std::vector<int64_t> checked_targets(const char* op, const Tensor& targets, cons
     throw std::invalid_argument(std::string(op) + ": expected targets " + shape_str(leading) + ", got " + got +
                                 " and targets " + shape_str(targets.shape()));
   if (targets.numel() == 0) throw std::invalid_argument(std::string(op) + ": empty batch (no targets), the mean is undefined");
-  std::vector<int64_t> t = targets.to_ids();
-  for (size_t i = 0; i < t.size(); ++i)
-    if (t[i] < 0 || t[i] >= V)
-      throw std::out_of_range(std::string(op) + ": target " + std::to_string(t[i]) + " at position " + std::to_string(i) +
+  Tensor t = detail::contiguous_data(targets);
+  const int64_t* ids = t.data<int64_t>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (ids[i] < 0 || ids[i] >= V)
+      throw std::out_of_range(std::string(op) + ": target " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
                               " is outside [0, " + std::to_string(V) + ") (vocab_size)");
   return t;
 }
@@ -233,11 +236,17 @@ std::vector<int64_t> checked_targets(const char* op, const Tensor& targets, cons
 // The mean over N rows of V logits of -log softmax at the target, as a 0-d tensor; each row's
 // logsumexp goes to lse (N,) for the backward. The sum over rows is taken in double.
 template <typename T>
-Tensor mean_cross_entropy(const T* logits, const std::vector<int64_t>& t, Tensor& lse, int64_t V, DType dtype) {
-  const int64_t N = static_cast<int64_t>(t.size());
+Tensor mean_cross_entropy(const T* logits, const Tensor& t, Tensor& lse, int64_t V, DType dtype) {
+  const int64_t N = t.numel();
   Tensor losses = Tensor::empty({N}, dtype);
-  kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), logits, t.data(), N, V);
+  kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), logits, t.data<int64_t>(), N, V);
   return Tensor::scalar(kernels::sum_all_double<T>(losses.data<T>(), N) / static_cast<double>(N), dtype);
+}
+
+// The upstream gradient of each row's loss for a mean over N rows, dL / N, as the (N,) tensor the
+// backward kernel reads.
+Tensor per_row_gradient(const Tensor& g, int64_t N) {
+  return Tensor::full({N}, g.item() / static_cast<double>(N), g.dtype());
 }
 
 }  // namespace
@@ -248,8 +257,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   if (logits.dim() < 1) throw std::invalid_argument("cross_entropy: expected logits (..., V), got a 0-d tensor");
   const Shape leading(logits.shape().begin(), logits.shape().end() - 1);
   const int64_t V = logits.size(-1);
-  const std::vector<int64_t> t = checked_targets("cross_entropy", targets, leading, V, "logits " + shape_str(logits.shape()));
-  const int64_t N = static_cast<int64_t>(t.size());
+  const Tensor t = checked_targets("cross_entropy", targets, leading, V, "logits " + shape_str(logits.shape()));
+  const int64_t N = t.numel();
   const Tensor xc = detail::contiguous_data(logits);
   Tensor lse = Tensor::empty({N}, logits.dtype());
   const Tensor loss = dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename T>() {
@@ -258,9 +267,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   return record(loss, "cross_entropy", {logits, targets},
                 [t, N, V, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
-      const std::vector<T> dloss(static_cast<size_t>(N), static_cast<T>(g.item() / static_cast<double>(N)));
-      kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(), t.data(), dloss.data(), N, V,
-                                         true);
+      kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(), t.data<int64_t>(),
+                                         per_row_gradient(g, N).data<T>(), N, V, true);
     });
   });
 }
@@ -279,8 +287,8 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
                                 shape_str(x.shape()) + " and weight " + shape_str(weight.shape()));
   const int64_t V = weight.size(0), C = weight.size(1);
   const Shape leading(x.shape().begin(), x.shape().end() - 1);
-  const std::vector<int64_t> t = checked_targets("linear_cross_entropy", targets, leading, V, "x " + shape_str(x.shape()));
-  const int64_t N = static_cast<int64_t>(t.size());
+  const Tensor t = checked_targets("linear_cross_entropy", targets, leading, V, "x " + shape_str(x.shape()));
+  const int64_t N = t.numel();
   const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
   Tensor logits = Tensor::empty({N, V}, x.dtype()), lse = Tensor::empty({N}, x.dtype());
   auto compute_logits = [N, C, V](const Tensor& out, const Tensor& xs, const Tensor& ws) {
@@ -300,8 +308,8 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     logits_intact = false;
     dispatch_floating(g.dtype(), "linear_cross_entropy", [&]<typename T>() {
       T* dlogits = logits.data<T>();  // the logits, turned into their gradient in place
-      const std::vector<T> dloss(static_cast<size_t>(N), static_cast<T>(g.item() / static_cast<double>(N)));
-      kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), t.data(), dloss.data(), N, V, false);
+      kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), t.data<int64_t>(), per_row_gradient(g, N).data<T>(),
+                                         N, V, false);
       if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
         kernels::matmul<T>(gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false, false, true);
       if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the a_trans layout

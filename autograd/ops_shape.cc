@@ -1,12 +1,48 @@
 // Shape and layout ops. transpose, permute and slice return views that share storage; their
 // VJPs write the gradient back through the same view of the input's gradient buffer.
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 
 namespace attograd {
+
+namespace {
+
+// The strides that show (old_shape, old_strides) as new_shape without copying, if any (the rule of
+// torch.Tensor.view): walking from the last dimension, old dimensions that are contiguous with
+// each other form a chunk, and a chunk can be re-cut into any run of new dimensions with the same
+// product. Splitting c_attn's (B, T, C) slice into heads (B, T, NH, HS) is such a view, although
+// the slice itself is not contiguous.
+std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape) {
+  if (shape_numel(old_shape) == 0 || old_shape.empty()) return contiguous_strides(new_shape);
+  Shape new_strides(new_shape.size());
+  int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
+  int64_t chunk_stride = old_strides.back();  // the stride of the current chunk's last dimension
+  int64_t chunk_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    chunk_numel *= old_shape[d];
+    const bool chunk_ends = d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != chunk_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < chunk_numel || new_shape[view_d] == 1)) {
+      new_strides[view_d] = view_numel * chunk_stride;
+      view_numel *= new_shape[view_d];
+      --view_d;
+    }
+    if (view_numel != chunk_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_stride = old_strides[d - 1];
+      chunk_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return new_strides;
+}
+
+}  // namespace
 
 // ----- reshape:  y = x viewed as `shape`;  dx = reshape(dy, x.shape) -----
 Tensor reshape(const Tensor& x, const Shape& shape_in) {
@@ -32,29 +68,25 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
   if (shape_numel(shape) != x.numel())
     throw std::invalid_argument("reshape: cannot view " + shape_str(x.shape()) + " (" +
                                 std::to_string(x.numel()) + " elements) as " + shape_str(shape_in));
-  const Tensor xc = detail::contiguous_data(x);
-  Tensor y = detail::view_of(xc, shape, contiguous_strides(shape));
+  const std::optional<Shape> strides = view_strides(x.shape(), x.strides(), shape);
+  Tensor y = strides ? detail::view_of(x, shape, *strides) : detail::view_of(detail::contiguous_data(x), shape, contiguous_strides(shape));
   return record(y, "reshape", {x}, [](const Tensor& g, std::span<Tensor> gi) {
     detail::accumulate(gi[0], detail::view_of(g, gi[0].shape(), contiguous_strides(gi[0].shape())));
   });
 }
 
 // ----- permute:  y.shape[i] = x.shape[perm[i]];  dx = permute(dy, inverse(perm)) -----
-Tensor permute(const Tensor& x, const std::vector<int64_t>& perm_in) {
+Tensor permute(const Tensor& x, const Shape& perm_in) {
   if (!x.defined()) throw std::invalid_argument("permute: undefined tensor");
   const int64_t n = x.dim();
   if (static_cast<int64_t>(perm_in.size()) != n)
     throw std::invalid_argument("permute: " + std::to_string(perm_in.size()) + " axes given for " +
                                 shape_str(x.shape()));
-  std::vector<int64_t> perm(n);
-  std::vector<bool> seen(n, false);
+  Shape perm(n), shape(n), strides(n);
   for (int64_t i = 0; i < n; ++i) {
     perm[i] = detail::wrap_dim(perm_in[i], n, "permute");
-    if (seen[perm[i]]) throw std::invalid_argument("permute: axis " + std::to_string(perm[i]) + " repeated");
-    seen[perm[i]] = true;
-  }
-  Shape shape(n), strides(n);
-  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < i; ++j)
+      if (perm[j] == perm[i]) throw std::invalid_argument("permute: axis " + std::to_string(perm[i]) + " repeated");
     shape[i] = x.shape()[perm[i]];
     strides[i] = x.strides()[perm[i]];
   }
@@ -74,7 +106,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm_in) {
 // ----- transpose: derived, a permute that swaps two axes -----
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
   if (!x.defined()) throw std::invalid_argument("transpose: undefined tensor");
-  std::vector<int64_t> perm(x.dim());
+  Shape perm(x.dim());
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[detail::wrap_dim(d0, x.dim(), "transpose")], perm[detail::wrap_dim(d1, x.dim(), "transpose")]);
   return permute(x, perm);
@@ -125,7 +157,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
     detail::copy_into(slice_view(y, dim, start, start + x.shape()[dim]), x);
     start += x.shape()[dim];
   }
-  return record(y, "concat", xs, [dim, starts](const Tensor& g, std::span<Tensor> gi) {
+  return record(y, "concat", TensorList(xs.begin(), xs.end()), [dim, starts](const Tensor& g, std::span<Tensor> gi) {
     for (size_t i = 0; i < gi.size(); ++i)
       if (gi[i].defined())
         detail::accumulate(gi[i], slice_view(g, dim, starts[i], starts[i] + gi[i].shape()[dim]));

@@ -55,6 +55,14 @@ Shape contiguous_strides(const Shape& shape) {
 // 64-byte aligned (a cache line and a full AVX-512 vector), from the storage cache.
 Storage::Storage(size_t n) : data(allocate_storage(n)), bytes(n) {}
 
+std::shared_ptr<Storage> Storage::make(size_t bytes) {
+  return std::allocate_shared<Storage>(PoolAllocator<Storage>(), bytes);
+}
+
+std::shared_ptr<TensorImpl> TensorImpl::make() {
+  return std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
+}
+
 Storage::~Storage() { release_storage(data, bytes); }
 
 namespace {
@@ -63,22 +71,20 @@ namespace {
 // destroy their own grad_fn nodes, and so on down a chain as long as the graph: a million-op
 // chain would overflow the stack. Instead every node that becomes unreferenced while the
 // drain loop is running is parked on an explicit stack and destroyed from the loop.
+// (The stack is kept per thread and reused, so freeing a step's graph allocates nothing.)
 void release_graph(std::shared_ptr<Node> node) {
-  thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr;
+  thread_local std::vector<std::shared_ptr<Node>> stack;
+  thread_local bool draining = false;
   if (node.use_count() != 1) return;  // still referenced elsewhere: dropping our handle is enough
-  if (pending != nullptr) {
-    pending->push_back(std::move(node));
-    return;
-  }
-  std::vector<std::shared_ptr<Node>> stack;
   stack.push_back(std::move(node));
-  pending = &stack;
+  if (draining) return;  // the loop below, further up this call stack, will get to it
+  draining = true;
   while (!stack.empty()) {
     std::shared_ptr<Node> n = std::move(stack.back());
     stack.pop_back();
     n->release();  // may push more nodes onto `stack`
   }
-  pending = nullptr;
+  draining = false;
 }
 
 }  // namespace
@@ -92,8 +98,8 @@ namespace {
 std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype) {
   for (int64_t d : shape)
     if (d < 0) throw std::invalid_argument("tensor: negative dimension in shape " + shape_str(shape));
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  auto impl = TensorImpl::make();
+  impl->storage = Storage::make(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -295,7 +301,7 @@ const std::shared_ptr<Node>& Tensor::grad_fn() const { check_defined("grad_fn");
 
 Tensor Tensor::detach() const {
   check_defined("detach");
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = TensorImpl::make();
   impl->storage = impl_->storage;
   impl->shape = impl_->shape;
   impl->strides = impl_->strides;

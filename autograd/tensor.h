@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "autograd/random.h"
 
 namespace attograd {
@@ -31,8 +33,10 @@ size_t dtype_size(DType dtype);
 /// "f32", "f64" or "i64".
 const char* dtype_name(DType dtype);
 
-/// A tensor shape, e.g. {B, T, C}.
-using Shape = std::vector<int64_t>;
+/// A tensor shape, e.g. {B, T, C}: a vector that keeps up to 6 dimensions inline (Boost's
+/// small_vector, API-compatible with std::vector), so that creating a tensor or a view in a
+/// training step allocates nothing for its shape and strides.
+using Shape = boost::container::small_vector<int64_t, 6>;
 
 /// "(2, 3, 4)": the form every error message uses.
 std::string shape_str(const Shape& shape);
@@ -43,6 +47,8 @@ Shape contiguous_strides(const Shape& shape);
 
 /// A 64-byte aligned, uninitialised byte buffer shared by a tensor and all its views.
 struct Storage {
+  /// A new storage of `bytes` bytes, the object itself from the small-object pool (allocator.h).
+  static std::shared_ptr<Storage> make(size_t bytes);
   explicit Storage(size_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -63,6 +69,9 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf, same shape, contiguous
   std::shared_ptr<Node> grad_fn;     // the op that produced this tensor; null for leaves
 
+  /// A new, empty impl from the small-object pool (allocator.h): creating a tensor or a view in a
+  /// training step calls malloc for none of its parts.
+  static std::shared_ptr<TensorImpl> make();
   TensorImpl() = default;
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;

@@ -55,15 +55,17 @@ Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen) cons
   }
   // Valid starts are 0 .. n - T - 1: the window's last target is tokens[start + T] <= n - 1.
   const auto n_starts = static_cast<uint64_t>(n - T);
-  std::vector<int64_t> x(static_cast<size_t>(B * T)), y(static_cast<size_t>(B * T));
+  Batch batch{Tensor::empty({B, T}, DType::i64), Tensor::empty({B, T}, DType::i64)};
+  int64_t* x = batch.x.data<int64_t>();
+  int64_t* y = batch.y.data<int64_t>();
   for (int64_t b = 0; b < B; ++b) {
     const auto start = static_cast<size_t>(gen.below(n_starts));
     for (int64_t t = 0; t < T; ++t) {
-      x[static_cast<size_t>(b * T + t)] = tokens[start + static_cast<size_t>(t)];
-      y[static_cast<size_t>(b * T + t)] = tokens[start + static_cast<size_t>(t) + 1];
+      x[b * T + t] = tokens[start + static_cast<size_t>(t)];
+      y[b * T + t] = tokens[start + static_cast<size_t>(t) + 1];
     }
   }
-  return Batch{Tensor::from_ids(x, {B, T}), Tensor::from_ids(y, {B, T})};
+  return batch;
 }
 
 double unigram_entropy(const std::vector<int64_t>& tokens) {

@@ -67,8 +67,9 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache)
                                 dtype_name(targets.dtype()) + " " + shape_str(targets.shape()));
   for (const Tensor* t : {&idx, &targets}) {
     if (!t->defined()) continue;
-    const std::vector<int64_t> ids = t->to_ids();
-    for (size_t i = 0; i < ids.size(); ++i)
+    const Tensor ids_tensor = contiguous(*t);  // t itself when contiguous: read in place
+    const int64_t* ids = ids_tensor.data<int64_t>();
+    for (int64_t i = 0; i < ids_tensor.numel(); ++i)
       if (ids[i] < 0 || ids[i] >= c.vocab_size)
         throw std::out_of_range(std::string("GPT: ") + (t == &idx ? "token id " : "target id ") +
                                 std::to_string(ids[i]) + " at (" + std::to_string(i / T) + ", " +
@@ -78,9 +79,9 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache)
 
   Tensor x = wte->forward(idx);  // (B, T, C)
   if (wpe) {
-    std::vector<int64_t> pos(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) pos[t] = past + t;
-    x = add(x, wpe->forward(Tensor::from_ids(pos, {T})));  // (T, C) broadcast over B
+    Tensor pos = Tensor::empty({T}, DType::i64);
+    for (int64_t t = 0; t < T; ++t) pos.data<int64_t>()[t] = past + t;
+    x = add(x, wpe->forward(pos));  // (T, C) broadcast over B
   } else if (sinusoidal_.defined()) {
     x = add(x, slice(sinusoidal_, 0, past, past + T));
   }

@@ -190,9 +190,11 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const 
   const int64_t B = x.size(0), T = x.size(1), HS = n_embd / n_head;
   const int64_t past = cache != nullptr ? cache->length() : 0;  // positions already cached
   // (B, T, 3C) -> q, k, v each (B, T, C) -> (B, T, NH, HS) -> (B, NH, T, HS)
-  const std::vector<Tensor> qkv = split(c_attn->forward(x), {n_embd, n_embd, n_embd}, -1);
-  auto heads = [&](const Tensor& t) { return transpose(reshape(t, {B, T, n_head, HS}), 1, 2); };
-  Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  const Tensor qkv = c_attn->forward(x);
+  auto heads = [&](int64_t part) {  // part 0, 1, 2: q, k, v, each a view of qkv
+    return transpose(reshape(slice(qkv, -1, part * n_embd, (part + 1) * n_embd), {B, T, n_head, HS}), 1, 2);
+  };
+  Tensor q = heads(0), k = heads(1), v = heads(2);
   if (rope) {
     q = apply_rope(q, past);
     k = apply_rope(k, past);

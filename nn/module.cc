@@ -79,7 +79,7 @@ ParameterArena::ParameterArena(const Module& module) {
     impl->storage = params_.impl()->storage;
     impl->offset = offset;
     impl->strides = contiguous_strides(impl->shape);
-    auto g = std::make_shared<TensorImpl>();
+    auto g = TensorImpl::make();
     g->storage = grads_.impl()->storage;
     g->offset = offset;
     g->shape = impl->shape;

@@ -297,6 +297,24 @@ BOOST_AUTO_TEST_CASE(shape_ops) {
   expect_throw_with<std::invalid_argument>([&] { transpose(x, 0, 2); }, "dimension 2 is out of range");
 }
 
+// reshape is a view whenever the strides allow it, as torch's view: splitting the last dimension
+// of a column slice (how attention splits c_attn's output into heads) shares storage; flattening
+// a transpose cannot, and copies. Values and gradients are right either way.
+BOOST_AUTO_TEST_CASE(reshape_views_when_strides_allow) {
+  Tensor x = Tensor::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 6}, DType::f64).set_requires_grad();
+  const Tensor cols = slice(x, 1, 2, 6);  // (2, 4), row stride 6: not contiguous
+  const Tensor heads = reshape(cols, {2, 2, 2});
+  expect_tensor(heads, {2, 2, 2}, {2, 3, 4, 5, 8, 9, 10, 11}, 0);
+  BOOST_TEST(heads.data<double>() == x.data<double>() + 2);  // a view: same storage, no copy
+  BOOST_TEST((heads.strides() == Shape{6, 2, 1}));
+  const Tensor flat = reshape(transpose(x, 0, 1), {12});  // (6, 2) transposed: must copy
+  expect_tensor(flat, {12}, {0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11}, 0);
+  BOOST_TEST(flat.is_contiguous());
+  add(sum(mul(heads, heads)), sum(flat)).backward();
+  // d/dx of x² over the slice, plus 1 everywhere from the flattened copy
+  expect_close(x.grad().to_vector(), {1, 1, 5, 7, 9, 11, 1, 1, 17, 19, 21, 23}, 0);
+}
+
 BOOST_AUTO_TEST_CASE(dropout_is_seeded_and_scaled) {
   Tensor x = Tensor::ones({1000}, DType::f64).set_requires_grad();
   Generator g1(5), g2(5);
