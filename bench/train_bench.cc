@@ -16,7 +16,6 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -35,45 +34,9 @@
 #include "gpt/model.h"
 #include "gpt/trainer.h"
 
-// ---- Counting heap allocations ------------------------------------------------------------------
-// Every allocation of the process goes through these (operator new calls malloc), so "allocations
-// per step" counts all of them: tensors, graph nodes, closures, vectors.
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<int64_t> g_allocations{0};
-inline void count_allocation() {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-
-void* malloc(size_t n) {
-  count_allocation();
-  return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t size) {
-  count_allocation();
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, size_t n) {
-  count_allocation();
-  return __libc_realloc(p, n);
-}
-void* aligned_alloc(size_t alignment, size_t n) {
-  count_allocation();
-  return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** out, size_t alignment, size_t n) {
-  count_allocation();
-  *out = __libc_memalign(alignment, n);
-  return *out == nullptr && n != 0 ? ENOMEM : 0;
-}
-}
+// Every heap allocation of the process is counted while counting_mallocs() is on (operator new calls
+// malloc): tensors, graph nodes, closures, vectors.
+#include "tests/malloc_counter.h"
 
 namespace {
 
@@ -154,18 +117,18 @@ void bench_step(benchmark::State& state, const BenchConfig* config, int threads)
   omp_set_num_threads(threads);
   Run run(*config);
   for (int i = 0; i < 3; ++i) run.trainer->train_step();  // warm-up: caches and buffers grow
-  g_allocations = 0;
-  g_counting = true;
+  testing::malloc_count() = 0;
+  testing::counting_mallocs() = true;
   int64_t steps = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(run.trainer->train_step());
     ++steps;
   }
-  g_counting = false;
+  testing::counting_mallocs() = false;
   const double tokens = static_cast<double>(config->T * config->B);
   state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP/s"] = benchmark::Counter(run.flops_per_step() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["allocs/step"] = static_cast<double>(g_allocations.load()) / static_cast<double>(std::max<int64_t>(steps, 1));
+  state.counters["allocs/step"] = static_cast<double>(testing::malloc_count().load()) / static_cast<double>(std::max<int64_t>(steps, 1));
   state.counters["peak_RSS_MiB"] = bench::peak_rss_mib();
 }
 
@@ -193,13 +156,13 @@ int serve(const std::string& name, int threads) {
               static_cast<long long>(run.model.num_parameters()), run.flops_per_step());
   std::fflush(stdout);
   return bench::serve_steps("train_bench", [&](long long k) {
-    g_allocations = 0;
-    g_counting = true;
+    testing::malloc_count() = 0;
+    testing::counting_mallocs() = true;
     const auto start = std::chrono::steady_clock::now();
     for (long long i = 0; i < k; ++i) run.trainer->train_step();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    g_counting = false;
-    return std::pair<double, int64_t>{secs, g_allocations.load()};
+    testing::counting_mallocs() = false;
+    return std::pair<double, int64_t>{secs, testing::malloc_count().load()};
   });
 }
 

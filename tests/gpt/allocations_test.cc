@@ -6,10 +6,8 @@
 #define BOOST_TEST_MODULE allocations
 #include <boost/test/unit_test.hpp>
 
-#include <atomic>
-#include <cerrno>
-#include <cstddef>
 #include <string>
+#include <tuple>
 
 #include "gpt/char_tokenizer.h"
 #include "gpt/config.h"
@@ -21,41 +19,7 @@
 #define ATTOGRAD_COUNT_MALLOC 0
 #else
 #define ATTOGRAD_COUNT_MALLOC 1
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_mallocs{0};
-void count() {
-  if (g_counting.load(std::memory_order_relaxed)) g_mallocs.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void* malloc(size_t n) {
-  count();
-  return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t size) {
-  count();
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, size_t n) {
-  count();
-  return __libc_realloc(p, n);
-}
-void* aligned_alloc(size_t alignment, size_t n) {
-  count();
-  return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** out, size_t alignment, size_t n) {
-  count();
-  *out = __libc_memalign(alignment, n);
-  return *out == nullptr && n != 0 ? ENOMEM : 0;
-}
-}
+#include "tests/malloc_counter.h"
 #endif
 
 using namespace attograd;
@@ -83,11 +47,11 @@ long allocations_per_step(GPTConfig c, int64_t batch) {
   o.warmup_steps = 2;
   Trainer trainer(model, data, o, "char", "", "");
   for (int i = 0; i < 3; ++i) trainer.train_step();
-  g_mallocs = 0;
-  g_counting = true;
+  testing::malloc_count() = 0;
+  testing::counting_mallocs() = true;
   for (int i = 0; i < 3; ++i) trainer.train_step();
-  g_counting = false;
-  return g_mallocs.load() / 3;
+  testing::counting_mallocs() = false;
+  return static_cast<long>(testing::malloc_count().load() / 3);
 }
 
 }  // namespace
