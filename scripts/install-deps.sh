@@ -8,6 +8,7 @@ packages=(
   pkg-config                  # CMake finds PCRE2 through it
   libhwy-dev                  # Google Highway: portable SIMD with runtime dispatch (the kernels)
   libboost-test-dev           # Boost.Test: the test framework
+  libboost-dev                # Boost.Container's small_vector: tensor shapes kept inline (no allocation)
   libcli11-dev                # CLI11: the attograd command line
   bible-kjv                   # the default corpus: King James Bible, offline (gpt/corpus.cc runs `bible`)
   libcurl4-openssl-dev        # libcurl: downloads named corpora such as Tiny Shakespeare on first use
