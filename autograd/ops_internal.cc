@@ -60,6 +60,13 @@ void check_floating_pair(const char* op, const Tensor& a, const Tensor& b) {
                                 shape_str(b.shape()) + " (attograd never converts implicitly)");
 }
 
+namespace {
+// Rows shorter than this are added in a plain loop: the gradient of a head-split tensor arrives
+// as rows of head_dim values (2 in the lecture's pico model, 27,000 rows a step), and a
+// dispatched kernel call per row cost more than the adds (8% of a pico step).
+constexpr int64_t kKernelMinRow = 32;
+}  // namespace
+
 void accumulate(const Tensor& dst, const Tensor& src, double alpha) {
   dispatch_floating(src.dtype(), "accumulate", [&]<typename T>() {
     T* d = dst.data<T>();
@@ -68,8 +75,10 @@ void accumulate(const Tensor& dst, const Tensor& src, double alpha) {
     for_each_row<2>(src.shape(), {dst.strides(), src.strides()}, [&](auto off, int64_t n, auto inner) {
       T* dr = d + off[0];
       const T* sr = s + off[1];
-      if (inner[0] == 1 && inner[1] == 1) {
+      if (inner[0] == 1 && inner[1] == 1 && n >= kKernelMinRow) {
         kernels::axpy<T>(dr, a, sr, n);
+      } else if (inner[0] == 1 && inner[1] == 1) {  // a short row: a call to the kernel costs more
+        for (int64_t i = 0; i < n; ++i) dr[i] += a * sr[i];
       } else if (inner[0] == 0 && inner[1] == 1) {  // reduce a row into one element
         *dr += a * static_cast<T>(kernels::sum_all_double<T>(sr, n));
       } else if (inner[0] == 1 && inner[1] == 0) {  // broadcast one element over a row

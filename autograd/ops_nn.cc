@@ -45,7 +45,17 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
     dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {
       // Repeated ids add up: the VJP of a gather is a scatter-ADD.
       const int64_t* idv = idc.data<int64_t>();
-      for (int64_t i = 0; i < n; ++i) kernels::axpy<T>(gi[0].data<T>() + idv[i] * C, T(1), g.data<T>() + i * C, C);
+      T* dw = gi[0].data<T>();
+      const T* dy = g.data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        T* row = dw + idv[i] * C;
+        const T* dy_i = dy + i * C;
+        if (C >= 32) {
+          kernels::axpy<T>(row, T(1), dy_i, C);
+        } else {  // narrow embeddings (the lecture's C = 2 and 6): a kernel call per row costs more
+          for (int64_t c = 0; c < C; ++c) row[c] += dy_i[c];
+        }
+      }
     });
   });
 }
