@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "autograd/kernels/dispatch.h"
@@ -170,12 +171,72 @@ int64_t padded_keys(int64_t Tk) {
   return (Tk + N - 1) / N * N;
 }
 
+// ---- Heads narrower than a vector: queries in the lanes ------------------------------------------
+// With HS below a vector (the lecture's femto and pico heads have 2 channels) every query row of
+// the blocked forward is a few lanes of work wrapped in horizontal reductions: a max, a sum and
+// a dot per channel. Here a vector holds V queries instead and the loop runs over keys: a key
+// costs HS multiply-adds for the V scores, a max, an exp and HS multiply-adds for the outputs,
+// and nothing is summed across lanes. (The backward keeps the blocked form: its gradients of
+// k and v are sums over queries, which lanes of queries would turn back into reductions.)
+struct LaneScratch {};
+
+// One head's y and lse, queries t0 .. t0 + V - 1 at a time.
+template <typename T>
+void forward_query_lanes(Rows<T> yr, T* lse_h, Rows<const T> qr, Rows<const T> kr, Rows<const T> vr,
+                         const AttentionDims& n, T scale) {
+  const hn::ScalableTag<T> d;
+  const int64_t V = static_cast<int64_t>(hn::Lanes(d)), HS = n.HS, offset = n.Tk - n.Tq;
+  T* qt = thread_scratch<T, LaneScratch>(static_cast<size_t>((2 * HS + n.Tk) * V));  // qᵀ (HS, V)
+  T* acc = qt + HS * V;                                                              // (HS, V)
+  T* scores = acc + HS * V;                                                          // (Tk, V)
+  const auto lane = hn::Iota(d, T(0));
+  HWY_ALIGN T out[hn::MaxLanes(decltype(d)())];
+  for (int64_t t0 = 0; t0 < n.Tq; t0 += V) {
+    const int64_t rows = std::min(V, n.Tq - t0), keys = std::min(n.Tk, t0 + rows + offset);
+    for (int64_t c = 0; c < HS; ++c)
+      for (int64_t l = 0; l < V; ++l) qt[c * V + l] = l < rows ? qr[t0 + l][c] : T(0);
+    // pass 1: the scaled scores of each key for the V queries, -inf where a query may not see
+    // it (lane l sees key j <= t0 + l + offset), and their running max
+    auto m = hn::Set(d, -std::numeric_limits<T>::infinity());
+    for (int64_t j = 0; j < keys; ++j) {
+      auto s = hn::Zero(d);
+      for (int64_t c = 0; c < HS; ++c) s = hn::MulAdd(hn::Load(d, qt + c * V), hn::Set(d, kr[j][c]), s);
+      s = hn::IfThenElse(hn::Ge(lane, hn::Set(d, static_cast<T>(j - t0 - offset))), hn::Mul(s, hn::Set(d, scale)),
+                         hn::Set(d, -std::numeric_limits<T>::infinity()));
+      hn::Store(s, d, scores + j * V);
+      m = hn::Max(m, s);
+    }
+    // pass 2: e_j = exp(s_j - m), their sum, and sum_j e_j v_j
+    auto sum = hn::Zero(d);
+    std::fill(acc, acc + HS * V, T(0));
+    for (int64_t j = 0; j < keys; ++j) {
+      const auto e = exp_nonpositive(d, hn::Sub(hn::Load(d, scores + j * V), m));
+      sum = hn::Add(sum, e);
+      for (int64_t c = 0; c < HS; ++c)
+        hn::Store(hn::MulAdd(e, hn::Set(d, vr[j][c]), hn::Load(d, acc + c * V)), d, acc + c * V);
+    }
+    // y_t = that sum / sum e;  lse_t = m + log(sum e)
+    hn::Store(hn::Add(m, hn::Log(d, sum)), d, out);
+    for (int64_t l = 0; l < rows; ++l) lse_h[t0 + l] = out[l];
+    const auto inv = hn::Div(hn::Set(d, T(1)), sum);
+    for (int64_t c = 0; c < HS; ++c) {
+      hn::Store(hn::Mul(hn::Load(d, acc + c * V), inv), d, out);
+      for (int64_t l = 0; l < rows; ++l) yr[t0 + l][c] = out[l];
+    }
+  }
+}
+
 template <typename T>
 void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStrides qs, const T* k, HeadStrides ks,
                             const T* v, HeadStrides vs, const AttentionDims& n) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   const int64_t HS = n.HS, ld = padded_keys<T>(n.Tk);
+  const bool lanes = HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
   for_each_head(n, [&](int64_t b, int64_t h) HWY_ATTR {
+    if (lanes) {
+      return forward_query_lanes(head_rows(y, ys, b, h), lse + (b * n.NH + h) * n.Tq, head_rows(q, qs, b, h),
+                                 head_rows(k, ks, b, h), head_rows(v, vs, b, h), n, scale);
+    }
     T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((2 * HS + kR) * ld));
     T* vt = kt + HS * ld;  // read only when HS is smaller than a vector
     T* p = vt + HS * ld;   // (kR, ld): a block's weights
