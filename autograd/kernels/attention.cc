@@ -226,6 +226,85 @@ void forward_query_lanes(Rows<T> yr, T* lse_h, Rows<const T> qr, Rows<const T> k
   }
 }
 
+// The backward of a head narrower than a vector. The first pass runs over keys with the queries
+// in the lanes, as the forward: it recomputes each key's weights p and their gradient ds for V
+// queries at once and adds ds_tj k_j into dq_t, all without a reduction. dk and dv are sums over
+// queries, so the weights are then turned around (a small transpose) into rows along the keys,
+// and dkᵀ += qᵀ ds and dvᵀ += dyᵀ p run along j with add_outer, as in the blocked backward.
+template <typename T>
+void backward_query_lanes(Rows<T> dqr, T* dkt, T* dvt, int64_t ld, Rows<const T> dyr, Rows<const T> yr,
+                          const T* lse_h, Rows<const T> qr, Rows<const T> kr, Rows<const T> vr, const AttentionDims& n,
+                          T scale, bool want_dq) {
+  const hn::ScalableTag<T> d;
+  const int64_t V = static_cast<int64_t>(hn::Lanes(d)), HS = n.HS, offset = n.Tk - n.Tq;
+  const int64_t V_rows = (V + kR - 1) / kR * kR;  // rows of the turned-around weights: whole groups of kR
+  T* qt = thread_scratch<T, LaneScratch>(static_cast<size_t>(3 * HS * V + 2 * n.Tk * V + 2 * V_rows * ld));
+  T* dyt = qt + HS * V;      // dyᵀ (HS, V)
+  T* dqt = dyt + HS * V;     // dqᵀ (HS, V)
+  T* pt = dqt + HS * V;      // pᵀ (Tk, V): key j's weights for the V queries
+  T* dst = pt + n.Tk * V;    // dsᵀ (Tk, V)
+  T* p_rows = dst + n.Tk * V;  // p and ds (V_rows, ld): one row per query, along the keys
+  T* ds_rows = p_rows + V_rows * ld;
+  const auto lane = hn::Iota(d, T(0));
+  HWY_ALIGN T tmp[hn::MaxLanes(decltype(d)())];
+  for (int64_t t0 = 0; t0 < n.Tq; t0 += V) {
+    const int64_t rows = std::min(V, n.Tq - t0), keys = std::min(n.Tk, t0 + rows + offset);
+    for (int64_t c = 0; c < HS; ++c)
+      for (int64_t l = 0; l < V; ++l) {
+        qt[c * V + l] = l < rows ? qr[t0 + l][c] : T(0);
+        dyt[c * V + l] = l < rows ? dyr[t0 + l][c] : T(0);
+      }
+    // D_t = dy_t . y_t;  lse_t (0 past the last query, whose lanes are masked anyway)
+    for (int64_t l = 0; l < V; ++l) {
+      T dot = 0;
+      if (l < rows)
+        for (int64_t c = 0; c < HS; ++c) dot += dyr[t0 + l][c] * yr[t0 + l][c];
+      tmp[l] = dot;
+    }
+    const auto D = hn::Load(d, tmp);
+    for (int64_t l = 0; l < V; ++l) tmp[l] = l < rows ? lse_h[t0 + l] : T(0);
+    const auto lse_t = hn::Load(d, tmp);
+    std::fill(dqt, dqt + HS * V, T(0));
+    const auto real = hn::Lt(lane, hn::Set(d, static_cast<T>(rows)));
+    for (int64_t j = 0; j < keys; ++j) {
+      auto s = hn::Zero(d), dp = hn::Zero(d);
+      for (int64_t c = 0; c < HS; ++c) {
+        s = hn::MulAdd(hn::Load(d, qt + c * V), hn::Set(d, kr[j][c]), s);
+        dp = hn::MulAdd(hn::Load(d, dyt + c * V), hn::Set(d, vr[j][c]), dp);
+      }
+      // p = exp(s - lse) where lane l sees key j (j <= t0 + l + offset) and is a real query
+      const auto seen = hn::And(real, hn::Ge(lane, hn::Set(d, static_cast<T>(j - t0 - offset))));
+      const auto p = hn::IfThenElseZero(seen, exp_nonpositive(d, hn::Sub(hn::Mul(s, hn::Set(d, scale)), lse_t)));
+      const auto ds = hn::Mul(p, hn::Sub(dp, D));
+      hn::Store(p, d, pt + j * V);
+      hn::Store(ds, d, dst + j * V);
+      for (int64_t c = 0; c < HS; ++c)
+        hn::Store(hn::MulAdd(ds, hn::Set(d, scale * kr[j][c]), hn::Load(d, dqt + c * V)), d, dqt + c * V);
+    }
+    if (want_dq)
+      for (int64_t c = 0; c < HS; ++c)
+        for (int64_t l = 0; l < rows; ++l) dqr[t0 + l][c] += dqt[c * V + l];
+    // p and ds turned around into rows along the keys (zero past `keys` and past the last query)
+    std::fill(p_rows, p_rows + 2 * V_rows * ld, T(0));
+    for (int64_t j = 0; j < keys; ++j)
+      for (int64_t l = 0; l < rows; ++l) {
+        p_rows[l * ld + j] = pt[j * V + l];
+        ds_rows[l * ld + j] = dst[j * V + l];
+      }
+    // dkᵀ += scale qᵀ ds;  dvᵀ += dyᵀ p, kR queries at a time
+    for (int64_t r0 = 0; r0 < rows; r0 += kR) {
+      const int64_t r_rows = std::min(kR, rows - r0);
+      const T *q_rows[kR], *dy_rows[kR];
+      for (int64_t r = 0; r < kR; ++r) {
+        q_rows[r] = qr[t0 + r0 + std::min(r, r_rows - 1)];
+        dy_rows[r] = dyr[t0 + r0 + std::min(r, r_rows - 1)];
+      }
+      if (dkt != nullptr) add_outer(dkt, ld, q_rows, r_rows, scale, ds_rows + r0 * ld, keys, HS);
+      if (dvt != nullptr) add_outer(dvt, ld, dy_rows, r_rows, T(1), p_rows + r0 * ld, keys, HS);
+    }
+  }
+}
+
 template <typename T>
 void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStrides qs, const T* k, HeadStrides ks,
                             const T* v, HeadStrides vs, const AttentionDims& n) {
@@ -280,6 +359,7 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const T* y, HeadS
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   const int64_t HS = n.HS, ld = padded_keys<T>(n.Tk);
   const HeadStrides q_grad{n.NH * n.Tq * HS, n.Tq * HS, HS}, k_grad{n.NH * n.Tk * HS, n.Tk * HS, HS};
+  const bool lanes = HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
   for_each_head(n, [&](int64_t b, int64_t h) HWY_ATTR {
     T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((4 * HS + 2 * kR) * ld));
     T* vt = kt + HS * ld;
@@ -293,43 +373,48 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const T* y, HeadS
     transpose_rows(kt, ld, kr, n.Tk, HS);
     transpose_rows(vt, ld, vr, n.Tk, HS);
     std::fill(dkt, dkt + 2 * HS * ld, T(0));  // dkᵀ and dvᵀ
-    for (int64_t t0 = 0; t0 < n.Tq; t0 += kR) {
-      const QueryBlock<T> blk(t0, n);
-      const T *q_rows[kR], *dy_rows[kR];
-      blk.pointers(q_rows, qr);
-      blk.pointers(dy_rows, dyr);
-      // p_tj = exp(s_tj - lse_t): the forward's weights, recomputed; 0 beyond the visible keys
-      rows_by_columns(p, q_rows, kt, ld, blk.keys, HS, scale);
-      rows_by_columns(ds, dy_rows, vt, ld, blk.keys, HS, T(1));  // dp_tj = dy_t . v_j
-      for (int64_t r = 0; r < kR; ++r) {
-        T* pr = p + r * ld;
-        T* dsr = ds + r * ld;
-        const int64_t visible = r < blk.rows ? blk.visible(r) : 0;
-        if (visible > 0) {
-          // ds_tj = p_tj (dp_tj - D_t),  D_t = dy_t . y_t
-          const T lse_t = lse_h[t0 + r];
-          const T* dy_t = dy_rows[r];
-          const T* y_t = yr[t0 + r];
-          const T D = sum_of<T>(HS, [&](auto d, int64_t c) HWY_ATTR {
-            return hn::Mul(hn::LoadU(d, dy_t + c), hn::LoadU(d, y_t + c));
-          });
-          for_each_vector<T>(0, visible, [&](auto d, int64_t j) HWY_ATTR {
-            const auto pj = exp_nonpositive(d, hn::Sub(hn::LoadU(d, pr + j), hn::Set(d, lse_t)));
-            hn::StoreU(pj, d, pr + j);
-            hn::StoreU(hn::Mul(pj, hn::Sub(hn::LoadU(d, dsr + j), hn::Set(d, D))), d, dsr + j);
-          });
+    if (lanes) {
+      backward_query_lanes(head_rows(dq, q_grad, b, h), dk != nullptr ? dkt : nullptr, dv != nullptr ? dvt : nullptr, ld,
+                           dyr, yr, lse_h, qr, kr, vr, n, scale, dq != nullptr);
+    } else {
+      for (int64_t t0 = 0; t0 < n.Tq; t0 += kR) {
+        const QueryBlock<T> blk(t0, n);
+        const T *q_rows[kR], *dy_rows[kR];
+        blk.pointers(q_rows, qr);
+        blk.pointers(dy_rows, dyr);
+        // p_tj = exp(s_tj - lse_t): the forward's weights, recomputed; 0 beyond the visible keys
+        rows_by_columns(p, q_rows, kt, ld, blk.keys, HS, scale);
+        rows_by_columns(ds, dy_rows, vt, ld, blk.keys, HS, T(1));  // dp_tj = dy_t . v_j
+        for (int64_t r = 0; r < kR; ++r) {
+          T* pr = p + r * ld;
+          T* dsr = ds + r * ld;
+          const int64_t visible = r < blk.rows ? blk.visible(r) : 0;
+          if (visible > 0) {
+            // ds_tj = p_tj (dp_tj - D_t),  D_t = dy_t . y_t
+            const T lse_t = lse_h[t0 + r];
+            const T* dy_t = dy_rows[r];
+            const T* y_t = yr[t0 + r];
+            const T D = sum_of<T>(HS, [&](auto d, int64_t c) HWY_ATTR {
+              return hn::Mul(hn::LoadU(d, dy_t + c), hn::LoadU(d, y_t + c));
+            });
+            for_each_vector<T>(0, visible, [&](auto d, int64_t j) HWY_ATTR {
+              const auto pj = exp_nonpositive(d, hn::Sub(hn::LoadU(d, pr + j), hn::Set(d, lse_t)));
+              hn::StoreU(pj, d, pr + j);
+              hn::StoreU(hn::Mul(pj, hn::Sub(hn::LoadU(d, dsr + j), hn::Set(d, D))), d, dsr + j);
+            });
+          }
+          std::fill(pr + visible, pr + ld, T(0));
+          std::fill(dsr + visible, dsr + ld, T(0));
         }
-        std::fill(pr + visible, pr + ld, T(0));
-        std::fill(dsr + visible, dsr + ld, T(0));
+        // dq_t += scale sum_j ds_tj k_j;  dkᵀ += scale qᵀ ds;  dvᵀ += dyᵀ p
+        if (dq != nullptr) {
+          T* dq_rows[kR];
+          for (int64_t r = 0; r < blk.rows; ++r) dq_rows[r] = head_rows(dq, q_grad, b, h)[t0 + r];
+          mix_rows(dq_rows, blk.rows, ds, ld, blk.keys, kr, kt, HS, scale, true);
+        }
+        if (dk != nullptr) add_outer(dkt, ld, q_rows, blk.rows, scale, ds, blk.keys, HS);
+        if (dv != nullptr) add_outer(dvt, ld, dy_rows, blk.rows, T(1), p, blk.keys, HS);
       }
-      // dq_t += scale sum_j ds_tj k_j;  dkᵀ += scale qᵀ ds;  dvᵀ += dyᵀ p
-      if (dq != nullptr) {
-        T* dq_rows[kR];
-        for (int64_t r = 0; r < blk.rows; ++r) dq_rows[r] = head_rows(dq, q_grad, b, h)[t0 + r];
-        mix_rows(dq_rows, blk.rows, ds, ld, blk.keys, kr, kt, HS, scale, true);
-      }
-      if (dk != nullptr) add_outer(dkt, ld, q_rows, blk.rows, scale, ds, blk.keys, HS);
-      if (dv != nullptr) add_outer(dvt, ld, dy_rows, blk.rows, T(1), p, blk.keys, HS);
     }
     // dk_j += dkᵀ[:, j], dv_j += dvᵀ[:, j]
     for (const auto& [grad, gt] : {std::pair{dk, dkt}, std::pair{dv, dvt}}) {
