@@ -81,18 +81,35 @@ T* thread_scratch(size_t n) {
 
 // ---- Vectors and the tail ----------------------------------------------------------------------
 
-// Runs body(d, i) on each whole vector of [begin, end), then on the last few elements one at a
-// time through a 1-lane tag d1, so the tail runs exactly the same maths as the body. (Highway
-// 1.0.3 has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector on SSSE3/SSE4, which
-// may fault past the end of an unaligned buffer.)
+// Runs body(d, i) on each whole vector of [begin, end), then on the last few elements in
+// narrower vectors (tail_vectors below), so the tail runs exactly the same maths as the body.
+// (Highway 1.0.3 has no LoadN/StoreN, and its MaskedLoad reads a whole aligned vector on
+// SSSE3/SSE4, which may fault past the end of an unaligned buffer.)
+template <typename T, class Body>
+HWY_INLINE void for_each_vector(int64_t begin, int64_t end, const Body& body);
+
+// The elements [i, end) left after the whole vectors, fewer than a vector, in halving widths
+// (kLanes, kLanes / 2, ..., 1), body(dc, i) once per width that fits: a row of 6 floats is a
+// 4-lane and a 2-lane step, not six 1-lane ones (rows that short are the lecture's models).
+template <typename T, size_t kLanes, class Body>
+HWY_INLINE void tail_vectors(int64_t& i, int64_t end, const Body& body) {
+  if constexpr (kLanes >= 1) {
+    const hn::CappedTag<T, kLanes> dc;
+    if (hn::Lanes(dc) == kLanes && end - i >= static_cast<int64_t>(kLanes)) {
+      body(dc, i);
+      i += static_cast<int64_t>(kLanes);
+    }
+    if constexpr (kLanes > 1) tail_vectors<T, kLanes / 2>(i, end, body);
+  }
+}
+
 template <typename T, class Body>
 HWY_INLINE void for_each_vector(int64_t begin, int64_t end, const Body& body) {
   const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = begin;
   for (; i + N <= end; i += N) body(d, i);
-  for (; i < end; ++i) body(d1, i);
+  tail_vectors<T, hn::MaxLanes(hn::ScalableTag<T>()) / 2>(i, end, body);
 }
 
 // How a pass over n independent elements is cut up for threads: fixed chunks of `chunk` elements
@@ -116,17 +133,18 @@ void elementwise(int64_t n, ElementwiseSplit split, const Body& body) {
 // ---- Horizontal reductions ---------------------------------------------------------------------
 
 // Sum over [0, n) of the vectors f(d, j): one vector accumulator for the whole vectors, summed
-// across lanes at the end, then the tail lanes (1-lane tag, same maths) added in order.
+// across lanes at the end, then the tail (tail_vectors' narrower vectors, same maths) added in
+// order.
 template <typename T, class F>
 HWY_INLINE T sum_of(int64_t n, const F& f) {
   const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   auto acc = hn::Zero(d);
   int64_t j = 0;
   for (; j + N <= n; j += N) acc = hn::Add(acc, f(d, j));
   T s = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; j < n; ++j) s += hn::GetLane(f(d1, j));
+  tail_vectors<T, hn::MaxLanes(hn::ScalableTag<T>()) / 2>(
+      j, n, [&](auto dc, int64_t i) HWY_ATTR { s += hn::GetLane(hn::SumOfLanes(dc, f(dc, i))); });
   return s;
 }
 
@@ -161,24 +179,9 @@ constexpr int kTileVectors = 4;
 constexpr int kTileVectors = 2;
 #endif
 
-// The lanes a tile loop leaves after its whole vectors, in halving widths (kLanes, kLanes / 2,
-// ..., 1), one tile of at most one vector each: a remainder of 8 floats is one 8-lane tile, not
-// eight 1-lane ones.
-template <typename T, size_t kLanes, class Tile>
-HWY_INLINE void tail_tiles(int64_t& i, int64_t count, const Tile& tile) {
-  if constexpr (kLanes >= 1) {
-    const hn::CappedTag<T, kLanes> dc;
-    if (hn::Lanes(dc) == kLanes && count - i >= static_cast<int64_t>(kLanes)) {
-      tile.template operator()<1>(dc, i);
-      i += static_cast<int64_t>(kLanes);
-    }
-    if constexpr (kLanes > 1) tail_tiles<T, kLanes / 2>(i, count, tile);
-  }
-}
-
 // Calls tile.template operator()<NV>(d, i) over [0, count) lanes: tiles of MaxNV vectors, then
 // the remaining whole vectors in one tile, then (only when `tail`) the last lanes in halving
-// widths (tail_tiles). Without `tail`, count is rounded up to whole vectors (the caller's
+// widths (tail_vectors). Without `tail`, count is rounded up to whole vectors (the caller's
 // buffers are padded).
 template <typename T, int MaxNV = kTileVectors, class Tile>
 HWY_INLINE void for_each_tile(int64_t count, bool tail, const Tile& tile) {
@@ -196,7 +199,8 @@ HWY_INLINE void for_each_tile(int64_t count, bool tail, const Tile& tile) {
   }
   if (tail) {
     int64_t i = vectors * N;
-    tail_tiles<T, hn::MaxLanes(hn::ScalableTag<T>()) / 2>(i, count, tile);
+    tail_vectors<T, hn::MaxLanes(hn::ScalableTag<T>()) / 2>(
+        i, count, [&](auto dc, int64_t j) HWY_ATTR { tile.template operator()<1>(dc, j); });
   }
 }
 
