@@ -161,6 +161,9 @@ std::vector<GradcheckCase> build() {
                                param({s.B, 1, s.T + 2, s.C}, g, d)};
                },
                [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); }});
+  c.push_back({"causal_attention_qkv", "qkv (B, T, 3C), 2 heads",
+               [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, 3 * s.C}, g, d)}; },
+               [](const Inputs& in) { return causal_attention_qkv(in[0], 2); }});
   c.push_back(unary_case("log_softmax", [](const Tensor& x) { return log_softmax(x); }, -3, 3));
   c.push_back({"layer_norm", "x (B, T, C), gamma (C), beta (C)",
                [](Generator& g, DType d, const Sizes& s) {

@@ -132,6 +132,11 @@ Tensor causal_softmax(const Tensor& scores);
 /// contiguous, so merging the heads copies nothing.
 ///   VJP: ds = p (dy vᵀ - rowsum(dy y)); dq = ds k / sqrt(HS); dk = dsᵀ q / sqrt(HS); dv = pᵀ dy
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v);
+/// causal_attention on the n_head heads of a packed qkv (B, T, 3C) (c_attn's output: q, k, v
+/// side by side, each head HS = C / n_head channels) -> y (B, T, C), the heads side by side.
+/// The gradient lands in dqkv directly, with no copies through split and transpose views.
+///                                            VJP: causal_attention's, into dqkv's head views
+Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head);
 /// log(softmax(x)) over the last axis.        VJP: dx = dy - softmax(x) * sum(dy)
 Tensor log_softmax(const Tensor& x);
 /// Layer norm over the last axis of x (..., C) with gamma, beta (C); biased variance.

@@ -168,8 +168,47 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
                  vs = vs, ys, dims](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "causal_attention", [&]<typename T>() {
       auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-      kernels::attention_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(), y.data<T>(), ys, lse.data<T>(),
+      // Every gradient here is a contiguous (B, NH, T, HS) buffer.
+      const kernels::HeadStrides cq = kernels::contiguous_heads(dims.NH, dims.Tq, dims.HS),
+                                 ck = kernels::contiguous_heads(dims.NH, dims.Tk, dims.HS);
+      kernels::attention_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(), {cq, cq, ck, ck}, y.data<T>(), ys,
+                                     lse.data<T>(),
                                      q.data<T>(), qs, k.data<T>(), ks, v.data<T>(), vs, dims);
+    });
+  });
+}
+
+// ----- causal_attention_qkv: causal_attention on the heads of a packed (B, T, 3C) q, k, v -----
+//
+// What a GPT's attention layer computes from c_attn's output. Splitting it into heads with
+// slice, reshape and transpose costs nothing going forward (views), but their VJPs copy each of
+// dq, dk, dv twice on the way back to dqkv; this op reads the heads through strides and writes
+// their gradients straight into dqkv's head-split views, and returns y as (B, T, C) with the
+// heads side by side.
+Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head) {
+  if (!qkv.defined()) throw std::invalid_argument("causal_attention_qkv: undefined tensor");
+  if (qkv.dtype() == DType::i64) throw_not_floating("causal_attention_qkv", DType::i64);
+  if (qkv.dim() != 3 || qkv.size(2) % 3 != 0 || n_head < 1 || (qkv.size(2) / 3) % n_head != 0 || qkv.numel() == 0)
+    throw std::invalid_argument("causal_attention_qkv: expected qkv (B, T, 3C) with n_head dividing C, got qkv " +
+                                shape_str(qkv.shape()) + " and n_head " + std::to_string(n_head));
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+  const kernels::AttentionDims dims{B, n_head, T, T, C / n_head};
+  const Tensor xc = detail::contiguous_data(qkv);
+  const kernels::HeadStrides heads{T * 3 * C, dims.HS, 3 * C};  // q, k, v at offsets 0, C, 2C
+  const kernels::HeadStrides ys{T * C, dims.HS, C};             // y (B, T, NH, HS) = (B, T, C)
+  Tensor y = Tensor::empty({B, T, C}, qkv.dtype());
+  Tensor lse = Tensor::empty({B, n_head, T}, qkv.dtype());
+  dispatch_floating(qkv.dtype(), "causal_attention_qkv", [&]<typename T_>() {
+    const T_* x = xc.data<T_>();
+    kernels::attention_forward<T_>(y.data<T_>(), ys, lse.data<T_>(), x, heads, x + C, heads, x + 2 * C, heads, dims);
+  });
+  return record(y, "causal_attention_qkv", {qkv},
+                [xc = xc.detach(), y = y.detach(), lse, heads, ys, dims, C](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "causal_attention_qkv", [&]<typename T_>() {
+      const T_* x = xc.data<T_>();
+      T_* dx = gi[0].data<T_>();  // dqkv (B, T, 3C), contiguous: dq, dk, dv are its head-split views
+      kernels::attention_backward<T_>(dx, dx + C, dx + 2 * C, g.data<T_>(), {ys, heads, heads, heads}, y.data<T_>(),
+                                      ys, lse.data<T_>(), x, heads, x + C, heads, x + 2 * C, heads, dims);
     });
   });
 }

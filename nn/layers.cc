@@ -189,8 +189,16 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const 
                                 shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1), HS = n_embd / n_head;
   const int64_t past = cache != nullptr ? cache->length() : 0;  // positions already cached
-  // (B, T, 3C) -> q, k, v each (B, T, C) -> (B, T, NH, HS) -> (B, NH, T, HS)
-  const Tensor qkv = c_attn->forward(x);
+  const Tensor qkv = c_attn->forward(x);  // (B, T, 3C): q, k, v side by side
+  // The fused ops compute exactly scaled_dot_product_attention (tests/nn/layers_test.cc) without
+  // storing the (T, T) weights; dropout on those weights needs them, so it takes the long way.
+  const bool weight_dropout = attn_dropout->is_training() && attn_dropout->p > 0;
+  if (!rope && cache == nullptr && !weight_dropout) {
+    // The common case, GPT-2's: one op reads the heads of qkv in place and returns them merged.
+    return resid_dropout->forward(c_proj->forward(causal_attention_qkv(qkv, n_head)));
+  }
+  // Otherwise the heads are made explicit: (B, T, 3C) -> q, k, v each (B, T, C) ->
+  // (B, T, NH, HS) -> (B, NH, T, HS), all views of qkv
   auto heads = [&](int64_t part) {  // part 0, 1, 2: q, k, v, each a view of qkv
     return transpose(reshape(slice(qkv, -1, part * n_embd, (part + 1) * n_embd), {B, T, n_head, HS}), 1, 2);
   };
@@ -210,9 +218,6 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const 
     k = cache->keys();
     v = cache->values();
   }
-  // The fused op computes exactly scaled_dot_product_attention (tests/nn/layers_test.cc) without
-  // storing the (T, T) weights; dropout on those weights needs them, so it takes the long way.
-  const bool weight_dropout = attn_dropout->is_training() && attn_dropout->p > 0;
   const Tensor y = weight_dropout ? scaled_dot_product_attention(q, k, v, attn_dropout.get())
                                   : causal_attention(q, k, v);  // (B, NH, T, HS)
   // Re-assemble the heads side by side: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C) (a view

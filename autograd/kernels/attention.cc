@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "autograd/kernels/dispatch.h"
@@ -353,12 +354,11 @@ void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStride
 }
 
 template <typename T>
-void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const T* y, HeadStrides ys, const T* lse, const T* q,
-                             HeadStrides qs, const T* k, HeadStrides ks, const T* v, HeadStrides vs,
-                             const AttentionDims& n) {
+void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& g, const T* y,
+                             HeadStrides ys, const T* lse, const T* q, HeadStrides qs, const T* k, HeadStrides ks,
+                             const T* v, HeadStrides vs, const AttentionDims& n) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   const int64_t HS = n.HS, ld = padded_keys<T>(n.Tk);
-  const HeadStrides q_grad{n.NH * n.Tq * HS, n.Tq * HS, HS}, k_grad{n.NH * n.Tk * HS, n.Tk * HS, HS};
   const bool lanes = HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
   for_each_head(n, [&](int64_t b, int64_t h) HWY_ATTR {
     T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((4 * HS + 2 * kR) * ld));
@@ -368,13 +368,13 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const T* y, HeadS
     T* p = dvt + HS * ld;  // (kR, ld) each
     T* ds = p + kR * ld;
     const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h), vr = head_rows(v, vs, b, h);
-    const Rows<const T> yr = head_rows(y, ys, b, h), dyr = head_rows(dy, q_grad, b, h);
+    const Rows<const T> yr = head_rows(y, ys, b, h), dyr = head_rows(dy, g.dy, b, h);
     const T* lse_h = lse + (b * n.NH + h) * n.Tq;
     transpose_rows(kt, ld, kr, n.Tk, HS);
     transpose_rows(vt, ld, vr, n.Tk, HS);
     std::fill(dkt, dkt + 2 * HS * ld, T(0));  // dkᵀ and dvᵀ
     if (lanes) {
-      backward_query_lanes(head_rows(dq, q_grad, b, h), dk != nullptr ? dkt : nullptr, dv != nullptr ? dvt : nullptr, ld,
+      backward_query_lanes(head_rows(dq, g.dq, b, h), dk != nullptr ? dkt : nullptr, dv != nullptr ? dvt : nullptr, ld,
                            dyr, yr, lse_h, qr, kr, vr, n, scale, dq != nullptr);
     } else {
       for (int64_t t0 = 0; t0 < n.Tq; t0 += kR) {
@@ -409,7 +409,7 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const T* y, HeadS
         // dq_t += scale sum_j ds_tj k_j;  dkᵀ += scale qᵀ ds;  dvᵀ += dyᵀ p
         if (dq != nullptr) {
           T* dq_rows[kR];
-          for (int64_t r = 0; r < blk.rows; ++r) dq_rows[r] = head_rows(dq, q_grad, b, h)[t0 + r];
+          for (int64_t r = 0; r < blk.rows; ++r) dq_rows[r] = head_rows(dq, g.dq, b, h)[t0 + r];
           mix_rows(dq_rows, blk.rows, ds, ld, blk.keys, kr, kt, HS, scale, true);
         }
         if (dk != nullptr) add_outer(dkt, ld, q_rows, blk.rows, scale, ds, blk.keys, HS);
@@ -417,9 +417,9 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const T* y, HeadS
       }
     }
     // dk_j += dkᵀ[:, j], dv_j += dvᵀ[:, j]
-    for (const auto& [grad, gt] : {std::pair{dk, dkt}, std::pair{dv, dvt}}) {
+    for (const auto& [grad, gt, strides] : {std::tuple{dk, dkt, g.dk}, std::tuple{dv, dvt, g.dv}}) {
       if (grad == nullptr) continue;
-      const Rows<T> rows = head_rows(grad, k_grad, b, h);
+      const Rows<T> rows = head_rows(grad, strides, b, h);
       for (int64_t j = 0; j < n.Tk; ++j)
         for (int64_t c = 0; c < HS; ++c) rows[j][c] += gt[c * ld + j];
     }
@@ -445,10 +445,10 @@ ATTOGRAD_KERNEL(void, attention_forward,
                 (y, y_strides, lse, q, q_strides, k, k_strides, v, v_strides, dims));
 
 ATTOGRAD_KERNEL(void, attention_backward,
-                (T * dq, T* dk, T* dv, const T* dy, const T* y, HeadStrides y_strides, const T* lse, const T* q,
-                 HeadStrides q_strides, const T* k, HeadStrides k_strides, const T* v, HeadStrides v_strides,
-                 const AttentionDims& dims),
-                (dq, dk, dv, dy, y, y_strides, lse, q, q_strides, k, k_strides, v, v_strides, dims));
+                (T * dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides, const T* y,
+                 HeadStrides y_strides, const T* lse, const T* q, HeadStrides q_strides, const T* k,
+                 HeadStrides k_strides, const T* v, HeadStrides v_strides, const AttentionDims& dims),
+                (dq, dk, dv, dy, grad_strides, y, y_strides, lse, q, q_strides, k, k_strides, v, v_strides, dims));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

@@ -27,9 +27,19 @@ struct HeadStrides {
   int64_t batch, head, time;
 };
 
+/// The strides of a contiguous (B, NH, T, HS) buffer.
+inline HeadStrides contiguous_heads(int64_t NH, int64_t T, int64_t HS) { return {NH * T * HS, T * HS, HS}; }
+
 /// Sizes of one attention call.
 struct AttentionDims {
   int64_t B, NH, Tq, Tk, HS;
+};
+
+/// Where attention_backward reads dy (B, NH, Tq, HS) and adds dq (B, NH, Tq, HS), dk and dv
+/// (B, NH, Tk, HS): contiguous buffers (contiguous_heads), or the head-split views of one
+/// (B, T, 3 C) gradient, so that a packed q, k, v gets its gradient in place.
+struct AttentionGradStrides {
+  HeadStrides dy, dq, dk, dv;
 };
 
 /// y (B, NH, Tq, HS) = causal attention of q (B, NH, Tq, HS) over k, v (B, NH, Tk, HS); lse
@@ -39,14 +49,15 @@ template <typename T>
 void attention_forward(T* y, HeadStrides y_strides, T* lse, const T* q, HeadStrides q_strides, const T* k,
                        HeadStrides k_strides, const T* v, HeadStrides v_strides, const AttentionDims& dims);
 
-/// The VJP of attention_forward, ACCUMULATED into dq (B, NH, Tq, HS), dk, dv (B, NH, Tk, HS), all
-/// contiguous (any of them may be null when that gradient is not needed), from dy (B, NH, Tq, HS)
-/// contiguous and the forward's inputs, output y and lse:
+/// The VJP of attention_forward, ACCUMULATED into dq (B, NH, Tq, HS), dk, dv (B, NH, Tk, HS) (any
+/// of them may be null when that gradient is not needed; dq, dk, dv must not overlap each other),
+/// from dy (B, NH, Tq, HS), each with its strides in grad_strides, and the forward's inputs,
+/// output y and lse:
 ///   D_t = dy_t . y_t;  ds_tj = p_tj (dy_t . v_j - D_t)
 ///   dq_t += sum_j ds_tj k_j / sqrt(HS);  dk_j += sum_t ds_tj q_t / sqrt(HS);  dv_j += sum_t p_tj dy_t
 template <typename T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dy, const T* y, HeadStrides y_strides, const T* lse,
-                        const T* q, HeadStrides q_strides, const T* k, HeadStrides k_strides, const T* v,
-                        HeadStrides v_strides, const AttentionDims& dims);
+void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides, const T* y,
+                        HeadStrides y_strides, const T* lse, const T* q, HeadStrides q_strides, const T* k,
+                        HeadStrides k_strides, const T* v, HeadStrides v_strides, const AttentionDims& dims);
 
 }  // namespace attograd::kernels

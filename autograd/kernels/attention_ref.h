@@ -57,14 +57,13 @@ void attention_forward(T* y, HeadStrides ys, T* lse, const T* q, HeadStrides qs,
 }
 
 /// The VJP (attention.h) with p recomputed as a matrix: dv += pᵀ dy; dp = dy vᵀ;
-/// ds = p (dp - rowsum(dp p)); dq += ds k / sqrt(HS); dk += dsᵀ q / sqrt(HS). dq, dk, dv, dy
-/// contiguous (B, NH, T, HS). (rowsum(dp p) = dy_t . y_t, the D of attention.h.)
+/// ds = p (dp - rowsum(dp p)); dq += ds k / sqrt(HS); dk += dsᵀ q / sqrt(HS), each gradient read
+/// or written through its strides in g. (rowsum(dp p) = dy_t . y_t, the D of attention.h.)
 template <typename T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dy, const T* /* y */, HeadStrides /* ys */, const T* /* lse */,
-                        const T* q, HeadStrides qs, const T* k, HeadStrides ks, const T* v, HeadStrides vs,
-                        const AttentionDims& n) {
+void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& g, const T* /* y */,
+                        HeadStrides /* ys */, const T* /* lse */, const T* q, HeadStrides qs, const T* k, HeadStrides ks,
+                        const T* v, HeadStrides vs, const AttentionDims& n) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
-  const HeadStrides cq{n.NH * n.Tq * n.HS, n.Tq * n.HS, n.HS}, ck{n.NH * n.Tk * n.HS, n.Tk * n.HS, n.HS};
   for (int64_t b = 0; b < n.B; ++b)
     for (int64_t h = 0; h < n.NH; ++h) {
       const std::vector<T> p = attention_weights(q, qs, k, ks, n, b, h);
@@ -72,15 +71,15 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dy, const T* /* y */, Head
         std::vector<T> dp(static_cast<size_t>(n.Tk), T(0));
         T dot = 0;  // sum_j dp_tj p_tj
         for (int64_t j = 0; j < n.Tk; ++j) {
-          for (int64_t d = 0; d < n.HS; ++d) dp[j] += dy[head_index(cq, b, h, t, d)] * v[head_index(vs, b, h, j, d)];
+          for (int64_t d = 0; d < n.HS; ++d) dp[j] += dy[head_index(g.dy, b, h, t, d)] * v[head_index(vs, b, h, j, d)];
           dot += dp[j] * p[t * n.Tk + j];
         }
         for (int64_t j = 0; j < n.Tk; ++j) {
           const T pj = p[t * n.Tk + j], ds = pj * (dp[j] - dot);
           for (int64_t d = 0; d < n.HS; ++d) {
-            if (dv != nullptr) dv[head_index(ck, b, h, j, d)] += pj * dy[head_index(cq, b, h, t, d)];
-            if (dq != nullptr) dq[head_index(cq, b, h, t, d)] += ds * k[head_index(ks, b, h, j, d)] * scale;
-            if (dk != nullptr) dk[head_index(ck, b, h, j, d)] += ds * q[head_index(qs, b, h, t, d)] * scale;
+            if (dv != nullptr) dv[head_index(g.dv, b, h, j, d)] += pj * dy[head_index(g.dy, b, h, t, d)];
+            if (dq != nullptr) dq[head_index(g.dq, b, h, t, d)] += ds * k[head_index(ks, b, h, j, d)] * scale;
+            if (dk != nullptr) dk[head_index(g.dk, b, h, j, d)] += ds * q[head_index(qs, b, h, t, d)] * scale;
           }
         }
       }

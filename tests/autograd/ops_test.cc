@@ -258,6 +258,33 @@ BOOST_AUTO_TEST_CASE(linear_cross_entropy_matches_linear_then_cross_entropy) {
                                            "expected targets (2, 3), got x (2, 3, 4) and targets (2,)");
 }
 
+// The packed op against the layer's long way: split c_attn's output into heads with slice,
+// reshape and transpose, causal_attention, merge the heads: values and the gradient of qkv.
+BOOST_AUTO_TEST_CASE(causal_attention_qkv_matches_split_heads) {
+  Generator gen(13);
+  const int64_t B = 2, T = 5, C = 6, NH = 3;
+  const Tensor qkv0 = Tensor::randn({B, T, 3 * C}, gen, DType::f64), w = Tensor::randn({B, T, C}, gen, DType::f64);
+  std::vector<double> results[2][2];
+  for (int fused = 0; fused < 2; ++fused) {
+    Tensor qkv = qkv0.clone().set_requires_grad();
+    Tensor y;
+    if (fused) {
+      y = causal_attention_qkv(qkv, NH);
+    } else {
+      auto heads = [&](int64_t part) {
+        return transpose(reshape(slice(qkv, -1, part * C, (part + 1) * C), {B, T, NH, C / NH}), 1, 2);
+      };
+      y = reshape(transpose(causal_attention(heads(0), heads(1), heads(2)), 1, 2), {B, T, C});
+    }
+    sum(mul(y, w)).backward();
+    results[fused][0] = y.to_vector();
+    results[fused][1] = qkv.grad().to_vector();
+  }
+  for (int i = 0; i < 2; ++i) expect_close(results[1][i], results[0][i], 1e-13);
+  expect_throw_with<std::invalid_argument>([] { causal_attention_qkv(Tensor::zeros({2, 5, 18}), 4); },
+                                           "n_head dividing C, got qkv (2, 5, 18) and n_head 4");
+}
+
 BOOST_AUTO_TEST_CASE(embedding_gathers_and_scatter_adds) {
   Tensor w = Tensor::from_vector({0, 1, 10, 11, 20, 21}, {3, 2}, DType::f64).set_requires_grad();
   Tensor ids = Tensor::from_ids({2, 0, 2}, {1, 3});

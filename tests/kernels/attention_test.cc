@@ -33,8 +33,8 @@ const AttentionDims kDims[] = {
     {1, 1, 37, 37, 17}, {1, 2, 20, 33, 64}, {2, 1, 9, 9, 8}, {1, 1, 3, 3, 769},
 };
 
-// Contiguous (B, NH, T, HS): the layout of every gradient buffer.
-HeadStrides contiguous(const AttentionDims& n, int64_t T) { return {n.NH * T * n.HS, T * n.HS, n.HS}; }
+// Contiguous (B, NH, T, HS): the layout of the gradient buffers of causal_attention(q, k, v).
+HeadStrides contiguous(const AttentionDims& n, int64_t T) { return k::contiguous_heads(n.NH, T, n.HS); }
 
 // q, k, v as the head-split views of one (B, T, 3, NH, HS) buffer, and y as (B, T, NH, HS): what
 // a GPT's c_attn output and merged heads are. (Only meaningful for Tq == Tk.)
@@ -69,16 +69,18 @@ void check_forward_and_backward(const AttentionDims& n, bool gpt_layout, int64_t
   check_close(y, y_ref, kRtol<T>, 1, what + " y");
   check_close(lse, lse_ref, kRtol<T>, 1, what + " lse");
 
-  // Gradients start non-zero: the kernel must add into them.
+  // Gradients start non-zero: the kernel must add into them. With the GPT layout they are the
+  // head-split views of one (B, T, 3C) gradient, and dy has y's (B, T, NH, HS) layout.
   const Buffer<T> dy = uniform<T>(q_size, offset, rng);
-  Buffer<T> dq = uniform<T>(q_size, offset, rng), dk = uniform<T>(k_size, offset, rng), dv = uniform<T>(k_size, offset, rng);
-  Buffer<T> dq_ref = dq, dk_ref = dk, dv_ref = dv;
-  k::attention_backward(dq.data(), dk.data(), dv.data(), dy.data(), y.data(), ys, lse.data(), q, qs, kp, ks, vp, ks, n);
-  ref::attention_backward(dq_ref.data(), dk_ref.data(), dv_ref.data(), dy.data(), y_ref.data(), ys, lse_ref.data(), q, qs,
-                          kp, ks, vp, ks, n);
-  check_close(dq, dq_ref, kRtol<T> * 10, 1, what + " dq");
-  check_close(dk, dk_ref, kRtol<T> * 10, 1, what + " dk");
-  check_close(dv, dv_ref, kRtol<T> * 10, 1, what + " dv");
+  Buffer<T> grads = uniform<T>(gpt_layout ? 3 * k_size : q_size + 2 * k_size, offset, rng);
+  Buffer<T> grads_ref = grads;
+  const int64_t dk_at = gpt_layout ? g.k_offset : q_size, dv_at = gpt_layout ? g.v_offset : q_size + k_size;
+  const k::AttentionGradStrides gs{ys, qs, ks, ks};
+  k::attention_backward(grads.data(), grads.data() + dk_at, grads.data() + dv_at, dy.data(), gs, y.data(), ys,
+                        lse.data(), q, qs, kp, ks, vp, ks, n);
+  ref::attention_backward(grads_ref.data(), grads_ref.data() + dk_at, grads_ref.data() + dv_at, dy.data(), gs,
+                          y_ref.data(), ys, lse_ref.data(), q, qs, kp, ks, vp, ks, n);
+  check_close(grads, grads_ref, kRtol<T> * 10, 1, what + " dq, dk, dv");
 }
 
 }  // namespace
@@ -122,9 +124,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_backward_computes_only_what_is_asked, T,
   Buffer<T> y(size, 0), lse(24, 0);
   k::attention_forward(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
   Buffer<T> dq_all(size, 0), dk_all(size, 0), dv_all(size, 0), dk_only(size, 0);
-  k::attention_backward(dq_all.data(), dk_all.data(), dv_all.data(), dy.data(), y.data(), s, lse.data(), q.data(), s,
+  const k::AttentionGradStrides gs{s, s, s, s};
+  k::attention_backward(dq_all.data(), dk_all.data(), dv_all.data(), dy.data(), gs, y.data(), s, lse.data(), q.data(), s,
                         kk.data(), s, v.data(), s, n);
-  k::attention_backward(static_cast<T*>(nullptr), dk_only.data(), static_cast<T*>(nullptr), dy.data(), y.data(), s,
+  k::attention_backward(static_cast<T*>(nullptr), dk_only.data(), static_cast<T*>(nullptr), dy.data(), gs, y.data(), s,
                         lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
   check_equal(dk_only.data(), dk_all.data(), size, "dk alone vs with dq and dv");
 }
@@ -143,8 +146,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_is_thread_count_independent, T, Types) {
     omp_set_num_threads(nthreads);
     Buffer<T> y(size, 0), lse(4 * 3 * 40, 0), dq(size, 0), dk(size, 0), dv(size, 0);
     k::attention_forward(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
-    k::attention_backward(dq.data(), dk.data(), dv.data(), dy.data(), y.data(), s, lse.data(), q.data(), s, kk.data(), s,
-                          v.data(), s, n);
+    k::attention_backward(dq.data(), dk.data(), dv.data(), dy.data(), {s, s, s, s}, y.data(), s, lse.data(), q.data(), s,
+                          kk.data(), s, v.data(), s, n);
     for (const Buffer<T>* b : {&y, &dq, &dk, &dv}) out[nthreads - 1].insert(out[nthreads - 1].end(), b->data(), b->data() + size);
   }
   omp_set_num_threads(threads);
