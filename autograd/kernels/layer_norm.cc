@@ -41,10 +41,72 @@ HWY_INLINE hn::Vec<D> xhat_at(D d, const T* xr, int64_t c, T m, T s) {
 
 // ---- forward ---------------------------------------------------------------------------------
 
+// ---- rows narrower than a vector: rows in the lanes --------------------------------------------
+// With C below a vector (the lecture's femto and pico have C = 2 and 6) a row is a fraction of a
+// vector, and each of its means is a sum across lanes. Here a block of V rows is first copied
+// column by column into a (C, V) buffer, so that a vector holds one column of V rows and every
+// mean, variance and normalisation is plain vector arithmetic over C columns. Rows past the last
+// whole block take the row-at-a-time code.
+struct NarrowRows {};
+
+// cols[c * V + l] = x[(r0 + l) * C + c] for l < V: V rows of x turned into C columns.
+template <typename T>
+HWY_INLINE void rows_to_columns(T* cols, const T* x, int64_t r0, int64_t C, int64_t V) {
+  for (int64_t l = 0; l < V; ++l)
+    for (int64_t c = 0; c < C; ++c) cols[c * V + l] = x[(r0 + l) * C + c];
+}
+
+// The inverse: x[(r0 + l) * C + c] = cols[c * V + l].
+template <typename T>
+HWY_INLINE void columns_to_rows(T* x, const T* cols, int64_t r0, int64_t C, int64_t V) {
+  for (int64_t l = 0; l < V; ++l)
+    for (int64_t c = 0; c < C; ++c) x[(r0 + l) * C + c] = cols[c * V + l];
+}
+
+// True when the rows are narrow enough for the rows-in-lanes code (not on the scalar target,
+// whose one lane makes it the row code anyway).
+template <typename T>
+bool narrow_rows(int64_t C) {
+  return HWY_TARGET != HWY_SCALAR && C < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
+}
+
+// The forward of rows [0, rows - rows % V), V rows at a time.
+template <typename T>
+int64_t layer_norm_forward_lanes(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta, int64_t rows,
+                                 int64_t C, T eps) {
+  const hn::ScalableTag<T> d;
+  const int64_t V = static_cast<int64_t>(hn::Lanes(d)), blocks = rows / V;
+  T* cols = thread_scratch<T, NarrowRows>(static_cast<size_t>(C * V));
+  const auto inv_c = hn::Set(d, T(1) / static_cast<T>(C));
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t r0 = b * V;
+    rows_to_columns(cols, x, r0, C, V);
+    auto sum = hn::Zero(d);
+    for (int64_t c = 0; c < C; ++c) sum = hn::Add(sum, hn::Load(d, cols + c * V));
+    const auto m = hn::Mul(sum, inv_c);
+    auto sum_sq = hn::Zero(d);
+    for (int64_t c = 0; c < C; ++c) {
+      const auto centred = hn::Sub(hn::Load(d, cols + c * V), m);
+      sum_sq = hn::MulAdd(centred, centred, sum_sq);
+    }
+    const auto s = hn::Div(hn::Set(d, T(1)), hn::Sqrt(hn::Add(hn::Mul(sum_sq, inv_c), hn::Set(d, eps))));
+    for (int64_t c = 0; c < C; ++c) {
+      const auto xhat = hn::Mul(hn::Sub(hn::Load(d, cols + c * V), m), s);
+      hn::Store(hn::MulAdd(xhat, hn::Set(d, gamma[c]), hn::Set(d, beta[c])), d, cols + c * V);
+    }
+    columns_to_rows(y, cols, r0, C, V);
+    hn::StoreU(m, d, mean + r0);
+    hn::StoreU(s, d, rstd + r0);
+  }
+  return blocks * V;
+}
+
 template <typename T>
 void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
                              int64_t rows, int64_t C, T eps) {
-  for_range(rows, rows * C >= kParallelMin, [&](int64_t r) HWY_ATTR {
+  const int64_t done = narrow_rows<T>(C) ? layer_norm_forward_lanes(y, mean, rstd, x, gamma, beta, rows, C, eps) : 0;
+  for_range(rows - done, (rows - done) * C >= kParallelMin, [&, done](int64_t i) HWY_ATTR {
+    const int64_t r = done + i;
     const T* xr = x + r * C;
     T* yr = y + r * C;
 
@@ -74,10 +136,48 @@ void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma,
 // ---- backward --------------------------------------------------------------------------------
 
 // dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma; one row per thread.
+// dx of rows [0, rows - rows % V), V rows at a time (see layer_norm_forward_lanes).
+template <typename T>
+int64_t layer_norm_dx_lanes(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* gamma,
+                            int64_t rows, int64_t C) {
+  const hn::ScalableTag<T> d;
+  const int64_t V = static_cast<int64_t>(hn::Lanes(d)), blocks = rows / V;
+  T* xcols = thread_scratch<T, NarrowRows>(static_cast<size_t>(3 * C * V));
+  T* gcols = xcols + C * V;   // g = dy * gamma
+  T* dxcols = gcols + C * V;
+  const auto inv_c = hn::Set(d, T(1) / static_cast<T>(C));
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t r0 = b * V;
+    rows_to_columns(xcols, x, r0, C, V);
+    rows_to_columns(gcols, dy, r0, C, V);
+    rows_to_columns(dxcols, dx, r0, C, V);
+    const auto m = hn::LoadU(d, mean + r0), s = hn::LoadU(d, rstd + r0);
+    // the two row means, mean(g) and mean(g * xhat)
+    auto g_sum = hn::Zero(d), g_xhat_sum = hn::Zero(d);
+    for (int64_t c = 0; c < C; ++c) {
+      const auto g = hn::Mul(hn::Load(d, gcols + c * V), hn::Set(d, gamma[c]));
+      hn::Store(g, d, gcols + c * V);
+      g_sum = hn::Add(g_sum, g);
+      g_xhat_sum = hn::MulAdd(g, hn::Mul(hn::Sub(hn::Load(d, xcols + c * V), m), s), g_xhat_sum);
+    }
+    const auto g_mean = hn::Mul(g_sum, inv_c), g_xhat_mean = hn::Mul(g_xhat_sum, inv_c);
+    // dx += rstd * (g - g_mean - xhat * g_xhat_mean)
+    for (int64_t c = 0; c < C; ++c) {
+      const auto xhat = hn::Mul(hn::Sub(hn::Load(d, xcols + c * V), m), s);
+      const auto inner = hn::NegMulAdd(xhat, g_xhat_mean, hn::Sub(hn::Load(d, gcols + c * V), g_mean));
+      hn::Store(hn::MulAdd(s, inner, hn::Load(d, dxcols + c * V)), d, dxcols + c * V);
+    }
+    columns_to_rows(dx, dxcols, r0, C, V);
+  }
+  return blocks * V;
+}
+
 template <typename T>
 void layer_norm_dx(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* gamma,
                    int64_t rows, int64_t C) {
-  for_range(rows, rows * C >= kParallelMin, [&](int64_t r) HWY_ATTR {
+  const int64_t done = narrow_rows<T>(C) ? layer_norm_dx_lanes(dx, dy, x, mean, rstd, gamma, rows, C) : 0;
+  for_range(rows - done, (rows - done) * C >= kParallelMin, [&, done](int64_t i) HWY_ATTR {
+    const int64_t r = done + i;
     const T* xr = x + r * C;
     const T* dyr = dy + r * C;
     T* dxr = dx + r * C;
