@@ -2,17 +2,17 @@
 // dispatch. The scalar specification is attention_ref.h; see elementwise.cc for how the
 // per-target compilation works.
 //
-// One (batch, head) pair is one unit of work, done whole by one thread: it copies its keys and
-// values transposed, kᵀ and vᵀ (HS, Tk), into a per-thread scratch, so that a query's scores
-// against all the keys it can see are vectors along the key axis j:
+// One (batch, head) pair is one unit of work, done whole by one thread. When the head fills a
+// vector (HS 64 in GPT-2) it copies its keys (and in the backward its values) transposed, kᵀ and
+// vᵀ (HS, Tk), into a per-thread scratch, so that a query's scores against all the keys it can
+// see are vectors along the key axis j:
 //
 //   s_j = scale * sum_d q_d kᵀ[d, j]            (HS multiply-adds per vector of keys)
 //
-// whatever HS is (2 in the lecture's pico model, 64 in GPT-2). The sums over keys that make a
-// vector of HS outputs (y_t = sum_j p_j v_j, dq_t = sum_j ds_j k_j) run along d, over rows of v
-// or k, when HS fills a vector; for a smaller HS they are HS dot products along j instead.
-// Gradients of k and v build up transposed in the scratch (dkᵀ, dvᵀ), again along j, and are
-// added into dk and dv once per head.
+// The sums over keys that make a vector of HS outputs (y_t = sum_j p_j v_j, dq_t = sum_j ds_j k_j)
+// run along d, over rows of v or k. Gradients of k and v build up transposed in the scratch
+// (dkᵀ, dvᵀ), again along j, and are added into dk and dv once per head. Heads narrower than a
+// vector (HS 2 in the lecture's pico model) put queries or keys in the lanes instead (below).
 #include "autograd/kernels/attention.h"
 
 #include <cmath>
@@ -82,22 +82,10 @@ void rows_by_columns(T* out, const T* const* a, const T* xt, int64_t ld, int64_t
 }
 
 // out_r[c] (+)= scale * sum_{j < n} w[r, j] x_j[c] for r < rows, c < HS: y = p v, or dq += ds k.
-// When HS fills a vector, tiles run along c over the rows x_j; for a smaller HS, each out_r[c]
-// is a dot product along j with the transposed copy xt (HS, ld).
+// Tiles run along c over the rows x_j (heads narrower than a vector take the lane paths below).
 template <typename T>
-void mix_rows(T* const* out, int64_t rows, const T* w, int64_t ld, int64_t n, Rows<const T> x, const T* xt,
-              int64_t HS, T scale, bool accumulate) {
-  const hn::ScalableTag<T> full;
-  if (HS < static_cast<int64_t>(hn::Lanes(full))) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < HS; ++c) {
-        const T s = scale * sum_of<T>(n, [&](auto d, int64_t j) HWY_ATTR {
-          return hn::Mul(hn::LoadU(d, w + r * ld + j), hn::LoadU(d, xt + c * ld + j));
-        });
-        out[r][c] = accumulate ? out[r][c] + s : s;
-      }
-    return;
-  }
+void mix_rows(T* const* out, int64_t rows, const T* w, int64_t ld, int64_t n, Rows<const T> x, int64_t HS, T scale,
+              bool accumulate) {
   for_each_tile<T>(HS, true, [&]<int NV>(auto d, int64_t c) HWY_ATTR {
     const int64_t N = static_cast<int64_t>(hn::Lanes(d));
     outer_product_tile<kR, NV>(
@@ -177,31 +165,73 @@ int64_t padded_keys(int64_t Tk) {
 // the blocked forward is a few lanes of work wrapped in horizontal reductions: a max, a sum and
 // a dot per channel. Here a vector holds V queries instead and the loop runs over keys: a key
 // costs HS multiply-adds for the V scores, a max, an exp and HS multiply-adds for the outputs,
-// and nothing is summed across lanes. (The backward keeps the blocked form: its gradients of
-// k and v are sums over queries, which lanes of queries would turn back into reductions.)
+// and nothing is summed across lanes.
 struct LaneScratch {};
+struct DotsScratch {};  // D_t = dy_t . y_t of a head's queries, in the narrow-head backward
+
+// D_t = dy_t . y_t for every query of the head.
+template <typename T>
+void output_dots(T* D, Rows<const T> dyr, Rows<const T> yr, const AttentionDims& n) {
+  for (int64_t t = 0; t < n.Tq; ++t) {
+    T dot = 0;
+    for (int64_t c = 0; c < n.HS; ++c) dot += dyr[t][c] * yr[t][c];
+    D[t] = dot;
+  }
+}
+
+// Copies rows x[first .. first + count) (HS wide) into xt (HS, V), lanes past count zero.
+template <typename T>
+void rows_to_lanes(T* xt, Rows<const T> x, int64_t first, int64_t count, int64_t V, int64_t HS) {
+  for (int64_t c = 0; c < HS; ++c)
+    for (int64_t l = 0; l < V; ++l) xt[c * V + l] = l < count ? x[first + l][c] : T(0);
+}
+
+// Adds xt (HS, V), lanes below count, into rows x[first .. first + count).
+template <typename T>
+void add_lanes_to_rows(Rows<T> x, const T* xt, int64_t first, int64_t count, int64_t V, int64_t HS) {
+  for (int64_t l = 0; l < count; ++l)
+    for (int64_t c = 0; c < HS; ++c) x[first + l][c] += xt[c * V + l];
+}
+
+// Runs body.template operator()<kMaxHS>() with the smallest bound of 2, 4, 8 or 16 channels that
+// holds HS (a narrow head has HS < a vector <= 16 lanes): the lane loops below keep one vector
+// per channel in registers, unrolled over kMaxHS with the channels past HS skipped, because
+// accumulators that go through memory at every key would chain each key's multiply-add to the
+// previous key's store.
+template <class Body>
+void with_channel_bound(int64_t HS, const Body& body) {
+  if (HS <= 2) return body.template operator()<2>();
+  if (HS <= 4) return body.template operator()<4>();
+  if (HS <= 8) return body.template operator()<8>();
+  return body.template operator()<16>();
+}
 
 // One head's y and lse, queries t0 .. t0 + V - 1 at a time.
-template <typename T>
+template <int kMaxHS, typename T>
 void forward_query_lanes(Rows<T> yr, T* lse_h, Rows<const T> qr, Rows<const T> kr, Rows<const T> vr,
                          const AttentionDims& n, T scale) {
   const hn::ScalableTag<T> d;
+  using VT = hn::Vec<decltype(d)>;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d)), HS = n.HS, offset = n.Tk - n.Tq;
-  T* qt = thread_scratch<T, LaneScratch>(static_cast<size_t>((2 * HS + n.Tk) * V));  // qᵀ (HS, V)
-  T* acc = qt + HS * V;                                                              // (HS, V)
-  T* scores = acc + HS * V;                                                          // (Tk, V)
+  T* qt = thread_scratch<T, LaneScratch>(static_cast<size_t>((HS + n.Tk) * V));  // qᵀ (HS, V)
+  T* scores = qt + HS * V;                                                       // (Tk, V)
   const auto lane = hn::Iota(d, T(0));
   HWY_ALIGN T out[hn::MaxLanes(decltype(d)())];
   for (int64_t t0 = 0; t0 < n.Tq; t0 += V) {
     const int64_t rows = std::min(V, n.Tq - t0), keys = std::min(n.Tk, t0 + rows + offset);
-    for (int64_t c = 0; c < HS; ++c)
-      for (int64_t l = 0; l < V; ++l) qt[c * V + l] = l < rows ? qr[t0 + l][c] : T(0);
+    rows_to_lanes(qt, qr, t0, rows, V, HS);
+    VT q[kMaxHS], acc[kMaxHS];
+    for (int c = 0; c < kMaxHS; ++c) {
+      q[c] = c < HS ? hn::Load(d, qt + c * V) : hn::Zero(d);
+      acc[c] = hn::Zero(d);
+    }
     // pass 1: the scaled scores of each key for the V queries, -inf where a query may not see
     // it (lane l sees key j <= t0 + l + offset), and their running max
     auto m = hn::Set(d, -std::numeric_limits<T>::infinity());
     for (int64_t j = 0; j < keys; ++j) {
       auto s = hn::Zero(d);
-      for (int64_t c = 0; c < HS; ++c) s = hn::MulAdd(hn::Load(d, qt + c * V), hn::Set(d, kr[j][c]), s);
+      for (int c = 0; c < kMaxHS; ++c)
+        if (c < HS) s = hn::MulAdd(q[c], hn::Set(d, kr[j][c]), s);
       s = hn::IfThenElse(hn::Ge(lane, hn::Set(d, static_cast<T>(j - t0 - offset))), hn::Mul(s, hn::Set(d, scale)),
                          hn::Set(d, -std::numeric_limits<T>::infinity()));
       hn::Store(s, d, scores + j * V);
@@ -209,100 +239,125 @@ void forward_query_lanes(Rows<T> yr, T* lse_h, Rows<const T> qr, Rows<const T> k
     }
     // pass 2: e_j = exp(s_j - m), their sum, and sum_j e_j v_j
     auto sum = hn::Zero(d);
-    std::fill(acc, acc + HS * V, T(0));
     for (int64_t j = 0; j < keys; ++j) {
       const auto e = exp_nonpositive(d, hn::Sub(hn::Load(d, scores + j * V), m));
       sum = hn::Add(sum, e);
-      for (int64_t c = 0; c < HS; ++c)
-        hn::Store(hn::MulAdd(e, hn::Set(d, vr[j][c]), hn::Load(d, acc + c * V)), d, acc + c * V);
+      for (int c = 0; c < kMaxHS; ++c)
+        if (c < HS) acc[c] = hn::MulAdd(e, hn::Set(d, vr[j][c]), acc[c]);
     }
     // y_t = that sum / sum e;  lse_t = m + log(sum e)
     hn::Store(hn::Add(m, hn::Log(d, sum)), d, out);
     for (int64_t l = 0; l < rows; ++l) lse_h[t0 + l] = out[l];
     const auto inv = hn::Div(hn::Set(d, T(1)), sum);
-    for (int64_t c = 0; c < HS; ++c) {
-      hn::Store(hn::Mul(hn::Load(d, acc + c * V), inv), d, out);
+    for (int c = 0; c < kMaxHS && c < HS; ++c) {
+      hn::Store(hn::Mul(acc[c], inv), d, out);
       for (int64_t l = 0; l < rows; ++l) yr[t0 + l][c] = out[l];
     }
   }
 }
 
-// The backward of a head narrower than a vector. The first pass runs over keys with the queries
-// in the lanes, as the forward: it recomputes each key's weights p and their gradient ds for V
-// queries at once and adds ds_tj k_j into dq_t, all without a reduction. dk and dv are sums over
-// queries, so the weights are then turned around (a small transpose) into rows along the keys,
-// and dkᵀ += qᵀ ds and dvᵀ += dyᵀ p run along j with add_outer, as in the blocked backward.
-template <typename T>
-void backward_query_lanes(Rows<T> dqr, T* dkt, T* dvt, int64_t ld, Rows<const T> dyr, Rows<const T> yr,
-                          const T* lse_h, Rows<const T> qr, Rows<const T> kr, Rows<const T> vr, const AttentionDims& n,
-                          T scale, bool want_dq) {
+// The backward of a head narrower than a vector, in two passes that each keep a sum in the lanes.
+// dq_t = scale sum_j ds_tj k_j sums over keys, so the first pass runs over keys with V queries in
+// the lanes, as the forward. dk_j = scale sum_t ds_tj q_t and dv_j = sum_t p_tj dy_t sum over
+// queries, so the second runs over queries with V keys in the lanes. Each pass recomputes the
+// weights p = exp(s - lse) and their gradient ds = p (dp - D) for its own pairs: two exps per
+// (query, key) pair instead of one, but no transposes and no reductions across lanes.
+
+// dq of one head: V queries t0 .. t0 + V - 1 in the lanes, the loop over the keys they see.
+template <int kMaxHS, typename T>
+void backward_dq_query_lanes(Rows<T> dqr, const T* D, const T* lse_h, Rows<const T> dyr, Rows<const T> qr,
+                             Rows<const T> kr, Rows<const T> vr, const AttentionDims& n, T scale) {
   const hn::ScalableTag<T> d;
+  using VT = hn::Vec<decltype(d)>;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d)), HS = n.HS, offset = n.Tk - n.Tq;
-  const int64_t V_rows = (V + kR - 1) / kR * kR;  // rows of the turned-around weights: whole groups of kR
-  T* qt = thread_scratch<T, LaneScratch>(static_cast<size_t>(3 * HS * V + 2 * n.Tk * V + 2 * V_rows * ld));
-  T* dyt = qt + HS * V;      // dyᵀ (HS, V)
-  T* dqt = dyt + HS * V;     // dqᵀ (HS, V)
-  T* pt = dqt + HS * V;      // pᵀ (Tk, V): key j's weights for the V queries
-  T* dst = pt + n.Tk * V;    // dsᵀ (Tk, V)
-  T* p_rows = dst + n.Tk * V;  // p and ds (V_rows, ld): one row per query, along the keys
-  T* ds_rows = p_rows + V_rows * ld;
+  T* qt = thread_scratch<T, LaneScratch>(static_cast<size_t>(2 * HS * V + 2 * V));
+  T* dyt = qt + HS * V;  // dyᵀ (HS, V); qt and dqᵀ share the first (HS, V)
+  T* D_lanes = dyt + HS * V;
+  T* lse_lanes = D_lanes + V;
   const auto lane = hn::Iota(d, T(0));
-  HWY_ALIGN T tmp[hn::MaxLanes(decltype(d)())];
   for (int64_t t0 = 0; t0 < n.Tq; t0 += V) {
     const int64_t rows = std::min(V, n.Tq - t0), keys = std::min(n.Tk, t0 + rows + offset);
-    for (int64_t c = 0; c < HS; ++c)
-      for (int64_t l = 0; l < V; ++l) {
-        qt[c * V + l] = l < rows ? qr[t0 + l][c] : T(0);
-        dyt[c * V + l] = l < rows ? dyr[t0 + l][c] : T(0);
-      }
-    // D_t = dy_t . y_t;  lse_t (0 past the last query, whose lanes are masked anyway)
-    for (int64_t l = 0; l < V; ++l) {
-      T dot = 0;
-      if (l < rows)
-        for (int64_t c = 0; c < HS; ++c) dot += dyr[t0 + l][c] * yr[t0 + l][c];
-      tmp[l] = dot;
+    rows_to_lanes(qt, qr, t0, rows, V, HS);
+    rows_to_lanes(dyt, dyr, t0, rows, V, HS);
+    for (int64_t l = 0; l < V; ++l) {  // 0 past the last query, whose lanes are masked anyway
+      D_lanes[l] = l < rows ? D[t0 + l] : T(0);
+      lse_lanes[l] = l < rows ? lse_h[t0 + l] : T(0);
     }
-    const auto D = hn::Load(d, tmp);
-    for (int64_t l = 0; l < V; ++l) tmp[l] = l < rows ? lse_h[t0 + l] : T(0);
-    const auto lse_t = hn::Load(d, tmp);
-    std::fill(dqt, dqt + HS * V, T(0));
+    const auto D_t = hn::Load(d, D_lanes), lse_t = hn::Load(d, lse_lanes);
+    VT q[kMaxHS], dy[kMaxHS], dq[kMaxHS];
+    for (int c = 0; c < kMaxHS; ++c) {
+      q[c] = c < HS ? hn::Load(d, qt + c * V) : hn::Zero(d);
+      dy[c] = c < HS ? hn::Load(d, dyt + c * V) : hn::Zero(d);
+      dq[c] = hn::Zero(d);
+    }
     const auto real = hn::Lt(lane, hn::Set(d, static_cast<T>(rows)));
     for (int64_t j = 0; j < keys; ++j) {
       auto s = hn::Zero(d), dp = hn::Zero(d);
-      for (int64_t c = 0; c < HS; ++c) {
-        s = hn::MulAdd(hn::Load(d, qt + c * V), hn::Set(d, kr[j][c]), s);
-        dp = hn::MulAdd(hn::Load(d, dyt + c * V), hn::Set(d, vr[j][c]), dp);
-      }
+      for (int c = 0; c < kMaxHS; ++c)
+        if (c < HS) {
+          s = hn::MulAdd(q[c], hn::Set(d, kr[j][c]), s);
+          dp = hn::MulAdd(dy[c], hn::Set(d, vr[j][c]), dp);
+        }
       // p = exp(s - lse) where lane l sees key j (j <= t0 + l + offset) and is a real query
       const auto seen = hn::And(real, hn::Ge(lane, hn::Set(d, static_cast<T>(j - t0 - offset))));
       const auto p = hn::IfThenElseZero(seen, exp_nonpositive(d, hn::Sub(hn::Mul(s, hn::Set(d, scale)), lse_t)));
-      const auto ds = hn::Mul(p, hn::Sub(dp, D));
-      hn::Store(p, d, pt + j * V);
-      hn::Store(ds, d, dst + j * V);
-      for (int64_t c = 0; c < HS; ++c)
-        hn::Store(hn::MulAdd(ds, hn::Set(d, scale * kr[j][c]), hn::Load(d, dqt + c * V)), d, dqt + c * V);
+      const auto ds = hn::Mul(p, hn::Sub(dp, D_t));
+      for (int c = 0; c < kMaxHS; ++c)
+        if (c < HS) dq[c] = hn::MulAdd(ds, hn::Set(d, scale * kr[j][c]), dq[c]);
     }
-    if (want_dq)
-      for (int64_t c = 0; c < HS; ++c)
-        for (int64_t l = 0; l < rows; ++l) dqr[t0 + l][c] += dqt[c * V + l];
-    // p and ds turned around into rows along the keys (zero past `keys` and past the last query)
-    std::fill(p_rows, p_rows + 2 * V_rows * ld, T(0));
-    for (int64_t j = 0; j < keys; ++j)
-      for (int64_t l = 0; l < rows; ++l) {
-        p_rows[l * ld + j] = pt[j * V + l];
-        ds_rows[l * ld + j] = dst[j * V + l];
-      }
-    // dkᵀ += scale qᵀ ds;  dvᵀ += dyᵀ p, kR queries at a time
-    for (int64_t r0 = 0; r0 < rows; r0 += kR) {
-      const int64_t r_rows = std::min(kR, rows - r0);
-      const T *q_rows[kR], *dy_rows[kR];
-      for (int64_t r = 0; r < kR; ++r) {
-        q_rows[r] = qr[t0 + r0 + std::min(r, r_rows - 1)];
-        dy_rows[r] = dyr[t0 + r0 + std::min(r, r_rows - 1)];
-      }
-      if (dkt != nullptr) add_outer(dkt, ld, q_rows, r_rows, scale, ds_rows + r0 * ld, keys, HS);
-      if (dvt != nullptr) add_outer(dvt, ld, dy_rows, r_rows, T(1), p_rows + r0 * ld, keys, HS);
+    for (int c = 0; c < kMaxHS && c < HS; ++c) hn::Store(dq[c], d, qt + c * V);
+    add_lanes_to_rows(dqr, qt, t0, rows, V, HS);
+  }
+}
+
+// dk and dv of one head (either may be absent, its base null): V keys j0 .. j0 + V - 1 in the
+// lanes, the loop over the queries that see them.
+template <int kMaxHS, typename T>
+void backward_dkv_key_lanes(Rows<T> dkr, Rows<T> dvr, const T* D, const T* lse_h, Rows<const T> dyr,
+                            Rows<const T> qr, Rows<const T> kr, Rows<const T> vr, const AttentionDims& n, T scale) {
+  const hn::ScalableTag<T> d;
+  using VT = hn::Vec<decltype(d)>;
+  const int64_t V = static_cast<int64_t>(hn::Lanes(d)), HS = n.HS, offset = n.Tk - n.Tq;
+  T* kt = thread_scratch<T, LaneScratch>(static_cast<size_t>(2 * HS * V));
+  T* vt = kt + HS * V;  // kᵀ and vᵀ (HS, V), then dkᵀ and dvᵀ
+  const auto lane = hn::Iota(d, T(0));
+  for (int64_t j0 = 0; j0 < n.Tk; j0 += V) {
+    const int64_t count = std::min(V, n.Tk - j0);
+    rows_to_lanes(kt, kr, j0, count, V, HS);
+    rows_to_lanes(vt, vr, j0, count, V, HS);
+    VT k[kMaxHS], v[kMaxHS], dk[kMaxHS], dv[kMaxHS];
+    for (int c = 0; c < kMaxHS; ++c) {
+      k[c] = c < HS ? hn::Load(d, kt + c * V) : hn::Zero(d);
+      v[c] = c < HS ? hn::Load(d, vt + c * V) : hn::Zero(d);
+      dk[c] = hn::Zero(d);
+      dv[c] = hn::Zero(d);
     }
+    // query t sees key j0 + l when j0 + l <= t + offset: lanes up to t + offset - j0
+    for (int64_t t = std::max<int64_t>(0, j0 - offset); t < n.Tq; ++t) {
+      const T* q_t = qr[t];
+      const T* dy_t = dyr[t];
+      auto s = hn::Zero(d), dp = hn::Zero(d);
+      for (int c = 0; c < kMaxHS; ++c)
+        if (c < HS) {
+          s = hn::MulAdd(k[c], hn::Set(d, q_t[c]), s);
+          dp = hn::MulAdd(v[c], hn::Set(d, dy_t[c]), dp);
+        }
+      const auto seen = hn::Le(lane, hn::Set(d, static_cast<T>(t + offset - j0)));
+      const auto p =
+          hn::IfThenElseZero(seen, exp_nonpositive(d, hn::Sub(hn::Mul(s, hn::Set(d, scale)), hn::Set(d, lse_h[t]))));
+      const auto ds = hn::Mul(p, hn::Sub(dp, hn::Set(d, D[t])));
+      for (int c = 0; c < kMaxHS; ++c)
+        if (c < HS) {
+          dk[c] = hn::MulAdd(ds, hn::Set(d, scale * q_t[c]), dk[c]);
+          dv[c] = hn::MulAdd(p, hn::Set(d, dy_t[c]), dv[c]);
+        }
+    }
+    for (int c = 0; c < kMaxHS && c < HS; ++c) {
+      hn::Store(dk[c], d, kt + c * V);
+      hn::Store(dv[c], d, vt + c * V);
+    }
+    if (dkr.base != nullptr) add_lanes_to_rows(dkr, kt, j0, count, V, HS);
+    if (dvr.base != nullptr) add_lanes_to_rows(dvr, vt, j0, count, V, HS);
   }
 }
 
@@ -314,17 +369,17 @@ void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStride
   const bool lanes = HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
   for_each_head(n, [&](int64_t b, int64_t h) HWY_ATTR {
     if (lanes) {
-      return forward_query_lanes(head_rows(y, ys, b, h), lse + (b * n.NH + h) * n.Tq, head_rows(q, qs, b, h),
-                                 head_rows(k, ks, b, h), head_rows(v, vs, b, h), n, scale);
+      return with_channel_bound(HS, [&]<int kMaxHS>() HWY_ATTR {
+        forward_query_lanes<kMaxHS>(head_rows(y, ys, b, h), lse + (b * n.NH + h) * n.Tq, head_rows(q, qs, b, h),
+                                    head_rows(k, ks, b, h), head_rows(v, vs, b, h), n, scale);
+      });
     }
-    T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((2 * HS + kR) * ld));
-    T* vt = kt + HS * ld;  // read only when HS is smaller than a vector
-    T* p = vt + HS * ld;   // (kR, ld): a block's weights
+    T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((HS + kR) * ld));
+    T* p = kt + HS * ld;  // (kR, ld): a block's weights
     const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h), vr = head_rows(v, vs, b, h);
     const Rows<T> yr = head_rows(y, ys, b, h);
     T* lse_h = lse + (b * n.NH + h) * n.Tq;
     transpose_rows(kt, ld, kr, n.Tk, HS);
-    transpose_rows(vt, ld, vr, n.Tk, HS);
     for (int64_t t0 = 0; t0 < n.Tq; t0 += kR) {
       const QueryBlock<T> blk(t0, n);
       const T* q_rows[kR];
@@ -348,7 +403,7 @@ void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStride
       // pass 3: y_t = sum_j p_tj v_j
       T* y_rows[kR];
       for (int64_t r = 0; r < blk.rows; ++r) y_rows[r] = yr[t0 + r];
-      mix_rows(y_rows, blk.rows, p, ld, blk.keys, vr, vt, HS, T(1), false);
+      mix_rows(y_rows, blk.rows, p, ld, blk.keys, vr, HS, T(1), false);
     }
   });
 }
@@ -361,6 +416,20 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGr
   const int64_t HS = n.HS, ld = padded_keys<T>(n.Tk);
   const bool lanes = HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
   for_each_head(n, [&](int64_t b, int64_t h) HWY_ATTR {
+    if (lanes) {
+      T* D = thread_scratch<T, DotsScratch>(static_cast<size_t>(n.Tq));
+      const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h), vr = head_rows(v, vs, b, h);
+      const Rows<const T> dyr = head_rows(dy, g.dy, b, h);
+      const T* lse_h = lse + (b * n.NH + h) * n.Tq;
+      output_dots(D, dyr, head_rows(y, ys, b, h), n);
+      const Rows<T> dkr = dk != nullptr ? head_rows(dk, g.dk, b, h) : Rows<T>{nullptr, 0};
+      const Rows<T> dvr = dv != nullptr ? head_rows(dv, g.dv, b, h) : Rows<T>{nullptr, 0};
+      return with_channel_bound(HS, [&]<int kMaxHS>() HWY_ATTR {
+        if (dq != nullptr)
+          backward_dq_query_lanes<kMaxHS>(head_rows(dq, g.dq, b, h), D, lse_h, dyr, qr, kr, vr, n, scale);
+        if (dk != nullptr || dv != nullptr) backward_dkv_key_lanes<kMaxHS>(dkr, dvr, D, lse_h, dyr, qr, kr, vr, n, scale);
+      });
+    }
     T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((4 * HS + 2 * kR) * ld));
     T* vt = kt + HS * ld;
     T* dkt = vt + HS * ld;
@@ -373,48 +442,43 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGr
     transpose_rows(kt, ld, kr, n.Tk, HS);
     transpose_rows(vt, ld, vr, n.Tk, HS);
     std::fill(dkt, dkt + 2 * HS * ld, T(0));  // dkᵀ and dvᵀ
-    if (lanes) {
-      backward_query_lanes(head_rows(dq, g.dq, b, h), dk != nullptr ? dkt : nullptr, dv != nullptr ? dvt : nullptr, ld,
-                           dyr, yr, lse_h, qr, kr, vr, n, scale, dq != nullptr);
-    } else {
-      for (int64_t t0 = 0; t0 < n.Tq; t0 += kR) {
-        const QueryBlock<T> blk(t0, n);
-        const T *q_rows[kR], *dy_rows[kR];
-        blk.pointers(q_rows, qr);
-        blk.pointers(dy_rows, dyr);
-        // p_tj = exp(s_tj - lse_t): the forward's weights, recomputed; 0 beyond the visible keys
-        rows_by_columns(p, q_rows, kt, ld, blk.keys, HS, scale);
-        rows_by_columns(ds, dy_rows, vt, ld, blk.keys, HS, T(1));  // dp_tj = dy_t . v_j
-        for (int64_t r = 0; r < kR; ++r) {
-          T* pr = p + r * ld;
-          T* dsr = ds + r * ld;
-          const int64_t visible = r < blk.rows ? blk.visible(r) : 0;
-          if (visible > 0) {
-            // ds_tj = p_tj (dp_tj - D_t),  D_t = dy_t . y_t
-            const T lse_t = lse_h[t0 + r];
-            const T* dy_t = dy_rows[r];
-            const T* y_t = yr[t0 + r];
-            const T D = sum_of<T>(HS, [&](auto d, int64_t c) HWY_ATTR {
-              return hn::Mul(hn::LoadU(d, dy_t + c), hn::LoadU(d, y_t + c));
-            });
-            for_each_vector<T>(0, visible, [&](auto d, int64_t j) HWY_ATTR {
-              const auto pj = exp_nonpositive(d, hn::Sub(hn::LoadU(d, pr + j), hn::Set(d, lse_t)));
-              hn::StoreU(pj, d, pr + j);
-              hn::StoreU(hn::Mul(pj, hn::Sub(hn::LoadU(d, dsr + j), hn::Set(d, D))), d, dsr + j);
-            });
-          }
-          std::fill(pr + visible, pr + ld, T(0));
-          std::fill(dsr + visible, dsr + ld, T(0));
+    for (int64_t t0 = 0; t0 < n.Tq; t0 += kR) {
+      const QueryBlock<T> blk(t0, n);
+      const T *q_rows[kR], *dy_rows[kR];
+      blk.pointers(q_rows, qr);
+      blk.pointers(dy_rows, dyr);
+      // p_tj = exp(s_tj - lse_t): the forward's weights, recomputed; 0 beyond the visible keys
+      rows_by_columns(p, q_rows, kt, ld, blk.keys, HS, scale);
+      rows_by_columns(ds, dy_rows, vt, ld, blk.keys, HS, T(1));  // dp_tj = dy_t . v_j
+      for (int64_t r = 0; r < kR; ++r) {
+        T* pr = p + r * ld;
+        T* dsr = ds + r * ld;
+        const int64_t visible = r < blk.rows ? blk.visible(r) : 0;
+        if (visible > 0) {
+          // ds_tj = p_tj (dp_tj - D_t),  D_t = dy_t . y_t
+          const T lse_t = lse_h[t0 + r];
+          const T* dy_t = dy_rows[r];
+          const T* y_t = yr[t0 + r];
+          const T D = sum_of<T>(HS, [&](auto d, int64_t c) HWY_ATTR {
+            return hn::Mul(hn::LoadU(d, dy_t + c), hn::LoadU(d, y_t + c));
+          });
+          for_each_vector<T>(0, visible, [&](auto d, int64_t j) HWY_ATTR {
+            const auto pj = exp_nonpositive(d, hn::Sub(hn::LoadU(d, pr + j), hn::Set(d, lse_t)));
+            hn::StoreU(pj, d, pr + j);
+            hn::StoreU(hn::Mul(pj, hn::Sub(hn::LoadU(d, dsr + j), hn::Set(d, D))), d, dsr + j);
+          });
         }
-        // dq_t += scale sum_j ds_tj k_j;  dkᵀ += scale qᵀ ds;  dvᵀ += dyᵀ p
-        if (dq != nullptr) {
-          T* dq_rows[kR];
-          for (int64_t r = 0; r < blk.rows; ++r) dq_rows[r] = head_rows(dq, g.dq, b, h)[t0 + r];
-          mix_rows(dq_rows, blk.rows, ds, ld, blk.keys, kr, kt, HS, scale, true);
-        }
-        if (dk != nullptr) add_outer(dkt, ld, q_rows, blk.rows, scale, ds, blk.keys, HS);
-        if (dv != nullptr) add_outer(dvt, ld, dy_rows, blk.rows, T(1), p, blk.keys, HS);
+        std::fill(pr + visible, pr + ld, T(0));
+        std::fill(dsr + visible, dsr + ld, T(0));
       }
+      // dq_t += scale sum_j ds_tj k_j;  dkᵀ += scale qᵀ ds;  dvᵀ += dyᵀ p
+      if (dq != nullptr) {
+        T* dq_rows[kR];
+        for (int64_t r = 0; r < blk.rows; ++r) dq_rows[r] = head_rows(dq, g.dq, b, h)[t0 + r];
+        mix_rows(dq_rows, blk.rows, ds, ld, blk.keys, kr, HS, scale, true);
+      }
+      if (dk != nullptr) add_outer(dkt, ld, q_rows, blk.rows, scale, ds, blk.keys, HS);
+      if (dv != nullptr) add_outer(dvt, ld, dy_rows, blk.rows, T(1), p, blk.keys, HS);
     }
     // dk_j += dkᵀ[:, j], dv_j += dvᵀ[:, j]
     for (const auto& [grad, gt, strides] : {std::tuple{dk, dkt, g.dk}, std::tuple{dv, dvt, g.dv}}) {
