@@ -1,5 +1,6 @@
 // One finite-difference case per op in ops.h: the catalogue behind `attograd gradcheck` and
-// the gradcheck tests. tests/autograd/gradcheck_cases_test.cc fails if an op in ops.h has none.
+// the gradcheck tests. tests/autograd/gradcheck_test.cc (every_op_in_ops_h_has_a_case) fails if an
+// op in ops.h has none.
 #pragma once
 
 #include <cstdint>

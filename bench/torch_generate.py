@@ -20,7 +20,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
+sys.dont_write_bytecode = True  # no __pycache__ folder beside this script from the import below
 from torch_reference import GPT, serve_args, serve_steps  # noqa: E402
 
 # (vocab_size, n_layer, n_head, n_embd, block_size, prompt): as kConfigs in generate_bench.cc.

@@ -8,9 +8,9 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
-# A few test cases compare against figures measured on ../shared/data (Tiny Shakespeare); they
-# skip, with a message in their log, when that folder is absent. Say so where it is seen.
+# A few test cases compare against figures measured on ../shared/data (Tiny Shakespeare); when
+# that folder is absent, CTest lists them as skipped (label `data`). Say why where it is seen.
 if [ ! -f ../shared/data/tinyshakespeare.txt ]; then
-  echo "note: ../shared/data is absent, so the test cases that use Tiny Shakespeare skipped"
-  echo "      (see their messages with: ctest --test-dir build -V -R 'corpus|dataset|trainer|bpe')"
+  echo "note: ../shared/data is absent, so the test cases that use Tiny Shakespeare were skipped"
+  echo "      (their reasons: ctest --test-dir build -L data -V)"
 fi

@@ -4,6 +4,10 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -40,6 +44,27 @@ void expect_throw_with(F&& f, const std::string& needle) {
     return;
   }
   BOOST_FAIL("expected an exception whose message contains '" + needle + "'");
+}
+
+/// Whether data from outside the checkout (../shared/data, a Debian package's file) is there for
+/// a test case that needs it: `if (!data_available(path, "apt-get install bible-kjv")) return;`.
+/// CTest runs each such case as its own test (attograd_data_cases in tests/CMakeLists.txt) with
+/// ATTOGRAD_SKIP_EXIT_CODE set, and an absent file ends the program with that code, so that CTest
+/// shows the case as skipped, never as passed. Run by hand, the case logs why and returns.
+inline bool data_available(const std::filesystem::path& path, const std::string& how_to_get_it) {
+  if (std::filesystem::exists(path)) return true;
+  const std::string why = "skipped: " + path.string() + " is absent (" + how_to_get_it + ")";
+  BOOST_TEST_MESSAGE(why);
+  if (const char* code = std::getenv("ATTOGRAD_SKIP_EXIT_CODE")) {
+    std::cout << why << std::endl;
+    std::_Exit(std::atoi(code));
+  }
+  return false;
+}
+
+/// ../shared/data/<name>, the data the team shares beside the checkout (tinyshakespeare.txt).
+inline std::filesystem::path shared_data(const std::string& name) {
+  return std::filesystem::path(ATTOGRAD_SHARED_DIR) / "data" / name;
 }
 
 }  // namespace attograd::testing

@@ -2,7 +2,7 @@
 //
 // Every kernel is a template over T = float or double, explicitly instantiated for both.
 // Forward kernels write their output; backward kernels ACCUMULATE (+=) into gradient buffers,
-// so a tensor used twice needs no special case (see docs/engine.md).
+// so a tensor used twice needs no special case (see docs/01-engine.md).
 // The scalar reference twins live in elementwise_ref.h.
 #pragma once
 

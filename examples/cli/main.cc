@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   // (OMP_WAIT_POLICY=passive) makes every region pay a futex wake-up, which ate the second core's
   // gain: nano at 2 threads took 29.9 ms/step passive against 20.6 ms spinning for 10,000 rounds
   // first (GOMP_SPINCOUNT=10000, about a tenth of a millisecond) before sleeping; pico 2.38 vs
-  // 1.89 ms (2-core reference VM, bench/train_bench). The bounded spin still sleeps through longer
+  // 1.89 ms (2-core reference VM, build/bench/train_bench). The bounded spin still sleeps through longer
   // gaps (evaluation, checkpoints, sampling). libgomp reads its settings once, when it is loaded,
   // before main runs: so set the variable and re-execute ourselves. A user's own OMP_WAIT_POLICY
   // or GOMP_SPINCOUNT wins (the tests set passive: ctest runs two programs on two cores); if exec

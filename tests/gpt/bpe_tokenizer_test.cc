@@ -24,7 +24,9 @@
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
+using attograd::testing::data_available;
 using attograd::testing::expect_throw_with;
+using attograd::testing::shared_data;
 using Ids = std::vector<int64_t>;
 
 namespace {
@@ -243,11 +245,8 @@ BOOST_AUTO_TEST_CASE(concurrent_encodes_agree) {
 }
 
 BOOST_AUTO_TEST_CASE(tiny_shakespeare_round_trips) {
-  const std::filesystem::path path = std::filesystem::path(ATTOGRAD_SHARED_DIR) / "data" / "tinyshakespeare.txt";
-  if (!std::filesystem::exists(path)) {
-    BOOST_TEST_MESSAGE("skipped: " << path.string() << " is absent");
-    return;
-  }
+  const std::filesystem::path path = shared_data("tinyshakespeare.txt");
+  if (!data_available(path, "../shared is not beside this checkout")) return;
   std::ifstream in(path, std::ios::binary);
   const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string text = all.substr(0, 100 * 1024);

@@ -86,17 +86,9 @@ struct NoProxy {
   ScopedEnv b{"NO_PROXY", "127.0.0.1,localhost"};
 };
 
-bool have_shakespeare() {
-  if (fs::exists(kShakespeareFile)) return true;
-  BOOST_TEST_MESSAGE("skipped: " << kShakespeareFile << " is absent (../shared is not beside this checkout)");
-  return false;
-}
+bool have_shakespeare() { return attograd::testing::data_available(kShakespeareFile, "../shared is not beside this checkout"); }
 
-bool have_bible() {
-  if (fs::exists("/usr/bin/bible")) return true;
-  BOOST_TEST_MESSAGE("skipped: /usr/bin/bible is absent (apt-get install bible-kjv)");
-  return false;
-}
+bool have_bible() { return attograd::testing::data_available("/usr/bin/bible", "apt-get install bible-kjv"); }
 
 }  // namespace
 

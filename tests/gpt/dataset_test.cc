@@ -21,7 +21,9 @@
 
 using namespace attograd;
 using namespace attograd::gpt;
+using attograd::testing::data_available;
 using attograd::testing::expect_throw_with;
+using attograd::testing::shared_data;
 using Ids = std::vector<int64_t>;
 
 namespace {
@@ -164,12 +166,8 @@ BOOST_AUTO_TEST_CASE(bigram_cross_entropy_by_hand) {
 }
 
 BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
-  const std::filesystem::path path =
-      std::filesystem::path(ATTOGRAD_SHARED_DIR) / "data" / "tinyshakespeare.txt";
-  if (!std::filesystem::exists(path)) {
-    BOOST_TEST_MESSAGE("skipped: " << path << " is absent (../shared is not beside this checkout)");
-    return;
-  }
+  const std::filesystem::path path = shared_data("tinyshakespeare.txt");
+  if (!data_available(path, "../shared is not beside this checkout")) return;
   std::ifstream in(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   const CharTokenizer tok = CharTokenizer::from_text(text);
@@ -189,12 +187,9 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
   BOOST_TEST(std::abs(bigram - 2.482) < 1e-3);
 }
 
-// The default corpus's baselines, which `attograd train` prints and docs/05 quotes.
+// The default corpus's baselines, which `attograd train` prints and docs/05-training.md quotes.
 BOOST_AUTO_TEST_CASE(king_james_bible_baselines) {
-  if (!std::filesystem::exists("/usr/bin/bible")) {
-    BOOST_TEST_MESSAGE("skipped: /usr/bin/bible is absent (apt-get install bible-kjv)");
-    return;
-  }
+  if (!data_available("/usr/bin/bible", "apt-get install bible-kjv")) return;
   attograd::gpt::CorpusOptions options;
   options.cache_dir = std::filesystem::temp_directory_path() / ("attograd_kjv_" + std::to_string(::getpid()));
   const attograd::gpt::Corpus kjv = attograd::gpt::load_corpus("kjv", options);

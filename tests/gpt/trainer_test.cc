@@ -19,7 +19,9 @@
 
 using namespace attograd;
 using namespace attograd::gpt;
+using attograd::testing::data_available;
 using attograd::testing::expect_throw_with;
+using attograd::testing::shared_data;
 
 namespace {
 
@@ -206,11 +208,8 @@ BOOST_AUTO_TEST_CASE(run_writes_logs_checkpoint_and_plots) {
 
 // The README's main job in miniature: pico on real text beats the unigram baseline.
 BOOST_AUTO_TEST_CASE(pico_on_real_text_beats_the_unigram_baseline) {
-  const std::filesystem::path shakespeare = std::filesystem::path(ATTOGRAD_SHARED_DIR) / "data" / "tinyshakespeare.txt";
-  if (!std::filesystem::exists(shakespeare)) {
-    BOOST_TEST_MESSAGE("skipped: " << shakespeare << " is absent (../shared is not here)");
-    return;
-  }
+  const std::filesystem::path shakespeare = shared_data("tinyshakespeare.txt");
+  if (!data_available(shakespeare, "../shared is not beside this checkout")) return;
   const Corpus corpus = load_corpus(shakespeare.string());
   const CharTokenizer tok = CharTokenizer::from_text(corpus.text);
   const Dataset data(tok.encode(corpus.text), 8);

@@ -1,0 +1,99 @@
+// Every repository path named in the docs and in the code's comments exists: a renamed or
+// deleted file otherwise leaves a reader following a dead pointer to a file that is gone.
+//
+// A path is a word that starts with one of the tree's top-level folders (autograd/, nn/, gpt/,
+// examples/, tests/, docs/, bench/, scripts/, .ci/) and is not itself inside another path
+// (build/examples/attograd is a build product, not a source path). Brace lists expand
+// (gpt/checkpoint.{h,cc} names two files), * matches within a name (tests/kernels/*_test.cc),
+// and a module without its extension names its files (gpt/trainer, gpt/trainer.*).
+#define BOOST_TEST_MODULE docs_paths
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kRoot = ATTOGRAD_SOURCE_DIR;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The files whose text is read: the docs, the README and every source, script and CMake file
+// of the tree (not build directories, not test data).
+std::vector<fs::path> files_to_read() {
+  std::vector<fs::path> out{kRoot / "README.md", kRoot / "CMakeLists.txt"};
+  const std::set<std::string> exts{".md", ".h", ".cc", ".sh", ".py", ".txt", ".cmake"};
+  for (const char* top : {"autograd", "nn", "gpt", "examples", "tests", "docs", "bench", "scripts", ".ci"}) {
+    if (!fs::exists(kRoot / top)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(kRoot / top)) {
+      if (!e.is_regular_file()) continue;
+      const std::string rel = fs::relative(e.path(), kRoot).string();
+      if (rel.find("/corpus/") != std::string::npos || rel.find("/regressions/") != std::string::npos) continue;
+      if (exts.count(e.path().extension().string()) || e.path().filename() == "run") out.push_back(e.path());
+    }
+  }
+  return out;
+}
+
+// a/{b,c}.d -> a/b.d, a/c.d (one brace list, as the docs write them).
+std::vector<std::string> expand_braces(const std::string& path) {
+  const size_t open = path.find('{'), close = path.find('}');
+  if (open == std::string::npos || close == std::string::npos || close < open) return {path};
+  std::vector<std::string> out;
+  std::stringstream items(path.substr(open + 1, close - open - 1));
+  for (std::string item; std::getline(items, item, ',');)
+    out.push_back(path.substr(0, open) + item + path.substr(close + 1));
+  return out;
+}
+
+// Whether a name (no '/') matches a pattern with * wildcards.
+bool matches(const std::string& name, const std::string& pattern) {
+  std::string re;
+  for (char c : pattern) re += c == '*' ? std::string(".*") : std::string(std::isalnum(static_cast<unsigned char>(c)) ? "" : "\\") + c;
+  return std::regex_match(name, std::regex(re));
+}
+
+bool path_exists(const std::string& path) {
+  if (fs::exists(kRoot / path)) return true;
+  const fs::path p = kRoot / path;
+  if (!fs::is_directory(p.parent_path())) return false;
+  const std::string last = p.filename().string();
+  std::string pattern = last.ends_with(".*") ? last : last.find('.') == std::string::npos ? last + ".*" : last;
+  if (pattern.find('*') == std::string::npos) return false;
+  for (const auto& e : fs::directory_iterator(p.parent_path()))
+    if (matches(e.path().filename().string(), pattern)) return true;
+  return false;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_path_named_in_docs_and_comments_exists) {
+  // group 2: a path; group 1 keeps it from starting inside a longer word or path
+  const std::regex path_re(
+      R"((^|[^A-Za-z0-9_./~$-])((?:autograd|nn|gpt|examples|tests|docs|bench|scripts|\.ci)/[A-Za-z0-9_./{},*-]*[A-Za-z0-9_}*]))");
+  size_t checked = 0;
+  for (const fs::path& file : files_to_read()) {
+    const std::string text = read_file(file);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), path_re); it != std::sregex_iterator(); ++it) {
+      std::string path = (*it)[2];
+      while (path.ends_with(".") || path.ends_with(",")) path.pop_back();  // end of a sentence
+      for (const std::string& p : expand_braces(path)) {
+        ++checked;
+        BOOST_TEST_INFO(fs::relative(file, kRoot).string() << " names " << p);
+        BOOST_TEST(path_exists(p));
+      }
+    }
+  }
+  BOOST_TEST(checked > 200u);  // the scan found the tree's many references
+}
