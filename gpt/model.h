@@ -56,8 +56,8 @@ struct KVCache {
 /// The GPT-2 language model.
 class GPT : public nn::Module {
  public:
-  /// Builds and initialises the model from `seed` (GPT-2 init: N(0, 0.02), residual
-  /// projections N(0, 0.02 / sqrt(2 n_layer)), zero biases, LayerNorm 1 and 0), then packs the
+  /// Builds and initialises the model from `seed` (GPT-2 init: N(0, 0.02²), residual
+  /// projections N(0, (0.02 / sqrt(2 n_layer))²), zero biases, LayerNorm 1 and 0), then packs the
   /// parameters into one arena. dtype f32 for training, f64 for gradient checks. Throws
   /// std::invalid_argument for an inconsistent config.
   GPT(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);

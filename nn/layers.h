@@ -2,8 +2,8 @@
 // C = n_embd channels, NH = n_head, HS = head_dim = C / NH.
 //
 // Initialisation follows GPT-2 (Radford et al. 2019, section 2.3, and its released code):
-// weights N(0, 0.02), biases 0, LayerNorm gamma 1 and beta 0. The GPT model rescales the
-// residual projections by 1/sqrt(2 n_layer).
+// weights N(0, 0.02²) (standard deviation 0.02), biases 0, LayerNorm gamma 1 and beta 0. The GPT
+// model rescales the residual projections by 1/sqrt(2 n_layer): N(0, (0.02/sqrt(2 n_layer))²).
 #pragma once
 
 #include <memory>
@@ -77,7 +77,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
 /// Rotary position embedding (Su et al. 2021, RoFormer, eq. 34) of x (..., T, HS), HS even,
 /// for positions pos_offset .. pos_offset + T - 1. Uses the "rotate half" pairing of GPT-NeoX
-/// and Llama: channel i is rotated with channel i + HS/2 by angle pos * 10000^(-2i/HS).
+/// and Hugging Face: channel i is rotated with channel i + HS/2 by angle pos * 10000^(-2i/HS).
+/// (Meta's Llama reference rotates adjacent pairs (2i, 2i+1) instead: the same map up to a fixed
+/// permutation of q's and k's channels, so checkpoints of one need their weights permuted.)
 /// Built from primitives (slice, mul, sub, add, concat), so it needs no VJP of its own.
 Tensor apply_rope(const Tensor& x, int64_t pos_offset = 0);
 

@@ -176,3 +176,35 @@ BOOST_AUTO_TEST_CASE(kv_cache_writes_in_place_and_matches_the_full_forward) {
     BOOST_TEST(cache.keys().data<double>() == k_data);
   }
 }
+
+// docs/03-attention.md: without positions, order is invisible in two different ways. The plain
+// mean of the context is permutation-invariant: "dog bites man" and "man bites dog" average to
+// the same vector. Self-attention without a mask is permutation-equivariant: permuting the input
+// rows permutes the output rows the same way, so a word's output does not depend on where it
+// stands. With the causal mask, position t's output depends on its own word and on the set of
+// words before it, not on their order.
+BOOST_AUTO_TEST_CASE(without_positions_the_mean_is_invariant_and_attention_equivariant) {
+  // rows: dog, bites, man (any three distinct embeddings)
+  const std::vector<double> dog{1.0, 0.2}, bites{-0.3, 0.8}, man{0.5, -1.1};
+  auto rows = [](const std::vector<std::vector<double>>& r) {
+    std::vector<double> v;
+    for (const auto& x : r) v.insert(v.end(), x.begin(), x.end());
+    return Tensor::from_vector(v, {3, 2}, DType::f64);
+  };
+  const Tensor a = rows({dog, bites, man}), b = rows({man, bites, dog});  // b = rows 2, 1, 0 of a
+  expect_close(mean(a, {0}).to_vector(), mean(b, {0}).to_vector(), 1e-15);
+  // full (unmasked) attention with q = k = v = x: softmax(x xᵀ / sqrt(2)) x
+  auto full_attention = [](const Tensor& x) {
+    return matmul(softmax(mul_scalar(matmul(x, transpose(x, 0, 1)), 1.0 / std::sqrt(2.0))), x);
+  };
+  const std::vector<double> za = full_attention(a).to_vector(), zb = full_attention(b).to_vector();
+  for (int t = 0; t < 3; ++t)
+    expect_close({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15);
+  BOOST_TEST(std::abs(za[1] - za[5]) > 0.1);  // different words do get different outputs
+  // causal: "bites dog man" gives "man" the same output as "dog bites man", but not "dog"
+  const Tensor c = rows({bites, dog, man});
+  const std::vector<double> ca = scaled_dot_product_attention(a, a, a).to_vector();
+  const std::vector<double> cc = scaled_dot_product_attention(c, c, c).to_vector();
+  expect_close({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15);
+  BOOST_TEST(std::abs(cc[2] - ca[0]) > 0.1);  // dog second sees bites too; dog first sees only itself
+}
