@@ -1,15 +1,22 @@
 #include "autograd/allocator.h"
 
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <new>
 #include <string>
+#include <unistd.h>
 #include <vector>
+
+#include "autograd/size_math.h"
 
 namespace attograd {
 
 namespace {
+
+// The largest block allocate_storage hands out: half the address space, far beyond any machine.
+constexpr size_t kMaxStorageBytes = std::numeric_limits<size_t>::max() / 2;
 
 // Size classes: multiples of 64 bytes (a cache line, and the alignment) up to 64 KiB, then of
 // 4 KiB pages. Exact enough that a step's repeated shapes land in their own classes.
@@ -51,6 +58,9 @@ size_t cache_limit_bytes() {
 }
 
 void* allocate_storage(size_t bytes) {
+  // No machine has this much memory, and rounding it up to its size class would wrap to a small
+  // block that the caller then overruns.
+  if (bytes > kMaxStorageBytes) throw std::bad_alloc();
   const size_t cls = size_class(bytes);
   Cache& c = cache();
   {
@@ -75,20 +85,31 @@ void* allocate_storage(size_t bytes) {
   return b;
 }
 
-void release_storage(void* block, size_t bytes) {
+void release_storage(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
   const size_t cls = size_class(bytes);
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     if (c.stats.cached_bytes + cls <= cache_limit_bytes()) {
-      c.free_blocks[cls].push_back(block);
-      c.stats.cached_bytes += cls;
-      ++c.stats.cached_blocks;
-      return;
+      // Keeping the block needs a list entry, which needs memory: when there is none (the model
+      // that ran out of it is being unwound right now) the block goes back to the system instead.
+      try {
+        c.free_blocks[cls].push_back(block);
+        c.stats.cached_bytes += cls;
+        ++c.stats.cached_blocks;
+        return;
+      } catch (const std::bad_alloc&) {
+      }
     }
   }
   std::free(block);
+}
+
+size_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return checked_mul(static_cast<size_t>(pages), static_cast<size_t>(page_size), "physical memory in bytes");
 }
 
 AllocatorStats allocator_stats() {

@@ -11,12 +11,13 @@ namespace attograd {
 
 /// A 64-byte aligned block of at least `bytes` bytes: a cached block of the same size class if
 /// there is one, else fresh memory. Throws std::bad_alloc when memory runs out (after emptying
-/// the cache and retrying once).
+/// the cache and retrying once), and at once for more than half the address space.
 void* allocate_storage(size_t bytes);
 
 /// Returns a block from allocate_storage(bytes) to the cache, or to the system when the cache
-/// already holds `cache_limit_bytes()`.
-void release_storage(void* block, size_t bytes);
+/// already holds `cache_limit_bytes()` (or has no memory left to note it). Never throws: it
+/// runs in destructors, also while an out-of-memory error unwinds.
+void release_storage(void* block, size_t bytes) noexcept;
 
 /// Counters for tests and `attograd info`.
 struct AllocatorStats {
@@ -32,6 +33,10 @@ void empty_storage_cache();
 
 /// The most the cache holds: $ATTOGRAD_STORAGE_CACHE_MB megabytes if set, else 4096 MB.
 size_t cache_limit_bytes();
+
+/// This machine's physical memory in bytes (sysconf), or 0 when the system does not say: for
+/// refusing, before building it, a model that cannot fit.
+size_t physical_memory_bytes();
 
 // ---- Small objects -----------------------------------------------------------------------------
 // A training step makes the same few hundred small objects every time: a TensorImpl and a Storage

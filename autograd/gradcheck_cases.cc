@@ -132,7 +132,7 @@ std::vector<GradcheckCase> build() {
   // ----- neural-network ops -----
   c.push_back({"embedding", "weight (7, C), ids (B, T) with repeats",
                [](Generator& g, DType d, const Sizes& s) {
-                 std::vector<int64_t> ids(static_cast<size_t>(s.B * s.T));
+                 std::vector<int64_t> ids(static_cast<size_t>(shape_numel({s.B, s.T})));
                  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i % 3);  // ids repeat
                  return Inputs{param({7, s.C}, g, d), Tensor::from_ids(ids, {s.B, s.T})};
                },
@@ -172,14 +172,14 @@ std::vector<GradcheckCase> build() {
                [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); }});
   c.push_back({"cross_entropy", "logits (B, T, C), targets (B, T)",
                [](Generator& g, DType d, const Sizes& s) {
-                 std::vector<int64_t> t(static_cast<size_t>(s.B * s.T));
+                 std::vector<int64_t> t(static_cast<size_t>(shape_numel({s.B, s.T})));
                  for (int64_t& v : t) v = static_cast<int64_t>(g.below(static_cast<uint64_t>(s.C)));
                  return Inputs{param({s.B, s.T, s.C}, g, d), Tensor::from_ids(t, {s.B, s.T})};
                },
                [](const Inputs& in) { return cross_entropy(in[0], in[1]); }});
   c.push_back({"linear_cross_entropy", "x (B, T, C), weight (7, C), targets (B, T)",
                [](Generator& g, DType d, const Sizes& s) {
-                 std::vector<int64_t> t(static_cast<size_t>(s.B * s.T));
+                 std::vector<int64_t> t(static_cast<size_t>(shape_numel({s.B, s.T})));
                  for (int64_t& v : t) v = static_cast<int64_t>(g.below(7));
                  return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d), Tensor::from_ids(t, {s.B, s.T})};
                },

@@ -9,6 +9,7 @@
 #include "autograd/kernels/reduce.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
+#include "autograd/size_math.h"
 
 namespace attograd {
 
@@ -77,7 +78,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   int64_t rows = M;
   std::vector<int64_t> a_off, b_off;
   if (b.dim() == 2 && !A.trans && A.t.is_contiguous()) {
-    rows = shape_numel(batch) * M;
+    rows = checked_mul(shape_numel(batch), M, "matmul: the batch folded into rows");
     a_off = {0};
     b_off = {0};
   } else {

@@ -6,6 +6,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
+#include "autograd/size_math.h"
 
 namespace attograd {
 
@@ -56,7 +57,7 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
     } else if (shape[i] < 0) {
       throw std::invalid_argument("reshape: negative dimension in " + shape_str(shape_in));
     } else {
-      known *= shape[i];
+      known = checked_mul(known, shape[i], [&] { return "reshape to " + shape_str(shape_in); });
     }
   }
   if (infer >= 0) {
@@ -147,7 +148,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
     if (a != b)
       throw std::invalid_argument("concat: shapes " + shape_str(xs[0].shape()) + " and " +
                                   shape_str(x.shape()) + " differ outside dimension " + std::to_string(dim));
-    shape[dim] += x.shape()[dim];
+    shape[dim] = checked_add(shape[dim], x.shape()[dim], "concat: the joined dimension");
   }
   Tensor y = Tensor::empty(shape, xs[0].dtype());
   std::vector<int64_t> starts;
@@ -171,7 +172,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) throw std::invalid_argument("split: negative piece size");
-    total += s;
+    total = checked_add(total, s, "split: the piece sizes");
   }
   if (total != x.shape()[dim])
     throw std::invalid_argument("split: piece sizes add up to " + std::to_string(total) +

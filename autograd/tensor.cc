@@ -10,6 +10,7 @@
 
 #include "autograd/allocator.h"
 #include "autograd/engine.h"
+#include "autograd/size_math.h"
 #include "autograd/kernels/elementwise.h"
 
 namespace attograd {
@@ -38,16 +39,18 @@ std::string shape_str(const Shape& shape) {
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) n = checked_mul(n, d, [&] { return "elements of shape " + shape_str(shape); });
   return n;
 }
 
 Shape contiguous_strides(const Shape& shape) {
+  // Checked on its own: a zero dimension makes numel 0 while the other dimensions' strides can
+  // still overflow, as in (0, 2^40, 2^40).
   Shape strides(shape.size());
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= shape[i];
+    s = checked_mul(s, shape[i], [&] { return "strides of shape " + shape_str(shape); });
   }
   return strides;
 }
@@ -99,7 +102,9 @@ std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype) {
   for (int64_t d : shape)
     if (d < 0) throw std::invalid_argument("tensor: negative dimension in shape " + shape_str(shape));
   auto impl = TensorImpl::make();
-  impl->storage = Storage::make(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  const size_t bytes = checked_mul(static_cast<size_t>(shape_numel(shape)), dtype_size(dtype),
+                                   [&] { return std::string("bytes of a ") + dtype_name(dtype) + " tensor of shape " + shape_str(shape); });
+  impl->storage = Storage::make(bytes);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

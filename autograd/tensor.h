@@ -40,9 +40,11 @@ using Shape = boost::container::small_vector<int64_t, 6>;
 
 /// "(2, 3, 4)": the form every error message uses.
 std::string shape_str(const Shape& shape);
-/// Product of the dimensions (1 for a 0-d scalar).
+/// Product of the dimensions (1 for a 0-d scalar). Throws std::overflow_error (size_math.h)
+/// naming the shape when the product does not fit int64_t.
 int64_t shape_numel(const Shape& shape);
-/// Row-major (C-contiguous) strides of a shape.
+/// Row-major (C-contiguous) strides of a shape. Throws std::overflow_error naming the shape when
+/// a stride does not fit int64_t.
 Shape contiguous_strides(const Shape& shape);
 
 /// A 64-byte aligned, uninitialised byte buffer shared by a tensor and all its views.

@@ -32,8 +32,13 @@ struct GPTConfig {
 
   /// head_dim = n_embd / n_head.
   int64_t head_dim() const { return n_embd / n_head; }
-  /// Throws std::invalid_argument naming the first inconsistent field (e.g. n_head not
-  /// dividing n_embd, non-positive sizes, dropout outside [0, 1)).
+  /// The number of trainable parameters of the GPT this config builds (wte, wpe when learned,
+  /// n_layer blocks, ln_f; the LM head is tied to wte), computed from the sizes alone, before
+  /// anything is allocated. Throws std::overflow_error if the count does not fit int64_t.
+  int64_t num_parameters() const;
+  /// Throws std::invalid_argument naming the first bad field: a size outside its range in
+  /// gpt/limits.h (stated in the message), n_head not dividing n_embd, dropout outside [0, 1),
+  /// or more than limits::max_parameters parameters in all.
   void validate() const;
 };
 

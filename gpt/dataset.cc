@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "autograd/size_math.h"
+
 namespace attograd::gpt {
 
 const char* split_name(Split split) { return split == Split::train ? "train" : "val"; }
@@ -23,7 +25,7 @@ Dataset::Dataset(std::vector<int64_t> tokens, int64_t block_size) : block_size_(
     }
   }
   // floor(0.9 n) in integers, so no rounding of 0.9 can move the boundary by a token.
-  const size_t n_train = tokens.size() * 9 / 10;
+  const size_t n_train = checked_mul(tokens.size(), size_t{9}, "Dataset: the train split") / 10;
   val_.assign(tokens.begin() + static_cast<std::ptrdiff_t>(n_train), tokens.end());
   tokens.resize(n_train);
   train_ = std::move(tokens);
@@ -55,6 +57,7 @@ Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen) cons
   }
   // Valid starts are 0 .. n - T - 1: the window's last target is tokens[start + T] <= n - 1.
   const auto n_starts = static_cast<uint64_t>(n - T);
+  checked_mul(B, T, "Dataset::get_batch: batch size B * T tokens");
   Batch batch{Tensor::empty({B, T}, DType::i64), Tensor::empty({B, T}, DType::i64)};
   int64_t* x = batch.x.data<int64_t>();
   int64_t* y = batch.y.data<int64_t>();
@@ -110,6 +113,7 @@ double bigram_cross_entropy(const std::vector<int64_t>& train, const std::vector
         "bigram_cross_entropy: need at least 1 train token and 2 val tokens (one bigram), got " +
         std::to_string(train.size()) + " and " + std::to_string(val.size()));
   }
+  checked_mul(V, V, "bigram_cross_entropy: pair keys a * V + b");
   check_ids(train, "train", V);
   check_ids(val, "val", V);
   // Sparse counts keyed by a * V + b: a V x V table would be 2.5e9 cells for GPT-2's V.

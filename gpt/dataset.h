@@ -71,7 +71,8 @@ class Dataset {
   /// B random windows of the split as x (B, T) and y (B, T), both i64 (see the top of this
   /// file). Draws B numbers from gen. Throws std::invalid_argument if B < 1, T < 1,
   /// T > block_size, or the split has fewer than T + 1 tokens (naming the split, its size
-  /// and T: "use a longer corpus or a smaller block_size").
+  /// and T: "use a longer corpus or a smaller block_size"); std::overflow_error if B * T does
+  /// not fit int64_t.
   Batch get_batch(Split split, int64_t B, int64_t T, Generator& gen) const;
 
  private:
@@ -92,7 +93,8 @@ double unigram_entropy(const std::vector<int64_t>& tokens);
 /// count_train(a, .) counts the bigrams of train that start with a, so each P(. | a) sums to 1.
 /// Only pairs inside each sequence count (no pair across the train/val boundary).
 /// Throws std::invalid_argument if vocab_size < 1, train has fewer than 1 token, val fewer than
-/// 2, or an id is outside [0, V) (naming the sequence, position and id).
+/// 2, or an id is outside [0, V) (naming the sequence, position and id); std::overflow_error if
+/// V * V does not fit int64_t.
 double bigram_cross_entropy(const std::vector<int64_t>& train, const std::vector<int64_t>& val,
                             int64_t vocab_size);
 

@@ -1,11 +1,14 @@
 #include "gpt/model.h"
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
+#include "autograd/allocator.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "autograd/size_math.h"
 
 namespace attograd::gpt {
 
@@ -26,10 +29,35 @@ Tensor Block::forward(const Tensor& x, nn::LayerKVCache* cache) const {
   return add(x1, mlp->forward(ln_2->forward(x1)));
 }
 
+namespace {
+
+// Refuses a model this machine cannot hold before building it: built layer by layer, it would
+// fill the memory (and be killed by the kernel) long before one allocation failed. While the
+// parameters are packed into the arena, the layers' own tensors, the arena's parameters and its
+// gradients all exist: three copies.
+void require_memory(const GPTConfig& c, DType dtype) {
+  const size_t have = physical_memory_bytes();
+  const auto n = static_cast<size_t>(c.num_parameters());
+  const size_t need = checked_mul(checked_mul(n, dtype_size(dtype), "GPT: parameter bytes"), size_t{3}, "GPT: parameter bytes");
+  if (have == 0 || need <= have) return;
+  auto gb = [](size_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
+    return std::string(buf);
+  };
+  throw std::runtime_error("GPT: the model's " + std::to_string(n) + " parameters need " + gb(need) + " in " +
+                           dtype_name(dtype) + " (weights, gradients, and the weights once more while they are packed), "
+                           "more than this machine's " + gb(have) + " of memory; choose a smaller n_layer, n_embd, "
+                           "vocab_size or block_size");
+}
+
+}  // namespace
+
 GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)
     : config_(config), dtype_(dtype), dropout_gen_(std::make_unique<Generator>(seed + 1)) {
   config_.validate();
   if (dtype == DType::i64) throw std::invalid_argument("GPT: the model dtype must be f32 or f64");
+  require_memory(config_, dtype);
   Generator gen(seed);
   const GPTConfig& c = config_;
   wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab_size, c.n_embd, gen, dtype));

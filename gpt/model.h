@@ -59,7 +59,8 @@ class GPT : public nn::Module {
   /// Builds and initialises the model from `seed` (GPT-2 init: N(0, 0.02²), residual
   /// projections N(0, (0.02 / sqrt(2 n_layer))²), zero biases, LayerNorm 1 and 0), then packs the
   /// parameters into one arena. dtype f32 for training, f64 for gradient checks. Throws
-  /// std::invalid_argument for an inconsistent config.
+  /// std::invalid_argument for an inconsistent config (GPTConfig::validate), std::runtime_error
+  /// before allocating anything when the model needs more than this machine's physical memory.
   GPT(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);
 
   /// idx: i64 (B, T) token ids with T <= block_size and ids in [0, vocab_size);

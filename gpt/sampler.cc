@@ -12,8 +12,9 @@
 namespace attograd::gpt {
 
 void SamplingOptions::validate() const {
-  if (!(temperature >= 0))
-    throw std::invalid_argument("temperature must be >= 0 (0 means greedy), got " + std::to_string(temperature));
+  // An infinite temperature would flatten every distribution to uniform: refused like NaN.
+  if (!(temperature >= 0 && std::isfinite(temperature)))
+    throw std::invalid_argument("temperature must be >= 0 (0 means greedy) and finite, got " + std::to_string(temperature));
   if (top_k < 0) throw std::invalid_argument("top_k must be >= 0 (0 means off), got " + std::to_string(top_k));
   if (!(top_p > 0 && top_p <= 1)) throw std::invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
 }

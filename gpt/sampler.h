@@ -19,7 +19,8 @@ struct SamplingOptions {
   double temperature = 1.0;  // 0 = greedy argmax (ties to the lowest id); must be >= 0
   int64_t top_k = 0;         // 0 = off; keep the k largest logits (ties kept, see above)
   double top_p = 1.0;        // 1 = off; keep the smallest most-likely set with mass >= top_p
-  /// Throws std::invalid_argument for temperature < 0 or NaN, top_k < 0, top_p outside (0, 1].
+  /// Throws std::invalid_argument for temperature < 0, infinite or NaN, top_k < 0, top_p
+  /// outside (0, 1].
   void validate() const;
 };
 

@@ -14,13 +14,15 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "autograd/size_math.h"
+#include "gpt/limits.h"
 #include "gpt/plot.h"
 
 namespace attograd::gpt {
 
 void PerplexityMeter::add(double sum_nll, int64_t tokens) {
   sum_ += sum_nll;
-  tokens_ += tokens;
+  tokens_ = checked_add(tokens_, tokens, "PerplexityMeter: tokens");
 }
 
 double PerplexityMeter::mean_nll() const {
@@ -31,25 +33,24 @@ double PerplexityMeter::mean_nll() const {
 double PerplexityMeter::perplexity() const { return std::exp(mean_nll()); }
 
 void TrainOptions::validate() const {
-  auto positive = [](int64_t v, const char* name) {
-    if (v <= 0) throw std::invalid_argument(std::string(name) + " must be positive, got " + std::to_string(v));
-  };
   auto non_negative = [](double v, const char* name) {
-    if (!(v >= 0)) throw std::invalid_argument(std::string(name) + " must be >= 0, got " + std::to_string(v));
+    if (!(std::isfinite(v) && v >= 0))
+      throw std::invalid_argument(std::string(name) + " must be a finite number >= 0, got " + std::to_string(v));
   };
-  positive(max_steps, "steps");
-  positive(batch_size, "batch size");
-  positive(grad_accum, "grad_accum");
-  positive(eval_iters, "eval_iters");
-  positive(log_interval, "log_interval");
-  non_negative(static_cast<double>(block_size), "block_size");
-  non_negative(static_cast<double>(warmup_steps), "warmup");
-  non_negative(static_cast<double>(lr_decay_steps), "lr_decay_steps");
-  non_negative(static_cast<double>(eval_interval), "eval_interval");
-  non_negative(static_cast<double>(checkpoint_interval), "checkpoint_interval");
+  check_range("", "steps", max_steps, limits::steps);
+  check_range("", "batch size", batch_size, limits::batch_size);
+  check_range("", "grad_accum", grad_accum, limits::grad_accum);
+  check_range("", "eval_iters", eval_iters, limits::positive_count);
+  check_range("", "log_interval", log_interval, limits::positive_count);
+  check_range("", "block_size", block_size, {0, limits::block_size.max});  // 0 = the model's
+  check_range("", "warmup", warmup_steps, limits::count);
+  check_range("", "lr_decay_steps", lr_decay_steps, limits::count);
+  check_range("", "eval_interval", eval_interval, limits::count);
+  check_range("", "checkpoint_interval", checkpoint_interval, limits::count);
   non_negative(weight_decay, "weight_decay");
   non_negative(grad_clip, "grad_clip");
-  if (!(learning_rate > 0)) throw std::invalid_argument("learning rate must be positive, got " + std::to_string(learning_rate));
+  if (!(std::isfinite(learning_rate) && learning_rate > 0))
+    throw std::invalid_argument("learning rate must be a finite number > 0, got " + std::to_string(learning_rate));
   non_negative(min_lr, "min_lr");
   if (min_lr > learning_rate)
     throw std::invalid_argument("min_lr " + std::to_string(min_lr) + " exceeds the learning rate " + std::to_string(learning_rate));
@@ -235,7 +236,9 @@ EvalResult Trainer::run(std::ostream& log) {
     eval_csv.open(dir / "eval_log.csv", std::ios::app);
     if (!train_csv || !eval_csv) throw std::runtime_error("cannot write the logs in " + out_dir_);
   }
-  const int64_t tokens_per_step = o.batch_size * o.block_size * o.grad_accum;
+  // Within limits.h's bounds this fits easily; tokens/s is then computed in double.
+  const int64_t tokens_per_step =
+      checked_mul(checked_mul(o.batch_size, o.block_size, "tokens per step"), o.grad_accum, "tokens per step");
   const int64_t first_step = step_;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -256,7 +259,7 @@ EvalResult Trainer::run(std::ostream& log) {
     const double lr = nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr);
     const double loss = train_step();
     const double secs = elapsed();
-    const double tok_s = static_cast<double>((step_ - first_step) * tokens_per_step) / std::max(secs, 1e-9);
+    const double tok_s = static_cast<double>(step_ - first_step) * static_cast<double>(tokens_per_step) / std::max(secs, 1e-9);
     if (files) {  // grad_norm is left empty when it was not computed (no clipping)
       train_csv << step_ << ',' << loss << ',' << lr << ',';
       if (std::isfinite(last_grad_norm_)) train_csv << last_grad_norm_;

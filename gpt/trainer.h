@@ -57,7 +57,8 @@ struct TrainOptions {
   std::string corpus;              // the corpus spec, and the sha256 of its text: --resume
   std::string corpus_sha256;       //   refuses a different corpus
 
-  /// Throws std::invalid_argument naming the first bad field.
+  /// Throws std::invalid_argument naming the first bad field: a count outside its range in
+  /// gpt/limits.h, a rate or decay that is negative or not finite.
   void validate() const;
   std::string to_json() const;
   /// Throws std::runtime_error for malformed JSON.

@@ -6,6 +6,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "autograd/size_math.h"
 
 namespace attograd::nn {
 
@@ -56,8 +57,9 @@ Tensor Dropout::forward(const Tensor& x) const {
 }
 
 MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype) {
-  c_fc = register_module("c_fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, gen, dtype));
-  c_proj = register_module("c_proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, gen, dtype, proj_init_std));
+  const int64_t hidden = checked_mul<int64_t>(4, n_embd, "MLP: hidden width 4 * n_embd");
+  c_fc = register_module("c_fc", std::make_shared<Linear>(n_embd, hidden, bias, gen, dtype));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(hidden, n_embd, bias, gen, dtype, proj_init_std));
   drop = register_module("dropout", std::make_shared<Dropout>(p, dropout_gen));
 }
 
@@ -81,7 +83,7 @@ Tensor apply_rope(const Tensor& x, int64_t pos_offset) {
   const int64_t T = x.size(-2), HS = x.size(-1);
   if (HS % 2 != 0) throw std::invalid_argument("apply_rope: head_dim must be even, got " + std::to_string(HS));
   const int64_t half = HS / 2;
-  std::vector<double> cos_v(static_cast<size_t>(T * half)), sin_v(cos_v.size());
+  std::vector<double> cos_v(static_cast<size_t>(checked_mul(T, half, "apply_rope: T * head_dim / 2"))), sin_v(cos_v.size());
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < half; ++i) {
       const double theta = static_cast<double>(pos_offset + t) * std::pow(10000.0, -2.0 * i / static_cast<double>(HS));
@@ -96,7 +98,9 @@ Tensor apply_rope(const Tensor& x, int64_t pos_offset) {
 }
 
 Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype) {
-  std::vector<double> pe(static_cast<size_t>(T * C));
+  require_positive(T, "sinusoidal_table: T");
+  require_positive(C, "sinusoidal_table: C");
+  std::vector<double> pe(static_cast<size_t>(checked_mul(T, C, "sinusoidal_table: T * C")));
   for (int64_t pos = 0; pos < T; ++pos)
     for (int64_t i = 0; i < C; ++i) {
       const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i - i % 2) / static_cast<double>(C));
@@ -114,9 +118,7 @@ void LayerKVCache::reserve(int64_t B, int64_t NH, int64_t capacity, int64_t HS, 
   const Shape shape{B, NH, capacity, HS};
   if (k_buffer_.defined() && k_buffer_.shape() == shape && k_buffer_.dtype() == dtype) return;
   int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
-  for (int64_t d : shape)
-    if (__builtin_mul_overflow(bytes, d, &bytes))
-      throw std::invalid_argument("LayerKVCache: buffers " + shape_str(shape) + " overflow the address space");
+  for (int64_t d : shape) bytes = checked_mul(bytes, d, [&] { return "LayerKVCache: bytes of the buffers " + shape_str(shape); });
   k_buffer_ = v_buffer_ = Tensor();  // give the old pair back before taking the new one
   k_buffer_ = Tensor::empty(shape, dtype);
   v_buffer_ = Tensor::empty(shape, dtype);
@@ -177,7 +179,7 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd_, int64_t n_head_, bool 
   if (rope && (n_embd / n_head) % 2 != 0)
     throw std::invalid_argument("CausalSelfAttention: RoPE rotates channel pairs, so head_dim = n_embd / n_head = " +
                                 std::to_string(n_embd / n_head) + " must be even");
-  c_attn = register_module("c_attn", std::make_shared<Linear>(n_embd, 3 * n_embd, bias, gen, dtype));
+  c_attn = register_module("c_attn", std::make_shared<Linear>(n_embd, checked_mul<int64_t>(3, n_embd, "CausalSelfAttention: 3 * n_embd"), bias, gen, dtype));
   c_proj = register_module("c_proj", std::make_shared<Linear>(n_embd, n_embd, bias, gen, dtype, proj_init_std));
   attn_dropout = register_module("attn_dropout", std::make_shared<Dropout>(p, dropout_gen));
   resid_dropout = register_module("resid_dropout", std::make_shared<Dropout>(p, dropout_gen));

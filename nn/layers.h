@@ -85,6 +85,7 @@ Tensor apply_rope(const Tensor& x, int64_t pos_offset = 0);
 
 /// The sinusoidal position table of Vaswani et al. 2017, section 3.5: (T, C) with
 /// PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(pos / 10000^(2i/C)).
+/// Throws std::invalid_argument for T or C < 1, std::overflow_error when T * C does not fit.
 Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype);
 
 /// The keys and values one attention layer has already computed, for incremental decoding.
@@ -94,7 +95,8 @@ Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype);
 struct LayerKVCache {
   /// Makes the buffers (B, NH, capacity, HS) of `dtype`. A no-op when they already have that
   /// shape and dtype (the cached positions are kept); otherwise it allocates new buffers and
-  /// forgets the cached positions. Throws std::invalid_argument for a non-positive size or i64.
+  /// forgets the cached positions. Throws std::invalid_argument for a non-positive size or i64,
+  /// std::overflow_error when the buffers' byte count does not fit int64_t.
   void reserve(int64_t B, int64_t NH, int64_t capacity, int64_t HS, DType dtype);
   /// Writes k_new and v_new (B, NH, T, HS), any strides, at positions length() ..
   /// length() + T - 1 and advances length() by T. Throws std::invalid_argument when their shape

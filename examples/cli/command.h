@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpt/config.h"
+#include "gpt/limits.h"
 
 namespace attograd::cli {
 
@@ -23,10 +24,25 @@ void add_tokenize_command(CLI::App& app, int& exit_code);
 /// `attograd info`: a config's parameter shapes and counts, and attention's tensor shapes.
 void add_info_command(CLI::App& app, int& exit_code);
 
-/// Option checks with short messages ("--steps: must be a positive number, got 0"): CLI11's
-/// PositiveNumber prints its range as 0 to 1.8e308 written out in full.
+/// Option checks with short messages ("--lr: must be a finite number > 0, got 0"): CLI11's
+/// PositiveNumber prints its range as 0 to 1.8e308 written out in full. These are for
+/// floating-point options; an integer option takes integer_in, a seed kSeed.
 extern const CLI::Validator kPositive;     // a finite number > 0
 extern const CLI::Validator kNonNegative;  // a finite number >= 0
+
+/// A finite floating-point number in [min, max], or (min, max] with min_open.
+CLI::Validator number_in(double min, double max, bool min_open = false);
+
+/// An integer option in [range.min, range.max] ("--n-layer: must be an integer in [1, 1024],
+/// got 1000000000"; `why`, when given, follows the range). Only decimal digits with an optional
+/// minus sign are read: "1.5", "1e3", "0x10" and values out of range are refused, never
+/// rounded, clamped or wrapped; so is "010", which CLI11 (strtoll in base 0) would read as
+/// octal 8. --help shows the range (INT in [1, 1024]).
+CLI::Validator integer_in(gpt::IntRange range, const std::string& why = "");
+
+/// A seed: an integer in [0, 2^64 - 1] checked as integer_in checks one; "-1" is refused, not
+/// wrapped to 2^64 - 1.
+extern const CLI::Validator kSeed;
 
 /// --preset and the per-field overrides of a GPTConfig.
 struct ConfigArgs {

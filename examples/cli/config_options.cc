@@ -1,46 +1,108 @@
 #include "examples/cli/command.h"
 
+#include <charconv>
 #include <cmath>
+#include <functional>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 namespace attograd::cli {
 
 namespace {
-CLI::Validator finite_number_check(bool allow_zero) {
+
+// A finite double satisfying `ok`; `condition` completes "must be a finite number ..." and,
+// after "NUMBER ", the --help hint.
+CLI::Validator finite_number_check(const std::function<bool(double)>& ok, const std::string& condition) {
   return CLI::Validator(
-      [allow_zero](std::string& text) -> std::string {
+      [ok, condition](std::string& text) -> std::string {
         double v;
         try {
           size_t used = 0;
           v = std::stod(text, &used);
           if (used != text.size()) throw std::invalid_argument("trailing characters");
+        } catch (const std::out_of_range&) {
+          return "must be a finite number " + condition + " within the range of a double, got " + text;
         } catch (const std::exception&) {
           return "expected a number, got '" + text + "'";
         }
-        if (!std::isfinite(v) || (allow_zero ? v < 0 : v <= 0))
-          return std::string("must be a finite number ") + (allow_zero ? ">= 0" : "> 0") + ", got " + text;
+        if (!std::isfinite(v) || !ok(v)) return "must be a finite number " + condition + ", got " + text;
         return std::string();
       },
-      allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
+      "NUMBER " + condition);
 }
+
+// `text` as a decimal integer of type I: digits with an optional leading minus sign and
+// nothing else, within I's range; nullopt otherwise.
+template <typename I>
+std::optional<I> parse_decimal(const std::string& text) {
+  I v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// CLI11 converts integers with strtoll/strtoull in base 0, where "010" is octal 8: the value
+// checked here would not be the value used. Such text is refused instead (a check cannot
+// rewrite it: Option::check makes every validator non-modifying).
+std::optional<std::string> leading_zeros(const std::string& text, const std::string& value) {
+  const size_t digits = text.rfind('-', 0) == 0 ? 1 : 0;
+  if (text.size() > digits + 1 && text[digits] == '0')
+    return text + " has leading zeros, which would be read as octal; write " + value;
+  return std::nullopt;
+}
+
+std::string number_str(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
 }  // namespace
 
-const CLI::Validator kPositive = finite_number_check(false);
-const CLI::Validator kNonNegative = finite_number_check(true);
+const CLI::Validator kPositive = finite_number_check([](double v) { return v > 0; }, "> 0");
+const CLI::Validator kNonNegative = finite_number_check([](double v) { return v >= 0; }, ">= 0");
+
+CLI::Validator number_in(double min, double max, bool min_open) {
+  const std::string range = (min_open ? "(" : "[") + number_str(min) + ", " + number_str(max) + "]";
+  return finite_number_check([=](double v) { return (min_open ? v > min : v >= min) && v <= max; }, "in " + range);
+}
+
+CLI::Validator integer_in(gpt::IntRange range, const std::string& why) {
+  const std::string expected = "an integer in " + gpt::range_str(range) + (why.empty() ? "" : " (" + why + ")");
+  return CLI::Validator(
+      [range, expected](std::string& text) -> std::string {
+        const std::optional<int64_t> v = parse_decimal<int64_t>(text);
+        if (!v || !range.contains(*v)) return "must be " + expected + ", got " + text;
+        return leading_zeros(text, std::to_string(*v)).value_or("");
+      },
+      "INT in " + gpt::range_str(range));
+}
+
+const CLI::Validator kSeed = CLI::Validator(
+    [](std::string& text) -> std::string {
+      const std::optional<uint64_t> v = parse_decimal<uint64_t>(text);
+      if (!v) return "must be an integer in [0, 18446744073709551615] (2^64 - 1), got " + text;
+      return leading_zeros(text, std::to_string(*v)).value_or("");
+    },
+    "INT in [0, 2^64 - 1]");
 
 void add_config_options(CLI::App* cmd, ConfigArgs& a, bool with_vocab) {
   cmd->add_option("--preset", a.preset, "model size: femto, pico, nano or gpt2")
       ->check(CLI::IsMember({"femto", "pico", "nano", "gpt2"}))
       ->capture_default_str();
-  cmd->add_option("--n-layer", a.n_layer, "override: number of transformer blocks")->check(kPositive);
-  cmd->add_option("--n-head", a.n_head, "override: attention heads per block")->check(kPositive);
-  cmd->add_option("--n-embd", a.n_embd, "override: embedding width C")->check(kPositive);
-  cmd->add_option("--block-size", a.block_size, "override: context length in tokens")->check(kPositive);
-  cmd->add_option("--dropout", a.dropout, "override: dropout probability")->check(CLI::Range(0.0, 0.99));
+  namespace limits = gpt::limits;
+  cmd->add_option("--n-layer", a.n_layer, "override: number of transformer blocks")->check(integer_in(limits::n_layer));
+  cmd->add_option("--n-head", a.n_head, "override: attention heads per block")->check(integer_in(limits::n_head));
+  cmd->add_option("--n-embd", a.n_embd, "override: embedding width C")->check(integer_in(limits::n_embd));
+  cmd->add_option("--block-size", a.block_size, "override: context length in tokens")->check(integer_in(limits::block_size));
+  cmd->add_option("--dropout", a.dropout, "override: dropout probability")->check(number_in(0.0, 0.99));
   cmd->add_option("--pos-encoding", a.pos_encoding, "learned (GPT-2), sinusoidal or rope")
       ->check(CLI::IsMember({"learned", "sinusoidal", "rope"}));
   cmd->add_flag("--no-bias", a.no_bias, "no biases in Linear and LayerNorm");
-  if (with_vocab) cmd->add_option("--vocab-size", a.vocab_size, "vocabulary size V")->check(kPositive);
+  if (with_vocab) cmd->add_option("--vocab-size", a.vocab_size, "vocabulary size V")->check(integer_in(limits::vocab_size));
+  cmd->footer("At most " + std::to_string(limits::max_parameters) +
+              " parameters in all (GPTConfig::num_parameters), and no more than this machine's memory holds.");
 }
 
 gpt::GPTConfig build_config(const ConfigArgs& a, std::optional<int64_t> tokenizer_vocab) {

@@ -160,7 +160,9 @@ int run(const EvalArgs& a) {
   const gpt::Corpus corpus = gpt::load_corpus(a.corpus, co);
   const gpt::Dataset data(tok->encode(corpus.text), c.block_size);
   std::vector<int64_t> tokens = data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);
-  if (a.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > a.max_tokens + 1) tokens.resize(a.max_tokens + 1);
+  // Compared as predictions (tokens - 1): max_tokens + 1 would overflow at the largest int64.
+  if (a.max_tokens > 0 && tokens.size() > 1 && tokens.size() - 1 > static_cast<uint64_t>(a.max_tokens))
+    tokens.resize(static_cast<size_t>(a.max_tokens) + 1);
   if (tokens.size() < 2) throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
   evaluate(*model, tokens, meter);
   require_finite(meter, a.checkpoint.empty() ? a.hf_gpt2 : a.checkpoint);
@@ -179,7 +181,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                                     "a Hugging Face GPT-2 model.safetensors (n_head from config.json beside it; "
                                     "a corpus is encoded with GPT-2's BPE)");
   cmd->add_option("--n-head", a->n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
-      ->check(kPositive)
+      ->check(integer_in(gpt::limits::n_head))
       ->needs(hf);
   CLI::Option* ids = cmd->add_option("--ids", a->ids,
                                      "evaluate one sequence of whitespace-separated token ids from this file "
@@ -190,7 +192,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                            ->check(CLI::IsMember({"val", "train"}))
                            ->capture_default_str();
   CLI::Option* max_tokens = cmd->add_option("--max-tokens", a->max_tokens, "evaluate at most this many predictions (0 = all)")
-                                ->check(kNonNegative);
+                                ->check(integer_in(gpt::limits::count));
   for (CLI::Option* o : {corpus, cache, split, max_tokens}) ids->excludes(o);
   cmd->footer(kWindowsNote);
   cmd->callback([a, &exit_code] { exit_code = run(*a); });

@@ -66,13 +66,13 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--op", args->op, "check only this op (e.g. softmax)");
   cmd->add_option("--dtype", args->dtype, "f64 (PyTorch's eps 1e-6, atol 1e-5, rtol 1e-3) or f32 (wider step)")->capture_default_str()
       ->check(CLI::IsMember({"f64", "f32"}));
-  cmd->add_option("--seed", args->seed, "seed for inputs and the random upstream gradient")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "seed for inputs and the random upstream gradient")->check(kSeed)->capture_default_str();
   // Element-wise central differences cost two forward passes per input element, so the cost
   // grows with the square of the sizes: 16 keeps every op under a few seconds (use --fast for
   // a directional check at any size).
-  cmd->add_option("-B,--batch", args->sizes.B, "B of the (B, T, C) test shapes")->check(CLI::Range(1, 16))->capture_default_str();
-  cmd->add_option("-T,--time", args->sizes.T, "T of the (B, T, C) test shapes")->check(CLI::Range(1, 16))->capture_default_str();
-  cmd->add_option("-C,--channels", args->sizes.C, "C of the (B, T, C) test shapes")->check(CLI::Range(2, 16))->capture_default_str();
+  cmd->add_option("-B,--batch", args->sizes.B, "B of the (B, T, C) test shapes")->check(integer_in({1, 16}))->capture_default_str();
+  cmd->add_option("-T,--time", args->sizes.T, "T of the (B, T, C) test shapes")->check(integer_in({1, 16}))->capture_default_str();
+  cmd->add_option("-C,--channels", args->sizes.C, "C of the (B, T, C) test shapes")->check(integer_in({2, 16}))->capture_default_str();
   cmd->add_flag("--fast", args->fast, "compare one random directional derivative per input (vᵀ Jᵀ u)");
   cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }

@@ -70,7 +70,8 @@ void add_info_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<InfoArgs>();
   CLI::App* cmd = app.add_subcommand("info", "parameter shapes and counts of a config, and attention's tensor shapes");
   add_config_options(cmd, a->config, true);
-  cmd->add_option("--T", a->T, "sequence length for the attention shapes (default block_size)");
+  cmd->add_option("--T", a->T, "sequence length for the attention shapes (default block_size)")
+      ->check(integer_in(gpt::limits::block_size));
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

@@ -119,13 +119,13 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--checkpoint", a->checkpoint, "an attograd checkpoint (e.g. runs/pico/ckpt.safetensors)");
   cmd->add_option("--hf-gpt2", a->hf_gpt2, "a Hugging Face GPT-2 model.safetensors (uses the GPT-2 BPE tokenizer)");
   cmd->add_option("--n-head", a->n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
-      ->check(kPositive);
+      ->check(integer_in(gpt::limits::n_head));
   cmd->add_option("--prompt", a->prompts, "a prompt (repeat for several)");
-  cmd->add_option("--temperature", a->temperatures, "0 = greedy; repeat for several")->capture_default_str();
-  cmd->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate per sample")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--top-k", a->top_k, "keep the k most likely tokens (0 = off; ties at the cut are kept)")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--top-p", a->top_p, "nucleus sampling mass in (0, 1] (1 = off)")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--temperature", a->temperatures, "0 = greedy; repeat for several (checked by SamplingOptions::validate)")->capture_default_str();
+  cmd->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate per sample")->check(integer_in(gpt::limits::count))->capture_default_str();
+  cmd->add_option("--top-k", a->top_k, "keep the k most likely tokens (0 = off; ties at the cut are kept)")->check(integer_in(gpt::limits::count))->capture_default_str();
+  cmd->add_option("--top-p", a->top_p, "nucleus sampling mass in (0, 1] (1 = off)")->check(number_in(0, 1, true))->capture_default_str();
+  cmd->add_option("--seed", a->seed, "sampling seed")->check(kSeed)->capture_default_str();
   cmd->add_flag("--no-kv-cache", a->no_kv_cache, "recompute the whole context for every token (for comparison)");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }

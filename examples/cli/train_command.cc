@@ -202,22 +202,25 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
   cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")->capture_default_str();
   gpt::TrainOptions& o = a->options;
-  a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")->check(kPositive)->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size, "sequences per micro-batch (B)")->check(kPositive)->capture_default_str();
-  cmd->add_option("--grad-accum", o.grad_accum, "micro-batches per step")->check(kPositive)->capture_default_str();
+  namespace limits = gpt::limits;
+  a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")->check(integer_in(limits::steps))->capture_default_str();
+  cmd->add_option("--batch-size", o.batch_size, "sequences per micro-batch (B)")->check(integer_in(limits::batch_size))->capture_default_str();
+  cmd->add_option("--grad-accum", o.grad_accum, "micro-batches per step")->check(integer_in(limits::grad_accum))->capture_default_str();
   cmd->add_option("--lr", o.learning_rate, "peak learning rate")->check(kPositive)->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine decay")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--decay-steps", o.lr_decay_steps, "cosine decay length (0 = --steps)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->check(integer_in(limits::count))->capture_default_str();
+  cmd->add_option("--decay-steps", o.lr_decay_steps, "cosine decay length (0 = --steps)")->check(integer_in(limits::count))->capture_default_str();
   cmd->add_option("--weight-decay", o.weight_decay, "AdamW decay of 2-D weights")->check(kNonNegative)->capture_default_str();
   cmd->add_option("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--seed", o.seed, "seed of the batch sampler")->capture_default_str();
-  cmd->add_option("--init-seed", a->init_seed, "seed of the weight initialisation")->capture_default_str();
-  cmd->add_option("--eval-interval", o.eval_interval, "evaluate every N steps")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--eval-iters", o.eval_iters, "batches per split per evaluation")->check(kPositive)->capture_default_str();
-  cmd->add_option("--checkpoint-interval", o.checkpoint_interval, "also checkpoint every N steps (0 = at evaluations and the end)")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--log-interval", o.log_interval, "progress line every N steps")->check(kPositive)->capture_default_str();
-  cmd->add_option("--threads", a->threads, "OpenMP threads (0 = all cores)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed of the batch sampler")->check(kSeed)->capture_default_str();
+  cmd->add_option("--init-seed", a->init_seed, "seed of the weight initialisation")->check(kSeed)->capture_default_str();
+  cmd->add_option("--eval-interval", o.eval_interval, "evaluate every N steps")->check(integer_in(limits::count))->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split per evaluation")->check(integer_in(limits::positive_count))->capture_default_str();
+  cmd->add_option("--checkpoint-interval", o.checkpoint_interval, "also checkpoint every N steps (0 = at evaluations and the end)")->check(integer_in(limits::count))->capture_default_str();
+  cmd->add_option("--log-interval", o.log_interval, "progress line every N steps")->check(integer_in(limits::positive_count))->capture_default_str();
+  cmd->add_option("--threads", a->threads, "OpenMP threads (0 = all cores)")
+      ->check(integer_in({0, gpt::max_threads()}, "at most 4 x this machine's cores"))
+      ->capture_default_str();
   cmd->add_flag("--resume", a->resume, "continue the run in --out from its checkpoint, bit-exact, with its stored options (--steps may extend it; the learning-rate schedule keeps its end)");
   cmd->add_flag("--overwrite", a->overwrite, "start over even if --out already holds a checkpoint");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });

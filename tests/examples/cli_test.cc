@@ -2,10 +2,14 @@
 // resume, and clear errors for bad input.
 #define BOOST_TEST_MODULE cli
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <cstdlib>
+#include <thread>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #include "tests/examples/cli_run.h"
 
@@ -20,6 +24,16 @@ std::string write_corpus(const TempDir& dir) {
   std::ofstream out(file);
   for (int i = 0; i < 200; ++i) out << "to be or not to be, that is the question.\n";
   return file;
+}
+
+// Runs each (arguments, message) case: exit code 2 and the message in the output.
+void expect_refused(const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [args, message] : cases) {
+    const auto r = run_cli(args);
+    BOOST_TEST_INFO(args << "\n" << r.out);
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(contains(r.out, message));
+  }
 }
 
 }  // namespace
@@ -165,4 +179,130 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
   const auto resume_nothing = run_cli("train --corpus " + write_corpus(dir) + " --out " + (dir / "none") + " --resume");
   BOOST_TEST(resume_nothing.exit_code == 2);
   BOOST_TEST(contains(resume_nothing.out, "nothing to resume"));
+}
+
+// Issue 8, kind 1: a size whose products would wrap (T x C, B x T, the parameter count) is
+// refused at once with its range, before anything is allocated, never by a crash or by
+// running out of memory.
+BOOST_AUTO_TEST_CASE(sizes_whose_products_would_overflow_are_refused_at_once) {
+  const TempDir dir("cli_sizes");
+  const std::string corpus = write_corpus(dir), train = "train --preset pico --corpus " + corpus + " --out " + (dir / "r");
+  const std::string cores = std::to_string(4 * std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      // SIGSEGV before: sinusoidal_table allocated T x C after it had wrapped.
+      {"info --pos-encoding sinusoidal --n-embd 6 --n-head 3 --block-size 3074457345618258603 --T 8",
+       "--block-size: must be an integer in [1, 131072], got 3074457345618258603"},
+      // SIGSEGV before, in Dataset::get_batch, where B x T wrapped.
+      {train + " --batch-size 2305843009213693952", "--batch-size: must be an integer in [1, 65536], got 2305843009213693952"},
+      {"info --n-layer 1000000000", "--n-layer: must be an integer in [1, 1024], got 1000000000"},
+      {"info --vocab-size 1099511627776", "--vocab-size: must be an integer in [1, 1048576], got 1099511627776"},
+      {"info --n-embd 99999999999999999999", "--n-embd: must be an integer in [1, 65536], got 99999999999999999999"},
+      {"info --n-head 2000", "--n-head: must be an integer in [1, 1024], got 2000"},
+      {train + " --grad-accum 100000", "--grad-accum: must be an integer in [1, 65536], got 100000"},
+      // Crashed inside libgomp before.
+      {train + " --threads 100000",
+       "--threads: must be an integer in [0, " + cores + "] (at most 4 x this machine's cores), got 100000"},
+      // Each size in range, the product not.
+      {"info --preset gpt2 --n-layer 1024 --n-embd 4096 --n-head 16",
+       "GPTConfig: n_layer 1024, n_embd 4096, vocab_size 50257 make 206423011328 parameters, more than the limit of 20000000000"},
+  };
+  expect_refused(cases);
+  // 18 billion parameters pass every limit but need 220 GB: refused before building the model.
+  if (static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE)) < 220.1e9) {
+    const auto big = run_cli("info --preset gpt2 --n-layer 90 --n-embd 4096 --n-head 16");
+    BOOST_TEST_INFO(big.out);
+    BOOST_TEST(big.exit_code == 2);
+    BOOST_TEST(contains(big.out, "GPT: the model's 18334240768 parameters need 220.0 GB in f32"));
+    BOOST_TEST(contains(big.out, "more than this machine's"));
+  }
+}
+
+// The bounds live in one table (gpt/limits.h) and --help states them.
+BOOST_AUTO_TEST_CASE(help_states_the_bounds) {
+  const auto info = run_cli("info --help");
+  BOOST_TEST_INFO(info.out);
+  BOOST_TEST(contains(info.out, "--n-layer INT:INT in [1, 1024]"));
+  BOOST_TEST(contains(info.out, "--n-head INT:INT in [1, 1024]"));
+  BOOST_TEST(contains(info.out, "--n-embd INT:INT in [1, 65536]"));
+  BOOST_TEST(contains(info.out, "--block-size INT:INT in [1, 131072]"));
+  BOOST_TEST(contains(info.out, "--vocab-size INT:INT in [1, 1048576]"));
+  BOOST_TEST(contains(info.out, "At most 20000000000 parameters in all"));
+  const auto train = run_cli("train --help");
+  BOOST_TEST_INFO(train.out);
+  BOOST_TEST(contains(train.out, "--batch-size INT:INT in [1, 65536]"));
+  BOOST_TEST(contains(train.out, "--threads INT:INT in [0, " + std::to_string(4 * std::max(1u, std::thread::hardware_concurrency())) + "]"));
+  BOOST_TEST(contains(train.out, "--seed UINT:INT in [0, 2^64 - 1]"));
+}
+
+// Issue 8, kind 6: a numeric option is taken exactly as written or refused with its range:
+// never clamped (--steps 99999999999999999999 was 2^63 - 1), wrapped (--seed -1 was 2^64 - 1),
+// truncated (1.5), read as hex or octal, or let through as NaN or infinity. Every numeric
+// option of every subcommand.
+BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
+  const TempDir dir("cli_numbers");
+  const std::string corpus = write_corpus(dir), ckpt = dir / "run/ckpt.safetensors";
+  const std::string train = "train --preset pico --corpus " + corpus + " --out " + (dir / "r");
+  const std::string sample = "sample --checkpoint " + ckpt;
+  const std::string any_int = "[0, 9223372036854775807]", positive_int = "[1, 9223372036854775807]";
+  const std::string seed = "must be an integer in [0, 18446744073709551615] (2^64 - 1), got ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {train + " --steps 99999999999999999999", "--steps: must be an integer in " + positive_int + ", got 99999999999999999999"},
+      {train + " --steps 1.5", "--steps: must be an integer in " + positive_int + ", got 1.5"},
+      {train + " --steps 1e3", "--steps: must be an integer in " + positive_int + ", got 1e3"},
+      {train + " --seed -1", "--seed: " + seed + "-1"},
+      {train + " --seed 18446744073709551616", "--seed: " + seed + "18446744073709551616"},
+      {train + " --init-seed -1", "--init-seed: " + seed + "-1"},
+      {train + " --batch-size 0x10", "--batch-size: must be an integer in [1, 65536], got 0x10"},
+      {train + " --grad-accum -2", "--grad-accum: must be an integer in [1, 65536], got -2"},
+      {train + " --warmup -1", "--warmup: must be an integer in " + any_int + ", got -1"},
+      {train + " --decay-steps 2.5", "--decay-steps: must be an integer in " + any_int + ", got 2.5"},
+      {train + " --eval-interval 9223372036854775808", "--eval-interval: must be an integer in " + any_int},
+      {train + " --eval-iters 0", "--eval-iters: must be an integer in " + positive_int + ", got 0"},
+      {train + " --checkpoint-interval nan", "--checkpoint-interval: must be an integer in " + any_int + ", got nan"},
+      {train + " --log-interval 0", "--log-interval: must be an integer in " + positive_int + ", got 0"},
+      {train + " --threads -1", "--threads: must be an integer in [0, "},
+      {train + " --lr nan", "--lr: must be a finite number > 0, got nan"},
+      {train + " --lr inf", "--lr: must be a finite number > 0, got inf"},
+      {train + " --lr 1e400", "--lr: must be a finite number > 0 within the range of a double, got 1e400"},
+      {train + " --min-lr -1", "--min-lr: must be a finite number >= 0, got -1"},
+      {train + " --weight-decay inf", "--weight-decay: must be a finite number >= 0, got inf"},
+      {train + " --grad-clip nan", "--grad-clip: must be a finite number >= 0, got nan"},
+      {train + " --dropout nan", "--dropout: must be a finite number in [0, 0.99], got nan"},
+      {train + " --n-layer 1.5", "--n-layer: must be an integer in [1, 1024], got 1.5"},
+      {"info --T 1.5", "--T: must be an integer in [1, 131072], got 1.5"},
+      {"info --T -3", "--T: must be an integer in [1, 131072], got -3"},
+      {"info --block-size 0", "--block-size: must be an integer in [1, 131072], got 0"},
+      {sample + " --seed -1", "--seed: " + seed + "-1"},
+      {sample + " --max-new-tokens 1.5", "--max-new-tokens: must be an integer in " + any_int + ", got 1.5"},
+      {sample + " --top-k -1", "--top-k: must be an integer in " + any_int + ", got -1"},
+      {sample + " --top-p 0", "--top-p: must be a finite number in (0, 1], got 0"},
+      {sample + " --top-p nan", "--top-p: must be a finite number in (0, 1], got nan"},
+      {sample + " --n-head 0", "--n-head: must be an integer in [1, 1024], got 0"},
+      {sample + " --temperature inf", "temperature must be >= 0 (0 means greedy) and finite, got inf"},
+      {sample + " --temperature nan", "temperature must be >= 0 (0 means greedy) and finite, got nan"},
+      {"eval --checkpoint " + ckpt + " --max-tokens -1", "--max-tokens: must be an integer in " + any_int + ", got -1"},
+      {"eval --hf-gpt2 " + ckpt + " --n-head 2.5", "--n-head: must be an integer in [1, 1024], got 2.5"},
+      {"gradcheck --seed -1", "--seed: " + seed + "-1"},
+      {"gradcheck -B 17", "--batch: must be an integer in [1, 16], got 17"},
+      {"gradcheck -T 1.5", "--time: must be an integer in [1, 16], got 1.5"},
+      {"gradcheck -C 1", "--channels: must be an integer in [2, 16], got 1"},
+      {"tokenize --decode 99999999999999999999", "word 1, '99999999999999999999', is not a token id"},
+  };
+  // sample's temperature is checked after the checkpoint loads: make one.
+  BOOST_REQUIRE(run_cli("train --preset pico --corpus " + corpus + " --out " + (dir / "run") +
+                        " --steps 1 --batch-size 2 --eval-iters 1").exit_code == 0);
+  expect_refused(cases);
+  // A value in range is taken exactly as written. CLI11 alone reads "010" as octal 8, so a
+  // leading zero is refused rather than guessed.
+  const auto ten = run_cli("info --preset pico --block-size 10 --T 10");
+  BOOST_TEST_INFO(ten.out);
+  BOOST_TEST(ten.exit_code == 0);
+  BOOST_TEST(contains(ten.out, "attention shapes for B = 1, T = 10 (per layer)"));
+  const auto octal = run_cli("info --preset pico --block-size 010");
+  BOOST_TEST_INFO(octal.out);
+  BOOST_TEST(octal.exit_code == 2);
+  BOOST_TEST(contains(octal.out, "--block-size: 010 has leading zeros, which would be read as octal; write 10"));
+  BOOST_TEST(contains(run_cli("train --seed 0017").out, "--seed: 0017 has leading zeros, which would be read as octal; write 17"));
+  const auto max_seed = run_cli("gradcheck --op softmax --seed 18446744073709551615");
+  BOOST_TEST(max_seed.exit_code == 0);
 }

@@ -143,6 +143,16 @@ BOOST_AUTO_TEST_CASE(errors_name_the_problem_and_the_fix) {
                                            "the train split has 0 tokens");
 }
 
+// The example: B = 2^61 sequences of T = 8 tokens wrap to 0 tokens mod 2^64.
+BOOST_AUTO_TEST_CASE(a_batch_whose_size_overflows_is_refused) {
+  const Dataset data(iota_ids(100), 9);
+  Generator gen(0);
+  expect_throw_with<std::overflow_error>([&] { data.get_batch(Split::train, 2305843009213693952, 8, gen); },
+                                         "Dataset::get_batch: batch size B * T tokens: 2305843009213693952 * 8 exceeds");
+  expect_throw_with<std::overflow_error>([] { bigram_cross_entropy({0, 1}, {0, 1}, int64_t{1} << 32); },
+                                         "bigram_cross_entropy: pair keys a * V + b");
+}
+
 BOOST_AUTO_TEST_CASE(unigram_entropy_by_hand) {
   BOOST_TEST(unigram_entropy({5, 5, 5}) == 0.0);
   BOOST_TEST(std::abs(unigram_entropy({0, 1}) - std::log(2.0)) < 1e-12);

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
+#include "autograd/allocator.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "gpt/model.h"
@@ -31,6 +32,46 @@ BOOST_AUTO_TEST_CASE(parameter_counts_of_the_teaching_presets) {
   GPTConfig rope = preset("pico");
   rope.pos_encoding = PosEncoding::rope;
   BOOST_TEST(GPT(rope).num_parameters() == 1980 - 8 * 6);  // no wpe table
+}
+
+// GPTConfig::num_parameters counts from the sizes alone what GPT builds, for every combination
+// of preset, position encoding and bias.
+BOOST_AUTO_TEST_CASE(config_parameter_count_matches_the_built_model) {
+  for (const char* name : {"femto", "pico", "nano"})
+    for (PosEncoding pos : {PosEncoding::learned, PosEncoding::sinusoidal, PosEncoding::rope})
+      for (bool bias : {true, false}) {
+        GPTConfig c = preset(name);
+        c.pos_encoding = pos;
+        c.bias = bias;
+        BOOST_TEST_INFO(name << " " << pos_encoding_name(pos) << " bias " << bias);
+        BOOST_TEST(c.num_parameters() == GPT(c).num_parameters());
+      }
+  BOOST_TEST(preset("gpt2").num_parameters() == 124439808);  // GPT-2 small, as Hugging Face counts it
+}
+
+// Sizes outside gpt/limits.h are refused at once, naming the range, and so is a config whose
+// sizes are each in range but make too many parameters, or more than this machine can hold.
+BOOST_AUTO_TEST_CASE(absurd_configs_are_refused_before_allocating) {
+  GPTConfig c = preset("pico");
+  c.n_layer = 1000000000;
+  expect_throw_with<std::invalid_argument>([&] { GPT m(c); }, "GPTConfig: n_layer must be in [1, 1024], got 1000000000");
+  c = preset("pico");
+  c.block_size = 3074457345618258603;
+  c.pos_encoding = PosEncoding::sinusoidal;
+  expect_throw_with<std::invalid_argument>([&] { c.validate(); }, "block_size must be in [1, 131072], got 3074457345618258603");
+  c = preset("pico");
+  c.vocab_size = int64_t{1} << 40;
+  expect_throw_with<std::invalid_argument>([&] { c.validate(); }, "vocab_size must be in [1, 1048576]");
+  c = preset("gpt2");
+  c.n_layer = 1024, c.n_embd = 4096, c.n_head = 16;
+  expect_throw_with<std::invalid_argument>([&] { c.validate(); },
+                                           "make 206423011328 parameters, more than the limit of 20000000000");
+  // Within every limit, yet 18 billion parameters: 220 GB in f32 before training starts.
+  c.n_layer = 90;
+  BOOST_TEST(c.num_parameters() == 18334240768);
+  if (physical_memory_bytes() >= size_t{220'100'000'000}) return;  // a machine that can hold it
+  expect_throw_with<std::runtime_error>([&] { GPT m(c); }, "parameters need 220.0 GB in f32");
+  expect_throw_with<std::runtime_error>([&] { GPT m(c); }, "more than this machine's");
 }
 
 // The whole femto model, every one of its 224 parameters, against central differences in f64.

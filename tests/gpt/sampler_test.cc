@@ -38,6 +38,13 @@ BOOST_AUTO_TEST_CASE(tiny_and_zero_temperature_pick_the_argmax) {
   expect_throw_with<std::invalid_argument>([&] { next_token_probabilities(logits, with(1, 0, 0)); }, "top_p must be in (0, 1]");
 }
 
+// An infinite temperature would sample uniformly whatever the model says: refused like NaN.
+BOOST_AUTO_TEST_CASE(an_infinite_temperature_is_refused) {
+  expect_throw_with<std::invalid_argument>([] { next_token_probabilities({1, 2}, with(INFINITY)); },
+                                           "temperature must be >= 0 (0 means greedy) and finite, got inf");
+  expect_throw_with<std::invalid_argument>([] { next_token_probabilities({1, 2}, with(NAN)); }, "and finite, got nan");
+}
+
 BOOST_AUTO_TEST_CASE(extreme_temperatures_and_nan_logits) {
   // x / T would overflow at T = 1e-308; (x - max) / T does not.
   expect_close(next_token_probabilities({1, 3, 2}, with(1e-308)), {0, 1, 0}, 0);

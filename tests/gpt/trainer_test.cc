@@ -72,6 +72,26 @@ BOOST_AUTO_TEST_CASE(perplexity_is_exp_of_the_token_mean) {
   expect_throw_with<std::logic_error>([] { PerplexityMeter().mean_nll(); }, "no tokens");
 }
 
+// Counts outside gpt/limits.h and rates that are not finite are refused, naming the range.
+BOOST_AUTO_TEST_CASE(options_out_of_range_are_refused) {
+  auto refused = [](auto change, const std::string& message) {
+    TrainOptions o = small_options();
+    change(o);
+    expect_throw_with<std::invalid_argument>([&] { o.validate(); }, message);
+  };
+  refused([](TrainOptions& o) { o.batch_size = 2305843009213693952; }, "batch size must be in [1, 65536], got 2305843009213693952");
+  refused([](TrainOptions& o) { o.grad_accum = 0; }, "grad_accum must be in [1, 65536], got 0");
+  refused([](TrainOptions& o) { o.max_steps = -1; }, "steps must be in [1, 9223372036854775807], got -1");
+  refused([](TrainOptions& o) { o.warmup_steps = -5; }, "warmup must be in [0, 9223372036854775807], got -5");
+  refused([](TrainOptions& o) { o.block_size = int64_t{1} << 40; }, "block_size must be in [0, 131072]");
+  refused([](TrainOptions& o) { o.learning_rate = std::numeric_limits<double>::infinity(); },
+          "learning rate must be a finite number > 0, got inf");
+  refused([](TrainOptions& o) { o.weight_decay = std::numeric_limits<double>::infinity(); },
+          "weight_decay must be a finite number >= 0, got inf");
+  refused([](TrainOptions& o) { o.grad_clip = std::nan(""); }, "grad_clip must be a finite number >= 0, got nan");
+  BOOST_CHECK_NO_THROW(small_options().validate());
+}
+
 BOOST_AUTO_TEST_CASE(resume_is_bit_exact) {
   const Dataset data(toy_tokens(), 8);
   GPTConfig c = preset("pico");

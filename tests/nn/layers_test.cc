@@ -113,6 +113,17 @@ BOOST_AUTO_TEST_CASE(sinusoidal_table_values) {
   expect_close(slice(pe, 0, 1, 2).to_vector(), {std::sin(1.0), std::cos(1.0), std::sin(0.01), std::cos(0.01)}, 1e-15);
 }
 
+// The example: T = 3074457345618258603 rows of C = 6 wrap to 2 elements mod 2^64;
+// the table is refused before anything is allocated, naming T * C.
+BOOST_AUTO_TEST_CASE(a_sinusoidal_table_whose_size_overflows_is_refused) {
+  expect_throw_with<std::overflow_error>([] { sinusoidal_table(3074457345618258603, 6, DType::f32); },
+                                         "sinusoidal_table: T * C: 3074457345618258603 * 6 exceeds");
+  expect_throw_with<std::invalid_argument>([] { sinusoidal_table(0, 6, DType::f32); }, "sinusoidal_table: T must be positive");
+  LayerKVCache cache;
+  expect_throw_with<std::overflow_error>([&] { cache.reserve(int64_t{1} << 40, 1 << 10, 1 << 10, 1 << 10, DType::f32); },
+                                         "LayerKVCache: bytes of the buffers (1099511627776, 1024, 1024, 1024)");
+}
+
 BOOST_AUTO_TEST_CASE(dropout_layer_respects_train_and_eval) {
   Generator gen(8);
   Dropout drop(0.5, &gen);
