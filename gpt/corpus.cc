@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "gpt/atomic_file.h"
 #include "gpt/utf8.h"
 
 namespace attograd::gpt {
@@ -113,6 +114,13 @@ void note(const CorpusOptions& options, const std::string& message) {
   if (options.log) options.log(message);
 }
 
+// An earlier run killed while writing the cache leaves its temporary behind (as large as the
+// corpus); the next fetch clears those of processes that are gone.
+void remove_stale_temporaries(const fs::path& dir, const CorpusOptions& options) {
+  for (const fs::path& stale : remove_stale_temp_files(dir))
+    note(options, "removed " + stale.string() + ", left by an interrupted run");
+}
+
 // ----- kjv -------------------------------------------------------------------------------------
 
 // The executable for options.bible_program, or an empty path if there is none. A name
@@ -144,7 +152,7 @@ std::string run_bible(const fs::path& program) {
   // unwraps anyway); stdin is /dev/null because bible turns interactive when it expects input.
   const std::string command =
       "COLUMNS=80 " + shell_quote(program.string()) + " " + kBibleRange + " </dev/null";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
+  std::FILE* pipe = ::popen(command.c_str(), "re");  // "e": our end is close-on-exec
   if (!pipe) {
     throw std::runtime_error("cannot run " + command + ": " + std::strerror(errno));
   }
@@ -186,6 +194,7 @@ Corpus load_kjv(const CorpusOptions& options) {
         "(or pass --corpus shakespeare or a file path); no program '" +
         options.bible_program + "' was found");
   }
+  remove_stale_temporaries(dir, options);
   note(options, "extracting the King James Bible with " + program.string() + " into " +
                     corpus.path.string());
   corpus.text = clean_kjv(run_bible(program));
@@ -465,57 +474,6 @@ std::string sha256_hex(std::string_view bytes) {
     hex += kDigits[digest[i] & 0xF];
   }
   return hex;
-}
-
-void write_file_atomically(const fs::path& path, std::string_view bytes) {
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  // Same directory as the target: rename(2) is only atomic within one file system.
-  std::string tmp = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
-  std::vector<char> tmp_buffer(tmp.begin(), tmp.end());
-  tmp_buffer.push_back('\0');
-  const int fd = ::mkstemp(tmp_buffer.data());
-  if (fd < 0) {
-    throw std::runtime_error("cannot create a temporary file in " + dir.string() + " to write " +
-                             path.string() + ": " + std::strerror(errno));
-  }
-  tmp.assign(tmp_buffer.data());
-  auto fail = [&](const std::string& step) {
-    const int saved = errno;
-    ::close(fd);  // harmless if already closed: the error below is what matters
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path.string() + " (" + step +
-                             "): " + std::strerror(saved));
-  };
-  ::fchmod(fd, 0644);  // mkstemp makes 0600; a cache is readable like any downloaded file
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    written += static_cast<size_t>(n);
-  }
-  // fsync before rename: otherwise a crash can leave the new name pointing at empty blocks.
-  if (::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path.string() + " (close): " +
-                             std::strerror(saved));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path.string() + ": " +
-                             std::strerror(saved));
-  }
-  // Make the rename itself durable. Best effort: some file systems refuse fsync on a directory.
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
 }
 
 }  // namespace attograd::gpt

@@ -14,9 +14,10 @@
 // CorpusOptions::cache_dir if set, else $ATTOGRAD_CACHE_DIR, else $XDG_CACHE_HOME/attograd,
 // else $HOME/.cache/attograd (created if missing). Cache files are written atomically (a
 // temporary file in the same directory, flushed and fsync'ed, then renamed over the final
-// name), so a crash or a concurrent run never leaves a half-written corpus behind: the cache
-// file is either absent or complete. Files: kjv.txt, tinyshakespeare.txt. Delete one to make
-// it again.
+// name, see gpt/atomic_file.h), so a crash or a concurrent run never leaves a half-written
+// corpus behind: the cache file is either absent or complete. The temporary of a run killed
+// mid-write is removed by the next fetch. Files: kjv.txt, tinyshakespeare.txt. Delete one to
+// make it again.
 //
 // ## "kjv": how the Bible becomes plain prose
 //
@@ -155,11 +156,5 @@ std::string clean_kjv(std::string_view bible_output);
 
 /// sha256 of `bytes` as 64 lower-case hex digits (OpenSSL EVP).
 std::string sha256_hex(std::string_view bytes);
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory (so the rename
-/// never crosses file systems), written, flushed and fsync'ed, then renamed over `path`.
-/// Readers see the old file or the complete new one, never a partial one. On failure the
-/// temporary file is removed and std::runtime_error names the path and the OS error.
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
 }  // namespace attograd::gpt

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "examples/cli/command.h"
+#include "gpt/atomic_file.h"
 #include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
 #include "gpt/checkpoint.h"
@@ -36,20 +37,23 @@ struct TrainArgs {
   uint64_t init_seed = 1337;
   bool resume = false;
   bool overwrite = false;
+  bool keep_cr = false;
   int threads = 0;
   CLI::Option* steps_option = nullptr;
   CLI::App* cmd = nullptr;
 };
 
 // Options a resumed run takes from its checkpoint; only these may be given with --resume.
-const std::set<std::string> kResumeOptions = {"--resume", "--steps", "--corpus", "--cache-dir", "--out",
-                                              "--threads", "--tokenizer", "--help"};
+const std::set<std::string> kResumeOptions = {"--resume", "--steps", "--corpus", "--cache-dir", "--keep-cr",
+                                              "--out", "--threads", "--tokenizer", "--help"};
 
 // Holds an exclusive lock on <out>/.lock for the life of the process: two runs writing the same
 // logs and checkpoint would interleave them.
 void lock_output_dir(const std::filesystem::path& out) {
   const std::string path = (out / ".lock").string();
-  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  // O_CLOEXEC: a child (gnuplot) must not inherit the lock, or an orphan outliving a killed
+  // run would keep --resume out.
+  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
   if (fd < 0) throw std::invalid_argument("cannot write in --out " + out.string() + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
     throw std::invalid_argument("another `attograd train` is writing to " + out.string() +
@@ -76,6 +80,10 @@ int run(TrainArgs& a) {
     throw std::invalid_argument("--out " + a.out + " exists and is not a directory");
   std::filesystem::create_directories(out_dir);
   lock_output_dir(out_dir);
+  // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
+  // only with our process, so those of processes that no longer exist are stale.
+  for (const std::filesystem::path& stale : gpt::remove_stale_temp_files(out_dir))
+    std::cout << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
   const std::filesystem::path ckpt = out_dir / "ckpt.safetensors";
   if (!a.resume && !a.overwrite && std::filesystem::exists(ckpt))
     throw std::invalid_argument(ckpt.string() + " already exists: pass --resume to continue that run, "

@@ -4,13 +4,20 @@
 #define BOOST_TEST_MODULE corpus
 #include <boost/test/unit_test.hpp>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpt/atomic_file.h"
 #include "gpt/corpus.h"
 #include "tests/gpt/http_test_server.h"
 #include "tests/test_util.h"
