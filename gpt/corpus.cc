@@ -30,8 +30,6 @@ namespace {
 constexpr const char* kBibleRange = "gen1:1-rev22:21";
 constexpr const char* kKjvCacheName = "kjv.txt";
 constexpr const char* kShakespeareCacheName = "tinyshakespeare.txt";
-// A wrong URL could point at something huge; no corpus we download is anywhere near this.
-constexpr size_t kMaxDownloadBytes = size_t{256} << 20;
 
 std::string getenv_string(const char* name) {
   const char* value = std::getenv(name);
@@ -56,35 +54,87 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// Reads a whole file as bytes. Missing files, directories and read errors are runtime_errors
-// naming the path; `what` says what the file is ("corpus file", "cached corpus").
-std::string read_file(const fs::path& path, const std::string& what) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status)) {
-    throw std::runtime_error(what + " " + path.string() +
-                             " does not exist; pass kjv, shakespeare or the path of a UTF-8 "
-                             "text file");
+// What a non-regular file is, for messages.
+std::string file_kind(mode_t mode) {
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Reads a whole file as bytes, at most max_bytes of them. Missing files, directories, devices
+// (/dev/zero would never end), files over the limit and read errors are runtime_errors naming
+// the path; `what` says what the file is ("corpus file", "cached corpus"). A pipe (a FIFO,
+// <(zcat corpus.gz)) is read until its end or the limit.
+std::string read_file(const fs::path& path, const std::string& what, size_t max_bytes) {
+  const std::string limit = with_commas(max_bytes) + "-byte limit for a corpus (the text and its token ids are held "
+                            "in memory); use a smaller file or a part of it";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      throw std::runtime_error(what + " " + path.string() +
+                               " does not exist; pass kjv, shakespeare or the path of a UTF-8 "
+                               "text file");
+    }
+    throw std::runtime_error("cannot open " + what + " " + path.string() + ": " + std::strerror(err));
   }
-  if (fs::is_directory(status)) {
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    throw std::runtime_error("cannot stat " + what + " " + path.string() + ": " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) {
     throw std::runtime_error(what + " " + path.string() +
                              " is a directory; pass the path of a UTF-8 text file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw std::runtime_error("cannot open " + what + " " + path.string() + ": " +
-                             std::strerror(errno));
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    throw std::runtime_error(what + " " + path.string() + " is " + file_kind(st.st_mode) +
+                             ", not a text file; pass the path of a UTF-8 text file");
+  }
+  if (S_ISREG(st.st_mode) && static_cast<uintmax_t>(st.st_size) > max_bytes) {
+    throw std::runtime_error(what + " " + path.string() + " is " + with_commas(static_cast<size_t>(st.st_size)) +
+                             " bytes, over the " + limit);
   }
   std::string bytes;
-  const auto size = fs::file_size(path, ec);
-  if (!ec) bytes.reserve(static_cast<size_t>(size));
+  if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<size_t>(st.st_size));
   char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) bytes.append(buffer, in.gcount());
-  if (in.bad()) {
-    throw std::runtime_error("error reading " + what + " " + path.string() + ": " +
-                             std::strerror(errno));
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw std::runtime_error("error reading " + what + " " + path.string() + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    // A file that grew since fstat, or a pipe, is held to the same limit.
+    if (bytes.size() + static_cast<size_t>(n) > max_bytes) {
+      throw std::runtime_error(what + " " + path.string() + " gives more than " + with_commas(max_bytes) +
+                               " bytes, over the " + limit);
+    }
+    bytes.append(buffer, static_cast<size_t>(n));
   }
   return bytes;
+}
+
+// Makes every CRLF and every lone CR an LF, in place; returns how many line ends changed.
+// Windows (CRLF) and classic Mac (CR) line ends would otherwise make '\r' a token: every line
+// break costs two tokens and samples print raw carriage returns.
+size_t normalize_line_ends(std::string& text) {
+  size_t changed = 0, out = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r') {
+      ++changed;
+      if (i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      text[out++] = '\n';
+    } else {
+      text[out++] = text[i];
+    }
+  }
+  text.resize(out);
+  return changed;
 }
 
 // A corpus must be non-empty UTF-8; `what` names it in the message.
@@ -182,7 +232,7 @@ Corpus load_kjv(const CorpusOptions& options) {
   corpus.path = dir / kKjvCacheName;
   std::error_code ec;
   if (fs::exists(corpus.path, ec)) {
-    corpus.text = read_file(corpus.path, "cached corpus");
+    corpus.text = read_file(corpus.path, "cached corpus", options.max_bytes);
     check_text(corpus.text, "cached corpus " + corpus.path.string() +
                                 " (delete it to extract the Bible again)");
     return corpus;
@@ -224,7 +274,7 @@ struct Download {
 size_t append_body(char* data, size_t size, size_t count, void* user) {
   auto* download = static_cast<Download*>(user);
   const size_t n = size * count;
-  if (download->body.size() + n > kMaxDownloadBytes) {
+  if (download->body.size() + n > kMaxCorpusBytes) {
     download->too_big = true;
     return 0;  // makes curl abort with CURLE_WRITE_ERROR
   }
@@ -262,7 +312,7 @@ std::string http_get(const std::string& url, const CorpusOptions& options) {
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http_status);
     std::string why = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
     if (download.too_big) {
-      why = "the response is larger than " + with_commas(kMaxDownloadBytes) + " bytes";
+      why = "the response is larger than " + with_commas(kMaxCorpusBytes) + " bytes";
     }
     throw std::runtime_error("downloading " + url + " failed: " + why +
                              (http_status ? " (HTTP " + std::to_string(http_status) + ")" : "") +
@@ -296,11 +346,12 @@ Corpus load_shakespeare(const CorpusOptions& options) {
   if (fs::exists(corpus.path, ec)) {
     // The cache was verified before it was written; checking again catches a file edited or
     // damaged since, which would otherwise silently change every result.
-    corpus.text = read_file(corpus.path, "cached corpus");
+    corpus.text = read_file(corpus.path, "cached corpus", options.max_bytes);
     verify_shakespeare(corpus.text, "the cached " + corpus.path.string(),
                        "delete it to download Tiny Shakespeare again");
     return corpus;
   }
+  remove_stale_temporaries(dir, options);
   note(options, "downloading Tiny Shakespeare from " + corpus.origin);
   corpus.text = http_get(corpus.origin, options);
   verify_shakespeare(corpus.text, corpus.origin,
@@ -313,14 +364,15 @@ Corpus load_shakespeare(const CorpusOptions& options) {
 
 // ----- a file ----------------------------------------------------------------------------------
 
-Corpus load_file(std::string_view spec) {
+Corpus load_file(std::string_view spec, const CorpusOptions& options) {
   Corpus corpus;
   corpus.name = std::string(spec);
   corpus.path = fs::path(spec);
   corpus.origin = corpus.path.string();
-  corpus.text = read_file(corpus.path, "corpus file");
+  corpus.text = read_file(corpus.path, "corpus file", options.max_bytes);
   // A byte order mark only announces the encoding; as a character it would become a token.
   if (corpus.text.starts_with("\xEF\xBB\xBF")) corpus.text.erase(0, 3);
+  if (!options.keep_cr) corpus.line_ends_normalized = normalize_line_ends(corpus.text);
   check_text(corpus.text, "corpus file " + corpus.path.string());
   return corpus;
 }
@@ -356,6 +408,9 @@ std::string Corpus::describe() const {
   } else {
     line += " from " + path.string();
   }
+  if (line_ends_normalized > 0) {
+    line += ", " + with_commas(line_ends_normalized) + " CRLF/CR line ends made LF (--keep-cr keeps them)";
+  }
   return line;
 }
 
@@ -367,7 +422,7 @@ Corpus load_corpus(std::string_view spec, const CorpusOptions& options) {
   }
   if (spec == "kjv") return load_kjv(options);
   if (spec == "shakespeare") return load_shakespeare(options);
-  return load_file(spec);
+  return load_file(spec, options);
 }
 
 fs::path default_cache_dir() {

@@ -28,6 +28,10 @@ void add_info_command(CLI::App& app, int& exit_code);
 extern const CLI::Validator kPositive;     // a finite number > 0
 extern const CLI::Validator kNonNegative;  // a finite number >= 0
 
+/// Adds --keep-cr to a command that loads a corpus (gpt::CorpusOptions::keep_cr): a user's
+/// file keeps its CRLF and CR line ends instead of having them made LF. Returns the option.
+CLI::Option* add_keep_cr_flag(CLI::App* cmd, bool& keep_cr);
+
 /// --preset and the per-field overrides of a GPTConfig.
 struct ConfigArgs {
   std::string preset = "pico";

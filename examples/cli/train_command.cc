@@ -91,6 +91,7 @@ int run(TrainArgs& a) {
 
   gpt::CorpusOptions corpus_options;
   corpus_options.cache_dir = a.cache_dir;
+  corpus_options.keep_cr = a.keep_cr;
   corpus_options.log = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
   const gpt::Corpus corpus = gpt::load_corpus(a.corpus, corpus_options);
   std::cout << "corpus  " << corpus.describe() << "\n";
@@ -98,6 +99,7 @@ int run(TrainArgs& a) {
   std::unique_ptr<gpt::GPT> model;
   std::unique_ptr<gpt::Tokenizer> tokenizer;
   std::optional<gpt::TrainingState> state;
+  std::optional<int64_t> resumed_step;  // the checkpoint on disk when a diverged run stops
   gpt::TrainOptions options = a.options;
   if (a.resume) {
     if (!std::filesystem::exists(ckpt))
@@ -121,8 +123,12 @@ int run(TrainArgs& a) {
     if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest)
       throw std::invalid_argument("this run was trained on corpus '" + options.corpus + "' (sha256 " +
                                   options.corpus_sha256.substr(0, 16) + "...), not on '" + a.corpus +
-                                  "'; pass the same --corpus to resume it");
+                                  "'; pass the same --corpus to resume it" +
+                                  (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
+                                                                                 "were made LF needs --keep-cr)")
+                                                                   : std::string()));
     state = info.training;
+    resumed_step = state->step;
     std::cout << "resume  step " << state->step << " of " << ckpt.string() << "\n";
   } else {
     if (a.tokenizer == "gpt2")
@@ -208,6 +214,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                                        "gpt2 (GPT-2's 50,257-token BPE; vocab_size becomes 50257)")
                             ->check(CLI::IsMember({"char", "gpt2"}))->capture_default_str();
   cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
+  add_keep_cr_flag(cmd, a->keep_cr);
   cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")->capture_default_str();
   gpt::TrainOptions& o = a->options;
   a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")->check(kPositive)->capture_default_str();
