@@ -186,8 +186,16 @@ int run(TrainArgs& a) {
   try {
     r = trainer.run(std::cout);
   } catch (const gpt::NonFiniteLoss& e) {
-    std::cerr << "attograd: error: " << e.what() << "\n"
-              << "the last good checkpoint, if any, is untouched: " << ckpt.string() << "\n";
+    std::cerr << "attograd: error: " << e.what() << "\n";
+    // Only a checkpoint of this run is worth naming: save() writes none with a non-finite
+    // parameter, and run() none after a non-finite evaluation.
+    if (const std::optional<int64_t> good = trainer.last_saved_step() ? trainer.last_saved_step() : resumed_step)
+      std::cerr << "the last checkpoint, step " << *good << " (all parameters finite), is untouched: " << ckpt.string()
+                << "\n";
+    else
+      std::cerr << "no checkpoint of this run was written"
+                << (std::filesystem::exists(ckpt) ? " (" + ckpt.string() + " is from an earlier run)" : std::string())
+                << "\n";
     return 1;
   }
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n", r.train_loss,
