@@ -308,8 +308,9 @@ class CsvLog {
       const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
+        const int err = n == 0 ? ENOSPC : errno;
         pending_.erase(0, done);
-        throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(n == 0 ? ENOSPC : errno) +
+        throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(err) +
                                  "; the checkpoint was not updated");
       }
       done += static_cast<size_t>(n);

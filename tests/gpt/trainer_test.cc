@@ -8,6 +8,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <csignal>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "autograd/allocator.h"
@@ -334,5 +336,44 @@ BOOST_AUTO_TEST_CASE(a_diverged_model_is_never_checkpointed) {
   expect_throw_with<NonFiniteLoss>([&] { t.run(log); }, "so no checkpoint was written at this step");
   BOOST_TEST(!std::filesystem::exists(t.checkpoint_path()));
   BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1}));  // the logs are written
+  std::filesystem::remove_all(dir);
+}
+
+// A full disk (here the file-size limit, EFBIG) while logging stops the run before the
+// checkpoint is touched: a checkpoint never gets ahead of its logs.
+BOOST_AUTO_TEST_CASE(a_log_that_cannot_be_written_stops_the_run_before_the_checkpoint) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  const auto dir = temp_dir("log_full");
+  TrainOptions o = small_options();
+  o.max_steps = 2;
+  GPT model(c, 4);
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  t.run(log);
+  const std::string ckpt_before = read_text(t.checkpoint_path());
+  const std::string log_before = read_text(dir / "train_log.csv");
+  // Room for the logs as they are, not for one more row (nor for a checkpoint).
+  rlimit saved{};
+  ::getrlimit(RLIMIT_FSIZE, &saved);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = log_before.size() + 8;
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  TrainOptions longer = o;
+  longer.max_steps = 4;
+  Trainer more(model, data, longer, "char", "", dir.string());
+  more.restore([&] {
+    const SafetensorsFile file = SafetensorsFile::read(t.checkpoint_path());
+    return *read_checkpoint_info(file).training;
+  }());
+  expect_throw_with<std::runtime_error>([&] { more.run(log); },
+                                        "cannot write the log " + (dir / "train_log.csv").string() +
+                                            ": File too large; the checkpoint was not updated");
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous_handler);
+  BOOST_TEST(read_text(t.checkpoint_path()) == ckpt_before);
+  BOOST_TEST(read_text(dir / "train_log.csv").rfind(log_before, 0) == 0);
   std::filesystem::remove_all(dir);
 }
