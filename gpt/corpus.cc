@@ -30,6 +30,9 @@ namespace {
 constexpr const char* kBibleRange = "gen1:1-rev22:21";
 constexpr const char* kKjvCacheName = "kjv.txt";
 constexpr const char* kShakespeareCacheName = "tinyshakespeare.txt";
+// What to do about a corpus file, or a cache file, that cannot be read.
+constexpr const char* kFileFix = "pass kjv, shakespeare or the path of a UTF-8 text file";
+constexpr const char* kCacheFix = "delete it to fetch the corpus again";
 
 std::string getenv_string(const char* name) {
   const char* value = std::getenv(name);
@@ -60,63 +63,6 @@ std::string file_kind(mode_t mode) {
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
   return "not a regular file";
-}
-
-// Reads a whole file as bytes, at most max_bytes of them. Missing files, directories, devices
-// (/dev/zero would never end), files over the limit and read errors are runtime_errors naming
-// the path; `what` says what the file is ("corpus file", "cached corpus"). A pipe (a FIFO,
-// <(zcat corpus.gz)) is read until its end or the limit.
-std::string read_file(const fs::path& path, const std::string& what, size_t max_bytes) {
-  const std::string limit = with_commas(max_bytes) + "-byte limit for a corpus (the text and its token ids are held "
-                            "in memory); use a smaller file or a part of it";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) {
-      throw std::runtime_error(what + " " + path.string() +
-                               " does not exist; pass kjv, shakespeare or the path of a UTF-8 "
-                               "text file");
-    }
-    throw std::runtime_error("cannot open " + what + " " + path.string() + ": " + std::strerror(err));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    throw std::runtime_error("cannot stat " + what + " " + path.string() + ": " + std::strerror(errno));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    throw std::runtime_error(what + " " + path.string() +
-                             " is a directory; pass the path of a UTF-8 text file");
-  }
-  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
-    throw std::runtime_error(what + " " + path.string() + " is " + file_kind(st.st_mode) +
-                             ", not a text file; pass the path of a UTF-8 text file");
-  }
-  if (S_ISREG(st.st_mode) && static_cast<uintmax_t>(st.st_size) > max_bytes) {
-    throw std::runtime_error(what + " " + path.string() + " is " + with_commas(static_cast<size_t>(st.st_size)) +
-                             " bytes, over the " + limit);
-  }
-  std::string bytes;
-  if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<size_t>(st.st_size));
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw std::runtime_error("error reading " + what + " " + path.string() + ": " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    // A file that grew since fstat, or a pipe, is held to the same limit.
-    if (bytes.size() + static_cast<size_t>(n) > max_bytes) {
-      throw std::runtime_error(what + " " + path.string() + " gives more than " + with_commas(max_bytes) +
-                               " bytes, over the " + limit);
-    }
-    bytes.append(buffer, static_cast<size_t>(n));
-  }
-  return bytes;
 }
 
 // Makes every CRLF and every lone CR an LF, in place; returns how many line ends changed.
@@ -232,7 +178,7 @@ Corpus load_kjv(const CorpusOptions& options) {
   corpus.path = dir / kKjvCacheName;
   std::error_code ec;
   if (fs::exists(corpus.path, ec)) {
-    corpus.text = read_file(corpus.path, "cached corpus", options.max_bytes);
+    corpus.text = read_text_file(corpus.path, "cached corpus", kCacheFix, options.max_bytes);
     check_text(corpus.text, "cached corpus " + corpus.path.string() +
                                 " (delete it to extract the Bible again)");
     return corpus;
@@ -346,7 +292,7 @@ Corpus load_shakespeare(const CorpusOptions& options) {
   if (fs::exists(corpus.path, ec)) {
     // The cache was verified before it was written; checking again catches a file edited or
     // damaged since, which would otherwise silently change every result.
-    corpus.text = read_file(corpus.path, "cached corpus", options.max_bytes);
+    corpus.text = read_text_file(corpus.path, "cached corpus", kCacheFix, options.max_bytes);
     verify_shakespeare(corpus.text, "the cached " + corpus.path.string(),
                        "delete it to download Tiny Shakespeare again");
     return corpus;
@@ -369,7 +315,7 @@ Corpus load_file(std::string_view spec, const CorpusOptions& options) {
   corpus.name = std::string(spec);
   corpus.path = fs::path(spec);
   corpus.origin = corpus.path.string();
-  corpus.text = read_file(corpus.path, "corpus file", options.max_bytes);
+  corpus.text = read_text_file(corpus.path, "corpus file", kFileFix, options.max_bytes);
   // A byte order mark only announces the encoding; as a character it would become a token.
   if (corpus.text.starts_with("\xEF\xBB\xBF")) corpus.text.erase(0, 3);
   if (!options.keep_cr) corpus.line_ends_normalized = normalize_line_ends(corpus.text);
@@ -400,6 +346,45 @@ void append_collapsed(std::string& out, std::string_view text) {
 }  // namespace
 
 // ----- public ----------------------------------------------------------------------------------
+
+std::string read_text_file(const fs::path& path, const std::string& what, const std::string& fix,
+                           size_t max_bytes) {
+  const std::string named = what + " " + path.string();
+  const std::string limit = with_commas(max_bytes) + "-byte limit for a " + what +
+                            " (it and its token ids are held in memory); use a smaller file or a part of it";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw std::runtime_error(named + " does not exist; " + fix);
+    throw std::runtime_error("cannot open " + named + ": " + std::strerror(err));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw std::runtime_error("cannot stat " + named + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw std::runtime_error(named + " is a directory; " + fix);
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+    throw std::runtime_error(named + " is " + file_kind(st.st_mode) + ", not a text file; " + fix);
+  if (S_ISREG(st.st_mode) && static_cast<uintmax_t>(st.st_size) > max_bytes)
+    throw std::runtime_error(named + " is " + with_commas(static_cast<size_t>(st.st_size)) + " bytes, over the " +
+                             limit);
+  std::string bytes;
+  if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error("error reading " + named + ": " + std::strerror(errno));
+    if (n == 0) break;
+    // A file that grew since fstat, or a pipe, is held to the same limit.
+    if (bytes.size() + static_cast<size_t>(n) > max_bytes)
+      throw std::runtime_error(named + " gives more than " + with_commas(max_bytes) + " bytes, over the " + limit);
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  return bytes;
+}
 
 std::string Corpus::describe() const {
   std::string line = name + ": " + with_commas(text.size()) + " bytes";

@@ -65,9 +65,10 @@ std::vector<int64_t> read_ids(const std::string& path) {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
     if (std::filesystem::is_directory(path)) throw std::invalid_argument(where + " is a directory, not a file of token ids");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument("cannot open " + where + " (one sequence of whitespace-separated token ids)");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!std::filesystem::exists(path))
+      throw std::invalid_argument("cannot open " + where + " (one sequence of whitespace-separated token ids)");
+    // Read like a corpus, bounded: `--ids /dev/zero` would otherwise read until memory runs out.
+    text = gpt::read_text_file(path, "--ids file", "give a file of whitespace-separated token ids");
   }
   std::vector<int64_t> ids;
   std::istringstream words(text);

@@ -192,13 +192,13 @@ BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
 
   const auto zero = run_cli("train --preset pico --corpus /dev/zero --out " + (dir / "z"));
   BOOST_TEST(zero.exit_code == 2);
-  BOOST_TEST(zero.out == "attograd: error: corpus file /dev/zero is a character device, not a text file; pass the "
-                         "path of a UTF-8 text file\n");
+  BOOST_TEST(zero.out == "attograd: error: corpus file /dev/zero is a character device, not a text file; pass kjv, "
+                         "shakespeare or the path of a UTF-8 text file\n");
   const std::string huge = dir.file("huge.txt", "");
   std::filesystem::resize_file(huge, 300'000'000);  // sparse: no disk space
   const auto too_big = run_cli("train --preset pico --corpus " + huge + " --out " + (dir / "h"));
   BOOST_TEST(too_big.exit_code == 2);
   BOOST_TEST(too_big.out == "attograd: error: corpus file " + huge + " is 300,000,000 bytes, over the 268,435,456-byte "
-                            "limit for a corpus (the text and its token ids are held in memory); use a smaller file "
-                            "or a part of it\n");
+                            "limit for a corpus file (it and its token ids are held in memory); use a smaller "
+                            "file or a part of it\n");
 }

@@ -405,7 +405,7 @@ BOOST_AUTO_TEST_CASE(corpus_files_are_size_checked) {
   small.max_bytes = 1000;
   expect_throw_with<std::runtime_error>(
       [&] { load_corpus(file.string(), small); },
-      "corpus file " + file.string() + " is 1,001 bytes, over the 1,000-byte limit for a corpus (the text and its "
+      "corpus file " + file.string() + " is 1,001 bytes, over the 1,000-byte limit for a corpus file (it and its "
       "token ids are held in memory); use a smaller file or a part of it");
   small.max_bytes = 1001;
   BOOST_TEST(load_corpus(file.string(), small).text.size() == 1001u);
