@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "gpt/atomic_file.h"
 #include "gpt/utf8.h"
 
 namespace attograd::gpt {
@@ -29,8 +30,9 @@ namespace {
 constexpr const char* kBibleRange = "gen1:1-rev22:21";
 constexpr const char* kKjvCacheName = "kjv.txt";
 constexpr const char* kShakespeareCacheName = "tinyshakespeare.txt";
-// A wrong URL could point at something huge; no corpus we download is anywhere near this.
-constexpr size_t kMaxDownloadBytes = size_t{256} << 20;
+// What to do about a corpus file, or a cache file, that cannot be read.
+constexpr const char* kFileFix = "pass kjv, shakespeare or the path of a UTF-8 text file";
+constexpr const char* kCacheFix = "delete it to fetch the corpus again";
 
 std::string getenv_string(const char* name) {
   const char* value = std::getenv(name);
@@ -55,35 +57,30 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// Reads a whole file as bytes. Missing files, directories and read errors are runtime_errors
-// naming the path; `what` says what the file is ("corpus file", "cached corpus").
-std::string read_file(const fs::path& path, const std::string& what) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status)) {
-    throw std::runtime_error(what + " " + path.string() +
-                             " does not exist; pass kjv, shakespeare or the path of a UTF-8 "
-                             "text file");
+// What a non-regular file is, for messages.
+std::string file_kind(mode_t mode) {
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Makes every CRLF and every lone CR an LF, in place; returns how many line ends changed.
+// Windows (CRLF) and classic Mac (CR) line ends would otherwise make '\r' a token: every line
+// break costs two tokens and samples print raw carriage returns.
+size_t normalize_line_ends(std::string& text) {
+  size_t changed = 0, out = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r') {
+      ++changed;
+      if (i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      text[out++] = '\n';
+    } else {
+      text[out++] = text[i];
+    }
   }
-  if (fs::is_directory(status)) {
-    throw std::runtime_error(what + " " + path.string() +
-                             " is a directory; pass the path of a UTF-8 text file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw std::runtime_error("cannot open " + what + " " + path.string() + ": " +
-                             std::strerror(errno));
-  }
-  std::string bytes;
-  const auto size = fs::file_size(path, ec);
-  if (!ec) bytes.reserve(static_cast<size_t>(size));
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) bytes.append(buffer, in.gcount());
-  if (in.bad()) {
-    throw std::runtime_error("error reading " + what + " " + path.string() + ": " +
-                             std::strerror(errno));
-  }
-  return bytes;
+  text.resize(out);
+  return changed;
 }
 
 // A corpus must be non-empty UTF-8; `what` names it in the message.
@@ -111,6 +108,13 @@ fs::path cache_dir_of(const CorpusOptions& options) {
 
 void note(const CorpusOptions& options, const std::string& message) {
   if (options.log) options.log(message);
+}
+
+// An earlier run killed while writing the cache leaves its temporary behind (as large as the
+// corpus); the next fetch clears those of processes that are gone.
+void remove_stale_temporaries(const fs::path& dir, const CorpusOptions& options) {
+  for (const fs::path& stale : remove_stale_temp_files(dir))
+    note(options, "removed " + stale.string() + ", left by an interrupted run");
 }
 
 // ----- kjv -------------------------------------------------------------------------------------
@@ -144,7 +148,7 @@ std::string run_bible(const fs::path& program) {
   // unwraps anyway); stdin is /dev/null because bible turns interactive when it expects input.
   const std::string command =
       "COLUMNS=80 " + shell_quote(program.string()) + " " + kBibleRange + " </dev/null";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
+  std::FILE* pipe = ::popen(command.c_str(), "re");  // "e": our end is close-on-exec
   if (!pipe) {
     throw std::runtime_error("cannot run " + command + ": " + std::strerror(errno));
   }
@@ -174,7 +178,7 @@ Corpus load_kjv(const CorpusOptions& options) {
   corpus.path = dir / kKjvCacheName;
   std::error_code ec;
   if (fs::exists(corpus.path, ec)) {
-    corpus.text = read_file(corpus.path, "cached corpus");
+    corpus.text = read_text_file(corpus.path, "cached corpus", kCacheFix, options.max_bytes);
     check_text(corpus.text, "cached corpus " + corpus.path.string() +
                                 " (delete it to extract the Bible again)");
     return corpus;
@@ -186,6 +190,7 @@ Corpus load_kjv(const CorpusOptions& options) {
         "(or pass --corpus shakespeare or a file path); no program '" +
         options.bible_program + "' was found");
   }
+  remove_stale_temporaries(dir, options);
   note(options, "extracting the King James Bible with " + program.string() + " into " +
                     corpus.path.string());
   corpus.text = clean_kjv(run_bible(program));
@@ -215,7 +220,7 @@ struct Download {
 size_t append_body(char* data, size_t size, size_t count, void* user) {
   auto* download = static_cast<Download*>(user);
   const size_t n = size * count;
-  if (download->body.size() + n > kMaxDownloadBytes) {
+  if (download->body.size() + n > kMaxCorpusBytes) {
     download->too_big = true;
     return 0;  // makes curl abort with CURLE_WRITE_ERROR
   }
@@ -253,7 +258,7 @@ std::string http_get(const std::string& url, const CorpusOptions& options) {
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http_status);
     std::string why = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
     if (download.too_big) {
-      why = "the response is larger than " + with_commas(kMaxDownloadBytes) + " bytes";
+      why = "the response is larger than " + with_commas(kMaxCorpusBytes) + " bytes";
     }
     throw std::runtime_error("downloading " + url + " failed: " + why +
                              (http_status ? " (HTTP " + std::to_string(http_status) + ")" : "") +
@@ -287,11 +292,12 @@ Corpus load_shakespeare(const CorpusOptions& options) {
   if (fs::exists(corpus.path, ec)) {
     // The cache was verified before it was written; checking again catches a file edited or
     // damaged since, which would otherwise silently change every result.
-    corpus.text = read_file(corpus.path, "cached corpus");
+    corpus.text = read_text_file(corpus.path, "cached corpus", kCacheFix, options.max_bytes);
     verify_shakespeare(corpus.text, "the cached " + corpus.path.string(),
                        "delete it to download Tiny Shakespeare again");
     return corpus;
   }
+  remove_stale_temporaries(dir, options);
   note(options, "downloading Tiny Shakespeare from " + corpus.origin);
   corpus.text = http_get(corpus.origin, options);
   verify_shakespeare(corpus.text, corpus.origin,
@@ -304,14 +310,15 @@ Corpus load_shakespeare(const CorpusOptions& options) {
 
 // ----- a file ----------------------------------------------------------------------------------
 
-Corpus load_file(std::string_view spec) {
+Corpus load_file(std::string_view spec, const CorpusOptions& options) {
   Corpus corpus;
   corpus.name = std::string(spec);
   corpus.path = fs::path(spec);
   corpus.origin = corpus.path.string();
-  corpus.text = read_file(corpus.path, "corpus file");
+  corpus.text = read_text_file(corpus.path, "corpus file", kFileFix, options.max_bytes);
   // A byte order mark only announces the encoding; as a character it would become a token.
   if (corpus.text.starts_with("\xEF\xBB\xBF")) corpus.text.erase(0, 3);
+  if (!options.keep_cr) corpus.line_ends_normalized = normalize_line_ends(corpus.text);
   check_text(corpus.text, "corpus file " + corpus.path.string());
   return corpus;
 }
@@ -340,12 +347,54 @@ void append_collapsed(std::string& out, std::string_view text) {
 
 // ----- public ----------------------------------------------------------------------------------
 
+std::string read_text_file(const fs::path& path, const std::string& what, const std::string& fix,
+                           size_t max_bytes) {
+  const std::string named = what + " " + path.string();
+  const std::string limit = with_commas(max_bytes) + "-byte limit for a " + what +
+                            " (it and its token ids are held in memory); use a smaller file or a part of it";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw std::runtime_error(named + " does not exist; " + fix);
+    throw std::runtime_error("cannot open " + named + ": " + std::strerror(err));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw std::runtime_error("cannot stat " + named + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw std::runtime_error(named + " is a directory; " + fix);
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+    throw std::runtime_error(named + " is " + file_kind(st.st_mode) + ", not a text file; " + fix);
+  if (S_ISREG(st.st_mode) && static_cast<uintmax_t>(st.st_size) > max_bytes)
+    throw std::runtime_error(named + " is " + with_commas(static_cast<size_t>(st.st_size)) + " bytes, over the " +
+                             limit);
+  std::string bytes;
+  if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error("error reading " + named + ": " + std::strerror(errno));
+    if (n == 0) break;
+    // A file that grew since fstat, or a pipe, is held to the same limit.
+    if (bytes.size() + static_cast<size_t>(n) > max_bytes)
+      throw std::runtime_error(named + " gives more than " + with_commas(max_bytes) + " bytes, over the " + limit);
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  return bytes;
+}
+
 std::string Corpus::describe() const {
   std::string line = name + ": " + with_commas(text.size()) + " bytes";
   if (origin != path.string()) {
     line += (fetched ? ", fetched from " : ", from ") + origin + ", cached at " + path.string();
   } else {
     line += " from " + path.string();
+  }
+  if (line_ends_normalized > 0) {
+    line += ", " + with_commas(line_ends_normalized) + " CRLF/CR line ends made LF (--keep-cr keeps them)";
   }
   return line;
 }
@@ -358,7 +407,7 @@ Corpus load_corpus(std::string_view spec, const CorpusOptions& options) {
   }
   if (spec == "kjv") return load_kjv(options);
   if (spec == "shakespeare") return load_shakespeare(options);
-  return load_file(spec);
+  return load_file(spec, options);
 }
 
 fs::path default_cache_dir() {
@@ -465,57 +514,6 @@ std::string sha256_hex(std::string_view bytes) {
     hex += kDigits[digest[i] & 0xF];
   }
   return hex;
-}
-
-void write_file_atomically(const fs::path& path, std::string_view bytes) {
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  // Same directory as the target: rename(2) is only atomic within one file system.
-  std::string tmp = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
-  std::vector<char> tmp_buffer(tmp.begin(), tmp.end());
-  tmp_buffer.push_back('\0');
-  const int fd = ::mkstemp(tmp_buffer.data());
-  if (fd < 0) {
-    throw std::runtime_error("cannot create a temporary file in " + dir.string() + " to write " +
-                             path.string() + ": " + std::strerror(errno));
-  }
-  tmp.assign(tmp_buffer.data());
-  auto fail = [&](const std::string& step) {
-    const int saved = errno;
-    ::close(fd);  // harmless if already closed: the error below is what matters
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path.string() + " (" + step +
-                             "): " + std::strerror(saved));
-  };
-  ::fchmod(fd, 0644);  // mkstemp makes 0600; a cache is readable like any downloaded file
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    written += static_cast<size_t>(n);
-  }
-  // fsync before rename: otherwise a crash can leave the new name pointing at empty blocks.
-  if (::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path.string() + " (close): " +
-                             std::strerror(saved));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path.string() + ": " +
-                             std::strerror(saved));
-  }
-  // Make the rename itself durable. Best effort: some file systems refuse fsync on a directory.
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
 }
 
 }  // namespace attograd::gpt

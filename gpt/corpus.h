@@ -5,6 +5,20 @@
 //   "shakespeare"   Tiny Shakespeare, 1,115,394 bytes             downloaded once, sha256-checked
 //   anything else   the file at that path (UTF-8)                 the file itself
 //
+// ## A user's file
+//
+// - Line ends are made LF: every CRLF (Windows) and every lone CR (classic Mac OS) becomes one
+//   '\n', so '\r' never becomes a token (it would make each line break cost two tokens, and
+//   samples would print raw carriage returns). Corpus::line_ends_normalized counts them and
+//   describe() says so. CorpusOptions::keep_cr (`--keep-cr`) keeps the bytes as they are.
+// - A leading UTF-8 byte order mark (EF BB BF) is dropped: it marks the encoding and is not
+//   part of the text.
+// - Size: at most CorpusOptions::max_bytes (kMaxCorpusBytes, 256 MiB, by default): the text,
+//   and its token ids at 8 bytes each, are held in memory. A regular file over it is refused
+//   from its size before anything is read; a pipe (a FIFO, `<(zcat corpus.gz)`) is read until
+//   its end or the limit. Devices (/dev/zero, which never ends), sockets and directories are
+//   refused at once.
+//
 // A named spec wins over a file of the same name in the working directory; write "./kjv" to
 // load such a file.
 //
@@ -14,9 +28,10 @@
 // CorpusOptions::cache_dir if set, else $ATTOGRAD_CACHE_DIR, else $XDG_CACHE_HOME/attograd,
 // else $HOME/.cache/attograd (created if missing). Cache files are written atomically (a
 // temporary file in the same directory, flushed and fsync'ed, then renamed over the final
-// name), so a crash or a concurrent run never leaves a half-written corpus behind: the cache
-// file is either absent or complete. Files: kjv.txt, tinyshakespeare.txt. Delete one to make
-// it again.
+// name, see gpt/atomic_file.h), so a crash or a concurrent run never leaves a half-written
+// corpus behind: the cache file is either absent or complete. The temporary of a run killed
+// mid-write is removed by the next fetch. Files: kjv.txt, tinyshakespeare.txt. Delete one to
+// make it again.
 //
 // ## "kjv": how the Bible becomes plain prose
 //
@@ -94,6 +109,9 @@ inline constexpr std::string_view kShakespeareSha256 =
 /// Size of the Tiny Shakespeare file in bytes.
 inline constexpr size_t kShakespeareBytes = 1115394;
 
+/// The largest corpus load_corpus accepts, in bytes (256 MiB); downloads are held to it too.
+inline constexpr size_t kMaxCorpusBytes = size_t{256} << 20;
+
 /// How load_corpus finds, fetches and caches corpora. The defaults suit the CLI.
 struct CorpusOptions {
   /// Where "kjv" and "shakespeare" are cached; empty means default_cache_dir().
@@ -108,6 +126,10 @@ struct CorpusOptions {
   /// Seconds a download may stall (below 1 KiB/s) before giving up. There is no limit on the
   /// total time, so a slow but working link still succeeds.
   long stall_timeout_seconds = 60;
+  /// Keep a user's file's CRLF and CR line ends as they are (normally each becomes LF).
+  bool keep_cr = false;
+  /// The largest file accepted, in bytes.
+  size_t max_bytes = kMaxCorpusBytes;
   /// Receives one-line progress notes ("downloading ... from ..."); null means silent.
   std::function<void(const std::string&)> log;
 };
@@ -124,9 +146,12 @@ struct Corpus {
   std::string origin;
   /// True if this call downloaded or extracted the text (false: read from a file or cache).
   bool fetched = false;
+  /// How many CRLF or CR line ends of a user's file were made LF (0 with keep_cr).
+  size_t line_ends_normalized = 0;
 
   /// One line for the CLI, e.g. "kjv: 4,153,204 bytes, fetched from `bible gen1:1-rev22:21`
-  /// (Debian bible-kjv), cached at /root/.cache/attograd/kjv.txt".
+  /// (Debian bible-kjv), cached at /root/.cache/attograd/kjv.txt", or "notes.txt: 2,048 bytes
+  /// from notes.txt, 64 CRLF/CR line ends made LF (--keep-cr keeps them)".
   std::string describe() const;
 };
 
@@ -136,9 +161,10 @@ struct Corpus {
 /// bible-kjv (or pass --corpus shakespeare or a file path)"); a failed download (naming the URL
 /// and the curl or HTTP error); a checksum mismatch (naming expected and actual sha256 and
 /// sizes); a missing, unreadable, empty or non-UTF-8 file (naming the path, and the byte offset
-/// of the first invalid UTF-8 sequence); a cache directory that cannot be created.
-/// A leading UTF-8 byte order mark (EF BB BF) in a user's file is dropped: it marks the
-/// encoding and is not part of the text.
+/// of the first invalid UTF-8 sequence); a device, socket or directory given as the file; a
+/// file over options.max_bytes ("is 300,000,000 bytes, over the 268,435,456-byte limit for a
+/// corpus"); a cache directory that cannot be created. A user's file has its byte order mark
+/// dropped and its line ends made LF (see "A user's file" above).
 Corpus load_corpus(std::string_view spec, const CorpusOptions& options = {});
 
 /// The cache directory used when CorpusOptions::cache_dir is empty: $ATTOGRAD_CACHE_DIR, else
@@ -153,13 +179,16 @@ std::filesystem::path default_cache_dir();
 /// continuation lines), or if it holds no verse at all.
 std::string clean_kjv(std::string_view bible_output);
 
+/// Reads a user's file whole, as bytes: a regular file of at most max_bytes, or a pipe (a FIFO,
+/// `<(zcat corpus.gz)`) until its end or max_bytes. Throws std::runtime_error naming
+/// "<what> <path>": a missing file, a directory, a device (/dev/zero would never end) or a
+/// socket, each followed by `fix`; a file over max_bytes ("is 300,000,000 bytes, over the
+/// 268,435,456-byte limit for a <what> (it and its token ids are held in memory)"), checked from
+/// its size before anything is read; an OS error. Opened close-on-exec.
+std::string read_text_file(const std::filesystem::path& path, const std::string& what, const std::string& fix,
+                           size_t max_bytes = kMaxCorpusBytes);
+
 /// sha256 of `bytes` as 64 lower-case hex digits (OpenSSL EVP).
 std::string sha256_hex(std::string_view bytes);
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory (so the rename
-/// never crosses file systems), written, flushed and fsync'ed, then renamed over `path`.
-/// Readers see the old file or the complete new one, never a partial one. On failure the
-/// temporary file is removed and std::runtime_error names the path and the OS error.
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
 }  // namespace attograd::gpt

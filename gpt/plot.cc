@@ -1,10 +1,26 @@
 #include "gpt/plot.h"
 
-#include <cstdio>
-#include <cstdlib>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
+#include <string_view>
+
+#include "gpt/atomic_file.h"
+
+extern char** environ;
 
 namespace attograd::gpt {
 
@@ -17,45 +33,151 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
-// One gnuplot script per output format; the data come straight from the CSV logs.
-std::string script(const std::string& directory, const std::string& terminal, const std::string& ext) {
-  auto file = [&](const std::string& name) { return quoted(directory + "/" + name); };
+// One gnuplot script per output format; the data come straight from the CSV logs, the plots go
+// to the temporaries `loss` and `perplexity`.
+std::string script(const std::string& directory, const std::string& terminal, const std::string& loss,
+                   const std::string& perplexity) {
+  auto data = [&](const std::string& name) { return quoted(directory + "/" + name); };
   return "set datafile separator ','\n"
          "set key top right\n"
          "set grid\n"
          "set xlabel 'step'\n"
          "set terminal " + terminal + "\n"
-         "set output " + file("loss." + ext) + "\n"
+         "set output " + quoted(loss) + "\n"
          "set title 'attograd: training and validation loss'\n"
          "set ylabel 'loss (nats per token)'\n"
-         "plot " + file("train_log.csv") + " every ::1 using 1:2 with lines lc rgb '#a0a0ff' title 'train (per step)', " +
-         file("eval_log.csv") + " every ::1 using 1:2 with linespoints lc rgb '#0000c0' title 'train (eval)', " +
-         file("eval_log.csv") + " every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'\n"
-         "set output " + file("perplexity." + ext) + "\n"
+         "plot " + data("train_log.csv") + " every ::1 using 1:2 with lines lc rgb '#a0a0ff' title 'train (per step)', " +
+         data("eval_log.csv") + " every ::1 using 1:2 with linespoints lc rgb '#0000c0' title 'train (eval)', " +
+         data("eval_log.csv") + " every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'\n"
+         "set output " + quoted(perplexity) + "\n"
          "set title 'attograd: perplexity = exp(mean loss)'\n"
          "set ylabel 'perplexity'\n"
-         "plot " + file("eval_log.csv") + " every ::1 using 1:4 with linespoints lc rgb '#0000c0' title 'train', " +
-         file("eval_log.csv") + " every ::1 using 1:5 with linespoints lc rgb '#c00000' title 'val'\n";
+         "plot " + data("eval_log.csv") + " every ::1 using 1:4 with linespoints lc rgb '#0000c0' title 'train', " +
+         data("eval_log.csv") + " every ::1 using 1:5 with linespoints lc rgb '#c00000' title 'val'\n"
+         "unset output\n";  // closes the last file before gnuplot exits
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+// The wait status of `program` run with `input` on its stdin, stdout discarded, and the last
+// line it wrote on stderr; nullopt if there is no such program. Its stdin is a socket, not a
+// pipe, so that writing to a gnuplot that died early is an EPIPE error (MSG_NOSIGNAL), not a
+// SIGPIPE that kills the trainer. Every descriptor above stderr is closed in the child.
+struct Finished {
+  int status = 0;
+  std::string last_error_line;
+};
+std::optional<Finished> run_with_input(const std::string& program, std::string_view input) {
+  Fd in_parent, in_child, err_read, err_write;
+  int sv[2], err_pipe[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("cannot start ") + program + ": " + std::strerror(errno));
+  in_parent.fd = sv[0], in_child.fd = sv[1], err_read.fd = err_pipe[0], err_write.fd = err_pipe[1];
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const std::unique_ptr<posix_spawn_file_actions_t, int (*)(posix_spawn_file_actions_t*)> destroy(
+      &actions, posix_spawn_file_actions_destroy);
+  posix_spawn_file_actions_adddup2(&actions, in_child.fd, 0);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, err_write.fd, 2);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  std::string arg0 = program;
+  char* argv[] = {arg0.data(), nullptr};
+  pid_t pid = 0;
+  const int spawn_error = posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv, environ);
+  if (spawn_error == ENOENT) return std::nullopt;
+  if (spawn_error != 0) throw std::runtime_error("cannot start " + program + ": " + std::strerror(spawn_error));
+  in_child.reset();
+  err_write.reset();
+
+  for (size_t sent = 0; sent < input.size();) {
+    const ssize_t n = ::send(in_parent.fd, input.data() + sent, input.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;  // it died early: its status says why
+    sent += static_cast<size_t>(n);
+  }
+  in_parent.reset();  // end of the script
+  std::string err;
+  std::array<char, 4096> buf;
+  for (;;) {
+    const ssize_t n = ::read(err_read.fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    err.append(buf.data(), static_cast<size_t>(n));
+    if (err.size() > 65536) err.erase(0, err.size() - 4096);  // only the end is reported
+  }
+  Finished done;
+  while (::waitpid(pid, &done.status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error("waiting for " + program + ": " + std::strerror(errno));
+  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+  const size_t start = err.find_last_of('\n');
+  done.last_error_line = start == std::string::npos ? err : err.substr(start + 1);
+  return done;
+}
+
+// Whether a plot file is whole: non-empty and ending as its format ends. gnuplot exits 0 after
+// a failed write (a full disk), so its status alone would pass an empty or cut-off file.
+std::string incomplete_reason(const std::string& path, const std::string& ext) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return "is missing";
+  if (size == 0) return "is empty";
+  std::ifstream in(path, std::ios::binary);
+  const uintmax_t tail_size = std::min<uintmax_t>(size, 64);
+  in.seekg(static_cast<std::streamoff>(size - tail_size));
+  std::string tail(static_cast<size_t>(tail_size), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  if (!in) return "cannot be read back";
+  if (ext == "png") {
+    static const std::string kIend("\0\0\0\0IEND\xae\x42\x60\x82", 12);  // PNG's last chunk
+    if (!tail.ends_with(kIend)) return "is cut off (" + std::to_string(size) + " bytes, no IEND chunk)";
+  } else {
+    while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
+    if (!tail.ends_with("</svg>")) return "is cut off (" + std::to_string(size) + " bytes, no </svg>)";
+  }
+  return "";
 }
 
 }  // namespace
 
-bool write_plots(const std::string& out_dir, std::ostream& log) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    log << "gnuplot not found, so no plots were drawn; install it with: sudo apt-get install gnuplot-nox\n"
-        << "(the logs are in " << out_dir << "/train_log.csv and eval_log.csv)\n";
-    return false;
-  }
+bool write_plots(const std::string& out_dir, std::ostream& log, const std::string& gnuplot) {
   const std::string dir = std::filesystem::absolute(out_dir).string();
   for (const auto& [terminal, ext] : {std::pair<std::string, std::string>{"pngcairo size 900,600", "png"},
                                       std::pair<std::string, std::string>{"svg size 900,600", "svg"}}) {
+    AtomicFile loss(dir + "/loss." + ext), perplexity(dir + "/perplexity." + ext);
+    const std::optional<Finished> done =
+        run_with_input(gnuplot, script(dir, terminal, loss.temp_path(), perplexity.temp_path()));
+    if (!done) {
+      log << "gnuplot not found, so no plots were drawn; install it with: sudo apt-get install gnuplot-nox\n"
+          << "(the logs are in " << out_dir << "/train_log.csv and eval_log.csv)\n";
+      return false;
+    }
     // gnuplot's warnings (e.g. "empty x range" for a single evaluation) are noise in the
-    // training log; a real failure still shows in its exit status.
-    FILE* p = popen("gnuplot >/dev/null 2>&1", "w");
-    if (p == nullptr) throw std::runtime_error("could not start gnuplot");
-    const std::string s = script(dir, terminal, ext);
-    std::fwrite(s.data(), 1, s.size(), p);
-    if (pclose(p) != 0) throw std::runtime_error("gnuplot failed to draw the " + ext + " plots in " + dir);
+    // training log; they are shown only when it fails.
+    const std::string said = done->last_error_line.empty() ? "" : ": " + done->last_error_line;
+    if (WIFSIGNALED(done->status))
+      throw std::runtime_error("gnuplot was killed by signal " + std::to_string(WTERMSIG(done->status)) +
+                               " while drawing the " + ext + " plots in " + dir);
+    if (WEXITSTATUS(done->status) != 0)
+      throw std::runtime_error("gnuplot failed (exit status " + std::to_string(WEXITSTATUS(done->status)) +
+                               ") to draw the " + ext + " plots in " + dir + said);
+    for (AtomicFile* plot : {&loss, &perplexity}) {
+      const std::string why = incomplete_reason(plot->temp_path(), ext);
+      const std::string name = plot == &loss ? "loss." + ext : "perplexity." + ext;
+      if (!why.empty())
+        throw std::runtime_error("gnuplot exited 0 but " + name + " " + why + " in " + dir +
+                                 " (is the disk full?); the previous plots are untouched" + said);
+    }
+    loss.commit();
+    perplexity.commit();
   }
   log << "plots: " << dir << "/loss.png, perplexity.png (and .svg)\n";
   return true;

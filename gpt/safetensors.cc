@@ -19,6 +19,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "gpt/atomic_file.h"
 
 namespace attograd::gpt {
 
@@ -448,69 +449,6 @@ std::vector<double> SafetensorsFile::doubles(const std::string& name) const {
 }
 
 namespace {
-
-// A temporary file beside `path` that replaces it on commit(): written, fsync'ed, renamed over
-// the target, then the directory fsync'ed so the rename itself survives a crash. Until
-// commit() succeeds, every failure (and the destructor) removes the temporary.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string path) : path_(std::move(path)) {
-    // Same directory as the target: rename(2) is only atomic within one file system.
-    std::vector<char> name(path_.begin(), path_.end());
-    for (char c : std::string(".tmp.XXXXXX")) name.push_back(c);
-    name.push_back('\0');
-    fd_ = ::mkstemp(name.data());
-    if (fd_ < 0) fail("create a temporary file beside it");
-    tmp_ = name.data();
-    if (::fchmod(fd_, 0644) != 0) fail("chmod");  // mkstemp makes 0600: let others read the file
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  // Writes all n bytes; a short write (a full disk) is an error, never a truncated file.
-  void write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t put = ::write(fd_, p, n);
-      if (put < 0 && errno == EINTR) continue;
-      if (put <= 0) fail("write", put == 0 ? ENOSPC : errno);
-      p += put;
-      n -= static_cast<size_t>(put);
-    }
-  }
-
-  void commit() {
-    if (::fsync(fd_) != 0) fail("fsync");
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) fail("close");
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename the temporary " + tmp_ + " over it");
-    committed_ = true;
-    const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
-    const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    // Some file systems refuse fsync on a directory (EINVAL): nothing more can be done there.
-    if (dir_fd < 0 || (::fsync(dir_fd) != 0 && errno != EINVAL)) {
-      const int err = errno;
-      if (dir_fd >= 0) ::close(dir_fd);
-      throw std::runtime_error("wrote '" + path_ + "', but could not fsync its directory (" + std::strerror(err) +
-                               "): a crash now may lose the new file");
-    }
-    ::close(dir_fd);
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& step, int err = errno) {
-    throw std::runtime_error("cannot write '" + path_ + "' (" + step + ": " + std::strerror(err) +
-                             "); the previous file is untouched");
-  }
-
-  std::string path_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 // Streams t's bytes, row-major: straight from its memory when contiguous, else a block of
 // rows at a time through a buffer of at most kBlockBytes (or one row): a 2-D view (a

@@ -1,20 +1,29 @@
 #include "gpt/trainer.h"
 
 #include <cctype>
+#include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <sstream>
+#include <string_view>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
+#include "gpt/atomic_file.h"
 #include "gpt/limits.h"
 #include "gpt/plot.h"
 
@@ -132,6 +141,13 @@ std::string Trainer::checkpoint_path() const {
 }
 
 void Trainer::save(const std::string& path) {
+  // A diverged update can leave the parameters NaN while the loss that led to it was finite:
+  // such a state must never replace a good checkpoint.
+  if (const int64_t bad = model_.arena().num_non_finite(); bad > 0)
+    throw NonFiniteLoss("the parameters are no longer finite after step " + std::to_string(step_) + " (" +
+                        std::to_string(bad) + " of " + std::to_string(model_.arena().params().numel()) +
+                        " are NaN or infinite): the update diverged, so no checkpoint was written at this step. "
+                        "Try a lower --lr or a --grad-clip");
   TrainingState s;
   s.step = step_;
   s.batch_rng = batch_gen_.state();
@@ -140,6 +156,7 @@ void Trainer::save(const std::string& path) {
   s.adam_t = optimizer_.steps();
   s.train_options = options_.to_json();
   save_checkpoint(path, model_, tokenizer_kind_, tokenizer_data_, &s);
+  last_saved_step_ = step_;
 }
 
 double Trainer::train_step() {
@@ -208,17 +225,116 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-// Keeps the rows of a CSV log up to `step` (a resumed run rewrites what came after).
-void truncate_log(const std::filesystem::path& path, const std::string& header, int64_t step) {
-  std::vector<std::string> keep{header};
-  std::ifstream in(path);
-  std::string line;
-  if (in && std::getline(in, line))
-    while (std::getline(in, line))
-      if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) && std::strtoll(line.c_str(), nullptr, 10) <= step)
-        keep.push_back(line);  // a malformed line (not starting with a step number) is dropped
-  std::ofstream out(path, std::ios::trunc);
-  for (const std::string& l : keep) out << l << '\n';
+// The two CSV logs: file name and header. A row is complete when it has one field per column,
+// the step an integer and every other field a number; only grad_norm may be empty (it is not
+// computed without clipping).
+struct CsvSpec {
+  const char* file;
+  const char* header;
+};
+constexpr CsvSpec kTrainLog{"train_log.csv", "step,loss,lr,grad_norm,tokens_per_s"};
+constexpr CsvSpec kEvalLog{"eval_log.csv", "step,train_loss,val_loss,train_ppl,val_ppl"};
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    const size_t comma = line.find(',', start);
+    fields.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) return fields;
+    start = comma + 1;
+  }
+}
+
+// The step of a complete row of `spec`, or -1 for anything else (a row cut off by a crash).
+int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
+  const std::vector<std::string_view> columns = split_fields(spec.header), fields = split_fields(line);
+  if (fields.size() != columns.size()) return -1;
+  int64_t step = -1;
+  const auto [end, ec] = std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), step);
+  if (ec != std::errc() || end != fields[0].data() + fields[0].size() || step < 0) return -1;
+  for (size_t i = 1; i < fields.size(); ++i) {
+    if (fields[i].empty()) {
+      if (columns[i] != "grad_norm") return -1;
+      continue;
+    }
+    const std::string field(fields[i]);  // strtod reads "nan" and "inf" as the writer wrote them
+    char* parsed = nullptr;
+    std::strtod(field.c_str(), &parsed);
+    if (parsed != field.c_str() + field.size() || std::isspace(static_cast<unsigned char>(field[0]))) return -1;
+  }
+  return step;
+}
+
+// Rewrites a CSV log for a run resumed at `step`: its header, then the complete rows up to
+// `step` (a resumed run writes what came after again). A crash can cut the last row short: only
+// rows ending in a newline count, and only those that parse completely. The rewrite is atomic,
+// so a crash during it leaves the old log.
+void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step) {
+  std::string kept = std::string(spec.header) + "\n";
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string_view line(text.data() + start, end - start);
+    const int64_t row_step = complete_row_step(line, spec);
+    if (row_step >= 0 && row_step <= step) kept.append(line) += '\n';
+  }
+  write_file_atomically(path, kept);
+}
+
+// An append-only CSV log. Rows collect in memory and reach the file on flush(); sync() also
+// makes them durable. The trainer syncs before every checkpoint, so after a crash the log holds
+// every row up to the checkpoint's step (rows past it are dropped on resume). Write errors (a
+// full disk) throw, naming the file, before the checkpoint is touched.
+class CsvLog {
+ public:
+  explicit CsvLog(const std::filesystem::path& path) : path_(path.string()) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(errno));
+  }
+  ~CsvLog() {
+    try {
+      flush();  // an exception (a diverged run) still leaves the rows so far in the log
+    } catch (const std::runtime_error&) {
+      // the exception on its way out already says what went wrong
+    }
+    ::close(fd_);
+  }
+  CsvLog(const CsvLog&) = delete;
+  CsvLog& operator=(const CsvLog&) = delete;
+
+  std::string& pending() { return pending_; }
+  void flush() {
+    size_t done = 0;
+    while (done < pending_.size()) {
+      const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n == 0 ? ENOSPC : errno;
+        pending_.erase(0, done);
+        throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(err) +
+                                 "; the checkpoint was not updated");
+      }
+      done += static_cast<size_t>(n);
+    }
+    pending_.clear();
+  }
+  void sync() {
+    flush();
+    if (::fdatasync(fd_) != 0)
+      throw std::runtime_error("cannot write the log " + path_ + " (fdatasync): " + std::strerror(errno) +
+                               "; the checkpoint was not updated");
+  }
+
+ private:
+  std::string path_, pending_;
+  int fd_ = -1;
+};
+
+// Appends a CSV field the way the logs always wrote them (an ostream's default %g, 6 digits).
+void append_field(std::string& row, double v) {
+  std::ostringstream s;
+  s << v;
+  row += s.str();
 }
 
 }  // namespace
@@ -227,14 +343,13 @@ EvalResult Trainer::run(std::ostream& log) {
   const TrainOptions& o = options_;
   const bool files = !out_dir_.empty();
   const std::filesystem::path dir(out_dir_);
-  std::ofstream train_csv, eval_csv;
+  std::optional<CsvLog> train_csv, eval_csv;
   if (files) {
     std::filesystem::create_directories(dir);
-    truncate_log(dir / "train_log.csv", "step,loss,lr,grad_norm,tokens_per_s", step_);
-    truncate_log(dir / "eval_log.csv", "step,train_loss,val_loss,train_ppl,val_ppl", step_);
-    train_csv.open(dir / "train_log.csv", std::ios::app);
-    eval_csv.open(dir / "eval_log.csv", std::ios::app);
-    if (!train_csv || !eval_csv) throw std::runtime_error("cannot write the logs in " + out_dir_);
+    resume_log(dir / kTrainLog.file, kTrainLog, step_);
+    resume_log(dir / kEvalLog.file, kEvalLog, step_);
+    train_csv.emplace(dir / kTrainLog.file);
+    eval_csv.emplace(dir / kEvalLog.file);
   }
   // Within limits.h's bounds this fits easily; tokens/s is then computed in double.
   const int64_t tokens_per_step =
@@ -250,7 +365,13 @@ EvalResult Trainer::run(std::ostream& log) {
     std::snprintf(buf, sizeof buf, "eval at step %lld: train loss %.4f (perplexity %.2f), val loss %.4f (perplexity %.2f)\n",
                   static_cast<long long>(r.step), r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
     log << buf << std::flush;
-    if (files) eval_csv << r.step << ',' << r.train_loss << ',' << r.val_loss << ',' << r.train_ppl << ',' << r.val_ppl << std::endl;
+    if (files) {
+      std::string& row = eval_csv->pending();
+      row += std::to_string(r.step);
+      for (double v : {r.train_loss, r.val_loss, r.train_ppl, r.val_ppl}) append_field(row += ',', v);
+      row += '\n';
+      eval_csv->flush();
+    }
     return r;
   };
 
@@ -261,9 +382,14 @@ EvalResult Trainer::run(std::ostream& log) {
     const double secs = elapsed();
     const double tok_s = static_cast<double>(step_ - first_step) * static_cast<double>(tokens_per_step) / std::max(secs, 1e-9);
     if (files) {  // grad_norm is left empty when it was not computed (no clipping)
-      train_csv << step_ << ',' << loss << ',' << lr << ',';
-      if (std::isfinite(last_grad_norm_)) train_csv << last_grad_norm_;
-      train_csv << ',' << tok_s << '\n';
+      std::string& row = train_csv->pending();
+      row += std::to_string(step_);
+      append_field(row += ',', loss);
+      append_field(row += ',', lr);
+      row += ',';
+      if (std::isfinite(last_grad_norm_)) append_field(row, last_grad_norm_);
+      append_field(row += ',', tok_s);
+      row += '\n';
     }
     if (step_ % o.log_interval == 0 || step_ == o.max_steps) {
       const double left = secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
@@ -272,12 +398,27 @@ EvalResult Trainer::run(std::ostream& log) {
                     static_cast<long long>(step_), static_cast<long long>(o.max_steps), loss, lr, tok_s,
                     format_duration(secs).c_str(), format_duration(left).c_str());
       log << buf << std::flush;
+      if (files) train_csv->flush();  // the log file keeps up with the progress lines
     }
     const bool eval_now = step_ == o.max_steps || (o.eval_interval > 0 && step_ % o.eval_interval == 0);
-    if (eval_now) last = do_eval();
+    if (eval_now) {
+      last = do_eval();
+      // Finite parameters can still be too large for a finite loss: such a model is no
+      // checkpoint either.
+      if (!std::isfinite(last.train_loss) || !std::isfinite(last.val_loss))
+        throw NonFiniteLoss("the evaluation loss became " + std::to_string(last.val_loss) + " (val) / " +
+                            std::to_string(last.train_loss) + " (train) at step " + std::to_string(step_) +
+                            ": the model diverged, so no checkpoint was written at this step. Try a lower --lr "
+                            "or a --grad-clip");
+    }
     const bool ckpt_now = step_ == o.max_steps || eval_now ||
                           (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
-    if (files && ckpt_now) save(checkpoint_path());
+    if (files && ckpt_now) {
+      // The logs first: a checkpoint at step N promises every row up to N, after any crash.
+      train_csv->sync();
+      eval_csv->sync();
+      save(checkpoint_path());
+    }
   }
   if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice
     last = evaluate();
@@ -287,9 +428,14 @@ EvalResult Trainer::run(std::ostream& log) {
     log << buf;
   }
   if (files) {
-    train_csv.close();
-    eval_csv.close();
-    write_plots(out_dir_, log);
+    train_csv->sync();
+    eval_csv->sync();
+    try {
+      write_plots(out_dir_, log);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string(e.what()) + "; the training itself finished: " + checkpoint_path() +
+                               " and the CSV logs are saved");
+    }
   }
   return last;
 }

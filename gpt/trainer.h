@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -65,7 +66,8 @@ struct TrainOptions {
   static TrainOptions from_json(const std::string& json);
 };
 
-/// Thrown when the loss or the gradient norm is NaN or infinite; nothing was updated.
+/// Thrown when the loss or the gradient norm is NaN or infinite (nothing was updated), or when
+/// an evaluation or the parameters are (no checkpoint was written).
 class NonFiniteLoss : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -100,11 +102,25 @@ class Trainer {
 
   /// The whole run: steps until max_steps with progress lines on `log`, evaluations, CSV logs
   /// (train_log.csv, eval_log.csv), checkpoints (ckpt.safetensors) and plots. Returns the last
-  /// evaluation. Throws NonFiniteLoss after writing the logs; the last checkpoint is untouched.
+  /// evaluation. Throws NonFiniteLoss after writing the logs when the training loss, the
+  /// gradient norm, an evaluation's loss or (at a save) a parameter is not finite; no checkpoint
+  /// is written then, so the last one is untouched and holds finite parameters.
+  ///
+  /// Crash safety: the logs are written through to the disk (fdatasync) before each checkpoint
+  /// is renamed into place, so after a kill -9 they hold every row up to the checkpoint's step.
+  /// A resumed run first rewrites them (atomically) to their complete rows up to its step: a
+  /// row cut off by the crash, or logged after the checkpoint, is dropped, so the logs of a
+  /// resumed run have each step once and no holes. Throws std::runtime_error, before the
+  /// checkpoint is touched, if a log cannot be written (a full disk), and after training if
+  /// the plots fail (see write_plots).
   EvalResult run(std::ostream& log);
 
-  /// Saves model + training state to out_dir/ckpt.safetensors (atomically).
+  /// Saves model + training state to `path` (atomically). Throws NonFiniteLoss, writing
+  /// nothing, when any parameter is NaN or infinite (a diverged update): a checkpoint is
+  /// always a state worth resuming.
   void save(const std::string& path);
+  /// The step of the last checkpoint save() wrote; nullopt before the first.
+  std::optional<int64_t> last_saved_step() const { return last_saved_step_; }
   int64_t step() const { return step_; }
   /// The global L2 norm of the last step's gradients before clipping; NaN when grad_clip is 0
   /// (the norm is computed only to clip).
@@ -120,6 +136,7 @@ class Trainer {
   Generator batch_gen_;
   int64_t step_ = 0;
   double last_grad_norm_ = 0;
+  std::optional<int64_t> last_saved_step_;
 };
 
 }  // namespace attograd::gpt

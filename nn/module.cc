@@ -106,6 +106,13 @@ double ParameterArena::grad_norm() const {
   });
 }
 
+int64_t ParameterArena::num_non_finite() const {
+  return dispatch_floating(params_.dtype(), "num_non_finite", [&]<typename T>() {
+    const T* p = params_.data<T>();
+    return static_cast<int64_t>(std::count_if(p, p + params_.numel(), [](T v) { return !std::isfinite(v); }));
+  });
+}
+
 double clip_scale(double norm, double max_norm) {
   return max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
 }

@@ -80,6 +80,9 @@ class ParameterArena {
   void zero_grad();
   /// L2 norm of all gradients together, accumulated in double (one SIMD pass).
   double grad_norm() const;
+  /// How many parameters are NaN or infinite: 0 for a model fit to save. (A sum of squares
+  /// would also flag finite f64 values above 1e154, so each value is tested.)
+  int64_t num_non_finite() const;
   /// Scales all gradients by clip_scale(norm, max_norm), so their global L2 norm is at most
   /// max_norm (torch's clip_grad_norm_); returns the norm before clipping. max_norm <= 0
   /// disables clipping. (A training step instead hands clip_scale's factor to AdamW::step,

@@ -44,6 +44,10 @@ CLI::Validator integer_in(gpt::IntRange range, const std::string& why = "");
 /// wrapped to 2^64 - 1.
 extern const CLI::Validator kSeed;
 
+/// Adds --keep-cr to a command that loads a corpus (gpt::CorpusOptions::keep_cr): a user's
+/// file keeps its CRLF and CR line ends instead of having them made LF. Returns the option.
+CLI::Option* add_keep_cr_flag(CLI::App* cmd, bool& keep_cr);
+
 /// --preset and the per-field overrides of a GPTConfig.
 struct ConfigArgs {
   std::string preset = "pico";

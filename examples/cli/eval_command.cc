@@ -44,6 +44,7 @@ struct EvalArgs {
   std::string ids;
   std::string corpus = "kjv";
   std::string cache_dir;
+  bool keep_cr = false;
   std::string split = "val";
   int64_t max_tokens = 0;
 };
@@ -64,9 +65,10 @@ std::vector<int64_t> read_ids(const std::string& path) {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
     if (std::filesystem::is_directory(path)) throw std::invalid_argument(where + " is a directory, not a file of token ids");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument("cannot open " + where + " (one sequence of whitespace-separated token ids)");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!std::filesystem::exists(path))
+      throw std::invalid_argument("cannot open " + where + " (one sequence of whitespace-separated token ids)");
+    // Read like a corpus, bounded: `--ids /dev/zero` would otherwise read until memory runs out.
+    text = gpt::read_text_file(path, "--ids file", "give a file of whitespace-separated token ids");
   }
   std::vector<int64_t> ids;
   std::istringstream words(text);
@@ -157,6 +159,7 @@ int run(const EvalArgs& a) {
                                 "; evaluate token ids with --ids instead of a corpus");
   gpt::CorpusOptions co;
   co.cache_dir = a.cache_dir;
+  co.keep_cr = a.keep_cr;
   const gpt::Corpus corpus = gpt::load_corpus(a.corpus, co);
   const gpt::Dataset data(tok->encode(corpus.text), c.block_size);
   std::vector<int64_t> tokens = data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);
@@ -188,12 +191,13 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                                      "('-' = stdin) instead of a corpus");
   CLI::Option* corpus = cmd->add_option("--corpus", a->corpus, "kjv, shakespeare or a UTF-8 file")->capture_default_str();
   CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept");
+  CLI::Option* keep_cr = add_keep_cr_flag(cmd, a->keep_cr);
   CLI::Option* split = cmd->add_option("--split", a->split, "val (last 10%) or train (first 90%)")
                            ->check(CLI::IsMember({"val", "train"}))
                            ->capture_default_str();
   CLI::Option* max_tokens = cmd->add_option("--max-tokens", a->max_tokens, "evaluate at most this many predictions (0 = all)")
                                 ->check(integer_in(gpt::limits::count));
-  for (CLI::Option* o : {corpus, cache, split, max_tokens}) ids->excludes(o);
+  for (CLI::Option* o : {corpus, cache, keep_cr, split, max_tokens}) ids->excludes(o);
   cmd->footer(kWindowsNote);
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }

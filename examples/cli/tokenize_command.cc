@@ -30,6 +30,7 @@ struct TokenizeArgs {
   std::string checkpoint;
   std::string corpus;
   std::string cache_dir;
+  bool keep_cr = false;
   bool allow_special = false;
   bool pieces = false;
 };
@@ -51,6 +52,7 @@ std::unique_ptr<gpt::Tokenizer> make_tokenizer(const TokenizeArgs& a) {
                                   "it) or --corpus SPEC (the text to build it from, as in `attograd train`)");
     gpt::CorpusOptions options;
     options.cache_dir = a.cache_dir;
+    options.keep_cr = a.keep_cr;
     options.log = [](const std::string& line) { std::cerr << line << "\n"; };  // stdout is for the result
     return std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(gpt::load_corpus(a.corpus, options).text));
   }
@@ -157,6 +159,7 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
                                          "UTF-8 file), as `attograd train` does")
       ->excludes(checkpoint);
   cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
+  add_keep_cr_flag(cmd, a->keep_cr);
   cmd->add_flag("--allow-special", a->allow_special, "gpt2: encode <|endoftext|> as its special id 50256 "
                                                      "(by default it is ordinary text)");
   cmd->add_flag("--pieces", a->pieces, "one token per line: its id and its bytes, quoted");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "examples/cli/command.h"
+#include "gpt/atomic_file.h"
 #include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
 #include "gpt/checkpoint.h"
@@ -36,20 +37,23 @@ struct TrainArgs {
   uint64_t init_seed = 1337;
   bool resume = false;
   bool overwrite = false;
+  bool keep_cr = false;
   int threads = 0;
   CLI::Option* steps_option = nullptr;
   CLI::App* cmd = nullptr;
 };
 
 // Options a resumed run takes from its checkpoint; only these may be given with --resume.
-const std::set<std::string> kResumeOptions = {"--resume", "--steps", "--corpus", "--cache-dir", "--out",
-                                              "--threads", "--tokenizer", "--help"};
+const std::set<std::string> kResumeOptions = {"--resume", "--steps", "--corpus", "--cache-dir", "--keep-cr",
+                                              "--out", "--threads", "--tokenizer", "--help"};
 
 // Holds an exclusive lock on <out>/.lock for the life of the process: two runs writing the same
 // logs and checkpoint would interleave them.
 void lock_output_dir(const std::filesystem::path& out) {
   const std::string path = (out / ".lock").string();
-  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  // O_CLOEXEC: a child (gnuplot) must not inherit the lock, or an orphan outliving a killed
+  // run would keep --resume out.
+  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
   if (fd < 0) throw std::invalid_argument("cannot write in --out " + out.string() + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
     throw std::invalid_argument("another `attograd train` is writing to " + out.string() +
@@ -76,6 +80,10 @@ int run(TrainArgs& a) {
     throw std::invalid_argument("--out " + a.out + " exists and is not a directory");
   std::filesystem::create_directories(out_dir);
   lock_output_dir(out_dir);
+  // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
+  // only with our process, so those of processes that no longer exist are stale.
+  for (const std::filesystem::path& stale : gpt::remove_stale_temp_files(out_dir))
+    std::cout << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
   const std::filesystem::path ckpt = out_dir / "ckpt.safetensors";
   if (!a.resume && !a.overwrite && std::filesystem::exists(ckpt))
     throw std::invalid_argument(ckpt.string() + " already exists: pass --resume to continue that run, "
@@ -83,6 +91,7 @@ int run(TrainArgs& a) {
 
   gpt::CorpusOptions corpus_options;
   corpus_options.cache_dir = a.cache_dir;
+  corpus_options.keep_cr = a.keep_cr;
   corpus_options.log = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
   const gpt::Corpus corpus = gpt::load_corpus(a.corpus, corpus_options);
   std::cout << "corpus  " << corpus.describe() << "\n";
@@ -90,6 +99,7 @@ int run(TrainArgs& a) {
   std::unique_ptr<gpt::GPT> model;
   std::unique_ptr<gpt::Tokenizer> tokenizer;
   std::optional<gpt::TrainingState> state;
+  std::optional<int64_t> resumed_step;  // the checkpoint on disk when a diverged run stops
   gpt::TrainOptions options = a.options;
   if (a.resume) {
     if (!std::filesystem::exists(ckpt))
@@ -113,8 +123,12 @@ int run(TrainArgs& a) {
     if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest)
       throw std::invalid_argument("this run was trained on corpus '" + options.corpus + "' (sha256 " +
                                   options.corpus_sha256.substr(0, 16) + "...), not on '" + a.corpus +
-                                  "'; pass the same --corpus to resume it");
+                                  "'; pass the same --corpus to resume it" +
+                                  (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
+                                                                                 "were made LF needs --keep-cr)")
+                                                                   : std::string()));
     state = info.training;
+    resumed_step = state->step;
     std::cout << "resume  step " << state->step << " of " << ckpt.string() << "\n";
   } else {
     if (a.tokenizer == "gpt2")
@@ -172,8 +186,16 @@ int run(TrainArgs& a) {
   try {
     r = trainer.run(std::cout);
   } catch (const gpt::NonFiniteLoss& e) {
-    std::cerr << "attograd: error: " << e.what() << "\n"
-              << "the last good checkpoint, if any, is untouched: " << ckpt.string() << "\n";
+    std::cerr << "attograd: error: " << e.what() << "\n";
+    // Only a checkpoint of this run is worth naming: save() writes none with a non-finite
+    // parameter, and run() none after a non-finite evaluation.
+    if (const std::optional<int64_t> good = trainer.last_saved_step() ? trainer.last_saved_step() : resumed_step)
+      std::cerr << "the last checkpoint, step " << *good << " (all parameters finite), is untouched: " << ckpt.string()
+                << "\n";
+    else
+      std::cerr << "no checkpoint of this run was written"
+                << (std::filesystem::exists(ckpt) ? " (" + ckpt.string() + " is from an earlier run)" : std::string())
+                << "\n";
     return 1;
   }
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n", r.train_loss,
@@ -200,6 +222,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                                        "gpt2 (GPT-2's 50,257-token BPE; vocab_size becomes 50257)")
                             ->check(CLI::IsMember({"char", "gpt2"}))->capture_default_str();
   cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
+  add_keep_cr_flag(cmd, a->keep_cr);
   cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")->capture_default_str();
   gpt::TrainOptions& o = a->options;
   namespace limits = gpt::limits;

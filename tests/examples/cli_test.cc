@@ -306,3 +306,39 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
   const auto max_seed = run_cli("gradcheck --op softmax --seed 18446744073709551615");
   BOOST_TEST(max_seed.exit_code == 0);
 }
+
+// The examples for corpus files: a CRLF corpus no longer makes '\r' a token (and says
+// so), --keep-cr keeps it, and /dev/zero or an oversized file is refused at once with the reason.
+BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
+  const TempDir dir("cli_test");
+  std::string crlf;
+  for (int i = 0; i < 200; ++i) crlf += "to be or not to be, that is the question.\r\n";
+  const std::string corpus = dir.file("crlf.txt", crlf);
+  const std::string run = "train --preset pico --steps 1 --batch-size 4 --eval-iters 1 --corpus " + corpus;
+  const auto lf = run_cli(run + " --out " + (dir / "lf"));
+  BOOST_TEST_INFO(lf.out);
+  BOOST_TEST(lf.exit_code == 0);
+  BOOST_TEST(contains(lf.out, "corpus  " + corpus + ": 8,400 bytes from " + corpus +
+                                  ", 200 CRLF/CR line ends made LF (--keep-cr keeps them)"));
+  BOOST_TEST(contains(lf.out, "char tokenizer (vocab 16): 8400 tokens"));
+  const auto kept = run_cli(run + " --out " + (dir / "cr") + " --keep-cr");
+  BOOST_TEST_INFO(kept.out);
+  BOOST_TEST(kept.exit_code == 0);
+  BOOST_TEST(contains(kept.out, "corpus  " + corpus + ": 8,600 bytes from " + corpus + "\n"));
+  BOOST_TEST(contains(kept.out, "char tokenizer (vocab 17): 8600 tokens"));  // '\r' is a token
+  // The vocabulary of `tokenize --corpus` follows the same rule.
+  BOOST_TEST(run_cli("tokenize --tokenizer char --corpus " + corpus + " --pieces 'a\rb'").exit_code == 2);
+  BOOST_TEST(run_cli("tokenize --tokenizer char --corpus " + corpus + " --keep-cr 'a\rb'").exit_code == 0);
+
+  const auto zero = run_cli("train --preset pico --corpus /dev/zero --out " + (dir / "z"));
+  BOOST_TEST(zero.exit_code == 2);
+  BOOST_TEST(zero.out == "attograd: error: corpus file /dev/zero is a character device, not a text file; pass kjv, "
+                         "shakespeare or the path of a UTF-8 text file\n");
+  const std::string huge = dir.file("huge.txt", "");
+  std::filesystem::resize_file(huge, 300'000'000);  // sparse: no disk space
+  const auto too_big = run_cli("train --preset pico --corpus " + huge + " --out " + (dir / "h"));
+  BOOST_TEST(too_big.exit_code == 2);
+  BOOST_TEST(too_big.out == "attograd: error: corpus file " + huge + " is 300,000,000 bytes, over the 268,435,456-byte "
+                            "limit for a corpus file (it and its token ids are held in memory); use a smaller "
+                            "file or a part of it\n");
+}

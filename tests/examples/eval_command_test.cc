@@ -200,3 +200,13 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors) {
     }
   }
 }
+
+// Like a corpus, an --ids file is read whole: a device is refused at once instead of being read
+// until memory runs out (issue 8: `--corpus /dev/zero` ended in "the model ... is too large").
+BOOST_AUTO_TEST_CASE(an_ids_device_is_refused_at_once) {
+  const Run zero = run("eval --hf-gpt2 " + kModel + " --ids /dev/zero");
+  BOOST_TEST_INFO(zero.out);
+  BOOST_TEST(zero.exit_code == 2);
+  BOOST_TEST(zero.out == "attograd: error: --ids file /dev/zero is a character device, not a text file; give a file "
+                         "of whitespace-separated token ids\n");
+}

@@ -4,13 +4,20 @@
 #define BOOST_TEST_MODULE corpus
 #include <boost/test/unit_test.hpp>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpt/atomic_file.h"
 #include "gpt/corpus.h"
 #include "tests/gpt/http_test_server.h"
 #include "tests/test_util.h"
@@ -353,4 +360,75 @@ BOOST_AUTO_TEST_CASE(atomic_writes_replace_and_leave_no_temporary_file) {
   options.cache_dir = path / "sub";  // under a regular file
   expect_throw_with<std::runtime_error>([&] { load_corpus("kjv", options); },
                                         "cannot create the cache directory");
+}
+
+// The example: a CRLF corpus made '\r' a token. CRLF and CR line ends become LF, the
+// count is reported, and keep_cr keeps the bytes.
+BOOST_AUTO_TEST_CASE(line_ends_of_a_users_file_become_lf) {
+  TempDir dir;
+  const fs::path file = dir.path / "windows.txt";
+  write_bytes(file, "\xEF\xBB\xBF" "one\r\ntwo\rthree\n\r\nfour\r");
+  const Corpus corpus = load_corpus(file.string());
+  BOOST_TEST(corpus.text == "one\ntwo\nthree\n\nfour\n");
+  BOOST_TEST(corpus.line_ends_normalized == 4u);
+  BOOST_TEST(corpus.describe() == file.string() + ": 20 bytes from " + file.string() +
+                                      ", 4 CRLF/CR line ends made LF (--keep-cr keeps them)");
+  CorpusOptions keep;
+  keep.keep_cr = true;
+  const Corpus kept = load_corpus(file.string(), keep);
+  BOOST_TEST(kept.text == "one\r\ntwo\rthree\n\r\nfour\r");  // only the byte order mark goes
+  BOOST_TEST(kept.line_ends_normalized == 0u);
+  BOOST_TEST(kept.describe() == file.string() + ": 22 bytes from " + file.string());
+  // Plain LF text is left alone and says nothing about line ends.
+  const fs::path unix_file = dir.path / "unix.txt";
+  write_bytes(unix_file, "a\nb\n");
+  BOOST_TEST(load_corpus(unix_file.string()).describe().find("line ends") == std::string::npos);
+}
+
+// The example: --corpus /dev/zero read until memory ran out. Devices are refused at
+// once, files over the limit from their size, and pipes at the limit.
+BOOST_AUTO_TEST_CASE(corpus_files_are_size_checked) {
+  expect_throw_with<std::runtime_error>([] { load_corpus("/dev/zero"); },
+                                        "corpus file /dev/zero is a character device, not a text file");
+  TempDir dir;
+  const fs::path file = dir.path / "big.txt";
+  write_bytes(file, std::string(1001, 'a'));
+  CorpusOptions small;
+  small.max_bytes = 1000;
+  expect_throw_with<std::runtime_error>(
+      [&] { load_corpus(file.string(), small); },
+      "corpus file " + file.string() + " is 1,001 bytes, over the 1,000-byte limit for a corpus file (it and its "
+      "token ids are held in memory); use a smaller file or a part of it");
+  small.max_bytes = 1001;
+  BOOST_TEST(load_corpus(file.string(), small).text.size() == 1001u);
+  // The default limit, against a sparse file of 300 MB that takes no disk space.
+  const fs::path huge = dir.path / "huge.txt";
+  write_bytes(huge, "");
+  fs::resize_file(huge, 300'000'000);
+  expect_throw_with<std::runtime_error>([&] { load_corpus(huge.string()); },
+                                        "is 300,000,000 bytes, over the 268,435,456-byte limit");
+  // A pipe is read to its end, or to the limit.
+  const fs::path fifo = dir.path / "fifo";
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto previous = std::signal(SIGPIPE, SIG_IGN);  // the reader may give up before the writer ends
+  auto feed = [&](std::string bytes) {
+    return std::thread([&fifo, bytes] {
+      const int fd = ::open(fifo.c_str(), O_WRONLY);
+      if (fd >= 0) {
+        [[maybe_unused]] const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        ::close(fd);
+      }
+    });
+  };
+  std::thread writer = feed("piped\r\ntext\r\n");
+  const Corpus piped = load_corpus(fifo.string());
+  writer.join();
+  BOOST_TEST(piped.text == "piped\ntext\n");
+  writer = feed(std::string(3000, 'p'));
+  small.max_bytes = 1000;
+  expect_throw_with<std::runtime_error>([&] { load_corpus(fifo.string(), small); },
+                                        "corpus file " + fifo.string() + " gives more than 1,000 bytes, over the "
+                                        "1,000-byte limit");
+  writer.join();
+  std::signal(SIGPIPE, previous);
 }

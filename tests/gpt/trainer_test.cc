@@ -8,6 +8,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <csignal>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "autograd/allocator.h"
@@ -252,4 +254,145 @@ BOOST_AUTO_TEST_CASE(pico_on_real_text_beats_the_unigram_baseline) {
   BOOST_TEST(std::abs(unigram - 3.337) < 1e-3);
   BOOST_TEST(r.val_loss < unigram);
   BOOST_TEST(r.val_loss < 2.6);  // measured 2.529; the add-one bigram baseline is 2.482
+}
+
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The step (first field) of every line after the header.
+std::vector<int64_t> logged_steps(const std::filesystem::path& path) {
+  std::istringstream in(read_text(path));
+  std::string line;
+  std::getline(in, line);
+  std::vector<int64_t> steps;
+  while (std::getline(in, line)) steps.push_back(std::stoll(line));
+  return steps;
+}
+
+}  // namespace
+
+// A kill -9 can cut the last row of a log short, and leaves rows logged after the checkpoint;
+// resuming keeps only complete rows up to the checkpoint's step, so each step is logged once.
+BOOST_AUTO_TEST_CASE(resume_keeps_the_complete_log_rows_up_to_the_checkpoint) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  const auto dir = temp_dir("log_rows");
+  TrainOptions o = small_options();
+  o.max_steps = 4;
+  o.eval_interval = 2;
+  o.grad_clip = 0;  // grad_norm stays empty: an empty field there is complete
+  {
+    GPT model(c, 3);
+    Trainer t(model, data, o, "char", "", dir.string());
+    std::ostringstream log;
+    t.run(log);
+  }
+  const std::string train_header = "step,loss,lr,grad_norm,tokens_per_s\n";
+  const std::string kept = read_text(dir / "train_log.csv");
+  BOOST_TEST(kept.rfind(train_header, 0) == 0);
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4}));
+  BOOST_TEST(kept.find("\n1,") != std::string::npos);
+  BOOST_TEST(kept.find(",,") != std::string::npos);  // the empty grad_norm
+  // What a crash leaves: rows past the checkpoint (step 4), torn and malformed rows, and a last
+  // row without its newline (its last number may be cut short).
+  std::ofstream(dir / "train_log.csv", std::ios::app) << "5,2.1,0.01,,900\n"  // after the checkpoint
+                                                         "6,2.0\n"             // too few fields
+                                                         "x,1,1,,1\n"          // no step
+                                                         "3,1,1,1,1,1\n"       // too many fields
+                                                         "2,1,,1,1\n"          // lr empty
+                                                         "3,1.5e,1,,1\n"       // not a number
+                                                         "4,1,1,,12";          // no newline
+  std::ofstream(dir / "eval_log.csv", std::ios::app) << "2,1,1,1\n4,1,1,1,1,\n6,1,1,1,1\n4,1";
+  const SafetensorsFile file = SafetensorsFile::read((dir / "ckpt.safetensors").string());
+  const CheckpointInfo info = read_checkpoint_info(file);
+  const auto model = load_model(file);
+  TrainOptions more = TrainOptions::from_json(info.training->train_options);
+  more.max_steps = 6;
+  Trainer t(*model, data, more, "char", "", dir.string());
+  t.restore(*info.training);
+  std::ostringstream log;
+  t.run(log);
+  const std::string after = read_text(dir / "train_log.csv");
+  BOOST_TEST(after.rfind(kept, 0) == 0);  // the rows up to step 4 exactly as they were
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{2, 4, 6}));
+  BOOST_TEST(after.find("900") == std::string::npos);  // the stale row 5 was dropped, not kept
+  std::filesystem::remove_all(dir);
+}
+
+// The example: --lr 1e30 makes the parameters huge or infinite after one finite step;
+// no checkpoint may be written from them.
+BOOST_AUTO_TEST_CASE(a_diverged_model_is_never_checkpointed) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  const auto dir = temp_dir("diverged");
+  {
+    GPT model(c, 6);
+    Trainer t(model, data, small_options(), "char", "", dir.string());
+    t.train_step();
+    model.ln_f->weight.data<float>()[0] = std::numeric_limits<float>::infinity();
+    model.wte->weight.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+    expect_throw_with<NonFiniteLoss>([&] { t.save(t.checkpoint_path()); },
+                                     "the parameters are no longer finite after step 1 (2 of " +
+                                         std::to_string(model.num_parameters()) + " are NaN or infinite)");
+    BOOST_TEST(!std::filesystem::exists(t.checkpoint_path()));
+    BOOST_TEST(!t.last_saved_step().has_value());
+  }
+  TrainOptions o = small_options();
+  o.learning_rate = 1e30;
+  o.min_lr = 0;
+  o.warmup_steps = 0;
+  o.eval_interval = 1;
+  GPT model(c, 6);
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  expect_throw_with<NonFiniteLoss>([&] { t.run(log); }, "so no checkpoint was written at this step");
+  BOOST_TEST(!std::filesystem::exists(t.checkpoint_path()));
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1}));  // the logs are written
+  std::filesystem::remove_all(dir);
+}
+
+// A full disk (here the file-size limit, EFBIG) while logging stops the run before the
+// checkpoint is touched: a checkpoint never gets ahead of its logs.
+BOOST_AUTO_TEST_CASE(a_log_that_cannot_be_written_stops_the_run_before_the_checkpoint) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  const auto dir = temp_dir("log_full");
+  TrainOptions o = small_options();
+  o.max_steps = 2;
+  GPT model(c, 4);
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  t.run(log);
+  const std::string ckpt_before = read_text(t.checkpoint_path());
+  const std::string log_before = read_text(dir / "train_log.csv");
+  // Room for the logs as they are, not for one more row (nor for a checkpoint).
+  rlimit saved{};
+  ::getrlimit(RLIMIT_FSIZE, &saved);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = log_before.size() + 8;
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  TrainOptions longer = o;
+  longer.max_steps = 4;
+  Trainer more(model, data, longer, "char", "", dir.string());
+  more.restore([&] {
+    const SafetensorsFile file = SafetensorsFile::read(t.checkpoint_path());
+    return *read_checkpoint_info(file).training;
+  }());
+  expect_throw_with<std::runtime_error>([&] { more.run(log); },
+                                        "cannot write the log " + (dir / "train_log.csv").string() +
+                                            ": File too large; the checkpoint was not updated");
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous_handler);
+  BOOST_TEST(read_text(t.checkpoint_path()) == ckpt_before);
+  BOOST_TEST(read_text(dir / "train_log.csv").rfind(log_before, 0) == 0);
+  std::filesystem::remove_all(dir);
 }
