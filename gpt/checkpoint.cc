@@ -16,10 +16,6 @@ namespace attograd::gpt {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 nlohmann::json config_to_json(const GPTConfig& c) {
   return {{"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},
           {"n_head", c.n_head},         {"n_embd", c.n_embd},         {"dropout", c.dropout},
@@ -81,12 +77,12 @@ int64_t block_index(std::string_view key) {
   return n;
 }
 
-// Checks, from the header alone and before a GPT of config c (from `source`) is allocated, that the file can
-// be that model: wte is (vocab_size, n_embd), wpe (block_size, n_embd) exactly when positions
-// are learned, the blocks are h.0 .. h.{n_layer-1}, and the file holds at least as many values
-// as the model will have parameters. So a config that lies (n_layer 1,000,000 in a 57 KB file)
-// is refused naming both numbers, instead of allocating until memory runs out; load_weights
-// then checks every tensor's name, shape and dtype.
+// Checks, from the header alone and before a GPT of config c (from `source`) is allocated,
+// that the file can be that model: wte is (vocab_size, n_embd), wpe (block_size, n_embd)
+// exactly when positions are learned, the blocks are h.0 .. h.{n_layer-1}, and the file holds
+// at least the values every block needs. So a config that lies (n_layer 1,000,000 in a 57 KB
+// file) is refused naming both numbers, instead of allocating until memory runs out;
+// load_weights then checks every tensor's name, shape and dtype.
 void check_config_against_tensors(const GPTConfig& c, const SafetensorsFile& file, const std::string& source) {
   const std::string where = "'" + file.path() + "': " + source + " says ";
   const SafetensorsEntry* wte = find_tensor(file, "wte.weight");
@@ -136,7 +132,7 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
   constexpr uintmax_t kMaxBytes = 16 << 20;  // GPT-2's is 1 KB; /dev/zero must not be read to the end
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw std::runtime_error(what + " is not a regular file; remove it or pass a directory holding GPT-2's config.json");
+    throw std::runtime_error(what + " is not a regular file (a directory or a broken link?)");
   if (std::filesystem::file_size(path, ec) > kMaxBytes)
     throw std::runtime_error(what + " is larger than 16 MB: not a model config");
   std::ifstream in(path, std::ios::binary);
@@ -164,7 +160,7 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
   }
   if (f.has("layer_norm_epsilon") && f.number("layer_norm_epsilon", 0, 1) != nn::kGpt2LayerNormEps)
     throw std::runtime_error(what + " says layer_norm_epsilon " + json_excerpt(j.at("layer_norm_epsilon")) +
-                             "; attograd's GPT-2 computes with 1e-05");
+                             "; attograd's GPT-2 computes with " + nlohmann::json(nn::kGpt2LayerNormEps).dump());
   const std::pair<const char*, bool> flags[] = {{"scale_attn_weights", true},
                                                 {"scale_attn_by_inverse_layer_idx", false},
                                                 {"tie_word_embeddings", true}};
@@ -182,7 +178,7 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
 
 bool is_conv1d_weight(const std::string& name) {
   for (const char* suffix : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"})
-    if (ends_with(name, suffix)) return true;
+    if (name.ends_with(suffix)) return true;
   return false;
 }
 
