@@ -312,6 +312,14 @@ BOOST_AUTO_TEST_CASE(values_read_from_files_are_checked_before_they_are_trusted)
       BOOST_TEST(!has(r.out, "\nloss "));
     }
   }
+  // A checkpoint's tokenizer that does not fit its model is refused before sampling starts,
+  // not found out mid-sample (a sampled id 5 has no character in "abc").
+  write_gpt2_file(dir / "tok.safetensors", model, "", {{"config", config("1")}, {"tokenizer", R"({"data":"abc","kind":"char"})"}});
+  const Run tok = run("sample --checkpoint " + (dir / "tok.safetensors") + " --prompt ab --max-new-tokens 30");
+  BOOST_TEST_INFO(tok.out);
+  BOOST_TEST(tok.exit_code == 2);
+  BOOST_TEST(tok.out == "attograd: error: the model's vocab_size 7 does not match its char tokenizer's 3 tokens (" +
+                            (dir / "tok.safetensors") + ")\n");
   // A config.json that exists but is not JSON is an error that says so, not a fallback.
   std::filesystem::create_directories(dir.path / "hf");
   write_gpt2_file(dir / "hf/model.safetensors", model, "transformer.", {{"format", "pt"}});
