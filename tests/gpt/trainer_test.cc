@@ -268,3 +268,15 @@ BOOST_AUTO_TEST_CASE(training_options_from_a_checkpoint_are_read_strictly) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_malformed_batch_rng_names_the_metadata_key) {
+  GPT model(preset("femto"), 1);
+  const Dataset data(std::vector<int64_t>(200, 1), 8);
+  Trainer trainer(model, data, TrainOptions{}, "char", "", "");
+  TrainingState s;
+  s.adam_m = Tensor::zeros({model.arena().params().numel()});
+  s.adam_v = Tensor::zeros({model.arena().params().numel()});
+  s.batch_rng = "garbage";
+  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
+                                        "checkpoint metadata 'batch_rng': Generator::set_state: malformed generator state");
+}
