@@ -1,6 +1,7 @@
 #include "autograd/random.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 #include <sstream>
 #include <stdexcept>
@@ -43,10 +44,15 @@ void Generator::set_state(const std::string& state) {
   bool has_spare = false;
   std::string spare_text;
   is >> engine >> has_spare >> spare_text;
-  if (is.fail()) throw std::invalid_argument("Generator::set_state: malformed generator state");
+  // The state comes from a file: all of it must parse, the spare normal included (strtod
+  // reads the hexfloat exactly), with nothing after it.
+  char* end = nullptr;
+  const double spare = is.fail() ? 0.0 : std::strtod(spare_text.c_str(), &end);
+  if (is.fail() || end != spare_text.c_str() + spare_text.size() || !std::isfinite(spare) || !(is >> std::ws).eof())
+    throw std::invalid_argument("Generator::set_state: malformed generator state");
   engine_ = engine;
   has_spare_ = has_spare;
-  spare_ = std::strtod(spare_text.c_str(), nullptr);  // reads the hexfloat exactly
+  spare_ = spare;
 }
 
 }  // namespace attograd

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gpt/strict_json.h"
 #include "gpt/utf8.h"
 
 #ifndef ATTOGRAD_DEFAULT_DATA_DIR
@@ -186,12 +187,8 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
   const std::string enc_where = "GPT-2 vocabulary file '" + encoder_json.string() + "'";
 
   // encoder.json: {"!": 0, ..., "Ġthe": 262, ..., "<|endoftext|>": 50256}.
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(read_whole_file(encoder_json));
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(enc_where + " is not valid JSON: " + e.what());
-  }
+  // Strictly: a token listed twice or a value nested 100,000 deep is an error, not a crash.
+  const nlohmann::json json = parse_json(read_whole_file(encoder_json), enc_where);
   if (!json.is_object() || json.empty()) {
     throw std::runtime_error(enc_where + " must be a non-empty JSON object from token to id");
   }
@@ -201,7 +198,7 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
   std::string bytes;
   for (const auto& [spelled, value] : json.items()) {
     if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() >= static_cast<int64_t>(n)) {
-      throw std::runtime_error(enc_where + ": token '" + spelled + "' has id " + value.dump() +
+      throw std::runtime_error(enc_where + ": token '" + spelled + "' has id " + json_excerpt(value) +
                                "; ids must be the integers 0.." + std::to_string(n - 1));
     }
     const auto id = value.get<int32_t>();

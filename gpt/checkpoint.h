@@ -58,18 +58,24 @@ void save_checkpoint(const std::string& path, GPT& model, const std::string& tok
 enum class Moments { load, skip };
 
 /// Reads the config, tokenizer and training state; with Moments::skip the training state's
-/// adam_m and adam_v stay undefined (sampling and evaluation need neither). Throws
-/// std::runtime_error for a file that is not an attograd checkpoint (no config in its
-/// metadata) or is malformed/truncated.
+/// adam_m and adam_v stay undefined (sampling and evaluation need neither). Every value is
+/// read strictly (see strict_json.h): the config's sizes are integers (3.9 and 2^64 are
+/// refused, not truncated or cast) that GPTConfig::validate accepts, an unknown config or
+/// tokenizer field is refused, "step" and "adam_t" are decimal counts. Throws
+/// std::runtime_error naming the path, the key and the value for a file that is not an
+/// attograd checkpoint (no config in its metadata) or is malformed/truncated.
 CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments = Moments::load);
 
 /// Copies the weights of `file` into `model`, all or nothing: every expected name, shape and
 /// dtype is checked from the header before any parameter is written; then each tensor is
 /// converted straight from the file's mapping into its parameter (no full-size temporary).
-/// Accepts keys with or without the "transformer." prefix and ignores GPT-2's attn.bias /
-/// attn.masked_bias buffers and a tied lm_head.weight. Throws std::runtime_error naming the
-/// key (and both shapes on a mismatch) for a missing, unexpected, wrongly shaped or
-/// unconvertible tensor; the model is then unchanged.
+/// Accepts keys with or without the "transformer." prefix. Every other tensor must be known
+/// and is checked, never dropped in silence: GPT-2's h.N.attn.bias / h.N.attn.masked_bias
+/// buffers (N < n_layer), an lm_head.weight tied to wte (the same dtype, shape and bytes) and
+/// a checkpoint's optimizer.m / optimizer.v. Throws std::runtime_error naming the key (and
+/// both shapes on a mismatch) for a missing, unexpected, wrongly shaped or unconvertible
+/// tensor, and for an lm_head.weight that differs from wte (an untied head, which attograd's
+/// GPT cannot compute); the model is then unchanged.
 void load_weights(GPT& model, const SafetensorsFile& file);
 
 /// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and
@@ -77,6 +83,12 @@ void load_weights(GPT& model, const SafetensorsFile& file);
 /// the weights: it is n_head_override when positive, else "n_head" from a config.json in the
 /// same directory, else the standard GPT-2 size for n_embd (768 -> 12, 1024 -> 16,
 /// 1280 -> 20, 1600 -> 25). Throws std::runtime_error when none applies ("pass --n-head").
+/// A config.json that exists is read strictly, whether or not n_head is overridden: it must be
+/// valid JSON, its n_layer, n_embd, vocab_size, n_positions and n_ctx must equal what the
+/// tensors give, n_head must be an integer, and activation_function, layer_norm_epsilon,
+/// n_inner, scale_attn_weights, scale_attn_by_inverse_layer_idx, tie_word_embeddings and
+/// model_type must describe the GPT-2 attograd computes; else std::runtime_error naming the
+/// field and both values.
 GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override = 0);
 
 /// Loads a Hugging Face GPT-2 model.safetensors (124M and larger, F32/F16/BF16) into a new
@@ -84,7 +96,11 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
 std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0, DType dtype = DType::f32);
 
 /// Builds a model from an attograd checkpoint and loads its weights (and dropout state), not
-/// the optimizer moments. Throws std::runtime_error as read_checkpoint_info and load_weights.
+/// the optimizer moments. Before anything is allocated, the config is checked against the
+/// tensors present: wte (vocab_size, n_embd), wpe (block_size, n_embd) exactly with learned
+/// positions, blocks h.0 .. h.{n_layer-1}, and at least 12 n_embd^2 values per block in the
+/// file; a mismatch is std::runtime_error naming both values. Otherwise throws
+/// std::runtime_error as read_checkpoint_info and load_weights.
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype = DType::f32);
 
 }  // namespace attograd::gpt

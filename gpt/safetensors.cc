@@ -6,9 +6,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -20,6 +18,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "gpt/atomic_file.h"
+#include "gpt/strict_json.h"
 
 namespace attograd::gpt {
 
@@ -200,60 +199,22 @@ bool read_exact(int fd, char* out, size_t n, uint64_t offset, const std::string&
   return true;
 }
 
-// A size or offset from the header: a non-negative JSON integer no larger than max. Refuses
-// what a lenient conversion would silently change: 70.9, -1, 1e3, 2^64, "12".
-std::optional<uint64_t> header_uint(const nlohmann::json& v, uint64_t max) {
-  if (v.is_number_unsigned() && v.get<uint64_t>() <= max) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0 && static_cast<uint64_t>(v.get<int64_t>()) <= max)
-    return static_cast<uint64_t>(v.get<int64_t>());
-  return std::nullopt;
-}
-
-// Parses the header, refusing duplicate keys at any depth: nlohmann's parser would keep the
-// last one silently, and which tensor (or dtype, or offsets) counts would be anyone's guess.
-nlohmann::json parse_header(const std::string& text, const std::string& path) {
-  struct Object {
-    std::string name;  // the key this object is the value of ("" for the header itself)
-    std::set<std::string> keys;
-  };
-  std::vector<Object> open;
-  std::string last_key;
-  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (event == E::object_start) open.push_back({open.empty() ? std::string() : last_key, {}});
-    if (event == E::object_end) open.pop_back();
-    if (event == E::key) {
-      last_key = parsed.get<std::string>();
-      if (!open.back().keys.insert(last_key).second)
-        fail(path, "the header has the key '" + last_key + "' twice" +
-                       (open.size() > 1 ? " in the entry '" + open.back().name + "'" : std::string()) +
-                       " (a JSON parser keeps only one of them: which is ambiguous)");
-    }
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, check);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, std::string("the header is not valid JSON: ") + e.what());
-  }
-}
-
 // One tensor's entry, every number range-checked; data_size bounds the offsets.
 SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, uint64_t data_size,
                              const std::string& path) {
   const std::string where = "tensor '" + name + "'";
   if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
-    fail(path, where + " has a malformed entry " + v.dump() + ": expected {\"dtype\", \"shape\", \"data_offsets\"}");
+    fail(path, where + " has a malformed entry " + json_excerpt(v) + ": expected {\"dtype\", \"shape\", \"data_offsets\"}");
   SafetensorsEntry e;
-  if (!v["dtype"].is_string()) fail(path, where + " has dtype " + v["dtype"].dump() + ", not a string");
+  if (!v["dtype"].is_string()) fail(path, where + " has dtype " + json_excerpt(v["dtype"]) + ", not a string");
   e.dtype = v["dtype"].get<std::string>();
   const size_t esize = element_size(e.dtype);
   if (esize == 0) fail(path, where + " has unknown dtype " + e.dtype);
-  if (!v["shape"].is_array()) fail(path, where + " has shape " + v["shape"].dump() + ", not an array");
+  if (!v["shape"].is_array()) fail(path, where + " has shape " + json_excerpt(v["shape"]) + ", not an array");
   for (const nlohmann::json& d : v["shape"]) {
-    const auto size = header_uint(d, static_cast<uint64_t>(INT64_MAX));
+    const auto size = json_uint(d, static_cast<uint64_t>(INT64_MAX));
     if (!size)
-      fail(path, where + " has shape " + v["shape"].dump() + ": the entry " + d.dump() +
+      fail(path, where + " has shape " + json_excerpt(v["shape"]) + ": the entry " + json_excerpt(d) +
                      " is not a non-negative integer below 2^63");
     e.shape.push_back(static_cast<int64_t>(*size));
   }
@@ -270,11 +231,11 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, u
   const nlohmann::json& offs = v["data_offsets"];
   std::optional<uint64_t> begin, end;
   if (offs.is_array() && offs.size() == 2) {
-    begin = header_uint(offs[0], UINT64_MAX);
-    end = header_uint(offs[1], UINT64_MAX);
+    begin = json_uint(offs[0], UINT64_MAX);
+    end = json_uint(offs[1], UINT64_MAX);
   }
   if (!begin || !end)
-    fail(path, where + " has data_offsets " + offs.dump() + ": expected two non-negative integers [begin, end]");
+    fail(path, where + " has data_offsets " + json_excerpt(offs) + ": expected two non-negative integers [begin, end]");
   e.begin = *begin;
   e.end = *end;
   if (e.begin > e.end)
@@ -358,14 +319,21 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
 
   SafetensorsFile f;
   f.path_ = path;
-  const nlohmann::json j = parse_header(header, path);
+  // Duplicate keys at any depth are refused: which tensor (or dtype, or offsets) counts would be
+  // anyone's guess. So is nesting deeper than any header needs.
+  const nlohmann::json j = parse_json(header, "safetensors file '" + path + "': the header");
   if (!j.is_object()) fail(path, "the header is not a JSON object");
   const uint64_t data_size = file_size - 8 - header_len;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") {
       if (!it.value().is_object()) fail(path, "__metadata__ is not a JSON object");
-      for (auto m = it.value().begin(); m != it.value().end(); ++m)
-        f.metadata_[m.key()] = m.value().is_string() ? m.value().get<std::string>() : m.value().dump();
+      // The format keeps metadata as strings (the reference implementation refuses anything else).
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+        if (!m.value().is_string())
+          fail(path, "__metadata__ '" + m.key() + "' is " + json_excerpt(m.value()) +
+                         ", not a string (the format keeps metadata as strings)");
+        f.metadata_[m.key()] = m.value().get<std::string>();
+      }
       continue;
     }
     f.entries_[it.key()] = parse_entry(it.key(), it.value(), data_size, path);
@@ -446,6 +414,12 @@ std::vector<double> SafetensorsFile::doubles(const std::string& name) const {
   std::vector<double> v(static_cast<size_t>(shape_numel(e.shape)));
   std::memcpy(v.data(), data_ + e.begin, v.size() * sizeof(double));
   return v;
+}
+
+std::string_view SafetensorsFile::bytes(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) fail(path_, "no tensor named '" + name + "'");
+  return {data_ + it->second.begin, static_cast<size_t>(it->second.end - it->second.begin)};
 }
 
 namespace {

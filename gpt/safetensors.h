@@ -12,7 +12,8 @@
 // few MB), so saving a model with its optimizer state costs a few MB beyond the tensors.
 //
 // Strictness (nothing is trusted from a file): the header is at most 100,000,000 bytes (the
-// reference implementation's limit) and has no duplicate keys; shapes are non-negative
+// reference implementation's limit), has no duplicate keys and nests at most kMaxJsonDepth
+// levels (see strict_json.h); metadata values are strings, as the format specifies; shapes are non-negative
 // integers below 2^63 whose byte size (numel * element size) does not overflow and equals the
 // entry's data_offsets; and the entries, sorted by offset, tile the data section exactly from
 // 0 to its end, with no gap, no overlap and nothing after the last tensor.
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -47,8 +49,8 @@ class SafetensorsFile {
  public:
   /// Validates the header and maps the file. Throws std::runtime_error naming the path and
   /// the problem: missing, not a regular file, unreadable, truncated (header or data shorter
-  /// than declared), a header over 100,000,000 bytes, malformed JSON, a duplicate key, an
-  /// unknown dtype, a shape entry that is not a non-negative integer below 2^63, a byte size
+  /// than declared), a header over 100,000,000 bytes, malformed JSON, a duplicate key, nesting
+  /// deeper than 32 levels, a metadata value that is not a string, an unknown dtype, a shape entry that is not a non-negative integer below 2^63, a byte size
   /// that overflows or differs from the entry's data_offsets, offsets out of range, and
   /// entries that overlap, leave a gap or leave bytes after the last tensor (naming the
   /// tensors and offsets involved).
@@ -76,6 +78,10 @@ class SafetensorsFile {
   /// The raw values of an F64 tensor (reference values, learning rates). Throws
   /// std::runtime_error for a missing name or another dtype.
   std::vector<double> doubles(const std::string& name) const;
+  /// The stored bytes of tensor `name` (little-endian, its stored dtype), a view into the
+  /// mapping valid while this object lives: to compare two tensors without converting them.
+  /// Throws std::runtime_error for a missing name.
+  std::string_view bytes(const std::string& name) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -26,6 +26,7 @@
 #include "gpt/atomic_file.h"
 #include "gpt/limits.h"
 #include "gpt/plot.h"
+#include "gpt/strict_json.h"
 
 namespace attograd::gpt {
 
@@ -81,32 +82,36 @@ std::string TrainOptions::to_json() const {
 }
 
 TrainOptions TrainOptions::from_json(const std::string& text) {
-  try {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    TrainOptions o;
-    o.max_steps = j.at("max_steps");
-    o.batch_size = j.at("batch_size");
-    o.block_size = j.at("block_size");
-    o.grad_accum = j.at("grad_accum");
-    o.learning_rate = j.at("learning_rate");
-    o.min_lr = j.at("min_lr");
-    o.warmup_steps = j.at("warmup_steps");
-    o.lr_decay_steps = j.at("lr_decay_steps");
-    o.weight_decay = j.at("weight_decay");
-    o.beta1 = j.at("beta1");
-    o.beta2 = j.at("beta2");
-    o.grad_clip = j.at("grad_clip");
-    o.seed = j.at("seed");
-    o.eval_interval = j.at("eval_interval");
-    o.eval_iters = j.at("eval_iters");
-    o.checkpoint_interval = j.at("checkpoint_interval");
-    o.log_interval = j.at("log_interval");
-    o.corpus = j.value("corpus", "");
-    o.corpus_sha256 = j.value("corpus_sha256", "");
-    return o;
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(std::string("malformed training options in the checkpoint: ") + e.what());
-  }
+  // Read strictly: a checkpoint's options are values from a file (3.9 is not a batch size, 2^64
+  // is not a step count, an option this version does not know is not ignored); validate()
+  // checks their ranges where they are used.
+  const std::string what = "the training options in the checkpoint";
+  JsonFields f(parse_json(text, what), what);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr double kHuge = std::numeric_limits<double>::max();
+  TrainOptions o;
+  o.max_steps = f.integer("max_steps", 1, kMax);
+  o.batch_size = f.integer("batch_size", 1, kMax);
+  o.block_size = f.integer("block_size", 0, kMax);
+  o.grad_accum = f.integer("grad_accum", 1, kMax);
+  o.learning_rate = f.number("learning_rate", 0, kHuge);
+  o.min_lr = f.number("min_lr", 0, kHuge);
+  o.warmup_steps = f.integer("warmup_steps", 0, kMax);
+  o.lr_decay_steps = f.integer("lr_decay_steps", 0, kMax);
+  o.weight_decay = f.number("weight_decay", 0, kHuge);
+  o.beta1 = f.number("beta1", 0, 1);
+  o.beta2 = f.number("beta2", 0, 1);
+  o.grad_clip = f.number("grad_clip", 0, kHuge);
+  o.seed = f.unsigned_integer("seed");
+  o.eval_interval = f.integer("eval_interval", 0, kMax);
+  o.eval_iters = f.integer("eval_iters", 1, kMax);
+  o.checkpoint_interval = f.integer("checkpoint_interval", 0, kMax);
+  o.log_interval = f.integer("log_interval", 1, kMax);
+  // Checkpoints written before the corpus was recorded have neither.
+  if (f.has("corpus")) o.corpus = f.string("corpus");
+  if (f.has("corpus_sha256")) o.corpus_sha256 = f.string("corpus_sha256");
+  f.finish();
+  return o;
 }
 
 Trainer::Trainer(GPT& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
@@ -132,7 +137,11 @@ void Trainer::restore(const TrainingState& s) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("checkpoint: ") + e.what());
   }
-  batch_gen_.set_state(s.batch_rng);
+  try {
+    batch_gen_.set_state(s.batch_rng);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("checkpoint metadata 'batch_rng': ") + e.what());
+  }
   step_ = s.step;
 }
 

@@ -35,11 +35,14 @@ class Embedding : public Module {
   Tensor weight;
 };
 
+/// GPT-2's layer-norm epsilon (Hugging Face's layer_norm_epsilon), the LayerNorm default.
+inline constexpr double kGpt2LayerNormEps = 1e-5;
+
 /// Layer norm over the last axis (Ba et al. 2016): x (..., C) -> (..., C); weight (gamma) 1,
 /// bias (beta) 0 at init; eps 1e-5 as GPT-2.
 class LayerNorm : public Module {
  public:
-  LayerNorm(int64_t C, DType dtype, bool bias = true, double eps = 1e-5);
+  LayerNorm(int64_t C, DType dtype, bool bias = true, double eps = kGpt2LayerNormEps);
   Tensor forward(const Tensor& x) const;
   Tensor weight, bias;
   double eps;

@@ -47,15 +47,19 @@ int run(const SampleArgs& a) {
     const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.hf_gpt2);
     model = gpt::load_hf_gpt2(file, a.n_head);
     tok = gpt::load_tokenizer("gpt2", "gpt2");
-    if (model->config().vocab_size != tok->vocab_size())
-      throw std::invalid_argument("the model's vocab_size " + std::to_string(model->config().vocab_size) +
-                                  " does not match the GPT-2 tokenizer's " + std::to_string(tok->vocab_size()));
   } else {
     const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.checkpoint);
     const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file, gpt::Moments::skip);
     tok = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
     model = gpt::load_model(file);
   }
+  // Checked before generating, not found out mid-sample: a prompt id beyond vocab_size has no
+  // embedding, and a sampled id beyond the tokenizer's vocabulary cannot be printed.
+  if (model->config().vocab_size != tok->vocab_size())
+    throw std::invalid_argument("the model's vocab_size " + std::to_string(model->config().vocab_size) +
+                                " does not match its " + tok->kind() + " tokenizer's " +
+                                std::to_string(tok->vocab_size()) + " tokens (" +
+                                (a.hf_gpt2.empty() ? a.checkpoint : a.hf_gpt2) + ")");
   std::vector<std::string> prompts = a.prompts;
   if (prompts.empty()) prompts.push_back("\n");
   std::vector<std::vector<int64_t>> encoded;

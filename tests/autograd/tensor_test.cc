@@ -90,4 +90,13 @@ BOOST_AUTO_TEST_CASE(generator_is_seeded_and_restorable) {
   BOOST_TEST(d.normal() == next1);
   BOOST_TEST(d.normal() == next2);
   expect_throw_with<std::invalid_argument>([&] { d.set_state("garbage"); }, "malformed");
+  // A state read from a checkpoint must parse completely: nothing after it, a spare that is a
+  // finite number.
+  const std::string spare_pending = c.state();  // after two normals: no spare
+  for (const std::string& bad : {st + " 12", st + "x", st.substr(0, st.rfind(' ')) + " zz",
+                                 st.substr(0, st.rfind(' ')) + " inf", st.substr(0, st.size() / 2)})
+    expect_throw_with<std::invalid_argument>([&] { d.set_state(bad); }, "malformed generator state");
+  d.set_state(spare_pending + " \n");  // trailing white space is harmless
+  d.set_state(st);
+  BOOST_TEST(d.normal() == next1);
 }

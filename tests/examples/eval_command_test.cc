@@ -12,11 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
+#include "autograd/engine.h"
+#include "autograd/ops.h"
 #include "gpt/char_tokenizer.h"
 #include "gpt/checkpoint.h"
 #include "gpt/safetensors.h"
@@ -209,4 +212,133 @@ BOOST_AUTO_TEST_CASE(an_ids_device_is_refused_at_once) {
   BOOST_TEST(zero.exit_code == 2);
   BOOST_TEST(zero.out == "attograd: error: --ids file /dev/zero is a character device, not a text file; give a file "
                          "of whitespace-separated token ids\n");
+}
+
+namespace {
+
+// Writes `model` to `path` in GPT-2's layout (Conv1D weights (in, out)), each name after
+// `prefix` ("transformer." as Hugging Face writes them), with `metadata` and extra tensors.
+void write_gpt2_file(const std::string& path, const attograd::gpt::GPT& model, const std::string& prefix,
+                     const std::map<std::string, std::string>& metadata,
+                     const std::vector<std::pair<std::string, attograd::Tensor>>& extra = {}) {
+  attograd::gpt::SafetensorsWriter w;
+  w.metadata = metadata;
+  for (const auto& [name, t] : model.named_parameters())
+    w.add(prefix + name, attograd::gpt::is_conv1d_weight(name) ? attograd::transpose(t.detach(), 0, 1) : t.detach());
+  for (const auto& [name, t] : extra) w.add(name, t);
+  w.write(path);
+}
+
+// The issue's example model: vocabulary 7, 6 positions, width 4, 2 heads, 1 layer.
+attograd::gpt::GPTConfig tiny_config() {
+  attograd::gpt::GPTConfig c;
+  c.vocab_size = 7;
+  c.block_size = 6;
+  c.n_embd = 4;
+  c.n_head = 2;
+  c.n_layer = 1;
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_untied_head_is_refused_not_replaced_by_wte) {
+  // The issue's example: vocabulary 7, 6 positions, width 4, 2 heads, 1 layer, and a file whose
+  // lm_head.weight is -wte. Evaluated with wte as the head it printed a loss (2.27515197 for the
+  // reporter's weights) that is not the file's model (2.22378644 with its own head), with no word.
+  const TempDir dir("eval_untied");
+  const attograd::gpt::GPT model(tiny_config(), 21);
+  const attograd::Tensor wte = model.wte->weight.detach();
+  dir.file("config.json", R"({"n_head": 2, "n_layer": 1, "n_embd": 4, "vocab_size": 7, "n_positions": 6})");
+  const std::string ids = dir.file("ids.txt", "3 1 4 1 5 2 6");  // the issue's ids
+  const std::string model_path = dir / "model.safetensors";
+
+  // Windows of 6 predictions: ids[0..6) -> ids[1..7), the whole sequence in one window.
+  double expected = 0;
+  {
+    attograd::NoGradGuard no_grad;
+    expected = model.forward(attograd::Tensor::from_ids({3, 1, 4, 1, 5, 2}, {1, 6}),
+                             attograd::Tensor::from_ids({1, 4, 1, 5, 2, 6}, {1, 6})).loss.item();
+  }
+  write_gpt2_file(model_path, model, "transformer.", {{"format", "pt"}});
+  const Run plain = run("eval --hf-gpt2 " + model_path + " --ids " + ids);
+  BOOST_TEST_INFO(plain.out);
+  BOOST_TEST(plain.exit_code == 0);
+  BOOST_TEST(std::abs(printed_loss(plain.out) - expected) <= 1e-6);
+  // A tied head (lm_head.weight, a copy of wte) is the same model.
+  write_gpt2_file(model_path, model, "transformer.", {{"format", "pt"}}, {{"lm_head.weight", wte}});
+  const Run tied = run("eval --hf-gpt2 " + model_path + " --ids " + ids);
+  BOOST_TEST_INFO(tied.out);
+  BOOST_TEST(tied.exit_code == 0);
+  BOOST_TEST(printed_loss(tied.out) == printed_loss(plain.out));
+  // An untied head is named and refused: no loss of some other model is printed.
+  write_gpt2_file(model_path, model, "transformer.", {{"format", "pt"}}, {{"lm_head.weight", attograd::neg(wte)}});
+  const Run untied = run("eval --hf-gpt2 " + model_path + " --ids " + ids);
+  BOOST_TEST_INFO(untied.out);
+  BOOST_TEST(untied.exit_code == 2);
+  BOOST_TEST(has(untied.out, "attograd: error: '" + model_path + "': lm_head.weight (7, 4) F32 is not a byte-for-byte "
+                             "copy of transformer.wte.weight (7, 4) F32: the file has an untied output head"));
+  BOOST_TEST(!has(untied.out, "\nloss "));
+}
+
+BOOST_AUTO_TEST_CASE(values_read_from_files_are_checked_before_they_are_trusted) {
+  const TempDir dir("eval_lies");
+  const attograd::gpt::GPT model(tiny_config(), 22);
+  const std::string ids = dir.file("ids.txt", "3 1 4 1 5 2 6");
+  const std::string tokenizer = R"({"data":"abcdefg","kind":"char"})";
+  const auto config = [](const std::string& n_layer) {
+    return R"({"bias":true,"block_size":6,"dropout":0.0,"n_embd":4,"n_head":2,"n_layer":)" + n_layer +
+           R"(,"pos_encoding":"learned","vocab_size":7})";
+  };
+  const std::string ckpt = dir / "ckpt.safetensors";
+  write_gpt2_file(ckpt, model, "", {{"config", config("1")}, {"tokenizer", tokenizer}});
+  const Run good = run("eval --checkpoint " + ckpt + " --ids " + ids);
+  BOOST_TEST_INFO(good.out);
+  BOOST_TEST(good.exit_code == 0);
+
+  // {file, what the error must say}: each exits 2 with one line, quickly, and prints no loss.
+  std::vector<std::pair<std::string, std::string>> cases;
+  // n_layer 1,000,000 in a valid small checkpoint used to allocate blocks until memory ran out.
+  write_gpt2_file(dir / "layers.safetensors", model, "", {{"config", config("1000000")}, {"tokenizer", tokenizer}});
+  cases.push_back({dir / "layers.safetensors", "checkpoint metadata 'config': GPTConfig: n_layer must be in [1, 1024], got 1000000"});
+  // Within the limits but not what the file holds: the config is checked against the tensors.
+  write_gpt2_file(dir / "blocks.safetensors", model, "", {{"config", config("1000")}, {"tokenizer", tokenizer}});
+  cases.push_back({dir / "blocks.safetensors", "its config says n_layer 1000, but the file holds 1 block(s) (h.0 to h.0)"});
+  write_gpt2_file(dir / "real.safetensors", model, "", {{"config", config("3.9")}, {"tokenizer", tokenizer}});
+  cases.push_back({dir / "real.safetensors", "checkpoint metadata 'config': n_layer is 3.9, expected an integer"});
+  write_gpt2_file(dir / "huge.safetensors", model, "",
+                  {{"config", config("18446744073709551615")}, {"tokenizer", tokenizer}});
+  cases.push_back({dir / "huge.safetensors", "n_layer is 18446744073709551615, expected an integer"});
+  // A metadata value nested 100,000 levels deep used to overflow the stack.
+  {
+    const std::string header = R"({"__metadata__":{"config":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}}";
+    std::ofstream f(dir / "deep.safetensors", std::ios::binary);
+    for (int i = 0; i < 8; ++i) f.put(static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i)));
+    f << header;
+  }
+  cases.push_back({dir / "deep.safetensors", "the header nests deeper than 32 levels"});
+  for (const auto& [file, needle] : cases) {
+    const Run r = run("eval --checkpoint " + file + " --ids " + ids);
+    BOOST_TEST_CONTEXT(file << "\n" << r.out) {
+      BOOST_TEST(r.exit_code == 2);
+      BOOST_TEST(has(r.out, needle));
+      BOOST_TEST(!has(r.out, "\nloss "));
+    }
+  }
+  // A checkpoint's tokenizer that does not fit its model is refused before sampling starts,
+  // not found out mid-sample (a sampled id 5 has no character in "abc").
+  write_gpt2_file(dir / "tok.safetensors", model, "", {{"config", config("1")}, {"tokenizer", R"({"data":"abc","kind":"char"})"}});
+  const Run tok = run("sample --checkpoint " + (dir / "tok.safetensors") + " --prompt ab --max-new-tokens 30");
+  BOOST_TEST_INFO(tok.out);
+  BOOST_TEST(tok.exit_code == 2);
+  BOOST_TEST(tok.out == "attograd: error: the model's vocab_size 7 does not match its char tokenizer's 3 tokens (" +
+                            (dir / "tok.safetensors") + ")\n");
+  // A config.json that exists but is not JSON is an error that says so, not a fallback.
+  std::filesystem::create_directories(dir.path / "hf");
+  write_gpt2_file(dir / "hf/model.safetensors", model, "transformer.", {{"format", "pt"}});
+  dir.file("hf/config.json", R"({"n_head": 2,)");
+  const Run broken = run("eval --hf-gpt2 " + (dir / "hf/model.safetensors") + " --ids " + ids);
+  BOOST_TEST_INFO(broken.out);
+  BOOST_TEST(broken.exit_code == 2);
+  BOOST_TEST(has(broken.out, "config.json' (beside '" + (dir / "hf/model.safetensors") + "') is not valid JSON"));
 }

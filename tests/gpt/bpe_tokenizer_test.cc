@@ -335,3 +335,24 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_named) {
       [&] { BpeTokenizer::from_files(enc, write("format.bpe", "#version: 0.2\na  b\n")); }, "line 2");
   std::filesystem::remove_all(dir);
 }
+
+BOOST_AUTO_TEST_CASE(encoder_json_is_parsed_strictly) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("bpe_strict_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return dir / name;
+  };
+  const auto merges = write("vocab.bpe", "#version: 0.2\n");
+  // A token listed twice used to keep its last id silently; a value nested 100,000 deep used to
+  // overflow the stack when the error message printed it.
+  expect_throw_with<std::runtime_error>([&] { BpeTokenizer::from_files(write("dup.json", R"({"a": 0, "a": 1})"), merges); },
+                                        "dup.json' has the key 'a' twice");
+  const std::string deep = "{\"a\": " + std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  expect_throw_with<std::runtime_error>([&] { BpeTokenizer::from_files(write("deep.json", deep), merges); },
+                                        "deep.json' nests deeper than 32 levels");
+  expect_throw_with<std::runtime_error>(
+      [&] { BpeTokenizer::from_files(write("big.json", R"({"a": 18446744073709551615})"), merges); },
+      "token 'a' has id 18446744073709551615; ids must be the integers 0..0");
+  std::filesystem::remove_all(dir);
+}

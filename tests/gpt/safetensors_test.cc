@@ -332,3 +332,26 @@ BOOST_AUTO_TEST_CASE(header_length_is_checked_before_anything_is_allocated) {
   expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); },
                                         "truncated: the header declares 40 bytes but only 20 follow");
 }
+
+BOOST_AUTO_TEST_CASE(deep_nesting_and_non_string_metadata_are_refused) {
+  const TempDir dir;
+  // A metadata value nested 100,000 levels deep used to overflow the stack when it was printed
+  // back into a string; now the header is refused while it is parsed.
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  expect_rejected(dir, R"({"__metadata__":{"x":)" + deep + "}}", 0,
+                  "safetensors file '" + dir.file("bad.safetensors") + "': the header nests deeper than 32 levels");
+  expect_rejected(dir, R"({"a":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,8]}})", 8,
+                  "the header nests deeper than 32 levels");
+  // The format keeps metadata as strings: a number or an object is not silently turned into one.
+  expect_rejected(dir, R"({"__metadata__":{"step":12}})", 0,
+                  "__metadata__ 'step' is 12, not a string (the format keeps metadata as strings)");
+  expect_rejected(dir, R"({"__metadata__":{"config":{"n_layer":1}}})", 0, "__metadata__ 'config' is {\"n_layer\":1}, not a string");
+}
+
+BOOST_AUTO_TEST_CASE(bytes_views_the_stored_tensor) {
+  const TempDir dir;
+  const std::string path = write_x(dir, "x.safetensors", {1, 2});
+  const SafetensorsFile f = SafetensorsFile::read(path);
+  BOOST_TEST(std::string(f.bytes("x")) == bytes_of(std::vector<float>{1, 2}));
+  expect_throw_with<std::runtime_error>([&] { f.bytes("y"); }, "no tensor named 'y'");
+}

@@ -396,3 +396,49 @@ BOOST_AUTO_TEST_CASE(a_log_that_cannot_be_written_stops_the_run_before_the_check
   BOOST_TEST(read_text(dir / "train_log.csv").rfind(log_before, 0) == 0);
   std::filesystem::remove_all(dir);
 }
+
+BOOST_AUTO_TEST_CASE(training_options_from_a_checkpoint_are_read_strictly) {
+  TrainOptions o;
+  o.seed = 18446744073709551615ull;  // every seed round-trips, the largest included
+  const std::string good = o.to_json();
+  const TrainOptions back = TrainOptions::from_json(good);
+  BOOST_TEST(back.seed == o.seed);
+  BOOST_TEST(back.batch_size == o.batch_size);
+  BOOST_TEST(back.to_json() == good);
+  const auto with = [&](const std::string& from, const std::string& to) {
+    const size_t at = good.find(from);
+    BOOST_REQUIRE_MESSAGE(at != std::string::npos, from + " not in " + good);
+    return good.substr(0, at) + to + good.substr(at + from.size());
+  };
+  const std::string what = "the training options in the checkpoint";
+  // {edit, what the error must say}: never truncated (3.9), cast (2^64, -1) or ignored.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with("\"batch_size\":32", "\"batch_size\":3.9"), what + ": batch_size is 3.9, expected an integer in [1, "},
+      {with("\"max_steps\":2000", "\"max_steps\":1e30"), what + ": max_steps is 1e+30, expected an integer"},
+      {with("\"max_steps\":2000", "\"max_steps\":9223372036854775808"), "max_steps is 9223372036854775808"},
+      {with("\"seed\":18446744073709551615", "\"seed\":-1"), what + ": seed is -1, expected an integer in [0, "},
+      {with("\"seed\":18446744073709551615", "\"seed\":18446744073709551616"), "seed is 1.8446744073709552e+19"},
+      {with("\"beta1\":0.9", "\"beta1\":\"0.9\""), what + ": beta1 is \"0.9\", expected a number"},
+      {with("\"learning_rate\":0.01", "\"learning_rate\":-0.01"), "learning_rate is -0.01, expected a number in [0.0, "},
+      {with("\"block_size\":0", "\"block_size\":0,\"keep_crlf\":true"), what + " has an unknown field 'keep_crlf'"},
+      {std::string(100'000, '[') + std::string(100'000, ']'), what + " nests deeper than 32 levels"},
+      {"{", what + " is not valid JSON"},
+  };
+  for (const auto& [text, needle] : cases) {
+    BOOST_TEST_CONTEXT(text.substr(0, 200)) {
+      expect_throw_with<std::runtime_error>([&] { TrainOptions::from_json(text); }, needle);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_batch_rng_names_the_metadata_key) {
+  GPT model(preset("femto"), 1);
+  const Dataset data(std::vector<int64_t>(200, 1), 8);
+  Trainer trainer(model, data, TrainOptions{}, "char", "", "");
+  TrainingState s;
+  s.adam_m = Tensor::zeros({model.arena().params().numel()});
+  s.adam_v = Tensor::zeros({model.arena().params().numel()});
+  s.batch_rng = "garbage";
+  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
+                                        "checkpoint metadata 'batch_rng': Generator::set_state: malformed generator state");
+}
