@@ -24,6 +24,8 @@ void add_tokenize_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 /// `attograd attention`: a prompt's attention weights per layer and head, as CSV and heatmaps.
 void add_attention_command(CLI::App& app, int& exit_code);
+/// `attograd graph`: the recorded autograd graph of an expression or a femto step, as DOT/SVG.
+void add_graph_command(CLI::App& app, int& exit_code);
 
 /// Option checks with short messages ("--steps: must be a positive number, got 0"): CLI11's
 /// PositiveNumber prints its range as 0 to 1.8e308 written out in full.
