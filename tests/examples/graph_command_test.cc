@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "gpt/model.h"
 #include "tests/examples/cli_run.h"
@@ -61,6 +62,12 @@ BOOST_AUTO_TEST_CASE(femto_forward_and_loss) {
                             "\"(8,) i64\"", "\"gelu\\n(1, 8, 8)\""})
     BOOST_TEST(contains(text, std::string("[label=") + label), label);
   BOOST_TEST(contains(text, "rankdir=TB;"));
+  // The tied wte is read twice: by the embedding and by the head.
+  std::smatch wte;
+  BOOST_REQUIRE(std::regex_search(text, wte, std::regex(R"(  (n\d+) \[label="wte\.weight)")));
+  const std::regex use("  " + wte[1].str() + " -> ");
+  const auto uses = std::distance(std::sregex_iterator(text.begin(), text.end(), use), std::sregex_iterator());
+  BOOST_TEST(uses == 2);
   if (dot_installed()) {
     BOOST_TEST(contains(r.out, "rendered " + (dir / "femto.svg")));
     BOOST_TEST(contains(read_file(dir / "femto.svg"), "causal_attention_qkv"));
@@ -121,4 +128,14 @@ BOOST_AUTO_TEST_CASE(bad_options_are_one_line_errors) {
   const auto expr = run_cli("graph --expr mlp");
   BOOST_TEST(expr.exit_code == 2);
   BOOST_TEST(contains(expr.out, "--expr: mlp not in {neuron,sum,attention,femto}"));
+}
+
+// The graphs in docs/01-engine.md are what the commands under them make, byte for byte.
+BOOST_AUTO_TEST_CASE(the_figures_in_the_docs_are_regenerated_exactly) {
+  const TempDir dir("graph_docs");
+  for (const std::string expr : {"neuron", "femto"}) {
+    const std::string dot = dir / (expr + ".dot");
+    BOOST_REQUIRE(run_cli("graph --expr " + expr + " --out " + dot).exit_code == 0);
+    BOOST_TEST(read_file(dot) == read_file(std::string(ATTOGRAD_DOCS_DIR) + "/figures/graph_" + expr + ".dot"), expr);
+  }
 }
