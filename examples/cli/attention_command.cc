@@ -8,7 +8,6 @@
 // head in a grid, one row per layer) when more than one head is shown.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "autograd/engine.h"
 #include "examples/cli/command.h"
 #include "examples/cli/model_source.h"
+#include "examples/cli/out_dir.h"
 #include "gpt/plot.h"
 #include "gpt/utf8.h"
 
@@ -80,7 +80,7 @@ int run(const AttentionArgs& a) {
     for (char ch : labels.back()) d += ch == ' ' ? std::string("\u2423") : std::string(1, ch);
     drawn.push_back(d);
   }
-  std::filesystem::create_directories(a.out);
+  create_out_dir(a.out, "--out");
   std::printf("%s: %lld tokens:", m.path.c_str(), static_cast<long long>(T));
   for (const std::string& l : labels) std::printf(" \"%s\"", l.c_str());
   std::printf("\n\nmean weight over queries 1..T-1 on their own token, the previous one and the first:\n"

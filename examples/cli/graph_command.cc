@@ -23,6 +23,7 @@
 #include "autograd/graphviz.h"
 #include "autograd/ops.h"
 #include "examples/cli/command.h"
+#include "examples/cli/out_dir.h"
 #include "gpt/model.h"
 
 extern char** environ;
@@ -105,7 +106,7 @@ int run(const GraphArgs& a) {
     write_dot(std::cout, d.root, d.options);
     return 0;
   }
-  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  if (out.has_parent_path()) create_out_dir(out.parent_path(), "--out");
   std::ofstream file(out, std::ios::binary);
   const DotCounts n = write_dot(file, d.root, d.options);
   if (!file.flush()) throw std::runtime_error("could not write " + a.out);

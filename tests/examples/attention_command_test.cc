@@ -207,6 +207,11 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
     BOOST_TEST(contains(r.out, message));
     BOOST_TEST(!std::filesystem::exists(dir / "out"));  // nothing is written before the checks
   }
+  const std::string file = dir.file("a_file", "");
+  const auto not_dir = run_cli("attention --checkpoint " + ckpt + " --prompt abc --out " + file);
+  BOOST_TEST(not_dir.exit_code == 2);
+  BOOST_TEST(not_dir.out == "attograd: error: --out " + file + ": cannot create the directory (Not a directory); "
+                            "choose another --out\n");
   const auto missing = run_cli("attention --checkpoint " + ckpt);
   BOOST_TEST(missing.exit_code == 2);
   BOOST_TEST(contains(missing.out, "--prompt is required"));

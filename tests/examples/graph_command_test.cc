@@ -125,6 +125,12 @@ BOOST_AUTO_TEST_CASE(bad_options_are_one_line_errors) {
   const auto txt = run_cli("graph --out graph.txt");
   BOOST_TEST(txt.exit_code == 2);
   BOOST_TEST(txt.out == "attograd: error: --out graph.txt: expected a file name ending in .dot (or - for stdout)\n");
+  const TempDir dir("graph_errors");
+  const std::string file = dir.file("a_file", "");
+  const auto not_dir = run_cli("graph --out " + file + "/g.dot");
+  BOOST_TEST(not_dir.exit_code == 2);
+  BOOST_TEST(not_dir.out == "attograd: error: --out " + file + ": cannot create the directory (Not a directory); "
+                            "choose another --out\n");
   const auto expr = run_cli("graph --expr mlp");
   BOOST_TEST(expr.exit_code == 2);
   BOOST_TEST(contains(expr.out, "--expr: mlp not in {neuron,sum,attention,femto}"));
