@@ -59,7 +59,7 @@ DotCounts write_dot(std::ostream& out, const Tensor& root, const DotOptions& opt
   auto node_of = [&](const Tensor& t) -> const std::string& {
     const Node* op = t.grad_fn().get();
     const void* key = op != nullptr ? static_cast<const void*>(op) : static_cast<const void*>(t.impl());
-    auto [it, inserted] = ids.emplace(key, "n" + std::to_string(ids.size()));
+    auto [it, inserted] = ids.emplace(key, std::string("n").append(std::to_string(ids.size())));
     if (!inserted) return it->second;
     const std::string& id = it->second;
     std::string attrs;
