@@ -44,6 +44,8 @@ class AtomicFile {
   void write(const void* data, size_t n);
   /// Appends bytes.
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+  /// The target's path.
+  const std::string& path() const { return path_; }
   /// The temporary's path. Another program may fill the temporary by name (gnuplot writes its
   /// plots there) before commit(); it must have finished writing and closed it by then.
   const std::string& temp_path() const { return tmp_; }

@@ -24,8 +24,8 @@ Block::Block(const GPTConfig& c, Generator& gen, Generator* dropout_gen, DType d
   mlp = register_module("mlp", std::make_shared<nn::MLP>(c.n_embd, c.bias, c.dropout, proj_std, gen, dropout_gen, dtype));
 }
 
-Tensor Block::forward(const Tensor& x, nn::LayerKVCache* cache) const {
-  const Tensor x1 = add(x, attn->forward(ln_1->forward(x), cache));
+Tensor Block::forward(const Tensor& x, nn::LayerKVCache* cache, Tensor* attn_weights) const {
+  const Tensor x1 = add(x, attn->forward(ln_1->forward(x), cache, attn_weights));
   return add(x1, mlp->forward(ln_2->forward(x1)));
 }
 
@@ -76,7 +76,8 @@ void KVCache::reserve(const GPTConfig& config, int64_t B, DType dtype) {
   for (nn::LayerKVCache& l : layers) l.reserve(B, config.n_head, config.block_size, config.head_dim(), dtype);
 }
 
-GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache) const {
+GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
+                       std::vector<Tensor>* attention_weights) const {
   const GPTConfig& c = config_;
   if (!idx.defined() || idx.dtype() != DType::i64 || idx.dim() != 2)
     throw std::invalid_argument("GPT: expected idx as i64 token ids (B, T), got " +
@@ -123,7 +124,10 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache)
                                     shape_str(idx.shape()) + "; it is now remade empty, so feed the context from "
                                     "position 0");
   }
-  for (size_t i = 0; i < h.size(); ++i) x = h[i]->forward(x, cache != nullptr ? &cache->layers[i] : nullptr);
+  if (attention_weights != nullptr) attention_weights->assign(h.size(), Tensor());
+  for (size_t i = 0; i < h.size(); ++i)
+    x = h[i]->forward(x, cache != nullptr ? &cache->layers[i] : nullptr,
+                      attention_weights != nullptr ? &(*attention_weights)[i] : nullptr);
   x = ln_f->forward(x);
   // The LM head shares wte's matrix (Press & Wolf 2017): logits = x wteᵀ.
   GPTOutput out;

@@ -20,7 +20,9 @@ class Block : public nn::Module {
  public:
   Block(const GPTConfig& config, Generator& gen, Generator* dropout_gen, DType dtype);
   /// cache (optional): this block's attention keys and values, see nn::LayerKVCache.
-  Tensor forward(const Tensor& x, nn::LayerKVCache* cache = nullptr) const;
+  /// attn_weights (optional): receives this block's attention weights (B, NH, T, Tk), see
+  /// nn::CausalSelfAttention::forward.
+  Tensor forward(const Tensor& x, nn::LayerKVCache* cache = nullptr, Tensor* attn_weights = nullptr) const;
   std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
   std::shared_ptr<nn::CausalSelfAttention> attn;
   std::shared_ptr<nn::MLP> mlp;
@@ -73,7 +75,13 @@ class GPT : public nn::Module {
   /// buffers are reserved for this model and B on first use). cache->length() + T must not
   /// exceed block_size: the caller crops (see generate() in sampler.h); a longer sequence, or a
   /// batch size other than the cached one, is std::invalid_argument.
-  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(), KVCache* cache = nullptr) const;
+  ///
+  /// attention_weights (optional) receives, per layer, the attention weights (B, n_head, T, Tk)
+  /// the forward applied (query rows, key columns; Tk = T, or cache->length() + T with a cache):
+  /// each row sums to 1 and entries after the query's position are exactly 0. Recording them
+  /// runs attention unfused (see nn::CausalSelfAttention::forward), for inspection, not training.
+  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(), KVCache* cache = nullptr,
+                    std::vector<Tensor>* attention_weights = nullptr) const;
 
   const GPTConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }

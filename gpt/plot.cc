@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +19,8 @@
 #include <ostream>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "gpt/atomic_file.h"
 
@@ -146,38 +150,143 @@ std::string incomplete_reason(const std::string& path, const std::string& ext) {
   return "";
 }
 
+
+// The two formats every figure is drawn in: a gnuplot terminal (without its size) and the extension.
+const std::pair<const char*, const char*> kFormats[] = {{"pngcairo", "png"}, {"svg", "svg"}};
+
+// Runs `script` through gnuplot, which draws into the temporaries of `outputs` (in `dir`, for
+// the messages), then checks that it succeeded and that every file is whole before renaming
+// them into place. Returns false when there is no gnuplot.
+bool draw(const std::string& gnuplot, const std::string& script, const std::vector<AtomicFile*>& outputs,
+          const std::string& what, const std::string& ext) {
+  const std::optional<Finished> done = run_with_input(gnuplot, script);
+  if (!done) return false;
+  // gnuplot's warnings (e.g. "empty x range" for a single evaluation) are noise in the
+  // training log; they are shown only when it fails.
+  const std::string said = done->last_error_line.empty() ? "" : ": " + done->last_error_line;
+  if (WIFSIGNALED(done->status))
+    throw std::runtime_error("gnuplot was killed by signal " + std::to_string(WTERMSIG(done->status)) +
+                             " while drawing " + what);
+  if (WEXITSTATUS(done->status) != 0)
+    throw std::runtime_error("gnuplot failed (exit status " + std::to_string(WEXITSTATUS(done->status)) +
+                             ") to draw " + what + said);
+  for (AtomicFile* file : outputs) {
+    const std::string why = incomplete_reason(file->temp_path(), ext);
+    const std::filesystem::path target = file->path();
+    if (!why.empty())
+      throw std::runtime_error("gnuplot exited 0 but " + target.filename().string() + " " + why + " in " +
+                               target.parent_path().string() + " (is the disk full?); the previous plots are untouched" +
+                               said);
+  }
+  for (AtomicFile* file : outputs) file->commit();
+  return true;
+}
+
+// "('a' 0, 'b' 1)": explicit tick labels at the cell centres.
+std::string tics(const std::vector<std::string>& labels) {
+  std::string out = "(";
+  for (size_t i = 0; i < labels.size(); ++i) out += (i ? ", " : "") + quoted(labels[i]) + " " + std::to_string(i);
+  return out + ")";
+}
+
+// The gnuplot commands of one figure in one format, drawn into `output`; its panels' data are
+// the blocks $f<index>p<j>.
+std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::string& terminal,
+                           const std::string& output) {
+  const int64_t n = static_cast<int64_t>(f.panels.size());
+  const int64_t cols = std::clamp<int64_t>(f.columns, 1, n), rows = (n + cols - 1) / cols;
+  size_t cells = 1;
+  for (const Heatmap& h : f.panels) cells = std::max({cells, h.row_labels.size(), h.col_labels.size()});
+  // A panel grows with its cells, and the whole figure stays within 2400 px a side.
+  int64_t side = std::clamp<int64_t>(120 + 28 * static_cast<int64_t>(cells), 360, 900);
+  side = std::min(side, 2400 / std::max(cols, rows));
+  const int64_t title_px = n > 1 && !f.title.empty() ? 40 : 0;
+  const std::string mid = std::to_string((f.zmin + f.zmax) / 2);
+  std::string s = "set terminal " + terminal + " size " + std::to_string(cols * side) + "," +
+                  std::to_string(rows * side + title_px) + " noenhanced font 'Sans,10'\n" +
+                  "set output " + quoted(output) + "\n" +
+                  "set palette defined (0 '#ffffff', 1 '#08306b')\n" +
+                  "set cbrange [" + std::to_string(f.zmin) + ":" + std::to_string(f.zmax) + "]\n" +
+                  "set tics scale 0\nunset key\n";
+  if (n > 1) s += "unset colorbox\nset multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) +
+                  (f.title.empty() ? std::string() : " title " + quoted(f.title)) + "\n";
+  for (int64_t j = 0; j < n; ++j) {
+    const Heatmap& h = f.panels[j];
+    const std::string data = "$f" + std::to_string(index) + "p" + std::to_string(j);
+    size_t longest = 0;
+    for (const std::string& l : h.col_labels) longest = std::max(longest, l.size());
+    s += "set title " + quoted(h.title) + "\n" +
+         "set xrange [-0.5:" + std::to_string(h.col_labels.size()) + "-0.5]\n" +
+         "set yrange [" + std::to_string(h.row_labels.size()) + "-0.5:-0.5]\n" +  // row 0 on top
+         "set xtics " + tics(h.col_labels) + (longest > 2 ? " rotate by 90 right" : " norotate") + "\n" +
+         "set ytics " + tics(h.row_labels) + "\n" +
+         "set xlabel " + quoted(h.col_axis) + "\nset ylabel " + quoted(h.row_axis) + "\n" +
+         // NaN cells are not drawn, so this grey background shows through them.
+         "set object 1 rectangle from graph 0,0 to graph 1,1 behind fillcolor rgb '#d9d9d9' fillstyle solid noborder\n"
+         "plot " + data + " matrix with image";
+    // Values in white on dark cells, black on light ones; NaN cells stay empty ($3 == $3 is false for NaN).
+    if (f.show_values)
+      s += ", " + data + " matrix using 1:2:($3 == $3 ? sprintf('%.2f', $3) : ''):($3 > " + mid +
+           " ? 0xffffff : 0x000000) with labels tc rgb variable font ',8'";
+    s += "\n";
+  }
+  if (n > 1) s += "unset multiplot\n";
+  return s;
+}
+
 }  // namespace
+
+bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log, const std::string& gnuplot) {
+  std::string data;  // every panel's matrix as a gnuplot data block, shared by both formats
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const HeatmapFigure& f = figures[i];
+    if (f.panels.empty()) throw std::invalid_argument("write_heatmaps: figure " + f.path_stem + " has no panel");
+    for (size_t j = 0; j < f.panels.size(); ++j) {
+      const Heatmap& h = f.panels[j];
+      const size_t rows = h.row_labels.size(), cols = h.col_labels.size();
+      if (rows == 0 || cols == 0 || h.values.size() != rows * cols)
+        throw std::invalid_argument("write_heatmaps: panel '" + h.title + "' of " + f.path_stem + " has " +
+                                    std::to_string(h.values.size()) + " values for " + std::to_string(rows) + " x " +
+                                    std::to_string(cols) + " labels");
+      data += "$f" + std::to_string(i) + "p" + std::to_string(j) + " << EOD\n";
+      char buf[32];
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) {
+          std::snprintf(buf, sizeof buf, "%.9g%c", h.values[r * cols + c], c + 1 == cols ? '\n' : ' ');
+          data += buf;
+        }
+      data += "EOD\n";
+    }
+  }
+  for (const auto& [terminal, ext] : kFormats) {
+    std::vector<std::unique_ptr<AtomicFile>> files;
+    std::vector<AtomicFile*> outputs;
+    std::string script = data;
+    for (size_t i = 0; i < figures.size(); ++i) {
+      files.push_back(std::make_unique<AtomicFile>(figures[i].path_stem + "." + ext));
+      outputs.push_back(files.back().get());
+      script += heatmap_script(figures[i], i, terminal, files.back()->temp_path());
+    }
+    script += "unset output\n";  // closes the last file before gnuplot exits
+    if (!draw(gnuplot, script, outputs, std::string("the ") + ext + " heatmaps", ext)) {
+      log << "gnuplot not found, so no heatmaps were drawn; install it with: sudo apt-get install gnuplot-nox\n";
+      return false;
+    }
+  }
+  return true;
+}
 
 bool write_plots(const std::string& out_dir, std::ostream& log, const std::string& gnuplot) {
   const std::string dir = std::filesystem::absolute(out_dir).string();
-  for (const auto& [terminal, ext] : {std::pair<std::string, std::string>{"pngcairo size 900,600", "png"},
-                                      std::pair<std::string, std::string>{"svg size 900,600", "svg"}}) {
+  for (const auto& [terminal, ext] : kFormats) {
     AtomicFile loss(dir + "/loss." + ext), perplexity(dir + "/perplexity." + ext);
-    const std::optional<Finished> done =
-        run_with_input(gnuplot, script(dir, terminal, loss.temp_path(), perplexity.temp_path()));
-    if (!done) {
+    const std::string size = std::string(terminal) + " size 900,600";
+    if (!draw(gnuplot, script(dir, size, loss.temp_path(), perplexity.temp_path()), {&loss, &perplexity},
+              std::string("the ") + ext + " plots in " + dir, ext)) {
       log << "gnuplot not found, so no plots were drawn; install it with: sudo apt-get install gnuplot-nox\n"
           << "(the logs are in " << out_dir << "/train_log.csv and eval_log.csv)\n";
       return false;
     }
-    // gnuplot's warnings (e.g. "empty x range" for a single evaluation) are noise in the
-    // training log; they are shown only when it fails.
-    const std::string said = done->last_error_line.empty() ? "" : ": " + done->last_error_line;
-    if (WIFSIGNALED(done->status))
-      throw std::runtime_error("gnuplot was killed by signal " + std::to_string(WTERMSIG(done->status)) +
-                               " while drawing the " + ext + " plots in " + dir);
-    if (WEXITSTATUS(done->status) != 0)
-      throw std::runtime_error("gnuplot failed (exit status " + std::to_string(WEXITSTATUS(done->status)) +
-                               ") to draw the " + ext + " plots in " + dir + said);
-    for (AtomicFile* plot : {&loss, &perplexity}) {
-      const std::string why = incomplete_reason(plot->temp_path(), ext);
-      const std::string name = plot == &loss ? "loss." + ext : "perplexity." + ext;
-      if (!why.empty())
-        throw std::runtime_error("gnuplot exited 0 but " + name + " " + why + " in " + dir +
-                                 " (is the disk full?); the previous plots are untouched" + said);
-    }
-    loss.commit();
-    perplexity.commit();
   }
   log << "plots: " << dir << "/loss.png, perplexity.png (and .svg)\n";
   return true;

@@ -1,5 +1,6 @@
-// Loss and perplexity plots of a training run, drawn by gnuplot (Debian's gnuplot-nox) from the
-// run's CSV logs.
+// Figures drawn by gnuplot (Debian's gnuplot-nox): the loss and perplexity plots of a training
+// run, from its CSV logs, and heatmaps of matrices such as attention weights. Each is written as
+// PNG and SVG; without gnuplot, nothing is drawn and the caller's CSV data are still there.
 //
 // gnuplot is started directly (posix_spawn, no shell) with the script on its stdin and every
 // other descriptor of ours closed in it: it must not inherit the run directory's lock, or an
@@ -10,8 +11,10 @@
 // the files: that check turns it into an error instead of empty plots.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace attograd::gpt {
 
@@ -22,5 +25,31 @@ namespace attograd::gpt {
 /// when gnuplot fails (naming its exit status and its last line on stderr) or leaves a plot
 /// empty or incomplete (naming the file and its size: "is the disk full?").
 bool write_plots(const std::string& out_dir, std::ostream& log, const std::string& gnuplot = "gnuplot");
+
+/// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left.
+struct Heatmap {
+  std::string title;                                // above the panel, e.g. "layer 0, head 1"
+  std::string row_axis, col_axis;                   // axis titles, e.g. "query", "key"
+  std::vector<std::string> row_labels, col_labels;  // one tick label per row and per column
+  std::vector<double> values;                       // row-major, rows x cols; NaN: no value (grey)
+};
+
+/// A figure of one or more heatmaps on one colour scale, `columns` panels per row.
+struct HeatmapFigure {
+  std::string path_stem;  // writes path_stem.png and path_stem.svg
+  std::string title;      // above all panels (figures of several panels)
+  std::vector<Heatmap> panels;
+  int64_t columns = 1;
+  double zmin = 0, zmax = 1;  // the colour scale: white at zmin, dark blue at zmax
+  bool show_values = false;   // print each cell's value with 2 decimals (small matrices)
+};
+
+/// Draws every figure with `gnuplot`, one process per output format, each file checked and
+/// renamed into place as write_plots does. Labels are drawn as given (no gnuplot markup).
+/// Returns false, after saying on `log` how to install gnuplot, when it is missing. Throws
+/// std::invalid_argument for a panel whose values do not fill its labels (rows x cols) or a
+/// figure with no panel, std::runtime_error if gnuplot fails or leaves a file incomplete.
+bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log,
+                    const std::string& gnuplot = "gnuplot");
 
 }  // namespace attograd::gpt

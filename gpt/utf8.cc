@@ -217,4 +217,24 @@ std::string describe_code_point(char32_t cp) {
   return out;
 }
 
+std::string escape_bytes(std::string_view bytes) {
+  const bool utf8 = !find_utf8_error(bytes).has_value();
+  std::string out;
+  for (unsigned char ch : bytes) {
+    if (ch == '\n') out += "\\n";
+    else if (ch == '\t') out += "\\t";
+    else if (ch == '\r') out += "\\r";
+    else if (ch == '"' || ch == '\\') out += {'\\', static_cast<char>(ch)};
+    else if (ch < 0x20 || ch == 0x7F || (ch >= 0x80 && !utf8)) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
 }  // namespace attograd::gpt

@@ -90,4 +90,10 @@ std::string describe_code_point(char32_t cp);
 /// "U+0070": at least four upper-case hex digits, as Unicode writes them.
 std::string code_point_hex(char32_t cp);
 
+/// Bytes (e.g. one token's) as one printable line: newline, tab and carriage return as \n, \t,
+/// \r, a quote or backslash preceded by a backslash, other control bytes, and every byte of a
+/// string that is not valid UTF-8 (a BPE token can end mid-character), as \xNN. Valid UTF-8
+/// characters are kept as they are. Never throws (except std::bad_alloc).
+std::string escape_bytes(std::string_view bytes);
+
 }  // namespace attograd::gpt

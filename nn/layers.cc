@@ -65,7 +65,8 @@ MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& g
 
 Tensor MLP::forward(const Tensor& x) const { return drop->forward(c_proj->forward(gelu(c_fc->forward(x)))); }
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Dropout* attn_dropout) {
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Dropout* attn_dropout,
+                                    Tensor* weights) {
   if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() || k.size(-1) != q.size(-1) || v.size(-2) != k.size(-2))
     throw std::invalid_argument("scaled_dot_product_attention: expected q (..., Tq, d_k), k (..., Tk, d_k), "
                                 "v (..., Tk, d_v), got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
@@ -75,6 +76,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   // softmax does not saturate (Vaswani et al. 2017, footnote 4).
   const Tensor scores = mul_scalar(matmul(q, transpose(k, -2, -1)), 1.0 / std::sqrt(d_k));
   Tensor att = causal_softmax(scores);
+  if (weights != nullptr) *weights = att;
   if (attn_dropout != nullptr) att = attn_dropout->forward(att);
   return matmul(att, v);
 }
@@ -185,7 +187,7 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd_, int64_t n_head_, bool 
   resid_dropout = register_module("resid_dropout", std::make_shared<Dropout>(p, dropout_gen));
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const {
+Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache, Tensor* weights) const {
   if (x.dim() != 3 || x.size(2) != n_embd)
     throw std::invalid_argument("CausalSelfAttention: expected x (B, T, " + std::to_string(n_embd) + "), got " +
                                 shape_str(x.shape()));
@@ -193,9 +195,11 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const 
   const int64_t past = cache != nullptr ? cache->length() : 0;  // positions already cached
   const Tensor qkv = c_attn->forward(x);  // (B, T, 3C): q, k, v side by side
   // The fused ops compute exactly scaled_dot_product_attention (tests/nn/layers_test.cc) without
-  // storing the (T, T) weights; dropout on those weights needs them, so it takes the long way.
+  // storing the (T, T) weights; dropout on those weights needs them, and so does a caller who
+  // asks for them, so both take the long way.
   const bool weight_dropout = attn_dropout->is_training() && attn_dropout->p > 0;
-  if (!rope && cache == nullptr && !weight_dropout) {
+  const bool unfused = weight_dropout || weights != nullptr;
+  if (!rope && cache == nullptr && !unfused) {
     // The common case, GPT-2's: one op reads the heads of qkv in place and returns them merged.
     return resid_dropout->forward(c_proj->forward(causal_attention_qkv(qkv, n_head)));
   }
@@ -220,8 +224,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache) const 
     k = cache->keys();
     v = cache->values();
   }
-  const Tensor y = weight_dropout ? scaled_dot_product_attention(q, k, v, attn_dropout.get())
-                                  : causal_attention(q, k, v);  // (B, NH, T, HS)
+  const Tensor y = unfused ? scaled_dot_product_attention(q, k, v, weight_dropout ? attn_dropout.get() : nullptr, weights)
+                           : causal_attention(q, k, v);  // (B, NH, T, HS)
   // Re-assemble the heads side by side: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C) (a view
   // for causal_attention's output, which is stored in (B, T, NH, HS) order)
   const Tensor merged = reshape(transpose(y, 1, 2), {B, T, n_embd});

@@ -75,8 +75,11 @@ class MLP : public Module {
 /// softmax(Q Kᵀ / sqrt(d_k)) V with the causal mask: Vaswani et al. 2017, eq. 1.
 /// q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v) -> (..., Tq, d_v), Tq <= Tk; query t
 /// attends to keys j <= t + (Tk - Tq). attn_dropout (may be null) applies to the weights.
+/// weights (may be null) receives the attention weights (..., Tq, Tk) before dropout: each row
+/// sums to 1 and the masked entries are exactly 0. They are the tensor the output is computed
+/// from, part of the graph when it is recorded (detach() them to keep them).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Dropout* attn_dropout = nullptr);
+                                    const Dropout* attn_dropout = nullptr, Tensor* weights = nullptr);
 
 /// Rotary position embedding (Su et al. 2021, RoFormer, eq. 34) of x (..., T, HS), HS even,
 /// for positions pos_offset .. pos_offset + T - 1. Uses the "rotate half" pairing of GPT-NeoX
@@ -135,7 +138,13 @@ class CausalSelfAttention : public Module {
   /// have been reserved with room for them (see LayerKVCache::append for the errors). For
   /// inference only: throws std::logic_error with a cache while grad mode is on (gradients do
   /// not flow through the cache), so run it under NoGradGuard.
-  Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr) const;
+  ///
+  /// weights (optional) receives the attention weights (B, NH, T, Tk) this forward applies,
+  /// softmax(q kᵀ / sqrt(HS) + mask) per head before dropout, with Tk = T, or the cached
+  /// length plus T with a cache. The fused attention never stores them, so asking for them
+  /// takes the unfused path (scaled_dot_product_attention on the same q, k, v from c_attn),
+  /// which returns the same output up to rounding (tests/nn/layers_test.cc).
+  Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tensor* weights = nullptr) const;
   int64_t n_embd, n_head;
   bool rope;
   std::shared_ptr<Linear> c_attn, c_proj;

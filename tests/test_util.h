@@ -4,6 +4,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +32,17 @@ inline void expect_tensor(const Tensor& t, const Shape& shape, const std::vector
   BOOST_TEST_INFO("shape " << shape_str(t.shape()) << " vs expected " << shape_str(shape));
   BOOST_TEST((t.shape() == shape));
   expect_close(t.to_vector(), expected, atol);
+}
+
+/// Overwrites each parameter with N(0, std²) draws from gen (element by element, in order, in
+/// the parameter's dtype). Tests use weights far larger than GPT-2's init (std 0.5 against
+/// 0.02) so that attention is far from uniform and every path carries a real gradient.
+inline void randomize_parameters(const std::vector<Tensor>& parameters, Generator& gen, double std) {
+  for (const Tensor& p : parameters) {
+    const Tensor r = Tensor::randn(p.shape(), gen, p.dtype(), std);
+    dispatch_floating(p.dtype(), "randomize_parameters",
+                      [&]<typename T>() { std::copy(r.data<T>(), r.data<T>() + r.numel(), p.data<T>()); });
+  }
 }
 
 /// Runs f and checks it throws E with a message containing `needle`.

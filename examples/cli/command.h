@@ -23,6 +23,10 @@ void add_eval_command(CLI::App& app, int& exit_code);
 void add_tokenize_command(CLI::App& app, int& exit_code);
 /// `attograd info`: a config's parameter shapes and counts, and attention's tensor shapes.
 void add_info_command(CLI::App& app, int& exit_code);
+/// `attograd attention`: a prompt's attention weights per layer and head, as CSV and heatmaps.
+void add_attention_command(CLI::App& app, int& exit_code);
+/// `attograd graph`: the recorded autograd graph of an expression or a femto step, as DOT/SVG.
+void add_graph_command(CLI::App& app, int& exit_code);
 
 /// Option checks with short messages ("--lr: must be a finite number > 0, got 0"): CLI11's
 /// PositiveNumber prints its range as 0 to 1.8e308 written out in full. These are for

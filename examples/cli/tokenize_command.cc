@@ -61,27 +61,8 @@ std::unique_ptr<gpt::Tokenizer> make_tokenizer(const TokenizeArgs& a) {
   return std::make_unique<gpt::BpeTokenizer>(gpt::BpeTokenizer::gpt2());
 }
 
-// Token bytes as a quoted, one-line string: control bytes escaped, and bytes that are not a
-// whole UTF-8 character (a token can end mid-character) as \xNN.
-std::string quote(const std::string& bytes) {
-  const bool utf8 = !gpt::find_utf8_error(bytes).has_value();
-  std::string out = "\"";
-  for (unsigned char ch : bytes) {
-    if (ch == '\n') out += "\\n";
-    else if (ch == '\t') out += "\\t";
-    else if (ch == '\r') out += "\\r";
-    else if (ch == '"' || ch == '\\') out += {'\\', static_cast<char>(ch)};
-    else if (ch < 0x20 || ch == 0x7F || (ch >= 0x80 && !utf8)) {
-      static const char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[ch >> 4];
-      out += hex[ch & 15];
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  return out + "\"";
-}
+// Token bytes as a quoted, one-line string (see gpt::escape_bytes).
+std::string quote(const std::string& bytes) { return "\"" + gpt::escape_bytes(bytes) + "\""; }
 
 // Whitespace-separated integers. Throws std::invalid_argument naming the first word that is not one.
 std::vector<int64_t> parse_ids(const std::string& text) {

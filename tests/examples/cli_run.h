@@ -20,8 +20,9 @@ struct CliRun {
 /// Runs `attograd <args>` through the shell (so args may hold quotes and redirections). With
 /// merge_stderr, stderr is captured with stdout; otherwise it is discarded. Reads bytes, not
 /// lines, so binary-safe output (e.g. text without a final newline) comes back exactly.
-inline CliRun run_cli(const std::string& args, bool merge_stderr = true) {
-  const std::string cmd = std::string(ATTOGRAD_CLI) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+/// env_prefix goes before the program, e.g. "PATH=/nowhere " to hide an installed tool.
+inline CliRun run_cli(const std::string& args, bool merge_stderr = true, const std::string& env_prefix = "") {
+  const std::string cmd = env_prefix + ATTOGRAD_CLI + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return {"popen failed", -1};
   std::string out;

@@ -12,34 +12,19 @@
 #include "gpt/checkpoint.h"
 #include "gpt/sampler.h"
 #include "tests/examples/cli_run.h"
+#include "tests/examples/hf_fixture.h"
 
 using namespace attograd;
 using namespace attograd::gpt;
 using attograd::testing::contains;
 using attograd::testing::run_cli;
+using attograd::testing::write_small_hf_gpt2;
 
 BOOST_AUTO_TEST_CASE(sample_from_a_hugging_face_layout_file) {
   const auto dir = std::filesystem::temp_directory_path() / ("attograd_sample_hf_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  GPTConfig c;
-  c.vocab_size = 50257;
-  c.block_size = 16;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  GPT model(c, 3);
-  Generator gen(4);
-  for (const Tensor& p : model.parameters()) {  // weights large enough that greedy choices vary
-    const Tensor r = Tensor::randn(p.shape(), gen, DType::f32, 0.5);
-    std::copy(r.data<float>(), r.data<float>() + r.numel(), p.data<float>());
-  }
-  SafetensorsWriter w;
-  for (const auto& [name, t] : model.named_parameters())
-    w.add("transformer." + name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
-  for (int i = 0; i < 2; ++i) w.add("transformer.h." + std::to_string(i) + ".attn.bias", Tensor::ones({1, 1, 16, 16}));
+  write_small_hf_gpt2(dir);
   const std::string path = (dir / "model.safetensors").string();
-  w.write(path);
-  std::ofstream(dir / "config.json") << R"({"n_head": 2, "n_layer": 2, "n_embd": 8, "vocab_size": 50257})";
 
   // What the CLI must print: greedy generation through the importer and the BPE tokenizer.
   const auto loaded = load_hf_gpt2(SafetensorsFile::read(path));

@@ -15,6 +15,7 @@ using namespace attograd;
 using namespace attograd::gpt;
 using attograd::testing::expect_close;
 using attograd::testing::expect_throw_with;
+using attograd::testing::randomize_parameters;
 
 namespace {
 
@@ -82,10 +83,7 @@ BOOST_AUTO_TEST_CASE(femto_whole_model_gradcheck_in_float64) {
     GPT model(c, 42, DType::f64);
     // Scale weights up from GPT-2's tiny init so every path carries a real gradient.
     Generator gen(1);
-    for (const Tensor& p : model.parameters()) {
-      const std::vector<double> v = Tensor::randn(p.shape(), gen, DType::f64, 0.5).to_vector();
-      std::copy(v.begin(), v.end(), p.data<double>());
-    }
+    randomize_parameters(model.parameters(), gen, 0.5);
     const Tensor idx = random_ids(gen, 2, 8, c.vocab_size), targets = random_ids(gen, 2, 8, c.vocab_size);
     const GradcheckResult r = run_gradcheck(
         [&](const std::vector<Tensor>&) { return model.forward(idx, targets).loss; }, model.parameters());
@@ -193,4 +191,49 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors_before_any_read) {
   GPTConfig bad = preset("pico");
   bad.n_head = 4;
   expect_throw_with<std::invalid_argument>([&] { GPT m(bad); }, "n_head 4 must divide n_embd 6");
+}
+
+// The weights GPT::forward records (what `attograd attention` draws) come from the model's own
+// forward: one (B, n_head, T, T) tensor per layer, each row a distribution over the keys up to
+// the query (exactly 0 after it), each equal to what that layer's attention applies to the
+// block's own input, and recording them leaves the logits as they are.
+BOOST_AUTO_TEST_CASE(recorded_attention_weights_come_from_the_forward_pass) {
+  for (PosEncoding pe : {PosEncoding::learned, PosEncoding::rope}) {
+    BOOST_TEST_INFO(pos_encoding_name(pe));
+    GPTConfig c = preset("pico");
+    c.pos_encoding = pe;
+    GPT model(c, 8, DType::f64);
+    Generator gen(9);
+    randomize_parameters(model.parameters(), gen, 0.5);
+    const int64_t B = 2, T = 7;
+    const Tensor idx = random_ids(gen, B, T, c.vocab_size);
+    std::vector<Tensor> weights;
+    const Tensor logits = model.forward(idx, Tensor(), nullptr, &weights).logits;
+    expect_close(logits.to_vector(), model.forward(idx).logits.to_vector(), 1e-12);
+    BOOST_REQUIRE(weights.size() == 3u);
+
+    // The blocks run by hand from the embeddings: layer l's weights are those its attention
+    // computes from ln_1 of the residual stream entering block l.
+    Tensor x = model.wte->forward(idx);
+    if (model.wpe) x = add(x, model.wpe->forward(Tensor::from_ids({0, 1, 2, 3, 4, 5, 6}, {T})));
+    for (size_t l = 0; l < 3; ++l) {
+      const Tensor& w = weights[l];
+      BOOST_REQUIRE((w.shape() == Shape{B, 3, T, T}));
+      Tensor expected;
+      model.h[l]->attn->forward(model.h[l]->ln_1->forward(x), nullptr, &expected);
+      BOOST_TEST(w.to_vector() == expected.to_vector());  // bit for bit: the same computation
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < 3; ++h)
+          for (int64_t t = 0; t < T; ++t) {
+            double row_sum = 0;
+            for (int64_t j = 0; j < T; ++j) {
+              row_sum += w.at({b, h, t, j});
+              if (j > t) BOOST_TEST(w.at({b, h, t, j}) == 0.0);
+            }
+            BOOST_TEST(std::abs(row_sum - 1) <= 1e-12);
+          }
+      Tensor unused;  // the unfused path, as in the recording forward, so x stays bit for bit the same
+      x = model.h[l]->forward(x, nullptr, &unused);
+    }
+  }
 }

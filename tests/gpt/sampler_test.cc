@@ -12,6 +12,7 @@ using namespace attograd;
 using namespace attograd::gpt;
 using attograd::testing::expect_close;
 using attograd::testing::expect_throw_with;
+using attograd::testing::randomize_parameters;
 
 namespace {
 SamplingOptions with(double temperature, int64_t top_k = 0, double top_p = 1.0) { return {temperature, top_k, top_p}; }
@@ -97,10 +98,7 @@ BOOST_AUTO_TEST_CASE(context_is_cropped_to_block_size) {
   GPT model(c, 9);
   // Larger weights than the init so greedy picks vary with the context.
   Generator init(4);
-  for (const Tensor& p : model.parameters()) {
-    const Tensor r = Tensor::randn(p.shape(), init, DType::f32, 1.0);
-    std::copy(r.data<float>(), r.data<float>() + r.numel(), p.data<float>());
-  }
+  randomize_parameters(model.parameters(), init, 1.0);
   for (const std::vector<int64_t>& prompt : {std::vector<int64_t>{1, 2, 3}, std::vector<int64_t>{5, 1, 0, 9, 2, 7}}) {
     Generator gen(5);
     std::vector<int64_t> streamed;
@@ -139,10 +137,7 @@ BOOST_AUTO_TEST_CASE(kv_cache_gives_the_same_tokens_and_logits) {
     c.pos_encoding = pe;
     GPT model(c, 10);
     Generator init(7);
-    for (const Tensor& p : model.parameters()) {
-      const Tensor r = Tensor::randn(p.shape(), init, DType::f32, 0.5);
-      std::copy(r.data<float>(), r.data<float>() + r.numel(), p.data<float>());
-    }
+    randomize_parameters(model.parameters(), init, 0.5);
     auto run = [&](bool cached) {
       GenerateOptions g;
       g.max_new_tokens = 50;

@@ -124,3 +124,12 @@ BOOST_AUTO_TEST_CASE(describe_code_point_keeps_invisible_characters_visible) {
   BOOST_TEST(code_point_hex(U'A') == "U+0041");
   BOOST_TEST(code_point_hex(char32_t{0x10FFFF}) == "U+10FFFF");
 }
+
+BOOST_AUTO_TEST_CASE(escape_bytes_gives_one_printable_line) {
+  BOOST_TEST(escape_bytes("a b") == "a b");
+  BOOST_TEST(escape_bytes("\n\t\r\"\\\x01\x7f") == "\\n\\t\\r\\\"\\\\\\x01\\x7f");
+  BOOST_TEST(escape_bytes("caf\xc3\xa9") == "caf\xc3\xa9");  // whole characters are kept
+  // A BPE token can end mid-character: then no byte of it is taken for text.
+  BOOST_TEST(escape_bytes("\xc3") == "\\xc3");
+  BOOST_TEST(escape_bytes("\xc3\xa9\xe2\x82") == "\\xc3\\xa9\\xe2\\x82");
+}

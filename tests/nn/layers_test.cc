@@ -13,6 +13,7 @@ using namespace attograd;
 using namespace attograd::nn;
 using attograd::testing::expect_close;
 using attograd::testing::expect_throw_with;
+using attograd::testing::randomize_parameters;
 
 BOOST_AUTO_TEST_CASE(linear_is_x_w_transpose_plus_b) {
   Generator gen(0);
@@ -66,10 +67,7 @@ BOOST_AUTO_TEST_CASE(attention_gradients_pass_gradcheck) {
     Generator gen(5);
     CausalSelfAttention attn(4, 2, true, 0.0, rope, 0.02, gen, nullptr, DType::f64);
     // Larger weights than GPT-2's init so that the softmax is far from uniform.
-    for (const Tensor& p : attn.parameters()) {
-      const std::vector<double> v = Tensor::randn(p.shape(), gen, DType::f64, 0.5).to_vector();
-      std::copy(v.begin(), v.end(), p.data<double>());
-    }
+    randomize_parameters(attn.parameters(), gen, 0.5);
     std::vector<Tensor> inputs = attn.parameters();
     inputs.push_back(Tensor::randn({2, 3, 4}, gen, DType::f64).set_requires_grad());
     const GradcheckResult r = run_gradcheck([&](const std::vector<Tensor>& in) { return attn.forward(in.back()); }, inputs);
@@ -151,10 +149,7 @@ BOOST_AUTO_TEST_CASE(kv_cache_writes_in_place_and_matches_the_full_forward) {
     BOOST_TEST_INFO("rope " << rope);
     Generator gen(10);
     CausalSelfAttention attn(8, 2, true, 0.0, rope, 0.02, gen, nullptr, DType::f64);
-    for (const Tensor& p : attn.parameters()) {
-      const std::vector<double> v = Tensor::randn(p.shape(), gen, DType::f64, 0.5).to_vector();
-      std::copy(v.begin(), v.end(), p.data<double>());
-    }
+    randomize_parameters(attn.parameters(), gen, 0.5);
     const Tensor x = Tensor::randn({2, 5, 8}, gen, DType::f64);
     const Tensor full = attn.forward(x);
     LayerKVCache cache;
@@ -218,4 +213,76 @@ BOOST_AUTO_TEST_CASE(without_positions_the_mean_is_invariant_and_attention_equiv
   const std::vector<double> cc = scaled_dot_product_attention(c, c, c).to_vector();
   expect_close({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15);
   BOOST_TEST(std::abs(cc[2] - ca[0]) > 0.1);  // dog second sees bites too; dog first sees only itself
+}
+
+// `attograd attention` reads the weights a forward records. They must be the ones the layer
+// applies: a distribution over the keys a query may see (rows sum to 1, exactly 0 after the
+// query), equal to softmax(q kᵀ / sqrt(HS) + mask) recomputed here in plain loops from
+// c_attn's q and k, and, multiplied by c_attn's v, equal to the fused attention op's output
+// (the layer's output before c_proj). Recording them must not change the layer's output.
+BOOST_AUTO_TEST_CASE(recorded_attention_weights_are_the_ones_the_layer_applies) {
+  for (bool rope : {false, true}) {
+    BOOST_TEST_INFO("rope " << rope);
+    const int64_t B = 2, T = 5, C = 8, NH = 2, HS = 4;
+    Generator gen(11);
+    CausalSelfAttention attn(C, NH, true, 0.0, rope, 0.02, gen, nullptr, DType::f64);
+    randomize_parameters(attn.parameters(), gen, 0.5); // far from uniform attention
+    const Tensor x = Tensor::randn({B, T, C}, gen, DType::f64);
+    Tensor w;
+    const Tensor recorded = attn.forward(x, nullptr, &w);
+    expect_close(recorded.to_vector(), attn.forward(x).to_vector(), 1e-12);
+    BOOST_REQUIRE((w.shape() == Shape{B, NH, T, T}));
+
+    const Tensor qkv = attn.c_attn->forward(x);  // (B, T, 3C)
+    auto heads = [&](int64_t part) {             // (B, NH, T, HS)
+      return transpose(reshape(slice(qkv, -1, part * C, (part + 1) * C), {B, T, NH, HS}), 1, 2);
+    };
+    Tensor q = heads(0), k = heads(1);
+    const Tensor v = heads(2);
+    if (rope) q = apply_rope(q), k = apply_rope(k);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < NH; ++h)
+        for (int64_t t = 0; t < T; ++t) {
+          std::vector<double> scores(static_cast<size_t>(t + 1));
+          double max_score = -INFINITY, row_sum = 0, z = 0;
+          for (int64_t j = 0; j <= t; ++j) {
+            for (int64_t d = 0; d < HS; ++d) scores[j] += q.at({b, h, t, d}) * k.at({b, h, j, d});
+            scores[j] /= std::sqrt(static_cast<double>(HS));
+            max_score = std::max(max_score, scores[j]);
+          }
+          for (int64_t j = 0; j <= t; ++j) z += std::exp(scores[j] - max_score);
+          for (int64_t j = 0; j < T; ++j) {
+            const double wj = w.at({b, h, t, j});
+            row_sum += wj;
+            if (j > t) {
+              BOOST_TEST(wj == 0.0);  // exactly: masked, never rounded to 0
+            } else {
+              BOOST_TEST(std::abs(wj - std::exp(scores[j] - max_score) / z) <= 1e-12);
+            }
+          }
+          BOOST_TEST(std::abs(row_sum - 1) <= 1e-12);
+        }
+    // A V per head against the fused op, which never stores A.
+    const Tensor av = matmul(w, v);  // (B, NH, T, HS)
+    const Tensor fused = rope ? causal_attention(q, k, v) : transpose(reshape(causal_attention_qkv(qkv, NH), {B, T, NH, HS}), 1, 2);
+    expect_close(contiguous(av).to_vector(), contiguous(fused).to_vector(), 1e-12);
+  }
+}
+
+// With a KV cache the new queries' weights span the cached keys too: the last position's row
+// is the last row of the whole prompt's weights.
+BOOST_AUTO_TEST_CASE(recorded_attention_weights_with_a_kv_cache_span_the_cached_keys) {
+  Generator gen(12);
+  CausalSelfAttention attn(8, 2, true, 0.0, false, 0.02, gen, nullptr, DType::f64);
+  randomize_parameters(attn.parameters(), gen, 0.5);
+  const Tensor x = Tensor::randn({1, 5, 8}, gen, DType::f64);
+  NoGradGuard no_grad;
+  Tensor full, last;
+  attn.forward(x, nullptr, &full);
+  LayerKVCache cache;
+  cache.reserve(1, 2, 5, 4, DType::f64);
+  attn.forward(slice(x, 1, 0, 4), &cache);
+  attn.forward(slice(x, 1, 4, 5), &cache, &last);
+  BOOST_REQUIRE((last.shape() == Shape{1, 2, 1, 5}));
+  expect_close(contiguous(last).to_vector(), contiguous(slice(full, 2, 4, 5)).to_vector(), 1e-12);
 }

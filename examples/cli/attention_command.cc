@@ -1,0 +1,156 @@
+// `attograd attention`: the attention weights a model applies to a prompt, every layer and head
+// (or the chosen ones), as CSV and as heatmaps, with the prompt's tokens on both axes: query
+// rows, key columns. The weights come from the model's own forward (GPT::forward records them),
+// so each row is the distribution that query's output was averaged with.
+//
+// Files in --out: layer<L>_head<H>.csv (a header row of key tokens, then one row per query: its
+// token and its T weights), layer<L>_head<H>.png/.svg, and all_heads.png/.svg (every chosen
+// head in a grid, one row per layer) when more than one head is shown.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "autograd/engine.h"
+#include "examples/cli/command.h"
+#include "examples/cli/model_source.h"
+#include "examples/cli/out_dir.h"
+#include "gpt/plot.h"
+#include "gpt/utf8.h"
+
+namespace attograd::cli {
+
+namespace {
+
+struct AttentionArgs {
+  ModelSource source;
+  std::string prompt;
+  std::optional<int64_t> layer, head;
+  std::string out = "runs/attention";
+};
+
+// A CSV field: quoted (quotes doubled) when it holds a comma or a quote (RFC 4180).
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// The chosen index or every index in [0, n); a chosen one out of range is an error naming n.
+std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const char* option, const char* what) {
+  if (!pick) {
+    std::vector<int64_t> all(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) all[i] = i;
+    return all;
+  }
+  if (*pick < 0 || *pick >= n)
+    throw std::invalid_argument(std::string(option) + " " + std::to_string(*pick) + " is out of range: the model has " +
+                                std::to_string(n) + " " + what + ", numbered 0 to " + std::to_string(n - 1));
+  return {*pick};
+}
+
+int run(const AttentionArgs& a) {
+  if (a.prompt.empty())
+    throw std::invalid_argument("--prompt is empty: give the text whose attention to show (at least one token)");
+  const LoadedModel m = load_model_source(a.source);
+  const gpt::GPTConfig& c = m.model->config();
+  const std::vector<int64_t> layers = chosen(a.layer, c.n_layer, "--layer", "layers");
+  const std::vector<int64_t> heads = chosen(a.head, c.n_head, "--head", "heads");
+  const std::vector<int64_t> ids = m.tokenizer->encode(a.prompt);  // names an unknown character
+  const int64_t T = static_cast<int64_t>(ids.size());
+  if (T == 0) throw std::invalid_argument("--prompt \"" + gpt::escape_bytes(a.prompt) + "\" encodes to no tokens");
+  if (T > c.block_size)
+    throw std::invalid_argument("--prompt encodes to " + std::to_string(T) + " tokens, more than the model's block_size " +
+                                std::to_string(c.block_size) + ": shorten it (attention spans one context window)");
+
+  std::vector<Tensor> weights;  // per layer (1, n_head, T, T)
+  {
+    NoGradGuard no_grad;
+    m.model->eval();
+    m.model->forward(Tensor::from_ids(ids, {1, T}), Tensor(), nullptr, &weights);
+  }
+  // Tokens as printable one-line labels; in the figures a space is drawn as ␣ (as GPT-2's
+  // " the" would otherwise look like "the").
+  std::vector<std::string> labels, drawn;
+  for (int64_t id : ids) {
+    labels.push_back(gpt::escape_bytes(m.tokenizer->token_bytes(id)));
+    std::string d;
+    for (char ch : labels.back()) d += ch == ' ' ? std::string("\u2423") : std::string(1, ch);
+    drawn.push_back(d);
+  }
+  create_out_dir(a.out, "--out");
+  std::printf("%s: %lld tokens:", m.path.c_str(), static_cast<long long>(T));
+  for (const std::string& l : labels) std::printf(" \"%s\"", l.c_str());
+  std::printf("\n\nmean weight over queries 1..T-1 on their own token, the previous one and the first:\n"
+              "layer  head  self    previous  first\n");
+
+  std::vector<gpt::HeatmapFigure> figures;
+  gpt::HeatmapFigure grid{a.out + "/all_heads", "attention weights of \"" + a.prompt + "\"", {},
+                          static_cast<int64_t>(heads.size()), 0, 1, false};
+  for (int64_t l : layers) {
+    const Tensor& w = weights[static_cast<size_t>(l)];
+    for (int64_t h : heads) {
+      const std::string stem = a.out + "/layer" + std::to_string(l) + "_head" + std::to_string(h);
+      std::ofstream csv(stem + ".csv", std::ios::binary);
+      csv << "query\\key";
+      for (const std::string& key : labels) csv << ',' << csv_field(key);
+      csv << '\n';
+      gpt::Heatmap map{"layer " + std::to_string(l) + ", head " + std::to_string(h), "query", "key", drawn, drawn, {}};
+      double self = 0, previous = 0, first = 0;
+      for (int64_t t = 0; t < T; ++t) {
+        csv << csv_field(labels[t]);
+        for (int64_t j = 0; j < T; ++j) {
+          const double v = w.at({0, h, t, j});
+          char buf[32];
+          std::snprintf(buf, sizeof buf, ",%.9g", v);
+          csv << buf;
+          map.values.push_back(j > t ? std::nan("") : v);  // the causal mask drawn grey, not as a white 0
+        }
+        csv << '\n';
+        if (t > 0) {
+          self += w.at({0, h, t, t});
+          previous += w.at({0, h, t, t - 1});
+          first += w.at({0, h, t, 0});
+        }
+      }
+      if (!csv.flush()) throw std::runtime_error("could not write " + stem + ".csv");
+      if (T > 1) {
+        const double n = static_cast<double>(T - 1);
+        std::printf("%-6lld %-5lld %-7.3f %-9.3f %.3f\n", static_cast<long long>(l), static_cast<long long>(h), self / n,
+                    previous / n, first / n);
+      } else {
+        std::printf("%-6lld %-5lld (one token: it can only attend to itself, weight 1)\n", static_cast<long long>(l),
+                    static_cast<long long>(h));
+      }
+      grid.panels.push_back(map);
+      figures.push_back({stem, "", {std::move(map)}, 1, 0, 1, T <= 16});
+    }
+  }
+  const size_t n_maps = grid.panels.size();
+  if (n_maps > 1) figures.push_back(std::move(grid));
+  std::printf("\nwrote %s/layer<L>_head<H>.csv for %zu head(s)\n", a.out.c_str(), n_maps);
+  if (gpt::write_heatmaps(figures, std::cerr))
+    std::printf("heatmaps: %s/layer<L>_head<H>.png and .svg%s\n", a.out.c_str(),
+                n_maps > 1 ? ", all of them in all_heads.png and .svg" : "");
+  return 0;
+}
+
+}  // namespace
+
+void add_attention_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<AttentionArgs>();
+  CLI::App* cmd = app.add_subcommand("attention",
+                                     "the attention weights of every layer and head for a prompt, as CSV and heatmaps");
+  add_model_source_options(cmd, a->source);
+  cmd->add_option("--prompt", a->prompt, "the text whose attention to show (at most block_size tokens)")->required();
+  cmd->add_option("--layer", a->layer, "show only this layer (0 = the first)");
+  cmd->add_option("--head", a->head, "show only this head (0 = the first)");
+  cmd->add_option("--out", a->out, "directory for the CSV files and heatmaps")->capture_default_str();
+  cmd->footer("Rows are queries, columns keys: row t is the distribution query t averaged the values with. "
+              "Each row sums to 1, and keys after the query get exactly 0 (the causal mask).");
+  cmd->callback([a, &exit_code] { exit_code = run(*a); });
+}
+
+}  // namespace attograd::cli
