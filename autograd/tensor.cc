@@ -295,6 +295,19 @@ void Tensor::zero_grad() const {
   dispatch_floating(g.dtype(), "zero_grad", [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
 }
 
+void Tensor::retain_grad() const {
+  check_defined("retain_grad");
+  if (!impl_->requires_grad)
+    throw std::logic_error("retain_grad: the tensor does not require grad, so backward never reaches it "
+                           "(compute it from a leaf marked with set_requires_grad())");
+  if (impl_->grad_fn) impl_->grad_fn->retain_grad_of(impl_);
+}
+
+bool Tensor::retains_grad() const {
+  check_defined("retains_grad");
+  return impl_->grad_fn && impl_->grad_fn->retains_grad_of(impl_.get());
+}
+
 bool Tensor::is_leaf() const { check_defined("is_leaf"); return impl_->grad_fn == nullptr; }
 
 const std::shared_ptr<Node>& Tensor::grad_fn() const { check_defined("grad_fn"); return impl_->grad_fn; }
