@@ -221,6 +221,12 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+bool Tensor::shares_storage(const Tensor& other) const {
+  check_defined("shares_storage");
+  other.check_defined("shares_storage");
+  return impl_->storage == other.impl_->storage;
+}
+
 template <typename T>
 T* Tensor::data() const {
   check_defined("data");

@@ -116,6 +116,8 @@ class Tensor {
   int64_t numel() const;
   DType dtype() const;
   bool is_contiguous() const;
+  /// True when both are views of one storage (one allocation), e.g. parameters in one arena.
+  bool shares_storage(const Tensor& other) const;
 
   // ----- data access -----
   /// Pointer to the first element (storage + offset). Throws std::invalid_argument if T does

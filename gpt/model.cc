@@ -1,5 +1,6 @@
 #include "gpt/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -8,6 +9,12 @@
 #include "autograd/ops.h"
 
 namespace attograd::gpt {
+
+namespace {
+// GPT-2's weight-decay rule (nanoGPT's configure_optimizers): every 2-D parameter, the
+// embeddings and the matrices, decays; biases and LayerNorm gains and shifts do not.
+bool decays(const Tensor& p) { return p.dim() >= 2; }
+}  // namespace
 
 Block::Block(const GPTConfig& c, Generator& gen, Generator* dropout_gen, DType dtype) {
   // GPT-2 scales the init of the two projections that write into the residual stream by
@@ -40,7 +47,16 @@ GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)
   for (int64_t i = 0; i < c.n_layer; ++i)
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(c, gen, dropout_gen_.get(), dtype)));
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
-  arena_ = std::make_unique<nn::ParameterArena>(*this);
+  // The decayed weights first, so that each of param_groups() is one range of the arena.
+  std::vector<std::pair<std::string, Tensor>> named = named_parameters();
+  std::stable_partition(named.begin(), named.end(), [](const auto& np) { return decays(np.second); });
+  arena_ = std::make_unique<nn::ParameterArena>(std::move(named));
+}
+
+std::vector<nn::ParamGroup> GPT::param_groups(double weight_decay) const {
+  std::vector<nn::ParamGroup> groups{{.params = {}, .weight_decay = weight_decay}, {.params = {}, .weight_decay = 0.0}};
+  for (const auto& [name, p] : arena_->named_parameters()) groups[decays(p) ? 0 : 1].params.push_back(p);
+  return groups;
 }
 
 void KVCache::reserve(const GPTConfig& config, int64_t B, DType dtype) {

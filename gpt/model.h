@@ -11,6 +11,7 @@
 #include "gpt/config.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/optim.h"
 
 namespace attograd::gpt {
 
@@ -76,6 +77,11 @@ class GPT : public nn::Module {
 
   const GPTConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
+  /// The optimizer groups of GPT-2 / nanoGPT's configure_optimizers: weight_decay on the 2-D
+  /// weights (embeddings, attention and MLP matrices), none on biases and LayerNorm parameters.
+  /// Each group is one contiguous range of the arena (decayed weights first), so AdamW updates
+  /// each in one pass and keeps its moments in arena order (what checkpoints store).
+  std::vector<nn::ParamGroup> param_groups(double weight_decay) const;
   /// The single buffer behind every parameter and gradient (what optimizers update).
   nn::ParameterArena& arena() { return *arena_; }
   const nn::ParameterArena& arena() const { return *arena_; }

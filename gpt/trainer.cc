@@ -107,7 +107,7 @@ Trainer::Trainer(GPT& model, const Dataset& data, const TrainOptions& options, s
       tokenizer_kind_(std::move(tokenizer_kind)),
       tokenizer_data_(std::move(tokenizer_data)),
       out_dir_(std::move(out_dir)),
-      optimizer_(model.arena(), nn::AdamWOptions{options.beta1, options.beta2, 1e-8, options.weight_decay}),
+      optimizer_(model.param_groups(options.weight_decay), nn::AdamWOptions{options.beta1, options.beta2, 1e-8}),
       batch_gen_(options.seed) {
   options_.validate();
   if (options_.block_size == 0) options_.block_size = model.config().block_size;
