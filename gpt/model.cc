@@ -86,7 +86,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache)
     const Tensor ids_tensor = contiguous(*t);  // t itself when contiguous: read in place
     const int64_t* ids = ids_tensor.data<int64_t>();
     for (int64_t i = 0; i < ids_tensor.numel(); ++i)
-      if (ids[i] < 0 || ids[i] >= c.vocab_size)
+      if ((ids[i] < 0 || ids[i] >= c.vocab_size) && !(t == &targets && ids[i] == kIgnoreTarget))
         throw std::out_of_range(std::string("GPT: ") + (t == &idx ? "token id " : "target id ") +
                                 std::to_string(ids[i]) + " at (" + std::to_string(i / T) + ", " +
                                 std::to_string(i % T) + ") is outside [0, " + std::to_string(c.vocab_size) +
@@ -118,10 +118,10 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache)
   if (targets.defined() && grad_enabled()) {
     // Training: the head and the loss as one op, whose (B T, V) logits become their own gradient
     // in the backward, so the largest tensor of the step exists once (ops.h).
-    out.loss = linear_cross_entropy(x, wte->weight, targets);
+    out.loss = linear_cross_entropy(x, wte->weight, targets, kIgnoreTarget);
   } else {
     out.logits = linear(x, wte->weight);  // (B, T, V)
-    if (targets.defined()) out.loss = cross_entropy(out.logits, targets);
+    if (targets.defined()) out.loss = cross_entropy(out.logits, targets, kIgnoreTarget);
   }
   return out;
 }

@@ -27,13 +27,18 @@ class Block : public nn::Module {
   std::shared_ptr<nn::MLP> mlp;
 };
 
+/// A target that adds no loss and no gradient (padding), nanoGPT's ignore_index: see
+/// cross_entropy in autograd/ops.h.
+constexpr int64_t kIgnoreTarget = -1;
+
 /// The output of GPT::forward.
 struct GPTOutput {
   // (B, T, vocab_size), dtype of the model. Undefined when training (targets given while the graph
   // is recorded): the logits then live inside the loss node (linear_cross_entropy), which turns
   // them into their gradient; call forward(idx), or forward under NoGradGuard, to read them.
   Tensor logits;
-  Tensor loss;    // scalar mean cross-entropy over B*T positions; undefined without targets
+  Tensor loss;    // scalar mean cross-entropy over the B*T positions whose target is not
+                  // kIgnoreTarget (0 if all are); undefined without targets
 };
 
 /// Cached keys and values of every layer, for generation that feeds one new token at a time
@@ -64,7 +69,8 @@ class GPT : public nn::Module {
   GPT(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);
 
   /// idx: i64 (B, T) token ids with T <= block_size and ids in [0, vocab_size);
-  /// targets: i64 (B, T) or undefined. Both are checked before any memory is read:
+  /// targets: i64 (B, T) in [0, vocab_size) or kIgnoreTarget, or undefined. Both are checked
+  /// before any memory is read:
   /// std::invalid_argument for a shape problem, std::out_of_range for an id.
   ///
   /// With a KV cache, idx holds the NEXT positions cache->length() .. cache->length() + T - 1
