@@ -116,23 +116,6 @@ std::vector<GradcheckCase> build() {
   }));
   c.push_back(unary_case("contiguous", [](const Tensor& x) { return exp(contiguous(transpose(x, 0, 1))); }));
 
-  // ----- indexing along a dimension -----
-  c.push_back({"gather", "x (B, T, C), index (B, 2, C) along T, ids repeating",
-               [](Generator& g, DType d, const Sizes& s) {
-                 return Inputs{param({s.B, s.T, s.C}, g, d), random_ids({s.B, 2, s.C}, s.T, g)};
-               },
-               [](const Inputs& in) { return gather(in[0], 1, in[1]); }});
-  c.push_back({"gather", "x (C, T, B) viewed transposed, index (B, T, 2) along the last axis",
-               [](Generator& g, DType d, const Sizes& s) {
-                 return Inputs{param({s.C, s.T, s.B}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
-               },
-               [](const Inputs& in) { return gather(transpose(in[0], 0, 2), -1, in[1]); }});
-  c.push_back({"take_along_dim", "x (B, 1, C) broadcast against index (B, T, 2) along C",
-               [](Generator& g, DType d, const Sizes& s) {
-                 return Inputs{param({s.B, 1, s.C}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
-               },
-               [](const Inputs& in) { return take_along_dim(in[0], in[1], -1); }});
-
   // ----- matmul -----
   c.push_back({"matmul", "(T, C) @ (C, B)",
                [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.T, s.C}, g, d), param({s.C, s.B}, g, d)}; },
@@ -167,6 +150,21 @@ std::vector<GradcheckCase> build() {
                  return Inputs{param({7, s.C}, g, d), Tensor::from_ids(ids, {s.B, s.T})};
                },
                [](const Inputs& in) { return embedding(in[0], in[1]); }});
+  c.push_back({"gather", "x (B, T, C), index (B, 2, C) along T, ids repeating",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, s.T, s.C}, g, d), random_ids({s.B, 2, s.C}, s.T, g)};
+               },
+               [](const Inputs& in) { return gather(in[0], 1, in[1]); }});
+  c.push_back({"gather", "x (C, T, B) viewed transposed, index (B, T, 2) along the last axis",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.C, s.T, s.B}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
+               },
+               [](const Inputs& in) { return gather(transpose(in[0], 0, 2), -1, in[1]); }});
+  c.push_back({"take_along_dim", "x (B, 1, C) broadcast against index (B, T, 2) along C",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, 1, s.C}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
+               },
+               [](const Inputs& in) { return take_along_dim(in[0], in[1], -1); }});
   c.push_back({"causal_mask", "(B, T, T) then softmax (masked entries are -inf)",
                [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, s.T}, g, d)}; },
                [](const Inputs& in) { return softmax(causal_mask(in[0])); }});

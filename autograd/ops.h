@@ -103,17 +103,6 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 /// x itself if already contiguous, else a contiguous copy.  VJP: dx = dy
 Tensor contiguous(const Tensor& x);
 
-// ===== indexing along a dimension (ops_shape.cc) =====
-/// torch.gather: y[..., i, ...] = x[..., index[..., i, ...], ...] along dim; index i64 with x's
-/// number of dimensions and index.size(d) <= x.size(d) for d != dim -> y of index's shape.
-/// Throws std::out_of_range naming the first index outside [0, x.size(dim)).
-///                                            VJP: dx[..., index, ...] += dy (scatter-add)
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
-/// torch.take_along_dim: gather after broadcasting x and index against each other in every
-/// dimension but dim (a size-1 dimension stretches); e.g. x (B, V) and index (B, 1) pick one
-/// entry per row.                             VJP: dx = sum_to(scatter-add of dy at index)
-Tensor take_along_dim(const Tensor& x, const Tensor& index, int64_t dim);
-
 // ===== matrix multiply (ops_matmul.cc) =====
 /// (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast; either operand may be a
 /// transposed view (no copy). 2-D and batched; 1-D operands are rejected.
@@ -127,6 +116,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// Gathers rows: weight (V, C), ids i64 (...) -> (..., C). Throws std::out_of_range naming
 /// the first id outside [0, V).               VJP: dweight[ids[i]] += dy[i] (scatter-add)
 Tensor embedding(const Tensor& weight, const Tensor& ids);
+/// torch.gather: y[..., i, ...] = x[..., index[..., i, ...], ...] along dim; index i64 with x's
+/// number of dimensions and index.size(d) <= x.size(d) for d != dim -> y of index's shape.
+/// Throws std::out_of_range naming the first index outside [0, x.size(dim)).
+///                                            VJP: dx[..., index, ...] += dy (scatter-add)
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/// torch.take_along_dim: gather after broadcasting x and index against each other in every
+/// dimension but dim (a size-1 dimension stretches); e.g. x (B, V) and index (B, 1) pick one
+/// entry per row.                             VJP: dx = sum_to(scatter-add of dy at index)
+Tensor take_along_dim(const Tensor& x, const Tensor& index, int64_t dim);
 /// Scores (..., Tq, Tk) with -inf where key j > query t + (Tk - Tq) (no looking ahead).
 ///                                            VJP: dx = dy where kept, 0 where masked
 Tensor causal_mask(const Tensor& scores);

@@ -1,9 +1,13 @@
-// The ops a transformer is made of: embedding, causal mask, softmax (plain, causal-fused and
-// log), layer norm, cross-entropy, dropout. Each forward is followed by its VJP.
+// The ops a transformer is made of: embedding and the other gathers (gather, take_along_dim),
+// causal mask, softmax (plain, causal-fused and log), layer norm, the losses (cross-entropy,
+// nll_loss), dropout. Each forward is followed by its VJP.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/cross_entropy.h"
@@ -58,6 +62,101 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
       }
     });
   });
+}
+
+// ----- gather / take_along_dim:  y = x[..., index, ...] along dim;  dx[..., index, ...] += dy -----
+namespace {
+
+// The strides that read a tensor (shape, strides) at each coordinate of an iteration over
+// out_shape: its own strides, but 0 where it has size 1 and out_shape does not (it broadcasts)
+// and along `dim` (-1: none), whose offset the index supplies instead.
+Shape strides_over(const Shape& shape, const Shape& strides, const Shape& out_shape, int64_t dim) {
+  Shape s(out_shape.size());
+  for (size_t d = 0; d < s.size(); ++d)
+    s[d] = static_cast<int64_t>(d) == dim || (shape[d] == 1 && out_shape[d] != 1) ? 0 : strides[d];
+  return s;
+}
+
+// The shared body of gather and take_along_dim: y (out_shape) at coordinate c is x at c with
+// c[dim] replaced by index at c; x and index are read through strides_over, so a size-1
+// dimension of either broadcasts. The VJP scatter-adds dy through the same strides into dx,
+// where a broadcast dimension's stride 0 sums the gradient back (sum_to).
+Tensor gather_along(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Shape& out_shape) {
+  const int64_t size = x.shape()[dim];
+  const std::vector<int64_t> ids = index.to_ids();
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= size)
+      throw std::out_of_range(std::string(op) + ": index " + std::to_string(ids[i]) + " at position " +
+                              std::to_string(i) + " is outside [0, " + std::to_string(size) + ") along dimension " +
+                              std::to_string(dim) + " of " + shape_str(x.shape()));
+  Tensor y = Tensor::empty(out_shape, x.dtype());
+  const Shape index_strides = strides_over(index.shape(), index.strides(), out_shape, -1);
+  // Runs out_shape's coordinates: dst[o] (op)= src[s + idx[i] * step] with (s, i, o) the offsets
+  // of the source (stride 0 along dim), the index and the output.
+  auto walk = [out_shape, index_strides](const Shape& src_strides, int64_t step, const int64_t* idx, auto&& visit) {
+    detail::for_each_row<3>(out_shape, {src_strides, index_strides, contiguous_strides(out_shape)},
+                            [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& inner) {
+      for (int64_t j = 0; j < n; ++j)
+        visit(off[0] + j * inner[0] + idx[off[1] + j * inner[1]] * step, off[2] + j * inner[2]);
+    });
+  };
+  dispatch_floating(x.dtype(), op, [&]<typename T>() {
+    const T* src = x.data<T>();
+    T* dst = y.data<T>();
+    walk(strides_over(x.shape(), x.strides(), out_shape, dim), x.strides()[dim], index.data<int64_t>(),
+         [&](int64_t s, int64_t o) { dst[o] = src[s]; });
+  });
+  return record(y, op, {x, index}, [op, dim, walk, index = index.detach()](const Tensor& g, std::span<Tensor> gi) {
+    const Tensor& dx = gi[0];
+    dispatch_floating(g.dtype(), op, [&]<typename T>() {
+      T* dst = dx.data<T>();
+      const T* dy = g.data<T>();  // contiguous, out_shape
+      walk(strides_over(dx.shape(), dx.strides(), g.shape(), dim), dx.strides()[dim], index.data<int64_t>(),
+           [&](int64_t d, int64_t o) { dst[d] += dy[o]; });
+    });
+  });
+}
+
+// The checks both ops share: a floating x with at least one dimension and an i64 index of as
+// many dimensions; returns dim wrapped.
+int64_t check_gather(const char* op, const Tensor& x, int64_t dim, const Tensor& index) {
+  if (!x.defined() || !index.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating(op, DType::i64);
+  if (index.dtype() != DType::i64)
+    throw std::invalid_argument(std::string(op) + ": expected an i64 index, got " + dtype_name(index.dtype()));
+  if (x.dim() == 0 || index.dim() != x.dim())
+    throw std::invalid_argument(std::string(op) + ": expected an index with as many dimensions as the input " +
+                                shape_str(x.shape()) + ", got " + shape_str(index.shape()));
+  return detail::wrap_dim(dim, x.dim(), op);
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& x, int64_t dim_in, const Tensor& index) {
+  const int64_t dim = check_gather("gather", x, dim_in, index);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim && index.shape()[d] > x.shape()[d])
+      throw std::invalid_argument("gather: index " + shape_str(index.shape()) + " is larger than the input " +
+                                  shape_str(x.shape()) + " in dimension " + std::to_string(d) +
+                                  " (only dimension " + std::to_string(dim) + " may differ freely)");
+  return gather_along("gather", x, dim, index, index.shape());
+}
+
+Tensor take_along_dim(const Tensor& x, const Tensor& index, int64_t dim_in) {
+  const int64_t dim = check_gather("take_along_dim", x, dim_in, index);
+  Shape out_shape = x.shape();
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t a = x.shape()[d], b = index.shape()[d];
+    if (d == dim) {
+      out_shape[d] = b;
+    } else if (a != b && a != 1 && b != 1) {
+      throw std::invalid_argument("take_along_dim: input " + shape_str(x.shape()) + " and index " +
+                                  shape_str(index.shape()) + " cannot be broadcast in dimension " + std::to_string(d));
+    } else {
+      out_shape[d] = a == 1 ? b : a;
+    }
+  }
+  return gather_along("take_along_dim", x, dim, index, out_shape);
 }
 
 namespace {
