@@ -22,6 +22,7 @@ void Node::release() {
   drop_saved();  // frees the tensors the VJP saved
   inputs_.clear();
   grad_ = Tensor();
+  retained_.reset();
 }
 
 namespace {
@@ -121,20 +122,21 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   }
 
   NoGradGuard no_grad;  // VJPs are not themselves recorded
-  auto add_into_leaf = [](const Tensor& leaf, const Tensor& g) {
-    TensorImpl* impl = leaf.impl();
-    if (!impl->grad) {
-      impl->grad = g.impl_ptr();
+  // Adds g into a tensor's kept gradient (a leaf's, or a retain_grad() tensor's); the first time,
+  // g itself becomes the buffer, so it must be a tensor nobody else holds.
+  auto add_into_grad = [](TensorImpl& impl, const Tensor& g) {
+    if (!impl.grad) {
+      impl.grad = g.impl_ptr();
       return;
     }
-    Tensor acc(impl->grad);
+    Tensor acc(impl.grad);
     dispatch_floating(acc.dtype(), "backward", [&]<typename T>() {
       kernels::axpy<T>(acc.data<T>(), T(1), g.data<T>(), acc.numel());
     });
   };
 
   if (root.is_leaf()) {
-    add_into_leaf(root, seed);
+    add_into_grad(*root.impl(), seed);
     return;
   }
 
@@ -159,6 +161,10 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     Node* node = it->get();
     Tensor grad_out = std::move(node->grad_);
     node->grad_ = Tensor();
+    // retain_grad(): grad_out is complete here (every consumer of the output has run); the
+    // tensor keeps a copy, since the VJP below may still read grad_out.
+    if (const std::shared_ptr<TensorImpl> out = node->retained_.lock())
+      add_into_grad(*out, out->grad ? grad_out : grad_out.clone());
 
     const TensorList& inputs = node->inputs();
     TensorList grad_inputs(inputs.size());

@@ -28,6 +28,19 @@ Tensor param_away_from_zero(const Shape& shape, Generator& gen, DType dtype) {
   return Tensor::from_vector(v, shape, dtype).set_requires_grad();
 }
 
+// i64 ids of `shape`, each uniform in [0, n): indices and targets.
+Tensor random_ids(const Shape& shape, int64_t n, Generator& gen) {
+  std::vector<int64_t> ids(static_cast<size_t>(shape_numel(shape)));
+  for (int64_t& v : ids) v = static_cast<int64_t>(gen.below(static_cast<uint64_t>(n)));
+  return Tensor::from_ids(ids, shape);
+}
+// Targets in [0, V) with the second and the last ignored (-1, the losses' default ignore_index).
+Tensor targets_with_ignored(const Shape& shape, int64_t V, Generator& gen) {
+  std::vector<int64_t> t = random_ids(shape, V, gen).to_ids();
+  t.at(1) = t.back() = -1;
+  return Tensor::from_ids(t, shape);
+}
+
 GradcheckCase unary_case(std::string op, std::function<Tensor(const Tensor&)> f, double low = -2, double high = 2) {
   return {op, "(B, T, C)",
           [low, high](Generator& g, DType d, const Sizes& s) { return Inputs{param_in({s.B, s.T, s.C}, g, d, low, high)}; },
@@ -137,6 +150,21 @@ std::vector<GradcheckCase> build() {
                  return Inputs{param({7, s.C}, g, d), Tensor::from_ids(ids, {s.B, s.T})};
                },
                [](const Inputs& in) { return embedding(in[0], in[1]); }});
+  c.push_back({"gather", "x (B, T, C), index (B, 2, C) along T, ids repeating",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, s.T, s.C}, g, d), random_ids({s.B, 2, s.C}, s.T, g)};
+               },
+               [](const Inputs& in) { return gather(in[0], 1, in[1]); }});
+  c.push_back({"gather", "x (C, T, B) viewed transposed, index (B, T, 2) along the last axis",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.C, s.T, s.B}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
+               },
+               [](const Inputs& in) { return gather(transpose(in[0], 0, 2), -1, in[1]); }});
+  c.push_back({"take_along_dim", "x (B, 1, C) broadcast against index (B, T, 2) along C",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, 1, s.C}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
+               },
+               [](const Inputs& in) { return take_along_dim(in[0], in[1], -1); }});
   c.push_back({"causal_mask", "(B, T, T) then softmax (masked entries are -inf)",
                [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, s.T}, g, d)}; },
                [](const Inputs& in) { return softmax(causal_mask(in[0])); }});
@@ -172,16 +200,29 @@ std::vector<GradcheckCase> build() {
                [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); }});
   c.push_back({"cross_entropy", "logits (B, T, C), targets (B, T)",
                [](Generator& g, DType d, const Sizes& s) {
-                 std::vector<int64_t> t(static_cast<size_t>(shape_numel({s.B, s.T})));
-                 for (int64_t& v : t) v = static_cast<int64_t>(g.below(static_cast<uint64_t>(s.C)));
-                 return Inputs{param({s.B, s.T, s.C}, g, d), Tensor::from_ids(t, {s.B, s.T})};
+                 const Tensor t = random_ids({s.B, s.T}, s.C, g);
+                 return Inputs{param({s.B, s.T, s.C}, g, d), t};
                },
                [](const Inputs& in) { return cross_entropy(in[0], in[1]); }});
+  c.push_back({"cross_entropy", "logits (B, T, C), targets (B, T) with two ignored (-1)",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
+               },
+               [](const Inputs& in) { return cross_entropy(in[0], in[1]); }});
+  c.push_back({"nll_loss", "log-probabilities (B, T, C), targets (B, T) with two ignored (-1)",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
+               },
+               [](const Inputs& in) { return nll_loss(log_softmax(in[0]), in[1]); }});
   c.push_back({"linear_cross_entropy", "x (B, T, C), weight (7, C), targets (B, T)",
                [](Generator& g, DType d, const Sizes& s) {
-                 std::vector<int64_t> t(static_cast<size_t>(shape_numel({s.B, s.T})));
-                 for (int64_t& v : t) v = static_cast<int64_t>(g.below(7));
-                 return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d), Tensor::from_ids(t, {s.B, s.T})};
+                 const Tensor t = random_ids({s.B, s.T}, 7, g);
+                 return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d), t};
+               },
+               [](const Inputs& in) { return linear_cross_entropy(in[0], in[1], in[2]); }});
+  c.push_back({"linear_cross_entropy", "x (B, T, C), weight (7, C), targets (B, T) with two ignored (-1)",
+               [](Generator& g, DType d, const Sizes& s) {
+                 return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d), targets_with_ignored({s.B, s.T}, 7, g)};
                },
                [](const Inputs& in) { return linear_cross_entropy(in[0], in[1], in[2]); }});
   c.push_back(unary_case("dropout", [](const Tensor& x) {

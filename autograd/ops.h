@@ -116,6 +116,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// Gathers rows: weight (V, C), ids i64 (...) -> (..., C). Throws std::out_of_range naming
 /// the first id outside [0, V).               VJP: dweight[ids[i]] += dy[i] (scatter-add)
 Tensor embedding(const Tensor& weight, const Tensor& ids);
+/// torch.gather: y[..., i, ...] = x[..., index[..., i, ...], ...] along dim; index i64 with x's
+/// number of dimensions and index.size(d) <= x.size(d) for d != dim -> y of index's shape.
+/// Throws std::out_of_range naming the first index outside [0, x.size(dim)).
+///                                            VJP: dx[..., index, ...] += dy (scatter-add)
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/// torch.take_along_dim: gather after broadcasting x and index against each other in every
+/// dimension but dim (a size-1 dimension stretches); e.g. x (B, V) and index (B, 1) pick one
+/// entry per row.                             VJP: dx = sum_to(scatter-add of dy at index)
+Tensor take_along_dim(const Tensor& x, const Tensor& index, int64_t dim);
 /// Scores (..., Tq, Tk) with -inf where key j > query t + (Tk - Tq) (no looking ahead).
 ///                                            VJP: dx = dy where kept, 0 where masked
 Tensor causal_mask(const Tensor& scores);
@@ -144,15 +153,25 @@ Tensor log_softmax(const Tensor& x);
 ///        dbeta = sum dy   (kernels/layer_norm.h)
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
 /// Mean cross-entropy of logits (..., V) against i64 targets (...) -> scalar; the sum over
-/// rows is reduced in double. Throws std::out_of_range for a target outside [0, V).
+/// rows is reduced in double. A target equal to ignore_index (PyTorch's convention; nanoGPT's
+/// -1 by default) adds no loss and gets exactly 0 gradient, and N counts the other rows; with
+/// none left the loss is 0 (torch: NaN) and every gradient 0. Throws std::out_of_range for any
+/// other target outside [0, V).
 ///                                            VJP: dlogits = dy (softmax(logits) - onehot) / N
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
-/// The language-model head and its loss in one op: mean cross_entropy(x Wᵀ, targets) for x
-/// (..., C), weight (V, C), targets i64 (...) -> scalar. The (N, V) logits, the largest tensors
-/// of a GPT-2 step, exist once: the backward overwrites them with their gradient (a second
-/// backward through a retained graph recomputes them). Errors as linear and cross_entropy.
-///                          VJP: dlogits = dL (softmax - onehot) / N; dx = dlogits W; dW = dlogitsᵀ x
-Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets);
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1);
+/// Mean negative log-likelihood of log-probabilities (..., V) (e.g. log_softmax's output) at
+/// i64 targets (...) -> scalar: -mean_i x_i[t_i], with cross_entropy's ignore_index and N.
+/// A -inf entry that no target picks leaves the loss and its gradient finite. Classes are the
+/// last axis (torch.nn.functional.nll_loss wants them in axis 1; for (N, V) the two agree).
+///                                            VJP: dx_i[t_i] = -dy / N, 0 elsewhere
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index = -1);
+/// The language-model head and its loss in one op: mean cross_entropy(x Wᵀ, targets,
+/// ignore_index) for x (..., C), weight (V, C), targets i64 (...) -> scalar. The (N, V) logits,
+/// the largest tensors of a GPT-2 step, exist once: the backward overwrites them with their
+/// gradient (a second backward through a retained graph recomputes them). Errors as linear and
+/// cross_entropy.       VJP: dlogits = dL (softmax - onehot) / N; dx = dlogits W; dW = dlogitsᵀ x
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
+                            int64_t ignore_index = -1);
 /// Inverted dropout: zeroes each element with probability p and scales the rest by 1/(1-p);
 /// identity when !training or p == 0. Derived: mul by a mask drawn from `gen`.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);

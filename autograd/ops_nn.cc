@@ -1,9 +1,13 @@
-// The ops a transformer is made of: embedding, causal mask, softmax (plain, causal-fused and
-// log), layer norm, cross-entropy, dropout. Each forward is followed by its VJP.
+// The ops a transformer is made of: embedding and the other gathers (gather, take_along_dim),
+// causal mask, softmax (plain, causal-fused and log), layer norm, the losses (cross-entropy,
+// nll_loss), dropout. Each forward is followed by its VJP.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/cross_entropy.h"
@@ -58,6 +62,101 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
       }
     });
   });
+}
+
+// ----- gather / take_along_dim:  y = x[..., index, ...] along dim;  dx[..., index, ...] += dy -----
+namespace {
+
+// The strides that read a tensor (shape, strides) at each coordinate of an iteration over
+// out_shape: its own strides, but 0 where it has size 1 and out_shape does not (it broadcasts)
+// and along `dim` (-1: none), whose offset the index supplies instead.
+Shape strides_over(const Shape& shape, const Shape& strides, const Shape& out_shape, int64_t dim) {
+  Shape s(out_shape.size());
+  for (size_t d = 0; d < s.size(); ++d)
+    s[d] = static_cast<int64_t>(d) == dim || (shape[d] == 1 && out_shape[d] != 1) ? 0 : strides[d];
+  return s;
+}
+
+// The shared body of gather and take_along_dim: y (out_shape) at coordinate c is x at c with
+// c[dim] replaced by index at c; x and index are read through strides_over, so a size-1
+// dimension of either broadcasts. The VJP scatter-adds dy through the same strides into dx,
+// where a broadcast dimension's stride 0 sums the gradient back (sum_to).
+Tensor gather_along(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Shape& out_shape) {
+  const int64_t size = x.shape()[dim];
+  const std::vector<int64_t> ids = index.to_ids();
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= size)
+      throw std::out_of_range(std::string(op) + ": index " + std::to_string(ids[i]) + " at position " +
+                              std::to_string(i) + " is outside [0, " + std::to_string(size) + ") along dimension " +
+                              std::to_string(dim) + " of " + shape_str(x.shape()));
+  Tensor y = Tensor::empty(out_shape, x.dtype());
+  const Shape index_strides = strides_over(index.shape(), index.strides(), out_shape, -1);
+  // Runs out_shape's coordinates: dst[o] (op)= src[s + idx[i] * step] with (s, i, o) the offsets
+  // of the source (stride 0 along dim), the index and the output.
+  auto walk = [out_shape, index_strides](const Shape& src_strides, int64_t step, const int64_t* idx, auto&& visit) {
+    detail::for_each_row<3>(out_shape, {src_strides, index_strides, contiguous_strides(out_shape)},
+                            [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& inner) {
+      for (int64_t j = 0; j < n; ++j)
+        visit(off[0] + j * inner[0] + idx[off[1] + j * inner[1]] * step, off[2] + j * inner[2]);
+    });
+  };
+  dispatch_floating(x.dtype(), op, [&]<typename T>() {
+    const T* src = x.data<T>();
+    T* dst = y.data<T>();
+    walk(strides_over(x.shape(), x.strides(), out_shape, dim), x.strides()[dim], index.data<int64_t>(),
+         [&](int64_t s, int64_t o) { dst[o] = src[s]; });
+  });
+  return record(y, op, {x, index}, [op, dim, walk, index = index.detach()](const Tensor& g, std::span<Tensor> gi) {
+    const Tensor& dx = gi[0];
+    dispatch_floating(g.dtype(), op, [&]<typename T>() {
+      T* dst = dx.data<T>();
+      const T* dy = g.data<T>();  // contiguous, out_shape
+      walk(strides_over(dx.shape(), dx.strides(), g.shape(), dim), dx.strides()[dim], index.data<int64_t>(),
+           [&](int64_t d, int64_t o) { dst[d] += dy[o]; });
+    });
+  });
+}
+
+// The checks both ops share: a floating x with at least one dimension and an i64 index of as
+// many dimensions; returns dim wrapped.
+int64_t check_gather(const char* op, const Tensor& x, int64_t dim, const Tensor& index) {
+  if (!x.defined() || !index.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating(op, DType::i64);
+  if (index.dtype() != DType::i64)
+    throw std::invalid_argument(std::string(op) + ": expected an i64 index, got " + dtype_name(index.dtype()));
+  if (x.dim() == 0 || index.dim() != x.dim())
+    throw std::invalid_argument(std::string(op) + ": expected an index with as many dimensions as the input " +
+                                shape_str(x.shape()) + ", got " + shape_str(index.shape()));
+  return detail::wrap_dim(dim, x.dim(), op);
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& x, int64_t dim_in, const Tensor& index) {
+  const int64_t dim = check_gather("gather", x, dim_in, index);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim && index.shape()[d] > x.shape()[d])
+      throw std::invalid_argument("gather: index " + shape_str(index.shape()) + " is larger than the input " +
+                                  shape_str(x.shape()) + " in dimension " + std::to_string(d) +
+                                  " (only dimension " + std::to_string(dim) + " may differ freely)");
+  return gather_along("gather", x, dim, index, index.shape());
+}
+
+Tensor take_along_dim(const Tensor& x, const Tensor& index, int64_t dim_in) {
+  const int64_t dim = check_gather("take_along_dim", x, dim_in, index);
+  Shape out_shape = x.shape();
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t a = x.shape()[d], b = index.shape()[d];
+    if (d == dim) {
+      out_shape[d] = b;
+    } else if (a != b && a != 1 && b != 1) {
+      throw std::invalid_argument("take_along_dim: input " + shape_str(x.shape()) + " and index " +
+                                  shape_str(index.shape()) + " cannot be broadcast in dimension " + std::to_string(d));
+    } else {
+      out_shape[d] = a == 1 ? b : a;
+    }
+  }
+  return gather_along("take_along_dim", x, dim, index, out_shape);
 }
 
 namespace {
@@ -261,11 +360,22 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 }
 
 // ----- cross_entropy:  L = mean_i (logsumexp(x_i) - x_i[t_i]);  dx_i = dL (softmax(x_i) - onehot) / N -----
+//
+// PyTorch's ignore_index: a row whose target equals it adds no loss and gets exactly 0 gradient,
+// and N counts only the other rows. With none left, L = 0 and every gradient is 0 (PyTorch's
+// mean over zero elements is NaN; a fully padded micro-batch must not poison a training run).
 namespace {
 
-// The targets of a cross-entropy: i64 of the logits' leading shape, each in [0, V); returned
-// contiguous (the targets themselves when they are).
-Tensor checked_targets(const char* op, const Tensor& targets, const Shape& leading, int64_t V, const std::string& got) {
+// The targets of a loss over rows, checked: i64 of the input's leading shape, each in [0, V) or
+// equal to ignore_index. `t` is contiguous (the targets themselves when they are); `count` is
+// the number of rows that are not ignored, the N of the mean.
+struct CheckedTargets {
+  Tensor t;
+  int64_t count = 0;
+};
+
+CheckedTargets checked_targets(const char* op, const Tensor& targets, const Shape& leading, int64_t V,
+                               int64_t ignore_index, const std::string& got) {
   if (!targets.defined()) throw std::invalid_argument(std::string(op) + ": undefined targets");
   if (targets.dtype() != DType::i64)
     throw std::invalid_argument(std::string(op) + ": expected i64 targets, got " + dtype_name(targets.dtype()));
@@ -273,51 +383,94 @@ Tensor checked_targets(const char* op, const Tensor& targets, const Shape& leadi
     throw std::invalid_argument(std::string(op) + ": expected targets " + shape_str(leading) + ", got " + got +
                                 " and targets " + shape_str(targets.shape()));
   if (targets.numel() == 0) throw std::invalid_argument(std::string(op) + ": empty batch (no targets), the mean is undefined");
-  Tensor t = detail::contiguous_data(targets);
-  const int64_t* ids = t.data<int64_t>();
-  for (int64_t i = 0; i < t.numel(); ++i)
+  CheckedTargets c{detail::contiguous_data(targets), 0};
+  const int64_t* ids = c.t.data<int64_t>();
+  for (int64_t i = 0; i < c.t.numel(); ++i) {
+    if (ids[i] == ignore_index) continue;
     if (ids[i] < 0 || ids[i] >= V)
       throw std::out_of_range(std::string(op) + ": target " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                              " is outside [0, " + std::to_string(V) + ") (vocab_size)");
-  return t;
+                              " is outside [0, " + std::to_string(V) + ") (vocab_size) and is not ignore_index " +
+                              std::to_string(ignore_index));
+    ++c.count;
+  }
+  return c;
 }
 
-// The mean over N rows of V logits of -log softmax at the target, as a 0-d tensor; each row's
-// logsumexp goes to lse (N,) for the backward. The sum over rows is taken in double.
+// checked_targets for a loss over the rows of x (..., V), x being a floating tensor of at
+// least one dimension (logits or log-probabilities, named `what` in errors).
+CheckedTargets checked_rows(const char* op, const Tensor& x, const char* what, const Tensor& targets,
+                            int64_t ignore_index) {
+  if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating(op, DType::i64);
+  if (x.dim() < 1)
+    throw std::invalid_argument(std::string(op) + ": expected " + what + " (..., V), got a 0-d tensor");
+  const Shape leading(x.shape().begin(), x.shape().end() - 1);
+  return checked_targets(op, targets, leading, x.size(-1), ignore_index, std::string(what) + " " + shape_str(x.shape()));
+}
+
+// sum / count as the loss of a mean over the counted rows: 0 when every row was ignored.
+double mean_over(double sum, int64_t count) { return count > 0 ? sum / static_cast<double>(count) : 0.0; }
+
+// The mean over the counted rows of V logits of -log softmax at the target, as a 0-d tensor;
+// each row's logsumexp goes to lse (N,) for the backward. The sum over rows is taken in double.
 template <typename T>
-Tensor mean_cross_entropy(const T* logits, const Tensor& t, Tensor& lse, int64_t V, DType dtype) {
-  const int64_t N = t.numel();
+Tensor mean_cross_entropy(const T* logits, const CheckedTargets& c, Tensor& lse, int64_t V, int64_t ignore_index,
+                          DType dtype) {
+  const int64_t N = c.t.numel();
   Tensor losses = Tensor::empty({N}, dtype);
-  kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), logits, t.data<int64_t>(), N, V);
-  return Tensor::scalar(kernels::sum_all_double<T>(losses.data<T>(), N) / static_cast<double>(N), dtype);
+  kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), logits, c.t.data<int64_t>(), N, V, ignore_index);
+  return Tensor::scalar(mean_over(kernels::sum_all_double<T>(losses.data<T>(), N), c.count), dtype);
 }
 
-// The upstream gradient of each row's loss for a mean over N rows, dL / N, as the (N,) tensor the
-// backward kernel reads.
-Tensor per_row_gradient(const Tensor& g, int64_t N) {
-  return Tensor::full({N}, g.item() / static_cast<double>(N), g.dtype());
+// The upstream gradient of each row's loss for a mean over `count` rows, dL / count, as the (N,)
+// tensor the backward kernel reads (ignored rows never read it).
+Tensor per_row_gradient(const Tensor& g, const CheckedTargets& c) {
+  return Tensor::full({c.t.numel()}, mean_over(g.item(), c.count), g.dtype());
 }
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
-  if (!logits.defined()) throw std::invalid_argument("cross_entropy: undefined tensor");
-  if (logits.dtype() == DType::i64) throw_not_floating("cross_entropy", DType::i64);
-  if (logits.dim() < 1) throw std::invalid_argument("cross_entropy: expected logits (..., V), got a 0-d tensor");
-  const Shape leading(logits.shape().begin(), logits.shape().end() - 1);
-  const int64_t V = logits.size(-1);
-  const Tensor t = checked_targets("cross_entropy", targets, leading, V, "logits " + shape_str(logits.shape()));
-  const int64_t N = t.numel();
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+  const CheckedTargets c = checked_rows("cross_entropy", logits, "logits", targets, ignore_index);
+  const int64_t N = c.t.numel(), V = logits.size(-1);
   const Tensor xc = detail::contiguous_data(logits);
   Tensor lse = Tensor::empty({N}, logits.dtype());
   const Tensor loss = dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename T>() {
-    return mean_cross_entropy<T>(xc.data<T>(), t, lse, V, logits.dtype());
+    return mean_cross_entropy<T>(xc.data<T>(), c, lse, V, ignore_index, logits.dtype());
   });
   return record(loss, "cross_entropy", {logits, targets},
-                [t, N, V, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
+                [c, N, V, ignore_index, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
-      kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(), t.data<int64_t>(),
-                                         per_row_gradient(g, N).data<T>(), N, V, true);
+      kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(), c.t.data<int64_t>(),
+                                         per_row_gradient(g, c).data<T>(), N, V, ignore_index, true);
+    });
+  });
+}
+
+// ----- nll_loss:  L = -mean_i x_i[t_i];  dx_i[t_i] = -dL / N -----
+//
+// The pick of log-probabilities at the targets, with cross_entropy's ignore_index and mean.
+// Written as a sum of picked entries, never as a product with a one-hot: -inf * 0 would be NaN
+// wherever a log-probability is -inf (a masked class), although nothing picks it.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index) {
+  const CheckedTargets c = checked_rows("nll_loss", log_probs, "log-probabilities", targets, ignore_index);
+  const int64_t N = c.t.numel(), V = log_probs.size(-1);
+  const Tensor xc = detail::contiguous_data(log_probs);
+  const Tensor loss = dispatch_floating(log_probs.dtype(), "nll_loss", [&]<typename T>() {
+    const T* x = xc.data<T>();
+    const int64_t* t = c.t.data<int64_t>();
+    double sum = 0;
+    for (int64_t i = 0; i < N; ++i)
+      if (t[i] != ignore_index) sum -= static_cast<double>(x[i * V + t[i]]);
+    return Tensor::scalar(mean_over(sum, c.count), log_probs.dtype());
+  });
+  return record(loss, "nll_loss", {log_probs, targets}, [c, N, V, ignore_index](const Tensor& g, std::span<Tensor> gi) {
+    dispatch_floating(g.dtype(), "nll_loss", [&]<typename T>() {
+      const T dpick = static_cast<T>(-mean_over(g.item(), c.count));
+      const int64_t* t = c.t.data<int64_t>();
+      T* dx = gi[0].data<T>();
+      for (int64_t i = 0; i < N; ++i)
+        if (t[i] != ignore_index) dx[i * V + t[i]] += dpick;
     });
   });
 }
@@ -329,15 +482,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
 // for their gradient: for GPT-2 (V = 50257) the two largest tensors of a step. Here the logits
 // are computed into one buffer, which the backward overwrites with their gradient (the kernel
 // reads each logit before writing it) and then feeds to the two products.
-Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets) {
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets, int64_t ignore_index) {
   detail::check_floating_pair("linear_cross_entropy", x, weight);
   if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1))
     throw std::invalid_argument("linear_cross_entropy: expected x (..., C) and weight (V, C), got x " +
                                 shape_str(x.shape()) + " and weight " + shape_str(weight.shape()));
   const int64_t V = weight.size(0), C = weight.size(1);
   const Shape leading(x.shape().begin(), x.shape().end() - 1);
-  const Tensor t = checked_targets("linear_cross_entropy", targets, leading, V, "x " + shape_str(x.shape()));
-  const int64_t N = t.numel();
+  const CheckedTargets c =
+      checked_targets("linear_cross_entropy", targets, leading, V, ignore_index, "x " + shape_str(x.shape()));
+  const int64_t N = c.t.numel();
   const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
   Tensor logits = Tensor::empty({N, V}, x.dtype()), lse = Tensor::empty({N}, x.dtype());
   auto compute_logits = [N, C, V](const Tensor& out, const Tensor& xs, const Tensor& ws) {
@@ -347,18 +501,18 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   };
   compute_logits(logits, xc, wc);
   const Tensor loss = dispatch_floating(x.dtype(), "linear_cross_entropy", [&]<typename T>() {
-    return mean_cross_entropy<T>(logits.data<T>(), t, lse, V, x.dtype());
+    return mean_cross_entropy<T>(logits.data<T>(), c, lse, V, ignore_index, x.dtype());
   });
   return record(loss, "linear_cross_entropy", {x, weight, targets},
-                [t, N, V, C, xc = xc.detach(), wc = wc.detach(), logits, lse, compute_logits,
+                [c, N, V, C, ignore_index, xc = xc.detach(), wc = wc.detach(), logits, lse, compute_logits,
                  logits_intact = true](const Tensor& g, std::span<Tensor> gi) mutable {
     // A second backward through a retained graph finds the buffer holding the gradient: redo it.
     if (!logits_intact) compute_logits(logits, xc, wc);
     logits_intact = false;
     dispatch_floating(g.dtype(), "linear_cross_entropy", [&]<typename T>() {
       T* dlogits = logits.data<T>();  // the logits, turned into their gradient in place
-      kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), t.data<int64_t>(), per_row_gradient(g, N).data<T>(),
-                                         N, V, false);
+      kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), c.t.data<int64_t>(),
+                                         per_row_gradient(g, c).data<T>(), N, V, ignore_index, false);
       if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
         kernels::matmul<T>(gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false, false, true);
       if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the a_trans layout

@@ -226,6 +226,12 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+bool Tensor::shares_storage(const Tensor& other) const {
+  check_defined("shares_storage");
+  other.check_defined("shares_storage");
+  return impl_->storage == other.impl_->storage;
+}
+
 template <typename T>
 T* Tensor::data() const {
   check_defined("data");
@@ -298,6 +304,19 @@ void Tensor::zero_grad() const {
   if (!impl_->grad) return;
   Tensor g(impl_->grad);
   dispatch_floating(g.dtype(), "zero_grad", [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
+}
+
+void Tensor::retain_grad() const {
+  check_defined("retain_grad");
+  if (!impl_->requires_grad)
+    throw std::logic_error("retain_grad: the tensor does not require grad, so backward never reaches it "
+                           "(compute it from a leaf marked with set_requires_grad())");
+  if (impl_->grad_fn) impl_->grad_fn->retain_grad_of(impl_);
+}
+
+bool Tensor::retains_grad() const {
+  check_defined("retains_grad");
+  return impl_->grad_fn && impl_->grad_fn->retains_grad_of(impl_.get());
 }
 
 bool Tensor::is_leaf() const { check_defined("is_leaf"); return impl_->grad_fn == nullptr; }

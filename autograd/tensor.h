@@ -118,6 +118,8 @@ class Tensor {
   int64_t numel() const;
   DType dtype() const;
   bool is_contiguous() const;
+  /// True when both are views of one storage (one allocation), e.g. parameters in one arena.
+  bool shares_storage(const Tensor& other) const;
 
   // ----- data access -----
   /// Pointer to the first element (storage + offset). Throws std::invalid_argument if T does
@@ -139,10 +141,20 @@ class Tensor {
   /// Throws std::logic_error on a non-leaf (its gradient flows to its inputs instead) or on
   /// an i64 tensor.
   Tensor& set_requires_grad(bool value = true);
-  /// The accumulated gradient of a leaf (undefined before the first backward).
+  /// PyTorch's name for set_requires_grad. Unlike torch, requires_grad_(true) on a non-leaf
+  /// throws too (torch lets it pass as a no-op).
+  Tensor& requires_grad_(bool value = true) { return set_requires_grad(value); }
+  /// The accumulated gradient of a leaf, or of a non-leaf after retain_grad(); undefined before
+  /// the first backward that reaches it (and always for other non-leaves).
   Tensor grad() const;
-  /// Sets the leaf's accumulated gradient to zero (keeps the buffer).
+  /// Sets the accumulated gradient to zero (keeps the buffer).
   void zero_grad() const;
+  /// Keeps this non-leaf's gradient in grad() after backward, as torch's retain_grad(); it
+  /// accumulates over backward calls like a leaf's. A no-op on a leaf that requires grad.
+  /// Throws std::logic_error on a tensor that does not require grad.
+  void retain_grad() const;
+  /// True for a non-leaf after retain_grad() (false for leaves, as in torch).
+  bool retains_grad() const;
   /// True for tensors not produced by a recorded op.
   bool is_leaf() const;
   const std::shared_ptr<Node>& grad_fn() const;

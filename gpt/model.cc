@@ -1,5 +1,6 @@
 #include "gpt/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -11,6 +12,12 @@
 #include "autograd/size_math.h"
 
 namespace attograd::gpt {
+
+namespace {
+// GPT-2's weight-decay rule (nanoGPT's configure_optimizers): every 2-D parameter, the
+// embeddings and the matrices, decays; biases and LayerNorm gains and shifts do not.
+bool decays(const Tensor& p) { return p.dim() >= 2; }
+}  // namespace
 
 Block::Block(const GPTConfig& c, Generator& gen, Generator* dropout_gen, DType dtype) {
   // GPT-2 scales the init of the two projections that write into the residual stream by
@@ -68,7 +75,16 @@ GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)
   for (int64_t i = 0; i < c.n_layer; ++i)
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(c, gen, dropout_gen_.get(), dtype)));
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
-  arena_ = std::make_unique<nn::ParameterArena>(*this);
+  // The decayed weights first, so that each of param_groups() is one range of the arena.
+  std::vector<std::pair<std::string, Tensor>> named = named_parameters();
+  std::stable_partition(named.begin(), named.end(), [](const auto& np) { return decays(np.second); });
+  arena_ = std::make_unique<nn::ParameterArena>(std::move(named));
+}
+
+std::vector<nn::ParamGroup> GPT::param_groups(double weight_decay) const {
+  std::vector<nn::ParamGroup> groups{{.params = {}, .weight_decay = weight_decay}, {.params = {}, .weight_decay = 0.0}};
+  for (const auto& [name, p] : arena_->named_parameters()) groups[decays(p) ? 0 : 1].params.push_back(p);
+  return groups;
 }
 
 void KVCache::reserve(const GPTConfig& config, int64_t B, DType dtype) {
@@ -99,7 +115,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
     const Tensor ids_tensor = contiguous(*t);  // t itself when contiguous: read in place
     const int64_t* ids = ids_tensor.data<int64_t>();
     for (int64_t i = 0; i < ids_tensor.numel(); ++i)
-      if (ids[i] < 0 || ids[i] >= c.vocab_size)
+      if ((ids[i] < 0 || ids[i] >= c.vocab_size) && !(t == &targets && ids[i] == kIgnoreTarget))
         throw std::out_of_range(std::string("GPT: ") + (t == &idx ? "token id " : "target id ") +
                                 std::to_string(ids[i]) + " at (" + std::to_string(i / T) + ", " +
                                 std::to_string(i % T) + ") is outside [0, " + std::to_string(c.vocab_size) +
@@ -134,10 +150,10 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
   if (targets.defined() && grad_enabled()) {
     // Training: the head and the loss as one op, whose (B T, V) logits become their own gradient
     // in the backward, so the largest tensor of the step exists once (ops.h).
-    out.loss = linear_cross_entropy(x, wte->weight, targets);
+    out.loss = linear_cross_entropy(x, wte->weight, targets, kIgnoreTarget);
   } else {
     out.logits = linear(x, wte->weight);  // (B, T, V)
-    if (targets.defined()) out.loss = cross_entropy(out.logits, targets);
+    if (targets.defined()) out.loss = cross_entropy(out.logits, targets, kIgnoreTarget);
   }
   return out;
 }

@@ -11,6 +11,7 @@
 #include "gpt/config.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/optim.h"
 
 namespace attograd::gpt {
 
@@ -28,13 +29,18 @@ class Block : public nn::Module {
   std::shared_ptr<nn::MLP> mlp;
 };
 
+/// A target that adds no loss and no gradient (padding), nanoGPT's ignore_index: see
+/// cross_entropy in autograd/ops.h.
+constexpr int64_t kIgnoreTarget = -1;
+
 /// The output of GPT::forward.
 struct GPTOutput {
   // (B, T, vocab_size), dtype of the model. Undefined when training (targets given while the graph
   // is recorded): the logits then live inside the loss node (linear_cross_entropy), which turns
   // them into their gradient; call forward(idx), or forward under NoGradGuard, to read them.
   Tensor logits;
-  Tensor loss;    // scalar mean cross-entropy over B*T positions; undefined without targets
+  Tensor loss;    // scalar mean cross-entropy over the B*T positions whose target is not
+                  // kIgnoreTarget (0 if all are); undefined without targets
 };
 
 /// Cached keys and values of every layer, for generation that feeds one new token at a time
@@ -66,7 +72,8 @@ class GPT : public nn::Module {
   GPT(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);
 
   /// idx: i64 (B, T) token ids with T <= block_size and ids in [0, vocab_size);
-  /// targets: i64 (B, T) or undefined. Both are checked before any memory is read:
+  /// targets: i64 (B, T) in [0, vocab_size) or kIgnoreTarget, or undefined. Both are checked
+  /// before any memory is read:
   /// std::invalid_argument for a shape problem, std::out_of_range for an id.
   ///
   /// With a KV cache, idx holds the NEXT positions cache->length() .. cache->length() + T - 1
@@ -85,6 +92,11 @@ class GPT : public nn::Module {
 
   const GPTConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
+  /// The optimizer groups of GPT-2 / nanoGPT's configure_optimizers: weight_decay on the 2-D
+  /// weights (embeddings, attention and MLP matrices), none on biases and LayerNorm parameters.
+  /// Each group is one contiguous range of the arena (decayed weights first), so AdamW updates
+  /// each in one pass and keeps its moments in arena order (what checkpoints store).
+  std::vector<nn::ParamGroup> param_groups(double weight_decay) const;
   /// The single buffer behind every parameter and gradient (what optimizers update).
   nn::ParameterArena& arena() { return *arena_; }
   const nn::ParameterArena& arena() const { return *arena_; }

@@ -65,8 +65,10 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits, 
   return p;
 }
 
-int64_t sample_index(const std::vector<double>& probs, Generator& gen) {
-  const double u = gen.uniform();
+int64_t sample_index(const std::vector<double>& probs, Generator& gen) { return sample_index(probs, gen.uniform()); }
+
+int64_t sample_index(const std::vector<double>& probs, double u) {
+  if (!(u >= 0 && u < 1)) throw std::invalid_argument("sample_index: u must be in [0, 1), got " + std::to_string(u));
   double cum = 0;
   int64_t last_nonzero = 0;
   for (size_t i = 0; i < probs.size(); ++i) {

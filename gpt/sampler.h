@@ -29,7 +29,12 @@ struct SamplingOptions {
 /// With temperature 0 it is one-hot at the argmax (lowest id on ties); no division happens.
 std::vector<double> next_token_probabilities(const std::vector<double>& logits, const SamplingOptions& options);
 
-/// Draws an index from probabilities (which sum to 1) with one uniform from gen.
+/// The index whose CDF interval holds u in [0, 1): the smallest i with u < probs[0] + ... +
+/// probs[i] among the non-zero probs (torch.searchsorted(probs.cumsum(0), u, right=True)), so a
+/// zero probability is never chosen; u within rounding of 1 gives the last non-zero one.
+/// probs should sum to 1. Throws std::invalid_argument for u outside [0, 1) or NaN.
+int64_t sample_index(const std::vector<double>& probs, double u);
+/// sample_index(probs, gen.uniform()): one draw from gen.
 int64_t sample_index(const std::vector<double>& probs, Generator& gen);
 
 /// What generate() does besides sampling.

@@ -122,7 +122,7 @@ Trainer::Trainer(GPT& model, const Dataset& data, const TrainOptions& options, s
       tokenizer_kind_(std::move(tokenizer_kind)),
       tokenizer_data_(std::move(tokenizer_data)),
       out_dir_(std::move(out_dir)),
-      optimizer_(model.arena(), nn::AdamWOptions{options.beta1, options.beta2, 1e-8, options.weight_decay}),
+      optimizer_(model.param_groups(options.weight_decay), nn::AdamWOptions{options.beta1, options.beta2, 1e-8}),
       batch_gen_(options.seed) {
   options_.validate();
   if (options_.block_size == 0) options_.block_size = model.config().block_size;
@@ -168,13 +168,18 @@ void Trainer::save(const std::string& path) {
   last_saved_step_ = step_;
 }
 
-double Trainer::train_step() {
+double Trainer::train_step() { return step_on(nullptr); }
+
+double Trainer::train_step(const Batch& batch) { return step_on(&batch); }
+
+double Trainer::step_on(const Batch* fixed) {
   const TrainOptions& o = options_;
+  const int64_t micro_batches = fixed != nullptr ? 1 : o.grad_accum;
   model_.train();
   model_.arena().zero_grad();
   double loss_sum = 0;
-  for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
-    const Batch b = data_.get_batch(Split::train, o.batch_size, o.block_size, batch_gen_);
+  for (int64_t micro = 0; micro < micro_batches; ++micro) {
+    const Batch b = fixed != nullptr ? *fixed : data_.get_batch(Split::train, o.batch_size, o.block_size, batch_gen_);
     const Tensor loss = model_.forward(b.x, b.y).loss;
     const double value = loss.item();
     if (!std::isfinite(value))
@@ -183,7 +188,7 @@ double Trainer::train_step() {
     loss_sum += value;
     // Each micro-batch contributes 1/grad_accum of the mean: the accumulated gradient is the
     // gradient of the mean loss over all grad_accum * B * T tokens.
-    mul_scalar(loss, 1.0 / static_cast<double>(o.grad_accum)).backward();
+    mul_scalar(loss, 1.0 / static_cast<double>(micro_batches)).backward();
   }
   // The gradient norm is one pass over every gradient: computed only to clip, and then once.
   // The clipping factor is applied by AdamW as it reads each gradient.
@@ -200,7 +205,7 @@ double Trainer::train_step() {
   const int64_t decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.max_steps;
   optimizer_.step(nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr), scale);
   ++step_;
-  return loss_sum / static_cast<double>(o.grad_accum);
+  return loss_sum / static_cast<double>(micro_batches);
 }
 
 EvalResult Trainer::evaluate() {

@@ -94,6 +94,11 @@ class Trainer {
   /// One optimizer step over grad_accum micro-batches; returns the mean training loss.
   /// Throws NonFiniteLoss (parameters untouched) when the loss or gradient is not finite.
   double train_step();
+  /// One optimizer step on the caller's batch (x, y i64 (B, T), T <= block_size; checked as
+  /// GPT::forward checks them) instead of grad_accum drawn ones: an overfit check, or a
+  /// comparison with another implementation on the same data. Same schedule, clipping, step
+  /// count and errors as train_step(); the batch generator is not advanced.
+  double train_step(const Batch& batch);
 
   /// Mean loss and perplexity over eval_iters fixed batches of each split, in eval mode with
   /// no graph. The batches come from their own generator, so evaluating never changes the
@@ -128,6 +133,9 @@ class Trainer {
   std::string checkpoint_path() const;
 
  private:
+  // train_step's body: one micro-batch `fixed`, or grad_accum drawn ones when it is null.
+  double step_on(const Batch* fixed);
+
   GPT& model_;
   const Dataset& data_;
   TrainOptions options_;

@@ -49,20 +49,17 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
   return value;
 }
 
-ParameterArena::ParameterArena(const Module& module) {
-  std::vector<std::pair<std::string, Tensor>> all = module.named_parameters();
-  if (all.empty()) throw std::invalid_argument("ParameterArena: the module has no parameters");
-  const DType dtype = all.front().second.dtype();
-  // Decayed 2-D weights first, then everything else, each group in registration order.
-  for (int pass = 0; pass < 2; ++pass)
-    for (auto& np : all)
-      if ((np.second.dim() >= 2) == (pass == 0)) named_.push_back(np);
+ParameterArena::ParameterArena(const Module& module) : ParameterArena(module.named_parameters()) {}
+
+ParameterArena::ParameterArena(std::vector<std::pair<std::string, Tensor>> named_parameters)
+    : named_(std::move(named_parameters)) {
+  if (named_.empty()) throw std::invalid_argument("ParameterArena: the module has no parameters");
+  const DType dtype = named_.front().second.dtype();
   int64_t total = 0;
   for (auto& [name, t] : named_) {
     if (t.dtype() != dtype)
       throw std::invalid_argument("ParameterArena: parameter '" + name + "' is " + dtype_name(t.dtype()) +
                                   " but the first is " + dtype_name(dtype) + "; a model has one dtype");
-    if (t.dim() >= 2) num_decay_ += t.numel();
     total += t.numel();
   }
   params_ = Tensor::empty({total}, dtype);

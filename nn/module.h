@@ -3,8 +3,9 @@
 //
 // ParameterArena then moves every parameter of a model into ONE aligned buffer (and every
 // gradient into a second one), so optimizer updates, zero_grad, gradient-norm clipping and
-// checkpoint writes are single loops over contiguous memory (as llm.c does). The 2-D weights,
-// which AdamW decays, come first; biases, LayerNorm parameters come after.
+// checkpoint writes are single loops over contiguous memory (as llm.c does). The parameters lie
+// in the order given; a model that puts each optimizer group's parameters side by side (GPT:
+// the decayed weights first) gets each group updated as one range (optim.h).
 #pragma once
 
 #include <memory>
@@ -39,10 +40,12 @@ class Module {
   /// Sets every parameter's gradient to zero (keeps the buffers).
   void zero_grad();
 
+  /// Adds a parameter (marked requires_grad) and returns it. Register before packing the
+  /// module into a ParameterArena: a later parameter is not in the arena.
+  Tensor register_parameter(const std::string& name, Tensor value);
+
  protected:
   Module() = default;
-  /// Adds a parameter (marked requires_grad) and returns it.
-  Tensor register_parameter(const std::string& name, Tensor value);
   /// Adds a child module and returns it.
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
@@ -64,15 +67,16 @@ class Module {
 /// the arena only holds tensors.
 class ParameterArena {
  public:
-  /// Packs module's parameters. Throws std::invalid_argument if they mix dtypes.
+  /// Packs module's parameters in registration order. Throws std::invalid_argument if they
+  /// mix dtypes or there are none.
   explicit ParameterArena(const Module& module);
+  /// Packs the given named parameters in the given order (a model's own grouping). Same errors.
+  explicit ParameterArena(std::vector<std::pair<std::string, Tensor>> named_parameters);
 
-  /// All parameters as one flat (N,) tensor: the first num_decay() are the 2-D weights.
+  /// All parameters as one flat (N,) tensor, in the order they were given.
   const Tensor& params() const { return params_; }
   /// All gradients, same layout.
   const Tensor& grads() const { return grads_; }
-  /// Number of leading elements that weight decay applies to.
-  int64_t num_decay() const { return num_decay_; }
   /// The parameters in arena order, with their names.
   const std::vector<std::pair<std::string, Tensor>>& named_parameters() const { return named_; }
 
@@ -91,7 +95,6 @@ class ParameterArena {
 
  private:
   Tensor params_, grads_;
-  int64_t num_decay_ = 0;
   std::vector<std::pair<std::string, Tensor>> named_;
 };
 

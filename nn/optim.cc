@@ -1,57 +1,170 @@
 #include "nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <numbers>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
 
 namespace attograd::nn {
 
+// ----- Optimizer: groups resolved into ranges -----
+
 namespace {
-// Applies f(p, g, i) to every element of the arena in the arena's dtype.
-template <typename F>
-void for_each_element(ParameterArena& arena, F&& f) {
-  dispatch_floating(arena.params().dtype(), "optimizer", [&]<typename T>() {
-    T* p = arena.params().data<T>();
-    const T* g = arena.grads().data<T>();
-    for (int64_t i = 0; i < arena.params().numel(); ++i) f(p[i], g[i], i);
-  });
+
+// "parameter 2 of group 1": where a bad tensor was given.
+std::string where(size_t group, size_t index) {
+  return "parameter " + std::to_string(index) + " of group " + std::to_string(group);
 }
+
+// The address of a floating tensor's first element.
+const char* first_byte(const Tensor& t) {
+  return dispatch_floating(t.dtype(), "optimizer", [&]<typename T>() { return reinterpret_cast<const char*>(t.data<T>()); });
+}
+
+// True when b starts right where the n elements of a end, in the same storage.
+bool continues(const Tensor& a, int64_t n, const Tensor& b) {
+  return a.defined() && b.defined() && a.dtype() == b.dtype() && a.shares_storage(b) &&
+         first_byte(b) == first_byte(a) + n * static_cast<int64_t>(dtype_size(a.dtype()));
+}
+
 }  // namespace
 
-SGD::SGD(ParameterArena& arena, double momentum)
-    : arena_(arena), momentum_(momentum), velocity_(static_cast<size_t>(arena.params().numel()), 0.0) {}
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr, double default_weight_decay,
+                     const char* name)
+    : name_(name) {
+  auto fail = [name](size_t group, size_t index, const std::string& what) {
+    throw std::invalid_argument(std::string(name) + ": " + where(group, index) + " " + what);
+  };
+  struct Interval {  // a tensor's bytes, to find one given twice (torch refuses that too)
+    const char* begin;
+    const char* end;
+    size_t group, index;
+  };
+  std::vector<Interval> intervals;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const ParamGroup& group = groups[gi];
+    groups_.push_back({group.lr.value_or(default_lr), group.weight_decay.value_or(default_weight_decay)});
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      const Tensor& p = group.params[i];
+      if (!p.defined()) fail(gi, i, "is undefined");
+      if (p.dtype() == DType::i64) fail(gi, i, "is i64; only f32 and f64 tensors train");
+      if (!p.is_leaf())
+        fail(gi, i, std::string("is not a leaf (the output of '") + p.grad_fn()->name() +
+                        "'); optimize the leaves it is computed from");
+      if (!p.requires_grad()) fail(gi, i, "does not require grad; mark it with set_requires_grad()");
+      if (!p.is_contiguous()) fail(gi, i, "is a non-contiguous view " + shape_str(p.shape()) + "; give the tensor it views");
+      if (intervals.empty()) dtype_ = p.dtype();
+      if (p.dtype() != dtype_)
+        fail(gi, i, std::string("is ") + dtype_name(p.dtype()) + " but the first is " + dtype_name(dtype_) +
+                        "; one optimizer updates one dtype");
+      const char* begin = first_byte(p);
+      intervals.push_back({begin, begin + p.numel() * static_cast<int64_t>(dtype_size(dtype_)), gi, i});
+      // p joins the group's last range when it continues it in memory, and its gradient too.
+      Range* last = !ranges_.empty() && ranges_.back().group == gi ? &ranges_.back() : nullptr;
+      if (last && continues(last->first, last->n, p) && continues(last->first.grad(), last->n, p.grad())) {
+        last->n += p.numel();
+      } else {
+        ranges_.push_back({p, p.numel(), numel_, gi});
+      }
+      numel_ += p.numel();
+    }
+  }
+  if (intervals.empty()) throw std::invalid_argument(std::string(name) + ": no parameters to optimize");
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  for (size_t k = 1; k < intervals.size(); ++k)
+    if (intervals[k].begin < intervals[k - 1].end)
+      fail(intervals[k].group, intervals[k].index,
+           "shares memory with " + where(intervals[k - 1].group, intervals[k - 1].index) + " (a tensor given twice?)");
+}
 
-void SGD::step(double lr) {
-  for_each_element(arena_, [&](auto& p, auto g, int64_t i) {
-    velocity_[i] = momentum_ * velocity_[i] + g;
-    p -= static_cast<std::remove_reference_t<decltype(p)>>(lr * velocity_[i]);
+void Optimizer::zero_grad() {
+  dispatch_floating(dtype_, "zero_grad", [&]<typename T>() {
+    for_each_range<T>([](const Range& r, T*, T* g) { kernels::fill<T>(g, T(0), r.n); });
   });
 }
 
-AdamW::AdamW(ParameterArena& arena, const AdamWOptions& options)
-    : arena_(arena),
+void Optimizer::set_lr(double lr) {
+  for (GroupOptions& g : groups_) g.lr = lr;
+}
+
+// ----- SGD:  g = grad + wd p;  buf = momentum buf + g;  p -= lr buf -----
+
+SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& options)
+    : Optimizer(std::move(groups), options.lr, options.weight_decay, "SGD"), options_(options) {
+  if (options.momentum != 0) momentum_buffer_ = Tensor::zeros({numel_}, dtype_);
+}
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
+    : SGD(std::vector<ParamGroup>{ParamGroup{.params = std::move(params)}}, options) {}
+
+void SGD::step() {
+  dispatch_floating(dtype_, "SGD", [&]<typename T>() {
+    T* buffers = momentum_buffer_.defined() ? momentum_buffer_.data<T>() : nullptr;
+    const T momentum = static_cast<T>(options_.momentum);
+    for_each_range<T>([&](const Range& r, T* p, const T* grad) {
+      const T lr = static_cast<T>(groups_[r.group].lr), wd = static_cast<T>(groups_[r.group].weight_decay);
+      for (int64_t i = 0; i < r.n; ++i) {
+        T g = grad[i];
+        if (wd != 0) g += wd * p[i];
+        // torch starts the buffer as a copy of g; momentum * 0 + g is exactly that.
+        if (buffers) g = buffers[r.offset + i] = momentum * buffers[r.offset + i] + g;
+        p[i] -= lr * g;
+      }
+    });
+  });
+}
+
+void SGD::step(double lr) {
+  set_lr(lr);
+  step();
+}
+
+// ----- AdamW: one kernel pass per range (kernels/optimizer.h) -----
+
+AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& options)
+    : Optimizer(std::move(groups), options.lr, options.weight_decay, "AdamW"),
       options_(options),
-      m_(Tensor::zeros(arena.params().shape(), arena.params().dtype())),
-      v_(Tensor::zeros(arena.params().shape(), arena.params().dtype())) {}
+      m_(Tensor::zeros({numel_}, dtype_)),
+      v_(Tensor::zeros({numel_}, dtype_)) {}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
+    : AdamW(std::vector<ParamGroup>{ParamGroup{.params = std::move(params)}}, options) {}
+
+void AdamW::step() { update(1.0); }
 
 void AdamW::step(double lr, double grad_scale) {
+  set_lr(lr);
+  update(grad_scale);
+}
+
+void AdamW::update(double grad_scale) {
   ++t_;
   const AdamWOptions& o = options_;
-  const kernels::AdamWStep s{.lr = lr,
-                             .beta1 = o.beta1,
-                             .beta2 = o.beta2,
-                             .eps = o.eps,
-                             .weight_decay = o.weight_decay,
-                             .bias_correction1 = 1 - std::pow(o.beta1, static_cast<double>(t_)),
-                             .bias_correction2 = 1 - std::pow(o.beta2, static_cast<double>(t_)),
-                             .grad_scale = grad_scale};
-  dispatch_floating(arena_.params().dtype(), "AdamW", [&]<typename T>() {
-    kernels::adamw_step<T>(arena_.params().data<T>(), arena_.grads().data<T>(), m_.data<T>(), v_.data<T>(),
-                           arena_.params().numel(), arena_.num_decay(), s);
+  const double bias_correction1 = 1 - std::pow(o.beta1, static_cast<double>(t_));
+  const double bias_correction2 = 1 - std::pow(o.beta2, static_cast<double>(t_));
+  dispatch_floating(dtype_, "AdamW", [&]<typename T>() {
+    T* m = m_.data<T>();
+    T* v = v_.data<T>();
+    for_each_range<T>([&](const Range& r, T* p, const T* g) {
+      const GroupOptions& group = groups_[r.group];
+      const kernels::AdamWStep s{.lr = group.lr,
+                                 .beta1 = o.beta1,
+                                 .beta2 = o.beta2,
+                                 .eps = o.eps,
+                                 .weight_decay = group.weight_decay,
+                                 .bias_correction1 = bias_correction1,
+                                 .bias_correction2 = bias_correction2,
+                                 .grad_scale = grad_scale};
+      // The decay multiply is skipped, not multiplied by 1, for groups without decay.
+      kernels::adamw_step<T>(p, g, m + r.offset, v + r.offset, r.n, group.weight_decay != 0 ? r.n : 0, s);
+    });
   });
 }
 
@@ -70,12 +183,11 @@ void convert_into(const Tensor& dst, const Tensor& src) {
 }  // namespace
 
 void AdamW::load_state(const Tensor& m, const Tensor& v, int64_t t) {
-  const int64_t n = arena_.params().numel();
   for (const Tensor* moment : {&m, &v}) {
-    if (!moment->defined() || moment->dtype() == DType::i64 || moment->numel() != n)
+    if (!moment->defined() || moment->dtype() == DType::i64 || moment->numel() != numel_)
       throw std::invalid_argument("AdamW: the saved optimizer state has " +
                                   (moment->defined() ? std::to_string(moment->numel()) : std::string("no")) +
-                                  " moments but the model has " + std::to_string(n) + " parameters");
+                                  " moments but the model has " + std::to_string(numel_) + " parameters");
   }
   if (t < 0) throw std::invalid_argument("AdamW: negative step count " + std::to_string(t));
   convert_into(m_, m);

@@ -5,6 +5,7 @@
 //   lse_i  = m + log(sum_j exp(x_ij - m)),  m = max_j x_ij
 //   loss_i = lse_i - x_i[t_i]                        (computed as (m - x_i[t_i]) + log(sum))
 //   dx_ij += dloss_i * (exp(x_ij - lse_i) - [j == t_i])
+// A row whose target is ignore_index adds no loss and gets no gradient (zeros when overwriting).
 //
 // Every row is done whole by one thread, so results do not depend on the thread count.
 #include "autograd/kernels/cross_entropy.h"
@@ -32,8 +33,12 @@ namespace {
 
 template <typename T>
 void cross_entropy_forward_impl(T* losses, T* lse, const T* logits, const int64_t* targets,
-                                int64_t N, int64_t V) {
+                                int64_t N, int64_t V, int64_t ignore_index) {
   for_range(N, N * V >= kParallelMin, [&](int64_t i) HWY_ATTR {
+    if (targets[i] == ignore_index) {
+      losses[i] = lse[i] = T(0);
+      return;
+    }
     const T* x = logits + i * V;
 
     // passes 1 and 2 (simd-inl.h): row max m, so every exp argument is <= 0, and the sum of
@@ -56,12 +61,18 @@ void cross_entropy_forward_impl(T* losses, T* lse, const T* logits, const int64_
 // |lse| * 2^-24 (see cross_entropy_ref.h): negligible for real logits, 3% near 7e5.
 template <typename T>
 void cross_entropy_backward_impl(T* dlogits, const T* logits, const T* lse, const int64_t* targets,
-                                 const T* dloss, int64_t N, int64_t V, bool accumulate) {
+                                 const T* dloss, int64_t N, int64_t V, int64_t ignore_index,
+                                 bool accumulate) {
   const hn::CappedTag<T, 1> d1;
   for_range(N, N * V >= kParallelMin, [&](int64_t i) HWY_ATTR {
     const T* x = logits + i * V;
     T* dx = dlogits + i * V;
     const int64_t t = targets[i];
+    if (t == ignore_index) {  // exactly 0, even where the logits are infinite or NaN
+      if (!accumulate)
+        for_each_vector<T>(0, V, [&](auto d, int64_t j) HWY_ATTR { hn::StoreU(hn::Zero(d), d, dx + j); });
+      return;
+    }
     const T x_t = x[t];
     const T dx_t_before = accumulate ? dx[t] : T(0);
 
@@ -102,13 +113,14 @@ namespace attograd::kernels {
 // is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
 ATTOGRAD_KERNEL(void, cross_entropy_forward,
-                (T* losses, T* lse, const T* logits, const int64_t* targets, int64_t N, int64_t V),
-                (losses, lse, logits, targets, N, V));
+                (T* losses, T* lse, const T* logits, const int64_t* targets, int64_t N, int64_t V,
+                 int64_t ignore_index),
+                (losses, lse, logits, targets, N, V, ignore_index));
 
 ATTOGRAD_KERNEL(void, cross_entropy_backward,
                 (T* dlogits, const T* logits, const T* lse, const int64_t* targets, const T* dloss,
-                 int64_t N, int64_t V, bool accumulate),
-                (dlogits, logits, lse, targets, dloss, N, V, accumulate));
+                 int64_t N, int64_t V, int64_t ignore_index, bool accumulate),
+                (dlogits, logits, lse, targets, dloss, N, V, ignore_index, accumulate));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

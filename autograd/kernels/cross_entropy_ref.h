@@ -14,10 +14,16 @@ namespace attograd::kernels::reference {
 /// The loss is deliberately NOT computed as lse_i - x_i[t]: with logits near 7e5 a float lse
 /// rounds to a multiple of 1/16 and the difference would lose log(sum) entirely, while
 /// m - x_i[t] is exact for nearby values (Sterbenz) and log(sum) is then added unharmed.
+///
+/// A row whose target is ignore_index is skipped: losses_i = lse_i = 0.
 template <typename T>
 void cross_entropy_forward(T* losses, T* lse, const T* logits, const int64_t* targets, int64_t N,
-                           int64_t V) {
+                           int64_t V, int64_t ignore_index) {
   for (int64_t i = 0; i < N; ++i) {
+    if (targets[i] == ignore_index) {
+      losses[i] = lse[i] = T(0);
+      continue;
+    }
     const T* x = logits + i * V;
     T m = -std::numeric_limits<T>::infinity();
     for (int64_t j = 0; j < V; ++j) m = std::max(m, x[j]);
@@ -37,11 +43,16 @@ void cross_entropy_forward(T* losses, T* lse, const T* logits, const int64_t* ta
 /// rounded to within |lse| * 2^-24 (about 6e-8 |lse|), which is then the relative error of every
 /// p: 1e-6 for logits of size 20, but 3% for logits near 7e5, where only the loss stays exact.
 /// Without accumulate, dlogits = the gradient (and may be logits itself: each entry is read
-/// before it is written).
+/// before it is written). The row of an ignored target gets a gradient of exactly 0.
 template <typename T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const int64_t* targets,
-                            const T* dloss, int64_t N, int64_t V, bool accumulate = true) {
+                            const T* dloss, int64_t N, int64_t V, int64_t ignore_index,
+                            bool accumulate = true) {
   for (int64_t i = 0; i < N; ++i) {
+    if (targets[i] == ignore_index) {
+      if (!accumulate) std::fill(dlogits + i * V, dlogits + (i + 1) * V, T(0));
+      continue;
+    }
     for (int64_t j = 0; j < V; ++j) {
       const T p = std::exp(logits[i * V + j] - lse[i]);
       const T g = dloss[i] * (j == targets[i] ? p - T(1) : p);

@@ -123,3 +123,32 @@ BOOST_AUTO_TEST_CASE(detach_cuts_the_graph) {
   y.backward();
   BOOST_TEST(x.grad().item() == 3.0);
 }
+
+// torch: a = [1, 2, 3] (leaf); y = a * a; y.retain_grad(); z = (y * [1, 10, 100]).sum().
+// Two backward calls: y.grad = [1, 10, 100], then [2, 20, 200] (it accumulates like a leaf's);
+// a.grad = [2, 40, 600], then [4, 80, 1200].
+BOOST_AUTO_TEST_CASE(retain_grad_keeps_a_non_leaf_gradient_as_torch) {
+  Tensor a = Tensor::from_vector({1, 2, 3}, {3}, DType::f64).requires_grad_();
+  BOOST_TEST(a.requires_grad());
+  Tensor y = mul(a, a);
+  BOOST_TEST(!y.retains_grad());
+  y.retain_grad();
+  BOOST_TEST(y.retains_grad());
+  BOOST_TEST(!a.retains_grad());  // false for leaves, as in torch
+  const Tensor z = sum(mul(y, Tensor::from_vector({1, 10, 100}, {3}, DType::f64)));
+  z.backward(Tensor(), /*retain_graph=*/true);
+  BOOST_TEST(y.grad().to_vector() == std::vector<double>({1, 10, 100}));
+  BOOST_TEST(a.grad().to_vector() == std::vector<double>({2, 40, 600}));
+  z.backward();
+  BOOST_TEST(y.grad().to_vector() == std::vector<double>({2, 20, 200}));
+  BOOST_TEST(a.grad().to_vector() == std::vector<double>({4, 80, 1200}));
+  // Without retain_grad a non-leaf keeps nothing; the root itself can be retained too.
+  Tensor u = mul_scalar(a, 3), r = sum(u);
+  r.retain_grad();
+  r.backward();
+  BOOST_TEST(!u.grad().defined());
+  BOOST_TEST(r.grad().item() == 1.0);
+  expect_throw_with<std::logic_error>([] { Tensor::ones({2}).retain_grad(); },
+                                      "retain_grad: the tensor does not require grad");
+  expect_throw_with<std::logic_error>([&] { u.requires_grad_(false); }, "only leaf");
+}

@@ -358,3 +358,125 @@ BOOST_AUTO_TEST_CASE(dropout_is_seeded_and_scaled) {
   BOOST_TEST(dropout(x, 0.25, false, g3).impl() == x.impl());  // identity in eval mode
   expect_throw_with<std::invalid_argument>([&] { dropout(x, 1.5, true, g3); }, "p must be in [0, 1]");
 }
+
+// ----- PyTorch's values (torch 1.13 via /usr/bin/python3, float64), computed once -----
+
+// F.cross_entropy(x, t, ignore_index=-1) for the example: row 1 is ignored, the mean
+// runs over rows 0 and 2. linear_cross_entropy with W = I computes the same logits and must
+// agree, loss and gradient, with the same exact zeros.
+BOOST_AUTO_TEST_CASE(cross_entropy_ignore_index_matches_torch) {
+  const std::vector<double> logits = {1, 2, 3, 4, 0, 0, 0, 0, 2, -1, 0, 1};
+  const Tensor targets = Tensor::from_ids({2, -1, 0}, {3});
+  const std::vector<double> expected_grad = {0.016029301640, 0.043572159371, -0.381558590955, 0.321957129944,
+                                             0, 0, 0, 0,
+                                             -0.178042870056, 0.016029301640, 0.043572159371, 0.118441409045};
+  for (DType dt : kBoth) {
+    for (const bool fused : {false, true}) {
+      BOOST_TEST_CONTEXT(dtype_name(dt) << (fused ? " linear_cross_entropy" : " cross_entropy")) {
+        Tensor x = Tensor::from_vector(logits, {3, 4}, dt).set_requires_grad();
+        const Tensor eye = Tensor::from_vector({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 4}, dt);
+        const Tensor loss = fused ? linear_cross_entropy(x, eye, targets) : cross_entropy(x, targets);
+        BOOST_TEST(std::abs(loss.item() - 0.9401896985611953) < tol(dt));
+        loss.backward();
+        expect_close(x.grad().to_vector(), expected_grad, tol(dt));
+        for (int64_t j = 0; j < 4; ++j) BOOST_TEST(x.grad().at({1, j}) == 0.0);  // exactly
+      }
+    }
+  }
+  // Another ignore_index: 0 is a real class (as PyTorch allows), so target 0 is skipped instead.
+  const Tensor x = Tensor::from_vector(logits, {3, 4}, DType::f64);
+  BOOST_TEST(std::abs(cross_entropy(x, Tensor::from_ids({2, 1, 0}, {3}), 0).item() -
+                      cross_entropy(slice(x, 0, 0, 2), Tensor::from_ids({2, 1}, {2})).item()) < 1e-15);
+  expect_throw_with<std::out_of_range>([&] { cross_entropy(x, Tensor::from_ids({2, -2, 0}, {3})); },
+                                       "target -2 at position 1 is outside [0, 4) (vocab_size) and is not ignore_index -1");
+}
+
+// Every row ignored: torch's mean over zero rows is NaN (its gradient 0). Here the loss is 0 and
+// the gradient 0, so a fully padded micro-batch cannot poison a run.
+BOOST_AUTO_TEST_CASE(all_ignored_rows_give_zero_loss_and_gradient) {
+  const Tensor t = Tensor::from_ids({-1, -1}, {2});
+  Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, DType::f64).set_requires_grad();
+  Tensor W = Tensor::from_vector({1, 0, 0, 1, 1, 1, 0, 0, 2}, {3, 3}, DType::f64).set_requires_grad();
+  for (const Tensor& loss : {cross_entropy(x, t), nll_loss(x, t), linear_cross_entropy(x, W, t)}) {
+    BOOST_TEST(loss.item() == 0.0);
+    loss.backward();
+  }
+  expect_close(x.grad().to_vector(), std::vector<double>(6, 0.0), 0);
+  expect_close(W.grad().to_vector(), std::vector<double>(9, 0.0), 0);
+}
+
+// F.nll_loss(F.log_softmax(x, -1), t) where some logits are -inf (masked classes): finite loss and
+// gradient, where picking with a one-hot product gives NaN (-inf * 0).
+BOOST_AUTO_TEST_CASE(nll_loss_of_log_softmax_with_minus_inf_matches_torch) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({0, -inf, 1, 2, -inf, 3, 0, -inf}, {2, 4}, dt).set_requires_grad();
+      const Tensor t = Tensor::from_ids({2, 1}, {2});
+      const Tensor loss = nll_loss(log_softmax(x), t);
+      BOOST_TEST(std::abs(loss.item() - 0.7280966580090612) < tol(dt));
+      loss.backward();
+      expect_close(x.grad().to_vector(),
+                   {0.045015286585, 0, -0.377635764473, 0.332620477887, 0, -0.023712936589, 0.023712936589, 0}, tol(dt));
+      const Tensor onehot = Tensor::from_vector({0, 0, 1, 0, 0, 1, 0, 0}, {2, 4}, dt);
+      BOOST_TEST(std::isnan(neg(mean(sum(mul(log_softmax(x.detach()), onehot), {-1}))).item()));
+    }
+  }
+  // F.nll_loss(lp, [1, -1, 2], ignore_index=-1) on given log-probabilities: (1.2 + 1.0) / 2.
+  Tensor lp = Tensor::from_vector({-0.5, -1.2, -2.0, -0.1, -3, -0.7, -1, -1, -1}, {3, 3}, DType::f64).set_requires_grad();
+  const Tensor loss = nll_loss(lp, Tensor::from_ids({1, -1, 2}, {3}));
+  BOOST_TEST(std::abs(loss.item() - 1.1) < 1e-15);
+  loss.backward();
+  expect_close(lp.grad().to_vector(), {0, -0.5, 0, 0, 0, 0, 0, 0, -0.5}, 0);
+  // The fused loss is the pick of log_softmax: cross_entropy == nll_loss(log_softmax).
+  Generator gen(3);
+  const Tensor z = Tensor::randn({2, 3, 5}, gen, DType::f64);
+  const Tensor targets = Tensor::from_ids({0, 4, -1, 2, 1, 3}, {2, 3});
+  BOOST_TEST(std::abs(cross_entropy(z, targets).item() - nll_loss(log_softmax(z), targets).item()) < 1e-14);
+  expect_throw_with<std::invalid_argument>([&] { nll_loss(Tensor::scalar(1.0), targets); },
+                                           "nll_loss: expected log-probabilities (..., V), got a 0-d tensor");
+}
+
+// torch.gather and torch.take_along_dim: values and the scatter-add gradient, repeated indices
+// adding up, and take_along_dim's broadcasting of both operands.
+BOOST_AUTO_TEST_CASE(gather_and_take_along_dim_match_torch) {
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dt).set_requires_grad();
+      Tensor y = gather(x, 1, Tensor::from_ids({2, 0, 1, 1}, {2, 2}));
+      expect_tensor(y, {2, 2}, {3, 1, 5, 5}, 0);
+      sum(mul(y, Tensor::from_vector({1, 2, 3, 4}, {2, 2}, dt))).backward();
+      expect_close(x.grad().to_vector(), {2, 0, 1, 0, 7, 0}, 0);  // 3 + 4 into x[1][1]
+      x.zero_grad();
+      y = gather(x, 0, Tensor::from_ids({1, 0, 1}, {1, 3}));
+      expect_tensor(y, {1, 3}, {4, 2, 6}, 0);
+      sum(y).backward();
+      expect_close(x.grad().to_vector(), {0, 1, 0, 1, 0, 1}, 0);
+
+      // torch.take_along_dim(x, i, 1) with i (1, 2) broadcast over x's rows.
+      x.zero_grad();
+      y = take_along_dim(x, Tensor::from_ids({0, 2}, {1, 2}), 1);
+      expect_tensor(y, {2, 2}, {1, 3, 4, 6}, 0);
+      sum(mul(y, Tensor::from_vector({1, 2, 3, 4}, {2, 2}, dt))).backward();
+      expect_close(x.grad().to_vector(), {1, 0, 2, 3, 0, 4}, 0);
+      // ... and x (1, 3) broadcast against i (2, 1): the gradient sums over the broadcast rows.
+      Tensor row = Tensor::from_vector({1, 2, 3}, {1, 3}, dt).set_requires_grad();
+      y = take_along_dim(row, Tensor::from_ids({2, 1}, {2, 1}), 1);
+      expect_tensor(y, {2, 1}, {3, 2}, 0);
+      sum(mul(y, Tensor::from_vector({1, 10}, {2, 1}, dt))).backward();
+      expect_close(row.grad().to_vector(), {0, 10, 1}, 0);
+    }
+  }
+  // The argmax pick: torch.take_along_dim(x, x.argmax(-1, keepdim=True), -1) = [[5], [6]].
+  const Tensor x = Tensor::from_vector({1, 5, 3, 4, 2, 6}, {2, 3}, DType::f64);
+  expect_tensor(take_along_dim(x, Tensor::from_ids({1, 2}, {2, 1}), -1), {2, 1}, {5, 6}, 0);
+  expect_throw_with<std::out_of_range>([&] { gather(x, 1, Tensor::from_ids({0, 3}, {2, 1})); },
+                                       "gather: index 3 at position 1 is outside [0, 3) along dimension 1 of (2, 3)");
+  expect_throw_with<std::invalid_argument>([&] { gather(x, 1, Tensor::from_ids({0, 0, 0}, {3, 1})); },
+                                           "gather: index (3, 1) is larger than the input (2, 3) in dimension 0");
+  expect_throw_with<std::invalid_argument>([&] { gather(x, 1, Tensor::from_ids({0, 0}, {2})); },
+                                           "expected an index with as many dimensions as the input (2, 3), got (2,)");
+  expect_throw_with<std::invalid_argument>([&] { take_along_dim(x, Tensor::from_ids({0, 0, 0}, {3, 1}), 1); },
+                                           "take_along_dim: input (2, 3) and index (3, 1) cannot be broadcast in dimension 0");
+  expect_throw_with<std::invalid_argument>([&] { gather(x, 1, Tensor::zeros({2, 1})); }, "expected an i64 index, got f32");
+}

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/allocator.h"
+#include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "gpt/model.h"
@@ -163,7 +164,7 @@ BOOST_AUTO_TEST_CASE(pico_memorises_a_fixed_sequence) {
       y.push_back(s[w * 8 + t + 1]);
     }
   const Tensor idx = Tensor::from_ids(x, {8, 8}), targets = Tensor::from_ids(y, {8, 8});
-  nn::AdamW opt(model.arena(), nn::AdamWOptions{0.9, 0.95, 1e-8, 0.0});
+  nn::AdamW opt(model.param_groups(0.0), nn::AdamWOptions{0.9, 0.95, 1e-8});
   double loss = 0;
   int step = 0;
   for (; step < 300; ++step) {
@@ -177,6 +178,23 @@ BOOST_AUTO_TEST_CASE(pico_memorises_a_fixed_sequence) {
   BOOST_TEST_MESSAGE("pico memorised 64 tokens to loss " << loss << " in " << step << " steps");
   BOOST_TEST(loss < 0.1);
   BOOST_TEST(step < 300);  // measured: 63 steps
+}
+
+// A target of kIgnoreTarget (-1, nanoGPT's ignore_index) pads: the loss is the mean over the
+// other positions, in training (linear_cross_entropy) and evaluation (cross_entropy) alike.
+BOOST_AUTO_TEST_CASE(ignored_targets_pad_the_batch) {
+  GPT model(preset("femto"), 3);
+  const Tensor idx = Tensor::from_ids({1, 2, 3, 4}, {1, 4});
+  const Tensor padded = Tensor::from_ids({2, kIgnoreTarget, 4, kIgnoreTarget}, {1, 4});
+  const Tensor loss = model.forward(idx, padded).loss;  // graph recorded: the fused head
+  std::vector<double> picked;
+  {
+    NoGradGuard no_grad;
+    BOOST_TEST(std::abs(model.forward(idx, padded).loss.item() - loss.item()) < 1e-6);
+    const Tensor logp = log_softmax(model.forward(idx).logits);  // (1, 4, V)
+    picked = {logp.at({0, 0, 2}), logp.at({0, 2, 4})};
+  }
+  BOOST_TEST(std::abs(loss.item() + (picked[0] + picked[1]) / 2) < 1e-6);
 }
 
 BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors_before_any_read) {

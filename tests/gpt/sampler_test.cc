@@ -204,3 +204,27 @@ BOOST_AUTO_TEST_CASE(kv_cache_steps_reuse_their_buffers) {
   expect_throw_with<std::invalid_argument>([&] { model.forward(Tensor::from_ids({1, 2}, {2, 1}), Tensor(), &cache); },
                                            "another batch size or model");
 }
+
+// The CDF boundaries, with u given: torch.searchsorted(probs.cumsum(0), u, right=True) for
+// probs [0.25, 0, 0.5, 0.25] and u = 0, 0.25⁻, 0.25, 0.75⁻, 0.75, 1⁻ (x⁻ = the double below x)
+// gives [0, 0, 2, 2, 3, 3]: an interval is closed below and open above, and the empty interval
+// of the zero probability (id 1) is never hit.
+BOOST_AUTO_TEST_CASE(sample_index_cdf_boundaries_match_torch_searchsorted) {
+  const std::vector<double> p{0.25, 0, 0.5, 0.25};
+  const double us[] = {0.0, std::nextafter(0.25, 0.0), 0.25, std::nextafter(0.75, 0.0), 0.75, std::nextafter(1.0, 0.0)};
+  const int64_t expected[] = {0, 0, 2, 2, 3, 3};
+  for (size_t i = 0; i < std::size(us); ++i) {
+    BOOST_TEST_INFO("u = " << us[i]);
+    BOOST_TEST(sample_index(p, us[i]) == expected[i]);
+  }
+  // A leading zero probability: u = 0 picks id 1, not id 0 (torch: 1).
+  BOOST_TEST(sample_index({0, 0.5, 0.5}, 0.0) == 1);
+  // Probabilities that sum to just under 1 (ten 0.1s: 0.9999999999999999): u above the sum
+  // still gives the last non-zero id, where searchsorted would run past the end.
+  BOOST_TEST(sample_index(std::vector<double>(10, 0.1), std::nextafter(1.0, 0.0)) == 9);
+  // The Generator overload draws u = gen.uniform().
+  Generator a(8), b(8);
+  BOOST_TEST(sample_index(p, a) == sample_index(p, b.uniform()));
+  expect_throw_with<std::invalid_argument>([&] { sample_index(p, 1.0); }, "sample_index: u must be in [0, 1), got 1");
+  expect_throw_with<std::invalid_argument>([&] { sample_index(p, std::nan("")); }, "u must be in [0, 1)");
+}

@@ -1,6 +1,7 @@
 // Tests autograd/kernels/cross_entropy.cc against cross_entropy_ref.h under every Highway
-// target, for float and double, with tail sizes and misaligned buffers; known values at huge
-// and spread logits that do not rely on the reference; accumulation; threads.
+// target, for float and double, with tail sizes, misaligned buffers and ignored rows; known
+// values at huge and spread logits that do not rely on the reference; ignored rows' exact
+// zeros; accumulation; threads.
 #define BOOST_TEST_MODULE cross_entropy
 #include <boost/test/unit_test.hpp>
 
@@ -8,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -21,6 +23,9 @@ namespace ref = attograd::kernels::reference;
 using namespace attograd::kernels::testing;
 
 namespace {
+
+// The losses' default ignore_index; random_targets never produces it.
+constexpr int64_t kIgnore = -1;
 
 std::vector<int64_t> random_targets(int64_t N, int64_t V, std::mt19937_64& rng) {
   std::uniform_int_distribution<int64_t> dist(0, V - 1);
@@ -39,11 +44,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_matches_reference, T, Types) {
         for (const int64_t offset : kOffsets) {
           const auto what = describe("N=", N, " V=", V, " offset=", offset);
           const Buffer<T> logits = uniform<T>(N * V, offset, rng, -10, 10);
-          const std::vector<int64_t> targets = random_targets(N, V, rng);
+          std::vector<int64_t> targets = random_targets(N, V, rng);
+          if (N > 1) targets[1] = kIgnore;  // a skipped row between two computed ones
           Buffer<T> losses(N, offset), lse(N, offset), losses_ref(N, offset), lse_ref(N, offset);
-          k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V);
+          k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, kIgnore);
           ref::cross_entropy_forward(losses_ref.data(), lse_ref.data(), logits.data(),
-                                     targets.data(), N, V);
+                                     targets.data(), N, V, kIgnore);
           // floor 10: lse and the loss are sums of terms of the size of the logits
           check_close(lse, lse_ref, kRtol<T>, 10, what + " lse");
           check_close(losses, losses_ref, kRtol<T>, 10, what + " losses");
@@ -52,17 +58,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_matches_reference, T, Types) {
           Buffer<T> dlogits = uniform<T>(N * V, offset, rng);
           Buffer<T> dlogits_ref = dlogits;
           k::cross_entropy_backward(dlogits.data(), logits.data(), lse_ref.data(), targets.data(),
-                                    dloss.data(), N, V, true);
+                                    dloss.data(), N, V, kIgnore, true);
           ref::cross_entropy_backward(dlogits_ref.data(), logits.data(), lse_ref.data(),
-                                      targets.data(), dloss.data(), N, V, true);
+                                      targets.data(), dloss.data(), N, V, kIgnore, true);
           check_close(dlogits, dlogits_ref, kRtol<T>, 1, what + " dlogits");
 
           // Overwriting, in place: the logits become their own gradient.
           Buffer<T> in_place = logits, in_place_ref = logits;
           k::cross_entropy_backward(in_place.data(), in_place.data(), lse_ref.data(), targets.data(),
-                                    dloss.data(), N, V, false);
+                                    dloss.data(), N, V, kIgnore, false);
           ref::cross_entropy_backward(in_place_ref.data(), in_place_ref.data(), lse_ref.data(),
-                                      targets.data(), dloss.data(), N, V, false);
+                                      targets.data(), dloss.data(), N, V, kIgnore, false);
           check_close(in_place, in_place_ref, kRtol<T>, 1, what + " dlogits in place");
         }
       }
@@ -80,30 +86,57 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_known_values, T, Types) {
     // (700001.0986) can only be held to 1/16.
     const std::vector<T> equal = {7e5, 7e5, 7e5};
     const int64_t target1 = 1;
-    k::cross_entropy_forward(&loss, &lse, equal.data(), &target1, 1, 3);
+    k::cross_entropy_forward(&loss, &lse, equal.data(), &target1, 1, 3, kIgnore);
     BOOST_TEST(is_close(loss, T(std::log(3.0)), kRtol<T>, 0), "loss = " << loss);
 
     // [3e4, -2e4, 1e4], target 2: loss = 3e4 - 1e4 = 2e4; p = [1, 0, 0], so dx = [1, 0, -1].
     const std::vector<T> wide = {3e4, -2e4, 1e4};
     const int64_t target2 = 2;
-    k::cross_entropy_forward(&loss, &lse, wide.data(), &target2, 1, 3);
+    k::cross_entropy_forward(&loss, &lse, wide.data(), &target2, 1, 3, kIgnore);
     BOOST_TEST(loss == T(20000));
     std::vector<T> dx(3, T(0));
-    k::cross_entropy_backward(dx.data(), wide.data(), &lse, &target2, &one, 1, 3, true);
+    k::cross_entropy_backward(dx.data(), wide.data(), &lse, &target2, &one, 1, 3, kIgnore, true);
     BOOST_TEST(dx == (std::vector<T>{1, 0, -1}), boost::test_tools::per_element());
 
     // [0, 60, -60], target 2: log_softmax = [-60, 0, -120], loss 120,
     // dx = [e^-60, 1, e^-120 - 1] = [8.756511e-27, 1, -1], all finite.
     const std::vector<T> spread = {0, 60, -60};
-    k::cross_entropy_forward(&loss, &lse, spread.data(), &target2, 1, 3);
+    k::cross_entropy_forward(&loss, &lse, spread.data(), &target2, 1, 3, kIgnore);
     BOOST_TEST(loss == T(120));
     BOOST_TEST(lse == T(60));
     dx.assign(3, T(0));
-    k::cross_entropy_backward(dx.data(), spread.data(), &lse, &target2, &one, 1, 3, true);
+    k::cross_entropy_backward(dx.data(), spread.data(), &lse, &target2, &one, 1, 3, kIgnore, true);
     BOOST_TEST(is_close(dx[0], T(8.756511e-27), 1e-6, 0), "dx[0] = " << dx[0]);
     BOOST_TEST(dx[1] == T(1));
     BOOST_TEST(dx[2] == T(-1));
     for (const T g : dx) BOOST_TEST(std::isfinite(g));
+  });
+}
+
+// An ignored row is never read: loss and lse 0, and its gradient exactly 0 (overwriting) or
+// untouched (accumulating), even with infinite and NaN logits. ignore_index may be a real class
+// (PyTorch allows it): here 2 is ignored while row 0 keeps its target 1.
+BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_ignored_rows_are_skipped, T, Types) {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const int64_t N = 2, V = 3, ignore_index = 2;
+  const std::vector<T> logits = {0, 0, 0, inf, nan, -inf};
+  const std::vector<int64_t> targets = {1, 2};
+  const std::vector<T> dloss = {1, 1};
+  for_each_target([&] {
+    std::vector<T> losses(N, T(7)), lse(N, T(7));
+    k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, ignore_index);
+    BOOST_TEST(is_close(losses[0], T(std::log(3.0)), kRtol<T>, 0), "loss = " << losses[0]);
+    BOOST_TEST(losses[1] == T(0));
+    BOOST_TEST(lse[1] == T(0));
+    std::vector<T> dx(N * V, T(5));
+    k::cross_entropy_backward(dx.data(), logits.data(), lse.data(), targets.data(), dloss.data(), N, V,
+                              ignore_index, false);
+    BOOST_TEST(is_close(dx[1], T(1.0 / 3.0 - 1.0), kRtol<T>, 0), "dx[1] = " << dx[1]);
+    for (int64_t j = V; j < N * V; ++j) BOOST_TEST(dx[j] == T(0));  // zeros, not NaN
+    std::vector<T> acc(N * V, T(5));
+    k::cross_entropy_backward(acc.data(), logits.data(), lse.data(), targets.data(), dloss.data(), N, V,
+                              ignore_index, true);
+    for (int64_t j = V; j < N * V; ++j) BOOST_TEST(acc[j] == T(5));  // untouched
   });
 }
 
@@ -115,14 +148,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_backward_accumulates, T, Types) {
   const std::vector<int64_t> targets = random_targets(N, V, rng);
   const std::vector<T> dloss = {T(0.25), T(0.5), T(1)};
   std::vector<T> losses(N), lse(N);
-  ref::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V);
+  ref::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, kIgnore);
   for_each_target([&] {
     Buffer<T> once(N * V, 1), twice(N * V, 1);
     k::cross_entropy_backward(once.data(), logits.data(), lse.data(), targets.data(), dloss.data(),
-                              N, V, true);
+                              N, V, kIgnore, true);
     for (int call = 0; call < 2; ++call) {
       k::cross_entropy_backward(twice.data(), logits.data(), lse.data(), targets.data(),
-                                dloss.data(), N, V, true);
+                                dloss.data(), N, V, kIgnore, true);
     }
     for (int64_t i = 0; i < N * V; ++i) once[i] *= 2;
     check_equal(twice.data(), once.data(), N * V, "cross_entropy_backward twice");
@@ -141,9 +174,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_is_thread_count_independent, T, Type
   for (const int nthreads : {1, 2}) {
     omp_set_num_threads(nthreads);
     std::vector<T> losses(N), lse(N), dlogits(N * V);
-    k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V);
+    k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, kIgnore);
     k::cross_entropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(),
-                              dloss.data(), N, V, false);
+                              dloss.data(), N, V, kIgnore, false);
     for (const auto* part : {&losses, &lse, &dlogits}) {
       results[nthreads - 1].insert(results[nthreads - 1].end(), part->begin(), part->end());
     }

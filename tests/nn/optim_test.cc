@@ -1,8 +1,11 @@
-// AdamW by hand and the learning-rate schedule (values from the issue).
+// Optimizers: AdamW and SGD by hand and against torch.optim with parameter groups on plain
+// tensors; arena groups fused into ranges (bit-identical to the tensor-by-tensor path); the
+// errors for tensors an optimizer cannot update; the learning-rate schedule.
 #define BOOST_TEST_MODULE optim
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
+#include "autograd/ops.h"
 #include "nn/module.h"
 #include "nn/optim.h"
 #include "tests/test_util.h"
@@ -10,6 +13,7 @@
 using namespace attograd;
 using namespace attograd::nn;
 using attograd::testing::expect_close;
+using attograd::testing::expect_throw_with;
 
 namespace {
 class WeightAndBias : public Module {
@@ -25,6 +29,10 @@ void set_grads(const WeightAndBias& m) {
   m.W.grad().data<double>()[1] = 0.1;
   m.b.grad().data<double>()[0] = 0.1;
 }
+// nanoGPT's two groups: decay on the weight, none on the bias.
+std::vector<ParamGroup> decay_weight_only(const WeightAndBias& m, double weight_decay) {
+  return {ParamGroup{.params = {m.W}, .weight_decay = weight_decay}, ParamGroup{.params = {m.b}, .weight_decay = 0.0}};
+}
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(adamw_one_step_by_hand) {
@@ -33,7 +41,8 @@ BOOST_AUTO_TEST_CASE(adamw_one_step_by_hand) {
   WeightAndBias m;
   ParameterArena arena(m);
   set_grads(m);
-  AdamW opt(arena, AdamWOptions{0.9, 0.95, 1e-8, 0.1});
+  AdamW opt(decay_weight_only(m, 0.1), AdamWOptions{0.9, 0.95, 1e-8});
+  BOOST_TEST(opt.num_ranges() == 2u);  // one per group: W and b are neighbours in the arena
   opt.step(0.1);
   // (eps = 1e-8 shifts each update by lr * eps / |g| = 1e-8.)
   expect_close(m.W.to_vector(), {0.89, -2.08}, 2e-8);
@@ -44,7 +53,7 @@ BOOST_AUTO_TEST_CASE(adamw_one_step_by_hand) {
 BOOST_AUTO_TEST_CASE(adamw_equal_gradients_move_by_lr_each_step) {
   WeightAndBias m;
   ParameterArena arena(m);
-  AdamW opt(arena);
+  AdamW opt(decay_weight_only(m, 0.1));
   for (int i = 0; i < 3; ++i) {
     set_grads(m);
     opt.step(0.01);
@@ -59,7 +68,7 @@ BOOST_AUTO_TEST_CASE(adamw_equal_gradients_move_by_lr_each_step) {
 BOOST_AUTO_TEST_CASE(adamw_grad_scale_equals_clip_then_step) {
   WeightAndBias a, b;
   ParameterArena arena_a(a), arena_b(b);
-  AdamW opt_a(arena_a), opt_b(arena_b);
+  AdamW opt_a(decay_weight_only(a, 0.1)), opt_b(decay_weight_only(b, 0.1));
   for (int i = 0; i < 3; ++i) {
     set_grads(a);
     set_grads(b);
@@ -85,13 +94,13 @@ BOOST_AUTO_TEST_CASE(adamw_moments_dtype_and_load_state) {
     Tensor w;
   } layer;
   ParameterArena arena(layer);
-  AdamW opt(arena);
+  AdamW opt(layer.parameters());
   BOOST_TEST((opt.m().dtype() == DType::f32));
   BOOST_TEST(opt.v().shape() == Shape{3});
   opt.load_state(Tensor::from_vector({0.1, 0.2, 0.3}, {3}, DType::f64), Tensor::from_vector({1, 2, 3}, {3}, DType::f64), 7);
   BOOST_TEST(opt.steps() == 7);
   expect_close(opt.m().to_vector(), {0.1f, 0.2f, 0.3f}, 0);
-  attograd::testing::expect_throw_with<std::invalid_argument>(
+  expect_throw_with<std::invalid_argument>(
       [&] { opt.load_state(Tensor::zeros({4}), Tensor::zeros({3}), 1); },
       "the saved optimizer state has 4 moments but the model has 3 parameters");
 }
@@ -99,12 +108,119 @@ BOOST_AUTO_TEST_CASE(adamw_moments_dtype_and_load_state) {
 BOOST_AUTO_TEST_CASE(sgd_with_momentum) {
   WeightAndBias m;
   ParameterArena arena(m);
-  SGD opt(arena, 0.9);
+  SGD opt(m.parameters(), SGDOptions{.momentum = 0.9});
   set_grads(m);
   opt.step(1.0);  // v = 0.1
   set_grads(m);
   opt.step(1.0);  // v = 0.19
   expect_close(m.b.to_vector(), {0.5 - 0.1 - 0.19}, 1e-12);
+}
+
+// torch.optim on plain tensors (no Module, no arena) with two parameter groups, from
+// /usr/bin/python3 with torch 1.13, float64:
+//   W = [[0.5, -0.3], [0.8, 0.1]], b = [0.1, -0.2], unused = [1, 2, 3] (never in the loss);
+//   loss = ((F.linear(x, W, b) - tgt)**2).mean(), x = [[1, 2], [3, -1]], tgt = [[1, 0], [0, 1]]
+//   groups [{'params': [W, unused], 'lr': 0.1, 'weight_decay': 0.1}, {'params': [b]}]
+//   AdamW(groups, lr=0.05, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
+//   SGD(groups, lr=0.05, momentum=0.9)            (weight_decay: L2 on the gradient)
+// 3 steps of zero_grad, backward, step. `unused` gets no gradient, so neither optimizer moves it,
+// not even by weight decay.
+namespace {
+struct TorchProblem {
+  Tensor W = Tensor::from_vector({0.5, -0.3, 0.8, 0.1}, {2, 2}, DType::f64).set_requires_grad();
+  Tensor b = Tensor::from_vector({0.1, -0.2}, {2}, DType::f64).set_requires_grad();
+  Tensor unused = Tensor::from_vector({1, 2, 3}, {3}, DType::f64).set_requires_grad();
+  std::vector<ParamGroup> groups() const {
+    return {ParamGroup{.params = {W, unused}, .lr = 0.1, .weight_decay = 0.1}, ParamGroup{.params = {b}}};
+  }
+  Tensor loss() const {
+    const Tensor x = Tensor::from_vector({1, 2, 3, -1}, {2, 2}, DType::f64);
+    const Tensor target = Tensor::from_vector({1, 0, 0, 1}, {2, 2}, DType::f64);
+    return mean(pow(sub(linear(x, W, b), target), 2));
+  }
+  template <class Opt>
+  std::vector<double> train(Opt& opt) const {
+    std::vector<double> losses;
+    for (int i = 0; i < 3; ++i) {
+      opt.zero_grad();
+      const Tensor l = loss();
+      losses.push_back(l.item());
+      l.backward();
+      opt.step();
+    }
+    return losses;
+  }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(adamw_param_groups_on_plain_tensors_match_torch) {
+  const TorchProblem p;
+  AdamW opt(p.groups(), AdamWOptions{.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.0, .lr = 0.05});
+  BOOST_TEST(opt.param_groups().at(0).lr == 0.1);
+  BOOST_TEST(opt.param_groups().at(1).lr == 0.05);  // the default
+  BOOST_TEST(opt.num_ranges() == 3u);               // separate tensors: one range each
+  expect_close(p.train(opt), {1.615, 0.9571885029861671, 0.5161319482373475}, 1e-14);
+  expect_close(p.W.to_vector(), {0.19631669990605632, 0.0038377801645459175, 0.4875443396061995, -0.09669185217480465},
+               1e-14);
+  expect_close(p.b.to_vector(), {-0.03705503209491463, -0.34441301383875167}, 1e-14);
+  expect_close(p.unused.to_vector(), {1, 2, 3}, 0);
+}
+
+BOOST_AUTO_TEST_CASE(sgd_param_groups_on_plain_tensors_match_torch) {
+  const TorchProblem p;
+  SGD opt(p.groups(), SGDOptions{.lr = 0.05, .momentum = 0.9});
+  BOOST_TEST(opt.param_groups().at(0).weight_decay == 0.1);
+  expect_close(p.train(opt), {1.615, 0.5255697499999998, 0.16070624066250006}, 1e-14);
+  expect_close(p.W.to_vector(), {-0.26668075, 0.5335195500000001, 0.10132994999999997, -0.048112850000000026}, 1e-14);
+  expect_close(p.b.to_vector(), {0.057485124999999984, -0.362576375}, 1e-14);
+  expect_close(p.unused.to_vector(), {1, 2, 3}, 0);
+}
+
+// A group whose tensors are neighbours in an arena is one range (one kernel call); the same
+// tensors in another order are updated one by one. Both paths give the same bits.
+BOOST_AUTO_TEST_CASE(arena_groups_fuse_and_match_the_tensor_path_bit_for_bit) {
+  class Three : public Module {
+   public:
+    explicit Three(Generator& gen) {
+      for (const char* name : {"a", "b", "c"}) ps.push_back(register_parameter(name, Tensor::randn({37}, gen, DType::f32)));
+    }
+    std::vector<Tensor> ps;
+  };
+  Generator gen_x(1), gen_y(1);
+  Three x(gen_x), y(gen_y);
+  ParameterArena arena_x(x), arena_y(y);
+  AdamW fused({ParamGroup{.params = {x.ps[0], x.ps[1]}, .weight_decay = 0.1}, ParamGroup{.params = {x.ps[2]}, .weight_decay = 0.0}});
+  AdamW split({ParamGroup{.params = {y.ps[1], y.ps[0]}, .weight_decay = 0.1}, ParamGroup{.params = {y.ps[2]}, .weight_decay = 0.0}});
+  BOOST_TEST(fused.num_ranges() == 2u);
+  BOOST_TEST(split.num_ranges() == 3u);  // b then a: not one run of memory
+  Generator grads(2);
+  for (int step = 0; step < 3; ++step) {
+    const Tensor g = Tensor::randn({3 * 37}, grads, DType::f32);
+    for (const ParameterArena* a : {&arena_x, &arena_y})
+      std::copy(g.data<float>(), g.data<float>() + g.numel(), a->grads().data<float>());
+    fused.step(0.01, 0.5);
+    split.step(0.01, 0.5);
+  }
+  BOOST_TEST(arena_x.params().to_vector() == arena_y.params().to_vector(), boost::test_tools::per_element());
+  // zero_grad through the optimizer clears the arena's gradients.
+  fused.zero_grad();
+  BOOST_TEST(arena_x.grad_norm() == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(tensors_an_optimizer_cannot_update_are_named) {
+  const Tensor w = Tensor::ones({2}, DType::f64).set_requires_grad();
+  expect_throw_with<std::invalid_argument>([&] { AdamW opt(std::vector<Tensor>{}); }, "AdamW: no parameters to optimize");
+  expect_throw_with<std::invalid_argument>([&] { AdamW opt({w, mul_scalar(w, 2)}); },
+                                           "AdamW: parameter 1 of group 0 is not a leaf (the output of 'mul_scalar')");
+  expect_throw_with<std::invalid_argument>([&] { SGD opt({Tensor::ones({2})}); },
+                                           "SGD: parameter 0 of group 0 does not require grad");
+  expect_throw_with<std::invalid_argument>([&] { AdamW opt({ParamGroup{.params = {w}}, ParamGroup{.params = {w}}}); },
+                                           "parameter 0 of group 1 shares memory with parameter 0 of group 0");
+  expect_throw_with<std::invalid_argument>(
+      [&] { AdamW opt({w, Tensor::ones({2}, DType::f32).set_requires_grad()}); }, "parameter 1 of group 0 is f32 but the first is f64");
+  const Tensor m = Tensor::ones({2, 3}, DType::f64).set_requires_grad();
+  expect_throw_with<std::invalid_argument>([&] { AdamW opt({transpose(m.detach(), 0, 1).set_requires_grad()}); },
+                                           "non-contiguous view (3, 2)");
 }
 
 BOOST_AUTO_TEST_CASE(cosine_schedule_values) {

@@ -31,6 +31,7 @@
 #include "gpt/checkpoint.h"
 #include "gpt/model.h"
 #include "gpt/safetensors.h"
+#include "gpt/trainer.h"
 #include "nn/optim.h"
 
 namespace {
@@ -171,7 +172,8 @@ BOOST_AUTO_TEST_CASE(ten_adamw_steps_match_pytorch) {
   const std::vector<double> expected = f.ref.tensor("adamw_losses", DType::f64).to_vector();
   BOOST_REQUIRE_EQUAL(expected.size(), 10u);
   // torch.optim.AdamW with two groups: weight decay 0.1 on the 2-D weights, 0 on the rest.
-  attograd::nn::AdamW opt(f.model->arena(), {0.9, 0.95, 1e-8, 0.1});
+  attograd::nn::AdamW opt(f.model->param_groups(0.1), {0.9, 0.95, 1e-8});
+  BOOST_TEST(opt.num_ranges() == 2u);  // each group is one range of the arena: the fused path
   std::vector<double> losses;
   for (size_t step = 0; step < expected.size(); ++step) {
     f.model->arena().zero_grad();
@@ -186,4 +188,31 @@ BOOST_AUTO_TEST_CASE(ten_adamw_steps_match_pytorch) {
                                << ", |err| " << std::setprecision(3) << std::abs(losses[i] - expected[i]));
   BOOST_TEST_MESSAGE("AdamW losses: max |err| " << e.max_abs << " (tolerance " << kAdamWTol * e.scale << ")");
   BOOST_TEST(e.within(kAdamWTol), "AdamW losses max |err| " << e.max_abs << " > " << kAdamWTol * e.scale);
+}
+
+// The same 10 steps through Trainer::train_step(batch): the caller's fixed batch instead of
+// drawn ones, with the trainer's schedule made constant (warmup 0, min_lr = lr) and no clipping.
+BOOST_AUTO_TEST_CASE(trainer_steps_on_a_fixed_batch_match_pytorch) {
+  const Fixture f;
+  const double lr = f.ref.doubles("adamw_lr").at(0);
+  const std::vector<double> expected = f.ref.tensor("adamw_losses", DType::f64).to_vector();
+  attograd::gpt::TrainOptions o;
+  o.max_steps = static_cast<int64_t>(expected.size());
+  o.batch_size = f.idx.size(0);
+  o.learning_rate = o.min_lr = lr;
+  o.warmup_steps = 0;
+  o.weight_decay = 0.1;
+  o.grad_clip = 0;
+  const attograd::gpt::Dataset unused(f.idx.to_ids(), f.model->config().block_size);  // never drawn from
+  attograd::gpt::Trainer trainer(*f.model, unused, o, "char", "", "");
+  std::vector<double> losses;
+  for (size_t step = 0; step < expected.size(); ++step)
+    losses.push_back(trainer.train_step(attograd::gpt::Batch{f.idx, f.targets}));
+  BOOST_TEST(trainer.step() == static_cast<int64_t>(expected.size()));
+  const Error e = compare(losses, expected, /*absolute=*/true);
+  BOOST_TEST_MESSAGE("Trainer::train_step(batch) losses: max |err| " << e.max_abs);
+  BOOST_TEST(e.within(kAdamWTol), "losses max |err| " << e.max_abs << " > " << kAdamWTol);
+  // A batch the model cannot take is refused before any update, as GPT::forward refuses it.
+  BOOST_CHECK_THROW(trainer.train_step(attograd::gpt::Batch{f.idx, Tensor::zeros({2, 32})}), std::invalid_argument);
+  BOOST_TEST(trainer.step() == static_cast<int64_t>(expected.size()));
 }

@@ -1,0 +1,86 @@
+// Turns the ```cpp blocks of a Markdown file into the source of a Boost.Test module: one test
+// case per block, named after the heading above it, with #line directives so that a compile
+// error or a failed check points at the Markdown line. Run at build time on docs/api.md (see
+// CMakeLists.txt): the document is the one list of snippets, and the test runs every one.
+//
+//   doc_snippets <in.md> <out.cc> <prelude header>
+//
+// Exits 1 with a one-line message for an unterminated block or a file without any block.
+#include <cctype>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace {
+
+// "## Losses, and their gradients" -> "losses_and_their_gradients"
+std::string slug(const std::string& heading) {
+  std::string s;
+  for (const char c : heading) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!s.empty() && s.back() != '_') {
+      s += '_';
+    }
+  }
+  while (!s.empty() && s.back() == '_') s.pop_back();
+  return s.empty() ? "snippet" : s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::cerr << "usage: doc_snippets <in.md> <out.cc> <prelude header>\n";
+    return 1;
+  }
+  const std::string md = argv[1];
+  std::ifstream in(md);
+  if (!in) {
+    std::cerr << "doc_snippets: cannot read " << md << "\n";
+    return 1;
+  }
+  std::ostringstream out;
+  out << "// Generated from " << md << " by tests/docs/doc_snippets.cc: edit the Markdown, not this.\n"
+      << "#define BOOST_TEST_MODULE api_doc\n#include <boost/test/unit_test.hpp>\n\n#include \"" << argv[3] << "\"\n";
+  std::string line, heading = "snippet";
+  std::map<std::string, int> used;  // case names taken, to number repeats
+  int line_no = 0, open_at = 0, blocks = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (open_at == 0) {
+      if (line.rfind("#", 0) == 0) heading = slug(line);
+      if (line == "```cpp") {
+        open_at = line_no;
+        const int n = ++used[heading];
+        out << "\nBOOST_AUTO_TEST_CASE(" << heading;
+        if (n > 1) out << '_' << n;
+        out << ") {\n"
+            << "#line " << line_no + 1 << " \"" << md << "\"\n";
+      }
+    } else if (line == "```") {
+      out << "}\n";
+      open_at = 0;
+      ++blocks;
+    } else {
+      out << line << '\n';
+    }
+  }
+  if (open_at != 0) {
+    std::cerr << md << ":" << open_at << ": the ```cpp block is never closed (add a line ```)\n";
+    return 1;
+  }
+  if (blocks == 0) {
+    std::cerr << md << ": no ```cpp block found; the test would check nothing\n";
+    return 1;
+  }
+  std::ofstream file(argv[2]);
+  file << out.str();
+  if (!file.flush()) {
+    std::cerr << "doc_snippets: cannot write " << argv[2] << "\n";
+    return 1;
+  }
+  return 0;
+}
