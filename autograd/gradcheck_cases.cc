@@ -28,6 +28,10 @@ Tensor param_away_from_zero(const Shape& shape, Generator& gen, DType dtype) {
   return Tensor::from_vector(v, shape, dtype).set_requires_grad();
 }
 
+// The heads the attention cases split C channels into: 2, or 1 when C is odd (`gradcheck -C`
+// takes any C from 2 to 16).
+int64_t heads_for(int64_t C) { return C % 2 == 0 ? 2 : 1; }
+
 // i64 ids of `shape`, each uniform in [0, n): indices and targets.
 Tensor random_ids(const Shape& shape, int64_t n, Generator& gen) {
   std::vector<int64_t> ids(static_cast<size_t>(shape_numel(shape)));
@@ -175,12 +179,12 @@ std::vector<GradcheckCase> build() {
   c.push_back({"causal_softmax", "(B, 2, T + 2): fewer queries than keys (a KV cache)",
                [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, 2, s.T + 2}, g, d)}; },
                [](const Inputs& in) { return causal_softmax(in[0]); }});
-  c.push_back({"causal_attention", "q, k, v (B, 2, T, C / 2): the head-split views of one (B, T, 3C) tensor",
+  c.push_back({"causal_attention", "q, k, v (B, NH, T, C / NH): the head-split views of one (B, T, 3C) tensor, NH = 2 (1 for odd C)",
                [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, 3 * s.C}, g, d)}; },
                [](const Inputs& in) {
-                 const int64_t B = in[0].size(0), T = in[0].size(1), C = in[0].size(2) / 3;
+                 const int64_t B = in[0].size(0), T = in[0].size(1), C = in[0].size(2) / 3, NH = heads_for(C);
                  const std::vector<Tensor> qkv = split(in[0], {C, C, C}, -1);
-                 auto heads = [&](const Tensor& t) { return transpose(reshape(t, {B, T, 2, C / 2}), 1, 2); };
+                 auto heads = [&](const Tensor& t) { return transpose(reshape(t, {B, T, NH, C / NH}), 1, 2); };
                  return causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
                }});
   c.push_back({"causal_attention", "q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV cache)",
@@ -189,9 +193,9 @@ std::vector<GradcheckCase> build() {
                                param({s.B, 1, s.T + 2, s.C}, g, d)};
                },
                [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); }});
-  c.push_back({"causal_attention_qkv", "qkv (B, T, 3C), 2 heads",
+  c.push_back({"causal_attention_qkv", "qkv (B, T, 3C), 2 heads (1 for odd C)",
                [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, 3 * s.C}, g, d)}; },
-               [](const Inputs& in) { return causal_attention_qkv(in[0], 2); }});
+               [](const Inputs& in) { return causal_attention_qkv(in[0], heads_for(in[0].size(2) / 3)); }});
   c.push_back(unary_case("log_softmax", [](const Tensor& x) { return log_softmax(x); }, -3, 3));
   c.push_back({"layer_norm", "x (B, T, C), gamma (C), beta (C)",
                [](Generator& g, DType d, const Sizes& s) {

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "autograd/random.h"
@@ -97,7 +99,11 @@ Tensor permute(const Tensor& x, const Shape& perm);
 ///                                            VJP: dx[start:end] = dy, zero elsewhere
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);
 /// Joins tensors of equal shape but along dim.  VJP: dx_i = the matching slice of dy
-Tensor concat(const std::vector<Tensor>& xs, int64_t dim);
+Tensor concat(std::span<const Tensor> xs, int64_t dim);
+/// concat of a braced list, concat({a, b}, -1), without building a vector (RoPE calls it per step).
+inline Tensor concat(std::initializer_list<Tensor> xs, int64_t dim) {
+  return concat(std::span<const Tensor>(xs.begin(), xs.size()), dim);
+}
 /// Splits x along dim into pieces of the given sizes (derived: one slice per piece).
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);
 /// x itself if already contiguous, else a contiguous copy.  VJP: dx = dy

@@ -30,28 +30,32 @@ MatrixOperand as_matrix_operand(const Tensor& x) {
   return {detail::contiguous_data(x), false};
 }
 
-// Element offsets of each batch matrix of t when the batch dimensions are broadcast to
-// `batch` (stride 0 where t was broadcast); `strides` are t's own batch strides.
-std::vector<int64_t> batch_offsets(const Shape& batch, const Shape& t_shape, const Shape& strides) {
-  const Shape t_batch(t_shape.begin(), t_shape.end() - 2);
-  const Shape t_strides(strides.begin(), strides.end() - 2);
-  Shape eff(batch.size(), 0);
-  for (size_t i = 0; i < t_batch.size(); ++i) {
-    const size_t j = batch.size() - t_batch.size() + i;
-    eff[j] = t_batch[i] == batch[j] ? t_strides[i] : 0;
-  }
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(shape_numel(batch)));
-  for (int64_t i = 0; i < shape_numel(batch); ++i) {
-    int64_t off = 0, rem = i;
-    for (size_t d = batch.size(); d-- > 0;) {
-      off += (rem % batch[d]) * eff[d];
-      rem /= batch[d];
+// Element offsets of the batch matrices of t when its batch dimensions are broadcast to
+// `batch` (stride 0 where t was broadcast), computed on demand: offset(i) for the i-th matrix
+// in row-major batch order. Two Shapes (inline storage), so no heap allocation per matmul.
+struct BatchOffsets {
+  Shape batch, strides;  // strides: t's batch strides, aligned to `batch`, 0 where broadcast
+  int64_t count = 1;     // number of matrices; 1 and offset 0 for a folded batch
+
+  static BatchOffsets folded() { return {}; }
+  BatchOffsets() = default;
+  BatchOffsets(const Shape& batch_shape, const Shape& t_shape, const Shape& t_strides)
+      : batch(batch_shape), strides(batch_shape.size(), 0), count(shape_numel(batch_shape)) {
+    const size_t t_batch = t_shape.size() - 2;
+    for (size_t i = 0; i < t_batch; ++i) {
+      const size_t j = batch.size() - t_batch + i;
+      strides[j] = t_shape[i] == batch[j] ? t_strides[i] : 0;
     }
-    out.push_back(off);
   }
-  return out;
-}
+  int64_t operator[](int64_t i) const {
+    int64_t off = 0;
+    for (size_t d = batch.size(); d-- > 0;) {
+      off += (i % batch[d]) * strides[d];
+      i /= batch[d];
+    }
+    return off;
+  }
+};
 
 }  // namespace
 
@@ -76,18 +80,16 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // x @ W with a contiguous (B, T, C) x and a 2-D W (every nn.Linear): fold the batch into M,
   // so the kernel sees one tall matrix and can spread its rows over threads.
   int64_t rows = M;
-  std::vector<int64_t> a_off, b_off;
+  BatchOffsets a_off, b_off;
   if (b.dim() == 2 && !A.trans && A.t.is_contiguous()) {
     rows = checked_mul(shape_numel(batch), M, "matmul: the batch folded into rows");
-    a_off = {0};
-    b_off = {0};
   } else {
-    a_off = batch_offsets(batch, A.t.shape(), A.t.strides());
-    b_off = batch_offsets(batch, B.t.shape(), B.t.strides());
+    a_off = BatchOffsets(batch, A.t.shape(), A.t.strides());
+    b_off = BatchOffsets(batch, B.t.shape(), B.t.strides());
   }
   Tensor c = Tensor::empty(out_shape, a.dtype());
   dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {
-    for (size_t i = 0; i < a_off.size(); ++i)
+    for (int64_t i = 0; i < a_off.count; ++i)
       kernels::matmul<T>(c.data<T>() + i * rows * N, A.t.data<T>() + a_off[i], B.t.data<T>() + b_off[i],
                          rows, K, N, A.trans, B.trans, false);
   });
@@ -97,21 +99,21 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                  a_off, b_off, rows, K, N, batch](const Tensor& g, std::span<Tensor> gi) {
     // Gradient buffers are contiguous in each operand's logical shape: batch offsets come from
     // contiguous strides, broadcast dimensions get stride 0 so their products add up.
-    const bool folded = a_off.size() == 1 && shape_numel(batch) != 1;
+    const bool folded = a_off.count == 1 && shape_numel(batch) != 1;
     auto grad_offsets = [&](const Tensor& buf) {
-      return folded ? std::vector<int64_t>{0} : batch_offsets(batch, buf.shape(), buf.strides());
+      return folded ? BatchOffsets::folded() : BatchOffsets(batch, buf.shape(), buf.strides());
     };
     dispatch_floating(g.dtype(), "matmul", [&]<typename T>() {
       const T* dc = g.data<T>();
       if (gi[0].defined()) {  // dA (rows, K) += dC (rows, N) @ op(B)ᵀ
-        const std::vector<int64_t> off = grad_offsets(gi[0]);
-        for (size_t i = 0; i < off.size(); ++i)
+        const BatchOffsets off = grad_offsets(gi[0]);
+        for (int64_t i = 0; i < off.count; ++i)
           kernels::matmul<T>(gi[0].data<T>() + off[i], dc + i * rows * N, B.t.data<T>() + b_off[i],
                              rows, N, K, false, !B.trans, true);
       }
       if (gi[1].defined()) {  // dB (K, N) += op(A)ᵀ @ dC (rows, N)
-        const std::vector<int64_t> off = grad_offsets(gi[1]);
-        for (size_t i = 0; i < a_off.size(); ++i)
+        const BatchOffsets off = grad_offsets(gi[1]);
+        for (int64_t i = 0; i < a_off.count; ++i)
           kernels::matmul<T>(gi[1].data<T>() + off[folded ? 0 : i], A.t.data<T>() + a_off[i],
                              dc + i * rows * N, K, rows, N, !A.trans, false, true);
       }
@@ -135,7 +137,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         "linear: expected input (..., in), weight (out, in) and bias (out,), got input " + shape_str(x.shape()) +
         ", weight " + shape_str(weight.shape()) + (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string()));
   const int64_t in = weight.size(1), out = weight.size(0);
-  const int64_t rows = in == 0 ? 0 : x.numel() / in;
+  // rows from the leading dimensions, not numel / in: with in == 0 there are still rows, each
+  // y = b (or 0), as PyTorch gives.
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < x.dim(); ++i) rows *= x.size(i);
   Shape y_shape = x.shape();
   y_shape.back() = out;
   const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);

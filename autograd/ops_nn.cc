@@ -526,9 +526,14 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   if (!(p >= 0 && p <= 1)) throw std::invalid_argument("dropout: p must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0) return x;
   const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
-  std::vector<double> mask(static_cast<size_t>(x.numel()));
-  for (double& m : mask) m = gen.uniform() < p ? 0.0 : scale;
-  return mul(x, Tensor::from_vector(mask, x.shape(), x.dtype()));
+  // The mask is drawn straight into a tensor from the storage cache (no staging vector, so a
+  // training step with dropout allocates nothing), one uniform per element in order.
+  Tensor mask = Tensor::empty(x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+    T* m = mask.data<T>();
+    for (int64_t i = 0; i < mask.numel(); ++i) m[i] = static_cast<T>(gen.uniform() < p ? 0.0 : scale);
+  });
+  return mul(x, mask);
 }
 
 }  // namespace attograd

@@ -136,7 +136,7 @@ Tensor slice(const Tensor& x, int64_t dim_in, int64_t start, int64_t end) {
 }
 
 // ----- concat:  y = [x_0, x_1, ...] along dim;  dx_i = the matching slice of dy -----
-Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
+Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
   if (xs.empty()) throw std::invalid_argument("concat: no tensors given");
   const int64_t dim = detail::wrap_dim(dim_in, xs[0].dim(), "concat");
   Shape shape = xs[0].shape();
@@ -151,7 +151,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
     shape[dim] = checked_add(shape[dim], x.shape()[dim], "concat: the joined dimension");
   }
   Tensor y = Tensor::empty(shape, xs[0].dtype());
-  std::vector<int64_t> starts;
+  Shape starts;  // inline storage: no heap allocation for a few inputs
   int64_t start = 0;
   for (const Tensor& x : xs) {
     starts.push_back(start);

@@ -85,15 +85,20 @@ Tensor apply_rope(const Tensor& x, int64_t pos_offset) {
   const int64_t T = x.size(-2), HS = x.size(-1);
   if (HS % 2 != 0) throw std::invalid_argument("apply_rope: head_dim must be even, got " + std::to_string(HS));
   const int64_t half = HS / 2;
-  std::vector<double> cos_v(static_cast<size_t>(checked_mul(T, half, "apply_rope: T * head_dim / 2"))), sin_v(cos_v.size());
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < half; ++i) {
-      const double theta = static_cast<double>(pos_offset + t) * std::pow(10000.0, -2.0 * i / static_cast<double>(HS));
-      cos_v[t * half + i] = std::cos(theta);
-      sin_v[t * half + i] = std::sin(theta);
-    }
-  const Tensor c = Tensor::from_vector(cos_v, {T, half}, x.dtype());
-  const Tensor s = Tensor::from_vector(sin_v, {T, half}, x.dtype());
+  checked_mul(T, half, "apply_rope: T * head_dim / 2");
+  // cos and sin (T, HS/2), computed in double and written straight into tensors from the
+  // storage cache: no staging vectors, so a RoPE training step allocates nothing.
+  Tensor c = Tensor::empty({T, half}, x.dtype()), s = Tensor::empty({T, half}, x.dtype());
+  dispatch_floating(x.dtype(), "apply_rope", [&]<typename U>() {
+    U* cp = c.data<U>();
+    U* sp = s.data<U>();
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < half; ++i) {
+        const double theta = static_cast<double>(pos_offset + t) * std::pow(10000.0, -2.0 * i / static_cast<double>(HS));
+        cp[t * half + i] = static_cast<U>(std::cos(theta));
+        sp[t * half + i] = static_cast<U>(std::sin(theta));
+      }
+  });
   const Tensor x1 = slice(x, -1, 0, half), x2 = slice(x, -1, half, HS);
   // (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos): a rotation of each pair by theta.
   return concat({sub(mul(x1, c), mul(x2, s)), add(mul(x1, s), mul(x2, c))}, -1);

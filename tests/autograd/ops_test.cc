@@ -103,6 +103,21 @@ BOOST_AUTO_TEST_CASE(linear_values_gradients_and_errors) {
       [] { linear(Tensor::zeros({2, 3}), Tensor::zeros({5, 3}), Tensor::zeros({4})); }, "bias (4,)");
 }
 
+// No input features (in = 0): every row is the bias, as in PyTorch, and db counts the rows.
+BOOST_AUTO_TEST_CASE(linear_with_no_input_features_gives_the_bias) {
+  for (DType dt : kBoth) {
+    { Tensor junk = Tensor::full({3, 5}, 777, dt); }  // a cached buffer the output might reuse
+    Tensor x = Tensor::zeros({3, 0}, dt).set_requires_grad();
+    Tensor W = Tensor::zeros({5, 0}, dt).set_requires_grad();
+    Tensor b = Tensor::from_vector({1, 2, 3, 4, 5}, {5}, dt).set_requires_grad();
+    Tensor y = linear(x, W, b);
+    expect_tensor(y, {3, 5}, {1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5}, 0);
+    sum(y).backward();
+    expect_close(b.grad().to_vector(), {3, 3, 3, 3, 3}, 0);
+    expect_tensor(linear(Tensor::zeros({2, 0}, dt), Tensor::zeros({4, 0}, dt)), {2, 4}, std::vector<double>(8, 0.0), 0);
+  }
+}
+
 // The fused op against the composition it replaces, matmul(x, transpose(W)) + b, with a weight
 // used twice (a tied head) and a non-contiguous input: values and every gradient agree.
 BOOST_AUTO_TEST_CASE(linear_matches_matmul_transpose_add) {

@@ -63,12 +63,19 @@ BOOST_AUTO_TEST_CASE(a_training_step_after_warm_up_calls_malloc_zero_times) {
   }
   // femto and pico as the lecture trains them, and a wider model whose products and attention
   // take the threaded, packed paths (their per-thread scratch is part of the warm-up).
+  // Dropout (its mask) and RoPE (its cos and sin tables) make fresh tensors each step: from the
+  // storage cache too.
   GPTConfig femto = preset("femto"), pico = preset("pico"), wide = preset("pico");
   wide.n_embd = 48;
   wide.n_head = 4;
   wide.block_size = 32;
+  GPTConfig dropout = pico, rope = pico;
+  dropout.dropout = 0.1;
+  rope.pos_encoding = PosEncoding::rope;
   for (const auto& [name, config, batch] : {std::tuple{"femto", femto, 32}, std::tuple{"pico", pico, 32},
-                                            std::tuple{"pico at n_embd 48, T 32", wide, 16}}) {
+                                            std::tuple{"pico at n_embd 48, T 32", wide, 16},
+                                            std::tuple{"pico with dropout 0.1", dropout, 32},
+                                            std::tuple{"pico with RoPE", rope, 32}}) {
     BOOST_TEST_CONTEXT(name) { BOOST_TEST(allocations_per_step(config, batch) == 0); }
   }
 }
