@@ -113,7 +113,7 @@ def compare_generation(args):
         ours, theirs = 1e3 / r["ours_ms"], 1e3 / r["torch_ms"]
         print(f"| GPT-2 small, batch 1 | {threads} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f}x | "
               f"{bound:.1f} ({gbs:.1f}) | {100 * ours / bound:.0f}% | {100 * theirs / bound:.0f}% | "
-              f"{r['allocs']:.0f} |", flush=True)
+              f"{r['allocs']:g} |", flush=True)
     print(f"\nratio = attograd tokens/s / PyTorch tokens/s (> 1: attograd faster); medians of {args.rounds} "
           f"interleaved turns of about {args.seconds} s each, decode steps only (the prompt's pass untimed).")
     return 0
@@ -141,7 +141,7 @@ def main():
             r = measure(config, threads, args.rounds, args.bench, args.seconds)
             shape = ", ".join(str(v) for v in SHAPES[config])
             print(f"| {config} ({shape}) | {threads} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | "
-                  f"{r['torch_ms'] / r['ours_ms']:.2f}x | {r['allocs']:.0f} | "
+                  f"{r['torch_ms'] / r['ours_ms']:.2f}x | {r['allocs']:g} | "
                   f"{r['rss_ours']:.0f} / {r['rss_torch']:.0f} |", flush=True)
     print("\nratio = PyTorch time / attograd time (> 1: attograd faster); medians of "
           f"{args.rounds} interleaved turns of about {args.seconds} s each.")

@@ -171,10 +171,11 @@ int run(TrainArgs& a) {
   std::printf("data    %lld train / %lld val tokens; baselines on val: uniform %.4f, unigram %.4f, add-one bigram %.4f nats\n",
               static_cast<long long>(data.size(gpt::Split::train)), static_cast<long long>(data.size(gpt::Split::val)),
               std::log(static_cast<double>(c.vocab_size)), unigram, bigram);
-  std::printf("train   %lld steps, batch %lld x %lld tokens, lr %g -> %g, %d threads\n\n",
+  const int threads = omp_get_max_threads();
+  std::printf("train   %lld steps, batch %lld x %lld tokens, lr %g -> %g, %d thread%s\n\n",
               static_cast<long long>(options.max_steps), static_cast<long long>(options.batch_size),
               static_cast<long long>(options.block_size > 0 ? options.block_size : c.block_size),
-              options.learning_rate, options.min_lr, omp_get_max_threads());
+              options.learning_rate, options.min_lr, threads, threads == 1 ? "" : "s");
   std::cout << std::flush;
 
   gpt::Trainer trainer(*model, data, options, tokenizer->kind(), tokenizer->serialize(), a.out);
@@ -200,8 +201,13 @@ int run(TrainArgs& a) {
   }
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n", r.train_loss,
               r.train_ppl, r.val_loss, r.val_ppl);
-  std::printf("        unigram baseline %.4f (perplexity %.2f): the model is %s it by %.4f nats\n", unigram,
-              std::exp(unigram), r.val_loss < unigram ? "below" : "ABOVE", std::abs(unigram - r.val_loss));
+  // Level within the printed precision (a one-character corpus: both are 0) is neither.
+  const double gap = r.val_loss - unigram;
+  if (std::abs(gap) < 5e-5)
+    std::printf("        unigram baseline %.4f (perplexity %.2f): the model is level with it\n", unigram, std::exp(unigram));
+  else
+    std::printf("        unigram baseline %.4f (perplexity %.2f): the model is %s it by %.4f nats\n", unigram,
+                std::exp(unigram), gap < 0 ? "below" : "ABOVE", std::abs(gap));
   std::printf("saved   %s\n", ckpt.string().c_str());
   return 0;
 }
