@@ -30,6 +30,18 @@
 
 namespace attograd::gpt {
 
+namespace {
+
+// A loss or norm for a message: "nan" whatever NaN's sign bit (std::to_string prints "-nan"),
+// "inf" / "-inf", else the number.
+std::string non_finite_str(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return std::to_string(v);
+}
+
+}  // namespace
+
 void PerplexityMeter::add(double sum_nll, int64_t tokens) {
   sum_ += sum_nll;
   tokens_ = checked_add(tokens_, tokens, "PerplexityMeter: tokens");
@@ -183,7 +195,7 @@ double Trainer::step_on(const Batch* fixed) {
     const Tensor loss = model_.forward(b.x, b.y).loss;
     const double value = loss.item();
     if (!std::isfinite(value))
-      throw NonFiniteLoss("the training loss became " + std::to_string(value) + " at step " + std::to_string(step_) +
+      throw NonFiniteLoss("the training loss became " + non_finite_str(value) + " at step " + std::to_string(step_) +
                           "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
     loss_sum += value;
     // Each micro-batch contributes 1/grad_accum of the mean: the accumulated gradient is the
@@ -197,7 +209,7 @@ double Trainer::step_on(const Batch* fixed) {
   if (o.grad_clip > 0) {
     const double norm = model_.arena().grad_norm();
     if (!std::isfinite(norm))
-      throw NonFiniteLoss("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step_) +
+      throw NonFiniteLoss("the gradient norm became " + non_finite_str(norm) + " at step " + std::to_string(step_) +
                           "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
     last_grad_norm_ = norm;
     scale = nn::clip_scale(norm, o.grad_clip);
@@ -420,8 +432,8 @@ EvalResult Trainer::run(std::ostream& log) {
       // Finite parameters can still be too large for a finite loss: such a model is no
       // checkpoint either.
       if (!std::isfinite(last.train_loss) || !std::isfinite(last.val_loss))
-        throw NonFiniteLoss("the evaluation loss became " + std::to_string(last.val_loss) + " (val) / " +
-                            std::to_string(last.train_loss) + " (train) at step " + std::to_string(step_) +
+        throw NonFiniteLoss("the evaluation loss became " + non_finite_str(last.val_loss) + " (val) / " +
+                            non_finite_str(last.train_loss) + " (train) at step " + std::to_string(step_) +
                             ": the model diverged, so no checkpoint was written at this step. Try a lower --lr "
                             "or a --grad-clip");
     }

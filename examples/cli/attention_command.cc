@@ -145,8 +145,10 @@ void add_attention_command(CLI::App& app, int& exit_code) {
                                      "the attention weights of every layer and head for a prompt, as CSV and heatmaps");
   add_model_source_options(cmd, a->source);
   cmd->add_option("--prompt", a->prompt, "the text whose attention to show (at most block_size tokens)")->required();
-  cmd->add_option("--layer", a->layer, "show only this layer (0 = the first)");
-  cmd->add_option("--head", a->head, "show only this head (0 = the first)");
+  cmd->add_option("--layer", a->layer, "show only this layer (0 = the first)")
+      ->check(integer_in({0, gpt::limits::n_layer.max - 1}));
+  cmd->add_option("--head", a->head, "show only this head (0 = the first)")
+      ->check(integer_in({0, gpt::limits::n_head.max - 1}));
   cmd->add_option("--out", a->out, "directory for the CSV files and heatmaps")->capture_default_str();
   cmd->footer("Rows are queries, columns keys: row t is the distribution query t averaged the values with. "
               "Each row sums to 1, and keys after the query get exactly 0 (the causal mask).");

@@ -12,7 +12,7 @@ void add_model_source_options(CLI::App* cmd, ModelSource& s) {
   CLI::Option* hf = cmd->add_option("--hf-gpt2", s.hf_gpt2,
                                     "a Hugging Face GPT-2 model.safetensors (with GPT-2's BPE tokenizer)");
   cmd->add_option("--n-head", s.n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
-      ->check(kPositive)
+      ->check(integer_in(gpt::limits::n_head))
       ->needs(hf);
 }
 

@@ -191,7 +191,8 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
   const std::string base = "attention --checkpoint " + ckpt + " --out " + (dir / "out");
   const std::vector<std::pair<std::string, std::string>> cases{
       {" --prompt abc --layer 3", "attograd: error: --layer 3 is out of range: the model has 3 layers, numbered 0 to 2\n"},
-      {" --prompt abc --layer -1", "attograd: error: --layer -1 is out of range: the model has 3 layers, numbered 0 to 2\n"},
+      {" --prompt abc --layer -1", "--layer: must be an integer in [0, 1023], got -1"},
+      {" --prompt abc --layer 010", "--layer: 010 has leading zeros, which would be read as octal; write 10"},
       {" --prompt abc --head 3", "attograd: error: --head 3 is out of range: the model has 3 heads, numbered 0 to 2\n"},
       {" --prompt ''", "attograd: error: --prompt is empty: give the text whose attention to show (at least one token)\n"},
       {" --prompt abcdefghi",
