@@ -1,8 +1,13 @@
 #include "examples/lecture/attention_by_hand.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <stdexcept>
+#include <string_view>
 
 #include "autograd/ops.h"
+#include "autograd/size_math.h"
 
 namespace attograd::lecture {
 
@@ -15,7 +20,8 @@ Tensor causal_average(const Tensor& x) {
 AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Tensor& V) {
   AttentionSteps s;
   const double d_k = static_cast<double>(Q.size(-1));
-  s.scores = mul_scalar(matmul(Q, transpose(K, -2, -1)), 1.0 / std::sqrt(d_k));
+  s.qk = matmul(Q, transpose(K, -2, -1));
+  s.scores = mul_scalar(s.qk, 1.0 / std::sqrt(d_k));
   s.masked = causal_mask(s.scores);
   s.weights = softmax(s.masked);
   s.out = matmul(s.weights, V);
@@ -23,5 +29,156 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
 }
 
 Tensor column_softmax(const Tensor& masked) { return transpose(softmax(transpose(masked, -2, -1)), -2, -1); }
+
+Tensor self_attention(const Tensor& x, bool causal) {
+  const Tensor scores = mul_scalar(matmul(x, transpose(x, -2, -1)), 1.0 / std::sqrt(static_cast<double>(x.size(-1))));
+  return matmul(softmax(causal ? causal_mask(scores) : scores), x);
+}
+
+Tensor embed_words(const std::vector<std::string>& words) {
+  std::vector<double> rows;
+  for (const std::string& w : words) {
+    if (w == "dog") rows.insert(rows.end(), {1.0, 0.2});
+    else if (w == "bites") rows.insert(rows.end(), {-0.3, 0.8});
+    else if (w == "man") rows.insert(rows.end(), {0.5, -1.1});
+    else throw std::invalid_argument("embed_words: '" + w + "' is not in the toy vocabulary {dog, bites, man}");
+  }
+  return Tensor::from_vector(rows, {static_cast<int64_t>(words.size()), 2}, DType::f64);
+}
+
+std::vector<ScalingRow> measure_scaling(const std::vector<int64_t>& d_ks, int64_t T, int64_t draws, uint64_t seed) {
+  if (T < 2 || draws < 1)
+    throw std::invalid_argument("measure_scaling: T = " + std::to_string(T) + ", draws = " + std::to_string(draws) +
+                                "; need T >= 2 keys (one key always gets weight 1) and draws >= 1");
+  Generator gen(seed);
+  std::vector<ScalingRow> rows;
+  for (const int64_t d_k : d_ks) {
+    if (d_k < 1) throw std::invalid_argument("measure_scaling: d_k = " + std::to_string(d_k) + ", need d_k >= 1");
+    const Tensor q = Tensor::randn({draws, 1, d_k}, gen, DType::f64);
+    const Tensor k = Tensor::randn({draws, T, d_k}, gen, DType::f64);
+    const Tensor scores = matmul(q, transpose(k, -2, -1));  // (draws, 1, T)
+    const std::vector<double> s = scores.to_vector();
+    double m = 0, m2 = 0;
+    for (double v : s) m += v;
+    m /= static_cast<double>(s.size());
+    for (double v : s) m2 += (v - m) * (v - m);
+    ScalingRow row;
+    row.d_k = d_k;
+    row.score_variance = m2 / static_cast<double>(s.size());
+    row.mean_max_unscaled = mean(max(softmax(scores), -1)).item();
+    row.mean_max_scaled = mean(max(softmax(mul_scalar(scores, 1.0 / std::sqrt(static_cast<double>(d_k)))), -1)).item();
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+namespace {
+
+// L = Σ out for one query (1, d_k) over keys K and values V.
+double readout(const Tensor& q, const Tensor& K, const Tensor& V) {
+  return sum(causal_attention_steps(q, K, V).out).item();
+}
+
+// x without row j.
+Tensor drop_row(const Tensor& x, int64_t j) {
+  const Tensor parts[] = {slice(x, 0, 0, j), slice(x, 0, j + 1, x.size(0))};
+  return j == 0 ? parts[1] : j == x.size(0) - 1 ? parts[0] : concat(parts, 0);
+}
+
+}  // namespace
+
+std::vector<KeyAttribution> attribute_keys(const Tensor& q, const Tensor& K, const Tensor& V) {
+  if (q.size(0) != 1 || K.size(0) < 2)
+    throw std::invalid_argument("attribute_keys: need one query and at least two keys, got q " +
+                                shape_str(q.shape()) + " and K " + shape_str(K.shape()));
+  if (q.size(1) != K.size(1) || K.size(0) != V.size(0))
+    throw std::invalid_argument("attribute_keys: q " + shape_str(q.shape()) + ", K " + shape_str(K.shape()) + " and V " +
+                                shape_str(V.shape()) + " do not fit: q and K need the same d_k, K and V the same rows");
+  const Tensor v = V.clone().set_requires_grad();
+  const AttentionSteps s = causal_attention_steps(q, K, v);
+  sum(s.out).backward();
+  const double L = sum(s.out).item();
+  const std::vector<double> w = s.weights.to_vector(), g = v.grad().to_vector(), values = V.to_vector();
+  const int64_t Tk = K.size(0), d_v = V.size(1);
+  std::vector<KeyAttribution> out(static_cast<size_t>(Tk));
+  for (int64_t j = 0; j < Tk; ++j) {
+    KeyAttribution& a = out[static_cast<size_t>(j)];
+    a.weight = w[static_cast<size_t>(j)];
+    for (int64_t c = 0; c < d_v; ++c) a.grad_x_input += g[static_cast<size_t>(j * d_v + c)] * values[static_cast<size_t>(j * d_v + c)];
+    std::vector<double> zeroed = values;
+    std::fill_n(zeroed.begin() + j * d_v, d_v, 0.0);
+    a.zero_value_change = readout(q, K, Tensor::from_vector(zeroed, V.shape(), DType::f64)) - L;
+    a.remove_key_change = readout(q, drop_row(K, j), drop_row(V, j)) - L;
+  }
+  return out;
+}
+
+AttentionCost attention_cost(int64_t T, int64_t head_dim, int64_t bytes_per_element) {
+  if (T < 1 || head_dim < 1 || bytes_per_element < 1)
+    throw std::invalid_argument("attention_cost: T, head_dim and bytes_per_element must be >= 1, got " +
+                                std::to_string(T) + ", " + std::to_string(head_dim) + ", " +
+                                std::to_string(bytes_per_element));
+  const int64_t TT = checked_mul(T, T, "attention_cost: T*T");
+  return {T, checked_mul(checked_mul(TT, int64_t{2}, "attention_cost: bytes"), bytes_per_element, "attention_cost: bytes"),
+          checked_mul(checked_mul(TT, int64_t{4}, "attention_cost: flops"), head_dim, "attention_cost: flops")};
+}
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// Splits on `sep`, keeping empty fields (so "1,,2" reports its empty field).
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (size_t start = 0;;) {
+    const size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+Tensor parse_matrix(const std::string& text, const std::string& name) {
+  const std::string how = " (write rows separated by ';' and numbers by ',', e.g. \"1,0;0,1;1,1\")";
+  if (trim(text).empty()) throw std::invalid_argument(name + " is empty" + how);
+  std::vector<double> values;
+  size_t cols = 0;
+  const std::vector<std::string_view> rows = split(text, ';');
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::vector<std::string_view> fields = split(rows[r], ',');
+    for (std::string_view f : fields) {
+      f = trim(f);
+      if (f.size() > 1 && f.front() == '+') f.remove_prefix(1);  // from_chars refuses a '+' sign
+      double v = 0;
+      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+      if (f.empty() || ec != std::errc() || end != f.data() + f.size() || !std::isfinite(v))
+        throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + ": '" + std::string(f.substr(0, 40)) +
+                                    "' is not a finite number" + how);
+      values.push_back(v);
+    }
+    if (r == 0) cols = fields.size();
+    else if (fields.size() != cols)
+      throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + " has " + std::to_string(fields.size()) +
+                                  (fields.size() == 1 ? " number" : " numbers") + " but row 1 has " +
+                                  std::to_string(cols) + "; every row needs the same count" + how);
+  }
+  return Tensor::from_vector(values, {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, DType::f64);
+}
+
+void check_attention_shapes(const Tensor& Q, const Tensor& K, const Tensor& V) {
+  const auto dims = [](const Tensor& t) { return std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)); };
+  if (Q.size(1) != K.size(1))
+    throw std::invalid_argument("Q is " + dims(Q) + " and K is " + dims(K) +
+                                ": q·k needs queries and keys of the same length d_k (give Q and K the same number of columns)");
+  if (Q.size(0) != K.size(0) || K.size(0) != V.size(0))
+    throw std::invalid_argument("Q is " + dims(Q) + ", K is " + dims(K) + " and V is " + dims(V) +
+                                ": self-attention has one query, key and value per token (give Q, K and V the same number of rows T)");
+}
 
 }  // namespace attograd::lecture

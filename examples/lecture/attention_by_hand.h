@@ -1,11 +1,16 @@
 // The lecture's single-head causal attention, one step at a time, so each intermediate can be
 // printed (examples/attention_by_hand.cc) and asserted (tests/examples/attention_by_hand_test.cc).
 //
-//   scores  = Q Kᵀ / sqrt(d_k)                       (T, T)   scaled dot-product (Vaswani et al. 2017, eq. 1)
+//   qk      = Q Kᵀ                                   (T, T)
+//   scores  = qk / sqrt(d_k)                         (T, T)   scaled dot-product (Vaswani et al. 2017, eq. 1)
 //   masked  = scores with -inf where key j > query t  (T, T)   causal: no looking ahead
 //   weights = softmax over each ROW of masked         (T, T)   each query's weights sum to 1
 //   out     = weights V                               (T, d_v)
 #pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "autograd/tensor.h"
 
@@ -19,6 +24,7 @@ Tensor causal_average(const Tensor& x);
 
 /// Every intermediate of single-head causal attention.
 struct AttentionSteps {
+  Tensor qk;       // (T, T) = Q Kᵀ, before the scaling
   Tensor scores;   // (T, T) = Q Kᵀ / sqrt(d_k)
   Tensor masked;   // (T, T), -inf above the diagonal
   Tensor weights;  // (T, T), rows sum to 1, exactly 0 above the diagonal
@@ -32,5 +38,66 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
 /// The common mistake: softmax over each COLUMN of the masked scores (over queries instead of
 /// keys). Columns then sum to 1 and rows do not, so outputs are no longer weighted averages.
 Tensor column_softmax(const Tensor& masked);
+
+/// Single-head attention with q = k = v = x (no learned projections), scaled by 1/sqrt(C):
+/// softmax(x xᵀ / sqrt(C)) x, with the causal mask when `causal`. x (T, C) -> (T, C). The
+/// lecture's order argument needs nothing more: projections act on each row alone.
+Tensor self_attention(const Tensor& x, bool causal);
+
+/// The toy vocabulary of the order example, one 2-d embedding per word (the rows of
+/// tests/nn/layers_test.cc's without_positions_the_mean_is_invariant_and_attention_equivariant).
+/// words: e.g. {"dog", "bites", "man"} -> (T, 2) f64. Throws std::invalid_argument for a word
+/// outside {dog, bites, man}.
+Tensor embed_words(const std::vector<std::string>& words);
+
+/// One row of the sqrt(d_k) experiment, measured over random unit-variance q and k.
+struct ScalingRow {
+  int64_t d_k = 0;
+  double score_variance = 0;     // variance of q·k over all draws and keys; theory: d_k
+  double mean_max_unscaled = 0;  // mean over draws of the largest weight of softmax(q·k_j)
+  double mean_max_scaled = 0;    // the same for softmax(q·k_j / sqrt(d_k))
+};
+
+/// For each d_k: `draws` queries q ~ N(0, I_{d_k}), each against T keys k_j ~ N(0, I_{d_k}),
+/// all from Generator(seed) in that order (so the table is the same on every machine). Throws
+/// std::invalid_argument for d_k, T or draws < 1 (T = 1 would make every weight 1).
+std::vector<ScalingRow> measure_scaling(const std::vector<int64_t>& d_ks, int64_t T, int64_t draws, uint64_t seed);
+
+/// How much one key matters to one query, measured four ways. The "loss" is L = Σ_c out_c, the
+/// sum of the query's output channels (any fixed linear read-out would do).
+struct KeyAttribution {
+  double weight = 0;             // A_j, the attention weight
+  double grad_x_input = 0;       // Σ_c (∂L/∂V_jc) · V_jc, by backward through the attention
+  double zero_value_change = 0;  // L with v_j set to 0, minus L
+  double remove_key_change = 0;  // L with key j left out of the softmax, minus L
+};
+
+/// One query q (1, d_k) against keys K (Tk, d_k) and values V (Tk, d_v), f64, unmasked (one
+/// query sees every key). Returns one KeyAttribution per key. Throws std::invalid_argument
+/// for mismatched shapes or Tk < 2 (removing the only key leaves nothing to attend to).
+std::vector<KeyAttribution> attribute_keys(const Tensor& q, const Tensor& K, const Tensor& V);
+
+/// What the T×T part of one attention head costs for a context of T tokens.
+struct AttentionCost {
+  int64_t T = 0;
+  int64_t bytes = 0;  // scores and weights, each (T, T): 2·T²·bytes_per_element
+  int64_t flops = 0;  // Q Kᵀ and A V, each 2·T²·head_dim (a multiply and an add per term): 4·T²·head_dim
+};
+
+/// The cost above, exact in integers. The scale, mask and softmax add a few T² more operations,
+/// not counted; a fused kernel (chapter 2) never stores the scores, but still does the FLOPs.
+/// Throws std::invalid_argument for T, head_dim or bytes_per_element < 1, std::overflow_error
+/// when a count does not fit in int64.
+AttentionCost attention_cost(int64_t T, int64_t head_dim, int64_t bytes_per_element);
+
+/// Reads the reader's matrix text: rows separated by ';', numbers by ',', spaces allowed around
+/// both ("1,0; 0,1; 1,1" is (3, 2)). `name` (e.g. "--Q") starts every error message. Returns
+/// an f64 (rows, cols) tensor. Throws std::invalid_argument for an empty matrix or row, a
+/// field that is not a finite decimal number, or rows of different lengths.
+Tensor parse_matrix(const std::string& text, const std::string& name);
+
+/// Checks that Q (T, d_k), K (T, d_k) and V (T, d_v) fit together for causal self-attention;
+/// throws std::invalid_argument naming the mismatched sizes and the fix.
+void check_attention_shapes(const Tensor& Q, const Tensor& K, const Tensor& V);
 
 }  // namespace attograd::lecture

@@ -3,9 +3,14 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "autograd/ops.h"
 #include "examples/lecture/attention_by_hand.h"
+#include "nn/layers.h"
+#include "tests/examples/cli_run.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -54,4 +59,163 @@ BOOST_AUTO_TEST_CASE(t3_dk2_rows_sum_to_one_and_column_softmax_breaks_it) {
   expect_close(rows, {0.4011121, 0.6977758, 1.9011121}, 1e-7);
   expect_close(slice(s.weights, 0, 2, 3).to_vector(), {0.2482551, 0.2482551, 0.5034898}, 1e-7);
   expect_close(slice(s.out, 0, 2, 3).to_vector(), {3.5104695, 4.5104695}, 1e-7);
+}
+
+// The column-softmax mistake's output: each "weighted average" uses weights that do not sum
+// to 1, so the last row overshoots every value (6.9 > 5, 8.8 > 6).
+BOOST_AUTO_TEST_CASE(column_softmax_wrong_z) {
+  const Tensor Q = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2}, DType::f64);
+  const Tensor V = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}, DType::f64);
+  const auto s = lecture::causal_attention_steps(Q, Q, V);
+  expect_tensor(s.qk, {3, 3}, {1, 0, 1, 0, 1, 1, 1, 1, 2}, 0);
+  expect_tensor(matmul(lecture::column_softmax(s.masked), V), {3, 2},
+                {0.4011121, 0.8022242, 1.6977758, 2.3955516, 6.9011121, 8.8022242}, 1e-7);
+}
+
+// docs/03-attention.md, "Order". Mean: invariant, with or without added positions (the mean
+// of x + PE is mean(x) + mean(PE) for every order). Attention without positions or mask:
+// equivariant, so the mean of its outputs is invariant too; with positions it is not.
+// Causal: position t's output depends on its word and the set of words before it.
+BOOST_AUTO_TEST_CASE(order_mean_invariant_attention_equivariant_positions_break_both) {
+  const Tensor a = lecture::embed_words({"dog", "bites", "man"});
+  const Tensor b = lecture::embed_words({"man", "bites", "dog"});
+  const Tensor c = lecture::embed_words({"bites", "dog", "man"});
+  expect_close(mean(a, {0}).to_vector(), {0.4, -1.0 / 30}, 1e-15);
+  expect_close(mean(b, {0}).to_vector(), {0.4, -1.0 / 30}, 1e-15);
+  const Tensor pe = nn::sinusoidal_table(3, 2, DType::f64);
+  expect_close(mean(add(b, pe), {0}).to_vector(), mean(add(a, pe), {0}).to_vector(), 1e-15);
+
+  const std::vector<double> za = lecture::self_attention(a, false).to_vector();
+  const std::vector<double> zb = lecture::self_attention(b, false).to_vector();
+  for (int t = 0; t < 3; ++t)  // b's row t is a's row 2 - t, and so are the outputs
+    expect_close({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15);
+  expect_close(mean(lecture::self_attention(b, false), {0}).to_vector(), {0.4451597, -0.0897148}, 1e-7);
+  expect_close(mean(lecture::self_attention(a, false), {0}).to_vector(), {0.4451597, -0.0897148}, 1e-7);
+
+  expect_close(mean(lecture::self_attention(add(a, pe), false), {0}).to_vector(), {1.0061867, 0.2834633}, 1e-7);
+  expect_close(mean(lecture::self_attention(add(b, pe), false), {0}).to_vector(), {1.2117542, 0.3056506}, 1e-7);
+
+  const std::vector<double> ca = lecture::self_attention(a, true).to_vector();
+  const std::vector<double> cc = lecture::self_attention(c, true).to_vector();
+  expect_close({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15);  // man, last in both
+  expect_close({ca[4], ca[5]}, {0.5495187, -0.5452027}, 1e-7);
+  BOOST_TEST(std::abs(cc[2] - ca[0]) > 0.1);  // dog second sees bites too; dog first sees only itself
+  attograd::testing::expect_throw_with<std::invalid_argument>([] { lecture::embed_words({"cat"}); },
+                                                              "'cat' is not in the toy vocabulary");
+}
+
+// docs/03-attention.md, "Why divide by sqrt(d_k)": the printed table's numbers, and the
+// claims: var(q·k) ≈ d_k, the unscaled softmax peaks toward one-hot, the scaled one stays put.
+BOOST_AUTO_TEST_CASE(sqrt_dk_variance_and_peakedness) {
+  const auto rows = lecture::measure_scaling({2, 4, 8, 16, 32, 64, 128, 256, 512}, 8, 2000, 1234);
+  BOOST_REQUIRE_EQUAL(rows.size(), 9u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    BOOST_TEST_INFO("d_k " << rows[i].d_k);
+    BOOST_TEST(std::abs(rows[i].score_variance / static_cast<double>(rows[i].d_k) - 1) < 0.05);
+    BOOST_TEST(rows[i].mean_max_scaled > 0.32);
+    BOOST_TEST(rows[i].mean_max_scaled < 0.37);
+    if (i > 0) BOOST_TEST(rows[i].mean_max_unscaled > rows[i - 1].mean_max_unscaled);
+  }
+  BOOST_TEST(rows.back().mean_max_unscaled > 0.95);
+  // The figures the chapter quotes (d_k = 2, 64, 512).
+  const auto quoted = [](const lecture::ScalingRow& r, double var, double unscaled, double scaled) {
+    BOOST_TEST_INFO("d_k " << r.d_k);
+    expect_close({r.score_variance, r.mean_max_unscaled, r.mean_max_scaled}, {var, unscaled, scaled}, 5e-4);
+  };
+  quoted(rows[0], 1.969, 0.4058, 0.3280);
+  quoted(rows[5], 63.437, 0.8768, 0.3633);
+  quoted(rows[8], 512.386, 0.9575, 0.3619);
+  attograd::testing::expect_throw_with<std::invalid_argument>([] { lecture::measure_scaling({4}, 1, 10, 1); },
+                                                              "need T >= 2 keys");
+}
+
+// docs/03-attention.md, "Attention is not explanation": weights 0.9 and 0.1, key 0's value 0.
+BOOST_AUTO_TEST_CASE(weight_is_not_contribution) {
+  const Tensor q = Tensor::from_vector({1}, {1, 1}, DType::f64);
+  const Tensor K = Tensor::from_vector({std::log(9.0), 0}, {2, 1}, DType::f64);
+  const Tensor V = Tensor::from_vector({0, 0, 1, 2}, {2, 2}, DType::f64);
+  expect_tensor(lecture::causal_attention_steps(q, K, V).out, {1, 2}, {0.1, 0.2}, 1e-15);
+  const auto a = lecture::attribute_keys(q, K, V);
+  BOOST_REQUIRE_EQUAL(a.size(), 2u);
+  expect_close({a[0].weight, a[0].grad_x_input, a[0].zero_value_change, a[0].remove_key_change}, {0.9, 0, 0, 2.7}, 1e-14);
+  expect_close({a[1].weight, a[1].grad_x_input, a[1].zero_value_change, a[1].remove_key_change}, {0.1, 0.3, -0.3, -0.3}, 1e-14);
+}
+
+// docs/03-attention.md, "The cost of attention": 2·T²·4 bytes and 4·T²·head_dim FLOPs.
+BOOST_AUTO_TEST_CASE(attention_cost_is_quadratic_in_T) {
+  const auto c8 = lecture::attention_cost(8, 64, 4), c1024 = lecture::attention_cost(1024, 64, 4);
+  BOOST_TEST(c8.bytes == 512);
+  BOOST_TEST(c8.flops == 16384);
+  BOOST_TEST(c1024.bytes == 8388608);  // 8 MiB per head, per sequence
+  BOOST_TEST(c1024.flops == 268435456);
+  attograd::testing::expect_throw_with<std::invalid_argument>([] { lecture::attention_cost(0, 64, 4); },
+                                                              "must be >= 1");
+  attograd::testing::expect_throw_with<std::overflow_error>([] { lecture::attention_cost(int64_t{1} << 32, 64, 4); },
+                                                            "attention_cost");
+}
+
+BOOST_AUTO_TEST_CASE(parse_matrix_reads_rows_and_refuses_bad_text) {
+  using attograd::testing::expect_throw_with;
+  expect_tensor(lecture::parse_matrix("1,0; 0, 1 ;+1,-2.5e0", "--Q"), {3, 2}, {1, 0, 0, 1, 1, -2.5}, 0);
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,0;0", "--Q"); },
+                                           "--Q: row 2 has 1 number but row 1 has 2; every row needs the same count");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,x", "--K"); }, "--K: row 1: 'x' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,,2", "--K"); }, "row 1: '' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1;2;", "--V"); }, "row 3: '' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("nan", "--V"); }, "'nan' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1e400", "--V"); }, "'1e400' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix(" ", "--V"); }, "--V is empty");
+  const Tensor m32 = lecture::parse_matrix("1,0;0,1;1,1", "--Q");
+  expect_throw_with<std::invalid_argument>(
+      [&] { lecture::check_attention_shapes(m32, lecture::parse_matrix("1;2;3", "--K"), m32); },
+      "Q is 3x2 and K is 3x1: q·k needs queries and keys of the same length d_k");
+  expect_throw_with<std::invalid_argument>(
+      [&] { lecture::check_attention_shapes(m32, m32, lecture::parse_matrix("1;2", "--V")); },
+      "Q is 3x2, K is 3x2 and V is 2x1: self-attention has one query, key and value per token");
+}
+
+// The program itself: its options, the reader's own matrices, and clean failures (exit 2).
+BOOST_AUTO_TEST_CASE(program_prints_every_step_and_refuses_bad_matrices) {
+  using attograd::testing::contains;
+  const auto run = [](const std::string& args) { return attograd::testing::run_program(ATTENTION_BY_HAND, args); };
+  const auto help = run("--help");
+  BOOST_TEST(help.exit_code == 0);
+  BOOST_TEST(contains(help.out, "queries (T, d_k): rows separated by ';', numbers by ','"));
+
+  const auto own = run("--Q '1,0;0,1;1,1' --K '1,0;0,1;1,1' --V '1,2;3,4;5,6'");
+  BOOST_TEST(own.exit_code == 0);
+  for (const char* step : {"S = Q K^T  shape (3, 3)", "S / sqrt(2)  shape (3, 3)",
+                           "causal mask applied (-inf above the diagonal)  shape (3, 3)",
+                           "A = row softmax (attention weights)  shape (3, 3)", "row sums of A: 1.0000000 1.0000000 1.0000000",
+                           "Z = A V (output)  shape (3, 2)", "[3.51046953045366, 4.51046953045366]",
+                           "its row sums (not 1: outputs are no longer averages): 0.4011121 0.6977758 1.9011121",
+                           "its wrong Z = (column softmax) V  shape (3, 2)", "[6.90111209267979, 8.80222418535957]"}) {
+    BOOST_TEST_INFO(step);
+    BOOST_TEST(contains(own.out, step));
+  }
+  BOOST_TEST(!contains(own.out, "Example"));  // only the reader's matrices
+
+  const auto all = run("");
+  BOOST_TEST(all.exit_code == 0);
+  // The rows quoted in docs/03-attention.md, as printed.
+  BOOST_TEST(contains(all.out, "   512    512.386    1.0008                           0.9575                   0.3619"));
+  BOOST_TEST(contains(all.out, "     0   0.9000         0.0000                0.0000                         2.7000"));
+  BOOST_TEST(contains(all.out, "   1024                    8388608              268435456"));
+  BOOST_TEST(contains(run("--head-dim 128").out, "   1024                    8388608              536870912"));
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"--Q '1,0;0' --K 1 --V 1", "attention_by_hand: error: --Q: row 2 has 1 number but row 1 has 2"},
+      {"--Q '1,x' --K 1 --V 1", "attention_by_hand: error: --Q: row 1: 'x' is not a finite number"},
+      {"--Q '1,0' --K 1 --V 1", "attention_by_hand: error: Q is 1x2 and K is 1x1"},
+      {"--Q '1;2' --K '1;2' --V 1", "attention_by_hand: error: Q is 2x1, K is 2x1 and V is 1x1"},
+      {"--Q 1", "--Q requires --K"},
+      {"--head-dim 0", "--head-dim: Value 0 not in range"},
+      {"--frobnicate", "The following argument was not expected: --frobnicate"},
+  };
+  for (const auto& [args, message] : bad) {
+    BOOST_TEST_INFO(args);
+    const auto r = run(args);
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(contains(r.out, message));
+  }
 }

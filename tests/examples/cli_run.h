@@ -1,5 +1,5 @@
-// Runs the real attograd binary (ATTOGRAD_CLI) through the shell and captures its output and
-// exit code, for the end-to-end CLI tests.
+// Runs the real attograd binary (ATTOGRAD_CLI), or another example program, through the shell
+// and captures its output and exit code, for the end-to-end CLI tests.
 #pragma once
 
 #include <array>
@@ -17,12 +17,13 @@ struct CliRun {
   int exit_code;    // -1 if the process did not exit normally (a crash)
 };
 
-/// Runs `attograd <args>` through the shell (so args may hold quotes and redirections). With
+/// Runs `<program> <args>` through the shell (so args may hold quotes and redirections). With
 /// merge_stderr, stderr is captured with stdout; otherwise it is discarded. Reads bytes, not
 /// lines, so binary-safe output (e.g. text without a final newline) comes back exactly.
 /// env_prefix goes before the program, e.g. "PATH=/nowhere " to hide an installed tool.
-inline CliRun run_cli(const std::string& args, bool merge_stderr = true, const std::string& env_prefix = "") {
-  const std::string cmd = env_prefix + ATTOGRAD_CLI + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+inline CliRun run_program(const std::string& program, const std::string& args, bool merge_stderr = true,
+                          const std::string& env_prefix = "") {
+  const std::string cmd = env_prefix + program + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return {"popen failed", -1};
   std::string out;
@@ -31,6 +32,13 @@ inline CliRun run_cli(const std::string& args, bool merge_stderr = true, const s
   const int status = pclose(p);
   return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
+
+#ifdef ATTOGRAD_CLI
+/// run_program for the attograd binary (ATTOGRAD_CLI).
+inline CliRun run_cli(const std::string& args, bool merge_stderr = true, const std::string& env_prefix = "") {
+  return run_program(ATTOGRAD_CLI, args, merge_stderr, env_prefix);
+}
+#endif
 
 /// A fresh directory under the system temp dir for one test ("attograd_<name>_<pid>"),
 /// removed at the end.
