@@ -84,7 +84,7 @@ struct EvalResult {
 class Trainer {
  public:
   /// tokenizer_kind/data are stored in every checkpoint. out_dir may be empty (no files).
-  Trainer(GPT& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
+  Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
           std::string tokenizer_data, std::string out_dir);
 
   /// Continues from a checkpoint's training state (optimizer moments, step, batch RNG).
@@ -136,7 +136,7 @@ class Trainer {
   // train_step's body: one micro-batch `fixed`, or grad_accum drawn ones when it is null.
   double step_on(const Batch* fixed);
 
-  GPT& model_;
+  LanguageModel& model_;
   const Dataset& data_;
   TrainOptions options_;
   std::string tokenizer_kind_, tokenizer_data_, out_dir_;
