@@ -27,7 +27,7 @@ namespace {
 GPTConfig refuse_rope(const GPTConfig& c) {
   if (c.pos_encoding == PosEncoding::rope)
     throw std::invalid_argument("AverageModel: rope positions rotate queries and keys inside attention, and the "
-                                "average model has no attention; use --pos learned or sinusoidal");
+                                "average model has no attention; use --pos-encoding learned or sinusoidal");
   return c;
 }
 

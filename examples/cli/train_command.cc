@@ -220,13 +220,15 @@ int run(TrainArgs& a) {
   }
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n", r.train_loss,
               r.train_ppl, r.val_loss, r.val_ppl);
-  // Level within the printed precision (a one-character corpus: both are 0) is neither.
-  const double gap = r.val_loss - unigram;
-  if (std::abs(gap) < 5e-5)
-    std::printf("        unigram baseline %.4f (perplexity %.2f): the model is level with it\n", unigram, std::exp(unigram));
-  else
-    std::printf("        unigram baseline %.4f (perplexity %.2f): the model is %s it by %.4f nats\n", unigram,
-                std::exp(unigram), gap < 0 ? "below" : "ABOVE", std::abs(gap));
+  for (const auto& [name, baseline] : {std::pair{"unigram baseline", unigram}, std::pair{"add-one bigram", bigram}}) {
+    // Level within the printed precision (a one-character corpus: both are 0) is neither.
+    const double gap = r.val_loss - baseline;
+    if (std::abs(gap) < 5e-5)
+      std::printf("        %s %.4f (perplexity %.2f): the model is level with it\n", name, baseline, std::exp(baseline));
+    else
+      std::printf("        %s %.4f (perplexity %.2f): the model is %s it by %.4f nats\n", name, baseline,
+                  std::exp(baseline), gap < 0 ? "below" : "ABOVE", std::abs(gap));
+  }
   std::printf("saved   %s\n", ckpt.string().c_str());
   return 0;
 }
