@@ -1,4 +1,6 @@
 // GPT checkpoints: safetensors files in Hugging Face GPT-2's layout, plus attograd metadata.
+// The bigram and average models (gpt/baselines.h) are stored the same way under their own
+// parameter names, with their kind in the metadata "model" (absent: a GPT).
 //
 // Weights use GPT-2's tensor names (wte.weight, h.0.attn.c_attn.weight, ...) and its Conv1D
 // layout: c_attn, attn.c_proj, c_fc and mlp.c_proj weights are stored (in, out), the

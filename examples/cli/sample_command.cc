@@ -111,7 +111,8 @@ int run(const SampleArgs& a) {
   std::printf("%-20s %-12s %s\n", "prompt", "temperature", "sample (first 60 bytes, \\n = newline)");
   for (const auto& [p, t, text] : table) std::printf("%-20s %-12g %s\n", one_line(p, 18).c_str(), t, one_line(text, 60).c_str());
   std::fprintf(stderr, "\n%lld tokens in %.2f s: %.1f tokens/s (KV cache %s)\n", static_cast<long long>(generated), seconds,
-               static_cast<double>(generated) / std::max(seconds, 1e-9), a.no_kv_cache ? "off" : "on");
+               static_cast<double>(generated) / std::max(seconds, 1e-9),
+               a.no_kv_cache ? "off" : model->kind() == gpt::ModelKind::gpt ? "on" : "off: only a GPT has one");
   return 0;
 }
 
