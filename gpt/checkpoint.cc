@@ -271,10 +271,9 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
 
 void load_weights(LanguageModel& model, const SafetensorsFile& file) {
   if (const ModelKind kind = checkpoint_kind(file); kind != model.kind())
-    throw std::runtime_error("'" + file.path() + "' holds a " + model_kind_name(kind) + " model, not a " +
-                             model_kind_name(model.kind()) + " (checkpoint metadata 'model'); load it as a " +
-                             model_kind_name(kind) + (kind == ModelKind::gpt ? "" : " (only sample, eval and train "
-                                                                                  "--resume take every model kind)"));
+    throw std::runtime_error("'" + file.path() + "' holds the model kind '" + model_kind_name(kind) +
+                             "' (checkpoint metadata 'model'), not '" + model_kind_name(model.kind()) +
+                             "'; load it with load_language_model, which builds the kind the file holds");
   const auto named = model.named_parameters();
   // Pass 1, from the header alone: every name, shape and dtype must check out before any
   // parameter is written, so a bad file leaves the model as it was.

@@ -80,7 +80,7 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
 /// both shapes on a mismatch) for a missing, unexpected, wrongly shaped or unconvertible
 /// tensor, and for an lm_head.weight that differs from wte (an untied head, which attograd's
 /// GPT cannot compute), and for an attograd checkpoint of another model kind than `model`
-/// ("holds a bigram model, not a gpt"); the model is then unchanged.
+/// ("holds the model kind 'bigram' ..., not 'gpt'"); the model is then unchanged.
 void load_weights(LanguageModel& model, const SafetensorsFile& file);
 
 /// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and

@@ -1,6 +1,6 @@
 // Training a language model (a GPT, or the bigram and average models of gpt/baselines.h) on a
-// Dataset: AdamW, warmup + cosine learning rate, gradient clipping and accumulation, periodic evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints,
-// and bit-exact resume.
+// Dataset: AdamW, warmup + cosine learning rate, gradient clipping and accumulation, periodic
+// evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints, and bit-exact resume.
 #pragma once
 
 #include <cstdint>

@@ -203,7 +203,8 @@ BOOST_AUTO_TEST_CASE(every_kind_saves_loads_samples_and_refuses_to_load_as_anoth
   AverageModel average(c);
   const std::vector<double> before = average.arena().params().to_vector();
   expect_throw_with<std::runtime_error>([&] { load_weights(average, SafetensorsFile::read(paths[ModelKind::gpt])); },
-                                        "gpt.safetensors' holds a gpt model, not a average (checkpoint metadata 'model')");
+                                        "gpt.safetensors' holds the model kind 'gpt' (checkpoint metadata 'model'), not 'average'; "
+                                        "load it with load_language_model");
   BOOST_TEST(average.arena().params().to_vector() == before);  // unchanged
   // A checkpoint written before the kind was recorded is a GPT.
   GPT gpt(c, 2);
