@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "autograd/ops.h"
+#include "gpt/baselines.h"
 #include "gpt/strict_json.h"
 
 namespace attograd::gpt {
@@ -66,6 +67,18 @@ const SafetensorsEntry* find_tensor(const SafetensorsFile& file, const std::stri
   return nullptr;
 }
 
+// The model kind an attograd checkpoint's metadata names; a GPT when it names none (written
+// before other kinds existed).
+ModelKind checkpoint_kind(const SafetensorsFile& file) {
+  const auto it = file.metadata().find("model");
+  if (it == file.metadata().end()) return ModelKind::gpt;
+  try {
+    return parse_model_kind(it->second);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("'" + file.path() + "': checkpoint metadata 'model': " + e.what());
+  }
+}
+
 // The block index N of a tensor named "h.N.<...>" (optionally "transformer."-prefixed), or -1.
 int64_t block_index(std::string_view key) {
   if (key.starts_with("transformer.")) key.remove_prefix(12);
@@ -83,19 +96,24 @@ int64_t block_index(std::string_view key) {
 // at least the values every block needs. So a config that lies (n_layer 1,000,000 in a 57 KB
 // file) is refused naming both numbers, instead of allocating until memory runs out;
 // load_weights then checks every tensor's name, shape and dtype.
-void check_config_against_tensors(const GPTConfig& c, const SafetensorsFile& file, const std::string& source) {
+void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const SafetensorsFile& file,
+                                  const std::string& source) {
   const std::string where = "'" + file.path() + "': " + source + " says ";
   const SafetensorsEntry* wte = find_tensor(file, "wte.weight");
-  if (wte == nullptr || wte->shape != Shape{c.vocab_size, c.n_embd})
-    throw std::runtime_error(where + "vocab_size " + std::to_string(c.vocab_size) + " and n_embd " +
-                             std::to_string(c.n_embd) + ", but " +
+  const int64_t width = kind == ModelKind::bigram ? c.vocab_size : c.n_embd;  // a bigram's rows are logits
+  if (wte == nullptr || wte->shape != Shape{c.vocab_size, width})
+    throw std::runtime_error(where + (kind == ModelKind::gpt ? "" : std::string(model_kind_name(kind)) + " with ") +
+                             "vocab_size " + std::to_string(c.vocab_size) +
+                             (kind == ModelKind::bigram ? std::string() : " and n_embd " + std::to_string(c.n_embd)) +
+                             ", but " +
                              (wte ? "wte.weight is " + shape_str(wte->shape) : std::string("there is no wte.weight")));
   const SafetensorsEntry* wpe = find_tensor(file, "wpe.weight");
-  if (c.pos_encoding == PosEncoding::learned && (wpe == nullptr || wpe->shape != Shape{c.block_size, c.n_embd}))
+  const bool has_positions = kind != ModelKind::bigram;
+  if (has_positions && c.pos_encoding == PosEncoding::learned && (wpe == nullptr || wpe->shape != Shape{c.block_size, c.n_embd}))
     throw std::runtime_error(where + "block_size " + std::to_string(c.block_size) + " with learned positions, but " +
                              (wpe ? "wpe.weight is " + shape_str(wpe->shape) : std::string("there is no wpe.weight")));
-  if (c.pos_encoding != PosEncoding::learned && wpe != nullptr)
-    throw std::runtime_error(where + pos_encoding_name(c.pos_encoding) +
+  if ((!has_positions || c.pos_encoding != PosEncoding::learned) && wpe != nullptr)
+    throw std::runtime_error(where + (has_positions ? pos_encoding_name(c.pos_encoding) : "bigram (no)") +
                              " positions, which have no table, but the file holds wpe.weight " + shape_str(wpe->shape));
   std::set<int64_t> blocks;
   uint64_t values = 0;  // elements in the file; cannot overflow: each takes at least a byte
@@ -104,6 +122,17 @@ void check_config_against_tensors(const GPTConfig& c, const SafetensorsFile& fil
     values += static_cast<uint64_t>(shape_numel(entry.shape));
   }
   const int64_t last = blocks.empty() ? -1 : *blocks.rbegin();
+  if (kind != ModelKind::gpt) {
+    // No blocks, and every parameter's values in the file: a lying vocab_size must not make
+    // the model allocate a V x V table that the file cannot fill.
+    const auto need = static_cast<uint64_t>(num_parameters(kind, c));
+    if (!blocks.empty() || need > values)
+      throw std::runtime_error(where + model_kind_name(kind) + " (" + std::to_string(need) +
+                               " parameters, no transformer blocks), but the file holds " +
+                               std::to_string(blocks.size()) + " block(s) and " + std::to_string(values) +
+                               " values in all");
+    return;
+  }
   if (static_cast<int64_t>(blocks.size()) != c.n_layer || last != c.n_layer - 1)
     throw std::runtime_error(where + "n_layer " + std::to_string(c.n_layer) + ", but the file holds " +
                              std::to_string(blocks.size()) + " block(s)" +
@@ -182,10 +211,11 @@ bool is_conv1d_weight(const std::string& name) {
   return false;
 }
 
-void save_checkpoint(const std::string& path, GPT& model, const std::string& tokenizer_kind,
+void save_checkpoint(const std::string& path, LanguageModel& model, const std::string& tokenizer_kind,
                      const std::string& tokenizer_data, const TrainingState* training) {
   SafetensorsWriter w;
   w.metadata["format"] = "attograd-gpt2";
+  w.metadata["model"] = model_kind_name(model.kind());
   w.metadata["config"] = config_to_json(model.config()).dump();
   w.metadata["tokenizer"] = nlohmann::json{{"kind", tokenizer_kind}, {"data", tokenizer_data}}.dump();
   w.metadata["dropout_rng"] = model.dropout_generator().state();
@@ -213,6 +243,7 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
   };
   const std::string what = "'" + file.path() + "': checkpoint metadata";
   CheckpointInfo info;
+  info.kind = checkpoint_kind(file);
   info.config = config_from_json(get("config"), what + " 'config'");
   JsonFields tok(parse_json(get("tokenizer"), what + " 'tokenizer'"), what + " 'tokenizer'");
   info.tokenizer_kind = tok.string("kind");
@@ -238,7 +269,11 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
   return info;
 }
 
-void load_weights(GPT& model, const SafetensorsFile& file) {
+void load_weights(LanguageModel& model, const SafetensorsFile& file) {
+  if (const ModelKind kind = checkpoint_kind(file); kind != model.kind())
+    throw std::runtime_error("'" + file.path() + "' holds the model kind '" + model_kind_name(kind) +
+                             "' (checkpoint metadata 'model'), not '" + model_kind_name(model.kind()) +
+                             "'; load it with load_language_model, which builds the kind the file holds");
   const auto named = model.named_parameters();
   // Pass 1, from the header alone: every name, shape and dtype must check out before any
   // parameter is written, so a bad file leaves the model as it was.
@@ -274,7 +309,7 @@ void load_weights(GPT& model, const SafetensorsFile& file) {
       named.begin())];
   for (const auto& [key, entry] : file.entries()) {
     if (used.count(key) || key == "optimizer.m" || key == "optimizer.v") continue;
-    if (const int64_t n = block_index(key); n >= 0 && n < model.config().n_layer) {
+    if (const int64_t n = block_index(key); model.kind() == ModelKind::gpt && n >= 0 && n < model.config().n_layer) {
       const std::string block = (key.starts_with("transformer.") ? "transformer.h." : "h.") + std::to_string(n);
       if (key == block + ".attn.bias" || key == block + ".attn.masked_bias") continue;
     }
@@ -333,7 +368,7 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error("'" + file.path() + "': " + e.what());
   }
-  check_config_against_tensors(c, file, "the config read from its tensors");
+  check_config_against_tensors(ModelKind::gpt, c, file, "the config read from its tensors");
   return c;
 }
 
@@ -343,10 +378,10 @@ std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_ov
   return model;
 }
 
-std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
+std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, DType dtype) {
   const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
-  check_config_against_tensors(info.config, file, "its config");
-  auto model = std::make_unique<GPT>(info.config, 0, dtype);
+  check_config_against_tensors(info.kind, info.config, file, "its config");
+  std::unique_ptr<LanguageModel> model = make_model(info.kind, info.config, 0, dtype);
   load_weights(*model, file);
   auto it = file.metadata().find("dropout_rng");
   try {
@@ -355,6 +390,14 @@ std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
     throw std::runtime_error("'" + file.path() + "': checkpoint metadata 'dropout_rng': " + e.what());
   }
   return model;
+}
+
+std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
+  if (const ModelKind kind = checkpoint_kind(file); kind != ModelKind::gpt)
+    throw std::runtime_error("'" + file.path() + "' holds a " + model_kind_name(kind) +
+                             " model (checkpoint metadata 'model'), not a GPT; this needs a GPT checkpoint "
+                             "(sample and eval take every model kind)");
+  return std::unique_ptr<GPT>(static_cast<GPT*>(load_language_model(file, dtype).release()));
 }
 
 }  // namespace attograd::gpt

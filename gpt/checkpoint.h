@@ -1,4 +1,6 @@
 // GPT checkpoints: safetensors files in Hugging Face GPT-2's layout, plus attograd metadata.
+// The bigram and average models (gpt/baselines.h) are stored the same way under their own
+// parameter names, with their kind in the metadata "model" (absent: a GPT).
 //
 // Weights use GPT-2's tensor names (wte.weight, h.0.attn.c_attn.weight, ...) and its Conv1D
 // layout: c_attn, attn.c_proj, c_fc and mlp.c_proj weights are stored (in, out), the
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "gpt/config.h"
+#include "gpt/language_model.h"
 #include "gpt/model.h"
 #include "gpt/safetensors.h"
 
@@ -35,6 +38,7 @@ struct TrainingState {
 
 /// The non-weight contents of a checkpoint.
 struct CheckpointInfo {
+  ModelKind kind = ModelKind::gpt;  // metadata "model"; checkpoints written before it are GPTs
   GPTConfig config;
   std::string tokenizer_kind;  // "char" (or "gpt2" for BPE)
   std::string tokenizer_data;  // the tokenizer's own serialisation
@@ -46,11 +50,11 @@ struct CheckpointInfo {
 /// square, so no shape check would catch a missing transpose: the name decides.
 bool is_conv1d_weight(const std::string& name);
 
-/// Writes model weights, config, tokenizer and optional training state atomically (a
+/// Writes model weights, kind, config, tokenizer and optional training state atomically (a
 /// temporary file renamed into place). The dropout generator's state is saved too. Throws
 /// std::runtime_error naming the path on any I/O failure (a full disk included); the previous
 /// checkpoint is then intact.
-void save_checkpoint(const std::string& path, GPT& model, const std::string& tokenizer_kind,
+void save_checkpoint(const std::string& path, LanguageModel& model, const std::string& tokenizer_kind,
                      const std::string& tokenizer_data, const TrainingState* training = nullptr);
 
 /// Whether read_checkpoint_info copies the AdamW moments (two tensors the size of the model,
@@ -59,7 +63,7 @@ enum class Moments { load, skip };
 
 /// Reads the config, tokenizer and training state; with Moments::skip the training state's
 /// adam_m and adam_v stay undefined (sampling and evaluation need neither). Every value is
-/// read strictly (see strict_json.h): the config's sizes are integers (3.9 and 2^64 are
+/// read strictly (see strict_json.h): the model kind is one of model_kind_name's, the config's sizes are integers (3.9 and 2^64 are
 /// refused, not truncated or cast) that GPTConfig::validate accepts, an unknown config or
 /// tokenizer field is refused, "step" and "adam_t" are decimal counts. Throws
 /// std::runtime_error naming the path, the key and the value for a file that is not an
@@ -75,8 +79,9 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
 /// a checkpoint's optimizer.m / optimizer.v. Throws std::runtime_error naming the key (and
 /// both shapes on a mismatch) for a missing, unexpected, wrongly shaped or unconvertible
 /// tensor, and for an lm_head.weight that differs from wte (an untied head, which attograd's
-/// GPT cannot compute); the model is then unchanged.
-void load_weights(GPT& model, const SafetensorsFile& file);
+/// GPT cannot compute), and for an attograd checkpoint of another model kind than `model`
+/// ("holds the model kind 'bigram' ..., not 'gpt'"); the model is then unchanged.
+void load_weights(LanguageModel& model, const SafetensorsFile& file);
 
 /// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and
 /// n_embd from wte, block_size from wpe, n_layer from the h.N blocks. n_head is not stored in
@@ -95,12 +100,17 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
 /// model, transposing exactly the Conv1D weights (see load_weights).
 std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0, DType dtype = DType::f32);
 
-/// Builds a model from an attograd checkpoint and loads its weights (and dropout state), not
-/// the optimizer moments. Before anything is allocated, the config is checked against the
-/// tensors present: wte (vocab_size, n_embd), wpe (block_size, n_embd) exactly with learned
-/// positions, blocks h.0 .. h.{n_layer-1}, and at least 12 n_embd^2 values per block in the
-/// file; a mismatch is std::runtime_error naming both values. Otherwise throws
-/// std::runtime_error as read_checkpoint_info and load_weights.
+/// Builds the model a checkpoint holds, of the kind its metadata names (GPT, BigramModel or
+/// AverageModel), and loads its weights (and dropout state), not the optimizer moments. Before
+/// anything is allocated, the config is checked against the tensors present: wte
+/// (vocab_size, n_embd) ((vocab_size, vocab_size) for a bigram), wpe (block_size, n_embd)
+/// exactly with learned positions, blocks h.0 .. h.{n_layer-1} for a GPT (none otherwise), and
+/// enough values in the file for every parameter; a mismatch is std::runtime_error naming both
+/// values. Otherwise throws std::runtime_error as read_checkpoint_info and load_weights.
+std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, DType dtype = DType::f32);
+
+/// load_language_model for a caller that needs a GPT (its attention, its KV cache): throws
+/// std::runtime_error naming the kind the checkpoint holds when it is not a GPT.
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype = DType::f32);
 
 }  // namespace attograd::gpt

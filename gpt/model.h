@@ -9,6 +9,7 @@
 
 #include "autograd/random.h"
 #include "gpt/config.h"
+#include "gpt/language_model.h"
 #include "nn/layers.h"
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -29,19 +30,8 @@ class Block : public nn::Module {
   std::shared_ptr<nn::MLP> mlp;
 };
 
-/// A target that adds no loss and no gradient (padding), nanoGPT's ignore_index: see
-/// cross_entropy in autograd/ops.h.
-constexpr int64_t kIgnoreTarget = -1;
-
-/// The output of GPT::forward.
-struct GPTOutput {
-  // (B, T, vocab_size), dtype of the model. Undefined when training (targets given while the graph
-  // is recorded): the logits then live inside the loss node (linear_cross_entropy), which turns
-  // them into their gradient; call forward(idx), or forward under NoGradGuard, to read them.
-  Tensor logits;
-  Tensor loss;    // scalar mean cross-entropy over the B*T positions whose target is not
-                  // kIgnoreTarget (0 if all are); undefined without targets
-};
+/// The output of GPT::forward (logits undefined when training, see ModelOutput).
+using GPTOutput = ModelOutput;
 
 /// Cached keys and values of every layer, for generation that feeds one new token at a time
 /// instead of the whole context (see GPT::forward). Positions 0 .. length()-1 are cached.
@@ -62,7 +52,7 @@ struct KVCache {
 };
 
 /// The GPT-2 language model.
-class GPT : public nn::Module {
+class GPT : public LanguageModel {
  public:
   /// Builds and initialises the model from `seed` (GPT-2 init: N(0, 0.02²), residual
   /// projections N(0, (0.02 / sqrt(2 n_layer))²), zero biases, LayerNorm 1 and 0), then packs the
@@ -87,21 +77,13 @@ class GPT : public nn::Module {
   /// the forward applied (query rows, key columns; Tk = T, or cache->length() + T with a cache):
   /// each row sums to 1 and entries after the query's position are exactly 0. Recording them
   /// runs attention unfused (see nn::CausalSelfAttention::forward), for inspection, not training.
-  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(), KVCache* cache = nullptr,
+  GPTOutput forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
                     std::vector<Tensor>* attention_weights = nullptr) const;
-
-  const GPTConfig& config() const { return config_; }
-  DType dtype() const { return dtype_; }
-  /// The optimizer groups of GPT-2 / nanoGPT's configure_optimizers: weight_decay on the 2-D
-  /// weights (embeddings, attention and MLP matrices), none on biases and LayerNorm parameters.
-  /// Each group is one contiguous range of the arena (decayed weights first), so AdamW updates
-  /// each in one pass and keeps its moments in arena order (what checkpoints store).
-  std::vector<nn::ParamGroup> param_groups(double weight_decay) const;
-  /// The single buffer behind every parameter and gradient (what optimizers update).
-  nn::ParameterArena& arena() { return *arena_; }
-  const nn::ParameterArena& arena() const { return *arena_; }
-  /// The generator dropout draws from (part of the training state a checkpoint saves).
-  Generator& dropout_generator() { return *dropout_gen_; }
+  /// forward without a cache or attention weights (the LanguageModel interface).
+  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor()) const override {
+    return forward(idx, targets, nullptr, nullptr);
+  }
+  ModelKind kind() const override { return ModelKind::gpt; }
 
   std::shared_ptr<nn::Embedding> wte, wpe;  // wpe only with learned positions
   std::vector<std::shared_ptr<Block>> h;
@@ -109,10 +91,6 @@ class GPT : public nn::Module {
   std::shared_ptr<nn::Dropout> drop;
 
  private:
-  GPTConfig config_;
-  DType dtype_;
-  std::unique_ptr<Generator> dropout_gen_;
-  std::unique_ptr<nn::ParameterArena> arena_;
   Tensor sinusoidal_;  // (block_size, n_embd), only with sinusoidal positions
 };
 

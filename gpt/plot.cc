@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <array>
 #include <cctype>
 #include <cerrno>
@@ -37,6 +39,30 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
+// The rows "name,val_loss" of baselines.csv in `directory` (none when it is absent), as gnuplot
+// plot items: a dashed horizontal line per baseline. A row that does not parse is skipped: the
+// plot is a view of the logs, and the trainer that writes the file checks its values.
+std::string baseline_lines(const std::string& directory) {
+  std::ifstream in(directory + "/" + kBaselinesFile);
+  std::string line, items;
+  const char* colours[] = {"#808080", "#008000"};
+  size_t n = 0;
+  for (std::getline(in, line); std::getline(in, line);) {  // the header first
+    const size_t comma = line.find(',');
+    if (comma == std::string::npos) continue;
+    const std::string name = line.substr(0, comma), value = line.substr(comma + 1);
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || *end != '\0' || !std::isfinite(v)) continue;
+    char item[160];
+    std::snprintf(item, sizeof item, ", %.17g with lines dt 2 lw 2 lc rgb '%s' title ", v, colours[n++ % 2]);
+    char title[96];
+    std::snprintf(title, sizeof title, "%s baseline (val %.3f)", name.substr(0, 40).c_str(), v);
+    items += item + quoted(title);
+  }
+  return items;
+}
+
 // One gnuplot script per output format; the data come straight from the CSV logs, the plots go
 // to the temporaries `loss` and `perplexity`.
 std::string script(const std::string& directory, const std::string& terminal, const std::string& loss,
@@ -52,7 +78,8 @@ std::string script(const std::string& directory, const std::string& terminal, co
          "set ylabel 'loss (nats per token)'\n"
          "plot " + data("train_log.csv") + " every ::1 using 1:2 with lines lc rgb '#a0a0ff' title 'train (per step)', " +
          data("eval_log.csv") + " every ::1 using 1:2 with linespoints lc rgb '#0000c0' title 'train (eval)', " +
-         data("eval_log.csv") + " every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'\n"
+         data("eval_log.csv") + " every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'" +
+         baseline_lines(directory) + "\n"
          "set output " + quoted(perplexity) + "\n"
          "set title 'attograd: perplexity = exp(mean loss)'\n"
          "set ylabel 'perplexity'\n"

@@ -18,8 +18,13 @@
 
 namespace attograd::gpt {
 
+/// The file of horizontal reference lines for the loss plot, in a run's directory: a header
+/// "name,val_loss", then one row per baseline (the trainer writes unigram and bigram).
+inline constexpr const char* kBaselinesFile = "baselines.csv";
+
 /// Writes loss.png/.svg and perplexity.png/.svg into out_dir from train_log.csv and
-/// eval_log.csv there, running `gnuplot` (a program name searched on $PATH, or a path).
+/// eval_log.csv there (and the dashed lines of baselines.csv when present), running `gnuplot`
+/// (a program name searched on $PATH, or a path).
 /// Returns false, after saying on `log` how to install gnuplot, when it is missing; the CSV
 /// files are then still there. Throws std::runtime_error, leaving the previous plots in place,
 /// when gnuplot fails (naming its exit status and its last line on stderr) or leaves a plot

@@ -93,7 +93,7 @@ std::vector<double> last_logits(const Tensor& logits) {
 
 }  // namespace
 
-std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
+std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
                               Generator& gen) {
   options.sampling.validate();
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty; give at least one token");
@@ -103,13 +103,15 @@ std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, co
   model.eval();
   std::vector<int64_t> ids = prompt;
   const int64_t block = model.config().block_size;
+  // Only a GPT has keys and values to cache; the other models recompute their (cheap) context.
+  GPT* const cached = options.use_kv_cache ? dynamic_cast<GPT*>(&model) : nullptr;
   KVCache cache;
   for (int64_t n = 0; n < options.max_new_tokens; ++n) {
     const int64_t context = std::min<int64_t>(static_cast<int64_t>(ids.size()), block);
     // The tokens to feed this step: all of the cropped context, or with a valid cache only
     // the ones it has not seen (the whole prompt first, then one token per step).
     int64_t feed = context;
-    if (options.use_kv_cache) {
+    if (cached != nullptr) {
       const int64_t uncached = static_cast<int64_t>(ids.size()) - cache.length();
       if (cache.length() > 0 && cache.length() + uncached <= block) {
         feed = uncached;
@@ -118,8 +120,8 @@ std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, co
       }
     }
     const std::vector<int64_t> x(ids.end() - feed, ids.end());
-    const Tensor logits =
-        model.forward(Tensor::from_ids(x, {1, feed}), Tensor(), options.use_kv_cache ? &cache : nullptr).logits;
+    const Tensor idx = Tensor::from_ids(x, {1, feed});
+    const Tensor logits = cached != nullptr ? cached->forward(idx, Tensor(), &cache).logits : model.forward(idx).logits;
     const std::vector<double> last = last_logits(logits);
     if (options.on_logits) options.on_logits(last);
     const int64_t next = sample_index(next_token_probabilities(last, options.sampling), gen);

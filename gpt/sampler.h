@@ -47,6 +47,7 @@ struct GenerateOptions {
   /// the cropped context (the last block_size tokens) at each step, which is exactly what the
   /// uncached path computes. Either way the logits are the same (tests/gpt/sampler_test.cc).
   /// The cache's buffers are allocated once, at the first step, and reused by every rebuild.
+  /// Only a GPT has a cache: other models (bigram, average) always take the uncached path.
   bool use_kv_cache = true;
   /// Called with each new id as soon as it is chosen (for streaming).
   std::function<void(int64_t)> on_token;
@@ -59,7 +60,7 @@ struct GenerateOptions {
 /// so generation can run past block_size) and samples from the last position's logits.
 /// Returns prompt + new tokens. Throws std::invalid_argument for an empty prompt or negative
 /// max_new_tokens; ids are checked by the model.
-std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
+std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
                               Generator& gen);
 
 }  // namespace attograd::gpt

@@ -126,7 +126,7 @@ TrainOptions TrainOptions::from_json(const std::string& text) {
   return o;
 }
 
-Trainer::Trainer(GPT& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
+Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
                  std::string tokenizer_data, std::string out_dir)
     : model_(model),
       data_(data),
@@ -401,7 +401,19 @@ EvalResult Trainer::run(std::ostream& log) {
     return r;
   };
 
+  if (files) {
+    // The loss plot's reference lines: what a model that ignores the context (unigram) and one
+    // that sees one token (add-one bigram) reach on val.
+    const std::vector<int64_t>& train = data_.tokens(Split::train);
+    const std::vector<int64_t>& val = data_.tokens(Split::val);
+    std::string rows = std::string("name,val_loss\n");
+    append_field(rows += "unigram,", unigram_entropy(val));
+    append_field(rows += "\nbigram,", bigram_cross_entropy(train, val, model_.config().vocab_size));
+    write_file_atomically(dir / kBaselinesFile, rows + "\n");
+  }
   EvalResult last;
+  // The untrained model's loss too (about ln vocab_size), so every curve starts where training does.
+  if (step_ == 0 && o.max_steps > 0) last = do_eval();
   while (step_ < o.max_steps) {
     const double lr = nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr);
     const double loss = train_step();

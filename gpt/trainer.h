@@ -1,6 +1,6 @@
-// Training a GPT on a Dataset: AdamW, warmup + cosine learning rate, gradient clipping and
-// accumulation, periodic evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints,
-// and bit-exact resume.
+// Training a language model (a GPT, or the bigram and average models of gpt/baselines.h) on a
+// Dataset: AdamW, warmup + cosine learning rate, gradient clipping and accumulation, periodic
+// evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints, and bit-exact resume.
 #pragma once
 
 #include <cstdint>
@@ -84,7 +84,8 @@ struct EvalResult {
 class Trainer {
  public:
   /// tokenizer_kind/data are stored in every checkpoint. out_dir may be empty (no files).
-  Trainer(GPT& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
+  /// Any LanguageModel trains the same way (its kind is stored in the checkpoint).
+  Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
           std::string tokenizer_data, std::string out_dir);
 
   /// Continues from a checkpoint's training state (optimizer moments, step, batch RNG).
@@ -105,9 +106,10 @@ class Trainer {
   /// training batches (resume stays bit-exact).
   EvalResult evaluate();
 
-  /// The whole run: steps until max_steps with progress lines on `log`, evaluations, CSV logs
-  /// (train_log.csv, eval_log.csv), checkpoints (ckpt.safetensors) and plots. Returns the last
-  /// evaluation. Throws NonFiniteLoss after writing the logs when the training loss, the
+  /// The whole run: steps until max_steps with progress lines on `log`, evaluations (at step 0
+  /// of a new run too), CSV logs (train_log.csv, eval_log.csv), the val losses of the unigram
+  /// and add-one bigram baselines (baselines.csv), checkpoints (ckpt.safetensors) and plots.
+  /// Returns the last evaluation. Throws NonFiniteLoss after writing the logs when the training loss, the
   /// gradient norm, an evaluation's loss or (at a save) a parameter is not finite; no checkpoint
   /// is written then, so the last one is untouched and holds finite parameters.
   ///
@@ -136,7 +138,7 @@ class Trainer {
   // train_step's body: one micro-batch `fixed`, or grad_accum drawn ones when it is null.
   double step_on(const Batch* fixed);
 
-  GPT& model_;
+  LanguageModel& model_;
   const Dataset& data_;
   TrainOptions options_;
   std::string tokenizer_kind_, tokenizer_data_, out_dir_;

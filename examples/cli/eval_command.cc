@@ -89,7 +89,7 @@ std::vector<int64_t> read_ids(const std::string& path) {
 
 // Sum of the next-token losses of `tokens` (predicting tokens[1..] from tokens[..-1]) in windows
 // of T predictions, into meter. Returns the number of windows.
-int64_t evaluate(const gpt::GPT& model, const std::vector<int64_t>& tokens, gpt::PerplexityMeter& meter) {
+int64_t evaluate(const gpt::LanguageModel& model, const std::vector<int64_t>& tokens, gpt::PerplexityMeter& meter) {
   const int64_t T = model.config().block_size;
   const int64_t n = static_cast<int64_t>(tokens.size()) - 1;  // predictions available
   int64_t windows = 0;
@@ -117,7 +117,7 @@ int run(const EvalArgs& a) {
   // The ids first: a typo in them should not wait for a 500 MB model to load.
   const std::vector<int64_t> ids = a.ids.empty() ? std::vector<int64_t>() : read_ids(a.ids);
 
-  std::unique_ptr<gpt::GPT> model;
+  std::unique_ptr<gpt::LanguageModel> model;
   std::string tokenizer_kind, tokenizer_data;
   const std::string& path = a.hf_gpt2.empty() ? a.checkpoint : a.hf_gpt2;
   const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(path);
@@ -128,7 +128,7 @@ int run(const EvalArgs& a) {
     const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file, gpt::Moments::skip);
     tokenizer_kind = info.tokenizer_kind;
     tokenizer_data = info.tokenizer_data;
-    model = gpt::load_model(file);
+    model = gpt::load_language_model(file);
   }
   const gpt::GPTConfig& c = model->config();
   NoGradGuard no_grad;

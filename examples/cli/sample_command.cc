@@ -41,7 +41,7 @@ int run(const SampleArgs& a) {
   if (a.checkpoint.empty() == a.hf_gpt2.empty())
     throw std::invalid_argument("give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
                                 "(a Hugging Face GPT-2 model.safetensors)");
-  std::unique_ptr<gpt::GPT> model;
+  std::unique_ptr<gpt::LanguageModel> model;
   std::unique_ptr<gpt::Tokenizer> tok;
   if (!a.hf_gpt2.empty()) {
     const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.hf_gpt2);
@@ -51,7 +51,7 @@ int run(const SampleArgs& a) {
     const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.checkpoint);
     const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file, gpt::Moments::skip);
     tok = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
-    model = gpt::load_model(file);
+    model = gpt::load_language_model(file);
   }
   // Checked before generating, not found out mid-sample: a prompt id beyond vocab_size has no
   // embedding, and a sampled id beyond the tokenizer's vocabulary cannot be printed.
@@ -111,7 +111,8 @@ int run(const SampleArgs& a) {
   std::printf("%-20s %-12s %s\n", "prompt", "temperature", "sample (first 60 bytes, \\n = newline)");
   for (const auto& [p, t, text] : table) std::printf("%-20s %-12g %s\n", one_line(p, 18).c_str(), t, one_line(text, 60).c_str());
   std::fprintf(stderr, "\n%lld tokens in %.2f s: %.1f tokens/s (KV cache %s)\n", static_cast<long long>(generated), seconds,
-               static_cast<double>(generated) / std::max(seconds, 1e-9), a.no_kv_cache ? "off" : "on");
+               static_cast<double>(generated) / std::max(seconds, 1e-9),
+               a.no_kv_cache ? "off" : model->kind() == gpt::ModelKind::gpt ? "on" : "off: only a GPT has one");
   return 0;
 }
 

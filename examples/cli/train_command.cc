@@ -1,4 +1,4 @@
-// `attograd train`: a GPT on a corpus, end to end, with the homework's outputs: progress,
+// `attograd train`: a GPT (or the lecture's bigram or average model) on a corpus, end to end, with the homework's outputs: progress,
 // loss and perplexity against the unigram baseline, CSV logs, plots and checkpoints.
 #include <algorithm>
 #include <chrono>
@@ -15,6 +15,7 @@
 
 #include "examples/cli/command.h"
 #include "gpt/atomic_file.h"
+#include "gpt/baselines.h"
 #include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
 #include "gpt/checkpoint.h"
@@ -30,6 +31,7 @@ struct TrainArgs {
   ConfigArgs config;
   std::string corpus = "kjv";
   std::string tokenizer = "char";
+  std::string model = "gpt";
   CLI::Option* tokenizer_option = nullptr;
   std::string cache_dir;
   std::string out = "runs/pico";
@@ -96,7 +98,7 @@ int run(TrainArgs& a) {
   const gpt::Corpus corpus = gpt::load_corpus(a.corpus, corpus_options);
   std::cout << "corpus  " << corpus.describe() << "\n";
 
-  std::unique_ptr<gpt::GPT> model;
+  std::unique_ptr<gpt::LanguageModel> model;
   std::unique_ptr<gpt::Tokenizer> tokenizer;
   std::optional<gpt::TrainingState> state;
   std::optional<int64_t> resumed_step;  // the checkpoint on disk when a diverged run stops
@@ -111,7 +113,7 @@ int run(TrainArgs& a) {
       throw std::invalid_argument("--tokenizer " + a.tokenizer + " does not match " + ckpt.string() + ", trained with '" +
                                   info.tokenizer_kind + "'; drop --tokenizer when resuming");
     tokenizer = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
-    model = gpt::load_model(file);
+    model = gpt::load_language_model(file);
     options = gpt::TrainOptions::from_json(info.training->train_options);
     if (a.steps_option->count() > 0 && a.options.max_steps != options.max_steps) {
       // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
@@ -135,7 +137,8 @@ int run(TrainArgs& a) {
       tokenizer = std::make_unique<gpt::BpeTokenizer>(gpt::BpeTokenizer::gpt2());
     else
       tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(corpus.text));
-    model = std::make_unique<gpt::GPT>(build_config(a.config, tokenizer->vocab_size()), a.init_seed);
+    model = gpt::make_model(gpt::parse_model_kind(a.model), build_config(a.config, tokenizer->vocab_size()),
+                            a.init_seed);
     options.corpus = a.corpus;
     options.corpus_sha256 = gpt::sha256_hex(corpus.text);
   }
@@ -162,10 +165,26 @@ int run(TrainArgs& a) {
     std::printf("note    --warmup %lld >= --steps %lld: the learning rate never reaches its peak %g\n",
                 static_cast<long long>(options.warmup_steps), static_cast<long long>(options.max_steps),
                 options.learning_rate);
-  std::printf("model   n_layer %lld, n_head %lld, n_embd %lld, block_size %lld, vocab_size %lld, %s positions: %lld parameters\n",
-              static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head), static_cast<long long>(c.n_embd),
-              static_cast<long long>(c.block_size), static_cast<long long>(c.vocab_size),
-              gpt::pos_encoding_name(c.pos_encoding), static_cast<long long>(model->num_parameters()));
+  const long long n_params = model->num_parameters();
+  switch (model->kind()) {
+    case gpt::ModelKind::gpt:
+      std::printf("model   gpt: n_layer %lld, n_head %lld, n_embd %lld, block_size %lld, vocab_size %lld, %s positions: %lld parameters\n",
+                  static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head), static_cast<long long>(c.n_embd),
+                  static_cast<long long>(c.block_size), static_cast<long long>(c.vocab_size),
+                  gpt::pos_encoding_name(c.pos_encoding), n_params);
+      break;
+    case gpt::ModelKind::bigram:
+      std::printf("model   bigram: a %lld x %lld table of logits, block_size %lld: %lld parameters\n",
+                  static_cast<long long>(c.vocab_size), static_cast<long long>(c.vocab_size),
+                  static_cast<long long>(c.block_size), n_params);
+      break;
+    case gpt::ModelKind::average:
+      std::printf("model   average (causal mean of the context, no attention): n_embd %lld, block_size %lld, "
+                  "vocab_size %lld, %s positions: %lld parameters\n",
+                  static_cast<long long>(c.n_embd), static_cast<long long>(c.block_size),
+                  static_cast<long long>(c.vocab_size), gpt::pos_encoding_name(c.pos_encoding), n_params);
+      break;
+  }
   const double unigram = gpt::unigram_entropy(data.tokens(gpt::Split::val));
   const double bigram = gpt::bigram_cross_entropy(data.tokens(gpt::Split::train), data.tokens(gpt::Split::val), c.vocab_size);
   std::printf("data    %lld train / %lld val tokens; baselines on val: uniform %.4f, unigram %.4f, add-one bigram %.4f nats\n",
@@ -201,13 +220,15 @@ int run(TrainArgs& a) {
   }
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n", r.train_loss,
               r.train_ppl, r.val_loss, r.val_ppl);
-  // Level within the printed precision (a one-character corpus: both are 0) is neither.
-  const double gap = r.val_loss - unigram;
-  if (std::abs(gap) < 5e-5)
-    std::printf("        unigram baseline %.4f (perplexity %.2f): the model is level with it\n", unigram, std::exp(unigram));
-  else
-    std::printf("        unigram baseline %.4f (perplexity %.2f): the model is %s it by %.4f nats\n", unigram,
-                std::exp(unigram), gap < 0 ? "below" : "ABOVE", std::abs(gap));
+  for (const auto& [name, baseline] : {std::pair{"unigram baseline", unigram}, std::pair{"add-one bigram", bigram}}) {
+    // Level within the printed precision (a one-character corpus: both are 0) is neither.
+    const double gap = r.val_loss - baseline;
+    if (std::abs(gap) < 5e-5)
+      std::printf("        %s %.4f (perplexity %.2f): the model is level with it\n", name, baseline, std::exp(baseline));
+    else
+      std::printf("        %s %.4f (perplexity %.2f): the model is %s it by %.4f nats\n", name, baseline,
+                  std::exp(baseline), gap < 0 ? "below" : "ABOVE", std::abs(gap));
+  }
   std::printf("saved   %s\n", ckpt.string().c_str());
   return 0;
 }
@@ -216,12 +237,18 @@ int run(TrainArgs& a) {
 
 void add_train_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "train a GPT on a corpus (char or GPT-2 BPE tokenizer)");
+  CLI::App* cmd = app.add_subcommand("train", "train a GPT (or a bigram or average baseline) on a corpus (char or "
+                                              "GPT-2 BPE tokenizer)");
   a->cmd = cmd;
   // A repeated option takes its last value, so a script's defaults can be overridden by
   // arguments appended after them (examples/train_pico.sh "$@").
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   add_config_options(cmd, a->config, false);
+  cmd->add_option("--model", a->model, "gpt (default), bigram (a V x V table of logits: logits = W[token]) or average "
+                                       "(the causal mean of the context's token + position embeddings, then ln_f and "
+                                       "the tied head, no attention); the config options give their sizes")
+      ->check(CLI::IsMember({"gpt", "bigram", "average"}))
+      ->capture_default_str();
   cmd->add_option("--corpus", a->corpus, "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded "
                                          "once), or a UTF-8 text file")->capture_default_str();
   a->tokenizer_option = cmd->add_option("--tokenizer", a->tokenizer, "char (one token per character of the corpus) or "
