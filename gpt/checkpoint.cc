@@ -75,6 +75,7 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
   CheckpointInfo info;
   try {
     info.config = config_from_json(nlohmann::json::parse(get("config")));
+    info.config.validate();  // std::invalid_argument, caught below: n_head 0 is the file's fault
     const nlohmann::json tok = nlohmann::json::parse(get("tokenizer"));
     info.tokenizer_kind = tok.at("kind");
     info.tokenizer_data = tok.at("data");
@@ -173,6 +174,10 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
     std::ifstream in(config_json);
     nlohmann::json j;
     if (in && (j = nlohmann::json::parse(in, nullptr, false), !j.is_discarded()) && j.contains("n_head")) {
+      // get<int64_t> would throw nlohmann's type_error for a string and truncate 3.9 to 3.
+      if (!j["n_head"].is_number_integer())
+        throw std::runtime_error("'" + config_json.string() + "': n_head is " + j["n_head"].dump() +
+                                 ", not an integer; fix config.json or pass --n-head");
       c.n_head = j["n_head"].get<int64_t>();
     } else if (c.n_embd == 768 || c.n_embd == 1024 || c.n_embd == 1280 || c.n_embd == 1600) {
       c.n_head = c.n_embd / 64;  // GPT-2 small, medium, large, xl all use head_dim 64
@@ -201,7 +206,13 @@ std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
   auto model = std::make_unique<GPT>(info.config, 0, dtype);
   load_weights(*model, file);
   auto it = file.metadata().find("dropout_rng");
-  if (it != file.metadata().end()) model->dropout_generator().set_state(it->second);
+  if (it != file.metadata().end()) {
+    try {
+      model->dropout_generator().set_state(it->second);
+    } catch (const std::invalid_argument& e) {  // a hand-edited or corrupt state
+      throw std::runtime_error("'" + file.path() + "': malformed checkpoint metadata 'dropout_rng': " + e.what());
+    }
+  }
   return model;
 }
 

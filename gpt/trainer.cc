@@ -119,10 +119,10 @@ Trainer::Trainer(GPT& model, const Dataset& data, const TrainOptions& options, s
 void Trainer::restore(const TrainingState& s) {
   try {
     optimizer_.load_state(s.adam_m, s.adam_v, s.adam_t);
+    batch_gen_.set_state(s.batch_rng);  // a malformed batch_rng is the checkpoint's fault too
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("checkpoint: ") + e.what());
   }
-  batch_gen_.set_state(s.batch_rng);
   step_ = s.step;
 }
 

@@ -102,6 +102,22 @@ BOOST_AUTO_TEST_CASE(resume_is_bit_exact) {
   std::filesystem::remove_all(dir);
 }
 
+// A checkpoint's batch_rng that is no generator state is the checkpoint's fault: a
+// std::runtime_error saying so, as for its moments (it escaped as std::invalid_argument).
+BOOST_AUTO_TEST_CASE(a_malformed_batch_rng_in_a_checkpoint_is_a_clear_error) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  GPT model(c, 5);
+  Trainer trainer(model, data, small_options(), "char", "", "");
+  TrainingState s;
+  s.adam_m = Tensor::zeros({model.num_parameters()});
+  s.adam_v = Tensor::zeros({model.num_parameters()});
+  s.batch_rng = "not a generator state";
+  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
+                                        "checkpoint: Generator::set_state: malformed generator state");
+}
+
 // grad_accum micro-batches accumulate the gradient of the mean loss over all of them.
 BOOST_AUTO_TEST_CASE(gradient_accumulation_equals_the_mean_over_micro_batches) {
   const Dataset data(toy_tokens(), 8);
