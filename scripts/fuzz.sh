@@ -18,13 +18,15 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export OMP_WAIT_POLICY=passive
 # The harnesses write each input to a file in a directory of their own under $TMPDIR: on
-# tmpfs (/dev/shm) that is 15 times faster than on disk for the file-reading targets.
+# tmpfs (/dev/shm) that is 15 times faster than on disk for the file-reading targets. The
+# whole directory goes at the end (what a crashed process leaves in it too).
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
-  export TMPDIR=/dev/shm
+  TMPDIR=$(mktemp -d /dev/shm/attograd-fuzz.XXXXXX)
 else
-  export TMPDIR="$PWD/build-fuzz/tmp"
-  mkdir -p "$TMPDIR"
+  TMPDIR=$(mktemp -d "$PWD/build-fuzz/tmp.XXXXXX")
 fi
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 
 failed=0
 summary=()

@@ -35,18 +35,21 @@ namespace attograd::fuzz {
   } while (0)
 
 /// A directory of this process's own under $TMPDIR (default /tmp), made on first use and
-/// removed at a normal exit. Harnesses whose loader takes a path write their input here.
+/// removed at a normal exit (a crash leaves it: scripts/fuzz.sh gives the fuzzers a $TMPDIR of
+/// their own and removes that). Harnesses whose loader takes a path write their input here.
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
     std::filesystem::path d = std::filesystem::temp_directory_path() /
                               ("attograd_fuzz_" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
-    std::atexit([] {
-      std::error_code ignored;
-      std::filesystem::remove_all(scratch_dir(), ignored);
-    });
     return d;
   }();
+  // Registered once dir is complete, so the handler runs before dir's destructor.
+  static const bool removed_at_exit = std::atexit([] {
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch_dir(), ignored);
+  }) == 0;
+  (void)removed_at_exit;
   return dir;
 }
 
