@@ -56,7 +56,11 @@ std::vector<GradcheckCase> build() {
   // ----- elementwise with broadcasting -----
   using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
   const std::pair<const char*, BinaryFn> binaries[] = {{"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}};
-  for (auto [name, f] : binaries) {
+  for (const auto& binary : binaries) {
+    // Not a structured binding: the lambdas below capture f, and clang before 16 cannot
+    // capture a binding.
+    const char* name = binary.first;
+    const BinaryFn f = binary.second;
     const bool is_div = std::string(name) == "div";
     auto second = [is_div](const Shape& shape, Generator& g, DType d) {
       return is_div ? param_away_from_zero(shape, g, d) : param(shape, g, d);

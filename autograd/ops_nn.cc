@@ -177,7 +177,10 @@ std::pair<int64_t, int64_t> causal_dims(const Tensor& s, const char* op) {
 
 // ----- causal_mask:  y = x, -inf where j > t + (Tk - Tq);  dx = dy where kept, 0 where masked -----
 Tensor causal_mask(const Tensor& scores) {
-  const auto [Tq, Tk] = causal_dims(scores, "causal_mask");
+  // Plain variables, not a structured binding: the lambdas below capture them, which C++20
+  // allows but clang before 16 rejects.
+  const std::pair<int64_t, int64_t> tq_tk = causal_dims(scores, "causal_mask");
+  const int64_t Tq = tq_tk.first, Tk = tq_tk.second;
   Tensor y = detail::contiguous_data(scores).clone();
   const int64_t rows = y.numel() / std::max<int64_t>(Tk, 1);
   dispatch_floating(y.dtype(), "causal_mask", [&]<typename T>() {
@@ -230,9 +233,17 @@ Tensor causal_softmax(const Tensor& scores) {
 //   VJP: D_t = dy_t . y_t;  ds = p (dy vᵀ - D);  dq = ds k / sqrt(HS);  dk = dsᵀ q / sqrt(HS);  dv = pᵀ dy
 namespace {
 
-// The strides of a (B, NH, T, HS) operand for the kernel, which needs HS contiguous: x itself
-// when it is (e.g. the head-split views of c_attn's output), else a contiguous copy.
-std::pair<Tensor, kernels::HeadStrides> head_operand(const Tensor& x) {
+// A (B, NH, T, HS) operand as the kernel reads it (HS contiguous), with its strides. A named
+// struct rather than a pair: the lambdas of causal_attention capture its parts, and clang
+// before 16 cannot capture structured bindings.
+struct HeadOperand {
+  Tensor data;
+  kernels::HeadStrides strides;
+};
+
+// x itself when its HS is contiguous (e.g. the head-split views of c_attn's output), else a
+// contiguous copy.
+HeadOperand head_operand(const Tensor& x) {
   const Tensor t = x.strides()[3] == 1 || x.size(3) == 1 ? x : detail::contiguous_data(x);
   return {t, {t.strides()[0], t.strides()[1], t.strides()[2]}};
 }
@@ -249,9 +260,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
                                 "1 <= Tq <= Tk, got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
                                 ", v " + shape_str(v.shape()));
   const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-  const auto [qc, qs] = head_operand(q);
-  const auto [kc, ks] = head_operand(k);
-  const auto [vc, vs] = head_operand(v);
+  const HeadOperand qh = head_operand(q), kh = head_operand(k), vh = head_operand(v);
   // y is stored (B, Tq, NH, HS) and returned as its (B, NH, Tq, HS) view, so that merging the
   // heads back, transpose(1, 2) then reshape to (B, Tq, C), is a view and copies nothing.
   const Tensor y_storage = Tensor::empty({dims.B, dims.Tq, dims.NH, dims.HS}, q.dtype());
@@ -259,12 +268,12 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
   const Tensor y = detail::view_of(y_storage, q.shape(), {ys.batch, ys.head, ys.time, 1});
   Tensor lse = Tensor::empty({dims.B, dims.NH, dims.Tq}, q.dtype());
   dispatch_floating(q.dtype(), "causal_attention", [&]<typename T>() {
-    kernels::attention_forward<T>(y_storage.data<T>(), ys, lse.data<T>(), qc.data<T>(), qs, kc.data<T>(), ks,
-                                  vc.data<T>(), vs, dims);
+    kernels::attention_forward<T>(y_storage.data<T>(), ys, lse.data<T>(), qh.data.data<T>(), qh.strides,
+                                  kh.data.data<T>(), kh.strides, vh.data.data<T>(), vh.strides, dims);
   });
   return record(y, "causal_attention", {q, k, v},
-                [q = qc.detach(), k = kc.detach(), v = vc.detach(), y = y_storage.detach(), lse, qs = qs, ks = ks,
-                 vs = vs, ys, dims](const Tensor& g, std::span<Tensor> gi) {
+                [q = qh.data.detach(), k = kh.data.detach(), v = vh.data.detach(), y = y_storage.detach(), lse,
+                 qs = qh.strides, ks = kh.strides, vs = vh.strides, ys, dims](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "causal_attention", [&]<typename T>() {
       auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
       // Every gradient here is a contiguous (B, NH, T, HS) buffer.

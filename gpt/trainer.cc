@@ -146,7 +146,7 @@ Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& 
 void Trainer::restore(const TrainingState& s) {
   try {
     optimizer_.load_state(s.adam_m, s.adam_v, s.adam_t);
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::invalid_argument& e) {  // moments that do not fit the model: the file's fault
     throw std::runtime_error(std::string("checkpoint: ") + e.what());
   }
   try {

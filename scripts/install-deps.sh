@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages attograd builds with, skipping those already present.
-# Runs apt-get directly as root, through sudo otherwise.
+# Runs apt-get directly as root, through sudo otherwise. With --fuzz, also what the clang
+# build of scripts/fuzz.sh needs.
 set -euo pipefail
 
 packages=(
@@ -21,6 +22,13 @@ packages=(
   libbenchmark-dev            # Google Benchmark: bench/ (kernels and training steps)
   libopenblas-dev             # OpenBLAS: the yardstick bench/ compares matmul against (never linked by the engine)
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(
+    clang                     # clang 14: libFuzzer builds only with clang (scripts/fuzz.sh)
+    libclang-rt-dev           # clang's libFuzzer and sanitizer runtimes
+    libomp-dev                # LLVM's OpenMP, which clang links instead of gcc's libgomp
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,8 @@
 // Counts every heap allocation of the process, for tests/gpt/allocations_test.cc and
 // bench/train_bench.cc: malloc and its siblings are interposed (operator new calls malloc), and
 // each call is counted while counting_mallocs() is on. Include in exactly one source file of a
-// program, which must not run under AddressSanitizer (it owns malloc; see allocations_test).
+// program. Under AddressSanitizer, which owns malloc, nothing is interposed and
+// kCountsMallocs is false: the count stays 0 (see allocations_test).
 #pragma once
 
 #include <atomic>
@@ -9,7 +10,23 @@
 #include <cstddef>
 #include <cstdint>
 
+// gcc defines __SANITIZE_ADDRESS__; clang (before 18) answers only __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define ATTOGRAD_MALLOC_COUNTER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATTOGRAD_MALLOC_COUNTER_ASAN 1
+#endif
+#endif
+
 namespace attograd::testing {
+
+/// False under AddressSanitizer, where malloc is not interposed and nothing is counted.
+#if defined(ATTOGRAD_MALLOC_COUNTER_ASAN)
+inline constexpr bool kCountsMallocs = false;
+#else
+inline constexpr bool kCountsMallocs = true;
+#endif
 
 /// Turns counting on or off, and the number counted since the last reset.
 inline std::atomic<bool>& counting_mallocs() {
@@ -26,6 +43,7 @@ inline void count_malloc() {
 
 }  // namespace attograd::testing
 
+#if !defined(ATTOGRAD_MALLOC_COUNTER_ASAN)
 extern "C" {
 void* __libc_malloc(size_t);
 void* __libc_calloc(size_t, size_t);
@@ -54,3 +72,4 @@ int posix_memalign(void** out, size_t alignment, size_t n) {
   return *out == nullptr && n != 0 ? ENOMEM : 0;
 }
 }
+#endif  // !ATTOGRAD_MALLOC_COUNTER_ASAN

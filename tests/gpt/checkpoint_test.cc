@@ -222,6 +222,19 @@ void copy_with(const std::string& from, const std::string& to, const std::string
   w.write(to);
 }
 
+// Rewrites the checkpoint at `path` with metadata[key] = value (the tensors as they are), as a
+// corrupt or hand-edited file would have it.
+void set_metadata(const std::string& path, const std::string& key, const std::string& value) {
+  SafetensorsWriter w;
+  {
+    const SafetensorsFile file = SafetensorsFile::read(path);
+    w.metadata = file.metadata();
+    for (const auto& [name, entry] : file.entries()) w.add(name, file.tensor(name, DType::f32));
+  }
+  w.metadata[key] = value;
+  w.write(path);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_config_that_disagrees_with_the_tensors_is_refused_before_allocating) {
@@ -421,4 +434,47 @@ BOOST_AUTO_TEST_CASE(hugging_face_config_json_is_read_strictly_and_must_agree_wi
   std::filesystem::remove(config_json);
   BOOST_TEST(infer_hf_gpt2_config(file, 3).n_head == 3);  // no config.json at all: --n-head suffices
   std::filesystem::remove_all(dir.parent_path());
+}
+
+// Found by tests/fuzz (safetensors target): values in the metadata that escaped load_model as
+// std::invalid_argument with no file named, instead of the documented std::runtime_error.
+BOOST_AUTO_TEST_CASE(malformed_config_and_generator_state_in_metadata_are_clear_errors) {
+  const auto dir = temp_dir();
+  GPT model(preset("femto"), 11);
+  const std::string path = (dir / "m.safetensors").string();
+  save_checkpoint(path, model, "char", "abc");
+  std::string config = SafetensorsFile::read(path).metadata().at("config");
+  const size_t at = config.find("\"n_head\":1,");  // femto has one head
+  BOOST_REQUIRE(at != std::string::npos);
+  set_metadata(path, "config", config.replace(at, 11, "\"n_head\":0,"));
+  expect_throw_with<std::runtime_error>([&] { load_model(SafetensorsFile::read(path)); },
+                                        "m.safetensors': checkpoint metadata 'config': n_head is 0, expected an integer in [1,");
+  save_checkpoint(path, model, "char", "abc");
+  set_metadata(path, "dropout_rng", "not a generator state");
+  expect_throw_with<std::runtime_error>([&] { load_model(SafetensorsFile::read(path)); },
+                                        "m.safetensors': checkpoint metadata 'dropout_rng': Generator::set_state");
+  std::filesystem::remove_all(dir);
+}
+
+// Found by tests/fuzz (hf_import target): an n_head that is not an integer escaped as
+// nlohmann's type_error ("type must be number"), or was truncated (3.9 -> 3).
+BOOST_AUTO_TEST_CASE(a_config_json_n_head_that_is_not_an_integer_is_refused) {
+  const auto dir = temp_dir();
+  GPTConfig c = preset("femto");
+  c.n_embd = 4;
+  c.n_head = 2;
+  GPT model(c, 12);
+  SafetensorsWriter w;
+  for (const auto& [name, t] : model.named_parameters())
+    w.add(name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
+  const std::string path = (dir / "model.safetensors").string();
+  w.write(path);
+  for (const std::string n_head : {R"("two")", "3.9", "null"}) {
+    std::ofstream(dir / "config.json") << R"({"n_head": )" << n_head << "}";
+    expect_throw_with<std::runtime_error>([&] { load_hf_gpt2(SafetensorsFile::read(path)); },
+                                          "config.json' (beside '" + path + "'): n_head is " + n_head + ", expected an integer in [1,");
+  }
+  std::ofstream(dir / "config.json") << R"({"n_head": 2})";
+  BOOST_TEST(load_hf_gpt2(SafetensorsFile::read(path))->config().n_head == 2);
+  std::filesystem::remove_all(dir);
 }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Fuzzes each loader with libFuzzer (tests/fuzz/README.md): builds the fuzz targets with clang,
+# ASan and UBSan in build-fuzz/, runs each for ATTOGRAD_FUZZ_SECONDS seconds (default 60) from
+# its seed corpus and saved crash inputs, and prints each target's executions and coverage.
+# A crash fails the run and leaves its input in build-fuzz/crashes/<target>/: fix the bug, then
+# add the input to tests/fuzz/regressions/<target>/, where CTest replays it in every build.
+# Part of CI (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${ATTOGRAD_FUZZ_SECONDS:-60}"
+bash scripts/install-deps.sh --fuzz
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DATTOGRAD_SANITIZE=address,undefined -DATTOGRAD_FUZZ=ON -DATTOGRAD_WERROR=ON >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target fuzzers
+
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export OMP_WAIT_POLICY=passive
+# The harnesses write each input to a file in a directory of their own under $TMPDIR: on
+# tmpfs (/dev/shm) that is 15 times faster than on disk for the file-reading targets. The
+# whole directory goes at the end (what a crashed process leaves in it too).
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  TMPDIR=$(mktemp -d /dev/shm/attograd-fuzz.XXXXXX)
+else
+  TMPDIR=$(mktemp -d "$PWD/build-fuzz/tmp.XXXXXX")
+fi
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+
+failed=0
+summary=()
+# The targets are listed once, in tests/fuzz/CMakeLists.txt, which writes them here.
+mapfile -t targets < build-fuzz/tests/fuzz/fuzz_targets.txt
+for target in "${targets[@]}"; do
+  work="build-fuzz/corpus/$target"      # what this and earlier runs found, grown from the seeds
+  crashes="build-fuzz/crashes/$target"
+  log="build-fuzz/logs/$target.log"
+  mkdir -p "$work" "$crashes" "$(dirname "$log")"
+  dict=()
+  [ -f "tests/fuzz/$target.dict" ] && dict=("-dict=tests/fuzz/$target.dict")
+  echo "fuzzing $target for $seconds s (log: $log)"
+  status=ok
+  if ! "build-fuzz/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" \
+      "$work" "tests/fuzz/corpus/$target" "tests/fuzz/regressions/$target" >"$log" 2>&1; then
+    artifact=$(ls -t "$crashes" | head -n 1)
+    status="FAILED: ${artifact:+crash input $crashes/$artifact, }see $log"
+    failed=1
+    tail -n 40 "$log"
+  fi
+  # libFuzzer's last status line: "#N DONE cov: X ft: Y corp: U/S lim: L exec/s: E rss: R".
+  done_line=$(grep -E '^#[0-9]+\s+DONE' "$log" | tail -n 1 || true)
+  runs=$(sed -n 's/^stat::number_of_executed_units: //p' "$log" | tail -n 1)
+  cov=$(grep -oE 'cov: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
+  ft=$(grep -oE 'ft: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
+  corp=$(grep -oE 'corp: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
+  rate=$(grep -oE 'exec/s: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
+  summary+=("$(printf '%-16s %10s %8s %7s %7s %6s  %s' "$target" "${runs:-?}" "$rate" "$cov" "$ft" "$corp" "$status")")
+done
+
+echo
+printf '%-16s %10s %8s %7s %7s %6s  %s\n' target runs exec/s cov ft corpus result
+printf '%s\n' "${summary[@]}"
+exit "$failed"

@@ -1,0 +1,147 @@
+// Writes the seed corpus of every fuzz target: make_fuzz_seeds DIR writes DIR/<target>/<seed>
+// (tests/fuzz/corpus is what is committed). Seeds are small, valid examples of each format,
+// plus a few that take each loader's error paths; libFuzzer mutates them from there. The files
+// are deterministic: running this again rewrites them byte for byte.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "autograd/ops.h"
+#include "gpt/char_tokenizer.h"
+#include "gpt/checkpoint.h"
+#include "gpt/config.h"
+#include "gpt/model.h"
+#include "gpt/safetensors.h"
+#include "tests/fuzz/fuzz_support.h"
+
+using namespace attograd;
+using namespace attograd::gpt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write(const fs::path& path, std::string_view bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// A safetensors file from a header written by hand and its data bytes.
+std::string raw_safetensors(const std::string& header, std::string_view data) {
+  std::string out(8, '\0');
+  for (size_t i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return out + header + std::string(data);
+}
+
+// The lecture's femto model over a 5-character vocabulary, as `train` checkpoints it.
+void checkpoints(const fs::path& dir, const fs::path& scratch) {
+  const CharTokenizer tok = CharTokenizer::from_text("abcd\n");
+  GPTConfig c = preset("femto");
+  c.vocab_size = tok.vocab_size();
+  c.block_size = 4;
+  GPT model(c, 1);
+  const fs::path tmp = scratch / "ckpt.safetensors";
+  save_checkpoint(tmp.string(), model, tok.kind(), tok.serialize());
+  write(dir / "femto_weights.safetensors", read_all(tmp));
+  TrainingState s;
+  s.step = 3;
+  s.batch_rng = "1 2 3";
+  s.adam_t = 3;
+  s.adam_m = Tensor::zeros({model.num_parameters()});
+  s.adam_v = Tensor::full({model.num_parameters()}, 1e-4);
+  s.train_options = R"({"batch_size": 2})";
+  save_checkpoint(tmp.string(), model, tok.kind(), tok.serialize(), &s);
+  write(dir / "femto_training.safetensors", read_all(tmp));
+  // The same without dropout_rng (optional when loading): its 312 numbers are 7 KB of the
+  // 9 KB file, and mutations spent there seldom reach the config and the tensors.
+  {
+    const SafetensorsFile full = SafetensorsFile::read(tmp.string());
+    SafetensorsWriter w;
+    w.metadata = full.metadata();
+    w.metadata.erase("dropout_rng");
+    for (const auto& [name, entry] : full.entries()) w.add(name, full.tensor(name, DType::f32));
+    const fs::path compact = scratch / "compact.safetensors";
+    w.write(compact.string());
+    write(dir / "femto_training_compact.safetensors", read_all(compact));
+  }
+  // Each stored dtype the reader converts (F16 1.0 = 3C00, BF16 1.0 = 3F80) and one it does not.
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
+      R"("b":{"dtype":"BF16","shape":[1,2],"data_offsets":[4,8]},"c":{"dtype":"F64","shape":[],"data_offsets":[8,16]},)"
+      R"("d":{"dtype":"I64","shape":[1],"data_offsets":[16,24]},"e":{"dtype":"U8","shape":[3],"data_offsets":[24,27]}})";
+  const unsigned char data[27] = {0x00, 0x3C, 0x00, 0xBC, 0x80, 0x3F, 0x00, 0x40, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F,
+                                  7,    0,    0,    0,    0,    0,    0,    0,    1, 2, 3};
+  write(dir / "dtypes.safetensors", raw_safetensors(header, std::string_view(reinterpret_cast<const char*>(data), sizeof data)));
+}
+
+// The issue's Hugging Face example: V 7, 6 positions, width 4, 2 heads, 1 layer, written in
+// Hugging Face's layout (transformer. prefix, Conv1D weights (in, out), attn.bias buffers).
+void hf_models(const fs::path& dir, const fs::path& scratch) {
+  GPTConfig c;
+  c.vocab_size = 7;
+  c.block_size = 6;
+  c.n_layer = 1;
+  c.n_head = 2;
+  c.n_embd = 4;
+  GPT model(c, 2);
+  SafetensorsWriter w;
+  for (const auto& [name, t] : model.named_parameters())
+    w.add("transformer." + name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
+  w.add("transformer.h.0.attn.bias", Tensor::ones({1, 1, 6, 6}));
+  const fs::path tmp = scratch / "model.safetensors";
+  w.write(tmp.string());
+  const std::string model_bytes = read_all(tmp);
+  const std::string marker(fuzz::kSplitMarker);
+  write(dir / "with_config", R"({"n_head": 2, "n_layer": 1, "n_embd": 4, "vocab_size": 7, "n_positions": 6})" +
+                                 marker + model_bytes);
+  write(dir / "no_config", model_bytes);  // n_embd 4 is no GPT-2 size: "pass --n-head"
+}
+
+void texts(const fs::path& root) {
+  const std::string marker(fuzz::kSplitMarker);
+  // GPT-2 BPE: contractions, numbers, runs of spaces, emoji, a special token, other scripts.
+  write(root / "bpe" / "english", "Hello world! It's 2024, and we'll see   what they've done.\n\tEnd.");
+  write(root / "bpe" / "unicode", "caf\xC3\xA9 \xF0\x9F\x98\x80 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xD0\x9F\xD1\x80\xD0\xB8 \xCE\xB1\xCE\xB2");
+  write(root / "bpe" / "special", "a<|endoftext|>b <|endoftext|><|endoftext|>");
+  write(root / "bpe" / "invalid", "ok \xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80 \xFF");
+  // The char tokenizer: a text alone, then a vocabulary with a text.
+  write(root / "char_tokenizer" / "text", "To be, or not to be: caf\xC3\xA9 \xF0\x9F\x98\x80\n");
+  write(root / "char_tokenizer" / "vocab_and_text", "\n abehnortw" + marker + "the bower\n");
+  write(root / "char_tokenizer" / "vocab_missing_char", " abc" + marker + "abcd");
+  write(root / "char_tokenizer" / "unsorted_vocab", "cba" + marker + "abc");
+  // Corpora: plain text, a byte order mark, CRLF lines, bible's own output.
+  write(root / "corpus" / "plain", "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n");
+  write(root / "corpus" / "bom_crlf", "\xEF\xBB\xBFline one\r\nline two\r\n\xC3\xA9t\xC3\xA9\r\n");
+  write(root / "corpus" / "bible",
+        "\nGenesis 1\n\n  1 In the beginning God created the heaven and the earth.\n"
+        "  2 And the earth was without form, and void; and darkness was upon the face of\n"
+        "the deep.\n\nSong of Solomon 2\n\n  1 I am the rose of Sharon,  and the lily of the valleys.\n");
+  write(root / "corpus" / "invalid_utf8", "abc\xFF" "def");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR (writes DIR/<target>/<seed>)\n", argv[0]);
+    return 1;
+  }
+  const fs::path root = argv[1];
+  try {
+    checkpoints(root / "safetensors", fuzz::scratch_dir());
+    hf_models(root / "hf_import", fuzz::scratch_dir());
+    texts(root);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_fuzz_seeds: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
