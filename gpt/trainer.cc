@@ -144,6 +144,16 @@ Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& 
 }
 
 void Trainer::restore(const TrainingState& s) {
+  // What attograd writes always satisfies these; a file that does not was damaged or edited, and
+  // resuming it would follow another path silently (bias correction restarted or skipped) or
+  // diverge with a message that blames the learning rate.
+  if (const int64_t bad = model_.arena().num_non_finite(); bad > 0)
+    throw std::runtime_error("checkpoint: " + std::to_string(bad) + " of its " +
+                             std::to_string(model_.arena().params().numel()) +
+                             " weights are not finite, so it cannot be resumed; resume from an earlier checkpoint");
+  if (s.adam_t != s.step)
+    throw std::runtime_error("checkpoint metadata 'adam_t' is " + std::to_string(s.adam_t) + " but 'step' is " +
+                             std::to_string(s.step) + ": every step takes one optimizer step, so they must agree");
   try {
     optimizer_.load_state(s.adam_m, s.adam_v, s.adam_t);
   } catch (const std::invalid_argument& e) {  // moments that do not fit the model: the file's fault

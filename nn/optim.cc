@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "autograd/engine.h"
+#include "autograd/ops.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
 
@@ -190,6 +191,23 @@ void AdamW::load_state(const Tensor& m, const Tensor& v, int64_t t) {
                                   " moments but the model has " + std::to_string(numel_) + " parameters");
   }
   if (t < 0) throw std::invalid_argument("AdamW: negative step count " + std::to_string(t));
+  // Moments that no AdamW step can produce (non-finite, or a negative second moment, whose
+  // square root is NaN) would make the resumed run diverge or silently freeze a weight.
+  if (m.dtype() != v.dtype())
+    throw std::invalid_argument("AdamW: the saved moments have different dtypes, " + std::string(dtype_name(m.dtype())) +
+                                " and " + dtype_name(v.dtype()));
+  const int64_t bad = dispatch_floating(m.dtype(), "AdamW::load_state", [&]<typename T>() {
+    const Tensor mc = contiguous(m), vc = contiguous(v);
+    const T* mp = mc.data<T>();
+    const T* vp = vc.data<T>();
+    int64_t n = 0;
+    for (int64_t i = 0; i < numel_; ++i) n += !std::isfinite(mp[i]) || !std::isfinite(vp[i]) || vp[i] < T(0);
+    return n;
+  });
+  if (bad > 0)
+    throw std::invalid_argument("AdamW: the saved optimizer state has " + std::to_string(bad) + " of " +
+                                std::to_string(numel_) +
+                                " moments that no AdamW step produces (not finite, or a negative second moment)");
   convert_into(m_, m);
   convert_into(v_, v);
   t_ = t;

@@ -1,6 +1,7 @@
 #include "examples/cli/command.h"
 
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -16,6 +17,14 @@ namespace {
 CLI::Validator finite_number_check(const std::function<bool(double)>& ok, const std::string& condition) {
   return CLI::Validator(
       [ok, condition](std::string& text) -> std::string {
+        // Decimal notation only: std::stod alone would also read hex floats (0x1p3 = 8) and skip
+        // leading blanks. nan and inf get through to be named as not finite below.
+        std::string word = text;
+        if (!word.empty() && (word[0] == '-' || word[0] == '+')) word.erase(0, 1);
+        for (char& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        const bool special = word == "nan" || word == "inf" || word == "infinity";
+        if (!special && (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string::npos))
+          return "expected a decimal number, got '" + text + "'";
         double v;
         try {
           size_t used = 0;

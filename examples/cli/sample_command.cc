@@ -126,7 +126,9 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--n-head", a->n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
       ->check(integer_in(gpt::limits::n_head));
   cmd->add_option("--prompt", a->prompts, "a prompt (repeat for several)");
-  cmd->add_option("--temperature", a->temperatures, "0 = greedy; repeat for several (checked by SamplingOptions::validate)")->capture_default_str();
+  cmd->add_option("--temperature", a->temperatures, "0 = greedy; repeat for several")
+      ->check(kNonNegative)
+      ->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate per sample")->check(integer_in(gpt::limits::count))->capture_default_str();
   cmd->add_option("--top-k", a->top_k, "keep the k most likely tokens (0 = off; ties at the cut are kept)")->check(integer_in(gpt::limits::count))->capture_default_str();
   cmd->add_option("--top-p", a->top_p, "nucleus sampling mass in (0, 1] (1 = off)")->check(number_in(0, 1, true))->capture_default_str();

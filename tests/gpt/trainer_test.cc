@@ -445,3 +445,32 @@ BOOST_AUTO_TEST_CASE(a_malformed_batch_rng_names_the_metadata_key) {
   expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
                                         "checkpoint metadata 'batch_rng': Generator::set_state: malformed generator state");
 }
+
+// A training state that attograd never writes (a damaged or edited checkpoint) is refused on
+// resume with what is wrong, instead of a run that silently takes another path or diverges
+// with a message blaming the learning rate.
+BOOST_AUTO_TEST_CASE(a_damaged_training_state_is_refused_on_resume) {
+  GPT model(preset("femto"), 1);
+  const Dataset data(std::vector<int64_t>(200, 1), 8);
+  Trainer trainer(model, data, TrainOptions{}, "char", "", "");
+  const int64_t n = model.arena().params().numel();
+  TrainingState s;
+  s.adam_m = Tensor::zeros({n});
+  s.adam_v = Tensor::zeros({n});
+  s.batch_rng = Generator(5).state();
+  s.step = 3;
+  s.adam_t = 7;
+  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
+                                        "checkpoint metadata 'adam_t' is 7 but 'step' is 3");
+  s.adam_t = 3;
+  s.adam_v = Tensor::full({n}, -1.0);
+  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
+                                        "has " + std::to_string(n) + " of " + std::to_string(n) +
+                                            " moments that no AdamW step produces");
+  s.adam_v = Tensor::zeros({n});
+  trainer.restore(s);  // a consistent state is accepted
+  BOOST_TEST(trainer.step() == 3);
+  model.arena().params().data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
+                                        "checkpoint: 1 of its " + std::to_string(n) + " weights are not finite");
+}
