@@ -317,12 +317,20 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   std::string header(header_len, '\0');
   if (!read_exact(fd, header.data(), header_len, 8, path)) fail(path, "truncated while reading its header");
 
+  // The format's header is a JSON object padded with spaces only: as the reference loader, refuse
+  // anything before its '{' (a byte-order mark, blanks) and any other padding (NULs).
+  if (header.empty() || header.front() != '{')
+    fail(path, "the header does not start with '{' (a byte-order mark or other bytes before the JSON?)");
+
   SafetensorsFile f;
   f.path_ = path;
   // Duplicate keys at any depth are refused: which tensor (or dtype, or offsets) counts would be
   // anyone's guess. So is nesting deeper than any header needs.
   const nlohmann::json j = parse_json(header, "safetensors file '" + path + "': the header");
   if (!j.is_object()) fail(path, "the header is not a JSON object");
+  // (checked after parsing, which reports a cut-off JSON as such; the parser stops at a NUL)
+  if (header[header.find_last_not_of(' ')] != '}')
+    fail(path, "the header's JSON is followed by bytes other than space padding");
   const uint64_t data_size = file_size - 8 - header_len;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") {

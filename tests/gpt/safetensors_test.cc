@@ -307,7 +307,7 @@ BOOST_AUTO_TEST_CASE(offsets_dtypes_and_entries_must_be_well_formed) {
   expect_rejected(dir, R"({"a":{"dtype":"F32","shape":[2]}})", 8, "tensor 'a' has a malformed entry");
   expect_rejected(dir, R"({"a":[1,2]})", 8, "tensor 'a' has a malformed entry [1,2]");
   expect_rejected(dir, R"({"__metadata__":[1]})", 0, "__metadata__ is not a JSON object");
-  expect_rejected(dir, R"([1,2])", 0, "the header is not a JSON object");
+  expect_rejected(dir, R"([1,2])", 0, "the header does not start with '{'");
   expect_rejected(dir, R"({"a":)", 0, "the header is not valid JSON");
 }
 
@@ -354,4 +354,19 @@ BOOST_AUTO_TEST_CASE(bytes_views_the_stored_tensor) {
   const SafetensorsFile f = SafetensorsFile::read(path);
   BOOST_TEST(std::string(f.bytes("x")) == bytes_of(std::vector<float>{1, 2}));
   expect_throw_with<std::runtime_error>([&] { f.bytes("y"); }, "no tensor named 'y'");
+}
+
+// The header is a JSON object padded with spaces only (newcomer review of issue 8: a byte-order
+// mark before it, or NUL padding after it, loaded).
+BOOST_AUTO_TEST_CASE(a_header_with_bytes_around_its_json_is_refused) {
+  const TempDir dir;
+  const std::string ok = R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  expect_rejected(dir, "\xEF\xBB\xBF" + ok, 8, "the header does not start with '{'");
+  expect_rejected(dir, " " + ok, 8, "the header does not start with '{'");
+  expect_rejected(dir, ok + std::string(3, '\0'), 8, "followed by bytes other than space padding");
+  expect_rejected(dir, ok + " x", 8, "the header is not valid JSON");
+  std::string padded = ok + "    ";  // spaces are the format's padding
+  const std::string path = dir.file("padded.safetensors");
+  write_raw(path, padded, std::string(8, '\0'));
+  BOOST_TEST(SafetensorsFile::read(path).contains("x"));
 }
