@@ -37,10 +37,7 @@ AverageModel::AverageModel(const GPTConfig& config, uint64_t seed, DType dtype)
     : LanguageModel(ModelKind::average, refuse_rope(config), seed, dtype, "AverageModel") {
   Generator gen(seed);
   const GPTConfig& c = config_;
-  wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab_size, c.n_embd, gen, dtype));
-  if (c.pos_encoding == PosEncoding::learned)
-    wpe = register_module("wpe", std::make_shared<nn::Embedding>(c.block_size, c.n_embd, gen, dtype));
-  if (c.pos_encoding == PosEncoding::sinusoidal) sinusoidal_ = nn::sinusoidal_table(c.block_size, c.n_embd, dtype);
+  sinusoidal_ = register_embeddings(gen, wte, wpe);
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
   const int64_t T = c.block_size;
   std::vector<double> mean(static_cast<size_t>(T * T), 0.0);

@@ -80,6 +80,15 @@ LanguageModel::LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t s
   require_memory(gpt::num_parameters(kind, config_), dtype, label_);
 }
 
+Tensor LanguageModel::register_embeddings(Generator& gen, std::shared_ptr<nn::Embedding>& wte,
+                                          std::shared_ptr<nn::Embedding>& wpe) {
+  const GPTConfig& c = config_;
+  wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab_size, c.n_embd, gen, dtype_));
+  if (c.pos_encoding == PosEncoding::learned)
+    wpe = register_module("wpe", std::make_shared<nn::Embedding>(c.block_size, c.n_embd, gen, dtype_));
+  return c.pos_encoding == PosEncoding::sinusoidal ? nn::sinusoidal_table(c.block_size, c.n_embd, dtype_) : Tensor();
+}
+
 void LanguageModel::pack_parameters() {
   // The decayed weights first, so that each of param_groups() is one range of the arena.
   std::vector<std::pair<std::string, Tensor>> named = named_parameters();

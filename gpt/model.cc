@@ -31,10 +31,7 @@ GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)
     : LanguageModel(ModelKind::gpt, config, seed, dtype, "GPT") {
   Generator gen(seed);
   const GPTConfig& c = config_;
-  wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab_size, c.n_embd, gen, dtype));
-  if (c.pos_encoding == PosEncoding::learned)
-    wpe = register_module("wpe", std::make_shared<nn::Embedding>(c.block_size, c.n_embd, gen, dtype));
-  if (c.pos_encoding == PosEncoding::sinusoidal) sinusoidal_ = nn::sinusoidal_table(c.block_size, c.n_embd, dtype);
+  sinusoidal_ = register_embeddings(gen, wte, wpe);
   drop = register_module("drop", std::make_shared<nn::Dropout>(c.dropout, dropout_gen_.get()));
   for (int64_t i = 0; i < c.n_layer; ++i)
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(c, gen, dropout_gen_.get(), dtype)));

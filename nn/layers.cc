@@ -85,7 +85,6 @@ Tensor apply_rope(const Tensor& x, int64_t pos_offset) {
   const int64_t T = x.size(-2), HS = x.size(-1);
   if (HS % 2 != 0) throw std::invalid_argument("apply_rope: head_dim must be even, got " + std::to_string(HS));
   const int64_t half = HS / 2;
-  checked_mul(T, half, "apply_rope: T * head_dim / 2");
   // cos and sin (T, HS/2), computed in double and written straight into tensors from the
   // storage cache: no staging vectors, so a RoPE training step allocates nothing.
   Tensor c = Tensor::empty({T, half}, x.dtype()), s = Tensor::empty({T, half}, x.dtype());

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -72,6 +73,15 @@ inline bool data_available(const std::filesystem::path& path, const std::string&
     std::_Exit(std::atoi(code));
   }
   return false;
+}
+
+/// An empty directory <tmp>/attograd_<name>_<pid> (emptied first if a killed run left it), for a
+/// test's files; the pid keeps two test programs running at once apart.
+inline std::filesystem::path fresh_temp_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("attograd_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 /// ../shared/data/<name>, the data the team shares beside the checkout (tinyshakespeare.txt).

@@ -29,12 +29,7 @@ using attograd::testing::shared_data;
 
 namespace {
 
-std::filesystem::path temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("attograd_baselines_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path temp_dir(const std::string& name) { return attograd::testing::fresh_temp_dir("baselines_" + name); }
 
 GPTConfig tiny_config(int64_t V, int64_t C, int64_t block) {
   GPTConfig c;

@@ -27,12 +27,7 @@ using attograd::testing::shared_data;
 
 namespace {
 
-std::filesystem::path temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("attograd_trainer_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path temp_dir(const std::string& name) { return attograd::testing::fresh_temp_dir("trainer_" + name); }
 
 // A small synthetic corpus: repeated words, learnable quickly.
 std::vector<int64_t> toy_tokens() {
