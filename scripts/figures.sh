@@ -8,7 +8,7 @@
 # Time on the 2-core reference VM, built: about 1 minute for train_pico.sh, under 10 seconds for
 # the rest. Needs gnuplot and Graphviz (scripts/install-deps.sh installs them).
 # Environment: ATTOGRAD (the binary; default: build it), PICO_RUN, WORK (default runs/figures),
-# FIGURES (default docs/figures). tests/docs/figures_script_test.cc runs this script with a short
+# FIGURES (default docs/figures). tests/examples/figures_script_test.cc runs this script with a short
 # training of its own and checks the CSV data.
 set -euo pipefail
 cd "$(dirname "$0")/.."

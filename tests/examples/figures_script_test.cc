@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(docs_images_come_from_the_script) {
     const std::string text = read_text(e.path());
     for (std::sregex_iterator m(text.begin(), text.end(), image), end; m != end; ++m) shown.insert((*m)[1]);
   }
-  BOOST_TEST(shown.size() >= 12u);
+  BOOST_TEST(shown.size() >= 10u);  // chapters 1 and 3 to 5
   for (const std::string& name : shown) {
     BOOST_TEST_INFO("docs show figures/" << name);
     BOOST_TEST(fs::exists(kSource / "docs/figures" / name));
