@@ -143,7 +143,7 @@ void mask(const gpt::GPTConfig& c, const std::string& stem) {
   std::string csv = "query\\key";
   for (int64_t j = 0; j < T; ++j) (csv += ',') += std::to_string(j);
   csv += '\n';
-  gpt::Heatmap map{"softmax(causal_mask(0)): grey cells are -inf before the softmax, 0 after", "query t", "key j",
+  gpt::Heatmap map{"softmax(causal_mask(0)); grey: masked", "query t", "key j",
                    index_labels(T), index_labels(T), {}};
   for (int64_t t = 0; t < T; ++t) {
     csv += std::to_string(t);
