@@ -66,7 +66,7 @@ void print_attribution(const LoadedModel& m, const std::vector<int64_t>& ids, co
               "predicting token t+1 most (first order: -weight x dloss/dweight, in nats)\n"
               "layer  head  query  most attended (weight)    largest change on removal\n");
   int64_t compared = 0, differ = 0;
-  m.model->train(false);
+  m.model->eval();
   for (int64_t t = 1; t + 1 < T; ++t) {  // query 0 sees only key 0
     std::vector<int64_t> target(static_cast<size_t>(T), gpt::kIgnoreTarget);
     target[static_cast<size_t>(t)] = ids[static_cast<size_t>(t + 1)];

@@ -241,8 +241,23 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
     std::printf("%s\n", render_svg_hint(stem + ".dot", stem + ".svg").c_str());
 }
 
+// A drawing of more cells than this is unreadable (and a mask of block_size 131072 would need
+// 137 GB): the figures are for looking at, so their sizes are refused beyond it.
+constexpr int64_t kMaxDrawn = 1024;
+
 int run(const FigureArgs& a) {
   const gpt::GPTConfig c = build_config(a.config, std::nullopt);
+  if (a.kind != "blocks" && c.block_size > kMaxDrawn)
+    throw std::invalid_argument("figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
+                                " is more positions than a figure can show; choose --block-size <= " +
+                                std::to_string(kMaxDrawn));
+  if (a.kind == "sinusoidal" && c.n_embd > kMaxDrawn)
+    throw std::invalid_argument("figure sinusoidal: n_embd " + std::to_string(c.n_embd) +
+                                " is more channels than a figure can show; choose --n-embd <= " +
+                                std::to_string(kMaxDrawn));
+  if (a.kind == "blocks" && c.n_layer > 48)
+    throw std::invalid_argument("figure blocks: n_layer " + std::to_string(c.n_layer) +
+                                " is more blocks than a diagram can show; choose --n-layer <= 48");
   create_out_dir(a.out, "--out");
   const std::string stem = a.out + "/" + a.kind;
   if (a.kind == "sinusoidal") sinusoidal(c, stem);
