@@ -6,7 +6,8 @@
 #   PICO_RUN=runs/pico bash scripts/figures.sh   # reuses a finished train_pico.sh run
 #
 # Time on the 2-core reference VM, built: about 1 minute for train_pico.sh, under 10 seconds for
-# the rest. Needs gnuplot and Graphviz (scripts/install-deps.sh installs them).
+# the rest (1.9 s measured with PICO_RUN). Needs gnuplot and Graphviz (installed first, by
+# scripts/install-deps.sh, unless ATTOGRAD is given).
 # Environment: ATTOGRAD (the binary; default: build it), PICO_RUN, WORK (default runs/figures),
 # FIGURES (default docs/figures). tests/examples/figures_script_test.cc runs this script with a short
 # training of its own and checks the CSV data.
@@ -14,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ -z ${ATTOGRAD:-} ]]; then
+  bash scripts/install-deps.sh  # gnuplot and Graphviz draw the figures
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build --target attograd_cli
   ATTOGRAD=build/examples/attograd
