@@ -14,6 +14,11 @@
 // benchmark command, as above. The header line says which kernel OpenBLAS picked.
 //
 // --smoke: tiny shapes, one repetition each: what CI runs, to show the benchmark still works.
+//
+// attention/...: the fused causal attention kernel (attention.h) on one head of head_dim 64 at
+// T = 8 ... 1024, forward alone and forward + backward, at 1 thread: the time grows as T², the
+// cost chapter 3 computes (docs/03-attention.md#the-cost-of-attention). Only these:
+//   build/bench/kernels_bench --benchmark_filter=attention
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <omp.h>
@@ -30,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/attention.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
 
@@ -160,6 +166,43 @@ void bench_gemm(benchmark::State& state, GemmCase g, bool blas, int threads) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One causal attention head (B = NH = 1, Tq = Tk = T), forward alone or forward + backward,
+// through the fused kernel the model trains with. FLOPs counted: Q Kᵀ and A V, 2 T² HS each
+// (both halves, as chapter 3's table; the kernel skips the masked half), and twice that again
+// for the backward's four products.
+void bench_attention(benchmark::State& state, int64_t T, int64_t HS, bool backward) {
+  omp_set_num_threads(1);
+  const k::AttentionDims dims{1, 1, T, T, HS};
+  const k::HeadStrides s = k::contiguous_heads(1, T, HS);
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> q(T * HS), kk(T * HS), v(T * HS), y(T * HS), lse(T), dy(T * HS), dq(T * HS), dk(T * HS),
+      dv(T * HS);
+  for (auto* buf : {&q, &kk, &v, &dy})
+    for (float& x : *buf) x = dist(rng);
+  for (auto _ : state) {
+    k::attention_forward<float>(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s, dims);
+    if (backward)
+      k::attention_backward<float>(dq.data(), dk.data(), dv.data(), dy.data(), {s, s, s, s}, y.data(), s,
+                                   lse.data(), q.data(), s, kk.data(), s, v.data(), s, dims);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::DoNotOptimize(dq.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = (backward ? 3 : 1) * 4.0 * static_cast<double>(T) * static_cast<double>(T) * HS;
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_attention(const std::vector<int64_t>& lengths, int64_t HS) {
+  char name[96];
+  for (const bool backward : {false, true})
+    for (const int64_t T : lengths) {
+      std::snprintf(name, sizeof name, "attention/f32/hs%lld/T%lld/%s", static_cast<long long>(HS),
+                    static_cast<long long>(T), backward ? "forward+backward" : "forward");
+      benchmark::RegisterBenchmark(name, bench_attention, T, HS, backward)->Unit(benchmark::kMicrosecond)->UseRealTime();
+    }
+}
+
 // Collects every repetition and, at the end, prints one line per case: median ms of each side
 // and their ratio. Benchmarks are named ".../attograd" and ".../openblas"; the rest is the case.
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -246,9 +289,11 @@ int main(int argc, char** argv) {
     if (smoke) {
       register_cases<float>(smoke_cases(), "f32", {1, 2});
       register_cases<double>(smoke_cases(), "f64", {1});
+      register_attention({8, 16}, 64);
     } else {
       register_cases<float>(gpt_cases(), "f32", {1, 2});
       register_cases<double>(f64_cases(), "f64", {1, 2});
+      register_attention({8, 16, 32, 64, 128, 256, 512, 1024}, 64);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernels_bench: %s\n", e.what());

@@ -232,7 +232,8 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
   std::string s = "set terminal " + terminal + " size " + std::to_string(cols * side) + "," +
                   std::to_string(rows * side + title_px) + " noenhanced font 'Sans,10'\n" +
                   "set output " + quoted(output) + "\n" +
-                  "set palette defined (0 '#ffffff', 1 '#08306b')\n" +
+                  (f.diverging ? "set palette defined (0 '#b2182b', 1 '#ffffff', 2 '#08306b')\n"
+                               : "set palette defined (0 '#ffffff', 1 '#08306b')\n") +
                   "set cbrange [" + std::to_string(f.zmin) + ":" + std::to_string(f.zmax) + "]\n" +
                   "set tics scale 0\nunset key\n";
   if (n > 1) s += "unset colorbox\nset multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) +
@@ -297,6 +298,21 @@ bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log
     script += "unset output\n";  // closes the last file before gnuplot exits
     if (!draw(gnuplot, script, outputs, std::string("the ") + ext + " heatmaps", ext)) {
       log << "gnuplot not found, so no heatmaps were drawn; install it with: sudo apt-get install gnuplot-nox\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool write_figure(const std::string& path_stem, const std::string& commands, int64_t width, int64_t height,
+                  std::ostream& log, const std::string& gnuplot) {
+  for (const auto& [terminal, ext] : kFormats) {
+    AtomicFile file(path_stem + "." + ext);
+    const std::string script = "set terminal " + std::string(terminal) + " size " + std::to_string(width) + "," +
+                               std::to_string(height) + " noenhanced font 'Sans,10'\nset output " +
+                               quoted(file.temp_path()) + "\n" + commands + "\nunset output\n";
+    if (!draw(gnuplot, script, {&file}, path_stem + "." + ext, ext)) {
+      log << "gnuplot not found, so no figure was drawn; install it with: sudo apt-get install gnuplot-nox\n";
       return false;
     }
   }

@@ -47,6 +47,7 @@ struct HeatmapFigure {
   int64_t columns = 1;
   double zmin = 0, zmax = 1;  // the colour scale: white at zmin, dark blue at zmax
   bool show_values = false;   // print each cell's value with 2 decimals (small matrices)
+  bool diverging = false;     // red at zmin, white midway, dark blue at zmax (signed values)
 };
 
 /// Draws every figure with `gnuplot`, one process per output format, each file checked and
@@ -56,5 +57,14 @@ struct HeatmapFigure {
 /// figure with no panel, std::runtime_error if gnuplot fails or leaves a file incomplete.
 bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log,
                     const std::string& gnuplot = "gnuplot");
+
+/// A figure drawn by the caller's own gnuplot commands (e.g. `plot $data using 1:2 with
+/// vectors`), once per format into path_stem.png and path_stem.svg, each checked and renamed into
+/// place as write_plots does. `commands` run after the terminal (width x height pixels, no
+/// enhanced text) and the output file are set; inline data blocks ($name << EOD) may precede
+/// the plot. Returns false, after saying on `log` how to install gnuplot, when it is missing.
+/// Throws std::runtime_error if gnuplot fails or leaves a file incomplete.
+bool write_figure(const std::string& path_stem, const std::string& commands, int64_t width, int64_t height,
+                  std::ostream& log, const std::string& gnuplot = "gnuplot");
 
 }  // namespace attograd::gpt

@@ -18,7 +18,7 @@ packages=(
   nlohmann-json3-dev          # nlohmann-json: checkpoint (safetensors) headers and metadata
   libpcre2-dev                # PCRE2: GPT-2's pre-tokenisation regex needs Unicode classes (\p{L}) std::regex lacks
   gnuplot-nox                 # gnuplot: training loss and perplexity plots, attention heatmaps (PNG, SVG)
-  graphviz                    # dot: renders `attograd graph` to SVG (optional: the .dot is written without it)
+  graphviz                    # dot: renders `attograd graph` and `figure blocks` to SVG (optional: the .dot is written without it)
   libbenchmark-dev            # Google Benchmark: bench/ (kernels and training steps)
   libopenblas-dev             # OpenBLAS: the yardstick bench/ compares matmul against (never linked by the engine)
 )

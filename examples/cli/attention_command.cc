@@ -28,6 +28,7 @@ struct AttentionArgs {
   std::string prompt;
   std::optional<int64_t> layer, head;
   std::string out = "runs/attention";
+  bool attribution = false;
 };
 
 // A CSV field: quoted (quotes doubled) when it holds a comma or a quote (RFC 4180).
@@ -51,6 +52,53 @@ std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const
   return {*pick};
 }
 
+// "Attention is not explanation", measured: for each query t with a next token in the prompt,
+// the most-attended key of each chosen head against the key whose removal from that head changes
+// the query's next-token loss L_t most. Removing key j's contribution A[t,j] v_j from head h's
+// output at t changes L_t by -A[t,j] dL_t/dA[t,j] to first order (gradient x input on the
+// weights: dL_t/dA[t,j] = dL_t/dz_t . v_j), which one backward pass per query gives for every
+// head and key at once. Prints one line per (layer, head, query) for the queries 1 .. T-2 (query
+// 0 has a single key to attend to) and how often the two differ.
+void print_attribution(const LoadedModel& m, const std::vector<int64_t>& ids, const std::vector<int64_t>& layers,
+                       const std::vector<int64_t>& heads, const std::vector<std::string>& labels) {
+  const int64_t T = static_cast<int64_t>(ids.size());
+  std::printf("\nattribution: per query t, the most-attended key against the key whose removal changes the loss of\n"
+              "predicting token t+1 most (first order: -weight x dloss/dweight, in nats)\n"
+              "layer  head  query  most attended (weight)    largest change on removal\n");
+  int64_t compared = 0, differ = 0;
+  m.model->eval();
+  for (int64_t t = 1; t + 1 < T; ++t) {  // query 0 sees only key 0
+    std::vector<int64_t> target(static_cast<size_t>(T), gpt::kIgnoreTarget);
+    target[static_cast<size_t>(t)] = ids[static_cast<size_t>(t + 1)];
+    std::vector<Tensor> weights;
+    const Tensor loss = m.model->forward(Tensor::from_ids(ids, {1, T}), Tensor::from_ids(target, {1, T}), nullptr,
+                                         &weights).loss;
+    for (int64_t l : layers) weights[static_cast<size_t>(l)].retain_grad();
+    loss.backward();
+    for (size_t li = 0; li < layers.size(); ++li) {
+      const Tensor& w = weights[static_cast<size_t>(layers[li])];
+      const Tensor g = w.grad();
+      for (int64_t h : heads) {
+        int64_t top = 0, biggest = 0;
+        std::vector<double> d(static_cast<size_t>(t + 1));
+        for (int64_t j = 0; j <= t; ++j) {
+          d[j] = -w.at({0, h, t, j}) * g.at({0, h, t, j});
+          if (w.at({0, h, t, j}) > w.at({0, h, t, top})) top = j;
+          if (std::abs(d[j]) > std::abs(d[biggest])) biggest = j;
+        }
+        ++compared;
+        differ += top != biggest;
+        std::printf("%-6lld %-5lld %-6lld %-3lld %-8s (%.3f)  %-3lld %-8s (%+.4f)%s\n", static_cast<long long>(layers[li]),
+                    static_cast<long long>(h), static_cast<long long>(t), static_cast<long long>(top),
+                    ("\"" + labels[top] + "\"").c_str(), w.at({0, h, t, top}), static_cast<long long>(biggest),
+                    ("\"" + labels[biggest] + "\"").c_str(), d[biggest], top != biggest ? "  differ" : "");
+      }
+    }
+  }
+  std::printf("the most-attended key is not the one whose removal changes the loss most for %lld of %lld "
+              "(layer, head, query)\n", static_cast<long long>(differ), static_cast<long long>(compared));
+}
+
 int run(const AttentionArgs& a) {
   if (a.prompt.empty())
     throw std::invalid_argument("--prompt is empty: give the text whose attention to show (at least one token)");
@@ -65,6 +113,9 @@ int run(const AttentionArgs& a) {
     throw std::invalid_argument("--prompt encodes to " + std::to_string(T) + " tokens, more than the model's block_size " +
                                 std::to_string(c.block_size) + ": shorten it (attention spans one context window)");
 
+  if (a.attribution && T < 3)
+    throw std::invalid_argument("--attribution needs a prompt of at least 3 tokens: query t is scored on the loss of "
+                                "predicting token t+1, and query 0 sees only itself");
   std::vector<Tensor> weights;  // per layer (1, n_head, T, T)
   {
     NoGradGuard no_grad;
@@ -128,6 +179,9 @@ int run(const AttentionArgs& a) {
       figures.push_back({stem, "", {std::move(map)}, 1, 0, 1, T <= 16});
     }
   }
+  if (a.attribution) {
+    print_attribution(m, ids, layers, heads, labels);
+  }
   const size_t n_maps = grid.panels.size();
   if (n_maps > 1) figures.push_back(std::move(grid));
   std::printf("\nwrote %s/layer<L>_head<H>.csv for %zu head(s)\n", a.out.c_str(), n_maps);
@@ -150,6 +204,9 @@ void add_attention_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--head", a->head, "show only this head (0 = the first)")
       ->check(integer_in({0, gpt::limits::n_head.max - 1}));
   cmd->add_option("--out", a->out, "directory for the CSV files and heatmaps")->capture_default_str();
+  cmd->add_flag("--attribution", a->attribution,
+                "also print, per query, the most-attended key next to the key whose removal changes the loss of "
+                "the next prompt token most (first order: -weight x dloss/dweight)");
   cmd->footer("Rows are queries, columns keys: row t is the distribution query t averaged the values with. "
               "Each row sums to 1, and keys after the query get exactly 0 (the causal mask).");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });

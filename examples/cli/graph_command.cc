@@ -9,24 +9,19 @@
 //   attention  chapter 3's worked example 2 from primitives: softmax(causal_mask(Q Kᵀ / √2)) V
 //   femto      a femto GPT (seed 1337) on 8 tokens: forward and loss, the graph a training step
 //              records (fused ops, as trained)
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include "autograd/engine.h"
 #include "autograd/graphviz.h"
 #include "autograd/ops.h"
 #include "examples/cli/command.h"
 #include "examples/cli/out_dir.h"
+#include "examples/cli/render_dot.h"
 #include "gpt/model.h"
-
-extern char** environ;
 
 namespace attograd::cli {
 
@@ -81,21 +76,6 @@ Drawing build(const std::string& expr) {
   return d;
 }
 
-// Runs `dot -Tsvg dot_path -o svg_path` (no shell: paths are passed as they are). Returns false
-// when dot is not installed; throws std::runtime_error when it fails.
-bool render_svg(const std::string& dot_path, const std::string& svg_path) {
-  const char* argv[] = {"dot", "-Tsvg", dot_path.c_str(), "-o", svg_path.c_str(), nullptr};
-  pid_t pid = 0;
-  const int err = posix_spawnp(&pid, "dot", nullptr, nullptr, const_cast<char* const*>(argv), environ);
-  if (err == ENOENT) return false;
-  if (err != 0) throw std::runtime_error("could not start Graphviz's dot: " + std::string(std::strerror(err)));
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error("Graphviz's dot failed to render " + dot_path + " (see its message above)");
-  return true;
-}
-
 int run(const GraphArgs& a) {
   const bool to_stdout = a.out == "-";
   const std::filesystem::path out(a.out);
@@ -118,8 +98,7 @@ int run(const GraphArgs& a) {
   if (render_svg(a.out, svg)) {
     std::printf("rendered %s\n", svg.c_str());
   } else {
-    std::printf("Graphviz's dot is not installed, so no SVG was drawn; install it (sudo apt-get install graphviz) "
-                "and run: dot -Tsvg %s -o %s\n", a.out.c_str(), svg.c_str());
+    std::printf("%s\n", render_svg_hint(a.out, svg).c_str());
   }
   return 0;
 }

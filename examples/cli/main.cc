@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   attograd::cli::add_gradcheck_command(app, exit_code);
   attograd::cli::add_attention_command(app, exit_code);
   attograd::cli::add_graph_command(app, exit_code);
+  attograd::cli::add_figure_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

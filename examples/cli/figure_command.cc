@@ -1,0 +1,288 @@
+// `attograd figure`: the figures of the attention and GPT chapters that are not a trained
+// model's, each as a CSV of its numbers and a drawing. The numbers come from the functions the
+// model itself uses (nn::sinusoidal_table, nn::apply_rope, the causal_mask op, gpt::GPT's
+// parameters), so a figure shows what attograd computes, not a re-derivation of it.
+//
+//   sinusoidal  the position table added to the embeddings, (block_size, n_embd): sinusoidal.csv
+//               (a row per position) and a heatmap
+//   rope        one q/k channel pair (1, 0.5) rotated by RoPE at positions 0 .. block_size-1,
+//               for every pair of a head (up to 4 drawn): rope.csv (pos, pair, the input pair,
+//               the rotated pair, its norm and angle) and the arrows, one panel per pair
+//   mask        causal_mask of zero scores (block_size, block_size): mask.csv (0 or -inf) and
+//               its softmax, the causal average, as a heatmap with the masked cells grey
+//   blocks      the GPT's block diagram: blocks.csv (every parameter with its shape and count)
+//               and blocks.dot, rendered to blocks.svg when Graphviz is installed
+//
+// Sizes come from --preset and its overrides (--n-embd, --n-head, --block-size ...).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <numbers>
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "examples/cli/command.h"
+#include "examples/cli/out_dir.h"
+#include "examples/cli/render_dot.h"
+#include "gpt/model.h"
+#include "gpt/plot.h"
+#include "nn/layers.h"
+
+namespace attograd::cli {
+
+namespace {
+
+struct FigureArgs {
+  std::string kind;
+  ConfigArgs config;
+  std::string out = "runs/figures";
+};
+
+// A number as the CSV files write it: enough digits to read the double back exactly.
+std::string num(double v) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f.flush()) throw std::runtime_error("could not write " + path);
+}
+
+// Tick labels 0 .. n-1, every `step`-th shown (the rest blank) so that long axes stay legible.
+std::vector<std::string> index_labels(int64_t n) {
+  const int64_t step = n <= 16 ? 1 : n <= 64 ? 8 : 16;
+  std::vector<std::string> labels;
+  for (int64_t i = 0; i < n; ++i) labels.push_back(i % step == 0 ? std::to_string(i) : "");
+  return labels;
+}
+
+void say_drawn(bool drawn, const std::string& stem) {
+  if (drawn) std::printf("drew %s.svg and .png\n", stem.c_str());
+}
+
+void sinusoidal(const gpt::GPTConfig& c, const std::string& stem) {
+  const int64_t T = c.block_size, C = c.n_embd;
+  const Tensor pe = nn::sinusoidal_table(T, C, DType::f64);
+  std::string csv = "pos";
+  for (int64_t j = 0; j < C; ++j) (csv += ",pe") += std::to_string(j);
+  csv += '\n';
+  gpt::Heatmap map{"", "position pos", "channel (even 2i: sin, odd 2i+1: cos)", index_labels(T), index_labels(C), {}};
+  for (int64_t t = 0; t < T; ++t) {
+    csv += std::to_string(t);
+    for (int64_t j = 0; j < C; ++j) {
+      const double v = pe.at({t, j});
+      (csv += ',') += num(v);
+      map.values.push_back(v);
+    }
+    csv += '\n';
+  }
+  write_file(stem + ".csv", csv);
+  std::printf("wrote %s.csv: the sinusoidal table (%lld positions, %lld channels)\n", stem.c_str(),
+              static_cast<long long>(T), static_cast<long long>(C));
+  map.title = "sinusoidal positions PE (block_size " + std::to_string(T) + ", n_embd " + std::to_string(C) + ")";
+  say_drawn(gpt::write_heatmaps({{stem, "", {map}, 1, -1, 1, false, true}}, std::cerr), stem);
+}
+
+void rope(const gpt::GPTConfig& c, const std::string& stem) {
+  const int64_t T = c.block_size, HS = c.head_dim(), pairs = HS / 2;
+  if (HS % 2 != 0)
+    throw std::invalid_argument("rope: head_dim = n_embd / n_head = " + std::to_string(HS) +
+                                " is odd; RoPE rotates channel pairs, so choose an even head_dim");
+  // Every position holds the same q: pair i is (channel i, channel i + HS/2) = (1, 0.5).
+  const double x_in = 1.0, y_in = 0.5;
+  std::vector<double> q(static_cast<size_t>(T * HS));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < pairs; ++i) q[t * HS + i] = x_in, q[t * HS + i + pairs] = y_in;
+  const Tensor rotated = nn::apply_rope(Tensor::from_vector(q, {T, HS}, DType::f64));
+
+  std::string csv = "pos,pair,x_in,y_in,x,y,norm,angle\n";
+  const int64_t drawn = std::min<int64_t>(pairs, 4);
+  std::string data, plot;
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (i < drawn) data += "$pair" + std::to_string(i) + " << EOD\n";
+    for (int64_t t = 0; t < T; ++t) {
+      const double x = rotated.at({t, i}), y = rotated.at({t, i + pairs});
+      // The angle it was turned by, measured from the output, in [0, 2π).
+      double angle = std::atan2(y, x) - std::atan2(y_in, x_in);
+      angle = std::fmod(angle + 4 * std::numbers::pi, 2 * std::numbers::pi);
+      csv += std::to_string(t) + "," + std::to_string(i) + "," + num(x_in) + "," + num(y_in) + "," + num(x) + "," +
+             num(y) + "," + num(std::hypot(x, y)) + "," + num(angle) + "\n";
+      if (i < drawn) data += std::to_string(t) + " " + num(x) + " " + num(y) + "\n";
+    }
+    if (i < drawn) data += "EOD\n";
+  }
+  write_file(stem + ".csv", csv);
+  std::printf("wrote %s.csv: q pair (%g, %g) rotated at positions 0..%lld, %lld pair(s) of head_dim %lld\n",
+              stem.c_str(), x_in, y_in, static_cast<long long>(T - 1), static_cast<long long>(pairs),
+              static_cast<long long>(HS));
+  plot = data + "set multiplot layout 1," + std::to_string(drawn) + " title 'RoPE: pair i of q turned by pos * " +
+         "10000^(-2i/head_dim), head_dim " + std::to_string(HS) + "'\n" +
+         "set size ratio -1\nset xrange [-1.5:1.5]\nset yrange [-1.5:1.5]\nset grid\nunset key\n"
+         "set xlabel 'channel i'\n";
+  for (int64_t i = 0; i < drawn; ++i) {
+    const std::string d = "$pair" + std::to_string(i);
+    plot += "set title 'pair " + std::to_string(i) + " (channels " + std::to_string(i) + ", " +
+            std::to_string(i + pairs) + ")'\nset ylabel 'channel " + std::to_string(i + pairs) + "'\n" +
+            "plot " + d + " using (0):(0):2:3:1 with vectors head filled lc palette, " + d +
+            " using ($2 * 1.15):($3 * 1.15):(sprintf('%d', $1)) with labels font ',8'\n";
+  }
+  plot += "unset multiplot\n";
+  say_drawn(gpt::write_figure(stem, "unset colorbox\n" + plot, 360 * drawn, 420, std::cerr), stem);
+}
+
+void mask(const gpt::GPTConfig& c, const std::string& stem) {
+  const int64_t T = c.block_size;
+  const Tensor masked = causal_mask(Tensor::zeros({T, T}, DType::f64));
+  const Tensor weights = softmax(masked);
+  std::string csv = "query\\key";
+  for (int64_t j = 0; j < T; ++j) (csv += ',') += std::to_string(j);
+  csv += '\n';
+  gpt::Heatmap map{"softmax(causal_mask(0)); grey: masked", "query t", "key j",
+                   index_labels(T), index_labels(T), {}};
+  for (int64_t t = 0; t < T; ++t) {
+    csv += std::to_string(t);
+    for (int64_t j = 0; j < T; ++j) {
+      const double m = masked.at({t, j});
+      (csv += ',') += num(m);
+      map.values.push_back(std::isinf(m) ? std::nan("") : weights.at({t, j}));
+    }
+    csv += '\n';
+  }
+  write_file(stem + ".csv", csv);
+  std::printf("wrote %s.csv: causal_mask of zero scores (%lld x %lld)\n", stem.c_str(), static_cast<long long>(T),
+              static_cast<long long>(T));
+  say_drawn(gpt::write_heatmaps({{stem, "", {map}, 1, 0, 1, T <= 16}}, std::cerr), stem);
+}
+
+// The GPT's block diagram as DOT: one node per module of gpt::GPT, labelled with its parameters'
+// names and shapes as the model holds them; residual additions as circles.
+void blocks(const gpt::GPTConfig& c, const std::string& stem) {
+  const gpt::GPT model(c, 1337);
+  const auto named = model.named_parameters();
+  std::string csv = "parameter,shape,count\n";
+  int64_t total = 0;
+  for (const auto& [name, p] : named) {
+    std::string shape;
+    for (int64_t d : p.shape()) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    csv += name + "," + shape + "," + std::to_string(p.numel()) + "\n";
+    total += p.numel();
+  }
+  csv += "total,," + std::to_string(total) + "\n";
+  write_file(stem + ".csv", csv);
+
+  // "weight (18, 6)\lbias (18)\l" for the parameters under `prefix`, and their count.
+  auto params = [&](const std::string& prefix) {
+    std::string lines;
+    int64_t n = 0;
+    for (const auto& [name, p] : named) {
+      if (name.rfind(prefix, 0) != 0) continue;
+      std::string shape;
+      for (int64_t d : p.shape()) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      lines += name.substr(prefix.size()) + " (" + shape + ")\\l";
+      n += p.numel();
+    }
+    return lines + std::to_string(n) + " parameters\\l";
+  };
+  const std::string C = std::to_string(c.n_embd), x = "(B, T, " + C + ")";
+  std::ostringstream d;
+  d << "digraph gpt {\n  rankdir=TB;\n  fontname=\"Sans\";\n  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", "
+       "fontname=\"Sans\", fontsize=10];\n  edge [fontname=\"Sans\", fontsize=9];\n"
+    << "  label=\"GPT (" << c.n_layer << " layers, " << c.n_head << " heads, n_embd " << c.n_embd << ", block_size "
+    << c.block_size << ", vocab_size " << c.vocab_size << ", " << gpt::pos_encoding_name(c.pos_encoding)
+    << " positions): " << total << " parameters\";\n  labelloc=t;\n"
+    << "  idx [label=\"idx (B, T) token ids\", shape=plaintext, style=\"\"];\n"
+    << "  wte [label=\"wte: Embedding\\l" << params("wte.") << "\"];\n  idx -> wte;\n";
+  std::string in = "embed";
+  d << "  embed [label=\"+\", shape=circle, fillcolor=white];\n  wte -> embed [label=\" " << x << "\"];\n";
+  if (c.pos_encoding == gpt::PosEncoding::learned)
+    d << "  wpe [label=\"wpe: Embedding\\l" << params("wpe.") << "\"];\n  wpe -> embed [label=\" positions\"];\n";
+  else if (c.pos_encoding == gpt::PosEncoding::sinusoidal)
+    d << "  pe [label=\"sinusoidal table (" << c.block_size << ", " << C << ")\\lfixed: no parameters\\l\"];\n"
+      << "  pe -> embed [label=\" positions\"];\n";
+  d << "  drop [label=\"dropout p = " << c.dropout << "\"];\n  embed -> drop;\n";
+  in = "drop";
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "h." + std::to_string(l) + ".", id = "h" + std::to_string(l) + "_";
+    d << "  subgraph cluster_" << l << " {\n    label=\"" << p << " Block (pre-LayerNorm)\";\n"
+      << "    style=rounded; color=\"#8096b8\";\n"
+      << "    " << id << "ln_1 [label=\"ln_1: LayerNorm\\l" << params(p + "ln_1.") << "\"];\n"
+      << "    " << id << "attn [label=\"attn: CausalSelfAttention\\l" << c.n_head << " heads of head_dim "
+      << c.head_dim() << (c.pos_encoding == gpt::PosEncoding::rope ? ", RoPE on q, k" : "")
+      << "\\lsoftmax(causal_mask(q kT / sqrt(head_dim))) v\\l" << params(p + "attn.") << "\"];\n"
+      << "    " << id << "add_1 [label=\"+\", shape=circle, fillcolor=white];\n"
+      << "    " << id << "ln_2 [label=\"ln_2: LayerNorm\\l" << params(p + "ln_2.") << "\"];\n"
+      << "    " << id << "mlp [label=\"mlp: MLP (c_fc, GELU, c_proj)\\l" << params(p + "mlp.") << "\"];\n"
+      << "    " << id << "add_2 [label=\"+\", shape=circle, fillcolor=white];\n  }\n"
+      << "  " << in << " -> " << id << "ln_1 [label=\" " << x << "\"];\n"
+      << "  " << in << " -> " << id << "add_1 [style=dashed, label=\" residual\"];\n"
+      << "  " << id << "ln_1 -> " << id << "attn;\n  " << id << "attn -> " << id << "add_1;\n"
+      << "  " << id << "add_1 -> " << id << "ln_2;\n  " << id << "ln_2 -> " << id << "mlp;\n"
+      << "  " << id << "mlp -> " << id << "add_2;\n"
+      << "  " << id << "add_1 -> " << id << "add_2 [style=dashed, label=\" residual\"];\n";
+    in = id + "add_2";
+  }
+  d << "  ln_f [label=\"ln_f: LayerNorm\\l" << params("ln_f.") << "\"];\n  " << in << " -> ln_f;\n"
+    << "  head [label=\"lm_head: logits = x wteT\\ltied to wte: no parameters of its own\\l\"];\n"
+    << "  ln_f -> head;\n  wte -> head [style=dotted, label=\" same matrix\"];\n"
+    << "  loss [label=\"loss = cross_entropy(logits, targets)\", shape=plaintext, style=\"\"];\n"
+    << "  head -> loss [label=\" (B, T, " << c.vocab_size << ")\"];\n}\n";
+  write_file(stem + ".dot", d.str());
+  std::printf("wrote %s.csv (%zu parameter tensors, %lld parameters) and %s.dot\n", stem.c_str(), named.size(),
+              static_cast<long long>(total), stem.c_str());
+  if (render_svg(stem + ".dot", stem + ".svg"))
+    std::printf("rendered %s.svg\n", stem.c_str());
+  else
+    std::printf("%s\n", render_svg_hint(stem + ".dot", stem + ".svg").c_str());
+}
+
+// A drawing of more cells than this is unreadable (and a mask of block_size 131072 would need
+// 137 GB): the figures are for looking at, so their sizes are refused beyond it.
+constexpr int64_t kMaxDrawn = 1024;
+
+int run(const FigureArgs& a) {
+  const gpt::GPTConfig c = build_config(a.config, std::nullopt);
+  if (a.kind != "blocks" && c.block_size > kMaxDrawn)
+    throw std::invalid_argument("figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
+                                " is more positions than a figure can show; choose --block-size <= " +
+                                std::to_string(kMaxDrawn));
+  if (a.kind == "sinusoidal" && c.n_embd > kMaxDrawn)
+    throw std::invalid_argument("figure sinusoidal: n_embd " + std::to_string(c.n_embd) +
+                                " is more channels than a figure can show; choose --n-embd <= " +
+                                std::to_string(kMaxDrawn));
+  if (a.kind == "blocks" && c.n_layer > 48)
+    throw std::invalid_argument("figure blocks: n_layer " + std::to_string(c.n_layer) +
+                                " is more blocks than a diagram can show; choose --n-layer <= 48");
+  create_out_dir(a.out, "--out");
+  const std::string stem = a.out + "/" + a.kind;
+  if (a.kind == "sinusoidal") sinusoidal(c, stem);
+  else if (a.kind == "rope") rope(c, stem);
+  else if (a.kind == "mask") mask(c, stem);
+  else blocks(c, stem);
+  return 0;
+}
+
+}  // namespace
+
+void add_figure_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<FigureArgs>();
+  CLI::App* cmd = app.add_subcommand("figure", "the docs' figures of positions, the causal mask and the GPT's "
+                                               "blocks, as CSV data and drawings");
+  cmd->add_option("kind", a->kind, "sinusoidal (the position table), rope (a q pair rotated at each position), "
+                                   "mask (the causal mask) or blocks (the GPT's block diagram)")
+      ->check(CLI::IsMember({"sinusoidal", "rope", "mask", "blocks"}))
+      ->required();
+  add_config_options(cmd, a->config, /*with_vocab=*/true);
+  cmd->add_option("--out", a->out, "directory for <kind>.csv and the drawing (<kind>.svg, .png or .dot)")
+      ->capture_default_str();
+  cmd->footer("Sizes: sinusoidal uses block_size x n_embd, rope head_dim = n_embd / n_head and positions "
+              "0 .. block_size-1, mask block_size, blocks the whole config.");
+  cmd->callback([a, &exit_code] { exit_code = run(*a); });
+}
+
+}  // namespace attograd::cli

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Regenerates every figure of docs/ into docs/figures/, each from an attograd command (the docs
+# show the command under each figure). The data of each figure (CSV) stays in $WORK.
+#
+#   bash scripts/figures.sh                      # trains pico first with examples/train_pico.sh
+#   PICO_RUN=runs/pico bash scripts/figures.sh   # reuses a finished train_pico.sh run
+#
+# Time on the 2-core reference VM, built: about 1 minute for train_pico.sh, under 10 seconds for
+# the rest (1.9 s measured with PICO_RUN). Needs gnuplot and Graphviz (installed first, by
+# scripts/install-deps.sh, unless ATTOGRAD is given).
+# Environment: ATTOGRAD (the binary; default: build it), PICO_RUN, WORK (default runs/figures),
+# FIGURES (default docs/figures). tests/examples/figures_script_test.cc runs this script with a short
+# training of its own and checks the CSV data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ -z ${ATTOGRAD:-} ]]; then
+  bash scripts/install-deps.sh  # gnuplot and Graphviz draw the figures
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build --target attograd_cli
+  ATTOGRAD=build/examples/attograd
+fi
+WORK=${WORK:-runs/figures}
+FIGURES=${FIGURES:-docs/figures}
+if [[ -z ${PICO_RUN:-} ]]; then
+  OUT=runs/pico bash examples/train_pico.sh
+  PICO_RUN=runs/pico
+fi
+mkdir -p "$WORK" "$FIGURES"
+keep() { cp "$WORK/$1" "$FIGURES/$2"; }  # keep FILE_IN_WORK NAME_IN_DOCS
+
+# Chapter 1: the recorded graph (the .dot is kept beside the .svg).
+"$ATTOGRAD" graph --expr neuron --out "$FIGURES/graph_neuron.dot"
+"$ATTOGRAD" graph --expr femto --out "$FIGURES/graph_femto.dot"
+
+# Chapter 3: positions, the mask, pico's attention maps.
+"$ATTOGRAD" figure sinusoidal --block-size 64 --n-embd 32 --n-head 4 --out "$WORK"
+keep sinusoidal.svg sinusoidal.svg
+"$ATTOGRAD" figure rope --n-embd 8 --n-head 1 --out "$WORK"
+keep rope.svg rope.svg
+"$ATTOGRAD" figure mask --out "$WORK"
+keep mask.svg causal_mask.svg
+"$ATTOGRAD" attention --checkpoint "$PICO_RUN/ckpt.safetensors" --prompt "And God " --attribution \
+  --out "$WORK/attention" | tee "$WORK/attention.txt"
+keep attention/all_heads.svg pico_attention.svg
+keep attention/layer2_head0.svg pico_attention_layer2_head0.svg
+
+# Chapter 4: the block diagram of pico (vocab_size 73: the King James Bible's characters).
+"$ATTOGRAD" figure blocks --preset pico --vocab-size 73 --out "$WORK"
+keep blocks.svg pico_blocks.svg
+
+# Chapter 5: the loss and perplexity of the pico run, with the unigram and bigram baselines.
+cp "$PICO_RUN/loss.svg" "$FIGURES/pico_loss.svg"
+cp "$PICO_RUN/perplexity.svg" "$FIGURES/pico_perplexity.svg"
+cp "$PICO_RUN/eval_log.csv" "$PICO_RUN/baselines.csv" "$WORK/"
+
+echo "figures in $FIGURES, their data in $WORK"

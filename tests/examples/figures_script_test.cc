@@ -1,0 +1,224 @@
+// scripts/figures.sh, the one script that makes every figure of docs/: run for real (with the
+// real binary, a short pico training of the test's own instead of train_pico.sh, and temporary
+// output directories), then its data checked against the formulas, not its pixels. Also: every
+// image docs/*.md shows is in docs/figures and made by a line of the script, and `attograd
+// attention --attribution` on the trained pico finds queries whose most-attended key is not the
+// one whose removal changes the loss most.
+#define BOOST_TEST_MODULE figures_script_test
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "tests/examples/cli_run.h"
+#include "tests/test_util.h"
+
+using namespace attograd::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSource = ATTOGRAD_SOURCE_DIR;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  BOOST_REQUIRE_MESSAGE(in, "cannot read " << p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A CSV file as rows of fields (no quoting: these files have none), the header first.
+std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(read_text(p));
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::istringstream l(line);
+    for (std::string f; std::getline(l, f, ',');) fields.push_back(f);
+    if (!line.empty() && line.back() == ',') fields.push_back("");
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+double num(const std::string& s) { return s == "-inf" ? -INFINITY : std::stod(s); }
+
+// pico trained for 300 steps (seeds fixed) on a small text with the characters of the script's
+// prompt "And God ", once per process: the stand-in for train_pico.sh's 20,000 steps.
+const fs::path& trained_pico() {
+  static const TempDir dir("figures_pico");
+  static const fs::path run = [] {
+    std::string text;
+    const char* lines[] = {"And God said, Let there be light: and there was light.",
+                           "And God saw the light, that it was good.",
+                           "In the beginning God created the heaven and the earth.",
+                           "And the evening and the morning were the first day."};
+    for (int i = 0; i < 300; ++i) text += std::string(lines[(i * 7 + i / 3) % 4]) + "\n";
+    const std::string corpus = dir.file("corpus.txt", text), out = dir / "pico";
+    const CliRun r = run_cli("train --preset pico --corpus " + corpus + " --out " + out +
+                             " --steps 300 --batch-size 32 --lr 1e-2 --eval-interval 100 --eval-iters 5"
+                             " --log-interval 100 --seed 1 --init-seed 1");
+    BOOST_TEST_INFO(r.out);
+    BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+    return fs::path(out);
+  }();
+  return run;
+}
+
+}  // namespace
+
+// Runs the script as the docs' figures are made (only PICO_RUN, WORK and FIGURES point elsewhere)
+// and checks each figure's data.
+BOOST_AUTO_TEST_CASE(script_figures_data) {
+  if (!data_available("/usr/bin/gnuplot", "apt-get install gnuplot-nox") ||
+      !data_available("/usr/bin/dot", "apt-get install graphviz"))
+    return;
+  const TempDir dir("figures_script");
+  const fs::path work = dir / "work", figures = dir / "figures";
+  const CliRun r = run_program("bash", (kSource / "scripts/figures.sh").string(), true,
+                               "ATTOGRAD=" ATTOGRAD_CLI " PICO_RUN=" + trained_pico().string() + " WORK=" +
+                                   work.string() + " FIGURES=" + figures.string() + " ");
+  BOOST_TEST_INFO(r.out);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+
+  // Sinusoidal (--block-size 64 --n-embd 32): PE[pos][2i] = sin(pos / 10000^(2i/C)), [2i+1] = cos.
+  const auto pe = read_csv(work / "sinusoidal.csv");
+  BOOST_REQUIRE_EQUAL(pe.size(), 65u);
+  BOOST_REQUIRE_EQUAL(pe[0].size(), 33u);
+  for (int pos = 0; pos < 64; ++pos)
+    for (int i = 0; i < 16; ++i) {
+      const double angle = pos / std::pow(10000.0, 2.0 * i / 32);
+      BOOST_TEST(num(pe[pos + 1][1 + 2 * i]) == std::sin(angle), boost::test_tools::tolerance(1e-12));
+      BOOST_TEST(num(pe[pos + 1][2 + 2 * i]) == std::cos(angle), boost::test_tools::tolerance(1e-12));
+    }
+
+  // RoPE (head_dim 8, block_size 8): pair i at position pos is (1, 0.5) turned by
+  // pos * 10000^(-2i/8): the norm is kept and the angle is that, modulo 2π.
+  const auto rope = read_csv(work / "rope.csv");
+  BOOST_REQUIRE_EQUAL(rope.size(), 1u + 4 * 8);
+  BOOST_TEST(rope[0] == std::vector<std::string>({"pos", "pair", "x_in", "y_in", "x", "y", "norm", "angle"}),
+             boost::test_tools::per_element());
+  for (size_t row = 1; row < rope.size(); ++row) {
+    const int pos = std::stoi(rope[row][0]), i = std::stoi(rope[row][1]);
+    const double theta = pos * std::pow(10000.0, -2.0 * i / 8), x = num(rope[row][4]), y = num(rope[row][5]);
+    BOOST_TEST(x == std::cos(theta) - 0.5 * std::sin(theta), boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(y == std::sin(theta) + 0.5 * std::cos(theta), boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(std::hypot(x, y) == std::sqrt(1.25), boost::test_tools::tolerance(1e-12));
+    const double expected = std::fmod(theta, 2 * std::numbers::pi), angle = num(rope[row][7]);
+    BOOST_TEST(std::min(std::abs(angle - expected), 2 * std::numbers::pi - std::abs(angle - expected)) < 1e-9);
+  }
+
+  // The causal mask (pico's block_size 8): 0 on and below the diagonal, -inf above.
+  const auto mask = read_csv(work / "mask.csv");
+  BOOST_REQUIRE_EQUAL(mask.size(), 9u);
+  for (int t = 0; t < 8; ++t)
+    for (int j = 0; j < 8; ++j) BOOST_TEST(num(mask[t + 1][j + 1]) == (j > t ? -INFINITY : 0.0));
+
+  // pico's attention maps: every row sums to 1, every entry after the query is exactly 0.
+  for (int l = 0; l < 3; ++l)
+    for (int h = 0; h < 3; ++h) {
+      const auto a = read_csv(work / "attention" / ("layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv"));
+      BOOST_REQUIRE_EQUAL(a.size(), 9u);
+      for (int t = 0; t < 8; ++t) {
+        double sum = 0;
+        for (int j = 0; j < 8; ++j) {
+          sum += num(a[t + 1][j + 1]);
+          if (j > t) BOOST_TEST(num(a[t + 1][j + 1]) == 0.0);
+        }
+        BOOST_TEST(sum == 1.0, boost::test_tools::tolerance(1e-6));
+      }
+    }
+
+  // The block diagram's data: pico with the Bible's 73 characters has 2,028 parameters.
+  const std::string blocks = read_text(work / "blocks.csv");
+  BOOST_TEST(blocks.starts_with("parameter,shape,count\nwte.weight,73x6,438\nwpe.weight,8x6,48\n"));
+  BOOST_TEST(blocks.ends_with("\ntotal,,2028\n"));
+  BOOST_TEST(read_text(work / "blocks.dot").find("subgraph cluster_2") != std::string::npos);
+
+  // The loss plot's data: evaluation at step 0 and the unigram and bigram baselines.
+  const auto eval = read_csv(work / "eval_log.csv");
+  BOOST_TEST(eval[0] == std::vector<std::string>({"step", "train_loss", "val_loss", "train_ppl", "val_ppl"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(eval[1][0] == "0");
+  BOOST_TEST(eval.back()[0] == "300");
+  const auto baselines = read_csv(work / "baselines.csv");
+  BOOST_REQUIRE_EQUAL(baselines.size(), 3u);
+  BOOST_TEST(baselines[1][0] == "unigram");
+  BOOST_TEST(baselines[2][0] == "bigram");
+  BOOST_TEST(num(baselines[2][1]) < num(baselines[1][1]));  // the bigram knows more than the unigram
+
+  // Every figure the script keeps is one the docs show.
+  std::string docs;
+  for (const auto& e : fs::directory_iterator(kSource / "docs"))
+    if (e.path().extension() == ".md") docs += read_text(e.path());
+  for (const auto& e : fs::directory_iterator(figures))
+    if (e.path().extension() == ".svg") {
+      BOOST_TEST_INFO(e.path().filename());
+      BOOST_TEST(docs.find("](figures/" + e.path().filename().string() + ")") != std::string::npos);
+    }
+}
+
+// Every image docs/*.md shows is in docs/figures and is made by a line of scripts/figures.sh:
+// written there by a command ("$FIGURES/<name>", or its .dot for a graph rendered beside it) or
+// copied there by `keep <file> <name>`.
+BOOST_AUTO_TEST_CASE(docs_images_come_from_the_script) {
+  const std::string script = read_text(kSource / "scripts/figures.sh");
+  const std::regex image(R"(!\[[^\]]*\]\(figures/([^)]+)\))");
+  std::set<std::string> shown;
+  for (const auto& e : fs::directory_iterator(kSource / "docs")) {
+    if (e.path().extension() != ".md") continue;
+    const std::string text = read_text(e.path());
+    for (std::sregex_iterator m(text.begin(), text.end(), image), end; m != end; ++m) shown.insert((*m)[1]);
+  }
+  BOOST_TEST(shown.size() >= 10u);  // chapters 1 and 3 to 5
+  for (const std::string& name : shown) {
+    BOOST_TEST_INFO("docs show figures/" << name);
+    BOOST_TEST(fs::exists(kSource / "docs/figures" / name));
+    const std::string stem = fs::path(name).stem().string();
+    const bool made = script.find("\"$FIGURES/" + name + "\"") != std::string::npos ||
+                      script.find("\"$FIGURES/" + stem + ".dot\"") != std::string::npos ||
+                      std::regex_search(script, std::regex("\nkeep \\S+ " + name + "\n"));
+    BOOST_TEST(made);
+  }
+}
+
+// "Attention is not explanation" on a trained pico: per query, the most-attended key against the
+// key whose removal changes the next-token loss most (-weight x dloss/dweight). On this run they
+// differ for some (layer, head, query), and each line marked "differ" names two different keys.
+BOOST_AUTO_TEST_CASE(attribution_on_trained_pico) {
+  const TempDir dir("figures_attribution");
+  const CliRun r = run_cli("attention --checkpoint " + (trained_pico() / "ckpt.safetensors").string() +
+                           " --prompt \"And God \" --attribution --out " + dir / "out");
+  BOOST_TEST_INFO(r.out);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  const std::smatch summary = [&] {
+    std::smatch m;
+    std::regex_search(r.out, m, std::regex(R"(changes the loss most for (\d+) of (\d+) \(layer, head, query\))"));
+    return m;
+  }();
+  BOOST_REQUIRE(!summary.empty());
+  BOOST_TEST(std::stoi(summary[2]) == 3 * 3 * 6);  // 3 layers x 3 heads x queries 1..6
+  BOOST_TEST(std::stoi(summary[1]) > 0);
+  // "0      0     1      0   "A"      (0.652)  1   "n"      (-0.0481)  differ"
+  const std::regex line(R"((\d+) +(\d+) +(\d+) +(\d+) +"[^"]*" +\(([0-9.]+)\) +(\d+) +"[^"]*" +\(([-+0-9.]+)\)( +differ)?)");
+  int lines = 0, differ = 0;
+  for (std::sregex_iterator m(r.out.begin(), r.out.end(), line), end; m != end; ++m, ++lines) {
+    const bool marked = (*m)[8].matched;
+    BOOST_TEST(marked == ((*m)[4] != (*m)[6]));
+    BOOST_TEST(std::stoi((*m)[4]) <= std::stoi((*m)[3]));  // a key at or before the query
+    differ += marked;
+  }
+  BOOST_TEST(lines == 54);
+  BOOST_TEST(differ == std::stoi(summary[1]));
+
+  const CliRun short_prompt = run_cli("attention --checkpoint " + (trained_pico() / "ckpt.safetensors").string() +
+                                      " --prompt An --attribution --out " + dir / "out2");
+  BOOST_TEST(short_prompt.exit_code == 2);
+  BOOST_TEST(short_prompt.out.find("--attribution needs a prompt of at least 3 tokens") != std::string::npos);
+}
