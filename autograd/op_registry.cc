@@ -72,10 +72,12 @@ std::pair<size_t, size_t> region_bounds(std::string_view document) {
   };
   if (begin_line == std::string_view::npos)
     throw missing("BEGIN", kDerivativesBegin, "above the generated table");
-  if (end == std::string_view::npos) throw missing("END", kDerivativesEnd, "below the generated table");
+  if (end == std::string_view::npos)
+    throw missing("END", kDerivativesEnd, "below the generated table");
   if (end < begin_line)
-    throw std::invalid_argument("the END marker line comes before the BEGIN line; "
-                                "put BEGIN above the generated table and END below it");
+    throw std::invalid_argument(
+        "the END marker line comes before the BEGIN line; "
+        "put BEGIN above the generated table and END below it");
   return {begin_line + kDerivativesBegin.size() + 1, end};  // END follows, so BEGIN ends in '\n'
 }
 

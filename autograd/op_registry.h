@@ -55,7 +55,7 @@ struct OpEntry {
   std::string tests = {};    // the tests beyond gradcheck, e.g. "fused vs primitives"; may be empty
   std::vector<GradcheckCase> cases = {};  // at least one
   std::string file = {};  // set by OpRegistry::add: the ops_*.cc file that registered it
-  int line = 0;      // ... and the line of the registration
+  int line = 0;           // ... and the line of the registration
 };
 
 /// The entries, in registration order (ops.h's order).

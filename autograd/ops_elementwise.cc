@@ -3,8 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/kernels/elementwise.h"
 #include "autograd/gradcheck_inputs.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gelu.h"
 #include "autograd/op_registry.h"
 #include "autograd/ops.h"
@@ -195,10 +195,12 @@ Tensor mul_scalar(const Tensor& x, double s) {
   });
 }
 
-// ----- the pointwise functions: y = f(x), dx = dy · f′(x), one kernel (kernels/elementwise.h) -----
+// ----- the pointwise functions: y = f(x), dx = dy · f′(x), one kernel (kernels/elementwise.h)
+// -----
 static void register_pointwise(OpRegistry& r) {
-  const auto pointwise = [&r](const char* name, const char* forward, const char* vjp, GradcheckCase c,
-                              const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  const auto pointwise = [&r](const char* name, const char* forward, const char* vjp,
+                              GradcheckCase c, const char* file = __builtin_FILE(),
+                              int line = __builtin_LINE()) {
     r.add({.name = name,
            .forward = forward,
            .vjp = vjp,
@@ -335,9 +337,9 @@ Tensor operator*(double s, const Tensor& x) { return mul_scalar(x, s); }
 Tensor operator/(double s, const Tensor& x) { return rdiv_scalar(s, x); }
 
 void detail::register_elementwise_ops(OpRegistry& r) {
-  for (auto* section : {register_add, register_sub, register_mul, register_div, register_add_scalar,
-                        register_mul_scalar, register_pointwise, register_pow, register_gelu,
-                        register_derived})
+  for (auto* section :
+       {register_add, register_sub, register_mul, register_div, register_add_scalar,
+        register_mul_scalar, register_pointwise, register_pow, register_gelu, register_derived})
     section(r);
 }
 

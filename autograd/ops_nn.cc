@@ -90,20 +90,21 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
 
 // ----- gather, take_along_dim -----
 static void register_gathers(OpRegistry& r) {
-  r.add({.name = "gather",
-         .forward = "`y[…, i, …] = x[…, index[…, i, …], …]` along dim",
-         .vjp = "`dx[…, index, …] += dy` (scatter-add)",
-         .tests = "ops_test: vs torch.gather",
-         .cases = {{"x (B, T, C), index (B, 2, C) along T, ids repeating",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, s.T, s.C}, g, d), random_ids({s.B, 2, s.C}, s.T, g)};
-                    },
-                    [](const Inputs& in) { return gather(in[0], 1, in[1]); }},
-                   {"x (C, T, B) viewed transposed, index (B, T, 2) along the last axis",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.C, s.T, s.B}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
-                    },
-                    [](const Inputs& in) { return gather(transpose(in[0], 0, 2), -1, in[1]); }}}});
+  r.add(
+      {.name = "gather",
+       .forward = "`y[…, i, …] = x[…, index[…, i, …], …]` along dim",
+       .vjp = "`dx[…, index, …] += dy` (scatter-add)",
+       .tests = "ops_test: vs torch.gather",
+       .cases = {{"x (B, T, C), index (B, 2, C) along T, ids repeating",
+                  [](Generator& g, DType d, const Sizes& s) {
+                    return Inputs{param({s.B, s.T, s.C}, g, d), random_ids({s.B, 2, s.C}, s.T, g)};
+                  },
+                  [](const Inputs& in) { return gather(in[0], 1, in[1]); }},
+                 {"x (C, T, B) viewed transposed, index (B, T, 2) along the last axis",
+                  [](Generator& g, DType d, const Sizes& s) {
+                    return Inputs{param({s.C, s.T, s.B}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
+                  },
+                  [](const Inputs& in) { return gather(transpose(in[0], 0, 2), -1, in[1]); }}}});
   r.add({.name = "take_along_dim",
          .forward = "gather after broadcasting x and index outside dim",
          .vjp = "scatter-add, summed over broadcast dims",
@@ -232,7 +233,9 @@ static void register_causal_mask(OpRegistry& r) {
          .vjp = "`dx = dy` where kept, 0 where masked",
          .tests = "ops_test: causal_ops_mask_exactly",
          .cases = {{"(B, T, T) then softmax (masked entries are -inf)",
-                    [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, s.T}, g, d)}; },
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param({s.B, s.T, s.T}, g, d)};
+                    },
                     [](const Inputs& in) { return softmax(causal_mask(in[0])); }}}});
 }
 
@@ -259,7 +262,7 @@ Tensor causal_mask(const Tensor& scores) {
 
 namespace {
 
-// Shared by softmax and causal_softmax: y = softmax(x) row-wise, dx = y (dy - sum(dy y)).
+// Shared by softmax and causal_softmax: the row-wise softmax and its VJP (formulas: their entries).
 Tensor softmax_impl(const Tensor& x, int64_t causal_tq, const char* name) {
   const int64_t n = x.size(-1);
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
@@ -300,10 +303,14 @@ static void register_causal_softmax(OpRegistry& r) {
          .kernel = "kernels/softmax",
          .tests = "fused vs primitives",
          .cases = {{"(B, T, T)",
-                    [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, s.T}, g, d)}; },
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param({s.B, s.T, s.T}, g, d)};
+                    },
                     [](const Inputs& in) { return causal_softmax(in[0]); }},
                    {"(B, 2, T + 2): fewer queries than keys (a KV cache)",
-                    [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, 2, s.T + 2}, g, d)}; },
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param({s.B, 2, s.T + 2}, g, d)};
+                    },
                     [](const Inputs& in) { return causal_softmax(in[0]); }}}});
 }
 
@@ -325,16 +332,19 @@ static void register_causal_attention(OpRegistry& r) {
          .vjp = "`ds = p(dy vᵀ − rowsum(dy y))`, `dq = ds k/√HS`, `dk = dsᵀ q/√HS`, `dv = pᵀ dy`",
          .kernel = "kernels/attention",
          .tests = "attention_test; ops_test: fused vs primitives",
-         .cases = {{"q, k, v (B, NH, T, C / NH): the head-split views of one (B, T, 3C) tensor, "
-                    "NH = 2 (1 for odd C)",
-                    [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, 3 * s.C}, g, d)}; },
-                    qkv_heads},
-                   {"q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV cache)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, 1, 2, s.C}, g, d), param({s.B, 1, s.T + 2, s.C}, g, d),
-                                    param({s.B, 1, s.T + 2, s.C}, g, d)};
-                    },
-                    [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); }}}});
+         .cases = {
+             {"q, k, v (B, NH, T, C / NH): the head-split views of one (B, T, 3C) tensor, "
+              "NH = 2 (1 for odd C)",
+              [](Generator& g, DType d, const Sizes& s) {
+                return Inputs{param({s.B, s.T, 3 * s.C}, g, d)};
+              },
+              qkv_heads},
+             {"q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV cache)",
+              [](Generator& g, DType d, const Sizes& s) {
+                return Inputs{param({s.B, 1, 2, s.C}, g, d), param({s.B, 1, s.T + 2, s.C}, g, d),
+                              param({s.B, 1, s.T + 2, s.C}, g, d)};
+              },
+              [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); }}}});
 }
 
 namespace {
@@ -400,8 +410,12 @@ static void register_causal_attention_qkv(OpRegistry& r) {
          .kernel = "kernels/attention",
          .tests = "ops_test: vs split heads + causal_attention",
          .cases = {{"qkv (B, T, 3C), 2 heads (1 for odd C)",
-                    [](Generator& g, DType d, const Sizes& s) { return Inputs{param({s.B, s.T, 3 * s.C}, g, d)}; },
-                    [](const Inputs& in) { return causal_attention_qkv(in[0], heads_for(in[0].size(2) / 3)); }}}});
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param({s.B, s.T, 3 * s.C}, g, d)};
+                    },
+                    [](const Inputs& in) {
+                      return causal_attention_qkv(in[0], heads_for(in[0].size(2) / 3));
+                    }}}});
 }
 
 // What a GPT's attention layer computes from c_attn's output. Splitting it into heads with
@@ -470,11 +484,12 @@ static void register_layer_norm(OpRegistry& r) {
          .vjp = "`dx = rstd(g − mean g − x̂ mean(g x̂))`, `g = dy γ`; `dγ = Σ dy x̂`; `dβ = Σ dy`",
          .kernel = "kernels/layer_norm",
          .tests = "fused vs primitives; large mean",
-         .cases = {{"x (B, T, C), gamma (C), beta (C)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, s.T, s.C}, g, d), param({s.C}, g, d), param({s.C}, g, d)};
-                    },
-                    [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); }}}});
+         .cases = {
+             {"x (B, T, C), gamma (C), beta (C)",
+              [](Generator& g, DType d, const Sizes& s) {
+                return Inputs{param({s.B, s.T, s.C}, g, d), param({s.C}, g, d), param({s.C}, g, d)};
+              },
+              [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); }}}});
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
@@ -508,22 +523,25 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 
 // ----- cross_entropy -----
 static void register_cross_entropy(OpRegistry& r) {
-  r.add({.name = "cross_entropy",
-         .forward = "`mean_i(logsumexp(x_i) − x_i[t_i])` over the N rows whose target is not `ignore_index`",
-         .vjp = "`dx_i = dL (softmax(x_i) − onehot(t_i)) / N`; 0 for ignored rows",
-         .kernel = "kernels/cross_entropy",
-         .tests = "fused vs primitives; 7e5; underflow; ops_test: ignore_index vs torch",
-         .cases = {{"logits (B, T, C), targets (B, T)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      const Tensor t = random_ids({s.B, s.T}, s.C, g);
-                      return Inputs{param({s.B, s.T, s.C}, g, d), t};
-                    },
-                    [](const Inputs& in) { return cross_entropy(in[0], in[1]); }},
-                   {"logits (B, T, C), targets (B, T) with two ignored (-1)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
-                    },
-                    [](const Inputs& in) { return cross_entropy(in[0], in[1]); }}}});
+  r.add(
+      {.name = "cross_entropy",
+       .forward =
+           "`mean_i(logsumexp(x_i) − x_i[t_i])` over the N rows whose target is not `ignore_index`",
+       .vjp = "`dx_i = dL (softmax(x_i) − onehot(t_i)) / N`; 0 for ignored rows",
+       .kernel = "kernels/cross_entropy",
+       .tests = "fused vs primitives; 7e5; underflow; ops_test: ignore_index vs torch",
+       .cases = {
+           {"logits (B, T, C), targets (B, T)",
+            [](Generator& g, DType d, const Sizes& s) {
+              const Tensor t = random_ids({s.B, s.T}, s.C, g);
+              return Inputs{param({s.B, s.T, s.C}, g, d), t};
+            },
+            [](const Inputs& in) { return cross_entropy(in[0], in[1]); }},
+           {"logits (B, T, C), targets (B, T) with two ignored (-1)",
+            [](Generator& g, DType d, const Sizes& s) {
+              return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
+            },
+            [](const Inputs& in) { return cross_entropy(in[0], in[1]); }}}});
 }
 
 // PyTorch's ignore_index: a row whose target equals it adds no loss and gets exactly 0 gradient,
@@ -614,15 +632,17 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
 
 // ----- nll_loss -----
 static void register_nll_loss(OpRegistry& r) {
-  r.add({.name = "nll_loss",
-         .forward = "`−mean_i x_i[t_i]`, `ignore_index` as cross_entropy",
-         .vjp = "`dx_i[t_i] = −dL / N`, 0 elsewhere",
-         .tests = "ops_test: −inf entries vs torch; = cross_entropy after log_softmax",
-         .cases = {{"log-probabilities (B, T, C), targets (B, T) with two ignored (-1)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
-                    },
-                    [](const Inputs& in) { return nll_loss(log_softmax(in[0]), in[1]); }}}});
+  r.add(
+      {.name = "nll_loss",
+       .forward = "`−mean_i x_i[t_i]`, `ignore_index` as cross_entropy",
+       .vjp = "`dx_i[t_i] = −dL / N`, 0 elsewhere",
+       .tests = "ops_test: −inf entries vs torch; = cross_entropy after log_softmax",
+       .cases = {
+           {"log-probabilities (B, T, C), targets (B, T) with two ignored (-1)",
+            [](Generator& g, DType d, const Sizes& s) {
+              return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
+            },
+            [](const Inputs& in) { return nll_loss(log_softmax(in[0]), in[1]); }}}});
 }
 
 // The pick of log-probabilities at the targets, with cross_entropy's ignore_index and mean.
@@ -655,8 +675,9 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
 static void register_linear_cross_entropy(OpRegistry& r) {
   r.add({.name = "linear_cross_entropy",
          .forward = "`cross_entropy(x Wᵀ, t)`: the lm_head and its loss, logits kept once",
-         .vjp = "`dlogits = dL(softmax − onehot)/N` written over the logits, then `dx = dlogits W`, "
-                "`dW = dlogitsᵀ x`",
+         .vjp =
+             "`dlogits = dL(softmax − onehot)/N` written over the logits, then `dx = dlogits W`, "
+             "`dW = dlogitsᵀ x`",
          .kernel = "kernels/matmul, kernels/cross_entropy",
          .tests = "ops_test: vs linear + cross_entropy; twice with retain_graph; ignore_index",
          .cases = {{"x (B, T, C), weight (7, C), targets (B, T)",
@@ -745,10 +766,11 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
 
 // ops.h's order.
 void detail::register_nn_ops(OpRegistry& r) {
-  for (auto* section : {register_embedding, register_gathers, register_causal_mask, register_softmax,
-                        register_causal_softmax, register_causal_attention, register_causal_attention_qkv,
-                        register_log_softmax, register_layer_norm, register_cross_entropy, register_nll_loss,
-                        register_linear_cross_entropy, register_dropout})
+  for (auto* section :
+       {register_embedding, register_gathers, register_causal_mask, register_softmax,
+        register_causal_softmax, register_causal_attention, register_causal_attention_qkv,
+        register_log_softmax, register_layer_norm, register_cross_entropy, register_nll_loss,
+        register_linear_cross_entropy, register_dropout})
     section(r);
 }
 

@@ -62,7 +62,9 @@ static void register_sum(OpRegistry& r) {
          .tests = "ops_test: reductions",
          .cases = {unary_case([](const Tensor& x) { return sum(x); }),
                    unary_case([](const Tensor& x) { return sum(x, {-1}); }),
-                   unary_case([](const Tensor& x) { return sum(x, {0, 2}, true); })}});
+                   unary_case([](const Tensor& x) {
+                     return sum(x, {0, 2}, true);
+                   })}});
 }
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {

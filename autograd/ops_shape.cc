@@ -60,7 +60,9 @@ static void register_reshape(OpRegistry& r) {
   r.add({.name = "reshape",
          .forward = "view (copy if not contiguous)",
          .vjp = "`dx = reshape(dy, x.shape)`",
-         .cases = {unary_case([](const Tensor& x) { return reshape(x, {-1, x.size(-1) * x.size(-2)}); }),
+         .cases = {unary_case([](const Tensor& x) {
+                     return reshape(x, {-1, x.size(-1) * x.size(-2)});
+                   }),
                    unary_case([](const Tensor& x) { return reshape(transpose(x, 0, 2), {-1}); })}});
 }
 
@@ -100,7 +102,9 @@ static void register_permute(OpRegistry& r) {
          .forward = "`y.shape[i] = x.shape[perm[i]]`, a view",
          .vjp = "`dx = permute(dy, perm⁻¹)`",
          .tests = "tensor_test: views",
-         .cases = {unary_case([](const Tensor& x) { return exp(permute(x, {2, 0, 1})); })}});
+         .cases = {unary_case([](const Tensor& x) {
+           return exp(permute(x, {2, 0, 1}));
+         })}});
 }
 
 Tensor permute(const Tensor& x, const Shape& perm_in) {
@@ -188,7 +192,9 @@ static void register_concat(OpRegistry& r) {
                     [](Generator& g, DType d, const Sizes& s) {
                       return Inputs{param({s.B, s.T, s.C}, g, d), param({s.B, 2, s.C}, g, d)};
                     },
-                    [](const Inputs& in) { return tanh(concat({in[0], in[1], in[0]}, 1)); }}}});
+                    [](const Inputs& in) {
+                      return tanh(concat({in[0], in[1], in[0]}, 1));
+                    }}}});
 }
 
 Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
@@ -254,10 +260,11 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 
 // ----- contiguous -----
 static void register_contiguous(OpRegistry& r) {
-  r.add({.name = "contiguous",
-         .forward = "a row-major copy (x itself if contiguous)",
-         .vjp = "`dx = dy`",
-         .cases = {unary_case([](const Tensor& x) { return exp(contiguous(transpose(x, 0, 1))); })}});
+  r.add(
+      {.name = "contiguous",
+       .forward = "a row-major copy (x itself if contiguous)",
+       .vjp = "`dx = dy`",
+       .cases = {unary_case([](const Tensor& x) { return exp(contiguous(transpose(x, 0, 1))); })}});
 }
 
 Tensor contiguous(const Tensor& x) {

@@ -47,8 +47,8 @@ std::string plain(std::string text) {
 int list(const GradcheckArgs& args) {
   for (const OpEntry& e : op_registry().entries()) {
     if (!args.op.empty() && e.name != args.op) continue;
-    std::printf("%s  (%s:%d)\n  forward: %s\n  VJP:     %s\n", e.name.c_str(), e.file.c_str(), e.line,
-                plain(e.forward).c_str(), plain(e.vjp).c_str());
+    std::printf("%s  (%s:%d)\n  forward: %s\n  VJP:     %s\n", e.name.c_str(), e.file.c_str(),
+                e.line, plain(e.forward).c_str(), plain(e.vjp).c_str());
     for (const GradcheckCase& c : e.cases) std::printf("  case:    %s\n", c.label.c_str());
   }
   return 0;
@@ -61,9 +61,9 @@ int markdown(const GradcheckArgs& args) {
     std::fputs(table.c_str(), stdout);
     return 0;
   }
-  const std::string document =
-      gpt::read_text_file(args.markdown, "--markdown file",
-                          "give the Markdown file that holds the op table, e.g. docs/derivatives.md");
+  const std::string document = gpt::read_text_file(
+      args.markdown, "--markdown file",
+      "give the Markdown file that holds the op table, e.g. docs/derivatives.md");
   std::string updated;
   try {
     updated = replace_generated_region(document, table);
@@ -71,7 +71,8 @@ int markdown(const GradcheckArgs& args) {
     throw std::invalid_argument("gradcheck --markdown " + args.markdown + ": " + e.what());
   }
   gpt::write_file_atomically(args.markdown, updated);
-  std::printf("wrote the table of %zu ops into %s\n", op_registry().entries().size(), args.markdown.c_str());
+  std::printf("wrote the table of %zu ops into %s\n", op_registry().entries().size(),
+              args.markdown.c_str());
   return 0;
 }
 
@@ -96,11 +97,12 @@ int run(const GradcheckArgs& args) {
       Generator gen(args.seed);
       const GradcheckResult r = run_gradcheck(c.fn, c.make_inputs(gen, dtype, args.sizes), opt);
       for (const GradcheckInputReport& in : r.inputs) {
-        std::printf("%-15s %-58s %-6zu %12.3e %12.3e  %s\n", e.name.c_str(), c.label.c_str(), in.index,
-                    in.max_abs_err, in.max_rel_err, in.passed ? "PASS" : "FAIL");
+        std::printf("%-15s %-58s %-6zu %12.3e %12.3e  %s\n", e.name.c_str(), c.label.c_str(),
+                    in.index, in.max_abs_err, in.max_rel_err, in.passed ? "PASS" : "FAIL");
       }
       if (!r.repeat_ok)
-        std::printf("%-15s %-58s two backward passes disagree  FAIL\n", e.name.c_str(), c.label.c_str());
+        std::printf("%-15s %-58s two backward passes disagree  FAIL\n", e.name.c_str(),
+                    c.label.c_str());
       ++total;
       if (!r.passed) {
         ++failed;
@@ -128,9 +130,11 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-T,--time", args->sizes.T, "T of the (B, T, C) test shapes")->check(integer_in({1, 16}))->capture_default_str();
   cmd->add_option("-C,--channels", args->sizes.C, "C of the (B, T, C) test shapes")->check(integer_in({2, 16}))->capture_default_str();
   cmd->add_flag("--fast", args->fast, "compare one random directional derivative per input (vᵀ Jᵀ u)");
-  CLI::Option* list = cmd->add_flag("--list", args->list, "list each op's formulas and cases instead of running them");
+  CLI::Option* list = cmd->add_flag("--list", args->list,
+                                    "list each op's formulas and cases instead of running them");
   cmd->add_option("--markdown", args->markdown,
-                  "write the op table between the marker lines of FILE (docs/derivatives.md), or to stdout for -")
+                  "write the op table between the marker lines of FILE (docs/derivatives.md), or "
+                  "to stdout for -")
       ->option_text("FILE")
       ->excludes(list);
   cmd->callback([args, &exit_code] { exit_code = run(*args); });

@@ -6,9 +6,10 @@
 // the wide step, and two backward passes agree bit for bit in each. The other cases check the
 // registry against ops.h (every declared op has an entry) and against docs/derivatives.md (the
 // committed table is the generated one).
-#include <boost/test/unit_test.hpp>
+#include "autograd/op_registry.h"
 
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <deque>
 #include <fstream>
 #include <regex>
@@ -18,7 +19,6 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/gradcheck_inputs.h"
-#include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "tests/test_util.h"
 
@@ -52,7 +52,8 @@ void check_entry(const OpEntry& e) {
   for (const GradcheckCase& c : e.cases) {
     for (const auto& m : modes) {
       Generator gen(0);
-      const GradcheckResult r = run_gradcheck(c.fn, c.make_inputs(gen, m.dtype, GradcheckSizes{}), m.options);
+      const GradcheckResult r =
+          run_gradcheck(c.fn, c.make_inputs(gen, m.dtype, GradcheckSizes{}), m.options);
       BOOST_TEST_INFO(e.name << " " << c.label << ", " << m.mode << ": " << r.message);
       BOOST_TEST(r.passed);
       BOOST_TEST_INFO(e.name << " " << c.label << ", " << m.mode);
@@ -75,13 +76,16 @@ BOOST_AUTO_TEST_CASE(every_op_in_ops_h_has_an_entry) {
   const std::string src = read_file(kSource + "/autograd/ops.h");
   std::set<std::string> declared;
   const std::regex decl(R"(^(?:Tensor|std::vector<Tensor>) (\w+)\()", std::regex::multiline);
-  for (auto it = std::sregex_iterator(src.begin(), src.end(), decl); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(src.begin(), src.end(), decl); it != std::sregex_iterator();
+       ++it)
     declared.insert((*it)[1]);
   BOOST_TEST(declared.size() >= 30u);  // the parse found the table of contents
   std::set<std::string> registered;
   for (const OpEntry& e : op_registry().entries()) registered.insert(e.name);
   for (const std::string& op : declared) {
-    BOOST_TEST_INFO("op '" << op << "' is declared in ops.h but has no entry: register one in its ops_*.cc section");
+    BOOST_TEST_INFO(
+        "op '" << op
+               << "' is declared in ops.h but has no entry: register one in its ops_*.cc section");
     BOOST_TEST(registered.count(op) == 1u);
   }
   for (const std::string& op : registered) {
@@ -113,10 +117,12 @@ BOOST_AUTO_TEST_CASE(registry_refuses_a_second_entry_of_one_name_and_an_entry_wi
   r.add(entry_named("twice"));
   BOOST_TEST(r.entries().at(0).file == "op_registry_test.cc");
   BOOST_TEST(r.entries().at(0).line == __LINE__ - 2);
-  expect_throw_with<std::invalid_argument>([&] { r.add(entry_named("twice")); }, "'twice' is registered twice");
+  expect_throw_with<std::invalid_argument>([&] { r.add(entry_named("twice")); },
+                                           "'twice' is registered twice");
   OpEntry empty = entry_named("no_cases");
   empty.cases.clear();
-  expect_throw_with<std::invalid_argument>([&] { r.add(empty); }, "needs a name, a forward and a case");
+  expect_throw_with<std::invalid_argument>([&] { r.add(empty); },
+                                           "needs a name, a forward and a case");
 }
 
 // The committed table is the generated one: edit the entries, then regenerate.
@@ -130,9 +136,11 @@ BOOST_AUTO_TEST_CASE(derivatives_md_holds_the_generated_table) {
   std::string la, lb;
   int line = 1;
   while (std::getline(a, la) && std::getline(b, lb) && la == lb) ++line;
-  BOOST_ERROR("docs/derivatives.md's op table differs from the op entries in autograd/ops_*.cc at table line "
-              << line << ":\n  committed: " << la << "\n  generated: " << lb
-              << "\nregenerate it with `build/examples/attograd gradcheck --markdown docs/derivatives.md`");
+  BOOST_ERROR(
+      "docs/derivatives.md's op table differs from the op entries in autograd/ops_*.cc at table "
+      "line "
+      << line << ":\n  committed: " << la << "\n  generated: " << lb
+      << "\nregenerate it with `build/examples/attograd gradcheck --markdown docs/derivatives.md`");
 }
 
 BOOST_AUTO_TEST_CASE(table_has_one_row_per_entry_and_escapes_bars) {
@@ -145,24 +153,28 @@ BOOST_AUTO_TEST_CASE(table_has_one_row_per_entry_and_escapes_bars) {
              "| op | forward | VJP | file | extra tests |\n|---|---|---|---|---|\n"
              "| abs | `\\|x\\|` | `dx = dy` | op_registry_test.cc, kernels/elementwise |  |\n");
   const std::string table = derivatives_table(op_registry());
-  BOOST_TEST(std::count(table.begin(), table.end(), '\n') == static_cast<long>(op_registry().entries().size()) + 2);
+  BOOST_TEST(std::count(table.begin(), table.end(), '\n') ==
+             static_cast<long>(op_registry().entries().size()) + 2);
 }
 
 BOOST_AUTO_TEST_CASE(only_the_region_between_the_markers_is_replaced) {
   const std::string begin(kDerivativesBegin), end(kDerivativesEnd);
-  const std::string doc = "# title\nprose above\n" + begin + "\nold table\n" + end + "\nprose below\n";
+  const std::string doc =
+      "# title\nprose above\n" + begin + "\nold table\n" + end + "\nprose below\n";
   BOOST_TEST(generated_region(doc) == "old table\n");
   BOOST_TEST(replace_generated_region(doc, "| new |\n") ==
              "# title\nprose above\n" + begin + "\n| new |\n" + end + "\nprose below\n");
   // An empty region, and END as the last line without a newline.
   BOOST_TEST(replace_generated_region(begin + "\n" + end, "t\n") == begin + "\nt\n" + end);
   // A marker inside a line is not a marker line.
-  expect_throw_with<std::invalid_argument>([&] { (void)generated_region("see " + begin + "\n" + end + "\n"); },
-                                           "no BEGIN marker line; add the line <!-- BEGIN");
+  expect_throw_with<std::invalid_argument>(
+      [&] { (void)generated_region("see " + begin + "\n" + end + "\n"); },
+      "no BEGIN marker line; add the line <!-- BEGIN");
   expect_throw_with<std::invalid_argument>([&] { (void)generated_region(begin + "\ntable\n"); },
                                            "no END marker line");
-  expect_throw_with<std::invalid_argument>([&] { (void)replace_generated_region(end + "\n" + begin + "\n", ""); },
-                                           "END marker line comes before the BEGIN line");
+  expect_throw_with<std::invalid_argument>(
+      [&] { (void)replace_generated_region(end + "\n" + begin + "\n", ""); },
+      "END marker line comes before the BEGIN line");
 }
 
 // One test case per entry: suite `op`, case = the op's name, located at its entry.
@@ -181,4 +193,6 @@ bool init_unit_test() {
   return true;
 }
 
-int main(int argc, char* argv[]) { return boost::unit_test::unit_test_main(&init_unit_test, argc, argv); }
+int main(int argc, char* argv[]) {
+  return boost::unit_test::unit_test_main(&init_unit_test, argc, argv);
+}
