@@ -41,4 +41,15 @@ GradcheckCase unary_case(std::function<Tensor(const Tensor&)> f, double low, dou
           [f = std::move(f)](const Inputs& in) { return f(in[0]); }};
 }
 
+GradcheckCase params_case(std::string label, std::function<Shapes(const Sizes&)> shapes,
+                          GradcheckFn f) {
+  return {std::move(label),
+          [shapes = std::move(shapes)](Generator& g, DType d, const Sizes& s) {
+            Inputs in;
+            for (const Shape& shape : shapes(s)) in.push_back(param(shape, g, d));
+            return in;
+          },
+          std::move(f)};
+}
+
 }  // namespace attograd::gradcheck_inputs

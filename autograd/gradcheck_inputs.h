@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "autograd/op_registry.h"
 #include "autograd/random.h"
@@ -13,6 +15,7 @@ namespace attograd::gradcheck_inputs {
 
 using Inputs = std::vector<Tensor>;
 using Sizes = GradcheckSizes;
+using Shapes = std::vector<Shape>;
 
 /// A differentiable N(0, 1) input of `shape`.
 Tensor param(const Shape& shape, Generator& gen, DType dtype);
@@ -38,5 +41,9 @@ int64_t heads_for(int64_t C);
 
 /// The case of a one-input function on a (B, T, C) input uniform in [low, high).
 GradcheckCase unary_case(std::function<Tensor(const Tensor&)> f, double low = -2, double high = 2);
+
+/// The case of f on differentiable N(0, 1) inputs of the shapes `shapes` gives for the sizes.
+GradcheckCase params_case(std::string label, std::function<Shapes(const Sizes&)> shapes,
+                          GradcheckFn f);
 
 }  // namespace attograd::gradcheck_inputs

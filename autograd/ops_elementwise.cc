@@ -195,8 +195,7 @@ Tensor mul_scalar(const Tensor& x, double s) {
   });
 }
 
-// ----- the pointwise functions: y = f(x), dx = dy · f′(x), one kernel (kernels/elementwise.h)
-// -----
+// ----- the pointwise functions: y = f(x), dx = dy · f′(x), on kernels/elementwise.h -----
 static void register_pointwise(OpRegistry& r) {
   const auto pointwise = [&r](const char* name, const char* forward, const char* vjp,
                               GradcheckCase c, const char* file = __builtin_FILE(),

@@ -3,10 +3,7 @@
 // The forward and both VJP products (the formulas: each op's entry below) are the one kernel,
 // kernels::matmul, with transpose flags; an operand that is a transposed view (last two strides
 // swapped) is passed as is, flag set, no copy.
-#include <functional>
 #include <stdexcept>
-#include <string>
-#include <utility>
 
 #include "autograd/gradcheck_inputs.h"
 #include "autograd/kernels/matmul.h"
@@ -19,7 +16,8 @@
 namespace attograd {
 
 using gradcheck_inputs::Inputs;
-using gradcheck_inputs::param;
+using gradcheck_inputs::params_case;
+using gradcheck_inputs::Shapes;
 using gradcheck_inputs::Sizes;
 
 namespace {
@@ -70,40 +68,30 @@ struct BatchOffsets {
 
 // ----- matmul -----
 static void register_matmul(OpRegistry& r) {
-  // f of two inputs of the given shapes.
-  using Shapes = std::pair<Shape, Shape>;
-  using Apply = std::function<Tensor(const Tensor&, const Tensor&)>;
-  const auto two = [](std::string label, Apply f, std::function<Shapes(const Sizes&)> shapes) {
-    return GradcheckCase{std::move(label),
-                         [shapes](Generator& g, DType d, const Sizes& s) {
-                           const auto [a, b] = shapes(s);
-                           return Inputs{param(a, g, d), param(b, g, d)};
-                         },
-                         [f](const Inputs& in) { return f(in[0], in[1]); }};
-  };
-  const Apply plain = [](const Tensor& a, const Tensor& b) { return matmul(a, b); };
-  const Apply both_transposed = [](const Tensor& a, const Tensor& b) {
-    return matmul(transpose(a, 0, 1), transpose(b, 1, 2));
-  };
-  const Apply scores = [](const Tensor& q, const Tensor& k) {
-    return matmul(q, transpose(k, -2, -1));
-  };
+  const GradcheckFn plain = [](const Inputs& in) { return matmul(in[0], in[1]); };
   r.add({.name = "matmul",
          .forward = "`A B`, batched, broadcast batch, transposed views",
          .vjp = "`dA = dC Bᵀ`, `dB = Aᵀ dC` (summed over broadcast batch)",
          .kernel = "kernels/matmul",
          .tests = "ops_test: transposed view; batched",
-         .cases = {two("(T, C) @ (C, B)", plain,
-                       [](const Sizes& s) { return Shapes{{s.T, s.C}, {s.C, s.B}}; }),
-                   two("(B, T, C) @ (C, 5), batch folded into rows", plain,
-                       [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.C, 5}}; }),
-                   two("(B, T, C) @ (B, C, T) batched", plain,
-                       [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, s.C, s.T}}; }),
-                   two("(C, T) viewed transposed @ (B, 5, C) viewed transposed, broadcast batch",
-                       both_transposed,
-                       [](const Sizes& s) { return Shapes{{s.C, s.T}, {s.B, 5, s.C}}; }),
-                   two("(B, T, C) @ (B, T, C)ᵀ: attention scores Q Kᵀ", scores,
-                       [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, s.T, s.C}}; })}});
+         .cases = {
+             params_case("(T, C) @ (C, B)",
+                         [](const Sizes& s) { return Shapes{{s.T, s.C}, {s.C, s.B}}; }, plain),
+             params_case("(B, T, C) @ (C, 5), batch folded into rows",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.C, 5}}; }, plain),
+             params_case("(B, T, C) @ (B, C, T) batched",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, s.C, s.T}}; },
+                         plain),
+             params_case("(C, T) viewed transposed @ (B, 5, C) viewed transposed, broadcast batch",
+                         [](const Sizes& s) { return Shapes{{s.C, s.T}, {s.B, 5, s.C}}; },
+                         [](const Inputs& in) {
+                           return matmul(transpose(in[0], 0, 1), transpose(in[1], 1, 2));
+                         }),
+             params_case("(B, T, C) @ (B, T, C)ᵀ: attention scores Q Kᵀ",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, s.T, s.C}}; },
+                         [](const Inputs& in) {
+                           return matmul(in[0], transpose(in[1], -2, -1));
+                         })}});
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -170,23 +158,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 // ----- linear -----
 static void register_linear(OpRegistry& r) {
-  r.add(
-      {.name = "linear",
-       .forward = "`x Wᵀ + b`, W stored (out, in) as nn.Linear",
-       .vjp = "`dx = dy W`, `dW = dyᵀ x` (into W's gradient, no temporary), `db = Σ_rows dy`",
-       .kernel = "kernels/matmul",
-       .tests = "ops_test: linear vs matmul + add",
-       .cases = {
-           {"x (B, T, C), weight (5, C), bias (5,)",
-            [](Generator& g, DType d, const Sizes& s) {
-              return Inputs{param({s.B, s.T, s.C}, g, d), param({5, s.C}, g, d), param({5}, g, d)};
-            },
-            [](const Inputs& in) { return linear(in[0], in[1], in[2]); }},
-           {"x (T, B, C) viewed transposed, weight (5, C), no bias",
-            [](Generator& g, DType d, const Sizes& s) {
-              return Inputs{param({s.T, s.B, s.C}, g, d), param({5, s.C}, g, d)};
-            },
-            [](const Inputs& in) { return linear(transpose(in[0], 0, 1), in[1]); }}}});
+  r.add({.name = "linear",
+         .forward = "`x Wᵀ + b`, W stored (out, in) as nn.Linear",
+         .vjp = "`dx = dy W`, `dW = dyᵀ x` (into W's gradient, no temporary), `db = Σ_rows dy`",
+         .kernel = "kernels/matmul",
+         .tests = "ops_test: linear vs matmul + add",
+         .cases = {
+             params_case("x (B, T, C), weight (5, C), bias (5,)",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {5, s.C}, {5}}; },
+                         [](const Inputs& in) { return linear(in[0], in[1], in[2]); }),
+             params_case("x (T, B, C) viewed transposed, weight (5, C), no bias",
+                         [](const Sizes& s) { return Shapes{{s.T, s.B, s.C}, {5, s.C}}; },
+                         [](const Inputs& in) {
+                           return linear(transpose(in[0], 0, 1), in[1]);
+                         })}});
 }
 
 // nn.Linear as one op (PyTorch's F.linear): matmul(x, transpose(W)) + b would record three nodes,

@@ -26,7 +26,9 @@ namespace attograd {
 using gradcheck_inputs::heads_for;
 using gradcheck_inputs::Inputs;
 using gradcheck_inputs::param;
+using gradcheck_inputs::params_case;
 using gradcheck_inputs::random_ids;
+using gradcheck_inputs::Shapes;
 using gradcheck_inputs::Sizes;
 using gradcheck_inputs::targets_with_ignored;
 using gradcheck_inputs::unary_case;
@@ -232,11 +234,9 @@ static void register_causal_mask(OpRegistry& r) {
          .forward = "`−inf` above the (offset) diagonal",
          .vjp = "`dx = dy` where kept, 0 where masked",
          .tests = "ops_test: causal_ops_mask_exactly",
-         .cases = {{"(B, T, T) then softmax (masked entries are -inf)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, s.T, s.T}, g, d)};
-                    },
-                    [](const Inputs& in) { return softmax(causal_mask(in[0])); }}}});
+         .cases = {params_case("(B, T, T) then softmax (masked entries are -inf)",
+                               [](const Sizes& s) { return Shapes{{s.B, s.T, s.T}}; },
+                               [](const Inputs& in) { return softmax(causal_mask(in[0])); })}});
 }
 
 Tensor causal_mask(const Tensor& scores) {
@@ -302,16 +302,11 @@ static void register_causal_softmax(OpRegistry& r) {
          .vjp = "`dx = y(dy − Σ dy·y)` (0 where masked)",
          .kernel = "kernels/softmax",
          .tests = "fused vs primitives",
-         .cases = {{"(B, T, T)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, s.T, s.T}, g, d)};
-                    },
-                    [](const Inputs& in) { return causal_softmax(in[0]); }},
-                   {"(B, 2, T + 2): fewer queries than keys (a KV cache)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, 2, s.T + 2}, g, d)};
-                    },
-                    [](const Inputs& in) { return causal_softmax(in[0]); }}}});
+         .cases = {params_case("(B, T, T)", [](const Sizes& s) { return Shapes{{s.B, s.T, s.T}}; },
+                               [](const Inputs& in) { return causal_softmax(in[0]); }),
+                   params_case("(B, 2, T + 2): fewer queries than keys (a KV cache)",
+                               [](const Sizes& s) { return Shapes{{s.B, 2, s.T + 2}}; },
+                               [](const Inputs& in) { return causal_softmax(in[0]); })}});
 }
 
 Tensor causal_softmax(const Tensor& scores) {
@@ -333,18 +328,16 @@ static void register_causal_attention(OpRegistry& r) {
          .kernel = "kernels/attention",
          .tests = "attention_test; ops_test: fused vs primitives",
          .cases = {
-             {"q, k, v (B, NH, T, C / NH): the head-split views of one (B, T, 3C) tensor, "
-              "NH = 2 (1 for odd C)",
-              [](Generator& g, DType d, const Sizes& s) {
-                return Inputs{param({s.B, s.T, 3 * s.C}, g, d)};
-              },
-              qkv_heads},
-             {"q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV cache)",
-              [](Generator& g, DType d, const Sizes& s) {
-                return Inputs{param({s.B, 1, 2, s.C}, g, d), param({s.B, 1, s.T + 2, s.C}, g, d),
-                              param({s.B, 1, s.T + 2, s.C}, g, d)};
-              },
-              [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); }}}});
+             params_case("q, k, v (B, NH, T, C / NH): the head-split views of one (B, T, 3C) "
+                         "tensor, NH = 2 (1 for odd C)",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, 3 * s.C}}; }, qkv_heads),
+             params_case("q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV "
+                         "cache)",
+                         [](const Sizes& s) {
+                           const Shape kv = {s.B, 1, s.T + 2, s.C};
+                           return Shapes{{s.B, 1, 2, s.C}, kv, kv};
+                         },
+                         [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); })}});
 }
 
 namespace {
@@ -409,13 +402,11 @@ static void register_causal_attention_qkv(OpRegistry& r) {
          .vjp = "as `causal_attention`, written into `dqkv`'s head views",
          .kernel = "kernels/attention",
          .tests = "ops_test: vs split heads + causal_attention",
-         .cases = {{"qkv (B, T, 3C), 2 heads (1 for odd C)",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, s.T, 3 * s.C}, g, d)};
-                    },
-                    [](const Inputs& in) {
-                      return causal_attention_qkv(in[0], heads_for(in[0].size(2) / 3));
-                    }}}});
+         .cases = {params_case("qkv (B, T, 3C), 2 heads (1 for odd C)",
+                               [](const Sizes& s) { return Shapes{{s.B, s.T, 3 * s.C}}; },
+                               [](const Inputs& in) {
+                                 return causal_attention_qkv(in[0], heads_for(in[0].size(2) / 3));
+                               })}});
 }
 
 // What a GPT's attention layer computes from c_attn's output. Splitting it into heads with
@@ -484,12 +475,9 @@ static void register_layer_norm(OpRegistry& r) {
          .vjp = "`dx = rstd(g − mean g − x̂ mean(g x̂))`, `g = dy γ`; `dγ = Σ dy x̂`; `dβ = Σ dy`",
          .kernel = "kernels/layer_norm",
          .tests = "fused vs primitives; large mean",
-         .cases = {
-             {"x (B, T, C), gamma (C), beta (C)",
-              [](Generator& g, DType d, const Sizes& s) {
-                return Inputs{param({s.B, s.T, s.C}, g, d), param({s.C}, g, d), param({s.C}, g, d)};
-              },
-              [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); }}}});
+         .cases = {params_case("x (B, T, C), gamma (C), beta (C)",
+                               [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.C}, {s.C}}; },
+                               [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); })}});
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {

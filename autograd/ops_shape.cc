@@ -13,12 +13,10 @@
 namespace attograd {
 
 using gradcheck_inputs::Inputs;
-using gradcheck_inputs::param;
+using gradcheck_inputs::params_case;
+using gradcheck_inputs::Shapes;
 using gradcheck_inputs::Sizes;
 using gradcheck_inputs::unary_case;
-
-// The gradcheck cases follow each shape op with another op, so that the output is not a
-// plain view of the input.
 
 namespace {
 
@@ -56,6 +54,8 @@ std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strid
 }  // namespace
 
 // ----- reshape -----
+// The gradcheck cases of the shape ops follow most of them with another op, so that the output
+// is not a plain view of the input.
 static void register_reshape(OpRegistry& r) {
   r.add({.name = "reshape",
          .forward = "view (copy if not contiguous)",
@@ -188,13 +188,10 @@ static void register_concat(OpRegistry& r) {
   r.add({.name = "concat",
          .forward = "`[x_0, x_1, …]` along dim, a copy",
          .vjp = "`dx_i` = the matching slice of `dy`",
-         .cases = {{"(B, T, C) with (B, 2, C) along T",
-                    [](Generator& g, DType d, const Sizes& s) {
-                      return Inputs{param({s.B, s.T, s.C}, g, d), param({s.B, 2, s.C}, g, d)};
-                    },
-                    [](const Inputs& in) {
-                      return tanh(concat({in[0], in[1], in[0]}, 1));
-                    }}}});
+         .cases = {
+             params_case("(B, T, C) with (B, 2, C) along T",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, 2, s.C}}; },
+                         [](const Inputs& in) { return tanh(concat({in[0], in[1], in[0]}, 1)); })}});
 }
 
 Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
