@@ -42,12 +42,12 @@ Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 /// y = tanh(x).
 Tensor tanh(const Tensor& x);
-/// y = x^p (scalar exponent p).
-Tensor pow(const Tensor& x, double p);
 /// y = sqrt(x).
 Tensor sqrt(const Tensor& x);
 /// y = max(x, 0).
 Tensor relu(const Tensor& x);
+/// y = x^p (scalar exponent p).
+Tensor pow(const Tensor& x, double p);
 /// y = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))), GPT-2's GELU (Hendrycks & Gimpel 2016).
 Tensor gelu(const Tensor& x);
 

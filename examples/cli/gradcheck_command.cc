@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "autograd/gradcheck.h"
 #include "autograd/op_registry.h"

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "autograd/gradcheck.h"
 #include "autograd/gradcheck_inputs.h"
@@ -71,17 +72,24 @@ OpEntry entry_named(const std::string& name) {
 
 }  // namespace
 
-// A new op in ops.h without an entry fails here; so does an entry for an op ops.h lacks.
+// A new op in ops.h without an entry fails here; so does an entry for an op ops.h lacks, and
+// an entry out of ops.h's order (the order of `attograd gradcheck` and of the table).
 BOOST_AUTO_TEST_CASE(every_op_in_ops_h_has_an_entry) {
   const std::string src = read_file(kSource + "/autograd/ops.h");
   std::set<std::string> declared;
+  std::vector<std::string> declared_order, registered_order;
   const std::regex decl(R"(^(?:Tensor|std::vector<Tensor>) (\w+)\()", std::regex::multiline);
   for (auto it = std::sregex_iterator(src.begin(), src.end(), decl); it != std::sregex_iterator();
        ++it)
-    declared.insert((*it)[1]);
+    if (declared.insert((*it)[1]).second) declared_order.push_back((*it)[1]);
   BOOST_TEST(declared.size() >= 30u);  // the parse found the table of contents
   std::set<std::string> registered;
-  for (const OpEntry& e : op_registry().entries()) registered.insert(e.name);
+  for (const OpEntry& e : op_registry().entries()) {
+    registered.insert(e.name);
+    registered_order.push_back(e.name);
+  }
+  if (declared == registered)
+    BOOST_TEST(registered_order == declared_order, boost::test_tools::per_element());
   for (const std::string& op : declared) {
     BOOST_TEST_INFO(
         "op '" << op
