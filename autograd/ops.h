@@ -1,13 +1,14 @@
 // attograd's ops: the table of contents.
 //
-// Each op is declared once here with its shapes and its vector-Jacobian product (VJP) in one
-// line, in the spirit of PyTorch's derivatives.yaml. The forward and the VJP live side by side
-// in one section of one ops_*.cc file; docs/derivatives.md maps op -> formula -> file -> test.
-// Every op works on f32 and f64 through the same SIMD kernels, and every op has a
-// finite-difference case in gradcheck_cases.cc (a test fails if one is missing).
+// Each op is declared once here with its shapes, its errors and what it computes. The forward
+// and the VJP live side by side in one section of one ops_*.cc file, and that section registers
+// the op's entry in the op registry (op_registry.h): its forward and VJP formulas, written once,
+// and its finite-difference cases. docs/derivatives.md's table (op -> formula -> file -> test) is
+// generated from the entries (`attograd gradcheck --markdown docs/derivatives.md`), and
+// op_registry_test fails if an op declared here has no entry. Every op works on f32 and f64
+// through the same SIMD kernels.
 //
-// Notation: dy is the upstream gradient dL/dy; "sum_to(g, shape)" sums a broadcast gradient
-// back over the broadcast dimensions. Errors are std::invalid_argument naming both shapes.
+// Errors are std::invalid_argument naming both shapes.
 #pragma once
 
 #include <cstdint>
@@ -21,34 +22,33 @@
 namespace attograd {
 
 // ===== elementwise, with NumPy broadcasting (ops_elementwise.cc) =====
-/// y = a + b.                                 VJP: da = sum_to(dy), db = sum_to(dy)
+/// y = a + b.
 Tensor add(const Tensor& a, const Tensor& b);
-/// y = a - b.                                 VJP: da = sum_to(dy), db = -sum_to(dy)
+/// y = a - b.
 Tensor sub(const Tensor& a, const Tensor& b);
-/// y = a * b.                                 VJP: da = sum_to(dy * b), db = sum_to(dy * a)
+/// y = a * b.
 Tensor mul(const Tensor& a, const Tensor& b);
-/// y = a / b.                                 VJP: da = sum_to(dy / b), db = -sum_to(dy * y / b)
+/// y = a / b.
 Tensor div(const Tensor& a, const Tensor& b);
-/// y = x + s (scalar s).                      VJP: dx = dy
+/// y = x + s (scalar s).
 Tensor add_scalar(const Tensor& x, double s);
-/// y = x * s (scalar s).                      VJP: dx = s * dy
+/// y = x * s (scalar s).
 Tensor mul_scalar(const Tensor& x, double s);
-/// y = -x.                                    VJP: dx = -dy
+/// y = -x.
 Tensor neg(const Tensor& x);
-/// y = exp(x).                                VJP: dx = dy * y
+/// y = exp(x).
 Tensor exp(const Tensor& x);
-/// y = log(x), x > 0.                         VJP: dx = dy / x
+/// y = log(x), x > 0.
 Tensor log(const Tensor& x);
-/// y = tanh(x).                               VJP: dx = dy * (1 - y^2)
+/// y = tanh(x).
 Tensor tanh(const Tensor& x);
-/// y = x^p (scalar exponent p).               VJP: dx = dy * p * x^(p-1)
-Tensor pow(const Tensor& x, double p);
-/// y = sqrt(x).                               VJP: dx = dy / (2 y)
+/// y = sqrt(x).
 Tensor sqrt(const Tensor& x);
-/// y = max(x, 0).                             VJP: dx = dy * [x > 0]
+/// y = max(x, 0).
 Tensor relu(const Tensor& x);
+/// y = x^p (scalar exponent p).
+Tensor pow(const Tensor& x, double p);
 /// y = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))), GPT-2's GELU (Hendrycks & Gimpel 2016).
-///                                            VJP: dx = dy * gelu'(x)  (kernels/gelu.h)
 Tensor gelu(const Tensor& x);
 
 // Derived ops: composed from the primitives above, so they need no VJP of their own.
@@ -77,28 +77,24 @@ Tensor operator/(double s, const Tensor& x);
 
 // ===== reductions (ops_reduce.cc) =====
 /// Sum over `axes` (negative counts from the end; empty = all axes); keepdim keeps them as 1.
-///                                            VJP: dx = broadcast(dy) over the reduced axes
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 /// Mean over `axes` (derived: sum / count).
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 /// Max over one axis. The gradient goes to the first maximal element only (PyTorch's amax
 /// splits ties evenly; ties have measure zero for the continuous inputs gradcheck uses).
-///                                            VJP: dx[argmax] = dy
 Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
 
 // ===== shape and layout; views share storage (ops_shape.cc) =====
 /// Same data in a new shape with the same numel; one dimension may be -1 (inferred). A view
 /// whenever x's strides allow it (torch.Tensor.view's rule), else a copy.
-///                                            VJP: dx = reshape(dy, x.shape)
 Tensor reshape(const Tensor& x, const Shape& shape);
-/// Swaps dimensions d0 and d1 (a view).       VJP: dx = transpose(dy, d0, d1)
+/// Swaps dimensions d0 and d1 (a view).
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
-/// y.shape[i] = x.shape[perm[i]] (a view).    VJP: dx = permute(dy, inverse(perm))
+/// y.shape[i] = x.shape[perm[i]] (a view).
 Tensor permute(const Tensor& x, const Shape& perm);
 /// x[..., start:end, ...] along dim (a view; 0 <= start <= end <= size).
-///                                            VJP: dx[start:end] = dy, zero elsewhere
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);
-/// Joins tensors of equal shape but along dim.  VJP: dx_i = the matching slice of dy
+/// Joins tensors of equal shape but along dim.
 Tensor concat(std::span<const Tensor> xs, int64_t dim);
 /// concat of a braced list, concat({a, b}, -1), without building a vector (RoPE calls it per step).
 inline Tensor concat(std::initializer_list<Tensor> xs, int64_t dim) {
@@ -106,38 +102,34 @@ inline Tensor concat(std::initializer_list<Tensor> xs, int64_t dim) {
 }
 /// Splits x along dim into pieces of the given sizes (derived: one slice per piece).
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);
-/// x itself if already contiguous, else a contiguous copy.  VJP: dx = dy
+/// x itself if already contiguous, else a contiguous copy.
 Tensor contiguous(const Tensor& x);
 
 // ===== matrix multiply (ops_matmul.cc) =====
 /// (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast; either operand may be a
 /// transposed view (no copy). 2-D and batched; 1-D operands are rejected.
-///                                            VJP: dA = dC Bᵀ, dB = Aᵀ dC (summed over broadcast)
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// nn.Linear: x (..., in), weight (out, in), bias (out,) or undefined -> y = x Wᵀ + b (..., out).
-///                                            VJP: dx = dy W, dW = dyᵀ x, db = sum over rows of dy
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ===== neural-network ops (ops_nn.cc) =====
 /// Gathers rows: weight (V, C), ids i64 (...) -> (..., C). Throws std::out_of_range naming
-/// the first id outside [0, V).               VJP: dweight[ids[i]] += dy[i] (scatter-add)
+/// the first id outside [0, V).
 Tensor embedding(const Tensor& weight, const Tensor& ids);
 /// torch.gather: y[..., i, ...] = x[..., index[..., i, ...], ...] along dim; index i64 with x's
 /// number of dimensions and index.size(d) <= x.size(d) for d != dim -> y of index's shape.
 /// Throws std::out_of_range naming the first index outside [0, x.size(dim)).
-///                                            VJP: dx[..., index, ...] += dy (scatter-add)
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /// torch.take_along_dim: gather after broadcasting x and index against each other in every
 /// dimension but dim (a size-1 dimension stretches); e.g. x (B, V) and index (B, 1) pick one
-/// entry per row.                             VJP: dx = sum_to(scatter-add of dy at index)
+/// entry per row.
 Tensor take_along_dim(const Tensor& x, const Tensor& index, int64_t dim);
 /// Scores (..., Tq, Tk) with -inf where key j > query t + (Tk - Tq) (no looking ahead).
-///                                            VJP: dx = dy where kept, 0 where masked
 Tensor causal_mask(const Tensor& scores);
-/// Softmax over the last axis, max-subtracted.  VJP: dx = y * (dy - sum(dy * y))
+/// Softmax over the last axis, max-subtracted.
 Tensor softmax(const Tensor& x);
 /// Fused causal_mask + softmax over (..., Tq, Tk): masked entries are exactly 0 and get
-/// exactly 0 gradient.                        VJP: dx = y * (dy - sum(dy * y))
+/// exactly 0 gradient.
 Tensor causal_softmax(const Tensor& scores);
 /// Causal scaled dot-product attention (Vaswani et al. 2017, eq. 1, with GPT's mask) as one op:
 /// q (B, NH, Tq, HS), k and v (B, NH, Tk, HS), 1 <= Tq <= Tk -> y (B, NH, Tq, HS), where query t
@@ -145,37 +137,31 @@ Tensor causal_softmax(const Tensor& scores);
 /// stores the (Tq, Tk) weights (the backward recomputes them) nor computes the masked half; q, k,
 /// v may be views (the head split of c_attn's output), and y is a view whose transpose(1, 2) is
 /// contiguous, so merging the heads copies nothing.
-///   VJP: ds = p (dy vᵀ - rowsum(dy y)); dq = ds k / sqrt(HS); dk = dsᵀ q / sqrt(HS); dv = pᵀ dy
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v);
 /// causal_attention on the n_head heads of a packed qkv (B, T, 3C) (c_attn's output: q, k, v
 /// side by side, each head HS = C / n_head channels) -> y (B, T, C), the heads side by side.
 /// The gradient lands in dqkv directly, with no copies through split and transpose views.
-///                                            VJP: causal_attention's, into dqkv's head views
 Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head);
-/// log(softmax(x)) over the last axis.        VJP: dx = dy - softmax(x) * sum(dy)
+/// log(softmax(x)) over the last axis.
 Tensor log_softmax(const Tensor& x);
 /// Layer norm over the last axis of x (..., C) with gamma, beta (C); biased variance.
-///   VJP: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma; dgamma = sum dy xhat;
-///        dbeta = sum dy   (kernels/layer_norm.h)
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
 /// Mean cross-entropy of logits (..., V) against i64 targets (...) -> scalar; the sum over
 /// rows is reduced in double. A target equal to ignore_index (PyTorch's convention; nanoGPT's
 /// -1 by default) adds no loss and gets exactly 0 gradient, and N counts the other rows; with
 /// none left the loss is 0 (torch: NaN) and every gradient 0. Throws std::out_of_range for any
 /// other target outside [0, V).
-///                                            VJP: dlogits = dy (softmax(logits) - onehot) / N
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1);
 /// Mean negative log-likelihood of log-probabilities (..., V) (e.g. log_softmax's output) at
 /// i64 targets (...) -> scalar: -mean_i x_i[t_i], with cross_entropy's ignore_index and N.
 /// A -inf entry that no target picks leaves the loss and its gradient finite. Classes are the
 /// last axis (torch.nn.functional.nll_loss wants them in axis 1; for (N, V) the two agree).
-///                                            VJP: dx_i[t_i] = -dy / N, 0 elsewhere
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index = -1);
 /// The language-model head and its loss in one op: mean cross_entropy(x Wᵀ, targets,
 /// ignore_index) for x (..., C), weight (V, C), targets i64 (...) -> scalar. The (N, V) logits,
 /// the largest tensors of a GPT-2 step, exist once: the backward overwrites them with their
 /// gradient (a second backward through a retained graph recomputes them). Errors as linear and
-/// cross_entropy.       VJP: dlogits = dL (softmax - onehot) / N; dx = dlogits W; dW = dlogitsᵀ x
+/// cross_entropy.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
                             int64_t ignore_index = -1);
 /// Inverted dropout: zeroes each element with probability p and scales the rest by 1/(1-p);

@@ -3,13 +3,20 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/gradcheck_inputs.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gelu.h"
+#include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 
 namespace attograd {
 
+using gradcheck_inputs::Inputs;
+using gradcheck_inputs::param;
+using gradcheck_inputs::param_away_from_zero;
+using gradcheck_inputs::Sizes;
+using gradcheck_inputs::unary_case;
 using kernels::BinaryOp;
 using kernels::UnaryOp;
 
@@ -24,9 +31,43 @@ bool same_shape_contiguous(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous();
 }
 
+// A binary op's gradcheck cases: same shapes, b broadcast, both broadcast. A divisor (b of
+// div) stays away from 0.
+std::vector<GradcheckCase> binary_cases(Tensor (*f)(const Tensor&, const Tensor&),
+                                        bool b_is_divisor = false) {
+  const auto second = [b_is_divisor](const Shape& shape, Generator& g, DType d) {
+    return b_is_divisor ? param_away_from_zero(shape, g, d) : param(shape, g, d);
+  };
+  const auto apply = [f](const Inputs& in) { return f(in[0], in[1]); };
+  return {{"(B, T, C) and (B, T, C)",
+           [second](Generator& g, DType d, const Sizes& s) {
+             return Inputs{param({s.B, s.T, s.C}, g, d), second({s.B, s.T, s.C}, g, d)};
+           },
+           apply},
+          {"(B, T, C) and (C,) broadcast",
+           [second](Generator& g, DType d, const Sizes& s) {
+             return Inputs{param({s.B, s.T, s.C}, g, d), second({s.C}, g, d)};
+           },
+           apply},
+          {"(B, 1, C) and (T, 1) broadcast both ways",
+           [second](Generator& g, DType d, const Sizes& s) {
+             return Inputs{param({s.B, 1, s.C}, g, d), second({s.T, 1}, g, d)};
+           },
+           apply}};
+}
+
 }  // namespace
 
-// ----- add:  y = a + b;  da = sum_to(dy), db = sum_to(dy) -----
+// ----- add -----
+static void register_add(OpRegistry& r) {
+  r.add({.name = "add",
+         .forward = "`a + b` (broadcast)",
+         .vjp = "`da = sum_to(dy)`, `db = sum_to(dy)`",
+         .kernel = "kernels/elementwise",
+         .tests = "ops_test: broadcasting",
+         .cases = binary_cases(add)});
+}
+
 Tensor add(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("add", a, b);
   return record(detail::binary_raw(BinaryOp::add, a, b), "add", {a, b},
@@ -36,7 +77,15 @@ Tensor add(const Tensor& a, const Tensor& b) {
                 });
 }
 
-// ----- sub:  y = a - b;  da = sum_to(dy), db = -sum_to(dy) -----
+// ----- sub -----
+static void register_sub(OpRegistry& r) {
+  r.add({.name = "sub",
+         .forward = "`a − b` (broadcast)",
+         .vjp = "`da = sum_to(dy)`, `db = −sum_to(dy)`",
+         .kernel = "kernels/elementwise",
+         .cases = binary_cases(sub)});
+}
+
 Tensor sub(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("sub", a, b);
   return record(detail::binary_raw(BinaryOp::sub, a, b), "sub", {a, b},
@@ -46,7 +95,16 @@ Tensor sub(const Tensor& a, const Tensor& b) {
                 });
 }
 
-// ----- mul:  y = a * b;  da = sum_to(dy * b), db = sum_to(dy * a) -----
+// ----- mul -----
+static void register_mul(OpRegistry& r) {
+  r.add({.name = "mul",
+         .forward = "`a · b` (broadcast)",
+         .vjp = "`da = sum_to(dy · b)`, `db = sum_to(dy · a)`",
+         .kernel = "kernels/elementwise",
+         .tests = "engine_test",
+         .cases = binary_cases(mul)});
+}
+
 Tensor mul(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("mul", a, b);
   return record(detail::binary_raw(BinaryOp::mul, a, b), "mul", {a, b},
@@ -66,7 +124,16 @@ Tensor mul(const Tensor& a, const Tensor& b) {
                 });
 }
 
-// ----- div:  y = a / b;  da = sum_to(dy / b), db = -sum_to(dy * y / b) -----
+// ----- div -----
+static void register_div(OpRegistry& r) {
+  r.add({.name = "div",
+         .forward = "`a / b` (broadcast)",
+         .vjp = "`da = sum_to(dy / b)`, `db = −sum_to(dy · y / b)`",
+         .kernel = "kernels/elementwise",
+         .tests = "ops_test: broadcasting",
+         .cases = binary_cases(div, /*b_is_divisor=*/true)});
+}
+
 Tensor div(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("div", a, b);
   Tensor y = detail::binary_raw(BinaryOp::div, a, b);
@@ -86,7 +153,16 @@ Tensor div(const Tensor& a, const Tensor& b) {
   });
 }
 
-// ----- add_scalar:  y = x + s;  dx = dy -----
+// ----- add_scalar -----
+static void register_add_scalar(OpRegistry& r) {
+  r.add({.name = "add_scalar",
+         .forward = "`x + s`",
+         .vjp = "`dx = dy`",
+         .kernel = "kernels/elementwise",
+         .tests = "engine_test: deep chains",
+         .cases = {unary_case([](const Tensor& x) { return add_scalar(x, 0.7); })}});
+}
+
 Tensor add_scalar(const Tensor& x, double s) {
   const Tensor xc = detail::contiguous_data(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
@@ -98,7 +174,16 @@ Tensor add_scalar(const Tensor& x, double s) {
   });
 }
 
-// ----- mul_scalar:  y = s x;  dx = s dy -----
+// ----- mul_scalar -----
+static void register_mul_scalar(OpRegistry& r) {
+  r.add({.name = "mul_scalar",
+         .forward = "`s · x`",
+         .vjp = "`dx = s · dy`",
+         .kernel = "kernels/elementwise",
+         .tests = "engine_test: deep chains",
+         .cases = {unary_case([](const Tensor& x) { return mul_scalar(x, -1.3); })}});
+}
+
 Tensor mul_scalar(const Tensor& x, double s) {
   const Tensor xc = detail::contiguous_data(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
@@ -110,7 +195,35 @@ Tensor mul_scalar(const Tensor& x, double s) {
   });
 }
 
-// ----- the pointwise functions: y = f(x);  dx = dy * f'(x) (kernels/elementwise.h) -----
+// ----- the pointwise functions: y = f(x), dx = dy · f′(x), on kernels/elementwise.h -----
+static void register_pointwise(OpRegistry& r) {
+  const auto pointwise = [&r](const char* name, const char* forward, const char* vjp,
+                              GradcheckCase c, const char* file = __builtin_FILE(),
+                              int line = __builtin_LINE()) {
+    r.add({.name = name,
+           .forward = forward,
+           .vjp = vjp,
+           .kernel = "kernels/elementwise",
+           .tests = "elementwise_test",
+           .cases = {std::move(c)}},
+          file, line);
+  };
+  pointwise("neg", "`−x`", "`dx = −dy`", unary_case([](const Tensor& x) { return neg(x); }));
+  pointwise("exp", "`exp(x)`", "`dx = dy · y`", unary_case([](const Tensor& x) { return exp(x); }));
+  pointwise("log", "`log(x)`, `x > 0`", "`dx = dy / x`",
+            unary_case([](const Tensor& x) { return log(x); }, 0.2, 3));
+  pointwise("tanh", "`tanh(x)`", "`dx = dy (1 − y²)`",
+            unary_case([](const Tensor& x) { return tanh(x); }));
+  pointwise("sqrt", "`√x`", "`dx = dy / (2y)`",
+            unary_case([](const Tensor& x) { return sqrt(x); }, 0.2, 3));
+  pointwise("relu", "`max(x, 0)`", "`dx = dy · [x > 0]`",
+            {"(B, T, C), |x| >= 0.2",
+             [](Generator& g, DType d, const Sizes& s) {
+               return Inputs{param_away_from_zero({s.B, s.T, s.C}, g, d)};
+             },
+             [](const Inputs& in) { return relu(in[0]); }});
+}
+
 namespace {
 
 Tensor unary(UnaryOp op, const char* name, const Tensor& x) {
@@ -136,7 +249,17 @@ Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, "tanh", x); }
 Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, "sqrt", x); }
 Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, "relu", x); }
 
-// ----- pow:  y = x^p;  dx = dy * p * x^(p-1) -----
+// ----- pow -----
+static void register_pow(OpRegistry& r) {
+  r.add({.name = "pow",
+         .forward = "`x^p`",
+         .vjp = "`dx = dy · p · x^(p−1)`",
+         .kernel = "kernels/elementwise",
+         .tests = "gradcheck_test: x³ at 1.1",
+         .cases = {unary_case([](const Tensor& x) { return pow(x, 2.5); }, 0.2, 2),
+                   unary_case([](const Tensor& x) { return pow(x, 3.0); })}});
+}
+
 Tensor pow(const Tensor& x, double p) {
   const Tensor xc = detail::contiguous_data(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
@@ -150,7 +273,16 @@ Tensor pow(const Tensor& x, double p) {
   });
 }
 
-// ----- gelu:  y = gelu(x);  dx = dy * gelu'(x) (kernels/gelu.h) -----
+// ----- gelu -----
+static void register_gelu(OpRegistry& r) {
+  r.add({.name = "gelu",
+         .forward = "`½x(1 + tanh(√(2/π)(x + 0.044715x³)))`",
+         .vjp = "`dx = dy · gelu′(x)`",
+         .kernel = "kernels/gelu",
+         .tests = "gelu_test; fused vs primitives",
+         .cases = {unary_case([](const Tensor& x) { return gelu(x); }, -4, 4)}});
+}
+
 Tensor gelu(const Tensor& x) {
   const Tensor xc = detail::contiguous_data(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
@@ -165,6 +297,25 @@ Tensor gelu(const Tensor& x) {
 }
 
 // ----- derived ops: compositions of the primitives above, no VJP of their own -----
+static void register_derived(OpRegistry& r) {
+  r.add({.name = "sub_scalar",
+         .forward = "`x − s`",
+         .vjp = "derived: `add_scalar(x, −s)`",
+         .cases = {unary_case([](const Tensor& x) { return sub_scalar(x, 0.5); })}});
+  r.add({.name = "div_scalar",
+         .forward = "`x / s`",
+         .vjp = "derived: `mul_scalar(x, 1/s)`",
+         .cases = {unary_case([](const Tensor& x) { return div_scalar(x, 4.0); })}});
+  r.add({.name = "rsub_scalar",
+         .forward = "`s − x`",
+         .vjp = "derived: `add_scalar(neg(x), s)`",
+         .cases = {unary_case([](const Tensor& x) { return rsub_scalar(2.0, x); })}});
+  r.add({.name = "rdiv_scalar",
+         .forward = "`s / x`",
+         .vjp = "derived: `mul_scalar(pow(x, −1), s)`",
+         .cases = {unary_case([](const Tensor& x) { return rdiv_scalar(2.0, x); }, 0.3, 2)}});
+}
+
 Tensor sub_scalar(const Tensor& x, double s) { return add_scalar(x, -s); }
 Tensor div_scalar(const Tensor& x, double s) { return mul_scalar(x, 1.0 / s); }
 Tensor rsub_scalar(double s, const Tensor& x) { return add_scalar(neg(x), s); }
@@ -183,5 +334,12 @@ Tensor operator+(double s, const Tensor& x) { return add_scalar(x, s); }
 Tensor operator-(double s, const Tensor& x) { return rsub_scalar(s, x); }
 Tensor operator*(double s, const Tensor& x) { return mul_scalar(x, s); }
 Tensor operator/(double s, const Tensor& x) { return rdiv_scalar(s, x); }
+
+void detail::register_elementwise_ops(OpRegistry& r) {
+  for (auto* section :
+       {register_add, register_sub, register_mul, register_div, register_add_scalar,
+        register_mul_scalar, register_pointwise, register_pow, register_gelu, register_derived})
+    section(r);
+}
 
 }  // namespace attograd

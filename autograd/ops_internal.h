@@ -10,7 +10,19 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/tensor.h"
 
+namespace attograd {
+class OpRegistry;
+}
+
 namespace attograd::detail {
+
+/// Each ops_*.cc file's registration function: adds the entry of every op in the file, in
+/// ops.h's order (op_registry.h). Called once, by op_registry().
+void register_elementwise_ops(OpRegistry& registry);
+void register_reduce_ops(OpRegistry& registry);
+void register_shape_ops(OpRegistry& registry);
+void register_matmul_ops(OpRegistry& registry);
+void register_nn_ops(OpRegistry& registry);
 
 /// NumPy broadcasting of two shapes (align right; each pair equal or one of them 1).
 /// Throws std::invalid_argument "op: shapes (2, 3) and (4,) cannot be broadcast".

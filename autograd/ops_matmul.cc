@@ -1,17 +1,24 @@
-// Batched matrix multiply:  C (..., M, N) = A (..., M, K) @ B (..., K, N).
+// Batched matrix multiply:  C (..., M, N) = A (..., M, K) @ B (..., K, N), and nn.Linear.
 //
-// VJP:  dA = dC Bᵀ,  dB = Aᵀ dC  (summed over batch dimensions that were broadcast).
-// All three products are the one kernel, kernels::matmul, with transpose flags; an operand
-// that is a transposed view (last two strides swapped) is passed as is, flag set, no copy.
+// The forward and both VJP products (the formulas: each op's entry below) are the one kernel,
+// kernels::matmul, with transpose flags; an operand that is a transposed view (last two strides
+// swapped) is passed as is, flag set, no copy.
 #include <stdexcept>
 
+#include "autograd/gradcheck_inputs.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/reduce.h"
+#include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 #include "autograd/size_math.h"
 
 namespace attograd {
+
+using gradcheck_inputs::Inputs;
+using gradcheck_inputs::params_case;
+using gradcheck_inputs::Shapes;
+using gradcheck_inputs::Sizes;
 
 namespace {
 
@@ -58,6 +65,34 @@ struct BatchOffsets {
 };
 
 }  // namespace
+
+// ----- matmul -----
+static void register_matmul(OpRegistry& r) {
+  const GradcheckFn plain = [](const Inputs& in) { return matmul(in[0], in[1]); };
+  r.add({.name = "matmul",
+         .forward = "`A B`, batched, broadcast batch, transposed views",
+         .vjp = "`dA = dC Bᵀ`, `dB = Aᵀ dC` (summed over broadcast batch)",
+         .kernel = "kernels/matmul",
+         .tests = "ops_test: transposed view; batched",
+         .cases = {
+             params_case("(T, C) @ (C, B)",
+                         [](const Sizes& s) { return Shapes{{s.T, s.C}, {s.C, s.B}}; }, plain),
+             params_case("(B, T, C) @ (C, 5), batch folded into rows",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.C, 5}}; }, plain),
+             params_case("(B, T, C) @ (B, C, T) batched",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, s.C, s.T}}; },
+                         plain),
+             params_case("(C, T) viewed transposed @ (B, 5, C) viewed transposed, broadcast batch",
+                         [](const Sizes& s) { return Shapes{{s.C, s.T}, {s.B, 5, s.C}}; },
+                         [](const Inputs& in) {
+                           return matmul(transpose(in[0], 0, 1), transpose(in[1], 1, 2));
+                         }),
+             params_case("(B, T, C) @ (B, T, C)ᵀ: attention scores Q Kᵀ",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, s.T, s.C}}; },
+                         [](const Inputs& in) {
+                           return matmul(in[0], transpose(in[1], -2, -1));
+                         })}});
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("matmul", a, b);
@@ -121,8 +156,24 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   });
 }
 
-// ----- linear:  y = x Wᵀ + b;  dx = dy W,  dW = dyᵀ x,  db = sum over rows of dy -----
-//
+// ----- linear -----
+static void register_linear(OpRegistry& r) {
+  r.add({.name = "linear",
+         .forward = "`x Wᵀ + b`, W stored (out, in) as nn.Linear",
+         .vjp = "`dx = dy W`, `dW = dyᵀ x` (into W's gradient, no temporary), `db = Σ_rows dy`",
+         .kernel = "kernels/matmul",
+         .tests = "ops_test: linear vs matmul + add",
+         .cases = {
+             params_case("x (B, T, C), weight (5, C), bias (5,)",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {5, s.C}, {5}}; },
+                         [](const Inputs& in) { return linear(in[0], in[1], in[2]); }),
+             params_case("x (T, B, C) viewed transposed, weight (5, C), no bias",
+                         [](const Sizes& s) { return Shapes{{s.T, s.B, s.C}, {5, s.C}}; },
+                         [](const Inputs& in) {
+                           return linear(transpose(in[0], 0, 1), in[1]);
+                         })}});
+}
+
 // nn.Linear as one op (PyTorch's F.linear): matmul(x, transpose(W)) + b would record three nodes,
 // and its dW would land in a zero-filled (in, out) temporary that the transpose's VJP then adds
 // into W's gradient with a strided loop. Here each product reads W in its stored (out, in)
@@ -165,6 +216,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, true);
     });
   });
+}
+
+void detail::register_matmul_ops(OpRegistry& r) {
+  register_matmul(r);
+  register_linear(r);
 }
 
 }  // namespace attograd

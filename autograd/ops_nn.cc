@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/gradcheck_inputs.h"
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/elementwise.h"
@@ -16,12 +17,37 @@
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/kernels/softmax.h"
+#include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 
 namespace attograd {
 
-// ----- embedding:  y[i] = weight[ids[i]];  dweight[ids[i]] += dy[i] (scatter-add) -----
+using gradcheck_inputs::heads_for;
+using gradcheck_inputs::Inputs;
+using gradcheck_inputs::param;
+using gradcheck_inputs::params_case;
+using gradcheck_inputs::random_ids;
+using gradcheck_inputs::Shapes;
+using gradcheck_inputs::Sizes;
+using gradcheck_inputs::targets_with_ignored;
+using gradcheck_inputs::unary_case;
+
+// ----- embedding -----
+static void register_embedding(OpRegistry& r) {
+  r.add({.name = "embedding",
+         .forward = "`W[ids]`",
+         .vjp = "`dW[ids[i]] += dy[i]` (scatter-add)",
+         .tests = "ops_test: repeated ids",
+         .cases = {{"weight (7, C), ids (B, T) with repeats",
+                    [](Generator& g, DType d, const Sizes& s) {
+                      std::vector<int64_t> ids(static_cast<size_t>(s.B * s.T));
+                      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i % 3);
+                      return Inputs{param({7, s.C}, g, d), Tensor::from_ids(ids, {s.B, s.T})};
+                    },
+                    [](const Inputs& in) { return embedding(in[0], in[1]); }}}});
+}
+
 Tensor embedding(const Tensor& weight, const Tensor& ids) {
   if (!weight.defined() || !ids.defined()) throw std::invalid_argument("embedding: undefined tensor");
   if (weight.dim() != 2)
@@ -64,7 +90,34 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   });
 }
 
-// ----- gather / take_along_dim:  y = x[..., index, ...] along dim;  dx[..., index, ...] += dy -----
+// ----- gather, take_along_dim -----
+static void register_gathers(OpRegistry& r) {
+  r.add(
+      {.name = "gather",
+       .forward = "`y[…, i, …] = x[…, index[…, i, …], …]` along dim",
+       .vjp = "`dx[…, index, …] += dy` (scatter-add)",
+       .tests = "ops_test: vs torch.gather",
+       .cases = {{"x (B, T, C), index (B, 2, C) along T, ids repeating",
+                  [](Generator& g, DType d, const Sizes& s) {
+                    return Inputs{param({s.B, s.T, s.C}, g, d), random_ids({s.B, 2, s.C}, s.T, g)};
+                  },
+                  [](const Inputs& in) { return gather(in[0], 1, in[1]); }},
+                 {"x (C, T, B) viewed transposed, index (B, T, 2) along the last axis",
+                  [](Generator& g, DType d, const Sizes& s) {
+                    return Inputs{param({s.C, s.T, s.B}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
+                  },
+                  [](const Inputs& in) { return gather(transpose(in[0], 0, 2), -1, in[1]); }}}});
+  r.add({.name = "take_along_dim",
+         .forward = "gather after broadcasting x and index outside dim",
+         .vjp = "scatter-add, summed over broadcast dims",
+         .tests = "ops_test: vs torch.take_along_dim",
+         .cases = {{"x (B, 1, C) broadcast against index (B, T, 2) along C",
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param({s.B, 1, s.C}, g, d), random_ids({s.B, s.T, 2}, s.C, g)};
+                    },
+                    [](const Inputs& in) { return take_along_dim(in[0], in[1], -1); }}}});
+}
+
 namespace {
 
 // The strides that read a tensor (shape, strides) at each coordinate of an iteration over
@@ -175,7 +228,17 @@ std::pair<int64_t, int64_t> causal_dims(const Tensor& s, const char* op) {
 
 }  // namespace
 
-// ----- causal_mask:  y = x, -inf where j > t + (Tk - Tq);  dx = dy where kept, 0 where masked -----
+// ----- causal_mask -----
+static void register_causal_mask(OpRegistry& r) {
+  r.add({.name = "causal_mask",
+         .forward = "`−inf` above the (offset) diagonal",
+         .vjp = "`dx = dy` where kept, 0 where masked",
+         .tests = "ops_test: causal_ops_mask_exactly",
+         .cases = {params_case("(B, T, T) then softmax (masked entries are -inf)",
+                               [](const Sizes& s) { return Shapes{{s.B, s.T, s.T}}; },
+                               [](const Inputs& in) { return softmax(causal_mask(in[0])); })}});
+}
+
 Tensor causal_mask(const Tensor& scores) {
   // Plain variables, not a structured binding: the lambdas below capture them, which C++20
   // allows but clang before 16 rejects.
@@ -199,7 +262,7 @@ Tensor causal_mask(const Tensor& scores) {
 
 namespace {
 
-// Shared by softmax and causal_softmax: y = softmax(x) row-wise, dx = y (dy - sum(dy y)).
+// Shared by softmax and causal_softmax: the row-wise softmax and its VJP (formulas: their entries).
 Tensor softmax_impl(const Tensor& x, int64_t causal_tq, const char* name) {
   const int64_t n = x.size(-1);
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
@@ -217,20 +280,66 @@ Tensor softmax_impl(const Tensor& x, int64_t causal_tq, const char* name) {
 
 }  // namespace
 
-// ----- softmax:  y = exp(x - max) / sum;  dx = y (dy - sum(dy y)) -----
+// ----- softmax -----
+static void register_softmax(OpRegistry& r) {
+  r.add({.name = "softmax",
+         .forward = "`exp(x − m)/Σ`",
+         .vjp = "`dx = y(dy − Σ dy·y)`",
+         .kernel = "kernels/softmax",
+         .tests = "fused vs primitives; overflow",
+         .cases = {unary_case([](const Tensor& x) { return softmax(x); }, -3, 3)}});
+}
+
 Tensor softmax(const Tensor& x) {
   if (!x.defined() || x.dim() < 1) throw std::invalid_argument("softmax: expected a tensor with at least one dimension");
   return softmax_impl(x, 0, "softmax");
 }
 
 // ----- causal_softmax: the fused softmax(causal_mask(x)) of attention -----
+static void register_causal_softmax(OpRegistry& r) {
+  r.add({.name = "causal_softmax",
+         .forward = "fused mask + softmax",
+         .vjp = "`dx = y(dy − Σ dy·y)` (0 where masked)",
+         .kernel = "kernels/softmax",
+         .tests = "fused vs primitives",
+         .cases = {params_case("(B, T, T)", [](const Sizes& s) { return Shapes{{s.B, s.T, s.T}}; },
+                               [](const Inputs& in) { return causal_softmax(in[0]); }),
+                   params_case("(B, 2, T + 2): fewer queries than keys (a KV cache)",
+                               [](const Sizes& s) { return Shapes{{s.B, 2, s.T + 2}}; },
+                               [](const Inputs& in) { return causal_softmax(in[0]); })}});
+}
+
 Tensor causal_softmax(const Tensor& scores) {
   const int64_t Tq = causal_dims(scores, "causal_softmax").first;
   return softmax_impl(scores, Tq, "causal_softmax");
 }
 
-// ----- causal_attention:  y = softmax(q kᵀ / sqrt(HS), causal) v, fused (kernels/attention.h) -----
-//   VJP: D_t = dy_t . y_t;  ds = p (dy vᵀ - D);  dq = ds k / sqrt(HS);  dk = dsᵀ q / sqrt(HS);  dv = pᵀ dy
+// ----- causal_attention -----
+static void register_causal_attention(OpRegistry& r) {
+  const auto qkv_heads = [](const Inputs& in) {  // the head split of one (B, T, 3C) tensor
+    const int64_t B = in[0].size(0), T = in[0].size(1), C = in[0].size(2) / 3, NH = heads_for(C);
+    const std::vector<Tensor> qkv = split(in[0], {C, C, C}, -1);
+    auto heads = [&](const Tensor& t) { return transpose(reshape(t, {B, T, NH, C / NH}), 1, 2); };
+    return causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
+  };
+  r.add({.name = "causal_attention",
+         .forward = "`softmax(q kᵀ/√HS, causal) v`, fused, weights never stored",
+         .vjp = "`ds = p(dy vᵀ − rowsum(dy y))`, `dq = ds k/√HS`, `dk = dsᵀ q/√HS`, `dv = pᵀ dy`",
+         .kernel = "kernels/attention",
+         .tests = "attention_test; ops_test: fused vs primitives",
+         .cases = {
+             params_case("q, k, v (B, NH, T, C / NH): the head-split views of one (B, T, 3C) "
+                         "tensor, NH = 2 (1 for odd C)",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, 3 * s.C}}; }, qkv_heads),
+             params_case("q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV "
+                         "cache)",
+                         [](const Sizes& s) {
+                           const Shape kv = {s.B, 1, s.T + 2, s.C};
+                           return Shapes{{s.B, 1, 2, s.C}, kv, kv};
+                         },
+                         [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); })}});
+}
+
 namespace {
 
 // A (B, NH, T, HS) operand as the kernel reads it (HS contiguous), with its strides. A named
@@ -287,7 +396,19 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
 }
 
 // ----- causal_attention_qkv: causal_attention on the heads of a packed (B, T, 3C) q, k, v -----
-//
+static void register_causal_attention_qkv(OpRegistry& r) {
+  r.add({.name = "causal_attention_qkv",
+         .forward = "`causal_attention` on the heads of a packed `qkv (B, T, 3C)`, `y (B, T, C)`",
+         .vjp = "as `causal_attention`, written into `dqkv`'s head views",
+         .kernel = "kernels/attention",
+         .tests = "ops_test: vs split heads + causal_attention",
+         .cases = {params_case("qkv (B, T, 3C), 2 heads (1 for odd C)",
+                               [](const Sizes& s) { return Shapes{{s.B, s.T, 3 * s.C}}; },
+                               [](const Inputs& in) {
+                                 return causal_attention_qkv(in[0], heads_for(in[0].size(2) / 3));
+                               })}});
+}
+
 // What a GPT's attention layer computes from c_attn's output. Splitting it into heads with
 // slice, reshape and transpose costs nothing going forward (views), but their VJPs copy each of
 // dq, dk, dv twice on the way back to dqkv; this op reads the heads through strides and writes
@@ -321,7 +442,16 @@ Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head) {
   });
 }
 
-// ----- log_softmax:  y = x - max - log(sum exp(x - max));  dx = dy - exp(y) sum(dy) -----
+// ----- log_softmax -----
+static void register_log_softmax(OpRegistry& r) {
+  r.add({.name = "log_softmax",
+         .forward = "`x − m − log Σ exp(x − m)`",
+         .vjp = "`dx = dy − softmax(x) Σ dy`",
+         .kernel = "kernels/softmax",
+         .tests = "fused vs primitives",
+         .cases = {unary_case([](const Tensor& x) { return log_softmax(x); }, -3, 3)}});
+}
+
 Tensor log_softmax(const Tensor& x) {
   if (!x.defined() || x.dim() < 1) throw std::invalid_argument("log_softmax: expected a tensor with at least one dimension");
   const int64_t n = x.size(-1);
@@ -338,7 +468,18 @@ Tensor log_softmax(const Tensor& x) {
   });
 }
 
-// ----- layer_norm:  y = gamma (x - mean) rstd + beta;  VJP in kernels/layer_norm.h -----
+// ----- layer_norm -----
+static void register_layer_norm(OpRegistry& r) {
+  r.add({.name = "layer_norm",
+         .forward = "`γ (x − μ) rstd + β`",
+         .vjp = "`dx = rstd(g − mean g − x̂ mean(g x̂))`, `g = dy γ`; `dγ = Σ dy x̂`; `dβ = Σ dy`",
+         .kernel = "kernels/layer_norm",
+         .tests = "fused vs primitives; large mean",
+         .cases = {params_case("x (B, T, C), gamma (C), beta (C)",
+                               [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.C}, {s.C}}; },
+                               [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); })}});
+}
+
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
   detail::check_floating_pair("layer_norm", x, gamma);
   detail::check_floating_pair("layer_norm", x, beta);
@@ -368,8 +509,29 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   });
 }
 
-// ----- cross_entropy:  L = mean_i (logsumexp(x_i) - x_i[t_i]);  dx_i = dL (softmax(x_i) - onehot) / N -----
-//
+// ----- cross_entropy -----
+static void register_cross_entropy(OpRegistry& r) {
+  r.add(
+      {.name = "cross_entropy",
+       .forward =
+           "`mean_i(logsumexp(x_i) − x_i[t_i])` over the N rows whose target is not `ignore_index`",
+       .vjp = "`dx_i = dL (softmax(x_i) − onehot(t_i)) / N`; 0 for ignored rows",
+       .kernel = "kernels/cross_entropy",
+       .tests = "fused vs primitives; 7e5; underflow; ops_test: ignore_index vs torch",
+       .cases = {
+           {"logits (B, T, C), targets (B, T)",
+            [](Generator& g, DType d, const Sizes& s) {
+              const Tensor t = random_ids({s.B, s.T}, s.C, g);
+              return Inputs{param({s.B, s.T, s.C}, g, d), t};
+            },
+            [](const Inputs& in) { return cross_entropy(in[0], in[1]); }},
+           {"logits (B, T, C), targets (B, T) with two ignored (-1)",
+            [](Generator& g, DType d, const Sizes& s) {
+              return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
+            },
+            [](const Inputs& in) { return cross_entropy(in[0], in[1]); }}}});
+}
+
 // PyTorch's ignore_index: a row whose target equals it adds no loss and gets exactly 0 gradient,
 // and N counts only the other rows. With none left, L = 0 and every gradient is 0 (PyTorch's
 // mean over zero elements is NaN; a fully padded micro-batch must not poison a training run).
@@ -456,8 +618,21 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   });
 }
 
-// ----- nll_loss:  L = -mean_i x_i[t_i];  dx_i[t_i] = -dL / N -----
-//
+// ----- nll_loss -----
+static void register_nll_loss(OpRegistry& r) {
+  r.add(
+      {.name = "nll_loss",
+       .forward = "`−mean_i x_i[t_i]`, `ignore_index` as cross_entropy",
+       .vjp = "`dx_i[t_i] = −dL / N`, 0 elsewhere",
+       .tests = "ops_test: −inf entries vs torch; = cross_entropy after log_softmax",
+       .cases = {
+           {"log-probabilities (B, T, C), targets (B, T) with two ignored (-1)",
+            [](Generator& g, DType d, const Sizes& s) {
+              return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
+            },
+            [](const Inputs& in) { return nll_loss(log_softmax(in[0]), in[1]); }}}});
+}
+
 // The pick of log-probabilities at the targets, with cross_entropy's ignore_index and mean.
 // Written as a sum of picked entries, never as a product with a one-hot: -inf * 0 would be NaN
 // wherever a log-probability is -inf (a masked class), although nothing picks it.
@@ -484,8 +659,29 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
   });
 }
 
-// ----- linear_cross_entropy:  L = cross_entropy(x Wᵀ, t);  dlogits in place, dx = dlogits W, dW = dlogitsᵀ x -----
-//
+// ----- linear_cross_entropy -----
+static void register_linear_cross_entropy(OpRegistry& r) {
+  r.add({.name = "linear_cross_entropy",
+         .forward = "`cross_entropy(x Wᵀ, t)`: the lm_head and its loss, logits kept once",
+         .vjp =
+             "`dlogits = dL(softmax − onehot)/N` written over the logits, then `dx = dlogits W`, "
+             "`dW = dlogitsᵀ x`",
+         .kernel = "kernels/matmul, kernels/cross_entropy",
+         .tests = "ops_test: vs linear + cross_entropy; twice with retain_graph; ignore_index",
+         .cases = {{"x (B, T, C), weight (7, C), targets (B, T)",
+                    [](Generator& g, DType d, const Sizes& s) {
+                      const Tensor t = random_ids({s.B, s.T}, 7, g);
+                      return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d), t};
+                    },
+                    [](const Inputs& in) { return linear_cross_entropy(in[0], in[1], in[2]); }},
+                   {"x (B, T, C), weight (7, C), targets (B, T) with two ignored (-1)",
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d),
+                                    targets_with_ignored({s.B, s.T}, 7, g)};
+                    },
+                    [](const Inputs& in) { return linear_cross_entropy(in[0], in[1], in[2]); }}}});
+}
+
 // The language-model head and its loss as one op. cross_entropy(linear(x, W), t) would keep the
 // (N, V) logits for the loss's backward and hand linear's backward a second (N, V) buffer, zeroed,
 // for their gradient: for GPT-2 (V = 50257) the two largest tensors of a step. Here the logits
@@ -530,7 +726,18 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   });
 }
 
-// ----- dropout: derived, x * mask with mask in {0, 1/(1-p)} -----
+// ----- dropout -----
+static void register_dropout(OpRegistry& r) {
+  r.add({.name = "dropout",
+         .forward = "`x · mask`, mask ∈ {0, 1/(1−p)}",
+         .vjp = "derived: a `mul`",
+         .tests = "ops_test: seeded",
+         .cases = {unary_case([](const Tensor& x) {
+           Generator mask_gen(7);  // the same mask on every evaluation, as within one training step
+           return dropout(x, 0.3, true, mask_gen);
+         })}});
+}
+
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   if (!(p >= 0 && p <= 1)) throw std::invalid_argument("dropout: p must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0) return x;
@@ -543,6 +750,16 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
     for (int64_t i = 0; i < mask.numel(); ++i) m[i] = static_cast<T>(gen.uniform() < p ? 0.0 : scale);
   });
   return mul(x, mask);
+}
+
+// ops.h's order.
+void detail::register_nn_ops(OpRegistry& r) {
+  for (auto* section :
+       {register_embedding, register_gathers, register_causal_mask, register_softmax,
+        register_causal_softmax, register_causal_attention, register_causal_attention_qkv,
+        register_log_softmax, register_layer_norm, register_cross_entropy, register_nll_loss,
+        register_linear_cross_entropy, register_dropout})
+    section(r);
 }
 
 }  // namespace attograd

@@ -3,11 +3,15 @@
 #include <memory>
 #include <stdexcept>
 
+#include "autograd/gradcheck_inputs.h"
 #include "autograd/kernels/reduce.h"
+#include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 
 namespace attograd {
+
+using gradcheck_inputs::unary_case;
 
 namespace {
 
@@ -49,7 +53,20 @@ void split_at(const Shape& shape, int64_t axis, int64_t& outer, int64_t& n, int6
 
 }  // namespace
 
-// ----- sum:  y = sum over axes of x;  dx = broadcast(dy) over those axes -----
+// ----- sum -----
+static void register_sum(OpRegistry& r) {
+  r.add({.name = "sum",
+         .forward = "`Σ` over axes",
+         .vjp = "`dx = broadcast(dy)` over the reduced axes",
+         .kernel = "kernels/reduce",
+         .tests = "ops_test: reductions",
+         .cases = {unary_case([](const Tensor& x) { return sum(x); }),
+                   unary_case([](const Tensor& x) { return sum(x, {-1}); }),
+                   unary_case([](const Tensor& x) {
+                     return sum(x, {0, 2}, true);
+                   })}});
+}
+
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("sum: undefined tensor");
   const std::vector<int64_t> axes = normalize_axes(axes_in, x.dim(), "sum");
@@ -80,7 +97,15 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
   });
 }
 
-// ----- mean: derived, sum / count -----
+// ----- mean -----
+static void register_mean(OpRegistry& r) {
+  r.add({.name = "mean",
+         .forward = "`Σ / n` over axes",
+         .vjp = "derived: `mul_scalar(sum(x), 1/n)`",
+         .cases = {unary_case([](const Tensor& x) { return mean(x, {1}); }),
+                   unary_case([](const Tensor& x) { return mean(x); })}});
+}
+
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("mean: undefined tensor");
   int64_t count = 1;
@@ -89,7 +114,17 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) 
   return mul_scalar(sum(x, axes_in, keepdim), 1.0 / static_cast<double>(count));
 }
 
-// ----- max:  y = max over axis;  dx[first argmax] = dy -----
+// ----- max -----
+static void register_max(OpRegistry& r) {
+  r.add({.name = "max",
+         .forward = "max over an axis",
+         .vjp = "`dx[first argmax] = dy`",
+         .kernel = "kernels/reduce",
+         .tests = "ops_test: reductions",
+         .cases = {unary_case([](const Tensor& x) { return max(x, -1); }),
+                   unary_case([](const Tensor& x) { return max(x, 1, true); })}});
+}
+
 Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("max: undefined tensor");
   const int64_t axis = detail::wrap_dim(axis_in, x.dim(), "max");
@@ -112,6 +147,10 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
           dx[(o * n + (*argmax)[o * inner + i]) * inner + i] += dy[o * inner + i];
     });
   });
+}
+
+void detail::register_reduce_ops(OpRegistry& r) {
+  for (auto* section : {register_sum, register_mean, register_max}) section(r);
 }
 
 }  // namespace attograd

@@ -4,11 +4,19 @@
 #include <optional>
 #include <stdexcept>
 
+#include "autograd/gradcheck_inputs.h"
+#include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 #include "autograd/size_math.h"
 
 namespace attograd {
+
+using gradcheck_inputs::Inputs;
+using gradcheck_inputs::params_case;
+using gradcheck_inputs::Shapes;
+using gradcheck_inputs::Sizes;
+using gradcheck_inputs::unary_case;
 
 namespace {
 
@@ -45,7 +53,19 @@ std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strid
 
 }  // namespace
 
-// ----- reshape:  y = x viewed as `shape`;  dx = reshape(dy, x.shape) -----
+// ----- reshape -----
+// The gradcheck cases of the shape ops follow most of them with another op, so that the output
+// is not a plain view of the input.
+static void register_reshape(OpRegistry& r) {
+  r.add({.name = "reshape",
+         .forward = "view (copy if not contiguous)",
+         .vjp = "`dx = reshape(dy, x.shape)`",
+         .cases = {unary_case([](const Tensor& x) {
+                     return reshape(x, {-1, x.size(-1) * x.size(-2)});
+                   }),
+                   unary_case([](const Tensor& x) { return reshape(transpose(x, 0, 2), {-1}); })}});
+}
+
 Tensor reshape(const Tensor& x, const Shape& shape_in) {
   if (!x.defined()) throw std::invalid_argument("reshape: undefined tensor");
   Shape shape = shape_in;
@@ -76,7 +96,17 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
   });
 }
 
-// ----- permute:  y.shape[i] = x.shape[perm[i]];  dx = permute(dy, inverse(perm)) -----
+// ----- permute -----
+static void register_permute(OpRegistry& r) {
+  r.add({.name = "permute",
+         .forward = "`y.shape[i] = x.shape[perm[i]]`, a view",
+         .vjp = "`dx = permute(dy, perm⁻¹)`",
+         .tests = "tensor_test: views",
+         .cases = {unary_case([](const Tensor& x) {
+           return exp(permute(x, {2, 0, 1}));
+         })}});
+}
+
 Tensor permute(const Tensor& x, const Shape& perm_in) {
   if (!x.defined()) throw std::invalid_argument("permute: undefined tensor");
   const int64_t n = x.dim();
@@ -104,7 +134,16 @@ Tensor permute(const Tensor& x, const Shape& perm_in) {
   });
 }
 
-// ----- transpose: derived, a permute that swaps two axes -----
+// ----- transpose -----
+static void register_transpose(OpRegistry& r) {
+  r.add({.name = "transpose",
+         .forward = "swaps two dimensions, a view",
+         .vjp = "derived: a `permute`",
+         .tests = "tensor_test: views",
+         .cases = {unary_case(
+             [](const Tensor& x) { return mul(transpose(x, 1, 2), transpose(x, 1, 2)); })}});
+}
+
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
   if (!x.defined()) throw std::invalid_argument("transpose: undefined tensor");
   Shape perm(x.dim());
@@ -121,7 +160,16 @@ Tensor slice_view(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
 }
 }  // namespace
 
-// ----- slice:  y = x[start:end] along dim;  dx[start:end] = dy -----
+// ----- slice -----
+static void register_slice(OpRegistry& r) {
+  r.add({.name = "slice",
+         .forward = "`x[start:end]` along dim, a view",
+         .vjp = "`dx[start:end] = dy`",
+         .tests = "ops_test: shape ops",
+         .cases = {unary_case([](const Tensor& x) { return tanh(slice(x, 1, 1, x.size(1))); }),
+                   unary_case([](const Tensor& x) { return slice(x, -1, 0, 2); })}});
+}
+
 Tensor slice(const Tensor& x, int64_t dim_in, int64_t start, int64_t end) {
   if (!x.defined()) throw std::invalid_argument("slice: undefined tensor");
   const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "slice");
@@ -135,7 +183,17 @@ Tensor slice(const Tensor& x, int64_t dim_in, int64_t start, int64_t end) {
                 });
 }
 
-// ----- concat:  y = [x_0, x_1, ...] along dim;  dx_i = the matching slice of dy -----
+// ----- concat -----
+static void register_concat(OpRegistry& r) {
+  r.add({.name = "concat",
+         .forward = "`[x_0, x_1, …]` along dim, a copy",
+         .vjp = "`dx_i` = the matching slice of `dy`",
+         .cases = {
+             params_case("(B, T, C) with (B, 2, C) along T",
+                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, 2, s.C}}; },
+                         [](const Inputs& in) { return tanh(concat({in[0], in[1], in[0]}, 1)); })}});
+}
+
 Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
   if (xs.empty()) throw std::invalid_argument("concat: no tensors given");
   const int64_t dim = detail::wrap_dim(dim_in, xs[0].dim(), "concat");
@@ -165,7 +223,17 @@ Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
   });
 }
 
-// ----- split: derived, one slice per piece -----
+// ----- split -----
+static void register_split(OpRegistry& r) {
+  r.add({.name = "split",
+         .forward = "pieces of given sizes along dim",
+         .vjp = "derived: one `slice` per piece",
+         .cases = {unary_case([](const Tensor& x) {
+           const auto parts = split(x, {1, x.size(-1) - 1}, -1);
+           return mul(sum(parts[0], {-1}, true), parts[1]);
+         })}});
+}
+
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim_in) {
   if (!x.defined()) throw std::invalid_argument("split: undefined tensor");
   const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "split");
@@ -187,12 +255,27 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   return out;
 }
 
-// ----- contiguous:  y = x in row-major order;  dx = dy -----
+// ----- contiguous -----
+static void register_contiguous(OpRegistry& r) {
+  r.add(
+      {.name = "contiguous",
+       .forward = "a row-major copy (x itself if contiguous)",
+       .vjp = "`dx = dy`",
+       .cases = {unary_case([](const Tensor& x) { return exp(contiguous(transpose(x, 0, 1))); })}});
+}
+
 Tensor contiguous(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument("contiguous: undefined tensor");
   if (x.is_contiguous()) return x;
   return record(detail::contiguous_data(x), "contiguous", {x},
                 [](const Tensor& g, std::span<Tensor> gi) { detail::accumulate(gi[0], g); });
+}
+
+// ops.h's order.
+void detail::register_shape_ops(OpRegistry& r) {
+  for (auto* section : {register_reshape, register_transpose, register_permute, register_slice,
+                        register_concat, register_split, register_contiguous})
+    section(r);
 }
 
 }  // namespace attograd

@@ -1,15 +1,11 @@
-// The gradient checker itself, and every op in ops.h checked by it.
+// The gradient checker itself, and the fused ops against their primitive compositions. Every
+// op's own gradcheck cases run in op_registry_test, one test case per op.
 #define BOOST_TEST_MODULE gradcheck
 #include <boost/test/unit_test.hpp>
 #include <cmath>
-#include <fstream>
-#include <regex>
-#include <set>
-#include <sstream>
 
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
-#include "autograd/gradcheck_cases.h"
 #include "autograd/ops.h"
 #include "tests/test_util.h"
 
@@ -18,11 +14,6 @@ using attograd::testing::expect_close;
 using attograd::testing::expect_throw_with;
 
 namespace {
-
-GradcheckResult check_case(const GradcheckCase& c, DType dt, const GradcheckOptions& opt) {
-  Generator gen(0);
-  return run_gradcheck(c.fn, c.make_inputs(gen, dt, GradcheckSizes{}), opt);
-}
 
 // y = x³ with a VJP scaled by `factor` (1 is right; 0.99 is the planted bug).
 Tensor cube_with_vjp(const Tensor& x, double factor) {
@@ -80,57 +71,6 @@ BOOST_AUTO_TEST_CASE(float64_step_is_right_and_float32_tiny_step_is_refused) {
       [&] { run_gradcheck([](const auto& in) { return pow(in[0], 3); }, {xf32}); }, "float32");
   // With a wide step and loose tolerances, f32 works.
   BOOST_TEST(run_gradcheck([](const auto& in) { return pow(in[0], 3); }, {xf32}, GradcheckOptions::float32()).passed);
-}
-
-BOOST_AUTO_TEST_CASE(every_case_passes_in_float64) {
-  for (const GradcheckCase& c : gradcheck_cases()) {
-    const GradcheckResult r = check_case(c, DType::f64, {});
-    BOOST_TEST_INFO(c.op << " " << c.label << ": " << r.message);
-    BOOST_TEST(r.passed);
-    BOOST_TEST(r.repeat_ok);
-  }
-}
-
-BOOST_AUTO_TEST_CASE(every_case_passes_in_fast_mode) {
-  GradcheckOptions opt;
-  opt.fast_mode = true;
-  for (const GradcheckCase& c : gradcheck_cases()) {
-    const GradcheckResult r = check_case(c, DType::f64, opt);
-    BOOST_TEST_INFO(c.op << " " << c.label << ": " << r.message);
-    BOOST_TEST(r.passed);
-  }
-}
-
-BOOST_AUTO_TEST_CASE(every_case_passes_in_float32_with_the_wide_step) {
-  for (const GradcheckCase& c : gradcheck_cases()) {
-    const GradcheckResult r = check_case(c, DType::f32, GradcheckOptions::float32());
-    BOOST_TEST_INFO(c.op << " " << c.label << ": " << r.message);
-    BOOST_TEST(r.passed);
-  }
-}
-
-// A new op in ops.h without a gradcheck case fails here.
-BOOST_AUTO_TEST_CASE(every_op_in_ops_h_has_a_case) {
-  std::ifstream in(ATTOGRAD_OPS_H);
-  BOOST_REQUIRE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string src = text.str();
-  std::set<std::string> declared;
-  const std::regex decl(R"(^(?:Tensor|std::vector<Tensor>) (\w+)\()", std::regex::multiline);
-  for (auto it = std::sregex_iterator(src.begin(), src.end(), decl); it != std::sregex_iterator(); ++it)
-    declared.insert((*it)[1]);
-  BOOST_TEST(declared.size() >= 30u);  // the parse found the table of contents
-  std::set<std::string> covered;
-  for (const GradcheckCase& c : gradcheck_cases()) covered.insert(c.op);
-  for (const std::string& op : declared) {
-    BOOST_TEST_INFO("op '" << op << "' is declared in ops.h but has no case in gradcheck_cases.cc");
-    BOOST_TEST(covered.count(op) == 1u);
-  }
-  for (const std::string& op : covered) {
-    BOOST_TEST_INFO("case for '" << op << "', which ops.h does not declare");
-    BOOST_TEST(declared.count(op) == 1u);
-  }
 }
 
 // Each fused op equals the same computation built from primitives, forward and backward.
