@@ -98,8 +98,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 // ----- mul -----
 static void register_mul(OpRegistry& r) {
   r.add({.name = "mul",
-         .forward = "`a · b` (broadcast)",
-         .vjp = "`da = sum_to(dy · b)`, `db = sum_to(dy · a)`",
+         .forward = "`a ⊙ b` (broadcast)",
+         .vjp = "`da = sum_to(dy ⊙ b)`, `db = sum_to(dy ⊙ a)`",
          .kernel = "kernels/elementwise",
          .tests = "engine_test",
          .cases = binary_cases(mul)});
@@ -128,7 +128,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 static void register_div(OpRegistry& r) {
   r.add({.name = "div",
          .forward = "`a / b` (broadcast)",
-         .vjp = "`da = sum_to(dy / b)`, `db = −sum_to(dy · y / b)`",
+         .vjp = "`da = sum_to(dy / b)`, `db = −sum_to(dy ⊙ y / b)`",
          .kernel = "kernels/elementwise",
          .tests = "ops_test: broadcasting",
          .cases = binary_cases(div, /*b_is_divisor=*/true)});
@@ -177,8 +177,8 @@ Tensor add_scalar(const Tensor& x, double s) {
 // ----- mul_scalar -----
 static void register_mul_scalar(OpRegistry& r) {
   r.add({.name = "mul_scalar",
-         .forward = "`s · x`",
-         .vjp = "`dx = s · dy`",
+         .forward = "`s x`",
+         .vjp = "`dx = s dy`",
          .kernel = "kernels/elementwise",
          .tests = "engine_test: deep chains",
          .cases = {unary_case([](const Tensor& x) { return mul_scalar(x, -1.3); })}});
@@ -195,7 +195,7 @@ Tensor mul_scalar(const Tensor& x, double s) {
   });
 }
 
-// ----- the pointwise functions: y = f(x), dx = dy · f′(x), on kernels/elementwise.h -----
+// ----- the pointwise functions: y = f(x), dx = dy ⊙ f′(x), on kernels/elementwise.h -----
 static void register_pointwise(OpRegistry& r) {
   const auto pointwise = [&r](const char* name, const char* forward, const char* vjp,
                               GradcheckCase c, const char* file = __builtin_FILE(),
@@ -209,14 +209,14 @@ static void register_pointwise(OpRegistry& r) {
           file, line);
   };
   pointwise("neg", "`−x`", "`dx = −dy`", unary_case([](const Tensor& x) { return neg(x); }));
-  pointwise("exp", "`exp(x)`", "`dx = dy · y`", unary_case([](const Tensor& x) { return exp(x); }));
+  pointwise("exp", "`exp(x)`", "`dx = dy ⊙ y`", unary_case([](const Tensor& x) { return exp(x); }));
   pointwise("log", "`log(x)`, `x > 0`", "`dx = dy / x`",
             unary_case([](const Tensor& x) { return log(x); }, 0.2, 3));
   pointwise("tanh", "`tanh(x)`", "`dx = dy (1 − y²)`",
             unary_case([](const Tensor& x) { return tanh(x); }));
   pointwise("sqrt", "`√x`", "`dx = dy / (2y)`",
             unary_case([](const Tensor& x) { return sqrt(x); }, 0.2, 3));
-  pointwise("relu", "`max(x, 0)`", "`dx = dy · [x > 0]`",
+  pointwise("relu", "`max(x, 0)`", "`dx = dy ⊙ [x > 0]`",
             {"(B, T, C), |x| >= 0.2",
              [](Generator& g, DType d, const Sizes& s) {
                return Inputs{param_away_from_zero({s.B, s.T, s.C}, g, d)};
@@ -253,7 +253,7 @@ Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, "relu", x); }
 static void register_pow(OpRegistry& r) {
   r.add({.name = "pow",
          .forward = "`x^p`",
-         .vjp = "`dx = dy · p · x^(p−1)`",
+         .vjp = "`dx = p dy ⊙ x^(p−1)`",
          .kernel = "kernels/elementwise",
          .tests = "gradcheck_test: x³ at 1.1",
          .cases = {unary_case([](const Tensor& x) { return pow(x, 2.5); }, 0.2, 2),
@@ -277,7 +277,7 @@ Tensor pow(const Tensor& x, double p) {
 static void register_gelu(OpRegistry& r) {
   r.add({.name = "gelu",
          .forward = "`½x(1 + tanh(√(2/π)(x + 0.044715x³)))`",
-         .vjp = "`dx = dy · gelu′(x)`",
+         .vjp = "`dx = dy ⊙ gelu′(x)`",
          .kernel = "kernels/gelu",
          .tests = "gelu_test; fused vs primitives",
          .cases = {unary_case([](const Tensor& x) { return gelu(x); }, -4, 4)}});

@@ -70,8 +70,8 @@ struct BatchOffsets {
 static void register_matmul(OpRegistry& r) {
   const GradcheckFn plain = [](const Inputs& in) { return matmul(in[0], in[1]); };
   r.add({.name = "matmul",
-         .forward = "`A B`, batched, broadcast batch, transposed views",
-         .vjp = "`dA = dC Bᵀ`, `dB = Aᵀ dC` (summed over broadcast batch)",
+         .forward = "`A @ B`, batched, broadcast batch, transposed views",
+         .vjp = "`dA = dC @ Bᵀ`, `dB = Aᵀ @ dC` (summed over broadcast batch)",
          .kernel = "kernels/matmul",
          .tests = "ops_test: transposed view; batched",
          .cases = {
@@ -159,8 +159,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 // ----- linear -----
 static void register_linear(OpRegistry& r) {
   r.add({.name = "linear",
-         .forward = "`x Wᵀ + b`, W stored (out, in) as nn.Linear",
-         .vjp = "`dx = dy W`, `dW = dyᵀ x` (into W's gradient, no temporary), `db = Σ_rows dy`",
+         .forward = "`x @ Wᵀ + b`, W stored (out, in) as nn.Linear",
+         .vjp = "`dx = dy @ W`, `dW = dyᵀ @ x` (into W's gradient, no temporary), `db = Σ_rows dy`",
          .kernel = "kernels/matmul",
          .tests = "ops_test: linear vs matmul + add",
          .cases = {

@@ -284,7 +284,7 @@ Tensor softmax_impl(const Tensor& x, int64_t causal_tq, const char* name) {
 static void register_softmax(OpRegistry& r) {
   r.add({.name = "softmax",
          .forward = "`exp(x − m)/Σ`",
-         .vjp = "`dx = y(dy − Σ dy·y)`",
+         .vjp = "`dx = y ⊙ (dy − Σ dy ⊙ y)`",
          .kernel = "kernels/softmax",
          .tests = "fused vs primitives; overflow",
          .cases = {unary_case([](const Tensor& x) { return softmax(x); }, -3, 3)}});
@@ -299,7 +299,7 @@ Tensor softmax(const Tensor& x) {
 static void register_causal_softmax(OpRegistry& r) {
   r.add({.name = "causal_softmax",
          .forward = "fused mask + softmax",
-         .vjp = "`dx = y(dy − Σ dy·y)` (0 where masked)",
+         .vjp = "`dx = y ⊙ (dy − Σ dy ⊙ y)` (0 where masked)",
          .kernel = "kernels/softmax",
          .tests = "fused vs primitives",
          .cases = {params_case("(B, T, T)", [](const Sizes& s) { return Shapes{{s.B, s.T, s.T}}; },
@@ -323,8 +323,8 @@ static void register_causal_attention(OpRegistry& r) {
     return causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
   };
   r.add({.name = "causal_attention",
-         .forward = "`softmax(q kᵀ/√HS, causal) v`, fused, weights never stored",
-         .vjp = "`ds = p(dy vᵀ − rowsum(dy y))`, `dq = ds k/√HS`, `dk = dsᵀ q/√HS`, `dv = pᵀ dy`",
+         .forward = "`softmax(q @ kᵀ/√HS, causal) @ v`, fused, weights never stored",
+         .vjp = "`ds = p ⊙ (dy @ vᵀ − rowsum(dy ⊙ y))`, `dq = ds @ k/√HS`, `dk = dsᵀ @ q/√HS`, `dv = pᵀ @ dy`",
          .kernel = "kernels/attention",
          .tests = "attention_test; ops_test: fused vs primitives",
          .cases = {
@@ -472,7 +472,7 @@ Tensor log_softmax(const Tensor& x) {
 static void register_layer_norm(OpRegistry& r) {
   r.add({.name = "layer_norm",
          .forward = "`γ (x − μ) rstd + β`",
-         .vjp = "`dx = rstd(g − mean g − x̂ mean(g x̂))`, `g = dy γ`; `dγ = Σ dy x̂`; `dβ = Σ dy`",
+         .vjp = "`dx = rstd (g − mean g − x̂ ⊙ mean(g ⊙ x̂))`, `g = dy ⊙ γ`; `dγ = Σ dy ⊙ x̂`; `dβ = Σ dy`",
          .kernel = "kernels/layer_norm",
          .tests = "fused vs primitives; large mean",
          .cases = {params_case("x (B, T, C), gamma (C), beta (C)",
@@ -662,10 +662,10 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
 // ----- linear_cross_entropy -----
 static void register_linear_cross_entropy(OpRegistry& r) {
   r.add({.name = "linear_cross_entropy",
-         .forward = "`cross_entropy(x Wᵀ, t)`: the lm_head and its loss, logits kept once",
+         .forward = "`cross_entropy(x @ Wᵀ, t)`: the lm_head and its loss, logits kept once",
          .vjp =
-             "`dlogits = dL(softmax − onehot)/N` written over the logits, then `dx = dlogits W`, "
-             "`dW = dlogitsᵀ x`",
+             "`dlogits = dL(softmax − onehot)/N` written over the logits, then `dx = dlogits @ W`, "
+             "`dW = dlogitsᵀ @ x`",
          .kernel = "kernels/matmul, kernels/cross_entropy",
          .tests = "ops_test: vs linear + cross_entropy; twice with retain_graph; ignore_index",
          .cases = {{"x (B, T, C), weight (7, C), targets (B, T)",
@@ -729,7 +729,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
 // ----- dropout -----
 static void register_dropout(OpRegistry& r) {
   r.add({.name = "dropout",
-         .forward = "`x · mask`, mask ∈ {0, 1/(1−p)}",
+         .forward = "`x ⊙ mask`, mask ∈ {0, 1/(1−p)}",
          .vjp = "derived: a `mul`",
          .tests = "ops_test: seeded",
          .cases = {unary_case([](const Tensor& x) {
