@@ -27,6 +27,9 @@
 
 namespace attograd::gpt {
 
+/// The name of the checkpoint inside a run's output directory (what Trainer::run writes).
+inline constexpr char kCheckpointFile[] = "ckpt.safetensors";
+
 /// Everything needed to continue training bit for bit.
 struct TrainingState {
   int64_t step = 0;               // optimizer steps completed

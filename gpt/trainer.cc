@@ -89,7 +89,7 @@ std::string TrainOptions::to_json() const {
                         {"seed", seed},                 {"eval_interval", eval_interval},
                         {"eval_iters", eval_iters},     {"checkpoint_interval", checkpoint_interval},
                         {"log_interval", log_interval},   {"corpus", corpus},
-                        {"corpus_sha256", corpus_sha256}}
+                        {"corpus_sha256", corpus_sha256}, {"keep_cr", keep_cr}}
       .dump();
 }
 
@@ -122,6 +122,7 @@ TrainOptions TrainOptions::from_json(const std::string& text) {
   // Checkpoints written before the corpus was recorded have neither.
   if (f.has("corpus")) o.corpus = f.string("corpus");
   if (f.has("corpus_sha256")) o.corpus_sha256 = f.string("corpus_sha256");
+  if (f.has("keep_cr")) o.keep_cr = f.boolean("keep_cr");
   f.finish();
   return o;
 }
@@ -168,7 +169,7 @@ void Trainer::restore(const TrainingState& s) {
 }
 
 std::string Trainer::checkpoint_path() const {
-  return out_dir_.empty() ? std::string() : (std::filesystem::path(out_dir_) / "ckpt.safetensors").string();
+  return out_dir_.empty() ? std::string() : (std::filesystem::path(out_dir_) / kCheckpointFile).string();
 }
 
 void Trainer::save(const std::string& path) {

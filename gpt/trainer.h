@@ -56,7 +56,8 @@ struct TrainOptions {
   int64_t checkpoint_interval = 0; // also checkpoint every N steps; 0 = at evaluations and the end
   int64_t log_interval = 50;       // progress line every N steps
   std::string corpus;              // the corpus spec, and the sha256 of its text: --resume
-  std::string corpus_sha256;       //   refuses a different corpus
+  std::string corpus_sha256;       //   loads it again and refuses a different text
+  bool keep_cr = false;            // the corpus kept its CR line ends (CorpusOptions::keep_cr)
 
   /// Throws std::invalid_argument naming the first bad field: a count outside its range in
   /// gpt/limits.h, a rate or decay that is negative or not finite.

@@ -131,6 +131,47 @@ BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
   BOOST_TEST(contains(run_cli("train --corpus " + corpus + " --out " + corpus).out, "is not a directory"));
 }
 
+// train --resume takes the corpus (and --keep-cr) from the checkpoint when --corpus is not
+// given; a --corpus that is given must hold the text the run was trained on.
+BOOST_AUTO_TEST_CASE(resume_reads_its_corpus_from_the_checkpoint) {
+  const TempDir dir("cli_test");
+  std::string crlf;
+  for (int i = 0; i < 200; ++i) crlf += "to be or not to be, that is the question.\r\n";
+  const std::string corpus = dir.file("crlf.txt", crlf), out = dir / "run";
+  const auto first = run_cli("train --preset pico --corpus " + corpus + " --keep-cr --out " + out +
+                             " --steps 2 --batch-size 4 --eval-iters 1 --warmup 1 --log-interval 1");
+  BOOST_TEST_INFO(first.out);
+  BOOST_REQUIRE(first.exit_code == 0);
+  const auto resumed = run_cli("train --out " + out + " --resume --steps 3");
+  BOOST_TEST_INFO(resumed.out);
+  BOOST_TEST(resumed.exit_code == 0);
+  BOOST_TEST(contains(resumed.out, "corpus  " + corpus + ": 8,600 bytes from " + corpus + "\n"));  // CR kept
+  BOOST_TEST(contains(resumed.out, "resume  step 2"));
+  BOOST_TEST(contains(resumed.out, "step 3/3 | loss"));
+  // The same text under --corpus resumes too; another text, or dropping the CRs, is refused.
+  const std::string copy = dir.file("copy.txt", crlf);
+  const auto same = run_cli("train --corpus " + copy + " --keep-cr --out " + out + " --resume --steps 4");
+  BOOST_TEST_INFO(same.out);
+  BOOST_TEST(same.exit_code == 0);
+  BOOST_TEST(contains(same.out, "step 4/4 | loss"));
+  const std::string other = dir.file("other.txt", std::string(2000, 'a') + "\n");
+  const auto wrong = run_cli("train --corpus " + other + " --out " + out + " --resume --steps 5");
+  BOOST_TEST(wrong.exit_code == 2);
+  BOOST_TEST(contains(wrong.out, "\nattograd: error: this run was trained on corpus '" + corpus + "' (sha256 " +
+                                     wrong.out.substr(wrong.out.find("(sha256 ") + 8, 16) + "...), not on '" + other +
+                                     "'; pass the same --corpus to resume it\n"));
+  const auto lf = run_cli("train --corpus " + copy + " --out " + out + " --resume --steps 5");
+  BOOST_TEST(lf.exit_code == 2);
+  BOOST_TEST(contains(lf.out, "needs --keep-cr"));
+  // The recorded corpus is gone: the error names it and the way out.
+  std::filesystem::remove(corpus);
+  const auto gone = run_cli("train --out " + out + " --resume --steps 5");
+  BOOST_TEST(gone.exit_code == 2);
+  BOOST_TEST(contains(gone.out, "attograd: error: the corpus recorded in " + out + "/ckpt.safetensors: corpus file " +
+                                    corpus + " does not exist; pass kjv, shakespeare or the path of a UTF-8 text file; "
+                                    "or pass --corpus with the same text"));
+}
+
 BOOST_AUTO_TEST_CASE(a_second_run_into_the_same_out_is_refused) {
   const TempDir dir("cli_test");
   const std::string corpus = write_corpus(dir), out = dir / "run";
