@@ -21,11 +21,15 @@ std::string checkpoint_file(const std::string& path) {
   return file.string();
 }
 
+std::unique_ptr<Tokenizer> tokenizer_of(const SafetensorsFile& file) {
+  const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
+  return load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
+}
+
 Session open_checkpoint_file(const SafetensorsFile& file) {
   Session s;
   s.path = file.path();
-  const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
-  s.tokenizer = load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
+  s.tokenizer = tokenizer_of(file);
   s.model = load_language_model(file);
   return s;
 }
@@ -82,6 +86,10 @@ SequenceLoss Session::evaluate(const std::vector<int64_t>& tokens) const {
 
 Session open_checkpoint(const std::string& path) {
   return open_checkpoint_file(SafetensorsFile::read(checkpoint_file(path)));
+}
+
+std::unique_ptr<Tokenizer> open_checkpoint_tokenizer(const std::string& path) {
+  return tokenizer_of(SafetensorsFile::read(checkpoint_file(path)));
 }
 
 Session open_hf_gpt2(const std::string& path, int64_t n_head_override) {

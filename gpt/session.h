@@ -78,6 +78,10 @@ struct Session {
 /// load_language_model do.
 Session open_checkpoint(const std::string& path);
 
+/// The tokenizer of the checkpoint `path` (a file or run directory, as open_checkpoint), without
+/// loading the model. Throws as open_checkpoint.
+std::unique_ptr<Tokenizer> open_checkpoint_tokenizer(const std::string& path);
+
 /// Opens a Hugging Face GPT-2 model.safetensors (see load_hf_gpt2) with GPT-2's BPE tokenizer.
 Session open_hf_gpt2(const std::string& path, int64_t n_head_override = 0);
 

@@ -163,6 +163,13 @@ BOOST_AUTO_TEST_CASE(resume_reads_its_corpus_from_the_checkpoint) {
   const auto lf = run_cli("train --corpus " + copy + " --out " + out + " --resume --steps 5");
   BOOST_TEST(lf.exit_code == 2);
   BOOST_TEST(contains(lf.out, "needs --keep-cr"));
+  // --checkpoint takes the run directory as well as the file in it.
+  const std::string ids = dir.file("ids.txt", "1 2 3 4");
+  const auto by_dir = run_cli("eval --checkpoint " + out + " --ids " + ids);
+  BOOST_TEST_INFO(by_dir.out);
+  BOOST_TEST(by_dir.exit_code == 0);
+  BOOST_TEST(contains(by_dir.out, out + "/ckpt.safetensors: 3 predictions from 4 token ids"));
+  BOOST_TEST(by_dir.out == run_cli("eval --checkpoint " + out + "/ckpt.safetensors --ids " + ids).out);
   // The recorded corpus is gone: the error names it and the way out.
   std::filesystem::remove(corpus);
   const auto gone = run_cli("train --out " + out + " --resume --steps 5");

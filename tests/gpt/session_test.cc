@@ -138,3 +138,12 @@ BOOST_AUTO_TEST_CASE(evaluate_gives_the_known_loss_window_by_window) {
   expect_throw_with<std::runtime_error>([&] { two.evaluate({0, 1}); },
                                         "the weights in known bigram are not finite");
 }
+
+BOOST_AUTO_TEST_CASE(a_checkpoints_tokenizer_opens_without_its_model) {
+  const auto dir = attograd::testing::fresh_temp_dir("session_tokenizer");
+  const Session s = session_of(known_bigram(2));
+  save_checkpoint((dir / kCheckpointFile).string(), *s.model, "char", s.tokenizer->serialize());
+  const std::unique_ptr<Tokenizer> tok = open_checkpoint_tokenizer(dir.string());
+  BOOST_TEST(tok->kind() == "char");
+  BOOST_TEST(tok->encode("dcba") == (std::vector<int64_t>{3, 2, 1, 0}));
+}
