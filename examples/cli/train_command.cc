@@ -98,7 +98,8 @@ int run(TrainArgs& a) {
   std::optional<gpt::TrainingState> state;
   std::optional<int64_t> resumed_step;  // the checkpoint on disk when a diverged run stops
   gpt::TrainOptions options = a.options;
-  std::string corpus_spec = a.corpus;
+  std::string corpus_spec = a.corpus;  // with --resume and no --corpus: the checkpoint's
+  bool recorded_corpus = false;
   gpt::CorpusOptions corpus_options;
   corpus_options.cache_dir = a.cache_dir;
   corpus_options.keep_cr = a.keep_cr;
@@ -115,6 +116,7 @@ int run(TrainArgs& a) {
         throw std::invalid_argument(ckpt.string() + " does not record the corpus it was trained on (an older "
                                     "checkpoint); pass the same --corpus to resume it");
       corpus_spec = options.corpus;
+      recorded_corpus = true;
       if (a.keep_cr_option->count() == 0) corpus_options.keep_cr = options.keep_cr;
     }
     if (a.steps_option->count() > 0 && a.options.max_steps != options.max_steps) {
@@ -129,26 +131,29 @@ int run(TrainArgs& a) {
     resumed_step = state->step;
   }
   const gpt::Corpus corpus = [&] {
-    if (corpus_spec == a.corpus) return gpt::load_corpus(corpus_spec, corpus_options);
+    if (!recorded_corpus) return gpt::load_corpus(corpus_spec, corpus_options);
     try {
       return gpt::load_corpus(corpus_spec, corpus_options);
     } catch (const std::runtime_error& e) {  // a corpus file moved since: say where the name came from
       throw std::runtime_error("the corpus recorded in " + ckpt.string() + ": " + e.what() +
-                                  "; or pass --corpus with the same text");
+                               "; or pass --corpus with the same text");
     }
   }();
   std::cout << "corpus  " << corpus.describe() << "\n";
   if (a.resume) {
     const std::string digest = gpt::sha256_hex(corpus.text);
-    if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest)
-      throw std::invalid_argument("this run was trained on corpus '" + options.corpus + "' (sha256 " +
-                                  options.corpus_sha256.substr(0, 16) + "...), not on '" + corpus_spec +
-                                  "'; pass the same --corpus to resume it" +
-                                  (a.corpus_option->count() == 0 ? std::string(", or none to use the recorded one")
-                                                                 : std::string()) +
+    if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest) {
+      const std::string trained = "(sha256 " + options.corpus_sha256.substr(0, 16) + "...)";
+      if (recorded_corpus)
+        throw std::invalid_argument("the corpus '" + corpus_spec + "' recorded in " + ckpt.string() +
+                                    " has changed since the run was trained on it " + trained +
+                                    "; restore it, or pass --corpus with the text it had");
+      throw std::invalid_argument("this run was trained on corpus '" + options.corpus + "' " + trained + ", not on '" +
+                                  corpus_spec + "'; pass the same --corpus to resume it, or none to use the recorded one" +
                                   (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
                                                                                  "were made LF needs --keep-cr)")
                                                                    : std::string()));
+    }
     std::cout << "resume  step " << state->step << " of " << ckpt.string() << "\n";
   } else {
     if (a.tokenizer == "gpt2")

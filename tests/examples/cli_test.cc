@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(resume_reads_its_corpus_from_the_checkpoint) {
   BOOST_TEST(wrong.exit_code == 2);
   BOOST_TEST(contains(wrong.out, "\nattograd: error: this run was trained on corpus '" + corpus + "' (sha256 " +
                                      wrong.out.substr(wrong.out.find("(sha256 ") + 8, 16) + "...), not on '" + other +
-                                     "'; pass the same --corpus to resume it\n"));
+                                     "'; pass the same --corpus to resume it, or none to use the recorded one\n"));
   const auto lf = run_cli("train --corpus " + copy + " --out " + out + " --resume --steps 5");
   BOOST_TEST(lf.exit_code == 2);
   BOOST_TEST(contains(lf.out, "needs --keep-cr"));
@@ -170,7 +170,13 @@ BOOST_AUTO_TEST_CASE(resume_reads_its_corpus_from_the_checkpoint) {
   BOOST_TEST(by_dir.exit_code == 0);
   BOOST_TEST(contains(by_dir.out, out + "/ckpt.safetensors: 3 predictions from 4 token ids"));
   BOOST_TEST(by_dir.out == run_cli("eval --checkpoint " + out + "/ckpt.safetensors --ids " + ids).out);
-  // The recorded corpus is gone: the error names it and the way out.
+  // The recorded corpus changed, or is gone: the error names it and the way out.
+  { std::ofstream(corpus, std::ios::app) << "one more line\n"; }
+  const auto changed = run_cli("train --out " + out + " --resume --steps 5");
+  BOOST_TEST(changed.exit_code == 2);
+  BOOST_TEST(contains(changed.out, "attograd: error: the corpus '" + corpus + "' recorded in " + out +
+                                       "/ckpt.safetensors has changed since the run was trained on it (sha256 "));
+  BOOST_TEST(contains(changed.out, "...); restore it, or pass --corpus with the text it had\n"));
   std::filesystem::remove(corpus);
   const auto gone = run_cli("train --out " + out + " --resume --steps 5");
   BOOST_TEST(gone.exit_code == 2);
