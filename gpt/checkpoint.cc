@@ -17,35 +17,41 @@ namespace attograd::gpt {
 
 namespace {
 
-nlohmann::json config_to_json(const GPTConfig& c) {
-  return {{"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},
-          {"n_head", c.n_head},         {"n_embd", c.n_embd},         {"dropout", c.dropout},
-          {"bias", c.bias},             {"pos_encoding", pos_encoding_name(c.pos_encoding)}};
+// GPTConfig's JSON fields (a checkpoint's "config"), listed once. The ranges here are only what
+// a type allows; GPTConfig::validate checks the real ones.
+const std::vector<JsonField<GPTConfig>>& config_fields() {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  using C = GPTConfig;
+  static const std::vector<JsonField<C>> fields = {
+      json_field("vocab_size", &C::vocab_size, 1, kMax),
+      json_field("block_size", &C::block_size, 1, kMax),
+      json_field("n_layer", &C::n_layer, 1, kMax),
+      json_field("n_head", &C::n_head, 1, kMax),
+      json_field("n_embd", &C::n_embd, 1, kMax),
+      json_field("dropout", &C::dropout, 0, 1),
+      json_field("bias", &C::bias),
+      {"pos_encoding", [](const C& c) { return nlohmann::json(pos_encoding_name(c.pos_encoding)); },
+       [](C& c, JsonFields& f) { c.pos_encoding = parse_pos_encoding(f.string("pos_encoding")); }},
+  };
+  return fields;
 }
 
-// The "config" metadata of a checkpoint, every field read strictly (3.9 is not an n_head, 2^64 is
-// not a size, an unknown field is not ignored), then checked for consistency.
+}  // namespace
+
+std::string config_to_json(const GPTConfig& config) { return fields_to_json(config, config_fields()).dump(); }
+
 GPTConfig config_from_json(const std::string& text, const std::string& what) {
   JsonFields f(parse_json(text, what), what);
-  GPTConfig c;
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();  // the real bounds: GPTConfig::validate
-  c.vocab_size = f.integer("vocab_size", 1, kMax);
-  c.block_size = f.integer("block_size", 1, kMax);
-  c.n_layer = f.integer("n_layer", 1, kMax);
-  c.n_head = f.integer("n_head", 1, kMax);
-  c.n_embd = f.integer("n_embd", 1, kMax);
-  c.dropout = f.number("dropout", 0, 1);
-  c.bias = f.boolean("bias");
-  const std::string pos_encoding = f.string("pos_encoding");
-  f.finish();
   try {
-    c.pos_encoding = parse_pos_encoding(pos_encoding);
+    const GPTConfig c = fields_from_json(f, config_fields());
     c.validate();
-  } catch (const std::invalid_argument& e) {
+    return c;
+  } catch (const std::invalid_argument& e) {  // an unknown pos_encoding, or validate()
     throw std::runtime_error(what + ": " + e.what());
   }
-  return c;
 }
+
+namespace {
 
 // A count stored as metadata text ("step", "adam_t"): decimal digits only, below 2^63. Refuses
 // what std::stoll would accept or bend: "12abc", " 12", "-1", "1e3", 2^63.
@@ -216,7 +222,7 @@ void save_checkpoint(const std::string& path, LanguageModel& model, const std::s
   SafetensorsWriter w;
   w.metadata["format"] = "attograd-gpt2";
   w.metadata["model"] = model_kind_name(model.kind());
-  w.metadata["config"] = config_to_json(model.config()).dump();
+  w.metadata["config"] = config_to_json(model.config());
   w.metadata["tokenizer"] = nlohmann::json{{"kind", tokenizer_kind}, {"data", tokenizer_data}}.dump();
   w.metadata["dropout_rng"] = model.dropout_generator().state();
   for (const auto& [name, t] : model.named_parameters())

@@ -27,6 +27,9 @@
 
 namespace attograd::gpt {
 
+/// The name of the checkpoint inside a run's output directory (what Trainer::run writes).
+inline constexpr char kCheckpointFile[] = "ckpt.safetensors";
+
 /// Everything needed to continue training bit for bit.
 struct TrainingState {
   int64_t step = 0;               // optimizer steps completed
@@ -44,6 +47,15 @@ struct CheckpointInfo {
   std::string tokenizer_data;  // the tokenizer's own serialisation
   std::optional<TrainingState> training;
 };
+
+/// The config as a checkpoint's "config" metadata: a JSON object with one key per GPTConfig
+/// field (pos_encoding by name).
+std::string config_to_json(const GPTConfig& config);
+
+/// The config a checkpoint's "config" metadata holds, every field read strictly (3.9 is not an
+/// n_head, 2^64 is not a size, a missing or unknown field is refused), then checked by
+/// GPTConfig::validate. Throws std::runtime_error starting with `what` (naming the document).
+GPTConfig config_from_json(const std::string& text, const std::string& what);
 
 /// True for the four GPT-2 weights Hugging Face stores as Conv1D (in, out), the transpose of
 /// attograd's Linear: attn.c_attn, attn.c_proj, mlp.c_fc and mlp.c_proj. attn.c_proj is

@@ -30,6 +30,8 @@ struct GPTConfig {
   bool bias = true;  // biases in Linear and LayerNorm, as GPT-2
   PosEncoding pos_encoding = PosEncoding::learned;
 
+  bool operator==(const GPTConfig&) const = default;
+
   /// head_dim = n_embd / n_head.
   int64_t head_dim() const { return n_embd / n_head; }
   /// The number of trainable parameters of the GPT this config builds (wte, wpe when learned,

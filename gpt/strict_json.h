@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace attograd::gpt {
 
@@ -66,5 +68,70 @@ class JsonFields {
   std::string what_;
   std::set<std::string> read_;
 };
+
+/// One field of a struct S as JSON: its key, how it is written, and how it is read strictly
+/// from a JsonFields. A struct's fields are listed once, as a vector of these, and
+/// fields_to_json / fields_from_json both walk that list: a field cannot be written and
+/// forgotten when reading, or the reverse.
+template <typename S>
+struct JsonField {
+  std::string key;
+  std::function<nlohmann::json(const S&)> write;
+  std::function<void(S&, JsonFields&)> read;
+  bool optional = false;  // may be absent (files written before it existed): the default stays
+};
+
+/// Whether a JsonField may be absent from a document.
+enum class Presence { required, optional };
+
+/// An integer field in [min, max] (JsonFields::integer).
+template <typename S>
+JsonField<S> json_field(std::string key, int64_t S::*m, int64_t min, int64_t max) {
+  return {key, [m](const S& s) { return nlohmann::json(s.*m); },
+          [m, key, min, max](S& s, JsonFields& f) { s.*m = f.integer(key, min, max); }};
+}
+/// An integer field in [0, 2^64) (JsonFields::unsigned_integer): a seed.
+template <typename S>
+JsonField<S> json_field(std::string key, uint64_t S::*m) {
+  return {key, [m](const S& s) { return nlohmann::json(s.*m); },
+          [m, key](S& s, JsonFields& f) { s.*m = f.unsigned_integer(key); }};
+}
+/// A finite number field in [min, max] (JsonFields::number).
+template <typename S>
+JsonField<S> json_field(std::string key, double S::*m, double min, double max) {
+  return {key, [m](const S& s) { return nlohmann::json(s.*m); },
+          [m, key, min, max](S& s, JsonFields& f) { s.*m = f.number(key, min, max); }};
+}
+/// A true/false field.
+template <typename S>
+JsonField<S> json_field(std::string key, bool S::*m, Presence presence = Presence::required) {
+  return {key, [m](const S& s) { return nlohmann::json(s.*m); },
+          [m, key](S& s, JsonFields& f) { s.*m = f.boolean(key); }, presence == Presence::optional};
+}
+/// A string field.
+template <typename S>
+JsonField<S> json_field(std::string key, std::string S::*m, Presence presence = Presence::required) {
+  return {key, [m](const S& s) { return nlohmann::json(s.*m); },
+          [m, key](S& s, JsonFields& f) { s.*m = f.string(key); }, presence == Presence::optional};
+}
+
+/// s as a JSON object with one key per field, in the list's order.
+template <typename S>
+nlohmann::json fields_to_json(const S& s, const std::vector<JsonField<S>>& fields) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const JsonField<S>& field : fields) j[field.key] = field.write(s);
+  return j;
+}
+
+/// Reads every field of the list from f in the list's order (each strictly, see JsonFields; an
+/// optional one only when present), then refuses any other key (JsonFields::finish). Fields
+/// not in the list keep their values in `s`.
+template <typename S>
+S fields_from_json(JsonFields& f, const std::vector<JsonField<S>>& fields, S s = S()) {
+  for (const JsonField<S>& field : fields)
+    if (!field.optional || f.has(field.key)) field.read(s, f);
+  f.finish();
+  return s;
+}
 
 }  // namespace attograd::gpt

@@ -79,51 +79,50 @@ void TrainOptions::validate() const {
   if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1)) throw std::invalid_argument("AdamW betas must be in [0, 1)");
 }
 
-std::string TrainOptions::to_json() const {
-  return nlohmann::json{{"max_steps", max_steps},       {"batch_size", batch_size},
-                        {"block_size", block_size},     {"grad_accum", grad_accum},
-                        {"learning_rate", learning_rate}, {"min_lr", min_lr},
-                        {"warmup_steps", warmup_steps}, {"lr_decay_steps", lr_decay_steps},
-                        {"weight_decay", weight_decay}, {"beta1", beta1},
-                        {"beta2", beta2},               {"grad_clip", grad_clip},
-                        {"seed", seed},                 {"eval_interval", eval_interval},
-                        {"eval_iters", eval_iters},     {"checkpoint_interval", checkpoint_interval},
-                        {"log_interval", log_interval},   {"corpus", corpus},
-                        {"corpus_sha256", corpus_sha256}}
-      .dump();
-}
+namespace {
 
-TrainOptions TrainOptions::from_json(const std::string& text) {
-  // Read strictly: a checkpoint's options are values from a file (3.9 is not a batch size, 2^64
-  // is not a step count, an option this version does not know is not ignored); validate()
-  // checks their ranges where they are used.
-  const std::string what = "the training options in the checkpoint";
-  JsonFields f(parse_json(text, what), what);
+// TrainOptions' JSON fields, listed once: to_json writes them and from_json reads them strictly
+// (3.9 is not a batch size, 2^64 is not a step count, an option this version does not know is
+// not ignored). The ranges here are only what a type allows; validate() checks the real ones
+// where the options are used.
+const std::vector<JsonField<TrainOptions>>& train_option_fields() {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   constexpr double kHuge = std::numeric_limits<double>::max();
-  TrainOptions o;
-  o.max_steps = f.integer("max_steps", 1, kMax);
-  o.batch_size = f.integer("batch_size", 1, kMax);
-  o.block_size = f.integer("block_size", 0, kMax);
-  o.grad_accum = f.integer("grad_accum", 1, kMax);
-  o.learning_rate = f.number("learning_rate", 0, kHuge);
-  o.min_lr = f.number("min_lr", 0, kHuge);
-  o.warmup_steps = f.integer("warmup_steps", 0, kMax);
-  o.lr_decay_steps = f.integer("lr_decay_steps", 0, kMax);
-  o.weight_decay = f.number("weight_decay", 0, kHuge);
-  o.beta1 = f.number("beta1", 0, 1);
-  o.beta2 = f.number("beta2", 0, 1);
-  o.grad_clip = f.number("grad_clip", 0, kHuge);
-  o.seed = f.unsigned_integer("seed");
-  o.eval_interval = f.integer("eval_interval", 0, kMax);
-  o.eval_iters = f.integer("eval_iters", 1, kMax);
-  o.checkpoint_interval = f.integer("checkpoint_interval", 0, kMax);
-  o.log_interval = f.integer("log_interval", 1, kMax);
-  // Checkpoints written before the corpus was recorded have neither.
-  if (f.has("corpus")) o.corpus = f.string("corpus");
-  if (f.has("corpus_sha256")) o.corpus_sha256 = f.string("corpus_sha256");
-  f.finish();
-  return o;
+  using O = TrainOptions;
+  static const std::vector<JsonField<O>> fields = {
+      json_field("max_steps", &O::max_steps, 1, kMax),
+      json_field("batch_size", &O::batch_size, 1, kMax),
+      json_field("block_size", &O::block_size, 0, kMax),
+      json_field("grad_accum", &O::grad_accum, 1, kMax),
+      json_field("learning_rate", &O::learning_rate, 0, kHuge),
+      json_field("min_lr", &O::min_lr, 0, kHuge),
+      json_field("warmup_steps", &O::warmup_steps, 0, kMax),
+      json_field("lr_decay_steps", &O::lr_decay_steps, 0, kMax),
+      json_field("weight_decay", &O::weight_decay, 0, kHuge),
+      json_field("beta1", &O::beta1, 0, 1),
+      json_field("beta2", &O::beta2, 0, 1),
+      json_field("grad_clip", &O::grad_clip, 0, kHuge),
+      json_field("seed", &O::seed),
+      json_field("eval_interval", &O::eval_interval, 0, kMax),
+      json_field("eval_iters", &O::eval_iters, 1, kMax),
+      json_field("checkpoint_interval", &O::checkpoint_interval, 0, kMax),
+      json_field("log_interval", &O::log_interval, 1, kMax),
+      // Checkpoints written before the corpus was recorded have none of these.
+      json_field("corpus", &O::corpus, Presence::optional),
+      json_field("corpus_sha256", &O::corpus_sha256, Presence::optional),
+      json_field("keep_cr", &O::keep_cr, Presence::optional),
+  };
+  return fields;
+}
+
+}  // namespace
+
+std::string TrainOptions::to_json() const { return fields_to_json(*this, train_option_fields()).dump(); }
+
+TrainOptions TrainOptions::from_json(const std::string& text) {
+  const std::string what = "the training options in the checkpoint";
+  JsonFields f(parse_json(text, what), what);
+  return fields_from_json(f, train_option_fields());
 }
 
 Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
@@ -168,7 +167,7 @@ void Trainer::restore(const TrainingState& s) {
 }
 
 std::string Trainer::checkpoint_path() const {
-  return out_dir_.empty() ? std::string() : (std::filesystem::path(out_dir_) / "ckpt.safetensors").string();
+  return out_dir_.empty() ? std::string() : (std::filesystem::path(out_dir_) / kCheckpointFile).string();
 }
 
 void Trainer::save(const std::string& path) {

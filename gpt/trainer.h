@@ -56,13 +56,19 @@ struct TrainOptions {
   int64_t checkpoint_interval = 0; // also checkpoint every N steps; 0 = at evaluations and the end
   int64_t log_interval = 50;       // progress line every N steps
   std::string corpus;              // the corpus spec, and the sha256 of its text: --resume
-  std::string corpus_sha256;       //   refuses a different corpus
+  std::string corpus_sha256;       //   loads it again and refuses a different text
+  bool keep_cr = false;            // the corpus kept its CR line ends (CorpusOptions::keep_cr)
+
+  bool operator==(const TrainOptions&) const = default;
 
   /// Throws std::invalid_argument naming the first bad field: a count outside its range in
   /// gpt/limits.h, a rate or decay that is negative or not finite.
   void validate() const;
+  /// A JSON object with one key per field (the field's name, max_steps as "max_steps").
   std::string to_json() const;
-  /// Throws std::runtime_error for malformed JSON.
+  /// Reads to_json's object strictly (see strict_json.h): a missing, mistyped, out-of-range or
+  /// unknown field is std::runtime_error naming it, as is malformed JSON. corpus,
+  /// corpus_sha256 and keep_cr may be absent (older checkpoints): their defaults stay.
   static TrainOptions from_json(const std::string& json);
 };
 

@@ -24,7 +24,7 @@ namespace attograd::cli {
 namespace {
 
 struct AttentionArgs {
-  ModelSource source;
+  gpt::ModelSource source;
   std::string prompt;
   std::optional<int64_t> layer, head;
   std::string out = "runs/attention";
@@ -102,8 +102,10 @@ void print_attribution(const LoadedModel& m, const std::vector<int64_t>& ids, co
 int run(const AttentionArgs& a) {
   if (a.prompt.empty())
     throw std::invalid_argument("--prompt is empty: give the text whose attention to show (at least one token)");
-  const LoadedModel m = load_model_source(a.source);
-  const gpt::GPTConfig& c = m.model->config();
+  const gpt::Session m = gpt::open_model(a.source);
+  m.require_tokenizer_fits();
+  gpt::GPT& model = m.gpt();
+  const gpt::GPTConfig& c = m.config();
   const std::vector<int64_t> layers = chosen(a.layer, c.n_layer, "--layer", "layers");
   const std::vector<int64_t> heads = chosen(a.head, c.n_head, "--head", "heads");
   const std::vector<int64_t> ids = m.tokenizer->encode(a.prompt);  // names an unknown character
@@ -119,8 +121,8 @@ int run(const AttentionArgs& a) {
   std::vector<Tensor> weights;  // per layer (1, n_head, T, T)
   {
     NoGradGuard no_grad;
-    m.model->eval();
-    m.model->forward(Tensor::from_ids(ids, {1, T}), Tensor(), nullptr, &weights);
+    model.eval();
+    model.forward(Tensor::from_ids(ids, {1, T}), Tensor(), nullptr, &weights);
   }
   // Tokens as printable one-line labels; in the figures a space is drawn as ␣ (as GPT-2's
   // " the" would otherwise look like "the").

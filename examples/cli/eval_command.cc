@@ -25,22 +25,17 @@
 #include <iterator>
 #include <sstream>
 
-#include "autograd/engine.h"
 #include "examples/cli/command.h"
-#include "gpt/checkpoint.h"
+#include "examples/cli/model_source.h"
 #include "gpt/corpus.h"
 #include "gpt/dataset.h"
-#include "gpt/tokenizer.h"
-#include "gpt/trainer.h"
 
 namespace attograd::cli {
 
 namespace {
 
 struct EvalArgs {
-  std::string checkpoint;
-  std::string hf_gpt2;
-  int64_t n_head = 0;
+  gpt::ModelSource source;
   std::string ids;
   std::string corpus = "kjv";
   std::string cache_dir;
@@ -87,53 +82,12 @@ std::vector<int64_t> read_ids(const std::string& path) {
   return ids;
 }
 
-// Sum of the next-token losses of `tokens` (predicting tokens[1..] from tokens[..-1]) in windows
-// of T predictions, into meter. Returns the number of windows.
-int64_t evaluate(const gpt::LanguageModel& model, const std::vector<int64_t>& tokens, gpt::PerplexityMeter& meter) {
-  const int64_t T = model.config().block_size;
-  const int64_t n = static_cast<int64_t>(tokens.size()) - 1;  // predictions available
-  int64_t windows = 0;
-  for (int64_t start = 0; start < n; start += T, ++windows) {
-    const int64_t len = std::min(T, n - start);
-    const std::vector<int64_t> x(tokens.begin() + start, tokens.begin() + start + len);
-    const std::vector<int64_t> y(tokens.begin() + start + 1, tokens.begin() + start + len + 1);
-    const double loss = model.forward(Tensor::from_ids(x, {1, len}), Tensor::from_ids(y, {1, len})).loss.item();
-    meter.add(loss * static_cast<double>(len), len);  // the window's total nats
-  }
-  return windows;
-}
-
-// A NaN or infinite loss is not a result to print: the weights are broken.
-void require_finite(const gpt::PerplexityMeter& meter, const std::string& model_path) {
-  if (!std::isfinite(meter.mean_nll()))
-    throw std::runtime_error("the loss is " + std::to_string(meter.mean_nll()) + ": the weights in " + model_path +
-                             " are not finite (a diverged run?); evaluate an earlier checkpoint");
-}
-
 int run(const EvalArgs& a) {
-  if (a.checkpoint.empty() == a.hf_gpt2.empty())
-    throw std::invalid_argument("give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
-                                "(a Hugging Face GPT-2 model.safetensors)");
+  a.source.validate();
   // The ids first: a typo in them should not wait for a 500 MB model to load.
   const std::vector<int64_t> ids = a.ids.empty() ? std::vector<int64_t>() : read_ids(a.ids);
-
-  std::unique_ptr<gpt::LanguageModel> model;
-  std::string tokenizer_kind, tokenizer_data;
-  const std::string& path = a.hf_gpt2.empty() ? a.checkpoint : a.hf_gpt2;
-  const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(path);
-  if (!a.hf_gpt2.empty()) {
-    model = gpt::load_hf_gpt2(file, a.n_head);
-    tokenizer_kind = tokenizer_data = "gpt2";  // HF files carry no tokenizer: GPT-2's own BPE
-  } else {
-    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file, gpt::Moments::skip);
-    tokenizer_kind = info.tokenizer_kind;
-    tokenizer_data = info.tokenizer_data;
-    model = gpt::load_language_model(file);
-  }
-  const gpt::GPTConfig& c = model->config();
-  NoGradGuard no_grad;
-  model->eval();
-  gpt::PerplexityMeter meter;
+  const gpt::Session session = gpt::open_model(a.source);
+  const gpt::GPTConfig& c = session.config();
 
   if (!ids.empty()) {
     for (size_t i = 0; i < ids.size(); ++i)
@@ -141,36 +95,28 @@ int run(const EvalArgs& a) {
         throw std::invalid_argument((a.ids == "-" ? std::string("--ids stdin") : "--ids file '" + a.ids + "'") +
                                     ": token id " + std::to_string(ids[i]) + " (token " + std::to_string(i + 1) +
                                     ") is out of range for the model's vocabulary [0, " + std::to_string(c.vocab_size) + ")");
-    const int64_t windows = evaluate(*model, ids, meter);
-    require_finite(meter, path);
+    const gpt::SequenceLoss r = session.evaluate(ids);
     std::printf("%s: %lld predictions from %lld token ids, %lld window(s) of block_size %lld\n"
                 "loss %.9g nats/token\nperplexity %.9g\n",
-                path.c_str(), static_cast<long long>(meter.tokens()), static_cast<long long>(ids.size()),
-                static_cast<long long>(windows), static_cast<long long>(c.block_size), meter.mean_nll(),
-                meter.perplexity());
+                session.path.c_str(), static_cast<long long>(r.predictions), static_cast<long long>(ids.size()),
+                static_cast<long long>(r.windows), static_cast<long long>(c.block_size), r.mean_nll, r.perplexity);
     return 0;
   }
 
-  const std::unique_ptr<gpt::Tokenizer> tok = gpt::load_tokenizer(tokenizer_kind, tokenizer_data);
-  // A model may have more rows than the tokenizer has tokens (GPT-2 padded to 50304), not fewer.
-  if (tok->vocab_size() > c.vocab_size)
-    throw std::invalid_argument("the " + tokenizer_kind + " tokenizer has " + std::to_string(tok->vocab_size()) +
-                                " tokens but the model's vocab_size is " + std::to_string(c.vocab_size) +
-                                "; evaluate token ids with --ids instead of a corpus");
+  session.require_tokenizer_fits("; evaluate token ids with --ids instead of a corpus");
   gpt::CorpusOptions co;
   co.cache_dir = a.cache_dir;
   co.keep_cr = a.keep_cr;
   const gpt::Corpus corpus = gpt::load_corpus(a.corpus, co);
-  const gpt::Dataset data(tok->encode(corpus.text), c.block_size);
+  const gpt::Dataset data(session.tokenizer->encode(corpus.text), c.block_size);
   std::vector<int64_t> tokens = data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);
   // Compared as predictions (tokens - 1): max_tokens + 1 would overflow at the largest int64.
   if (a.max_tokens > 0 && tokens.size() > 1 && tokens.size() - 1 > static_cast<uint64_t>(a.max_tokens))
     tokens.resize(static_cast<size_t>(a.max_tokens) + 1);
   if (tokens.size() < 2) throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
-  evaluate(*model, tokens, meter);
-  require_finite(meter, a.checkpoint.empty() ? a.hf_gpt2 : a.checkpoint);
+  const gpt::SequenceLoss r = session.evaluate(tokens);
   std::printf("%s split of %s: %lld tokens\nloss %.9g nats/token\nperplexity %.9g\n", a.split.c_str(), corpus.name.c_str(),
-              static_cast<long long>(meter.tokens()), meter.mean_nll(), meter.perplexity());
+              static_cast<long long>(r.predictions), r.mean_nll, r.perplexity);
   return 0;
 }
 
@@ -179,13 +125,7 @@ int run(const EvalArgs& a) {
 void add_eval_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand("eval", "mean next-token loss and perplexity of a model on a corpus split or a sequence of token ids");
-  cmd->add_option("--checkpoint", a->checkpoint, "an attograd checkpoint (e.g. runs/pico/ckpt.safetensors)");
-  CLI::Option* hf = cmd->add_option("--hf-gpt2", a->hf_gpt2,
-                                    "a Hugging Face GPT-2 model.safetensors (n_head from config.json beside it; "
-                                    "a corpus is encoded with GPT-2's BPE)");
-  cmd->add_option("--n-head", a->n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
-      ->check(integer_in(gpt::limits::n_head))
-      ->needs(hf);
+  add_model_source_options(cmd, a->source, "n_head from config.json beside it; a corpus is encoded with GPT-2's BPE");
   CLI::Option* ids = cmd->add_option("--ids", a->ids,
                                      "evaluate one sequence of whitespace-separated token ids from this file "
                                      "('-' = stdin) instead of a corpus");

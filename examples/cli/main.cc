@@ -15,15 +15,23 @@ int main(int argc, char** argv) {
   // first (GOMP_SPINCOUNT=10000, about a tenth of a millisecond) before sleeping; pico 2.38 vs
   // 1.89 ms (2-core reference VM, build/bench/train_bench). The bounded spin still sleeps through longer
   // gaps (evaluation, checkpoints, sampling). libgomp reads its settings once, when it is loaded,
-  // before main runs: so set the variable and re-execute ourselves. A user's own OMP_WAIT_POLICY
-  // or GOMP_SPINCOUNT wins (the tests set passive: ctest runs two programs on two cores); if exec
-  // fails we simply go on.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+  // before main runs, and has no call to change them later: so set the variable and re-execute
+  // ourselves. Setting it earlier in-process does not work: the executable's .preinit_array runs
+  // before libgomp's constructor, but also before libc's, which then resets environ to the
+  // original block (glibc 2.36: environ is null in the preinit function, and libgomp still reads
+  // 300000). A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins (the tests set passive: ctest
+  // runs two programs on two cores); ATTOGRAD_NO_REEXEC=1 skips the re-execution (under gdb or
+  // valgrind, which would otherwise follow a second image); if exec fails we simply go on.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr &&
+      std::getenv("ATTOGRAD_NO_REEXEC") == nullptr) {
     setenv("GOMP_SPINCOUNT", "10000", 1);
     execv("/proc/self/exe", argv);
   }
   CLI::App app{"attograd: a from-scratch C++ autograd engine for learning and teaching transformers"};
   app.require_subcommand(1);
+  app.footer("Environment: ATTOGRAD_NO_REEXEC=1 stops attograd from re-executing itself at start to set "
+             "GOMP_SPINCOUNT=10000 (OpenMP workers spin briefly between parallel regions; faster on 2+ cores), "
+             "e.g. under gdb or valgrind. Setting OMP_WAIT_POLICY or GOMP_SPINCOUNT yourself does the same.");
   int exit_code = 0;
   attograd::cli::add_train_command(app, exit_code);
   attograd::cli::add_sample_command(app, exit_code);

@@ -6,18 +6,15 @@
 #include <iostream>
 
 #include "examples/cli/command.h"
-#include "gpt/checkpoint.h"
+#include "examples/cli/model_source.h"
 #include "gpt/sampler.h"
-#include "gpt/tokenizer.h"
 
 namespace attograd::cli {
 
 namespace {
 
 struct SampleArgs {
-  std::string checkpoint;
-  std::string hf_gpt2;
-  int64_t n_head = 0;
+  gpt::ModelSource source;
   std::vector<std::string> prompts;
   std::vector<double> temperatures{1.0};
   int64_t max_new_tokens = 200;
@@ -38,33 +35,15 @@ std::string one_line(const std::string& s, size_t max_bytes) {
 }
 
 int run(const SampleArgs& a) {
-  if (a.checkpoint.empty() == a.hf_gpt2.empty())
-    throw std::invalid_argument("give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
-                                "(a Hugging Face GPT-2 model.safetensors)");
-  std::unique_ptr<gpt::LanguageModel> model;
-  std::unique_ptr<gpt::Tokenizer> tok;
-  if (!a.hf_gpt2.empty()) {
-    const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.hf_gpt2);
-    model = gpt::load_hf_gpt2(file, a.n_head);
-    tok = gpt::load_tokenizer("gpt2", "gpt2");
-  } else {
-    const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(a.checkpoint);
-    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file, gpt::Moments::skip);
-    tok = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
-    model = gpt::load_language_model(file);
-  }
+  const gpt::Session session = gpt::open_model(a.source);
   // Checked before generating, not found out mid-sample: a prompt id beyond vocab_size has no
   // embedding, and a sampled id beyond the tokenizer's vocabulary cannot be printed.
-  if (model->config().vocab_size != tok->vocab_size())
-    throw std::invalid_argument("the model's vocab_size " + std::to_string(model->config().vocab_size) +
-                                " does not match its " + tok->kind() + " tokenizer's " +
-                                std::to_string(tok->vocab_size()) + " tokens (" +
-                                (a.hf_gpt2.empty() ? a.checkpoint : a.hf_gpt2) + ")");
+  session.require_tokenizer_matches();
   std::vector<std::string> prompts = a.prompts;
   if (prompts.empty()) prompts.push_back("\n");
   std::vector<std::vector<int64_t>> encoded;
   for (const std::string& p : prompts) {
-    encoded.push_back(tok->encode(p));  // fails early, naming an unknown character
+    encoded.push_back(session.tokenizer->encode(p));  // fails early, naming an unknown character
     if (encoded.back().empty()) throw std::invalid_argument("prompt \"" + p + "\" encodes to no tokens");
   }
   for (double t : a.temperatures) gpt::SamplingOptions{t, a.top_k, a.top_p}.validate();
@@ -80,7 +59,7 @@ int run(const SampleArgs& a) {
       // Within a prompt every temperature gets the same draws, so the differences come from T
       // alone; each prompt gets its own stream (seed + prompt index).
       Generator gen(a.seed + i);
-      gpt::StreamDecoder stream(*tok);
+      gpt::StreamDecoder stream(*session.tokenizer);
       std::string text;
       gpt::GenerateOptions g;
       g.max_new_tokens = a.max_new_tokens;
@@ -94,7 +73,7 @@ int run(const SampleArgs& a) {
       };
       const auto start = std::chrono::steady_clock::now();
       try {
-        gpt::generate(*model, encoded[i], g, gen);
+        gpt::generate(*session.model, encoded[i], g, gen);
       } catch (...) {
         std::printf("\n");  // end the streamed line, so the error starts on its own
         std::fflush(stdout);
@@ -112,7 +91,7 @@ int run(const SampleArgs& a) {
   for (const auto& [p, t, text] : table) std::printf("%-20s %-12g %s\n", one_line(p, 18).c_str(), t, one_line(text, 60).c_str());
   std::fprintf(stderr, "\n%lld tokens in %.2f s: %.1f tokens/s (KV cache %s)\n", static_cast<long long>(generated), seconds,
                static_cast<double>(generated) / std::max(seconds, 1e-9),
-               a.no_kv_cache ? "off" : model->kind() == gpt::ModelKind::gpt ? "on" : "off: only a GPT has one");
+               a.no_kv_cache ? "off" : session.kind() == gpt::ModelKind::gpt ? "on" : "off: only a GPT has one");
   return 0;
 }
 
@@ -121,10 +100,7 @@ int run(const SampleArgs& a) {
 void add_sample_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<SampleArgs>();
   CLI::App* cmd = app.add_subcommand("sample", "generate text from a checkpoint or a Hugging Face GPT-2 file");
-  cmd->add_option("--checkpoint", a->checkpoint, "an attograd checkpoint (e.g. runs/pico/ckpt.safetensors)");
-  cmd->add_option("--hf-gpt2", a->hf_gpt2, "a Hugging Face GPT-2 model.safetensors (uses the GPT-2 BPE tokenizer)");
-  cmd->add_option("--n-head", a->n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
-      ->check(integer_in(gpt::limits::n_head));
+  add_model_source_options(cmd, a->source);
   cmd->add_option("--prompt", a->prompts, "a prompt (repeat for several)");
   cmd->add_option("--temperature", a->temperatures, "0 = greedy; repeat for several")
       ->check(kNonNegative)

@@ -14,7 +14,7 @@
 #include "examples/cli/command.h"
 #include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
-#include "gpt/checkpoint.h"
+#include "gpt/session.h"
 #include "gpt/corpus.h"
 #include "gpt/tokenizer.h"
 #include "gpt/utf8.h"
@@ -39,12 +39,11 @@ struct TokenizeArgs {
 // missing option.
 std::unique_ptr<gpt::Tokenizer> make_tokenizer(const TokenizeArgs& a) {
   if (!a.checkpoint.empty()) {
-    const gpt::CheckpointInfo info =
-        gpt::read_checkpoint_info(gpt::SafetensorsFile::read(a.checkpoint), gpt::Moments::skip);
-    if (!a.tokenizer.empty() && a.tokenizer != info.tokenizer_kind)
+    std::unique_ptr<gpt::Tokenizer> tok = gpt::open_checkpoint_tokenizer(a.checkpoint);
+    if (!a.tokenizer.empty() && a.tokenizer != tok->kind())
       throw std::invalid_argument("--tokenizer " + a.tokenizer + " does not match the tokenizer of " + a.checkpoint +
-                                  " ('" + info.tokenizer_kind + "'); drop --tokenizer to use the checkpoint's");
-    return gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
+                                  " ('" + tok->kind() + "'); drop --tokenizer to use the checkpoint's");
+    return tok;
   }
   if (a.tokenizer == "char") {
     if (a.corpus.empty())

@@ -18,7 +18,7 @@
 #include "gpt/baselines.h"
 #include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
-#include "gpt/checkpoint.h"
+#include "gpt/session.h"
 #include "gpt/corpus.h"
 #include "gpt/dataset.h"
 #include "gpt/trainer.h"
@@ -42,6 +42,8 @@ struct TrainArgs {
   bool keep_cr = false;
   int threads = 0;
   CLI::Option* steps_option = nullptr;
+  CLI::Option* corpus_option = nullptr;
+  CLI::Option* keep_cr_option = nullptr;
   CLI::App* cmd = nullptr;
 };
 
@@ -86,51 +88,72 @@ int run(TrainArgs& a) {
   // only with our process, so those of processes that no longer exist are stale.
   for (const std::filesystem::path& stale : gpt::remove_stale_temp_files(out_dir))
     std::cout << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
-  const std::filesystem::path ckpt = out_dir / "ckpt.safetensors";
+  const std::filesystem::path ckpt = out_dir / gpt::kCheckpointFile;
   if (!a.resume && !a.overwrite && std::filesystem::exists(ckpt))
     throw std::invalid_argument(ckpt.string() + " already exists: pass --resume to continue that run, "
                                 "--overwrite to start over, or choose another --out");
-
-  gpt::CorpusOptions corpus_options;
-  corpus_options.cache_dir = a.cache_dir;
-  corpus_options.keep_cr = a.keep_cr;
-  corpus_options.log = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
-  const gpt::Corpus corpus = gpt::load_corpus(a.corpus, corpus_options);
-  std::cout << "corpus  " << corpus.describe() << "\n";
 
   std::unique_ptr<gpt::LanguageModel> model;
   std::unique_ptr<gpt::Tokenizer> tokenizer;
   std::optional<gpt::TrainingState> state;
   std::optional<int64_t> resumed_step;  // the checkpoint on disk when a diverged run stops
   gpt::TrainOptions options = a.options;
+  std::string corpus_spec = a.corpus;  // with --resume and no --corpus: the checkpoint's
+  bool recorded_corpus = false;
+  gpt::CorpusOptions corpus_options;
+  corpus_options.cache_dir = a.cache_dir;
+  corpus_options.keep_cr = a.keep_cr;
+  corpus_options.log = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
+  // The checkpoint is read before the corpus: a resumed run takes its corpus from it.
   if (a.resume) {
-    if (!std::filesystem::exists(ckpt))
-      throw std::invalid_argument("nothing to resume: " + ckpt.string() + " does not exist");
-    const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(ckpt.string());
-    const gpt::CheckpointInfo info = gpt::read_checkpoint_info(file);
-    if (!info.training) throw std::invalid_argument(ckpt.string() + " holds no training state to resume");
-    if (a.tokenizer_option->count() > 0 && a.tokenizer != info.tokenizer_kind)
+    gpt::ResumedRun run = gpt::resume_run(a.out);
+    if (a.tokenizer_option->count() > 0 && a.tokenizer != run.session.tokenizer->kind())
       throw std::invalid_argument("--tokenizer " + a.tokenizer + " does not match " + ckpt.string() + ", trained with '" +
-                                  info.tokenizer_kind + "'; drop --tokenizer when resuming");
-    tokenizer = gpt::load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
-    model = gpt::load_language_model(file);
-    options = gpt::TrainOptions::from_json(info.training->train_options);
+                                  run.session.tokenizer->kind() + "'; drop --tokenizer when resuming");
+    options = run.options;
+    if (a.corpus_option->count() == 0) {
+      if (options.corpus.empty())
+        throw std::invalid_argument(ckpt.string() + " does not record the corpus it was trained on (an older "
+                                    "checkpoint); pass the same --corpus to resume it");
+      corpus_spec = options.corpus;
+      recorded_corpus = true;
+      if (a.keep_cr_option->count() == 0) corpus_options.keep_cr = options.keep_cr;
+    }
     if (a.steps_option->count() > 0 && a.options.max_steps != options.max_steps) {
       // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
       // rather than stretching to the new length and jumping back up.
       if (options.lr_decay_steps == 0) options.lr_decay_steps = options.max_steps;
       options.max_steps = a.options.max_steps;
     }
+    model = std::move(run.session.model);
+    tokenizer = std::move(run.session.tokenizer);
+    state = std::move(run.state);
+    resumed_step = state->step;
+  }
+  const gpt::Corpus corpus = [&] {
+    if (!recorded_corpus) return gpt::load_corpus(corpus_spec, corpus_options);
+    try {
+      return gpt::load_corpus(corpus_spec, corpus_options);
+    } catch (const std::runtime_error& e) {  // a corpus file moved since: say where the name came from
+      throw std::runtime_error("the corpus recorded in " + ckpt.string() + ": " + e.what() +
+                               "; or pass --corpus with the same text");
+    }
+  }();
+  std::cout << "corpus  " << corpus.describe() << "\n";
+  if (a.resume) {
     const std::string digest = gpt::sha256_hex(corpus.text);
-    if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest)
-      throw std::invalid_argument("this run was trained on corpus '" + options.corpus + "' (sha256 " +
-                                  options.corpus_sha256.substr(0, 16) + "...), not on '" + a.corpus +
-                                  "'; pass the same --corpus to resume it" +
+    if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest) {
+      const std::string trained = "(sha256 " + options.corpus_sha256.substr(0, 16) + "...)";
+      if (recorded_corpus)
+        throw std::invalid_argument("the corpus '" + corpus_spec + "' recorded in " + ckpt.string() +
+                                    " has changed since the run was trained on it " + trained +
+                                    "; restore it, or pass --corpus with the text it had");
+      throw std::invalid_argument("this run was trained on corpus '" + options.corpus + "' " + trained + ", not on '" +
+                                  corpus_spec + "'; pass the same --corpus to resume it, or none to use the recorded one" +
                                   (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
                                                                                  "were made LF needs --keep-cr)")
                                                                    : std::string()));
-    state = info.training;
-    resumed_step = state->step;
+    }
     std::cout << "resume  step " << state->step << " of " << ckpt.string() << "\n";
   } else {
     if (a.tokenizer == "gpt2")
@@ -140,6 +163,7 @@ int run(TrainArgs& a) {
     model = gpt::make_model(gpt::parse_model_kind(a.model), build_config(a.config, tokenizer->vocab_size()),
                             a.init_seed);
     options.corpus = a.corpus;
+    options.keep_cr = a.keep_cr;
     options.corpus_sha256 = gpt::sha256_hex(corpus.text);
   }
   const gpt::GPTConfig& c = model->config();
@@ -249,13 +273,13 @@ void add_train_command(CLI::App& app, int& exit_code) {
                                        "the tied head, no attention); the config options give their sizes")
       ->check(CLI::IsMember({"gpt", "bigram", "average"}))
       ->capture_default_str();
-  cmd->add_option("--corpus", a->corpus, "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded "
+  a->corpus_option = cmd->add_option("--corpus", a->corpus, "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded "
                                          "once), or a UTF-8 text file")->capture_default_str();
   a->tokenizer_option = cmd->add_option("--tokenizer", a->tokenizer, "char (one token per character of the corpus) or "
                                        "gpt2 (GPT-2's 50,257-token BPE; vocab_size becomes 50257)")
                             ->check(CLI::IsMember({"char", "gpt2"}))->capture_default_str();
   cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
-  add_keep_cr_flag(cmd, a->keep_cr);
+  a->keep_cr_option = add_keep_cr_flag(cmd, a->keep_cr);
   cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")->capture_default_str();
   gpt::TrainOptions& o = a->options;
   namespace limits = gpt::limits;
@@ -277,7 +301,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", a->threads, "OpenMP threads (0 = all cores)")
       ->check(integer_in({0, gpt::max_threads()}, "at most 4 x this machine's cores"))
       ->capture_default_str();
-  cmd->add_flag("--resume", a->resume, "continue the run in --out from its checkpoint, bit-exact, with its stored options (--steps may extend it; the learning-rate schedule keeps its end)");
+  cmd->add_flag("--resume", a->resume, "continue the run in --out from its checkpoint, bit-exact, with its stored options and corpus (--steps may extend it; the learning-rate schedule keeps its end; a --corpus given must hold the same text)");
   cmd->add_flag("--overwrite", a->overwrite, "start over even if --out already holds a checkpoint");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }

@@ -131,6 +131,60 @@ BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
   BOOST_TEST(contains(run_cli("train --corpus " + corpus + " --out " + corpus).out, "is not a directory"));
 }
 
+// train --resume takes the corpus (and --keep-cr) from the checkpoint when --corpus is not
+// given; a --corpus that is given must hold the text the run was trained on.
+BOOST_AUTO_TEST_CASE(resume_reads_its_corpus_from_the_checkpoint) {
+  const TempDir dir("cli_test");
+  std::string crlf;
+  for (int i = 0; i < 200; ++i) crlf += "to be or not to be, that is the question.\r\n";
+  const std::string corpus = dir.file("crlf.txt", crlf), out = dir / "run";
+  const auto first = run_cli("train --preset pico --corpus " + corpus + " --keep-cr --out " + out +
+                             " --steps 2 --batch-size 4 --eval-iters 1 --warmup 1 --log-interval 1");
+  BOOST_TEST_INFO(first.out);
+  BOOST_REQUIRE(first.exit_code == 0);
+  const auto resumed = run_cli("train --out " + out + " --resume --steps 3");
+  BOOST_TEST_INFO(resumed.out);
+  BOOST_TEST(resumed.exit_code == 0);
+  BOOST_TEST(contains(resumed.out, "corpus  " + corpus + ": 8,600 bytes from " + corpus + "\n"));  // CR kept
+  BOOST_TEST(contains(resumed.out, "resume  step 2"));
+  BOOST_TEST(contains(resumed.out, "step 3/3 | loss"));
+  // The same text under --corpus resumes too; another text, or dropping the CRs, is refused.
+  const std::string copy = dir.file("copy.txt", crlf);
+  const auto same = run_cli("train --corpus " + copy + " --keep-cr --out " + out + " --resume --steps 4");
+  BOOST_TEST_INFO(same.out);
+  BOOST_TEST(same.exit_code == 0);
+  BOOST_TEST(contains(same.out, "step 4/4 | loss"));
+  const std::string other = dir.file("other.txt", std::string(2000, 'a') + "\n");
+  const auto wrong = run_cli("train --corpus " + other + " --out " + out + " --resume --steps 5");
+  BOOST_TEST(wrong.exit_code == 2);
+  BOOST_TEST(contains(wrong.out, "\nattograd: error: this run was trained on corpus '" + corpus + "' (sha256 " +
+                                     wrong.out.substr(wrong.out.find("(sha256 ") + 8, 16) + "...), not on '" + other +
+                                     "'; pass the same --corpus to resume it, or none to use the recorded one\n"));
+  const auto lf = run_cli("train --corpus " + copy + " --out " + out + " --resume --steps 5");
+  BOOST_TEST(lf.exit_code == 2);
+  BOOST_TEST(contains(lf.out, "needs --keep-cr"));
+  // --checkpoint takes the run directory as well as the file in it.
+  const std::string ids = dir.file("ids.txt", "1 2 3 4");
+  const auto by_dir = run_cli("eval --checkpoint " + out + " --ids " + ids);
+  BOOST_TEST_INFO(by_dir.out);
+  BOOST_TEST(by_dir.exit_code == 0);
+  BOOST_TEST(contains(by_dir.out, out + "/ckpt.safetensors: 3 predictions from 4 token ids"));
+  BOOST_TEST(by_dir.out == run_cli("eval --checkpoint " + out + "/ckpt.safetensors --ids " + ids).out);
+  // The recorded corpus changed, or is gone: the error names it and the way out.
+  { std::ofstream(corpus, std::ios::app) << "one more line\n"; }
+  const auto changed = run_cli("train --out " + out + " --resume --steps 5");
+  BOOST_TEST(changed.exit_code == 2);
+  BOOST_TEST(contains(changed.out, "attograd: error: the corpus '" + corpus + "' recorded in " + out +
+                                       "/ckpt.safetensors has changed since the run was trained on it (sha256 "));
+  BOOST_TEST(contains(changed.out, "...); restore it, or pass --corpus with the text it had\n"));
+  std::filesystem::remove(corpus);
+  const auto gone = run_cli("train --out " + out + " --resume --steps 5");
+  BOOST_TEST(gone.exit_code == 2);
+  BOOST_TEST(contains(gone.out, "attograd: error: the corpus recorded in " + out + "/ckpt.safetensors: corpus file " +
+                                    corpus + " does not exist; pass kjv, shakespeare or the path of a UTF-8 text file; "
+                                    "or pass --corpus with the same text"));
+}
+
 BOOST_AUTO_TEST_CASE(a_second_run_into_the_same_out_is_refused) {
   const TempDir dir("cli_test");
   const std::string corpus = write_corpus(dir), out = dir / "run";
@@ -352,4 +406,28 @@ BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
   BOOST_TEST(too_big.out == "attograd: error: corpus file " + huge + " is 300,000,000 bytes, over the 268,435,456-byte "
                             "limit for a corpus file (it and its token ids are held in memory); use a smaller "
                             "file or a part of it\n");
+}
+
+// main.cc re-executes attograd once with GOMP_SPINCOUNT=10000 (libgomp reads it only at load);
+// ATTOGRAD_NO_REEXEC=1 keeps the first image. libgomp prints its settings at load with
+// OMP_DISPLAY_ENV, so the number of printouts counts the images.
+BOOST_AUTO_TEST_CASE(no_reexec_opt_out_keeps_one_image) {
+  auto images = [](const std::string& out) {
+    size_t n = 0;
+    for (size_t at = 0; (at = out.find("OPENMP DISPLAY ENVIRONMENT BEGIN", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  const std::string env = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose ";
+  const auto spun = run_cli("info --preset femto", true, env);
+  const auto kept = run_cli("info --preset femto", true, env + "ATTOGRAD_NO_REEXEC=1 ");
+  BOOST_TEST_INFO(spun.out << "\n----\n" << kept.out);
+  BOOST_TEST(spun.exit_code == 0);
+  BOOST_TEST(kept.exit_code == 0);
+  if (contains(spun.out, "GOMP_SPINCOUNT")) {  // libgomp (clang's libomp prints neither line)
+    BOOST_TEST(images(spun.out) == 2u);
+    BOOST_TEST(contains(spun.out, "GOMP_SPINCOUNT = '10000'"));
+    BOOST_TEST(images(kept.out) == 1u);
+    BOOST_TEST(!contains(kept.out, "GOMP_SPINCOUNT = '10000'"));
+  }
+  BOOST_TEST(contains(run_cli("--help").out, "ATTOGRAD_NO_REEXEC=1"));
 }

@@ -4,10 +4,12 @@
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "autograd/ops.h"
 #include "gpt/checkpoint.h"
+#include "tests/gpt/field_count.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -477,4 +479,26 @@ BOOST_AUTO_TEST_CASE(a_config_json_n_head_that_is_not_an_integer_is_refused) {
   std::ofstream(dir / "config.json") << R"({"n_head": 2})";
   BOOST_TEST(load_hf_gpt2(SafetensorsFile::read(path))->config().n_head == 2);
   std::filesystem::remove_all(dir);
+}
+
+// GPTConfig's JSON fields are listed once (checkpoint.cc); config_to_json writes a key for every
+// field of the struct and config_from_json reads each back.
+BOOST_AUTO_TEST_CASE(every_config_field_is_written_and_read_back) {
+  GPTConfig c;  // every field away from its default, and valid
+  c.vocab_size = 65, c.block_size = 16, c.n_layer = 2, c.n_head = 2, c.n_embd = 8;
+  c.dropout = 0.25, c.bias = false, c.pos_encoding = PosEncoding::rope;
+  const nlohmann::json written = nlohmann::json::parse(config_to_json(c));
+  const nlohmann::json defaults = nlohmann::json::parse(config_to_json(GPTConfig()));
+  BOOST_TEST(written.size() == attograd::testing::field_count<GPTConfig>());
+  for (const auto& [key, value] : written.items())
+    BOOST_TEST_CONTEXT(key) { BOOST_TEST((value != defaults.at(key)), "the test leaves " << key << " at its default"); }
+  BOOST_TEST(written.at("pos_encoding") == "rope");
+  BOOST_TEST((config_from_json(config_to_json(c), "config") == c));
+  nlohmann::json missing = written;
+  missing.erase("bias");
+  expect_throw_with<std::runtime_error>([&] { config_from_json(missing.dump(), "config"); }, "config has no 'bias'");
+  nlohmann::json unknown = written;
+  unknown["pos_encoding"] = "alibi";
+  expect_throw_with<std::runtime_error>([&] { config_from_json(unknown.dump(), "config"); },
+                                        "config: unknown positional encoding 'alibi' (expected learned, sinusoidal or rope)");
 }

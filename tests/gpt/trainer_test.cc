@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <csignal>
 #include <sys/resource.h>
@@ -17,6 +18,7 @@
 #include "gpt/char_tokenizer.h"
 #include "gpt/corpus.h"
 #include "gpt/trainer.h"
+#include "tests/gpt/field_count.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -468,4 +470,33 @@ BOOST_AUTO_TEST_CASE(a_damaged_training_state_is_refused_on_resume) {
   model.arena().params().data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
   expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
                                         "checkpoint: 1 of its " + std::to_string(n) + " weights are not finite");
+}
+
+// TrainOptions' JSON fields are listed once (trainer.cc); to_json writes a key for every field of
+// the struct and from_json reads each back.
+BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
+  TrainOptions o;  // every field away from its default
+  o.max_steps = 7, o.batch_size = 3, o.block_size = 5, o.grad_accum = 2;
+  o.learning_rate = 0.25, o.min_lr = 0.125, o.warmup_steps = 4, o.lr_decay_steps = 6;
+  o.weight_decay = 0.5, o.beta1 = 0.75, o.beta2 = 0.875, o.grad_clip = 2.5, o.seed = 99;
+  o.eval_interval = 8, o.eval_iters = 9, o.checkpoint_interval = 10, o.log_interval = 11;
+  o.corpus = "book.txt", o.corpus_sha256 = "ab12", o.keep_cr = true;
+  const nlohmann::json written = nlohmann::json::parse(o.to_json());
+  const nlohmann::json defaults = nlohmann::json::parse(TrainOptions().to_json());
+  BOOST_TEST(written.size() == attograd::testing::field_count<TrainOptions>());
+  BOOST_TEST(defaults.size() == written.size());
+  for (const auto& [key, value] : written.items())
+    BOOST_TEST_CONTEXT(key) { BOOST_TEST((value != defaults.at(key)), "the test leaves " << key << " at its default"); }
+  BOOST_TEST((TrainOptions::from_json(o.to_json()) == o));
+  // A checkpoint written before the corpus was recorded still loads, with the defaults.
+  nlohmann::json old = written;
+  for (const char* key : {"corpus", "corpus_sha256", "keep_cr"}) old.erase(key);
+  TrainOptions expected = o;
+  expected.corpus = expected.corpus_sha256 = "", expected.keep_cr = false;
+  BOOST_TEST((TrainOptions::from_json(old.dump()) == expected));
+  // Every other field is required.
+  nlohmann::json missing = written;
+  missing.erase("eval_iters");
+  expect_throw_with<std::runtime_error>([&] { TrainOptions::from_json(missing.dump()); },
+                                        "the training options in the checkpoint has no 'eval_iters'");
 }
