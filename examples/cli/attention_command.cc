@@ -59,19 +59,19 @@ std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const
 // weights: dL_t/dA[t,j] = dL_t/dz_t . v_j), which one backward pass per query gives for every
 // head and key at once. Prints one line per (layer, head, query) for the queries 1 .. T-2 (query
 // 0 has a single key to attend to) and how often the two differ.
-void print_attribution(const LoadedModel& m, const std::vector<int64_t>& ids, const std::vector<int64_t>& layers,
+void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids, const std::vector<int64_t>& layers,
                        const std::vector<int64_t>& heads, const std::vector<std::string>& labels) {
   const int64_t T = static_cast<int64_t>(ids.size());
   std::printf("\nattribution: per query t, the most-attended key against the key whose removal changes the loss of\n"
               "predicting token t+1 most (first order: -weight x dloss/dweight, in nats)\n"
               "layer  head  query  most attended (weight)    largest change on removal\n");
   int64_t compared = 0, differ = 0;
-  m.model->eval();
+  model.eval();
   for (int64_t t = 1; t + 1 < T; ++t) {  // query 0 sees only key 0
     std::vector<int64_t> target(static_cast<size_t>(T), gpt::kIgnoreTarget);
     target[static_cast<size_t>(t)] = ids[static_cast<size_t>(t + 1)];
     std::vector<Tensor> weights;
-    const Tensor loss = m.model->forward(Tensor::from_ids(ids, {1, T}), Tensor::from_ids(target, {1, T}), nullptr,
+    const Tensor loss = model.forward(Tensor::from_ids(ids, {1, T}), Tensor::from_ids(target, {1, T}), nullptr,
                                          &weights).loss;
     for (int64_t l : layers) weights[static_cast<size_t>(l)].retain_grad();
     loss.backward();
@@ -182,7 +182,7 @@ int run(const AttentionArgs& a) {
     }
   }
   if (a.attribution) {
-    print_attribution(m, ids, layers, heads, labels);
+    print_attribution(model, ids, layers, heads, labels);
   }
   const size_t n_maps = grid.panels.size();
   if (n_maps > 1) figures.push_back(std::move(grid));
