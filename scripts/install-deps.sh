@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages attograd builds with, skipping those already present.
 # Runs apt-get directly as root, through sudo otherwise. With --fuzz, also what the clang
-# build of scripts/fuzz.sh needs.
+# build of scripts/fuzz.sh needs; with --format, only the formatter of scripts/format.sh.
 set -euo pipefail
 
 packages=(
@@ -22,7 +22,11 @@ packages=(
   libbenchmark-dev            # Google Benchmark: bench/ (kernels and training steps)
   libopenblas-dev             # OpenBLAS: the yardstick bench/ compares matmul against (never linked by the engine)
 )
-if [ "${1:-}" = "--fuzz" ]; then
+if [ "${1:-}" = "--format" ]; then
+  packages=(
+    clang-format-14           # scripts/format.sh: the one version whose output the check expects
+  )
+elif [ "${1:-}" = "--fuzz" ]; then
   packages+=(
     clang                     # clang 14: libFuzzer builds only with clang (scripts/fuzz.sh)
     libclang-rt-dev           # clang's libFuzzer and sanitizer runtimes

@@ -16,11 +16,15 @@
 
 #include "autograd/kernels/dispatch.h"
 
+// Highway's per-target includes, in the order its skeleton.cc gives (foreach_target.h
+// re-includes this file once per target): never sorted.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/softmax.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "autograd/kernels/simd-inl.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {

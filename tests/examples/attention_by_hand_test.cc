@@ -14,7 +14,7 @@
 #include "tests/test_util.h"
 
 using namespace attograd;
-using attograd::testing::expect_close;
+using attograd::testing::allclose;
 using attograd::testing::expect_tensor;
 
 BOOST_AUTO_TEST_CASE(averaging_context_vectors) {
@@ -44,21 +44,21 @@ BOOST_AUTO_TEST_CASE(t3_dk2_rows_sum_to_one_and_column_softmax_breaks_it) {
   expect_tensor(s.scores, {3, 3}, {r, 0, r, 0, r, r, r, r, 2 * r}, 1e-15);
   BOOST_TEST((s.weights.shape() == Shape{3, 3}));
   BOOST_TEST((s.out.shape() == Shape{3, 2}));
-  expect_close(sum(s.weights, {-1}).to_vector(), {1, 1, 1}, 1e-15);
+  BOOST_TEST(allclose(sum(s.weights, {-1}).to_vector(), {1, 1, 1}, 1e-15, 0));
   // Row 1 sees keys 0 and 1 with equal scores (0 and 1/sqrt2): weights 1/(1+e^r), e^r/(1+e^r).
   const double w11 = std::exp(r) / (1 + std::exp(r));
-  expect_close(slice(s.weights, 0, 1, 2).to_vector(), {1 - w11, w11, 0}, 1e-15);
-  expect_close(slice(s.out, 0, 1, 2).to_vector(), {(1 - w11) * 1 + w11 * 3, (1 - w11) * 2 + w11 * 4}, 1e-14);
+  BOOST_TEST(allclose(slice(s.weights, 0, 1, 2).to_vector(), {1 - w11, w11, 0}, 1e-15, 0));
+  BOOST_TEST(allclose(slice(s.out, 0, 1, 2).to_vector(), {(1 - w11) * 1 + w11 * 3, (1 - w11) * 2 + w11 * 4}, 1e-14, 0));
   // Softmax over the wrong axis: columns sum to one, rows do not.
   const Tensor wrong = lecture::column_softmax(s.masked);
-  expect_close(sum(wrong, {0}).to_vector(), {1, 1, 1}, 1e-15);
+  BOOST_TEST(allclose(sum(wrong, {0}).to_vector(), {1, 1, 1}, 1e-15, 0));
   const std::vector<double> rows = sum(wrong, {1}).to_vector();
   BOOST_TEST(std::abs(rows[0] - 1) > 0.1);
   BOOST_TEST(std::abs(rows[2] - 1) > 0.1);
   // The figures docs/03-attention.md quotes.
-  expect_close(rows, {0.4011121, 0.6977758, 1.9011121}, 1e-7);
-  expect_close(slice(s.weights, 0, 2, 3).to_vector(), {0.2482551, 0.2482551, 0.5034898}, 1e-7);
-  expect_close(slice(s.out, 0, 2, 3).to_vector(), {3.5104695, 4.5104695}, 1e-7);
+  BOOST_TEST(allclose(rows, {0.4011121, 0.6977758, 1.9011121}, 1e-7, 0));
+  BOOST_TEST(allclose(slice(s.weights, 0, 2, 3).to_vector(), {0.2482551, 0.2482551, 0.5034898}, 1e-7, 0));
+  BOOST_TEST(allclose(slice(s.out, 0, 2, 3).to_vector(), {3.5104695, 4.5104695}, 1e-7, 0));
 }
 
 // The column-softmax mistake's output: each "weighted average" uses weights that do not sum
@@ -80,25 +80,25 @@ BOOST_AUTO_TEST_CASE(order_mean_invariant_attention_equivariant_positions_break_
   const Tensor a = lecture::embed_words({"dog", "bites", "man"});
   const Tensor b = lecture::embed_words({"man", "bites", "dog"});
   const Tensor c = lecture::embed_words({"bites", "dog", "man"});
-  expect_close(mean(a, {0}).to_vector(), {0.4, -1.0 / 30}, 1e-15);
-  expect_close(mean(b, {0}).to_vector(), {0.4, -1.0 / 30}, 1e-15);
+  BOOST_TEST(allclose(mean(a, {0}).to_vector(), {0.4, -1.0 / 30}, 1e-15, 0));
+  BOOST_TEST(allclose(mean(b, {0}).to_vector(), {0.4, -1.0 / 30}, 1e-15, 0));
   const Tensor pe = nn::sinusoidal_table(3, 2, DType::f64);
-  expect_close(mean(add(b, pe), {0}).to_vector(), mean(add(a, pe), {0}).to_vector(), 1e-15);
+  BOOST_TEST(allclose(mean(add(b, pe), {0}).to_vector(), mean(add(a, pe), {0}).to_vector(), 1e-15, 0));
 
   const std::vector<double> za = lecture::self_attention(a, false).to_vector();
   const std::vector<double> zb = lecture::self_attention(b, false).to_vector();
   for (int t = 0; t < 3; ++t)  // b's row t is a's row 2 - t, and so are the outputs
-    expect_close({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15);
-  expect_close(mean(lecture::self_attention(b, false), {0}).to_vector(), {0.4451597, -0.0897148}, 1e-7);
-  expect_close(mean(lecture::self_attention(a, false), {0}).to_vector(), {0.4451597, -0.0897148}, 1e-7);
+    BOOST_TEST(allclose({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15, 0));
+  BOOST_TEST(allclose(mean(lecture::self_attention(b, false), {0}).to_vector(), {0.4451597, -0.0897148}, 1e-7, 0));
+  BOOST_TEST(allclose(mean(lecture::self_attention(a, false), {0}).to_vector(), {0.4451597, -0.0897148}, 1e-7, 0));
 
-  expect_close(mean(lecture::self_attention(add(a, pe), false), {0}).to_vector(), {1.0061867, 0.2834633}, 1e-7);
-  expect_close(mean(lecture::self_attention(add(b, pe), false), {0}).to_vector(), {1.2117542, 0.3056506}, 1e-7);
+  BOOST_TEST(allclose(mean(lecture::self_attention(add(a, pe), false), {0}).to_vector(), {1.0061867, 0.2834633}, 1e-7, 0));
+  BOOST_TEST(allclose(mean(lecture::self_attention(add(b, pe), false), {0}).to_vector(), {1.2117542, 0.3056506}, 1e-7, 0));
 
   const std::vector<double> ca = lecture::self_attention(a, true).to_vector();
   const std::vector<double> cc = lecture::self_attention(c, true).to_vector();
-  expect_close({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15);  // man, last in both
-  expect_close({ca[4], ca[5]}, {0.5495187, -0.5452027}, 1e-7);
+  BOOST_TEST(allclose({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15, 0));  // man, last in both
+  BOOST_TEST(allclose({ca[4], ca[5]}, {0.5495187, -0.5452027}, 1e-7, 0));
   BOOST_TEST(std::abs(cc[2] - ca[0]) > 0.1);  // dog second sees bites too; dog first sees only itself
   attograd::testing::expect_throw_with<std::invalid_argument>([] { lecture::embed_words({"cat"}); },
                                                               "'cat' is not in the toy vocabulary");
@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(sqrt_dk_variance_and_peakedness) {
   // The figures the chapter quotes (d_k = 2, 64, 512).
   const auto quoted = [](const lecture::ScalingRow& r, double var, double unscaled, double scaled) {
     BOOST_TEST_INFO("d_k " << r.d_k);
-    expect_close({r.score_variance, r.mean_max_unscaled, r.mean_max_scaled}, {var, unscaled, scaled}, 5e-4);
+    BOOST_TEST(allclose({r.score_variance, r.mean_max_unscaled, r.mean_max_scaled}, {var, unscaled, scaled}, 5e-4, 0));
   };
   quoted(rows[0], 1.969, 0.4058, 0.3280);
   quoted(rows[5], 63.437, 0.8768, 0.3633);
@@ -137,8 +137,8 @@ BOOST_AUTO_TEST_CASE(weight_is_not_contribution) {
   expect_tensor(lecture::causal_attention_steps(q, K, V).out, {1, 2}, {0.1, 0.2}, 1e-15);
   const auto a = lecture::attribute_keys(q, K, V);
   BOOST_REQUIRE_EQUAL(a.size(), 2u);
-  expect_close({a[0].weight, a[0].grad_x_input, a[0].zero_value_change, a[0].remove_key_change}, {0.9, 0, 0, 2.7}, 1e-14);
-  expect_close({a[1].weight, a[1].grad_x_input, a[1].zero_value_change, a[1].remove_key_change}, {0.1, 0.3, -0.3, -0.3}, 1e-14);
+  BOOST_TEST(allclose({a[0].weight, a[0].grad_x_input, a[0].zero_value_change, a[0].remove_key_change}, {0.9, 0, 0, 2.7}, 1e-14, 0));
+  BOOST_TEST(allclose({a[1].weight, a[1].grad_x_input, a[1].zero_value_change, a[1].remove_key_change}, {0.1, 0.3, -0.3, -0.3}, 1e-14, 0));
 }
 
 // docs/03-attention.md, "The cost of attention": 2·T²·4 bytes and 4·T²·head_dim FLOPs.

@@ -5,12 +5,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -196,17 +194,16 @@ BOOST_AUTO_TEST_CASE(fast_merges_match_the_reference) {
     BOOST_TEST(tok.bpe(text) == tok.bpe_reference(text), boost::test_tools::per_element());
 }
 
+// 200,000 letters with no space form one piece; the reference (bpe_reference) would rescan it
+// ~10^5 times, minutes of work, where bpe's heap of pairs takes a fraction of a second. No clock
+// is read: a time is no assertion on a shared machine. A quadratic bpe would show as minutes in
+// CTest's time for this test.
 BOOST_AUTO_TEST_CASE(a_long_piece_is_not_quadratic) {
-  // 200,000 letters with no space form one piece; the reference would rescan it ~10^5 times.
   const BpeTokenizer& tok = gpt2();
   std::string text;
   for (int i = 0; i < 20000; ++i) text += "abcdefghij";
-  const auto start = std::chrono::steady_clock::now();
   const Ids ids = tok.encode(text);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  BOOST_TEST_MESSAGE("200 KB single piece: " << ids.size() << " tokens in " << seconds << " s");
   BOOST_TEST(tok.decode(ids) == text);
-  BOOST_TEST(seconds < 2.0);
   const std::string spaces(100000, ' ');  // one long whitespace run through the lookahead
   BOOST_TEST(tok.decode(tok.encode(spaces + "x")) == spaces + "x");
 }
@@ -250,14 +247,12 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_round_trips) {
   std::ifstream in(path, std::ios::binary);
   const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string text = all.substr(0, 100 * 1024);
-  const BpeTokenizer tok = BpeTokenizer::gpt2();  // cold cache, so the time includes merging
-  auto start = std::chrono::steady_clock::now();
+  const BpeTokenizer tok = BpeTokenizer::gpt2();
   const Ids ids = tok.encode(text);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   BOOST_TEST(tok.decode(ids) == text);
   const double bytes_per_token = static_cast<double>(text.size()) / static_cast<double>(ids.size());
-  std::cout << "Tiny Shakespeare, first " << text.size() << " bytes: " << ids.size() << " tokens ("
-            << bytes_per_token << " bytes/token), encoded in " << seconds * 1e3 << " ms (cold cache)\n";
+  BOOST_TEST_MESSAGE("Tiny Shakespeare, first " << text.size() << " bytes: " << ids.size() << " tokens ("
+                                                << bytes_per_token << " bytes/token)");
   // GPT-2's BPE packs English into ~3-4.5 bytes per token; a char tokenizer is exactly 1.
   BOOST_TEST(bytes_per_token > 3.0);
   BOOST_TEST(bytes_per_token < 4.5);
@@ -266,13 +261,9 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_round_trips) {
   // The whole file split as nanoGPT's data/shakespeare/prepare.py does (first 90% of the
   // characters, the rest), with the counts its readme reports from OpenAI's tokenizer.
   if (all.size() != 1115394) return;
-  start = std::chrono::steady_clock::now();
   const size_t cut = all.size() * 9 / 10;
   const Ids train = tok.encode(std::string_view(all).substr(0, cut));
   const Ids val = tok.encode(std::string_view(all).substr(cut));
-  const double whole = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "Tiny Shakespeare, all " << all.size() << " bytes: " << train.size() << " + " << val.size()
-            << " tokens, encoded in " << whole * 1e3 << " ms\n";
   BOOST_TEST(train.size() == 301966u);
   BOOST_TEST(val.size() == 36059u);
 }

@@ -38,11 +38,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_matches_reference, T, Types) {
                                 beta.data(), rows, C, eps);
           ref::layer_norm_forward(y_ref.data(), mean_ref.data(), rstd_ref.data(), x.data(),
                                   gamma.data(), beta.data(), rows, C, eps);
-          check_close(mean, mean_ref, kRtol<T>, 1, what + " mean");
+          BOOST_TEST(allclose(mean, mean_ref, kRtol<T>, kRtol<T>), what + " mean");
           // C = 1: var = 0 and rstd = 1/sqrt(eps) ~ 316, where float rounding of the centred
           // x (exactly 0 here) cannot differ; otherwise rstd is O(1).
-          check_close(rstd, rstd_ref, kRtol<T>, 1, what + " rstd");
-          check_close(y, y_ref, kRtol<T>, 1, what + " y");
+          BOOST_TEST(allclose(rstd, rstd_ref, kRtol<T>, kRtol<T>), what + " rstd");
+          BOOST_TEST(allclose(y, y_ref, kRtol<T>, kRtol<T>), what + " y");
 
           // Backward from the reference's saved statistics, into non-zero gradients.
           const Buffer<T> dy = uniform<T>(rows * C, offset, rng);
@@ -56,11 +56,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_matches_reference, T, Types) {
                                    C);
           // dx is rstd times a difference of O(1) terms; dgamma/dbeta sum `rows` O(1) terms.
           const double dx_scale = static_cast<double>(rstd_ref[0]) * 4;
-          check_close(dx, dx_ref, kRtol<T>, dx_scale, what + " dx");
-          check_close(dgamma, dgamma_ref, kRtol<T>, 2.0 * static_cast<double>(rows) + 1,
-                      what + " dgamma");
-          check_close(dbeta, dbeta_ref, kRtol<T>, 2.0 * static_cast<double>(rows) + 1,
-                      what + " dbeta");
+          BOOST_TEST(allclose(dx, dx_ref, kRtol<T> * dx_scale, kRtol<T>), what + " dx");
+          BOOST_TEST(allclose(dgamma, dgamma_ref, kRtol<T> * (2.0 * static_cast<double>(rows) + 1), kRtol<T>), what + " dgamma");
+          BOOST_TEST(allclose(dbeta, dbeta_ref, kRtol<T> * (2.0 * static_cast<double>(rows) + 1), kRtol<T>), what + " dbeta");
 
           // Each gradient alone (the other two null) gives the same values.
           Buffer<T> dx_only = uniform<T>(rows * C, offset, rng);
@@ -71,7 +69,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_matches_reference, T, Types) {
           ref::layer_norm_backward(dx_only_ref.data(), static_cast<T*>(nullptr),
                                    static_cast<T*>(nullptr), dy.data(), x.data(), mean_ref.data(),
                                    rstd_ref.data(), gamma.data(), rows, C);
-          check_close(dx_only, dx_only_ref, kRtol<T>, dx_scale, what + " dx alone");
+          BOOST_TEST(allclose(dx_only, dx_only_ref, kRtol<T> * dx_scale, kRtol<T>), what + " dx alone");
           Buffer<T> dgamma_only(C, offset), dbeta_only(C, offset);
           Buffer<T> dgamma_only_ref(C, offset), dbeta_only_ref(C, offset);
           k::layer_norm_backward(static_cast<T*>(nullptr), dgamma_only.data(),
@@ -83,10 +81,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_matches_reference, T, Types) {
           ref::layer_norm_backward(static_cast<T*>(nullptr), dgamma_only_ref.data(),
                                    dbeta_only_ref.data(), dy.data(), x.data(), mean_ref.data(),
                                    rstd_ref.data(), gamma.data(), rows, C);
-          check_close(dgamma_only, dgamma_only_ref, kRtol<T>, 2.0 * static_cast<double>(rows),
-                      what + " dgamma alone");
-          check_close(dbeta_only, dbeta_only_ref, kRtol<T>, 2.0 * static_cast<double>(rows),
-                      what + " dbeta alone");
+          BOOST_TEST(allclose(dgamma_only, dgamma_only_ref, kRtol<T> * (2.0 * static_cast<double>(rows)), kRtol<T>), what + " dgamma alone");
+          BOOST_TEST(allclose(dbeta_only, dbeta_only_ref, kRtol<T> * (2.0 * static_cast<double>(rows)), kRtol<T>), what + " dbeta alone");
         }
       }
     }
@@ -119,8 +115,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_known_variance, T, Types) {
     k::layer_norm_forward(y.data(), &mean, &rstd, x.data(), gamma.data(), beta.data(), 1, 5,
                           T(1e-5));
     BOOST_TEST(mean == T(2));
-    BOOST_TEST(is_close(rstd, T(1 / std::sqrt(2.0 + 1e-5)), kRtol<T>, 0));
-    BOOST_TEST(is_close(y[0], T(-1.414210), 1e-6, 0), "y[0] = " << y[0]);
+    BOOST_TEST(allclose(rstd, T(1 / std::sqrt(2.0 + 1e-5)), 0, kRtol<T>));
+    BOOST_TEST(allclose(y[0], T(-1.414210), 0, 1e-6), "y[0] = " << y[0]);
     BOOST_TEST(y[2] == T(0));
   });
 }

@@ -1,5 +1,5 @@
 // Shared helpers of the kernel tests: sizes, tolerances, misaligned buffers, random data and an
-// element-wise closeness check that reports the first mismatches.
+// exact comparison; closeness is tests/test_util.h's allclose.
 #pragma once
 
 #include <algorithm>
@@ -16,7 +16,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "tests/test_util.h"
+
 namespace attograd::kernels::testing {
+
+using attograd::testing::allclose;
 
 /// The element types every kernel is instantiated for.
 using Types = std::tuple<float, double>;
@@ -30,7 +34,9 @@ inline const std::vector<int64_t> kSizes = {1, 3, 15, 16, 17, 37, 769};
 inline const std::vector<int64_t> kOffsets = {0, 1};
 
 /// Relative tolerance against the scalar reference: a few hundred ulp for float (Highway's
-/// Exp/Log/Tanh are 1-4 ulp, SIMD sums add in a different order) and ~5000 ulp for double.
+/// Exp/Log/Tanh are 1-4 ulp, SIMD sums add in a different order) and ~5000 ulp for double. Where
+/// the error scales with a size other than the result (the sum of |terms| of a sum), the tests
+/// pass atol = kRtol<T> * that size.
 template <typename T>
 constexpr double kRtol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
 
@@ -66,50 +72,6 @@ Buffer<T> uniform(int64_t n, int64_t offset, std::mt19937_64& rng, double lo = -
   Buffer<T> buf(n, offset);
   fill_uniform<T>(buf, rng, lo, hi);
   return buf;
-}
-
-/// |got - want| <= rtol * max(|want|, floor); NaN matches NaN and an infinity matches itself.
-/// `floor` is the scale below which errors are judged absolutely (e.g. the sum of |terms| of
-/// a sum, whose rounding error scales with it rather than with the result).
-template <typename T>
-bool is_close(T got, T want, double rtol, double floor) {
-  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
-  if (std::isinf(want) || std::isinf(got)) return got == want;
-  const double err = std::abs(static_cast<double>(got) - static_cast<double>(want));
-  return err <= rtol * std::max(std::abs(static_cast<double>(want)), floor);
-}
-
-/// Checks got[i] against want[i] for i < n with per-element floors floor(i); reports the first
-/// three mismatches and the count.
-template <typename T, class Floor>
-void check_close_with(const T* got, const T* want, int64_t n, double rtol, const Floor& floor,
-                      const std::string& what) {
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (is_close(got[i], want[i], rtol, floor(i))) continue;
-    if (++bad <= 3) {
-      std::ostringstream msg;
-      msg << std::setprecision(17) << what << "[" << i << "] = " << got[i] << ", expected "
-          << want[i] << " (rtol " << rtol << ", floor " << floor(i) << ")";
-      BOOST_ERROR(msg.str());
-    }
-  }
-  if (bad > 3) BOOST_ERROR(what << ": " << bad << " of " << n << " elements differ");
-  if (bad == 0) BOOST_TEST(true);  // count the check as a passed assertion
-}
-
-template <typename T>
-void check_close(const T* got, const T* want, int64_t n, double rtol, double floor,
-                 const std::string& what) {
-  check_close_with(
-      got, want, n, rtol, [floor](int64_t) { return floor; }, what);
-}
-
-template <typename T>
-void check_close(const Buffer<T>& got, const Buffer<T>& want, double rtol, double floor,
-                 const std::string& what) {
-  BOOST_REQUIRE_EQUAL(got.size(), want.size());
-  check_close(got.data(), want.data(), got.size(), rtol, floor, what);
 }
 
 /// Bit-for-bit equality (as values: -0 == +0 would pass, NaN would not).

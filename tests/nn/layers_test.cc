@@ -11,7 +11,7 @@
 
 using namespace attograd;
 using namespace attograd::nn;
-using attograd::testing::expect_close;
+using attograd::testing::allclose;
 using attograd::testing::expect_throw_with;
 using attograd::testing::randomize_parameters;
 
@@ -24,7 +24,7 @@ BOOST_AUTO_TEST_CASE(linear_is_x_w_transpose_plus_b) {
   lin.weight.data<double>()[4] = 5, lin.weight.data<double>()[5] = 6;
   lin.bias.data<double>()[1] = 0.5;
   const Tensor y = lin.forward(Tensor::from_vector({1, 1, 2, 0}, {2, 2}, DType::f64));
-  expect_close(y.to_vector(), {3, 7.5, 11, 2, 6.5, 10}, 0);
+  BOOST_TEST(allclose(y.to_vector(), {3, 7.5, 11, 2, 6.5, 10}, 0, 0));
   expect_throw_with<std::invalid_argument>([&] { lin.forward(Tensor::zeros({2, 3}, DType::f64)); },
                                            "expected input (..., 2), got (2, 3)");
 }
@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(multi_head_attention_equals_per_head_computation) {
     heads.push_back(matmul(softmax(causal_mask(scores)), v));
   }
   const Tensor expected = attn.c_proj->forward(concat(heads, -1));
-  expect_close(y.to_vector(), expected.to_vector(), 1e-14);
+  BOOST_TEST(allclose(y.to_vector(), expected.to_vector(), 1e-14, 0));
 }
 
 BOOST_AUTO_TEST_CASE(attention_gradients_pass_gradcheck) {
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(rope_rotates_pairs_and_scores_depend_on_relative_position) 
   Generator gen(7);
   const Tensor q = Tensor::randn({1, 4}, gen, DType::f64), k = Tensor::randn({1, 4}, gen, DType::f64);
   // Position 0 is the identity; a rotation preserves the norm.
-  expect_close(apply_rope(q, 0).to_vector(), q.to_vector(), 1e-15);
+  BOOST_TEST(allclose(apply_rope(q, 0).to_vector(), q.to_vector(), 1e-15, 0));
   const Tensor r5 = apply_rope(q, 5);
   BOOST_TEST(std::abs(sum(mul(r5, r5)).item() - sum(mul(q, q)).item()) < 1e-12);
   // Channel 0 pairs with channel 2 (rotate-half) and turns by angle pos * 10000^0 = pos.
@@ -107,8 +107,8 @@ BOOST_AUTO_TEST_CASE(rope_rotates_pairs_and_scores_depend_on_relative_position) 
 BOOST_AUTO_TEST_CASE(sinusoidal_table_values) {
   const Tensor pe = sinusoidal_table(3, 4, DType::f64);
   // PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(same angle).
-  expect_close(slice(pe, 0, 0, 1).to_vector(), {0, 1, 0, 1}, 0);
-  expect_close(slice(pe, 0, 1, 2).to_vector(), {std::sin(1.0), std::cos(1.0), std::sin(0.01), std::cos(0.01)}, 1e-15);
+  BOOST_TEST(allclose(slice(pe, 0, 0, 1).to_vector(), {0, 1, 0, 1}, 0, 0));
+  BOOST_TEST(allclose(slice(pe, 0, 1, 2).to_vector(), {std::sin(1.0), std::cos(1.0), std::sin(0.01), std::cos(0.01)}, 1e-15, 0));
 }
 
 // The example: T = 3074457345618258603 rows of C = 6 wrap to 2 elements mod 2^64;
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(kv_cache_writes_in_place_and_matches_the_full_forward) {
       BOOST_TEST(cache.keys().data<double>() == k_data);  // written in place: no new storage
       BOOST_TEST(cache.values().data<double>() == v_data);
     }
-    expect_close(concat(pieces, 1).to_vector(), full.to_vector(), 1e-12);
+    BOOST_TEST(allclose(concat(pieces, 1).to_vector(), full.to_vector(), 1e-12, 0));
     // The same shape again keeps the buffers and the positions.
     cache.reserve(2, 2, 6, 4, DType::f64);
     BOOST_TEST(cache.length() == 5);
@@ -198,20 +198,20 @@ BOOST_AUTO_TEST_CASE(without_positions_the_mean_is_invariant_and_attention_equiv
     return Tensor::from_vector(v, {3, 2}, DType::f64);
   };
   const Tensor a = rows({dog, bites, man}), b = rows({man, bites, dog});  // b = rows 2, 1, 0 of a
-  expect_close(mean(a, {0}).to_vector(), mean(b, {0}).to_vector(), 1e-15);
+  BOOST_TEST(allclose(mean(a, {0}).to_vector(), mean(b, {0}).to_vector(), 1e-15, 0));
   // full (unmasked) attention with q = k = v = x: softmax(x xᵀ / sqrt(2)) x
   auto full_attention = [](const Tensor& x) {
     return matmul(softmax(mul_scalar(matmul(x, transpose(x, 0, 1)), 1.0 / std::sqrt(2.0))), x);
   };
   const std::vector<double> za = full_attention(a).to_vector(), zb = full_attention(b).to_vector();
   for (int t = 0; t < 3; ++t)
-    expect_close({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15);
+    BOOST_TEST(allclose({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15, 0));
   BOOST_TEST(std::abs(za[1] - za[5]) > 0.1);  // different words do get different outputs
   // causal: "bites dog man" gives "man" the same output as "dog bites man", but not "dog"
   const Tensor c = rows({bites, dog, man});
   const std::vector<double> ca = scaled_dot_product_attention(a, a, a).to_vector();
   const std::vector<double> cc = scaled_dot_product_attention(c, c, c).to_vector();
-  expect_close({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15);
+  BOOST_TEST(allclose({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15, 0));
   BOOST_TEST(std::abs(cc[2] - ca[0]) > 0.1);  // dog second sees bites too; dog first sees only itself
 }
 
@@ -230,7 +230,7 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_are_the_ones_the_layer_applies) 
     const Tensor x = Tensor::randn({B, T, C}, gen, DType::f64);
     Tensor w;
     const Tensor recorded = attn.forward(x, nullptr, &w);
-    expect_close(recorded.to_vector(), attn.forward(x).to_vector(), 1e-12);
+    BOOST_TEST(allclose(recorded.to_vector(), attn.forward(x).to_vector(), 1e-12, 0));
     BOOST_REQUIRE((w.shape() == Shape{B, NH, T, T}));
 
     const Tensor qkv = attn.c_attn->forward(x);  // (B, T, 3C)
@@ -265,7 +265,7 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_are_the_ones_the_layer_applies) 
     // A V per head against the fused op, which never stores A.
     const Tensor av = matmul(w, v);  // (B, NH, T, HS)
     const Tensor fused = rope ? causal_attention(q, k, v) : transpose(reshape(causal_attention_qkv(qkv, NH), {B, T, NH, HS}), 1, 2);
-    expect_close(contiguous(av).to_vector(), contiguous(fused).to_vector(), 1e-12);
+    BOOST_TEST(allclose(contiguous(av).to_vector(), contiguous(fused).to_vector(), 1e-12, 0));
   }
 }
 
@@ -284,5 +284,5 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_with_a_kv_cache_span_the_cached_
   attn.forward(slice(x, 1, 0, 4), &cache);
   attn.forward(slice(x, 1, 4, 5), &cache, &last);
   BOOST_REQUIRE((last.shape() == Shape{1, 2, 1, 5}));
-  expect_close(contiguous(last).to_vector(), contiguous(slice(full, 2, 4, 5)).to_vector(), 1e-12);
+  BOOST_TEST(allclose(contiguous(last).to_vector(), contiguous(slice(full, 2, 4, 5)).to_vector(), 1e-12, 0));
 }

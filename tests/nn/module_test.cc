@@ -10,7 +10,7 @@
 
 using namespace attograd;
 using namespace attograd::nn;
-using attograd::testing::expect_close;
+using attograd::testing::allclose;
 
 namespace {
 // Two linears, nested, to check names and packing order.

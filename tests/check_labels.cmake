@@ -1,0 +1,56 @@
+# The test `test_labels`: every CTest test has exactly one of the labels fast and slow, and each
+# name in ATTOGRAD_SLOW_TESTS (tests/CMakeLists.txt) is a test. Reads CTest's own list:
+#   cmake -DCTEST=ctest -DBUILD_DIR=build "-DSLOW_TESTS=a;b" -P tests/check_labels.cmake
+cmake_minimum_required(VERSION 3.25)
+execute_process(COMMAND ${CTEST} --test-dir ${BUILD_DIR} --show-only=json-v1
+  OUTPUT_VARIABLE json RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ctest --show-only=json-v1 failed (${rc}): ${err}")
+endif()
+
+string(JSON tests GET "${json}" tests)
+string(JSON count LENGTH "${tests}")
+set(names)
+set(problems)
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  string(JSON test GET "${tests}" ${i})  # parse each test's small object, not the whole list
+  string(JSON name GET "${test}" name)
+  list(APPEND names ${name})
+  set(labels)
+  string(JSON nprops ERROR_VARIABLE no_props LENGTH "${test}" properties)
+  if(NOT no_props AND nprops GREATER 0)
+    math(EXPR plast "${nprops} - 1")
+    foreach(p RANGE ${plast})
+      string(JSON pname GET "${test}" properties ${p} name)
+      if(pname STREQUAL "LABELS")
+        string(JSON nlabels LENGTH "${test}" properties ${p} value)
+        math(EXPR llast "${nlabels} - 1")
+        foreach(l RANGE ${llast})
+          string(JSON label GET "${test}" properties ${p} value ${l})
+          list(APPEND labels ${label})
+        endforeach()
+      endif()
+    endforeach()
+  endif()
+  set(speeds ${labels})
+  list(FILTER speeds INCLUDE REGEX "^(fast|slow)$")
+  list(LENGTH speeds nspeeds)
+  if(NOT nspeeds EQUAL 1)
+    list(APPEND problems "test '${name}' has labels [${labels}]: it needs exactly one of fast and slow")
+  endif()
+endforeach()
+
+foreach(slow IN LISTS SLOW_TESTS)
+  if(NOT slow IN_LIST names)
+    list(APPEND problems "ATTOGRAD_SLOW_TESTS names '${slow}', which is no test")
+  endif()
+endforeach()
+
+if(problems)
+  list(JOIN problems "\n  " text)
+  message(FATAL_ERROR "test labels (tests/CMakeLists.txt):\n  ${text}\n"
+    "Time the test (ctest --test-dir build -R <name>): over ~2 s it goes in ATTOGRAD_SLOW_TESTS, "
+    "otherwise it is fast; a test added with add_test gets attograd_label_test(<name> <target>).")
+endif()
+message(STATUS "${count} tests, each labelled fast or slow")
