@@ -2,7 +2,8 @@
 // bound, where every weight is read once per token.
 //
 //   build/bench/generate_bench                    Google Benchmark: read bandwidth, then
-//                                                 generation for gpt2 and gpt2_long, 1 and 2 threads
+//                                                 generation for gpt2 and gpt2_long, 1 and 2
+//                                                 threads
 //   build/bench/generate_bench --serve gpt2 --threads 1
 //                                                 a decode server for bench/compare.py --generate
 //   build/bench/generate_bench --smoke            the CI run: the nano preset, 16 MiB read

@@ -51,7 +51,8 @@
 //     Genesis 1
 //
 //     In the beginning God created the heaven and the earth.
-//     And the earth was without form, and void; and darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters.
+//     And the earth was without form, and void; and darkness was upon the face of the deep. And
+//     the Spirit of God moved upon the face of the waters.
 //     ...
 //
 //     Genesis 2

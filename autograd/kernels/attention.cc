@@ -62,7 +62,7 @@ Rows<T> head_rows(T* data, HeadStrides s, int64_t b, int64_t h) {
   return {data + b * s.batch + h * s.head, s.time};
 }
 
-// ---- Register tiles ------------------------------------------------------------------------------
+// ---- Register tiles ------------------------------------------------------------------------
 // A GPT's heads are small (HS 2 to 128, T up to 1024), so attention is many small products, each
 // a register tile (simd-inl.h) of kR query rows by up to kTileVectors vectors, like the matmul
 // micro-kernel: every load of kᵀ, vᵀ, v or k is shared by the kR rows.
@@ -164,7 +164,7 @@ int64_t padded_keys(int64_t Tk) {
   return (Tk + N - 1) / N * N;
 }
 
-// ---- Heads narrower than a vector: queries in the lanes ------------------------------------------
+// ---- Heads narrower than a vector: queries in the lanes ------------------------------------
 // With HS below a vector (the lecture's femto and pico heads have 2 channels) every query row of
 // the blocked forward is a few lanes of work wrapped in horizontal reductions: a max, a sum and
 // a dot per channel. Here a vector holds V queries instead and the loop runs over keys: a key

@@ -54,7 +54,8 @@ void attention_forward(T* y, HeadStrides y_strides, T* lse, const T* q, HeadStri
 /// from dy (B, NH, Tq, HS), each with its strides in grad_strides, and the forward's inputs,
 /// output y and lse:
 ///   D_t = dy_t . y_t;  ds_tj = p_tj (dy_t . v_j - D_t)
-///   dq_t += sum_j ds_tj k_j / sqrt(HS);  dk_j += sum_t ds_tj q_t / sqrt(HS);  dv_j += sum_t p_tj dy_t
+///   dq_t += sum_j ds_tj k_j / sqrt(HS);  dk_j += sum_t ds_tj q_t / sqrt(HS);
+///   dv_j += sum_t p_tj dy_t
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides, const T* y,
                         HeadStrides y_strides, const T* lse, const T* q, HeadStrides q_strides, const T* k,

@@ -260,7 +260,8 @@ HWY_INLINE void store_row(D d, V v0, V v1, T* HWY_RESTRICT c_row, const T* bias,
   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 static_assert(kMR <= 14, "ATTOGRAD_GEMM_TILE_ROWS lists 14 rows");
 
-// tile (kMR x 2 Lanes, row stride ldc) (+)= A micro-panel (kc x kMR) @ B micro-panel (kc x 2 Lanes).
+// tile (kMR x 2 Lanes, row stride ldc) (+)=
+//     A micro-panel (kc x kMR) @ B micro-panel (kc x 2 Lanes).
 // Row r keeps its two accumulators c<r>0, c<r>1 in registers for the whole k loop.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void micro_kernel(D d, int64_t kc, const T* HWY_RESTRICT a, const T* HWY_RESTRICT b,

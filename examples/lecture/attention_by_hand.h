@@ -1,11 +1,12 @@
 // The lecture's single-head causal attention, one step at a time, so each intermediate can be
 // printed (examples/attention_by_hand.cc) and asserted (tests/examples/attention_by_hand_test.cc).
 //
-//   qk      = Q Kᵀ                                   (T, T)
-//   scores  = qk / sqrt(d_k)                         (T, T)   scaled dot-product (Vaswani et al. 2017, eq. 1)
-//   masked  = scores with -inf where key j > query t  (T, T)   causal: no looking ahead
-//   weights = softmax over each ROW of masked         (T, T)   each query's weights sum to 1
-//   out     = weights V                               (T, d_v)
+//   qk      = Q Kᵀ                                  (T, T)
+//   scores  = qk / sqrt(d_k)                        (T, T)    scaled dot-product (Vaswani et al.
+//                                                             2017, eq. 1)
+//   masked  = scores, -inf where key j > query t    (T, T)    causal: no looking ahead
+//   weights = softmax over each ROW of masked       (T, T)    each query's weights sum to 1
+//   out     = weights V                             (T, d_v)
 #pragma once
 
 #include <cstdint>
