@@ -1,7 +1,8 @@
 // The insides of a Tensor: its storage and the shared state behind the handle. Only autograd's
-// own sources (ops, engine, graph printing) include this header; nn/, gpt/, examples and the
-// tests of those layers go through Tensor's public API, and the build enforces it (the
-// attograd target has autograd/detail/ on no other target's include path, CMakeLists.txt).
+// own sources (ops, engine, graph printing) and its white-box tests (tests/autograd) include this
+// header; nn/, gpt/, examples and the tests of those layers go through Tensor's public API. The
+// build enforces it: autograd/detail/ is on a PRIVATE include root of the attograd target
+// (autograd/CMakeLists.txt), and tests/layering checks that nn/ cannot include it.
 #pragma once
 
 #include <cstddef>
