@@ -5,9 +5,12 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/detail/tensor_impl.h"
 #include "autograd/kernels/elementwise.h"
 
 namespace attograd {
+
+using detail::TensorImpl;
 
 void Node::apply(const Tensor& grad_output, std::span<Tensor> grad_inputs) {
   if (!saved_)
@@ -44,7 +47,7 @@ bool needs_node(const TensorList& inputs) {
 }
 
 void attach_node(const Tensor& output, std::shared_ptr<Node> node) {
-  TensorImpl* impl = output.impl();
+  TensorImpl* impl = detail::impl(output);
   impl->grad_fn = std::move(node);
   impl->requires_grad = true;
 }
@@ -88,7 +91,7 @@ class Engine {
       const TensorList& inputs = node->inputs();
       if (next < inputs.size()) {
         const Tensor& in = inputs[next++];
-        const std::shared_ptr<Node>& child = in.defined() ? in.impl()->grad_fn : nullptr;
+        const std::shared_ptr<Node>& child = in.defined() ? detail::impl(in)->grad_fn : nullptr;
         if (child && in.requires_grad() && child->visited_in_pass_ != pass) {
           child->visited_in_pass_ = pass;
           lists.stack.emplace_back(child, 0);
@@ -126,17 +129,17 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   // g itself becomes the buffer, so it must be a tensor nobody else holds.
   auto add_into_grad = [](TensorImpl& impl, const Tensor& g) {
     if (!impl.grad) {
-      impl.grad = g.impl_ptr();
+      impl.grad = detail::impl_ptr(g);
       return;
     }
-    Tensor acc(impl.grad);
+    Tensor acc = detail::wrap(impl.grad);
     dispatch_floating(acc.dtype(), "backward", [&]<typename T>() {
       kernels::axpy<T>(acc.data<T>(), T(1), g.data<T>(), acc.numel());
     });
   };
 
   if (root.is_leaf()) {
-    add_into_grad(*root.impl(), seed);
+    add_into_grad(*detail::impl(root), seed);
     return;
   }
 
@@ -173,9 +176,9 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
       if (!in.requires_grad()) continue;
       if (in.is_leaf()) {
         // Accumulate straight into the leaf's buffer: backward twice without zero_grad sums.
-        TensorImpl* impl = in.impl();
-        if (!impl->grad) impl->grad = Tensor::zeros(in.shape(), in.dtype()).impl_ptr();
-        grad_inputs[i] = Tensor(impl->grad);
+        TensorImpl* impl = detail::impl(in);
+        if (!impl->grad) impl->grad = detail::impl_ptr(Tensor::zeros(in.shape(), in.dtype()));
+        grad_inputs[i] = detail::wrap(impl->grad);
       } else {
         Tensor& slot = in.grad_fn()->grad_;
         if (!slot.defined()) slot = Tensor::zeros(in.shape(), in.dtype());

@@ -55,9 +55,9 @@ class Node {
   void release();
   /// Keeps the gradient of this node's output in output->grad after each backward pass
   /// (Tensor::retain_grad). Held weakly: a node never owns its output.
-  void retain_grad_of(const std::shared_ptr<TensorImpl>& output) { retained_ = output; }
+  void retain_grad_of(const std::shared_ptr<detail::TensorImpl>& output) { retained_ = output; }
   /// True when retain_grad_of(output) was called for this output.
-  bool retains_grad_of(const TensorImpl* output) const { return output && retained_.lock().get() == output; }
+  bool retains_grad_of(const detail::TensorImpl* output) const { return output && retained_.lock().get() == output; }
 
  protected:
   Node(const char* name, TensorList inputs) : name_(name), inputs_(std::move(inputs)) {}
@@ -73,7 +73,7 @@ class Node {
   // and the gradient of its output summed so far.
   uint64_t visited_in_pass_ = 0;
   Tensor grad_;
-  std::weak_ptr<TensorImpl> retained_;  // the output whose gradient retain_grad() keeps
+  std::weak_ptr<detail::TensorImpl> retained_;  // the output whose gradient retain_grad() keeps
 };
 
 /// The node of an op whose VJP is the closure F (typically a lambda that captures what the

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "autograd/detail/tensor_impl.h"
 #include "autograd/engine.h"
 
 namespace attograd {
@@ -47,9 +48,9 @@ DotCounts write_dot(std::ostream& out, const Tensor& root, const DotOptions& opt
   if (!root.grad_fn())
     throw std::invalid_argument("write_dot: the root tensor was not produced by a recorded op (no input requires "
                                 "grad, or grad mode was off); mark a leaf with set_requires_grad() first");
-  std::unordered_map<const TensorImpl*, std::string> names;
+  std::unordered_map<const detail::TensorImpl*, std::string> names;
   for (const auto& [name, t] : options.names)
-    if (t.defined()) names.emplace(t.impl(), name);
+    if (t.defined()) names.emplace(detail::impl(t), name);
 
   DotCounts counts;
   std::unordered_map<const void*, std::string> ids;  // Node* of an op, TensorImpl* of a leaf
@@ -58,7 +59,7 @@ DotCounts write_dot(std::ostream& out, const Tensor& root, const DotOptions& opt
   // The DOT id of t's node; a node seen for the first time is emitted (and an op queued).
   auto node_of = [&](const Tensor& t) -> const std::string& {
     const Node* op = t.grad_fn().get();
-    const void* key = op != nullptr ? static_cast<const void*>(op) : static_cast<const void*>(t.impl());
+    const void* key = op != nullptr ? static_cast<const void*>(op) : static_cast<const void*>(detail::impl(t));
     auto [it, inserted] = ids.emplace(key, std::string("n").append(std::to_string(ids.size())));
     if (!inserted) return it->second;
     const std::string& id = it->second;
@@ -68,7 +69,7 @@ DotCounts write_dot(std::ostream& out, const Tensor& root, const DotOptions& opt
       attrs = "label=" + dot_string(std::string(op->name()) + "\n" + tensor_lines(t)) + ", shape=ellipse";
       stack.push_back(t);
     } else {
-      const auto name = names.find(t.impl());
+      const auto name = names.find(detail::impl(t));
       std::string label = (name != names.end() ? name->second + "\n" : std::string()) + tensor_lines(t);
       if (t.requires_grad()) {
         ++counts.parameters;
@@ -79,7 +80,7 @@ DotCounts write_dot(std::ostream& out, const Tensor& root, const DotOptions& opt
         attrs = "label=" + dot_string(label) + ", shape=box, style=dashed, color=\"#808080\", fontcolor=\"#404040\"";
       }
     }
-    if (t.impl() == root.impl()) attrs += ", peripheries=2";
+    if (detail::impl(t) == detail::impl(root)) attrs += ", peripheries=2";
     nodes.push_back("  " + id + " [" + attrs + "];");
     return id;
   };

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "autograd/detail/tensor_impl.h"
 #include "autograd/kernels/reduce.h"
 
 namespace attograd::detail {
@@ -25,12 +26,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 Tensor view_of(const Tensor& t, const Shape& shape, const Shape& strides, int64_t extra_offset) {
   auto impl = TensorImpl::make();
-  impl->storage = t.impl()->storage;
+  impl->storage = detail::impl(t)->storage;
   impl->shape = shape;
   impl->strides = strides;
-  impl->offset = t.impl()->offset + extra_offset;
+  impl->offset = detail::impl(t)->offset + extra_offset;
   impl->dtype = t.dtype();
-  return Tensor(std::move(impl));
+  return wrap(std::move(impl));
 }
 
 Tensor expand_view(const Tensor& t, const Shape& shape) {
@@ -92,8 +93,8 @@ void accumulate(const Tensor& dst, const Tensor& src, double alpha) {
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   const size_t esize = dtype_size(src.dtype());
-  char* d = static_cast<char*>(dst.impl()->storage->data) + dst.impl()->offset * esize;
-  const char* s = static_cast<const char*>(src.impl()->storage->data) + src.impl()->offset * esize;
+  char* d = dst.bytes();
+  const char* s = src.bytes();
   for_each_row<2>(src.shape(), {dst.strides(), src.strides()}, [&](auto off, int64_t n, auto inner) {
     if (inner[0] == 1 && inner[1] == 1) {
       std::memcpy(d + off[0] * esize, s + off[1] * esize, static_cast<size_t>(n) * esize);

@@ -68,8 +68,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   out_shape.push_back(C);
   Tensor y = Tensor::empty(out_shape, weight.dtype());
   const size_t row_bytes = static_cast<size_t>(C) * dtype_size(weight.dtype());
-  const char* src = reinterpret_cast<const char*>(w.impl()->storage->data) + w.impl()->offset * dtype_size(w.dtype());
-  char* dst = static_cast<char*>(y.impl()->storage->data);
+  const char* src = w.bytes();
+  char* dst = y.bytes();
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row_bytes, src + idv[i] * row_bytes, row_bytes);
   return record(y, "embedding", {weight, ids}, [idc, n, C](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {

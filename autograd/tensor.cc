@@ -9,11 +9,17 @@
 #include <stdexcept>
 
 #include "autograd/allocator.h"
+#include "autograd/detail/tensor_impl.h"
 #include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "autograd/ops_internal.h"
 #include "autograd/size_math.h"
 #include "autograd/kernels/elementwise.h"
 
 namespace attograd {
+
+using detail::Storage;
+using detail::TensorImpl;
 
 size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
 
@@ -55,6 +61,8 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+namespace detail {
+
 // 64-byte aligned (a cache line and a full AVX-512 vector), from the storage cache.
 Storage::Storage(size_t n) : data(allocate_storage(n)), bytes(n) {}
 
@@ -67,6 +75,8 @@ std::shared_ptr<TensorImpl> TensorImpl::make() {
 }
 
 Storage::~Storage() { release_storage(data, bytes); }
+
+}  // namespace detail
 
 namespace {
 
@@ -92,19 +102,20 @@ void release_graph(std::shared_ptr<Node> node) {
 
 }  // namespace
 
-TensorImpl::~TensorImpl() {
+detail::TensorImpl::~TensorImpl() {
   if (grad_fn) release_graph(std::move(grad_fn));
 }
 
 namespace {
 
-std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype) {
+// A contiguous impl of that shape, with fresh storage when `allocate` (else none: unallocated()).
+std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype, bool allocate = true) {
   for (int64_t d : shape)
     if (d < 0) throw std::invalid_argument("tensor: negative dimension in shape " + shape_str(shape));
   auto impl = TensorImpl::make();
   const size_t bytes = checked_mul(static_cast<size_t>(shape_numel(shape)), dtype_size(dtype),
                                    [&] { return std::string("bytes of a ") + dtype_name(dtype) + " tensor of shape " + shape_str(shape); });
-  impl->storage = Storage::make(bytes);
+  if (allocate) impl->storage = Storage::make(bytes);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -122,6 +133,7 @@ int64_t strided_offset(const Shape& shape, const Shape& strides, int64_t linear)
 }
 
 double read_element(const TensorImpl& t, int64_t offset) {
+  if (!t.storage) throw std::logic_error("Tensor: reading a tensor that has no storage yet (unallocated())");
   const char* base = static_cast<const char*>(t.storage->data);
   switch (t.dtype) {
     case DType::f32: return reinterpret_cast<const float*>(base)[t.offset + offset];
@@ -137,16 +149,11 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) { return Tensor(make_impl(
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   Tensor t = empty(shape, dtype);
-  if (dtype == DType::i64) {
-    auto* p = t.data<int64_t>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<int64_t>(value);
-    return t;
-  }
-  dispatch_floating(dtype, "full", [&]<typename T>() {
-    kernels::fill<T>(t.data<T>(), static_cast<T>(value), t.numel());
-  });
+  t.fill_(value);
   return t;
 }
+
+Tensor Tensor::unallocated(const Shape& shape, DType dtype) { return Tensor(make_impl(shape, dtype, false)); }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
@@ -171,11 +178,17 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
 // Both samplers write straight into the typed buffer: GPT-2's wte alone is 38M values.
 Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double std) {
   Tensor t = empty(shape, dtype);
-  dispatch_floating(dtype, "randn", [&]<typename T>() {
-    T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(std * gen.normal());
-  });
+  t.normal_(gen, std);
   return t;
+}
+
+Tensor& Tensor::normal_(Generator& gen, double std) {
+  if (!is_contiguous()) throw std::invalid_argument("normal_: expected a contiguous tensor, got strides " + shape_str(strides()));
+  dispatch_floating(dtype(), "normal_", [&]<typename T>() {
+    T* p = data<T>();
+    for (int64_t i = 0; i < numel(); ++i) p[i] = static_cast<T>(std * gen.normal());
+  });
+  return *this;
 }
 
 Tensor Tensor::uniform(const Shape& shape, Generator& gen, double low, double high, DType dtype) {
@@ -240,11 +253,59 @@ T* Tensor::data() const {
   if (impl_->dtype != want)
     throw std::invalid_argument(std::string("Tensor::data: tensor is ") + dtype_name(impl_->dtype) +
                                 ", requested " + dtype_name(want));
-  return static_cast<T*>(impl_->storage->data) + impl_->offset;
+  return reinterpret_cast<T*>(bytes());
 }
 template float* Tensor::data<float>() const;
 template double* Tensor::data<double>() const;
 template int64_t* Tensor::data<int64_t>() const;
+
+char* Tensor::bytes() const {
+  check_defined("bytes");
+  if (!impl_->storage)
+    throw std::logic_error("Tensor: this " + shape_str(impl_->shape) + " tensor has no storage yet (unallocated(); "
+                           "a parameter is readable once its ParameterArena is allocated)");
+  return static_cast<char*>(impl_->storage->data) + impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
+}
+
+Tensor& Tensor::copy_from(const Tensor& src) {
+  check_defined("copy_from");
+  src.check_defined("copy_from");
+  if (src.shape() != shape() || src.dtype() != dtype())
+    throw std::invalid_argument("copy_from: source " + std::string(dtype_name(src.dtype())) + " " +
+                                shape_str(src.shape()) + " does not match destination " + dtype_name(dtype()) + " " +
+                                shape_str(shape()));
+  detail::copy_into(*this, src);
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  check_defined("fill_");
+  if (!is_contiguous()) return copy_from(full(shape(), value, dtype()));
+  if (dtype() == DType::i64) {
+    int64_t* p = data<int64_t>();
+    for (int64_t i = 0; i < numel(); ++i) p[i] = static_cast<int64_t>(value);
+    return *this;
+  }
+  dispatch_floating(dtype(), "fill_", [&]<typename T>() { kernels::fill<T>(data<T>(), static_cast<T>(value), numel()); });
+  return *this;
+}
+
+void Tensor::allocate_in(const Tensor& buffer, int64_t offset) {
+  check_defined("allocate_in");
+  buffer.check_defined("allocate_in");
+  if (impl_->storage)
+    throw std::logic_error("allocate_in: this " + shape_str(shape()) + " tensor already has storage; a live tensor "
+                           "is never re-pointed (views taken of it would keep the old data)");
+  if (buffer.dtype() != dtype() || !buffer.is_contiguous() || !buffer.impl_->storage)
+    throw std::invalid_argument("allocate_in: expected an allocated contiguous " + std::string(dtype_name(dtype())) +
+                                " buffer, got " + dtype_name(buffer.dtype()) + " " + shape_str(buffer.shape()));
+  if (offset < 0 || offset > buffer.numel() || numel() > buffer.numel() - offset)
+    throw std::out_of_range("allocate_in: elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                            std::to_string(numel()) + ") do not fit in a buffer of " +
+                            std::to_string(buffer.numel()));
+  impl_->storage = buffer.impl_->storage;
+  impl_->offset = buffer.impl_->offset + offset;
+}
 
 double Tensor::item() const {
   if (numel() != 1)
@@ -306,6 +367,15 @@ void Tensor::zero_grad() const {
   dispatch_floating(g.dtype(), "zero_grad", [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
 }
 
+void Tensor::set_grad(const Tensor& grad) const {
+  check_defined("set_grad");
+  if (grad.defined() && (grad.shape() != shape() || grad.dtype() != dtype() || !grad.is_contiguous()))
+    throw std::invalid_argument("set_grad: expected a contiguous " + std::string(dtype_name(dtype())) + " " +
+                                shape_str(shape()) + " gradient, got " + dtype_name(grad.dtype()) + " " +
+                                shape_str(grad.shape()) + (grad.is_contiguous() ? "" : " (not contiguous)"));
+  impl_->grad = grad.impl_;
+}
+
 void Tensor::retain_grad() const {
   check_defined("retain_grad");
   if (!impl_->requires_grad)
@@ -337,17 +407,18 @@ Tensor Tensor::detach() const {
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), dtype());
   const size_t esize = dtype_size(dtype());
-  char* dst = static_cast<char*>(out.impl_->storage->data);
-  const char* src = static_cast<const char*>(impl_->storage->data);
+  char* dst = out.bytes();
+  const char* src = bytes();
   if (is_contiguous()) {
-    std::memcpy(dst, src + impl_->offset * esize, static_cast<size_t>(numel()) * esize);
+    std::memcpy(dst, src, static_cast<size_t>(numel()) * esize);
   } else {
     for (int64_t i = 0; i < numel(); ++i)
-      std::memcpy(dst + i * esize,
-                  src + (impl_->offset + strided_offset(impl_->shape, impl_->strides, i)) * esize, esize);
+      std::memcpy(dst + i * esize, src + strided_offset(impl_->shape, impl_->strides, i) * esize, esize);
   }
   return out;
 }
+
+Tensor Tensor::contiguous() const { return attograd::contiguous(*this); }
 
 void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
   check_defined("backward");
@@ -373,7 +444,7 @@ void print_dim(std::ostream& os, const Tensor& t, size_t d, int64_t off, size_t 
     }
     const int64_t o = off + i * t.strides()[d];
     if (last) {
-      os << read_element(*t.impl(), o);
+      os << read_element(*detail::impl(t), o);
     } else {
       print_dim(os, t, d + 1, o, indent);
     }

@@ -24,6 +24,10 @@
 namespace attograd {
 
 class Node;
+namespace detail {
+struct TensorImpl;    // autograd/detail/tensor_impl.h: autograd's own sources only
+struct TensorAccess;
+}  // namespace detail
 
 /// Element type of a tensor, chosen at run time.
 enum class DType { f32, f64, i64 };
@@ -47,46 +51,11 @@ int64_t shape_numel(const Shape& shape);
 /// a stride does not fit int64_t.
 Shape contiguous_strides(const Shape& shape);
 
-/// A 64-byte aligned, uninitialised byte buffer shared by a tensor and all its views.
-struct Storage {
-  /// A new storage of `bytes` bytes, the object itself from the small-object pool (allocator.h).
-  static std::shared_ptr<Storage> make(size_t bytes);
-  explicit Storage(size_t bytes);
-  ~Storage();
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
-  void* data = nullptr;
-  size_t bytes = 0;
-};
-
-/// The shared state behind a Tensor handle. Users go through Tensor; ops and the engine read
-/// these fields directly.
-struct TensorImpl {
-  std::shared_ptr<Storage> storage;
-  Shape shape;
-  Shape strides;        // in elements; 0 for a broadcast (expanded) dimension
-  int64_t offset = 0;   // in elements, from storage->data
-  DType dtype = DType::f32;
-  bool requires_grad = false;
-  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf, same shape, contiguous
-  std::shared_ptr<Node> grad_fn;     // the op that produced this tensor; null for leaves
-
-  /// A new, empty impl from the small-object pool (allocator.h): creating a tensor or a view in a
-  /// training step calls malloc for none of its parts.
-  static std::shared_ptr<TensorImpl> make();
-  TensorImpl() = default;
-  TensorImpl(const TensorImpl&) = delete;
-  TensorImpl& operator=(const TensorImpl&) = delete;
-  // Frees the graph behind grad_fn iteratively: a million-node chain must not recurse.
-  ~TensorImpl();
-};
-
 /// A handle to a tensor: cheap to copy (copies share data and graph, like a PyTorch tensor).
 /// A default-constructed Tensor is "undefined" (no data); most calls on it throw.
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // ----- creation (all contiguous, requires_grad = false) -----
   /// Uninitialised contents. Throws std::invalid_argument on a negative dimension.
@@ -106,6 +75,10 @@ class Tensor {
                         DType dtype = DType::f32);
   /// Token ids or targets: an i64 tensor.
   static Tensor from_ids(const std::vector<int64_t>& ids, const Shape& shape);
+  /// A tensor with a shape and dtype but no storage yet: every data access throws
+  /// std::logic_error until allocate_in() places it. For laying out parameters before the one
+  /// buffer that holds them exists (nn::ParameterArena, as llm.c's malloc_and_point_parameters).
+  static Tensor unallocated(const Shape& shape, DType dtype = DType::f32);
 
   // ----- metadata -----
   bool defined() const { return impl_ != nullptr; }
@@ -134,6 +107,25 @@ class Tensor {
   std::vector<double> to_vector() const;
   /// All elements of an i64 tensor in row-major order.
   std::vector<int64_t> to_ids() const;
+  /// The first element's address as raw bytes (storage + offset), whatever the dtype: for byte
+  /// I/O such as safetensors. A view's later elements lie at strides() × dtype_size(dtype()).
+  char* bytes() const;
+
+  // ----- in-place writes (never recorded in the graph, as torch's under no_grad) -----
+  /// Copies src's values into this tensor: same shape and dtype, any strides on either side.
+  /// Throws std::invalid_argument naming both shapes/dtypes on a mismatch.
+  Tensor& copy_from(const Tensor& src);
+  /// Sets every element to value (converted to the dtype); any strides.
+  Tensor& fill_(double value);
+  /// Samples N(0, std^2) from gen into a contiguous floating tensor, element by element in
+  /// row-major order: the same numbers randn() gives for the same generator state.
+  Tensor& normal_(Generator& gen, double std = 1.0);
+  /// Gives an unallocated() tensor its storage: numel() contiguous elements of the contiguous
+  /// tensor `buffer` (same dtype) from element `offset` on, sharing buffer's storage. Throws
+  /// std::logic_error for a tensor that already has storage: a live tensor is never re-pointed,
+  /// since views taken of it earlier would keep the old storage. std::out_of_range when the
+  /// range does not fit in buffer.
+  void allocate_in(const Tensor& buffer, int64_t offset);
 
   // ----- autograd -----
   bool requires_grad() const;
@@ -149,6 +141,10 @@ class Tensor {
   Tensor grad() const;
   /// Sets the accumulated gradient to zero (keeps the buffer).
   void zero_grad() const;
+  /// Makes `grad` this tensor's accumulated gradient buffer (backward adds into it), e.g. a view
+  /// into one buffer of all gradients; an undefined tensor drops it. Throws std::invalid_argument
+  /// unless grad is contiguous with this tensor's shape and dtype.
+  void set_grad(const Tensor& grad) const;
   /// Keeps this non-leaf's gradient in grad() after backward, as torch's retain_grad(); it
   /// accumulates over backward calls like a leaf's. A no-op on a leaf that requires grad.
   /// Throws std::logic_error on a tensor that does not require grad.
@@ -167,13 +163,15 @@ class Tensor {
 
   /// A contiguous deep copy with no graph (for tests, optimizers and checkpoints).
   Tensor clone() const;
-
-  TensorImpl* impl() const { return impl_.get(); }
-  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  /// This tensor if already contiguous, else a contiguous copy; recorded (the op contiguous()
+  /// of ops.h, VJP dx = dy).
+  Tensor contiguous() const;
 
  private:
+  friend struct detail::TensorAccess;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
   void check_defined(const char* what) const;
-  std::shared_ptr<TensorImpl> impl_;
+  std::shared_ptr<detail::TensorImpl> impl_;
 };
 
 /// Prints "tensor(shape (2, 3), f32, [[...], [...]])", eliding long dimensions.

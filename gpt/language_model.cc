@@ -19,14 +19,13 @@ constexpr ModelKind kKinds[] = {ModelKind::gpt, ModelKind::bigram, ModelKind::av
 // embeddings and the matrices, decays; biases and LayerNorm gains and shifts do not.
 bool decays(const Tensor& p) { return p.dim() >= 2; }
 
-// Refuses a model this machine cannot hold before building it: built layer by layer, it would
-// fill the memory (and be killed by the kernel) long before one allocation failed. While the
-// parameters are packed into the arena, the layers' own tensors, the arena's parameters and its
-// gradients all exist: three copies.
+// Refuses a model this machine cannot hold before building it: allocated, it would fill the
+// memory (and be killed by the kernel) long before one allocation failed. The parameters are
+// allocated once, in the arena, beside their gradients: two copies.
 void require_memory(int64_t num_params, DType dtype, const std::string& label) {
   const size_t have = physical_memory_bytes();
   const auto n = static_cast<size_t>(num_params);
-  const size_t need = checked_mul(checked_mul(n, dtype_size(dtype), "parameter bytes"), size_t{3}, "parameter bytes");
+  const size_t need = checked_mul(checked_mul(n, dtype_size(dtype), "parameter bytes"), size_t{2}, "parameter bytes");
   if (have == 0 || need <= have) return;
   auto gb = [](size_t bytes) {
     char buf[32];
@@ -34,7 +33,7 @@ void require_memory(int64_t num_params, DType dtype, const std::string& label) {
     return std::string(buf);
   };
   throw std::runtime_error(label + ": the model's " + std::to_string(n) + " parameters need " + gb(need) + " in " +
-                           dtype_name(dtype) + " (weights, gradients, and the weights once more while they are packed), "
+                           dtype_name(dtype) + " (weights and gradients), "
                            "more than this machine's " + gb(have) + " of memory; choose a smaller n_layer, n_embd, "
                            "vocab_size or block_size");
 }
@@ -78,6 +77,7 @@ LanguageModel::LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t s
   config_.validate();
   if (dtype == DType::i64) throw std::invalid_argument(label_ + ": the model dtype must be f32 or f64");
   require_memory(gpt::num_parameters(kind, config_), dtype, label_);
+  arena_ = std::make_unique<nn::ParameterArena>();  // the derived constructor's layers register into it
 }
 
 Tensor LanguageModel::register_embeddings(Generator& gen, std::shared_ptr<nn::Embedding>& wte,
@@ -93,7 +93,7 @@ void LanguageModel::pack_parameters() {
   // The decayed weights first, so that each of param_groups() is one range of the arena.
   std::vector<std::pair<std::string, Tensor>> named = named_parameters();
   std::stable_partition(named.begin(), named.end(), [](const auto& np) { return decays(np.second); });
-  arena_ = std::make_unique<nn::ParameterArena>(std::move(named));
+  arena_->allocate(std::move(named));
 }
 
 std::vector<nn::ParamGroup> LanguageModel::param_groups(double weight_decay) const {

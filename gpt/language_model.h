@@ -78,15 +78,16 @@ class LanguageModel : public nn::Module {
  protected:
   /// Validates config (GPTConfig::validate) and dtype (f32 or f64, else std::invalid_argument),
   /// and refuses, with std::runtime_error before anything is allocated, a model that needs more
-  /// than this machine's physical memory. `label` starts every error message ("GPT").
+  /// than this machine's physical memory. `label` starts every error message ("GPT"). Opens the
+  /// arena the derived constructor's layers register their parameters in.
   LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t seed, DType dtype, std::string label);
   /// The input layer GPT and AverageModel share: registers wte (vocab_size, n_embd) and, with
   /// learned positions, wpe (block_size, n_embd), drawing their init from `gen` in that order,
   /// and returns the (block_size, n_embd) table with sinusoidal positions (else undefined).
   Tensor register_embeddings(Generator& gen, std::shared_ptr<nn::Embedding>& wte,
                              std::shared_ptr<nn::Embedding>& wpe);
-  /// Packs the registered parameters into the arena, decayed weights first; call once, at the
-  /// end of the derived constructor.
+  /// Allocates the arena (open since this constructor) with the registered parameters, decayed
+  /// weights first, and initialises them; call once, at the end of the derived constructor.
   void pack_parameters();
   /// The checks forward() promises, for positions past .. past + T - 1 (past: cached positions).
   void check_inputs(const Tensor& idx, const Tensor& targets, int64_t past = 0) const;

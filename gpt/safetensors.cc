@@ -140,16 +140,12 @@ void copy_2d(char* dst, int64_t dst_row, int64_t dst_col, const char* src, int64
   else run.template operator()<uint64_t>();
 }
 
-char* first_byte(const Tensor& t) {
-  return static_cast<char*>(t.impl()->storage->data) + t.impl()->offset * static_cast<int64_t>(dtype_size(t.dtype()));
-}
-
 // Converts the stored elements at src (row-major, of the stored dtype) into dst: contiguous, or
 // a 2-D view with any strides, reached through a buffer of at most kBlockBytes (or one row).
 void convert_into(const char* src, const std::string& dtype, const Tensor& dst) {
   const Stored from = stored_kind(dtype);
   if (dst.is_contiguous()) {
-    convert_run(src, from, first_byte(dst), dst.dtype(), dst.numel());
+    convert_run(src, from, dst.bytes(), dst.dtype(), dst.numel());
     return;
   }
   // A 2-D view (a transposed weight): convert a block of rows into a buffer, then scatter it.
@@ -161,8 +157,8 @@ void convert_into(const char* src, const std::string& dtype, const Tensor& dst) 
   const int64_t row_stride = dst.strides()[0], col_stride = dst.strides()[1];
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t n = std::min(block, rows - r0);
-    convert_run(src + r0 * stored_row, from, first_byte(buffer), dst.dtype(), n * cols);
-    copy_2d(first_byte(dst) + r0 * row_stride * esize, row_stride, col_stride, first_byte(buffer), cols, 1, n, cols,
+    convert_run(src + r0 * stored_row, from, buffer.bytes(), dst.dtype(), n * cols);
+    copy_2d(dst.bytes() + r0 * row_stride * esize, row_stride, col_stride, buffer.bytes(), cols, 1, n, cols,
             static_cast<size_t>(esize));
   }
 }
@@ -439,7 +435,7 @@ void write_tensor(AtomicFile& out, const Tensor& t) {
   const int64_t esize = static_cast<int64_t>(dtype_size(t.dtype()));
   if (t.numel() == 0) return;
   if (t.is_contiguous()) {
-    out.write(first_byte(t), static_cast<size_t>(t.numel() * esize));
+    out.write(t.bytes(), static_cast<size_t>(t.numel() * esize));
     return;
   }
   const int64_t rows = t.size(0), cols = t.numel() / rows;
@@ -449,11 +445,11 @@ void write_tensor(AtomicFile& out, const Tensor& t) {
     const int64_t n = std::min(block, rows - r0);
     Tensor part = buffer;
     if (t.dim() == 2)
-      copy_2d(first_byte(buffer), cols, 1, first_byte(t) + r0 * t.strides()[0] * esize, t.strides()[0], t.strides()[1],
+      copy_2d(buffer.bytes(), cols, 1, t.bytes() + r0 * t.strides()[0] * esize, t.strides()[0], t.strides()[1],
               n, cols, static_cast<size_t>(esize));
     else
       part = contiguous(slice(t, 0, r0, r0 + n));
-    out.write(first_byte(part), static_cast<size_t>(n * cols * esize));
+    out.write(part.bytes(), static_cast<size_t>(n * cols * esize));
   }
 }
 

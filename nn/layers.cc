@@ -14,13 +14,22 @@ namespace {
 void require_positive(int64_t v, const char* what) {
   if (v <= 0) throw std::invalid_argument(std::string(what) + " must be positive, got " + std::to_string(v));
 }
+
+// Parameter initialisers (Module::register_parameter): they may run later, when the model's
+// ParameterArena is allocated, so they hold the generator by reference and the rest by value.
+std::function<void(Tensor&)> normal_init(Generator& gen, double std) {
+  return [&gen, std](Tensor& p) { p.normal_(gen, std); };
+}
+std::function<void(Tensor&)> constant_init(double value) {
+  return [value](Tensor& p) { p.fill_(value); };
+}
 }  // namespace
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, Generator& gen, DType dtype, double init_std) {
   require_positive(in_features, "Linear: in_features");
   require_positive(out_features, "Linear: out_features");
-  weight = register_parameter("weight", Tensor::randn({out_features, in_features}, gen, dtype, init_std));
-  if (has_bias) bias = register_parameter("bias", Tensor::zeros({out_features}, dtype));
+  weight = register_parameter("weight", {out_features, in_features}, dtype, normal_init(gen, init_std));
+  if (has_bias) bias = register_parameter("bias", {out_features}, dtype, constant_init(0));
 }
 
 Tensor Linear::forward(const Tensor& x) const {
@@ -33,16 +42,16 @@ Tensor Linear::forward(const Tensor& x) const {
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype, double init_std) {
   require_positive(num_embeddings, "Embedding: num_embeddings");
   require_positive(embedding_dim, "Embedding: embedding_dim");
-  weight = register_parameter("weight", Tensor::randn({num_embeddings, embedding_dim}, gen, dtype, init_std));
+  weight = register_parameter("weight", {num_embeddings, embedding_dim}, dtype, normal_init(gen, init_std));
 }
 
 Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }
 
 LayerNorm::LayerNorm(int64_t C, DType dtype, bool has_bias, double eps_) : eps(eps_) {
   require_positive(C, "LayerNorm: C");
-  weight = register_parameter("weight", Tensor::ones({C}, dtype));
+  weight = register_parameter("weight", {C}, dtype, constant_init(1));
   // GPT-2 always has the bias; with bias = false a constant zero beta stands in (not trained).
-  bias = has_bias ? register_parameter("bias", Tensor::zeros({C}, dtype)) : Tensor::zeros({C}, dtype);
+  bias = has_bias ? register_parameter("bias", {C}, dtype, constant_init(0)) : Tensor::zeros({C}, dtype);
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 
-#include "autograd/allocator.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
 
@@ -43,16 +41,54 @@ void Module::zero_grad() {
   for (const Tensor& t : parameters()) t.zero_grad();
 }
 
+Tensor Module::register_parameter(const std::string& name, const Shape& shape, DType dtype,
+                                  std::function<void(Tensor&)> init) {
+  ParameterArena* arena = ParameterArena::open_arena();
+  Tensor p = arena != nullptr ? Tensor::unallocated(shape, dtype) : Tensor::empty(shape, dtype);
+  p.set_requires_grad(true);
+  if (arena != nullptr) {
+    arena->pending_.emplace_back(p, std::move(init));
+  } else {
+    init(p);
+  }
+  params_.emplace_back(name, p);
+  return p;
+}
+
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  if (ParameterArena::open_arena() != nullptr)
+    return register_parameter(name, value.shape(), value.dtype(), [value](Tensor& p) { p.copy_from(value); });
   value.set_requires_grad(true);
   params_.emplace_back(name, value);
   return value;
 }
 
-ParameterArena::ParameterArena(const Module& module) : ParameterArena(module.named_parameters()) {}
+ParameterArena*& ParameterArena::open_arena() {
+  thread_local ParameterArena* innermost = nullptr;
+  return innermost;
+}
 
-ParameterArena::ParameterArena(std::vector<std::pair<std::string, Tensor>> named_parameters)
-    : named_(std::move(named_parameters)) {
+ParameterArena::ParameterArena() : enclosing_(open_arena()) { open_arena() = this; }
+
+ParameterArena::~ParameterArena() { close(); }
+
+void ParameterArena::close() {
+  if (!open_) return;
+  open_ = false;
+  // Unlink this arena from the chain of open ones (it is the innermost unless arenas were
+  // allocated out of order).
+  for (ParameterArena** a = &open_arena(); *a != nullptr; a = &(*a)->enclosing_) {
+    if (*a == this) {
+      *a = enclosing_;
+      break;
+    }
+  }
+}
+
+void ParameterArena::allocate(std::vector<std::pair<std::string, Tensor>> named_parameters) {
+  if (!open_) throw std::logic_error("ParameterArena: already allocated; an arena is allocated once");
+  close();  // also when this fails: later modules must not register into a broken arena
+  named_ = std::move(named_parameters);
   if (named_.empty()) throw std::invalid_argument("ParameterArena: the module has no parameters");
   const DType dtype = named_.front().second.dtype();
   int64_t total = 0;
@@ -64,31 +100,27 @@ ParameterArena::ParameterArena(std::vector<std::pair<std::string, Tensor>> named
   }
   params_ = Tensor::empty({total}, dtype);
   grads_ = Tensor::zeros({total}, dtype);
-  const size_t esize = dtype_size(dtype);
   int64_t offset = 0;
   for (auto& [name, t] : named_) {
-    // Copy the values in, then re-point the parameter's shared TensorImpl at the arena, so
-    // every handle to it (module members, optimizer, user code) now reads the arena.
-    const Tensor values = t.clone();
-    TensorImpl* impl = t.impl();
-    std::memcpy(static_cast<char*>(params_.impl()->storage->data) + offset * esize,
-                values.impl()->storage->data, static_cast<size_t>(t.numel()) * esize);
-    impl->storage = params_.impl()->storage;
-    impl->offset = offset;
-    impl->strides = contiguous_strides(impl->shape);
-    auto g = TensorImpl::make();
-    g->storage = grads_.impl()->storage;
-    g->offset = offset;
-    g->shape = impl->shape;
-    g->strides = impl->strides;
-    g->dtype = dtype;
-    impl->grad = g;
+    try {
+      t.allocate_in(params_, offset);
+    } catch (const std::logic_error&) {
+      throw std::logic_error("ParameterArena: parameter '" + name + "' already has its own storage; build the "
+                             "module after opening the arena (ParameterArena arena; then the module; then "
+                             "arena.allocate(module)), so that its parameters are allocated inside it");
+    }
+    Tensor g = Tensor::unallocated(t.shape(), dtype);
+    g.allocate_in(grads_, offset);
+    t.set_grad(g);
     offset += t.numel();
   }
-  // The parameters' old buffers (and the copies made above) are free now, and the storage cache
-  // would keep them for reuse: no later tensor has their sizes, so for GPT-2 small that is a dead
-  // gigabyte of RSS. Hand them back to the system.
-  empty_storage_cache();
+  for (auto& [p, init] : pending_) {
+    if (!p.shares_storage(params_))
+      throw std::logic_error("ParameterArena: a " + shape_str(p.shape()) + " parameter registered while the arena "
+                             "was open is missing from the parameters given to allocate()");
+    init(p);
+  }
+  pending_.clear();
 }
 
 void ParameterArena::zero_grad() {

@@ -1,13 +1,19 @@
 // Module: the nn building block (as torch.nn.Module). A module owns named parameters and named
 // child modules; parameters are leaf Tensors with requires_grad set.
 //
-// ParameterArena then moves every parameter of a model into ONE aligned buffer (and every
-// gradient into a second one), so optimizer updates, zero_grad, gradient-norm clipping and
-// checkpoint writes are single loops over contiguous memory (as llm.c does). The parameters lie
-// in the order given; a model that puts each optimizer group's parameters side by side (GPT:
-// the decayed weights first) gets each group updated as one range (optim.h).
+// A ParameterArena holds every parameter of a model in ONE aligned buffer (and every gradient in
+// a second one), so optimizer updates, zero_grad, gradient-norm clipping and checkpoint writes
+// are single loops over contiguous memory. As llm.c's malloc_and_point_parameters, it is laid out
+// first and allocated once: modules built while an arena is open register their parameters
+// unallocated, then allocate() makes the two buffers, points each parameter into them and runs
+// the initialisers in registration order (so a seed draws the same numbers as without an arena).
+// A tensor that already has storage is never re-pointed, since views taken of it would keep the
+// old data. The parameters lie in the order given to allocate(); a model that puts each optimizer
+// group's parameters side by side (GPT: the decayed weights first) gets each group updated as one
+// range (optim.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,8 +46,14 @@ class Module {
   /// Sets every parameter's gradient to zero (keeps the buffers).
   void zero_grad();
 
-  /// Adds a parameter (marked requires_grad) and returns it. Register before packing the
-  /// module into a ParameterArena: a later parameter is not in the arena.
+  /// Adds a parameter (marked requires_grad) of `shape` and `dtype` and returns it; `init`
+  /// writes its values once it has storage: at once, or, while a ParameterArena is open on this
+  /// thread, when that arena is allocated (so whatever init reads, a Generator say, must live
+  /// until then). Until then the parameter is unallocated and reading it throws.
+  Tensor register_parameter(const std::string& name, const Shape& shape, DType dtype,
+                            std::function<void(Tensor&)> init);
+  /// Adds a parameter holding value's values. Without an open arena that is `value` itself (now
+  /// requiring grad); with one, a new parameter that gets a copy when the arena is allocated.
   Tensor register_parameter(const std::string& name, Tensor value);
 
  protected:
@@ -61,17 +73,33 @@ class Module {
   bool training_ = true;
 };
 
-/// One contiguous buffer holding all of a module's parameters, and one for their gradients.
-/// Construction moves the parameters in place (every Tensor handle to a parameter sees the
-/// new storage) and gives each a zeroed gradient view; the module must outlive nothing here:
-/// the arena only holds tensors.
+/// One contiguous buffer holding all of a model's parameters, and one for their gradients:
+///
+///     nn::ParameterArena arena;   // open: parameters registered on this thread are laid out here
+///     Net net(gen);               // registers its parameters, unallocated
+///     arena.allocate(net);        // one buffer each for values and gradients; inits run; closed
+///
+/// Every parameter is a view into params(), its gradient (zeroed) a view into grads(). The arena
+/// only holds tensors: it need not outlive the module, nor the module it. Not movable: modules
+/// find the open arena through a per-thread pointer to it.
 class ParameterArena {
  public:
-  /// Packs module's parameters in registration order. Throws std::invalid_argument if they
-  /// mix dtypes or there are none.
-  explicit ParameterArena(const Module& module);
-  /// Packs the given named parameters in the given order (a model's own grouping). Same errors.
-  explicit ParameterArena(std::vector<std::pair<std::string, Tensor>> named_parameters);
+  /// Opens the arena on this thread (arenas nest: the innermost open one takes the parameters).
+  ParameterArena();
+  /// Closes the arena if allocate() was never called (e.g. a model constructor threw).
+  ~ParameterArena();
+  ParameterArena(const ParameterArena&) = delete;
+  ParameterArena& operator=(const ParameterArena&) = delete;
+
+  /// Allocates module's parameters in registration order; see the other overload.
+  void allocate(const Module& module) { allocate(module.named_parameters()); }
+  /// Allocates the two buffers, places the given parameters in the given order (a model's own
+  /// grouping), runs every registered initialiser in registration order, and closes the arena.
+  /// Throws std::logic_error when the arena is not open or a parameter was not registered while
+  /// it was (one that already has storage names the fix: build the module after opening the
+  /// arena), or when a parameter registered here is missing from the list;
+  /// std::invalid_argument when they mix dtypes or there are none.
+  void allocate(std::vector<std::pair<std::string, Tensor>> named_parameters);
 
   /// All parameters as one flat (N,) tensor, in the order they were given.
   const Tensor& params() const { return params_; }
@@ -94,8 +122,17 @@ class ParameterArena {
   double clip_grad_norm(double max_norm);
 
  private:
+  friend class Module;  // register_parameter lays parameters out in the open arena
+  /// The innermost arena open on this thread, or null.
+  static ParameterArena*& open_arena();
+  void close();
+
   Tensor params_, grads_;
   std::vector<std::pair<std::string, Tensor>> named_;
+  // Registered while open: each parameter and its initialiser, in registration order.
+  std::vector<std::pair<Tensor, std::function<void(Tensor&)>>> pending_;
+  ParameterArena* enclosing_ = nullptr;  // the arena open before this one
+  bool open_ = true;
 };
 
 /// The factor torch.nn.utils.clip_grad_norm_ multiplies every gradient by: min(1, max_norm /

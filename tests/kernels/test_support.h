@@ -1,5 +1,5 @@
 // Shared helpers of the kernel tests: sizes, tolerances, misaligned buffers, random data and an
-// exact comparison; closeness is tests/test_util.h's allclose.
+// exact comparison; closeness is tests/allclose.h.
 #pragma once
 
 #include <algorithm>
@@ -16,7 +16,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "tests/test_util.h"
+#include "tests/allclose.h"
 
 namespace attograd::kernels::testing {
 

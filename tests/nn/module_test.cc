@@ -11,6 +11,7 @@
 using namespace attograd;
 using namespace attograd::nn;
 using attograd::testing::allclose;
+using attograd::testing::expect_throw_with;
 
 namespace {
 // Two linears, nested, to check names and packing order.
@@ -39,25 +40,30 @@ BOOST_AUTO_TEST_CASE(named_parameters_are_dotted_and_ordered) {
   BOOST_TEST(!m.first->is_training());
 }
 
-BOOST_AUTO_TEST_CASE(arena_packs_values_and_gradients_in_place) {
-  Generator gen(1);
-  TwoLayer m(gen);
-  const std::vector<double> w_before = m.first->weight.to_vector();
-  const Tensor x = Tensor::randn({5, 3}, gen, DType::f64);
-  const std::vector<double> y_before = m.forward(x).to_vector();
+BOOST_AUTO_TEST_CASE(arena_allocates_values_and_gradients_in_place) {
+  // The same module built without an arena: the values a seed gives.
+  Generator gen_plain(1);
+  TwoLayer plain(gen_plain);
+  const Tensor x = Tensor::randn({5, 3}, gen_plain, DType::f64);
 
-  ParameterArena arena(m);
+  Generator gen(1);
+  ParameterArena arena;
+  TwoLayer m(gen);
+  // Laid out, not yet allocated: reading a parameter says why it cannot.
+  expect_throw_with<std::logic_error>([&] { (void)m.first->weight.to_vector(); }, "has no storage yet");
+  arena.allocate(m);
   BOOST_TEST(arena.params().numel() == m.num_parameters());
   BOOST_TEST(arena.named_parameters()[1].first == "first.bias");  // registration order
-  // Same values, now living in the arena: the module's own handles see the move.
-  BOOST_TEST(m.first->weight.to_vector() == w_before);
-  BOOST_TEST(m.first->weight.impl()->storage == arena.params().impl()->storage);
-  BOOST_TEST(m.forward(x).to_vector() == y_before);
+  // Initialised in registration order from the same generator: the same numbers, in the arena.
+  BOOST_TEST(m.first->weight.to_vector() == plain.first->weight.to_vector());
+  BOOST_TEST(m.second->weight.to_vector() == plain.second->weight.to_vector());
+  BOOST_TEST(m.first->weight.shares_storage(arena.params()));
+  BOOST_TEST(m.forward(x).to_vector() == plain.forward(x).to_vector());
 
   // Backward writes straight into the gradient arena.
   sum(m.forward(x)).backward();
   const Tensor g = m.second->weight.grad();
-  BOOST_TEST(g.impl()->storage == arena.grads().impl()->storage);
+  BOOST_TEST(g.shares_storage(arena.grads()));
   double sq = 0;
   for (const Tensor& p : m.parameters())
     for (double v : p.grad().to_vector()) sq += v * v;
@@ -75,4 +81,38 @@ BOOST_AUTO_TEST_CASE(arena_packs_values_and_gradients_in_place) {
 
   arena.zero_grad();
   for (double v : m.first->bias.grad().to_vector()) BOOST_TEST(v == 0.0);
+}
+
+// A tensor that already has storage is never re-pointed: a view taken of it earlier would keep
+// the old data while the module read the arena. allocate() refuses it and names the fix.
+BOOST_AUTO_TEST_CASE(arena_refuses_a_module_built_before_it) {
+  Generator gen(2);
+  TwoLayer early(gen);
+  const Tensor view = transpose(early.first->weight, 0, 1);
+  ParameterArena arena;
+  expect_throw_with<std::logic_error>([&] { arena.allocate(early); },
+                                      "parameter 'first.weight' already has its own storage; build the module after "
+                                      "opening the arena");
+  BOOST_TEST(view.shares_storage(early.first->weight));  // untouched
+  BOOST_TEST(!early.first->weight.shares_storage(arena.params()));
+}
+
+// Every parameter registered while the arena is open must be given to allocate(): one left
+// out would stay unallocated.
+BOOST_AUTO_TEST_CASE(arena_refuses_a_missing_parameter_and_a_second_allocate) {
+  Generator gen(3);
+  ParameterArena arena;
+  TwoLayer m(gen);
+  auto named = m.named_parameters();
+  named.pop_back();
+  expect_throw_with<std::logic_error>([&] { arena.allocate(named); },
+                                      "a (2, 4) parameter registered while the arena was open is missing");
+  ParameterArena second;
+  TwoLayer n(gen);
+  second.allocate(n);
+  expect_throw_with<std::logic_error>([&] { second.allocate(n); }, "already allocated");
+  // Closed: a module built now allocates its own parameters at once.
+  TwoLayer after(gen);
+  BOOST_TEST(!after.first->weight.shares_storage(second.params()));
+  BOOST_TEST(after.first->weight.to_vector().size() == 12u);
 }

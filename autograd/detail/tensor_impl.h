@@ -1,0 +1,68 @@
+// The insides of a Tensor: its storage and the shared state behind the handle. Only autograd's
+// own sources (ops, engine, graph printing) and its white-box tests (tests/autograd) include this
+// header; nn/, gpt/, examples and the tests of those layers go through Tensor's public API. The
+// build enforces it: autograd/detail/ is on a PRIVATE include root of the attograd target
+// (autograd/CMakeLists.txt), and tests/layering checks that nn/ cannot include it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "autograd/tensor.h"
+
+namespace attograd {
+class Node;
+}
+
+namespace attograd::detail {
+
+/// A 64-byte aligned, uninitialised byte buffer shared by a tensor and all its views.
+struct Storage {
+  /// A new storage of `bytes` bytes, the object itself from the small-object pool (allocator.h).
+  static std::shared_ptr<Storage> make(size_t bytes);
+  explicit Storage(size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+/// The shared state behind a Tensor handle. Users go through Tensor; ops and the engine read
+/// these fields directly.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;  // null only for Tensor::unallocated() before allocate_in()
+  Shape shape;
+  Shape strides;        // in elements; 0 for a broadcast (expanded) dimension
+  int64_t offset = 0;   // in elements, from storage->data
+  DType dtype = DType::f32;
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf, same shape, contiguous
+  std::shared_ptr<Node> grad_fn;     // the op that produced this tensor; null for leaves
+
+  /// A new, empty impl from the small-object pool (allocator.h): creating a tensor or a view in a
+  /// training step calls malloc for none of its parts.
+  static std::shared_ptr<TensorImpl> make();
+  TensorImpl() = default;
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+  // Frees the graph behind grad_fn iteratively: a million-node chain must not recurse.
+  ~TensorImpl();
+};
+
+/// The one door from a Tensor handle to its insides (Tensor befriends it).
+struct TensorAccess {
+  static TensorImpl* impl(const Tensor& t) { return t.impl_.get(); }
+  static const std::shared_ptr<TensorImpl>& impl_ptr(const Tensor& t) { return t.impl_; }
+  static Tensor wrap(std::shared_ptr<TensorImpl> impl) { return Tensor(std::move(impl)); }
+};
+
+/// t's impl (null for an undefined tensor).
+inline TensorImpl* impl(const Tensor& t) { return TensorAccess::impl(t); }
+/// t's impl as the shared handle (to store it, as a gradient or a retained output).
+inline const std::shared_ptr<TensorImpl>& impl_ptr(const Tensor& t) { return TensorAccess::impl_ptr(t); }
+/// A Tensor handle to impl.
+inline Tensor wrap(std::shared_ptr<TensorImpl> impl) { return TensorAccess::wrap(std::move(impl)); }
+
+}  // namespace attograd::detail
