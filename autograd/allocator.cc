@@ -1,12 +1,12 @@
 #include "autograd/allocator.h"
 
+#include <unistd.h>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <new>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "autograd/size_math.h"
@@ -109,7 +109,8 @@ void release_storage(void* block, size_t bytes) noexcept {
 size_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return 0;
-  return checked_mul(static_cast<size_t>(pages), static_cast<size_t>(page_size), "physical memory in bytes");
+  return checked_mul(static_cast<size_t>(pages), static_cast<size_t>(page_size),
+                     "physical memory in bytes");
 }
 
 AllocatorStats allocator_stats() {
@@ -129,7 +130,8 @@ namespace {
 constexpr size_t kSmallGranule = 32;
 constexpr size_t kSmallMax = 1024;
 constexpr size_t kSmallClasses = kSmallMax / kSmallGranule;
-static_assert(kSmallGranule >= alignof(std::max_align_t) && kSmallGranule % alignof(std::max_align_t) == 0);
+static_assert(kSmallGranule >= alignof(std::max_align_t) &&
+              kSmallGranule % alignof(std::max_align_t) == 0);
 
 // Set when this thread's lists are gone (thread exit): objects destroyed after that, such as
 // statics at program exit, go straight to operator delete. (A plain bool: it outlives the lists.)
@@ -158,7 +160,8 @@ SmallFreeLists& small_lists() {
 }  // namespace
 
 void* allocate_small(size_t bytes) {
-  if (bytes == 0 || bytes > kSmallMax || t_small_lists_gone) return ::operator new(bytes == 0 ? 1 : bytes);
+  if (bytes == 0 || bytes > kSmallMax || t_small_lists_gone)
+    return ::operator new(bytes == 0 ? 1 : bytes);
   const size_t cls = (bytes - 1) / kSmallGranule;
   void*& head = small_lists().heads[cls];
   if (head != nullptr) {

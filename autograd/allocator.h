@@ -21,10 +21,10 @@ void release_storage(void* block, size_t bytes) noexcept;
 
 /// Counters for tests and `attograd info`.
 struct AllocatorStats {
-  size_t cached_bytes = 0;   // held in the cache, ready for reuse
+  size_t cached_bytes = 0;  // held in the cache, ready for reuse
   size_t cached_blocks = 0;
-  size_t hits = 0;           // allocations served from the cache
-  size_t misses = 0;         // allocations that went to the system
+  size_t hits = 0;    // allocations served from the cache
+  size_t misses = 0;  // allocations that went to the system
 };
 AllocatorStats allocator_stats();
 
@@ -62,7 +62,9 @@ struct PoolAllocator {
   T* allocate(size_t n) { return static_cast<T*>(allocate_small(n * sizeof(T))); }
   void deallocate(T* p, size_t n) noexcept { release_small(p, n * sizeof(T)); }
   template <typename U>
-  bool operator==(const PoolAllocator<U>&) const { return true; }
+  bool operator==(const PoolAllocator<U>&) const {
+    return true;
+  }
 };
 
 }  // namespace attograd

@@ -61,8 +61,8 @@ namespace {
 struct BackwardLists {
   std::vector<std::shared_ptr<Node>> order;                     // topological order
   std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;  // (node, next input to visit)
-  uint64_t pass = 0;      // marks the nodes this pass visited
-  bool running = false;   // a pass is under way on this thread
+  uint64_t pass = 0;                                            // marks the nodes this pass visited
+  bool running = false;  // a pass is under way on this thread
 };
 
 BackwardLists& backward_lists() {
@@ -108,18 +108,22 @@ class Engine {
 
 void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   if (!root.requires_grad())
-    throw std::logic_error("backward: the tensor does not require grad and has no grad_fn "
-                           "(mark a leaf with set_requires_grad() before computing from it)");
+    throw std::logic_error(
+        "backward: the tensor does not require grad and has no grad_fn "
+        "(mark a leaf with set_requires_grad() before computing from it)");
   Tensor seed = grad_output;
   if (!seed.defined()) {
     if (root.numel() != 1)
-      throw std::invalid_argument("backward: grad_output can be omitted only for a one-element "
-                                  "output; this output has shape " + shape_str(root.shape()));
+      throw std::invalid_argument(
+          "backward: grad_output can be omitted only for a one-element "
+          "output; this output has shape " +
+          shape_str(root.shape()));
     seed = Tensor::ones(root.shape(), root.dtype());
   } else if (seed.shape() != root.shape() || seed.dtype() != root.dtype()) {
     throw std::invalid_argument("backward: grad_output must match the output, expected " +
-                                shape_str(root.shape()) + " " + dtype_name(root.dtype()) + ", got " +
-                                shape_str(seed.shape()) + " " + dtype_name(seed.dtype()));
+                                shape_str(root.shape()) + " " + dtype_name(root.dtype()) +
+                                ", got " + shape_str(seed.shape()) + " " +
+                                dtype_name(seed.dtype()));
   } else {
     seed = seed.clone();  // VJPs read it; never alias the caller's buffer
   }
@@ -145,7 +149,8 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
 
   BackwardLists& lists = backward_lists();
   if (lists.running)
-    throw std::logic_error("backward: called from inside a backward pass (higher-order gradients are not supported)");
+    throw std::logic_error(
+        "backward: called from inside a backward pass (higher-order gradients are not supported)");
   lists.running = true;
   topological_order(root.grad_fn(), lists);
   // dL/d(output) of each node still to run lives on the node (Node::grad_), dropped as soon as

@@ -57,7 +57,9 @@ class Node {
   /// (Tensor::retain_grad). Held weakly: a node never owns its output.
   void retain_grad_of(const std::shared_ptr<detail::TensorImpl>& output) { retained_ = output; }
   /// True when retain_grad_of(output) was called for this output.
-  bool retains_grad_of(const detail::TensorImpl* output) const { return output && retained_.lock().get() == output; }
+  bool retains_grad_of(const detail::TensorImpl* output) const {
+    return output && retained_.lock().get() == output;
+  }
 
  protected:
   Node(const char* name, TensorList inputs) : name_(name), inputs_(std::move(inputs)) {}
@@ -122,8 +124,9 @@ template <class F>
 Tensor record(Tensor output, const char* name, TensorList inputs, F&& backward) {
   if (!detail::needs_node(inputs)) return output;
   using NodeType = ClosureNode<std::decay_t<F>>;
-  detail::attach_node(output, std::allocate_shared<NodeType>(PoolAllocator<NodeType>(), name, std::move(inputs),
-                                                            std::forward<F>(backward)));
+  detail::attach_node(
+      output, std::allocate_shared<NodeType>(PoolAllocator<NodeType>(), name, std::move(inputs),
+                                             std::forward<F>(backward)));
   return output;
 }
 

@@ -17,8 +17,10 @@ double get(const Tensor& t, int64_t i) {
   return t.dtype() == DType::f64 ? t.data<double>()[i] : t.data<float>()[i];
 }
 void set(const Tensor& t, int64_t i, double v) {
-  if (t.dtype() == DType::f64) t.data<double>()[i] = v;
-  else t.data<float>()[i] = static_cast<float>(v);
+  if (t.dtype() == DType::f64)
+    t.data<double>()[i] = v;
+  else
+    t.data<float>()[i] = static_cast<float>(v);
 }
 
 // s(x) = <u, f(x)>, accumulated in double.
@@ -35,7 +37,8 @@ std::vector<Tensor> analytical(const GradcheckFn& f, const std::vector<Tensor>& 
   for (size_t i : checked) inputs[i].zero_grad();  // keeps a buffer (e.g. a parameter arena's)
   Tensor y = f(inputs);
   if (!y.requires_grad())
-    throw std::invalid_argument("gradcheck: the output does not depend on any input that requires grad");
+    throw std::invalid_argument(
+        "gradcheck: the output does not depend on any input that requires grad");
   y.backward(u);
   std::vector<Tensor> grads;
   for (size_t i : checked) {

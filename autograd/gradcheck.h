@@ -24,11 +24,11 @@ namespace attograd {
 
 /// Tolerances and mode. The defaults are PyTorch's for float64.
 struct GradcheckOptions {
-  double eps = 1e-6;    // finite-difference step
-  double atol = 1e-5;   // absolute tolerance
-  double rtol = 1e-3;   // relative tolerance, times |numerical|
-  bool fast_mode = false;  // compare vᵀ Jᵀ u per input instead of every element
-  uint64_t seed = 0;       // for u (and v in fast mode)
+  double eps = 1e-6;         // finite-difference step
+  double atol = 1e-5;        // absolute tolerance
+  double rtol = 1e-3;        // relative tolerance, times |numerical|
+  bool fast_mode = false;    // compare vᵀ Jᵀ u per input instead of every element
+  uint64_t seed = 0;         // for u (and v in fast mode)
   bool check_repeat = true;  // a second backward must give bit-identical gradients
 
   /// Settings for float32 inputs: eps near the cube root of f32's machine epsilon
@@ -57,8 +57,8 @@ struct GradcheckInputReport {
 struct GradcheckResult {
   bool passed = true;
   std::vector<GradcheckInputReport> inputs;  // one per input that requires grad
-  bool repeat_ok = true;  // the two backward passes agreed bit for bit
-  std::string message;    // empty when passed; else what failed
+  bool repeat_ok = true;                     // the two backward passes agreed bit for bit
+  std::string message;                       // empty when passed; else what failed
 };
 
 /// A function under test: a graph from `inputs` to one output tensor (any shape).

@@ -27,7 +27,8 @@ struct DotOptions {
   /// Names for leaves, e.g. a model's named_parameters() ("h.0.attn.c_attn.weight"); a leaf
   /// is matched by identity (the same TensorImpl), so a copy of the handle works, a clone not.
   std::vector<std::pair<std::string, Tensor>> names;
-  /// Graphviz's rankdir: "LR" (left to right, micrograd's) or "TB" (top to bottom, for deep graphs).
+  /// Graphviz's rankdir: "LR" (left to right, micrograd's) or "TB" (top to bottom, for deep
+  /// graphs).
   std::string rankdir = "LR";
   /// The drawing's title (a graph label at the top); empty for none.
   std::string title;

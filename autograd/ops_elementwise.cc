@@ -137,20 +137,23 @@ static void register_div(OpRegistry& r) {
 Tensor div(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("div", a, b);
   Tensor y = detail::binary_raw(BinaryOp::div, a, b);
-  return record(y, "div", {a, b}, [b = b.detach(), y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
-    if (same_shape_contiguous(g, b) && (!gi[0].defined() || gi[0].shape() == g.shape()) &&
-        (!gi[1].defined() || gi[1].shape() == g.shape())) {
-      dispatch_floating(g.dtype(), "div", [&]<typename T>() {
-        kernels::div_backward<T>(gi[0].defined() ? gi[0].data<T>() : nullptr,
-                                 gi[1].defined() ? gi[1].data<T>() : nullptr, b.data<T>(),
-                                 y.data<T>(), g.data<T>(), g.numel());
+  return record(
+      y, "div", {a, b}, [b = b.detach(), y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
+        if (same_shape_contiguous(g, b) && (!gi[0].defined() || gi[0].shape() == g.shape()) &&
+            (!gi[1].defined() || gi[1].shape() == g.shape())) {
+          dispatch_floating(g.dtype(), "div", [&]<typename T>() {
+            kernels::div_backward<T>(gi[0].defined() ? gi[0].data<T>() : nullptr,
+                                     gi[1].defined() ? gi[1].data<T>() : nullptr, b.data<T>(),
+                                     y.data<T>(), g.data<T>(), g.numel());
+          });
+          return;
+        }
+        if (gi[0].defined()) accumulate_broadcast(gi[0], detail::binary_raw(BinaryOp::div, g, b));
+        if (gi[1].defined())
+          accumulate_broadcast(
+              gi[1], detail::binary_raw(BinaryOp::div, detail::binary_raw(BinaryOp::mul, g, y), b),
+              -1.0);
       });
-      return;
-    }
-    if (gi[0].defined()) accumulate_broadcast(gi[0], detail::binary_raw(BinaryOp::div, g, b));
-    if (gi[1].defined())
-      accumulate_broadcast(gi[1], detail::binary_raw(BinaryOp::div, detail::binary_raw(BinaryOp::mul, g, y), b), -1.0);
-  });
 }
 
 // ----- add_scalar -----
@@ -167,11 +170,11 @@ Tensor add_scalar(const Tensor& x, double s) {
   const Tensor xc = detail::contiguous_data(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_floating(x.dtype(), "add_scalar", [&]<typename T>() {
-    kernels::binary_scalar_right<T>(BinaryOp::add, y.data<T>(), xc.data<T>(), static_cast<T>(s), y.numel());
+    kernels::binary_scalar_right<T>(BinaryOp::add, y.data<T>(), xc.data<T>(), static_cast<T>(s),
+                                    y.numel());
   });
-  return record(y, "add_scalar", {x}, [](const Tensor& g, std::span<Tensor> gi) {
-    detail::accumulate(gi[0], g);
-  });
+  return record(y, "add_scalar", {x},
+                [](const Tensor& g, std::span<Tensor> gi) { detail::accumulate(gi[0], g); });
 }
 
 // ----- mul_scalar -----
@@ -188,11 +191,11 @@ Tensor mul_scalar(const Tensor& x, double s) {
   const Tensor xc = detail::contiguous_data(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_floating(x.dtype(), "mul_scalar", [&]<typename T>() {
-    kernels::binary_scalar_right<T>(BinaryOp::mul, y.data<T>(), xc.data<T>(), static_cast<T>(s), y.numel());
+    kernels::binary_scalar_right<T>(BinaryOp::mul, y.data<T>(), xc.data<T>(), static_cast<T>(s),
+                                    y.numel());
   });
-  return record(y, "mul_scalar", {x}, [s](const Tensor& g, std::span<Tensor> gi) {
-    detail::accumulate(gi[0], g, s);
-  });
+  return record(y, "mul_scalar", {x},
+                [s](const Tensor& g, std::span<Tensor> gi) { detail::accumulate(gi[0], g, s); });
 }
 
 // ----- the pointwise functions: y = f(x), dx = dy ⊙ f′(x), on kernels/elementwise.h -----
@@ -233,11 +236,14 @@ Tensor unary(UnaryOp op, const char* name, const Tensor& x) {
   dispatch_floating(x.dtype(), name, [&]<typename T>() {
     kernels::unary_forward<T>(op, y.data<T>(), xc.data<T>(), y.numel());
   });
-  return record(y, name, {x}, [op, name, xc = xc.detach(), y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), name, [&]<typename T>() {
-      kernels::unary_backward<T>(op, gi[0].data<T>(), xc.data<T>(), y.data<T>(), g.data<T>(), g.numel());
-    });
-  });
+  return record(
+      y, name, {x},
+      [op, name, xc = xc.detach(), y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
+        dispatch_floating(g.dtype(), name, [&]<typename T>() {
+          kernels::unary_backward<T>(op, gi[0].data<T>(), xc.data<T>(), y.data<T>(), g.data<T>(),
+                                     g.numel());
+        });
+      });
 }
 
 }  // namespace
@@ -268,7 +274,8 @@ Tensor pow(const Tensor& x, double p) {
   });
   return record(y, "pow", {x}, [p, xc = xc.detach()](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "pow", [&]<typename T>() {
-      kernels::pow_backward<T>(gi[0].data<T>(), xc.data<T>(), static_cast<T>(p), g.data<T>(), g.numel());
+      kernels::pow_backward<T>(gi[0].data<T>(), xc.data<T>(), static_cast<T>(p), g.data<T>(),
+                               g.numel());
     });
   });
 }

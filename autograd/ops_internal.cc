@@ -53,7 +53,8 @@ int64_t wrap_dim(int64_t d, int64_t ndim, const char* op) {
 }
 
 void check_floating_pair(const char* op, const Tensor& a, const Tensor& b) {
-  if (!a.defined() || !b.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  if (!a.defined() || !b.defined())
+    throw std::invalid_argument(std::string(op) + ": undefined tensor");
   if (a.dtype() == DType::i64 || b.dtype() == DType::i64) throw_not_floating(op, DType::i64);
   if (a.dtype() != b.dtype())
     throw std::invalid_argument(std::string(op) + ": dtypes differ, " + dtype_name(a.dtype()) +
@@ -73,21 +74,23 @@ void accumulate(const Tensor& dst, const Tensor& src, double alpha) {
     T* d = dst.data<T>();
     const T* s = src.data<T>();
     const T a = static_cast<T>(alpha);
-    for_each_row<2>(src.shape(), {dst.strides(), src.strides()}, [&](auto off, int64_t n, auto inner) {
-      T* dr = d + off[0];
-      const T* sr = s + off[1];
-      if (inner[0] == 1 && inner[1] == 1 && n >= kKernelMinRow) {
-        kernels::axpy<T>(dr, a, sr, n);
-      } else if (inner[0] == 1 && inner[1] == 1) {  // a short row: a call to the kernel costs more
-        for (int64_t i = 0; i < n; ++i) dr[i] += a * sr[i];
-      } else if (inner[0] == 0 && inner[1] == 1) {  // reduce a row into one element
-        *dr += a * static_cast<T>(kernels::sum_all_double<T>(sr, n));
-      } else if (inner[0] == 1 && inner[1] == 0) {  // broadcast one element over a row
-        kernels::binary_scalar_right<T>(kernels::BinaryOp::add, dr, dr, a * *sr, n);
-      } else {
-        for (int64_t i = 0; i < n; ++i) dr[i * inner[0]] += a * sr[i * inner[1]];
-      }
-    });
+    for_each_row<2>(
+        src.shape(), {dst.strides(), src.strides()}, [&](auto off, int64_t n, auto inner) {
+          T* dr = d + off[0];
+          const T* sr = s + off[1];
+          if (inner[0] == 1 && inner[1] == 1 && n >= kKernelMinRow) {
+            kernels::axpy<T>(dr, a, sr, n);
+          } else if (inner[0] == 1 &&
+                     inner[1] == 1) {  // a short row: a call to the kernel costs more
+            for (int64_t i = 0; i < n; ++i) dr[i] += a * sr[i];
+          } else if (inner[0] == 0 && inner[1] == 1) {  // reduce a row into one element
+            *dr += a * static_cast<T>(kernels::sum_all_double<T>(sr, n));
+          } else if (inner[0] == 1 && inner[1] == 0) {  // broadcast one element over a row
+            kernels::binary_scalar_right<T>(kernels::BinaryOp::add, dr, dr, a * *sr, n);
+          } else {
+            for (int64_t i = 0; i < n; ++i) dr[i * inner[0]] += a * sr[i * inner[1]];
+          }
+        });
   });
 }
 
@@ -95,14 +98,16 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   const size_t esize = dtype_size(src.dtype());
   char* d = dst.bytes();
   const char* s = src.bytes();
-  for_each_row<2>(src.shape(), {dst.strides(), src.strides()}, [&](auto off, int64_t n, auto inner) {
-    if (inner[0] == 1 && inner[1] == 1) {
-      std::memcpy(d + off[0] * esize, s + off[1] * esize, static_cast<size_t>(n) * esize);
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        std::memcpy(d + (off[0] + i * inner[0]) * esize, s + (off[1] + i * inner[1]) * esize, esize);
-    }
-  });
+  for_each_row<2>(
+      src.shape(), {dst.strides(), src.strides()}, [&](auto off, int64_t n, auto inner) {
+        if (inner[0] == 1 && inner[1] == 1) {
+          std::memcpy(d + off[0] * esize, s + off[1] * esize, static_cast<size_t>(n) * esize);
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            std::memcpy(d + (off[0] + i * inner[0]) * esize, s + (off[1] + i * inner[1]) * esize,
+                        esize);
+        }
+      });
 }
 
 Tensor contiguous_data(const Tensor& t) {
@@ -116,10 +121,14 @@ namespace {
 template <typename T>
 T apply(kernels::BinaryOp op, T a, T b) {
   switch (op) {
-    case kernels::BinaryOp::add: return a + b;
-    case kernels::BinaryOp::sub: return a - b;
-    case kernels::BinaryOp::mul: return a * b;
-    case kernels::BinaryOp::div: return a / b;
+    case kernels::BinaryOp::add:
+      return a + b;
+    case kernels::BinaryOp::sub:
+      return a - b;
+    case kernels::BinaryOp::mul:
+      return a * b;
+    case kernels::BinaryOp::div:
+      return a / b;
   }
   return T(0);
 }
@@ -133,20 +142,22 @@ Tensor binary_raw(kernels::BinaryOp op, const Tensor& a, const Tensor& b) {
     T* o = out.data<T>();
     const T* pa = ea.data<T>();
     const T* pb = eb.data<T>();
-    for_each_row<3>(shape, {out.strides(), ea.strides(), eb.strides()}, [&](auto off, int64_t n, auto inner) {
-      T* orow = o + off[0];
-      const T* ar = pa + off[1];
-      const T* br = pb + off[2];
-      if (inner[1] == 1 && inner[2] == 1) {
-        kernels::binary_forward<T>(op, orow, ar, br, n);
-      } else if (inner[1] == 1 && inner[2] == 0) {
-        kernels::binary_scalar_right<T>(op, orow, ar, *br, n);
-      } else if (inner[1] == 0 && inner[2] == 1) {
-        kernels::binary_scalar_left<T>(op, orow, *ar, br, n);
-      } else {
-        for (int64_t i = 0; i < n; ++i) orow[i] = apply(op, ar[i * inner[1]], br[i * inner[2]]);
-      }
-    });
+    for_each_row<3>(shape, {out.strides(), ea.strides(), eb.strides()},
+                    [&](auto off, int64_t n, auto inner) {
+                      T* orow = o + off[0];
+                      const T* ar = pa + off[1];
+                      const T* br = pb + off[2];
+                      if (inner[1] == 1 && inner[2] == 1) {
+                        kernels::binary_forward<T>(op, orow, ar, br, n);
+                      } else if (inner[1] == 1 && inner[2] == 0) {
+                        kernels::binary_scalar_right<T>(op, orow, ar, *br, n);
+                      } else if (inner[1] == 0 && inner[2] == 1) {
+                        kernels::binary_scalar_left<T>(op, orow, *ar, br, n);
+                      } else {
+                        for (int64_t i = 0; i < n; ++i)
+                          orow[i] = apply(op, ar[i * inner[1]], br[i * inner[2]]);
+                      }
+                    });
   });
   return out;
 }

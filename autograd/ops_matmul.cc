@@ -24,8 +24,8 @@ namespace {
 
 // How the last two dimensions of an operand sit in memory.
 struct MatrixOperand {
-  Tensor t;      // the tensor itself, or a contiguous copy when neither layout fits
-  bool trans;    // true: each matrix is stored transposed (column-major)
+  Tensor t;    // the tensor itself, or a contiguous copy when neither layout fits
+  bool trans;  // true: each matrix is stored transposed (column-major)
 };
 
 MatrixOperand as_matrix_operand(const Tensor& x) {
@@ -74,39 +74,55 @@ static void register_matmul(OpRegistry& r) {
          .vjp = "`dA = dC @ Bᵀ`, `dB = Aᵀ @ dC` (summed over broadcast batch)",
          .kernel = "kernels/matmul",
          .tests = "ops_test: transposed view; batched",
-         .cases = {
-             params_case("(T, C) @ (C, B)",
-                         [](const Sizes& s) { return Shapes{{s.T, s.C}, {s.C, s.B}}; }, plain),
-             params_case("(B, T, C) @ (C, 5), batch folded into rows",
-                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.C, 5}}; }, plain),
-             params_case("(B, T, C) @ (B, C, T) batched",
-                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, s.C, s.T}}; },
-                         plain),
-             params_case("(C, T) viewed transposed @ (B, 5, C) viewed transposed, broadcast batch",
-                         [](const Sizes& s) { return Shapes{{s.C, s.T}, {s.B, 5, s.C}}; },
-                         [](const Inputs& in) {
-                           return matmul(transpose(in[0], 0, 1), transpose(in[1], 1, 2));
-                         }),
-             params_case("(B, T, C) @ (B, T, C)ᵀ: attention scores Q Kᵀ",
-                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, s.T, s.C}}; },
-                         [](const Inputs& in) {
-                           return matmul(in[0], transpose(in[1], -2, -1));
-                         })}});
+         .cases = {params_case(
+                       "(T, C) @ (C, B)",
+                       [](const Sizes& s) {
+                         return Shapes{{s.T, s.C}, {s.C, s.B}};
+                       },
+                       plain),
+                   params_case(
+                       "(B, T, C) @ (C, 5), batch folded into rows",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, s.T, s.C}, {s.C, 5}};
+                       },
+                       plain),
+                   params_case(
+                       "(B, T, C) @ (B, C, T) batched",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, s.T, s.C}, {s.B, s.C, s.T}};
+                       },
+                       plain),
+                   params_case(
+                       "(C, T) viewed transposed @ (B, 5, C) viewed transposed, broadcast batch",
+                       [](const Sizes& s) {
+                         return Shapes{{s.C, s.T}, {s.B, 5, s.C}};
+                       },
+                       [](const Inputs& in) {
+                         return matmul(transpose(in[0], 0, 1), transpose(in[1], 1, 2));
+                       }),
+                   params_case(
+                       "(B, T, C) @ (B, T, C)ᵀ: attention scores Q Kᵀ",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, s.T, s.C}, {s.B, s.T, s.C}};
+                       },
+                       [](const Inputs& in) { return matmul(in[0], transpose(in[1], -2, -1)); })}});
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("matmul", a, b);
   if (a.dim() < 2 || b.dim() < 2)
-    throw std::invalid_argument("matmul: expected 2-D or batched operands (..., M, K) @ (..., K, N), got " +
-                                shape_str(a.shape()) + " @ " + shape_str(b.shape()) +
-                                " (reshape a vector to (1, K) or (K, 1))");
+    throw std::invalid_argument(
+        "matmul: expected 2-D or batched operands (..., M, K) @ (..., K, N), got " +
+        shape_str(a.shape()) + " @ " + shape_str(b.shape()) +
+        " (reshape a vector to (1, K) or (K, 1))");
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   if (b.size(-2) != K)
     throw std::invalid_argument("matmul: inner dimensions differ: " + shape_str(a.shape()) + " @ " +
                                 shape_str(b.shape()) + " (" + std::to_string(K) + " vs " +
                                 std::to_string(b.size(-2)) + ")");
-  const Shape batch = detail::broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
-                                               Shape(b.shape().begin(), b.shape().end() - 2), "matmul");
+  const Shape batch =
+      detail::broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                               Shape(b.shape().begin(), b.shape().end() - 2), "matmul");
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
@@ -125,35 +141,36 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor c = Tensor::empty(out_shape, a.dtype());
   dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {
     for (int64_t i = 0; i < a_off.count; ++i)
-      kernels::matmul<T>(c.data<T>() + i * rows * N, A.t.data<T>() + a_off[i], B.t.data<T>() + b_off[i],
-                         rows, K, N, A.trans, B.trans, false);
+      kernels::matmul<T>(c.data<T>() + i * rows * N, A.t.data<T>() + a_off[i],
+                         B.t.data<T>() + b_off[i], rows, K, N, A.trans, B.trans, false);
   });
 
-  return record(c, "matmul", {a, b},
-                [A = MatrixOperand{A.t.detach(), A.trans}, B = MatrixOperand{B.t.detach(), B.trans},
-                 a_off, b_off, rows, K, N, batch](const Tensor& g, std::span<Tensor> gi) {
-    // Gradient buffers are contiguous in each operand's logical shape: batch offsets come from
-    // contiguous strides, broadcast dimensions get stride 0 so their products add up.
-    const bool folded = a_off.count == 1 && shape_numel(batch) != 1;
-    auto grad_offsets = [&](const Tensor& buf) {
-      return folded ? BatchOffsets::folded() : BatchOffsets(batch, buf.shape(), buf.strides());
-    };
-    dispatch_floating(g.dtype(), "matmul", [&]<typename T>() {
-      const T* dc = g.data<T>();
-      if (gi[0].defined()) {  // dA (rows, K) += dC (rows, N) @ op(B)ᵀ
-        const BatchOffsets off = grad_offsets(gi[0]);
-        for (int64_t i = 0; i < off.count; ++i)
-          kernels::matmul<T>(gi[0].data<T>() + off[i], dc + i * rows * N, B.t.data<T>() + b_off[i],
-                             rows, N, K, false, !B.trans, true);
-      }
-      if (gi[1].defined()) {  // dB (K, N) += op(A)ᵀ @ dC (rows, N)
-        const BatchOffsets off = grad_offsets(gi[1]);
-        for (int64_t i = 0; i < a_off.count; ++i)
-          kernels::matmul<T>(gi[1].data<T>() + off[folded ? 0 : i], A.t.data<T>() + a_off[i],
-                             dc + i * rows * N, K, rows, N, !A.trans, false, true);
-      }
-    });
-  });
+  return record(
+      c, "matmul", {a, b},
+      [A = MatrixOperand{A.t.detach(), A.trans}, B = MatrixOperand{B.t.detach(), B.trans}, a_off,
+       b_off, rows, K, N, batch](const Tensor& g, std::span<Tensor> gi) {
+        // Gradient buffers are contiguous in each operand's logical shape: batch offsets come from
+        // contiguous strides, broadcast dimensions get stride 0 so their products add up.
+        const bool folded = a_off.count == 1 && shape_numel(batch) != 1;
+        auto grad_offsets = [&](const Tensor& buf) {
+          return folded ? BatchOffsets::folded() : BatchOffsets(batch, buf.shape(), buf.strides());
+        };
+        dispatch_floating(g.dtype(), "matmul", [&]<typename T>() {
+          const T* dc = g.data<T>();
+          if (gi[0].defined()) {  // dA (rows, K) += dC (rows, N) @ op(B)ᵀ
+            const BatchOffsets off = grad_offsets(gi[0]);
+            for (int64_t i = 0; i < off.count; ++i)
+              kernels::matmul<T>(gi[0].data<T>() + off[i], dc + i * rows * N,
+                                 B.t.data<T>() + b_off[i], rows, N, K, false, !B.trans, true);
+          }
+          if (gi[1].defined()) {  // dB (K, N) += op(A)ᵀ @ dC (rows, N)
+            const BatchOffsets off = grad_offsets(gi[1]);
+            for (int64_t i = 0; i < a_off.count; ++i)
+              kernels::matmul<T>(gi[1].data<T>() + off[folded ? 0 : i], A.t.data<T>() + a_off[i],
+                                 dc + i * rows * N, K, rows, N, !A.trans, false, true);
+          }
+        });
+      });
 }
 
 // ----- linear -----
@@ -163,15 +180,18 @@ static void register_linear(OpRegistry& r) {
          .vjp = "`dx = dy @ W`, `dW = dyᵀ @ x` (into W's gradient, no temporary), `db = Σ_rows dy`",
          .kernel = "kernels/matmul",
          .tests = "ops_test: linear vs matmul + add",
-         .cases = {
-             params_case("x (B, T, C), weight (5, C), bias (5,)",
-                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {5, s.C}, {5}}; },
-                         [](const Inputs& in) { return linear(in[0], in[1], in[2]); }),
-             params_case("x (T, B, C) viewed transposed, weight (5, C), no bias",
-                         [](const Sizes& s) { return Shapes{{s.T, s.B, s.C}, {5, s.C}}; },
-                         [](const Inputs& in) {
-                           return linear(transpose(in[0], 0, 1), in[1]);
-                         })}});
+         .cases = {params_case(
+                       "x (B, T, C), weight (5, C), bias (5,)",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, s.T, s.C}, {5, s.C}, {5}};
+                       },
+                       [](const Inputs& in) { return linear(in[0], in[1], in[2]); }),
+                   params_case(
+                       "x (T, B, C) viewed transposed, weight (5, C), no bias",
+                       [](const Sizes& s) {
+                         return Shapes{{s.T, s.B, s.C}, {5, s.C}};
+                       },
+                       [](const Inputs& in) { return linear(transpose(in[0], 0, 1), in[1]); })}});
 }
 
 // nn.Linear as one op (PyTorch's F.linear): matmul(x, transpose(W)) + b would record three nodes,
@@ -185,8 +205,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) ||
       (bias.defined() && bias.shape() != Shape{weight.size(0)}))
     throw std::invalid_argument(
-        "linear: expected input (..., in), weight (out, in) and bias (out,), got input " + shape_str(x.shape()) +
-        ", weight " + shape_str(weight.shape()) + (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string()));
+        "linear: expected input (..., in), weight (out, in) and bias (out,), got input " +
+        shape_str(x.shape()) + ", weight " + shape_str(weight.shape()) +
+        (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string()));
   const int64_t in = weight.size(1), out = weight.size(0);
   // rows from the leading dimensions, not numel / in: with in == 0 there are still rows, each
   // y = b (or 0), as PyTorch gives.
@@ -204,18 +225,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   });
   TensorList inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record(y, "linear", std::move(inputs),
-                [xc = xc.detach(), wc = wc.detach(), rows, in, out](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "linear", [&]<typename T>() {
-      const T* dy = g.data<T>();
-      if (gi[0].defined())  // dx (rows, in) += dy (rows, out) @ W (out, in)
-        kernels::matmul<T>(gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false, false, true);
-      if (gi[1].defined())  // dW (out, in) += dyᵀ @ x: dy stored (rows, out) is Aᵀ, the a_trans layout
-        kernels::matmul<T>(gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true, false, true);
-      if (gi.size() > 2 && gi[2].defined())  // db (out,) += sum over rows of dy (rows, out)
-        kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, true);
-    });
-  });
+  return record(
+      y, "linear", std::move(inputs),
+      [xc = xc.detach(), wc = wc.detach(), rows, in, out](const Tensor& g, std::span<Tensor> gi) {
+        dispatch_floating(g.dtype(), "linear", [&]<typename T>() {
+          const T* dy = g.data<T>();
+          if (gi[0].defined())  // dx (rows, in) += dy (rows, out) @ W (out, in)
+            kernels::matmul<T>(gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false, false,
+                               true);
+          if (gi[1].defined())  // dW (out, in) += dyᵀ @ x: dy stored (rows, out) is Aᵀ, the a_trans
+                                // layout
+            kernels::matmul<T>(gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true, false, true);
+          if (gi.size() > 2 && gi[2].defined())  // db (out,) += sum over rows of dy (rows, out)
+            kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, true);
+        });
+      });
 }
 
 void detail::register_matmul_ops(OpRegistry& r) {

@@ -49,11 +49,14 @@ static void register_embedding(OpRegistry& r) {
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& ids) {
-  if (!weight.defined() || !ids.defined()) throw std::invalid_argument("embedding: undefined tensor");
+  if (!weight.defined() || !ids.defined())
+    throw std::invalid_argument("embedding: undefined tensor");
   if (weight.dim() != 2)
-    throw std::invalid_argument("embedding: expected weight (V, C), got " + shape_str(weight.shape()));
+    throw std::invalid_argument("embedding: expected weight (V, C), got " +
+                                shape_str(weight.shape()));
   if (ids.dtype() != DType::i64)
-    throw std::invalid_argument(std::string("embedding: expected i64 token ids, got ") + dtype_name(ids.dtype()));
+    throw std::invalid_argument(std::string("embedding: expected i64 token ids, got ") +
+                                dtype_name(ids.dtype()));
   const int64_t V = weight.shape()[0], C = weight.shape()[1];
   const Tensor idc = detail::contiguous_data(ids);  // ids itself when contiguous
   const int64_t* idv = idc.data<int64_t>();
@@ -62,7 +65,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
     if (idv[i] < 0 || idv[i] >= V)
       throw std::out_of_range("embedding: token id " + std::to_string(idv[i]) + " at position " +
                               std::to_string(i) + " is outside [0, " + std::to_string(V) +
-                              ") (vocab_size " + std::to_string(V) + "); check the tokenizer matches the model");
+                              ") (vocab_size " + std::to_string(V) +
+                              "); check the tokenizer matches the model");
   const Tensor w = detail::contiguous_data(weight);
   Shape out_shape = ids.shape();
   out_shape.push_back(C);
@@ -70,7 +74,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   const size_t row_bytes = static_cast<size_t>(C) * dtype_size(weight.dtype());
   const char* src = w.bytes();
   char* dst = y.bytes();
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row_bytes, src + idv[i] * row_bytes, row_bytes);
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(dst + i * row_bytes, src + idv[i] * row_bytes, row_bytes);
   return record(y, "embedding", {weight, ids}, [idc, n, C](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {
       // Repeated ids add up: the VJP of a gather is a scatter-ADD.
@@ -134,51 +139,59 @@ Shape strides_over(const Shape& shape, const Shape& strides, const Shape& out_sh
 // c[dim] replaced by index at c; x and index are read through strides_over, so a size-1
 // dimension of either broadcasts. The VJP scatter-adds dy through the same strides into dx,
 // where a broadcast dimension's stride 0 sums the gradient back (sum_to).
-Tensor gather_along(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Shape& out_shape) {
+Tensor gather_along(const char* op, const Tensor& x, int64_t dim, const Tensor& index,
+                    const Shape& out_shape) {
   const int64_t size = x.shape()[dim];
   const std::vector<int64_t> ids = index.to_ids();
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= size)
-      throw std::out_of_range(std::string(op) + ": index " + std::to_string(ids[i]) + " at position " +
-                              std::to_string(i) + " is outside [0, " + std::to_string(size) + ") along dimension " +
-                              std::to_string(dim) + " of " + shape_str(x.shape()));
+      throw std::out_of_range(std::string(op) + ": index " + std::to_string(ids[i]) +
+                              " at position " + std::to_string(i) + " is outside [0, " +
+                              std::to_string(size) + ") along dimension " + std::to_string(dim) +
+                              " of " + shape_str(x.shape()));
   Tensor y = Tensor::empty(out_shape, x.dtype());
   const Shape index_strides = strides_over(index.shape(), index.strides(), out_shape, -1);
   // Runs out_shape's coordinates: dst[o] (op)= src[s + idx[i] * step] with (s, i, o) the offsets
   // of the source (stride 0 along dim), the index and the output.
-  auto walk = [out_shape, index_strides](const Shape& src_strides, int64_t step, const int64_t* idx, auto&& visit) {
-    detail::for_each_row<3>(out_shape, {src_strides, index_strides, contiguous_strides(out_shape)},
-                            [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& inner) {
-      for (int64_t j = 0; j < n; ++j)
-        visit(off[0] + j * inner[0] + idx[off[1] + j * inner[1]] * step, off[2] + j * inner[2]);
-    });
+  auto walk = [out_shape, index_strides](const Shape& src_strides, int64_t step, const int64_t* idx,
+                                         auto&& visit) {
+    detail::for_each_row<3>(
+        out_shape, {src_strides, index_strides, contiguous_strides(out_shape)},
+        [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& inner) {
+          for (int64_t j = 0; j < n; ++j)
+            visit(off[0] + j * inner[0] + idx[off[1] + j * inner[1]] * step, off[2] + j * inner[2]);
+        });
   };
   dispatch_floating(x.dtype(), op, [&]<typename T>() {
     const T* src = x.data<T>();
     T* dst = y.data<T>();
-    walk(strides_over(x.shape(), x.strides(), out_shape, dim), x.strides()[dim], index.data<int64_t>(),
-         [&](int64_t s, int64_t o) { dst[o] = src[s]; });
+    walk(strides_over(x.shape(), x.strides(), out_shape, dim), x.strides()[dim],
+         index.data<int64_t>(), [&](int64_t s, int64_t o) { dst[o] = src[s]; });
   });
-  return record(y, op, {x, index}, [op, dim, walk, index = index.detach()](const Tensor& g, std::span<Tensor> gi) {
-    const Tensor& dx = gi[0];
-    dispatch_floating(g.dtype(), op, [&]<typename T>() {
-      T* dst = dx.data<T>();
-      const T* dy = g.data<T>();  // contiguous, out_shape
-      walk(strides_over(dx.shape(), dx.strides(), g.shape(), dim), dx.strides()[dim], index.data<int64_t>(),
-           [&](int64_t d, int64_t o) { dst[d] += dy[o]; });
-    });
-  });
+  return record(y, op, {x, index},
+                [op, dim, walk, index = index.detach()](const Tensor& g, std::span<Tensor> gi) {
+                  const Tensor& dx = gi[0];
+                  dispatch_floating(g.dtype(), op, [&]<typename T>() {
+                    T* dst = dx.data<T>();
+                    const T* dy = g.data<T>();  // contiguous, out_shape
+                    walk(strides_over(dx.shape(), dx.strides(), g.shape(), dim), dx.strides()[dim],
+                         index.data<int64_t>(), [&](int64_t d, int64_t o) { dst[d] += dy[o]; });
+                  });
+                });
 }
 
 // The checks both ops share: a floating x with at least one dimension and an i64 index of as
 // many dimensions; returns dim wrapped.
 int64_t check_gather(const char* op, const Tensor& x, int64_t dim, const Tensor& index) {
-  if (!x.defined() || !index.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  if (!x.defined() || !index.defined())
+    throw std::invalid_argument(std::string(op) + ": undefined tensor");
   if (x.dtype() == DType::i64) throw_not_floating(op, DType::i64);
   if (index.dtype() != DType::i64)
-    throw std::invalid_argument(std::string(op) + ": expected an i64 index, got " + dtype_name(index.dtype()));
+    throw std::invalid_argument(std::string(op) + ": expected an i64 index, got " +
+                                dtype_name(index.dtype()));
   if (x.dim() == 0 || index.dim() != x.dim())
-    throw std::invalid_argument(std::string(op) + ": expected an index with as many dimensions as the input " +
+    throw std::invalid_argument(std::string(op) +
+                                ": expected an index with as many dimensions as the input " +
                                 shape_str(x.shape()) + ", got " + shape_str(index.shape()));
   return detail::wrap_dim(dim, x.dim(), op);
 }
@@ -189,9 +202,10 @@ Tensor gather(const Tensor& x, int64_t dim_in, const Tensor& index) {
   const int64_t dim = check_gather("gather", x, dim_in, index);
   for (int64_t d = 0; d < x.dim(); ++d)
     if (d != dim && index.shape()[d] > x.shape()[d])
-      throw std::invalid_argument("gather: index " + shape_str(index.shape()) + " is larger than the input " +
-                                  shape_str(x.shape()) + " in dimension " + std::to_string(d) +
-                                  " (only dimension " + std::to_string(dim) + " may differ freely)");
+      throw std::invalid_argument("gather: index " + shape_str(index.shape()) +
+                                  " is larger than the input " + shape_str(x.shape()) +
+                                  " in dimension " + std::to_string(d) + " (only dimension " +
+                                  std::to_string(dim) + " may differ freely)");
   return gather_along("gather", x, dim, index, index.shape());
 }
 
@@ -204,7 +218,8 @@ Tensor take_along_dim(const Tensor& x, const Tensor& index, int64_t dim_in) {
       out_shape[d] = b;
     } else if (a != b && a != 1 && b != 1) {
       throw std::invalid_argument("take_along_dim: input " + shape_str(x.shape()) + " and index " +
-                                  shape_str(index.shape()) + " cannot be broadcast in dimension " + std::to_string(d));
+                                  shape_str(index.shape()) + " cannot be broadcast in dimension " +
+                                  std::to_string(d));
     } else {
       out_shape[d] = a == 1 ? b : a;
     }
@@ -218,10 +233,12 @@ namespace {
 std::pair<int64_t, int64_t> causal_dims(const Tensor& s, const char* op) {
   if (!s.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
   if (s.dim() < 2)
-    throw std::invalid_argument(std::string(op) + ": expected scores (..., Tq, Tk), got " + shape_str(s.shape()));
+    throw std::invalid_argument(std::string(op) + ": expected scores (..., Tq, Tk), got " +
+                                shape_str(s.shape()));
   const int64_t Tq = s.size(-2), Tk = s.size(-1);
   if (Tq > Tk)
-    throw std::invalid_argument(std::string(op) + ": more queries than keys in " + shape_str(s.shape()) +
+    throw std::invalid_argument(std::string(op) + ": more queries than keys in " +
+                                shape_str(s.shape()) +
                                 " (query t sees keys j <= t + Tk - Tq, so Tq <= Tk)");
   return {Tq, Tk};
 }
@@ -234,9 +251,12 @@ static void register_causal_mask(OpRegistry& r) {
          .forward = "`−inf` above the (offset) diagonal",
          .vjp = "`dx = dy` where kept, 0 where masked",
          .tests = "ops_test: causal_ops_mask_exactly",
-         .cases = {params_case("(B, T, T) then softmax (masked entries are -inf)",
-                               [](const Sizes& s) { return Shapes{{s.B, s.T, s.T}}; },
-                               [](const Inputs& in) { return softmax(causal_mask(in[0])); })}});
+         .cases = {params_case(
+             "(B, T, T) then softmax (masked entries are -inf)",
+             [](const Sizes& s) {
+               return Shapes{{s.B, s.T, s.T}};
+             },
+             [](const Inputs& in) { return softmax(causal_mask(in[0])); })}});
 }
 
 Tensor causal_mask(const Tensor& scores) {
@@ -255,7 +275,8 @@ Tensor causal_mask(const Tensor& scores) {
   return record(y, "causal_mask", {scores}, [rows, Tq, Tk](const Tensor& g, std::span<Tensor> gi) {
     dispatch_floating(g.dtype(), "causal_mask", [&]<typename T>() {
       for (int64_t r = 0; r < rows; ++r)
-        kernels::axpy<T>(gi[0].data<T>() + r * Tk, T(1), g.data<T>() + r * Tk, r % Tq + 1 + (Tk - Tq));
+        kernels::axpy<T>(gi[0].data<T>() + r * Tk, T(1), g.data<T>() + r * Tk,
+                         r % Tq + 1 + (Tk - Tq));
     });
   });
 }
@@ -271,11 +292,12 @@ Tensor softmax_impl(const Tensor& x, int64_t causal_tq, const char* name) {
   dispatch_floating(x.dtype(), name, [&]<typename T>() {
     kernels::softmax_forward<T>(y.data<T>(), xc.data<T>(), rows, n, causal_tq);
   });
-  return record(y, name, {x}, [name, rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), name, [&]<typename T>() {
-      kernels::softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
-    });
-  });
+  return record(
+      y, name, {x}, [name, rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
+        dispatch_floating(g.dtype(), name, [&]<typename T>() {
+          kernels::softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
+        });
+      });
 }
 
 }  // namespace
@@ -291,7 +313,8 @@ static void register_softmax(OpRegistry& r) {
 }
 
 Tensor softmax(const Tensor& x) {
-  if (!x.defined() || x.dim() < 1) throw std::invalid_argument("softmax: expected a tensor with at least one dimension");
+  if (!x.defined() || x.dim() < 1)
+    throw std::invalid_argument("softmax: expected a tensor with at least one dimension");
   return softmax_impl(x, 0, "softmax");
 }
 
@@ -302,11 +325,18 @@ static void register_causal_softmax(OpRegistry& r) {
          .vjp = "`dx = y ⊙ (dy − Σ dy ⊙ y)` (0 where masked)",
          .kernel = "kernels/softmax",
          .tests = "fused vs primitives",
-         .cases = {params_case("(B, T, T)", [](const Sizes& s) { return Shapes{{s.B, s.T, s.T}}; },
-                               [](const Inputs& in) { return causal_softmax(in[0]); }),
-                   params_case("(B, 2, T + 2): fewer queries than keys (a KV cache)",
-                               [](const Sizes& s) { return Shapes{{s.B, 2, s.T + 2}}; },
-                               [](const Inputs& in) { return causal_softmax(in[0]); })}});
+         .cases = {params_case(
+                       "(B, T, T)",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, s.T, s.T}};
+                       },
+                       [](const Inputs& in) { return causal_softmax(in[0]); }),
+                   params_case(
+                       "(B, 2, T + 2): fewer queries than keys (a KV cache)",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, 2, s.T + 2}};
+                       },
+                       [](const Inputs& in) { return causal_softmax(in[0]); })}});
 }
 
 Tensor causal_softmax(const Tensor& scores) {
@@ -324,20 +354,25 @@ static void register_causal_attention(OpRegistry& r) {
   };
   r.add({.name = "causal_attention",
          .forward = "`softmax(q @ kᵀ/√HS, causal) @ v`, fused, weights never stored",
-         .vjp = "`ds = p ⊙ (dy @ vᵀ − rowsum(dy ⊙ y))`, `dq = ds @ k/√HS`, `dk = dsᵀ @ q/√HS`, `dv = pᵀ @ dy`",
+         .vjp = "`ds = p ⊙ (dy @ vᵀ − rowsum(dy ⊙ y))`, `dq = ds @ k/√HS`, `dk = dsᵀ @ q/√HS`, `dv "
+                "= pᵀ @ dy`",
          .kernel = "kernels/attention",
          .tests = "attention_test; ops_test: fused vs primitives",
-         .cases = {
-             params_case("q, k, v (B, NH, T, C / NH): the head-split views of one (B, T, 3C) "
-                         "tensor, NH = 2 (1 for odd C)",
-                         [](const Sizes& s) { return Shapes{{s.B, s.T, 3 * s.C}}; }, qkv_heads),
-             params_case("q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV "
-                         "cache)",
-                         [](const Sizes& s) {
-                           const Shape kv = {s.B, 1, s.T + 2, s.C};
-                           return Shapes{{s.B, 1, 2, s.C}, kv, kv};
-                         },
-                         [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); })}});
+         .cases = {params_case(
+                       "q, k, v (B, NH, T, C / NH): the head-split views of one (B, T, 3C) "
+                       "tensor, NH = 2 (1 for odd C)",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, s.T, 3 * s.C}};
+                       },
+                       qkv_heads),
+                   params_case(
+                       "q (B, 1, 2, C), k and v (B, 1, T + 2, C): fewer queries than keys (a KV "
+                       "cache)",
+                       [](const Sizes& s) {
+                         const Shape kv = {s.B, 1, s.T + 2, s.C};
+                         return Shapes{{s.B, 1, 2, s.C}, kv, kv};
+                       },
+                       [](const Inputs& in) { return causal_attention(in[0], in[1], in[2]); })}});
 }
 
 namespace {
@@ -365,9 +400,10 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
   const bool ranks = q.dim() == 4 && k.dim() == 4 && v.dim() == 4;
   if (!ranks || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(1) != k.size(1) ||
       q.size(3) != k.size(3) || q.size(2) > k.size(2) || q.numel() == 0)
-    throw std::invalid_argument("causal_attention: expected q (B, NH, Tq, HS) and k, v (B, NH, Tk, HS) with "
-                                "1 <= Tq <= Tk, got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
-                                ", v " + shape_str(v.shape()));
+    throw std::invalid_argument(
+        "causal_attention: expected q (B, NH, Tq, HS) and k, v (B, NH, Tk, HS) with "
+        "1 <= Tq <= Tk, got q " +
+        shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape()));
   const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
   const HeadOperand qh = head_operand(q), kh = head_operand(k), vh = head_operand(v);
   // y is stored (B, Tq, NH, HS) and returned as its (B, NH, Tq, HS) view, so that merging the
@@ -377,22 +413,25 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
   const Tensor y = detail::view_of(y_storage, q.shape(), {ys.batch, ys.head, ys.time, 1});
   Tensor lse = Tensor::empty({dims.B, dims.NH, dims.Tq}, q.dtype());
   dispatch_floating(q.dtype(), "causal_attention", [&]<typename T>() {
-    kernels::attention_forward<T>(y_storage.data<T>(), ys, lse.data<T>(), qh.data.data<T>(), qh.strides,
-                                  kh.data.data<T>(), kh.strides, vh.data.data<T>(), vh.strides, dims);
+    kernels::attention_forward<T>(y_storage.data<T>(), ys, lse.data<T>(), qh.data.data<T>(),
+                                  qh.strides, kh.data.data<T>(), kh.strides, vh.data.data<T>(),
+                                  vh.strides, dims);
   });
-  return record(y, "causal_attention", {q, k, v},
-                [q = qh.data.detach(), k = kh.data.detach(), v = vh.data.detach(), y = y_storage.detach(), lse,
-                 qs = qh.strides, ks = kh.strides, vs = vh.strides, ys, dims](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "causal_attention", [&]<typename T>() {
-      auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-      // Every gradient here is a contiguous (B, NH, T, HS) buffer.
-      const kernels::HeadStrides cq = kernels::contiguous_heads(dims.NH, dims.Tq, dims.HS),
-                                 ck = kernels::contiguous_heads(dims.NH, dims.Tk, dims.HS);
-      kernels::attention_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(), {cq, cq, ck, ck}, y.data<T>(), ys,
-                                     lse.data<T>(),
-                                     q.data<T>(), qs, k.data<T>(), ks, v.data<T>(), vs, dims);
-    });
-  });
+  return record(
+      y, "causal_attention", {q, k, v},
+      [q = qh.data.detach(), k = kh.data.detach(), v = vh.data.detach(), y = y_storage.detach(),
+       lse, qs = qh.strides, ks = kh.strides, vs = vh.strides, ys,
+       dims](const Tensor& g, std::span<Tensor> gi) {
+        dispatch_floating(g.dtype(), "causal_attention", [&]<typename T>() {
+          auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+          // Every gradient here is a contiguous (B, NH, T, HS) buffer.
+          const kernels::HeadStrides cq = kernels::contiguous_heads(dims.NH, dims.Tq, dims.HS),
+                                     ck = kernels::contiguous_heads(dims.NH, dims.Tk, dims.HS);
+          kernels::attention_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(),
+                                         {cq, cq, ck, ck}, y.data<T>(), ys, lse.data<T>(),
+                                         q.data<T>(), qs, k.data<T>(), ks, v.data<T>(), vs, dims);
+        });
+      });
 }
 
 // ----- causal_attention_qkv: causal_attention on the heads of a packed (B, T, 3C) q, k, v -----
@@ -402,11 +441,14 @@ static void register_causal_attention_qkv(OpRegistry& r) {
          .vjp = "as `causal_attention`, written into `dqkv`'s head views",
          .kernel = "kernels/attention",
          .tests = "ops_test: vs split heads + causal_attention",
-         .cases = {params_case("qkv (B, T, 3C), 2 heads (1 for odd C)",
-                               [](const Sizes& s) { return Shapes{{s.B, s.T, 3 * s.C}}; },
-                               [](const Inputs& in) {
-                                 return causal_attention_qkv(in[0], heads_for(in[0].size(2) / 3));
-                               })}});
+         .cases = {params_case(
+             "qkv (B, T, 3C), 2 heads (1 for odd C)",
+             [](const Sizes& s) {
+               return Shapes{{s.B, s.T, 3 * s.C}};
+             },
+             [](const Inputs& in) {
+               return causal_attention_qkv(in[0], heads_for(in[0].size(2) / 3));
+             })}});
 }
 
 // What a GPT's attention layer computes from c_attn's output. Splitting it into heads with
@@ -417,9 +459,11 @@ static void register_causal_attention_qkv(OpRegistry& r) {
 Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head) {
   if (!qkv.defined()) throw std::invalid_argument("causal_attention_qkv: undefined tensor");
   if (qkv.dtype() == DType::i64) throw_not_floating("causal_attention_qkv", DType::i64);
-  if (qkv.dim() != 3 || qkv.size(2) % 3 != 0 || n_head < 1 || (qkv.size(2) / 3) % n_head != 0 || qkv.numel() == 0)
-    throw std::invalid_argument("causal_attention_qkv: expected qkv (B, T, 3C) with n_head dividing C, got qkv " +
-                                shape_str(qkv.shape()) + " and n_head " + std::to_string(n_head));
+  if (qkv.dim() != 3 || qkv.size(2) % 3 != 0 || n_head < 1 || (qkv.size(2) / 3) % n_head != 0 ||
+      qkv.numel() == 0)
+    throw std::invalid_argument(
+        "causal_attention_qkv: expected qkv (B, T, 3C) with n_head dividing C, got qkv " +
+        shape_str(qkv.shape()) + " and n_head " + std::to_string(n_head));
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
   const kernels::AttentionDims dims{B, n_head, T, T, C / n_head};
   const Tensor xc = detail::contiguous_data(qkv);
@@ -429,17 +473,22 @@ Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head) {
   Tensor lse = Tensor::empty({B, n_head, T}, qkv.dtype());
   dispatch_floating(qkv.dtype(), "causal_attention_qkv", [&]<typename T_>() {
     const T_* x = xc.data<T_>();
-    kernels::attention_forward<T_>(y.data<T_>(), ys, lse.data<T_>(), x, heads, x + C, heads, x + 2 * C, heads, dims);
+    kernels::attention_forward<T_>(y.data<T_>(), ys, lse.data<T_>(), x, heads, x + C, heads,
+                                   x + 2 * C, heads, dims);
   });
-  return record(y, "causal_attention_qkv", {qkv},
-                [xc = xc.detach(), y = y.detach(), lse, heads, ys, dims, C](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "causal_attention_qkv", [&]<typename T_>() {
-      const T_* x = xc.data<T_>();
-      T_* dx = gi[0].data<T_>();  // dqkv (B, T, 3C), contiguous: dq, dk, dv are its head-split views
-      kernels::attention_backward<T_>(dx, dx + C, dx + 2 * C, g.data<T_>(), {ys, heads, heads, heads}, y.data<T_>(),
-                                      ys, lse.data<T_>(), x, heads, x + C, heads, x + 2 * C, heads, dims);
-    });
-  });
+  return record(
+      y, "causal_attention_qkv", {qkv},
+      [xc = xc.detach(), y = y.detach(), lse, heads, ys, dims, C](const Tensor& g,
+                                                                  std::span<Tensor> gi) {
+        dispatch_floating(g.dtype(), "causal_attention_qkv", [&]<typename T_>() {
+          const T_* x = xc.data<T_>();
+          T_* dx =
+              gi[0].data<T_>();  // dqkv (B, T, 3C), contiguous: dq, dk, dv are its head-split views
+          kernels::attention_backward<T_>(
+              dx, dx + C, dx + 2 * C, g.data<T_>(), {ys, heads, heads, heads}, y.data<T_>(), ys,
+              lse.data<T_>(), x, heads, x + C, heads, x + 2 * C, heads, dims);
+        });
+      });
 }
 
 // ----- log_softmax -----
@@ -453,7 +502,8 @@ static void register_log_softmax(OpRegistry& r) {
 }
 
 Tensor log_softmax(const Tensor& x) {
-  if (!x.defined() || x.dim() < 1) throw std::invalid_argument("log_softmax: expected a tensor with at least one dimension");
+  if (!x.defined() || x.dim() < 1)
+    throw std::invalid_argument("log_softmax: expected a tensor with at least one dimension");
   const int64_t n = x.size(-1);
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
   const Tensor xc = detail::contiguous_data(x);
@@ -461,23 +511,29 @@ Tensor log_softmax(const Tensor& x) {
   dispatch_floating(x.dtype(), "log_softmax", [&]<typename T>() {
     kernels::log_softmax_forward<T>(y.data<T>(), xc.data<T>(), rows, n);
   });
-  return record(y, "log_softmax", {x}, [rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "log_softmax", [&]<typename T>() {
-      kernels::log_softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
-    });
-  });
+  return record(
+      y, "log_softmax", {x}, [rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
+        dispatch_floating(g.dtype(), "log_softmax", [&]<typename T>() {
+          kernels::log_softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
+        });
+      });
 }
 
 // ----- layer_norm -----
 static void register_layer_norm(OpRegistry& r) {
-  r.add({.name = "layer_norm",
-         .forward = "`γ (x − μ) rstd + β`",
-         .vjp = "`dx = rstd (g − mean g − x̂ ⊙ mean(g ⊙ x̂))`, `g = dy ⊙ γ`; `dγ = Σ dy ⊙ x̂`; `dβ = Σ dy`",
-         .kernel = "kernels/layer_norm",
-         .tests = "fused vs primitives; large mean",
-         .cases = {params_case("x (B, T, C), gamma (C), beta (C)",
-                               [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.C}, {s.C}}; },
-                               [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); })}});
+  r.add(
+      {.name = "layer_norm",
+       .forward = "`γ (x − μ) rstd + β`",
+       .vjp =
+           "`dx = rstd (g − mean g − x̂ ⊙ mean(g ⊙ x̂))`, `g = dy ⊙ γ`; `dγ = Σ dy ⊙ x̂`; `dβ = Σ dy`",
+       .kernel = "kernels/layer_norm",
+       .tests = "fused vs primitives; large mean",
+       .cases = {params_case(
+           "x (B, T, C), gamma (C), beta (C)",
+           [](const Sizes& s) {
+             return Shapes{{s.B, s.T, s.C}, {s.C}, {s.C}};
+           },
+           [](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); })}});
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
@@ -489,7 +545,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
                                 ") with gamma and beta (" + std::to_string(C) + ",), got input " +
                                 shape_str(x.shape()) + ", gamma " + shape_str(gamma.shape()) +
                                 ", beta " + shape_str(beta.shape()));
-  if (!(eps > 0)) throw std::invalid_argument("layer_norm: eps must be positive, got " + std::to_string(eps));
+  if (!(eps > 0))
+    throw std::invalid_argument("layer_norm: eps must be positive, got " + std::to_string(eps));
   const int64_t rows = C == 0 ? 0 : x.numel() / C;
   const Tensor xc = detail::contiguous_data(x), gc = detail::contiguous_data(gamma),
                bc = detail::contiguous_data(beta);
@@ -500,13 +557,15 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
                                    gc.data<T>(), bc.data<T>(), rows, C, static_cast<T>(eps));
   });
   return record(y, "layer_norm", {x, gamma, beta},
-                [rows, C, xc = xc.detach(), gc = gc.detach(), mean, rstd](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "layer_norm", [&]<typename T>() {
-      auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-      kernels::layer_norm_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(), xc.data<T>(),
-                                      mean.data<T>(), rstd.data<T>(), gc.data<T>(), rows, C);
-    });
-  });
+                [rows, C, xc = xc.detach(), gc = gc.detach(), mean, rstd](const Tensor& g,
+                                                                          std::span<Tensor> gi) {
+                  dispatch_floating(g.dtype(), "layer_norm", [&]<typename T>() {
+                    auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+                    kernels::layer_norm_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(),
+                                                    xc.data<T>(), mean.data<T>(), rstd.data<T>(),
+                                                    gc.data<T>(), rows, C);
+                  });
+                });
 }
 
 // ----- cross_entropy -----
@@ -545,22 +604,26 @@ struct CheckedTargets {
   int64_t count = 0;
 };
 
-CheckedTargets checked_targets(const char* op, const Tensor& targets, const Shape& leading, int64_t V,
-                               int64_t ignore_index, const std::string& got) {
+CheckedTargets checked_targets(const char* op, const Tensor& targets, const Shape& leading,
+                               int64_t V, int64_t ignore_index, const std::string& got) {
   if (!targets.defined()) throw std::invalid_argument(std::string(op) + ": undefined targets");
   if (targets.dtype() != DType::i64)
-    throw std::invalid_argument(std::string(op) + ": expected i64 targets, got " + dtype_name(targets.dtype()));
+    throw std::invalid_argument(std::string(op) + ": expected i64 targets, got " +
+                                dtype_name(targets.dtype()));
   if (targets.shape() != leading)
-    throw std::invalid_argument(std::string(op) + ": expected targets " + shape_str(leading) + ", got " + got +
-                                " and targets " + shape_str(targets.shape()));
-  if (targets.numel() == 0) throw std::invalid_argument(std::string(op) + ": empty batch (no targets), the mean is undefined");
+    throw std::invalid_argument(std::string(op) + ": expected targets " + shape_str(leading) +
+                                ", got " + got + " and targets " + shape_str(targets.shape()));
+  if (targets.numel() == 0)
+    throw std::invalid_argument(std::string(op) +
+                                ": empty batch (no targets), the mean is undefined");
   CheckedTargets c{detail::contiguous_data(targets), 0};
   const int64_t* ids = c.t.data<int64_t>();
   for (int64_t i = 0; i < c.t.numel(); ++i) {
     if (ids[i] == ignore_index) continue;
     if (ids[i] < 0 || ids[i] >= V)
-      throw std::out_of_range(std::string(op) + ": target " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                              " is outside [0, " + std::to_string(V) + ") (vocab_size) and is not ignore_index " +
+      throw std::out_of_range(std::string(op) + ": target " + std::to_string(ids[i]) +
+                              " at position " + std::to_string(i) + " is outside [0, " +
+                              std::to_string(V) + ") (vocab_size) and is not ignore_index " +
                               std::to_string(ignore_index));
     ++c.count;
   }
@@ -569,27 +632,32 @@ CheckedTargets checked_targets(const char* op, const Tensor& targets, const Shap
 
 // checked_targets for a loss over the rows of x (..., V), x being a floating tensor of at
 // least one dimension (logits or log-probabilities, named `what` in errors).
-CheckedTargets checked_rows(const char* op, const Tensor& x, const char* what, const Tensor& targets,
-                            int64_t ignore_index) {
+CheckedTargets checked_rows(const char* op, const Tensor& x, const char* what,
+                            const Tensor& targets, int64_t ignore_index) {
   if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
   if (x.dtype() == DType::i64) throw_not_floating(op, DType::i64);
   if (x.dim() < 1)
-    throw std::invalid_argument(std::string(op) + ": expected " + what + " (..., V), got a 0-d tensor");
+    throw std::invalid_argument(std::string(op) + ": expected " + what +
+                                " (..., V), got a 0-d tensor");
   const Shape leading(x.shape().begin(), x.shape().end() - 1);
-  return checked_targets(op, targets, leading, x.size(-1), ignore_index, std::string(what) + " " + shape_str(x.shape()));
+  return checked_targets(op, targets, leading, x.size(-1), ignore_index,
+                         std::string(what) + " " + shape_str(x.shape()));
 }
 
 // sum / count as the loss of a mean over the counted rows: 0 when every row was ignored.
-double mean_over(double sum, int64_t count) { return count > 0 ? sum / static_cast<double>(count) : 0.0; }
+double mean_over(double sum, int64_t count) {
+  return count > 0 ? sum / static_cast<double>(count) : 0.0;
+}
 
 // The mean over the counted rows of V logits of -log softmax at the target, as a 0-d tensor;
 // each row's logsumexp goes to lse (N,) for the backward. The sum over rows is taken in double.
 template <typename T>
-Tensor mean_cross_entropy(const T* logits, const CheckedTargets& c, Tensor& lse, int64_t V, int64_t ignore_index,
-                          DType dtype) {
+Tensor mean_cross_entropy(const T* logits, const CheckedTargets& c, Tensor& lse, int64_t V,
+                          int64_t ignore_index, DType dtype) {
   const int64_t N = c.t.numel();
   Tensor losses = Tensor::empty({N}, dtype);
-  kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), logits, c.t.data<int64_t>(), N, V, ignore_index);
+  kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), logits, c.t.data<int64_t>(), N,
+                                    V, ignore_index);
   return Tensor::scalar(mean_over(kernels::sum_all_double<T>(losses.data<T>(), N), c.count), dtype);
 }
 
@@ -609,13 +677,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   const Tensor loss = dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename T>() {
     return mean_cross_entropy<T>(xc.data<T>(), c, lse, V, ignore_index, logits.dtype());
   });
-  return record(loss, "cross_entropy", {logits, targets},
-                [c, N, V, ignore_index, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
-      kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(), c.t.data<int64_t>(),
-                                         per_row_gradient(g, c).data<T>(), N, V, ignore_index, true);
-    });
-  });
+  return record(
+      loss, "cross_entropy", {logits, targets},
+      [c, N, V, ignore_index, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
+        dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
+          kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(),
+                                             c.t.data<int64_t>(), per_row_gradient(g, c).data<T>(),
+                                             N, V, ignore_index, true);
+        });
+      });
 }
 
 // ----- nll_loss -----
@@ -637,7 +707,8 @@ static void register_nll_loss(OpRegistry& r) {
 // Written as a sum of picked entries, never as a product with a one-hot: -inf * 0 would be NaN
 // wherever a log-probability is -inf (a masked class), although nothing picks it.
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index) {
-  const CheckedTargets c = checked_rows("nll_loss", log_probs, "log-probabilities", targets, ignore_index);
+  const CheckedTargets c =
+      checked_rows("nll_loss", log_probs, "log-probabilities", targets, ignore_index);
   const int64_t N = c.t.numel(), V = log_probs.size(-1);
   const Tensor xc = detail::contiguous_data(log_probs);
   const Tensor loss = dispatch_floating(log_probs.dtype(), "nll_loss", [&]<typename T>() {
@@ -648,15 +719,16 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
       if (t[i] != ignore_index) sum -= static_cast<double>(x[i * V + t[i]]);
     return Tensor::scalar(mean_over(sum, c.count), log_probs.dtype());
   });
-  return record(loss, "nll_loss", {log_probs, targets}, [c, N, V, ignore_index](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "nll_loss", [&]<typename T>() {
-      const T dpick = static_cast<T>(-mean_over(g.item(), c.count));
-      const int64_t* t = c.t.data<int64_t>();
-      T* dx = gi[0].data<T>();
-      for (int64_t i = 0; i < N; ++i)
-        if (t[i] != ignore_index) dx[i * V + t[i]] += dpick;
-    });
-  });
+  return record(loss, "nll_loss", {log_probs, targets},
+                [c, N, V, ignore_index](const Tensor& g, std::span<Tensor> gi) {
+                  dispatch_floating(g.dtype(), "nll_loss", [&]<typename T>() {
+                    const T dpick = static_cast<T>(-mean_over(g.item(), c.count));
+                    const int64_t* t = c.t.data<int64_t>();
+                    T* dx = gi[0].data<T>();
+                    for (int64_t i = 0; i < N; ++i)
+                      if (t[i] != ignore_index) dx[i * V + t[i]] += dpick;
+                  });
+                });
 }
 
 // ----- linear_cross_entropy -----
@@ -687,43 +759,50 @@ static void register_linear_cross_entropy(OpRegistry& r) {
 // for their gradient: for GPT-2 (V = 50257) the two largest tensors of a step. Here the logits
 // are computed into one buffer, which the backward overwrites with their gradient (the kernel
 // reads each logit before writing it) and then feeds to the two products.
-Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets, int64_t ignore_index) {
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
+                            int64_t ignore_index) {
   detail::check_floating_pair("linear_cross_entropy", x, weight);
   if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1))
-    throw std::invalid_argument("linear_cross_entropy: expected x (..., C) and weight (V, C), got x " +
-                                shape_str(x.shape()) + " and weight " + shape_str(weight.shape()));
+    throw std::invalid_argument(
+        "linear_cross_entropy: expected x (..., C) and weight (V, C), got x " +
+        shape_str(x.shape()) + " and weight " + shape_str(weight.shape()));
   const int64_t V = weight.size(0), C = weight.size(1);
   const Shape leading(x.shape().begin(), x.shape().end() - 1);
-  const CheckedTargets c =
-      checked_targets("linear_cross_entropy", targets, leading, V, ignore_index, "x " + shape_str(x.shape()));
+  const CheckedTargets c = checked_targets("linear_cross_entropy", targets, leading, V,
+                                           ignore_index, "x " + shape_str(x.shape()));
   const int64_t N = c.t.numel();
   const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
   Tensor logits = Tensor::empty({N, V}, x.dtype()), lse = Tensor::empty({N}, x.dtype());
   auto compute_logits = [N, C, V](const Tensor& out, const Tensor& xs, const Tensor& ws) {
     dispatch_floating(out.dtype(), "linear_cross_entropy", [&]<typename T>() {
-      kernels::matmul<T>(out.data<T>(), xs.data<T>(), ws.data<T>(), N, C, V, false, true, false);  // x Wᵀ
+      kernels::matmul<T>(out.data<T>(), xs.data<T>(), ws.data<T>(), N, C, V, false, true,
+                         false);  // x Wᵀ
     });
   };
   compute_logits(logits, xc, wc);
   const Tensor loss = dispatch_floating(x.dtype(), "linear_cross_entropy", [&]<typename T>() {
     return mean_cross_entropy<T>(logits.data<T>(), c, lse, V, ignore_index, x.dtype());
   });
-  return record(loss, "linear_cross_entropy", {x, weight, targets},
-                [c, N, V, C, ignore_index, xc = xc.detach(), wc = wc.detach(), logits, lse, compute_logits,
-                 logits_intact = true](const Tensor& g, std::span<Tensor> gi) mutable {
-    // A second backward through a retained graph finds the buffer holding the gradient: redo it.
-    if (!logits_intact) compute_logits(logits, xc, wc);
-    logits_intact = false;
-    dispatch_floating(g.dtype(), "linear_cross_entropy", [&]<typename T>() {
-      T* dlogits = logits.data<T>();  // the logits, turned into their gradient in place
-      kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), c.t.data<int64_t>(),
-                                         per_row_gradient(g, c).data<T>(), N, V, ignore_index, false);
-      if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
-        kernels::matmul<T>(gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false, false, true);
-      if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the a_trans layout
-        kernels::matmul<T>(gi[1].data<T>(), dlogits, xc.data<T>(), V, N, C, true, false, true);
-    });
-  });
+  return record(
+      loss, "linear_cross_entropy", {x, weight, targets},
+      [c, N, V, C, ignore_index, xc = xc.detach(), wc = wc.detach(), logits, lse, compute_logits,
+       logits_intact = true](const Tensor& g, std::span<Tensor> gi) mutable {
+        // A second backward through a retained graph finds the buffer holding the gradient: redo
+        // it.
+        if (!logits_intact) compute_logits(logits, xc, wc);
+        logits_intact = false;
+        dispatch_floating(g.dtype(), "linear_cross_entropy", [&]<typename T>() {
+          T* dlogits = logits.data<T>();  // the logits, turned into their gradient in place
+          kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), c.t.data<int64_t>(),
+                                             per_row_gradient(g, c).data<T>(), N, V, ignore_index,
+                                             false);
+          if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
+            kernels::matmul<T>(gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false, false, true);
+          if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the
+                                // a_trans layout
+            kernels::matmul<T>(gi[1].data<T>(), dlogits, xc.data<T>(), V, N, C, true, false, true);
+        });
+      });
 }
 
 // ----- dropout -----
@@ -739,7 +818,8 @@ static void register_dropout(OpRegistry& r) {
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
-  if (!(p >= 0 && p <= 1)) throw std::invalid_argument("dropout: p must be in [0, 1], got " + std::to_string(p));
+  if (!(p >= 0 && p <= 1))
+    throw std::invalid_argument("dropout: p must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0) return x;
   const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
   // The mask is drawn straight into a tensor from the storage cache (no staging vector, so a
@@ -747,7 +827,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   Tensor mask = Tensor::empty(x.shape(), x.dtype());
   dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
     T* m = mask.data<T>();
-    for (int64_t i = 0; i < mask.numel(); ++i) m[i] = static_cast<T>(gen.uniform() < p ? 0.0 : scale);
+    for (int64_t i = 0; i < mask.numel(); ++i)
+      m[i] = static_cast<T>(gen.uniform() < p ? 0.0 : scale);
   });
   return mul(x, mask);
 }

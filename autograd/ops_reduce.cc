@@ -16,7 +16,8 @@ using gradcheck_inputs::unary_case;
 namespace {
 
 // Sorted, de-duplicated, non-negative axes; empty input means every axis.
-std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, const char* op) {
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim,
+                                    const char* op) {
   std::vector<int64_t> out;
   if (axes.empty()) {
     for (int64_t d = 0; d < ndim; ++d) out.push_back(d);
@@ -110,7 +111,8 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) 
   if (!x.defined()) throw std::invalid_argument("mean: undefined tensor");
   int64_t count = 1;
   for (int64_t a : normalize_axes(axes_in, x.dim(), "mean")) count *= x.shape()[a];
-  if (count == 0) throw std::invalid_argument("mean: reducing " + shape_str(x.shape()) + " over an empty axis");
+  if (count == 0)
+    throw std::invalid_argument("mean: reducing " + shape_str(x.shape()) + " over an empty axis");
   return mul_scalar(sum(x, axes_in, keepdim), 1.0 / static_cast<double>(count));
 }
 
@@ -130,7 +132,9 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
   const int64_t axis = detail::wrap_dim(axis_in, x.dim(), "max");
   int64_t outer, n, inner;
   split_at(x.shape(), axis, outer, n, inner);
-  if (n == 0) throw std::invalid_argument("max: axis " + std::to_string(axis_in) + " of " + shape_str(x.shape()) + " is empty");
+  if (n == 0)
+    throw std::invalid_argument("max: axis " + std::to_string(axis_in) + " of " +
+                                shape_str(x.shape()) + " is empty");
   const Tensor xc = detail::contiguous_data(x);
   const Shape kept = keepdim_shape(x.shape(), {axis});
   Tensor y = Tensor::empty(keepdim ? kept : drop_axes(x.shape(), {axis}), x.dtype());

@@ -25,7 +25,8 @@ namespace {
 // each other form a chunk, and a chunk can be re-cut into any run of new dimensions with the same
 // product. Splitting c_attn's (B, T, C) slice into heads (B, T, NH, HS) is such a view, although
 // the slice itself is not contiguous.
-std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape) {
+std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides,
+                                  const Shape& new_shape) {
   if (shape_numel(old_shape) == 0 || old_shape.empty()) return contiguous_strides(new_shape);
   Shape new_strides(new_shape.size());
   int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
@@ -33,7 +34,8 @@ std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strid
   int64_t chunk_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
     chunk_numel *= old_shape[d];
-    const bool chunk_ends = d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != chunk_numel * chunk_stride);
+    const bool chunk_ends =
+        d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != chunk_numel * chunk_stride);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < chunk_numel || new_shape[view_d] == 1)) {
       new_strides[view_d] = view_numel * chunk_stride;
@@ -72,7 +74,9 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (infer >= 0) throw std::invalid_argument("reshape: only one dimension can be -1, got " + shape_str(shape_in));
+      if (infer >= 0)
+        throw std::invalid_argument("reshape: only one dimension can be -1, got " +
+                                    shape_str(shape_in));
       infer = static_cast<int64_t>(i);
     } else if (shape[i] < 0) {
       throw std::invalid_argument("reshape: negative dimension in " + shape_str(shape_in));
@@ -83,14 +87,17 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
   if (infer >= 0) {
     if (known == 0 || x.numel() % known != 0)
       throw std::invalid_argument("reshape: cannot infer -1 in " + shape_str(shape_in) + " for " +
-                                  std::to_string(x.numel()) + " elements of " + shape_str(x.shape()));
+                                  std::to_string(x.numel()) + " elements of " +
+                                  shape_str(x.shape()));
     shape[infer] = x.numel() / known;
   }
   if (shape_numel(shape) != x.numel())
     throw std::invalid_argument("reshape: cannot view " + shape_str(x.shape()) + " (" +
                                 std::to_string(x.numel()) + " elements) as " + shape_str(shape_in));
   const std::optional<Shape> strides = view_strides(x.shape(), x.strides(), shape);
-  Tensor y = strides ? detail::view_of(x, shape, *strides) : detail::view_of(detail::contiguous_data(x), shape, contiguous_strides(shape));
+  Tensor y = strides
+                 ? detail::view_of(x, shape, *strides)
+                 : detail::view_of(detail::contiguous_data(x), shape, contiguous_strides(shape));
   return record(y, "reshape", {x}, [](const Tensor& g, std::span<Tensor> gi) {
     detail::accumulate(gi[0], detail::view_of(g, gi[0].shape(), contiguous_strides(gi[0].shape())));
   });
@@ -117,7 +124,8 @@ Tensor permute(const Tensor& x, const Shape& perm_in) {
   for (int64_t i = 0; i < n; ++i) {
     perm[i] = detail::wrap_dim(perm_in[i], n, "permute");
     for (int64_t j = 0; j < i; ++j)
-      if (perm[j] == perm[i]) throw std::invalid_argument("permute: axis " + std::to_string(perm[i]) + " repeated");
+      if (perm[j] == perm[i])
+        throw std::invalid_argument("permute: axis " + std::to_string(perm[i]) + " repeated");
     shape[i] = x.shape()[perm[i]];
     strides[i] = x.strides()[perm[i]];
   }
@@ -148,7 +156,8 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
   if (!x.defined()) throw std::invalid_argument("transpose: undefined tensor");
   Shape perm(x.dim());
   std::iota(perm.begin(), perm.end(), 0);
-  std::swap(perm[detail::wrap_dim(d0, x.dim(), "transpose")], perm[detail::wrap_dim(d1, x.dim(), "transpose")]);
+  std::swap(perm[detail::wrap_dim(d0, x.dim(), "transpose")],
+            perm[detail::wrap_dim(d1, x.dim(), "transpose")]);
   return permute(x, perm);
 }
 
@@ -174,9 +183,10 @@ Tensor slice(const Tensor& x, int64_t dim_in, int64_t start, int64_t end) {
   if (!x.defined()) throw std::invalid_argument("slice: undefined tensor");
   const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "slice");
   if (start < 0 || start > end || end > x.shape()[dim])
-    throw std::invalid_argument("slice: range [" + std::to_string(start) + ", " + std::to_string(end) +
-                                ") is not within dimension " + std::to_string(dim) + " of " +
-                                shape_str(x.shape()) + " (need 0 <= start <= end <= size)");
+    throw std::invalid_argument("slice: range [" + std::to_string(start) + ", " +
+                                std::to_string(end) + ") is not within dimension " +
+                                std::to_string(dim) + " of " + shape_str(x.shape()) +
+                                " (need 0 <= start <= end <= size)");
   return record(slice_view(x, dim, start, end), "slice", {x},
                 [dim, start, end](const Tensor& g, std::span<Tensor> gi) {
                   detail::accumulate(slice_view(gi[0], dim, start, end), g);
@@ -188,10 +198,14 @@ static void register_concat(OpRegistry& r) {
   r.add({.name = "concat",
          .forward = "`[x_0, x_1, …]` along dim, a copy",
          .vjp = "`dx_i` = the matching slice of `dy`",
-         .cases = {
-             params_case("(B, T, C) with (B, 2, C) along T",
-                         [](const Sizes& s) { return Shapes{{s.B, s.T, s.C}, {s.B, 2, s.C}}; },
-                         [](const Inputs& in) { return tanh(concat({in[0], in[1], in[0]}, 1)); })}});
+         .cases = {params_case(
+             "(B, T, C) with (B, 2, C) along T",
+             [](const Sizes& s) {
+               return Shapes{{s.B, s.T, s.C}, {s.B, 2, s.C}};
+             },
+             [](const Inputs& in) {
+               return tanh(concat({in[0], in[1], in[0]}, 1));
+             })}});
 }
 
 Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
@@ -205,7 +219,8 @@ Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
     if (a.size() == b.size()) a[dim] = b[dim] = 0;
     if (a != b)
       throw std::invalid_argument("concat: shapes " + shape_str(xs[0].shape()) + " and " +
-                                  shape_str(x.shape()) + " differ outside dimension " + std::to_string(dim));
+                                  shape_str(x.shape()) + " differ outside dimension " +
+                                  std::to_string(dim));
     shape[dim] = checked_add(shape[dim], x.shape()[dim], "concat: the joined dimension");
   }
   Tensor y = Tensor::empty(shape, xs[0].dtype());
@@ -216,11 +231,13 @@ Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
     detail::copy_into(slice_view(y, dim, start, start + x.shape()[dim]), x);
     start += x.shape()[dim];
   }
-  return record(y, "concat", TensorList(xs.begin(), xs.end()), [dim, starts](const Tensor& g, std::span<Tensor> gi) {
-    for (size_t i = 0; i < gi.size(); ++i)
-      if (gi[i].defined())
-        detail::accumulate(gi[i], slice_view(g, dim, starts[i], starts[i] + gi[i].shape()[dim]));
-  });
+  return record(y, "concat", TensorList(xs.begin(), xs.end()),
+                [dim, starts](const Tensor& g, std::span<Tensor> gi) {
+                  for (size_t i = 0; i < gi.size(); ++i)
+                    if (gi[i].defined())
+                      detail::accumulate(
+                          gi[i], slice_view(g, dim, starts[i], starts[i] + gi[i].shape()[dim]));
+                });
 }
 
 // ----- split -----

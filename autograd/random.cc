@@ -13,7 +13,8 @@ uint64_t Generator::below(uint64_t n) {
   // Rejection sampling removes the modulo bias of engine_() % n.
   const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
   uint64_t r;
-  do r = engine_(); while (r >= limit);
+  do r = engine_();
+  while (r >= limit);
   return r % n;
 }
 
@@ -48,7 +49,8 @@ void Generator::set_state(const std::string& state) {
   // reads the hexfloat exactly), with nothing after it.
   char* end = nullptr;
   const double spare = is.fail() ? 0.0 : std::strtod(spare_text.c_str(), &end);
-  if (is.fail() || end != spare_text.c_str() + spare_text.size() || !std::isfinite(spare) || !(is >> std::ws).eof())
+  if (is.fail() || end != spare_text.c_str() + spare_text.size() || !std::isfinite(spare) ||
+      !(is >> std::ws).eof())
     throw std::invalid_argument("Generator::set_state: malformed generator state");
   engine_ = engine;
   has_spare_ = has_spare;

@@ -29,9 +29,12 @@ namespace detail {
 template <std::integral I, typename What>
 [[noreturn]] void size_overflow(const What& what, const char* op, I a, I b) {
   std::string description;
-  if constexpr (std::is_invocable_v<const What&>) description = what();
-  else description = std::string_view(what);
-  throw_size_overflow(description, op, std::to_string(a), std::to_string(b), std::to_string(std::numeric_limits<I>::max()));
+  if constexpr (std::is_invocable_v<const What&>)
+    description = what();
+  else
+    description = std::string_view(what);
+  throw_size_overflow(description, op, std::to_string(a), std::to_string(b),
+                      std::to_string(std::numeric_limits<I>::max()));
 }
 
 }  // namespace detail
@@ -41,7 +44,8 @@ template <std::integral I, typename What>
 template <std::integral I, typename What>
 I checked_mul(I a, I b, const What& what) {
   I out;
-  if (__builtin_mul_overflow(a, b, &out)) [[unlikely]] detail::size_overflow(what, "*", a, b);
+  if (__builtin_mul_overflow(a, b, &out)) [[unlikely]]
+    detail::size_overflow(what, "*", a, b);
   return out;
 }
 
@@ -50,7 +54,8 @@ I checked_mul(I a, I b, const What& what) {
 template <std::integral I, typename What>
 I checked_add(I a, I b, const What& what) {
   I out;
-  if (__builtin_add_overflow(a, b, &out)) [[unlikely]] detail::size_overflow(what, "+", a, b);
+  if (__builtin_add_overflow(a, b, &out)) [[unlikely]]
+    detail::size_overflow(what, "+", a, b);
   return out;
 }
 

@@ -11,10 +11,10 @@
 #include "autograd/allocator.h"
 #include "autograd/detail/tensor_impl.h"
 #include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 #include "autograd/size_math.h"
-#include "autograd/kernels/elementwise.h"
 
 namespace attograd {
 
@@ -25,9 +25,12 @@ size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::i64: return "i64";
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::i64:
+      return "i64";
   }
   return "?";
 }
@@ -45,7 +48,8 @@ std::string shape_str(const Shape& shape) {
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n = checked_mul(n, d, [&] { return "elements of shape " + shape_str(shape); });
+  for (int64_t d : shape)
+    n = checked_mul(n, d, [&] { return "elements of shape " + shape_str(shape); });
   return n;
 }
 
@@ -111,10 +115,12 @@ namespace {
 // A contiguous impl of that shape, with fresh storage when `allocate` (else none: unallocated()).
 std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype, bool allocate = true) {
   for (int64_t d : shape)
-    if (d < 0) throw std::invalid_argument("tensor: negative dimension in shape " + shape_str(shape));
+    if (d < 0)
+      throw std::invalid_argument("tensor: negative dimension in shape " + shape_str(shape));
   auto impl = TensorImpl::make();
-  const size_t bytes = checked_mul(static_cast<size_t>(shape_numel(shape)), dtype_size(dtype),
-                                   [&] { return std::string("bytes of a ") + dtype_name(dtype) + " tensor of shape " + shape_str(shape); });
+  const size_t bytes = checked_mul(static_cast<size_t>(shape_numel(shape)), dtype_size(dtype), [&] {
+    return std::string("bytes of a ") + dtype_name(dtype) + " tensor of shape " + shape_str(shape);
+  });
   if (allocate) impl->storage = Storage::make(bytes);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
@@ -133,12 +139,16 @@ int64_t strided_offset(const Shape& shape, const Shape& strides, int64_t linear)
 }
 
 double read_element(const TensorImpl& t, int64_t offset) {
-  if (!t.storage) throw std::logic_error("Tensor: reading a tensor that has no storage yet (unallocated())");
+  if (!t.storage)
+    throw std::logic_error("Tensor: reading a tensor that has no storage yet (unallocated())");
   const char* base = static_cast<const char*>(t.storage->data);
   switch (t.dtype) {
-    case DType::f32: return reinterpret_cast<const float*>(base)[t.offset + offset];
-    case DType::f64: return reinterpret_cast<const double*>(base)[t.offset + offset];
-    case DType::i64: return static_cast<double>(reinterpret_cast<const int64_t*>(base)[t.offset + offset]);
+    case DType::f32:
+      return reinterpret_cast<const float*>(base)[t.offset + offset];
+    case DType::f64:
+      return reinterpret_cast<const double*>(base)[t.offset + offset];
+    case DType::i64:
+      return static_cast<double>(reinterpret_cast<const int64_t*>(base)[t.offset + offset]);
   }
   return 0;
 }
@@ -153,7 +163,9 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   return t;
 }
 
-Tensor Tensor::unallocated(const Shape& shape, DType dtype) { return Tensor(make_impl(shape, dtype, false)); }
+Tensor Tensor::unallocated(const Shape& shape, DType dtype) {
+  return Tensor(make_impl(shape, dtype, false));
+}
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
@@ -167,9 +179,15 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
                                 std::to_string(t.numel()) + " elements)");
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (dtype) {
-      case DType::f32: t.data<float>()[i] = static_cast<float>(values[i]); break;
-      case DType::f64: t.data<double>()[i] = values[i]; break;
-      case DType::i64: t.data<int64_t>()[i] = static_cast<int64_t>(values[i]); break;
+      case DType::f32:
+        t.data<float>()[i] = static_cast<float>(values[i]);
+        break;
+      case DType::f64:
+        t.data<double>()[i] = values[i];
+        break;
+      case DType::i64:
+        t.data<int64_t>()[i] = static_cast<int64_t>(values[i]);
+        break;
     }
   }
   return t;
@@ -183,7 +201,9 @@ Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double std
 }
 
 Tensor& Tensor::normal_(Generator& gen, double std) {
-  if (!is_contiguous()) throw std::invalid_argument("normal_: expected a contiguous tensor, got strides " + shape_str(strides()));
+  if (!is_contiguous())
+    throw std::invalid_argument("normal_: expected a contiguous tensor, got strides " +
+                                shape_str(strides()));
   dispatch_floating(dtype(), "normal_", [&]<typename T>() {
     T* p = data<T>();
     for (int64_t i = 0; i < numel(); ++i) p[i] = static_cast<T>(std * gen.normal());
@@ -195,7 +215,8 @@ Tensor Tensor::uniform(const Shape& shape, Generator& gen, double low, double hi
   Tensor t = empty(shape, dtype);
   dispatch_floating(dtype, "uniform", [&]<typename T>() {
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(low + (high - low) * gen.uniform());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      p[i] = static_cast<T>(low + (high - low) * gen.uniform());
   });
   return t;
 }
@@ -213,11 +234,20 @@ void Tensor::check_defined(const char* what) const {
   if (!impl_) throw std::logic_error(std::string("Tensor::") + what + ": the tensor is undefined");
 }
 
-const Shape& Tensor::shape() const { check_defined("shape"); return impl_->shape; }
-const Shape& Tensor::strides() const { check_defined("strides"); return impl_->strides; }
+const Shape& Tensor::shape() const {
+  check_defined("shape");
+  return impl_->shape;
+}
+const Shape& Tensor::strides() const {
+  check_defined("strides");
+  return impl_->strides;
+}
 int64_t Tensor::dim() const { return static_cast<int64_t>(shape().size()); }
 int64_t Tensor::numel() const { return shape_numel(shape()); }
-DType Tensor::dtype() const { check_defined("dtype"); return impl_->dtype; }
+DType Tensor::dtype() const {
+  check_defined("dtype");
+  return impl_->dtype;
+}
 
 int64_t Tensor::size(int64_t d) const {
   const int64_t n = dim();
@@ -248,8 +278,9 @@ bool Tensor::shares_storage(const Tensor& other) const {
 template <typename T>
 T* Tensor::data() const {
   check_defined("data");
-  constexpr DType want = std::is_same_v<T, float> ? DType::f32
-                         : std::is_same_v<T, double> ? DType::f64 : DType::i64;
+  constexpr DType want = std::is_same_v<T, float>    ? DType::f32
+                         : std::is_same_v<T, double> ? DType::f64
+                                                     : DType::i64;
   if (impl_->dtype != want)
     throw std::invalid_argument(std::string("Tensor::data: tensor is ") + dtype_name(impl_->dtype) +
                                 ", requested " + dtype_name(want));
@@ -262,9 +293,11 @@ template int64_t* Tensor::data<int64_t>() const;
 char* Tensor::bytes() const {
   check_defined("bytes");
   if (!impl_->storage)
-    throw std::logic_error("Tensor: this " + shape_str(impl_->shape) + " tensor has no storage yet (unallocated(); "
+    throw std::logic_error("Tensor: this " + shape_str(impl_->shape) +
+                           " tensor has no storage yet (unallocated(); "
                            "a parameter is readable once its ParameterArena is allocated)");
-  return static_cast<char*>(impl_->storage->data) + impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
+  return static_cast<char*>(impl_->storage->data) +
+         impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
 }
 
 Tensor& Tensor::copy_from(const Tensor& src) {
@@ -272,8 +305,8 @@ Tensor& Tensor::copy_from(const Tensor& src) {
   src.check_defined("copy_from");
   if (src.shape() != shape() || src.dtype() != dtype())
     throw std::invalid_argument("copy_from: source " + std::string(dtype_name(src.dtype())) + " " +
-                                shape_str(src.shape()) + " does not match destination " + dtype_name(dtype()) + " " +
-                                shape_str(shape()));
+                                shape_str(src.shape()) + " does not match destination " +
+                                dtype_name(dtype()) + " " + shape_str(shape()));
   detail::copy_into(*this, src);
   return *this;
 }
@@ -286,7 +319,9 @@ Tensor& Tensor::fill_(double value) {
     for (int64_t i = 0; i < numel(); ++i) p[i] = static_cast<int64_t>(value);
     return *this;
   }
-  dispatch_floating(dtype(), "fill_", [&]<typename T>() { kernels::fill<T>(data<T>(), static_cast<T>(value), numel()); });
+  dispatch_floating(dtype(), "fill_", [&]<typename T>() {
+    kernels::fill<T>(data<T>(), static_cast<T>(value), numel());
+  });
   return *this;
 }
 
@@ -294,22 +329,25 @@ void Tensor::allocate_in(const Tensor& buffer, int64_t offset) {
   check_defined("allocate_in");
   buffer.check_defined("allocate_in");
   if (impl_->storage)
-    throw std::logic_error("allocate_in: this " + shape_str(shape()) + " tensor already has storage; a live tensor "
+    throw std::logic_error("allocate_in: this " + shape_str(shape()) +
+                           " tensor already has storage; a live tensor "
                            "is never re-pointed (views taken of it would keep the old data)");
   if (buffer.dtype() != dtype() || !buffer.is_contiguous() || !buffer.impl_->storage)
-    throw std::invalid_argument("allocate_in: expected an allocated contiguous " + std::string(dtype_name(dtype())) +
-                                " buffer, got " + dtype_name(buffer.dtype()) + " " + shape_str(buffer.shape()));
+    throw std::invalid_argument("allocate_in: expected an allocated contiguous " +
+                                std::string(dtype_name(dtype())) + " buffer, got " +
+                                dtype_name(buffer.dtype()) + " " + shape_str(buffer.shape()));
   if (offset < 0 || offset > buffer.numel() || numel() > buffer.numel() - offset)
-    throw std::out_of_range("allocate_in: elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
-                            std::to_string(numel()) + ") do not fit in a buffer of " +
-                            std::to_string(buffer.numel()));
+    throw std::out_of_range("allocate_in: elements [" + std::to_string(offset) + ", " +
+                            std::to_string(offset) + " + " + std::to_string(numel()) +
+                            ") do not fit in a buffer of " + std::to_string(buffer.numel()));
   impl_->storage = buffer.impl_->storage;
   impl_->offset = buffer.impl_->offset + offset;
 }
 
 double Tensor::item() const {
   if (numel() != 1)
-    throw std::invalid_argument("item: expected a one-element tensor, got shape " + shape_str(shape()));
+    throw std::invalid_argument("item: expected a one-element tensor, got shape " +
+                                shape_str(shape()));
   return read_element(*impl_, 0);
 }
 
@@ -346,9 +384,10 @@ bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
 Tensor& Tensor::set_requires_grad(bool value) {
   check_defined("set_requires_grad");
   if (impl_->grad_fn)
-    throw std::logic_error("set_requires_grad: only leaf tensors can be marked; this one is the "
-                           "output of '" + std::string(impl_->grad_fn->name()) +
-                           "' (call detach() first to make a new leaf)");
+    throw std::logic_error(
+        "set_requires_grad: only leaf tensors can be marked; this one is the "
+        "output of '" +
+        std::string(impl_->grad_fn->name()) + "' (call detach() first to make a new leaf)");
   if (value && impl_->dtype == DType::i64)
     throw std::logic_error("set_requires_grad: i64 tensors (token ids) are not differentiable");
   impl_->requires_grad = value;
@@ -364,23 +403,27 @@ void Tensor::zero_grad() const {
   check_defined("zero_grad");
   if (!impl_->grad) return;
   Tensor g(impl_->grad);
-  dispatch_floating(g.dtype(), "zero_grad", [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
+  dispatch_floating(g.dtype(), "zero_grad",
+                    [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
 }
 
 void Tensor::set_grad(const Tensor& grad) const {
   check_defined("set_grad");
-  if (grad.defined() && (grad.shape() != shape() || grad.dtype() != dtype() || !grad.is_contiguous()))
-    throw std::invalid_argument("set_grad: expected a contiguous " + std::string(dtype_name(dtype())) + " " +
-                                shape_str(shape()) + " gradient, got " + dtype_name(grad.dtype()) + " " +
-                                shape_str(grad.shape()) + (grad.is_contiguous() ? "" : " (not contiguous)"));
+  if (grad.defined() &&
+      (grad.shape() != shape() || grad.dtype() != dtype() || !grad.is_contiguous()))
+    throw std::invalid_argument(
+        "set_grad: expected a contiguous " + std::string(dtype_name(dtype())) + " " +
+        shape_str(shape()) + " gradient, got " + dtype_name(grad.dtype()) + " " +
+        shape_str(grad.shape()) + (grad.is_contiguous() ? "" : " (not contiguous)"));
   impl_->grad = grad.impl_;
 }
 
 void Tensor::retain_grad() const {
   check_defined("retain_grad");
   if (!impl_->requires_grad)
-    throw std::logic_error("retain_grad: the tensor does not require grad, so backward never reaches it "
-                           "(compute it from a leaf marked with set_requires_grad())");
+    throw std::logic_error(
+        "retain_grad: the tensor does not require grad, so backward never reaches it "
+        "(compute it from a leaf marked with set_requires_grad())");
   if (impl_->grad_fn) impl_->grad_fn->retain_grad_of(impl_);
 }
 
@@ -389,9 +432,15 @@ bool Tensor::retains_grad() const {
   return impl_->grad_fn && impl_->grad_fn->retains_grad_of(impl_.get());
 }
 
-bool Tensor::is_leaf() const { check_defined("is_leaf"); return impl_->grad_fn == nullptr; }
+bool Tensor::is_leaf() const {
+  check_defined("is_leaf");
+  return impl_->grad_fn == nullptr;
+}
 
-const std::shared_ptr<Node>& Tensor::grad_fn() const { check_defined("grad_fn"); return impl_->grad_fn; }
+const std::shared_ptr<Node>& Tensor::grad_fn() const {
+  check_defined("grad_fn");
+  return impl_->grad_fn;
+}
 
 Tensor Tensor::detach() const {
   check_defined("detach");
@@ -413,7 +462,8 @@ Tensor Tensor::clone() const {
     std::memcpy(dst, src, static_cast<size_t>(numel()) * esize);
   } else {
     for (int64_t i = 0; i < numel(); ++i)
-      std::memcpy(dst + i * esize, src + strided_offset(impl_->shape, impl_->strides, i) * esize, esize);
+      std::memcpy(dst + i * esize, src + strided_offset(impl_->shape, impl_->strides, i) * esize,
+                  esize);
   }
   return out;
 }
@@ -464,8 +514,11 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   } else {
     print_dim(body, t, 0, 0, /*indent=*/7);  // under "tensor("
   }
-  os << "tensor(" << body.str() << ", shape " << shape_str(t.shape()) << ", " << dtype_name(t.dtype());
-  if (t.requires_grad()) os << (t.is_leaf() ? ", requires_grad" : ", grad_fn=") << (t.is_leaf() ? "" : t.grad_fn()->name());
+  os << "tensor(" << body.str() << ", shape " << shape_str(t.shape()) << ", "
+     << dtype_name(t.dtype());
+  if (t.requires_grad())
+    os << (t.is_leaf() ? ", requires_grad" : ", grad_fn=")
+       << (t.is_leaf() ? "" : t.grad_fn()->name());
   return os << ')';
 }
 

@@ -25,7 +25,7 @@ namespace attograd {
 
 class Node;
 namespace detail {
-struct TensorImpl;    // autograd/detail/tensor_impl.h: autograd's own sources only
+struct TensorImpl;  // autograd/detail/tensor_impl.h: autograd's own sources only
 struct TensorAccess;
 }  // namespace detail
 
@@ -69,7 +69,8 @@ class Tensor {
   static Tensor from_vector(const std::vector<double>& values, const Shape& shape,
                             DType dtype = DType::f32);
   /// Samples N(0, std^2) from gen, element by element in row-major order.
-  static Tensor randn(const Shape& shape, Generator& gen, DType dtype = DType::f32, double std = 1.0);
+  static Tensor randn(const Shape& shape, Generator& gen, DType dtype = DType::f32,
+                      double std = 1.0);
   /// Samples uniformly from [low, high).
   static Tensor uniform(const Shape& shape, Generator& gen, double low, double high,
                         DType dtype = DType::f32);

@@ -44,7 +44,8 @@ int serve_steps(const char* program, Run&& run) {
       return 2;
     }
     const auto [secs, allocs] = run(k);
-    std::printf("%.9f allocs %lld rss_mib %.1f\n", secs, static_cast<long long>(allocs), peak_rss_mib());
+    std::printf("%.9f allocs %lld rss_mib %.1f\n", secs, static_cast<long long>(allocs),
+                peak_rss_mib());
     std::fflush(stdout);
   }
   return 0;
@@ -55,8 +56,8 @@ int serve_steps(const char* program, Run&& run) {
 /// runs Google Benchmark with the flags left over, reporting through `reporter`. Returns the
 /// exit code (2 for an unknown flag).
 template <typename Serve, typename Register>
-int bench_main(int argc, char** argv, const char* program, Serve&& serve, Register&& register_benchmarks,
-               benchmark::BenchmarkReporter& reporter) {
+int bench_main(int argc, char** argv, const char* program, Serve&& serve,
+               Register&& register_benchmarks, benchmark::BenchmarkReporter& reporter) {
   std::string serve_name;
   int threads = 1;
   bool smoke = false;

@@ -83,7 +83,9 @@ const GenConfig& find_config(const std::string& name) {
 // ---- Read bandwidth -----------------------------------------------------------------------------
 
 // A buffer of `bytes` (far bigger than the caches), written once so that every page is mapped.
-std::vector<float> read_buffer(size_t bytes) { return std::vector<float>(bytes / sizeof(float), 1.0f); }
+std::vector<float> read_buffer(size_t bytes) {
+  return std::vector<float>(bytes / sizeof(float), 1.0f);
+}
 
 // Seconds one SIMD pass over the buffer takes with `threads` threads, each summing its own
 // contiguous part (kernels::sum_axis runs one row per thread; a hand-written AVX-512 loop with
@@ -92,7 +94,8 @@ double read_pass(const std::vector<float>& buffer, int threads) {
   std::vector<float> sums(static_cast<size_t>(threads));
   omp_set_num_threads(threads);
   const auto start = Clock::now();
-  kernels::sum_axis<float>(sums.data(), buffer.data(), threads, static_cast<int64_t>(buffer.size()) / threads, 1, false);
+  kernels::sum_axis<float>(sums.data(), buffer.data(), threads,
+                           static_cast<int64_t>(buffer.size()) / threads, 1, false);
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   benchmark::DoNotOptimize(sums.data());
   return secs;
@@ -108,7 +111,8 @@ double read_bandwidth(int threads, size_t bytes) {
   if (fresh) {
     const std::vector<float> buffer = read_buffer(bytes);
     for (int pass = 0; pass < 10; ++pass)
-      it->second = std::max(it->second, static_cast<double>(buffer.size() * sizeof(float)) / read_pass(buffer, threads));
+      it->second = std::max(it->second, static_cast<double>(buffer.size() * sizeof(float)) /
+                                            read_pass(buffer, threads));
   }
   return it->second;
 }
@@ -126,13 +130,15 @@ struct Decoder {
   explicit Decoder(const GenConfig& g) : model(gpt::preset(g.preset), 1337) {
     Generator gen(7);
     for (int64_t i = 0; i < g.prompt; ++i)
-      prompt.push_back(static_cast<int64_t>(gen.below(static_cast<uint64_t>(model.config().vocab_size))));
+      prompt.push_back(
+          static_cast<int64_t>(gen.below(static_cast<uint64_t>(model.config().vocab_size))));
   }
 
   // Bytes of weights a decode step reads (see the top of this file).
   double bytes_per_token() const {
     const gpt::GPTConfig& c = model.config();
-    return 4.0 * static_cast<double>(model.num_parameters() - c.block_size * c.n_embd + 2 * c.n_embd);
+    return 4.0 *
+           static_cast<double>(model.num_parameters() - c.block_size * c.n_embd + 2 * c.n_embd);
   }
   // Bytes of cached keys and values a decode step reads per cached position: 2 L C floats.
   double cache_bytes_per_position() const {
@@ -143,9 +149,10 @@ struct Decoder {
   // decode steps after the first new token (which comes from the prompt's pass).
   double decode(int64_t steps) {
     if (steps < 1 || static_cast<int64_t>(prompt.size()) + steps + 1 > model.config().block_size)
-      throw std::invalid_argument("decode steps must be in [1, " +
-                                  std::to_string(model.config().block_size - static_cast<int64_t>(prompt.size()) - 1) +
-                                  "] to stay within block_size, got " + std::to_string(steps));
+      throw std::invalid_argument(
+          "decode steps must be in [1, " +
+          std::to_string(model.config().block_size - static_cast<int64_t>(prompt.size()) - 1) +
+          "] to stay within block_size, got " + std::to_string(steps));
     gpt::GenerateOptions o;
     o.max_new_tokens = steps + 1;
     o.sampling.temperature = 0;
@@ -161,7 +168,8 @@ struct Decoder {
   std::vector<int64_t> prompt;
 };
 
-void bench_generate(benchmark::State& state, const GenConfig* config, int threads, size_t bandwidth_bytes) {
+void bench_generate(benchmark::State& state, const GenConfig* config, int threads,
+                    size_t bandwidth_bytes) {
   const double bandwidth = read_bandwidth(threads, bandwidth_bytes);
   omp_set_num_threads(threads);
   Decoder d(*config);
@@ -170,15 +178,18 @@ void bench_generate(benchmark::State& state, const GenConfig* config, int thread
   const size_t misses = allocator_stats().misses;
   for (auto _ : state) state.SetIterationTime(d.decode(steps));
   const double bound = bandwidth / d.bytes_per_token();
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["bound_tokens/s"] = bound;
   state.counters["MB/token"] = d.bytes_per_token() * 1e-6;
   // Mean over the timed steps, which see prompt + 1 .. prompt + steps cached positions.
-  const double mean_positions = static_cast<double>(config->prompt) + 0.5 * static_cast<double>(steps + 1);
+  const double mean_positions =
+      static_cast<double>(config->prompt) + 0.5 * static_cast<double>(steps + 1);
   state.counters["cache_MB/token"] = d.cache_bytes_per_position() * mean_positions * 1e-6;
   state.counters["GB/s_read"] = bandwidth * 1e-9;
-  state.counters["new_storage/token"] = static_cast<double>(allocator_stats().misses - misses) /
-                                        static_cast<double>(steps * std::max<int64_t>(state.iterations(), 1));
+  state.counters["new_storage/token"] =
+      static_cast<double>(allocator_stats().misses - misses) /
+      static_cast<double>(steps * std::max<int64_t>(state.iterations(), 1));
 }
 
 // Prints "% of the bound" per generation run beside Google Benchmark's table.
@@ -188,10 +199,11 @@ class BoundReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
       const auto rate = r.counters.find("tokens/s"), bound = r.counters.find("bound_tokens/s");
-      if (rate == r.counters.end() || bound == r.counters.end() || r.run_type != Run::RT_Iteration) continue;
+      if (rate == r.counters.end() || bound == r.counters.end() || r.run_type != Run::RT_Iteration)
+        continue;
       std::printf("  %s: %.1f tokens/s = %.1f%% of the bandwidth bound (%.1f tokens/s)\n",
-                  r.run_name.function_name.c_str(), rate->second.value, 100.0 * rate->second.value / bound->second.value,
-                  bound->second.value);
+                  r.run_name.function_name.c_str(), rate->second.value,
+                  100.0 * rate->second.value / bound->second.value, bound->second.value);
     }
   }
 };
@@ -202,7 +214,8 @@ int serve(const std::string& name, int threads) {
   omp_set_num_threads(threads);
   Decoder d(find_config(name));
   std::printf("ready %s params %lld bytes_per_token %.6e bandwidth_gbs %.3f\n", name.c_str(),
-              static_cast<long long>(d.model.num_parameters()), d.bytes_per_token(), bandwidth * 1e-9);
+              static_cast<long long>(d.model.num_parameters()), d.bytes_per_token(),
+              bandwidth * 1e-9);
   std::fflush(stdout);
   return bench::serve_steps("generate_bench", [&](long long k) {
     const size_t misses = allocator_stats().misses;
@@ -216,7 +229,8 @@ void register_benchmarks(bool smoke) {
   // The smoke run reads 16 MiB instead of 1 GiB: it checks the code runs, not the machine.
   const size_t bytes = smoke ? size_t{16} << 20 : kBandwidthBytes;
   for (const int t : {1, 2}) {
-    auto* b = benchmark::RegisterBenchmark(("read_bandwidth/t" + std::to_string(t)).c_str(), bench_bandwidth, t, bytes)
+    auto* b = benchmark::RegisterBenchmark(("read_bandwidth/t" + std::to_string(t)).c_str(),
+                                           bench_bandwidth, t, bytes)
                   ->UseManualTime()
                   ->Unit(benchmark::kMillisecond);
     if (smoke) b->Iterations(2);
@@ -237,5 +251,6 @@ void register_benchmarks(bool smoke) {
 
 int main(int argc, char** argv) {
   BoundReporter reporter;
-  return attograd::bench::bench_main(argc, argv, "generate_bench", serve, register_benchmarks, reporter);
+  return attograd::bench::bench_main(argc, argv, "generate_bench", serve, register_benchmarks,
+                                     reporter);
 }

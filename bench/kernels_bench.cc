@@ -62,7 +62,8 @@ const char* layout_name(const GemmCase& g) {
 }
 
 // The three products of one Linear (in -> out) applied to `rows` = B*T rows.
-void add_linear(std::vector<GemmCase>& out, const char* what, int64_t rows, int64_t in, int64_t out_features) {
+void add_linear(std::vector<GemmCase>& out, const char* what, int64_t rows, int64_t in,
+                int64_t out_features) {
   out.push_back({what, rows, in, out_features, false, true});   // y = x Wᵀ
   out.push_back({what, rows, out_features, in, false, false});  // dx = dy W
   out.push_back({what, out_features, rows, in, true, false});   // dW = dyᵀ x
@@ -103,22 +104,23 @@ std::vector<GemmCase> f64_cases() {
 }
 
 std::vector<GemmCase> smoke_cases() {
-  return {{"smoke", 37, 19, 23, false, false}, {"smoke", 37, 19, 23, false, true},
+  return {{"smoke", 37, 19, 23, false, false},
+          {"smoke", 37, 19, 23, false, true},
           {"smoke", 23, 37, 19, true, false}};
 }
 
 // cblas with our argument convention: C = op(A) op(B), row-major.
 void blas_gemm(float* c, const float* a, const float* b, const GemmCase& g) {
-  cblas_sgemm(CblasRowMajor, g.a_trans ? CblasTrans : CblasNoTrans, g.b_trans ? CblasTrans : CblasNoTrans,
-              static_cast<int>(g.M), static_cast<int>(g.N), static_cast<int>(g.K), 1.0f, a,
-              static_cast<int>(g.a_trans ? g.M : g.K), b, static_cast<int>(g.b_trans ? g.K : g.N), 0.0f, c,
-              static_cast<int>(g.N));
+  cblas_sgemm(CblasRowMajor, g.a_trans ? CblasTrans : CblasNoTrans,
+              g.b_trans ? CblasTrans : CblasNoTrans, static_cast<int>(g.M), static_cast<int>(g.N),
+              static_cast<int>(g.K), 1.0f, a, static_cast<int>(g.a_trans ? g.M : g.K), b,
+              static_cast<int>(g.b_trans ? g.K : g.N), 0.0f, c, static_cast<int>(g.N));
 }
 void blas_gemm(double* c, const double* a, const double* b, const GemmCase& g) {
-  cblas_dgemm(CblasRowMajor, g.a_trans ? CblasTrans : CblasNoTrans, g.b_trans ? CblasTrans : CblasNoTrans,
-              static_cast<int>(g.M), static_cast<int>(g.N), static_cast<int>(g.K), 1.0, a,
-              static_cast<int>(g.a_trans ? g.M : g.K), b, static_cast<int>(g.b_trans ? g.K : g.N), 0.0, c,
-              static_cast<int>(g.N));
+  cblas_dgemm(CblasRowMajor, g.a_trans ? CblasTrans : CblasNoTrans,
+              g.b_trans ? CblasTrans : CblasNoTrans, static_cast<int>(g.M), static_cast<int>(g.N),
+              static_cast<int>(g.K), 1.0, a, static_cast<int>(g.a_trans ? g.M : g.K), b,
+              static_cast<int>(g.b_trans ? g.K : g.N), 0.0, c, static_cast<int>(g.N));
 }
 
 template <typename T>
@@ -143,9 +145,9 @@ void check_agreement(const GemmCase& g) {
   const double tol = (sizeof(T) == 4 ? 1e-4 : 1e-12) * std::sqrt(static_cast<double>(g.K));
   for (size_t i = 0; i < ours.size(); ++i)
     if (!(std::abs(static_cast<double>(ours[i]) - theirs[i]) <= tol))
-      throw std::runtime_error(std::string("matmul disagrees with OpenBLAS: ") + g.what + " " + layout_name(g) +
-                               " at " + std::to_string(i) + ": " + std::to_string(ours[i]) + " vs " +
-                               std::to_string(theirs[i]));
+      throw std::runtime_error(std::string("matmul disagrees with OpenBLAS: ") + g.what + " " +
+                               layout_name(g) + " at " + std::to_string(i) + ": " +
+                               std::to_string(ours[i]) + " vs " + std::to_string(theirs[i]));
 }
 
 template <typename T>
@@ -157,13 +159,16 @@ void bench_gemm(benchmark::State& state, GemmCase g, bool blas, int threads) {
     if (blas) {
       blas_gemm(ops.c.data(), ops.a.data(), ops.b.data(), g);
     } else {
-      k::matmul<T>(ops.c.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans, g.b_trans, false);
+      k::matmul<T>(ops.c.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans, g.b_trans,
+                   false);
     }
     benchmark::DoNotOptimize(ops.c.data());
     benchmark::ClobberMemory();
   }
-  const double flops = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.K) * static_cast<double>(g.N);
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double flops =
+      2.0 * static_cast<double>(g.M) * static_cast<double>(g.K) * static_cast<double>(g.N);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // One causal attention head (B = NH = 1, Tq = Tk = T), forward alone or forward + backward,
@@ -176,21 +181,25 @@ void bench_attention(benchmark::State& state, int64_t T, int64_t HS, bool backwa
   const k::HeadStrides s = k::contiguous_heads(1, T, HS);
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> q(T * HS), kk(T * HS), v(T * HS), y(T * HS), lse(T), dy(T * HS), dq(T * HS), dk(T * HS),
-      dv(T * HS);
+  std::vector<float> q(T * HS), kk(T * HS), v(T * HS), y(T * HS), lse(T), dy(T * HS), dq(T * HS),
+      dk(T * HS), dv(T * HS);
   for (auto* buf : {&q, &kk, &v, &dy})
     for (float& x : *buf) x = dist(rng);
   for (auto _ : state) {
-    k::attention_forward<float>(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s, dims);
+    k::attention_forward<float>(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s,
+                                dims);
     if (backward)
-      k::attention_backward<float>(dq.data(), dk.data(), dv.data(), dy.data(), {s, s, s, s}, y.data(), s,
-                                   lse.data(), q.data(), s, kk.data(), s, v.data(), s, dims);
+      k::attention_backward<float>(dq.data(), dk.data(), dv.data(), dy.data(), {s, s, s, s},
+                                   y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s,
+                                   dims);
     benchmark::DoNotOptimize(y.data());
     benchmark::DoNotOptimize(dq.data());
     benchmark::ClobberMemory();
   }
-  const double flops = (backward ? 3 : 1) * 4.0 * static_cast<double>(T) * static_cast<double>(T) * HS;
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double flops =
+      (backward ? 3 : 1) * 4.0 * static_cast<double>(T) * static_cast<double>(T) * HS;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void register_attention(const std::vector<int64_t>& lengths, int64_t HS) {
@@ -199,7 +208,9 @@ void register_attention(const std::vector<int64_t>& lengths, int64_t HS) {
     for (const int64_t T : lengths) {
       std::snprintf(name, sizeof name, "attention/f32/hs%lld/T%lld/%s", static_cast<long long>(HS),
                     static_cast<long long>(T), backward ? "forward+backward" : "forward");
-      benchmark::RegisterBenchmark(name, bench_attention, T, HS, backward)->Unit(benchmark::kMicrosecond)->UseRealTime();
+      benchmark::RegisterBenchmark(name, bench_attention, T, HS, backward)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
     }
 }
 
@@ -223,8 +234,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::sort(v.begin(), v.end());
       return v.empty() ? NAN : (v[(v.size() - 1) / 2] + v[v.size() / 2]) / 2;
     };
-    std::printf("\n%-44s %12s %12s %8s\n", "case (median of interleaved repetitions)", "attograd ms",
-                "openblas ms", "ratio");
+    std::printf("\n%-44s %12s %12s %8s\n", "case (median of interleaved repetitions)",
+                "attograd ms", "openblas ms", "ratio");
     std::vector<double> ratios;
     for (const auto& [name, sides] : times_) {
       const auto ours = sides.find("attograd"), theirs = sides.find("openblas");
@@ -234,8 +245,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::printf("%-44s %12.4f %12.4f %7.2fx\n", name.c_str(), a, b, b / a);
     }
     if (!ratios.empty())
-      std::printf("ratio = OpenBLAS time / attograd time (> 1: attograd faster); min %.2fx, median %.2fx\n",
-                  *std::min_element(ratios.begin(), ratios.end()), median(ratios));
+      std::printf(
+          "ratio = OpenBLAS time / attograd time (> 1: attograd faster); min %.2fx, median %.2fx\n",
+          *std::min_element(ratios.begin(), ratios.end()), median(ratios));
   }
 
  private:
@@ -243,16 +255,19 @@ class RatioReporter : public benchmark::ConsoleReporter {
 };
 
 template <typename T>
-void register_cases(const std::vector<GemmCase>& cases, const char* dtype, const std::vector<int>& thread_counts) {
+void register_cases(const std::vector<GemmCase>& cases, const char* dtype,
+                    const std::vector<int>& thread_counts) {
   char name[160];
   for (const GemmCase& g : cases) {
     check_agreement<T>(g);
     for (const int t : thread_counts)
       for (const bool blas : {false, true}) {
-        std::snprintf(name, sizeof name, "matmul/%s/%s/%s/%lldx%lldx%lld/t%d/%s", dtype, g.what, layout_name(g),
-                      static_cast<long long>(g.M), static_cast<long long>(g.K), static_cast<long long>(g.N), t,
-                      blas ? "openblas" : "attograd");
-        benchmark::RegisterBenchmark(name, bench_gemm<T>, g, blas, t)->Unit(benchmark::kMillisecond)->UseRealTime();
+        std::snprintf(name, sizeof name, "matmul/%s/%s/%s/%lldx%lldx%lld/t%d/%s", dtype, g.what,
+                      layout_name(g), static_cast<long long>(g.M), static_cast<long long>(g.K),
+                      static_cast<long long>(g.N), t, blas ? "openblas" : "attograd");
+        benchmark::RegisterBenchmark(name, bench_gemm<T>, g, blas, t)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
       }
   }
 }
@@ -263,7 +278,8 @@ int main(int argc, char** argv) {
   bool smoke = false;
   // Defaults first, so that flags given on the command line (parsed later) win.
   std::vector<char*> args{argv[0]};
-  std::string reps = "--benchmark_repetitions=7", interleave = "--benchmark_enable_random_interleaving=true",
+  std::string reps = "--benchmark_repetitions=7",
+              interleave = "--benchmark_enable_random_interleaving=true",
               min_time = "--benchmark_min_time=0.05";
   args.push_back(reps.data());
   args.push_back(interleave.data());
@@ -282,9 +298,11 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
 
-  std::printf("attograd kernels: Highway target %s; OpenBLAS core %s%s\n", k::active_target().c_str(),
-              openblas_get_corename(),
-              std::getenv("OPENBLAS_CORETYPE") != nullptr ? " (forced by OPENBLAS_CORETYPE: unset it)" : "");
+  std::printf("attograd kernels: Highway target %s; OpenBLAS core %s%s\n",
+              k::active_target().c_str(), openblas_get_corename(),
+              std::getenv("OPENBLAS_CORETYPE") != nullptr
+                  ? " (forced by OPENBLAS_CORETYPE: unset it)"
+                  : "");
   try {
     if (smoke) {
       register_cases<float>(smoke_cases(), "f32", {1, 2});

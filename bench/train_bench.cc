@@ -34,8 +34,8 @@
 #include "gpt/model.h"
 #include "gpt/trainer.h"
 
-// Every heap allocation of the process is counted while counting_mallocs() is on (operator new calls
-// malloc): tensors, graph nodes, closures, vectors.
+// Every heap allocation of the process is counted while counting_mallocs() is on (operator new
+// calls malloc): tensors, graph nodes, closures, vectors.
 #include "tests/malloc_counter.h"
 
 namespace {
@@ -57,15 +57,16 @@ struct BenchConfig {
 
 // The five configs of issue 7 (V, L, H, C, T, B).
 const BenchConfig kConfigs[] = {
-    {"femto", 65, 1, 1, 2, 16, 32},     {"pico", 65, 3, 3, 6, 32, 32},
-    {"nano", 65, 4, 4, 128, 64, 16},    {"baby", 65, 6, 6, 384, 256, 8},
+    {"femto", 65, 1, 1, 2, 16, 32},      {"pico", 65, 3, 3, 6, 32, 32},
+    {"nano", 65, 4, 4, 128, 64, 16},     {"baby", 65, 6, 6, 384, 256, 8},
     {"gpt2", 50257, 12, 12, 768, 64, 4},
 };
 
 const BenchConfig& find_config(const std::string& name) {
   for (const BenchConfig& c : kConfigs)
     if (name == c.name) return c;
-  throw std::invalid_argument("unknown config '" + name + "' (expected femto, pico, nano, baby or gpt2)");
+  throw std::invalid_argument("unknown config '" + name +
+                              "' (expected femto, pico, nano, baby or gpt2)");
 }
 
 gpt::GPTConfig model_config(const BenchConfig& b) {
@@ -81,7 +82,8 @@ gpt::GPTConfig model_config(const BenchConfig& b) {
 
 // A model, random tokens and a trainer with nanoGPT's step: AdamW, clipping at 1.0.
 struct Run {
-  explicit Run(const BenchConfig& b) : config(b), model(model_config(b), 1337), data(tokens(b), b.T) {
+  explicit Run(const BenchConfig& b)
+      : config(b), model(model_config(b), 1337), data(tokens(b), b.T) {
     gpt::TrainOptions o;
     o.batch_size = b.B;
     o.block_size = b.T;
@@ -101,7 +103,8 @@ struct Run {
   // nanoGPT's estimate_mfu: 6 N + 12 L C T flops per trained token.
   double flops_per_step() const {
     const auto& c = model.config();
-    const double n = static_cast<double>(model.num_parameters() - c.block_size * c.n_embd);  // without wpe
+    const double n =
+        static_cast<double>(model.num_parameters() - c.block_size * c.n_embd);  // without wpe
     const double per_token = 6 * n + 12.0 * static_cast<double>(c.n_layer * c.n_embd * config.T);
     return per_token * static_cast<double>(config.T * config.B);
   }
@@ -111,7 +114,6 @@ struct Run {
   gpt::Dataset data;
   std::unique_ptr<gpt::Trainer> trainer;
 };
-
 
 void bench_step(benchmark::State& state, const BenchConfig* config, int threads) {
   omp_set_num_threads(threads);
@@ -126,9 +128,12 @@ void bench_step(benchmark::State& state, const BenchConfig* config, int threads)
   }
   testing::counting_mallocs() = false;
   const double tokens = static_cast<double>(config->T * config->B);
-  state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(run.flops_per_step() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["allocs/step"] = static_cast<double>(testing::malloc_count().load()) / static_cast<double>(std::max<int64_t>(steps, 1));
+  state.counters["tokens/s"] =
+      benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(run.flops_per_step() * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["allocs/step"] = static_cast<double>(testing::malloc_count().load()) /
+                                  static_cast<double>(std::max<int64_t>(steps, 1));
   state.counters["peak_RSS_MiB"] = bench::peak_rss_mib();
 }
 
@@ -140,8 +145,10 @@ class PeakReporter : public benchmark::ConsoleReporter {
     for (const Run& r : runs) {
       const auto it = r.counters.find("GFLOP/s");
       if (it == r.counters.end() || r.run_type != Run::RT_Iteration) continue;
-      const int threads = std::atoi(r.run_name.function_name.substr(r.run_name.function_name.rfind('t') + 1).c_str());
-      std::printf("  %s: %.1f%% of the %d-core FMA peak (%.1f GFLOP/s)\n", r.run_name.function_name.c_str(),
+      const int threads = std::atoi(
+          r.run_name.function_name.substr(r.run_name.function_name.rfind('t') + 1).c_str());
+      std::printf("  %s: %.1f%% of the %d-core FMA peak (%.1f GFLOP/s)\n",
+                  r.run_name.function_name.c_str(),
                   100.0 * it->second.value / (peak_gflops_per_core() * threads), threads,
                   peak_gflops_per_core() * threads);
     }
@@ -160,7 +167,8 @@ int serve(const std::string& name, int threads) {
     testing::counting_mallocs() = true;
     const auto start = std::chrono::steady_clock::now();
     for (long long i = 0; i < k; ++i) run.trainer->train_step();
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     testing::counting_mallocs() = false;
     return std::pair<double, int64_t>{secs, testing::malloc_count().load()};
   });
@@ -171,7 +179,9 @@ void register_benchmarks(bool smoke) {
     if (smoke && std::strcmp(c.name, "femto") != 0) continue;
     for (const int t : {1, 2}) {
       const std::string name = std::string("train_step/") + c.name + "/t" + std::to_string(t);
-      auto* b = benchmark::RegisterBenchmark(name.c_str(), bench_step, &c, t)->Unit(benchmark::kMillisecond)->UseRealTime();
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), bench_step, &c, t)
+                    ->Unit(benchmark::kMillisecond)
+                    ->UseRealTime();
       if (smoke) b->Iterations(2);
     }
   }
@@ -181,5 +191,6 @@ void register_benchmarks(bool smoke) {
 
 int main(int argc, char** argv) {
   PeakReporter reporter;
-  return attograd::bench::bench_main(argc, argv, "train_bench", serve, register_benchmarks, reporter);
+  return attograd::bench::bench_main(argc, argv, "train_bench", serve, register_benchmarks,
+                                     reporter);
 }

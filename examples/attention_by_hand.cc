@@ -59,21 +59,25 @@ void order_example() {
   const Tensor b = lecture::embed_words({"man", "bites", "dog"});
   show("\"dog bites man\" (one 2-d embedding per word)", a);
   show("plain mean of \"dog bites man\"", mean(a, {0}));
-  show("plain mean of \"man bites dog\" (the same: the mean is permutation-invariant)", mean(b, {0}));
+  show("plain mean of \"man bites dog\" (the same: the mean is permutation-invariant)",
+       mean(b, {0}));
   const Tensor pe = nn::sinusoidal_table(3, 2, DType::f64);
   show("sinusoidal positions PE (row t = [sin t, cos t])", pe);
   show("plain mean of \"dog bites man\" + PE", mean(add(a, pe), {0}));
-  show("plain mean of \"man bites dog\" + PE (still the same: the mean adds mean(PE) to both)", mean(add(b, pe), {0}));
+  show("plain mean of \"man bites dog\" + PE (still the same: the mean adds mean(PE) to both)",
+       mean(add(b, pe), {0}));
   const Tensor za = lecture::self_attention(a, false), zb = lecture::self_attention(b, false);
   show("self-attention, no mask, no positions: \"dog bites man\"", za);
   show("the same for \"man bites dog\" (rows permuted the same way: equivariant)", zb);
   show("mean of the attention outputs, \"dog bites man\"", mean(za, {0}));
   show("mean of the attention outputs, \"man bites dog\" (the same)", mean(zb, {0}));
-  const Tensor pa = lecture::self_attention(add(a, pe), false), pb = lecture::self_attention(add(b, pe), false);
+  const Tensor pa = lecture::self_attention(add(a, pe), false),
+               pb = lecture::self_attention(add(b, pe), false);
   show("self-attention, no mask, with positions: \"dog bites man\" + PE", pa);
   show("the same for \"man bites dog\" + PE (no longer a permutation)", pb);
   show("mean of the attention outputs with positions, \"dog bites man\"", mean(pa, {0}));
-  show("mean of the attention outputs with positions, \"man bites dog\" (differs: order is seen)", mean(pb, {0}));
+  show("mean of the attention outputs with positions, \"man bites dog\" (differs: order is seen)",
+       mean(pb, {0}));
   const Tensor c = lecture::embed_words({"bites", "dog", "man"});
   show("causal, no positions: \"dog bites man\"", lecture::self_attention(a, true));
   show("causal, no positions: \"bites dog man\" (man: same output, it sees the same set of words)",
@@ -81,12 +85,15 @@ void order_example() {
 }
 
 void scaling_example() {
-  std::cout << "== Example 4: why divide by sqrt(d_k) ==\n\n"
-               "q, k ~ N(0, I), 2000 queries against T = 8 keys each, Generator(1234)\n"
-               "   d_k   var(q.k)   var/d_k   mean max weight: softmax(q.k)   softmax(q.k/sqrt(d_k))\n";
-  for (const lecture::ScalingRow& r : lecture::measure_scaling({2, 4, 8, 16, 32, 64, 128, 256, 512}, 8, 2000, 1234))
-    std::printf("%6lld %10.3f %9.4f %32.4f %24.4f\n", static_cast<long long>(r.d_k), r.score_variance,
-                r.score_variance / static_cast<double>(r.d_k), r.mean_max_unscaled, r.mean_max_scaled);
+  std::cout
+      << "== Example 4: why divide by sqrt(d_k) ==\n\n"
+         "q, k ~ N(0, I), 2000 queries against T = 8 keys each, Generator(1234)\n"
+         "   d_k   var(q.k)   var/d_k   mean max weight: softmax(q.k)   softmax(q.k/sqrt(d_k))\n";
+  for (const lecture::ScalingRow& r :
+       lecture::measure_scaling({2, 4, 8, 16, 32, 64, 128, 256, 512}, 8, 2000, 1234))
+    std::printf("%6lld %10.3f %9.4f %32.4f %24.4f\n", static_cast<long long>(r.d_k),
+                r.score_variance, r.score_variance / static_cast<double>(r.d_k),
+                r.mean_max_unscaled, r.mean_max_scaled);
   std::cout << "\n";
 }
 
@@ -99,22 +106,24 @@ void explanation_example() {
   show("K (scores ln 9 and 0: weights 0.9 and 0.1)", K);
   show("V (key 0's value is zero)", V);
   show("output", lecture::causal_attention_steps(q, K, V).out);
-  std::cout << "L = sum of the output. Per key:\n"
-               "   key   weight   grad x input   L change if v_j = 0   L change if key j is removed\n";
+  std::cout
+      << "L = sum of the output. Per key:\n"
+         "   key   weight   grad x input   L change if v_j = 0   L change if key j is removed\n";
   const std::vector<lecture::KeyAttribution> a = lecture::attribute_keys(q, K, V);
   for (size_t j = 0; j < a.size(); ++j)
-    std::printf("%6zu %8.4f %14.4f %21.4f %30.4f\n", j, a[j].weight, a[j].grad_x_input, a[j].zero_value_change,
-                a[j].remove_key_change);
+    std::printf("%6zu %8.4f %14.4f %21.4f %30.4f\n", j, a[j].weight, a[j].grad_x_input,
+                a[j].zero_value_change, a[j].remove_key_change);
   std::cout << "\n";
 }
 
 void cost_example(int64_t head_dim) {
-  std::cout << "== Example 6: the cost of attention, per head, head_dim " << head_dim << ", float32 ==\n\n"
+  std::cout << "== Example 6: the cost of attention, per head, head_dim " << head_dim
+            << ", float32 ==\n\n"
                "      T   scores + weights (bytes)   FLOPs of QK^T and AV\n";
   for (int64_t T = 8; T <= 1024; T *= 2) {
     const lecture::AttentionCost c = lecture::attention_cost(T, head_dim, 4);
-    std::printf("%7lld %26lld %22lld\n", static_cast<long long>(c.T), static_cast<long long>(c.bytes),
-                static_cast<long long>(c.flops));
+    std::printf("%7lld %26lld %22lld\n", static_cast<long long>(c.T),
+                static_cast<long long>(c.bytes), static_cast<long long>(c.flops));
   }
   std::cout << "\n";
 }
@@ -148,18 +157,22 @@ void lecture_examples(int64_t head_dim) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"attention_by_hand: the lecture's causal self-attention, printed step by step.\n"
-               "Without options it prints the worked examples of docs/03-attention.md; with --Q, --K and\n"
-               "--V it prints every step for your own matrices."};
+  CLI::App app{
+      "attention_by_hand: the lecture's causal self-attention, printed step by step.\n"
+      "Without options it prints the worked examples of docs/03-attention.md; with --Q, --K and\n"
+      "--V it prints every step for your own matrices."};
   std::string q_text, k_text, v_text;
   int64_t head_dim = 64;
-  CLI::Option* q_opt = app.add_option("--Q", q_text, "queries (T, d_k): rows separated by ';', numbers by ',', e.g. \"1,0;0,1;1,1\"");
+  CLI::Option* q_opt = app.add_option(
+      "--Q", q_text,
+      "queries (T, d_k): rows separated by ';', numbers by ',', e.g. \"1,0;0,1;1,1\"");
   CLI::Option* k_opt = app.add_option("--K", k_text, "keys (T, d_k), same format");
   CLI::Option* v_opt = app.add_option("--V", v_text, "values (T, d_v), same format");
   q_opt->needs(k_opt, v_opt);
   k_opt->needs(q_opt, v_opt);
   v_opt->needs(q_opt, k_opt);
-  app.add_option("--head-dim", head_dim, "head_dim for the cost table (example 6)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--head-dim", head_dim, "head_dim for the cost table (example 6)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   try {
     app.parse(argc, argv);
     if (q_opt->count() > 0) {

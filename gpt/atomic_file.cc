@@ -21,16 +21,21 @@ namespace {
 constexpr std::string_view kTempInfix = ".tmp.";
 constexpr size_t kRandomChars = 6;  // mkostemp's XXXXXX
 
-bool is_alnum(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_alnum(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 // kill(pid, 0) probes without sending: EPERM means it exists but belongs to another user.
 // A zombie still counts as alive, which only keeps a file a little longer.
-bool process_exists(pid_t pid) { return pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM; }
+bool process_exists(pid_t pid) {
+  return pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM;
+}
 
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
-  std::string name = path_ + std::string(kTempInfix) + std::to_string(::getpid()) + "." + std::string(kRandomChars, 'X');
+  std::string name = path_ + std::string(kTempInfix) + std::to_string(::getpid()) + "." +
+                     std::string(kRandomChars, 'X');
   fd_ = ::mkostemp(name.data(), O_CLOEXEC);
   if (fd_ < 0) fail("create a temporary file beside it", errno);
   tmp_ = name;
@@ -58,7 +63,8 @@ void AtomicFile::commit() {
   if (::fsync(fd_) != 0) fail("fsync", errno);
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) fail("close", errno);
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename the temporary " + tmp_ + " over it", errno);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    fail("rename the temporary " + tmp_ + " over it", errno);
   committed_ = true;
   const fs::path dir = fs::path(path_).parent_path();
   const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -66,8 +72,8 @@ void AtomicFile::commit() {
   if (dir_fd < 0 || (::fsync(dir_fd) != 0 && errno != EINVAL)) {
     const int err = errno;
     if (dir_fd >= 0) ::close(dir_fd);
-    throw std::runtime_error("wrote '" + path_ + "', but could not fsync its directory (" + std::strerror(err) +
-                             "): a crash now may lose the new file");
+    throw std::runtime_error("wrote '" + path_ + "', but could not fsync its directory (" +
+                             std::strerror(err) + "): a crash now may lose the new file");
   }
   ::close(dir_fd);
 }
@@ -85,7 +91,8 @@ void write_file_atomically(const fs::path& path, std::string_view bytes) {
 
 std::optional<pid_t> temp_file_owner(std::string_view name) {
   const size_t infix = name.rfind(kTempInfix);
-  if (infix == std::string_view::npos || infix == 0) return std::nullopt;  // no target name before it
+  if (infix == std::string_view::npos || infix == 0)
+    return std::nullopt;                                                 // no target name before it
   const std::string_view rest = name.substr(infix + kTempInfix.size());  // "<pid>.XXXXXX"
   const size_t dot = rest.find('.');
   if (dot == std::string_view::npos || rest.size() - dot - 1 != kRandomChars) return std::nullopt;
@@ -93,7 +100,8 @@ std::optional<pid_t> temp_file_owner(std::string_view name) {
     if (!is_alnum(c)) return std::nullopt;
   long long pid = 0;
   const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, pid);
-  if (ec != std::errc() || end != rest.data() + dot || pid <= 0 || pid > std::numeric_limits<pid_t>::max())
+  if (ec != std::errc() || end != rest.data() + dot || pid <= 0 ||
+      pid > std::numeric_limits<pid_t>::max())
     return std::nullopt;
   return static_cast<pid_t>(pid);
 }
@@ -104,10 +112,13 @@ std::vector<fs::path> remove_stale_temp_files(const fs::path& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::optional<pid_t> owner = temp_file_owner(it->path().filename().string());
     std::error_code type_ec;
-    if (!owner || process_exists(*owner) || !it->is_regular_file(type_ec) || it->is_symlink(type_ec)) continue;
+    if (!owner || process_exists(*owner) || !it->is_regular_file(type_ec) ||
+        it->is_symlink(type_ec))
+      continue;
     if (::unlink(it->path().c_str()) != 0 && errno != ENOENT)  // ENOENT: another cleaner was first
-      throw std::runtime_error("cannot remove the stale temporary file " + it->path().string() + " (left by process " +
-                               std::to_string(*owner) + ", which no longer runs): " + std::strerror(errno));
+      throw std::runtime_error("cannot remove the stale temporary file " + it->path().string() +
+                               " (left by process " + std::to_string(*owner) +
+                               ", which no longer runs): " + std::strerror(errno));
     removed.push_back(it->path());
   }
   return removed;

@@ -16,12 +16,12 @@
 // inherit a half-written file, nor keep one open after we die.
 #pragma once
 
+#include <sys/types.h>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <sys/types.h>
 #include <vector>
 
 namespace attograd::gpt {

@@ -10,7 +10,8 @@ namespace attograd::gpt {
 BigramModel::BigramModel(const GPTConfig& config, uint64_t seed, DType dtype)
     : LanguageModel(ModelKind::bigram, config, seed, dtype, "BigramModel") {
   Generator gen(seed);
-  wte = register_module("wte", std::make_shared<nn::Embedding>(config_.vocab_size, config_.vocab_size, gen, dtype));
+  wte = register_module(
+      "wte", std::make_shared<nn::Embedding>(config_.vocab_size, config_.vocab_size, gen, dtype));
   pack_parameters();
 }
 
@@ -26,8 +27,9 @@ namespace {
 
 GPTConfig refuse_rope(const GPTConfig& c) {
   if (c.pos_encoding == PosEncoding::rope)
-    throw std::invalid_argument("AverageModel: rope positions rotate queries and keys inside attention, and the "
-                                "average model has no attention; use --pos-encoding learned or sinusoidal");
+    throw std::invalid_argument(
+        "AverageModel: rope positions rotate queries and keys inside attention, and the "
+        "average model has no attention; use --pos-encoding learned or sinusoidal");
   return c;
 }
 
@@ -42,7 +44,8 @@ AverageModel::AverageModel(const GPTConfig& config, uint64_t seed, DType dtype)
   const int64_t T = c.block_size;
   std::vector<double> mean(static_cast<size_t>(T * T), 0.0);
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t s = 0; s <= t; ++s) mean[static_cast<size_t>(t * T + s)] = 1.0 / static_cast<double>(t + 1);
+    for (int64_t s = 0; s <= t; ++s)
+      mean[static_cast<size_t>(t * T + s)] = 1.0 / static_cast<double>(t + 1);
   causal_mean_ = Tensor::from_vector(mean, {T, T}, dtype);
   pack_parameters();
 }
@@ -52,16 +55,22 @@ ModelOutput AverageModel::forward(const Tensor& idx, const Tensor& targets) cons
   const int64_t T = idx.size(1);
   Tensor x = add_positions(wte->forward(idx), wpe.get(), sinusoidal_, 0);  // (B, T, C)
   // The top-left T x T corner of the table is the causal mean of T positions.
-  const Tensor mean = T == config_.block_size ? causal_mean_ : contiguous(slice(slice(causal_mean_, 0, 0, T), 1, 0, T));
+  const Tensor mean = T == config_.block_size
+                          ? causal_mean_
+                          : contiguous(slice(slice(causal_mean_, 0, 0, T), 1, 0, T));
   x = matmul(mean, x);  // (T, T) @ (B, T, C) -> (B, T, C)
   return tied_head(ln_f->forward(x), wte->weight, targets);
 }
 
-std::unique_ptr<LanguageModel> make_model(ModelKind kind, const GPTConfig& config, uint64_t seed, DType dtype) {
+std::unique_ptr<LanguageModel> make_model(ModelKind kind, const GPTConfig& config, uint64_t seed,
+                                          DType dtype) {
   switch (kind) {
-    case ModelKind::gpt: return std::make_unique<GPT>(config, seed, dtype);
-    case ModelKind::bigram: return std::make_unique<BigramModel>(config, seed, dtype);
-    case ModelKind::average: return std::make_unique<AverageModel>(config, seed, dtype);
+    case ModelKind::gpt:
+      return std::make_unique<GPT>(config, seed, dtype);
+    case ModelKind::bigram:
+      return std::make_unique<BigramModel>(config, seed, dtype);
+    case ModelKind::average:
+      return std::make_unique<AverageModel>(config, seed, dtype);
   }
   throw std::invalid_argument("make_model: unknown model kind");
 }

@@ -50,7 +50,7 @@ class AverageModel : public LanguageModel {
 
 /// A new, initialised model of `kind` (GPT, BigramModel or AverageModel) from `seed`.
 /// Throws as that model's constructor.
-std::unique_ptr<LanguageModel> make_model(ModelKind kind, const GPTConfig& config, uint64_t seed = 1337,
-                                          DType dtype = DType::f32);
+std::unique_ptr<LanguageModel> make_model(ModelKind kind, const GPTConfig& config,
+                                          uint64_t seed = 1337, DType dtype = DType::f32);
 
 }  // namespace attograd::gpt

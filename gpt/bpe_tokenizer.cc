@@ -18,7 +18,8 @@
 #include "gpt/utf8.h"
 
 #ifndef ATTOGRAD_DEFAULT_DATA_DIR
-#error "ATTOGRAD_DEFAULT_DATA_DIR (the source tree's data/ folder) must be defined by gpt/CMakeLists.txt"
+#error \
+    "ATTOGRAD_DEFAULT_DATA_DIR (the source tree's data/ folder) must be defined by gpt/CMakeLists.txt"
 #endif
 
 namespace attograd::gpt {
@@ -93,7 +94,8 @@ const std::array<char32_t, 256>& BpeTokenizer::bytes_to_unicode() {
     std::array<char32_t, 256> t{};
     char32_t next = 256;
     for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      const bool printable =
+          (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       t[b] = printable ? static_cast<char32_t>(b) : next++;
     }
     return t;
@@ -107,7 +109,8 @@ const std::array<char32_t, 256>& BpeTokenizer::bytes_to_unicode() {
 struct BpeTokenizer::Impl {
   pcre2_code* code = nullptr;
   std::mutex mutex;  // guards cache
-  std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;  // piece -> ids
+  std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>>
+      cache;  // piece -> ids
 
   Impl() {
     int error = 0;
@@ -137,7 +140,8 @@ struct BpeTokenizer::Impl {
     size_t start = 0;
     while (start < text.size()) {
       // NO_UTF_CHECK: the caller validated the text once; PCRE2 would rescan it on every call.
-      const int rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
+      const int rc =
+          pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
       if (rc < 0) {
         throw std::runtime_error("BpeTokenizer: PCRE2 failed to match at byte offset " +
                                  std::to_string(start) + ": " + pcre2_message(rc));
@@ -173,9 +177,10 @@ BpeTokenizer BpeTokenizer::gpt2() {
                                     ? "ATTOGRAD_DATA_DIR is set to '" + std::string(env) + "'"
                                     : "ATTOGRAD_DATA_DIR is not set, so the build's data folder '" +
                                           std::string(ATTOGRAD_DEFAULT_DATA_DIR) + "' was used";
-      throw std::runtime_error("GPT-2 vocabulary file '" + path.string() + "' not found (" + where +
-                               "); set ATTOGRAD_DATA_DIR to the directory holding gpt2/encoder.json "
-                               "and gpt2/vocab.bpe (attograd's data/ folder)");
+      throw std::runtime_error(
+          "GPT-2 vocabulary file '" + path.string() + "' not found (" + where +
+          "); set ATTOGRAD_DATA_DIR to the directory holding gpt2/encoder.json "
+          "and gpt2/vocab.bpe (attograd's data/ folder)");
     }
   }
   return from_files(dir / "encoder.json", dir / "vocab.bpe");
@@ -197,16 +202,20 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
   std::vector<bool> seen(n, false);
   std::string bytes;
   for (const auto& [spelled, value] : json.items()) {
-    if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() >= static_cast<int64_t>(n)) {
-      throw std::runtime_error(enc_where + ": token '" + spelled + "' has id " + json_excerpt(value) +
-                               "; ids must be the integers 0.." + std::to_string(n - 1));
+    if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+        value.get<int64_t>() >= static_cast<int64_t>(n)) {
+      throw std::runtime_error(enc_where + ": token '" + spelled + "' has id " +
+                               json_excerpt(value) + "; ids must be the integers 0.." +
+                               std::to_string(n - 1));
     }
     const auto id = value.get<int32_t>();
-    if (seen[id]) throw std::runtime_error(enc_where + ": id " + std::to_string(id) + " is used twice");
+    if (seen[id])
+      throw std::runtime_error(enc_where + ": id " + std::to_string(id) + " is used twice");
     seen[id] = true;
     char32_t bad = 0;
     if (!alphabet_to_bytes(spelled, bytes, bad)) {
-      throw std::runtime_error(enc_where + ": token '" + spelled + "' contains " + describe_code_point(bad) +
+      throw std::runtime_error(enc_where + ": token '" + spelled + "' contains " +
+                               describe_code_point(bad) +
                                ", which is not in GPT-2's byte alphabet (bytes_to_unicode)");
     }
     tok.tokens_[id] = bytes;
@@ -215,8 +224,9 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
   for (int b = 0; b < 256; ++b) {
     const int64_t id = tok.find(std::string(1, static_cast<char>(b)));
     if (id < 0) {
-      throw std::runtime_error(enc_where + " has no token for the single byte " + std::to_string(b) +
-                               ": a byte-level vocabulary needs all 256, so that any text can be encoded");
+      throw std::runtime_error(
+          enc_where + " has no token for the single byte " + std::to_string(b) +
+          ": a byte-level vocabulary needs all 256, so that any text can be encoded");
     }
     tok.byte_ids_[b] = static_cast<int32_t>(id);
   }
@@ -240,7 +250,9 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line_number == 1 && line.starts_with("#version")) continue;
-    const auto at = [&] { return bpe_where + " line " + std::to_string(line_number) + " '" + std::string(line) + "'"; };
+    const auto at = [&] {
+      return bpe_where + " line " + std::to_string(line_number) + " '" + std::string(line) + "'";
+    };
     const size_t space = line.find(' ');
     if (line.empty() || space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
         line.find(' ', space + 1) != std::string_view::npos) {
@@ -248,16 +260,22 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
       throw std::runtime_error(at() + ": expected a merge, two tokens separated by one space");
     }
     if (const auto error = find_utf8_error(line)) {
-      throw std::runtime_error(bpe_where + " line " + std::to_string(line_number) + ": " + error->message());
+      throw std::runtime_error(bpe_where + " line " + std::to_string(line_number) + ": " +
+                               error->message());
     }
     char32_t bad = 0;
-    if (!alphabet_to_bytes(line.substr(0, space), left, bad) || !alphabet_to_bytes(line.substr(space + 1), right, bad)) {
-      throw std::runtime_error(at() + ": " + describe_code_point(bad) + " is not in GPT-2's byte alphabet");
+    if (!alphabet_to_bytes(line.substr(0, space), left, bad) ||
+        !alphabet_to_bytes(line.substr(space + 1), right, bad)) {
+      throw std::runtime_error(at() + ": " + describe_code_point(bad) +
+                               " is not in GPT-2's byte alphabet");
     }
     const int32_t rank = static_cast<int32_t>(tok.merges_.size());
     const int64_t l = tok.find(left), r = tok.find(right), result = tok.find(left + right);
     if (l < 0 || r < 0 || result < 0) {
-      throw std::runtime_error(at() + ": " + (l < 0 ? "the left token" : r < 0 ? "the right token" : "the merged token") +
+      throw std::runtime_error(at() + ": " +
+                               (l < 0   ? "the left token"
+                                : r < 0 ? "the right token"
+                                        : "the merged token") +
                                " is not in " + encoder_json.string());
     }
     // The fast merge loop (bpe) gives the reference's result only if merges come in the order
@@ -266,14 +284,16 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
     for (const int64_t part : {l, r}) {
       if (tok.tokens_[part].size() > 1 && made_by[part] < 0) {
         const std::string_view spelled = part == l ? line.substr(0, space) : line.substr(space + 1);
-        throw std::runtime_error(at() + ": uses token '" + std::string(spelled) +
-                                 "' before the merge that makes it; merges must be listed in the order "
-                                 "they were learned");
+        throw std::runtime_error(
+            at() + ": uses token '" + std::string(spelled) +
+            "' before the merge that makes it; merges must be listed in the order "
+            "they were learned");
       }
     }
     if (made_by[result] >= 0) {
       throw std::runtime_error(at() + ": makes the same token as merge number " +
-                               std::to_string(made_by[result]) + " (counting from 0); each token is made once");
+                               std::to_string(made_by[result]) +
+                               " (counting from 0); each token is made once");
     }
     made_by[result] = rank;
     tok.merges_.emplace(pair_key(static_cast<int32_t>(l), static_cast<int32_t>(r)),
@@ -299,8 +319,7 @@ void BpeTokenizer::check_id(int64_t id, const char* where, size_t index) const {
   if (id < 0 || id >= vocab_size()) {
     throw std::out_of_range(std::string("BpeTokenizer::") + where + ": id " + std::to_string(id) +
                             (index == SIZE_MAX ? "" : " at index " + std::to_string(index)) +
-                            " is outside the vocabulary [0, " + std::to_string(vocab_size()) +
-                            ")");
+                            " is outside the vocabulary [0, " + std::to_string(vocab_size()) + ")");
   }
 }
 
@@ -321,7 +340,8 @@ std::vector<int64_t> BpeTokenizer::bpe_reference(std::string_view piece) const {
     int32_t best_left = 0, best_right = 0;
     for (size_t i = 0; i + 1 < word.size(); ++i) {
       const Merge* m = find_merge(word[i], word[i + 1]);
-      if (m != nullptr && (best == nullptr || m->rank < best->rank)) best = m, best_left = word[i], best_right = word[i + 1];
+      if (m != nullptr && (best == nullptr || m->rank < best->rank))
+        best = m, best_left = word[i], best_right = word[i + 1];
     }
     if (best == nullptr) break;
     // Merge every occurrence, left to right (in "a a a" the first two merge, not the last two).
@@ -340,7 +360,9 @@ std::vector<int64_t> BpeTokenizer::bpe_reference(std::string_view piece) const {
 }
 
 std::vector<int64_t> BpeTokenizer::bpe(std::string_view piece) const {
-  if (piece.size() <= 1) return piece.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{byte_ids_[static_cast<unsigned char>(piece[0])]};
+  if (piece.size() <= 1)
+    return piece.empty() ? std::vector<int64_t>{}
+                         : std::vector<int64_t>{byte_ids_[static_cast<unsigned char>(piece[0])]};
   // The reference rescans the word after every merge: O(n^2) for an n-byte piece, which is
   // fine for words but hangs on a megabyte without spaces. Here the symbols form a linked list
   // (a merge absorbs the right symbol into the left one), and every mergeable adjacent pair
@@ -355,11 +377,14 @@ std::vector<int64_t> BpeTokenizer::bpe(std::string_view piece) const {
   };
   struct Candidate {
     int32_t rank, left, left_id, right_id, result;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : left > o.left;
+    }
   };
   const auto n = static_cast<int32_t>(piece.size());
   std::vector<Symbol> sym(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) sym[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], i - 1, i + 1 < n ? i + 1 : -1};
+  for (int32_t i = 0; i < n; ++i)
+    sym[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], i - 1, i + 1 < n ? i + 1 : -1};
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   const auto consider = [&](int32_t left) {
     const int32_t right = sym[left].next;
@@ -426,7 +451,9 @@ std::vector<std::string_view> BpeTokenizer::pre_tokenize(std::string_view text) 
   return pieces;
 }
 
-std::vector<int64_t> BpeTokenizer::encode(std::string_view text) const { return encode(text, AllowSpecial::no); }
+std::vector<int64_t> BpeTokenizer::encode(std::string_view text) const {
+  return encode(text, AllowSpecial::no);
+}
 
 std::vector<int64_t> BpeTokenizer::encode(std::string_view text, AllowSpecial allow) const {
   validate_utf8(text, "BpeTokenizer::encode");
@@ -440,7 +467,8 @@ std::vector<int64_t> BpeTokenizer::encode(std::string_view text, AllowSpecial al
   // "<", "|", "endoftext", "|>", and the text on either side is encoded as if alone.
   const int64_t eot = find(kEndOfTextText);
   size_t start = 0;
-  for (size_t at; (at = text.find(kEndOfTextText, start)) != std::string_view::npos; start = at + kEndOfTextText.size()) {
+  for (size_t at; (at = text.find(kEndOfTextText, start)) != std::string_view::npos;
+       start = at + kEndOfTextText.size()) {
     encode_ordinary(text.substr(start, at - start), ids);
     ids.push_back(eot);
   }

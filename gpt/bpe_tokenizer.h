@@ -176,7 +176,8 @@ class BpeTokenizer : public Tokenizer {
     int32_t result;
   };
   static uint64_t pair_key(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+           static_cast<uint32_t>(right);
   }
   // The merge of (left, right), or nullptr.
   const Merge* find_merge(int32_t left, int32_t right) const;
@@ -184,13 +185,15 @@ class BpeTokenizer : public Tokenizer {
   // Lets a map keyed by std::string be probed with a string_view, without a copy per lookup.
   struct StringHash {
     using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
   };
 
-  std::vector<std::string> tokens_;                                           // (V,) raw bytes of each id
+  std::vector<std::string> tokens_;  // (V,) raw bytes of each id
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> ids_;  // bytes -> id
-  std::array<int32_t, 256> byte_ids_{};             // id of each single byte
-  std::unordered_map<uint64_t, Merge> merges_;      // pair_key(left, right) -> merge
+  std::array<int32_t, 256> byte_ids_{};         // id of each single byte
+  std::unordered_map<uint64_t, Merge> merges_;  // pair_key(left, right) -> merge
 
   // PCRE2 state and the piece cache; behind a pointer so the header needs no pcre2.h and the
   // class stays movable (a std::mutex is not).

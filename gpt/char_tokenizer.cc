@@ -55,9 +55,9 @@ CharTokenizer CharTokenizer::from_string(std::string_view serialized) {
       throw std::invalid_argument(
           "CharTokenizer::from_string: not a vocabulary written by to_string(): character " +
           std::to_string(i) + ", " + describe_code_point(vocab[i]) + ", " +
-          (vocab[i] == vocab[i - 1] ? "repeats the one before it"
-                                    : "sorts before the one before it, " +
-                                          describe_code_point(vocab[i - 1])) +
+          (vocab[i] == vocab[i - 1]
+               ? "repeats the one before it"
+               : "sorts before the one before it, " + describe_code_point(vocab[i - 1])) +
           "; a vocabulary lists distinct code points in increasing order");
     }
   }
@@ -107,11 +107,10 @@ std::vector<int64_t> CharTokenizer::encode(std::string_view utf8_text) const {
 
 void CharTokenizer::check_id(int64_t id, const char* where, size_t index) const {
   if (id < 0 || id >= vocab_size()) {
-    throw std::out_of_range(std::string("CharTokenizer::") + where + ": id " +
-                            std::to_string(id) + " at index " + std::to_string(index) +
-                            " is outside the vocabulary [0, " +
-                            std::to_string(vocab_size()) + "), V = " +
-                            std::to_string(vocab_size()) +
+    throw std::out_of_range(std::string("CharTokenizer::") + where + ": id " + std::to_string(id) +
+                            " at index " + std::to_string(index) +
+                            " is outside the vocabulary [0, " + std::to_string(vocab_size()) +
+                            "), V = " + std::to_string(vocab_size()) +
                             "; were the ids made by a different tokenizer or model?");
   }
 }

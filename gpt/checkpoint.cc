@@ -38,7 +38,9 @@ const std::vector<JsonField<GPTConfig>>& config_fields() {
 
 }  // namespace
 
-std::string config_to_json(const GPTConfig& config) { return fields_to_json(config, config_fields()).dump(); }
+std::string config_to_json(const GPTConfig& config) {
+  return fields_to_json(config, config_fields()).dump();
+}
 
 GPTConfig config_from_json(const std::string& text, const std::string& what) {
   JsonFields f(parse_json(text, what), what);
@@ -59,7 +61,8 @@ int64_t metadata_count(const std::string& text, const std::string& what) {
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || text[0] == '-' || ec != std::errc() || end != text.data() + text.size())
-    throw std::runtime_error(what + " is '" + text.substr(0, 40) + "', expected a count in [0, 2^63)");
+    throw std::runtime_error(what + " is '" + text.substr(0, 40) +
+                             "', expected a count in [0, 2^63)");
   return v;
 }
 
@@ -106,21 +109,26 @@ void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const Safe
                                   const std::string& source) {
   const std::string where = "'" + file.path() + "': " + source + " says ";
   const SafetensorsEntry* wte = find_tensor(file, "wte.weight");
-  const int64_t width = kind == ModelKind::bigram ? c.vocab_size : c.n_embd;  // a bigram's rows are logits
+  const int64_t width =
+      kind == ModelKind::bigram ? c.vocab_size : c.n_embd;  // a bigram's rows are logits
   if (wte == nullptr || wte->shape != Shape{c.vocab_size, width})
-    throw std::runtime_error(where + (kind == ModelKind::gpt ? "" : std::string(model_kind_name(kind)) + " with ") +
-                             "vocab_size " + std::to_string(c.vocab_size) +
-                             (kind == ModelKind::bigram ? std::string() : " and n_embd " + std::to_string(c.n_embd)) +
-                             ", but " +
-                             (wte ? "wte.weight is " + shape_str(wte->shape) : std::string("there is no wte.weight")));
+    throw std::runtime_error(
+        where + (kind == ModelKind::gpt ? "" : std::string(model_kind_name(kind)) + " with ") +
+        "vocab_size " + std::to_string(c.vocab_size) +
+        (kind == ModelKind::bigram ? std::string() : " and n_embd " + std::to_string(c.n_embd)) +
+        ", but " +
+        (wte ? "wte.weight is " + shape_str(wte->shape) : std::string("there is no wte.weight")));
   const SafetensorsEntry* wpe = find_tensor(file, "wpe.weight");
   const bool has_positions = kind != ModelKind::bigram;
-  if (has_positions && c.pos_encoding == PosEncoding::learned && (wpe == nullptr || wpe->shape != Shape{c.block_size, c.n_embd}))
-    throw std::runtime_error(where + "block_size " + std::to_string(c.block_size) + " with learned positions, but " +
-                             (wpe ? "wpe.weight is " + shape_str(wpe->shape) : std::string("there is no wpe.weight")));
+  if (has_positions && c.pos_encoding == PosEncoding::learned &&
+      (wpe == nullptr || wpe->shape != Shape{c.block_size, c.n_embd}))
+    throw std::runtime_error(
+        where + "block_size " + std::to_string(c.block_size) + " with learned positions, but " +
+        (wpe ? "wpe.weight is " + shape_str(wpe->shape) : std::string("there is no wpe.weight")));
   if ((!has_positions || c.pos_encoding != PosEncoding::learned) && wpe != nullptr)
-    throw std::runtime_error(where + (has_positions ? pos_encoding_name(c.pos_encoding) : "bigram (no)") +
-                             " positions, which have no table, but the file holds wpe.weight " + shape_str(wpe->shape));
+    throw std::runtime_error(
+        where + (has_positions ? pos_encoding_name(c.pos_encoding) : "bigram (no)") +
+        " positions, which have no table, but the file holds wpe.weight " + shape_str(wpe->shape));
   std::set<int64_t> blocks;
   uint64_t values = 0;  // elements in the file; cannot overflow: each takes at least a byte
   for (const auto& [key, entry] : file.entries()) {
@@ -135,26 +143,30 @@ void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const Safe
     if (!blocks.empty() || need > values)
       throw std::runtime_error(where + model_kind_name(kind) + " (" + std::to_string(need) +
                                " parameters, no transformer blocks), but the file holds " +
-                               std::to_string(blocks.size()) + " block(s) and " + std::to_string(values) +
-                               " values in all");
+                               std::to_string(blocks.size()) + " block(s) and " +
+                               std::to_string(values) + " values in all");
     return;
   }
   if (static_cast<int64_t>(blocks.size()) != c.n_layer || last != c.n_layer - 1)
-    throw std::runtime_error(where + "n_layer " + std::to_string(c.n_layer) + ", but the file holds " +
-                             std::to_string(blocks.size()) + " block(s)" +
-                             (blocks.empty() ? std::string() : " (h." + std::to_string(*blocks.begin()) + " to h." +
-                                                                    std::to_string(last) + ")"));
+    throw std::runtime_error(where + "n_layer " + std::to_string(c.n_layer) +
+                             ", but the file holds " + std::to_string(blocks.size()) + " block(s)" +
+                             (blocks.empty() ? std::string()
+                                             : " (h." + std::to_string(*blocks.begin()) + " to h." +
+                                                   std::to_string(last) + ")"));
   // Every block holds at least its four projections, c_attn (C, 3C), attn.c_proj (C, C),
   // c_fc (C, 4C) and mlp.c_proj (4C, C): 12 C^2 values. Tiny tensors under the right names
   // must not make the model allocate a huge n_embd before their shapes are compared.
   uint64_t per_block = 0, needed = 0;
   const auto C = static_cast<uint64_t>(c.n_embd);
-  const bool overflow = __builtin_mul_overflow(C, C, &per_block) || __builtin_mul_overflow(per_block, 12, &per_block) ||
-                        __builtin_mul_overflow(per_block, static_cast<uint64_t>(c.n_layer), &needed);
+  const bool overflow =
+      __builtin_mul_overflow(C, C, &per_block) ||
+      __builtin_mul_overflow(per_block, 12, &per_block) ||
+      __builtin_mul_overflow(per_block, static_cast<uint64_t>(c.n_layer), &needed);
   if (overflow || needed > values)
-    throw std::runtime_error(where + "n_layer " + std::to_string(c.n_layer) + " and n_embd " + std::to_string(c.n_embd) +
-                             ", at least " + (overflow ? std::string("2^64") : std::to_string(needed)) +
-                             " block parameters, but the file holds " + std::to_string(values) + " values in all");
+    throw std::runtime_error(
+        where + "n_layer " + std::to_string(c.n_layer) + " and n_embd " + std::to_string(c.n_embd) +
+        ", at least " + (overflow ? std::string("2^64") : std::to_string(needed)) +
+        " block parameters, but the file holds " + std::to_string(values) + " values in all");
 }
 
 // Reads Hugging Face's config.json beside a GPT-2 file and returns its n_head (0 when it has
@@ -162,9 +174,11 @@ void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const Safe
 // change GPT-2's computation must have the values attograd computes with, else the model would
 // be evaluated as something it is not. Fields that change nothing eval or sample compute
 // (dropout rates, token ids, task parameters) are not read.
-int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& c, const std::string& model_path) {
+int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& c,
+                            const std::string& model_path) {
   const std::string what = "'" + path.string() + "' (beside '" + model_path + "')";
-  constexpr uintmax_t kMaxBytes = 16 << 20;  // GPT-2's is 1 KB; /dev/zero must not be read to the end
+  constexpr uintmax_t kMaxBytes = 16
+                                  << 20;  // GPT-2's is 1 KB; /dev/zero must not be read to the end
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw std::runtime_error(what + " is not a regular file (a directory or a broken link?)");
@@ -176,16 +190,21 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
   const nlohmann::json j = parse_json(text, what);
   JsonFields f(j, what);
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  const std::pair<const char*, int64_t> from_tensors[] = {{"n_layer", c.n_layer},      {"n_embd", c.n_embd},
-                                                          {"vocab_size", c.vocab_size}, {"n_positions", c.block_size},
+  const std::pair<const char*, int64_t> from_tensors[] = {{"n_layer", c.n_layer},
+                                                          {"n_embd", c.n_embd},
+                                                          {"vocab_size", c.vocab_size},
+                                                          {"n_positions", c.block_size},
                                                           {"n_ctx", c.block_size}};
   for (const auto& [key, value] : from_tensors)
     if (f.has(key) && f.integer(key, 1, kMax) != value)
-      throw std::runtime_error(what + " says " + key + " " + std::to_string(f.integer(key, 1, kMax)) +
-                               ", but the tensors give " + std::to_string(value));
-  if (f.has("n_inner") && !j.at("n_inner").is_null() && f.integer("n_inner", 1, kMax) != 4 * c.n_embd)
-    throw std::runtime_error(what + " says n_inner " + std::to_string(f.integer("n_inner", 1, kMax)) +
-                             "; attograd's GPT-2 MLP is 4 * n_embd = " + std::to_string(4 * c.n_embd) + " wide");
+      throw std::runtime_error(what + " says " + key + " " +
+                               std::to_string(f.integer(key, 1, kMax)) + ", but the tensors give " +
+                               std::to_string(value));
+  if (f.has("n_inner") && !j.at("n_inner").is_null() &&
+      f.integer("n_inner", 1, kMax) != 4 * c.n_embd)
+    throw std::runtime_error(
+        what + " says n_inner " + std::to_string(f.integer("n_inner", 1, kMax)) +
+        "; attograd's GPT-2 MLP is 4 * n_embd = " + std::to_string(4 * c.n_embd) + " wide");
   // Each: the value attograd computes with, which the file must not contradict.
   if (f.has("activation_function")) {
     const std::string act = f.string("activation_function");
@@ -194,15 +213,17 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
                                "'; attograd's GPT-2 computes GELU's tanh approximation (gelu_new)");
   }
   if (f.has("layer_norm_epsilon") && f.number("layer_norm_epsilon", 0, 1) != nn::kGpt2LayerNormEps)
-    throw std::runtime_error(what + " says layer_norm_epsilon " + json_excerpt(j.at("layer_norm_epsilon")) +
-                             "; attograd's GPT-2 computes with " + nlohmann::json(nn::kGpt2LayerNormEps).dump());
+    throw std::runtime_error(
+        what + " says layer_norm_epsilon " + json_excerpt(j.at("layer_norm_epsilon")) +
+        "; attograd's GPT-2 computes with " + nlohmann::json(nn::kGpt2LayerNormEps).dump());
   const std::pair<const char*, bool> flags[] = {{"scale_attn_weights", true},
                                                 {"scale_attn_by_inverse_layer_idx", false},
                                                 {"tie_word_embeddings", true}};
   for (const auto& [key, value] : flags)
     if (f.has(key) && f.boolean(key) != value)
       throw std::runtime_error(what + " says " + key + " " + (value ? "false" : "true") +
-                               "; attograd's GPT-2 only computes with " + (value ? "true" : "false"));
+                               "; attograd's GPT-2 only computes with " +
+                               (value ? "true" : "false"));
   if (f.has("model_type") && f.string("model_type") != "gpt2")
     throw std::runtime_error(what + " says model_type '" + f.string("model_type").substr(0, 40) +
                              "'; only GPT-2 (model_type gpt2) files load");
@@ -212,18 +233,21 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
 }  // namespace
 
 bool is_conv1d_weight(const std::string& name) {
-  for (const char* suffix : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"})
+  for (const char* suffix :
+       {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"})
     if (name.ends_with(suffix)) return true;
   return false;
 }
 
-void save_checkpoint(const std::string& path, LanguageModel& model, const std::string& tokenizer_kind,
-                     const std::string& tokenizer_data, const TrainingState* training) {
+void save_checkpoint(const std::string& path, LanguageModel& model,
+                     const std::string& tokenizer_kind, const std::string& tokenizer_data,
+                     const TrainingState* training) {
   SafetensorsWriter w;
   w.metadata["format"] = "attograd-gpt2";
   w.metadata["model"] = model_kind_name(model.kind());
   w.metadata["config"] = config_to_json(model.config());
-  w.metadata["tokenizer"] = nlohmann::json{{"kind", tokenizer_kind}, {"data", tokenizer_data}}.dump();
+  w.metadata["tokenizer"] =
+      nlohmann::json{{"kind", tokenizer_kind}, {"data", tokenizer_data}}.dump();
   w.metadata["dropout_rng"] = model.dropout_generator().state();
   for (const auto& [name, t] : model.named_parameters())
     w.add(name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
@@ -243,7 +267,8 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
   auto get = [&](const std::string& key) -> const std::string& {
     auto it = md.find(key);
     if (it == md.end())
-      throw std::runtime_error("'" + file.path() + "' is not an attograd checkpoint: its metadata has no '" + key +
+      throw std::runtime_error("'" + file.path() +
+                               "' is not an attograd checkpoint: its metadata has no '" + key +
                                "' (a Hugging Face GPT-2 file loads with --hf-gpt2 instead)");
     return it->second;
   };
@@ -263,12 +288,15 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
     s.train_options = get("train_options");  // checked where it is used (TrainOptions::from_json)
     // In their stored dtype: F32 since the moments are kept in f32, F64 in older checkpoints
     // (AdamW::load_state converts).
-    for (auto [name, moment] : {std::pair{"optimizer.m", &s.adam_m}, std::pair{"optimizer.v", &s.adam_v}}) {
+    for (auto [name, moment] :
+         {std::pair{"optimizer.m", &s.adam_m}, std::pair{"optimizer.v", &s.adam_v}}) {
       if (!file.contains(name))
-        throw std::runtime_error("'" + file.path() + "': the checkpoint has a training state but no '" + name +
+        throw std::runtime_error("'" + file.path() +
+                                 "': the checkpoint has a training state but no '" + name +
                                  "' tensor (a truncated or hand-edited file?)");
       if (moments == Moments::load)
-        *moment = file.tensor(name, file.entries().at(name).dtype == "F64" ? DType::f64 : DType::f32);
+        *moment =
+            file.tensor(name, file.entries().at(name).dtype == "F64" ? DType::f64 : DType::f32);
     }
     info.training = s;
   }
@@ -277,9 +305,10 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
 
 void load_weights(LanguageModel& model, const SafetensorsFile& file) {
   if (const ModelKind kind = checkpoint_kind(file); kind != model.kind())
-    throw std::runtime_error("'" + file.path() + "' holds the model kind '" + model_kind_name(kind) +
-                             "' (checkpoint metadata 'model'), not '" + model_kind_name(model.kind()) +
-                             "'; load it with load_language_model, which builds the kind the file holds");
+    throw std::runtime_error(
+        "'" + file.path() + "' holds the model kind '" + model_kind_name(kind) +
+        "' (checkpoint metadata 'model'), not '" + model_kind_name(model.kind()) +
+        "'; load it with load_language_model, which builds the kind the file holds");
   const auto named = model.named_parameters();
   // Pass 1, from the header alone: every name, shape and dtype must check out before any
   // parameter is written, so a bad file leaves the model as it was.
@@ -289,20 +318,23 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file) {
     std::string key = name;
     if (!file.contains(key)) key = "transformer." + name;
     if (!file.contains(key))
-      throw std::runtime_error("'" + file.path() + "': missing tensor '" + name + "' (expected shape " +
-                               shape_str(param.shape()) + "); is this checkpoint for a different config?");
+      throw std::runtime_error("'" + file.path() + "': missing tensor '" + name +
+                               "' (expected shape " + shape_str(param.shape()) +
+                               "); is this checkpoint for a different config?");
     const bool conv1d = is_conv1d_weight(name);
     Shape expected = param.shape();
     if (conv1d) std::swap(expected[0], expected[1]);
     const SafetensorsEntry& entry = file.entries().at(key);
     if (entry.shape != expected)
-      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' has shape " + shape_str(entry.shape) +
-                               " but the model expects " + shape_str(expected) +
+      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' has shape " +
+                               shape_str(entry.shape) + " but the model expects " +
+                               shape_str(expected) +
                                (conv1d ? " (GPT-2 Conv1D layout, (in, out))" : "") +
                                "; the checkpoint and the model config disagree");
     if (!safetensors_converts(entry.dtype, model.dtype()))
       throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' is " + entry.dtype +
-                               ", which cannot be loaded into an " + dtype_name(model.dtype()) + " model");
+                               ", which cannot be loaded into an " + dtype_name(model.dtype()) +
+                               " model");
     keys.push_back(key);
     used.insert(key);
   }
@@ -311,24 +343,32 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file) {
   // head tied to wte (lm_head.weight with wte's very bytes) and a checkpoint's AdamW moments
   // (read by read_checkpoint_info). Anything else is refused by name, never dropped in silence.
   const std::string& wte_key = keys[static_cast<size_t>(
-      std::find_if(named.begin(), named.end(), [](const auto& kv) { return kv.first == "wte.weight"; }) -
+      std::find_if(named.begin(), named.end(),
+                   [](const auto& kv) { return kv.first == "wte.weight"; }) -
       named.begin())];
   for (const auto& [key, entry] : file.entries()) {
     if (used.count(key) || key == "optimizer.m" || key == "optimizer.v") continue;
-    if (const int64_t n = block_index(key); model.kind() == ModelKind::gpt && n >= 0 && n < model.config().n_layer) {
-      const std::string block = (key.starts_with("transformer.") ? "transformer.h." : "h.") + std::to_string(n);
+    if (const int64_t n = block_index(key);
+        model.kind() == ModelKind::gpt && n >= 0 && n < model.config().n_layer) {
+      const std::string block =
+          (key.starts_with("transformer.") ? "transformer.h." : "h.") + std::to_string(n);
       if (key == block + ".attn.bias" || key == block + ".attn.masked_bias") continue;
     }
     if (key == "lm_head.weight") {
       const SafetensorsEntry& wte = file.entries().at(wte_key);
-      if (entry.dtype == wte.dtype && entry.shape == wte.shape && file.bytes(key) == file.bytes(wte_key)) continue;
-      throw std::runtime_error("'" + file.path() + "': lm_head.weight " + shape_str(entry.shape) + " " + entry.dtype +
-                               " is not a byte-for-byte copy of " + wte_key + " " + shape_str(wte.shape) + " " + wte.dtype +
-                               ": the file has an untied output head, and attograd's GPT ties the head to wte, so "
-                               "it cannot evaluate this model faithfully (only tied GPT-2 heads load)");
+      if (entry.dtype == wte.dtype && entry.shape == wte.shape &&
+          file.bytes(key) == file.bytes(wte_key))
+        continue;
+      throw std::runtime_error(
+          "'" + file.path() + "': lm_head.weight " + shape_str(entry.shape) + " " + entry.dtype +
+          " is not a byte-for-byte copy of " + wte_key + " " + shape_str(wte.shape) + " " +
+          wte.dtype +
+          ": the file has an untied output head, and attograd's GPT ties the head to wte, so "
+          "it cannot evaluate this model faithfully (only tied GPT-2 heads load)");
     }
-    throw std::runtime_error("'" + file.path() + "': unexpected tensor '" + key + "' " + shape_str(entry.shape) +
-                             " that the model has no place for; is this checkpoint for a different config?");
+    throw std::runtime_error(
+        "'" + file.path() + "': unexpected tensor '" + key + "' " + shape_str(entry.shape) +
+        " that the model has no place for; is this checkpoint for a different config?");
   }
   // Pass 2: each tensor straight from the file into its parameter in the arena; a Conv1D
   // weight through a transposed view of it.
@@ -342,21 +382,27 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
   const SafetensorsEntry* wte = find_tensor(file, "wte.weight");
   const SafetensorsEntry* wpe = find_tensor(file, "wpe.weight");
   if (wte == nullptr || wpe == nullptr || wte->shape.size() != 2 || wpe->shape.size() != 2)
-    throw std::runtime_error("'" + file.path() + "' is not a GPT-2 file: it has no 2-D wte.weight and wpe.weight");
+    throw std::runtime_error("'" + file.path() +
+                             "' is not a GPT-2 file: it has no 2-D wte.weight and wpe.weight");
   GPTConfig c;
   c.vocab_size = wte->shape[0];
   c.n_embd = wte->shape[1];
   c.block_size = wpe->shape[0];
   c.n_layer = 0;
-  while (find_tensor(file, "h." + std::to_string(c.n_layer) + ".ln_1.weight") != nullptr) ++c.n_layer;
-  if (c.n_layer == 0) throw std::runtime_error("'" + file.path() + "' has no transformer blocks (h.0.*)");
+  while (find_tensor(file, "h." + std::to_string(c.n_layer) + ".ln_1.weight") != nullptr)
+    ++c.n_layer;
+  if (c.n_layer == 0)
+    throw std::runtime_error("'" + file.path() + "' has no transformer blocks (h.0.*)");
   c.bias = find_tensor(file, "h.0.attn.c_attn.bias") != nullptr;
   c.dropout = 0.0;
   c.pos_encoding = PosEncoding::learned;
-  const std::filesystem::path config_json = std::filesystem::path(file.path()).parent_path() / "config.json";
+  const std::filesystem::path config_json =
+      std::filesystem::path(file.path()).parent_path() / "config.json";
   // A dangling symlink counts as present: it is refused as not a regular file, not skipped.
-  const bool has_config_json = std::filesystem::exists(std::filesystem::symlink_status(config_json));
-  const int64_t json_n_head = has_config_json ? read_hf_config_json(config_json, c, file.path()) : 0;
+  const bool has_config_json =
+      std::filesystem::exists(std::filesystem::symlink_status(config_json));
+  const int64_t json_n_head =
+      has_config_json ? read_hf_config_json(config_json, c, file.path()) : 0;
   if (n_head_override > 0) {
     c.n_head = n_head_override;
   } else if (json_n_head > 0) {
@@ -367,7 +413,8 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
     throw std::runtime_error("'" + file.path() + "': n_head is not stored in the weights, " +
                              (has_config_json ? "the config.json beside the file has none"
                                               : "there is no config.json beside the file") +
-                             ", and n_embd " + std::to_string(c.n_embd) + " is not a standard GPT-2 size; pass --n-head");
+                             ", and n_embd " + std::to_string(c.n_embd) +
+                             " is not a standard GPT-2 size; pass --n-head");
   }
   try {
     c.validate();
@@ -378,7 +425,8 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
   return c;
 }
 
-std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override, DType dtype) {
+std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override,
+                                  DType dtype) {
   auto model = std::make_unique<GPT>(infer_hf_gpt2_config(file, n_head_override), 0, dtype);
   load_weights(*model, file);
   return model;
@@ -393,16 +441,18 @@ std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, 
   try {
     if (it != file.metadata().end()) model->dropout_generator().set_state(it->second);
   } catch (const std::invalid_argument& e) {
-    throw std::runtime_error("'" + file.path() + "': checkpoint metadata 'dropout_rng': " + e.what());
+    throw std::runtime_error("'" + file.path() +
+                             "': checkpoint metadata 'dropout_rng': " + e.what());
   }
   return model;
 }
 
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
   if (const ModelKind kind = checkpoint_kind(file); kind != ModelKind::gpt)
-    throw std::runtime_error("'" + file.path() + "' holds a " + model_kind_name(kind) +
-                             " model (checkpoint metadata 'model'), not a GPT; this needs a GPT checkpoint "
-                             "(sample and eval take every model kind)");
+    throw std::runtime_error(
+        "'" + file.path() + "' holds a " + model_kind_name(kind) +
+        " model (checkpoint metadata 'model'), not a GPT; this needs a GPT checkpoint "
+        "(sample and eval take every model kind)");
   return std::unique_ptr<GPT>(static_cast<GPT*>(load_language_model(file, dtype).release()));
 }
 

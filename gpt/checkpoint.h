@@ -32,11 +32,11 @@ inline constexpr char kCheckpointFile[] = "ckpt.safetensors";
 
 /// Everything needed to continue training bit for bit.
 struct TrainingState {
-  int64_t step = 0;               // optimizer steps completed
-  std::string batch_rng;          // Generator::state() of the batch sampler
-  Tensor adam_m, adam_v;           // AdamW moments, (N,) in arena order, the parameters' dtype
+  int64_t step = 0;       // optimizer steps completed
+  std::string batch_rng;  // Generator::state() of the batch sampler
+  Tensor adam_m, adam_v;  // AdamW moments, (N,) in arena order, the parameters' dtype
   int64_t adam_t = 0;
-  std::string train_options;      // the trainer's options as JSON, so --resume reuses them
+  std::string train_options;  // the trainer's options as JSON, so --resume reuses them
 };
 
 /// The non-weight contents of a checkpoint.
@@ -66,8 +66,9 @@ bool is_conv1d_weight(const std::string& name);
 /// temporary file renamed into place). The dropout generator's state is saved too. Throws
 /// std::runtime_error naming the path on any I/O failure (a full disk included); the previous
 /// checkpoint is then intact.
-void save_checkpoint(const std::string& path, LanguageModel& model, const std::string& tokenizer_kind,
-                     const std::string& tokenizer_data, const TrainingState* training = nullptr);
+void save_checkpoint(const std::string& path, LanguageModel& model,
+                     const std::string& tokenizer_kind, const std::string& tokenizer_data,
+                     const TrainingState* training = nullptr);
 
 /// Whether read_checkpoint_info copies the AdamW moments (two tensors the size of the model,
 /// needed only to resume training) into TrainingState::adam_m / adam_v.
@@ -75,11 +76,11 @@ enum class Moments { load, skip };
 
 /// Reads the config, tokenizer and training state; with Moments::skip the training state's
 /// adam_m and adam_v stay undefined (sampling and evaluation need neither). Every value is
-/// read strictly (see strict_json.h): the model kind is one of model_kind_name's, the config's sizes are integers (3.9 and 2^64 are
-/// refused, not truncated or cast) that GPTConfig::validate accepts, an unknown config or
-/// tokenizer field is refused, "step" and "adam_t" are decimal counts. Throws
-/// std::runtime_error naming the path, the key and the value for a file that is not an
-/// attograd checkpoint (no config in its metadata) or is malformed/truncated.
+/// read strictly (see strict_json.h): the model kind is one of model_kind_name's, the config's
+/// sizes are integers (3.9 and 2^64 are refused, not truncated or cast) that GPTConfig::validate
+/// accepts, an unknown config or tokenizer field is refused, "step" and "adam_t" are decimal
+/// counts. Throws std::runtime_error naming the path, the key and the value for a file that is not
+/// an attograd checkpoint (no config in its metadata) or is malformed/truncated.
 CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments = Moments::load);
 
 /// Copies the weights of `file` into `model`, all or nothing: every expected name, shape and
@@ -110,7 +111,8 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
 
 /// Loads a Hugging Face GPT-2 model.safetensors (124M and larger, F32/F16/BF16) into a new
 /// model, transposing exactly the Conv1D weights (see load_weights).
-std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0, DType dtype = DType::f32);
+std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0,
+                                  DType dtype = DType::f32);
 
 /// Builds the model a checkpoint holds, of the kind its metadata names (GPT, BigramModel or
 /// AverageModel), and loads its weights (and dropout state), not the optimizer moments. Before
@@ -119,7 +121,8 @@ std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_ov
 /// exactly with learned positions, blocks h.0 .. h.{n_layer-1} for a GPT (none otherwise), and
 /// enough values in the file for every parameter; a mismatch is std::runtime_error naming both
 /// values. Otherwise throws std::runtime_error as read_checkpoint_info and load_weights.
-std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, DType dtype = DType::f32);
+std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file,
+                                                   DType dtype = DType::f32);
 
 /// load_language_model for a caller that needs a GPT (its attention, its KV cache): throws
 /// std::runtime_error naming the kind the checkpoint holds when it is not a GPT.

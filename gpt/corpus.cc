@@ -159,10 +159,10 @@ std::string run_bible(const fs::path& program) {
   const int status = ::pclose(pipe);
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     const std::string how =
-        status == -1              ? std::string("could not be waited for")
-        : WIFEXITED(status)       ? "exited with status " + std::to_string(WEXITSTATUS(status))
-        : WIFSIGNALED(status)     ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                  : std::string("failed");
+        status == -1          ? std::string("could not be waited for")
+        : WIFEXITED(status)   ? "exited with status " + std::to_string(WEXITSTATUS(status))
+        : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                              : std::string("failed");
     throw std::runtime_error("`" + command + "` " + how +
                              "; is bible-kjv-text installed? sudo apt-get install bible-kjv "
                              "(or pass --corpus shakespeare or a file path)");
@@ -179,8 +179,8 @@ Corpus load_kjv(const CorpusOptions& options) {
   std::error_code ec;
   if (fs::exists(corpus.path, ec)) {
     corpus.text = read_text_file(corpus.path, "cached corpus", kCacheFix, options.max_bytes);
-    check_text(corpus.text, "cached corpus " + corpus.path.string() +
-                                " (delete it to extract the Bible again)");
+    check_text(corpus.text,
+               "cached corpus " + corpus.path.string() + " (delete it to extract the Bible again)");
     return corpus;
   }
   const fs::path program = find_program(options.bible_program);
@@ -269,8 +269,7 @@ std::string http_get(const std::string& url, const CorpusOptions& options) {
 }
 
 // Throws unless `bytes` is exactly Tiny Shakespeare. `what` names the bytes in the message.
-void verify_shakespeare(const std::string& bytes, const std::string& what,
-                        const std::string& fix) {
+void verify_shakespeare(const std::string& bytes, const std::string& what, const std::string& fix) {
   const std::string actual = sha256_hex(bytes);
   if (actual != kShakespeareSha256 || bytes.size() != kShakespeareBytes) {
     throw std::runtime_error("checksum mismatch for " + what + ": expected sha256 " +
@@ -350,8 +349,9 @@ void append_collapsed(std::string& out, std::string_view text) {
 std::string read_text_file(const fs::path& path, const std::string& what, const std::string& fix,
                            size_t max_bytes) {
   const std::string named = what + " " + path.string();
-  const std::string limit = with_commas(max_bytes) + "-byte limit for a " + what +
-                            " (it and its token ids are held in memory); use a smaller file or a part of it";
+  const std::string limit =
+      with_commas(max_bytes) + "-byte limit for a " + what +
+      " (it and its token ids are held in memory); use a smaller file or a part of it";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -363,13 +363,14 @@ std::string read_text_file(const fs::path& path, const std::string& what, const 
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw std::runtime_error("cannot stat " + named + ": " + std::strerror(errno));
+  if (::fstat(fd, &st) != 0)
+    throw std::runtime_error("cannot stat " + named + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw std::runtime_error(named + " is a directory; " + fix);
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
     throw std::runtime_error(named + " is " + file_kind(st.st_mode) + ", not a text file; " + fix);
   if (S_ISREG(st.st_mode) && static_cast<uintmax_t>(st.st_size) > max_bytes)
-    throw std::runtime_error(named + " is " + with_commas(static_cast<size_t>(st.st_size)) + " bytes, over the " +
-                             limit);
+    throw std::runtime_error(named + " is " + with_commas(static_cast<size_t>(st.st_size)) +
+                             " bytes, over the " + limit);
   std::string bytes;
   if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<size_t>(st.st_size));
   char buffer[1 << 16];
@@ -380,7 +381,8 @@ std::string read_text_file(const fs::path& path, const std::string& what, const 
     if (n == 0) break;
     // A file that grew since fstat, or a pipe, is held to the same limit.
     if (bytes.size() + static_cast<size_t>(n) > max_bytes)
-      throw std::runtime_error(named + " gives more than " + with_commas(max_bytes) + " bytes, over the " + limit);
+      throw std::runtime_error(named + " gives more than " + with_commas(max_bytes) +
+                               " bytes, over the " + limit);
     bytes.append(buffer, static_cast<size_t>(n));
   }
   return bytes;
@@ -394,7 +396,8 @@ std::string Corpus::describe() const {
     line += " from " + path.string();
   }
   if (line_ends_normalized > 0) {
-    line += ", " + with_commas(line_ends_normalized) + " CRLF/CR line ends made LF (--keep-cr keeps them)";
+    line += ", " + with_commas(line_ends_normalized) +
+            " CRLF/CR line ends made LF (--keep-cr keeps them)";
   }
   return line;
 }
@@ -493,8 +496,8 @@ std::string clean_kjv(std::string_view bible_output) {
   flush_verse();
   if (verses == 0 || headings == 0) {
     throw std::runtime_error("unexpected output from bible: " + std::to_string(headings) +
-                             " chapter headings and " + std::to_string(verses) +
-                             " verses in " + with_commas(bible_output.size()) +
+                             " chapter headings and " + std::to_string(verses) + " verses in " +
+                             with_commas(bible_output.size()) +
                              " bytes; is bible-kjv-text installed?");
   }
   return out;

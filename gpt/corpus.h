@@ -186,8 +186,8 @@ std::string clean_kjv(std::string_view bible_output);
 /// socket, each followed by `fix`; a file over max_bytes ("is 300,000,000 bytes, over the
 /// 268,435,456-byte limit for a <what> (it and its token ids are held in memory)"), checked from
 /// its size before anything is read; an OS error. Opened close-on-exec.
-std::string read_text_file(const std::filesystem::path& path, const std::string& what, const std::string& fix,
-                           size_t max_bytes = kMaxCorpusBytes);
+std::string read_text_file(const std::filesystem::path& path, const std::string& what,
+                           const std::string& fix, size_t max_bytes = kMaxCorpusBytes);
 
 /// sha256 of `bytes` as 64 lower-case hex digits (OpenSSL EVP).
 std::string sha256_hex(std::string_view bytes);

@@ -38,8 +38,10 @@ int64_t Dataset::num_windows(Split split, int64_t T) const {
 
 Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen) const {
   if (B < 1 || T < 1) {
-    throw std::invalid_argument("Dataset::get_batch: batch size B and length T must be at least "
-                                "1, got B = " + std::to_string(B) + ", T = " + std::to_string(T));
+    throw std::invalid_argument(
+        "Dataset::get_batch: batch size B and length T must be at least "
+        "1, got B = " +
+        std::to_string(B) + ", T = " + std::to_string(T));
   }
   if (T > block_size_) {
     throw std::invalid_argument("Dataset::get_batch: T = " + std::to_string(T) +
@@ -73,8 +75,9 @@ Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen) cons
 
 double unigram_entropy(const std::vector<int64_t>& tokens) {
   if (tokens.empty()) {
-    throw std::invalid_argument("unigram_entropy: the token sequence is empty; entropy needs at "
-                                "least one token");
+    throw std::invalid_argument(
+        "unigram_entropy: the token sequence is empty; entropy needs at "
+        "least one token");
   }
   std::unordered_map<int64_t, int64_t> counts;
   for (int64_t id : tokens) ++counts[id];
@@ -129,9 +132,8 @@ double bigram_cross_entropy(const std::vector<int64_t>& train, const std::vector
     auto it = pair_counts.find(a * V + b);
     const double count = it == pair_counts.end() ? 0.0 : static_cast<double>(it->second);
     // Add-one: every bigram gets one imaginary extra sighting, so unseen pairs keep P > 0.
-    total -= std::log((count + 1) /
-                      (static_cast<double>(row_counts[static_cast<size_t>(a)]) +
-                       static_cast<double>(V)));
+    total -= std::log((count + 1) / (static_cast<double>(row_counts[static_cast<size_t>(a)]) +
+                                     static_cast<double>(V)));
   }
   return total / static_cast<double>(val.size() - 1);
 }

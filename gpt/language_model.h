@@ -80,7 +80,8 @@ class LanguageModel : public nn::Module {
   /// and refuses, with std::runtime_error before anything is allocated, a model that needs more
   /// than this machine's physical memory. `label` starts every error message ("GPT"). Opens the
   /// arena the derived constructor's layers register their parameters in.
-  LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t seed, DType dtype, std::string label);
+  LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t seed, DType dtype,
+                std::string label);
   /// The input layer GPT and AverageModel share: registers wte (vocab_size, n_embd) and, with
   /// learned positions, wpe (block_size, n_embd), drawing their init from `gen` in that order,
   /// and returns the (block_size, n_embd) table with sinusoidal positions (else undefined).
@@ -93,7 +94,8 @@ class LanguageModel : public nn::Module {
   void check_inputs(const Tensor& idx, const Tensor& targets, int64_t past = 0) const;
   /// x (B, T, C) plus the positions past .. past + T - 1: rows of the learned table wpe when
   /// given, else of the fixed `sinusoidal` table when defined, else x itself (RoPE, or none).
-  static Tensor add_positions(const Tensor& x, const nn::Embedding* wpe, const Tensor& sinusoidal, int64_t past);
+  static Tensor add_positions(const Tensor& x, const nn::Embedding* wpe, const Tensor& sinusoidal,
+                              int64_t past);
   /// The tied head and the loss: logits = x weightᵀ, x (B, T, C), weight (V, C). While training
   /// with targets, the two run as one op (linear_cross_entropy) and the logits stay undefined.
   static ModelOutput tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets);

@@ -18,8 +18,8 @@ std::string range_str(IntRange r) {
 
 void check_range(const std::string& owner, const char* field, int64_t v, IntRange r) {
   if (!r.contains(v))
-    throw std::invalid_argument((owner.empty() ? std::string() : owner + ": ") + field + " must be in " + range_str(r) +
-                                ", got " + std::to_string(v));
+    throw std::invalid_argument((owner.empty() ? std::string() : owner + ": ") + field +
+                                " must be in " + range_str(r) + ", got " + std::to_string(v));
 }
 
 int max_threads() {

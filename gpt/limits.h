@@ -40,7 +40,7 @@ inline constexpr IntRange vocab_size{1, 1 << 20};  // 1,048,576 token ids
 inline constexpr IntRange block_size{1, 1 << 17};  // 131,072 positions
 inline constexpr IntRange n_layer{1, 1024};
 inline constexpr IntRange n_head{1, 1024};
-inline constexpr IntRange n_embd{1, 1 << 16};      // 65,536 channels
+inline constexpr IntRange n_embd{1, 1 << 16};  // 65,536 channels
 /// The most parameters a config may have (GPTConfig::num_parameters), 20 billion: 80 GB in
 /// f32 before gradients and optimizer moments.
 inline constexpr int64_t max_parameters = 20'000'000'000;
@@ -50,7 +50,7 @@ inline constexpr IntRange batch_size{1, 1 << 16};  // B, sequences per micro-bat
 inline constexpr IntRange grad_accum{1, 1 << 16};  // micro-batches per optimizer step
 // Step counts, intervals and token counts cost time, not memory: any value of their type.
 inline constexpr IntRange steps{1, kInt64Max};
-inline constexpr IntRange count{0, kInt64Max};           // warmup, decay steps, intervals, top_k (0 = off)
+inline constexpr IntRange count{0, kInt64Max};  // warmup, decay steps, intervals, top_k (0 = off)
 inline constexpr IntRange positive_count{1, kInt64Max};  // eval_iters, log_interval
 
 }  // namespace limits

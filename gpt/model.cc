@@ -15,11 +15,13 @@ Block::Block(const GPTConfig& c, Generator& gen, Generator* dropout_gen, DType d
   // 1/sqrt(2 n_layer): 2 n_layer of them add up along the stream, so its variance stays O(1).
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
   ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
-  attn = register_module("attn", std::make_shared<nn::CausalSelfAttention>(
-                                     c.n_embd, c.n_head, c.bias, c.dropout, c.pos_encoding == PosEncoding::rope,
-                                     proj_std, gen, dropout_gen, dtype));
+  attn = register_module(
+      "attn", std::make_shared<nn::CausalSelfAttention>(c.n_embd, c.n_head, c.bias, c.dropout,
+                                                        c.pos_encoding == PosEncoding::rope,
+                                                        proj_std, gen, dropout_gen, dtype));
   ln_2 = register_module("ln_2", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
-  mlp = register_module("mlp", std::make_shared<nn::MLP>(c.n_embd, c.bias, c.dropout, proj_std, gen, dropout_gen, dtype));
+  mlp = register_module("mlp", std::make_shared<nn::MLP>(c.n_embd, c.bias, c.dropout, proj_std, gen,
+                                                         dropout_gen, dtype));
 }
 
 Tensor Block::forward(const Tensor& x, nn::LayerKVCache* cache, Tensor* attn_weights) const {
@@ -34,14 +36,16 @@ GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)
   sinusoidal_ = register_embeddings(gen, wte, wpe);
   drop = register_module("drop", std::make_shared<nn::Dropout>(c.dropout, dropout_gen_.get()));
   for (int64_t i = 0; i < c.n_layer; ++i)
-    h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(c, gen, dropout_gen_.get(), dtype)));
+    h.push_back(register_module("h." + std::to_string(i),
+                                std::make_shared<Block>(c, gen, dropout_gen_.get(), dtype)));
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.n_embd, dtype, c.bias));
   pack_parameters();
 }
 
 void KVCache::reserve(const GPTConfig& config, int64_t B, DType dtype) {
   layers.resize(static_cast<size_t>(config.n_layer));
-  for (nn::LayerKVCache& l : layers) l.reserve(B, config.n_head, config.block_size, config.head_dim(), dtype);
+  for (nn::LayerKVCache& l : layers)
+    l.reserve(B, config.n_head, config.block_size, config.head_dim(), dtype);
 }
 
 GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
@@ -59,7 +63,8 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
       if (l.length() != past)
         throw std::invalid_argument("GPT: the KV cache held " + std::to_string(past) +
                                     " positions made for another batch size or model than idx " +
-                                    shape_str(idx.shape()) + "; it is now remade empty, so feed the context from "
+                                    shape_str(idx.shape()) +
+                                    "; it is now remade empty, so feed the context from "
                                     "position 0");
   }
   if (attention_weights != nullptr) attention_weights->assign(h.size(), Tensor());

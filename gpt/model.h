@@ -24,7 +24,8 @@ class Block : public nn::Module {
   /// cache (optional): this block's attention keys and values, see nn::LayerKVCache.
   /// attn_weights (optional): receives this block's attention weights (B, NH, T, Tk), see
   /// nn::CausalSelfAttention::forward.
-  Tensor forward(const Tensor& x, nn::LayerKVCache* cache = nullptr, Tensor* attn_weights = nullptr) const;
+  Tensor forward(const Tensor& x, nn::LayerKVCache* cache = nullptr,
+                 Tensor* attn_weights = nullptr) const;
   std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
   std::shared_ptr<nn::CausalSelfAttention> attn;
   std::shared_ptr<nn::MLP> mlp;

@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -55,7 +55,8 @@ std::string baseline_lines(const std::string& directory) {
     const double v = std::strtod(value.c_str(), &end);
     if (end == value.c_str() || *end != '\0' || !std::isfinite(v)) continue;
     char item[160];
-    std::snprintf(item, sizeof item, ", %.17g with lines dt 2 lw 2 lc rgb '%s' title ", v, colours[n++ % 2]);
+    std::snprintf(item, sizeof item, ", %.17g with lines dt 2 lw 2 lc rgb '%s' title ", v,
+                  colours[n++ % 2]);
     char title[96];
     std::snprintf(title, sizeof title, "%s baseline (val %.3f)", name.substr(0, 40).c_str(), v);
     items += item + quoted(title);
@@ -65,26 +66,40 @@ std::string baseline_lines(const std::string& directory) {
 
 // One gnuplot script per output format; the data come straight from the CSV logs, the plots go
 // to the temporaries `loss` and `perplexity`.
-std::string script(const std::string& directory, const std::string& terminal, const std::string& loss,
-                   const std::string& perplexity) {
+std::string script(const std::string& directory, const std::string& terminal,
+                   const std::string& loss, const std::string& perplexity) {
   auto data = [&](const std::string& name) { return quoted(directory + "/" + name); };
   return "set datafile separator ','\n"
          "set key top right\n"
          "set grid\n"
          "set xlabel 'step'\n"
-         "set terminal " + terminal + "\n"
-         "set output " + quoted(loss) + "\n"
+         "set terminal " +
+         terminal +
+         "\n"
+         "set output " +
+         quoted(loss) +
+         "\n"
          "set title 'attograd: training and validation loss'\n"
          "set ylabel 'loss (nats per token)'\n"
-         "plot " + data("train_log.csv") + " every ::1 using 1:2 with lines lc rgb '#a0a0ff' title 'train (per step)', " +
-         data("eval_log.csv") + " every ::1 using 1:2 with linespoints lc rgb '#0000c0' title 'train (eval)', " +
-         data("eval_log.csv") + " every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'" +
-         baseline_lines(directory) + "\n"
-         "set output " + quoted(perplexity) + "\n"
+         "plot " +
+         data("train_log.csv") +
+         " every ::1 using 1:2 with lines lc rgb '#a0a0ff' title 'train (per step)', " +
+         data("eval_log.csv") +
+         " every ::1 using 1:2 with linespoints lc rgb '#0000c0' title 'train (eval)', " +
+         data("eval_log.csv") +
+         " every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'" +
+         baseline_lines(directory) +
+         "\n"
+         "set output " +
+         quoted(perplexity) +
+         "\n"
          "set title 'attograd: perplexity = exp(mean loss)'\n"
          "set ylabel 'perplexity'\n"
-         "plot " + data("eval_log.csv") + " every ::1 using 1:4 with linespoints lc rgb '#0000c0' title 'train', " +
-         data("eval_log.csv") + " every ::1 using 1:5 with linespoints lc rgb '#c00000' title 'val'\n"
+         "plot " +
+         data("eval_log.csv") +
+         " every ::1 using 1:4 with linespoints lc rgb '#0000c0' title 'train', " +
+         data("eval_log.csv") +
+         " every ::1 using 1:5 with linespoints lc rgb '#c00000' title 'val'\n"
          "unset output\n";  // closes the last file before gnuplot exits
 }
 
@@ -108,7 +123,8 @@ struct Finished {
 std::optional<Finished> run_with_input(const std::string& program, std::string_view input) {
   Fd in_parent, in_child, err_read, err_write;
   int sv[2], err_pipe[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+      ::pipe2(err_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("cannot start ") + program + ": " + std::strerror(errno));
   in_parent.fd = sv[0], in_child.fd = sv[1], err_read.fd = err_pipe[0], err_write.fd = err_pipe[1];
 
@@ -125,7 +141,8 @@ std::optional<Finished> run_with_input(const std::string& program, std::string_v
   pid_t pid = 0;
   const int spawn_error = posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv, environ);
   if (spawn_error == ENOENT) return std::nullopt;
-  if (spawn_error != 0) throw std::runtime_error("cannot start " + program + ": " + std::strerror(spawn_error));
+  if (spawn_error != 0)
+    throw std::runtime_error("cannot start " + program + ": " + std::strerror(spawn_error));
   in_child.reset();
   err_write.reset();
 
@@ -147,7 +164,8 @@ std::optional<Finished> run_with_input(const std::string& program, std::string_v
   }
   Finished done;
   while (::waitpid(pid, &done.status, 0) < 0)
-    if (errno != EINTR) throw std::runtime_error("waiting for " + program + ": " + std::strerror(errno));
+    if (errno != EINTR)
+      throw std::runtime_error("waiting for " + program + ": " + std::strerror(errno));
   while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   const size_t start = err.find_last_of('\n');
   done.last_error_line = start == std::string::npos ? err : err.substr(start + 1);
@@ -169,41 +187,45 @@ std::string incomplete_reason(const std::string& path, const std::string& ext) {
   if (!in) return "cannot be read back";
   if (ext == "png") {
     static const std::string kIend("\0\0\0\0IEND\xae\x42\x60\x82", 12);  // PNG's last chunk
-    if (!tail.ends_with(kIend)) return "is cut off (" + std::to_string(size) + " bytes, no IEND chunk)";
+    if (!tail.ends_with(kIend))
+      return "is cut off (" + std::to_string(size) + " bytes, no IEND chunk)";
   } else {
     while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
-    if (!tail.ends_with("</svg>")) return "is cut off (" + std::to_string(size) + " bytes, no </svg>)";
+    if (!tail.ends_with("</svg>"))
+      return "is cut off (" + std::to_string(size) + " bytes, no </svg>)";
   }
   return "";
 }
 
-
-// The two formats every figure is drawn in: a gnuplot terminal (without its size) and the extension.
+// The two formats every figure is drawn in: a gnuplot terminal (without its size) and the
+// extension.
 const std::pair<const char*, const char*> kFormats[] = {{"pngcairo", "png"}, {"svg", "svg"}};
 
 // Runs `script` through gnuplot, which draws into the temporaries of `outputs` (in `dir`, for
 // the messages), then checks that it succeeded and that every file is whole before renaming
 // them into place. Returns false when there is no gnuplot.
-bool draw(const std::string& gnuplot, const std::string& script, const std::vector<AtomicFile*>& outputs,
-          const std::string& what, const std::string& ext) {
+bool draw(const std::string& gnuplot, const std::string& script,
+          const std::vector<AtomicFile*>& outputs, const std::string& what,
+          const std::string& ext) {
   const std::optional<Finished> done = run_with_input(gnuplot, script);
   if (!done) return false;
   // gnuplot's warnings (e.g. "empty x range" for a single evaluation) are noise in the
   // training log; they are shown only when it fails.
   const std::string said = done->last_error_line.empty() ? "" : ": " + done->last_error_line;
   if (WIFSIGNALED(done->status))
-    throw std::runtime_error("gnuplot was killed by signal " + std::to_string(WTERMSIG(done->status)) +
-                             " while drawing " + what);
+    throw std::runtime_error("gnuplot was killed by signal " +
+                             std::to_string(WTERMSIG(done->status)) + " while drawing " + what);
   if (WEXITSTATUS(done->status) != 0)
-    throw std::runtime_error("gnuplot failed (exit status " + std::to_string(WEXITSTATUS(done->status)) +
-                             ") to draw " + what + said);
+    throw std::runtime_error("gnuplot failed (exit status " +
+                             std::to_string(WEXITSTATUS(done->status)) + ") to draw " + what +
+                             said);
   for (AtomicFile* file : outputs) {
     const std::string why = incomplete_reason(file->temp_path(), ext);
     const std::filesystem::path target = file->path();
     if (!why.empty())
-      throw std::runtime_error("gnuplot exited 0 but " + target.filename().string() + " " + why + " in " +
-                               target.parent_path().string() + " (is the disk full?); the previous plots are untouched" +
-                               said);
+      throw std::runtime_error("gnuplot exited 0 but " + target.filename().string() + " " + why +
+                               " in " + target.parent_path().string() +
+                               " (is the disk full?); the previous plots are untouched" + said);
   }
   for (AtomicFile* file : outputs) file->commit();
   return true;
@@ -212,7 +234,8 @@ bool draw(const std::string& gnuplot, const std::string& script, const std::vect
 // "('a' 0, 'b' 1)": explicit tick labels at the cell centres.
 std::string tics(const std::vector<std::string>& labels) {
   std::string out = "(";
-  for (size_t i = 0; i < labels.size(); ++i) out += (i ? ", " : "") + quoted(labels[i]) + " " + std::to_string(i);
+  for (size_t i = 0; i < labels.size(); ++i)
+    out += (i ? ", " : "") + quoted(labels[i]) + " " + std::to_string(i);
   return out + ")";
 }
 
@@ -223,7 +246,8 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
   const int64_t n = static_cast<int64_t>(f.panels.size());
   const int64_t cols = std::clamp<int64_t>(f.columns, 1, n), rows = (n + cols - 1) / cols;
   size_t cells = 1;
-  for (const Heatmap& h : f.panels) cells = std::max({cells, h.row_labels.size(), h.col_labels.size()});
+  for (const Heatmap& h : f.panels)
+    cells = std::max({cells, h.row_labels.size(), h.col_labels.size()});
   // A panel grows with its cells, and the whole figure stays within 2400 px a side.
   int64_t side = std::clamp<int64_t>(120 + 28 * static_cast<int64_t>(cells), 360, 900);
   side = std::min(side, 2400 / std::max(cols, rows));
@@ -236,23 +260,28 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
                                : "set palette defined (0 '#ffffff', 1 '#08306b')\n") +
                   "set cbrange [" + std::to_string(f.zmin) + ":" + std::to_string(f.zmax) + "]\n" +
                   "set tics scale 0\nunset key\n";
-  if (n > 1) s += "unset colorbox\nset multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) +
-                  (f.title.empty() ? std::string() : " title " + quoted(f.title)) + "\n";
+  if (n > 1)
+    s += "unset colorbox\nset multiplot layout " + std::to_string(rows) + "," +
+         std::to_string(cols) + (f.title.empty() ? std::string() : " title " + quoted(f.title)) +
+         "\n";
   for (int64_t j = 0; j < n; ++j) {
     const Heatmap& h = f.panels[j];
     const std::string data = "$f" + std::to_string(index) + "p" + std::to_string(j);
     size_t longest = 0;
     for (const std::string& l : h.col_labels) longest = std::max(longest, l.size());
     s += "set title " + quoted(h.title) + "\n" +
-         "set xrange [-0.5:" + std::to_string(h.col_labels.size()) + "-0.5]\n" +
-         "set yrange [" + std::to_string(h.row_labels.size()) + "-0.5:-0.5]\n" +  // row 0 on top
-         "set xtics " + tics(h.col_labels) + (longest > 2 ? " rotate by 90 right" : " norotate") + "\n" +
-         "set ytics " + tics(h.row_labels) + "\n" +
-         "set xlabel " + quoted(h.col_axis) + "\nset ylabel " + quoted(h.row_axis) + "\n" +
+         "set xrange [-0.5:" + std::to_string(h.col_labels.size()) + "-0.5]\n" + "set yrange [" +
+         std::to_string(h.row_labels.size()) + "-0.5:-0.5]\n" +  // row 0 on top
+         "set xtics " + tics(h.col_labels) + (longest > 2 ? " rotate by 90 right" : " norotate") +
+         "\n" + "set ytics " + tics(h.row_labels) + "\n" + "set xlabel " + quoted(h.col_axis) +
+         "\nset ylabel " + quoted(h.row_axis) + "\n" +
          // NaN cells are not drawn, so this grey background shows through them.
-         "set object 1 rectangle from graph 0,0 to graph 1,1 behind fillcolor rgb '#d9d9d9' fillstyle solid noborder\n"
-         "plot " + data + " matrix with image";
-    // Values in white on dark cells, black on light ones; NaN cells stay empty ($3 == $3 is false for NaN).
+         "set object 1 rectangle from graph 0,0 to graph 1,1 behind fillcolor rgb '#d9d9d9' "
+         "fillstyle solid noborder\n"
+         "plot " +
+         data + " matrix with image";
+    // Values in white on dark cells, black on light ones; NaN cells stay empty ($3 == $3 is false
+    // for NaN).
     if (f.show_values)
       s += ", " + data + " matrix using 1:2:($3 == $3 ? sprintf('%.2f', $3) : ''):($3 > " + mid +
            " ? 0xffffff : 0x000000) with labels tc rgb variable font ',8'";
@@ -264,23 +293,27 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
 
 }  // namespace
 
-bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log, const std::string& gnuplot) {
+bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log,
+                    const std::string& gnuplot) {
   std::string data;  // every panel's matrix as a gnuplot data block, shared by both formats
   for (size_t i = 0; i < figures.size(); ++i) {
     const HeatmapFigure& f = figures[i];
-    if (f.panels.empty()) throw std::invalid_argument("write_heatmaps: figure " + f.path_stem + " has no panel");
+    if (f.panels.empty())
+      throw std::invalid_argument("write_heatmaps: figure " + f.path_stem + " has no panel");
     for (size_t j = 0; j < f.panels.size(); ++j) {
       const Heatmap& h = f.panels[j];
       const size_t rows = h.row_labels.size(), cols = h.col_labels.size();
       if (rows == 0 || cols == 0 || h.values.size() != rows * cols)
-        throw std::invalid_argument("write_heatmaps: panel '" + h.title + "' of " + f.path_stem + " has " +
-                                    std::to_string(h.values.size()) + " values for " + std::to_string(rows) + " x " +
-                                    std::to_string(cols) + " labels");
+        throw std::invalid_argument("write_heatmaps: panel '" + h.title + "' of " + f.path_stem +
+                                    " has " + std::to_string(h.values.size()) + " values for " +
+                                    std::to_string(rows) + " x " + std::to_string(cols) +
+                                    " labels");
       data += "$f" + std::to_string(i) + "p" + std::to_string(j) + " << EOD\n";
       char buf[32];
       for (size_t r = 0; r < rows; ++r)
         for (size_t c = 0; c < cols; ++c) {
-          std::snprintf(buf, sizeof buf, "%.9g%c", h.values[r * cols + c], c + 1 == cols ? '\n' : ' ');
+          std::snprintf(buf, sizeof buf, "%.9g%c", h.values[r * cols + c],
+                        c + 1 == cols ? '\n' : ' ');
           data += buf;
         }
       data += "EOD\n";
@@ -297,22 +330,25 @@ bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log
     }
     script += "unset output\n";  // closes the last file before gnuplot exits
     if (!draw(gnuplot, script, outputs, std::string("the ") + ext + " heatmaps", ext)) {
-      log << "gnuplot not found, so no heatmaps were drawn; install it with: sudo apt-get install gnuplot-nox\n";
+      log << "gnuplot not found, so no heatmaps were drawn; install it with: sudo apt-get install "
+             "gnuplot-nox\n";
       return false;
     }
   }
   return true;
 }
 
-bool write_figure(const std::string& path_stem, const std::string& commands, int64_t width, int64_t height,
-                  std::ostream& log, const std::string& gnuplot) {
+bool write_figure(const std::string& path_stem, const std::string& commands, int64_t width,
+                  int64_t height, std::ostream& log, const std::string& gnuplot) {
   for (const auto& [terminal, ext] : kFormats) {
     AtomicFile file(path_stem + "." + ext);
-    const std::string script = "set terminal " + std::string(terminal) + " size " + std::to_string(width) + "," +
-                               std::to_string(height) + " noenhanced font 'Sans,10'\nset output " +
+    const std::string script = "set terminal " + std::string(terminal) + " size " +
+                               std::to_string(width) + "," + std::to_string(height) +
+                               " noenhanced font 'Sans,10'\nset output " +
                                quoted(file.temp_path()) + "\n" + commands + "\nunset output\n";
     if (!draw(gnuplot, script, {&file}, path_stem + "." + ext, ext)) {
-      log << "gnuplot not found, so no figure was drawn; install it with: sudo apt-get install gnuplot-nox\n";
+      log << "gnuplot not found, so no figure was drawn; install it with: sudo apt-get install "
+             "gnuplot-nox\n";
       return false;
     }
   }
@@ -324,9 +360,10 @@ bool write_plots(const std::string& out_dir, std::ostream& log, const std::strin
   for (const auto& [terminal, ext] : kFormats) {
     AtomicFile loss(dir + "/loss." + ext), perplexity(dir + "/perplexity." + ext);
     const std::string size = std::string(terminal) + " size 900,600";
-    if (!draw(gnuplot, script(dir, size, loss.temp_path(), perplexity.temp_path()), {&loss, &perplexity},
-              std::string("the ") + ext + " plots in " + dir, ext)) {
-      log << "gnuplot not found, so no plots were drawn; install it with: sudo apt-get install gnuplot-nox\n"
+    if (!draw(gnuplot, script(dir, size, loss.temp_path(), perplexity.temp_path()),
+              {&loss, &perplexity}, std::string("the ") + ext + " plots in " + dir, ext)) {
+      log << "gnuplot not found, so no plots were drawn; install it with: sudo apt-get install "
+             "gnuplot-nox\n"
           << "(the logs are in " << out_dir << "/train_log.csv and eval_log.csv)\n";
       return false;
     }

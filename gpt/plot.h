@@ -29,7 +29,8 @@ inline constexpr const char* kBaselinesFile = "baselines.csv";
 /// files are then still there. Throws std::runtime_error, leaving the previous plots in place,
 /// when gnuplot fails (naming its exit status and its last line on stderr) or leaves a plot
 /// empty or incomplete (naming the file and its size: "is the disk full?").
-bool write_plots(const std::string& out_dir, std::ostream& log, const std::string& gnuplot = "gnuplot");
+bool write_plots(const std::string& out_dir, std::ostream& log,
+                 const std::string& gnuplot = "gnuplot");
 
 /// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left.
 struct Heatmap {
@@ -64,7 +65,7 @@ bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log
 /// enhanced text) and the output file are set; inline data blocks ($name << EOD) may precede
 /// the plot. Returns false, after saying on `log` how to install gnuplot, when it is missing.
 /// Throws std::runtime_error if gnuplot fails or leaves a file incomplete.
-bool write_figure(const std::string& path_stem, const std::string& commands, int64_t width, int64_t height,
-                  std::ostream& log, const std::string& gnuplot = "gnuplot");
+bool write_figure(const std::string& path_stem, const std::string& commands, int64_t width,
+                  int64_t height, std::ostream& log, const std::string& gnuplot = "gnuplot");
 
 }  // namespace attograd::gpt

@@ -1,17 +1,17 @@
 #include "gpt/safetensors.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <tuple>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -111,11 +111,20 @@ void convert_run(const char* src, Stored from, void* dst, DType to, int64_t n) {
     T* out = static_cast<T*>(dst);
     auto same = [](auto x) { return x; };
     switch (from) {
-      case Stored::f32: decode<float>(src, out, n, same); break;
-      case Stored::f64: decode<double>(src, out, n, same); break;
-      case Stored::f16: decode<uint16_t>(src, out, n, half_to_float); break;
-      case Stored::bf16: decode<uint16_t>(src, out, n, bf16_to_float); break;
-      default: throw std::logic_error("safetensors: unchecked conversion");
+      case Stored::f32:
+        decode<float>(src, out, n, same);
+        break;
+      case Stored::f64:
+        decode<double>(src, out, n, same);
+        break;
+      case Stored::f16:
+        decode<uint16_t>(src, out, n, half_to_float);
+        break;
+      case Stored::bf16:
+        decode<uint16_t>(src, out, n, bf16_to_float);
+        break;
+      default:
+        throw std::logic_error("safetensors: unchecked conversion");
     }
   });
 }
@@ -124,8 +133,8 @@ void convert_run(const char* src, Stored from, void* dst, DType to, int64_t n) {
 // they are; each side has its own row and column strides, in elements. 32 x 32 tiles keep the
 // strided side's cache lines alive while the tile uses them, so a transpose costs about what
 // a copy does (the generic strided copy, one element at a time, is several times slower).
-void copy_2d(char* dst, int64_t dst_row, int64_t dst_col, const char* src, int64_t src_row, int64_t src_col,
-             int64_t rows, int64_t cols, size_t esize) {
+void copy_2d(char* dst, int64_t dst_row, int64_t dst_col, const char* src, int64_t src_row,
+             int64_t src_col, int64_t rows, int64_t cols, size_t esize) {
   auto run = [&]<typename T>() {
     T* d = reinterpret_cast<T*>(dst);
     const T* s = reinterpret_cast<const T*>(src);
@@ -136,8 +145,10 @@ void copy_2d(char* dst, int64_t dst_row, int64_t dst_col, const char* src, int64
           for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j)
             d[i * dst_row + j * dst_col] = s[i * src_row + j * src_col];
   };
-  if (esize == 4) run.template operator()<uint32_t>();
-  else run.template operator()<uint64_t>();
+  if (esize == 4)
+    run.template operator()<uint32_t>();
+  else
+    run.template operator()<uint64_t>();
 }
 
 // Converts the stored elements at src (row-major, of the stored dtype) into dst: contiguous, or
@@ -158,8 +169,8 @@ void convert_into(const char* src, const std::string& dtype, const Tensor& dst) 
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t n = std::min(block, rows - r0);
     convert_run(src + r0 * stored_row, from, buffer.bytes(), dst.dtype(), n * cols);
-    copy_2d(dst.bytes() + r0 * row_stride * esize, row_stride, col_stride, buffer.bytes(), cols, 1, n, cols,
-            static_cast<size_t>(esize));
+    copy_2d(dst.bytes() + r0 * row_stride * esize, row_stride, col_stride, buffer.bytes(), cols, 1,
+            n, cols, static_cast<size_t>(esize));
   }
 }
 
@@ -200,18 +211,21 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, u
                              const std::string& path) {
   const std::string where = "tensor '" + name + "'";
   if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
-    fail(path, where + " has a malformed entry " + json_excerpt(v) + ": expected {\"dtype\", \"shape\", \"data_offsets\"}");
+    fail(path, where + " has a malformed entry " + json_excerpt(v) +
+                   ": expected {\"dtype\", \"shape\", \"data_offsets\"}");
   SafetensorsEntry e;
-  if (!v["dtype"].is_string()) fail(path, where + " has dtype " + json_excerpt(v["dtype"]) + ", not a string");
+  if (!v["dtype"].is_string())
+    fail(path, where + " has dtype " + json_excerpt(v["dtype"]) + ", not a string");
   e.dtype = v["dtype"].get<std::string>();
   const size_t esize = element_size(e.dtype);
   if (esize == 0) fail(path, where + " has unknown dtype " + e.dtype);
-  if (!v["shape"].is_array()) fail(path, where + " has shape " + json_excerpt(v["shape"]) + ", not an array");
+  if (!v["shape"].is_array())
+    fail(path, where + " has shape " + json_excerpt(v["shape"]) + ", not an array");
   for (const nlohmann::json& d : v["shape"]) {
     const auto size = json_uint(d, static_cast<uint64_t>(INT64_MAX));
     if (!size)
-      fail(path, where + " has shape " + json_excerpt(v["shape"]) + ": the entry " + json_excerpt(d) +
-                     " is not a non-negative integer below 2^63");
+      fail(path, where + " has shape " + json_excerpt(v["shape"]) + ": the entry " +
+                     json_excerpt(d) + " is not a non-negative integer below 2^63");
     e.shape.push_back(static_cast<int64_t>(*size));
   }
   // numel (int64, as Tensor counts) and its byte size, both without overflow, before any
@@ -220,7 +234,8 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, u
   uint64_t bytes = 0;
   bool overflow = false;
   for (int64_t d : e.shape) overflow = overflow || __builtin_mul_overflow(numel, d, &numel);
-  overflow = overflow || __builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(esize), &bytes);
+  overflow = overflow || __builtin_mul_overflow(static_cast<uint64_t>(numel),
+                                                static_cast<uint64_t>(esize), &bytes);
   if (overflow)
     fail(path, where + " has an impossible shape " + shape_str(e.shape) +
                    ": its element count or byte size overflows 64 bits");
@@ -231,42 +246,49 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, u
     end = json_uint(offs[1], UINT64_MAX);
   }
   if (!begin || !end)
-    fail(path, where + " has data_offsets " + json_excerpt(offs) + ": expected two non-negative integers [begin, end]");
+    fail(path, where + " has data_offsets " + json_excerpt(offs) +
+                   ": expected two non-negative integers [begin, end]");
   e.begin = *begin;
   e.end = *end;
   if (e.begin > e.end)
-    fail(path, where + " has data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                   "] that end before they begin");
+    fail(path, where + " has data_offsets [" + std::to_string(e.begin) + ", " +
+                   std::to_string(e.end) + "] that end before they begin");
   if (e.end > data_size)
-    fail(path, "truncated: " + where + " needs bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                   ") of the data section, which has " + std::to_string(data_size));
+    fail(path, "truncated: " + where + " needs bytes [" + std::to_string(e.begin) + ", " +
+                   std::to_string(e.end) + ") of the data section, which has " +
+                   std::to_string(data_size));
   if (e.end - e.begin != bytes)
-    fail(path, where + " " + shape_str(e.shape) + " " + e.dtype + " should take " + std::to_string(bytes) +
-                   " bytes, the file gives it " + std::to_string(e.end - e.begin));
+    fail(path, where + " " + shape_str(e.shape) + " " + e.dtype + " should take " +
+                   std::to_string(bytes) + " bytes, the file gives it " +
+                   std::to_string(e.end - e.begin));
   return e;
 }
 
 // The entries, sorted by offset, must cover the data section exactly once: a gap or an
 // overlap means a corrupt or hand-edited file, and an overlap lets two tensors share bytes.
-void check_tiling(const std::map<std::string, SafetensorsEntry>& entries, uint64_t data_size, const std::string& path) {
+void check_tiling(const std::map<std::string, SafetensorsEntry>& entries, uint64_t data_size,
+                  const std::string& path) {
   std::vector<const std::pair<const std::string, SafetensorsEntry>*> order;
   for (const auto& kv : entries) order.push_back(&kv);
   std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {  // ties: by name
     return std::tie(a->second.begin, a->second.end) < std::tie(b->second.begin, b->second.end);
   });
   auto span = [](const std::pair<const std::string, SafetensorsEntry>& kv) {
-    return "'" + kv.first + "' [" + std::to_string(kv.second.begin) + ", " + std::to_string(kv.second.end) + ")";
+    return "'" + kv.first + "' [" + std::to_string(kv.second.begin) + ", " +
+           std::to_string(kv.second.end) + ")";
   };
   uint64_t covered = 0;  // the data section's bytes [0, covered) belong to the tensors so far
   const std::pair<const std::string, SafetensorsEntry>* previous = nullptr;
   for (const auto* kv : order) {
     const uint64_t begin = kv->second.begin;
     if (begin < covered)
-      fail(path, "tensors " + span(*previous) + " and " + span(*kv) + " overlap in the data section");
+      fail(path,
+           "tensors " + span(*previous) + " and " + span(*kv) + " overlap in the data section");
     if (begin > covered)
       fail(path, "bytes [" + std::to_string(covered) + ", " + std::to_string(begin) +
                      ") of the data section belong to no tensor: a gap " +
-                     (previous != nullptr ? "between " + span(*previous) + " and " : std::string("before ")) +
+                     (previous != nullptr ? "between " + span(*previous) + " and "
+                                          : std::string("before ")) +
                      span(*kv));
     covered = kv->second.end;
     previous = kv;
@@ -289,7 +311,8 @@ bool safetensors_converts(const std::string& stored_dtype, DType to) {
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "it does not exist");
-  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "it is not a regular file (a directory?)");
+  if (!std::filesystem::is_regular_file(path, ec))
+    fail(path, "it is not a regular file (a directory?)");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, std::string("cannot open it for reading: ") + std::strerror(errno));
   const FdCloser closer{fd};  // the mapping keeps its own reference to the file
@@ -298,25 +321,28 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   unsigned char len_bytes[8];
   if (file_size < 8 || !read_exact(fd, reinterpret_cast<char*>(len_bytes), 8, 0, path))
-    fail(path, "truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
+    fail(path, "truncated: " + std::to_string(file_size) +
+                   " bytes, shorter than the 8-byte header length");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = header_len << 8 | len_bytes[i];
   if (header_len > kMaxHeaderBytes && header_len > file_size - 8)
     fail(path, "not a safetensors file: its first 8 bytes declare a " + std::to_string(header_len) +
                    "-byte header, larger than the file");
   if (header_len > kMaxHeaderBytes)
-    fail(path, "its header declares " + std::to_string(header_len) + " bytes, over the format's limit of " +
-                   std::to_string(kMaxHeaderBytes));
+    fail(path, "its header declares " + std::to_string(header_len) +
+                   " bytes, over the format's limit of " + std::to_string(kMaxHeaderBytes));
   if (header_len > file_size - 8)
     fail(path, "truncated: the header declares " + std::to_string(header_len) + " bytes but only " +
                    std::to_string(file_size - 8) + " follow (an interrupted download or copy?)");
   std::string header(header_len, '\0');
-  if (!read_exact(fd, header.data(), header_len, 8, path)) fail(path, "truncated while reading its header");
+  if (!read_exact(fd, header.data(), header_len, 8, path))
+    fail(path, "truncated while reading its header");
 
   // The format's header is a JSON object padded with spaces only: as the reference loader, refuse
   // anything before its '{' (a byte-order mark, blanks) and any other padding (NULs).
   if (header.empty() || header.front() != '{')
-    fail(path, "the header does not start with '{' (a byte-order mark or other bytes before the JSON?)");
+    fail(path,
+         "the header does not start with '{' (a byte-order mark or other bytes before the JSON?)");
 
   SafetensorsFile f;
   f.path_ = path;
@@ -345,7 +371,8 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   check_tiling(f.entries_, data_size, path);
 
   void* map = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (map == MAP_FAILED) fail(path, std::string("cannot map it into memory: ") + std::strerror(errno));
+  if (map == MAP_FAILED)
+    fail(path, std::string("cannot map it into memory: ") + std::strerror(errno));
   f.map_ = map;
   f.map_size_ = file_size;
   f.data_ = static_cast<const char*>(map) + 8 + header_len;
@@ -381,8 +408,8 @@ const SafetensorsEntry& SafetensorsFile::entry(const std::string& name, DType dt
   auto it = entries_.find(name);
   if (it == entries_.end()) fail(path_, "no tensor named '" + name + "'");
   if (!safetensors_converts(it->second.dtype, dtype))
-    fail(path_, "tensor '" + name + "' is " + it->second.dtype + ", which cannot become an " + dtype_name(dtype) +
-                    " tensor");
+    fail(path_, "tensor '" + name + "' is " + it->second.dtype + ", which cannot become an " +
+                    dtype_name(dtype) + " tensor");
   return it->second;
 }
 
@@ -394,15 +421,17 @@ Tensor SafetensorsFile::tensor(const std::string& name, DType dtype) const {
 
 void SafetensorsFile::read_into(const std::string& name, const Tensor& dst) const {
   if (!dst.defined())
-    throw std::invalid_argument("SafetensorsFile::read_into: undefined destination for '" + name + "'");
+    throw std::invalid_argument("SafetensorsFile::read_into: undefined destination for '" + name +
+                                "'");
   const SafetensorsEntry& e = entry(name, dst.dtype());
   if (dst.shape() != e.shape)
-    fail(path_, "tensor '" + name + "' has shape " + shape_str(e.shape) + " but its destination is " +
-                    shape_str(dst.shape()));
+    fail(path_, "tensor '" + name + "' has shape " + shape_str(e.shape) +
+                    " but its destination is " + shape_str(dst.shape()));
   if (dst.numel() == 0) return;
   if (!dst.is_contiguous() && dst.dim() != 2)
     throw std::invalid_argument("SafetensorsFile::read_into: the destination of '" + name +
-                                "' must be contiguous or 2-D, got a strided " + shape_str(dst.shape()) + " view");
+                                "' must be contiguous or 2-D, got a strided " +
+                                shape_str(dst.shape()) + " view");
   // The kernel reads the range ahead; once converted, its pages go back to the page cache
   // (they are clean: re-reading faults them in again), so the process holds the destination
   // and not a mapped copy of it as well.
@@ -445,8 +474,8 @@ void write_tensor(AtomicFile& out, const Tensor& t) {
     const int64_t n = std::min(block, rows - r0);
     Tensor part = buffer;
     if (t.dim() == 2)
-      copy_2d(buffer.bytes(), cols, 1, t.bytes() + r0 * t.strides()[0] * esize, t.strides()[0], t.strides()[1],
-              n, cols, static_cast<size_t>(esize));
+      copy_2d(buffer.bytes(), cols, 1, t.bytes() + r0 * t.strides()[0] * esize, t.strides()[0],
+              t.strides()[1], n, cols, static_cast<size_t>(esize));
     else
       part = contiguous(slice(t, 0, r0, r0 + n));
     out.write(part.bytes(), static_cast<size_t>(n * cols * esize));
@@ -456,7 +485,8 @@ void write_tensor(AtomicFile& out, const Tensor& t) {
 }  // namespace
 
 void SafetensorsWriter::add(const std::string& name, const Tensor& t) {
-  if (!t.defined()) throw std::invalid_argument("SafetensorsWriter::add: tensor '" + name + "' is undefined");
+  if (!t.defined())
+    throw std::invalid_argument("SafetensorsWriter::add: tensor '" + name + "' is undefined");
   tensors_[name] = t.detach();
 }
 
@@ -466,14 +496,16 @@ void SafetensorsWriter::write(const std::string& path) const {
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors_) {
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype());
-    header[name] = {
-        {"dtype", stored_name(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", stored_name(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the spec allows padding; keeps data 8-aligned
   unsigned char len_bytes[8];
-  for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    len_bytes[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
   NoGradGuard no_grad;  // the row blocks of a non-contiguous view are plain copies
   AtomicFile out(path);
   out.write(len_bytes, 8);

@@ -13,10 +13,10 @@
 //
 // Strictness (nothing is trusted from a file): the header is at most 100,000,000 bytes (the
 // reference implementation's limit), has no duplicate keys and nests at most kMaxJsonDepth
-// levels (see strict_json.h); metadata values are strings, as the format specifies; shapes are non-negative
-// integers below 2^63 whose byte size (numel * element size) does not overflow and equals the
-// entry's data_offsets; and the entries, sorted by offset, tile the data section exactly from
-// 0 to its end, with no gap, no overlap and nothing after the last tensor.
+// levels (see strict_json.h); metadata values are strings, as the format specifies; shapes are
+// non-negative integers below 2^63 whose byte size (numel * element size) does not overflow and
+// equals the entry's data_offsets; and the entries, sorted by offset, tile the data section exactly
+// from 0 to its end, with no gap, no overlap and nothing after the last tensor.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,7 @@ namespace attograd::gpt {
 
 /// One tensor's entry in a safetensors file.
 struct SafetensorsEntry {
-  std::string dtype;   // "F32", "F64", "F16", "BF16", "I64", ...
+  std::string dtype;  // "F32", "F64", "F16", "BF16", "I64", ...
   Shape shape;
   uint64_t begin = 0;  // byte offsets into the data section
   uint64_t end = 0;
@@ -50,10 +50,10 @@ class SafetensorsFile {
   /// Validates the header and maps the file. Throws std::runtime_error naming the path and
   /// the problem: missing, not a regular file, unreadable, truncated (header or data shorter
   /// than declared), a header over 100,000,000 bytes, malformed JSON, a duplicate key, nesting
-  /// deeper than 32 levels, a metadata value that is not a string, an unknown dtype, a shape entry that is not a non-negative integer below 2^63, a byte size
-  /// that overflows or differs from the entry's data_offsets, offsets out of range, and
-  /// entries that overlap, leave a gap or leave bytes after the last tensor (naming the
-  /// tensors and offsets involved).
+  /// deeper than 32 levels, a metadata value that is not a string, an unknown dtype, a shape entry
+  /// that is not a non-negative integer below 2^63, a byte size that overflows or differs from the
+  /// entry's data_offsets, offsets out of range, and entries that overlap, leave a gap or leave
+  /// bytes after the last tensor (naming the tensors and offsets involved).
   static SafetensorsFile read(const std::string& path);
 
   SafetensorsFile(SafetensorsFile&& other) noexcept;
@@ -91,7 +91,7 @@ class SafetensorsFile {
   std::string path_;
   std::map<std::string, std::string> metadata_;
   std::map<std::string, SafetensorsEntry> entries_;
-  void* map_ = nullptr;         // the whole file, PROT_READ
+  void* map_ = nullptr;  // the whole file, PROT_READ
   size_t map_size_ = 0;
   const char* data_ = nullptr;  // the data section, inside the mapping
 };

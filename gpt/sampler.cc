@@ -14,12 +14,16 @@ namespace attograd::gpt {
 void SamplingOptions::validate() const {
   // An infinite temperature would flatten every distribution to uniform: refused like NaN.
   if (!(temperature >= 0 && std::isfinite(temperature)))
-    throw std::invalid_argument("temperature must be >= 0 (0 means greedy) and finite, got " + std::to_string(temperature));
-  if (top_k < 0) throw std::invalid_argument("top_k must be >= 0 (0 means off), got " + std::to_string(top_k));
-  if (!(top_p > 0 && top_p <= 1)) throw std::invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
+    throw std::invalid_argument("temperature must be >= 0 (0 means greedy) and finite, got " +
+                                std::to_string(temperature));
+  if (top_k < 0)
+    throw std::invalid_argument("top_k must be >= 0 (0 means off), got " + std::to_string(top_k));
+  if (!(top_p > 0 && top_p <= 1))
+    throw std::invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
 }
 
-std::vector<double> next_token_probabilities(const std::vector<double>& logits, const SamplingOptions& o) {
+std::vector<double> next_token_probabilities(const std::vector<double>& logits,
+                                             const SamplingOptions& o) {
   o.validate();
   const size_t V = logits.size();
   if (V == 0) throw std::invalid_argument("next_token_probabilities: no logits");
@@ -36,7 +40,8 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits, 
   std::vector<bool> keep(V, true);
   if (o.top_k > 0 && static_cast<size_t>(o.top_k) < V) {
     std::vector<double> sorted = logits;
-    std::nth_element(sorted.begin(), sorted.begin() + (o.top_k - 1), sorted.end(), std::greater<>());
+    std::nth_element(sorted.begin(), sorted.begin() + (o.top_k - 1), sorted.end(),
+                     std::greater<>());
     const double kth = sorted[o.top_k - 1];
     for (size_t i = 0; i < V; ++i) keep[i] = logits[i] >= kth;
   }
@@ -46,7 +51,8 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits, 
   double m = -INFINITY;
   for (size_t i = 0; i < V; ++i)
     if (keep[i]) m = std::max(m, logits[i]);
-  if (!std::isfinite(m)) throw std::runtime_error("the model produced infinite logits: its weights are not finite");
+  if (!std::isfinite(m))
+    throw std::runtime_error("the model produced infinite logits: its weights are not finite");
   double total = 0;
   for (size_t i = 0; i < V; ++i)
     if (keep[i]) total += p[i] = std::exp((logits[i] - m) / o.temperature);
@@ -65,10 +71,13 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits, 
   return p;
 }
 
-int64_t sample_index(const std::vector<double>& probs, Generator& gen) { return sample_index(probs, gen.uniform()); }
+int64_t sample_index(const std::vector<double>& probs, Generator& gen) {
+  return sample_index(probs, gen.uniform());
+}
 
 int64_t sample_index(const std::vector<double>& probs, double u) {
-  if (!(u >= 0 && u < 1)) throw std::invalid_argument("sample_index: u must be in [0, 1), got " + std::to_string(u));
+  if (!(u >= 0 && u < 1))
+    throw std::invalid_argument("sample_index: u must be in [0, 1), got " + std::to_string(u));
   double cum = 0;
   int64_t last_nonzero = 0;
   for (size_t i = 0; i < probs.size(); ++i) {
@@ -93,11 +102,13 @@ std::vector<double> last_logits(const Tensor& logits) {
 
 }  // namespace
 
-std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
-                              Generator& gen) {
+std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& prompt,
+                              const GenerateOptions& options, Generator& gen) {
   options.sampling.validate();
-  if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty; give at least one token");
-  if (options.max_new_tokens < 0) throw std::invalid_argument("generate: max_new_tokens must be >= 0");
+  if (prompt.empty())
+    throw std::invalid_argument("generate: the prompt is empty; give at least one token");
+  if (options.max_new_tokens < 0)
+    throw std::invalid_argument("generate: max_new_tokens must be >= 0");
   NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
@@ -116,12 +127,14 @@ std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& 
       if (cache.length() > 0 && cache.length() + uncached <= block) {
         feed = uncached;
       } else {
-        cache.clear();  // first step, or past block_size: rebuild from the cropped context (same buffers)
+        cache.clear();  // first step, or past block_size: rebuild from the cropped context (same
+                        // buffers)
       }
     }
     const std::vector<int64_t> x(ids.end() - feed, ids.end());
     const Tensor idx = Tensor::from_ids(x, {1, feed});
-    const Tensor logits = cached != nullptr ? cached->forward(idx, Tensor(), &cache).logits : model.forward(idx).logits;
+    const Tensor logits = cached != nullptr ? cached->forward(idx, Tensor(), &cache).logits
+                                            : model.forward(idx).logits;
     const std::vector<double> last = last_logits(logits);
     if (options.on_logits) options.on_logits(last);
     const int64_t next = sample_index(next_token_probabilities(last, options.sampling), gen);

@@ -27,7 +27,8 @@ struct SamplingOptions {
 /// The next-token distribution: softmax(logits / temperature) restricted by top-k and top-p and
 /// renormalised, computed max-subtracted in double so a tiny temperature stays finite.
 /// With temperature 0 it is one-hot at the argmax (lowest id on ties); no division happens.
-std::vector<double> next_token_probabilities(const std::vector<double>& logits, const SamplingOptions& options);
+std::vector<double> next_token_probabilities(const std::vector<double>& logits,
+                                             const SamplingOptions& options);
 
 /// The index whose CDF interval holds u in [0, 1): the smallest i with u < probs[0] + ... +
 /// probs[i] among the non-zero probs (torch.searchsorted(probs.cumsum(0), u, right=True)), so a
@@ -60,7 +61,7 @@ struct GenerateOptions {
 /// so generation can run past block_size) and samples from the last position's logits.
 /// Returns prompt + new tokens. Throws std::invalid_argument for an empty prompt or negative
 /// max_new_tokens; ids are checked by the model.
-std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& prompt, const GenerateOptions& options,
-                              Generator& gen);
+std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& prompt,
+                              const GenerateOptions& options, Generator& gen);
 
 }  // namespace attograd::gpt

@@ -16,8 +16,9 @@ std::string checkpoint_file(const std::string& path) {
   if (!std::filesystem::is_directory(path)) return path;
   const std::filesystem::path file = std::filesystem::path(path) / kCheckpointFile;
   if (!std::filesystem::exists(file))
-    throw std::invalid_argument("'" + path + "' is a directory without " + kCheckpointFile +
-                                ": pass a checkpoint file or the --out directory of an attograd train run");
+    throw std::invalid_argument(
+        "'" + path + "' is a directory without " + kCheckpointFile +
+        ": pass a checkpoint file or the --out directory of an attograd train run");
   return file.string();
 }
 
@@ -38,16 +39,18 @@ Session open_checkpoint_file(const SafetensorsFile& file) {
 
 GPT& Session::gpt() const {
   if (model->kind() != ModelKind::gpt)
-    throw std::runtime_error("'" + path + "' holds a " + model_kind_name(model->kind()) +
-                             " model (checkpoint metadata 'model'), not a GPT; this needs a GPT checkpoint "
-                             "(sample and eval take every model kind)");
+    throw std::runtime_error(
+        "'" + path + "' holds a " + model_kind_name(model->kind()) +
+        " model (checkpoint metadata 'model'), not a GPT; this needs a GPT checkpoint "
+        "(sample and eval take every model kind)");
   return static_cast<GPT&>(*model);
 }
 
 void Session::require_tokenizer_fits(const std::string& hint) const {
   if (tokenizer->vocab_size() > config().vocab_size)
-    throw std::invalid_argument("the " + tokenizer->kind() + " tokenizer has " + std::to_string(tokenizer->vocab_size()) +
-                                " tokens but the model's vocab_size is " + std::to_string(config().vocab_size) + hint);
+    throw std::invalid_argument(
+        "the " + tokenizer->kind() + " tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+        " tokens but the model's vocab_size is " + std::to_string(config().vocab_size) + hint);
 }
 
 void Session::require_tokenizer_matches() const {
@@ -59,8 +62,9 @@ void Session::require_tokenizer_matches() const {
 
 SequenceLoss Session::evaluate(const std::vector<int64_t>& tokens) const {
   if (tokens.size() < 2)
-    throw std::invalid_argument("a sequence of " + std::to_string(tokens.size()) +
-                                " token(s) has no prediction to score; the loss needs at least 2 tokens");
+    throw std::invalid_argument(
+        "a sequence of " + std::to_string(tokens.size()) +
+        " token(s) has no prediction to score; the loss needs at least 2 tokens");
   NoGradGuard no_grad;
   model->eval();
   const int64_t T = config().block_size;
@@ -71,12 +75,14 @@ SequenceLoss Session::evaluate(const std::vector<int64_t>& tokens) const {
     const int64_t len = std::min(T, n - start);
     const std::vector<int64_t> x(tokens.begin() + start, tokens.begin() + start + len);
     const std::vector<int64_t> y(tokens.begin() + start + 1, tokens.begin() + start + len + 1);
-    const double loss = model->forward(Tensor::from_ids(x, {1, len}), Tensor::from_ids(y, {1, len})).loss.item();
+    const double loss =
+        model->forward(Tensor::from_ids(x, {1, len}), Tensor::from_ids(y, {1, len})).loss.item();
     meter.add(loss * static_cast<double>(len), len);  // the window's total nats
   }
   // A NaN or infinite loss is not a result to print: the weights are broken.
   if (!std::isfinite(meter.mean_nll()))
-    throw std::runtime_error("the loss is " + std::to_string(meter.mean_nll()) + ": the weights in " + path +
+    throw std::runtime_error("the loss is " + std::to_string(meter.mean_nll()) +
+                             ": the weights in " + path +
                              " are not finite (a diverged run?); evaluate an earlier checkpoint");
   r.mean_nll = meter.mean_nll();
   r.perplexity = meter.perplexity();
@@ -102,18 +108,21 @@ Session open_hf_gpt2(const std::string& path, int64_t n_head_override) {
 
 void ModelSource::validate() const {
   if (checkpoint.empty() == hf_gpt2.empty())
-    throw std::invalid_argument("give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
-                                "(a Hugging Face GPT-2 model.safetensors)");
+    throw std::invalid_argument(
+        "give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
+        "(a Hugging Face GPT-2 model.safetensors)");
 }
 
 Session open_model(const ModelSource& source) {
   source.validate();
-  return source.hf_gpt2.empty() ? open_checkpoint(source.checkpoint) : open_hf_gpt2(source.hf_gpt2, source.n_head);
+  return source.hf_gpt2.empty() ? open_checkpoint(source.checkpoint)
+                                : open_hf_gpt2(source.hf_gpt2, source.n_head);
 }
 
 ResumedRun resume_run(const std::string& out_dir) {
   const std::string path = (std::filesystem::path(out_dir) / kCheckpointFile).string();
-  if (!std::filesystem::exists(path)) throw std::invalid_argument("nothing to resume: " + path + " does not exist");
+  if (!std::filesystem::exists(path))
+    throw std::invalid_argument("nothing to resume: " + path + " does not exist");
   const SafetensorsFile file = SafetensorsFile::read(path);
   CheckpointInfo info = read_checkpoint_info(file, Moments::load);
   if (!info.training) throw std::invalid_argument(path + " holds no training state to resume");

@@ -110,7 +110,8 @@ JsonField<S> json_field(std::string key, bool S::*m, Presence presence = Presenc
 }
 /// A string field.
 template <typename S>
-JsonField<S> json_field(std::string key, std::string S::*m, Presence presence = Presence::required) {
+JsonField<S> json_field(std::string key, std::string S::*m,
+                        Presence presence = Presence::required) {
   return {key, [m](const S& s) { return nlohmann::json(s.*m); },
           [m, key](S& s, JsonFields& f) { s.*m = f.string(key); }, presence == Presence::optional};
 }

@@ -12,8 +12,9 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::st
   if (kind == "gpt2") {
     // Only the standard vocabulary exists, so the data is just its name (BpeTokenizer::serialize).
     if (data != "gpt2") {
-      throw std::invalid_argument("gpt2 tokenizer data must be 'gpt2' (the standard GPT-2 vocabulary), got '" +
-                                  data.substr(0, 40) + "'");
+      throw std::invalid_argument(
+          "gpt2 tokenizer data must be 'gpt2' (the standard GPT-2 vocabulary), got '" +
+          data.substr(0, 40) + "'");
     }
     return std::make_unique<BpeTokenizer>(BpeTokenizer::gpt2());
   }

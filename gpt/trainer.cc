@@ -57,7 +57,8 @@ double PerplexityMeter::perplexity() const { return std::exp(mean_nll()); }
 void TrainOptions::validate() const {
   auto non_negative = [](double v, const char* name) {
     if (!(std::isfinite(v) && v >= 0))
-      throw std::invalid_argument(std::string(name) + " must be a finite number >= 0, got " + std::to_string(v));
+      throw std::invalid_argument(std::string(name) + " must be a finite number >= 0, got " +
+                                  std::to_string(v));
   };
   check_range("", "steps", max_steps, limits::steps);
   check_range("", "batch size", batch_size, limits::batch_size);
@@ -72,11 +73,14 @@ void TrainOptions::validate() const {
   non_negative(weight_decay, "weight_decay");
   non_negative(grad_clip, "grad_clip");
   if (!(std::isfinite(learning_rate) && learning_rate > 0))
-    throw std::invalid_argument("learning rate must be a finite number > 0, got " + std::to_string(learning_rate));
+    throw std::invalid_argument("learning rate must be a finite number > 0, got " +
+                                std::to_string(learning_rate));
   non_negative(min_lr, "min_lr");
   if (min_lr > learning_rate)
-    throw std::invalid_argument("min_lr " + std::to_string(min_lr) + " exceeds the learning rate " + std::to_string(learning_rate));
-  if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1)) throw std::invalid_argument("AdamW betas must be in [0, 1)");
+    throw std::invalid_argument("min_lr " + std::to_string(min_lr) + " exceeds the learning rate " +
+                                std::to_string(learning_rate));
+  if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+    throw std::invalid_argument("AdamW betas must be in [0, 1)");
 }
 
 namespace {
@@ -117,7 +121,9 @@ const std::vector<JsonField<TrainOptions>>& train_option_fields() {
 
 }  // namespace
 
-std::string TrainOptions::to_json() const { return fields_to_json(*this, train_option_fields()).dump(); }
+std::string TrainOptions::to_json() const {
+  return fields_to_json(*this, train_option_fields()).dump();
+}
 
 TrainOptions TrainOptions::from_json(const std::string& text) {
   const std::string what = "the training options in the checkpoint";
@@ -125,21 +131,23 @@ TrainOptions TrainOptions::from_json(const std::string& text) {
   return fields_from_json(f, train_option_fields());
 }
 
-Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
-                 std::string tokenizer_data, std::string out_dir)
+Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options,
+                 std::string tokenizer_kind, std::string tokenizer_data, std::string out_dir)
     : model_(model),
       data_(data),
       options_(options),
       tokenizer_kind_(std::move(tokenizer_kind)),
       tokenizer_data_(std::move(tokenizer_data)),
       out_dir_(std::move(out_dir)),
-      optimizer_(model.param_groups(options.weight_decay), nn::AdamWOptions{options.beta1, options.beta2, 1e-8}),
+      optimizer_(model.param_groups(options.weight_decay),
+                 nn::AdamWOptions{options.beta1, options.beta2, 1e-8}),
       batch_gen_(options.seed) {
   options_.validate();
   if (options_.block_size == 0) options_.block_size = model.config().block_size;
   if (options_.block_size > model.config().block_size)
     throw std::invalid_argument("training block_size " + std::to_string(options_.block_size) +
-                                " exceeds the model's block_size " + std::to_string(model.config().block_size));
+                                " exceeds the model's block_size " +
+                                std::to_string(model.config().block_size));
 }
 
 void Trainer::restore(const TrainingState& s) {
@@ -147,12 +155,14 @@ void Trainer::restore(const TrainingState& s) {
   // resuming it would follow another path silently (bias correction restarted or skipped) or
   // diverge with a message that blames the learning rate.
   if (const int64_t bad = model_.arena().num_non_finite(); bad > 0)
-    throw std::runtime_error("checkpoint: " + std::to_string(bad) + " of its " +
-                             std::to_string(model_.arena().params().numel()) +
-                             " weights are not finite, so it cannot be resumed; resume from an earlier checkpoint");
+    throw std::runtime_error(
+        "checkpoint: " + std::to_string(bad) + " of its " +
+        std::to_string(model_.arena().params().numel()) +
+        " weights are not finite, so it cannot be resumed; resume from an earlier checkpoint");
   if (s.adam_t != s.step)
-    throw std::runtime_error("checkpoint metadata 'adam_t' is " + std::to_string(s.adam_t) + " but 'step' is " +
-                             std::to_string(s.step) + ": every step takes one optimizer step, so they must agree");
+    throw std::runtime_error("checkpoint metadata 'adam_t' is " + std::to_string(s.adam_t) +
+                             " but 'step' is " + std::to_string(s.step) +
+                             ": every step takes one optimizer step, so they must agree");
   try {
     optimizer_.load_state(s.adam_m, s.adam_v, s.adam_t);
   } catch (const std::invalid_argument& e) {  // moments that do not fit the model: the file's fault
@@ -167,17 +177,19 @@ void Trainer::restore(const TrainingState& s) {
 }
 
 std::string Trainer::checkpoint_path() const {
-  return out_dir_.empty() ? std::string() : (std::filesystem::path(out_dir_) / kCheckpointFile).string();
+  return out_dir_.empty() ? std::string()
+                          : (std::filesystem::path(out_dir_) / kCheckpointFile).string();
 }
 
 void Trainer::save(const std::string& path) {
   // A diverged update can leave the parameters NaN while the loss that led to it was finite:
   // such a state must never replace a good checkpoint.
   if (const int64_t bad = model_.arena().num_non_finite(); bad > 0)
-    throw NonFiniteLoss("the parameters are no longer finite after step " + std::to_string(step_) + " (" +
-                        std::to_string(bad) + " of " + std::to_string(model_.arena().params().numel()) +
-                        " are NaN or infinite): the update diverged, so no checkpoint was written at this step. "
-                        "Try a lower --lr or a --grad-clip");
+    throw NonFiniteLoss(
+        "the parameters are no longer finite after step " + std::to_string(step_) + " (" +
+        std::to_string(bad) + " of " + std::to_string(model_.arena().params().numel()) +
+        " are NaN or infinite): the update diverged, so no checkpoint was written at this step. "
+        "Try a lower --lr or a --grad-clip");
   TrainingState s;
   s.step = step_;
   s.batch_rng = batch_gen_.state();
@@ -200,12 +212,16 @@ double Trainer::step_on(const Batch* fixed) {
   model_.arena().zero_grad();
   double loss_sum = 0;
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
-    const Batch b = fixed != nullptr ? *fixed : data_.get_batch(Split::train, o.batch_size, o.block_size, batch_gen_);
+    const Batch b = fixed != nullptr
+                        ? *fixed
+                        : data_.get_batch(Split::train, o.batch_size, o.block_size, batch_gen_);
     const Tensor loss = model_.forward(b.x, b.y).loss;
     const double value = loss.item();
     if (!std::isfinite(value))
-      throw NonFiniteLoss("the training loss became " + non_finite_str(value) + " at step " + std::to_string(step_) +
-                          "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+      throw NonFiniteLoss(
+          "the training loss became " + non_finite_str(value) + " at step " +
+          std::to_string(step_) +
+          "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
     loss_sum += value;
     // Each micro-batch contributes 1/grad_accum of the mean: the accumulated gradient is the
     // gradient of the mean loss over all grad_accum * B * T tokens.
@@ -218,8 +234,9 @@ double Trainer::step_on(const Batch* fixed) {
   if (o.grad_clip > 0) {
     const double norm = model_.arena().grad_norm();
     if (!std::isfinite(norm))
-      throw NonFiniteLoss("the gradient norm became " + non_finite_str(norm) + " at step " + std::to_string(step_) +
-                          "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+      throw NonFiniteLoss(
+          "the gradient norm became " + non_finite_str(norm) + " at step " + std::to_string(step_) +
+          "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
     last_grad_norm_ = norm;
     scale = nn::clip_scale(norm, o.grad_clip);
   }
@@ -255,8 +272,10 @@ namespace {
 std::string format_duration(double seconds) {
   const auto s = static_cast<long long>(seconds + 0.5);
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
   return buf;
 }
 
@@ -274,7 +293,8 @@ std::vector<std::string_view> split_fields(std::string_view line) {
   std::vector<std::string_view> fields;
   for (size_t start = 0;;) {
     const size_t comma = line.find(',', start);
-    fields.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    fields.push_back(line.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     if (comma == std::string_view::npos) return fields;
     start = comma + 1;
   }
@@ -282,10 +302,12 @@ std::vector<std::string_view> split_fields(std::string_view line) {
 
 // The step of a complete row of `spec`, or -1 for anything else (a row cut off by a crash).
 int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
-  const std::vector<std::string_view> columns = split_fields(spec.header), fields = split_fields(line);
+  const std::vector<std::string_view> columns = split_fields(spec.header),
+                                      fields = split_fields(line);
   if (fields.size() != columns.size()) return -1;
   int64_t step = -1;
-  const auto [end, ec] = std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), step);
+  const auto [end, ec] =
+      std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), step);
   if (ec != std::errc() || end != fields[0].data() + fields[0].size() || step < 0) return -1;
   for (size_t i = 1; i < fields.size(); ++i) {
     if (fields[i].empty()) {
@@ -295,7 +317,9 @@ int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
     const std::string field(fields[i]);  // strtod reads "nan" and "inf" as the writer wrote them
     char* parsed = nullptr;
     std::strtod(field.c_str(), &parsed);
-    if (parsed != field.c_str() + field.size() || std::isspace(static_cast<unsigned char>(field[0]))) return -1;
+    if (parsed != field.c_str() + field.size() ||
+        std::isspace(static_cast<unsigned char>(field[0])))
+      return -1;
   }
   return step;
 }
@@ -308,7 +332,8 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
   std::string kept = std::string(spec.header) + "\n";
   std::ifstream in(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
-  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
+       start = end + 1) {
     const std::string_view line(text.data() + start, end - start);
     const int64_t row_step = complete_row_step(line, spec);
     if (row_step >= 0 && row_step <= step) kept.append(line) += '\n';
@@ -324,7 +349,8 @@ class CsvLog {
  public:
   explicit CsvLog(const std::filesystem::path& path) : path_(path.string()) {
     fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(errno));
+    if (fd_ < 0)
+      throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(errno));
   }
   ~CsvLog() {
     try {
@@ -356,8 +382,8 @@ class CsvLog {
   void sync() {
     flush();
     if (::fdatasync(fd_) != 0)
-      throw std::runtime_error("cannot write the log " + path_ + " (fdatasync): " + std::strerror(errno) +
-                               "; the checkpoint was not updated");
+      throw std::runtime_error("cannot write the log " + path_ + " (fdatasync): " +
+                               std::strerror(errno) + "; the checkpoint was not updated");
   }
 
  private:
@@ -387,23 +413,28 @@ EvalResult Trainer::run(std::ostream& log) {
     eval_csv.emplace(dir / kEvalLog.file);
   }
   // Within limits.h's bounds this fits easily; tokens/s is then computed in double.
-  const int64_t tokens_per_step =
-      checked_mul(checked_mul(o.batch_size, o.block_size, "tokens per step"), o.grad_accum, "tokens per step");
+  const int64_t tokens_per_step = checked_mul(
+      checked_mul(o.batch_size, o.block_size, "tokens per step"), o.grad_accum, "tokens per step");
   const int64_t first_step = step_;
   const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const int64_t decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.max_steps;
 
   auto do_eval = [&] {
     const EvalResult r = evaluate();
     char buf[256];
-    std::snprintf(buf, sizeof buf, "eval at step %lld: train loss %.4f (perplexity %.2f), val loss %.4f (perplexity %.2f)\n",
-                  static_cast<long long>(r.step), r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
+    std::snprintf(
+        buf, sizeof buf,
+        "eval at step %lld: train loss %.4f (perplexity %.2f), val loss %.4f (perplexity %.2f)\n",
+        static_cast<long long>(r.step), r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
     log << buf << std::flush;
     if (files) {
       std::string& row = eval_csv->pending();
       row += std::to_string(r.step);
-      for (double v : {r.train_loss, r.val_loss, r.train_ppl, r.val_ppl}) append_field(row += ',', v);
+      for (double v : {r.train_loss, r.val_loss, r.train_ppl, r.val_ppl})
+        append_field(row += ',', v);
       row += '\n';
       eval_csv->flush();
     }
@@ -421,13 +452,15 @@ EvalResult Trainer::run(std::ostream& log) {
     write_file_atomically(dir / kBaselinesFile, rows + "\n");
   }
   EvalResult last;
-  // The untrained model's loss too (about ln vocab_size), so every curve starts where training does.
+  // The untrained model's loss too (about ln vocab_size), so every curve starts where training
+  // does.
   if (step_ == 0 && o.max_steps > 0) last = do_eval();
   while (step_ < o.max_steps) {
     const double lr = nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr);
     const double loss = train_step();
     const double secs = elapsed();
-    const double tok_s = static_cast<double>(step_ - first_step) * static_cast<double>(tokens_per_step) / std::max(secs, 1e-9);
+    const double tok_s = static_cast<double>(step_ - first_step) *
+                         static_cast<double>(tokens_per_step) / std::max(secs, 1e-9);
     if (files) {  // grad_norm is left empty when it was not computed (no clipping)
       std::string& row = train_csv->pending();
       row += std::to_string(step_);
@@ -439,24 +472,28 @@ EvalResult Trainer::run(std::ostream& log) {
       row += '\n';
     }
     if (step_ % o.log_interval == 0 || step_ == o.max_steps) {
-      const double left = secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
+      const double left =
+          secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
       char buf[256];
-      std::snprintf(buf, sizeof buf, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | %s elapsed, %s left\n",
-                    static_cast<long long>(step_), static_cast<long long>(o.max_steps), loss, lr, tok_s,
-                    format_duration(secs).c_str(), format_duration(left).c_str());
+      std::snprintf(buf, sizeof buf,
+                    "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | %s elapsed, %s left\n",
+                    static_cast<long long>(step_), static_cast<long long>(o.max_steps), loss, lr,
+                    tok_s, format_duration(secs).c_str(), format_duration(left).c_str());
       log << buf << std::flush;
       if (files) train_csv->flush();  // the log file keeps up with the progress lines
     }
-    const bool eval_now = step_ == o.max_steps || (o.eval_interval > 0 && step_ % o.eval_interval == 0);
+    const bool eval_now =
+        step_ == o.max_steps || (o.eval_interval > 0 && step_ % o.eval_interval == 0);
     if (eval_now) {
       last = do_eval();
       // Finite parameters can still be too large for a finite loss: such a model is no
       // checkpoint either.
       if (!std::isfinite(last.train_loss) || !std::isfinite(last.val_loss))
-        throw NonFiniteLoss("the evaluation loss became " + non_finite_str(last.val_loss) + " (val) / " +
-                            non_finite_str(last.train_loss) + " (train) at step " + std::to_string(step_) +
-                            ": the model diverged, so no checkpoint was written at this step. Try a lower --lr "
-                            "or a --grad-clip");
+        throw NonFiniteLoss(
+            "the evaluation loss became " + non_finite_str(last.val_loss) + " (val) / " +
+            non_finite_str(last.train_loss) + " (train) at step " + std::to_string(step_) +
+            ": the model diverged, so no checkpoint was written at this step. Try a lower --lr "
+            "or a --grad-clip");
     }
     const bool ckpt_now = step_ == o.max_steps || eval_now ||
                           (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
@@ -470,8 +507,10 @@ EvalResult Trainer::run(std::ostream& log) {
   if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice
     last = evaluate();
     char buf[160];
-    std::snprintf(buf, sizeof buf, "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
-                  static_cast<long long>(last.step), static_cast<long long>(o.max_steps), last.val_loss, last.val_ppl);
+    std::snprintf(buf, sizeof buf,
+                  "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
+                  static_cast<long long>(last.step), static_cast<long long>(o.max_steps),
+                  last.val_loss, last.val_ppl);
     log << buf;
   }
   if (files) {
@@ -480,8 +519,8 @@ EvalResult Trainer::run(std::ostream& log) {
     try {
       write_plots(out_dir_, log);
     } catch (const std::runtime_error& e) {
-      throw std::runtime_error(std::string(e.what()) + "; the training itself finished: " + checkpoint_path() +
-                               " and the CSV logs are saved");
+      throw std::runtime_error(std::string(e.what()) + "; the training itself finished: " +
+                               checkpoint_path() + " and the CSV logs are saved");
     }
   }
   return last;

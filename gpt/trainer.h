@@ -38,26 +38,26 @@ class PerplexityMeter {
 
 /// Hyper-parameters of a training run (nanoGPT's names where it has them).
 struct TrainOptions {
-  int64_t max_steps = 2000;        // optimizer steps
-  int64_t batch_size = 32;         // B, sequences per micro-batch
-  int64_t block_size = 0;          // T of each sequence; 0 = the model's block_size
-  int64_t grad_accum = 1;          // micro-batches per optimizer step
-  double learning_rate = 1e-2;     // peak lr after warmup
-  double min_lr = 1e-3;            // floor of the cosine decay
+  int64_t max_steps = 2000;     // optimizer steps
+  int64_t batch_size = 32;      // B, sequences per micro-batch
+  int64_t block_size = 0;       // T of each sequence; 0 = the model's block_size
+  int64_t grad_accum = 1;       // micro-batches per optimizer step
+  double learning_rate = 1e-2;  // peak lr after warmup
+  double min_lr = 1e-3;         // floor of the cosine decay
   int64_t warmup_steps = 100;
-  int64_t lr_decay_steps = 0;      // 0 = max_steps
-  double weight_decay = 0.1;       // AdamW, 2-D weights only
+  int64_t lr_decay_steps = 0;  // 0 = max_steps
+  double weight_decay = 0.1;   // AdamW, 2-D weights only
   double beta1 = 0.9;
   double beta2 = 0.95;
-  double grad_clip = 1.0;          // global L2 norm; 0 = off
-  uint64_t seed = 1337;            // batches (model init has its own seed)
-  int64_t eval_interval = 250;     // evaluate every N steps (and at the end); 0 = only at the end
-  int64_t eval_iters = 20;         // batches per split per evaluation
-  int64_t checkpoint_interval = 0; // also checkpoint every N steps; 0 = at evaluations and the end
-  int64_t log_interval = 50;       // progress line every N steps
-  std::string corpus;              // the corpus spec, and the sha256 of its text: --resume
-  std::string corpus_sha256;       //   loads it again and refuses a different text
-  bool keep_cr = false;            // the corpus kept its CR line ends (CorpusOptions::keep_cr)
+  double grad_clip = 1.0;           // global L2 norm; 0 = off
+  uint64_t seed = 1337;             // batches (model init has its own seed)
+  int64_t eval_interval = 250;      // evaluate every N steps (and at the end); 0 = only at the end
+  int64_t eval_iters = 20;          // batches per split per evaluation
+  int64_t checkpoint_interval = 0;  // also checkpoint every N steps; 0 = at evaluations and the end
+  int64_t log_interval = 50;        // progress line every N steps
+  std::string corpus;               // the corpus spec, and the sha256 of its text: --resume
+  std::string corpus_sha256;        //   loads it again and refuses a different text
+  bool keep_cr = false;             // the corpus kept its CR line ends (CorpusOptions::keep_cr)
 
   bool operator==(const TrainOptions&) const = default;
 
@@ -91,8 +91,8 @@ class Trainer {
  public:
   /// tokenizer_kind/data are stored in every checkpoint. out_dir may be empty (no files).
   /// Any LanguageModel trains the same way (its kind is stored in the checkpoint).
-  Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options, std::string tokenizer_kind,
-          std::string tokenizer_data, std::string out_dir);
+  Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options,
+          std::string tokenizer_kind, std::string tokenizer_data, std::string out_dir);
 
   /// Continues from a checkpoint's training state (optimizer moments, step, batch RNG).
   /// Throws std::runtime_error if the state does not fit this model.
@@ -115,9 +115,9 @@ class Trainer {
   /// The whole run: steps until max_steps with progress lines on `log`, evaluations (at step 0
   /// of a new run too), CSV logs (train_log.csv, eval_log.csv), the val losses of the unigram
   /// and add-one bigram baselines (baselines.csv), checkpoints (ckpt.safetensors) and plots.
-  /// Returns the last evaluation. Throws NonFiniteLoss after writing the logs when the training loss, the
-  /// gradient norm, an evaluation's loss or (at a save) a parameter is not finite; no checkpoint
-  /// is written then, so the last one is untouched and holds finite parameters.
+  /// Returns the last evaluation. Throws NonFiniteLoss after writing the logs when the training
+  /// loss, the gradient norm, an evaluation's loss or (at a save) a parameter is not finite; no
+  /// checkpoint is written then, so the last one is untouched and holds finite parameters.
   ///
   /// Crash safety: the logs are written through to the disk (fdatasync) before each checkpoint
   /// is renamed into place, so after a kill -9 they hold every row up to the checkpoint's step.

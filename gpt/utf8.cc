@@ -35,8 +35,8 @@ bool decode_at(std::string_view s, size_t pos, char32_t& cp, size_t& length, Utf
   auto fail = [&](size_t n_bytes, const std::string& why) {
     if (error) {
       error->offset = pos;
-      error->reason = why + " (byte" + (n_bytes > 1 ? "s " : " ") +
-                      hex_bytes(s.substr(pos, n_bytes)) + ")";
+      error->reason =
+          why + " (byte" + (n_bytes > 1 ? "s " : " ") + hex_bytes(s.substr(pos, n_bytes)) + ")";
     }
     return false;
   };
@@ -75,8 +75,8 @@ bool decode_at(std::string_view s, size_t pos, char32_t& cp, size_t& length, Utf
     return fail(n, "overlong " + std::to_string(n) + "-byte encoding of " + code_point_hex(value));
   }
   if (value >= 0xD800 && value <= 0xDFFF) {
-    return fail(n, "encoded UTF-16 surrogate " + code_point_hex(value) +
-                       ", which is not a character");
+    return fail(n,
+                "encoded UTF-16 surrogate " + code_point_hex(value) + ", which is not a character");
   }
   if (value > kMaxCodePoint) {
     return fail(n, "code point " + code_point_hex(value) + " is above U+10FFFF");
@@ -197,12 +197,18 @@ std::string code_point_hex(char32_t cp) {
 std::string describe_code_point(char32_t cp) {
   const std::string hex = code_point_hex(cp);
   switch (cp) {
-    case U'\n': return "'\\n' (" + hex + ")";
-    case U'\t': return "'\\t' (" + hex + ")";
-    case U'\r': return "'\\r' (" + hex + ")";
-    case U'\'': return "'\\'' (" + hex + ")";
-    case U'\\': return "'\\\\' (" + hex + ")";
-    default: break;
+    case U'\n':
+      return "'\\n' (" + hex + ")";
+    case U'\t':
+      return "'\\t' (" + hex + ")";
+    case U'\r':
+      return "'\\r' (" + hex + ")";
+    case U'\'':
+      return "'\\'' (" + hex + ")";
+    case U'\\':
+      return "'\\\\' (" + hex + ")";
+    default:
+      break;
   }
   if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > kMaxCodePoint) {
     return hex + " (not a Unicode character)";
@@ -221,10 +227,14 @@ std::string escape_bytes(std::string_view bytes) {
   const bool utf8 = !find_utf8_error(bytes).has_value();
   std::string out;
   for (unsigned char ch : bytes) {
-    if (ch == '\n') out += "\\n";
-    else if (ch == '\t') out += "\\t";
-    else if (ch == '\r') out += "\\r";
-    else if (ch == '"' || ch == '\\') out += {'\\', static_cast<char>(ch)};
+    if (ch == '\n')
+      out += "\\n";
+    else if (ch == '\t')
+      out += "\\t";
+    else if (ch == '\r')
+      out += "\\r";
+    else if (ch == '"' || ch == '\\')
+      out += {'\\', static_cast<char>(ch)};
     else if (ch < 0x20 || ch == 0x7F || (ch >= 0x80 && !utf8)) {
       static const char hex[] = "0123456789abcdef";
       out += "\\x";

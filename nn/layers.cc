@@ -12,7 +12,8 @@ namespace attograd::nn {
 
 namespace {
 void require_positive(int64_t v, const char* what) {
-  if (v <= 0) throw std::invalid_argument(std::string(what) + " must be positive, got " + std::to_string(v));
+  if (v <= 0)
+    throw std::invalid_argument(std::string(what) + " must be positive, got " + std::to_string(v));
 }
 
 // Parameter initialisers (Module::register_parameter): they may run later, when the model's
@@ -25,24 +26,28 @@ std::function<void(Tensor&)> constant_init(double value) {
 }
 }  // namespace
 
-Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, Generator& gen, DType dtype, double init_std) {
+Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, Generator& gen,
+               DType dtype, double init_std) {
   require_positive(in_features, "Linear: in_features");
   require_positive(out_features, "Linear: out_features");
-  weight = register_parameter("weight", {out_features, in_features}, dtype, normal_init(gen, init_std));
+  weight =
+      register_parameter("weight", {out_features, in_features}, dtype, normal_init(gen, init_std));
   if (has_bias) bias = register_parameter("bias", {out_features}, dtype, constant_init(0));
 }
 
 Tensor Linear::forward(const Tensor& x) const {
   if (x.dim() < 1 || x.size(-1) != weight.size(1))
-    throw std::invalid_argument("Linear: expected input (..., " + std::to_string(weight.size(1)) + "), got " +
-                                shape_str(x.shape()));
+    throw std::invalid_argument("Linear: expected input (..., " + std::to_string(weight.size(1)) +
+                                "), got " + shape_str(x.shape()));
   return linear(x, weight, bias);
 }
 
-Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype, double init_std) {
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype,
+                     double init_std) {
   require_positive(num_embeddings, "Embedding: num_embeddings");
   require_positive(embedding_dim, "Embedding: embedding_dim");
-  weight = register_parameter("weight", {num_embeddings, embedding_dim}, dtype, normal_init(gen, init_std));
+  weight = register_parameter("weight", {num_embeddings, embedding_dim}, dtype,
+                              normal_init(gen, init_std));
 }
 
 Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }
@@ -51,13 +56,15 @@ LayerNorm::LayerNorm(int64_t C, DType dtype, bool has_bias, double eps_) : eps(e
   require_positive(C, "LayerNorm: C");
   weight = register_parameter("weight", {C}, dtype, constant_init(1));
   // GPT-2 always has the bias; with bias = false a constant zero beta stands in (not trained).
-  bias = has_bias ? register_parameter("bias", {C}, dtype, constant_init(0)) : Tensor::zeros({C}, dtype);
+  bias = has_bias ? register_parameter("bias", {C}, dtype, constant_init(0))
+                  : Tensor::zeros({C}, dtype);
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }
 
 Dropout::Dropout(double p_, Generator* gen) : p(p_), gen_(gen) {
-  if (!(p >= 0 && p < 1)) throw std::invalid_argument("Dropout: p must be in [0, 1), got " + std::to_string(p));
+  if (!(p >= 0 && p < 1))
+    throw std::invalid_argument("Dropout: p must be in [0, 1), got " + std::to_string(p));
 }
 
 Tensor Dropout::forward(const Tensor& x) const {
@@ -65,21 +72,27 @@ Tensor Dropout::forward(const Tensor& x) const {
   return dropout(x, p, true, *gen_);
 }
 
-MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype) {
+MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& gen,
+         Generator* dropout_gen, DType dtype) {
   const int64_t hidden = checked_mul<int64_t>(4, n_embd, "MLP: hidden width 4 * n_embd");
   c_fc = register_module("c_fc", std::make_shared<Linear>(n_embd, hidden, bias, gen, dtype));
-  c_proj = register_module("c_proj", std::make_shared<Linear>(hidden, n_embd, bias, gen, dtype, proj_init_std));
+  c_proj = register_module(
+      "c_proj", std::make_shared<Linear>(hidden, n_embd, bias, gen, dtype, proj_init_std));
   drop = register_module("dropout", std::make_shared<Dropout>(p, dropout_gen));
 }
 
-Tensor MLP::forward(const Tensor& x) const { return drop->forward(c_proj->forward(gelu(c_fc->forward(x)))); }
+Tensor MLP::forward(const Tensor& x) const {
+  return drop->forward(c_proj->forward(gelu(c_fc->forward(x))));
+}
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Dropout* attn_dropout,
-                                    Tensor* weights) {
-  if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() || k.size(-1) != q.size(-1) || v.size(-2) != k.size(-2))
-    throw std::invalid_argument("scaled_dot_product_attention: expected q (..., Tq, d_k), k (..., Tk, d_k), "
-                                "v (..., Tk, d_v), got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
-                                ", v " + shape_str(v.shape()));
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Dropout* attn_dropout, Tensor* weights) {
+  if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() || k.size(-1) != q.size(-1) ||
+      v.size(-2) != k.size(-2))
+    throw std::invalid_argument(
+        "scaled_dot_product_attention: expected q (..., Tq, d_k), k (..., Tk, d_k), "
+        "v (..., Tk, d_v), got q " +
+        shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape()));
   const double d_k = static_cast<double>(q.size(-1));
   // Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever the head size, so the
   // softmax does not saturate (Vaswani et al. 2017, footnote 4).
@@ -92,7 +105,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
 Tensor apply_rope(const Tensor& x, int64_t pos_offset) {
   const int64_t T = x.size(-2), HS = x.size(-1);
-  if (HS % 2 != 0) throw std::invalid_argument("apply_rope: head_dim must be even, got " + std::to_string(HS));
+  if (HS % 2 != 0)
+    throw std::invalid_argument("apply_rope: head_dim must be even, got " + std::to_string(HS));
   const int64_t half = HS / 2;
   // cos and sin (T, HS/2), computed in double and written straight into tensors from the
   // storage cache: no staging vectors, so a RoPE training step allocates nothing.
@@ -102,7 +116,8 @@ Tensor apply_rope(const Tensor& x, int64_t pos_offset) {
     U* sp = s.data<U>();
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < half; ++i) {
-        const double theta = static_cast<double>(pos_offset + t) * std::pow(10000.0, -2.0 * i / static_cast<double>(HS));
+        const double theta = static_cast<double>(pos_offset + t) *
+                             std::pow(10000.0, -2.0 * i / static_cast<double>(HS));
         cp[t * half + i] = static_cast<U>(std::cos(theta));
         sp[t * half + i] = static_cast<U>(std::sin(theta));
       }
@@ -118,7 +133,9 @@ Tensor sinusoidal_table(int64_t T, int64_t C, DType dtype) {
   std::vector<double> pe(static_cast<size_t>(checked_mul(T, C, "sinusoidal_table: T * C")));
   for (int64_t pos = 0; pos < T; ++pos)
     for (int64_t i = 0; i < C; ++i) {
-      const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i - i % 2) / static_cast<double>(C));
+      const double angle =
+          static_cast<double>(pos) /
+          std::pow(10000.0, static_cast<double>(i - i % 2) / static_cast<double>(C));
       pe[pos * C + i] = i % 2 == 0 ? std::sin(angle) : std::cos(angle);
     }
   return Tensor::from_vector(pe, {T, C}, dtype);
@@ -129,11 +146,14 @@ void LayerKVCache::reserve(int64_t B, int64_t NH, int64_t capacity, int64_t HS, 
   require_positive(NH, "LayerKVCache: NH");
   require_positive(capacity, "LayerKVCache: capacity");
   require_positive(HS, "LayerKVCache: HS");
-  if (dtype == DType::i64) throw std::invalid_argument("LayerKVCache: the buffers must be f32 or f64, got i64");
+  if (dtype == DType::i64)
+    throw std::invalid_argument("LayerKVCache: the buffers must be f32 or f64, got i64");
   const Shape shape{B, NH, capacity, HS};
   if (k_buffer_.defined() && k_buffer_.shape() == shape && k_buffer_.dtype() == dtype) return;
   int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
-  for (int64_t d : shape) bytes = checked_mul(bytes, d, [&] { return "LayerKVCache: bytes of the buffers " + shape_str(shape); });
+  for (int64_t d : shape)
+    bytes = checked_mul(bytes, d,
+                        [&] { return "LayerKVCache: bytes of the buffers " + shape_str(shape); });
   k_buffer_ = v_buffer_ = Tensor();  // give the old pair back before taking the new one
   k_buffer_ = Tensor::empty(shape, dtype);
   v_buffer_ = Tensor::empty(shape, dtype);
@@ -141,23 +161,25 @@ void LayerKVCache::reserve(int64_t B, int64_t NH, int64_t capacity, int64_t HS, 
 }
 
 void LayerKVCache::append(const Tensor& k_new, const Tensor& v_new) {
-  if (!k_buffer_.defined()) throw std::logic_error("LayerKVCache: reserve() the buffers before the first append");
+  if (!k_buffer_.defined())
+    throw std::logic_error("LayerKVCache: reserve() the buffers before the first append");
   const Shape& buf = k_buffer_.shape();  // (B, NH, capacity, HS)
   const DType dtype = k_buffer_.dtype();
   auto fits = [&](const Tensor& t) {
-    return t.defined() && t.dtype() == dtype && t.dim() == 4 && t.size(0) == buf[0] && t.size(1) == buf[1] &&
-           t.size(3) == buf[3] && t.shape() == k_new.shape();
+    return t.defined() && t.dtype() == dtype && t.dim() == 4 && t.size(0) == buf[0] &&
+           t.size(1) == buf[1] && t.size(3) == buf[3] && t.shape() == k_new.shape();
   };
   if (!fits(k_new) || !fits(v_new))
-    throw std::invalid_argument(std::string("LayerKVCache: expected new keys and values ") + dtype_name(dtype) + " (" +
-                                std::to_string(buf[0]) + ", " + std::to_string(buf[1]) + ", T, " +
-                                std::to_string(buf[3]) + ") like the buffers, got k " +
-                                (k_new.defined() ? shape_str(k_new.shape()) : "undefined") + ", v " +
-                                (v_new.defined() ? shape_str(v_new.shape()) : "undefined"));
+    throw std::invalid_argument(
+        std::string("LayerKVCache: expected new keys and values ") + dtype_name(dtype) + " (" +
+        std::to_string(buf[0]) + ", " + std::to_string(buf[1]) + ", T, " + std::to_string(buf[3]) +
+        ") like the buffers, got k " + (k_new.defined() ? shape_str(k_new.shape()) : "undefined") +
+        ", v " + (v_new.defined() ? shape_str(v_new.shape()) : "undefined"));
   const int64_t NH = buf[1], cap = buf[2], HS = buf[3], T = k_new.size(2);
   if (length_ + T > cap)
-    throw std::length_error("LayerKVCache: " + std::to_string(T) + " new positions after " + std::to_string(length_) +
-                            " cached exceed its capacity " + std::to_string(cap) +
+    throw std::length_error("LayerKVCache: " + std::to_string(T) + " new positions after " +
+                            std::to_string(length_) + " cached exceed its capacity " +
+                            std::to_string(cap) +
                             " (clear() it and rebuild it from the cropped context)");
   // Row (b, h, t) of src goes to row (b, h, length_ + t) of the buffer; src may be any view.
   auto write = [&]<typename E>(const Tensor& src, const Tensor& buffer) {
@@ -181,32 +203,42 @@ void LayerKVCache::append(const Tensor& k_new, const Tensor& v_new) {
   length_ += T;
 }
 
-Tensor LayerKVCache::keys() const { return k_buffer_.defined() ? slice(k_buffer_, 2, 0, length_) : Tensor(); }
-Tensor LayerKVCache::values() const { return v_buffer_.defined() ? slice(v_buffer_, 2, 0, length_) : Tensor(); }
+Tensor LayerKVCache::keys() const {
+  return k_buffer_.defined() ? slice(k_buffer_, 2, 0, length_) : Tensor();
+}
+Tensor LayerKVCache::values() const {
+  return v_buffer_.defined() ? slice(v_buffer_, 2, 0, length_) : Tensor();
+}
 
-CausalSelfAttention::CausalSelfAttention(int64_t n_embd_, int64_t n_head_, bool bias, double p, bool rope_,
-                                         double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype)
+CausalSelfAttention::CausalSelfAttention(int64_t n_embd_, int64_t n_head_, bool bias, double p,
+                                         bool rope_, double proj_init_std, Generator& gen,
+                                         Generator* dropout_gen, DType dtype)
     : n_embd(n_embd_), n_head(n_head_), rope(rope_) {
   require_positive(n_head, "CausalSelfAttention: n_head");
   if (n_embd % n_head != 0)
-    throw std::invalid_argument("CausalSelfAttention: n_head " + std::to_string(n_head) + " must divide n_embd " +
-                                std::to_string(n_embd));
+    throw std::invalid_argument("CausalSelfAttention: n_head " + std::to_string(n_head) +
+                                " must divide n_embd " + std::to_string(n_embd));
   if (rope && (n_embd / n_head) % 2 != 0)
-    throw std::invalid_argument("CausalSelfAttention: RoPE rotates channel pairs, so head_dim = n_embd / n_head = " +
-                                std::to_string(n_embd / n_head) + " must be even");
-  c_attn = register_module("c_attn", std::make_shared<Linear>(n_embd, checked_mul<int64_t>(3, n_embd, "CausalSelfAttention: 3 * n_embd"), bias, gen, dtype));
-  c_proj = register_module("c_proj", std::make_shared<Linear>(n_embd, n_embd, bias, gen, dtype, proj_init_std));
+    throw std::invalid_argument(
+        "CausalSelfAttention: RoPE rotates channel pairs, so head_dim = n_embd / n_head = " +
+        std::to_string(n_embd / n_head) + " must be even");
+  c_attn = register_module(
+      "c_attn", std::make_shared<Linear>(
+                    n_embd, checked_mul<int64_t>(3, n_embd, "CausalSelfAttention: 3 * n_embd"),
+                    bias, gen, dtype));
+  c_proj = register_module(
+      "c_proj", std::make_shared<Linear>(n_embd, n_embd, bias, gen, dtype, proj_init_std));
   attn_dropout = register_module("attn_dropout", std::make_shared<Dropout>(p, dropout_gen));
   resid_dropout = register_module("resid_dropout", std::make_shared<Dropout>(p, dropout_gen));
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache, Tensor* weights) const {
   if (x.dim() != 3 || x.size(2) != n_embd)
-    throw std::invalid_argument("CausalSelfAttention: expected x (B, T, " + std::to_string(n_embd) + "), got " +
-                                shape_str(x.shape()));
+    throw std::invalid_argument("CausalSelfAttention: expected x (B, T, " + std::to_string(n_embd) +
+                                "), got " + shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1), HS = n_embd / n_head;
   const int64_t past = cache != nullptr ? cache->length() : 0;  // positions already cached
-  const Tensor qkv = c_attn->forward(x);  // (B, T, 3C): q, k, v side by side
+  const Tensor qkv = c_attn->forward(x);                        // (B, T, 3C): q, k, v side by side
   // The fused ops compute exactly scaled_dot_product_attention (tests/nn/layers_test.cc) without
   // storing the (T, T) weights; dropout on those weights needs them, and so does a caller who
   // asks for them, so both take the long way.
@@ -219,7 +251,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache, Tensor
   // Otherwise the heads are made explicit: (B, T, 3C) -> q, k, v each (B, T, C) ->
   // (B, T, NH, HS) -> (B, NH, T, HS), all views of qkv
   auto heads = [&](int64_t part) {  // part 0, 1, 2: q, k, v, each a view of qkv
-    return transpose(reshape(slice(qkv, -1, part * n_embd, (part + 1) * n_embd), {B, T, n_head, HS}), 1, 2);
+    return transpose(
+        reshape(slice(qkv, -1, part * n_embd, (part + 1) * n_embd), {B, T, n_head, HS}), 1, 2);
   };
   Tensor q = heads(0), k = heads(1), v = heads(2);
   if (rope) {
@@ -228,8 +261,9 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache, Tensor
   }
   if (cache != nullptr) {
     if (grad_enabled())
-      throw std::logic_error("CausalSelfAttention: a KV cache is for inference and cuts the graph; "
-                             "run the forward under NoGradGuard");
+      throw std::logic_error(
+          "CausalSelfAttention: a KV cache is for inference and cuts the graph; "
+          "run the forward under NoGradGuard");
     // Write the new keys and values in place after the cached ones; the new queries then see
     // every cached key through views (B, NH, past + T, HS) of the buffers. The attention offset
     // (key j <= t + Tk - Tq) lines query t up with absolute position past + t.
@@ -237,7 +271,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache, Tensor
     k = cache->keys();
     v = cache->values();
   }
-  const Tensor y = unfused ? scaled_dot_product_attention(q, k, v, weight_dropout ? attn_dropout.get() : nullptr, weights)
+  const Tensor y = unfused ? scaled_dot_product_attention(
+                                 q, k, v, weight_dropout ? attn_dropout.get() : nullptr, weights)
                            : causal_attention(q, k, v);  // (B, NH, T, HS)
   // Re-assemble the heads side by side: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C) (a view
   // for causal_attention's output, which is stored in (B, T, NH, HS) order)

@@ -29,7 +29,8 @@ class Linear : public Module {
 class Embedding : public Module {
  public:
   /// weight ~ N(0, init_std²), shape (num_embeddings, embedding_dim).
-  Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype, double init_std = 0.02);
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype,
+            double init_std = 0.02);
   /// Throws std::out_of_range for an id outside [0, num_embeddings).
   Tensor forward(const Tensor& ids) const;
   Tensor weight;
@@ -66,7 +67,8 @@ class Dropout : public Module {
 class MLP : public Module {
  public:
   /// c_proj is initialised with std proj_init_std (GPT-2's residual scaling).
-  MLP(int64_t n_embd, bool bias, double dropout, double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype);
+  MLP(int64_t n_embd, bool bias, double dropout, double proj_init_std, Generator& gen,
+      Generator* dropout_gen, DType dtype);
   Tensor forward(const Tensor& x) const;
   std::shared_ptr<Linear> c_fc, c_proj;
   std::shared_ptr<Dropout> drop;
@@ -79,7 +81,8 @@ class MLP : public Module {
 /// sums to 1 and the masked entries are exactly 0. They are the tensor the output is computed
 /// from, part of the graph when it is recorded (detach() them to keep them).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Dropout* attn_dropout = nullptr, Tensor* weights = nullptr);
+                                    const Dropout* attn_dropout = nullptr,
+                                    Tensor* weights = nullptr);
 
 /// Rotary position embedding (Su et al. 2021, RoFormer, eq. 34) of x (..., T, HS), HS even,
 /// for positions pos_offset .. pos_offset + T - 1. Uses the "rotate half" pairing of GPT-NeoX
@@ -130,8 +133,8 @@ struct LayerKVCache {
 class CausalSelfAttention : public Module {
  public:
   /// Throws std::invalid_argument unless n_head divides n_embd (and head_dim is even with rope).
-  CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, bool rope, double proj_init_std,
-                      Generator& gen, Generator* dropout_gen, DType dtype);
+  CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, bool rope,
+                      double proj_init_std, Generator& gen, Generator* dropout_gen, DType dtype);
   /// Without a cache: x (B, T, C) are positions 0 .. T-1. With a cache: x holds the NEXT
   /// positions (cache->length() onward); their queries attend to the cached keys and values and
   /// to each other causally, and their keys and values are written into the cache, which must

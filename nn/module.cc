@@ -15,7 +15,8 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
   return out;
 }
 
-void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
+void Module::collect(const std::string& prefix,
+                     std::vector<std::pair<std::string, Tensor>>& out) const {
   for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
@@ -57,7 +58,8 @@ Tensor Module::register_parameter(const std::string& name, const Shape& shape, D
 
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
   if (ParameterArena::open_arena() != nullptr)
-    return register_parameter(name, value.shape(), value.dtype(), [value](Tensor& p) { p.copy_from(value); });
+    return register_parameter(name, value.shape(), value.dtype(),
+                              [value](Tensor& p) { p.copy_from(value); });
   value.set_requires_grad(true);
   params_.emplace_back(name, value);
   return value;
@@ -86,7 +88,8 @@ void ParameterArena::close() {
 }
 
 void ParameterArena::allocate(std::vector<std::pair<std::string, Tensor>> named_parameters) {
-  if (!open_) throw std::logic_error("ParameterArena: already allocated; an arena is allocated once");
+  if (!open_)
+    throw std::logic_error("ParameterArena: already allocated; an arena is allocated once");
   close();  // also when this fails: later modules must not register into a broken arena
   named_ = std::move(named_parameters);
   if (named_.empty()) throw std::invalid_argument("ParameterArena: the module has no parameters");
@@ -94,8 +97,9 @@ void ParameterArena::allocate(std::vector<std::pair<std::string, Tensor>> named_
   int64_t total = 0;
   for (auto& [name, t] : named_) {
     if (t.dtype() != dtype)
-      throw std::invalid_argument("ParameterArena: parameter '" + name + "' is " + dtype_name(t.dtype()) +
-                                  " but the first is " + dtype_name(dtype) + "; a model has one dtype");
+      throw std::invalid_argument("ParameterArena: parameter '" + name + "' is " +
+                                  dtype_name(t.dtype()) + " but the first is " + dtype_name(dtype) +
+                                  "; a model has one dtype");
     total += t.numel();
   }
   params_ = Tensor::empty({total}, dtype);
@@ -105,9 +109,11 @@ void ParameterArena::allocate(std::vector<std::pair<std::string, Tensor>> named_
     try {
       t.allocate_in(params_, offset);
     } catch (const std::logic_error&) {
-      throw std::logic_error("ParameterArena: parameter '" + name + "' already has its own storage; build the "
-                             "module after opening the arena (ParameterArena arena; then the module; then "
-                             "arena.allocate(module)), so that its parameters are allocated inside it");
+      throw std::logic_error(
+          "ParameterArena: parameter '" + name +
+          "' already has its own storage; build the "
+          "module after opening the arena (ParameterArena arena; then the module; then "
+          "arena.allocate(module)), so that its parameters are allocated inside it");
     }
     Tensor g = Tensor::unallocated(t.shape(), dtype);
     g.allocate_in(grads_, offset);
@@ -116,7 +122,8 @@ void ParameterArena::allocate(std::vector<std::pair<std::string, Tensor>> named_
   }
   for (auto& [p, init] : pending_) {
     if (!p.shares_storage(params_))
-      throw std::logic_error("ParameterArena: a " + shape_str(p.shape()) + " parameter registered while the arena "
+      throw std::logic_error("ParameterArena: a " + shape_str(p.shape()) +
+                             " parameter registered while the arena "
                              "was open is missing from the parameters given to allocate()");
     init(p);
   }
@@ -138,7 +145,8 @@ double ParameterArena::grad_norm() const {
 int64_t ParameterArena::num_non_finite() const {
   return dispatch_floating(params_.dtype(), "num_non_finite", [&]<typename T>() {
     const T* p = params_.data<T>();
-    return static_cast<int64_t>(std::count_if(p, p + params_.numel(), [](T v) { return !std::isfinite(v); }));
+    return static_cast<int64_t>(
+        std::count_if(p, p + params_.numel(), [](T v) { return !std::isfinite(v); }));
   });
 }
 
@@ -152,7 +160,8 @@ double ParameterArena::clip_grad_norm(double max_norm) {
   if (scale < 1) {
     dispatch_floating(grads_.dtype(), "clip_grad_norm", [&]<typename T>() {
       T* g = grads_.data<T>();
-      kernels::binary_scalar_right<T>(kernels::BinaryOp::mul, g, g, static_cast<T>(scale), grads_.numel());
+      kernels::binary_scalar_right<T>(kernels::BinaryOp::mul, g, g, static_cast<T>(scale),
+                                      grads_.numel());
     });
   }
   return norm;

@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "autograd/engine.h"
-#include "autograd/ops.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
+#include "autograd/ops.h"
 
 namespace attograd::nn {
 
@@ -26,7 +26,9 @@ std::string where(size_t group, size_t index) {
 
 // The address of a floating tensor's first element.
 const char* first_byte(const Tensor& t) {
-  return dispatch_floating(t.dtype(), "optimizer", [&]<typename T>() { return reinterpret_cast<const char*>(t.data<T>()); });
+  return dispatch_floating(t.dtype(), "optimizer", [&]<typename T>() {
+    return reinterpret_cast<const char*>(t.data<T>());
+  });
 }
 
 // True when b starts right where the n elements of a end, in the same storage.
@@ -51,25 +53,33 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr, double d
   std::vector<Interval> intervals;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const ParamGroup& group = groups[gi];
-    groups_.push_back({group.lr.value_or(default_lr), group.weight_decay.value_or(default_weight_decay)});
+    groups_.push_back(
+        {group.lr.value_or(default_lr), group.weight_decay.value_or(default_weight_decay)});
     for (size_t i = 0; i < group.params.size(); ++i) {
       const Tensor& p = group.params[i];
       if (!p.defined()) fail(gi, i, "is undefined");
       if (p.dtype() == DType::i64) fail(gi, i, "is i64; only f32 and f64 tensors train");
       if (!p.is_leaf())
-        fail(gi, i, std::string("is not a leaf (the output of '") + p.grad_fn()->name() +
-                        "'); optimize the leaves it is computed from");
-      if (!p.requires_grad()) fail(gi, i, "does not require grad; mark it with set_requires_grad()");
-      if (!p.is_contiguous()) fail(gi, i, "is a non-contiguous view " + shape_str(p.shape()) + "; give the tensor it views");
+        fail(gi, i,
+             std::string("is not a leaf (the output of '") + p.grad_fn()->name() +
+                 "'); optimize the leaves it is computed from");
+      if (!p.requires_grad())
+        fail(gi, i, "does not require grad; mark it with set_requires_grad()");
+      if (!p.is_contiguous())
+        fail(gi, i,
+             "is a non-contiguous view " + shape_str(p.shape()) + "; give the tensor it views");
       if (intervals.empty()) dtype_ = p.dtype();
       if (p.dtype() != dtype_)
-        fail(gi, i, std::string("is ") + dtype_name(p.dtype()) + " but the first is " + dtype_name(dtype_) +
-                        "; one optimizer updates one dtype");
+        fail(gi, i,
+             std::string("is ") + dtype_name(p.dtype()) + " but the first is " +
+                 dtype_name(dtype_) + "; one optimizer updates one dtype");
       const char* begin = first_byte(p);
-      intervals.push_back({begin, begin + p.numel() * static_cast<int64_t>(dtype_size(dtype_)), gi, i});
+      intervals.push_back(
+          {begin, begin + p.numel() * static_cast<int64_t>(dtype_size(dtype_)), gi, i});
       // p joins the group's last range when it continues it in memory, and its gradient too.
       Range* last = !ranges_.empty() && ranges_.back().group == gi ? &ranges_.back() : nullptr;
-      if (last && continues(last->first, last->n, p) && continues(last->first.grad(), last->n, p.grad())) {
+      if (last && continues(last->first, last->n, p) &&
+          continues(last->first.grad(), last->n, p.grad())) {
         last->n += p.numel();
       } else {
         ranges_.push_back({p, p.numel(), numel_, gi});
@@ -77,12 +87,15 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr, double d
       numel_ += p.numel();
     }
   }
-  if (intervals.empty()) throw std::invalid_argument(std::string(name) + ": no parameters to optimize");
-  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  if (intervals.empty())
+    throw std::invalid_argument(std::string(name) + ": no parameters to optimize");
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
   for (size_t k = 1; k < intervals.size(); ++k)
     if (intervals[k].begin < intervals[k - 1].end)
       fail(intervals[k].group, intervals[k].index,
-           "shares memory with " + where(intervals[k - 1].group, intervals[k - 1].index) + " (a tensor given twice?)");
+           "shares memory with " + where(intervals[k - 1].group, intervals[k - 1].index) +
+               " (a tensor given twice?)");
 }
 
 void Optimizer::zero_grad() {
@@ -110,7 +123,8 @@ void SGD::step() {
     T* buffers = momentum_buffer_.defined() ? momentum_buffer_.data<T>() : nullptr;
     const T momentum = static_cast<T>(options_.momentum);
     for_each_range<T>([&](const Range& r, T* p, const T* grad) {
-      const T lr = static_cast<T>(groups_[r.group].lr), wd = static_cast<T>(groups_[r.group].weight_decay);
+      const T lr = static_cast<T>(groups_[r.group].lr),
+              wd = static_cast<T>(groups_[r.group].weight_decay);
       for (int64_t i = 0; i < r.n; ++i) {
         T g = grad[i];
         if (wd != 0) g += wd * p[i];
@@ -164,7 +178,8 @@ void AdamW::update(double grad_scale) {
                                  .bias_correction2 = bias_correction2,
                                  .grad_scale = grad_scale};
       // The decay multiply is skipped, not multiplied by 1, for groups without decay.
-      kernels::adamw_step<T>(p, g, m + r.offset, v + r.offset, r.n, group.weight_decay != 0 ? r.n : 0, s);
+      kernels::adamw_step<T>(p, g, m + r.offset, v + r.offset, r.n,
+                             group.weight_decay != 0 ? r.n : 0, s);
     });
   });
 }
@@ -186,28 +201,32 @@ void convert_into(const Tensor& dst, const Tensor& src) {
 void AdamW::load_state(const Tensor& m, const Tensor& v, int64_t t) {
   for (const Tensor* moment : {&m, &v}) {
     if (!moment->defined() || moment->dtype() == DType::i64 || moment->numel() != numel_)
-      throw std::invalid_argument("AdamW: the saved optimizer state has " +
-                                  (moment->defined() ? std::to_string(moment->numel()) : std::string("no")) +
-                                  " moments but the model has " + std::to_string(numel_) + " parameters");
+      throw std::invalid_argument(
+          "AdamW: the saved optimizer state has " +
+          (moment->defined() ? std::to_string(moment->numel()) : std::string("no")) +
+          " moments but the model has " + std::to_string(numel_) + " parameters");
   }
   if (t < 0) throw std::invalid_argument("AdamW: negative step count " + std::to_string(t));
   // Moments that no AdamW step can produce (non-finite, or a negative second moment, whose
   // square root is NaN) would make the resumed run diverge or silently freeze a weight.
   if (m.dtype() != v.dtype())
-    throw std::invalid_argument("AdamW: the saved moments have different dtypes, " + std::string(dtype_name(m.dtype())) +
-                                " and " + dtype_name(v.dtype()));
+    throw std::invalid_argument("AdamW: the saved moments have different dtypes, " +
+                                std::string(dtype_name(m.dtype())) + " and " +
+                                dtype_name(v.dtype()));
   const int64_t bad = dispatch_floating(m.dtype(), "AdamW::load_state", [&]<typename T>() {
     const Tensor mc = contiguous(m), vc = contiguous(v);
     const T* mp = mc.data<T>();
     const T* vp = vc.data<T>();
     int64_t n = 0;
-    for (int64_t i = 0; i < numel_; ++i) n += !std::isfinite(mp[i]) || !std::isfinite(vp[i]) || vp[i] < T(0);
+    for (int64_t i = 0; i < numel_; ++i)
+      n += !std::isfinite(mp[i]) || !std::isfinite(vp[i]) || vp[i] < T(0);
     return n;
   });
   if (bad > 0)
-    throw std::invalid_argument("AdamW: the saved optimizer state has " + std::to_string(bad) + " of " +
-                                std::to_string(numel_) +
-                                " moments that no AdamW step produces (not finite, or a negative second moment)");
+    throw std::invalid_argument(
+        "AdamW: the saved optimizer state has " + std::to_string(bad) + " of " +
+        std::to_string(numel_) +
+        " moments that no AdamW step produces (not finite, or a negative second moment)");
   convert_into(m_, m);
   convert_into(v_, v);
   t_ = t;

@@ -61,7 +61,8 @@ class Optimizer {
   /// std::invalid_argument naming the group and tensor for: no parameters at all; an undefined,
   /// integer, non-leaf, non-contiguous or not-requiring-grad tensor; mixed dtypes; a tensor
   /// given twice (or overlapping another).
-  Optimizer(std::vector<ParamGroup> groups, double default_lr, double default_weight_decay, const char* name);
+  Optimizer(std::vector<ParamGroup> groups, double default_lr, double default_weight_decay,
+            const char* name);
 
   // n parameters starting at first.data(), their gradients starting at first.grad().data(),
   // and their state at `offset` of the flat state buffers.
@@ -90,7 +91,7 @@ class Optimizer {
 
 /// Hyper-parameters of SGD, as torch.optim.SGD's (momentum without dampening or Nesterov).
 struct SGDOptions {
-  double lr = 1e-3;           // default of the groups that set none
+  double lr = 1e-3;  // default of the groups that set none
   double momentum = 0.0;
   double weight_decay = 0.0;  // L2, added to the gradient: g + wd p (default of the groups)
 };

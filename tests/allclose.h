@@ -44,7 +44,8 @@ boost::test_tools::assertion_result allclose_each(const Actual& actual, const Ex
   }
   size_t bad = 0, first = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (elements_close(static_cast<double>(actual[i]), static_cast<double>(expected[i]), atol_at(i), rtol)) {
+    if (elements_close(static_cast<double>(actual[i]), static_cast<double>(expected[i]), atol_at(i),
+                       rtol)) {
       continue;
     }
     if (bad++ == 0) first = i;
@@ -72,17 +73,18 @@ boost::test_tools::assertion_result allclose_each(const Actual& actual, const Ex
 ///   BOOST_TEST(allclose(y.to_vector(), {0.5, 1.5}, 1e-12, 0));
 ///   BOOST_TEST(allclose(dx, dx_ref, kRtol<T>, kRtol<T>), what + " dx");
 template <class Actual = std::vector<double>, class Expected = std::vector<double>>
-  requires detail::Numbers<Actual> && detail::Numbers<Expected>
+requires detail::Numbers<Actual> && detail::Numbers<Expected>
 [[nodiscard]] boost::test_tools::assertion_result allclose(const Actual& actual,
                                                            const Expected& expected, double atol,
                                                            double rtol) {
-  return detail::allclose_each(actual, expected, [atol](size_t) { return atol; }, rtol);
+  return detail::allclose_each(
+      actual, expected, [atol](size_t) { return atol; }, rtol);
 }
 
 /// allclose with atol[i] for element i, where the rounding error scales with a per-element size
 /// rather than with the result (a matmul's sum of |terms|).
 template <class Actual = std::vector<double>, class Expected = std::vector<double>>
-  requires detail::Numbers<Actual> && detail::Numbers<Expected>
+requires detail::Numbers<Actual> && detail::Numbers<Expected>
 [[nodiscard]] boost::test_tools::assertion_result allclose(const Actual& actual,
                                                            const Expected& expected,
                                                            const std::vector<double>& atol,
@@ -92,7 +94,8 @@ template <class Actual = std::vector<double>, class Expected = std::vector<doubl
     result.message() << "atol has " << atol.size() << " elements, expected " << expected.size();
     return result;
   }
-  return detail::allclose_each(actual, expected, [&atol](size_t i) { return atol[i]; }, rtol);
+  return detail::allclose_each(
+      actual, expected, [&atol](size_t i) { return atol[i]; }, rtol);
 }
 
 /// allclose for one number.

@@ -38,7 +38,8 @@ inline std::atomic<int64_t>& malloc_count() {
   return n;
 }
 inline void count_malloc() {
-  if (counting_mallocs().load(std::memory_order_relaxed)) malloc_count().fetch_add(1, std::memory_order_relaxed);
+  if (counting_mallocs().load(std::memory_order_relaxed))
+    malloc_count().fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace attograd::testing

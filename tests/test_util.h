@@ -2,15 +2,15 @@
 // and temporary files.
 #pragma once
 
-#include <boost/test/unit_test.hpp>
+#include <unistd.h>
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -29,11 +29,13 @@ inline void expect_tensor(const Tensor& t, const Shape& shape, const std::vector
 /// Overwrites each parameter with N(0, std²) draws from gen (element by element, in order, in
 /// the parameter's dtype). Tests use weights far larger than GPT-2's init (std 0.5 against
 /// 0.02) so that attention is far from uniform and every path carries a real gradient.
-inline void randomize_parameters(const std::vector<Tensor>& parameters, Generator& gen, double std) {
+inline void randomize_parameters(const std::vector<Tensor>& parameters, Generator& gen,
+                                 double std) {
   for (const Tensor& p : parameters) {
     const Tensor r = Tensor::randn(p.shape(), gen, p.dtype(), std);
-    dispatch_floating(p.dtype(), "randomize_parameters",
-                      [&]<typename T>() { std::copy(r.data<T>(), r.data<T>() + r.numel(), p.data<T>()); });
+    dispatch_floating(p.dtype(), "randomize_parameters", [&]<typename T>() {
+      std::copy(r.data<T>(), r.data<T>() + r.numel(), p.data<T>());
+    });
   }
 }
 
@@ -69,7 +71,8 @@ inline bool data_available(const std::filesystem::path& path, const std::string&
 /// An empty directory <tmp>/attograd_<name>_<pid> (emptied first if a killed run left it), for a
 /// test's files; the pid keeps two test programs running at once apart.
 inline std::filesystem::path fresh_temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("attograd_" + name + "_" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("attograd_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

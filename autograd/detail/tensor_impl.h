@@ -34,8 +34,8 @@ struct Storage {
 struct TensorImpl {
   std::shared_ptr<Storage> storage;  // null only for Tensor::unallocated() before allocate_in()
   Shape shape;
-  Shape strides;        // in elements; 0 for a broadcast (expanded) dimension
-  int64_t offset = 0;   // in elements, from storage->data
+  Shape strides;       // in elements; 0 for a broadcast (expanded) dimension
+  int64_t offset = 0;  // in elements, from storage->data
   DType dtype = DType::f32;
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf, same shape, contiguous
@@ -61,7 +61,9 @@ struct TensorAccess {
 /// t's impl (null for an undefined tensor).
 inline TensorImpl* impl(const Tensor& t) { return TensorAccess::impl(t); }
 /// t's impl as the shared handle (to store it, as a gradient or a retained output).
-inline const std::shared_ptr<TensorImpl>& impl_ptr(const Tensor& t) { return TensorAccess::impl_ptr(t); }
+inline const std::shared_ptr<TensorImpl>& impl_ptr(const Tensor& t) {
+  return TensorAccess::impl_ptr(t);
+}
 /// A Tensor handle to impl.
 inline Tensor wrap(std::shared_ptr<TensorImpl> impl) { return TensorAccess::wrap(std::move(impl)); }
 

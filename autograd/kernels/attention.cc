@@ -74,26 +74,28 @@ constexpr int64_t kR = 4;
 // the scores of a block of queries (a = q rows, xt = kᵀ) or their dp (a = dy rows, xt = vᵀ).
 // xt's rows (stride ld) and out's (stride ld) are padded to whole vectors.
 template <typename T>
-void rows_by_columns(T* out, const T* const* a, const T* xt, int64_t ld, int64_t n, int64_t HS, T scale) {
+void rows_by_columns(T* out, const T* const* a, const T* xt, int64_t ld, int64_t n, int64_t HS,
+                     T scale) {
   for_each_tile<T>(n, false, [&]<int NV>(auto d, int64_t j) HWY_ATTR {
     const int64_t N = static_cast<int64_t>(hn::Lanes(d));
     outer_product_tile<kR, NV>(
-        d, HS, [&](int64_t r, int64_t c) { return a[r][c]; }, [&](int64_t c) { return xt + c * ld + j; },
-        [&](int64_t r, int v, auto acc) HWY_ATTR {
-          hn::StoreU(hn::Mul(acc, hn::Set(d, scale)), d, out + r * ld + j + v * N);
-        });
+        d, HS, [&](int64_t r, int64_t c) { return a[r][c]; },
+        [&](int64_t c) { return xt + c * ld + j; },
+        [&](int64_t r, int v, auto acc)
+            HWY_ATTR { hn::StoreU(hn::Mul(acc, hn::Set(d, scale)), d, out + r * ld + j + v * N); });
   });
 }
 
 // out_r[c] (+)= scale * sum_{j < n} w[r, j] x_j[c] for r < rows, c < HS: y = p v, or dq += ds k.
 // Tiles run along c over the rows x_j (heads narrower than a vector take the lane paths below).
 template <typename T>
-void mix_rows(T* const* out, int64_t rows, const T* w, int64_t ld, int64_t n, Rows<const T> x, int64_t HS, T scale,
-              bool accumulate) {
+void mix_rows(T* const* out, int64_t rows, const T* w, int64_t ld, int64_t n, Rows<const T> x,
+              int64_t HS, T scale, bool accumulate) {
   for_each_tile<T>(HS, true, [&]<int NV>(auto d, int64_t c) HWY_ATTR {
     const int64_t N = static_cast<int64_t>(hn::Lanes(d));
     outer_product_tile<kR, NV>(
-        d, n, [&](int64_t r, int64_t j) { return w[r * ld + j]; }, [&](int64_t j) { return x[j] + c; },
+        d, n, [&](int64_t r, int64_t j) { return w[r * ld + j]; },
+        [&](int64_t j) { return x[j] + c; },
         [&](int64_t r, int v, auto acc) HWY_ATTR {
           if (r >= rows) return;
           T* o = out[r] + c + v * N;
@@ -106,7 +108,8 @@ void mix_rows(T* const* out, int64_t rows, const T* w, int64_t ld, int64_t n, Ro
 // xt[c, j] += scale * sum_{r < rows} a_r[c] w[r, j] for c < HS and j < n rounded up to whole
 // vectors: a block's contribution to dkᵀ (a = q rows, w = ds) or dvᵀ (a = dy rows, w = p).
 template <typename T>
-void add_outer(T* xt, int64_t ld, const T* const* a, int64_t rows, T scale, const T* w, int64_t n, int64_t HS) {
+void add_outer(T* xt, int64_t ld, const T* const* a, int64_t rows, T scale, const T* w, int64_t n,
+               int64_t HS) {
   const hn::ScalableTag<T> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   for (int64_t c = 0; c < HS; ++c) {
@@ -115,7 +118,8 @@ void add_outer(T* xt, int64_t ld, const T* const* a, int64_t rows, T scale, cons
     T* row = xt + c * ld;
     for (int64_t j = 0; j < n; j += N) {
       auto acc = hn::LoadU(d, row + j);
-      for (int64_t r = 0; r < kR; ++r) acc = hn::MulAdd(hn::Set(d, coef[r]), hn::LoadU(d, w + r * ld + j), acc);
+      for (int64_t r = 0; r < kR; ++r)
+        acc = hn::MulAdd(hn::Set(d, coef[r]), hn::LoadU(d, w + r * ld + j), acc);
       hn::StoreU(acc, d, row + j);
     }
   }
@@ -140,7 +144,8 @@ void transpose_rows(T* xt, int64_t ld, Rows<const T> x, int64_t Tk, int64_t HS) 
 template <typename T>
 struct QueryBlock {
   int64_t t0, rows, keys;
-  QueryBlock(int64_t t, const AttentionDims& n) : t0(t), rows(std::min(kR, n.Tq - t)), keys(t + rows + n.Tk - n.Tq) {}
+  QueryBlock(int64_t t, const AttentionDims& n)
+      : t0(t), rows(std::min(kR, n.Tq - t)), keys(t + rows + n.Tk - n.Tq) {}
   int64_t visible(int64_t r) const { return keys - (rows - 1 - r); }  // keys j <= t0 + r + Tk - Tq
   template <typename U>
   void pointers(const U** out, Rows<const U> x) const {
@@ -152,9 +157,8 @@ struct QueryBlock {
 template <class Body>
 void for_each_head(const AttentionDims& n, const Body& body) {
   const int64_t heads = n.B * n.NH;
-  for_range(heads, heads * n.Tq * n.Tk * n.HS >= kParallelMinWork, [&](int64_t i) HWY_ATTR {
-    body(i / n.NH, i % n.NH);
-  });
+  for_range(heads, heads * n.Tq * n.Tk * n.HS >= kParallelMinWork,
+            [&](int64_t i) HWY_ATTR { body(i / n.NH, i % n.NH); });
 }
 
 // Keys rounded up to whole vectors: the row stride of the scratch matrices.
@@ -192,7 +196,8 @@ void rows_to_lanes(T* xt, Rows<const T> x, int64_t first, int64_t count, int64_t
 
 // Adds xt (HS, V), lanes below count, into rows x[first .. first + count).
 template <typename T>
-void add_lanes_to_rows(Rows<T> x, const T* xt, int64_t first, int64_t count, int64_t V, int64_t HS) {
+void add_lanes_to_rows(Rows<T> x, const T* xt, int64_t first, int64_t count, int64_t V,
+                       int64_t HS) {
   for (int64_t l = 0; l < count; ++l)
     for (int64_t c = 0; c < HS; ++c) x[first + l][c] += xt[c * V + l];
 }
@@ -236,7 +241,8 @@ void forward_query_lanes(Rows<T> yr, T* lse_h, Rows<const T> qr, Rows<const T> k
       auto s = hn::Zero(d);
       for (int c = 0; c < kMaxHS; ++c)
         if (c < HS) s = hn::MulAdd(q[c], hn::Set(d, kr[j][c]), s);
-      s = hn::IfThenElse(hn::Ge(lane, hn::Set(d, static_cast<T>(j - t0 - offset))), hn::Mul(s, hn::Set(d, scale)),
+      s = hn::IfThenElse(hn::Ge(lane, hn::Set(d, static_cast<T>(j - t0 - offset))),
+                         hn::Mul(s, hn::Set(d, scale)),
                          hn::Set(d, -std::numeric_limits<T>::infinity()));
       hn::Store(s, d, scores + j * V);
       m = hn::Max(m, s);
@@ -269,8 +275,9 @@ void forward_query_lanes(Rows<T> yr, T* lse_h, Rows<const T> qr, Rows<const T> k
 
 // dq of one head: V queries t0 .. t0 + V - 1 in the lanes, the loop over the keys they see.
 template <int kMaxHS, typename T>
-void backward_dq_query_lanes(Rows<T> dqr, const T* D, const T* lse_h, Rows<const T> dyr, Rows<const T> qr,
-                             Rows<const T> kr, Rows<const T> vr, const AttentionDims& n, T scale) {
+void backward_dq_query_lanes(Rows<T> dqr, const T* D, const T* lse_h, Rows<const T> dyr,
+                             Rows<const T> qr, Rows<const T> kr, Rows<const T> vr,
+                             const AttentionDims& n, T scale) {
   const hn::ScalableTag<T> d;
   using VT = hn::Vec<decltype(d)>;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d)), HS = n.HS, offset = n.Tk - n.Tq;
@@ -304,7 +311,8 @@ void backward_dq_query_lanes(Rows<T> dqr, const T* D, const T* lse_h, Rows<const
         }
       // p = exp(s - lse) where lane l sees key j (j <= t0 + l + offset) and is a real query
       const auto seen = hn::And(real, hn::Ge(lane, hn::Set(d, static_cast<T>(j - t0 - offset))));
-      const auto p = hn::IfThenElseZero(seen, exp_nonpositive(d, hn::Sub(hn::Mul(s, hn::Set(d, scale)), lse_t)));
+      const auto p = hn::IfThenElseZero(
+          seen, exp_nonpositive(d, hn::Sub(hn::Mul(s, hn::Set(d, scale)), lse_t)));
       const auto ds = hn::Mul(p, hn::Sub(dp, D_t));
       for (int c = 0; c < kMaxHS; ++c)
         if (c < HS) dq[c] = hn::MulAdd(ds, hn::Set(d, scale * kr[j][c]), dq[c]);
@@ -318,7 +326,8 @@ void backward_dq_query_lanes(Rows<T> dqr, const T* D, const T* lse_h, Rows<const
 // lanes, the loop over the queries that see them.
 template <int kMaxHS, typename T>
 void backward_dkv_key_lanes(Rows<T> dkr, Rows<T> dvr, const T* D, const T* lse_h, Rows<const T> dyr,
-                            Rows<const T> qr, Rows<const T> kr, Rows<const T> vr, const AttentionDims& n, T scale) {
+                            Rows<const T> qr, Rows<const T> kr, Rows<const T> vr,
+                            const AttentionDims& n, T scale) {
   const hn::ScalableTag<T> d;
   using VT = hn::Vec<decltype(d)>;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d)), HS = n.HS, offset = n.Tk - n.Tq;
@@ -347,8 +356,8 @@ void backward_dkv_key_lanes(Rows<T> dkr, Rows<T> dvr, const T* D, const T* lse_h
           dp = hn::MulAdd(v[c], hn::Set(d, dy_t[c]), dp);
         }
       const auto seen = hn::Le(lane, hn::Set(d, static_cast<T>(t + offset - j0)));
-      const auto p =
-          hn::IfThenElseZero(seen, exp_nonpositive(d, hn::Sub(hn::Mul(s, hn::Set(d, scale)), hn::Set(d, lse_h[t]))));
+      const auto p = hn::IfThenElseZero(
+          seen, exp_nonpositive(d, hn::Sub(hn::Mul(s, hn::Set(d, scale)), hn::Set(d, lse_h[t]))));
       const auto ds = hn::Mul(p, hn::Sub(dp, hn::Set(d, D[t])));
       for (int c = 0; c < kMaxHS; ++c)
         if (c < HS) {
@@ -366,21 +375,24 @@ void backward_dkv_key_lanes(Rows<T> dkr, Rows<T> dvr, const T* D, const T* lse_h
 }
 
 template <typename T>
-void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStrides qs, const T* k, HeadStrides ks,
-                            const T* v, HeadStrides vs, const AttentionDims& n) {
+void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStrides qs, const T* k,
+                            HeadStrides ks, const T* v, HeadStrides vs, const AttentionDims& n) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   const int64_t HS = n.HS, ld = padded_keys<T>(n.Tk);
-  const bool lanes = HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
+  const bool lanes =
+      HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
   for_each_head(n, [&](int64_t b, int64_t h) HWY_ATTR {
     if (lanes) {
       return with_channel_bound(HS, [&]<int kMaxHS>() HWY_ATTR {
-        forward_query_lanes<kMaxHS>(head_rows(y, ys, b, h), lse + (b * n.NH + h) * n.Tq, head_rows(q, qs, b, h),
-                                    head_rows(k, ks, b, h), head_rows(v, vs, b, h), n, scale);
+        forward_query_lanes<kMaxHS>(head_rows(y, ys, b, h), lse + (b * n.NH + h) * n.Tq,
+                                    head_rows(q, qs, b, h), head_rows(k, ks, b, h),
+                                    head_rows(v, vs, b, h), n, scale);
       });
     }
     T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((HS + kR) * ld));
     T* p = kt + HS * ld;  // (kR, ld): a block's weights
-    const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h), vr = head_rows(v, vs, b, h);
+    const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h),
+                        vr = head_rows(v, vs, b, h);
     const Rows<T> yr = head_rows(y, ys, b, h);
     T* lse_h = lse + (b * n.NH + h) * n.Tq;
     transpose_rows(kt, ld, kr, n.Tk, HS);
@@ -413,16 +425,19 @@ void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStride
 }
 
 template <typename T>
-void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& g, const T* y,
-                             HeadStrides ys, const T* lse, const T* q, HeadStrides qs, const T* k, HeadStrides ks,
-                             const T* v, HeadStrides vs, const AttentionDims& n) {
+void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& g,
+                             const T* y, HeadStrides ys, const T* lse, const T* q, HeadStrides qs,
+                             const T* k, HeadStrides ks, const T* v, HeadStrides vs,
+                             const AttentionDims& n) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   const int64_t HS = n.HS, ld = padded_keys<T>(n.Tk);
-  const bool lanes = HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
+  const bool lanes =
+      HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
   for_each_head(n, [&](int64_t b, int64_t h) HWY_ATTR {
     if (lanes) {
       T* D = thread_scratch<T, DotsScratch>(static_cast<size_t>(n.Tq));
-      const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h), vr = head_rows(v, vs, b, h);
+      const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h),
+                          vr = head_rows(v, vs, b, h);
       const Rows<const T> dyr = head_rows(dy, g.dy, b, h);
       const T* lse_h = lse + (b * n.NH + h) * n.Tq;
       output_dots(D, dyr, head_rows(y, ys, b, h), n);
@@ -430,8 +445,10 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGr
       const Rows<T> dvr = dv != nullptr ? head_rows(dv, g.dv, b, h) : Rows<T>{nullptr, 0};
       return with_channel_bound(HS, [&]<int kMaxHS>() HWY_ATTR {
         if (dq != nullptr)
-          backward_dq_query_lanes<kMaxHS>(head_rows(dq, g.dq, b, h), D, lse_h, dyr, qr, kr, vr, n, scale);
-        if (dk != nullptr || dv != nullptr) backward_dkv_key_lanes<kMaxHS>(dkr, dvr, D, lse_h, dyr, qr, kr, vr, n, scale);
+          backward_dq_query_lanes<kMaxHS>(head_rows(dq, g.dq, b, h), D, lse_h, dyr, qr, kr, vr, n,
+                                          scale);
+        if (dk != nullptr || dv != nullptr)
+          backward_dkv_key_lanes<kMaxHS>(dkr, dvr, D, lse_h, dyr, qr, kr, vr, n, scale);
       });
     }
     T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((4 * HS + 2 * kR) * ld));
@@ -440,7 +457,8 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGr
     T* dvt = dkt + HS * ld;
     T* p = dvt + HS * ld;  // (kR, ld) each
     T* ds = p + kR * ld;
-    const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h), vr = head_rows(v, vs, b, h);
+    const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h),
+                        vr = head_rows(v, vs, b, h);
     const Rows<const T> yr = head_rows(y, ys, b, h), dyr = head_rows(dy, g.dy, b, h);
     const T* lse_h = lse + (b * n.NH + h) * n.Tq;
     transpose_rows(kt, ld, kr, n.Tk, HS);
@@ -508,15 +526,18 @@ HWY_AFTER_NAMESPACE();
 namespace attograd::kernels {
 
 ATTOGRAD_KERNEL(void, attention_forward,
-                (T * y, HeadStrides y_strides, T* lse, const T* q, HeadStrides q_strides, const T* k,
-                 HeadStrides k_strides, const T* v, HeadStrides v_strides, const AttentionDims& dims),
+                (T * y, HeadStrides y_strides, T* lse, const T* q, HeadStrides q_strides,
+                 const T* k, HeadStrides k_strides, const T* v, HeadStrides v_strides,
+                 const AttentionDims& dims),
                 (y, y_strides, lse, q, q_strides, k, k_strides, v, v_strides, dims));
 
 ATTOGRAD_KERNEL(void, attention_backward,
-                (T * dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides, const T* y,
-                 HeadStrides y_strides, const T* lse, const T* q, HeadStrides q_strides, const T* k,
-                 HeadStrides k_strides, const T* v, HeadStrides v_strides, const AttentionDims& dims),
-                (dq, dk, dv, dy, grad_strides, y, y_strides, lse, q, q_strides, k, k_strides, v, v_strides, dims));
+                (T * dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides,
+                 const T* y, HeadStrides y_strides, const T* lse, const T* q, HeadStrides q_strides,
+                 const T* k, HeadStrides k_strides, const T* v, HeadStrides v_strides,
+                 const AttentionDims& dims),
+                (dq, dk, dv, dy, grad_strides, y, y_strides, lse, q, q_strides, k, k_strides, v,
+                 v_strides, dims));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

@@ -28,7 +28,9 @@ struct HeadStrides {
 };
 
 /// The strides of a contiguous (B, NH, T, HS) buffer.
-inline HeadStrides contiguous_heads(int64_t NH, int64_t T, int64_t HS) { return {NH * T * HS, T * HS, HS}; }
+inline HeadStrides contiguous_heads(int64_t NH, int64_t T, int64_t HS) {
+  return {NH * T * HS, T * HS, HS};
+}
 
 /// Sizes of one attention call.
 struct AttentionDims {
@@ -46,8 +48,9 @@ struct AttentionGradStrides {
 /// (B, NH, Tq), contiguous, receives each query's log-sum-exp of its scaled scores (what the
 /// backward needs). Requires 1 <= Tq <= Tk and HS >= 1. y must not alias q, k or v.
 template <typename T>
-void attention_forward(T* y, HeadStrides y_strides, T* lse, const T* q, HeadStrides q_strides, const T* k,
-                       HeadStrides k_strides, const T* v, HeadStrides v_strides, const AttentionDims& dims);
+void attention_forward(T* y, HeadStrides y_strides, T* lse, const T* q, HeadStrides q_strides,
+                       const T* k, HeadStrides k_strides, const T* v, HeadStrides v_strides,
+                       const AttentionDims& dims);
 
 /// The VJP of attention_forward, ACCUMULATED into dq (B, NH, Tq, HS), dk, dv (B, NH, Tk, HS) (any
 /// of them may be null when that gradient is not needed; dq, dk, dv must not overlap each other),
@@ -57,8 +60,9 @@ void attention_forward(T* y, HeadStrides y_strides, T* lse, const T* q, HeadStri
 ///   dq_t += sum_j ds_tj k_j / sqrt(HS);  dk_j += sum_t ds_tj q_t / sqrt(HS);
 ///   dv_j += sum_t p_tj dy_t
 template <typename T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides, const T* y,
-                        HeadStrides y_strides, const T* lse, const T* q, HeadStrides q_strides, const T* k,
-                        HeadStrides k_strides, const T* v, HeadStrides v_strides, const AttentionDims& dims);
+void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides,
+                        const T* y, HeadStrides y_strides, const T* lse, const T* q,
+                        HeadStrides q_strides, const T* k, HeadStrides k_strides, const T* v,
+                        HeadStrides v_strides, const AttentionDims& dims);
 
 }  // namespace attograd::kernels

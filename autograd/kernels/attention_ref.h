@@ -19,8 +19,8 @@ inline int64_t head_index(const HeadStrides& s, int64_t b, int64_t h, int64_t t,
 /// p (Tq, Tk) of head (b, h): softmax over the visible keys of the scaled scores, 0 where masked;
 /// lse_t of each row when lse is not null.
 template <typename T>
-std::vector<T> attention_weights(const T* q, HeadStrides qs, const T* k, HeadStrides ks, const AttentionDims& n,
-                                 int64_t b, int64_t h, T* lse = nullptr) {
+std::vector<T> attention_weights(const T* q, HeadStrides qs, const T* k, HeadStrides ks,
+                                 const AttentionDims& n, int64_t b, int64_t h, T* lse = nullptr) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   std::vector<T> p(static_cast<size_t>(n.Tq * n.Tk), T(0));
   for (int64_t t = 0; t < n.Tq; ++t) {
@@ -28,7 +28,8 @@ std::vector<T> attention_weights(const T* q, HeadStrides qs, const T* k, HeadStr
     T m = -INFINITY;
     for (int64_t j = 0; j < visible; ++j) {
       T s = 0;
-      for (int64_t d = 0; d < n.HS; ++d) s += q[head_index(qs, b, h, t, d)] * k[head_index(ks, b, h, j, d)];
+      for (int64_t d = 0; d < n.HS; ++d)
+        s += q[head_index(qs, b, h, t, d)] * k[head_index(ks, b, h, j, d)];
       p[t * n.Tk + j] = s * scale;
       m = std::max(m, p[t * n.Tk + j]);
     }
@@ -42,8 +43,8 @@ std::vector<T> attention_weights(const T* q, HeadStrides qs, const T* k, HeadStr
 
 /// y = p v per head (attention.h), lse of every row.
 template <typename T>
-void attention_forward(T* y, HeadStrides ys, T* lse, const T* q, HeadStrides qs, const T* k, HeadStrides ks,
-                       const T* v, HeadStrides vs, const AttentionDims& n) {
+void attention_forward(T* y, HeadStrides ys, T* lse, const T* q, HeadStrides qs, const T* k,
+                       HeadStrides ks, const T* v, HeadStrides vs, const AttentionDims& n) {
   for (int64_t b = 0; b < n.B; ++b)
     for (int64_t h = 0; h < n.NH; ++h) {
       const std::vector<T> p = attention_weights(q, qs, k, ks, n, b, h, lse);
@@ -60,9 +61,10 @@ void attention_forward(T* y, HeadStrides ys, T* lse, const T* q, HeadStrides qs,
 /// ds = p (dp - rowsum(dp p)); dq += ds k / sqrt(HS); dk += dsᵀ q / sqrt(HS), each gradient read
 /// or written through its strides in g. (rowsum(dp p) = dy_t . y_t, the D of attention.h.)
 template <typename T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& g, const T* /* y */,
-                        HeadStrides /* ys */, const T* /* lse */, const T* q, HeadStrides qs, const T* k, HeadStrides ks,
-                        const T* v, HeadStrides vs, const AttentionDims& n) {
+void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& g,
+                        const T* /* y */, HeadStrides /* ys */, const T* /* lse */, const T* q,
+                        HeadStrides qs, const T* k, HeadStrides ks, const T* v, HeadStrides vs,
+                        const AttentionDims& n) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   for (int64_t b = 0; b < n.B; ++b)
     for (int64_t h = 0; h < n.NH; ++h) {
@@ -71,15 +73,19 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStr
         std::vector<T> dp(static_cast<size_t>(n.Tk), T(0));
         T dot = 0;  // sum_j dp_tj p_tj
         for (int64_t j = 0; j < n.Tk; ++j) {
-          for (int64_t d = 0; d < n.HS; ++d) dp[j] += dy[head_index(g.dy, b, h, t, d)] * v[head_index(vs, b, h, j, d)];
+          for (int64_t d = 0; d < n.HS; ++d)
+            dp[j] += dy[head_index(g.dy, b, h, t, d)] * v[head_index(vs, b, h, j, d)];
           dot += dp[j] * p[t * n.Tk + j];
         }
         for (int64_t j = 0; j < n.Tk; ++j) {
           const T pj = p[t * n.Tk + j], ds = pj * (dp[j] - dot);
           for (int64_t d = 0; d < n.HS; ++d) {
-            if (dv != nullptr) dv[head_index(g.dv, b, h, j, d)] += pj * dy[head_index(g.dy, b, h, t, d)];
-            if (dq != nullptr) dq[head_index(g.dq, b, h, t, d)] += ds * k[head_index(ks, b, h, j, d)] * scale;
-            if (dk != nullptr) dk[head_index(g.dk, b, h, j, d)] += ds * q[head_index(qs, b, h, t, d)] * scale;
+            if (dv != nullptr)
+              dv[head_index(g.dv, b, h, j, d)] += pj * dy[head_index(g.dy, b, h, t, d)];
+            if (dq != nullptr)
+              dq[head_index(g.dq, b, h, t, d)] += ds * k[head_index(ks, b, h, j, d)] * scale;
+            if (dk != nullptr)
+              dk[head_index(g.dk, b, h, j, d)] += ds * q[head_index(qs, b, h, t, d)] * scale;
           }
         }
       }

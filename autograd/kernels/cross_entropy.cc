@@ -74,7 +74,8 @@ void cross_entropy_backward_impl(T* dlogits, const T* logits, const T* lse, cons
     const int64_t t = targets[i];
     if (t == ignore_index) {  // exactly 0, even where the logits are infinite or NaN
       if (!accumulate)
-        for_each_vector<T>(0, V, [&](auto d, int64_t j) HWY_ATTR { hn::StoreU(hn::Zero(d), d, dx + j); });
+        for_each_vector<T>(0, V,
+                           [&](auto d, int64_t j) HWY_ATTR { hn::StoreU(hn::Zero(d), d, dx + j); });
       return;
     }
     const T x_t = x[t];
@@ -117,12 +118,12 @@ namespace attograd::kernels {
 // is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
 ATTOGRAD_KERNEL(void, cross_entropy_forward,
-                (T* losses, T* lse, const T* logits, const int64_t* targets, int64_t N, int64_t V,
+                (T * losses, T* lse, const T* logits, const int64_t* targets, int64_t N, int64_t V,
                  int64_t ignore_index),
                 (losses, lse, logits, targets, N, V, ignore_index));
 
 ATTOGRAD_KERNEL(void, cross_entropy_backward,
-                (T* dlogits, const T* logits, const T* lse, const int64_t* targets, const T* dloss,
+                (T * dlogits, const T* logits, const T* lse, const int64_t* targets, const T* dloss,
                  int64_t N, int64_t V, int64_t ignore_index, bool accumulate),
                 (dlogits, logits, lse, targets, dloss, N, V, ignore_index, accumulate));
 

@@ -98,10 +98,14 @@ HWY_INLINE V pow_vec(D d, V x, T p) {
 template <class K>
 HWY_INLINE void with_binary_op(BinaryOp op, const K& k) {
   switch (op) {
-    case BinaryOp::add: return k([](auto a, auto b) HWY_ATTR { return hn::Add(a, b); });
-    case BinaryOp::sub: return k([](auto a, auto b) HWY_ATTR { return hn::Sub(a, b); });
-    case BinaryOp::mul: return k([](auto a, auto b) HWY_ATTR { return hn::Mul(a, b); });
-    case BinaryOp::div: return k([](auto a, auto b) HWY_ATTR { return hn::Div(a, b); });
+    case BinaryOp::add:
+      return k([](auto a, auto b) HWY_ATTR { return hn::Add(a, b); });
+    case BinaryOp::sub:
+      return k([](auto a, auto b) HWY_ATTR { return hn::Sub(a, b); });
+    case BinaryOp::mul:
+      return k([](auto a, auto b) HWY_ATTR { return hn::Mul(a, b); });
+    case BinaryOp::div:
+      return k([](auto a, auto b) HWY_ATTR { return hn::Div(a, b); });
   }
 }
 
@@ -145,12 +149,18 @@ HWY_INLINE V relu(D d, V x) {
 template <class K>
 HWY_INLINE void with_unary_op(UnaryOp op, const K& k) {
   switch (op) {
-    case UnaryOp::neg: return k([](auto, auto x) HWY_ATTR { return hn::Neg(x); });
-    case UnaryOp::exp: return k([](auto d, auto x) HWY_ATTR { return exp_ieee(d, x); });
-    case UnaryOp::log: return k([](auto d, auto x) HWY_ATTR { return log_ieee(d, x); });
-    case UnaryOp::tanh: return k([](auto d, auto x) HWY_ATTR { return hn::Tanh(d, x); });
-    case UnaryOp::sqrt: return k([](auto, auto x) HWY_ATTR { return hn::Sqrt(x); });
-    case UnaryOp::relu: return k([](auto d, auto x) HWY_ATTR { return relu(d, x); });
+    case UnaryOp::neg:
+      return k([](auto, auto x) HWY_ATTR { return hn::Neg(x); });
+    case UnaryOp::exp:
+      return k([](auto d, auto x) HWY_ATTR { return exp_ieee(d, x); });
+    case UnaryOp::log:
+      return k([](auto d, auto x) HWY_ATTR { return log_ieee(d, x); });
+    case UnaryOp::tanh:
+      return k([](auto d, auto x) HWY_ATTR { return hn::Tanh(d, x); });
+    case UnaryOp::sqrt:
+      return k([](auto, auto x) HWY_ATTR { return hn::Sqrt(x); });
+    case UnaryOp::relu:
+      return k([](auto d, auto x) HWY_ATTR { return relu(d, x); });
   }
 }
 
@@ -294,19 +304,19 @@ ATTOGRAD_KERNEL(void, unary_backward,
                 (UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n),
                 (op, dx, x, y, dy, n));
 
-ATTOGRAD_KERNEL(void, pow_forward, (T* y, const T* x, T p, int64_t n), (y, x, p, n));
+ATTOGRAD_KERNEL(void, pow_forward, (T * y, const T* x, T p, int64_t n), (y, x, p, n));
 
-ATTOGRAD_KERNEL(void, pow_backward, (T* dx, const T* x, T p, const T* dy, int64_t n),
+ATTOGRAD_KERNEL(void, pow_backward, (T * dx, const T* x, T p, const T* dy, int64_t n),
                 (dx, x, p, dy, n));
 
-ATTOGRAD_KERNEL(void, axpy, (T* out, T alpha, const T* x, int64_t n), (out, alpha, x, n));
+ATTOGRAD_KERNEL(void, axpy, (T * out, T alpha, const T* x, int64_t n), (out, alpha, x, n));
 
-ATTOGRAD_KERNEL(void, mul_acc, (T* out, const T* x, const T* y, int64_t n), (out, x, y, n));
+ATTOGRAD_KERNEL(void, mul_acc, (T * out, const T* x, const T* y, int64_t n), (out, x, y, n));
 
-ATTOGRAD_KERNEL(void, div_backward, (T* da, T* db, const T* b, const T* c, const T* dc, int64_t n),
+ATTOGRAD_KERNEL(void, div_backward, (T * da, T* db, const T* b, const T* c, const T* dc, int64_t n),
                 (da, db, b, c, dc, n));
 
-ATTOGRAD_KERNEL(void, fill, (T* out, T value, int64_t n), (out, value, n));
+ATTOGRAD_KERNEL(void, fill, (T * out, T value, int64_t n), (out, value, n));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

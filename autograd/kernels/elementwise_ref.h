@@ -14,10 +14,14 @@ namespace attograd::kernels::reference {
 template <typename T>
 T apply(BinaryOp op, T a, T b) {
   switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    case BinaryOp::div: return a / b;
+    case BinaryOp::add:
+      return a + b;
+    case BinaryOp::sub:
+      return a - b;
+    case BinaryOp::mul:
+      return a * b;
+    case BinaryOp::div:
+      return a / b;
   }
   return T(0);  // unreachable: every enumerator is handled above
 }
@@ -26,12 +30,18 @@ T apply(BinaryOp op, T a, T b) {
 template <typename T>
 T apply(UnaryOp op, T x) {
   switch (op) {
-    case UnaryOp::neg: return -x;
-    case UnaryOp::exp: return std::exp(x);
-    case UnaryOp::log: return std::log(x);
-    case UnaryOp::tanh: return std::tanh(x);
-    case UnaryOp::sqrt: return std::sqrt(x);
-    case UnaryOp::relu: return x < T(0) ? T(0) : x;
+    case UnaryOp::neg:
+      return -x;
+    case UnaryOp::exp:
+      return std::exp(x);
+    case UnaryOp::log:
+      return std::log(x);
+    case UnaryOp::tanh:
+      return std::tanh(x);
+    case UnaryOp::sqrt:
+      return std::sqrt(x);
+    case UnaryOp::relu:
+      return x < T(0) ? T(0) : x;
   }
   return T(0);  // unreachable
 }
@@ -61,12 +71,24 @@ template <typename T>
 void unary_backward(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     switch (op) {
-      case UnaryOp::neg: dx[i] += -dy[i]; break;                         // d(-x) = -1
-      case UnaryOp::exp: dx[i] += dy[i] * y[i]; break;                   // exp' = exp = y
-      case UnaryOp::log: dx[i] += dy[i] / x[i]; break;                   // log' = 1/x
-      case UnaryOp::tanh: dx[i] += dy[i] * (T(1) - y[i] * y[i]); break;  // tanh' = 1 - y^2
-      case UnaryOp::sqrt: dx[i] += dy[i] / (T(2) * y[i]); break;         // sqrt' = 1/(2 sqrt x)
-      case UnaryOp::relu: dx[i] += x[i] > T(0) ? dy[i] : T(0); break;    // relu'(0) = 0
+      case UnaryOp::neg:
+        dx[i] += -dy[i];
+        break;  // d(-x) = -1
+      case UnaryOp::exp:
+        dx[i] += dy[i] * y[i];
+        break;  // exp' = exp = y
+      case UnaryOp::log:
+        dx[i] += dy[i] / x[i];
+        break;  // log' = 1/x
+      case UnaryOp::tanh:
+        dx[i] += dy[i] * (T(1) - y[i] * y[i]);
+        break;  // tanh' = 1 - y^2
+      case UnaryOp::sqrt:
+        dx[i] += dy[i] / (T(2) * y[i]);
+        break;  // sqrt' = 1/(2 sqrt x)
+      case UnaryOp::relu:
+        dx[i] += x[i] > T(0) ? dy[i] : T(0);
+        break;  // relu'(0) = 0
     }
   }
 }

@@ -96,9 +96,9 @@ namespace attograd::kernels {
 // The public kernels: each forwards to the f32 or f64 export for the best target of this CPU and
 // is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
-ATTOGRAD_KERNEL(void, gelu_forward, (T* y, const T* x, int64_t n), (y, x, n));
+ATTOGRAD_KERNEL(void, gelu_forward, (T * y, const T* x, int64_t n), (y, x, n));
 
-ATTOGRAD_KERNEL(void, gelu_backward, (T* dx, const T* x, const T* dy, int64_t n), (dx, x, dy, n));
+ATTOGRAD_KERNEL(void, gelu_backward, (T * dx, const T* x, const T* dy, int64_t n), (dx, x, dy, n));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

@@ -76,8 +76,8 @@ bool narrow_rows(int64_t C) {
 
 // The forward of rows [0, rows - rows % V), V rows at a time.
 template <typename T>
-int64_t layer_norm_forward_lanes(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta, int64_t rows,
-                                 int64_t C, T eps) {
+int64_t layer_norm_forward_lanes(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
+                                 int64_t rows, int64_t C, T eps) {
   const hn::ScalableTag<T> d;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d)), blocks = rows / V;
   T* cols = thread_scratch<T, NarrowRows>(static_cast<size_t>(C * V));
@@ -93,7 +93,8 @@ int64_t layer_norm_forward_lanes(T* y, T* mean, T* rstd, const T* x, const T* ga
       const auto centred = hn::Sub(hn::Load(d, cols + c * V), m);
       sum_sq = hn::MulAdd(centred, centred, sum_sq);
     }
-    const auto s = hn::Div(hn::Set(d, T(1)), hn::Sqrt(hn::Add(hn::Mul(sum_sq, inv_c), hn::Set(d, eps))));
+    const auto s =
+        hn::Div(hn::Set(d, T(1)), hn::Sqrt(hn::Add(hn::Mul(sum_sq, inv_c), hn::Set(d, eps))));
     for (int64_t c = 0; c < C; ++c) {
       const auto xhat = hn::Mul(hn::Sub(hn::Load(d, cols + c * V), m), s);
       hn::Store(hn::MulAdd(xhat, hn::Set(d, gamma[c]), hn::Set(d, beta[c])), d, cols + c * V);
@@ -108,7 +109,8 @@ int64_t layer_norm_forward_lanes(T* y, T* mean, T* rstd, const T* x, const T* ga
 template <typename T>
 void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
                              int64_t rows, int64_t C, T eps) {
-  const int64_t done = narrow_rows<T>(C) ? layer_norm_forward_lanes(y, mean, rstd, x, gamma, beta, rows, C, eps) : 0;
+  const int64_t done =
+      narrow_rows<T>(C) ? layer_norm_forward_lanes(y, mean, rstd, x, gamma, beta, rows, C, eps) : 0;
   for_range(rows - done, (rows - done) * C >= kParallelMin, [&, done](int64_t i) HWY_ATTR {
     const int64_t r = done + i;
     const T* xr = x + r * C;
@@ -142,12 +144,12 @@ void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma,
 // dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma; one row per thread.
 // dx of rows [0, rows - rows % V), V rows at a time (see layer_norm_forward_lanes).
 template <typename T>
-int64_t layer_norm_dx_lanes(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* gamma,
-                            int64_t rows, int64_t C) {
+int64_t layer_norm_dx_lanes(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
+                            const T* gamma, int64_t rows, int64_t C) {
   const hn::ScalableTag<T> d;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d)), blocks = rows / V;
   T* xcols = thread_scratch<T, NarrowRows>(static_cast<size_t>(3 * C * V));
-  T* gcols = xcols + C * V;   // g = dy * gamma
+  T* gcols = xcols + C * V;  // g = dy * gamma
   T* dxcols = gcols + C * V;
   const auto inv_c = hn::Set(d, T(1) / static_cast<T>(C));
   for (int64_t b = 0; b < blocks; ++b) {
@@ -168,7 +170,8 @@ int64_t layer_norm_dx_lanes(T* dx, const T* dy, const T* x, const T* mean, const
     // dx += rstd * (g - g_mean - xhat * g_xhat_mean)
     for (int64_t c = 0; c < C; ++c) {
       const auto xhat = hn::Mul(hn::Sub(hn::Load(d, xcols + c * V), m), s);
-      const auto inner = hn::NegMulAdd(xhat, g_xhat_mean, hn::Sub(hn::Load(d, gcols + c * V), g_mean));
+      const auto inner =
+          hn::NegMulAdd(xhat, g_xhat_mean, hn::Sub(hn::Load(d, gcols + c * V), g_mean));
       hn::Store(hn::MulAdd(s, inner, hn::Load(d, dxcols + c * V)), d, dxcols + c * V);
     }
     columns_to_rows(dx, dxcols, r0, C, V);
@@ -179,7 +182,8 @@ int64_t layer_norm_dx_lanes(T* dx, const T* dy, const T* x, const T* mean, const
 template <typename T>
 void layer_norm_dx(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* gamma,
                    int64_t rows, int64_t C) {
-  const int64_t done = narrow_rows<T>(C) ? layer_norm_dx_lanes(dx, dy, x, mean, rstd, gamma, rows, C) : 0;
+  const int64_t done =
+      narrow_rows<T>(C) ? layer_norm_dx_lanes(dx, dy, x, mean, rstd, gamma, rows, C) : 0;
   for_range(rows - done, (rows - done) * C >= kParallelMin, [&, done](int64_t i) HWY_ATTR {
     const int64_t r = done + i;
     const T* xr = x + r * C;
@@ -275,12 +279,12 @@ namespace attograd::kernels {
 // is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
 ATTOGRAD_KERNEL(void, layer_norm_forward,
-                (T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta, int64_t rows,
+                (T * y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta, int64_t rows,
                  int64_t C, T eps),
                 (y, mean, rstd, x, gamma, beta, rows, C, eps));
 
 ATTOGRAD_KERNEL(void, layer_norm_backward,
-                (T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean, const T* rstd,
+                (T * dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean, const T* rstd,
                  const T* gamma, int64_t rows, int64_t C),
                 (dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C));
 

@@ -133,8 +133,8 @@ struct Problem {
 // an operand stored along k (A stored (M, K), B stored (N, K)) into k-major micro-panels.
 // Scalar, one element per load and store: the specification of transpose_copy below.
 template <typename T>
-void transpose_copy_scalar(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RESTRICT src, int64_t ld_src,
-                           int64_t rows, int64_t kc) {
+void transpose_copy_scalar(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RESTRICT src,
+                           int64_t ld_src, int64_t rows, int64_t kc) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < kc; ++k) dst[k * ld_dst + r] = src[r * ld_src + k];
 }
@@ -226,7 +226,8 @@ void pack_a(T* dst, const Problem<T>& pr, int64_t i0, int64_t mc, int64_t k0, in
 
 // B[k0 : k0+kc, j0 : j0+nc] into micro-panels of NR columns, k-major.
 template <typename T>
-void pack_b(T* dst, const Problem<T>& pr, int64_t NR, int64_t k0, int64_t kc, int64_t j0, int64_t nc) {
+void pack_b(T* dst, const Problem<T>& pr, int64_t NR, int64_t k0, int64_t kc, int64_t j0,
+            int64_t nc) {
   pack_panels(dst, NR, pr.b + k0 * pr.b_row + j0 * pr.b_col, pr.b_col, pr.b_row, nc, kc);
 }
 
@@ -275,11 +276,11 @@ HWY_INLINE void micro_kernel(D d, int64_t kc, const T* HWY_RESTRICT a, const T* 
   for (int64_t k = 0; k < kc; ++k) {
     const auto b0 = hn::Load(d, b);
     const auto b1 = hn::Load(d, b + N);
-#define ATTOGRAD_GEMM_FMA(r)                   \
-  if constexpr (r < kMR) {                     \
-    const auto a_r = hn::Set(d, a[r]);         \
-    c##r##0 = hn::MulAdd(a_r, b0, c##r##0);    \
-    c##r##1 = hn::MulAdd(a_r, b1, c##r##1);    \
+#define ATTOGRAD_GEMM_FMA(r)                \
+  if constexpr (r < kMR) {                  \
+    const auto a_r = hn::Set(d, a[r]);      \
+    c##r##0 = hn::MulAdd(a_r, b0, c##r##0); \
+    c##r##1 = hn::MulAdd(a_r, b1, c##r##1); \
   }
     ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_FMA)
 #undef ATTOGRAD_GEMM_FMA
@@ -411,16 +412,18 @@ void small_m_dots(const Problem<T>& pr, const T* a_rows, int64_t j0, int64_t j1)
 // accumulators, as 4 by 4 do.)
 template <int M, typename T>
 void small_m_axpy(const Problem<T>& pr, int64_t j0, int64_t j1) {
-  for_each_tile<T, M <= 4 ? kTileVectors : std::min(kTileVectors, 2)>(j1 - j0, true, [&]<int NV>(auto d, int64_t jj) HWY_ATTR {
-    const int64_t j = j0 + jj, N = static_cast<int64_t>(hn::Lanes(d));
-    outer_product_tile<M, NV>(
-        d, pr.K, [&](int i, int64_t k) { return pr.A(i, k); }, [&](int64_t k) { return pr.b + k * pr.b_row + j; },
-        [&](int i, int v, auto acc) HWY_ATTR {
-          HWY_ALIGN T lanes[hn::MaxLanes(decltype(d)())];
-          hn::Store(acc, d, lanes);
-          for (int64_t l = 0; l < N; ++l) pr.store(i, j + v * N + l, lanes[l]);
-        });
-  });
+  for_each_tile<T, M <= 4 ? kTileVectors : std::min(kTileVectors, 2)>(
+      j1 - j0, true, [&]<int NV>(auto d, int64_t jj) HWY_ATTR {
+        const int64_t j = j0 + jj, N = static_cast<int64_t>(hn::Lanes(d));
+        outer_product_tile<M, NV>(
+            d, pr.K, [&](int i, int64_t k) { return pr.A(i, k); },
+            [&](int64_t k) { return pr.b + k * pr.b_row + j; },
+            [&](int i, int v, auto acc) HWY_ATTR {
+              HWY_ALIGN T lanes[hn::MaxLanes(decltype(d)())];
+              hn::Store(acc, d, lanes);
+              for (int64_t l = 0; l < N; ++l) pr.store(i, j + v * N + l, lanes[l]);
+            });
+      });
 }
 
 // The rows of A as a contiguous (M, K) block, for the dot products: A itself when stored (M, K),
@@ -445,7 +448,8 @@ void small_m(const Problem<T>& pr) {
   const int threads = M * pr.N * pr.K >= kParallelMinWork ? omp_get_max_threads() : 1;
   const int64_t parts = std::min<int64_t>(threads, units);
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
-    const int64_t j0 = units * p / parts * unit, j1 = std::min(pr.N, units * (p + 1) / parts * unit);
+    const int64_t j0 = units * p / parts * unit,
+                  j1 = std::min(pr.N, units * (p + 1) / parts * unit);
     if constexpr (M <= kSmallM) {
       if (dots) return small_m_dots<M>(pr, a_rows, j0, j1);
     }
@@ -458,8 +462,9 @@ void small_m(const Problem<T>& pr) {
 // pad every micro-panel of B to NR columns and compute mostly zeros (pico's products ran at
 // 0.2-0.4x OpenBLAS that way). Instead, vectors run along C's rows, M, the long side in a GPT
 // (B*T): a register tile (simd-inl.h) of 4 columns of C by up to 4 vectors of rows, each step k
-// broadcasting 4 coefficients B(k, j) and loading the rows' A(i, k). A is read as stored when that is a contiguous run (A stored (K, M): the weight-gradient
-// layout), else a block of rows is first copied transposed. Threads split the row blocks.
+// broadcasting 4 coefficients B(k, j) and loading the rows' A(i, k). A is read as stored when that
+// is a contiguous run (A stored (K, M): the weight-gradient layout), else a block of rows is first
+// copied transposed. Threads split the row blocks.
 struct ThinRows {};
 
 // Columns [j_begin, j_end) of C.
@@ -490,7 +495,8 @@ void thin_gemm(const Problem<T>& pr, int64_t j_begin, int64_t j_end) {
               if (c >= cols) return;
               HWY_ALIGN T column[hn::MaxLanes(decltype(d)())];
               hn::Store(acc, d, column);
-              for (int64_t l = 0; l < lanes; ++l) pr.store(i0 + r0 + v * lanes + l, j0 + c, column[l]);
+              for (int64_t l = 0; l < lanes; ++l)
+                pr.store(i0 + r0 + v * lanes + l, j0 + c, column[l]);
             });
       });
     }
@@ -501,28 +507,46 @@ template <typename T>
 void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
                  bool b_trans, bool accumulate, const T* bias) {
   if (M == 0 || N == 0) return;
-  const Problem<T> pr{c, a, b, bias, M, K, N,
-                      a_trans ? 1 : K, a_trans ? M : 1,   // A(i, k)
-                      b_trans ? 1 : N, b_trans ? K : 1,   // B(k, j)
+  const Problem<T> pr{c,
+                      a,
+                      b,
+                      bias,
+                      M,
+                      K,
+                      N,
+                      a_trans ? 1 : K,
+                      a_trans ? M : 1,  // A(i, k)
+                      b_trans ? 1 : N,
+                      b_trans ? K : 1,  // B(k, j)
                       accumulate};
   if (K == 0) return gemm_empty_k(pr);
   switch (M) {
-    case 1: return small_m<1>(pr);
-    case 2: return small_m<2>(pr);
-    case 3: return small_m<3>(pr);
-    case 4: return small_m<4>(pr);
-    default: break;
+    case 1:
+      return small_m<1>(pr);
+    case 2:
+      return small_m<2>(pr);
+    case 3:
+      return small_m<3>(pr);
+    case 4:
+      return small_m<4>(pr);
+    default:
+      break;
   }
   static_assert(kSmallM == 4, "the switch above lists the few-row cases");
   // B stored (K, N) takes the few-row register tile up to 8 rows (a 6-wide layer's weight
   // gradient, dW (6, 24) = dyᵀ x: 0.36x OpenBLAS packed).
   if (pr.b_col == 1) {
     switch (M) {
-      case 5: return small_m<5>(pr);
-      case 6: return small_m<6>(pr);
-      case 7: return small_m<7>(pr);
-      case 8: return small_m<8>(pr);
-      default: break;
+      case 5:
+        return small_m<5>(pr);
+      case 6:
+        return small_m<6>(pr);
+      case 7:
+        return small_m<7>(pr);
+      case 8:
+        return small_m<8>(pr);
+      default:
+        break;
     }
   }
   const int64_t NR = blocking<T>().NR;
@@ -568,7 +592,7 @@ namespace attograd::kernels {
 // instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
 ATTOGRAD_KERNEL(void, matmul,
-                (T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
+                (T * c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
                  bool b_trans, bool accumulate, const T* bias),
                 (c, a, b, M, K, N, a_trans, b_trans, accumulate, bias));
 

@@ -36,22 +36,26 @@ constexpr ElementwiseSplit kSplit{.chunk = 16384, .parallel_min = 65536};
 
 // The AdamW formulas of optimizer.h on [begin, end), with or without the weight decay.
 template <typename T, bool kDecay>
-void adamw_range(T* param, const T* grad, T* m, T* v, int64_t begin, int64_t end, const AdamWStep& s) {
+void adamw_range(T* param, const T* grad, T* m, T* v, int64_t begin, int64_t end,
+                 const AdamWStep& s) {
   const int64_t n = end - begin;
   param += begin, grad += begin, m += begin, v += begin;
   const T decay = static_cast<T>(1 - s.lr * s.weight_decay), scale = static_cast<T>(s.grad_scale);
-  const T w1 = static_cast<T>(1 - s.beta1), b2 = static_cast<T>(s.beta2), w2 = static_cast<T>(1 - s.beta2);
+  const T w1 = static_cast<T>(1 - s.beta1), b2 = static_cast<T>(s.beta2),
+          w2 = static_cast<T>(1 - s.beta2);
   const T step_size = static_cast<T>(s.lr / s.bias_correction1);
-  const T inv_sqrt_bc2 = static_cast<T>(1 / std::sqrt(s.bias_correction2)), eps = static_cast<T>(s.eps);
+  const T inv_sqrt_bc2 = static_cast<T>(1 / std::sqrt(s.bias_correction2)),
+          eps = static_cast<T>(s.eps);
   elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
     const auto g = hn::Mul(hn::LoadU(d, grad + i), hn::Set(d, scale));
     auto p = hn::LoadU(d, param + i);
     if constexpr (kDecay) p = hn::Mul(p, hn::Set(d, decay));
     auto mi = hn::LoadU(d, m + i);
-    mi = hn::MulAdd(hn::Set(d, w1), hn::Sub(g, mi), mi);                           // lerp(m, g, 1 - beta1)
-    const auto vi = hn::MulAdd(hn::Set(d, b2), hn::LoadU(d, v + i), hn::Mul(hn::Set(d, w2), hn::Mul(g, g)));
+    mi = hn::MulAdd(hn::Set(d, w1), hn::Sub(g, mi), mi);  // lerp(m, g, 1 - beta1)
+    const auto vi =
+        hn::MulAdd(hn::Set(d, b2), hn::LoadU(d, v + i), hn::Mul(hn::Set(d, w2), hn::Mul(g, g)));
     const auto denom = hn::MulAdd(hn::Sqrt(vi), hn::Set(d, inv_sqrt_bc2), hn::Set(d, eps));
-    p = hn::NegMulAdd(hn::Set(d, step_size), hn::Div(mi, denom), p);               // p - step m / denom
+    p = hn::NegMulAdd(hn::Set(d, step_size), hn::Div(mi, denom), p);  // p - step m / denom
     hn::StoreU(mi, d, m + i);
     hn::StoreU(vi, d, v + i);
     hn::StoreU(p, d, param + i);
@@ -59,7 +63,8 @@ void adamw_range(T* param, const T* grad, T* m, T* v, int64_t begin, int64_t end
 }
 
 template <typename T>
-void adamw_step_impl(T* param, const T* grad, T* m, T* v, int64_t n, int64_t n_decay, const AdamWStep& s) {
+void adamw_step_impl(T* param, const T* grad, T* m, T* v, int64_t n, int64_t n_decay,
+                     const AdamWStep& s) {
   n_decay = std::clamp<int64_t>(n_decay, 0, n);
   adamw_range<T, true>(param, grad, m, v, 0, n_decay, s);
   adamw_range<T, false>(param, grad, m, v, n_decay, n, s);
@@ -72,7 +77,8 @@ template <typename T>
 double sum_squares_double_impl(const T* x, int64_t n) {
   const hn::ScalableTag<double> dd;
   const int64_t N = static_cast<int64_t>(hn::Lanes(dd));
-  const int64_t per_slice = (n / kSlices + N - 1) / N * N;  // whole vectors, so only the last slice has a tail
+  const int64_t per_slice =
+      (n / kSlices + N - 1) / N * N;  // whole vectors, so only the last slice has a tail
   double totals[kSlices] = {};
   for_range(kSlices, n >= 65536, [&](int64_t slice) HWY_ATTR {
     const int64_t begin = std::min(n, slice * per_slice);
@@ -112,7 +118,8 @@ HWY_AFTER_NAMESPACE();
 namespace attograd::kernels {
 
 ATTOGRAD_KERNEL(void, adamw_step,
-                (T* param, const T* grad, T* m, T* v, int64_t n, int64_t n_decay, const AdamWStep& s),
+                (T * param, const T* grad, T* m, T* v, int64_t n, int64_t n_decay,
+                 const AdamWStep& s),
                 (param, grad, m, v, n, n_decay, s));
 
 ATTOGRAD_KERNEL(double, sum_squares_double, (const T* x, int64_t n), (x, n));

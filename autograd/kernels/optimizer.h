@@ -16,7 +16,7 @@ struct AdamWStep {
   double weight_decay;      // decoupled decay, applied to the first n_decay parameters only
   double bias_correction1;  // 1 - beta1^t, t = this step's number (1 for the first)
   double bias_correction2;  // 1 - beta2^t
-  double grad_scale;        // each gradient is multiplied by this first (the clipping factor; 1 = none)
+  double grad_scale;  // each gradient is multiplied by this first (the clipping factor; 1 = none)
 };
 
 /// One AdamW step over n parameters, in T arithmetic, as torch.optim.AdamW computes it:
@@ -27,7 +27,8 @@ struct AdamWStep {
 ///   p = p - lr / bias_correction1 * m / (sqrt(v) / sqrt(bias_correction2) + eps)
 /// param, m, v (n,) are updated in place; grad (n,) is read only.
 template <typename T>
-void adamw_step(T* param, const T* grad, T* m, T* v, int64_t n, int64_t n_decay, const AdamWStep& s);
+void adamw_step(T* param, const T* grad, T* m, T* v, int64_t n, int64_t n_decay,
+                const AdamWStep& s);
 
 /// sum of x[i]² over [0, n), every square and partial sum in double, summed in 64 fixed slices
 /// whose totals are added in order: the same result for any number of threads.

@@ -11,9 +11,11 @@ namespace attograd::kernels::reference {
 
 /// One AdamW step, element by element, in T arithmetic (optimizer.h).
 template <typename T>
-void adamw_step(T* param, const T* grad, T* m, T* v, int64_t n, int64_t n_decay, const AdamWStep& s) {
+void adamw_step(T* param, const T* grad, T* m, T* v, int64_t n, int64_t n_decay,
+                const AdamWStep& s) {
   const T decay = static_cast<T>(1 - s.lr * s.weight_decay), scale = static_cast<T>(s.grad_scale);
-  const T w1 = static_cast<T>(1 - s.beta1), b2 = static_cast<T>(s.beta2), w2 = static_cast<T>(1 - s.beta2);
+  const T w1 = static_cast<T>(1 - s.beta1), b2 = static_cast<T>(s.beta2),
+          w2 = static_cast<T>(1 - s.beta2);
   const T step_size = static_cast<T>(s.lr / s.bias_correction1);
   const T sqrt_bc2 = static_cast<T>(std::sqrt(s.bias_correction2)), eps = static_cast<T>(s.eps);
   for (int64_t i = 0; i < n; ++i) {

@@ -281,15 +281,15 @@ namespace attograd::kernels {
 // is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
 ATTOGRAD_KERNEL(void, sum_axis,
-                (T* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool accumulate),
+                (T * out, const T* x, int64_t outer, int64_t n, int64_t inner, bool accumulate),
                 (out, x, outer, n, inner, accumulate));
 
 ATTOGRAD_KERNEL(void, max_axis,
-                (T* out, int64_t* argmax, const T* x, int64_t outer, int64_t n, int64_t inner),
+                (T * out, int64_t* argmax, const T* x, int64_t outer, int64_t n, int64_t inner),
                 (out, argmax, x, outer, n, inner));
 
 ATTOGRAD_KERNEL(void, broadcast_axis_acc,
-                (T* dx, const T* dy, T alpha, int64_t outer, int64_t n, int64_t inner),
+                (T * dx, const T* dy, T alpha, int64_t outer, int64_t n, int64_t inner),
                 (dx, dy, alpha, outer, n, inner));
 
 ATTOGRAD_KERNEL(double, sum_all_double, (const T* x, int64_t n), (x, n));

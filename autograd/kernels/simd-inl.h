@@ -32,9 +32,9 @@
 #include <new>
 #include <type_traits>
 
-#include "hwy/highway.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attograd::kernels::HWY_NAMESPACE {
@@ -192,10 +192,17 @@ HWY_INLINE void for_each_tile(int64_t count, bool tail, const Tile& tile) {
   int64_t v = 0;
   for (; v + MaxNV <= vectors; v += MaxNV) tile.template operator()<MaxNV>(d, v * N);
   switch (vectors - v) {
-    case 1: tile.template operator()<1>(d, v * N); break;
-    case 2: if constexpr (MaxNV > 2) tile.template operator()<2>(d, v * N); break;
-    case 3: if constexpr (MaxNV > 3) tile.template operator()<3>(d, v * N); break;
-    default: break;
+    case 1:
+      tile.template operator()<1>(d, v * N);
+      break;
+    case 2:
+      if constexpr (MaxNV > 2) tile.template operator()<2>(d, v * N);
+      break;
+    case 3:
+      if constexpr (MaxNV > 3) tile.template operator()<3>(d, v * N);
+      break;
+    default:
+      break;
   }
   if (tail) {
     int64_t i = vectors * N;
@@ -209,7 +216,8 @@ HWY_INLINE void for_each_tile(int64_t count, bool tail, const Tile& tile) {
 // where each step broadcasts R coefficients and loads NV vectors of one row, shared by the R
 // rows; then store(r, v, acc[r][v]).
 template <int R, int NV, class D, class Coef, class Row, class Store>
-HWY_INLINE void outer_product_tile(D d, int64_t steps, const Coef& coef, const Row& row, const Store& store) {
+HWY_INLINE void outer_product_tile(D d, int64_t steps, const Coef& coef, const Row& row,
+                                   const Store& store) {
   using V = hn::Vec<D>;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   V acc[R][NV];

@@ -148,18 +148,17 @@ namespace attograd::kernels {
 // is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
 
 ATTOGRAD_KERNEL(void, softmax_forward,
-                (T* y, const T* x, int64_t rows, int64_t n, int64_t causal_tq),
+                (T * y, const T* x, int64_t rows, int64_t n, int64_t causal_tq),
                 (y, x, rows, n, causal_tq));
 
-ATTOGRAD_KERNEL(void, softmax_backward, (T* dx, const T* y, const T* dy, int64_t rows, int64_t n),
+ATTOGRAD_KERNEL(void, softmax_backward, (T * dx, const T* y, const T* dy, int64_t rows, int64_t n),
                 (dx, y, dy, rows, n));
 
-ATTOGRAD_KERNEL(void, log_softmax_forward, (T* y, const T* x, int64_t rows, int64_t n),
+ATTOGRAD_KERNEL(void, log_softmax_forward, (T * y, const T* x, int64_t rows, int64_t n),
                 (y, x, rows, n));
 
 ATTOGRAD_KERNEL(void, log_softmax_backward,
-                (T* dx, const T* y, const T* dy, int64_t rows, int64_t n),
-                (dx, y, dy, rows, n));
+                (T * dx, const T* y, const T* dy, int64_t rows, int64_t n), (dx, y, dy, rows, n));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

@@ -40,15 +40,17 @@ std::string csv_field(const std::string& s) {
 }
 
 // The chosen index or every index in [0, n); a chosen one out of range is an error naming n.
-std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const char* option, const char* what) {
+std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const char* option,
+                            const char* what) {
   if (!pick) {
     std::vector<int64_t> all(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) all[i] = i;
     return all;
   }
   if (*pick < 0 || *pick >= n)
-    throw std::invalid_argument(std::string(option) + " " + std::to_string(*pick) + " is out of range: the model has " +
-                                std::to_string(n) + " " + what + ", numbered 0 to " + std::to_string(n - 1));
+    throw std::invalid_argument(std::string(option) + " " + std::to_string(*pick) +
+                                " is out of range: the model has " + std::to_string(n) + " " +
+                                what + ", numbered 0 to " + std::to_string(n - 1));
   return {*pick};
 }
 
@@ -59,20 +61,25 @@ std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const
 // weights: dL_t/dA[t,j] = dL_t/dz_t . v_j), which one backward pass per query gives for every
 // head and key at once. Prints one line per (layer, head, query) for the queries 1 .. T-2 (query
 // 0 has a single key to attend to) and how often the two differ.
-void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids, const std::vector<int64_t>& layers,
-                       const std::vector<int64_t>& heads, const std::vector<std::string>& labels) {
+void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
+                       const std::vector<int64_t>& layers, const std::vector<int64_t>& heads,
+                       const std::vector<std::string>& labels) {
   const int64_t T = static_cast<int64_t>(ids.size());
-  std::printf("\nattribution: per query t, the most-attended key against the key whose removal changes the loss of\n"
-              "predicting token t+1 most (first order: -weight x dloss/dweight, in nats)\n"
-              "layer  head  query  most attended (weight)    largest change on removal\n");
+  std::printf(
+      "\nattribution: per query t, the most-attended key against the key whose removal changes the "
+      "loss of\n"
+      "predicting token t+1 most (first order: -weight x dloss/dweight, in nats)\n"
+      "layer  head  query  most attended (weight)    largest change on removal\n");
   int64_t compared = 0, differ = 0;
   model.eval();
   for (int64_t t = 1; t + 1 < T; ++t) {  // query 0 sees only key 0
     std::vector<int64_t> target(static_cast<size_t>(T), gpt::kIgnoreTarget);
     target[static_cast<size_t>(t)] = ids[static_cast<size_t>(t + 1)];
     std::vector<Tensor> weights;
-    const Tensor loss = model.forward(Tensor::from_ids(ids, {1, T}), Tensor::from_ids(target, {1, T}), nullptr,
-                                         &weights).loss;
+    const Tensor loss = model
+                            .forward(Tensor::from_ids(ids, {1, T}),
+                                     Tensor::from_ids(target, {1, T}), nullptr, &weights)
+                            .loss;
     for (int64_t l : layers) weights[static_cast<size_t>(l)].retain_grad();
     loss.backward();
     for (size_t li = 0; li < layers.size(); ++li) {
@@ -88,20 +95,25 @@ void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids, const s
         }
         ++compared;
         differ += top != biggest;
-        std::printf("%-6lld %-5lld %-6lld %-3lld %-8s (%.3f)  %-3lld %-8s (%+.4f)%s\n", static_cast<long long>(layers[li]),
-                    static_cast<long long>(h), static_cast<long long>(t), static_cast<long long>(top),
-                    ("\"" + labels[top] + "\"").c_str(), w.at({0, h, t, top}), static_cast<long long>(biggest),
-                    ("\"" + labels[biggest] + "\"").c_str(), d[biggest], top != biggest ? "  differ" : "");
+        std::printf("%-6lld %-5lld %-6lld %-3lld %-8s (%.3f)  %-3lld %-8s (%+.4f)%s\n",
+                    static_cast<long long>(layers[li]), static_cast<long long>(h),
+                    static_cast<long long>(t), static_cast<long long>(top),
+                    ("\"" + labels[top] + "\"").c_str(), w.at({0, h, t, top}),
+                    static_cast<long long>(biggest), ("\"" + labels[biggest] + "\"").c_str(),
+                    d[biggest], top != biggest ? "  differ" : "");
       }
     }
   }
-  std::printf("the most-attended key is not the one whose removal changes the loss most for %lld of %lld "
-              "(layer, head, query)\n", static_cast<long long>(differ), static_cast<long long>(compared));
+  std::printf(
+      "the most-attended key is not the one whose removal changes the loss most for %lld of %lld "
+      "(layer, head, query)\n",
+      static_cast<long long>(differ), static_cast<long long>(compared));
 }
 
 int run(const AttentionArgs& a) {
   if (a.prompt.empty())
-    throw std::invalid_argument("--prompt is empty: give the text whose attention to show (at least one token)");
+    throw std::invalid_argument(
+        "--prompt is empty: give the text whose attention to show (at least one token)");
   const gpt::Session m = gpt::open_model(a.source);
   m.require_tokenizer_fits();
   gpt::GPT& model = m.gpt();
@@ -110,14 +122,18 @@ int run(const AttentionArgs& a) {
   const std::vector<int64_t> heads = chosen(a.head, c.n_head, "--head", "heads");
   const std::vector<int64_t> ids = m.tokenizer->encode(a.prompt);  // names an unknown character
   const int64_t T = static_cast<int64_t>(ids.size());
-  if (T == 0) throw std::invalid_argument("--prompt \"" + gpt::escape_bytes(a.prompt) + "\" encodes to no tokens");
+  if (T == 0)
+    throw std::invalid_argument("--prompt \"" + gpt::escape_bytes(a.prompt) +
+                                "\" encodes to no tokens");
   if (T > c.block_size)
-    throw std::invalid_argument("--prompt encodes to " + std::to_string(T) + " tokens, more than the model's block_size " +
-                                std::to_string(c.block_size) + ": shorten it (attention spans one context window)");
+    throw std::invalid_argument(
+        "--prompt encodes to " + std::to_string(T) + " tokens, more than the model's block_size " +
+        std::to_string(c.block_size) + ": shorten it (attention spans one context window)");
 
   if (a.attribution && T < 3)
-    throw std::invalid_argument("--attribution needs a prompt of at least 3 tokens: query t is scored on the loss of "
-                                "predicting token t+1, and query 0 sees only itself");
+    throw std::invalid_argument(
+        "--attribution needs a prompt of at least 3 tokens: query t is scored on the loss of "
+        "predicting token t+1, and query 0 sees only itself");
   std::vector<Tensor> weights;  // per layer (1, n_head, T, T)
   {
     NoGradGuard no_grad;
@@ -136,12 +152,18 @@ int run(const AttentionArgs& a) {
   create_out_dir(a.out, "--out");
   std::printf("%s: %lld tokens:", m.path.c_str(), static_cast<long long>(T));
   for (const std::string& l : labels) std::printf(" \"%s\"", l.c_str());
-  std::printf("\n\nmean weight over queries 1..T-1 on their own token, the previous one and the first:\n"
-              "layer  head  self    previous  first\n");
+  std::printf(
+      "\n\nmean weight over queries 1..T-1 on their own token, the previous one and the first:\n"
+      "layer  head  self    previous  first\n");
 
   std::vector<gpt::HeatmapFigure> figures;
-  gpt::HeatmapFigure grid{a.out + "/all_heads", "attention weights of \"" + a.prompt + "\"", {},
-                          static_cast<int64_t>(heads.size()), 0, 1, false};
+  gpt::HeatmapFigure grid{a.out + "/all_heads",
+                          "attention weights of \"" + a.prompt + "\"",
+                          {},
+                          static_cast<int64_t>(heads.size()),
+                          0,
+                          1,
+                          false};
   for (int64_t l : layers) {
     const Tensor& w = weights[static_cast<size_t>(l)];
     for (int64_t h : heads) {
@@ -150,7 +172,12 @@ int run(const AttentionArgs& a) {
       csv << "query\\key";
       for (const std::string& key : labels) csv << ',' << csv_field(key);
       csv << '\n';
-      gpt::Heatmap map{"layer " + std::to_string(l) + ", head " + std::to_string(h), "query", "key", drawn, drawn, {}};
+      gpt::Heatmap map{"layer " + std::to_string(l) + ", head " + std::to_string(h),
+                       "query",
+                       "key",
+                       drawn,
+                       drawn,
+                       {}};
       double self = 0, previous = 0, first = 0;
       for (int64_t t = 0; t < T; ++t) {
         csv << csv_field(labels[t]);
@@ -159,7 +186,8 @@ int run(const AttentionArgs& a) {
           char buf[32];
           std::snprintf(buf, sizeof buf, ",%.9g", v);
           csv << buf;
-          map.values.push_back(j > t ? std::nan("") : v);  // the causal mask drawn grey, not as a white 0
+          map.values.push_back(j > t ? std::nan("")
+                                     : v);  // the causal mask drawn grey, not as a white 0
         }
         csv << '\n';
         if (t > 0) {
@@ -171,11 +199,11 @@ int run(const AttentionArgs& a) {
       if (!csv.flush()) throw std::runtime_error("could not write " + stem + ".csv");
       if (T > 1) {
         const double n = static_cast<double>(T - 1);
-        std::printf("%-6lld %-5lld %-7.3f %-9.3f %.3f\n", static_cast<long long>(l), static_cast<long long>(h), self / n,
-                    previous / n, first / n);
+        std::printf("%-6lld %-5lld %-7.3f %-9.3f %.3f\n", static_cast<long long>(l),
+                    static_cast<long long>(h), self / n, previous / n, first / n);
       } else {
-        std::printf("%-6lld %-5lld (one token: it can only attend to itself, weight 1)\n", static_cast<long long>(l),
-                    static_cast<long long>(h));
+        std::printf("%-6lld %-5lld (one token: it can only attend to itself, weight 1)\n",
+                    static_cast<long long>(l), static_cast<long long>(h));
       }
       grid.panels.push_back(map);
       figures.push_back({stem, "", {std::move(map)}, 1, 0, 1, T <= 16});
@@ -197,20 +225,26 @@ int run(const AttentionArgs& a) {
 
 void add_attention_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<AttentionArgs>();
-  CLI::App* cmd = app.add_subcommand("attention",
-                                     "the attention weights of every layer and head for a prompt, as CSV and heatmaps");
+  CLI::App* cmd = app.add_subcommand(
+      "attention",
+      "the attention weights of every layer and head for a prompt, as CSV and heatmaps");
   add_model_source_options(cmd, a->source);
-  cmd->add_option("--prompt", a->prompt, "the text whose attention to show (at most block_size tokens)")->required();
+  cmd->add_option("--prompt", a->prompt,
+                  "the text whose attention to show (at most block_size tokens)")
+      ->required();
   cmd->add_option("--layer", a->layer, "show only this layer (0 = the first)")
       ->check(integer_in({0, gpt::limits::n_layer.max - 1}));
   cmd->add_option("--head", a->head, "show only this head (0 = the first)")
       ->check(integer_in({0, gpt::limits::n_head.max - 1}));
-  cmd->add_option("--out", a->out, "directory for the CSV files and heatmaps")->capture_default_str();
+  cmd->add_option("--out", a->out, "directory for the CSV files and heatmaps")
+      ->capture_default_str();
   cmd->add_flag("--attribution", a->attribution,
-                "also print, per query, the most-attended key next to the key whose removal changes the loss of "
+                "also print, per query, the most-attended key next to the key whose removal "
+                "changes the loss of "
                 "the next prompt token most (first order: -weight x dloss/dweight)");
-  cmd->footer("Rows are queries, columns keys: row t is the distribution query t averaged the values with. "
-              "Each row sums to 1, and keys after the query get exactly 0 (the causal mask).");
+  cmd->footer(
+      "Rows are queries, columns keys: row t is the distribution query t averaged the values with. "
+      "Each row sums to 1, and keys after the query get exactly 0 (the causal mask).");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

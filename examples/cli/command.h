@@ -27,7 +27,8 @@ void add_info_command(CLI::App& app, int& exit_code);
 void add_attention_command(CLI::App& app, int& exit_code);
 /// `attograd graph`: the recorded autograd graph of an expression or a femto step, as DOT/SVG.
 void add_graph_command(CLI::App& app, int& exit_code);
-/// `attograd figure`: the sinusoidal table, RoPE, the causal mask or the block diagram, as CSV and a drawing.
+/// `attograd figure`: the sinusoidal table, RoPE, the causal mask or the block diagram, as CSV and
+/// a drawing.
 void add_figure_command(CLI::App& app, int& exit_code);
 
 /// Option checks with short messages ("--lr: must be a finite number > 0, got 0"): CLI11's

@@ -1,7 +1,7 @@
 #include "examples/cli/command.h"
 
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -14,7 +14,8 @@ namespace {
 
 // A finite double satisfying `ok`; `condition` completes "must be a finite number ..." and,
 // after "NUMBER ", the --help hint.
-CLI::Validator finite_number_check(const std::function<bool(double)>& ok, const std::string& condition) {
+CLI::Validator finite_number_check(const std::function<bool(double)>& ok,
+                                   const std::string& condition) {
   return CLI::Validator(
       [ok, condition](std::string& text) -> std::string {
         // Decimal notation only: std::stod alone would also read hex floats (0x1p3 = 8) and skip
@@ -23,7 +24,8 @@ CLI::Validator finite_number_check(const std::function<bool(double)>& ok, const 
         if (!word.empty() && (word[0] == '-' || word[0] == '+')) word.erase(0, 1);
         for (char& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
         const bool special = word == "nan" || word == "inf" || word == "infinity";
-        if (!special && (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string::npos))
+        if (!special &&
+            (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string::npos))
           return "expected a decimal number, got '" + text + "'";
         double v;
         try {
@@ -31,11 +33,13 @@ CLI::Validator finite_number_check(const std::function<bool(double)>& ok, const 
           v = std::stod(text, &used);
           if (used != text.size()) throw std::invalid_argument("trailing characters");
         } catch (const std::out_of_range&) {
-          return "must be a finite number " + condition + " within the range of a double, got " + text;
+          return "must be a finite number " + condition + " within the range of a double, got " +
+                 text;
         } catch (const std::exception&) {
           return "expected a number, got '" + text + "'";
         }
-        if (!std::isfinite(v) || !ok(v)) return "must be a finite number " + condition + ", got " + text;
+        if (!std::isfinite(v) || !ok(v))
+          return "must be a finite number " + condition + ", got " + text;
         return std::string();
       },
       "NUMBER " + condition);
@@ -74,11 +78,13 @@ const CLI::Validator kNonNegative = finite_number_check([](double v) { return v 
 
 CLI::Validator number_in(double min, double max, bool min_open) {
   const std::string range = (min_open ? "(" : "[") + number_str(min) + ", " + number_str(max) + "]";
-  return finite_number_check([=](double v) { return (min_open ? v > min : v >= min) && v <= max; }, "in " + range);
+  return finite_number_check([=](double v) { return (min_open ? v > min : v >= min) && v <= max; },
+                             "in " + range);
 }
 
 CLI::Validator integer_in(gpt::IntRange range, const std::string& why) {
-  const std::string expected = "an integer in " + gpt::range_str(range) + (why.empty() ? "" : " (" + why + ")");
+  const std::string expected =
+      "an integer in " + gpt::range_str(range) + (why.empty() ? "" : " (" + why + ")");
   return CLI::Validator(
       [range, expected](std::string& text) -> std::string {
         const std::optional<int64_t> v = parse_decimal<int64_t>(text);
@@ -101,17 +107,25 @@ void add_config_options(CLI::App* cmd, ConfigArgs& a, bool with_vocab) {
       ->check(CLI::IsMember({"femto", "pico", "nano", "gpt2"}))
       ->capture_default_str();
   namespace limits = gpt::limits;
-  cmd->add_option("--n-layer", a.n_layer, "override: number of transformer blocks")->check(integer_in(limits::n_layer));
-  cmd->add_option("--n-head", a.n_head, "override: attention heads per block")->check(integer_in(limits::n_head));
-  cmd->add_option("--n-embd", a.n_embd, "override: embedding width C")->check(integer_in(limits::n_embd));
-  cmd->add_option("--block-size", a.block_size, "override: context length in tokens")->check(integer_in(limits::block_size));
-  cmd->add_option("--dropout", a.dropout, "override: dropout probability")->check(number_in(0.0, 0.99));
+  cmd->add_option("--n-layer", a.n_layer, "override: number of transformer blocks")
+      ->check(integer_in(limits::n_layer));
+  cmd->add_option("--n-head", a.n_head, "override: attention heads per block")
+      ->check(integer_in(limits::n_head));
+  cmd->add_option("--n-embd", a.n_embd, "override: embedding width C")
+      ->check(integer_in(limits::n_embd));
+  cmd->add_option("--block-size", a.block_size, "override: context length in tokens")
+      ->check(integer_in(limits::block_size));
+  cmd->add_option("--dropout", a.dropout, "override: dropout probability")
+      ->check(number_in(0.0, 0.99));
   cmd->add_option("--pos-encoding", a.pos_encoding, "learned (GPT-2), sinusoidal or rope")
       ->check(CLI::IsMember({"learned", "sinusoidal", "rope"}));
   cmd->add_flag("--no-bias", a.no_bias, "no biases in Linear and LayerNorm");
-  if (with_vocab) cmd->add_option("--vocab-size", a.vocab_size, "vocabulary size V")->check(integer_in(limits::vocab_size));
+  if (with_vocab)
+    cmd->add_option("--vocab-size", a.vocab_size, "vocabulary size V")
+        ->check(integer_in(limits::vocab_size));
   cmd->footer("At most " + std::to_string(limits::max_parameters) +
-              " parameters in all (GPTConfig::num_parameters), and no more than this machine's memory holds.");
+              " parameters in all (GPTConfig::num_parameters), and no more than this machine's "
+              "memory holds.");
 }
 
 gpt::GPTConfig build_config(const ConfigArgs& a, std::optional<int64_t> tokenizer_vocab) {

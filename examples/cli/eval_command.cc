@@ -45,7 +45,8 @@ struct EvalArgs {
 };
 
 const char kWindowsNote[] =
-    "The loss predicts every token from the ones before it (with --ids: ids[1..n) from ids[0..n-1)). "
+    "The loss predicts every token from the ones before it (with --ids: ids[1..n) from "
+    "ids[0..n-1)). "
     "Sequences longer than block_size are evaluated in consecutive, non-overlapping windows of "
     "block_size predictions, each starting from an empty context; the loss is the mean over all "
     "predictions, printed with 9 significant digits (%.9g).";
@@ -59,9 +60,11 @@ std::vector<int64_t> read_ids(const std::string& path) {
   if (path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
-    if (std::filesystem::is_directory(path)) throw std::invalid_argument(where + " is a directory, not a file of token ids");
+    if (std::filesystem::is_directory(path))
+      throw std::invalid_argument(where + " is a directory, not a file of token ids");
     if (!std::filesystem::exists(path))
-      throw std::invalid_argument("cannot open " + where + " (one sequence of whitespace-separated token ids)");
+      throw std::invalid_argument("cannot open " + where +
+                                  " (one sequence of whitespace-separated token ids)");
     // Read like a corpus, bounded: `--ids /dev/zero` would otherwise read until memory runs out.
     text = gpt::read_text_file(path, "--ids file", "give a file of whitespace-separated token ids");
   }
@@ -72,8 +75,8 @@ std::vector<int64_t> read_ids(const std::string& path) {
     int64_t id = 0;
     const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
     if (ec != std::errc() || end != word.data() + word.size())
-      throw std::invalid_argument(where + ": token " + std::to_string(ids.size() + 1) + " '" + word.substr(0, 40) +
-                                  "' is not an integer token id");
+      throw std::invalid_argument(where + ": token " + std::to_string(ids.size() + 1) + " '" +
+                                  word.substr(0, 40) + "' is not an integer token id");
     ids.push_back(id);
   }
   if (ids.size() < 2)
@@ -92,14 +95,18 @@ int run(const EvalArgs& a) {
   if (!ids.empty()) {
     for (size_t i = 0; i < ids.size(); ++i)
       if (ids[i] < 0 || ids[i] >= c.vocab_size)
-        throw std::invalid_argument((a.ids == "-" ? std::string("--ids stdin") : "--ids file '" + a.ids + "'") +
-                                    ": token id " + std::to_string(ids[i]) + " (token " + std::to_string(i + 1) +
-                                    ") is out of range for the model's vocabulary [0, " + std::to_string(c.vocab_size) + ")");
+        throw std::invalid_argument(
+            (a.ids == "-" ? std::string("--ids stdin") : "--ids file '" + a.ids + "'") +
+            ": token id " + std::to_string(ids[i]) + " (token " + std::to_string(i + 1) +
+            ") is out of range for the model's vocabulary [0, " + std::to_string(c.vocab_size) +
+            ")");
     const gpt::SequenceLoss r = session.evaluate(ids);
-    std::printf("%s: %lld predictions from %lld token ids, %lld window(s) of block_size %lld\n"
-                "loss %.9g nats/token\nperplexity %.9g\n",
-                session.path.c_str(), static_cast<long long>(r.predictions), static_cast<long long>(ids.size()),
-                static_cast<long long>(r.windows), static_cast<long long>(c.block_size), r.mean_nll, r.perplexity);
+    std::printf(
+        "%s: %lld predictions from %lld token ids, %lld window(s) of block_size %lld\n"
+        "loss %.9g nats/token\nperplexity %.9g\n",
+        session.path.c_str(), static_cast<long long>(r.predictions),
+        static_cast<long long>(ids.size()), static_cast<long long>(r.windows),
+        static_cast<long long>(c.block_size), r.mean_nll, r.perplexity);
     return 0;
   }
 
@@ -109,14 +116,18 @@ int run(const EvalArgs& a) {
   co.keep_cr = a.keep_cr;
   const gpt::Corpus corpus = gpt::load_corpus(a.corpus, co);
   const gpt::Dataset data(session.tokenizer->encode(corpus.text), c.block_size);
-  std::vector<int64_t> tokens = data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);
+  std::vector<int64_t> tokens =
+      data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);
   // Compared as predictions (tokens - 1): max_tokens + 1 would overflow at the largest int64.
-  if (a.max_tokens > 0 && tokens.size() > 1 && tokens.size() - 1 > static_cast<uint64_t>(a.max_tokens))
+  if (a.max_tokens > 0 && tokens.size() > 1 &&
+      tokens.size() - 1 > static_cast<uint64_t>(a.max_tokens))
     tokens.resize(static_cast<size_t>(a.max_tokens) + 1);
-  if (tokens.size() < 2) throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
+  if (tokens.size() < 2)
+    throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
   const gpt::SequenceLoss r = session.evaluate(tokens);
-  std::printf("%s split of %s: %lld tokens\nloss %.9g nats/token\nperplexity %.9g\n", a.split.c_str(), corpus.name.c_str(),
-              static_cast<long long>(r.predictions), r.mean_nll, r.perplexity);
+  std::printf("%s split of %s: %lld tokens\nloss %.9g nats/token\nperplexity %.9g\n",
+              a.split.c_str(), corpus.name.c_str(), static_cast<long long>(r.predictions),
+              r.mean_nll, r.perplexity);
   return 0;
 }
 
@@ -124,18 +135,25 @@ int run(const EvalArgs& a) {
 
 void add_eval_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<EvalArgs>();
-  CLI::App* cmd = app.add_subcommand("eval", "mean next-token loss and perplexity of a model on a corpus split or a sequence of token ids");
-  add_model_source_options(cmd, a->source, "n_head from config.json beside it; a corpus is encoded with GPT-2's BPE");
-  CLI::Option* ids = cmd->add_option("--ids", a->ids,
-                                     "evaluate one sequence of whitespace-separated token ids from this file "
-                                     "('-' = stdin) instead of a corpus");
-  CLI::Option* corpus = cmd->add_option("--corpus", a->corpus, "kjv, shakespeare or a UTF-8 file")->capture_default_str();
-  CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept");
+  CLI::App* cmd = app.add_subcommand("eval",
+                                     "mean next-token loss and perplexity of a model on a corpus "
+                                     "split or a sequence of token ids");
+  add_model_source_options(
+      cmd, a->source, "n_head from config.json beside it; a corpus is encoded with GPT-2's BPE");
+  CLI::Option* ids =
+      cmd->add_option("--ids", a->ids,
+                      "evaluate one sequence of whitespace-separated token ids from this file "
+                      "('-' = stdin) instead of a corpus");
+  CLI::Option* corpus = cmd->add_option("--corpus", a->corpus, "kjv, shakespeare or a UTF-8 file")
+                            ->capture_default_str();
+  CLI::Option* cache =
+      cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept");
   CLI::Option* keep_cr = add_keep_cr_flag(cmd, a->keep_cr);
   CLI::Option* split = cmd->add_option("--split", a->split, "val (last 10%) or train (first 90%)")
                            ->check(CLI::IsMember({"val", "train"}))
                            ->capture_default_str();
-  CLI::Option* max_tokens = cmd->add_option("--max-tokens", a->max_tokens, "evaluate at most this many predictions (0 = all)")
+  CLI::Option* max_tokens = cmd->add_option("--max-tokens", a->max_tokens,
+                                            "evaluate at most this many predictions (0 = all)")
                                 ->check(integer_in(gpt::limits::count));
   for (CLI::Option* o : {corpus, cache, keep_cr, split, max_tokens}) ids->excludes(o);
   cmd->footer(kWindowsNote);

@@ -72,7 +72,9 @@ void sinusoidal(const gpt::GPTConfig& c, const std::string& stem) {
   std::string csv = "pos";
   for (int64_t j = 0; j < C; ++j) (csv += ",pe") += std::to_string(j);
   csv += '\n';
-  gpt::Heatmap map{"", "position pos", "channel (even 2i: sin, odd 2i+1: cos)", index_labels(T), index_labels(C), {}};
+  gpt::Heatmap map{
+      "", "position pos", "channel (even 2i: sin, odd 2i+1: cos)", index_labels(T), index_labels(C),
+      {}};
   for (int64_t t = 0; t < T; ++t) {
     csv += std::to_string(t);
     for (int64_t j = 0; j < C; ++j) {
@@ -85,7 +87,8 @@ void sinusoidal(const gpt::GPTConfig& c, const std::string& stem) {
   write_file(stem + ".csv", csv);
   std::printf("wrote %s.csv: the sinusoidal table (%lld positions, %lld channels)\n", stem.c_str(),
               static_cast<long long>(T), static_cast<long long>(C));
-  map.title = "sinusoidal positions PE (block_size " + std::to_string(T) + ", n_embd " + std::to_string(C) + ")";
+  map.title = "sinusoidal positions PE (block_size " + std::to_string(T) + ", n_embd " +
+              std::to_string(C) + ")";
   say_drawn(gpt::write_heatmaps({{stem, "", {map}, 1, -1, 1, false, true}}, std::cerr), stem);
 }
 
@@ -111,25 +114,27 @@ void rope(const gpt::GPTConfig& c, const std::string& stem) {
       // The angle it was turned by, measured from the output, in [0, 2π).
       double angle = std::atan2(y, x) - std::atan2(y_in, x_in);
       angle = std::fmod(angle + 4 * std::numbers::pi, 2 * std::numbers::pi);
-      csv += std::to_string(t) + "," + std::to_string(i) + "," + num(x_in) + "," + num(y_in) + "," + num(x) + "," +
-             num(y) + "," + num(std::hypot(x, y)) + "," + num(angle) + "\n";
+      csv += std::to_string(t) + "," + std::to_string(i) + "," + num(x_in) + "," + num(y_in) + "," +
+             num(x) + "," + num(y) + "," + num(std::hypot(x, y)) + "," + num(angle) + "\n";
       if (i < drawn) data += std::to_string(t) + " " + num(x) + " " + num(y) + "\n";
     }
     if (i < drawn) data += "EOD\n";
   }
   write_file(stem + ".csv", csv);
-  std::printf("wrote %s.csv: q pair (%g, %g) rotated at positions 0..%lld, %lld pair(s) of head_dim %lld\n",
-              stem.c_str(), x_in, y_in, static_cast<long long>(T - 1), static_cast<long long>(pairs),
-              static_cast<long long>(HS));
-  plot = data + "set multiplot layout 1," + std::to_string(drawn) + " title 'RoPE: pair i of q turned by pos * " +
-         "10000^(-2i/head_dim), head_dim " + std::to_string(HS) + "'\n" +
+  std::printf(
+      "wrote %s.csv: q pair (%g, %g) rotated at positions 0..%lld, %lld pair(s) of head_dim %lld\n",
+      stem.c_str(), x_in, y_in, static_cast<long long>(T - 1), static_cast<long long>(pairs),
+      static_cast<long long>(HS));
+  plot = data + "set multiplot layout 1," + std::to_string(drawn) +
+         " title 'RoPE: pair i of q turned by pos * " + "10000^(-2i/head_dim), head_dim " +
+         std::to_string(HS) + "'\n" +
          "set size ratio -1\nset xrange [-1.5:1.5]\nset yrange [-1.5:1.5]\nset grid\nunset key\n"
          "set xlabel 'channel i'\n";
   for (int64_t i = 0; i < drawn; ++i) {
     const std::string d = "$pair" + std::to_string(i);
     plot += "set title 'pair " + std::to_string(i) + " (channels " + std::to_string(i) + ", " +
-            std::to_string(i + pairs) + ")'\nset ylabel 'channel " + std::to_string(i + pairs) + "'\n" +
-            "plot " + d + " using (0):(0):2:3:1 with vectors head filled lc palette, " + d +
+            std::to_string(i + pairs) + ")'\nset ylabel 'channel " + std::to_string(i + pairs) +
+            "'\n" + "plot " + d + " using (0):(0):2:3:1 with vectors head filled lc palette, " + d +
             " using ($2 * 1.15):($3 * 1.15):(sprintf('%d', $1)) with labels font ',8'\n";
   }
   plot += "unset multiplot\n";
@@ -143,8 +148,12 @@ void mask(const gpt::GPTConfig& c, const std::string& stem) {
   std::string csv = "query\\key";
   for (int64_t j = 0; j < T; ++j) (csv += ',') += std::to_string(j);
   csv += '\n';
-  gpt::Heatmap map{"softmax(causal_mask(0)); grey: masked", "query t", "key j",
-                   index_labels(T), index_labels(T), {}};
+  gpt::Heatmap map{"softmax(causal_mask(0)); grey: masked",
+                   "query t",
+                   "key j",
+                   index_labels(T),
+                   index_labels(T),
+                   {}};
   for (int64_t t = 0; t < T; ++t) {
     csv += std::to_string(t);
     for (int64_t j = 0; j < T; ++j) {
@@ -155,8 +164,8 @@ void mask(const gpt::GPTConfig& c, const std::string& stem) {
     csv += '\n';
   }
   write_file(stem + ".csv", csv);
-  std::printf("wrote %s.csv: causal_mask of zero scores (%lld x %lld)\n", stem.c_str(), static_cast<long long>(T),
-              static_cast<long long>(T));
+  std::printf("wrote %s.csv: causal_mask of zero scores (%lld x %lld)\n", stem.c_str(),
+              static_cast<long long>(T), static_cast<long long>(T));
   say_drawn(gpt::write_heatmaps({{stem, "", {map}, 1, 0, 1, T <= 16}}, std::cerr), stem);
 }
 
@@ -191,19 +200,24 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
   };
   const std::string C = std::to_string(c.n_embd), x = "(B, T, " + C + ")";
   std::ostringstream d;
-  d << "digraph gpt {\n  rankdir=TB;\n  fontname=\"Sans\";\n  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", "
+  d << "digraph gpt {\n  rankdir=TB;\n  fontname=\"Sans\";\n  node [shape=box, "
+       "style=\"rounded,filled\", fillcolor=\"#eef3fb\", "
        "fontname=\"Sans\", fontsize=10];\n  edge [fontname=\"Sans\", fontsize=9];\n"
-    << "  label=\"GPT (" << c.n_layer << " layers, " << c.n_head << " heads, n_embd " << c.n_embd << ", block_size "
-    << c.block_size << ", vocab_size " << c.vocab_size << ", " << gpt::pos_encoding_name(c.pos_encoding)
-    << " positions): " << total << " parameters\";\n  labelloc=t;\n"
+    << "  label=\"GPT (" << c.n_layer << " layers, " << c.n_head << " heads, n_embd " << c.n_embd
+    << ", block_size " << c.block_size << ", vocab_size " << c.vocab_size << ", "
+    << gpt::pos_encoding_name(c.pos_encoding) << " positions): " << total
+    << " parameters\";\n  labelloc=t;\n"
     << "  idx [label=\"idx (B, T) token ids\", shape=plaintext, style=\"\"];\n"
     << "  wte [label=\"wte: Embedding\\l" << params("wte.") << "\"];\n  idx -> wte;\n";
   std::string in = "embed";
-  d << "  embed [label=\"+\", shape=circle, fillcolor=white];\n  wte -> embed [label=\" " << x << "\"];\n";
+  d << "  embed [label=\"+\", shape=circle, fillcolor=white];\n  wte -> embed [label=\" " << x
+    << "\"];\n";
   if (c.pos_encoding == gpt::PosEncoding::learned)
-    d << "  wpe [label=\"wpe: Embedding\\l" << params("wpe.") << "\"];\n  wpe -> embed [label=\" positions\"];\n";
+    d << "  wpe [label=\"wpe: Embedding\\l" << params("wpe.")
+      << "\"];\n  wpe -> embed [label=\" positions\"];\n";
   else if (c.pos_encoding == gpt::PosEncoding::sinusoidal)
-    d << "  pe [label=\"sinusoidal table (" << c.block_size << ", " << C << ")\\lfixed: no parameters\\l\"];\n"
+    d << "  pe [label=\"sinusoidal table (" << c.block_size << ", " << C
+      << ")\\lfixed: no parameters\\l\"];\n"
       << "  pe -> embed [label=\" positions\"];\n";
   d << "  drop [label=\"dropout p = " << c.dropout << "\"];\n  embed -> drop;\n";
   in = "drop";
@@ -212,12 +226,14 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
     d << "  subgraph cluster_" << l << " {\n    label=\"" << p << " Block (pre-LayerNorm)\";\n"
       << "    style=rounded; color=\"#8096b8\";\n"
       << "    " << id << "ln_1 [label=\"ln_1: LayerNorm\\l" << params(p + "ln_1.") << "\"];\n"
-      << "    " << id << "attn [label=\"attn: CausalSelfAttention\\l" << c.n_head << " heads of head_dim "
-      << c.head_dim() << (c.pos_encoding == gpt::PosEncoding::rope ? ", RoPE on q, k" : "")
+      << "    " << id << "attn [label=\"attn: CausalSelfAttention\\l" << c.n_head
+      << " heads of head_dim " << c.head_dim()
+      << (c.pos_encoding == gpt::PosEncoding::rope ? ", RoPE on q, k" : "")
       << "\\lsoftmax(causal_mask(q kT / sqrt(head_dim))) v\\l" << params(p + "attn.") << "\"];\n"
       << "    " << id << "add_1 [label=\"+\", shape=circle, fillcolor=white];\n"
       << "    " << id << "ln_2 [label=\"ln_2: LayerNorm\\l" << params(p + "ln_2.") << "\"];\n"
-      << "    " << id << "mlp [label=\"mlp: MLP (c_fc, GELU, c_proj)\\l" << params(p + "mlp.") << "\"];\n"
+      << "    " << id << "mlp [label=\"mlp: MLP (c_fc, GELU, c_proj)\\l" << params(p + "mlp.")
+      << "\"];\n"
       << "    " << id << "add_2 [label=\"+\", shape=circle, fillcolor=white];\n  }\n"
       << "  " << in << " -> " << id << "ln_1 [label=\" " << x << "\"];\n"
       << "  " << in << " -> " << id << "add_1 [style=dashed, label=\" residual\"];\n"
@@ -233,8 +249,8 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
     << "  loss [label=\"loss = cross_entropy(logits, targets)\", shape=plaintext, style=\"\"];\n"
     << "  head -> loss [label=\" (B, T, " << c.vocab_size << ")\"];\n}\n";
   write_file(stem + ".dot", d.str());
-  std::printf("wrote %s.csv (%zu parameter tensors, %lld parameters) and %s.dot\n", stem.c_str(), named.size(),
-              static_cast<long long>(total), stem.c_str());
+  std::printf("wrote %s.csv (%zu parameter tensors, %lld parameters) and %s.dot\n", stem.c_str(),
+              named.size(), static_cast<long long>(total), stem.c_str());
   if (render_svg(stem + ".dot", stem + ".svg"))
     std::printf("rendered %s.svg\n", stem.c_str());
   else
@@ -248,9 +264,10 @@ constexpr int64_t kMaxDrawn = 1024;
 int run(const FigureArgs& a) {
   const gpt::GPTConfig c = build_config(a.config, std::nullopt);
   if (a.kind != "blocks" && c.block_size > kMaxDrawn)
-    throw std::invalid_argument("figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
-                                " is more positions than a figure can show; choose --block-size <= " +
-                                std::to_string(kMaxDrawn));
+    throw std::invalid_argument(
+        "figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
+        " is more positions than a figure can show; choose --block-size <= " +
+        std::to_string(kMaxDrawn));
   if (a.kind == "sinusoidal" && c.n_embd > kMaxDrawn)
     throw std::invalid_argument("figure sinusoidal: n_embd " + std::to_string(c.n_embd) +
                                 " is more channels than a figure can show; choose --n-embd <= " +
@@ -260,10 +277,14 @@ int run(const FigureArgs& a) {
                                 " is more blocks than a diagram can show; choose --n-layer <= 48");
   create_out_dir(a.out, "--out");
   const std::string stem = a.out + "/" + a.kind;
-  if (a.kind == "sinusoidal") sinusoidal(c, stem);
-  else if (a.kind == "rope") rope(c, stem);
-  else if (a.kind == "mask") mask(c, stem);
-  else blocks(c, stem);
+  if (a.kind == "sinusoidal")
+    sinusoidal(c, stem);
+  else if (a.kind == "rope")
+    rope(c, stem);
+  else if (a.kind == "mask")
+    mask(c, stem);
+  else
+    blocks(c, stem);
   return 0;
 }
 
@@ -271,17 +292,22 @@ int run(const FigureArgs& a) {
 
 void add_figure_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<FigureArgs>();
-  CLI::App* cmd = app.add_subcommand("figure", "the docs' figures of positions, the causal mask and the GPT's "
-                                               "blocks, as CSV data and drawings");
-  cmd->add_option("kind", a->kind, "sinusoidal (the position table), rope (a q pair rotated at each position), "
-                                   "mask (the causal mask) or blocks (the GPT's block diagram)")
+  CLI::App* cmd =
+      app.add_subcommand("figure",
+                         "the docs' figures of positions, the causal mask and the GPT's "
+                         "blocks, as CSV data and drawings");
+  cmd->add_option("kind", a->kind,
+                  "sinusoidal (the position table), rope (a q pair rotated at each position), "
+                  "mask (the causal mask) or blocks (the GPT's block diagram)")
       ->check(CLI::IsMember({"sinusoidal", "rope", "mask", "blocks"}))
       ->required();
   add_config_options(cmd, a->config, /*with_vocab=*/true);
-  cmd->add_option("--out", a->out, "directory for <kind>.csv and the drawing (<kind>.svg, .png or .dot)")
+  cmd->add_option("--out", a->out,
+                  "directory for <kind>.csv and the drawing (<kind>.svg, .png or .dot)")
       ->capture_default_str();
-  cmd->footer("Sizes: sinusoidal uses block_size x n_embd, rope head_dim = n_embd / n_head and positions "
-              "0 .. block_size-1, mask block_size, blocks the whole config.");
+  cmd->footer(
+      "Sizes: sinusoidal uses block_size x n_embd, rope head_dim = n_embd / n_head and positions "
+      "0 .. block_size-1, mask block_size, blocks the whole config.");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

@@ -86,11 +86,13 @@ int run(const GradcheckArgs& args) {
   opt.fast_mode = args.fast;
   opt.seed = args.seed;
   if (dtype == DType::f32)
-    std::printf("float32: the step is eps = %g, not 1e-6. Central differences divide a rounding\n"
-                "error of ~1e-7 relative by 2 eps, so a tiny step measures rounding, not the slope;\n"
-                "eps near the cube root of f32's epsilon balances both (tolerances atol = rtol = %g).\n\n",
-                opt.eps, opt.atol);
-  std::printf("%-15s %-58s %-6s %12s %12s  %s\n", "op", "case", "input", "max abs err", "max rel err", "result");
+    std::printf(
+        "float32: the step is eps = %g, not 1e-6. Central differences divide a rounding\n"
+        "error of ~1e-7 relative by 2 eps, so a tiny step measures rounding, not the slope;\n"
+        "eps near the cube root of f32's epsilon balances both (tolerances atol = rtol = %g).\n\n",
+        opt.eps, opt.atol);
+  std::printf("%-15s %-58s %-6s %12s %12s  %s\n", "op", "case", "input", "max abs err",
+              "max rel err", "result");
   int failed = 0, total = 0;
   for (const OpEntry& e : op_registry().entries()) {
     if (!args.op.empty() && e.name != args.op) continue;
@@ -119,18 +121,30 @@ int run(const GradcheckArgs& args) {
 
 void add_gradcheck_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<GradcheckArgs>();
-  CLI::App* cmd = app.add_subcommand("gradcheck", "check every op's backward formula against finite differences");
+  CLI::App* cmd = app.add_subcommand(
+      "gradcheck", "check every op's backward formula against finite differences");
   cmd->add_option("--op", args->op, "check only this op (e.g. softmax)");
-  cmd->add_option("--dtype", args->dtype, "f64 (PyTorch's eps 1e-6, atol 1e-5, rtol 1e-3) or f32 (wider step)")->capture_default_str()
+  cmd->add_option("--dtype", args->dtype,
+                  "f64 (PyTorch's eps 1e-6, atol 1e-5, rtol 1e-3) or f32 (wider step)")
+      ->capture_default_str()
       ->check(CLI::IsMember({"f64", "f32"}));
-  cmd->add_option("--seed", args->seed, "seed for inputs and the random upstream gradient")->check(kSeed)->capture_default_str();
+  cmd->add_option("--seed", args->seed, "seed for inputs and the random upstream gradient")
+      ->check(kSeed)
+      ->capture_default_str();
   // Element-wise central differences cost two forward passes per input element, so the cost
   // grows with the square of the sizes: 16 keeps every op under a few seconds (use --fast for
   // a directional check at any size).
-  cmd->add_option("-B,--batch", args->sizes.B, "B of the (B, T, C) test shapes")->check(integer_in({1, 16}))->capture_default_str();
-  cmd->add_option("-T,--time", args->sizes.T, "T of the (B, T, C) test shapes")->check(integer_in({1, 16}))->capture_default_str();
-  cmd->add_option("-C,--channels", args->sizes.C, "C of the (B, T, C) test shapes")->check(integer_in({2, 16}))->capture_default_str();
-  cmd->add_flag("--fast", args->fast, "compare one random directional derivative per input (vᵀ Jᵀ u)");
+  cmd->add_option("-B,--batch", args->sizes.B, "B of the (B, T, C) test shapes")
+      ->check(integer_in({1, 16}))
+      ->capture_default_str();
+  cmd->add_option("-T,--time", args->sizes.T, "T of the (B, T, C) test shapes")
+      ->check(integer_in({1, 16}))
+      ->capture_default_str();
+  cmd->add_option("-C,--channels", args->sizes.C, "C of the (B, T, C) test shapes")
+      ->check(integer_in({2, 16}))
+      ->capture_default_str();
+  cmd->add_flag("--fast", args->fast,
+                "compare one random directional derivative per input (vᵀ Jᵀ u)");
   CLI::Option* list = cmd->add_flag("--list", args->list,
                                     "list each op's formulas and cases instead of running them");
   cmd->add_option("--markdown", args->markdown,

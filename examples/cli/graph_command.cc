@@ -50,7 +50,8 @@ Drawing build(const std::string& expr) {
     const Tensor x1 = leaf({2}, {}), x2 = leaf({0}, {}), w1 = leaf({-3}, {}), w2 = leaf({1}, {}),
                  b = leaf({6.8813735870195432}, {});
     d.root = tanh(x1 * w1 + x2 * w2 + b);
-    d.root.backward(Tensor(), /*retain_graph=*/true);  // keep the graph to draw it with the gradients
+    d.root.backward(Tensor(),
+                    /*retain_graph=*/true);  // keep the graph to draw it with the gradients
     d.options.names = {{"x1", x1}, {"x2", x2}, {"w1", w1}, {"w2", w2}, {"b", b}};
   } else if (expr == "sum") {
     const Tensor a = leaf({1, 2, 3, 4, 5, 6}, {2, 3}), b = leaf({1, 0, -1, 2, 0, -2}, {2, 3}),
@@ -60,7 +61,8 @@ Drawing build(const std::string& expr) {
   } else if (expr == "attention") {
     const Tensor q = leaf({1, 0, 0, 1, 1, 1}, {3, 2}), k = leaf({1, 0, 0, 1, 1, 1}, {3, 2}),
                  v = leaf({1, 2, 3, 4, 5, 6}, {3, 2});
-    d.root = matmul(softmax(causal_mask(mul_scalar(matmul(q, transpose(k, 0, 1)), 1 / std::sqrt(2.0)))), v);
+    d.root = matmul(
+        softmax(causal_mask(mul_scalar(matmul(q, transpose(k, 0, 1)), 1 / std::sqrt(2.0)))), v);
     d.options.names = {{"Q", q}, {"K", k}, {"V", v}};
   } else {  // femto
     d.model = std::make_unique<gpt::GPT>(gpt::preset("femto"), 1337);
@@ -80,7 +82,8 @@ int run(const GraphArgs& a) {
   const bool to_stdout = a.out == "-";
   const std::filesystem::path out(a.out);
   if (!to_stdout && out.extension() != ".dot")
-    throw std::invalid_argument("--out " + a.out + ": expected a file name ending in .dot (or - for stdout)");
+    throw std::invalid_argument("--out " + a.out +
+                                ": expected a file name ending in .dot (or - for stdout)");
   const Drawing d = build(a.expr);
   if (to_stdout) {
     write_dot(std::cout, d.root, d.options);
@@ -91,9 +94,10 @@ int run(const GraphArgs& a) {
   const DotCounts n = write_dot(file, d.root, d.options);
   if (!file.flush()) throw std::runtime_error("could not write " + a.out);
   file.close();
-  std::printf("%s: %lld ops, %lld parameters (leaves that require grad), %lld constants, %lld edges\n", a.out.c_str(),
-              static_cast<long long>(n.ops), static_cast<long long>(n.parameters), static_cast<long long>(n.constants),
-              static_cast<long long>(n.edges));
+  std::printf(
+      "%s: %lld ops, %lld parameters (leaves that require grad), %lld constants, %lld edges\n",
+      a.out.c_str(), static_cast<long long>(n.ops), static_cast<long long>(n.parameters),
+      static_cast<long long>(n.constants), static_cast<long long>(n.edges));
   const std::string svg = std::filesystem::path(out).replace_extension(".svg").string();
   if (render_svg(a.out, svg)) {
     std::printf("rendered %s\n", svg.c_str());
@@ -107,16 +111,23 @@ int run(const GraphArgs& a) {
 
 void add_graph_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<GraphArgs>();
-  CLI::App* cmd = app.add_subcommand("graph", "the recorded autograd graph of an expression or a femto GPT step, as Graphviz DOT (and SVG)");
-  cmd->add_option("--expr", a->expr, "neuron (micrograd's, with gradients), sum ((a*b + c).sum()), attention "
-                                     "(softmax(causal_mask(Q Kᵀ/√2)) V) or femto (a GPT forward and loss)")
+  CLI::App* cmd = app.add_subcommand("graph",
+                                     "the recorded autograd graph of an expression or a femto GPT "
+                                     "step, as Graphviz DOT (and SVG)");
+  cmd->add_option("--expr", a->expr,
+                  "neuron (micrograd's, with gradients), sum ((a*b + c).sum()), attention "
+                  "(softmax(causal_mask(Q Kᵀ/√2)) V) or femto (a GPT forward and loss)")
       ->check(CLI::IsMember({"neuron", "sum", "attention", "femto"}))
       ->capture_default_str();
-  cmd->add_option("--out", a->out, "the .dot file (the .svg goes beside it), or - for DOT on stdout")
+  cmd->add_option("--out", a->out,
+                  "the .dot file (the .svg goes beside it), or - for DOT on stdout")
       ->capture_default_str();
-  cmd->footer("Ellipses are ops (name and output shape), blue boxes leaves that require grad (parameters), dashed "
-              "boxes constants (token ids); an edge goes from each input to the op that reads it; the root has a "
-              "double border.");
+  cmd->footer(
+      "Ellipses are ops (name and output shape), blue boxes leaves that require grad (parameters), "
+      "dashed "
+      "boxes constants (token ids); an edge goes from each input to the op that reads it; the root "
+      "has a "
+      "double border.");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

@@ -30,23 +30,29 @@ int run(const InfoArgs& a) {
   const gpt::GPTConfig c = build_config(ca, std::nullopt);
   const int64_t T = a.T.value_or(c.block_size);
   if (T < 1 || T > c.block_size)
-    throw std::invalid_argument("--T must be in [1, block_size = " + std::to_string(c.block_size) + "], got " + std::to_string(T));
+    throw std::invalid_argument("--T must be in [1, block_size = " + std::to_string(c.block_size) +
+                                "], got " + std::to_string(T));
   const gpt::GPT model(c, 0);
-  std::printf("config: vocab_size V %lld, block_size %lld, n_layer %lld, n_head NH %lld, n_embd C %lld, head_dim HS %lld, %s positions\n\n",
-              static_cast<long long>(c.vocab_size), static_cast<long long>(c.block_size), static_cast<long long>(c.n_layer),
-              static_cast<long long>(c.n_head), static_cast<long long>(c.n_embd), static_cast<long long>(c.head_dim()),
-              gpt::pos_encoding_name(c.pos_encoding));
+  std::printf(
+      "config: vocab_size V %lld, block_size %lld, n_layer %lld, n_head NH %lld, n_embd C %lld, "
+      "head_dim HS %lld, %s positions\n\n",
+      static_cast<long long>(c.vocab_size), static_cast<long long>(c.block_size),
+      static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head),
+      static_cast<long long>(c.n_embd), static_cast<long long>(c.head_dim()),
+      gpt::pos_encoding_name(c.pos_encoding));
   std::printf("%-32s %-16s %12s\n", "parameter", "shape", "count");
   std::map<std::string, int64_t> groups;
   std::vector<std::string> order;
   for (const auto& [name, t] : model.named_parameters()) {
-    std::printf("%-32s %-16s %12lld\n", name.c_str(), shape_str(t.shape()).c_str(), static_cast<long long>(t.numel()));
+    std::printf("%-32s %-16s %12lld\n", name.c_str(), shape_str(t.shape()).c_str(),
+                static_cast<long long>(t.numel()));
     const std::string g = group_of(name);
     if (!groups.count(g)) order.push_back(g);
     groups[g] += t.numel();
   }
   std::printf("\n%-32s %12s\n", "per layer", "count");
-  for (const std::string& g : order) std::printf("%-32s %12lld\n", g.c_str(), static_cast<long long>(groups[g]));
+  for (const std::string& g : order)
+    std::printf("%-32s %12lld\n", g.c_str(), static_cast<long long>(groups[g]));
   std::printf("%-32s %12lld   (the LM head is tied to wte: no extra parameters)\n\n", "total",
               static_cast<long long>(model.num_parameters()));
 
@@ -56,7 +62,9 @@ int run(const InfoArgs& a) {
   std::printf("  q, k, v = c_attn(x) split         = 3 x (%lld, %lld, %lld)\n", B, TT, C);
   std::printf("  Q, K, V per head  (B, NH, T, HS)   = (%lld, %lld, %lld, %lld)\n", B, NH, TT, HS);
   std::printf("  Q K^T / sqrt(HS)  (B, NH, T, T)    = (%lld, %lld, %lld, %lld)\n", B, NH, TT, TT);
-  std::printf("  attention weights (B, NH, T, T)    = (%lld, %lld, %lld, %lld), causal, rows sum to 1\n", B, NH, TT, TT);
+  std::printf(
+      "  attention weights (B, NH, T, T)    = (%lld, %lld, %lld, %lld), causal, rows sum to 1\n", B,
+      NH, TT, TT);
   std::printf("  weights V         (B, NH, T, HS)   = (%lld, %lld, %lld, %lld)\n", B, NH, TT, HS);
   std::printf("  heads merged      (B, T, C)        = (%lld, %lld, %lld)\n", B, TT, C);
   std::printf("  logits            (B, T, V)        = (%lld, %lld, %lld)\n\n", B, TT, V);
@@ -68,7 +76,8 @@ int run(const InfoArgs& a) {
 
 void add_info_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<InfoArgs>();
-  CLI::App* cmd = app.add_subcommand("info", "parameter shapes and counts of a config, and attention's tensor shapes");
+  CLI::App* cmd = app.add_subcommand(
+      "info", "parameter shapes and counts of a config, and attention's tensor shapes");
   add_config_options(cmd, a->config, true);
   cmd->add_option("--T", a->T, "sequence length for the attention shapes (default block_size)")
       ->check(integer_in(gpt::limits::block_size));

@@ -4,11 +4,15 @@
 
 namespace attograd::cli {
 
-CLI::Option* add_model_source_options(CLI::App* cmd, gpt::ModelSource& s, const std::string& hf_note) {
-  cmd->add_option("--checkpoint", s.checkpoint,
-                  "an attograd checkpoint (e.g. runs/pico/ckpt.safetensors, or the run directory runs/pico)");
-  CLI::Option* hf = cmd->add_option("--hf-gpt2", s.hf_gpt2, "a Hugging Face GPT-2 model.safetensors (" + hf_note + ")");
-  cmd->add_option("--n-head", s.n_head, "n_head of a --hf-gpt2 file without config.json and non-standard width")
+CLI::Option* add_model_source_options(CLI::App* cmd, gpt::ModelSource& s,
+                                      const std::string& hf_note) {
+  cmd->add_option(
+      "--checkpoint", s.checkpoint,
+      "an attograd checkpoint (e.g. runs/pico/ckpt.safetensors, or the run directory runs/pico)");
+  CLI::Option* hf = cmd->add_option("--hf-gpt2", s.hf_gpt2,
+                                    "a Hugging Face GPT-2 model.safetensors (" + hf_note + ")");
+  cmd->add_option("--n-head", s.n_head,
+                  "n_head of a --hf-gpt2 file without config.json and non-standard width")
       ->check(integer_in(gpt::limits::n_head))
       ->needs(hf);
   return hf;

@@ -14,8 +14,8 @@ inline void create_out_dir(const std::filesystem::path& dir, const std::string& 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
-    throw std::invalid_argument(option + " " + dir.string() + ": cannot create the directory (" + ec.message() +
-                                "); choose another " + option);
+    throw std::invalid_argument(option + " " + dir.string() + ": cannot create the directory (" +
+                                ec.message() + "); choose another " + option);
 }
 
 }  // namespace attograd::cli

@@ -44,7 +44,8 @@ int run(const SampleArgs& a) {
   std::vector<std::vector<int64_t>> encoded;
   for (const std::string& p : prompts) {
     encoded.push_back(session.tokenizer->encode(p));  // fails early, naming an unknown character
-    if (encoded.back().empty()) throw std::invalid_argument("prompt \"" + p + "\" encodes to no tokens");
+    if (encoded.back().empty())
+      throw std::invalid_argument("prompt \"" + p + "\" encodes to no tokens");
   }
   for (double t : a.temperatures) gpt::SamplingOptions{t, a.top_k, a.top_p}.validate();
 
@@ -53,8 +54,8 @@ int run(const SampleArgs& a) {
   double seconds = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     for (double t : a.temperatures) {
-      std::printf("=== prompt \"%s\" | temperature %g%s ===\n%s", one_line(prompts[i], 40).c_str(), t,
-                  t == 0 ? " (greedy)" : "", prompts[i].c_str());
+      std::printf("=== prompt \"%s\" | temperature %g%s ===\n%s", one_line(prompts[i], 40).c_str(),
+                  t, t == 0 ? " (greedy)" : "", prompts[i].c_str());
       std::fflush(stdout);
       // Within a prompt every temperature gets the same draws, so the differences come from T
       // alone; each prompt gets its own stream (seed + prompt index).
@@ -87,11 +88,16 @@ int run(const SampleArgs& a) {
       table.emplace_back(prompts[i], t, text);
     }
   }
-  std::printf("%-20s %-12s %s\n", "prompt", "temperature", "sample (first 60 bytes, \\n = newline)");
-  for (const auto& [p, t, text] : table) std::printf("%-20s %-12g %s\n", one_line(p, 18).c_str(), t, one_line(text, 60).c_str());
-  std::fprintf(stderr, "\n%lld tokens in %.2f s: %.1f tokens/s (KV cache %s)\n", static_cast<long long>(generated), seconds,
+  std::printf("%-20s %-12s %s\n", "prompt", "temperature",
+              "sample (first 60 bytes, \\n = newline)");
+  for (const auto& [p, t, text] : table)
+    std::printf("%-20s %-12g %s\n", one_line(p, 18).c_str(), t, one_line(text, 60).c_str());
+  std::fprintf(stderr, "\n%lld tokens in %.2f s: %.1f tokens/s (KV cache %s)\n",
+               static_cast<long long>(generated), seconds,
                static_cast<double>(generated) / std::max(seconds, 1e-9),
-               a.no_kv_cache ? "off" : session.kind() == gpt::ModelKind::gpt ? "on" : "off: only a GPT has one");
+               a.no_kv_cache                           ? "off"
+               : session.kind() == gpt::ModelKind::gpt ? "on"
+                                                       : "off: only a GPT has one");
   return 0;
 }
 
@@ -99,17 +105,26 @@ int run(const SampleArgs& a) {
 
 void add_sample_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<SampleArgs>();
-  CLI::App* cmd = app.add_subcommand("sample", "generate text from a checkpoint or a Hugging Face GPT-2 file");
+  CLI::App* cmd =
+      app.add_subcommand("sample", "generate text from a checkpoint or a Hugging Face GPT-2 file");
   add_model_source_options(cmd, a->source);
   cmd->add_option("--prompt", a->prompts, "a prompt (repeat for several)");
   cmd->add_option("--temperature", a->temperatures, "0 = greedy; repeat for several")
       ->check(kNonNegative)
       ->capture_default_str();
-  cmd->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate per sample")->check(integer_in(gpt::limits::count))->capture_default_str();
-  cmd->add_option("--top-k", a->top_k, "keep the k most likely tokens (0 = off; ties at the cut are kept)")->check(integer_in(gpt::limits::count))->capture_default_str();
-  cmd->add_option("--top-p", a->top_p, "nucleus sampling mass in (0, 1] (1 = off)")->check(number_in(0, 1, true))->capture_default_str();
+  cmd->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate per sample")
+      ->check(integer_in(gpt::limits::count))
+      ->capture_default_str();
+  cmd->add_option("--top-k", a->top_k,
+                  "keep the k most likely tokens (0 = off; ties at the cut are kept)")
+      ->check(integer_in(gpt::limits::count))
+      ->capture_default_str();
+  cmd->add_option("--top-p", a->top_p, "nucleus sampling mass in (0, 1] (1 = off)")
+      ->check(number_in(0, 1, true))
+      ->capture_default_str();
   cmd->add_option("--seed", a->seed, "sampling seed")->check(kSeed)->capture_default_str();
-  cmd->add_flag("--no-kv-cache", a->no_kv_cache, "recompute the whole context for every token (for comparison)");
+  cmd->add_flag("--no-kv-cache", a->no_kv_cache,
+                "recompute the whole context for every token (for comparison)");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

@@ -14,8 +14,8 @@
 #include "examples/cli/command.h"
 #include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
-#include "gpt/session.h"
 #include "gpt/corpus.h"
+#include "gpt/session.h"
 #include "gpt/tokenizer.h"
 #include "gpt/utf8.h"
 
@@ -41,29 +41,36 @@ std::unique_ptr<gpt::Tokenizer> make_tokenizer(const TokenizeArgs& a) {
   if (!a.checkpoint.empty()) {
     std::unique_ptr<gpt::Tokenizer> tok = gpt::open_checkpoint_tokenizer(a.checkpoint);
     if (!a.tokenizer.empty() && a.tokenizer != tok->kind())
-      throw std::invalid_argument("--tokenizer " + a.tokenizer + " does not match the tokenizer of " + a.checkpoint +
-                                  " ('" + tok->kind() + "'); drop --tokenizer to use the checkpoint's");
+      throw std::invalid_argument("--tokenizer " + a.tokenizer +
+                                  " does not match the tokenizer of " + a.checkpoint + " ('" +
+                                  tok->kind() + "'); drop --tokenizer to use the checkpoint's");
     return tok;
   }
   if (a.tokenizer == "char") {
     if (a.corpus.empty())
-      throw std::invalid_argument("--tokenizer char needs a vocabulary: pass --checkpoint PATH (a model trained with "
-                                  "it) or --corpus SPEC (the text to build it from, as in `attograd train`)");
+      throw std::invalid_argument(
+          "--tokenizer char needs a vocabulary: pass --checkpoint PATH (a model trained with "
+          "it) or --corpus SPEC (the text to build it from, as in `attograd train`)");
     gpt::CorpusOptions options;
     options.cache_dir = a.cache_dir;
     options.keep_cr = a.keep_cr;
-    options.log = [](const std::string& line) { std::cerr << line << "\n"; };  // stdout is for the result
-    return std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(gpt::load_corpus(a.corpus, options).text));
+    options.log = [](const std::string& line) {
+      std::cerr << line << "\n";
+    };  // stdout is for the result
+    return std::make_unique<gpt::CharTokenizer>(
+        gpt::CharTokenizer::from_text(gpt::load_corpus(a.corpus, options).text));
   }
   if (!a.corpus.empty())
-    throw std::invalid_argument("--corpus builds a char vocabulary; GPT-2's is fixed (pass --tokenizer char)");
+    throw std::invalid_argument(
+        "--corpus builds a char vocabulary; GPT-2's is fixed (pass --tokenizer char)");
   return std::make_unique<gpt::BpeTokenizer>(gpt::BpeTokenizer::gpt2());
 }
 
 // Token bytes as a quoted, one-line string (see gpt::escape_bytes).
 std::string quote(const std::string& bytes) { return "\"" + gpt::escape_bytes(bytes) + "\""; }
 
-// Whitespace-separated integers. Throws std::invalid_argument naming the first word that is not one.
+// Whitespace-separated integers. Throws std::invalid_argument naming the first word that is not
+// one.
 std::vector<int64_t> parse_ids(const std::string& text) {
   std::vector<int64_t> ids;
   std::istringstream in(text);
@@ -72,7 +79,8 @@ std::vector<int64_t> parse_ids(const std::string& text) {
     int64_t id = 0;
     const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
     if (ec != std::errc() || end != word.data() + word.size())
-      throw std::invalid_argument("tokenize --decode: word " + std::to_string(n) + ", '" + word.substr(0, 40) +
+      throw std::invalid_argument("tokenize --decode: word " + std::to_string(n) + ", '" +
+                                  word.substr(0, 40) +
                                   "', is not a token id; expected whitespace-separated integers");
     ids.push_back(id);
   }
@@ -81,13 +89,15 @@ std::vector<int64_t> parse_ids(const std::string& text) {
 
 int run(const TokenizeArgs& a) {
   if (a.text.size() > 1 && !a.decode)
-    throw std::invalid_argument("tokenize: got " + std::to_string(a.text.size()) +
-                                " arguments; quote the text so it is one argument (its spaces are tokens too), "
-                                "or pipe it on stdin");
+    throw std::invalid_argument(
+        "tokenize: got " + std::to_string(a.text.size()) +
+        " arguments; quote the text so it is one argument (its spaces are tokens too), "
+        "or pipe it on stdin");
   const std::unique_ptr<gpt::Tokenizer> tok = make_tokenizer(a);
   const auto* bpe = dynamic_cast<const gpt::BpeTokenizer*>(tok.get());
   if (a.allow_special && bpe == nullptr)
-    throw std::invalid_argument("--allow-special applies to the gpt2 tokenizer only (this one is " + tok->kind() + ")");
+    throw std::invalid_argument("--allow-special applies to the gpt2 tokenizer only (this one is " +
+                                tok->kind() + ")");
 
   std::string input;
   if (a.text.empty()) {
@@ -111,8 +121,9 @@ int run(const TokenizeArgs& a) {
     return 0;
   }
   const std::vector<int64_t> ids =
-      bpe != nullptr ? bpe->encode(input, a.allow_special ? gpt::AllowSpecial::yes : gpt::AllowSpecial::no)
-                     : tok->encode(input);
+      bpe != nullptr
+          ? bpe->encode(input, a.allow_special ? gpt::AllowSpecial::yes : gpt::AllowSpecial::no)
+          : tok->encode(input);
   if (a.pieces) {
     for (int64_t id : ids) std::cout << id << '\t' << quote(tok->token_bytes(id)) << '\n';
   } else {
@@ -127,21 +138,28 @@ int run(const TokenizeArgs& a) {
 
 void add_tokenize_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TokenizeArgs>();
-  CLI::App* cmd = app.add_subcommand("tokenize", "text to token ids (or ids to text with --decode), GPT-2 BPE or char");
-  cmd->add_option("text", a->text, "the text to encode, or the ids to decode (default: read stdin)");
+  CLI::App* cmd = app.add_subcommand(
+      "tokenize", "text to token ids (or ids to text with --decode), GPT-2 BPE or char");
+  cmd->add_option("text", a->text,
+                  "the text to encode, or the ids to decode (default: read stdin)");
   cmd->add_flag("--decode", a->decode, "read whitespace-separated ids and print their text");
-  cmd->add_option("--tokenizer", a->tokenizer, "gpt2 (default, GPT-2's 50,257-token BPE) or char (needs "
-                                               "--checkpoint or --corpus); default with --checkpoint: its own")
+  cmd->add_option("--tokenizer", a->tokenizer,
+                  "gpt2 (default, GPT-2's 50,257-token BPE) or char (needs "
+                  "--checkpoint or --corpus); default with --checkpoint: its own")
       ->check(CLI::IsMember({"gpt2", "char"}));
-  auto* checkpoint = cmd->add_option("--checkpoint", a->checkpoint, "use the tokenizer of this attograd checkpoint")
+  auto* checkpoint = cmd->add_option("--checkpoint", a->checkpoint,
+                                     "use the tokenizer of this attograd checkpoint")
                          ->check(CLI::ExistingFile);
-  cmd->add_option("--corpus", a->corpus, "build a char vocabulary from this corpus (kjv, shakespeare, or a "
-                                         "UTF-8 file), as `attograd train` does")
+  cmd->add_option("--corpus", a->corpus,
+                  "build a char vocabulary from this corpus (kjv, shakespeare, or a "
+                  "UTF-8 file), as `attograd train` does")
       ->excludes(checkpoint);
-  cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
+  cmd->add_option("--cache-dir", a->cache_dir,
+                  "where fetched corpora are kept (default ~/.cache/attograd)");
   add_keep_cr_flag(cmd, a->keep_cr);
-  cmd->add_flag("--allow-special", a->allow_special, "gpt2: encode <|endoftext|> as its special id 50256 "
-                                                     "(by default it is ordinary text)");
+  cmd->add_flag("--allow-special", a->allow_special,
+                "gpt2: encode <|endoftext|> as its special id 50256 "
+                "(by default it is ordinary text)");
   cmd->add_flag("--pieces", a->pieces, "one token per line: its id and its bytes, quoted");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }

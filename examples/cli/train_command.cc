@@ -1,26 +1,27 @@
-// `attograd train`: a GPT (or the lecture's bigram or average model) on a corpus, end to end, with the homework's outputs: progress,
-// loss and perplexity against the unigram baseline, CSV logs, plots and checkpoints.
-#include <algorithm>
-#include <chrono>
-#include <cstring>
-#include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <iostream>
+// `attograd train`: a GPT (or the lecture's bigram or average model) on a corpus, end to end, with
+// the homework's outputs: progress, loss and perplexity against the unigram baseline, CSV logs,
+// plots and checkpoints.
 #include <fcntl.h>
 #include <omp.h>
-#include <set>
 #include <sys/file.h>
 #include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <set>
 
 #include "examples/cli/command.h"
 #include "gpt/atomic_file.h"
 #include "gpt/baselines.h"
 #include "gpt/bpe_tokenizer.h"
 #include "gpt/char_tokenizer.h"
-#include "gpt/session.h"
 #include "gpt/corpus.h"
 #include "gpt/dataset.h"
+#include "gpt/session.h"
 #include "gpt/trainer.h"
 
 namespace attograd::cli {
@@ -48,8 +49,9 @@ struct TrainArgs {
 };
 
 // Options a resumed run takes from its checkpoint; only these may be given with --resume.
-const std::set<std::string> kResumeOptions = {"--resume", "--steps", "--corpus", "--cache-dir", "--keep-cr",
-                                              "--out", "--threads", "--tokenizer", "--help"};
+const std::set<std::string> kResumeOptions = {"--resume",    "--steps",     "--corpus",
+                                              "--cache-dir", "--keep-cr",   "--out",
+                                              "--threads",   "--tokenizer", "--help"};
 
 // Holds an exclusive lock on <out>/.lock for the life of the process: two runs writing the same
 // logs and checkpoint would interleave them.
@@ -58,7 +60,9 @@ void lock_output_dir(const std::filesystem::path& out) {
   // O_CLOEXEC: a child (gnuplot) must not inherit the lock, or an orphan outliving a killed
   // run would keep --resume out.
   const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::invalid_argument("cannot write in --out " + out.string() + ": " + std::strerror(errno));
+  if (fd < 0)
+    throw std::invalid_argument("cannot write in --out " + out.string() + ": " +
+                                std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
     throw std::invalid_argument("another `attograd train` is writing to " + out.string() +
                                 "; wait for it to finish or choose another --out");
@@ -67,16 +71,20 @@ void lock_output_dir(const std::filesystem::path& out) {
 
 int run(TrainArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
-  if (a.out.empty()) throw std::invalid_argument("--out is empty: give a directory for the logs, plots and checkpoint");
+  if (a.out.empty())
+    throw std::invalid_argument(
+        "--out is empty: give a directory for the logs, plots and checkpoint");
   if (a.resume) {
     std::vector<std::string> ignored;
     for (const CLI::Option* opt : a.cmd->get_options())
-      if (opt->count() > 0 && !kResumeOptions.count(opt->get_name())) ignored.push_back(opt->get_name());
+      if (opt->count() > 0 && !kResumeOptions.count(opt->get_name()))
+        ignored.push_back(opt->get_name());
     if (!ignored.empty()) {
       std::string list;
       for (const std::string& n : ignored) list += (list.empty() ? "" : ", ") + n;
-      throw std::invalid_argument("--resume continues a run with the options stored in its checkpoint; " + list +
-                                  " cannot change (only --steps can extend the run)");
+      throw std::invalid_argument(
+          "--resume continues a run with the options stored in its checkpoint; " + list +
+          " cannot change (only --steps can extend the run)");
     }
   }
   const std::filesystem::path out_dir(a.out);
@@ -90,7 +98,8 @@ int run(TrainArgs& a) {
     std::cout << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
   const std::filesystem::path ckpt = out_dir / gpt::kCheckpointFile;
   if (!a.resume && !a.overwrite && std::filesystem::exists(ckpt))
-    throw std::invalid_argument(ckpt.string() + " already exists: pass --resume to continue that run, "
+    throw std::invalid_argument(ckpt.string() +
+                                " already exists: pass --resume to continue that run, "
                                 "--overwrite to start over, or choose another --out");
 
   std::unique_ptr<gpt::LanguageModel> model;
@@ -108,12 +117,14 @@ int run(TrainArgs& a) {
   if (a.resume) {
     gpt::ResumedRun run = gpt::resume_run(a.out);
     if (a.tokenizer_option->count() > 0 && a.tokenizer != run.session.tokenizer->kind())
-      throw std::invalid_argument("--tokenizer " + a.tokenizer + " does not match " + ckpt.string() + ", trained with '" +
-                                  run.session.tokenizer->kind() + "'; drop --tokenizer when resuming");
+      throw std::invalid_argument(
+          "--tokenizer " + a.tokenizer + " does not match " + ckpt.string() + ", trained with '" +
+          run.session.tokenizer->kind() + "'; drop --tokenizer when resuming");
     options = run.options;
     if (a.corpus_option->count() == 0) {
       if (options.corpus.empty())
-        throw std::invalid_argument(ckpt.string() + " does not record the corpus it was trained on (an older "
+        throw std::invalid_argument(ckpt.string() +
+                                    " does not record the corpus it was trained on (an older "
                                     "checkpoint); pass the same --corpus to resume it");
       corpus_spec = options.corpus;
       recorded_corpus = true;
@@ -134,7 +145,8 @@ int run(TrainArgs& a) {
     if (!recorded_corpus) return gpt::load_corpus(corpus_spec, corpus_options);
     try {
       return gpt::load_corpus(corpus_spec, corpus_options);
-    } catch (const std::runtime_error& e) {  // a corpus file moved since: say where the name came from
+    } catch (
+        const std::runtime_error& e) {  // a corpus file moved since: say where the name came from
       throw std::runtime_error("the corpus recorded in " + ckpt.string() + ": " + e.what() +
                                "; or pass --corpus with the same text");
     }
@@ -145,14 +157,16 @@ int run(TrainArgs& a) {
     if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest) {
       const std::string trained = "(sha256 " + options.corpus_sha256.substr(0, 16) + "...)";
       if (recorded_corpus)
-        throw std::invalid_argument("the corpus '" + corpus_spec + "' recorded in " + ckpt.string() +
+        throw std::invalid_argument("the corpus '" + corpus_spec + "' recorded in " +
+                                    ckpt.string() +
                                     " has changed since the run was trained on it " + trained +
                                     "; restore it, or pass --corpus with the text it had");
-      throw std::invalid_argument("this run was trained on corpus '" + options.corpus + "' " + trained + ", not on '" +
-                                  corpus_spec + "'; pass the same --corpus to resume it, or none to use the recorded one" +
-                                  (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
-                                                                                 "were made LF needs --keep-cr)")
-                                                                   : std::string()));
+      throw std::invalid_argument(
+          "this run was trained on corpus '" + options.corpus + "' " + trained + ", not on '" +
+          corpus_spec + "'; pass the same --corpus to resume it, or none to use the recorded one" +
+          (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
+                                                         "were made LF needs --keep-cr)")
+                                           : std::string()));
     }
     std::cout << "resume  step " << state->step << " of " << ckpt.string() << "\n";
   } else {
@@ -160,8 +174,8 @@ int run(TrainArgs& a) {
       tokenizer = std::make_unique<gpt::BpeTokenizer>(gpt::BpeTokenizer::gpt2());
     else
       tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(corpus.text));
-    model = gpt::make_model(gpt::parse_model_kind(a.model), build_config(a.config, tokenizer->vocab_size()),
-                            a.init_seed);
+    model = gpt::make_model(gpt::parse_model_kind(a.model),
+                            build_config(a.config, tokenizer->vocab_size()), a.init_seed);
     options.corpus = a.corpus;
     options.keep_cr = a.keep_cr;
     options.corpus_sha256 = gpt::sha256_hex(corpus.text);
@@ -171,49 +185,63 @@ int run(TrainArgs& a) {
   // corpus file cannot inject document boundaries nobody asked for.
   const auto encode_start = std::chrono::steady_clock::now();
   std::vector<int64_t> ids = tokenizer->encode(corpus.text);
-  const double encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - encode_start).count();
-  std::printf("tokens  %s tokenizer (vocab %lld): %zu tokens, %.2f bytes per token, encoded in %.2f s\n",
-              tokenizer->kind().c_str(), static_cast<long long>(tokenizer->vocab_size()), ids.size(),
-              static_cast<double>(corpus.text.size()) / static_cast<double>(std::max<size_t>(ids.size(), 1)),
-              encode_seconds);
+  const double encode_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - encode_start).count();
+  std::printf(
+      "tokens  %s tokenizer (vocab %lld): %zu tokens, %.2f bytes per token, encoded in %.2f s\n",
+      tokenizer->kind().c_str(), static_cast<long long>(tokenizer->vocab_size()), ids.size(),
+      static_cast<double>(corpus.text.size()) /
+          static_cast<double>(std::max<size_t>(ids.size(), 1)),
+      encode_seconds);
   const gpt::Dataset data(std::move(ids), c.block_size);
   // Check now, not at the first evaluation after all the training: both splits need a window.
   const int64_t T = options.block_size > 0 ? options.block_size : c.block_size;
   for (gpt::Split split : {gpt::Split::train, gpt::Split::val})
     if (data.num_windows(split, T) < 1)
-      throw std::invalid_argument("the corpus is too short: its " + std::string(gpt::split_name(split)) + " split has " +
-                                  std::to_string(data.size(split)) + " tokens, but a window of block_size " +
-                                  std::to_string(T) + " needs " + std::to_string(T + 1) +
-                                  " (the val split is the last 10%); use a longer corpus or a smaller --block-size");
+      throw std::invalid_argument(
+          "the corpus is too short: its " + std::string(gpt::split_name(split)) + " split has " +
+          std::to_string(data.size(split)) + " tokens, but a window of block_size " +
+          std::to_string(T) + " needs " + std::to_string(T + 1) +
+          " (the val split is the last 10%); use a longer corpus or a smaller --block-size");
   if (options.warmup_steps >= options.max_steps)
-    std::printf("note    --warmup %lld >= --steps %lld: the learning rate never reaches its peak %g\n",
-                static_cast<long long>(options.warmup_steps), static_cast<long long>(options.max_steps),
-                options.learning_rate);
+    std::printf(
+        "note    --warmup %lld >= --steps %lld: the learning rate never reaches its peak %g\n",
+        static_cast<long long>(options.warmup_steps), static_cast<long long>(options.max_steps),
+        options.learning_rate);
   const long long n_params = model->num_parameters();
   switch (model->kind()) {
     case gpt::ModelKind::gpt:
-      std::printf("model   gpt: n_layer %lld, n_head %lld, n_embd %lld, block_size %lld, vocab_size %lld, %s positions: %lld parameters\n",
-                  static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head), static_cast<long long>(c.n_embd),
-                  static_cast<long long>(c.block_size), static_cast<long long>(c.vocab_size),
-                  gpt::pos_encoding_name(c.pos_encoding), n_params);
+      std::printf(
+          "model   gpt: n_layer %lld, n_head %lld, n_embd %lld, block_size %lld, vocab_size %lld, "
+          "%s positions: %lld parameters\n",
+          static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head),
+          static_cast<long long>(c.n_embd), static_cast<long long>(c.block_size),
+          static_cast<long long>(c.vocab_size), gpt::pos_encoding_name(c.pos_encoding), n_params);
       break;
     case gpt::ModelKind::bigram:
-      std::printf("model   bigram: a %lld x %lld table of logits, block_size %lld: %lld parameters\n",
-                  static_cast<long long>(c.vocab_size), static_cast<long long>(c.vocab_size),
-                  static_cast<long long>(c.block_size), n_params);
+      std::printf(
+          "model   bigram: a %lld x %lld table of logits, block_size %lld: %lld parameters\n",
+          static_cast<long long>(c.vocab_size), static_cast<long long>(c.vocab_size),
+          static_cast<long long>(c.block_size), n_params);
       break;
     case gpt::ModelKind::average:
-      std::printf("model   average (causal mean of the context, no attention): n_embd %lld, block_size %lld, "
-                  "vocab_size %lld, %s positions: %lld parameters\n",
-                  static_cast<long long>(c.n_embd), static_cast<long long>(c.block_size),
-                  static_cast<long long>(c.vocab_size), gpt::pos_encoding_name(c.pos_encoding), n_params);
+      std::printf(
+          "model   average (causal mean of the context, no attention): n_embd %lld, block_size "
+          "%lld, "
+          "vocab_size %lld, %s positions: %lld parameters\n",
+          static_cast<long long>(c.n_embd), static_cast<long long>(c.block_size),
+          static_cast<long long>(c.vocab_size), gpt::pos_encoding_name(c.pos_encoding), n_params);
       break;
   }
   const double unigram = gpt::unigram_entropy(data.tokens(gpt::Split::val));
-  const double bigram = gpt::bigram_cross_entropy(data.tokens(gpt::Split::train), data.tokens(gpt::Split::val), c.vocab_size);
-  std::printf("data    %lld train / %lld val tokens; baselines on val: uniform %.4f, unigram %.4f, add-one bigram %.4f nats\n",
-              static_cast<long long>(data.size(gpt::Split::train)), static_cast<long long>(data.size(gpt::Split::val)),
-              std::log(static_cast<double>(c.vocab_size)), unigram, bigram);
+  const double bigram = gpt::bigram_cross_entropy(data.tokens(gpt::Split::train),
+                                                  data.tokens(gpt::Split::val), c.vocab_size);
+  std::printf(
+      "data    %lld train / %lld val tokens; baselines on val: uniform %.4f, unigram %.4f, add-one "
+      "bigram %.4f nats\n",
+      static_cast<long long>(data.size(gpt::Split::train)),
+      static_cast<long long>(data.size(gpt::Split::val)),
+      std::log(static_cast<double>(c.vocab_size)), unigram, bigram);
   const int threads = omp_get_max_threads();
   std::printf("train   %lld steps, batch %lld x %lld tokens, lr %g -> %g, %d thread%s\n\n",
               static_cast<long long>(options.max_steps), static_cast<long long>(options.batch_size),
@@ -224,7 +252,8 @@ int run(TrainArgs& a) {
   gpt::Trainer trainer(*model, data, options, tokenizer->kind(), tokenizer->serialize(), a.out);
   if (state) {
     trainer.restore(*state);
-    state.reset();  // the optimizer holds its own copy of the moments now: free these (two model sizes)
+    state.reset();  // the optimizer holds its own copy of the moments now: free these (two model
+                    // sizes)
   }
   gpt::EvalResult r;
   try {
@@ -233,25 +262,30 @@ int run(TrainArgs& a) {
     std::cerr << "attograd: error: " << e.what() << "\n";
     // Only a checkpoint of this run is worth naming: save() writes none with a non-finite
     // parameter, and run() none after a non-finite evaluation.
-    if (const std::optional<int64_t> good = trainer.last_saved_step() ? trainer.last_saved_step() : resumed_step)
-      std::cerr << "the last checkpoint, step " << *good << " (all parameters finite), is untouched: " << ckpt.string()
-                << "\n";
+    if (const std::optional<int64_t> good =
+            trainer.last_saved_step() ? trainer.last_saved_step() : resumed_step)
+      std::cerr << "the last checkpoint, step " << *good
+                << " (all parameters finite), is untouched: " << ckpt.string() << "\n";
     else
       std::cerr << "no checkpoint of this run was written"
-                << (std::filesystem::exists(ckpt) ? " (" + ckpt.string() + " is from an earlier run)" : std::string())
+                << (std::filesystem::exists(ckpt)
+                        ? " (" + ckpt.string() + " is from an earlier run)"
+                        : std::string())
                 << "\n";
     return 1;
   }
-  std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n", r.train_loss,
-              r.train_ppl, r.val_loss, r.val_ppl);
-  for (const auto& [name, baseline] : {std::pair{"unigram baseline", unigram}, std::pair{"add-one bigram", bigram}}) {
+  std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n",
+              r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
+  for (const auto& [name, baseline] :
+       {std::pair{"unigram baseline", unigram}, std::pair{"add-one bigram", bigram}}) {
     // Level within the printed precision (a one-character corpus: both are 0) is neither.
     const double gap = r.val_loss - baseline;
     if (std::abs(gap) < 5e-5)
-      std::printf("        %s %.4f (perplexity %.2f): the model is level with it\n", name, baseline, std::exp(baseline));
+      std::printf("        %s %.4f (perplexity %.2f): the model is level with it\n", name, baseline,
+                  std::exp(baseline));
     else
-      std::printf("        %s %.4f (perplexity %.2f): the model is %s it by %.4f nats\n", name, baseline,
-                  std::exp(baseline), gap < 0 ? "below" : "ABOVE", std::abs(gap));
+      std::printf("        %s %.4f (perplexity %.2f): the model is %s it by %.4f nats\n", name,
+                  baseline, std::exp(baseline), gap < 0 ? "below" : "ABOVE", std::abs(gap));
   }
   std::printf("saved   %s\n", ckpt.string().c_str());
   return 0;
@@ -261,47 +295,91 @@ int run(TrainArgs& a) {
 
 void add_train_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "train a GPT (or a bigram or average baseline) on a corpus (char or "
-                                              "GPT-2 BPE tokenizer)");
+  CLI::App* cmd =
+      app.add_subcommand("train",
+                         "train a GPT (or a bigram or average baseline) on a corpus (char or "
+                         "GPT-2 BPE tokenizer)");
   a->cmd = cmd;
   // A repeated option takes its last value, so a script's defaults can be overridden by
   // arguments appended after them (examples/train_pico.sh "$@").
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   add_config_options(cmd, a->config, false);
-  cmd->add_option("--model", a->model, "gpt (default), bigram (a V x V table of logits: logits = W[token]) or average "
-                                       "(the causal mean of the context's token + position embeddings, then ln_f and "
-                                       "the tied head, no attention); the config options give their sizes")
+  cmd->add_option("--model", a->model,
+                  "gpt (default), bigram (a V x V table of logits: logits = W[token]) or average "
+                  "(the causal mean of the context's token + position embeddings, then ln_f and "
+                  "the tied head, no attention); the config options give their sizes")
       ->check(CLI::IsMember({"gpt", "bigram", "average"}))
       ->capture_default_str();
-  a->corpus_option = cmd->add_option("--corpus", a->corpus, "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded "
-                                         "once), or a UTF-8 text file")->capture_default_str();
-  a->tokenizer_option = cmd->add_option("--tokenizer", a->tokenizer, "char (one token per character of the corpus) or "
-                                       "gpt2 (GPT-2's 50,257-token BPE; vocab_size becomes 50257)")
-                            ->check(CLI::IsMember({"char", "gpt2"}))->capture_default_str();
-  cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept (default ~/.cache/attograd)");
+  a->corpus_option =
+      cmd->add_option("--corpus", a->corpus,
+                      "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded "
+                      "once), or a UTF-8 text file")
+          ->capture_default_str();
+  a->tokenizer_option = cmd->add_option("--tokenizer", a->tokenizer,
+                                        "char (one token per character of the corpus) or "
+                                        "gpt2 (GPT-2's 50,257-token BPE; vocab_size becomes 50257)")
+                            ->check(CLI::IsMember({"char", "gpt2"}))
+                            ->capture_default_str();
+  cmd->add_option("--cache-dir", a->cache_dir,
+                  "where fetched corpora are kept (default ~/.cache/attograd)");
   a->keep_cr_option = add_keep_cr_flag(cmd, a->keep_cr);
-  cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")->capture_default_str();
+  cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")
+      ->capture_default_str();
   gpt::TrainOptions& o = a->options;
   namespace limits = gpt::limits;
-  a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")->check(integer_in(limits::steps))->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size, "sequences per micro-batch (B)")->check(integer_in(limits::batch_size))->capture_default_str();
-  cmd->add_option("--grad-accum", o.grad_accum, "micro-batches per step")->check(integer_in(limits::grad_accum))->capture_default_str();
-  cmd->add_option("--lr", o.learning_rate, "peak learning rate")->check(kPositive)->capture_default_str();
-  cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine decay")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->check(integer_in(limits::count))->capture_default_str();
-  cmd->add_option("--decay-steps", o.lr_decay_steps, "cosine decay length (0 = --steps)")->check(integer_in(limits::count))->capture_default_str();
-  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decay of 2-D weights")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--seed", o.seed, "seed of the batch sampler")->check(kSeed)->capture_default_str();
-  cmd->add_option("--init-seed", a->init_seed, "seed of the weight initialisation")->check(kSeed)->capture_default_str();
-  cmd->add_option("--eval-interval", o.eval_interval, "evaluate every N steps")->check(integer_in(limits::count))->capture_default_str();
-  cmd->add_option("--eval-iters", o.eval_iters, "batches per split per evaluation")->check(integer_in(limits::positive_count))->capture_default_str();
-  cmd->add_option("--checkpoint-interval", o.checkpoint_interval, "also checkpoint every N steps (0 = at evaluations and the end)")->check(integer_in(limits::count))->capture_default_str();
-  cmd->add_option("--log-interval", o.log_interval, "progress line every N steps")->check(integer_in(limits::positive_count))->capture_default_str();
+  a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")
+                        ->check(integer_in(limits::steps))
+                        ->capture_default_str();
+  cmd->add_option("--batch-size", o.batch_size, "sequences per micro-batch (B)")
+      ->check(integer_in(limits::batch_size))
+      ->capture_default_str();
+  cmd->add_option("--grad-accum", o.grad_accum, "micro-batches per step")
+      ->check(integer_in(limits::grad_accum))
+      ->capture_default_str();
+  cmd->add_option("--lr", o.learning_rate, "peak learning rate")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine decay")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")
+      ->check(integer_in(limits::count))
+      ->capture_default_str();
+  cmd->add_option("--decay-steps", o.lr_decay_steps, "cosine decay length (0 = --steps)")
+      ->check(integer_in(limits::count))
+      ->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decay of 2-D weights")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed of the batch sampler")
+      ->check(kSeed)
+      ->capture_default_str();
+  cmd->add_option("--init-seed", a->init_seed, "seed of the weight initialisation")
+      ->check(kSeed)
+      ->capture_default_str();
+  cmd->add_option("--eval-interval", o.eval_interval, "evaluate every N steps")
+      ->check(integer_in(limits::count))
+      ->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split per evaluation")
+      ->check(integer_in(limits::positive_count))
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-interval", o.checkpoint_interval,
+                  "also checkpoint every N steps (0 = at evaluations and the end)")
+      ->check(integer_in(limits::count))
+      ->capture_default_str();
+  cmd->add_option("--log-interval", o.log_interval, "progress line every N steps")
+      ->check(integer_in(limits::positive_count))
+      ->capture_default_str();
   cmd->add_option("--threads", a->threads, "OpenMP threads (0 = all cores)")
       ->check(integer_in({0, gpt::max_threads()}, "at most 4 x this machine's cores"))
       ->capture_default_str();
-  cmd->add_flag("--resume", a->resume, "continue the run in --out from its checkpoint, bit-exact, with its stored options and corpus (--steps may extend it; the learning-rate schedule keeps its end; a --corpus given must hold the same text)");
+  cmd->add_flag("--resume", a->resume,
+                "continue the run in --out from its checkpoint, bit-exact, with its stored options "
+                "and corpus (--steps may extend it; the learning-rate schedule keeps its end; a "
+                "--corpus given must hold the same text)");
   cmd->add_flag("--overwrite", a->overwrite, "start over even if --out already holds a checkpoint");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }

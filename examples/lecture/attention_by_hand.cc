@@ -13,7 +13,8 @@ namespace attograd::lecture {
 
 Tensor causal_average(const Tensor& x) {
   const int64_t T = x.size(0);
-  const Tensor weights = softmax(causal_mask(Tensor::zeros({T, T}, x.dtype())));  // uniform over the past
+  const Tensor weights =
+      softmax(causal_mask(Tensor::zeros({T, T}, x.dtype())));  // uniform over the past
   return matmul(weights, x);
 }
 
@@ -28,32 +29,44 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
   return s;
 }
 
-Tensor column_softmax(const Tensor& masked) { return transpose(softmax(transpose(masked, -2, -1)), -2, -1); }
+Tensor column_softmax(const Tensor& masked) {
+  return transpose(softmax(transpose(masked, -2, -1)), -2, -1);
+}
 
 Tensor self_attention(const Tensor& x, bool causal) {
-  const Tensor scores = mul_scalar(matmul(x, transpose(x, -2, -1)), 1.0 / std::sqrt(static_cast<double>(x.size(-1))));
+  const Tensor scores =
+      mul_scalar(matmul(x, transpose(x, -2, -1)), 1.0 / std::sqrt(static_cast<double>(x.size(-1))));
   return matmul(softmax(causal ? causal_mask(scores) : scores), x);
 }
 
 Tensor embed_words(const std::vector<std::string>& words) {
   std::vector<double> rows;
   for (const std::string& w : words) {
-    if (w == "dog") rows.insert(rows.end(), {1.0, 0.2});
-    else if (w == "bites") rows.insert(rows.end(), {-0.3, 0.8});
-    else if (w == "man") rows.insert(rows.end(), {0.5, -1.1});
-    else throw std::invalid_argument("embed_words: '" + w + "' is not in the toy vocabulary {dog, bites, man}");
+    if (w == "dog")
+      rows.insert(rows.end(), {1.0, 0.2});
+    else if (w == "bites")
+      rows.insert(rows.end(), {-0.3, 0.8});
+    else if (w == "man")
+      rows.insert(rows.end(), {0.5, -1.1});
+    else
+      throw std::invalid_argument("embed_words: '" + w +
+                                  "' is not in the toy vocabulary {dog, bites, man}");
   }
   return Tensor::from_vector(rows, {static_cast<int64_t>(words.size()), 2}, DType::f64);
 }
 
-std::vector<ScalingRow> measure_scaling(const std::vector<int64_t>& d_ks, int64_t T, int64_t draws, uint64_t seed) {
+std::vector<ScalingRow> measure_scaling(const std::vector<int64_t>& d_ks, int64_t T, int64_t draws,
+                                        uint64_t seed) {
   if (T < 2 || draws < 1)
-    throw std::invalid_argument("measure_scaling: T = " + std::to_string(T) + ", draws = " + std::to_string(draws) +
+    throw std::invalid_argument("measure_scaling: T = " + std::to_string(T) +
+                                ", draws = " + std::to_string(draws) +
                                 "; need T >= 2 keys (one key always gets weight 1) and draws >= 1");
   Generator gen(seed);
   std::vector<ScalingRow> rows;
   for (const int64_t d_k : d_ks) {
-    if (d_k < 1) throw std::invalid_argument("measure_scaling: d_k = " + std::to_string(d_k) + ", need d_k >= 1");
+    if (d_k < 1)
+      throw std::invalid_argument("measure_scaling: d_k = " + std::to_string(d_k) +
+                                  ", need d_k >= 1");
     const Tensor q = Tensor::randn({draws, 1, d_k}, gen, DType::f64);
     const Tensor k = Tensor::randn({draws, T, d_k}, gen, DType::f64);
     const Tensor scores = matmul(q, transpose(k, -2, -1));  // (draws, 1, T)
@@ -66,7 +79,9 @@ std::vector<ScalingRow> measure_scaling(const std::vector<int64_t>& d_ks, int64_
     row.d_k = d_k;
     row.score_variance = m2 / static_cast<double>(s.size());
     row.mean_max_unscaled = mean(max(softmax(scores), -1)).item();
-    row.mean_max_scaled = mean(max(softmax(mul_scalar(scores, 1.0 / std::sqrt(static_cast<double>(d_k)))), -1)).item();
+    row.mean_max_scaled =
+        mean(max(softmax(mul_scalar(scores, 1.0 / std::sqrt(static_cast<double>(d_k)))), -1))
+            .item();
     rows.push_back(row);
   }
   return rows;
@@ -92,19 +107,23 @@ std::vector<KeyAttribution> attribute_keys(const Tensor& q, const Tensor& K, con
     throw std::invalid_argument("attribute_keys: need one query and at least two keys, got q " +
                                 shape_str(q.shape()) + " and K " + shape_str(K.shape()));
   if (q.size(1) != K.size(1) || K.size(0) != V.size(0))
-    throw std::invalid_argument("attribute_keys: q " + shape_str(q.shape()) + ", K " + shape_str(K.shape()) + " and V " +
-                                shape_str(V.shape()) + " do not fit: q and K need the same d_k, K and V the same rows");
+    throw std::invalid_argument("attribute_keys: q " + shape_str(q.shape()) + ", K " +
+                                shape_str(K.shape()) + " and V " + shape_str(V.shape()) +
+                                " do not fit: q and K need the same d_k, K and V the same rows");
   const Tensor v = V.clone().set_requires_grad();
   const AttentionSteps s = causal_attention_steps(q, K, v);
   sum(s.out).backward();
   const double L = sum(s.out).item();
-  const std::vector<double> w = s.weights.to_vector(), g = v.grad().to_vector(), values = V.to_vector();
+  const std::vector<double> w = s.weights.to_vector(), g = v.grad().to_vector(),
+                            values = V.to_vector();
   const int64_t Tk = K.size(0), d_v = V.size(1);
   std::vector<KeyAttribution> out(static_cast<size_t>(Tk));
   for (int64_t j = 0; j < Tk; ++j) {
     KeyAttribution& a = out[static_cast<size_t>(j)];
     a.weight = w[static_cast<size_t>(j)];
-    for (int64_t c = 0; c < d_v; ++c) a.grad_x_input += g[static_cast<size_t>(j * d_v + c)] * values[static_cast<size_t>(j * d_v + c)];
+    for (int64_t c = 0; c < d_v; ++c)
+      a.grad_x_input +=
+          g[static_cast<size_t>(j * d_v + c)] * values[static_cast<size_t>(j * d_v + c)];
     std::vector<double> zeroed = values;
     std::fill_n(zeroed.begin() + j * d_v, d_v, 0.0);
     a.zero_value_change = readout(q, K, Tensor::from_vector(zeroed, V.shape(), DType::f64)) - L;
@@ -115,12 +134,15 @@ std::vector<KeyAttribution> attribute_keys(const Tensor& q, const Tensor& K, con
 
 AttentionCost attention_cost(int64_t T, int64_t head_dim, int64_t bytes_per_element) {
   if (T < 1 || head_dim < 1 || bytes_per_element < 1)
-    throw std::invalid_argument("attention_cost: T, head_dim and bytes_per_element must be >= 1, got " +
-                                std::to_string(T) + ", " + std::to_string(head_dim) + ", " +
-                                std::to_string(bytes_per_element));
+    throw std::invalid_argument(
+        "attention_cost: T, head_dim and bytes_per_element must be >= 1, got " + std::to_string(T) +
+        ", " + std::to_string(head_dim) + ", " + std::to_string(bytes_per_element));
   const int64_t TT = checked_mul(T, T, "attention_cost: T*T");
-  return {T, checked_mul(checked_mul(TT, int64_t{2}, "attention_cost: bytes"), bytes_per_element, "attention_cost: bytes"),
-          checked_mul(checked_mul(TT, int64_t{4}, "attention_cost: flops"), head_dim, "attention_cost: flops")};
+  return {T,
+          checked_mul(checked_mul(TT, int64_t{2}, "attention_cost: bytes"), bytes_per_element,
+                      "attention_cost: bytes"),
+          checked_mul(checked_mul(TT, int64_t{4}, "attention_cost: flops"), head_dim,
+                      "attention_cost: flops")};
 }
 
 namespace {
@@ -136,7 +158,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
   for (size_t start = 0;;) {
     const size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    out.push_back(
+        s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
     if (end == std::string_view::npos) return out;
     start = end + 1;
   }
@@ -158,27 +181,35 @@ Tensor parse_matrix(const std::string& text, const std::string& name) {
       double v = 0;
       const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
       if (f.empty() || ec != std::errc() || end != f.data() + f.size() || !std::isfinite(v))
-        throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + ": '" + std::string(f.substr(0, 40)) +
-                                    "' is not a finite number" + how);
+        throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + ": '" +
+                                    std::string(f.substr(0, 40)) + "' is not a finite number" +
+                                    how);
       values.push_back(v);
     }
-    if (r == 0) cols = fields.size();
+    if (r == 0)
+      cols = fields.size();
     else if (fields.size() != cols)
-      throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + " has " + std::to_string(fields.size()) +
-                                  (fields.size() == 1 ? " number" : " numbers") + " but row 1 has " +
-                                  std::to_string(cols) + "; every row needs the same count" + how);
+      throw std::invalid_argument(
+          name + ": row " + std::to_string(r + 1) + " has " + std::to_string(fields.size()) +
+          (fields.size() == 1 ? " number" : " numbers") + " but row 1 has " + std::to_string(cols) +
+          "; every row needs the same count" + how);
   }
-  return Tensor::from_vector(values, {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, DType::f64);
+  return Tensor::from_vector(
+      values, {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, DType::f64);
 }
 
 void check_attention_shapes(const Tensor& Q, const Tensor& K, const Tensor& V) {
-  const auto dims = [](const Tensor& t) { return std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)); };
+  const auto dims = [](const Tensor& t) {
+    return std::to_string(t.size(0)) + "x" + std::to_string(t.size(1));
+  };
   if (Q.size(1) != K.size(1))
     throw std::invalid_argument("Q is " + dims(Q) + " and K is " + dims(K) +
-                                ": q·k needs queries and keys of the same length d_k (give Q and K the same number of columns)");
+                                ": q·k needs queries and keys of the same length d_k (give Q and K "
+                                "the same number of columns)");
   if (Q.size(0) != K.size(0) || K.size(0) != V.size(0))
     throw std::invalid_argument("Q is " + dims(Q) + ", K is " + dims(K) + " and V is " + dims(V) +
-                                ": self-attention has one query, key and value per token (give Q, K and V the same number of rows T)");
+                                ": self-attention has one query, key and value per token (give Q, "
+                                "K and V the same number of rows T)");
 }
 
 }  // namespace attograd::lecture

@@ -62,7 +62,8 @@ struct ScalingRow {
 /// For each d_k: `draws` queries q ~ N(0, I_{d_k}), each against T keys k_j ~ N(0, I_{d_k}),
 /// all from Generator(seed) in that order (so the table is the same on every machine). Throws
 /// std::invalid_argument for d_k, T or draws < 1 (T = 1 would make every weight 1).
-std::vector<ScalingRow> measure_scaling(const std::vector<int64_t>& d_ks, int64_t T, int64_t draws, uint64_t seed);
+std::vector<ScalingRow> measure_scaling(const std::vector<int64_t>& d_ks, int64_t T, int64_t draws,
+                                        uint64_t seed);
 
 /// How much one key matters to one query, measured four ways. The "loss" is L = Σ_c out_c, the
 /// sum of the query's output channels (any fixed linear read-out would do).
@@ -82,7 +83,8 @@ std::vector<KeyAttribution> attribute_keys(const Tensor& q, const Tensor& K, con
 struct AttentionCost {
   int64_t T = 0;
   int64_t bytes = 0;  // scores and weights, each (T, T): 2·T²·bytes_per_element
-  int64_t flops = 0;  // Q Kᵀ and A V, each 2·T²·head_dim (a multiply and an add per term): 4·T²·head_dim
+  int64_t flops =
+      0;  // Q Kᵀ and A V, each 2·T²·head_dim (a multiply and an add per term): 4·T²·head_dim
 };
 
 /// The cost above, exact in integers. The scale, mask and softmax add a few T² more operations,

@@ -16,7 +16,7 @@ BOOST_AUTO_TEST_CASE(freed_blocks_are_reused_by_size_class) {
   const AllocatorStats before = allocator_stats();
   BOOST_TEST(before.cached_blocks == 1u);
   BOOST_TEST(before.cached_bytes == 1024u);  // 1000 rounded up to 64-byte granules
-  void* b = allocate_storage(1010);  // same class
+  void* b = allocate_storage(1010);          // same class
   BOOST_TEST(b == a);
   BOOST_TEST(allocator_stats().hits == before.hits + 1);
   void* c = allocate_storage(2000);  // another class: fresh memory

@@ -25,7 +25,8 @@ BOOST_AUTO_TEST_CASE(repeated_backward_accumulates_only_in_leaves) {
     BOOST_TEST(w.grad().item() == 36.0);  // not 72: zero_grad cleared the leaf
 
     L.backward(Tensor(), true);
-    BOOST_TEST(w.grad().item() == 72.0);  // leaf accumulation; intermediate grads never leak (not 108)
+    BOOST_TEST(w.grad().item() ==
+               72.0);  // leaf accumulation; intermediate grads never leak (not 108)
   }
 }
 
@@ -106,7 +107,8 @@ BOOST_AUTO_TEST_CASE(backward_errors_name_the_problem) {
   Tensor x = Tensor::ones({2, 2}).set_requires_grad();
   Tensor y = mul_scalar(x, 2);
   expect_throw_with<std::invalid_argument>([&] { y.backward(); }, "(2, 2)");
-  expect_throw_with<std::invalid_argument>([&] { y.backward(Tensor::ones({3})); }, "expected (2, 2)");
+  expect_throw_with<std::invalid_argument>([&] { y.backward(Tensor::ones({3})); },
+                                           "expected (2, 2)");
   expect_throw_with<std::logic_error>([&] { y.set_requires_grad(); }, "only leaf");
 }
 

@@ -38,10 +38,12 @@ BOOST_AUTO_TEST_CASE(checker_accepts_right_and_rejects_planted_wrong_vjp) {
     opt.fast_mode = fast;
     Generator gen(3);
     const Tensor x = Tensor::uniform({2, 3}, gen, 0.5, 2.0, DType::f64).set_requires_grad();
-    const GradcheckResult right = run_gradcheck([](const auto& in) { return cube_with_vjp(in[0], 1.0); }, {x}, opt);
+    const GradcheckResult right =
+        run_gradcheck([](const auto& in) { return cube_with_vjp(in[0], 1.0); }, {x}, opt);
     BOOST_TEST(right.passed);
     BOOST_TEST(right.inputs.at(0).max_abs_err < 1e-7);
-    const GradcheckResult wrong = run_gradcheck([](const auto& in) { return cube_with_vjp(in[0], 0.99); }, {x}, opt);
+    const GradcheckResult wrong =
+        run_gradcheck([](const auto& in) { return cube_with_vjp(in[0], 0.99); }, {x}, opt);
     BOOST_TEST_INFO(wrong.message);
     BOOST_TEST(!wrong.passed);
     BOOST_TEST(wrong.inputs.at(0).max_rel_err > 0.009);  // the 1% error is measured, not hidden
@@ -70,7 +72,9 @@ BOOST_AUTO_TEST_CASE(float64_step_is_right_and_float32_tiny_step_is_refused) {
   expect_throw_with<std::invalid_argument>(
       [&] { run_gradcheck([](const auto& in) { return pow(in[0], 3); }, {xf32}); }, "float32");
   // With a wide step and loose tolerances, f32 works.
-  BOOST_TEST(run_gradcheck([](const auto& in) { return pow(in[0], 3); }, {xf32}, GradcheckOptions::float32()).passed);
+  BOOST_TEST(run_gradcheck([](const auto& in) { return pow(in[0], 3); }, {xf32},
+                           GradcheckOptions::float32())
+                 .passed);
 }
 
 // Each fused op equals the same computation built from primitives, forward and backward.
@@ -99,28 +103,30 @@ Tensor softmax_primitive(const Tensor& x) {
 BOOST_AUTO_TEST_CASE(fused_ops_equal_their_primitive_compositions) {
   Generator gen(5);
   const Tensor x = Tensor::randn({2, 3, 5}, gen, DType::f64, 2.0);
-  expect_same_forward_and_backward([](const Tensor& t) { return softmax(t); }, softmax_primitive, x, 1e-12);
-  expect_same_forward_and_backward(
-      [](const Tensor& t) { return log_softmax(t); },
-      [](const Tensor& t) {
-        const Tensor shifted = sub(t, max(t, -1, true));
-        return sub(shifted, log(sum(exp(shifted), {-1}, true)));
-      },
-      x, 1e-12);
-  expect_same_forward_and_backward(
-      [](const Tensor& t) { return gelu(t); },
-      [](const Tensor& t) {
-        const double s = std::sqrt(2.0 / M_PI);
-        const Tensor inner = mul_scalar(add(t, mul_scalar(pow(t, 3), 0.044715)), s);
-        return mul(mul_scalar(t, 0.5), add_scalar(tanh(inner), 1.0));
-      },
-      x, 1e-12);
+  expect_same_forward_and_backward([](const Tensor& t) { return softmax(t); }, softmax_primitive, x,
+                                   1e-12);
+  expect_same_forward_and_backward([](const Tensor& t) { return log_softmax(t); },
+                                   [](const Tensor& t) {
+                                     const Tensor shifted = sub(t, max(t, -1, true));
+                                     return sub(shifted, log(sum(exp(shifted), {-1}, true)));
+                                   },
+                                   x, 1e-12);
+  expect_same_forward_and_backward([](const Tensor& t) { return gelu(t); },
+                                   [](const Tensor& t) {
+                                     const double s = std::sqrt(2.0 / M_PI);
+                                     const Tensor inner =
+                                         mul_scalar(add(t, mul_scalar(pow(t, 3), 0.044715)), s);
+                                     return mul(mul_scalar(t, 0.5), add_scalar(tanh(inner), 1.0));
+                                   },
+                                   x, 1e-12);
   const Tensor scores = Tensor::randn({2, 4, 4}, gen, DType::f64);
-  expect_same_forward_and_backward([](const Tensor& t) { return causal_softmax(t); },
-                                   [](const Tensor& t) { return softmax_primitive(causal_mask(t)); }, scores, 1e-12);
+  expect_same_forward_and_backward(
+      [](const Tensor& t) { return causal_softmax(t); },
+      [](const Tensor& t) { return softmax_primitive(causal_mask(t)); }, scores, 1e-12);
 
   // layer_norm, with gamma and beta.
-  const Tensor gamma = Tensor::randn({5}, gen, DType::f64), beta = Tensor::randn({5}, gen, DType::f64);
+  const Tensor gamma = Tensor::randn({5}, gen, DType::f64),
+               beta = Tensor::randn({5}, gen, DType::f64);
   expect_same_forward_and_backward(
       [&](const Tensor& t) { return layer_norm(t, gamma, beta, 1e-5); },
       [&](const Tensor& t) {
@@ -134,5 +140,8 @@ BOOST_AUTO_TEST_CASE(fused_ops_equal_their_primitive_compositions) {
   const Tensor targets = Tensor::from_ids({0, 4, 2, 2, 1, 3}, {2, 3});
   expect_same_forward_and_backward(
       [&](const Tensor& l) { return cross_entropy(l, targets); },
-      [&](const Tensor& l) { return neg(mean(gather(log_softmax(l), -1, reshape(targets, {2, 3, 1})))); }, x, 1e-12);
+      [&](const Tensor& l) {
+        return neg(mean(gather(log_softmax(l), -1, reshape(targets, {2, 3, 1}))));
+      },
+      x, 1e-12);
 }

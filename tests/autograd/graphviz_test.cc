@@ -56,7 +56,8 @@ ParsedDot draw(const Tensor& root, const DotOptions& options, DotCounts* counts 
 
 // (a * b + c).sum(): three ops, three leaves, five edges, each labelled with name and shape.
 BOOST_AUTO_TEST_CASE(a_times_b_plus_c_summed) {
-  const Tensor a = Tensor::ones({2, 3}).set_requires_grad(), b = Tensor::ones({2, 3}).set_requires_grad(),
+  const Tensor a = Tensor::ones({2, 3}).set_requires_grad(),
+               b = Tensor::ones({2, 3}).set_requires_grad(),
                c = Tensor::full({2, 3}, 0.5).set_requires_grad();
   const Tensor root = sum(a * b + c);
   DotCounts n;
@@ -71,17 +72,21 @@ BOOST_AUTO_TEST_CASE(a_times_b_plus_c_summed) {
     for (const auto& [id, l] : p.label) s.insert(l);
     return s;
   }();
-  const std::set<std::string> expected{"sum|()|data 9.0000", "add|(2, 3)", "mul|(2, 3)", "a|(2, 3)", "b|(2, 3)",
-                                       "c|(2, 3)"};
+  const std::set<std::string> expected{"sum|()|data 9.0000", "add|(2, 3)", "mul|(2, 3)",
+                                       "a|(2, 3)",           "b|(2, 3)",   "c|(2, 3)"};
   BOOST_TEST(labels == expected, boost::test_tools::per_element());
   const std::multiset<std::pair<std::string, std::string>> edges{
-      {"a|(2, 3)", "mul|(2, 3)"}, {"b|(2, 3)", "mul|(2, 3)"}, {"mul|(2, 3)", "add|(2, 3)"},
-      {"c|(2, 3)", "add|(2, 3)"}, {"add|(2, 3)", "sum|()|data 9.0000"}};
+      {"a|(2, 3)", "mul|(2, 3)"},
+      {"b|(2, 3)", "mul|(2, 3)"},
+      {"mul|(2, 3)", "add|(2, 3)"},
+      {"c|(2, 3)", "add|(2, 3)"},
+      {"add|(2, 3)", "sum|()|data 9.0000"}};
   BOOST_TEST((p.edges == edges));
   // The root is drawn with a double border, ops as ellipses, parameters as filled boxes.
   for (const auto& [id, l] : p.label) {
     BOOST_TEST_INFO(l << ": " << p.attrs.at(id));
-    BOOST_TEST((p.attrs.at(id).find("peripheries=2") != std::string::npos) == (l.rfind("sum|", 0) == 0));
+    BOOST_TEST((p.attrs.at(id).find("peripheries=2") != std::string::npos) ==
+               (l.rfind("sum|", 0) == 0));
     const bool op = l.rfind("sum|", 0) == 0 || l.rfind("add|", 0) == 0 || l.rfind("mul|", 0) == 0;
     BOOST_TEST((p.attrs.at(id).find("shape=ellipse") != std::string::npos) == op);
     BOOST_TEST((p.attrs.at(id).find("fillcolor=\"#cfe2ff\"") != std::string::npos) == !op);
@@ -117,11 +122,13 @@ BOOST_AUTO_TEST_CASE(fan_out_and_constants) {
 // w1.grad = x1 · 0.5 = 1, x2.grad = 0.5, w2.grad = x2 · 0.5 = 0, b.grad = 0.5.
 BOOST_AUTO_TEST_CASE(micrograd_neuron_shows_values_and_gradients) {
   auto scalar = [](double v) { return Tensor::scalar(v, DType::f64).set_requires_grad(); };
-  const Tensor x1 = scalar(2), x2 = scalar(0), w1 = scalar(-3), w2 = scalar(1), b = scalar(6.8813735870195432);
+  const Tensor x1 = scalar(2), x2 = scalar(0), w1 = scalar(-3), w2 = scalar(1),
+               b = scalar(6.8813735870195432);
   const Tensor o = tanh(x1 * w1 + x2 * w2 + b);
   o.backward(Tensor(), /*retain_graph=*/true);
   DotCounts n;
-  const ParsedDot p = draw(o, {{{"x1", x1}, {"x2", x2}, {"w1", w1}, {"w2", w2}, {"b", b}}, "LR", ""}, &n);
+  const ParsedDot p =
+      draw(o, {{{"x1", x1}, {"x2", x2}, {"w1", w1}, {"w2", w2}, {"b", b}}, "LR", ""}, &n);
   BOOST_TEST(n.ops == 5);
   BOOST_TEST(n.parameters == 5);
   BOOST_TEST(n.edges == 9);
@@ -140,16 +147,21 @@ BOOST_AUTO_TEST_CASE(micrograd_neuron_shows_values_and_gradients) {
 
 BOOST_AUTO_TEST_CASE(bad_roots_and_freed_graphs_are_clear_errors) {
   std::ostringstream out;
-  expect_throw_with<std::invalid_argument>([&] { write_dot(out, Tensor()); }, "root tensor is undefined");
+  expect_throw_with<std::invalid_argument>([&] { write_dot(out, Tensor()); },
+                                           "root tensor is undefined");
   const Tensor x = Tensor::ones({2}).set_requires_grad();
-  expect_throw_with<std::invalid_argument>([&] { write_dot(out, x); }, "not produced by a recorded op");
-  expect_throw_with<std::invalid_argument>([&] { write_dot(out, Tensor::ones({2}) * 2.0); }, "set_requires_grad()");
+  expect_throw_with<std::invalid_argument>([&] { write_dot(out, x); },
+                                           "not produced by a recorded op");
+  expect_throw_with<std::invalid_argument>([&] { write_dot(out, Tensor::ones({2}) * 2.0); },
+                                           "set_requires_grad()");
   const Tensor y = sum(x * x);
   y.backward();
-  expect_throw_with<std::logic_error>([&] { write_dot(out, y); }, "'sum' was freed by backward(); draw it before backward");
+  expect_throw_with<std::logic_error>([&] { write_dot(out, y); },
+                                      "'sum' was freed by backward(); draw it before backward");
 }
 
-// The walk is iterative, as the engine's: a long chain neither overflows the stack nor loses a node.
+// The walk is iterative, as the engine's: a long chain neither overflows the stack nor loses a
+// node.
 BOOST_AUTO_TEST_CASE(a_long_chain_is_drawn_without_recursion) {
   const Tensor x = Tensor::scalar(0.5).set_requires_grad();
   Tensor v = x;

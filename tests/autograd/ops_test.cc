@@ -27,12 +27,16 @@ BOOST_AUTO_TEST_CASE(broadcasting_forward_and_sum_to_backward) {
     expect_tensor(y, {2, 3}, {5.5, 11, 16.5, 3.5, 6.25, 9}, tol(dt));
     sum(y).backward();
     BOOST_TEST(allclose(a.grad().to_vector(), {0.5, 0.5, 0.5, 0.25, 0.25, 0.25}, tol(dt), 0));
-    BOOST_TEST(allclose(b.grad().to_vector(), {0.75, 0.75, 0.75}, tol(dt), 0));  // summed over the broadcast rows
+    BOOST_TEST(allclose(b.grad().to_vector(), {0.75, 0.75, 0.75}, tol(dt),
+                        0));  // summed over the broadcast rows
     // dy/dc = -(a + b) / c², summed over each row: -(66 / 4), -(75 / 16)
     BOOST_TEST(allclose(c.grad().to_vector(), {-16.5, -4.6875}, tol(dt), 0));
   }
   expect_throw_with<std::invalid_argument>(
-      [] { add(Tensor::zeros({2, 3}), Tensor::zeros({4})); }, "shapes (2, 3) and (4,) cannot be broadcast");
+      [] {
+        add(Tensor::zeros({2, 3}), Tensor::zeros({4}));
+      },
+      "shapes (2, 3) and (4,) cannot be broadcast");
   expect_throw_with<std::invalid_argument>(
       [] { add(Tensor::zeros({2}), Tensor::zeros({2}, DType::f64)); }, "dtypes differ");
 }
@@ -41,13 +45,16 @@ BOOST_AUTO_TEST_CASE(unary_ops_values) {
   Tensor x = Tensor::from_vector({0.5, 1, 2}, {3}, DType::f64);
   BOOST_TEST(allclose(exp(x).to_vector(), {std::exp(0.5), std::exp(1.0), std::exp(2.0)}, 1e-12, 0));
   BOOST_TEST(allclose(log(x).to_vector(), {std::log(0.5), 0, std::log(2.0)}, 1e-12, 0));
-  BOOST_TEST(allclose(tanh(x).to_vector(), {std::tanh(0.5), std::tanh(1.0), std::tanh(2.0)}, 1e-12, 0));
+  BOOST_TEST(
+      allclose(tanh(x).to_vector(), {std::tanh(0.5), std::tanh(1.0), std::tanh(2.0)}, 1e-12, 0));
   BOOST_TEST(allclose(sqrt(x).to_vector(), {std::sqrt(0.5), 1, std::sqrt(2.0)}, 1e-12, 0));
   BOOST_TEST(allclose(pow(x, 3).to_vector(), {0.125, 1, 8}, 1e-12, 0));
-  BOOST_TEST(allclose(relu(Tensor::from_vector({-1, 0, 2}, {3}, DType::f64)).to_vector(), {0, 0, 2}, 0, 0));
+  BOOST_TEST(allclose(relu(Tensor::from_vector({-1, 0, 2}, {3}, DType::f64)).to_vector(), {0, 0, 2},
+                      0, 0));
   BOOST_TEST(allclose(neg(x).to_vector(), {-0.5, -1, -2}, 0, 0));
   // GPT-2's tanh-approximate GELU: gelu(1) = 0.5 (1 + tanh(sqrt(2/pi) 1.044715)).
-  BOOST_TEST(allclose(gelu(Tensor::from_vector({0, 1}, {2}, DType::f64)).to_vector(), {0, 0.8411919906082768}, 1e-12, 0));
+  BOOST_TEST(allclose(gelu(Tensor::from_vector({0, 1}, {2}, DType::f64)).to_vector(),
+                      {0, 0.8411919906082768}, 1e-12, 0));
   BOOST_TEST(allclose((2.0 - x).to_vector(), {1.5, 1, 0}, 0, 0));
   BOOST_TEST(allclose((2.0 / x).to_vector(), {4, 2, 1}, 1e-12, 0));
 }
@@ -79,8 +86,15 @@ BOOST_AUTO_TEST_CASE(matmul_with_transposed_view) {
     BOOST_TEST(allclose(B.grad().to_vector(), {5, 5, 7, 7, 9, 9}, 0, 0));
   }
   expect_throw_with<std::invalid_argument>(
-      [] { matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})); }, "inner dimensions differ: (2, 3) @ (4, 5)");
-  expect_throw_with<std::invalid_argument>([] { matmul(Tensor::zeros({3}), Tensor::zeros({3, 1})); }, "2-D or batched");
+      [] {
+        matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5}));
+      },
+      "inner dimensions differ: (2, 3) @ (4, 5)");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        matmul(Tensor::zeros({3}), Tensor::zeros({3, 1}));
+      },
+      "2-D or batched");
 }
 
 // y = x Wᵀ + b with x = [[1, 2], [3, 4]], W = [[1, 0], [1, 1], [0, 2]], b = [1, 2, 3], L = sum(y):
@@ -97,11 +111,17 @@ BOOST_AUTO_TEST_CASE(linear_values_gradients_and_errors) {
     BOOST_TEST(allclose(W.grad().to_vector(), {4, 6, 4, 6, 4, 6}, 0, 0));
     BOOST_TEST(allclose(b.grad().to_vector(), {2, 2, 2}, 0, 0));
   }
-  expect_throw_with<std::invalid_argument>([] { linear(Tensor::zeros({4, 64, 256}), Tensor::zeros({5, 384})); },
-                                           "linear: expected input (..., in), weight (out, in) and bias (out,), got "
-                                           "input (4, 64, 256), weight (5, 384)");
   expect_throw_with<std::invalid_argument>(
-      [] { linear(Tensor::zeros({2, 3}), Tensor::zeros({5, 3}), Tensor::zeros({4})); }, "bias (4,)");
+      [] {
+        linear(Tensor::zeros({4, 64, 256}), Tensor::zeros({5, 384}));
+      },
+      "linear: expected input (..., in), weight (out, in) and bias (out,), got "
+      "input (4, 64, 256), weight (5, 384)");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        linear(Tensor::zeros({2, 3}), Tensor::zeros({5, 3}), Tensor::zeros({4}));
+      },
+      "bias (4,)");
 }
 
 // No input features (in = 0): every row is the bias, as in PyTorch, and db counts the rows.
@@ -115,7 +135,8 @@ BOOST_AUTO_TEST_CASE(linear_with_no_input_features_gives_the_bias) {
     expect_tensor(y, {3, 5}, {1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5}, 0);
     sum(y).backward();
     BOOST_TEST(allclose(b.grad().to_vector(), {3, 3, 3, 3, 3}, 0, 0));
-    expect_tensor(linear(Tensor::zeros({2, 0}, dt), Tensor::zeros({4, 0}, dt)), {2, 4}, std::vector<double>(8, 0.0), 0);
+    expect_tensor(linear(Tensor::zeros({2, 0}, dt), Tensor::zeros({4, 0}, dt)), {2, 4},
+                  std::vector<double>(8, 0.0), 0);
   }
 }
 
@@ -123,23 +144,28 @@ BOOST_AUTO_TEST_CASE(linear_with_no_input_features_gives_the_bias) {
 // used twice (a tied head) and a non-contiguous input: values and every gradient agree.
 BOOST_AUTO_TEST_CASE(linear_matches_matmul_transpose_add) {
   Generator gen(5);
-  const Tensor x0 = Tensor::randn({3, 4, 5}, gen, DType::f64), W0 = Tensor::randn({6, 5}, gen, DType::f64);
+  const Tensor x0 = Tensor::randn({3, 4, 5}, gen, DType::f64),
+               W0 = Tensor::randn({6, 5}, gen, DType::f64);
   const Tensor b0 = Tensor::randn({6}, gen, DType::f64);
   Tensor grads[2][3];
   for (int fused = 0; fused < 2; ++fused) {
-    Tensor x = x0.clone().set_requires_grad(), W = W0.clone().set_requires_grad(), b = b0.clone().set_requires_grad();
+    Tensor x = x0.clone().set_requires_grad(), W = W0.clone().set_requires_grad(),
+           b = b0.clone().set_requires_grad();
     const Tensor xt = transpose(x, 0, 1);  // (4, 3, 5), not contiguous
     const Tensor y = fused ? linear(xt, W, b) : add(matmul(xt, transpose(W, 0, 1)), b);
-    const Tensor twice = fused ? linear(y, transpose(W, 0, 1)) : matmul(y, W);  // W again: (4, 3, 5)
+    const Tensor twice =
+        fused ? linear(y, transpose(W, 0, 1)) : matmul(y, W);  // W again: (4, 3, 5)
     sum(mul(twice, twice)).backward();
     grads[fused][0] = x.grad(), grads[fused][1] = W.grad(), grads[fused][2] = b.grad();
   }
-  for (int i = 0; i < 3; ++i) BOOST_TEST(allclose(grads[1][i].to_vector(), grads[0][i].to_vector(), 1e-12, 0));
+  for (int i = 0; i < 3; ++i)
+    BOOST_TEST(allclose(grads[1][i].to_vector(), grads[0][i].to_vector(), 1e-12, 0));
 }
 
 BOOST_AUTO_TEST_CASE(batched_matmul_broadcasts_batch) {
   // (2, 2, 2) @ (2, 2): every batch uses the same right operand; its gradient sums both.
-  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}, DType::f64).set_requires_grad();
+  Tensor a =
+      Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}, DType::f64).set_requires_grad();
   Tensor b = Tensor::from_vector({1, 1, 0, 1}, {2, 2}, DType::f64).set_requires_grad();
   Tensor c = matmul(a, b);
   expect_tensor(c, {2, 2, 2}, {1, 3, 3, 7, 5, 11, 7, 15}, 0);
@@ -153,8 +179,9 @@ BOOST_AUTO_TEST_CASE(softmax_and_cross_entropy_do_not_overflow) {
   for (DType dt : kBoth) {
     const double t = dt == DType::f32 ? 1e-6 : 1e-7;
     BOOST_TEST(allclose(softmax(Tensor::from_vector({880, 881, 882}, {3}, dt)).to_vector(),
-                 {0.09003057, 0.2447285, 0.6652410}, t, 0));
-    BOOST_TEST(allclose(softmax(Tensor::from_vector({-900, -900}, {2}, dt)).to_vector(), {0.5, 0.5}, 0, 0));
+                        {0.09003057, 0.2447285, 0.6652410}, t, 0));
+    BOOST_TEST(allclose(softmax(Tensor::from_vector({-900, -900}, {2}, dt)).to_vector(), {0.5, 0.5},
+                        0, 0));
 
     Tensor l1 = Tensor::from_vector({7e5, 7e5, 7e5}, {1, 3}, dt).set_requires_grad();
     BOOST_TEST(std::abs(cross_entropy(l1, Tensor::from_ids({1}, {1})).item() - std::log(3.0)) < t);
@@ -184,14 +211,19 @@ BOOST_AUTO_TEST_CASE(cross_entropy_underflow_stays_finite_in_f32) {
 // Known input 7: layer norm at a large mean must not use E[x²] - E[x]².
 BOOST_AUTO_TEST_CASE(layer_norm_large_mean_and_biased_variance) {
   Tensor g4 = Tensor::ones({4}), b4 = Tensor::zeros({4});
-  BOOST_TEST(allclose(layer_norm(Tensor::from_vector({70000, 70001, 70002, 70003}, {1, 4}), g4, b4, 1e-5).to_vector(),
+  BOOST_TEST(
+      allclose(layer_norm(Tensor::from_vector({70000, 70001, 70002, 70003}, {1, 4}), g4, b4, 1e-5)
+                   .to_vector(),
                {-1.341635, -0.4472118, 0.4472118, 1.341635}, 1e-3, 0));
   Tensor g5 = Tensor::ones({5}, DType::f64), b5 = Tensor::zeros({5}, DType::f64);
-  const std::vector<double> y = layer_norm(Tensor::from_vector({0, 1, 2, 3, 4}, {5}, DType::f64), g5, b5, 1e-5).to_vector();
+  const std::vector<double> y =
+      layer_norm(Tensor::from_vector({0, 1, 2, 3, 4}, {5}, DType::f64), g5, b5, 1e-5).to_vector();
   BOOST_TEST(std::abs(y[0] - (-2 / std::sqrt(2 + 1e-5))) < 1e-12);  // biased variance 2
   BOOST_TEST(std::abs(y[0] - (-1.414210)) < 1e-6);
   expect_throw_with<std::invalid_argument>(
-      [] { layer_norm(Tensor::zeros({4, 64, 256}), Tensor::ones({384}), Tensor::zeros({384})); },
+      [] {
+        layer_norm(Tensor::zeros({4, 64, 256}), Tensor::ones({384}), Tensor::zeros({384}));
+      },
       "expected input (..., 384)");
 }
 
@@ -214,9 +246,14 @@ BOOST_AUTO_TEST_CASE(causal_ops_mask_exactly) {
     BOOST_TEST(s.grad().at({0, 2}) == 0.0);
     BOOST_TEST(s.grad().at({1, 2}) == 0.0);
     // The fused op equals the two primitives.
-    BOOST_TEST(allclose(causal_softmax(s).to_vector(), softmax(causal_mask(s)).to_vector(), tol(dt), 0));
+    BOOST_TEST(
+        allclose(causal_softmax(s).to_vector(), softmax(causal_mask(s)).to_vector(), tol(dt), 0));
   }
-  expect_throw_with<std::invalid_argument>([] { causal_softmax(Tensor::zeros({3, 2})); }, "Tq <= Tk");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        causal_softmax(Tensor::zeros({3, 2}));
+      },
+      "Tq <= Tk");
 }
 
 // The fused op against the lecture's formula built from primitives,
@@ -225,13 +262,17 @@ BOOST_AUTO_TEST_CASE(causal_ops_mask_exactly) {
 BOOST_AUTO_TEST_CASE(causal_attention_matches_primitives) {
   for (const int64_t Tq : {5, 2}) {
     Generator gen(11);
-    const Tensor q0 = Tensor::randn({2, 3, Tq, 4}, gen, DType::f64), k0 = Tensor::randn({2, 3, 5, 4}, gen, DType::f64);
-    const Tensor v0 = Tensor::randn({2, 3, 5, 4}, gen, DType::f64), w = Tensor::randn({2, 3, Tq, 4}, gen, DType::f64);
+    const Tensor q0 = Tensor::randn({2, 3, Tq, 4}, gen, DType::f64),
+                 k0 = Tensor::randn({2, 3, 5, 4}, gen, DType::f64);
+    const Tensor v0 = Tensor::randn({2, 3, 5, 4}, gen, DType::f64),
+                 w = Tensor::randn({2, 3, Tq, 4}, gen, DType::f64);
     std::vector<double> results[2][4];
     for (int fused = 0; fused < 2; ++fused) {
-      Tensor q = q0.clone().set_requires_grad(), k = k0.clone().set_requires_grad(), v = v0.clone().set_requires_grad();
-      const Tensor y = fused ? causal_attention(q, k, v)
-                             : matmul(causal_softmax(mul_scalar(matmul(q, transpose(k, -2, -1)), 0.5)), v);
+      Tensor q = q0.clone().set_requires_grad(), k = k0.clone().set_requires_grad(),
+             v = v0.clone().set_requires_grad();
+      const Tensor y =
+          fused ? causal_attention(q, k, v)
+                : matmul(causal_softmax(mul_scalar(matmul(q, transpose(k, -2, -1)), 0.5)), v);
       sum(mul(y, w)).backward();
       results[fused][0] = y.to_vector();
       results[fused][1] = q.grad().to_vector();
@@ -241,10 +282,16 @@ BOOST_AUTO_TEST_CASE(causal_attention_matches_primitives) {
     for (int i = 0; i < 4; ++i) BOOST_TEST(allclose(results[1][i], results[0][i], 1e-12, 0));
   }
   expect_throw_with<std::invalid_argument>(
-      [] { causal_attention(Tensor::zeros({1, 2, 6, 4}), Tensor::zeros({1, 2, 5, 4}), Tensor::zeros({1, 2, 5, 4})); },
+      [] {
+        causal_attention(Tensor::zeros({1, 2, 6, 4}), Tensor::zeros({1, 2, 5, 4}),
+                         Tensor::zeros({1, 2, 5, 4}));
+      },
       "1 <= Tq <= Tk, got q (1, 2, 6, 4), k (1, 2, 5, 4)");
   expect_throw_with<std::invalid_argument>(
-      [] { causal_attention(Tensor::zeros({2, 5, 4}), Tensor::zeros({2, 5, 4}), Tensor::zeros({2, 5, 4})); },
+      [] {
+        causal_attention(Tensor::zeros({2, 5, 4}), Tensor::zeros({2, 5, 4}),
+                         Tensor::zeros({2, 5, 4}));
+      },
       "expected q (B, NH, Tq, HS)");
 }
 
@@ -253,7 +300,8 @@ BOOST_AUTO_TEST_CASE(causal_attention_matches_primitives) {
 // place) gives the same gradients again; bad targets are refused.
 BOOST_AUTO_TEST_CASE(linear_cross_entropy_matches_linear_then_cross_entropy) {
   Generator gen(12);
-  const Tensor x0 = Tensor::randn({2, 3, 4}, gen, DType::f64), W0 = Tensor::randn({9, 4}, gen, DType::f64);
+  const Tensor x0 = Tensor::randn({2, 3, 4}, gen, DType::f64),
+               W0 = Tensor::randn({9, 4}, gen, DType::f64);
   const Tensor t = Tensor::from_ids({0, 8, 3, 3, 5, 1}, {2, 3});
   std::vector<double> results[2][3];
   for (int fused = 0; fused < 2; ++fused) {
@@ -264,14 +312,26 @@ BOOST_AUTO_TEST_CASE(linear_cross_entropy_matches_linear_then_cross_entropy) {
     results[fused][1] = x.grad().to_vector();
     results[fused][2] = W.grad().to_vector();
     loss.backward();  // again: the gradients double
-    BOOST_TEST(allclose(x.grad().to_vector(), [&] { auto v = results[fused][1]; for (double& g : v) g *= 2; return v; }(), 1e-14, 0));
+    BOOST_TEST(allclose(
+        x.grad().to_vector(),
+        [&] {
+          auto v = results[fused][1];
+          for (double& g : v) g *= 2;
+          return v;
+        }(),
+        1e-14, 0));
   }
   for (int i = 0; i < 3; ++i) BOOST_TEST(allclose(results[1][i], results[0][i], 1e-13, 0));
   expect_throw_with<std::out_of_range>(
-      [&] { linear_cross_entropy(x0, W0, Tensor::from_ids({0, 9, 0, 0, 0, 0}, {2, 3})); },
+      [&] {
+        linear_cross_entropy(x0, W0, Tensor::from_ids({0, 9, 0, 0, 0, 0}, {2, 3}));
+      },
       "target 9 at position 1 is outside [0, 9)");
-  expect_throw_with<std::invalid_argument>([&] { linear_cross_entropy(x0, W0, Tensor::from_ids({0, 1}, {2})); },
-                                           "expected targets (2, 3), got x (2, 3, 4) and targets (2,)");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        linear_cross_entropy(x0, W0, Tensor::from_ids({0, 1}, {2}));
+      },
+      "expected targets (2, 3), got x (2, 3, 4) and targets (2,)");
 }
 
 // The packed op against the layer's long way: split c_attn's output into heads with slice,
@@ -279,7 +339,8 @@ BOOST_AUTO_TEST_CASE(linear_cross_entropy_matches_linear_then_cross_entropy) {
 BOOST_AUTO_TEST_CASE(causal_attention_qkv_matches_split_heads) {
   Generator gen(13);
   const int64_t B = 2, T = 5, C = 6, NH = 3;
-  const Tensor qkv0 = Tensor::randn({B, T, 3 * C}, gen, DType::f64), w = Tensor::randn({B, T, C}, gen, DType::f64);
+  const Tensor qkv0 = Tensor::randn({B, T, 3 * C}, gen, DType::f64),
+               w = Tensor::randn({B, T, C}, gen, DType::f64);
   std::vector<double> results[2][2];
   for (int fused = 0; fused < 2; ++fused) {
     Tensor qkv = qkv0.clone().set_requires_grad();
@@ -288,7 +349,8 @@ BOOST_AUTO_TEST_CASE(causal_attention_qkv_matches_split_heads) {
       y = causal_attention_qkv(qkv, NH);
     } else {
       auto heads = [&](int64_t part) {
-        return transpose(reshape(slice(qkv, -1, part * C, (part + 1) * C), {B, T, NH, C / NH}), 1, 2);
+        return transpose(reshape(slice(qkv, -1, part * C, (part + 1) * C), {B, T, NH, C / NH}), 1,
+                         2);
       };
       y = reshape(transpose(causal_attention(heads(0), heads(1), heads(2)), 1, 2), {B, T, C});
     }
@@ -297,8 +359,11 @@ BOOST_AUTO_TEST_CASE(causal_attention_qkv_matches_split_heads) {
     results[fused][1] = qkv.grad().to_vector();
   }
   for (int i = 0; i < 2; ++i) BOOST_TEST(allclose(results[1][i], results[0][i], 1e-13, 0));
-  expect_throw_with<std::invalid_argument>([] { causal_attention_qkv(Tensor::zeros({2, 5, 18}), 4); },
-                                           "n_head dividing C, got qkv (2, 5, 18) and n_head 4");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        causal_attention_qkv(Tensor::zeros({2, 5, 18}), 4);
+      },
+      "n_head dividing C, got qkv (2, 5, 18) and n_head 4");
 }
 
 BOOST_AUTO_TEST_CASE(embedding_gathers_and_scatter_adds) {
@@ -308,18 +373,26 @@ BOOST_AUTO_TEST_CASE(embedding_gathers_and_scatter_adds) {
   expect_tensor(y, {1, 3, 2}, {20, 21, 0, 1, 20, 21}, 0);
   sum(y).backward();
   BOOST_TEST(allclose(w.grad().to_vector(), {1, 1, 0, 0, 2, 2}, 0, 0));  // id 2 used twice
-  expect_throw_with<std::out_of_range>([&] { embedding(w, Tensor::from_ids({1, 3}, {2})); },
-                                       "token id 3 at position 1 is outside [0, 3)");
-  expect_throw_with<std::out_of_range>([&] { embedding(w, Tensor::from_ids({-1}, {1})); }, "token id -1");
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        embedding(w, Tensor::from_ids({1, 3}, {2}));
+      },
+      "token id 3 at position 1 is outside [0, 3)");
+  expect_throw_with<std::out_of_range>([&] { embedding(w, Tensor::from_ids({-1}, {1})); },
+                                       "token id -1");
 }
 
 BOOST_AUTO_TEST_CASE(cross_entropy_errors) {
   Tensor logits = Tensor::zeros({2, 3});
-  expect_throw_with<std::out_of_range>([&] { cross_entropy(logits, Tensor::from_ids({0, 3}, {2})); },
-                                       "target 3 at position 1 is outside [0, 3)");
-  expect_throw_with<std::invalid_argument>([&] { cross_entropy(logits, Tensor::from_ids({0}, {1})); },
-                                           "targets (1,)");
-  expect_throw_with<std::invalid_argument>([&] { cross_entropy(logits, Tensor::zeros({2})); }, "expected i64 targets");
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        cross_entropy(logits, Tensor::from_ids({0, 3}, {2}));
+      },
+      "target 3 at position 1 is outside [0, 3)");
+  expect_throw_with<std::invalid_argument>(
+      [&] { cross_entropy(logits, Tensor::from_ids({0}, {1})); }, "targets (1,)");
+  expect_throw_with<std::invalid_argument>([&] { cross_entropy(logits, Tensor::zeros({2})); },
+                                           "expected i64 targets");
 }
 
 BOOST_AUTO_TEST_CASE(shape_ops) {
@@ -336,15 +409,21 @@ BOOST_AUTO_TEST_CASE(shape_ops) {
   expect_throw_with<std::invalid_argument>([&] { reshape(x, {4, 2}); }, "cannot view (2, 3)");
   expect_throw_with<std::invalid_argument>([&] { slice(x, 1, 2, 4); }, "range [2, 4)");
   expect_throw_with<std::invalid_argument>([&] { split(x, {1, 1}, 1); }, "add up to 2");
-  expect_throw_with<std::invalid_argument>([&] { concat({x, Tensor::zeros({2, 2}, DType::f64)}, 0); }, "differ outside");
-  expect_throw_with<std::invalid_argument>([&] { transpose(x, 0, 2); }, "dimension 2 is out of range");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        concat({x, Tensor::zeros({2, 2}, DType::f64)}, 0);
+      },
+      "differ outside");
+  expect_throw_with<std::invalid_argument>([&] { transpose(x, 0, 2); },
+                                           "dimension 2 is out of range");
 }
 
 // reshape is a view whenever the strides allow it, as torch's view: splitting the last dimension
 // of a column slice (how attention splits c_attn's output into heads) shares storage; flattening
 // a transpose cannot, and copies. Values and gradients are right either way.
 BOOST_AUTO_TEST_CASE(reshape_views_when_strides_allow) {
-  Tensor x = Tensor::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 6}, DType::f64).set_requires_grad();
+  Tensor x = Tensor::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 6}, DType::f64)
+                 .set_requires_grad();
   const Tensor cols = slice(x, 1, 2, 6);  // (2, 4), row stride 6: not contiguous
   const Tensor heads = reshape(cols, {2, 2, 2});
   expect_tensor(heads, {2, 2, 2}, {2, 3, 4, 5, 8, 9, 10, 11}, 0);
@@ -371,8 +450,10 @@ BOOST_AUTO_TEST_CASE(dropout_is_seeded_and_scaled) {
   BOOST_TEST(zeros > 200);  // 250 expected, sd ~14
   BOOST_TEST(zeros < 300);
   Generator g3(5);
-  BOOST_TEST(detail::impl(dropout(x, 0.25, false, g3)) == detail::impl(x));  // identity in eval mode
-  expect_throw_with<std::invalid_argument>([&] { dropout(x, 1.5, true, g3); }, "p must be in [0, 1]");
+  BOOST_TEST(detail::impl(dropout(x, 0.25, false, g3)) ==
+             detail::impl(x));  // identity in eval mode
+  expect_throw_with<std::invalid_argument>([&] { dropout(x, 1.5, true, g3); },
+                                           "p must be in [0, 1]");
 }
 
 // ----- PyTorch's values (torch 1.13 via /usr/bin/python3, float64), computed once -----
@@ -383,15 +464,17 @@ BOOST_AUTO_TEST_CASE(dropout_is_seeded_and_scaled) {
 BOOST_AUTO_TEST_CASE(cross_entropy_ignore_index_matches_torch) {
   const std::vector<double> logits = {1, 2, 3, 4, 0, 0, 0, 0, 2, -1, 0, 1};
   const Tensor targets = Tensor::from_ids({2, -1, 0}, {3});
-  const std::vector<double> expected_grad = {0.016029301640, 0.043572159371, -0.381558590955, 0.321957129944,
-                                             0, 0, 0, 0,
-                                             -0.178042870056, 0.016029301640, 0.043572159371, 0.118441409045};
+  const std::vector<double> expected_grad = {
+      0.016029301640,  0.043572159371, -0.381558590955, 0.321957129944, 0, 0, 0, 0,
+      -0.178042870056, 0.016029301640, 0.043572159371,  0.118441409045};
   for (DType dt : kBoth) {
     for (const bool fused : {false, true}) {
       BOOST_TEST_CONTEXT(dtype_name(dt) << (fused ? " linear_cross_entropy" : " cross_entropy")) {
         Tensor x = Tensor::from_vector(logits, {3, 4}, dt).set_requires_grad();
-        const Tensor eye = Tensor::from_vector({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 4}, dt);
-        const Tensor loss = fused ? linear_cross_entropy(x, eye, targets) : cross_entropy(x, targets);
+        const Tensor eye =
+            Tensor::from_vector({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 4}, dt);
+        const Tensor loss =
+            fused ? linear_cross_entropy(x, eye, targets) : cross_entropy(x, targets);
         BOOST_TEST(std::abs(loss.item() - 0.9401896985611953) < tol(dt));
         loss.backward();
         BOOST_TEST(allclose(x.grad().to_vector(), expected_grad, tol(dt), 0));
@@ -402,9 +485,13 @@ BOOST_AUTO_TEST_CASE(cross_entropy_ignore_index_matches_torch) {
   // Another ignore_index: 0 is a real class (as PyTorch allows), so target 0 is skipped instead.
   const Tensor x = Tensor::from_vector(logits, {3, 4}, DType::f64);
   BOOST_TEST(std::abs(cross_entropy(x, Tensor::from_ids({2, 1, 0}, {3}), 0).item() -
-                      cross_entropy(slice(x, 0, 0, 2), Tensor::from_ids({2, 1}, {2})).item()) < 1e-15);
-  expect_throw_with<std::out_of_range>([&] { cross_entropy(x, Tensor::from_ids({2, -2, 0}, {3})); },
-                                       "target -2 at position 1 is outside [0, 4) (vocab_size) and is not ignore_index -1");
+                      cross_entropy(slice(x, 0, 0, 2), Tensor::from_ids({2, 1}, {2})).item()) <
+             1e-15);
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        cross_entropy(x, Tensor::from_ids({2, -2, 0}, {3}));
+      },
+      "target -2 at position 1 is outside [0, 4) (vocab_size) and is not ignore_index -1");
 }
 
 // Every row ignored: torch's mean over zero rows is NaN (its gradient 0). Here the loss is 0 and
@@ -412,7 +499,8 @@ BOOST_AUTO_TEST_CASE(cross_entropy_ignore_index_matches_torch) {
 BOOST_AUTO_TEST_CASE(all_ignored_rows_give_zero_loss_and_gradient) {
   const Tensor t = Tensor::from_ids({-1, -1}, {2});
   Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, DType::f64).set_requires_grad();
-  Tensor W = Tensor::from_vector({1, 0, 0, 1, 1, 1, 0, 0, 2}, {3, 3}, DType::f64).set_requires_grad();
+  Tensor W =
+      Tensor::from_vector({1, 0, 0, 1, 1, 1, 0, 0, 2}, {3, 3}, DType::f64).set_requires_grad();
   for (const Tensor& loss : {cross_entropy(x, t), nll_loss(x, t), linear_cross_entropy(x, W, t)}) {
     BOOST_TEST(loss.item() == 0.0);
     loss.backward();
@@ -427,19 +515,24 @@ BOOST_AUTO_TEST_CASE(nll_loss_of_log_softmax_with_minus_inf_matches_torch) {
   const double inf = std::numeric_limits<double>::infinity();
   for (DType dt : kBoth) {
     BOOST_TEST_CONTEXT(dtype_name(dt)) {
-      Tensor x = Tensor::from_vector({0, -inf, 1, 2, -inf, 3, 0, -inf}, {2, 4}, dt).set_requires_grad();
+      Tensor x =
+          Tensor::from_vector({0, -inf, 1, 2, -inf, 3, 0, -inf}, {2, 4}, dt).set_requires_grad();
       const Tensor t = Tensor::from_ids({2, 1}, {2});
       const Tensor loss = nll_loss(log_softmax(x), t);
       BOOST_TEST(std::abs(loss.item() - 0.7280966580090612) < tol(dt));
       loss.backward();
       BOOST_TEST(allclose(x.grad().to_vector(),
-                   {0.045015286585, 0, -0.377635764473, 0.332620477887, 0, -0.023712936589, 0.023712936589, 0}, tol(dt), 0));
+                          {0.045015286585, 0, -0.377635764473, 0.332620477887, 0, -0.023712936589,
+                           0.023712936589, 0},
+                          tol(dt), 0));
       const Tensor onehot = Tensor::from_vector({0, 0, 1, 0, 0, 1, 0, 0}, {2, 4}, dt);
       BOOST_TEST(std::isnan(neg(mean(sum(mul(log_softmax(x.detach()), onehot), {-1}))).item()));
     }
   }
   // F.nll_loss(lp, [1, -1, 2], ignore_index=-1) on given log-probabilities: (1.2 + 1.0) / 2.
-  Tensor lp = Tensor::from_vector({-0.5, -1.2, -2.0, -0.1, -3, -0.7, -1, -1, -1}, {3, 3}, DType::f64).set_requires_grad();
+  Tensor lp =
+      Tensor::from_vector({-0.5, -1.2, -2.0, -0.1, -3, -0.7, -1, -1, -1}, {3, 3}, DType::f64)
+          .set_requires_grad();
   const Tensor loss = nll_loss(lp, Tensor::from_ids({1, -1, 2}, {3}));
   BOOST_TEST(std::abs(loss.item() - 1.1) < 1e-15);
   loss.backward();
@@ -448,9 +541,11 @@ BOOST_AUTO_TEST_CASE(nll_loss_of_log_softmax_with_minus_inf_matches_torch) {
   Generator gen(3);
   const Tensor z = Tensor::randn({2, 3, 5}, gen, DType::f64);
   const Tensor targets = Tensor::from_ids({0, 4, -1, 2, 1, 3}, {2, 3});
-  BOOST_TEST(std::abs(cross_entropy(z, targets).item() - nll_loss(log_softmax(z), targets).item()) < 1e-14);
-  expect_throw_with<std::invalid_argument>([&] { nll_loss(Tensor::scalar(1.0), targets); },
-                                           "nll_loss: expected log-probabilities (..., V), got a 0-d tensor");
+  BOOST_TEST(std::abs(cross_entropy(z, targets).item() - nll_loss(log_softmax(z), targets).item()) <
+             1e-14);
+  expect_throw_with<std::invalid_argument>(
+      [&] { nll_loss(Tensor::scalar(1.0), targets); },
+      "nll_loss: expected log-probabilities (..., V), got a 0-d tensor");
 }
 
 // torch.gather and torch.take_along_dim: values and the scatter-add gradient, repeated indices
@@ -486,13 +581,29 @@ BOOST_AUTO_TEST_CASE(gather_and_take_along_dim_match_torch) {
   // The argmax pick: torch.take_along_dim(x, x.argmax(-1, keepdim=True), -1) = [[5], [6]].
   const Tensor x = Tensor::from_vector({1, 5, 3, 4, 2, 6}, {2, 3}, DType::f64);
   expect_tensor(take_along_dim(x, Tensor::from_ids({1, 2}, {2, 1}), -1), {2, 1}, {5, 6}, 0);
-  expect_throw_with<std::out_of_range>([&] { gather(x, 1, Tensor::from_ids({0, 3}, {2, 1})); },
-                                       "gather: index 3 at position 1 is outside [0, 3) along dimension 1 of (2, 3)");
-  expect_throw_with<std::invalid_argument>([&] { gather(x, 1, Tensor::from_ids({0, 0, 0}, {3, 1})); },
-                                           "gather: index (3, 1) is larger than the input (2, 3) in dimension 0");
-  expect_throw_with<std::invalid_argument>([&] { gather(x, 1, Tensor::from_ids({0, 0}, {2})); },
-                                           "expected an index with as many dimensions as the input (2, 3), got (2,)");
-  expect_throw_with<std::invalid_argument>([&] { take_along_dim(x, Tensor::from_ids({0, 0, 0}, {3, 1}), 1); },
-                                           "take_along_dim: input (2, 3) and index (3, 1) cannot be broadcast in dimension 0");
-  expect_throw_with<std::invalid_argument>([&] { gather(x, 1, Tensor::zeros({2, 1})); }, "expected an i64 index, got f32");
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        gather(x, 1, Tensor::from_ids({0, 3}, {2, 1}));
+      },
+      "gather: index 3 at position 1 is outside [0, 3) along dimension 1 of (2, 3)");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        gather(x, 1, Tensor::from_ids({0, 0, 0}, {3, 1}));
+      },
+      "gather: index (3, 1) is larger than the input (2, 3) in dimension 0");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        gather(x, 1, Tensor::from_ids({0, 0}, {2}));
+      },
+      "expected an index with as many dimensions as the input (2, 3), got (2,)");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        take_along_dim(x, Tensor::from_ids({0, 0, 0}, {3, 1}), 1);
+      },
+      "take_along_dim: input (2, 3) and index (3, 1) cannot be broadcast in dimension 0");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        gather(x, 1, Tensor::zeros({2, 1}));
+      },
+      "expected an i64 index, got f32");
 }

@@ -22,38 +22,59 @@ BOOST_AUTO_TEST_CASE(products_and_sums_that_fit_are_exact) {
   BOOST_TEST(checked_mul<int64_t>(3074457345618258602, 3, "x") == 9223372036854775806);
   BOOST_TEST(checked_mul<int64_t>(-4, 5, "x") == -20);
   BOOST_TEST(checked_mul<int64_t>(0, kMax, "x") == 0);
-  BOOST_TEST(checked_mul<size_t>(size_t{1} << 32, (size_t{1} << 32) - 1, "x") == (size_t{1} << 32) * ((size_t{1} << 32) - 1));
+  BOOST_TEST(checked_mul<size_t>(size_t{1} << 32, (size_t{1} << 32) - 1, "x") ==
+             (size_t{1} << 32) * ((size_t{1} << 32) - 1));
   BOOST_TEST(checked_add<int64_t>(kMax - 1, 1, "x") == kMax);
   // The description is only built on overflow.
   bool described = false;
-  BOOST_TEST(checked_mul<int64_t>(6, 7, [&] { described = true; return std::string("x"); }) == 42);
+  BOOST_TEST(checked_mul<int64_t>(6, 7, [&] {
+               described = true;
+               return std::string("x");
+             }) == 42);
   BOOST_TEST(!described);
 }
 
 BOOST_AUTO_TEST_CASE(an_overflow_names_what_and_both_operands) {
   // The sinusoidal table: T = 3074457345618258603, C = 6 wraps to 2 mod 2^64.
-  expect_throw_with<std::overflow_error>([] { checked_mul<int64_t>(3074457345618258603, 6, "sinusoidal_table: T * C"); },
-                                         "sinusoidal_table: T * C: 3074457345618258603 * 6 exceeds 9223372036854775807");
-  expect_throw_with<std::overflow_error>([] { checked_mul<int64_t>(-3074457345618258603, 6, "x"); }, "x: -3074457345618258603 * 6");
-  expect_throw_with<std::overflow_error>([] { checked_mul<size_t>(size_t{1} << 32, size_t{1} << 32, "bytes"); },
-                                         "bytes: 4294967296 * 4294967296 exceeds 18446744073709551615");
-  expect_throw_with<std::overflow_error>([] { checked_add<int64_t>(kMax, 1, "tokens"); }, "tokens: 9223372036854775807 + 1 exceeds");
+  expect_throw_with<std::overflow_error>(
+      [] { checked_mul<int64_t>(3074457345618258603, 6, "sinusoidal_table: T * C"); },
+      "sinusoidal_table: T * C: 3074457345618258603 * 6 exceeds 9223372036854775807");
+  expect_throw_with<std::overflow_error>([] { checked_mul<int64_t>(-3074457345618258603, 6, "x"); },
+                                         "x: -3074457345618258603 * 6");
+  expect_throw_with<std::overflow_error>(
+      [] { checked_mul<size_t>(size_t{1} << 32, size_t{1} << 32, "bytes"); },
+      "bytes: 4294967296 * 4294967296 exceeds 18446744073709551615");
+  expect_throw_with<std::overflow_error>([] { checked_add<int64_t>(kMax, 1, "tokens"); },
+                                         "tokens: 9223372036854775807 + 1 exceeds");
 }
 
 BOOST_AUTO_TEST_CASE(shapes_whose_size_overflows_are_refused_before_allocating) {
   // Elements: the product of the dimensions.
-  expect_throw_with<std::overflow_error>([] { shape_numel({3074457345618258603, 6}); },
-                                         "elements of shape (3074457345618258603, 6)");
-  expect_throw_with<std::overflow_error>([] { Tensor::empty({2305843009213693952, 8}, DType::i64); },
-                                         "elements of shape (2305843009213693952, 8)");
+  expect_throw_with<std::overflow_error>(
+      [] {
+        shape_numel({3074457345618258603, 6});
+      },
+      "elements of shape (3074457345618258603, 6)");
+  expect_throw_with<std::overflow_error>(
+      [] {
+        Tensor::empty({2305843009213693952, 8}, DType::i64);
+      },
+      "elements of shape (2305843009213693952, 8)");
   // Bytes: 2^62 elements fit int64, their 2^64 bytes of f32 do not.
   expect_throw_with<std::overflow_error>([] { Tensor::empty({int64_t{1} << 62}, DType::f32); },
                                          "bytes of a f32 tensor of shape (4611686018427387904,)");
   // Strides: a zero dimension makes numel 0, but the other strides still overflow.
-  expect_throw_with<std::overflow_error>([] { Tensor::empty({0, int64_t{1} << 40, int64_t{1} << 40}, DType::f32); },
-                                         "strides of shape (0, 1099511627776, 1099511627776)");
+  expect_throw_with<std::overflow_error>(
+      [] {
+        Tensor::empty({0, int64_t{1} << 40, int64_t{1} << 40}, DType::f32);
+      },
+      "strides of shape (0, 1099511627776, 1099511627776)");
   const Tensor x = Tensor::zeros({4, 2});
-  expect_throw_with<std::overflow_error>([&] { reshape(x, {-1, int64_t{1} << 62, 4}); }, "reshape to (-1, 4611686018427387904, 4)");
+  expect_throw_with<std::overflow_error>(
+      [&] {
+        reshape(x, {-1, int64_t{1} << 62, 4});
+      },
+      "reshape to (-1, 4611686018427387904, 4)");
 }
 
 BOOST_AUTO_TEST_CASE(the_allocator_refuses_impossible_sizes_and_never_throws_when_freeing) {

@@ -51,9 +51,11 @@ BOOST_AUTO_TEST_CASE(errors_name_the_problem) {
   expect_throw_with<std::invalid_argument>([&] { t.data<double>(); }, "tensor is f32");
   expect_throw_with<std::invalid_argument>([&] { t.item(); }, "one-element");
   expect_throw_with<std::out_of_range>([&] { t.at({2}); }, "out of range");
-  expect_throw_with<std::logic_error>([] { Tensor::from_ids({1}, {1}).set_requires_grad(); }, "i64");
+  expect_throw_with<std::logic_error>([] { Tensor::from_ids({1}, {1}).set_requires_grad(); },
+                                      "i64");
   expect_throw_with<std::logic_error>([] { Tensor().shape(); }, "undefined");
-  expect_throw_with<std::invalid_argument>([] { exp(Tensor::from_ids({1}, {1})); }, "expected a floating tensor");
+  expect_throw_with<std::invalid_argument>([] { exp(Tensor::from_ids({1}, {1})); },
+                                           "expected a floating tensor");
 }
 
 BOOST_AUTO_TEST_CASE(printing) {
@@ -95,7 +97,8 @@ BOOST_AUTO_TEST_CASE(generator_is_seeded_and_restorable) {
   const std::string spare_pending = c.state();  // after two normals: no spare
   for (const std::string& bad : {st + " 12", st + "x", st.substr(0, st.rfind(' ')) + " zz",
                                  st.substr(0, st.rfind(' ')) + " inf", st.substr(0, st.size() / 2)})
-    expect_throw_with<std::invalid_argument>([&] { d.set_state(bad); }, "malformed generator state");
+    expect_throw_with<std::invalid_argument>([&] { d.set_state(bad); },
+                                             "malformed generator state");
   d.set_state(spare_pending + " \n");  // trailing white space is harmless
   d.set_state(st);
   BOOST_TEST(d.normal() == next1);
@@ -106,24 +109,29 @@ BOOST_AUTO_TEST_CASE(public_writes_copy_fill_bytes_and_grad) {
   Tensor a = Tensor::zeros({2, 3}, DType::f64);
   const Tensor src = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}, DType::f64);
   a.copy_from(transpose(src, 0, 1));  // a strided source
-  BOOST_TEST(a.to_vector() == (std::vector<double>{1, 3, 5, 2, 4, 6}), boost::test_tools::per_element());
+  BOOST_TEST(a.to_vector() == (std::vector<double>{1, 3, 5, 2, 4, 6}),
+             boost::test_tools::per_element());
   transpose(a, 0, 1).fill_(7);  // a strided destination
   BOOST_TEST(a.to_vector() == std::vector<double>(6, 7), boost::test_tools::per_element());
-  expect_throw_with<std::invalid_argument>([&] { a.copy_from(src); },
-                                           "copy_from: source f64 (3, 2) does not match destination f64 (2, 3)");
+  expect_throw_with<std::invalid_argument>(
+      [&] { a.copy_from(src); },
+      "copy_from: source f64 (3, 2) does not match destination f64 (2, 3)");
   // bytes(): the first element of a view, whatever the dtype.
   const Tensor row = slice(src, 0, 1, 2);
   BOOST_TEST(reinterpret_cast<double*>(row.bytes())[0] == 3.0);
-  BOOST_TEST(transpose(src, 0, 1).contiguous().to_vector() == (std::vector<double>{1, 3, 5, 2, 4, 6}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      transpose(src, 0, 1).contiguous().to_vector() == (std::vector<double>{1, 3, 5, 2, 4, 6}),
+      boost::test_tools::per_element());
 
   Tensor w = Tensor::ones({2}, DType::f64).set_requires_grad();
   const Tensor g = Tensor::zeros({2}, DType::f64);
   w.set_grad(g);
   sum(w * 3.0).backward();
-  BOOST_TEST(g.to_vector() == (std::vector<double>{3, 3}), boost::test_tools::per_element());  // accumulated into g
-  expect_throw_with<std::invalid_argument>([&] { w.set_grad(Tensor::zeros({3}, DType::f64)); },
-                                           "set_grad: expected a contiguous f64 (2,) gradient, got f64 (3,)");
+  BOOST_TEST(g.to_vector() == (std::vector<double>{3, 3}),
+             boost::test_tools::per_element());  // accumulated into g
+  expect_throw_with<std::invalid_argument>(
+      [&] { w.set_grad(Tensor::zeros({3}, DType::f64)); },
+      "set_grad: expected a contiguous f64 (2,) gradient, got f64 (3,)");
 }
 
 // unallocated() + allocate_in(): how a parameter arena places parameters; a live tensor is
@@ -132,11 +140,14 @@ BOOST_AUTO_TEST_CASE(unallocated_tensors_get_storage_once) {
   const Tensor buffer = Tensor::from_vector({1, 2, 3, 4, 5}, {5}, DType::f32);
   Tensor p = Tensor::unallocated({2, 2}, DType::f32);
   expect_throw_with<std::logic_error>([&] { p.to_vector(); }, "has no storage yet");
-  expect_throw_with<std::out_of_range>([&] { p.allocate_in(buffer, 2); }, "do not fit in a buffer of 5");
+  expect_throw_with<std::out_of_range>([&] { p.allocate_in(buffer, 2); },
+                                       "do not fit in a buffer of 5");
   p.allocate_in(buffer, 1);
   BOOST_TEST(p.to_vector() == (std::vector<double>{2, 3, 4, 5}), boost::test_tools::per_element());
   BOOST_TEST(p.shares_storage(buffer));
-  expect_throw_with<std::logic_error>([&] { p.allocate_in(buffer, 0); }, "already has storage; a live tensor is never re-pointed");
-  expect_throw_with<std::invalid_argument>([&] { Tensor::unallocated({2}, DType::f64).allocate_in(buffer, 0); },
-                                           "expected an allocated contiguous f64 buffer, got f32 (5,)");
+  expect_throw_with<std::logic_error>([&] { p.allocate_in(buffer, 0); },
+                                      "already has storage; a live tensor is never re-pointed");
+  expect_throw_with<std::invalid_argument>(
+      [&] { Tensor::unallocated({2}, DType::f64).allocate_in(buffer, 0); },
+      "expected an allocated contiguous f64 buffer, got f32 (5,)");
 }

@@ -2,8 +2,8 @@
 // attograd namespace, and expect() to assert a value.
 #pragma once
 
-#include <boost/test/unit_test.hpp>
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -22,7 +22,7 @@ using namespace attograd;
 /// expect(actual, expected): allclose with atol = rtol = 1e-6, PyTorch's values as the document
 /// prints them; reported with the line of docs/api.md (the generated source carries #line
 /// directives). Variadic so that a braced list {1, 2, 3} passes whole.
-#define expect(actual, ...)                                                           \
-  BOOST_TEST_CONTEXT(__FILE__ << ":" << __LINE__) {                                   \
+#define expect(actual, ...)                                                     \
+  BOOST_TEST_CONTEXT(__FILE__ << ":" << __LINE__) {                             \
     BOOST_TEST(::attograd::testing::allclose(actual, __VA_ARGS__, 1e-6, 1e-6)); \
   }

@@ -43,8 +43,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::ostringstream out;
-  out << "// Generated from " << md << " by tests/docs/doc_snippets.cc: edit the Markdown, not this.\n"
-      << "#define BOOST_TEST_MODULE api_doc\n#include <boost/test/unit_test.hpp>\n\n#include \"" << argv[3] << "\"\n";
+  out << "// Generated from " << md
+      << " by tests/docs/doc_snippets.cc: edit the Markdown, not this.\n"
+      << "#define BOOST_TEST_MODULE api_doc\n#include <boost/test/unit_test.hpp>\n\n#include \""
+      << argv[3] << "\"\n";
   std::string line, heading = "snippet";
   std::map<std::string, int> used;  // case names taken, to number repeats
   int line_no = 0, open_at = 0, blocks = 0;

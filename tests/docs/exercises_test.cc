@@ -41,12 +41,16 @@ const std::string& doc() {
 // would go) with the corpus cache inside it; the program path the reader types becomes the one
 // this build made.
 CliRun run_documented(const std::string& command, const TempDir& dir) {
-  BOOST_REQUIRE_MESSAGE(contains(doc(), "\n" + command + "\n"), "docs/exercises.md no longer shows: " + command);
-  const std::pair<std::string, std::string> programs[] = {{"build/examples/attograd ", ATTOGRAD_CLI},
-                                                          {"build/examples/attention_by_hand ", ATTENTION_BY_HAND}};
-  const std::string env = "cd " + dir.path.string() + " && ATTOGRAD_CACHE_DIR=" + (dir / "cache") + " ";
+  BOOST_REQUIRE_MESSAGE(contains(doc(), "\n" + command + "\n"),
+                        "docs/exercises.md no longer shows: " + command);
+  const std::pair<std::string, std::string> programs[] = {
+      {"build/examples/attograd ", ATTOGRAD_CLI},
+      {"build/examples/attention_by_hand ", ATTENTION_BY_HAND}};
+  const std::string env =
+      "cd " + dir.path.string() + " && ATTOGRAD_CACHE_DIR=" + (dir / "cache") + " ";
   for (const auto& [typed, built] : programs)
-    if (command.starts_with(typed)) return attograd::testing::run_program(built, command.substr(typed.size()), true, env);
+    if (command.starts_with(typed))
+      return attograd::testing::run_program(built, command.substr(typed.size()), true, env);
   BOOST_FAIL("not a program of this build: " + command);
   return {};
 }
@@ -74,11 +78,13 @@ std::vector<double> printed_tensor(const std::string& out, const std::string& la
 // The number after `key` on the first line that has it (NaN when there is none).
 double number_after(const std::string& out, const std::string& key) {
   const size_t at = out.find(key);
-  return at == std::string::npos ? std::nan("") : std::strtod(out.c_str() + at + key.size(), nullptr);
+  return at == std::string::npos ? std::nan("")
+                                 : std::strtod(out.c_str() + at + key.size(), nullptr);
 }
 
 const std::string kTrain =
-    "build/examples/attograd train --preset pico --steps 300 --eval-interval 100 --eval-iters 20 --log-interval 100 "
+    "build/examples/attograd train --preset pico --steps 300 --eval-interval 100 --eval-iters 20 "
+    "--log-interval 100 "
     "--out runs/exercise";
 
 // Exercise 4's run, which exercises 5 and 6 read.
@@ -89,25 +95,35 @@ CliRun train_exercise_pico(const TempDir& dir) {
   return r;
 }
 
-bool kjv_available() { return attograd::testing::data_available("/usr/bin/bible", "apt-get install bible-kjv"); }
+bool kjv_available() {
+  return attograd::testing::data_available("/usr/bin/bible", "apt-get install bible-kjv");
+}
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(dimensions_and_parameter_counts) {
   const TempDir dir("exercises_dims");
-  const CliRun femto = run_documented("build/examples/attograd info --preset femto --vocab-size 73", dir);
+  const CliRun femto =
+      run_documented("build/examples/attograd info --preset femto --vocab-size 73", dir);
   BOOST_TEST_INFO(femto.out);
   BOOST_TEST(femto.exit_code == 0);
   BOOST_TEST(contains(femto.out, "total                                     240   "));
-  const CliRun pico = run_documented("build/examples/attograd info --preset pico --vocab-size 73 --T 5", dir);
+  const CliRun pico =
+      run_documented("build/examples/attograd info --preset pico --vocab-size 73 --T 5", dir);
   BOOST_TEST_INFO(pico.out);
   BOOST_TEST(pico.exit_code == 0);
-  shown_and_printed("total                                    2028   (the LM head is tied to wte: no extra parameters)", pico);
+  shown_and_printed(
+      "total                                    2028   (the LM head is tied to wte: no extra "
+      "parameters)",
+      pico);
   shown_and_printed("  Q K^T / sqrt(HS)  (B, NH, T, T)    = (1, 3, 5, 5)", pico);
-  shown_and_printed("  attention weights (B, NH, T, T)    = (1, 3, 5, 5), causal, rows sum to 1", pico);
+  shown_and_printed("  attention weights (B, NH, T, T)    = (1, 3, 5, 5), causal, rows sum to 1",
+                    pico);
   shown_and_printed("  weights V         (B, NH, T, HS)   = (1, 3, 5, 2)", pico);
   // The answer's count by hand: 12C² + 13C per block, plus wte, wpe and ln_f.
-  auto count = [](long V, long C, long n_layer) { return V * C + 8 * C + n_layer * (12 * C * C + 13 * C) + 2 * C; };
+  auto count = [](long V, long C, long n_layer) {
+    return V * C + 8 * C + n_layer * (12 * C * C + 13 * C) + 2 * C;
+  };
   BOOST_TEST(count(73, 2, 1) == 240);
   BOOST_TEST(count(73, 6, 3) == 2028);
 }
@@ -115,33 +131,47 @@ BOOST_AUTO_TEST_CASE(dimensions_and_parameter_counts) {
 BOOST_AUTO_TEST_CASE(attention_by_hand_t3_dk2) {
   const TempDir dir("exercises_t3");
   const CliRun r = run_documented(
-      R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "1,0;0,1;1,1" --V "1,2;3,4;5,6")", dir);
+      R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "1,0;0,1;1,1" --V "1,2;3,4;5,6")",
+      dir);
   BOOST_TEST_INFO(r.out);
   BOOST_REQUIRE(r.exit_code == 0);
-  BOOST_TEST(attograd::testing::allclose(printed_tensor(r.out, "S = Q K^T  shape (3, 3)"), std::vector<double>{1, 0, 1, 0, 1, 1, 1, 1, 2}, 0, 0));
-  BOOST_TEST(attograd::testing::allclose(printed_tensor(r.out, "A = row softmax"), std::vector<double>{1, 0, 0, 0.3302385, 0.6697615, 0, 0.2482551, 0.2482551, 0.5034898}, 1e-7, 0));
-  BOOST_TEST(attograd::testing::allclose(printed_tensor(r.out, "Z = A V (output)  shape (3, 2)"), std::vector<double>{1, 2, 2.3395231, 3.3395231, 3.5104695, 4.5104695}, 1e-7, 0));
+  BOOST_TEST(attograd::testing::allclose(printed_tensor(r.out, "S = Q K^T  shape (3, 3)"),
+                                         std::vector<double>{1, 0, 1, 0, 1, 1, 1, 1, 2}, 0, 0));
+  BOOST_TEST(attograd::testing::allclose(
+      printed_tensor(r.out, "A = row softmax"),
+      std::vector<double>{1, 0, 0, 0.3302385, 0.6697615, 0, 0.2482551, 0.2482551, 0.5034898}, 1e-7,
+      0));
+  BOOST_TEST(attograd::testing::allclose(
+      printed_tensor(r.out, "Z = A V (output)  shape (3, 2)"),
+      std::vector<double>{1, 2, 2.3395231, 3.3395231, 3.5104695, 4.5104695}, 1e-7, 0));
   BOOST_TEST(contains(r.out, "row sums of A: 1.0000000 1.0000000 1.0000000"));
-  BOOST_TEST(contains(r.out, "(not 1: outputs are no longer averages): 0.4011121 0.6977758 1.9011121"));
+  BOOST_TEST(
+      contains(r.out, "(not 1: outputs are no longer averages): 0.4011121 0.6977758 1.9011121"));
   const std::vector<double> wrong = printed_tensor(r.out, "its wrong Z");
-  BOOST_TEST(attograd::testing::allclose({wrong[4], wrong[5]}, std::vector<double>{6.9011121, 8.8022242}, 1e-7, 0));
+  BOOST_TEST(attograd::testing::allclose({wrong[4], wrong[5]},
+                                         std::vector<double>{6.9011121, 8.8022242}, 1e-7, 0));
 }
 
 BOOST_AUTO_TEST_CASE(the_mask_hides_later_values) {
   const TempDir dir("exercises_mask");
   const CliRun before = run_documented(
-      R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "1,0;0,1;1,1" --V "1,2;3,4;5,6")", dir);
+      R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "1,0;0,1;1,1" --V "1,2;3,4;5,6")",
+      dir);
   const CliRun after = run_documented(
-      R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "1,0;0,1;1,1" --V "1,2;3,4;50,60")", dir);
+      R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "1,0;0,1;1,1" --V "1,2;3,4;50,60")",
+      dir);
   BOOST_TEST_INFO(after.out);
   BOOST_REQUIRE(before.exit_code == 0);
   BOOST_REQUIRE(after.exit_code == 0);
-  const std::vector<double> z0 = printed_tensor(before.out, "Z = A V"), z1 = printed_tensor(after.out, "Z = A V");
+  const std::vector<double> z0 = printed_tensor(before.out, "Z = A V"),
+                            z1 = printed_tensor(after.out, "Z = A V");
   // Rows 0 and 1 are bit for bit the same; only row 2 sees the changed value.
   for (int i = 0; i < 4; ++i) BOOST_TEST(z1[i] == z0[i]);
-  BOOST_TEST(attograd::testing::allclose({z1[4], z1[5]}, std::vector<double>{26.1675125, 31.6989211}, 1e-7, 0));
+  BOOST_TEST(attograd::testing::allclose({z1[4], z1[5]},
+                                         std::vector<double>{26.1675125, 31.6989211}, 1e-7, 0));
   // Because the weights above the diagonal are exactly 0, after scores of -inf.
-  const std::vector<double> masked = printed_tensor(after.out, "causal mask applied"), a = printed_tensor(after.out, "A = row softmax");
+  const std::vector<double> masked = printed_tensor(after.out, "causal mask applied"),
+                            a = printed_tensor(after.out, "A = row softmax");
   for (int i : {1, 2, 5}) {
     BOOST_TEST(std::isinf(masked[i]));
     BOOST_TEST(masked[i] < 0);
@@ -186,7 +216,9 @@ BOOST_AUTO_TEST_CASE(perplexity_is_exp_of_the_mean_loss) {
   BOOST_TEST(std::abs(ppl0 - 73) < 1);
   BOOST_TEST(std::abs(ppl0 - std::exp(loss0)) < 0.01);
 
-  const CliRun r = run_documented("build/examples/attograd eval --checkpoint runs/exercise/ckpt.safetensors --max-tokens 20000", dir);
+  const CliRun r = run_documented(
+      "build/examples/attograd eval --checkpoint runs/exercise/ckpt.safetensors --max-tokens 20000",
+      dir);
   BOOST_TEST_INFO(r.out);
   BOOST_REQUIRE(r.exit_code == 0);
   BOOST_TEST(contains(r.out, "val split of kjv: 20000 tokens"));
@@ -220,8 +252,10 @@ BOOST_AUTO_TEST_CASE(temperature_from_greedy_to_noise) {
     return r.out.substr(from, end - from);
   };
   auto distinct = [](const std::string& s) { return std::set<char>(s.begin(), s.end()).size(); };
-  const std::string greedy = sample("0 (greedy)"), cold = sample("0.0001"), one = sample("1"), hot = sample("5");
-  BOOST_TEST_MESSAGE("distinct characters at 0, 1, 5: " << distinct(greedy) << ", " << distinct(one) << ", " << distinct(hot));
+  const std::string greedy = sample("0 (greedy)"), cold = sample("0.0001"), one = sample("1"),
+                    hot = sample("5");
+  BOOST_TEST_MESSAGE("distinct characters at 0, 1, 5: " << distinct(greedy) << ", " << distinct(one)
+                                                        << ", " << distinct(hot));
   BOOST_TEST(greedy.size() >= 200);
   BOOST_TEST(cold == greedy);
   BOOST_TEST(distinct(greedy) <= 12);

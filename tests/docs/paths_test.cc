@@ -34,13 +34,17 @@ std::string read_file(const fs::path& p) {
 std::vector<fs::path> files_to_read() {
   std::vector<fs::path> out{kRoot / "README.md", kRoot / "CMakeLists.txt"};
   const std::set<std::string> exts{".md", ".h", ".cc", ".sh", ".py", ".txt", ".cmake"};
-  for (const char* top : {"autograd", "nn", "gpt", "examples", "tests", "docs", "bench", "scripts", ".ci"}) {
+  for (const char* top :
+       {"autograd", "nn", "gpt", "examples", "tests", "docs", "bench", "scripts", ".ci"}) {
     if (!fs::exists(kRoot / top)) continue;
     for (const auto& e : fs::recursive_directory_iterator(kRoot / top)) {
       if (!e.is_regular_file()) continue;
       const std::string rel = fs::relative(e.path(), kRoot).string();
-      if (rel.find("/corpus/") != std::string::npos || rel.find("/regressions/") != std::string::npos) continue;
-      if (exts.count(e.path().extension().string()) || e.path().filename() == "run") out.push_back(e.path());
+      if (rel.find("/corpus/") != std::string::npos ||
+          rel.find("/regressions/") != std::string::npos)
+        continue;
+      if (exts.count(e.path().extension().string()) || e.path().filename() == "run")
+        out.push_back(e.path());
     }
   }
   return out;
@@ -60,7 +64,9 @@ std::vector<std::string> expand_braces(const std::string& path) {
 // Whether a name (no '/') matches a pattern with * wildcards.
 bool matches(const std::string& name, const std::string& pattern) {
   std::string re;
-  for (char c : pattern) re += c == '*' ? std::string(".*") : std::string(std::isalnum(static_cast<unsigned char>(c)) ? "" : "\\") + c;
+  for (char c : pattern)
+    re += c == '*' ? std::string(".*")
+                   : std::string(std::isalnum(static_cast<unsigned char>(c)) ? "" : "\\") + c;
   return std::regex_match(name, std::regex(re));
 }
 
@@ -69,7 +75,9 @@ bool path_exists(const std::string& path) {
   const fs::path p = kRoot / path;
   if (!fs::is_directory(p.parent_path())) return false;
   const std::string last = p.filename().string();
-  std::string pattern = last.ends_with(".*") ? last : last.find('.') == std::string::npos ? last + ".*" : last;
+  std::string pattern = last.ends_with(".*")                  ? last
+                        : last.find('.') == std::string::npos ? last + ".*"
+                                                              : last;
   if (pattern.find('*') == std::string::npos) return false;
   for (const auto& e : fs::directory_iterator(p.parent_path()))
     if (matches(e.path().filename().string(), pattern)) return true;
@@ -85,7 +93,8 @@ BOOST_AUTO_TEST_CASE(every_path_named_in_docs_and_comments_exists) {
   size_t checked = 0;
   for (const fs::path& file : files_to_read()) {
     const std::string text = read_file(file);
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), path_re); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), path_re);
+         it != std::sregex_iterator(); ++it) {
       std::string path = (*it)[2];
       while (path.ends_with(".") || path.ends_with(",")) path.pop_back();  // end of a sentence
       for (const std::string& p : expand_braces(path)) {

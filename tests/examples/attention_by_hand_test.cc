@@ -48,7 +48,8 @@ BOOST_AUTO_TEST_CASE(t3_dk2_rows_sum_to_one_and_column_softmax_breaks_it) {
   // Row 1 sees keys 0 and 1 with equal scores (0 and 1/sqrt2): weights 1/(1+e^r), e^r/(1+e^r).
   const double w11 = std::exp(r) / (1 + std::exp(r));
   BOOST_TEST(allclose(slice(s.weights, 0, 1, 2).to_vector(), {1 - w11, w11, 0}, 1e-15, 0));
-  BOOST_TEST(allclose(slice(s.out, 0, 1, 2).to_vector(), {(1 - w11) * 1 + w11 * 3, (1 - w11) * 2 + w11 * 4}, 1e-14, 0));
+  BOOST_TEST(allclose(slice(s.out, 0, 1, 2).to_vector(),
+                      {(1 - w11) * 1 + w11 * 3, (1 - w11) * 2 + w11 * 4}, 1e-14, 0));
   // Softmax over the wrong axis: columns sum to one, rows do not.
   const Tensor wrong = lecture::column_softmax(s.masked);
   BOOST_TEST(allclose(sum(wrong, {0}).to_vector(), {1, 1, 1}, 1e-15, 0));
@@ -57,7 +58,8 @@ BOOST_AUTO_TEST_CASE(t3_dk2_rows_sum_to_one_and_column_softmax_breaks_it) {
   BOOST_TEST(std::abs(rows[2] - 1) > 0.1);
   // The figures docs/03-attention.md quotes.
   BOOST_TEST(allclose(rows, {0.4011121, 0.6977758, 1.9011121}, 1e-7, 0));
-  BOOST_TEST(allclose(slice(s.weights, 0, 2, 3).to_vector(), {0.2482551, 0.2482551, 0.5034898}, 1e-7, 0));
+  BOOST_TEST(
+      allclose(slice(s.weights, 0, 2, 3).to_vector(), {0.2482551, 0.2482551, 0.5034898}, 1e-7, 0));
   BOOST_TEST(allclose(slice(s.out, 0, 2, 3).to_vector(), {3.5104695, 4.5104695}, 1e-7, 0));
 }
 
@@ -83,23 +85,30 @@ BOOST_AUTO_TEST_CASE(order_mean_invariant_attention_equivariant_positions_break_
   BOOST_TEST(allclose(mean(a, {0}).to_vector(), {0.4, -1.0 / 30}, 1e-15, 0));
   BOOST_TEST(allclose(mean(b, {0}).to_vector(), {0.4, -1.0 / 30}, 1e-15, 0));
   const Tensor pe = nn::sinusoidal_table(3, 2, DType::f64);
-  BOOST_TEST(allclose(mean(add(b, pe), {0}).to_vector(), mean(add(a, pe), {0}).to_vector(), 1e-15, 0));
+  BOOST_TEST(
+      allclose(mean(add(b, pe), {0}).to_vector(), mean(add(a, pe), {0}).to_vector(), 1e-15, 0));
 
   const std::vector<double> za = lecture::self_attention(a, false).to_vector();
   const std::vector<double> zb = lecture::self_attention(b, false).to_vector();
   for (int t = 0; t < 3; ++t)  // b's row t is a's row 2 - t, and so are the outputs
-    BOOST_TEST(allclose({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15, 0));
-  BOOST_TEST(allclose(mean(lecture::self_attention(b, false), {0}).to_vector(), {0.4451597, -0.0897148}, 1e-7, 0));
-  BOOST_TEST(allclose(mean(lecture::self_attention(a, false), {0}).to_vector(), {0.4451597, -0.0897148}, 1e-7, 0));
+    BOOST_TEST(
+        allclose({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15, 0));
+  BOOST_TEST(allclose(mean(lecture::self_attention(b, false), {0}).to_vector(),
+                      {0.4451597, -0.0897148}, 1e-7, 0));
+  BOOST_TEST(allclose(mean(lecture::self_attention(a, false), {0}).to_vector(),
+                      {0.4451597, -0.0897148}, 1e-7, 0));
 
-  BOOST_TEST(allclose(mean(lecture::self_attention(add(a, pe), false), {0}).to_vector(), {1.0061867, 0.2834633}, 1e-7, 0));
-  BOOST_TEST(allclose(mean(lecture::self_attention(add(b, pe), false), {0}).to_vector(), {1.2117542, 0.3056506}, 1e-7, 0));
+  BOOST_TEST(allclose(mean(lecture::self_attention(add(a, pe), false), {0}).to_vector(),
+                      {1.0061867, 0.2834633}, 1e-7, 0));
+  BOOST_TEST(allclose(mean(lecture::self_attention(add(b, pe), false), {0}).to_vector(),
+                      {1.2117542, 0.3056506}, 1e-7, 0));
 
   const std::vector<double> ca = lecture::self_attention(a, true).to_vector();
   const std::vector<double> cc = lecture::self_attention(c, true).to_vector();
   BOOST_TEST(allclose({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15, 0));  // man, last in both
   BOOST_TEST(allclose({ca[4], ca[5]}, {0.5495187, -0.5452027}, 1e-7, 0));
-  BOOST_TEST(std::abs(cc[2] - ca[0]) > 0.1);  // dog second sees bites too; dog first sees only itself
+  BOOST_TEST(std::abs(cc[2] - ca[0]) >
+             0.1);  // dog second sees bites too; dog first sees only itself
   attograd::testing::expect_throw_with<std::invalid_argument>([] { lecture::embed_words({"cat"}); },
                                                               "'cat' is not in the toy vocabulary");
 }
@@ -120,13 +129,14 @@ BOOST_AUTO_TEST_CASE(sqrt_dk_variance_and_peakedness) {
   // The figures the chapter quotes (d_k = 2, 64, 512).
   const auto quoted = [](const lecture::ScalingRow& r, double var, double unscaled, double scaled) {
     BOOST_TEST_INFO("d_k " << r.d_k);
-    BOOST_TEST(allclose({r.score_variance, r.mean_max_unscaled, r.mean_max_scaled}, {var, unscaled, scaled}, 5e-4, 0));
+    BOOST_TEST(allclose({r.score_variance, r.mean_max_unscaled, r.mean_max_scaled},
+                        {var, unscaled, scaled}, 5e-4, 0));
   };
   quoted(rows[0], 1.969, 0.4058, 0.3280);
   quoted(rows[5], 63.437, 0.8768, 0.3633);
   quoted(rows[8], 512.386, 0.9575, 0.3619);
-  attograd::testing::expect_throw_with<std::invalid_argument>([] { lecture::measure_scaling({4}, 1, 10, 1); },
-                                                              "need T >= 2 keys");
+  attograd::testing::expect_throw_with<std::invalid_argument>(
+      [] { lecture::measure_scaling({4}, 1, 10, 1); }, "need T >= 2 keys");
 }
 
 // docs/03-attention.md, "Attention is not explanation": weights 0.9 and 0.1, key 0's value 0.
@@ -137,8 +147,12 @@ BOOST_AUTO_TEST_CASE(weight_is_not_contribution) {
   expect_tensor(lecture::causal_attention_steps(q, K, V).out, {1, 2}, {0.1, 0.2}, 1e-15);
   const auto a = lecture::attribute_keys(q, K, V);
   BOOST_REQUIRE_EQUAL(a.size(), 2u);
-  BOOST_TEST(allclose({a[0].weight, a[0].grad_x_input, a[0].zero_value_change, a[0].remove_key_change}, {0.9, 0, 0, 2.7}, 1e-14, 0));
-  BOOST_TEST(allclose({a[1].weight, a[1].grad_x_input, a[1].zero_value_change, a[1].remove_key_change}, {0.1, 0.3, -0.3, -0.3}, 1e-14, 0));
+  BOOST_TEST(
+      allclose({a[0].weight, a[0].grad_x_input, a[0].zero_value_change, a[0].remove_key_change},
+               {0.9, 0, 0, 2.7}, 1e-14, 0));
+  BOOST_TEST(
+      allclose({a[1].weight, a[1].grad_x_input, a[1].zero_value_change, a[1].remove_key_change},
+               {0.1, 0.3, -0.3, -0.3}, 1e-14, 0));
 }
 
 // docs/03-attention.md, "The cost of attention": 2·T²·4 bytes and 4·T²·head_dim FLOPs.
@@ -148,23 +162,31 @@ BOOST_AUTO_TEST_CASE(attention_cost_is_quadratic_in_T) {
   BOOST_TEST(c8.flops == 16384);
   BOOST_TEST(c1024.bytes == 8388608);  // 8 MiB per head, per sequence
   BOOST_TEST(c1024.flops == 268435456);
-  attograd::testing::expect_throw_with<std::invalid_argument>([] { lecture::attention_cost(0, 64, 4); },
-                                                              "must be >= 1");
-  attograd::testing::expect_throw_with<std::overflow_error>([] { lecture::attention_cost(int64_t{1} << 32, 64, 4); },
-                                                            "attention_cost");
+  attograd::testing::expect_throw_with<std::invalid_argument>(
+      [] { lecture::attention_cost(0, 64, 4); }, "must be >= 1");
+  attograd::testing::expect_throw_with<std::overflow_error>(
+      [] { lecture::attention_cost(int64_t{1} << 32, 64, 4); }, "attention_cost");
 }
 
 BOOST_AUTO_TEST_CASE(parse_matrix_reads_rows_and_refuses_bad_text) {
   using attograd::testing::expect_throw_with;
-  expect_tensor(lecture::parse_matrix("1,0; 0, 1 ;+1,-2.5e0", "--Q"), {3, 2}, {1, 0, 0, 1, 1, -2.5}, 0);
-  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,0;0", "--Q"); },
-                                           "--Q: row 2 has 1 number but row 1 has 2; every row needs the same count");
-  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,x", "--K"); }, "--K: row 1: 'x' is not a finite number");
-  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,,2", "--K"); }, "row 1: '' is not a finite number");
-  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1;2;", "--V"); }, "row 3: '' is not a finite number");
-  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("nan", "--V"); }, "'nan' is not a finite number");
-  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1e400", "--V"); }, "'1e400' is not a finite number");
-  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix(" ", "--V"); }, "--V is empty");
+  expect_tensor(lecture::parse_matrix("1,0; 0, 1 ;+1,-2.5e0", "--Q"), {3, 2}, {1, 0, 0, 1, 1, -2.5},
+                0);
+  expect_throw_with<std::invalid_argument>(
+      [] { lecture::parse_matrix("1,0;0", "--Q"); },
+      "--Q: row 2 has 1 number but row 1 has 2; every row needs the same count");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,x", "--K"); },
+                                           "--K: row 1: 'x' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,,2", "--K"); },
+                                           "row 1: '' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1;2;", "--V"); },
+                                           "row 3: '' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("nan", "--V"); },
+                                           "'nan' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1e400", "--V"); },
+                                           "'1e400' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix(" ", "--V"); },
+                                           "--V is empty");
   const Tensor m32 = lecture::parse_matrix("1,0;0,1;1,1", "--Q");
   expect_throw_with<std::invalid_argument>(
       [&] { lecture::check_attention_shapes(m32, lecture::parse_matrix("1;2;3", "--K"), m32); },
@@ -177,19 +199,23 @@ BOOST_AUTO_TEST_CASE(parse_matrix_reads_rows_and_refuses_bad_text) {
 // The program itself: its options, the reader's own matrices, and clean failures (exit 2).
 BOOST_AUTO_TEST_CASE(program_prints_every_step_and_refuses_bad_matrices) {
   using attograd::testing::contains;
-  const auto run = [](const std::string& args) { return attograd::testing::run_program(ATTENTION_BY_HAND, args); };
+  const auto run = [](const std::string& args) {
+    return attograd::testing::run_program(ATTENTION_BY_HAND, args);
+  };
   const auto help = run("--help");
   BOOST_TEST(help.exit_code == 0);
   BOOST_TEST(contains(help.out, "queries (T, d_k): rows separated by ';', numbers by ','"));
 
   const auto own = run("--Q '1,0;0,1;1,1' --K '1,0;0,1;1,1' --V '1,2;3,4;5,6'");
   BOOST_TEST(own.exit_code == 0);
-  for (const char* step : {"S = Q K^T  shape (3, 3)", "S / sqrt(2)  shape (3, 3)",
-                           "causal mask applied (-inf above the diagonal)  shape (3, 3)",
-                           "A = row softmax (attention weights)  shape (3, 3)", "row sums of A: 1.0000000 1.0000000 1.0000000",
-                           "Z = A V (output)  shape (3, 2)", "[3.51046953045366, 4.51046953045366]",
-                           "its row sums (not 1: outputs are no longer averages): 0.4011121 0.6977758 1.9011121",
-                           "its wrong Z = (column softmax) V  shape (3, 2)", "[6.90111209267979, 8.80222418535957]"}) {
+  for (const char* step :
+       {"S = Q K^T  shape (3, 3)", "S / sqrt(2)  shape (3, 3)",
+        "causal mask applied (-inf above the diagonal)  shape (3, 3)",
+        "A = row softmax (attention weights)  shape (3, 3)",
+        "row sums of A: 1.0000000 1.0000000 1.0000000", "Z = A V (output)  shape (3, 2)",
+        "[3.51046953045366, 4.51046953045366]",
+        "its row sums (not 1: outputs are no longer averages): 0.4011121 0.6977758 1.9011121",
+        "its wrong Z = (column softmax) V  shape (3, 2)", "[6.90111209267979, 8.80222418535957]"}) {
     BOOST_TEST_INFO(step);
     BOOST_TEST(contains(own.out, step));
   }
@@ -198,13 +224,19 @@ BOOST_AUTO_TEST_CASE(program_prints_every_step_and_refuses_bad_matrices) {
   const auto all = run("");
   BOOST_TEST(all.exit_code == 0);
   // The rows quoted in docs/03-attention.md, as printed.
-  BOOST_TEST(contains(all.out, "   512    512.386    1.0008                           0.9575                   0.3619"));
-  BOOST_TEST(contains(all.out, "     0   0.9000         0.0000                0.0000                         2.7000"));
+  BOOST_TEST(contains(
+      all.out,
+      "   512    512.386    1.0008                           0.9575                   0.3619"));
+  BOOST_TEST(contains(
+      all.out,
+      "     0   0.9000         0.0000                0.0000                         2.7000"));
   BOOST_TEST(contains(all.out, "   1024                    8388608              268435456"));
-  BOOST_TEST(contains(run("--head-dim 128").out, "   1024                    8388608              536870912"));
+  BOOST_TEST(contains(run("--head-dim 128").out,
+                      "   1024                    8388608              536870912"));
 
   const std::pair<const char*, const char*> bad[] = {
-      {"--Q '1,0;0' --K 1 --V 1", "attention_by_hand: error: --Q: row 2 has 1 number but row 1 has 2"},
+      {"--Q '1,0;0' --K 1 --V 1",
+       "attention_by_hand: error: --Q: row 2 has 1 number but row 1 has 2"},
       {"--Q '1,x' --K 1 --V 1", "attention_by_hand: error: --Q: row 1: 'x' is not a finite number"},
       {"--Q '1,0' --K 1 --V 1", "attention_by_hand: error: Q is 1x2 and K is 1x1"},
       {"--Q '1;2' --K '1;2' --V 1", "attention_by_hand: error: Q is 2x1, K is 2x1 and V is 1x1"},

@@ -20,10 +20,10 @@
 using namespace attograd;
 using namespace attograd::gpt;
 using attograd::testing::contains;
+using attograd::testing::randomize_parameters;
 using attograd::testing::run_cli;
 using attograd::testing::TempDir;
 using attograd::testing::write_small_hf_gpt2;
-using attograd::testing::randomize_parameters;
 
 namespace {
 
@@ -37,10 +37,14 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
     bool quoted = false;
     for (size_t i = 0; i < line.size(); ++i) {
       const char c = line[i];
-      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
-      else if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) fields.emplace_back();
-      else fields.back() += c;
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+        fields.back() += '"', ++i;
+      else if (c == '"')
+        quoted = !quoted;
+      else if (c == ',' && !quoted)
+        fields.emplace_back();
+      else
+        fields.back() += c;
     }
     rows.push_back(fields);
   }
@@ -50,7 +54,8 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
 // Checks that every CSV of `dir` for the model's layers and heads holds the weights `model`
 // records for `ids`: the header is the query\key cell and the token labels, each row the query's
 // token and its weights (exactly 0 after the query, summing to 1).
-void expect_csv_matches_forward(const std::string& dir, const GPT& model, const std::vector<int64_t>& ids,
+void expect_csv_matches_forward(const std::string& dir, const GPT& model,
+                                const std::vector<int64_t>& ids,
                                 const std::vector<std::string>& labels) {
   const int64_t T = static_cast<int64_t>(ids.size());
   std::vector<Tensor> weights;
@@ -60,7 +65,8 @@ void expect_csv_matches_forward(const std::string& dir, const GPT& model, const 
   }
   for (int64_t l = 0; l < model.config().n_layer; ++l)
     for (int64_t h = 0; h < model.config().n_head; ++h) {
-      const std::string path = dir + "/layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv";
+      const std::string path =
+          dir + "/layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv";
       BOOST_TEST_INFO(path);
       const auto rows = read_csv(path);
       BOOST_REQUIRE(rows.size() == static_cast<size_t>(T + 1));
@@ -131,14 +137,17 @@ BOOST_AUTO_TEST_CASE(equal_scores_give_the_causal_average) {
 
   const auto rows = read_csv(out + "/layer2_head1.csv");
   BOOST_REQUIRE(rows.size() == 7u);
-  // Labels are the tokens as printable text: a quote escaped as \" (then CSV-quoted with the comma).
+  // Labels are the tokens as printable text: a quote escaped as \" (then CSV-quoted with the
+  // comma).
   const std::vector<std::string> header{"query\\key", "a", "b", ",", " ", "d", "\\\""};
   BOOST_TEST(rows[0] == header, boost::test_tools::per_element());
-  const std::vector<std::string> row2{",", "0.333333343", "0.333333343", "0.333333343", "0", "0", "0"};
+  const std::vector<std::string> row2{",", "0.333333343", "0.333333343", "0.333333343", "0", "0",
+                                      "0"};
   BOOST_TEST(rows[3] == row2, boost::test_tools::per_element());  // f32's nearest to 1/3
   const std::vector<std::string> row1{"b", "0.5", "0.5", "0", "0", "0", "0"};
   BOOST_TEST(rows[2] == row1, boost::test_tools::per_element());
-  expect_csv_matches_forward(out, *pico.model, pico.tok.encode("ab, d\""), {"a", "b", ",", " ", "d", "\\\""});
+  expect_csv_matches_forward(out, *pico.model, pico.tok.encode("ab, d\""),
+                             {"a", "b", ",", " ", "d", "\\\""});
 
   if (!gnuplot_installed()) {
     BOOST_TEST(contains(r.out, "apt-get install gnuplot-nox"));
@@ -170,17 +179,21 @@ BOOST_AUTO_TEST_CASE(csv_holds_the_forward_weights_and_layer_head_select) {
   const auto r = run_cli("attention --checkpoint " + ckpt + " --prompt 'the cat' --out " + out);
   BOOST_TEST_INFO(r.out);
   BOOST_REQUIRE(r.exit_code == 0);
-  expect_csv_matches_forward(out, *pico.model, pico.tok.encode("the cat"), {"t", "h", "e", " ", "c", "a", "t"});
+  expect_csv_matches_forward(out, *pico.model, pico.tok.encode("the cat"),
+                             {"t", "h", "e", " ", "c", "a", "t"});
 
   const std::string one = dir / "one";
-  const auto s = run_cli("attention --checkpoint " + ckpt + " --prompt 'the cat' --layer 1 --head 2 --out " + one);
+  const auto s = run_cli("attention --checkpoint " + ckpt +
+                         " --prompt 'the cat' --layer 1 --head 2 --out " + one);
   BOOST_REQUIRE(s.exit_code == 0);
   std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(one)) files.push_back(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator(one))
+    files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  const std::vector<std::string> expected = gnuplot_installed()
-                                                ? std::vector<std::string>{"layer1_head2.csv", "layer1_head2.png", "layer1_head2.svg"}
-                                                : std::vector<std::string>{"layer1_head2.csv"};
+  const std::vector<std::string> expected =
+      gnuplot_installed()
+          ? std::vector<std::string>{"layer1_head2.csv", "layer1_head2.png", "layer1_head2.svg"}
+          : std::vector<std::string>{"layer1_head2.csv"};
   BOOST_TEST(files == expected, boost::test_tools::per_element());
   BOOST_TEST(read_file(one + "/layer1_head2.csv") == read_file(out + "/layer1_head2.csv"));
 }
@@ -190,13 +203,19 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
   const std::string ckpt = CharPico(dir, "abcdefghij").ckpt;
   const std::string base = "attention --checkpoint " + ckpt + " --out " + (dir / "out");
   const std::vector<std::pair<std::string, std::string>> cases{
-      {" --prompt abc --layer 3", "attograd: error: --layer 3 is out of range: the model has 3 layers, numbered 0 to 2\n"},
+      {" --prompt abc --layer 3",
+       "attograd: error: --layer 3 is out of range: the model has 3 layers, numbered 0 to 2\n"},
       {" --prompt abc --layer -1", "--layer: must be an integer in [0, 1023], got -1"},
-      {" --prompt abc --layer 010", "--layer: 010 has leading zeros, which would be read as octal; write 10"},
-      {" --prompt abc --head 3", "attograd: error: --head 3 is out of range: the model has 3 heads, numbered 0 to 2\n"},
-      {" --prompt ''", "attograd: error: --prompt is empty: give the text whose attention to show (at least one token)\n"},
+      {" --prompt abc --layer 010",
+       "--layer: 010 has leading zeros, which would be read as octal; write 10"},
+      {" --prompt abc --head 3",
+       "attograd: error: --head 3 is out of range: the model has 3 heads, numbered 0 to 2\n"},
+      {" --prompt ''",
+       "attograd: error: --prompt is empty: give the text whose attention to show (at least one "
+       "token)\n"},
       {" --prompt abcdefghi",
-       "attograd: error: --prompt encodes to 9 tokens, more than the model's block_size 8: shorten it (attention spans "
+       "attograd: error: --prompt encodes to 9 tokens, more than the model's block_size 8: shorten "
+       "it (attention spans "
        "one context window)\n"},
       {" --prompt abz", "character 'z' (U+007A) at position 2"},
       {" --prompt abc --hf-gpt2 " + ckpt, "give exactly one of --checkpoint"},
@@ -211,12 +230,14 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
   const std::string file = dir.file("a_file", "");
   const auto not_dir = run_cli("attention --checkpoint " + ckpt + " --prompt abc --out " + file);
   BOOST_TEST(not_dir.exit_code == 2);
-  BOOST_TEST(not_dir.out == "attograd: error: --out " + file + ": cannot create the directory (Not a directory); "
-                            "choose another --out\n");
+  BOOST_TEST(not_dir.out == "attograd: error: --out " + file +
+                                ": cannot create the directory (Not a directory); "
+                                "choose another --out\n");
   const auto missing = run_cli("attention --checkpoint " + ckpt);
   BOOST_TEST(missing.exit_code == 2);
   BOOST_TEST(contains(missing.out, "--prompt is required"));
-  const auto no_file = run_cli("attention --checkpoint " + (dir / "none.safetensors") + " --prompt a");
+  const auto no_file =
+      run_cli("attention --checkpoint " + (dir / "none.safetensors") + " --prompt a");
   BOOST_TEST(no_file.exit_code == 2);
   BOOST_TEST(contains(no_file.out, "does not exist"));
 }
@@ -228,10 +249,12 @@ BOOST_AUTO_TEST_CASE(works_on_a_hugging_face_gpt2_file) {
   const auto model = write_small_hf_gpt2(dir.path);
   const std::string path = dir / "model.safetensors";
   const std::string out = dir / "maps";
-  const auto r = run_cli("attention --hf-gpt2 " + path + " --prompt 'Hello world, hi' --out " + out);
+  const auto r =
+      run_cli("attention --hf-gpt2 " + path + " --prompt 'Hello world, hi' --out " + out);
   BOOST_TEST_INFO(r.out);
   BOOST_REQUIRE(r.exit_code == 0);
   BOOST_TEST(contains(r.out, ": 4 tokens: \"Hello\" \" world\" \",\" \" hi\""));
-  const std::vector<int64_t> ids{15496, 995, 11, 23105};  // GPT-2's ids of Hello, ' world', ',', ' hi'
+  const std::vector<int64_t> ids{15496, 995, 11,
+                                 23105};  // GPT-2's ids of Hello, ' world', ',', ' hi'
   expect_csv_matches_forward(out, *model, ids, {"Hello", " world", ",", " hi"});
 }

@@ -2,13 +2,13 @@
 // and captures its output and exit code, for the end-to-end CLI tests.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace attograd::testing {
 
@@ -21,9 +21,10 @@ struct CliRun {
 /// merge_stderr, stderr is captured with stdout; otherwise it is discarded. Reads bytes, not
 /// lines, so binary-safe output (e.g. text without a final newline) comes back exactly.
 /// env_prefix goes before the program, e.g. "PATH=/nowhere " to hide an installed tool.
-inline CliRun run_program(const std::string& program, const std::string& args, bool merge_stderr = true,
-                          const std::string& env_prefix = "") {
-  const std::string cmd = env_prefix + program + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+inline CliRun run_program(const std::string& program, const std::string& args,
+                          bool merge_stderr = true, const std::string& env_prefix = "") {
+  const std::string cmd =
+      env_prefix + program + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return {"popen failed", -1};
   std::string out;
@@ -35,7 +36,8 @@ inline CliRun run_program(const std::string& program, const std::string& args, b
 
 #ifdef ATTOGRAD_CLI
 /// run_program for the attograd binary (ATTOGRAD_CLI).
-inline CliRun run_cli(const std::string& args, bool merge_stderr = true, const std::string& env_prefix = "") {
+inline CliRun run_cli(const std::string& args, bool merge_stderr = true,
+                      const std::string& env_prefix = "") {
   return run_program(ATTOGRAD_CLI, args, merge_stderr, env_prefix);
 }
 #endif
@@ -45,7 +47,8 @@ inline CliRun run_cli(const std::string& args, bool merge_stderr = true, const s
 struct TempDir {
   std::filesystem::path path;
   explicit TempDir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("attograd_" + name + "_" + std::to_string(::getpid()))) {
+      : path(std::filesystem::temp_directory_path() /
+             ("attograd_" + name + "_" + std::to_string(::getpid()))) {
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }
@@ -61,6 +64,8 @@ struct TempDir {
   }
 };
 
-inline bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+inline bool contains(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
 
 }  // namespace attograd::testing

@@ -1,13 +1,13 @@
 // The attograd CLI end to end: info's dimension exercise, a small train run, sampling from it,
 // resume, and clear errors for bad input.
 #define BOOST_TEST_MODULE cli
-#include <boost/test/unit_test.hpp>
+#include <unistd.h>
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
 #include <thread>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -58,8 +58,9 @@ BOOST_AUTO_TEST_CASE(info_counts_femto_and_pico) {
 BOOST_AUTO_TEST_CASE(train_sample_resume_end_to_end) {
   const TempDir dir("cli_test");
   const std::string corpus = write_corpus(dir), out = dir / "run";
-  const std::string train = "train --preset pico --corpus " + corpus + " --out " + out +
-                            " --steps 40 --batch-size 8 --eval-interval 20 --eval-iters 2 --log-interval 10 --warmup 5";
+  const std::string train =
+      "train --preset pico --corpus " + corpus + " --out " + out +
+      " --steps 40 --batch-size 8 --eval-interval 20 --eval-iters 2 --log-interval 10 --warmup 5";
   const auto r = run_cli(train);
   BOOST_TEST_INFO(r.out);
   BOOST_REQUIRE(r.exit_code == 0);
@@ -73,13 +74,15 @@ BOOST_AUTO_TEST_CASE(train_sample_resume_end_to_end) {
   BOOST_TEST(again.exit_code == 2);
   BOOST_TEST(contains(again.out, "--resume"));
   // Resume extends it.
-  const auto resumed = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 50");
+  const auto resumed =
+      run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 50");
   BOOST_TEST_INFO(resumed.out);
   BOOST_TEST(resumed.exit_code == 0);
   BOOST_TEST(contains(resumed.out, "resume  step 40"));
   BOOST_TEST(contains(resumed.out, "step 50/50 | loss"));
 
-  const auto s = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"to be\" --prompt \"the\" "
+  const auto s = run_cli("sample --checkpoint " + out +
+                         "/ckpt.safetensors --prompt \"to be\" --prompt \"the\" "
                          "--temperature 0 --temperature 1 --max-new-tokens 20");
   BOOST_TEST_INFO(s.out);
   BOOST_TEST(s.exit_code == 0);
@@ -87,14 +90,20 @@ BOOST_AUTO_TEST_CASE(train_sample_resume_end_to_end) {
   BOOST_TEST(contains(s.out, "=== prompt \"the\" | temperature 1 ==="));
   BOOST_TEST(contains(s.out, "tokens/s (KV cache on)"));
   // Greedy output is the same with and without the KV cache.
-  const auto g1 = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"to be\" --temperature 0 --max-new-tokens 30");
-  const auto g2 = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"to be\" --temperature 0 --max-new-tokens 30 --no-kv-cache");
-  BOOST_TEST(g1.out.substr(0, g1.out.find("tokens in")) == g2.out.substr(0, g2.out.find("tokens in")));
+  const auto g1 =
+      run_cli("sample --checkpoint " + out +
+              "/ckpt.safetensors --prompt \"to be\" --temperature 0 --max-new-tokens 30");
+  const auto g2 = run_cli(
+      "sample --checkpoint " + out +
+      "/ckpt.safetensors --prompt \"to be\" --temperature 0 --max-new-tokens 30 --no-kv-cache");
+  BOOST_TEST(g1.out.substr(0, g1.out.find("tokens in")) ==
+             g2.out.substr(0, g2.out.find("tokens in")));
 
   const auto unknown = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"XYZ\"");
   BOOST_TEST(unknown.exit_code == 2);
   BOOST_TEST(contains(unknown.out, "'X' (U+0058)"));
-  const auto negative = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --temperature -1");
+  const auto negative =
+      run_cli("sample --checkpoint " + out + "/ckpt.safetensors --temperature -1");
   BOOST_TEST(negative.exit_code == 2);
   BOOST_TEST(contains(negative.out, "--temperature: must be a finite number >= 0, got -1"));
 }
@@ -114,21 +123,25 @@ BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
   // Resuming on another corpus, or with options the checkpoint fixes, is refused.
   const std::string other = dir / "other.txt";
   { std::ofstream(other) << std::string(2000, 'a') << "\n"; }
-  const auto wrong_corpus = run_cli("train --corpus " + other + " --out " + out + " --resume --steps 20");
+  const auto wrong_corpus =
+      run_cli("train --corpus " + other + " --out " + out + " --resume --steps 20");
   BOOST_TEST(wrong_corpus.exit_code == 2);
   BOOST_TEST(contains(wrong_corpus.out, "pass the same --corpus"));
-  const auto changed = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 20 --lr 0.5");
+  const auto changed =
+      run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 20 --lr 0.5");
   BOOST_TEST(changed.exit_code == 2);
   BOOST_TEST(contains(changed.out, "--lr cannot change"));
   // Extending a run keeps its schedule: past the old end the rate stays at min_lr.
-  const auto extended = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 20");
+  const auto extended =
+      run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 20");
   BOOST_TEST_INFO(extended.out);
   BOOST_TEST(extended.exit_code == 0);
   BOOST_TEST(contains(extended.out, "step 15/20 | loss"));
   BOOST_TEST(contains(extended.out, "lr 1.00e-03"));  // min_lr, not a jump back up
   // An empty --out, or a file as --out, is refused before any work.
   BOOST_TEST(contains(run_cli("train --corpus " + corpus + " --out \"\"").out, "--out is empty"));
-  BOOST_TEST(contains(run_cli("train --corpus " + corpus + " --out " + corpus).out, "is not a directory"));
+  BOOST_TEST(
+      contains(run_cli("train --corpus " + corpus + " --out " + corpus).out, "is not a directory"));
 }
 
 // train --resume takes the corpus (and --keep-cr) from the checkpoint when --corpus is not
@@ -138,28 +151,33 @@ BOOST_AUTO_TEST_CASE(resume_reads_its_corpus_from_the_checkpoint) {
   std::string crlf;
   for (int i = 0; i < 200; ++i) crlf += "to be or not to be, that is the question.\r\n";
   const std::string corpus = dir.file("crlf.txt", crlf), out = dir / "run";
-  const auto first = run_cli("train --preset pico --corpus " + corpus + " --keep-cr --out " + out +
-                             " --steps 2 --batch-size 4 --eval-iters 1 --warmup 1 --log-interval 1");
+  const auto first =
+      run_cli("train --preset pico --corpus " + corpus + " --keep-cr --out " + out +
+              " --steps 2 --batch-size 4 --eval-iters 1 --warmup 1 --log-interval 1");
   BOOST_TEST_INFO(first.out);
   BOOST_REQUIRE(first.exit_code == 0);
   const auto resumed = run_cli("train --out " + out + " --resume --steps 3");
   BOOST_TEST_INFO(resumed.out);
   BOOST_TEST(resumed.exit_code == 0);
-  BOOST_TEST(contains(resumed.out, "corpus  " + corpus + ": 8,600 bytes from " + corpus + "\n"));  // CR kept
+  BOOST_TEST(contains(resumed.out,
+                      "corpus  " + corpus + ": 8,600 bytes from " + corpus + "\n"));  // CR kept
   BOOST_TEST(contains(resumed.out, "resume  step 2"));
   BOOST_TEST(contains(resumed.out, "step 3/3 | loss"));
   // The same text under --corpus resumes too; another text, or dropping the CRs, is refused.
   const std::string copy = dir.file("copy.txt", crlf);
-  const auto same = run_cli("train --corpus " + copy + " --keep-cr --out " + out + " --resume --steps 4");
+  const auto same =
+      run_cli("train --corpus " + copy + " --keep-cr --out " + out + " --resume --steps 4");
   BOOST_TEST_INFO(same.out);
   BOOST_TEST(same.exit_code == 0);
   BOOST_TEST(contains(same.out, "step 4/4 | loss"));
   const std::string other = dir.file("other.txt", std::string(2000, 'a') + "\n");
   const auto wrong = run_cli("train --corpus " + other + " --out " + out + " --resume --steps 5");
   BOOST_TEST(wrong.exit_code == 2);
-  BOOST_TEST(contains(wrong.out, "\nattograd: error: this run was trained on corpus '" + corpus + "' (sha256 " +
-                                     wrong.out.substr(wrong.out.find("(sha256 ") + 8, 16) + "...), not on '" + other +
-                                     "'; pass the same --corpus to resume it, or none to use the recorded one\n"));
+  BOOST_TEST(contains(
+      wrong.out, "\nattograd: error: this run was trained on corpus '" + corpus + "' (sha256 " +
+                     wrong.out.substr(wrong.out.find("(sha256 ") + 8, 16) + "...), not on '" +
+                     other +
+                     "'; pass the same --corpus to resume it, or none to use the recorded one\n"));
   const auto lf = run_cli("train --corpus " + copy + " --out " + out + " --resume --steps 5");
   BOOST_TEST(lf.exit_code == 2);
   BOOST_TEST(contains(lf.out, "needs --keep-cr"));
@@ -169,20 +187,24 @@ BOOST_AUTO_TEST_CASE(resume_reads_its_corpus_from_the_checkpoint) {
   BOOST_TEST_INFO(by_dir.out);
   BOOST_TEST(by_dir.exit_code == 0);
   BOOST_TEST(contains(by_dir.out, out + "/ckpt.safetensors: 3 predictions from 4 token ids"));
-  BOOST_TEST(by_dir.out == run_cli("eval --checkpoint " + out + "/ckpt.safetensors --ids " + ids).out);
+  BOOST_TEST(by_dir.out ==
+             run_cli("eval --checkpoint " + out + "/ckpt.safetensors --ids " + ids).out);
   // The recorded corpus changed, or is gone: the error names it and the way out.
   { std::ofstream(corpus, std::ios::app) << "one more line\n"; }
   const auto changed = run_cli("train --out " + out + " --resume --steps 5");
   BOOST_TEST(changed.exit_code == 2);
-  BOOST_TEST(contains(changed.out, "attograd: error: the corpus '" + corpus + "' recorded in " + out +
-                                       "/ckpt.safetensors has changed since the run was trained on it (sha256 "));
+  BOOST_TEST(contains(
+      changed.out, "attograd: error: the corpus '" + corpus + "' recorded in " + out +
+                       "/ckpt.safetensors has changed since the run was trained on it (sha256 "));
   BOOST_TEST(contains(changed.out, "...); restore it, or pass --corpus with the text it had\n"));
   std::filesystem::remove(corpus);
   const auto gone = run_cli("train --out " + out + " --resume --steps 5");
   BOOST_TEST(gone.exit_code == 2);
-  BOOST_TEST(contains(gone.out, "attograd: error: the corpus recorded in " + out + "/ckpt.safetensors: corpus file " +
-                                    corpus + " does not exist; pass kjv, shakespeare or the path of a UTF-8 text file; "
-                                    "or pass --corpus with the same text"));
+  BOOST_TEST(contains(
+      gone.out, "attograd: error: the corpus recorded in " + out +
+                    "/ckpt.safetensors: corpus file " + corpus +
+                    " does not exist; pass kjv, shakespeare or the path of a UTF-8 text file; "
+                    "or pass --corpus with the same text"));
 }
 
 BOOST_AUTO_TEST_CASE(a_second_run_into_the_same_out_is_refused) {
@@ -192,18 +214,25 @@ BOOST_AUTO_TEST_CASE(a_second_run_into_the_same_out_is_refused) {
   // It is given far more steps than it can run before it is killed: a short first run could end
   // (and free the lock) before the second starts on a quiet machine, and a second run started
   // before the first took the lock would take it itself. So wait for the first run's lock file.
-  const std::string first = std::string(ATTOGRAD_CLI) + " train --preset pico --corpus " + corpus + " --out " + out +
-                            " --steps 100000000 --batch-size 4 --eval-iters 1 --log-interval 1000 > /dev/null 2>&1 &";
+  const std::string first =
+      std::string(ATTOGRAD_CLI) + " train --preset pico --corpus " + corpus + " --out " + out +
+      " --steps 100000000 --batch-size 4 --eval-iters 1 --log-interval 1000 > /dev/null 2>&1 &";
   struct KillFirstRun {  // also when a check throws: never leave the long run behind
-    ~KillFirstRun() { std::system("pkill -f 'attograd_cli_test_.*run --steps 100000000' > /dev/null 2>&1; sleep 0.2"); }
+    ~KillFirstRun() {
+      std::system(
+          "pkill -f 'attograd_cli_test_.*run --steps 100000000' > /dev/null 2>&1; sleep 0.2");
+    }
   } kill_first_run;
   BOOST_REQUIRE(std::system(first.c_str()) == 0);
-  for (int i = 0; i < 300 && !std::filesystem::exists(std::filesystem::path(out) / ".lock"); ++i) ::usleep(100000);
+  for (int i = 0; i < 300 && !std::filesystem::exists(std::filesystem::path(out) / ".lock"); ++i)
+    ::usleep(100000);
   ::usleep(300000);  // the lock file is opened just before it is locked
   bool refused = false;
   for (int i = 0; i < 100 && !refused; ++i) {  // up to ~10 s
-    const auto second = run_cli("train --preset pico --corpus " + corpus + " --out " + out + " --overwrite --steps 1");
-    refused = second.exit_code == 2 && contains(second.out, "another `attograd train` is writing to");
+    const auto second = run_cli("train --preset pico --corpus " + corpus + " --out " + out +
+                                " --overwrite --steps 1");
+    refused =
+        second.exit_code == 2 && contains(second.out, "another `attograd train` is writing to");
     if (!refused) ::usleep(100000);
   }
   BOOST_TEST(refused);
@@ -212,8 +241,11 @@ BOOST_AUTO_TEST_CASE(a_second_run_into_the_same_out_is_refused) {
 BOOST_AUTO_TEST_CASE(a_too_short_val_split_is_refused_before_training) {
   const TempDir dir("cli_test");
   const std::string file = dir / "short.txt";
-  { std::ofstream(file) << "the quick brown fox jumps over the lazy dog, twice over.\n"; }  // val: 6 chars
-  const auto r = run_cli("train --preset pico --corpus " + file + " --out " + (dir / "r") + " --steps 5");
+  {
+    std::ofstream(file) << "the quick brown fox jumps over the lazy dog, twice over.\n";
+  }  // val: 6 chars
+  const auto r =
+      run_cli("train --preset pico --corpus " + file + " --out " + (dir / "r") + " --steps 5");
   BOOST_TEST_INFO(r.out);
   BOOST_TEST(r.exit_code == 2);
   BOOST_TEST(contains(r.out, "the corpus is too short: its val split has"));
@@ -226,19 +258,23 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
   BOOST_TEST(missing.exit_code == 2);
   BOOST_TEST(contains(missing.out, "does not exist"));
   { std::ofstream(dir / "empty.txt"); }
-  const auto empty = run_cli("train --preset pico --corpus " + (dir / "empty.txt") + " --out " + (dir / "r"));
+  const auto empty =
+      run_cli("train --preset pico --corpus " + (dir / "empty.txt") + " --out " + (dir / "r"));
   BOOST_TEST(empty.exit_code == 2);
   BOOST_TEST(contains(empty.out, "empty"));
   { std::ofstream(dir / "latin1.txt") << "caf\xe9 au lait"; }
-  const auto latin1 = run_cli("train --preset pico --corpus " + (dir / "latin1.txt") + " --out " + (dir / "r"));
+  const auto latin1 =
+      run_cli("train --preset pico --corpus " + (dir / "latin1.txt") + " --out " + (dir / "r"));
   BOOST_TEST(latin1.exit_code == 2);
   BOOST_TEST(contains(latin1.out, "UTF-8"));
   { std::ofstream(dir / "short.txt") << "abcdef"; }
-  const auto short_corpus = run_cli("train --preset pico --corpus " + (dir / "short.txt") + " --out " + (dir / "r"));
+  const auto short_corpus =
+      run_cli("train --preset pico --corpus " + (dir / "short.txt") + " --out " + (dir / "r"));
   BOOST_TEST_INFO(short_corpus.out);
   BOOST_TEST(short_corpus.exit_code == 2);
   BOOST_TEST(contains(short_corpus.out, "block_size"));
-  const auto resume_nothing = run_cli("train --corpus " + write_corpus(dir) + " --out " + (dir / "none") + " --resume");
+  const auto resume_nothing =
+      run_cli("train --corpus " + write_corpus(dir) + " --out " + (dir / "none") + " --resume");
   BOOST_TEST(resume_nothing.exit_code == 2);
   BOOST_TEST(contains(resume_nothing.out, "nothing to resume"));
 }
@@ -248,30 +284,39 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
 // running out of memory.
 BOOST_AUTO_TEST_CASE(sizes_whose_products_would_overflow_are_refused_at_once) {
   const TempDir dir("cli_sizes");
-  const std::string corpus = write_corpus(dir), train = "train --preset pico --corpus " + corpus + " --out " + (dir / "r");
+  const std::string corpus = write_corpus(dir),
+                    train = "train --preset pico --corpus " + corpus + " --out " + (dir / "r");
   const std::string cores = std::to_string(4 * std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<std::pair<std::string, std::string>> cases = {
       // SIGSEGV before: sinusoidal_table allocated T x C after it had wrapped.
-      {"info --pos-encoding sinusoidal --n-embd 6 --n-head 3 --block-size 3074457345618258603 --T 8",
+      {"info --pos-encoding sinusoidal --n-embd 6 --n-head 3 --block-size 3074457345618258603 --T "
+       "8",
        "--block-size: must be an integer in [1, 131072], got 3074457345618258603"},
       // SIGSEGV before, in Dataset::get_batch, where B x T wrapped.
-      {train + " --batch-size 2305843009213693952", "--batch-size: must be an integer in [1, 65536], got 2305843009213693952"},
+      {train + " --batch-size 2305843009213693952",
+       "--batch-size: must be an integer in [1, 65536], got 2305843009213693952"},
       {"info --n-layer 1000000000", "--n-layer: must be an integer in [1, 1024], got 1000000000"},
-      {"info --vocab-size 1099511627776", "--vocab-size: must be an integer in [1, 1048576], got 1099511627776"},
-      {"info --n-embd 99999999999999999999", "--n-embd: must be an integer in [1, 65536], got 99999999999999999999"},
+      {"info --vocab-size 1099511627776",
+       "--vocab-size: must be an integer in [1, 1048576], got 1099511627776"},
+      {"info --n-embd 99999999999999999999",
+       "--n-embd: must be an integer in [1, 65536], got 99999999999999999999"},
       {"info --n-head 2000", "--n-head: must be an integer in [1, 1024], got 2000"},
-      {train + " --grad-accum 100000", "--grad-accum: must be an integer in [1, 65536], got 100000"},
+      {train + " --grad-accum 100000",
+       "--grad-accum: must be an integer in [1, 65536], got 100000"},
       // Crashed inside libgomp before.
-      {train + " --threads 100000",
-       "--threads: must be an integer in [0, " + cores + "] (at most 4 x this machine's cores), got 100000"},
+      {train + " --threads 100000", "--threads: must be an integer in [0, " + cores +
+                                        "] (at most 4 x this machine's cores), got 100000"},
       // Each size in range, the product not.
       {"info --preset gpt2 --n-layer 1024 --n-embd 4096 --n-head 16",
-       "GPTConfig: n_layer 1024, n_embd 4096, vocab_size 50257 make 206423011328 parameters, more than the limit of 20000000000"},
+       "GPTConfig: n_layer 1024, n_embd 4096, vocab_size 50257 make 206423011328 parameters, more "
+       "than the limit of 20000000000"},
   };
   expect_refused(cases);
   // 18 billion parameters pass every limit but need 147 GB (weights and gradients): refused
   // before building the model.
-  if (static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE)) < 146.7e9) {
+  if (static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+          static_cast<double>(::sysconf(_SC_PAGE_SIZE)) <
+      146.7e9) {
     const auto big = run_cli("info --preset gpt2 --n-layer 90 --n-embd 4096 --n-head 16");
     BOOST_TEST_INFO(big.out);
     BOOST_TEST(big.exit_code == 2);
@@ -293,7 +338,9 @@ BOOST_AUTO_TEST_CASE(help_states_the_bounds) {
   const auto train = run_cli("train --help");
   BOOST_TEST_INFO(train.out);
   BOOST_TEST(contains(train.out, "--batch-size INT:INT in [1, 65536]"));
-  BOOST_TEST(contains(train.out, "--threads INT:INT in [0, " + std::to_string(4 * std::max(1u, std::thread::hardware_concurrency())) + "]"));
+  BOOST_TEST(contains(
+      train.out, "--threads INT:INT in [0, " +
+                     std::to_string(4 * std::max(1u, std::thread::hardware_concurrency())) + "]"));
   BOOST_TEST(contains(train.out, "--seed UINT:INT in [0, 2^64 - 1]"));
 }
 
@@ -309,7 +356,8 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
   const std::string any_int = "[0, 9223372036854775807]", positive_int = "[1, 9223372036854775807]";
   const std::string seed = "must be an integer in [0, 18446744073709551615] (2^64 - 1), got ";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {train + " --steps 99999999999999999999", "--steps: must be an integer in " + positive_int + ", got 99999999999999999999"},
+      {train + " --steps 99999999999999999999",
+       "--steps: must be an integer in " + positive_int + ", got 99999999999999999999"},
       {train + " --steps 1.5", "--steps: must be an integer in " + positive_int + ", got 1.5"},
       {train + " --steps 1e3", "--steps: must be an integer in " + positive_int + ", got 1e3"},
       {train + " --seed -1", "--seed: " + seed + "-1"},
@@ -318,15 +366,21 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
       {train + " --batch-size 0x10", "--batch-size: must be an integer in [1, 65536], got 0x10"},
       {train + " --grad-accum -2", "--grad-accum: must be an integer in [1, 65536], got -2"},
       {train + " --warmup -1", "--warmup: must be an integer in " + any_int + ", got -1"},
-      {train + " --decay-steps 2.5", "--decay-steps: must be an integer in " + any_int + ", got 2.5"},
-      {train + " --eval-interval 9223372036854775808", "--eval-interval: must be an integer in " + any_int},
-      {train + " --eval-iters 0", "--eval-iters: must be an integer in " + positive_int + ", got 0"},
-      {train + " --checkpoint-interval nan", "--checkpoint-interval: must be an integer in " + any_int + ", got nan"},
-      {train + " --log-interval 0", "--log-interval: must be an integer in " + positive_int + ", got 0"},
+      {train + " --decay-steps 2.5",
+       "--decay-steps: must be an integer in " + any_int + ", got 2.5"},
+      {train + " --eval-interval 9223372036854775808",
+       "--eval-interval: must be an integer in " + any_int},
+      {train + " --eval-iters 0",
+       "--eval-iters: must be an integer in " + positive_int + ", got 0"},
+      {train + " --checkpoint-interval nan",
+       "--checkpoint-interval: must be an integer in " + any_int + ", got nan"},
+      {train + " --log-interval 0",
+       "--log-interval: must be an integer in " + positive_int + ", got 0"},
       {train + " --threads -1", "--threads: must be an integer in [0, "},
       {train + " --lr nan", "--lr: must be a finite number > 0, got nan"},
       {train + " --lr inf", "--lr: must be a finite number > 0, got inf"},
-      {train + " --lr 1e400", "--lr: must be a finite number > 0 within the range of a double, got 1e400"},
+      {train + " --lr 1e400",
+       "--lr: must be a finite number > 0 within the range of a double, got 1e400"},
       {train + " --min-lr -1", "--min-lr: must be a finite number >= 0, got -1"},
       {train + " --weight-decay inf", "--weight-decay: must be a finite number >= 0, got inf"},
       {train + " --grad-clip nan", "--grad-clip: must be a finite number >= 0, got nan"},
@@ -336,7 +390,8 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
       {"info --T -3", "--T: must be an integer in [1, 131072], got -3"},
       {"info --block-size 0", "--block-size: must be an integer in [1, 131072], got 0"},
       {sample + " --seed -1", "--seed: " + seed + "-1"},
-      {sample + " --max-new-tokens 1.5", "--max-new-tokens: must be an integer in " + any_int + ", got 1.5"},
+      {sample + " --max-new-tokens 1.5",
+       "--max-new-tokens: must be an integer in " + any_int + ", got 1.5"},
       {sample + " --top-k -1", "--top-k: must be an integer in " + any_int + ", got -1"},
       {sample + " --top-p 0", "--top-p: must be a finite number in (0, 1], got 0"},
       {sample + " --top-p nan", "--top-p: must be a finite number in (0, 1], got nan"},
@@ -346,17 +401,21 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
       {sample + " --temperature ''", "--temperature: expected a decimal number, got ''"},
       {sample + " --temperature 0x10", "--temperature: expected a decimal number, got '0x10'"},
       {"train --lr 0x1p3", "--lr: expected a decimal number, got '0x1p3'"},
-      {"eval --checkpoint " + ckpt + " --max-tokens -1", "--max-tokens: must be an integer in " + any_int + ", got -1"},
-      {"eval --hf-gpt2 " + ckpt + " --n-head 2.5", "--n-head: must be an integer in [1, 1024], got 2.5"},
+      {"eval --checkpoint " + ckpt + " --max-tokens -1",
+       "--max-tokens: must be an integer in " + any_int + ", got -1"},
+      {"eval --hf-gpt2 " + ckpt + " --n-head 2.5",
+       "--n-head: must be an integer in [1, 1024], got 2.5"},
       {"gradcheck --seed -1", "--seed: " + seed + "-1"},
       {"gradcheck -B 17", "--batch: must be an integer in [1, 16], got 17"},
       {"gradcheck -T 1.5", "--time: must be an integer in [1, 16], got 1.5"},
       {"gradcheck -C 1", "--channels: must be an integer in [2, 16], got 1"},
-      {"tokenize --decode 99999999999999999999", "word 1, '99999999999999999999', is not a token id"},
+      {"tokenize --decode 99999999999999999999",
+       "word 1, '99999999999999999999', is not a token id"},
   };
   // sample's temperature is checked after the checkpoint loads: make one.
   BOOST_REQUIRE(run_cli("train --preset pico --corpus " + corpus + " --out " + (dir / "run") +
-                        " --steps 1 --batch-size 2 --eval-iters 1").exit_code == 0);
+                        " --steps 1 --batch-size 2 --eval-iters 1")
+                    .exit_code == 0);
   expect_refused(cases);
   // A value in range is taken exactly as written. CLI11 alone reads "010" as octal 8, so a
   // leading zero is refused rather than guessed.
@@ -367,8 +426,10 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
   const auto octal = run_cli("info --preset pico --block-size 010");
   BOOST_TEST_INFO(octal.out);
   BOOST_TEST(octal.exit_code == 2);
-  BOOST_TEST(contains(octal.out, "--block-size: 010 has leading zeros, which would be read as octal; write 10"));
-  BOOST_TEST(contains(run_cli("train --seed 0017").out, "--seed: 0017 has leading zeros, which would be read as octal; write 17"));
+  BOOST_TEST(contains(
+      octal.out, "--block-size: 010 has leading zeros, which would be read as octal; write 10"));
+  BOOST_TEST(contains(run_cli("train --seed 0017").out,
+                      "--seed: 0017 has leading zeros, which would be read as octal; write 17"));
   const auto max_seed = run_cli("gradcheck --op softmax --seed 18446744073709551615");
   BOOST_TEST(max_seed.exit_code == 0);
 }
@@ -380,7 +441,8 @@ BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
   std::string crlf;
   for (int i = 0; i < 200; ++i) crlf += "to be or not to be, that is the question.\r\n";
   const std::string corpus = dir.file("crlf.txt", crlf);
-  const std::string run = "train --preset pico --steps 1 --batch-size 4 --eval-iters 1 --corpus " + corpus;
+  const std::string run =
+      "train --preset pico --steps 1 --batch-size 4 --eval-iters 1 --corpus " + corpus;
   const auto lf = run_cli(run + " --out " + (dir / "lf"));
   BOOST_TEST_INFO(lf.out);
   BOOST_TEST(lf.exit_code == 0);
@@ -393,20 +455,26 @@ BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
   BOOST_TEST(contains(kept.out, "corpus  " + corpus + ": 8,600 bytes from " + corpus + "\n"));
   BOOST_TEST(contains(kept.out, "char tokenizer (vocab 17): 8600 tokens"));  // '\r' is a token
   // The vocabulary of `tokenize --corpus` follows the same rule.
-  BOOST_TEST(run_cli("tokenize --tokenizer char --corpus " + corpus + " --pieces 'a\rb'").exit_code == 2);
-  BOOST_TEST(run_cli("tokenize --tokenizer char --corpus " + corpus + " --keep-cr 'a\rb'").exit_code == 0);
+  BOOST_TEST(
+      run_cli("tokenize --tokenizer char --corpus " + corpus + " --pieces 'a\rb'").exit_code == 2);
+  BOOST_TEST(
+      run_cli("tokenize --tokenizer char --corpus " + corpus + " --keep-cr 'a\rb'").exit_code == 0);
 
   const auto zero = run_cli("train --preset pico --corpus /dev/zero --out " + (dir / "z"));
   BOOST_TEST(zero.exit_code == 2);
-  BOOST_TEST(zero.out == "attograd: error: corpus file /dev/zero is a character device, not a text file; pass kjv, "
-                         "shakespeare or the path of a UTF-8 text file\n");
+  BOOST_TEST(
+      zero.out ==
+      "attograd: error: corpus file /dev/zero is a character device, not a text file; pass kjv, "
+      "shakespeare or the path of a UTF-8 text file\n");
   const std::string huge = dir.file("huge.txt", "");
   std::filesystem::resize_file(huge, 300'000'000);  // sparse: no disk space
   const auto too_big = run_cli("train --preset pico --corpus " + huge + " --out " + (dir / "h"));
   BOOST_TEST(too_big.exit_code == 2);
-  BOOST_TEST(too_big.out == "attograd: error: corpus file " + huge + " is 300,000,000 bytes, over the 268,435,456-byte "
-                            "limit for a corpus file (it and its token ids are held in memory); use a smaller "
-                            "file or a part of it\n");
+  BOOST_TEST(too_big.out ==
+             "attograd: error: corpus file " + huge +
+                 " is 300,000,000 bytes, over the 268,435,456-byte "
+                 "limit for a corpus file (it and its token ids are held in memory); use a smaller "
+                 "file or a part of it\n");
 }
 
 // main.cc re-executes attograd once with GOMP_SPINCOUNT=10000 (libgomp reads it only at load);
@@ -415,7 +483,9 @@ BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
 BOOST_AUTO_TEST_CASE(no_reexec_opt_out_keeps_one_image) {
   auto images = [](const std::string& out) {
     size_t n = 0;
-    for (size_t at = 0; (at = out.find("OPENMP DISPLAY ENVIRONMENT BEGIN", at)) != std::string::npos; ++at) ++n;
+    for (size_t at = 0;
+         (at = out.find("OPENMP DISPLAY ENVIRONMENT BEGIN", at)) != std::string::npos; ++at)
+      ++n;
     return n;
   };
   const std::string env = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose ";

@@ -42,12 +42,14 @@ std::string write_corpus(const TempDir& dir) {
 
 // Starts `attograd args...` with its output in `log` and `env` ("NAME=value") added to ours
 // (replacing a variable of the same name); returns its pid.
-pid_t spawn_cli(const std::vector<std::string>& args, const std::string& log, const std::vector<std::string>& env = {}) {
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& log,
+                const std::vector<std::string>& env = {}) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string var(*e);
     bool replaced = false;
-    for (const std::string& mine : env) replaced |= var.substr(0, var.find('=') + 1) == mine.substr(0, mine.find('=') + 1);
+    for (const std::string& mine : env)
+      replaced |= var.substr(0, var.find('=') + 1) == mine.substr(0, mine.find('=') + 1);
     if (!replaced) env_strings.push_back(var);
   }
   env_strings.insert(env_strings.end(), env.begin(), env.end());
@@ -89,7 +91,8 @@ std::string read_text(const fs::path& path) {
 // The step stored in a checkpoint, or -1 while there is none.
 int64_t checkpoint_step(const fs::path& ckpt) {
   if (!fs::exists(ckpt)) return -1;
-  return gpt::read_checkpoint_info(gpt::SafetensorsFile::read(ckpt.string()), gpt::Moments::skip).training->step;
+  return gpt::read_checkpoint_info(gpt::SafetensorsFile::read(ckpt.string()), gpt::Moments::skip)
+      .training->step;
 }
 
 // Polls `done` every 5 ms while the run `pid` goes on, for up to 60 s; false if the run ended
@@ -98,7 +101,8 @@ template <typename F>
 bool wait_until(pid_t pid, F done) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline || ::waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    if (std::chrono::steady_clock::now() > deadline || ::waitpid(pid, nullptr, WNOHANG) == pid)
+      return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return true;
@@ -124,7 +128,8 @@ std::vector<int64_t> one_to(int64_t n) {
 std::vector<std::string> temporaries(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir))
-    if (gpt::temp_file_owner(e.path().filename().string())) names.push_back(e.path().filename().string());
+    if (gpt::temp_file_owner(e.path().filename().string()))
+      names.push_back(e.path().filename().string());
   return names;
 }
 
@@ -137,9 +142,11 @@ std::string fake_gnuplot_dir(const TempDir& dir, const std::string& body) {
   return "PATH=" + bin.string() + ":" + std::getenv("PATH");
 }
 
-const std::vector<std::string> kSmallRun{"--preset", "pico", "--batch-size", "4", "--eval-iters", "1", "--warmup", "2"};
+const std::vector<std::string> kSmallRun{"--preset",     "pico", "--batch-size", "4",
+                                         "--eval-iters", "1",    "--warmup",     "2"};
 
-std::vector<std::string> train_args(const std::string& corpus, const std::string& out, std::vector<std::string> more) {
+std::vector<std::string> train_args(const std::string& corpus, const std::string& out,
+                                    std::vector<std::string> more) {
   std::vector<std::string> args{"train", "--corpus", corpus, "--out", out};
   args.insert(args.end(), kSmallRun.begin(), kSmallRun.end());
   args.insert(args.end(), more.begin(), more.end());
@@ -155,22 +162,27 @@ BOOST_AUTO_TEST_CASE(after_kill_9_the_log_holds_every_row_up_to_the_checkpoint) 
   const TempDir dir("crash_log");
   const std::string corpus = write_corpus(dir), out = dir / "run";
   // No progress lines and no evaluations: only a checkpoint flushes the log.
-  const pid_t pid = spawn_cli(train_args(corpus, out, {"--steps", "1000000", "--eval-interval", "0",
-                                                       "--checkpoint-interval", "7", "--log-interval", "1000000"}),
-                              dir / "first.log");
-  BOOST_REQUIRE(wait_until(pid, [&] { return checkpoint_step(fs::path(out) / "ckpt.safetensors") >= 140; }));
+  const pid_t pid =
+      spawn_cli(train_args(corpus, out,
+                           {"--steps", "1000000", "--eval-interval", "0", "--checkpoint-interval",
+                            "7", "--log-interval", "1000000"}),
+                dir / "first.log");
+  BOOST_REQUIRE(
+      wait_until(pid, [&] { return checkpoint_step(fs::path(out) / "ckpt.safetensors") >= 140; }));
   kill_9(pid);
   const int64_t saved = checkpoint_step(fs::path(out) / "ckpt.safetensors");
   const std::vector<int64_t> rows = complete_row_steps(fs::path(out) / "train_log.csv");
   BOOST_TEST_INFO("checkpoint at step " << saved << ", " << rows.size() << " complete rows");
   BOOST_REQUIRE(rows.size() >= static_cast<size_t>(saved));
-  BOOST_TEST(std::vector<int64_t>(rows.begin(), rows.begin() + saved) == one_to(saved), boost::test_tools::per_element());
+  BOOST_TEST(std::vector<int64_t>(rows.begin(), rows.begin() + saved) == one_to(saved),
+             boost::test_tools::per_element());
 
-  const CliRun resumed = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps " +
-                                 std::to_string(saved + 10));
+  const CliRun resumed = run_cli("train --corpus " + corpus + " --out " + out +
+                                 " --resume --steps " + std::to_string(saved + 10));
   BOOST_TEST_INFO(resumed.out);
   BOOST_TEST(resumed.exit_code == 0);
-  BOOST_TEST(complete_row_steps(fs::path(out) / "train_log.csv") == one_to(saved + 10), boost::test_tools::per_element());
+  BOOST_TEST(complete_row_steps(fs::path(out) / "train_log.csv") == one_to(saved + 10),
+             boost::test_tools::per_element());
   BOOST_TEST(read_text(fs::path(out) / "train_log.csv").back() == '\n');
 }
 
@@ -183,9 +195,11 @@ BOOST_AUTO_TEST_CASE(temporaries_of_killed_runs_are_removed_at_the_next_start) {
   // Kill a run that checkpoints every step, five times at staggered moments.
   int64_t step = 0;
   for (int i = 0; i < 5; ++i) {
-    const std::vector<std::string> resume{"train", "--corpus", corpus, "--out", out, "--resume", "--steps", "1000000"};
-    const pid_t pid = spawn_cli(i == 0 ? train_args(corpus, out, {"--steps", "1000000", "--eval-interval", "0",
-                                                                  "--checkpoint-interval", "1"})
+    const std::vector<std::string> resume{"train", "--corpus", corpus,    "--out",
+                                          out,     "--resume", "--steps", "1000000"};
+    const pid_t pid = spawn_cli(i == 0 ? train_args(corpus, out,
+                                                    {"--steps", "1000000", "--eval-interval", "0",
+                                                     "--checkpoint-interval", "1"})
                                        : resume,
                                 dir / ("kill" + std::to_string(i) + ".log"));
     BOOST_REQUIRE(wait_until(pid, [&] { return checkpoint_step(ckpt) > step; }));
@@ -198,10 +212,13 @@ BOOST_AUTO_TEST_CASE(temporaries_of_killed_runs_are_removed_at_the_next_start) {
   const pid_t dead = ::fork();
   if (dead == 0) ::_exit(0);
   ::waitpid(dead, nullptr, 0);
-  const std::string stale = dir.file("run/ckpt.safetensors.tmp." + std::to_string(dead) + ".aaaaaa", std::string(1 << 20, 's'));
-  const std::string live = dir.file("run/ckpt.safetensors.tmp." + std::to_string(::getpid()) + ".bbbbbb", "live");
+  const std::string stale = dir.file("run/ckpt.safetensors.tmp." + std::to_string(dead) + ".aaaaaa",
+                                     std::string(1 << 20, 's'));
+  const std::string live =
+      dir.file("run/ckpt.safetensors.tmp." + std::to_string(::getpid()) + ".bbbbbb", "live");
 
-  const CliRun resumed = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps " + std::to_string(step + 2));
+  const CliRun resumed = run_cli("train --corpus " + corpus + " --out " + out +
+                                 " --resume --steps " + std::to_string(step + 2));
   BOOST_TEST_INFO(resumed.out);
   BOOST_TEST(resumed.exit_code == 0);
   BOOST_TEST(contains(resumed.out, "cleanup removed " + stale + ", left by an interrupted run"));
@@ -221,7 +238,8 @@ BOOST_AUTO_TEST_CASE(an_orphaned_gnuplot_does_not_hold_the_runs_lock) {
   kill_9(pid);
   const pid_t orphan = std::stoi(read_text(pid_file));
   BOOST_REQUIRE(::kill(orphan, 0) == 0);  // still running, as after the real crash
-  const CliRun resumed = run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 3");
+  const CliRun resumed =
+      run_cli("train --corpus " + corpus + " --out " + out + " --resume --steps 3");
   ::kill(orphan, SIGKILL);
   BOOST_TEST_INFO(resumed.out);
   BOOST_TEST(resumed.exit_code == 0);
@@ -241,7 +259,8 @@ BOOST_AUTO_TEST_CASE(empty_plots_fail_the_run_after_saving_everything_else) {
   BOOST_TEST_INFO(said);
   BOOST_TEST(contains(said, "attograd: error: gnuplot exited 0 but loss.png is empty in "));
   BOOST_TEST(contains(said, "(is the disk full?)"));
-  BOOST_TEST(contains(said, "the training itself finished: " + out + "/ckpt.safetensors and the CSV logs are saved"));
+  BOOST_TEST(contains(said, "the training itself finished: " + out +
+                                "/ckpt.safetensors and the CSV logs are saved"));
   BOOST_TEST(checkpoint_step(fs::path(out) / "ckpt.safetensors") == 3);
   BOOST_TEST(!fs::exists(fs::path(out) / "loss.png"));
   BOOST_TEST(temporaries(out).empty());
@@ -252,12 +271,15 @@ BOOST_AUTO_TEST_CASE(empty_plots_fail_the_run_after_saving_everything_else) {
 BOOST_AUTO_TEST_CASE(a_diverged_run_names_only_a_finite_checkpoint) {
   const TempDir dir("crash_diverge");
   const std::string corpus = write_corpus(dir);
-  const std::string lr = " --preset pico --batch-size 4 --eval-iters 1 --steps 30 --lr 1e30 --min-lr 0 --warmup 0";
+  const std::string lr =
+      " --preset pico --batch-size 4 --eval-iters 1 --steps 30 --lr 1e30 --min-lr 0 --warmup 0";
   // Evaluated after the first step: the loss there is NaN, so that state is never saved.
-  const CliRun evaluated = run_cli("train --corpus " + corpus + " --out " + (dir / "a") + lr + " --eval-interval 1");
+  const CliRun evaluated =
+      run_cli("train --corpus " + corpus + " --out " + (dir / "a") + lr + " --eval-interval 1");
   BOOST_TEST_INFO(evaluated.out);
   BOOST_TEST(evaluated.exit_code == 1);
-  BOOST_TEST(contains(evaluated.out, "at step 1: the model diverged, so no checkpoint was written at this step"));
+  BOOST_TEST(contains(evaluated.out,
+                      "at step 1: the model diverged, so no checkpoint was written at this step"));
   BOOST_TEST(contains(evaluated.out, "no checkpoint of this run was written"));
   BOOST_TEST(!contains(evaluated.out, "untouched"));
   BOOST_TEST(!fs::exists(dir / "a/ckpt.safetensors"));
@@ -266,8 +288,9 @@ BOOST_AUTO_TEST_CASE(a_diverged_run_names_only_a_finite_checkpoint) {
                                " --eval-interval 0 --checkpoint-interval 1");
   BOOST_TEST_INFO(saved.out);
   BOOST_TEST(saved.exit_code == 1);
-  BOOST_TEST(contains(saved.out, "the last checkpoint, step 1 (all parameters finite), is untouched: " + (dir / "b") +
-                                     "/ckpt.safetensors"));
+  BOOST_TEST(
+      contains(saved.out, "the last checkpoint, step 1 (all parameters finite), is untouched: " +
+                              (dir / "b") + "/ckpt.safetensors"));
   const auto model = gpt::load_model(gpt::SafetensorsFile::read(dir / "b/ckpt.safetensors"));
   BOOST_TEST(model->arena().num_non_finite() == 0);
 }

@@ -58,7 +58,7 @@ struct Row {
   std::string command;    // attograd's arguments, placeholders unsubstituted
   std::string message;    // an exact excerpt of the output, placeholders unsubstituted
   int exit_code = -1;
-  size_t line = 0;        // 1-based line in the document
+  size_t line = 0;  // 1-based line in the document
 };
 
 struct Doc {
@@ -102,9 +102,11 @@ std::optional<std::string> code_span(const std::string& cell) {
   const size_t ticks = cell.find_first_not_of('`');
   if (ticks == 0 || ticks == std::string::npos || cell.size() < 2 * ticks + 1) return std::nullopt;
   const std::string fence(ticks, '`');
-  if (cell.compare(cell.size() - ticks, ticks, fence) != 0 || cell[cell.size() - ticks - 1] == '`') return std::nullopt;
+  if (cell.compare(cell.size() - ticks, ticks, fence) != 0 || cell[cell.size() - ticks - 1] == '`')
+    return std::nullopt;
   std::string text = cell.substr(ticks, cell.size() - 2 * ticks);
-  if (text.size() >= 2 && text.front() == ' ' && text.back() == ' ' && !trim(text).empty()) text = text.substr(1, text.size() - 2);
+  if (text.size() >= 2 && text.front() == ' ' && text.back() == ' ' && !trim(text).empty())
+    text = text.substr(1, text.size() - 2);
   return text;
 }
 
@@ -129,8 +131,10 @@ Doc parse(const std::string& path) {
       header = cells(line);
       separator_next = true;
       if (header != kRowHeader && header != kFixtureHeader)
-        doc.problems.push_back(where + "a table whose header is neither | bad input | command | message | exit code | "
-                                       "nor | placeholder | what the test writes |: its rows would not be tested");
+        doc.problems.push_back(
+            where +
+            "a table whose header is neither | bad input | command | message | exit code | "
+            "nor | placeholder | what the test writes |: its rows would not be tested");
       continue;
     }
     if (separator_next) {
@@ -139,29 +143,33 @@ Doc parse(const std::string& path) {
     }
     const std::vector<std::string> c = cells(line);
     if (c.size() != header.size()) {
-      doc.problems.push_back(where + std::to_string(c.size()) + " cells, the header has " + std::to_string(header.size()) +
-                             " (escape a | inside a cell as \\|)");
+      doc.problems.push_back(where + std::to_string(c.size()) + " cells, the header has " +
+                             std::to_string(header.size()) + " (escape a | inside a cell as \\|)");
       continue;
     }
     if (header == kFixtureHeader) {
       const auto placeholder = code_span(c[0]);
       std::smatch m;
       if (!placeholder || !std::regex_match(*placeholder, m, kPlaceholder))
-        doc.problems.push_back(where + "the placeholder " + c[0] + " is not `{name}` or `{name:…}`");
+        doc.problems.push_back(where + "the placeholder " + c[0] +
+                               " is not `{name}` or `{name:…}`");
       else if (!doc.fixtures.emplace(m[1], n).second)
-        doc.problems.push_back(where + "the placeholder {" + std::string(m[1]) + "} is described twice");
+        doc.problems.push_back(where + "the placeholder {" + std::string(m[1]) +
+                               "} is described twice");
       continue;
     }
     if (header != kRowHeader) continue;
     Row row{section, c[0], "", "", -1, n};
     const auto command = code_span(c[1]), message = code_span(c[2]);
     if (!command || !message || message->empty()) {
-      doc.problems.push_back(where + "the command and the message must each be one code span, the message not empty");
+      doc.problems.push_back(
+          where + "the command and the message must each be one code span, the message not empty");
       continue;
     }
     row.command = *command;
     row.message = *message;
-    if (c[3].empty() || c[3].find_first_not_of("0123456789") != std::string::npos || c[3].size() > 3) {
+    if (c[3].empty() || c[3].find_first_not_of("0123456789") != std::string::npos ||
+        c[3].size() > 3) {
       doc.problems.push_back(where + "the exit code '" + c[3] + "' is not a number");
       continue;
     }
@@ -195,24 +203,28 @@ std::string slug(const std::string& text) {
 // The file `from` with the one occurrence of `from_text` in its safetensors header replaced by
 // `to_text`, written to `to`: edits the library's writer refuses to make (overlapping offsets,
 // a deeply nested metadata value). The header length is rewritten; the data section is kept.
-void copy_with_header_edit(const std::string& from, const std::string& to, const std::string& from_text,
-                           const std::string& to_text) {
+void copy_with_header_edit(const std::string& from, const std::string& to,
+                           const std::string& from_text, const std::string& to_text) {
   std::ifstream in(from, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes.at(i))) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes.at(i))) << (8 * i);
   std::string header = bytes.substr(8, n);
   const size_t at = header.find(from_text);
-  if (at == std::string::npos) throw std::runtime_error("fixture: '" + from_text + "' is not in the header of " + from);
+  if (at == std::string::npos)
+    throw std::runtime_error("fixture: '" + from_text + "' is not in the header of " + from);
   header.replace(at, from_text.size(), to_text);
   std::ofstream out(to, std::ios::binary);
-  for (int i = 0; i < 8; ++i) out.put(static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    out.put(static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i)));
   out << header << bytes.substr(8 + n);
 }
 
 // The file `from` written to `to` through the library's reader and writer with some metadata
 // values set and some tensors added or replaced: a hand edit that is still valid safetensors.
-void copy_with(const std::string& from, const std::string& to, const std::map<std::string, std::string>& metadata,
+void copy_with(const std::string& from, const std::string& to,
+               const std::map<std::string, std::string>& metadata,
                const std::vector<std::pair<std::string, attograd::Tensor>>& tensors) {
   namespace gpt = attograd::gpt;
   const gpt::SafetensorsFile f = gpt::SafetensorsFile::read(from);
@@ -228,7 +240,8 @@ void copy_with(const std::string& from, const std::string& to, const std::map<st
 // `text` with its one occurrence of `from` replaced by `to`.
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   const size_t at = text.find(from);
-  if (at == std::string::npos) throw std::runtime_error("fixture: '" + from + "' is not in " + text);
+  if (at == std::string::npos)
+    throw std::runtime_error("fixture: '" + from + "' is not in " + text);
   return text.replace(at, from.size(), to);
 }
 
@@ -255,15 +268,18 @@ class Fixtures {
     const std::string run = files_["pico_run"] = tmp_ / "pico_run";
     const CliRun trained = run_cli("train --preset pico --corpus " + corpus + " --out " + run +
                                    " --steps 1 --batch-size 2 --eval-iters 1");
-    if (trained.exit_code != 0) throw std::runtime_error("fixture: training pico failed:\n" + trained.out);
+    if (trained.exit_code != 0)
+      throw std::runtime_error("fixture: training pico failed:\n" + trained.out);
     const std::string pico = files_["pico"] = run + "/ckpt.safetensors";
     const std::string truncated = files_["pico_truncated"] = tmp_ / "pico_truncated.safetensors";
     fs::copy_file(pico, truncated);
     fs::resize_file(truncated, fs::file_size(truncated) - 100);
     const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(pico);
     const std::string config = file.metadata().at("config");
-    const auto with_config = [&](const std::string& name, const std::string& from, const std::string& to) {
-      copy_with(pico, files_[name] = tmp_ / (name + ".safetensors"), {{"config", replaced(config, from, to)}}, {});
+    const auto with_config = [&](const std::string& name, const std::string& from,
+                                 const std::string& to) {
+      copy_with(pico, files_[name] = tmp_ / (name + ".safetensors"),
+                {{"config", replaced(config, from, to)}}, {});
     };
     with_config("pico_1000_layers", "\"n_layer\":3", "\"n_layer\":1000");
     with_config("pico_million_layers", "\"n_layer\":3", "\"n_layer\":1000000");
@@ -274,21 +290,26 @@ class Fixtures {
               {{"h.0.mlp.c_gate.weight", attograd::Tensor::zeros({6, 24})}});
     copy_with(pico, files_["pico_wrong_shape"] = tmp_ / "pico_wrong_shape.safetensors", {},
               {{"h.0.mlp.c_fc.weight", attograd::Tensor::zeros({6, 12})}});
-    copy_with_header_edit(pico, files_["pico_deep_metadata"] = tmp_ / "pico_deep_metadata.safetensors",
+    copy_with_header_edit(pico,
+                          files_["pico_deep_metadata"] = tmp_ / "pico_deep_metadata.safetensors",
                           R"({"__metadata__":{)",
-                          R"({"__metadata__":{"deep":)" + std::string(100'000, '[') + std::string(100'000, ']') + ",");
+                          R"({"__metadata__":{"deep":)" + std::string(100'000, '[') +
+                              std::string(100'000, ']') + ",");
     const auto offsets = [&](const std::string& name) {
       const gpt::SafetensorsEntry& e = file.entries().at(name);
-      return "\"" + name + "\":{\"data_offsets\":[" + std::to_string(e.begin) + "," + std::to_string(e.end) + "]";
+      return "\"" + name + "\":{\"data_offsets\":[" + std::to_string(e.begin) + "," +
+             std::to_string(e.end) + "]";
     };
-    copy_with_header_edit(pico, files_["pico_overlap"] = tmp_ / "pico_overlap.safetensors", offsets("h.0.ln_2.weight"),
+    copy_with_header_edit(pico, files_["pico_overlap"] = tmp_ / "pico_overlap.safetensors",
+                          offsets("h.0.ln_2.weight"),
                           replaced(offsets("h.0.ln_1.weight"), "ln_1", "ln_2"));
 
     // A Hugging Face GPT-2, and copies of it beside other config.json files.
     fs::create_directories(tmp_.path / "hf");
     const auto model = attograd::testing::write_small_hf_gpt2(tmp_.path / "hf");
     const std::string hf = files_["hf"] = tmp_ / "hf/model.safetensors";
-    const auto hf_copy = [&](const std::string& name, const std::optional<std::string>& config_json) {
+    const auto hf_copy = [&](const std::string& name,
+                             const std::optional<std::string>& config_json) {
       fs::create_directories(tmp_.path / name);
       fs::copy_file(hf, files_[name] = tmp_ / (name + "/model.safetensors"));
       if (config_json) tmp_.file(name + "/config.json", *config_json);
@@ -327,14 +348,17 @@ class Fixtures {
       if (name == "out") {
         out += tmp_ / (own + "_out");
       } else if (name == "text") {
-        const std::string path = tmp_ / (own + "_" + std::to_string(std::hash<std::string>{}(m[2])) + ".txt");
+        const std::string path =
+            tmp_ / (own + "_" + std::to_string(std::hash<std::string>{}(m[2])) + ".txt");
         if (!fs::exists(path)) tmp_.file(fs::path(path).filename().string(), m[2]);
         out += path;
       } else if (files_.count(name) != 0 && !m[2].matched) {
         out += files_.at(name);
       } else {
-        throw std::runtime_error("docs/errors.md line " + std::to_string(row.line) + ": the placeholder " + m.str() +
-                                 " has no fixture; add it to the fixtures table and to Fixtures in tests/examples/errors_doc_test.cc");
+        throw std::runtime_error("docs/errors.md line " + std::to_string(row.line) +
+                                 ": the placeholder " + m.str() +
+                                 " has no fixture; add it to the fixtures table and to Fixtures in "
+                                 "tests/examples/errors_doc_test.cc");
       }
     }
     return out.append(begin, text.cend());
@@ -355,7 +379,8 @@ const Fixtures& fixtures() {
 std::set<std::string> subcommands() {
   const CliRun help = run_cli("--help");
   std::set<std::string> out;
-  std::istringstream lines(help.out.substr(std::min(help.out.size(), help.out.find("Subcommands:"))));
+  std::istringstream lines(
+      help.out.substr(std::min(help.out.size(), help.out.find("Subcommands:"))));
   std::string line;
   std::getline(lines, line);  // "Subcommands:"
   while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
@@ -369,10 +394,13 @@ std::set<std::string> subcommands() {
 
 void run_row(const Row& row) {
   const Fixtures& f = fixtures();
-  const std::string command = f.substitute(row.command, row), message = f.substitute(row.message, row);
-  const CliRun r = run_cli(command, true, "cd '" + f.dir() + "' && timeout " + std::to_string(kTimeoutSeconds) + " ");
-  BOOST_TEST_CONTEXT("docs/errors.md line " << row.line << " (" << row.section << ": " << row.bad_input
-                                            << ")\n$ attograd " << command << "\n" << r.out) {
+  const std::string command = f.substitute(row.command, row),
+                    message = f.substitute(row.message, row);
+  const CliRun r = run_cli(
+      command, true, "cd '" + f.dir() + "' && timeout " + std::to_string(kTimeoutSeconds) + " ");
+  BOOST_TEST_CONTEXT("docs/errors.md line " << row.line << " (" << row.section << ": "
+                                            << row.bad_input << ")\n$ attograd " << command << "\n"
+                                            << r.out) {
     BOOST_TEST(r.exit_code == row.exit_code);
     BOOST_TEST(contains(r.out, message), "the output holds '" << message << "'");
   }
@@ -389,17 +417,21 @@ BOOST_AUTO_TEST_CASE(the_document_is_well_formed_and_complete) {
   std::set<std::string> used, names;
   for (const Row& row : d.rows) {
     BOOST_TEST_CONTEXT("docs/errors.md line " << row.line << ": " << row.command) {
-      BOOST_TEST(known.count(row.command.substr(0, row.command.find(' '))) == 1u, "starts with a subcommand");
-      BOOST_TEST(names.insert(row.section + "/" + slug(row.bad_input)).second, "its bad input is listed once");
+      BOOST_TEST(known.count(row.command.substr(0, row.command.find(' '))) == 1u,
+                 "starts with a subcommand");
+      BOOST_TEST(names.insert(row.section + "/" + slug(row.bad_input)).second,
+                 "its bad input is listed once");
     }
     for (const std::string* s : {&row.command, &row.message})
-      for (std::sregex_iterator it(s->begin(), s->end(), kPlaceholder), end; it != end; ++it) used.insert((*it)[1]);
+      for (std::sregex_iterator it(s->begin(), s->end(), kPlaceholder), end; it != end; ++it)
+        used.insert((*it)[1]);
   }
   // Each placeholder described is written, each written is described, each is used by a row.
   std::set<std::string> described;
   for (const auto& [name, line] : d.fixtures) described.insert(name);
   BOOST_TEST(described == fixtures().names(), boost::test_tools::per_element());
-  for (const std::string& name : described) BOOST_TEST(used.count(name) == 1u, "{" << name << "} is used by a row");
+  for (const std::string& name : described)
+    BOOST_TEST(used.count(name) == 1u, "{" << name << "} is used by a row");
 }
 
 // One test case per row: suite = section, case = bad input, located at the row's line.
@@ -416,10 +448,13 @@ bool init_unit_test() {
       master.add(suite);
     }
     std::string name = slug(row.bad_input);
-    if (!taken.insert(row.section + "/" + name).second) name += "_line_" + std::to_string(row.line);  // reported above
+    if (!taken.insert(row.section + "/" + name).second)
+      name += "_line_" + std::to_string(row.line);  // reported above
     suite->add(ut::make_test_case([row] { run_row(row); }, name, kDoc, row.line));
   }
   return true;
 }
 
-int main(int argc, char* argv[]) { return boost::unit_test::unit_test_main(&init_unit_test, argc, argv); }
+int main(int argc, char* argv[]) {
+  return boost::unit_test::unit_test_main(&init_unit_test, argc, argv);
+}

@@ -3,10 +3,13 @@
 // print the losses PyTorch computed (reference.safetensors), within 1e-5. The fixture's batch
 // is one sequence of 65 ids cut into two rows of 32 predictions (block_size 32), so:
 //   ids[0..33)  -> loss_seq0 (one window);   ids[0..65) -> loss (two windows);
-//   ids[0..40)  -> (32 loss_seq0 + the first 7 position_losses of row 1) / 39 (a short last window).
+//   ids[0..40)  -> (32 loss_seq0 + the first 7 position_losses of row 1) / 39 (a short last
+//   window).
 #define BOOST_TEST_MODULE eval_command
-#include <boost/test/unit_test.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,8 +17,6 @@
 #include <iomanip>
 #include <map>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 #include "autograd/engine.h"
@@ -33,8 +34,12 @@ const std::string kModel = kFixture + "/model.safetensors";
 
 using Run = attograd::testing::CliRun;
 using attograd::testing::TempDir;
-Run run(const std::string& args, bool merge_stderr = true) { return attograd::testing::run_cli(args, merge_stderr); }
-bool has(const std::string& s, const std::string& needle) { return attograd::testing::contains(s, needle); }
+Run run(const std::string& args, bool merge_stderr = true) {
+  return attograd::testing::run_cli(args, merge_stderr);
+}
+bool has(const std::string& s, const std::string& needle) {
+  return attograd::testing::contains(s, needle);
+}
 
 // The number on the "loss X nats/token" line, or NaN when there is none.
 double printed_loss(const std::string& out) {
@@ -46,11 +51,13 @@ double printed_loss(const std::string& out) {
 
 // What the fixture's reference holds, plus the whole 65-id sequence.
 struct Reference {
-  attograd::gpt::SafetensorsFile ref = attograd::gpt::SafetensorsFile::read(kFixture + "/reference.safetensors");
+  attograd::gpt::SafetensorsFile ref =
+      attograd::gpt::SafetensorsFile::read(kFixture + "/reference.safetensors");
   std::vector<int64_t> sequence;  // idx row 0, idx row 1, last target: 2T + 1 ids
   double loss = ref.tensor("loss", attograd::DType::f64).item();
   double loss_seq0 = ref.tensor("loss_seq0", attograd::DType::f64).item();
-  std::vector<double> position_losses = ref.tensor("position_losses", attograd::DType::f64).to_vector();  // (2, 32)
+  std::vector<double> position_losses =
+      ref.tensor("position_losses", attograd::DType::f64).to_vector();  // (2, 32)
 
   Reference() {
     sequence = ref.tensor("idx", attograd::DType::i64).to_ids();
@@ -58,7 +65,8 @@ struct Reference {
   }
   std::string ids_text(size_t n) const {
     std::string s;
-    for (size_t i = 0; i < n; ++i) s += std::to_string(sequence.at(i)) + (i % 16 == 15 ? "\n" : " ");
+    for (size_t i = 0; i < n; ++i)
+      s += std::to_string(sequence.at(i)) + (i % 16 == 15 ? "\n" : " ");
     return s;
   }
 };
@@ -70,16 +78,19 @@ BOOST_AUTO_TEST_CASE(hf_gpt2_ids_give_pytorchs_loss) {
   const TempDir dir("eval_test");
   BOOST_REQUIRE_EQUAL(r.sequence.size(), 65u);
 
-  const Run one = run("eval --hf-gpt2 " + kModel + " --ids " + dir.file("seq0.txt", r.ids_text(33)));
+  const Run one =
+      run("eval --hf-gpt2 " + kModel + " --ids " + dir.file("seq0.txt", r.ids_text(33)));
   BOOST_TEST_INFO(one.out);
   BOOST_TEST(one.exit_code == 0);
   BOOST_TEST(has(one.out, "32 predictions from 33 token ids, 1 window(s) of block_size 32"));
   BOOST_TEST(std::abs(printed_loss(one.out) - r.loss_seq0) <= 1e-5);
-  BOOST_TEST_MESSAGE(std::setprecision(9) << "sequence 0: attograd " << printed_loss(one.out) << ", torch " << r.loss_seq0
-                                          << ", |err| " << std::abs(printed_loss(one.out) - r.loss_seq0));
+  BOOST_TEST_MESSAGE(std::setprecision(9)
+                     << "sequence 0: attograd " << printed_loss(one.out) << ", torch "
+                     << r.loss_seq0 << ", |err| " << std::abs(printed_loss(one.out) - r.loss_seq0));
 
   // The whole sequence, from stdin: two full windows, whose mean is the batch loss.
-  const Run two = run("eval --hf-gpt2 " + kModel + " --ids - < " + dir.file("all.txt", r.ids_text(65)));
+  const Run two =
+      run("eval --hf-gpt2 " + kModel + " --ids - < " + dir.file("all.txt", r.ids_text(65)));
   BOOST_TEST_INFO(two.out);
   BOOST_TEST(two.exit_code == 0);
   BOOST_TEST(has(two.out, "64 predictions from 65 token ids, 2 window(s)"));
@@ -89,7 +100,8 @@ BOOST_AUTO_TEST_CASE(hf_gpt2_ids_give_pytorchs_loss) {
   double expected = 32 * r.loss_seq0;
   for (int t = 0; t < 7; ++t) expected += r.position_losses.at(32 + t);
   expected /= 39;
-  const Run partial = run("eval --hf-gpt2 " + kModel + " --ids " + dir.file("40.txt", r.ids_text(40)));
+  const Run partial =
+      run("eval --hf-gpt2 " + kModel + " --ids " + dir.file("40.txt", r.ids_text(40)));
   BOOST_TEST_INFO(partial.out);
   BOOST_TEST(partial.exit_code == 0);
   BOOST_TEST(has(partial.out, "39 predictions from 40 token ids, 2 window(s)"));
@@ -106,13 +118,15 @@ BOOST_AUTO_TEST_CASE(checkpoint_ids_match_the_hf_file) {
   std::u32string chars;
   for (char32_t c = 0x100; c < 0x100 + 512; ++c) chars += c;
   std::string utf8;
-  for (char32_t c : chars) utf8 += {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
+  for (char32_t c : chars)
+    utf8 += {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
   const auto tok = attograd::gpt::CharTokenizer::from_text(utf8);
   BOOST_REQUIRE_EQUAL(tok.vocab_size(), 512);
   const std::string ckpt = (dir.path / "ckpt.safetensors").string();
   attograd::gpt::save_checkpoint(ckpt, *model, tok.kind(), tok.serialize());
 
-  const Run ids = run("eval --checkpoint " + ckpt + " --ids " + dir.file("seq0.txt", r.ids_text(33)));
+  const Run ids =
+      run("eval --checkpoint " + ckpt + " --ids " + dir.file("seq0.txt", r.ids_text(33)));
   BOOST_TEST_INFO(ids.out);
   BOOST_TEST(ids.exit_code == 0);
   BOOST_TEST(std::abs(printed_loss(ids.out) - r.loss_seq0) <= 1e-5);
@@ -120,7 +134,8 @@ BOOST_AUTO_TEST_CASE(checkpoint_ids_match_the_hf_file) {
   // Corpus mode goes through load_tokenizer(kind, data): a UTF-8 corpus of those characters.
   std::string corpus;
   for (int i = 0; i < 400; ++i) corpus += utf8.substr(static_cast<size_t>((i * 37) % 512) * 2, 2);
-  const Run text = run("eval --checkpoint " + ckpt + " --corpus " + dir.file("corpus.txt", corpus) + " --split val");
+  const Run text = run("eval --checkpoint " + ckpt + " --corpus " + dir.file("corpus.txt", corpus) +
+                       " --split val");
   BOOST_TEST_INFO(text.out);
   BOOST_TEST(text.exit_code == 0);
   BOOST_TEST(has(text.out, "val split of"));
@@ -163,7 +178,8 @@ BOOST_AUTO_TEST_CASE(help_explains_the_windows) {
   const Run help = run("eval --help");
   BOOST_TEST_INFO(help.out);
   BOOST_TEST(help.exit_code == 0);
-  for (const char* s : {"--hf-gpt2", "--n-head", "--ids", "windows of block_size", "%.9g"}) BOOST_TEST(has(help.out, s));
+  for (const char* s : {"--hf-gpt2", "--n-head", "--ids", "windows of block_size", "%.9g"})
+    BOOST_TEST(has(help.out, s));
 }
 
 BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors) {
@@ -174,25 +190,34 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors) {
     std::string needle;
   };
   const std::vector<Case> cases = {
-      {"--hf-gpt2 " + kModel + " --ids " + dir.file("word.txt", "1 2 x 4"), "token 3 'x' is not an integer token id"},
-      {"--hf-gpt2 " + kModel + " --ids " + dir.file("real.txt", "1 2.5"), "token 2 '2.5' is not an integer token id"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("word.txt", "1 2 x 4"),
+       "token 3 'x' is not an integer token id"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("real.txt", "1 2.5"),
+       "token 2 '2.5' is not an integer token id"},
       {"--hf-gpt2 " + kModel + " --ids " + dir.file("big.txt", "1 2 512 4"),
        "token id 512 (token 3) is out of range for the model's vocabulary [0, 512)"},
-      {"--hf-gpt2 " + kModel + " --ids " + dir.file("neg.txt", "1 -2"), "token id -2 (token 2) is out of range"},
-      {"--hf-gpt2 " + kModel + " --ids " + dir.file("one.txt", " 7 \n"), "holds 1 token id(s); the loss needs at least 2"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("neg.txt", "1 -2"),
+       "token id -2 (token 2) is out of range"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.file("one.txt", " 7 \n"),
+       "holds 1 token id(s); the loss needs at least 2"},
       {"--hf-gpt2 " + kModel + " --ids " + dir.file("empty.txt", ""), "holds 0 token id(s)"},
-      {"--hf-gpt2 " + kModel + " --ids " + (dir.path / "missing.txt").string(), "cannot open --ids file"},
-      {"--hf-gpt2 " + kModel + " --ids " + dir.path.string(), "is a directory, not a file of token ids"},
-      {"--hf-gpt2 " + (dir.path / "missing.safetensors").string() + " --ids " + good, "missing.safetensors"},
+      {"--hf-gpt2 " + kModel + " --ids " + (dir.path / "missing.txt").string(),
+       "cannot open --ids file"},
+      {"--hf-gpt2 " + kModel + " --ids " + dir.path.string(),
+       "is a directory, not a file of token ids"},
+      {"--hf-gpt2 " + (dir.path / "missing.safetensors").string() + " --ids " + good,
+       "missing.safetensors"},
       {"--ids " + good, "give exactly one of --checkpoint"},
-      {"--checkpoint " + kModel + " --hf-gpt2 " + kModel + " --ids " + good, "give exactly one of --checkpoint"},
+      {"--checkpoint " + kModel + " --hf-gpt2 " + kModel + " --ids " + good,
+       "give exactly one of --checkpoint"},
       {"--checkpoint " + kModel + " --ids " + good, "not an attograd checkpoint"},
       {"--hf-gpt2 " + kModel + " --n-head 3 --ids " + good, "n_head 3 must divide n_embd 64"},
       {"--checkpoint " + kModel + " --n-head 4 --ids " + good, "--n-head requires --hf-gpt2"},
       {"--hf-gpt2 " + kModel + " --ids " + good + " --corpus kjv", "--ids excludes --corpus"},
       // A corpus needs GPT-2's BPE (50257 tokens); the fixture's vocabulary is 512.
       {"--hf-gpt2 " + kModel + " --corpus " + dir.file("c.txt", "hello world\n"),
-       "tokenizer has 50257 tokens but the model's vocab_size is 512; evaluate token ids with --ids"},
+       "tokenizer has 50257 tokens but the model's vocab_size is 512; evaluate token ids with "
+       "--ids"},
   };
   for (const Case& c : cases) {
     const Run r = run("eval " + c.args);
@@ -210,21 +235,25 @@ BOOST_AUTO_TEST_CASE(an_ids_device_is_refused_at_once) {
   const Run zero = run("eval --hf-gpt2 " + kModel + " --ids /dev/zero");
   BOOST_TEST_INFO(zero.out);
   BOOST_TEST(zero.exit_code == 2);
-  BOOST_TEST(zero.out == "attograd: error: --ids file /dev/zero is a character device, not a text file; give a file "
-                         "of whitespace-separated token ids\n");
+  BOOST_TEST(
+      zero.out ==
+      "attograd: error: --ids file /dev/zero is a character device, not a text file; give a file "
+      "of whitespace-separated token ids\n");
 }
 
 namespace {
 
 // Writes `model` to `path` in GPT-2's layout (Conv1D weights (in, out)), each name after
 // `prefix` ("transformer." as Hugging Face writes them), with `metadata` and extra tensors.
-void write_gpt2_file(const std::string& path, const attograd::gpt::GPT& model, const std::string& prefix,
-                     const std::map<std::string, std::string>& metadata,
+void write_gpt2_file(const std::string& path, const attograd::gpt::GPT& model,
+                     const std::string& prefix, const std::map<std::string, std::string>& metadata,
                      const std::vector<std::pair<std::string, attograd::Tensor>>& extra = {}) {
   attograd::gpt::SafetensorsWriter w;
   w.metadata = metadata;
   for (const auto& [name, t] : model.named_parameters())
-    w.add(prefix + name, attograd::gpt::is_conv1d_weight(name) ? attograd::transpose(t.detach(), 0, 1) : t.detach());
+    w.add(prefix + name, attograd::gpt::is_conv1d_weight(name)
+                             ? attograd::transpose(t.detach(), 0, 1)
+                             : t.detach());
   for (const auto& [name, t] : extra) w.add(name, t);
   w.write(path);
 }
@@ -249,7 +278,8 @@ BOOST_AUTO_TEST_CASE(an_untied_head_is_refused_not_replaced_by_wte) {
   const TempDir dir("eval_untied");
   const attograd::gpt::GPT model(tiny_config(), 21);
   const attograd::Tensor wte = model.wte->weight.detach();
-  dir.file("config.json", R"({"n_head": 2, "n_layer": 1, "n_embd": 4, "vocab_size": 7, "n_positions": 6})");
+  dir.file("config.json",
+           R"({"n_head": 2, "n_layer": 1, "n_embd": 4, "vocab_size": 7, "n_positions": 6})");
   const std::string ids = dir.file("ids.txt", "3 1 4 1 5 2 6");  // the issue's ids
   const std::string model_path = dir / "model.safetensors";
 
@@ -257,8 +287,10 @@ BOOST_AUTO_TEST_CASE(an_untied_head_is_refused_not_replaced_by_wte) {
   double expected = 0;
   {
     attograd::NoGradGuard no_grad;
-    expected = model.forward(attograd::Tensor::from_ids({3, 1, 4, 1, 5, 2}, {1, 6}),
-                             attograd::Tensor::from_ids({1, 4, 1, 5, 2, 6}, {1, 6})).loss.item();
+    expected = model
+                   .forward(attograd::Tensor::from_ids({3, 1, 4, 1, 5, 2}, {1, 6}),
+                            attograd::Tensor::from_ids({1, 4, 1, 5, 2, 6}, {1, 6}))
+                   .loss.item();
   }
   write_gpt2_file(model_path, model, "transformer.", {{"format", "pt"}});
   const Run plain = run("eval --hf-gpt2 " + model_path + " --ids " + ids);
@@ -272,12 +304,16 @@ BOOST_AUTO_TEST_CASE(an_untied_head_is_refused_not_replaced_by_wte) {
   BOOST_TEST(tied.exit_code == 0);
   BOOST_TEST(printed_loss(tied.out) == printed_loss(plain.out));
   // An untied head is named and refused: no loss of some other model is printed.
-  write_gpt2_file(model_path, model, "transformer.", {{"format", "pt"}}, {{"lm_head.weight", attograd::neg(wte)}});
+  write_gpt2_file(model_path, model, "transformer.", {{"format", "pt"}},
+                  {{"lm_head.weight", attograd::neg(wte)}});
   const Run untied = run("eval --hf-gpt2 " + model_path + " --ids " + ids);
   BOOST_TEST_INFO(untied.out);
   BOOST_TEST(untied.exit_code == 2);
-  BOOST_TEST(has(untied.out, "attograd: error: '" + model_path + "': lm_head.weight (7, 4) F32 is not a byte-for-byte "
-                             "copy of transformer.wte.weight (7, 4) F32: the file has an untied output head"));
+  BOOST_TEST(
+      has(untied.out,
+          "attograd: error: '" + model_path +
+              "': lm_head.weight (7, 4) F32 is not a byte-for-byte "
+              "copy of transformer.wte.weight (7, 4) F32: the file has an untied output head"));
   BOOST_TEST(!has(untied.out, "\nloss "));
 }
 
@@ -287,8 +323,8 @@ BOOST_AUTO_TEST_CASE(values_read_from_files_are_checked_before_they_are_trusted)
   const std::string ids = dir.file("ids.txt", "3 1 4 1 5 2 6");
   const std::string tokenizer = R"({"data":"abcdefg","kind":"char"})";
   const auto config = [](const std::string& n_layer) {
-    return R"({"bias":true,"block_size":6,"dropout":0.0,"n_embd":4,"n_head":2,"n_layer":)" + n_layer +
-           R"(,"pos_encoding":"learned","vocab_size":7})";
+    return R"({"bias":true,"block_size":6,"dropout":0.0,"n_embd":4,"n_head":2,"n_layer":)" +
+           n_layer + R"(,"pos_encoding":"learned","vocab_size":7})";
   };
   const std::string ckpt = dir / "ckpt.safetensors";
   write_gpt2_file(ckpt, model, "", {{"config", config("1")}, {"tokenizer", tokenizer}});
@@ -299,21 +335,31 @@ BOOST_AUTO_TEST_CASE(values_read_from_files_are_checked_before_they_are_trusted)
   // {file, what the error must say}: each exits 2 with one line, quickly, and prints no loss.
   std::vector<std::pair<std::string, std::string>> cases;
   // n_layer 1,000,000 in a valid small checkpoint used to allocate blocks until memory ran out.
-  write_gpt2_file(dir / "layers.safetensors", model, "", {{"config", config("1000000")}, {"tokenizer", tokenizer}});
-  cases.push_back({dir / "layers.safetensors", "checkpoint metadata 'config': GPTConfig: n_layer must be in [1, 1024], got 1000000"});
+  write_gpt2_file(dir / "layers.safetensors", model, "",
+                  {{"config", config("1000000")}, {"tokenizer", tokenizer}});
+  cases.push_back(
+      {dir / "layers.safetensors",
+       "checkpoint metadata 'config': GPTConfig: n_layer must be in [1, 1024], got 1000000"});
   // Within the limits but not what the file holds: the config is checked against the tensors.
-  write_gpt2_file(dir / "blocks.safetensors", model, "", {{"config", config("1000")}, {"tokenizer", tokenizer}});
-  cases.push_back({dir / "blocks.safetensors", "its config says n_layer 1000, but the file holds 1 block(s) (h.0 to h.0)"});
-  write_gpt2_file(dir / "real.safetensors", model, "", {{"config", config("3.9")}, {"tokenizer", tokenizer}});
-  cases.push_back({dir / "real.safetensors", "checkpoint metadata 'config': n_layer is 3.9, expected an integer"});
+  write_gpt2_file(dir / "blocks.safetensors", model, "",
+                  {{"config", config("1000")}, {"tokenizer", tokenizer}});
+  cases.push_back({dir / "blocks.safetensors",
+                   "its config says n_layer 1000, but the file holds 1 block(s) (h.0 to h.0)"});
+  write_gpt2_file(dir / "real.safetensors", model, "",
+                  {{"config", config("3.9")}, {"tokenizer", tokenizer}});
+  cases.push_back({dir / "real.safetensors",
+                   "checkpoint metadata 'config': n_layer is 3.9, expected an integer"});
   write_gpt2_file(dir / "huge.safetensors", model, "",
                   {{"config", config("18446744073709551615")}, {"tokenizer", tokenizer}});
-  cases.push_back({dir / "huge.safetensors", "n_layer is 18446744073709551615, expected an integer"});
+  cases.push_back(
+      {dir / "huge.safetensors", "n_layer is 18446744073709551615, expected an integer"});
   // A metadata value nested 100,000 levels deep used to overflow the stack.
   {
-    const std::string header = R"({"__metadata__":{"config":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}}";
+    const std::string header = R"({"__metadata__":{"config":)" + std::string(100'000, '[') +
+                               std::string(100'000, ']') + "}}";
     std::ofstream f(dir / "deep.safetensors", std::ios::binary);
-    for (int i = 0; i < 8; ++i) f.put(static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i)));
+    for (int i = 0; i < 8; ++i)
+      f.put(static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i)));
     f << header;
   }
   cases.push_back({dir / "deep.safetensors", "the header nests deeper than 32 levels"});
@@ -327,12 +373,16 @@ BOOST_AUTO_TEST_CASE(values_read_from_files_are_checked_before_they_are_trusted)
   }
   // A checkpoint's tokenizer that does not fit its model is refused before sampling starts,
   // not found out mid-sample (a sampled id 5 has no character in "abc").
-  write_gpt2_file(dir / "tok.safetensors", model, "", {{"config", config("1")}, {"tokenizer", R"({"data":"abc","kind":"char"})"}});
-  const Run tok = run("sample --checkpoint " + (dir / "tok.safetensors") + " --prompt ab --max-new-tokens 30");
+  write_gpt2_file(dir / "tok.safetensors", model, "",
+                  {{"config", config("1")}, {"tokenizer", R"({"data":"abc","kind":"char"})"}});
+  const Run tok =
+      run("sample --checkpoint " + (dir / "tok.safetensors") + " --prompt ab --max-new-tokens 30");
   BOOST_TEST_INFO(tok.out);
   BOOST_TEST(tok.exit_code == 2);
-  BOOST_TEST(tok.out == "attograd: error: the model's vocab_size 7 does not match its char tokenizer's 3 tokens (" +
-                            (dir / "tok.safetensors") + ")\n");
+  BOOST_TEST(
+      tok.out ==
+      "attograd: error: the model's vocab_size 7 does not match its char tokenizer's 3 tokens (" +
+          (dir / "tok.safetensors") + ")\n");
   // A config.json that exists but is not JSON is an error that says so, not a fallback.
   std::filesystem::create_directories(dir.path / "hf");
   write_gpt2_file(dir / "hf/model.safetensors", model, "transformer.", {{"format", "pt"}});
@@ -340,5 +390,6 @@ BOOST_AUTO_TEST_CASE(values_read_from_files_are_checked_before_they_are_trusted)
   const Run broken = run("eval --hf-gpt2 " + (dir / "hf/model.safetensors") + " --ids " + ids);
   BOOST_TEST_INFO(broken.out);
   BOOST_TEST(broken.exit_code == 2);
-  BOOST_TEST(has(broken.out, "config.json' (beside '" + (dir / "hf/model.safetensors") + "') is not valid JSON"));
+  BOOST_TEST(has(broken.out, "config.json' (beside '" + (dir / "hf/model.safetensors") +
+                                 "') is not valid JSON"));
 }

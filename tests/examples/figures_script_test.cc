@@ -61,9 +61,10 @@ const fs::path& trained_pico() {
                            "And the evening and the morning were the first day."};
     for (int i = 0; i < 300; ++i) text += std::string(lines[(i * 7 + i / 3) % 4]) + "\n";
     const std::string corpus = dir.file("corpus.txt", text), out = dir / "pico";
-    const CliRun r = run_cli("train --preset pico --corpus " + corpus + " --out " + out +
-                             " --steps 300 --batch-size 32 --lr 1e-2 --eval-interval 100 --eval-iters 5"
-                             " --log-interval 100 --seed 1 --init-seed 1");
+    const CliRun r =
+        run_cli("train --preset pico --corpus " + corpus + " --out " + out +
+                " --steps 300 --batch-size 32 --lr 1e-2 --eval-interval 100 --eval-iters 5"
+                " --log-interval 100 --seed 1 --init-seed 1");
     BOOST_TEST_INFO(r.out);
     BOOST_REQUIRE_EQUAL(r.exit_code, 0);
     return fs::path(out);
@@ -82,8 +83,8 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
   const TempDir dir("figures_script");
   const fs::path work = dir / "work", figures = dir / "figures";
   const CliRun r = run_program("bash", (kSource / "scripts/figures.sh").string(), true,
-                               "ATTOGRAD=" ATTOGRAD_CLI " PICO_RUN=" + trained_pico().string() + " WORK=" +
-                                   work.string() + " FIGURES=" + figures.string() + " ");
+                               "ATTOGRAD=" ATTOGRAD_CLI " PICO_RUN=" + trained_pico().string() +
+                                   " WORK=" + work.string() + " FIGURES=" + figures.string() + " ");
   BOOST_TEST_INFO(r.out);
   BOOST_REQUIRE_EQUAL(r.exit_code, 0);
 
@@ -94,24 +95,29 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
   for (int pos = 0; pos < 64; ++pos)
     for (int i = 0; i < 16; ++i) {
       const double angle = pos / std::pow(10000.0, 2.0 * i / 32);
-      BOOST_TEST(num(pe[pos + 1][1 + 2 * i]) == std::sin(angle), boost::test_tools::tolerance(1e-12));
-      BOOST_TEST(num(pe[pos + 1][2 + 2 * i]) == std::cos(angle), boost::test_tools::tolerance(1e-12));
+      BOOST_TEST(num(pe[pos + 1][1 + 2 * i]) == std::sin(angle),
+                 boost::test_tools::tolerance(1e-12));
+      BOOST_TEST(num(pe[pos + 1][2 + 2 * i]) == std::cos(angle),
+                 boost::test_tools::tolerance(1e-12));
     }
 
   // RoPE (head_dim 8, block_size 8): pair i at position pos is (1, 0.5) turned by
   // pos * 10000^(-2i/8): the norm is kept and the angle is that, modulo 2π.
   const auto rope = read_csv(work / "rope.csv");
   BOOST_REQUIRE_EQUAL(rope.size(), 1u + 4 * 8);
-  BOOST_TEST(rope[0] == std::vector<std::string>({"pos", "pair", "x_in", "y_in", "x", "y", "norm", "angle"}),
+  BOOST_TEST(rope[0] == std::vector<std::string>(
+                            {"pos", "pair", "x_in", "y_in", "x", "y", "norm", "angle"}),
              boost::test_tools::per_element());
   for (size_t row = 1; row < rope.size(); ++row) {
     const int pos = std::stoi(rope[row][0]), i = std::stoi(rope[row][1]);
-    const double theta = pos * std::pow(10000.0, -2.0 * i / 8), x = num(rope[row][4]), y = num(rope[row][5]);
+    const double theta = pos * std::pow(10000.0, -2.0 * i / 8), x = num(rope[row][4]),
+                 y = num(rope[row][5]);
     BOOST_TEST(x == std::cos(theta) - 0.5 * std::sin(theta), boost::test_tools::tolerance(1e-12));
     BOOST_TEST(y == std::sin(theta) + 0.5 * std::cos(theta), boost::test_tools::tolerance(1e-12));
     BOOST_TEST(std::hypot(x, y) == std::sqrt(1.25), boost::test_tools::tolerance(1e-12));
     const double expected = std::fmod(theta, 2 * std::numbers::pi), angle = num(rope[row][7]);
-    BOOST_TEST(std::min(std::abs(angle - expected), 2 * std::numbers::pi - std::abs(angle - expected)) < 1e-9);
+    BOOST_TEST(std::min(std::abs(angle - expected),
+                        2 * std::numbers::pi - std::abs(angle - expected)) < 1e-9);
   }
 
   // The causal mask (pico's block_size 8): 0 on and below the diagonal, -inf above.
@@ -123,7 +129,8 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
   // pico's attention maps: every row sums to 1, every entry after the query is exactly 0.
   for (int l = 0; l < 3; ++l)
     for (int h = 0; h < 3; ++h) {
-      const auto a = read_csv(work / "attention" / ("layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv"));
+      const auto a = read_csv(work / "attention" /
+                              ("layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv"));
       BOOST_REQUIRE_EQUAL(a.size(), 9u);
       for (int t = 0; t < 8; ++t) {
         double sum = 0;
@@ -143,7 +150,8 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
 
   // The loss plot's data: evaluation at step 0 and the unigram and bigram baselines.
   const auto eval = read_csv(work / "eval_log.csv");
-  BOOST_TEST(eval[0] == std::vector<std::string>({"step", "train_loss", "val_loss", "train_ppl", "val_ppl"}),
+  BOOST_TEST(eval[0] == std::vector<std::string>(
+                            {"step", "train_loss", "val_loss", "train_ppl", "val_ppl"}),
              boost::test_tools::per_element());
   BOOST_TEST(eval[1][0] == "0");
   BOOST_TEST(eval.back()[0] == "300");
@@ -151,7 +159,8 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
   BOOST_REQUIRE_EQUAL(baselines.size(), 3u);
   BOOST_TEST(baselines[1][0] == "unigram");
   BOOST_TEST(baselines[2][0] == "bigram");
-  BOOST_TEST(num(baselines[2][1]) < num(baselines[1][1]));  // the bigram knows more than the unigram
+  BOOST_TEST(num(baselines[2][1]) <
+             num(baselines[1][1]));  // the bigram knows more than the unigram
 
   // Every figure the script keeps is one the docs show.
   std::string docs;
@@ -174,7 +183,8 @@ BOOST_AUTO_TEST_CASE(docs_images_come_from_the_script) {
   for (const auto& e : fs::directory_iterator(kSource / "docs")) {
     if (e.path().extension() != ".md") continue;
     const std::string text = read_text(e.path());
-    for (std::sregex_iterator m(text.begin(), text.end(), image), end; m != end; ++m) shown.insert((*m)[1]);
+    for (std::sregex_iterator m(text.begin(), text.end(), image), end; m != end; ++m)
+      shown.insert((*m)[1]);
   }
   BOOST_TEST(shown.size() >= 10u);  // chapters 1 and 3 to 5
   for (const std::string& name : shown) {
@@ -193,20 +203,23 @@ BOOST_AUTO_TEST_CASE(docs_images_come_from_the_script) {
 // differ for some (layer, head, query), and each line marked "differ" names two different keys.
 BOOST_AUTO_TEST_CASE(attribution_on_trained_pico) {
   const TempDir dir("figures_attribution");
-  const CliRun r = run_cli("attention --checkpoint " + (trained_pico() / "ckpt.safetensors").string() +
-                           " --prompt \"And God \" --attribution --out " + dir / "out");
+  const CliRun r =
+      run_cli("attention --checkpoint " + (trained_pico() / "ckpt.safetensors").string() +
+              " --prompt \"And God \" --attribution --out " + dir / "out");
   BOOST_TEST_INFO(r.out);
   BOOST_REQUIRE_EQUAL(r.exit_code, 0);
   const std::smatch summary = [&] {
     std::smatch m;
-    std::regex_search(r.out, m, std::regex(R"(changes the loss most for (\d+) of (\d+) \(layer, head, query\))"));
+    std::regex_search(
+        r.out, m, std::regex(R"(changes the loss most for (\d+) of (\d+) \(layer, head, query\))"));
     return m;
   }();
   BOOST_REQUIRE(!summary.empty());
   BOOST_TEST(std::stoi(summary[2]) == 3 * 3 * 6);  // 3 layers x 3 heads x queries 1..6
   BOOST_TEST(std::stoi(summary[1]) > 0);
   // "0      0     1      0   "A"      (0.652)  1   "n"      (-0.0481)  differ"
-  const std::regex line(R"((\d+) +(\d+) +(\d+) +(\d+) +"[^"]*" +\(([0-9.]+)\) +(\d+) +"[^"]*" +\(([-+0-9.]+)\)( +differ)?)");
+  const std::regex line(
+      R"((\d+) +(\d+) +(\d+) +(\d+) +"[^"]*" +\(([0-9.]+)\) +(\d+) +"[^"]*" +\(([-+0-9.]+)\)( +differ)?)");
   int lines = 0, differ = 0;
   for (std::sregex_iterator m(r.out.begin(), r.out.end(), line), end; m != end; ++m, ++lines) {
     const bool marked = (*m)[8].matched;
@@ -217,8 +230,10 @@ BOOST_AUTO_TEST_CASE(attribution_on_trained_pico) {
   BOOST_TEST(lines == 54);
   BOOST_TEST(differ == std::stoi(summary[1]));
 
-  const CliRun short_prompt = run_cli("attention --checkpoint " + (trained_pico() / "ckpt.safetensors").string() +
-                                      " --prompt An --attribution --out " + dir / "out2");
+  const CliRun short_prompt =
+      run_cli("attention --checkpoint " + (trained_pico() / "ckpt.safetensors").string() +
+              " --prompt An --attribution --out " + dir / "out2");
   BOOST_TEST(short_prompt.exit_code == 2);
-  BOOST_TEST(short_prompt.out.find("--attribution needs a prompt of at least 3 tokens") != std::string::npos);
+  BOOST_TEST(short_prompt.out.find("--attribution needs a prompt of at least 3 tokens") !=
+             std::string::npos);
 }

@@ -10,8 +10,12 @@
 namespace {
 
 using Run = attograd::testing::CliRun;
-Run run(const std::string& args, bool merge_stderr = true) { return attograd::testing::run_cli(args, merge_stderr); }
-bool has(const std::string& s, const std::string& needle) { return attograd::testing::contains(s, needle); }
+Run run(const std::string& args, bool merge_stderr = true) {
+  return attograd::testing::run_cli(args, merge_stderr);
+}
+bool has(const std::string& s, const std::string& needle) {
+  return attograd::testing::contains(s, needle);
+}
 
 }  // namespace
 
@@ -69,9 +73,9 @@ BOOST_AUTO_TEST_CASE(markdown_writes_the_table_between_the_markers) {
   BOOST_TEST(
       printed.out.rfind(
           "| op | forward | VJP | file | extra tests |\n|---|---|---|---|---|\n| add |", 0) == 0u);
-  BOOST_TEST(
-      has(printed.out,
-          "| softmax | `exp(x − m)/Σ` | `dx = y ⊙ (dy − Σ dy ⊙ y)` | ops_nn.cc, kernels/softmax |"));
+  BOOST_TEST(has(
+      printed.out,
+      "| softmax | `exp(x − m)/Σ` | `dx = y ⊙ (dy − Σ dy ⊙ y)` | ops_nn.cc, kernels/softmax |"));
 
   const attograd::testing::TempDir dir("gradcheck_markdown");
   const std::string begin =

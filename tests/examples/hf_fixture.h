@@ -29,10 +29,13 @@ inline std::unique_ptr<gpt::GPT> write_small_hf_gpt2(const std::filesystem::path
   randomize_parameters(model->parameters(), gen, 0.5);
   gpt::SafetensorsWriter w;
   for (const auto& [name, t] : model->named_parameters())
-    w.add("transformer." + name, gpt::is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
-  for (int i = 0; i < 2; ++i) w.add("transformer.h." + std::to_string(i) + ".attn.bias", Tensor::ones({1, 1, 16, 16}));
+    w.add("transformer." + name,
+          gpt::is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
+  for (int i = 0; i < 2; ++i)
+    w.add("transformer.h." + std::to_string(i) + ".attn.bias", Tensor::ones({1, 1, 16, 16}));
   w.write((dir / "model.safetensors").string());
-  std::ofstream(dir / "config.json") << R"({"n_head": 2, "n_layer": 2, "n_embd": 8, "vocab_size": 50257})";
+  std::ofstream(dir / "config.json")
+      << R"({"n_head": 2, "n_layer": 2, "n_embd": 8, "vocab_size": 50257})";
   return model;
 }
 

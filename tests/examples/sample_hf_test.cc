@@ -2,10 +2,10 @@
 // (transformer. prefix, Conv1D weights (in, out), attn.bias buffers, config.json beside it)
 // with GPT-2's 50257-token vocabulary, sampled through the real binary with the BPE tokenizer.
 #define BOOST_TEST_MODULE sample_hf
+#include <unistd.h>
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "autograd/ops.h"
 #include "gpt/bpe_tokenizer.h"
@@ -21,7 +21,8 @@ using attograd::testing::run_cli;
 using attograd::testing::write_small_hf_gpt2;
 
 BOOST_AUTO_TEST_CASE(sample_from_a_hugging_face_layout_file) {
-  const auto dir = std::filesystem::temp_directory_path() / ("attograd_sample_hf_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("attograd_sample_hf_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   write_small_hf_gpt2(dir);
   const std::string path = (dir / "model.safetensors").string();
@@ -38,10 +39,12 @@ BOOST_AUTO_TEST_CASE(sample_from_a_hugging_face_layout_file) {
   const std::string expected = tok.decode(ids);
 
   for (const char* cache : {"", " --no-kv-cache"}) {
-    const auto r = run_cli("sample --hf-gpt2 " + path + " --prompt \"Hello world\" --temperature 0 --max-new-tokens 20" + cache);
+    const auto r = run_cli("sample --hf-gpt2 " + path +
+                           " --prompt \"Hello world\" --temperature 0 --max-new-tokens 20" + cache);
     BOOST_TEST_INFO(r.out);
     BOOST_TEST(r.exit_code == 0);
-    BOOST_TEST(contains(r.out, "=== prompt \"Hello world\" | temperature 0 (greedy) ===\n" + expected + "\n"));
+    BOOST_TEST(contains(
+        r.out, "=== prompt \"Hello world\" | temperature 0 (greedy) ===\n" + expected + "\n"));
   }
   const auto both = run_cli("sample --hf-gpt2 " + path + " --checkpoint " + path);
   BOOST_TEST(both.exit_code == 2);
@@ -50,6 +53,7 @@ BOOST_AUTO_TEST_CASE(sample_from_a_hugging_face_layout_file) {
   const auto no_head = run_cli("sample --hf-gpt2 " + path + " --prompt hi");
   BOOST_TEST(no_head.exit_code == 2);
   BOOST_TEST(contains(no_head.out, "pass --n-head"));
-  BOOST_TEST(run_cli("sample --hf-gpt2 " + path + " --n-head 2 --prompt hi --max-new-tokens 3").exit_code == 0);
+  BOOST_TEST(run_cli("sample --hf-gpt2 " + path + " --n-head 2 --prompt hi --max-new-tokens 3")
+                 .exit_code == 0);
   std::filesystem::remove_all(dir);
 }

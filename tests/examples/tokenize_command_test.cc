@@ -1,14 +1,14 @@
 // `attograd tokenize` and `attograd train --tokenizer gpt2` end to end: the real binary, its
 // output, its errors and exit codes, and the checkpoint a GPT-2-tokenized run writes.
 #define BOOST_TEST_MODULE tokenize_command
-#include <boost/test/unit_test.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
+#include <boost/test/unit_test.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "gpt/checkpoint.h"
 #include "gpt/safetensors.h"
@@ -21,8 +21,12 @@ namespace {
 
 using Run = attograd::testing::CliRun;
 using attograd::testing::TempDir;
-Run run(const std::string& args, bool merge_stderr = true) { return attograd::testing::run_cli(args, merge_stderr); }
-bool has(const std::string& s, const std::string& needle) { return attograd::testing::contains(s, needle); }
+Run run(const std::string& args, bool merge_stderr = true) {
+  return attograd::testing::run_cli(args, merge_stderr);
+}
+bool has(const std::string& s, const std::string& needle) {
+  return attograd::testing::contains(s, needle);
+}
 
 }  // namespace
 
@@ -43,9 +47,12 @@ BOOST_AUTO_TEST_CASE(encodes_and_decodes_gpt2_ids) {
 
 BOOST_AUTO_TEST_CASE(stdin_round_trips_byte_for_byte) {
   const TempDir dir("tokenize_stdin");
-  const std::string text = "First Citizen:\nBefore we proceed any further, hear me speak.\n\n\tna\xC3\xAFve \xF0\x9F\x98\x80\n";
+  const std::string text =
+      "First Citizen:\nBefore we proceed any further, hear me speak.\n\n\tna\xC3\xAFve "
+      "\xF0\x9F\x98\x80\n";
   const fs::path in = dir.file("in.txt", text);
-  const Run piped = run("tokenize < " + in.string() + " | " + ATTOGRAD_CLI + " tokenize --decode", false);
+  const Run piped =
+      run("tokenize < " + in.string() + " | " + ATTOGRAD_CLI + " tokenize --decode", false);
   BOOST_TEST(piped.exit_code == 0);
   BOOST_TEST(piped.out == text);
 }
@@ -75,7 +82,8 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
   BOOST_TEST(two.exit_code == 2);
   BOOST_TEST(has(two.out, "quote the text"));
   // A missing vocabulary names the path and the variable that moves it.
-  const std::string env_cmd = "ATTOGRAD_DATA_DIR=/nonexistent/data " + std::string(ATTOGRAD_CLI) + " tokenize hello 2>&1";
+  const std::string env_cmd =
+      "ATTOGRAD_DATA_DIR=/nonexistent/data " + std::string(ATTOGRAD_CLI) + " tokenize hello 2>&1";
   FILE* p = popen(env_cmd.c_str(), "r");
   BOOST_REQUIRE(p != nullptr);
   std::array<char, 4096> buf{};
@@ -92,11 +100,14 @@ BOOST_AUTO_TEST_CASE(char_tokenizer_from_a_corpus_file) {
   const Run enc = run("tokenize --tokenizer char --corpus " + corpus.string() + " hold", false);
   BOOST_TEST(enc.exit_code == 0);
   BOOST_TEST(enc.out == "3 5 4 1\n");
-  BOOST_TEST(run("tokenize --tokenizer char --corpus " + corpus.string() + " --decode '3 5 4 1'", false).out == "hold");
+  BOOST_TEST(
+      run("tokenize --tokenizer char --corpus " + corpus.string() + " --decode '3 5 4 1'", false)
+          .out == "hold");
   const Run unknown = run("tokenize --tokenizer char --corpus " + corpus.string() + " help");
   BOOST_TEST(unknown.exit_code == 2);
   BOOST_TEST(has(unknown.out, "'p' (U+0070)"));
-  const Run special = run("tokenize --tokenizer char --corpus " + corpus.string() + " --allow-special hold");
+  const Run special =
+      run("tokenize --tokenizer char --corpus " + corpus.string() + " --allow-special hold");
   BOOST_TEST(special.exit_code == 2);
   BOOST_TEST(has(special.out, "--allow-special applies to the gpt2 tokenizer only"));
 }
@@ -105,11 +116,13 @@ BOOST_AUTO_TEST_CASE(train_with_gpt2_bpe_writes_a_gpt2_checkpoint) {
   const TempDir dir("train_gpt2");
   std::string text;
   for (int i = 0; i < 40; ++i)
-    text += "First Citizen:\nBefore we proceed any further, hear me speak. Verse " + std::to_string(i) + ".\n\n";
+    text += "First Citizen:\nBefore we proceed any further, hear me speak. Verse " +
+            std::to_string(i) + ".\n\n";
   const fs::path corpus = dir.file("corpus.txt", text);  // ~3 KB, ~900 tokens
   const fs::path out = dir.path / "run";
-  const Run r = run("train --tokenizer gpt2 --preset femto --corpus " + corpus.string() + " --steps 3 --out " +
-                    out.string() + " --eval-iters 1 --batch-size 2 --block-size 8 --threads 1");
+  const Run r = run("train --tokenizer gpt2 --preset femto --corpus " + corpus.string() +
+                    " --steps 3 --out " + out.string() +
+                    " --eval-iters 1 --batch-size 2 --block-size 8 --threads 1");
   BOOST_TEST_INFO(r.out);
   BOOST_TEST(r.exit_code == 0);
   BOOST_TEST(has(r.out, "gpt2 tokenizer (vocab 50257)"));
@@ -123,16 +136,19 @@ BOOST_AUTO_TEST_CASE(train_with_gpt2_bpe_writes_a_gpt2_checkpoint) {
   BOOST_TEST(info.config.vocab_size == 50257);
 
   // The checkpoint's tokenizer is what `tokenize --checkpoint` uses.
-  BOOST_TEST(run("tokenize --checkpoint " + ckpt.string() + " 'hello  world'", false).out == "31373 220 995\n");
+  BOOST_TEST(run("tokenize --checkpoint " + ckpt.string() + " 'hello  world'", false).out ==
+             "31373 220 995\n");
   const Run mismatch = run("tokenize --tokenizer char --checkpoint " + ckpt.string() + " hello");
   BOOST_TEST(mismatch.exit_code == 2);
   BOOST_TEST(has(mismatch.out, "does not match the tokenizer of"));
   // Resuming reloads the BPE tokenizer from the checkpoint and continues.
-  const Run resumed = run("train --resume --corpus " + corpus.string() + " --steps 4 --out " + out.string() + " --threads 1");
+  const Run resumed = run("train --resume --corpus " + corpus.string() + " --steps 4 --out " +
+                          out.string() + " --threads 1");
   BOOST_TEST_INFO(resumed.out);
   BOOST_TEST(resumed.exit_code == 0);
   BOOST_TEST(has(resumed.out, "resume  step 3"));
-  const Run wrong = run("train --resume --tokenizer char --corpus " + corpus.string() + " --steps 5 --out " + out.string());
+  const Run wrong = run("train --resume --tokenizer char --corpus " + corpus.string() +
+                        " --steps 5 --out " + out.string());
   BOOST_TEST(wrong.exit_code == 2);
   BOOST_TEST(has(wrong.out, "drop --tokenizer when resuming"));
 }

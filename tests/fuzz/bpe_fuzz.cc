@@ -30,7 +30,9 @@ const BpeTokenizer& gpt2() {
 
 size_t count_occurrences(std::string_view text, std::string_view needle) {
   size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + needle.size())) ++n;
+  for (size_t at = text.find(needle); at != std::string_view::npos;
+       at = text.find(needle, at + needle.size()))
+    ++n;
   return n;
 }
 
@@ -42,12 +44,14 @@ void check_text(const BpeTokenizer& bpe, std::string_view text) {
     joined += piece;
     // The reference is quadratic: a few short pieces per input keep the fuzzer fast.
     if (piece.size() <= 64 && checked++ < 8)
-      FUZZ_CHECK(bpe.bpe(piece) == bpe.bpe_reference(piece), "bpe and bpe_reference disagree on a piece");
+      FUZZ_CHECK(bpe.bpe(piece) == bpe.bpe_reference(piece),
+                 "bpe and bpe_reference disagree on a piece");
   }
   FUZZ_CHECK(joined == text, "the pieces of pre_tokenize do not concatenate to the text");
 
   const std::vector<int64_t> ids = bpe.encode(text);
-  for (int64_t id : ids) FUZZ_CHECK(id >= 0 && id < BpeTokenizer::kEndOfText, "encode gave id " + std::to_string(id));
+  for (int64_t id : ids)
+    FUZZ_CHECK(id >= 0 && id < BpeTokenizer::kEndOfText, "encode gave id " + std::to_string(id));
   FUZZ_CHECK(bpe.decode(ids) == text, "decode(encode(x)) != x");
 
   const std::vector<int64_t> special = bpe.encode(text, AllowSpecial::yes);
@@ -61,7 +65,8 @@ void check_text(const BpeTokenizer& bpe, std::string_view text) {
 void check_ids(const BpeTokenizer& bpe, std::string_view bytes) {
   std::vector<int64_t> ids;
   for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
-    const unsigned raw = static_cast<unsigned char>(bytes[i]) | static_cast<unsigned char>(bytes[i + 1]) << 8;
+    const unsigned raw =
+        static_cast<unsigned char>(bytes[i]) | static_cast<unsigned char>(bytes[i + 1]) << 8;
     ids.push_back(static_cast<int64_t>(raw) % BpeTokenizer::kVocabSize);
   }
   const std::string text = bpe.decode(ids);

@@ -34,7 +34,8 @@ bool round_trip(const Tokenizer& tok, std::string_view text) {
   } catch (const std::invalid_argument&) {
     return false;
   }
-  for (int64_t id : ids) FUZZ_CHECK(id >= 0 && id < tok.vocab_size(), "encode gave id " + std::to_string(id));
+  for (int64_t id : ids)
+    FUZZ_CHECK(id >= 0 && id < tok.vocab_size(), "encode gave id " + std::to_string(id));
   FUZZ_CHECK(tok.decode(ids) == text, "decode(encode(text)) != text");
   return true;
 }
@@ -61,8 +62,10 @@ void check_from_text(std::string_view text) {
   }
   const std::u32string cps = decode_utf8(text);
   const std::set<char32_t> distinct(cps.begin(), cps.end());
-  FUZZ_CHECK(tok->vocab_size() == static_cast<int64_t>(distinct.size()), "V is not the number of distinct characters");
-  FUZZ_CHECK(tok->vocabulary() == std::u32string(distinct.begin(), distinct.end()), "the vocabulary is not sorted");
+  FUZZ_CHECK(tok->vocab_size() == static_cast<int64_t>(distinct.size()),
+             "V is not the number of distinct characters");
+  FUZZ_CHECK(tok->vocabulary() == std::u32string(distinct.begin(), distinct.end()),
+             "the vocabulary is not sorted");
   FUZZ_CHECK(round_trip(*tok, text), "from_text's tokenizer refused its own text");
   FUZZ_CHECK(CharTokenizer::from_string(tok->to_string()).vocabulary() == tok->vocabulary(),
              "from_string(to_string()) changed the vocabulary");
@@ -76,12 +79,14 @@ void check_restored(std::string_view serialized, std::string_view text) {
   } catch (const std::invalid_argument&) {
     return;  // a clean refusal of a malformed vocabulary
   }
-  FUZZ_CHECK(tok->serialize() == serialized, "serialize() does not give back the vocabulary it was loaded from");
+  FUZZ_CHECK(tok->serialize() == serialized,
+             "serialize() does not give back the vocabulary it was loaded from");
   const bool encoded = round_trip(*tok, text);
   if (!encoded && !find_utf8_error(text)) {
     bool missing = false;  // refused valid UTF-8: some character must be outside the vocabulary
     const std::u32string vocab = decode_utf8(serialized);
-    for (char32_t cp : decode_utf8(text)) missing = missing || vocab.find(cp) == std::u32string::npos;
+    for (char32_t cp : decode_utf8(text))
+      missing = missing || vocab.find(cp) == std::u32string::npos;
     FUZZ_CHECK(missing, "encode refused a text whose characters are all in the vocabulary");
   }
   check_bad_ids(*tok);

@@ -38,7 +38,8 @@ void check_batches(const std::string& text) {
   const std::vector<double> x = batch.x.to_vector(), y = batch.y.to_vector();
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t t = 0; t + 1 < T; ++t)
-      FUZZ_CHECK(y[static_cast<size_t>(b * T + t)] == x[static_cast<size_t>(b * T + t + 1)], "y is not x shifted by one");
+      FUZZ_CHECK(y[static_cast<size_t>(b * T + t)] == x[static_cast<size_t>(b * T + t + 1)],
+                 "y is not x shifted by one");
 }
 
 void check_corpus(std::string_view bytes) {

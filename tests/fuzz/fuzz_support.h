@@ -29,9 +29,9 @@ namespace attograd::fuzz {
 }
 
 /// Aborts with `what` (and the condition's text) unless `cond` holds.
-#define FUZZ_CHECK(cond, what)                                                     \
-  do {                                                                             \
-    if (!(cond)) ::attograd::fuzz::fail(std::string(what) + " [" #cond "]");       \
+#define FUZZ_CHECK(cond, what)                                               \
+  do {                                                                       \
+    if (!(cond)) ::attograd::fuzz::fail(std::string(what) + " [" #cond "]"); \
   } while (0)
 
 /// A directory of this process's own under $TMPDIR (default /tmp), made on first use and
@@ -39,16 +39,16 @@ namespace attograd::fuzz {
 /// their own and removes that). Harnesses whose loader takes a path write their input here.
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
-    std::filesystem::path d = std::filesystem::temp_directory_path() /
-                              ("attograd_fuzz_" + std::to_string(::getpid()));
+    std::filesystem::path d =
+        std::filesystem::temp_directory_path() / ("attograd_fuzz_" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
     return d;
   }();
   // Registered once dir is complete, so the handler runs before dir's destructor.
   static const bool removed_at_exit = std::atexit([] {
-    std::error_code ignored;
-    std::filesystem::remove_all(scratch_dir(), ignored);
-  }) == 0;
+                                        std::error_code ignored;
+                                        std::filesystem::remove_all(scratch_dir(), ignored);
+                                      }) == 0;
   (void)removed_at_exit;
   return dir;
 }
@@ -74,7 +74,8 @@ inline void remove_scratch(const std::string& name) {
 inline constexpr std::string_view kSplitMarker = "\n--8<--\n";
 
 /// (before, after) the first kSplitMarker; after is nullopt when the input has none.
-inline std::pair<std::string_view, std::optional<std::string_view>> split_input(std::string_view input) {
+inline std::pair<std::string_view, std::optional<std::string_view>> split_input(
+    std::string_view input) {
   const size_t at = input.find(kSplitMarker);
   if (at == std::string_view::npos) return {input, std::nullopt};
   return {input.substr(0, at), input.substr(at + kSplitMarker.size())};

@@ -57,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     fuzz::remove_scratch("config.json");
   }
-  const std::string path = fuzz::write_scratch("model.safetensors", model_bytes.value_or(config_json)).string();
+  const std::string path =
+      fuzz::write_scratch("model.safetensors", model_bytes.value_or(config_json)).string();
   std::optional<SafetensorsFile> file;
   std::unique_ptr<GPT> model;
   try {

@@ -77,9 +77,11 @@ void checkpoints(const fs::path& dir, const fs::path& scratch) {
       R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
       R"("b":{"dtype":"BF16","shape":[1,2],"data_offsets":[4,8]},"c":{"dtype":"F64","shape":[],"data_offsets":[8,16]},)"
       R"("d":{"dtype":"I64","shape":[1],"data_offsets":[16,24]},"e":{"dtype":"U8","shape":[3],"data_offsets":[24,27]}})";
-  const unsigned char data[27] = {0x00, 0x3C, 0x00, 0xBC, 0x80, 0x3F, 0x00, 0x40, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F,
-                                  7,    0,    0,    0,    0,    0,    0,    0,    1, 2, 3};
-  write(dir / "dtypes.safetensors", raw_safetensors(header, std::string_view(reinterpret_cast<const char*>(data), sizeof data)));
+  const unsigned char data[27] = {0x00, 0x3C, 0x00, 0xBC, 0x80, 0x3F, 0x00, 0x40, 0, 0, 0, 0, 0, 0,
+                                  0xF0, 0x3F, 7,    0,    0,    0,    0,    0,    0, 0, 1, 2, 3};
+  write(
+      dir / "dtypes.safetensors",
+      raw_safetensors(header, std::string_view(reinterpret_cast<const char*>(data), sizeof data)));
 }
 
 // The issue's Hugging Face example: V 7, 6 positions, width 4, 2 heads, 1 layer, written in
@@ -100,16 +102,20 @@ void hf_models(const fs::path& dir, const fs::path& scratch) {
   w.write(tmp.string());
   const std::string model_bytes = read_all(tmp);
   const std::string marker(fuzz::kSplitMarker);
-  write(dir / "with_config", R"({"n_head": 2, "n_layer": 1, "n_embd": 4, "vocab_size": 7, "n_positions": 6})" +
-                                 marker + model_bytes);
+  write(dir / "with_config",
+        R"({"n_head": 2, "n_layer": 1, "n_embd": 4, "vocab_size": 7, "n_positions": 6})" + marker +
+            model_bytes);
   write(dir / "no_config", model_bytes);  // n_embd 4 is no GPT-2 size: "pass --n-head"
 }
 
 void texts(const fs::path& root) {
   const std::string marker(fuzz::kSplitMarker);
   // GPT-2 BPE: contractions, numbers, runs of spaces, emoji, a special token, other scripts.
-  write(root / "bpe" / "english", "Hello world! It's 2024, and we'll see   what they've done.\n\tEnd.");
-  write(root / "bpe" / "unicode", "caf\xC3\xA9 \xF0\x9F\x98\x80 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xD0\x9F\xD1\x80\xD0\xB8 \xCE\xB1\xCE\xB2");
+  write(root / "bpe" / "english",
+        "Hello world! It's 2024, and we'll see   what they've done.\n\tEnd.");
+  write(root / "bpe" / "unicode",
+        "caf\xC3\xA9 \xF0\x9F\x98\x80 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E "
+        "\xD0\x9F\xD1\x80\xD0\xB8 \xCE\xB1\xCE\xB2");
   write(root / "bpe" / "special", "a<|endoftext|>b <|endoftext|><|endoftext|>");
   write(root / "bpe" / "invalid", "ok \xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80 \xFF");
   // The char tokenizer: a text alone, then a vocabulary with a text.
@@ -118,13 +124,17 @@ void texts(const fs::path& root) {
   write(root / "char_tokenizer" / "vocab_missing_char", " abc" + marker + "abcd");
   write(root / "char_tokenizer" / "unsorted_vocab", "cba" + marker + "abc");
   // Corpora: plain text, a byte order mark, CRLF lines, bible's own output.
-  write(root / "corpus" / "plain", "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n");
+  write(root / "corpus" / "plain",
+        "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n");
   write(root / "corpus" / "bom_crlf", "\xEF\xBB\xBFline one\r\nline two\r\n\xC3\xA9t\xC3\xA9\r\n");
   write(root / "corpus" / "bible",
         "\nGenesis 1\n\n  1 In the beginning God created the heaven and the earth.\n"
         "  2 And the earth was without form, and void; and darkness was upon the face of\n"
-        "the deep.\n\nSong of Solomon 2\n\n  1 I am the rose of Sharon,  and the lily of the valleys.\n");
-  write(root / "corpus" / "invalid_utf8", "abc\xFF" "def");
+        "the deep.\n\nSong of Solomon 2\n\n  1 I am the rose of Sharon,  and the lily of the "
+        "valleys.\n");
+  write(root / "corpus" / "invalid_utf8",
+        "abc\xFF"
+        "def");
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ std::vector<std::filesystem::path> inputs_of(const std::filesystem::path& path) 
   if (!std::filesystem::is_directory(path)) return {path};
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(path))
-    if (entry.is_regular_file() && entry.path().filename().string().front() != '.') files.push_back(entry.path());
+    if (entry.is_regular_file() && entry.path().filename().string().front() != '.')
+      files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
     }
     for (const std::filesystem::path& file : inputs_of(path)) {
       std::ifstream in(file, std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string bytes((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
       if (!in.good() && !in.eof()) {
         std::fprintf(stderr, "%s: cannot read it\n", file.c_str());
         return 1;

@@ -26,7 +26,8 @@ namespace {
 // file, so they are there).
 uint64_t data_section_bytes(std::string_view file) {
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | static_cast<unsigned char>(file[static_cast<size_t>(i)]);
+  for (int i = 7; i >= 0; --i)
+    header_len = header_len << 8 | static_cast<unsigned char>(file[static_cast<size_t>(i)]);
   return file.size() - 8 - header_len;
 }
 
@@ -34,7 +35,8 @@ void check_entries(const SafetensorsFile& file, std::string_view bytes) {
   const uint64_t data_size = data_section_bytes(bytes);
   std::vector<std::pair<uint64_t, uint64_t>> spans;
   for (const auto& [name, e] : file.entries()) {
-    FUZZ_CHECK(e.begin <= e.end && e.end <= data_size, "tensor '" + name + "' lies outside the data section");
+    FUZZ_CHECK(e.begin <= e.end && e.end <= data_size,
+               "tensor '" + name + "' lies outside the data section");
     spans.emplace_back(e.begin, e.end);
     int64_t numel = 1;
     for (int64_t d : e.shape) {
@@ -44,15 +46,18 @@ void check_entries(const SafetensorsFile& file, std::string_view bytes) {
     for (DType to : {DType::f32, DType::f64, DType::i64}) {
       if (!safetensors_converts(e.dtype, to)) continue;
       const Tensor t = file.tensor(name, to);
-      FUZZ_CHECK(t.shape() == e.shape && t.numel() == numel, "tensor '" + name + "' loads with another shape");
+      FUZZ_CHECK(t.shape() == e.shape && t.numel() == numel,
+                 "tensor '" + name + "' loads with another shape");
     }
     if (e.dtype == "F64")
-      FUZZ_CHECK(static_cast<int64_t>(file.doubles(name).size()) == numel, "doubles('" + name + "') has another size");
+      FUZZ_CHECK(static_cast<int64_t>(file.doubles(name).size()) == numel,
+                 "doubles('" + name + "') has another size");
   }
   std::sort(spans.begin(), spans.end());
   uint64_t covered = 0;
   for (const auto& [begin, end] : spans) {
-    FUZZ_CHECK(begin == covered, "the entries leave a gap or overlap at byte " + std::to_string(begin));
+    FUZZ_CHECK(begin == covered,
+               "the entries leave a gap or overlap at byte " + std::to_string(begin));
     covered = end;
   }
   FUZZ_CHECK(covered == data_size, "the entries do not cover the data section");

@@ -29,7 +29,8 @@ namespace {
 // Text the char tokenizer turns into a corpus of a few thousand tokens.
 std::vector<int64_t> tokens(int64_t& vocab_size) {
   std::string text;
-  for (int i = 0; i < 400; ++i) text += (i % 2 == 0) ? "the cat sat on the mat. " : "a dog ran to the sea! ";
+  for (int i = 0; i < 400; ++i)
+    text += (i % 2 == 0) ? "the cat sat on the mat. " : "a dog ran to the sea! ";
   const CharTokenizer tok = CharTokenizer::from_text(text);
   vocab_size = tok.vocab_size();
   return tok.encode(text);
@@ -60,7 +61,8 @@ long openmp_runtime_allocations() {
   auto loops = [&] {
     for (int pass = 0; pass < 3; ++pass) {
 #pragma omp parallel for schedule(static) num_threads(2)
-      for (int64_t i = 0; i < 64; ++i) sums[static_cast<size_t>(omp_get_thread_num() % 2)] += static_cast<double>(i);
+      for (int64_t i = 0; i < 64; ++i)
+        sums[static_cast<size_t>(omp_get_thread_num() % 2)] += static_cast<double>(i);
     }
   };
   loops();  // warm-up: the thread team is made here
@@ -79,9 +81,11 @@ BOOST_AUTO_TEST_CASE(a_training_step_after_warm_up_calls_malloc_zero_times) {
     return;
   }
   if (const long runtime = openmp_runtime_allocations(); runtime != 0) {
-    BOOST_TEST_MESSAGE("skipped: this OpenMP runtime allocates by itself (" << runtime
-                       << " mallocs in 3 parallel loops; LLVM's libomp as Debian builds it does), so "
-                          "the count would not be attograd's; build with gcc (libgomp) to run this test");
+    BOOST_TEST_MESSAGE(
+        "skipped: this OpenMP runtime allocates by itself ("
+        << runtime
+        << " mallocs in 3 parallel loops; LLVM's libomp as Debian builds it does), so "
+           "the count would not be attograd's; build with gcc (libgomp) to run this test");
     return;
   }
   // femto and pico as the lecture trains them, and a wider model whose products and attention
@@ -95,10 +99,10 @@ BOOST_AUTO_TEST_CASE(a_training_step_after_warm_up_calls_malloc_zero_times) {
   GPTConfig dropout = pico, rope = pico;
   dropout.dropout = 0.1;
   rope.pos_encoding = PosEncoding::rope;
-  for (const auto& [name, config, batch] : {std::tuple{"femto", femto, 32}, std::tuple{"pico", pico, 32},
-                                            std::tuple{"pico at n_embd 48, T 32", wide, 16},
-                                            std::tuple{"pico with dropout 0.1", dropout, 32},
-                                            std::tuple{"pico with RoPE", rope, 32}}) {
+  for (const auto& [name, config, batch] :
+       {std::tuple{"femto", femto, 32}, std::tuple{"pico", pico, 32},
+        std::tuple{"pico at n_embd 48, T 32", wide, 16},
+        std::tuple{"pico with dropout 0.1", dropout, 32}, std::tuple{"pico with RoPE", rope, 32}}) {
     BOOST_TEST_CONTEXT(name) { BOOST_TEST(allocations_per_step(config, batch) == 0); }
   }
 }

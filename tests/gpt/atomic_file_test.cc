@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 namespace {
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("attograd_atomic_file_" + std::to_string(::getpid()));
+  fs::path path =
+      fs::temp_directory_path() / ("attograd_atomic_file_" + std::to_string(::getpid()));
   TempDir() {
     fs::remove_all(path);
     fs::create_directories(path);
@@ -30,7 +31,8 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(path))
+      names.push_back(e.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -44,18 +46,21 @@ pid_t dead_pid() {
   return pid;
 }
 
-void touch(const fs::path& p, const std::string& bytes = "x") { std::ofstream(p, std::ios::binary) << bytes; }
+void touch(const fs::path& p, const std::string& bytes = "x") {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(temporaries_carry_their_writers_pid) {
   BOOST_TEST(temp_file_owner("ckpt.safetensors.tmp.123.aB3xYz").value_or(-1) == 123);
   BOOST_TEST(temp_file_owner("loss.svg.tmp.4194304.000000").value_or(-1) == 4194304);
-  for (const char* not_ours : {"ckpt.safetensors", "ckpt.safetensors.tmp.123", "ckpt.safetensors.tmp.123.abcde",
-                               "ckpt.safetensors.tmp.123.abcdefg", "ckpt.safetensors.tmp.12a.abcdef",
-                               "ckpt.safetensors.tmp.0.abcdef", "ckpt.safetensors.tmp.-5.abcdef",
-                               "ckpt.safetensors.tmp.99999999999.abcdef", ".tmp.123.abcdef",
-                               "ckpt.safetensors.tmp.123.abc-ef", "notes.tmp.2024.backup1"}) {
+  for (const char* not_ours :
+       {"ckpt.safetensors", "ckpt.safetensors.tmp.123", "ckpt.safetensors.tmp.123.abcde",
+        "ckpt.safetensors.tmp.123.abcdefg", "ckpt.safetensors.tmp.12a.abcdef",
+        "ckpt.safetensors.tmp.0.abcdef", "ckpt.safetensors.tmp.-5.abcdef",
+        "ckpt.safetensors.tmp.99999999999.abcdef", ".tmp.123.abcdef",
+        "ckpt.safetensors.tmp.123.abc-ef", "notes.tmp.2024.backup1"}) {
     BOOST_TEST_INFO(not_ours);
     BOOST_TEST(!temp_file_owner(not_ours).has_value());
   }
@@ -90,8 +95,9 @@ BOOST_AUTO_TEST_CASE(only_temporaries_of_dead_processes_are_removed) {
   const TempDir dir;
   const pid_t dead = dead_pid();
   const std::string stale = "ckpt.safetensors.tmp." + std::to_string(dead) + ".Ab12Cd";
-  const std::string mine = "ckpt.safetensors.tmp." + std::to_string(::getpid()) + ".Ab12Cd";  // live: this process
-  const std::string init = "loss.png.tmp.1.zzzzzz";  // pid 1 always runs
+  const std::string mine =
+      "ckpt.safetensors.tmp." + std::to_string(::getpid()) + ".Ab12Cd";  // live: this process
+  const std::string init = "loss.png.tmp.1.zzzzzz";                      // pid 1 always runs
   const std::string stale_plot = "perplexity.svg.tmp." + std::to_string(dead) + ".q1w2e3";
   touch(dir.path / stale, std::string(1 << 20, 'w'));
   touch(dir.path / mine);

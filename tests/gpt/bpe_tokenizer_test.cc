@@ -4,6 +4,7 @@
 #define BOOST_TEST_MODULE bpe_tokenizer
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -14,7 +15,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "gpt/bpe_tokenizer.h"
@@ -55,23 +55,34 @@ void check_ids(const std::string& text, const Ids& expected) {
 // Random valid UTF-8 built from the kinds of text that exercise the pattern and the merges.
 std::string random_text(std::mt19937_64& rng) {
   const auto pick = [&](uint64_t n) { return static_cast<size_t>(rng() % n); };
-  static const std::vector<std::string> words = {"the", "The", "hello", "world", "naïve", "café", "Straße",
-                                                 "日本語", "東京", "😀", "👍🏽", "🇫🇷", "e\u0301", "n\u0303o",
-                                                 "don't", "I'm", "we're", "they've", "you'll", "he'd", "it's",
-                                                 "'S", "123", "4.5", "--", "!?", "(x)", "<|endoftext|>",
-                                                 "\u00a0", "\u3000", "Ġ", "Ċ", "\r\n", "\u2028"};
-  static const std::vector<std::string> spaces = {" ", "  ", "   ", "\n", "\n\n", "\t", "\t\t", " \n", "\n ", ""};
+  static const std::vector<std::string> words = {
+      "the",    "The",    "hello", "world",    "naïve",  "café",    "Straße",
+      "日本語", "東京",   "😀",     "👍🏽", "🇫🇷",     "e\u0301", "n\u0303o",
+      "don't",  "I'm",    "we're", "they've",  "you'll", "he'd",    "it's",
+      "'S",     "123",    "4.5",   "--",       "!?",     "(x)",     "<|endoftext|>",
+      "\u00a0", "\u3000", "Ġ",     "Ċ",        "\r\n",   "\u2028"};
+  static const std::vector<std::string> spaces = {" ",  "  ",   "   ", "\n",  "\n\n",
+                                                  "\t", "\t\t", " \n", "\n ", ""};
   std::string s;
   const size_t parts = pick(12);
   for (size_t i = 0; i < parts; ++i) {
     switch (pick(5)) {
-      case 0: s += words[pick(words.size())]; break;
-      case 1: s += spaces[pick(spaces.size())]; break;
-      case 2: s += static_cast<char>(0x20 + pick(0x5F)); break;  // printable ASCII
-      case 3: append_utf8(s, static_cast<char32_t>(0xA0 + pick(0x60))); break;  // Latin-1
+      case 0:
+        s += words[pick(words.size())];
+        break;
+      case 1:
+        s += spaces[pick(spaces.size())];
+        break;
+      case 2:
+        s += static_cast<char>(0x20 + pick(0x5F));
+        break;  // printable ASCII
+      case 3:
+        append_utf8(s, static_cast<char32_t>(0xA0 + pick(0x60)));
+        break;  // Latin-1
       default: {
         // Any code point that is a character (not a surrogate), weighted toward the BMP.
-        char32_t cp = pick(4) == 0 ? static_cast<char32_t>(pick(kMaxCodePoint + 1)) : static_cast<char32_t>(pick(0x10000));
+        char32_t cp = pick(4) == 0 ? static_cast<char32_t>(pick(kMaxCodePoint + 1))
+                                   : static_cast<char32_t>(pick(0x10000));
         if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0x4E00 + (cp & 0xFF);  // a CJK character instead
         append_utf8(s, cp);
       }
@@ -92,7 +103,7 @@ KNOWN_IDS(leading_spaces, "  leading", 220, 3756)
 KNOWN_IDS(trailing_newlines, "x\n\n", 87, 628)                      // "\n\n" is one token
 KNOWN_IDS(newline_run_before_a_word, "a\n\n\nb", 64, 628, 198, 65)  // \s+(?!\S) leaves the last \n
 KNOWN_IDS(tabs, "\t\tx", 197, 197, 87)
-KNOWN_IDS(emoji, "\xF0\x9F\x98\x80", 47249, 222)                   // 😀 = F0 9F 98 | 80
+KNOWN_IDS(emoji, "\xF0\x9F\x98\x80", 47249, 222)  // 😀 = F0 9F 98 | 80
 KNOWN_IDS(space_emoji, " \xF0\x9F\x98\x80", 30325, 222)
 KNOWN_IDS(accents, "na\xC3\xAFve caf\xC3\xA9", 2616, 38776, 40304)  // "naïve café"
 KNOWN_IDS(literal_G_dot, "\xC4\xA0", 128, 254)                      // 'Ġ' is text, not a space
@@ -132,11 +143,13 @@ BOOST_AUTO_TEST_CASE(bytes_to_unicode_is_openais_table) {
 BOOST_AUTO_TEST_CASE(pre_tokenize_cuts_like_gpt2) {
   using Pieces = std::vector<std::string_view>;
   const BpeTokenizer& tok = gpt2();
-  BOOST_TEST(tok.pre_tokenize("hello  world") == (Pieces{"hello", " ", " world"}), boost::test_tools::per_element());
+  BOOST_TEST(tok.pre_tokenize("hello  world") == (Pieces{"hello", " ", " world"}),
+             boost::test_tools::per_element());
   BOOST_TEST(tok.pre_tokenize("I'm here, they'll see 42x") ==
                  (Pieces{"I", "'m", " here", ",", " they", "'ll", " see", " 42", "x"}),
              boost::test_tools::per_element());
-  BOOST_TEST(tok.pre_tokenize("a\n\n\nb") == (Pieces{"a", "\n\n", "\n", "b"}), boost::test_tools::per_element());
+  BOOST_TEST(tok.pre_tokenize("a\n\n\nb") == (Pieces{"a", "\n\n", "\n", "b"}),
+             boost::test_tools::per_element());
   BOOST_TEST(tok.pre_tokenize("end  ") == (Pieces{"end", "  "}), boost::test_tools::per_element());
   BOOST_TEST(tok.pre_tokenize("").empty());
 }
@@ -164,7 +177,8 @@ BOOST_AUTO_TEST_CASE(end_of_text_is_special_only_when_allowed) {
   BOOST_TEST(tok.encode(eot, AllowSpecial::no) == plain, boost::test_tools::per_element());
   // Text on either side is encoded as if alone, and decoding gives the text back.
   const std::string doc = "hello world<|endoftext|> world<|endoftext|>";
-  BOOST_TEST(tok.encode(doc, AllowSpecial::yes) == (Ids{31373, 995, 50256, 995, 50256}), boost::test_tools::per_element());
+  BOOST_TEST(tok.encode(doc, AllowSpecial::yes) == (Ids{31373, 995, 50256, 995, 50256}),
+             boost::test_tools::per_element());
   BOOST_TEST(tok.decode(tok.encode(doc, AllowSpecial::yes)) == doc);
 }
 
@@ -176,7 +190,8 @@ BOOST_AUTO_TEST_CASE(bad_ids_and_bad_text_are_named) {
   expect_throw_with<std::out_of_range>([&] { tok.token_bytes(60000); }, "id 60000");
   expect_throw_with<std::invalid_argument>([&] { tok.encode("ab\xFF"); }, "byte offset 2");
   expect_throw_with<std::invalid_argument>([&] { tok.encode("caf\xC3"); }, "byte offset 3");
-  expect_throw_with<std::invalid_argument>([&] { tok.encode("\xED\xA0\x80", AllowSpecial::yes); }, "byte offset 0");
+  expect_throw_with<std::invalid_argument>([&] { tok.encode("\xED\xA0\x80", AllowSpecial::yes); },
+                                           "byte offset 0");
 }
 
 BOOST_AUTO_TEST_CASE(fast_merges_match_the_reference) {
@@ -190,7 +205,8 @@ BOOST_AUTO_TEST_CASE(fast_merges_match_the_reference) {
     BOOST_TEST_INFO("piece '" << piece << "'");
     BOOST_TEST(tok.bpe(piece) == tok.bpe_reference(piece), boost::test_tools::per_element());
   }
-  for (const std::string text : {"hello", " world", "aaaaaaa", "          ", "\xF0\x9F\x98\x80", " naïve"})
+  for (const std::string text :
+       {"hello", " world", "aaaaaaa", "          ", "\xF0\x9F\x98\x80", " naïve"})
     BOOST_TEST(tok.bpe(text) == tok.bpe_reference(text), boost::test_tools::per_element());
 }
 
@@ -251,8 +267,9 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_round_trips) {
   const Ids ids = tok.encode(text);
   BOOST_TEST(tok.decode(ids) == text);
   const double bytes_per_token = static_cast<double>(text.size()) / static_cast<double>(ids.size());
-  BOOST_TEST_MESSAGE("Tiny Shakespeare, first " << text.size() << " bytes: " << ids.size() << " tokens ("
-                                                << bytes_per_token << " bytes/token)");
+  BOOST_TEST_MESSAGE("Tiny Shakespeare, first " << text.size() << " bytes: " << ids.size()
+                                                << " tokens (" << bytes_per_token
+                                                << " bytes/token)");
   // GPT-2's BPE packs English into ~3-4.5 bytes per token; a char tokenizer is exactly 1.
   BOOST_TEST(bytes_per_token > 3.0);
   BOOST_TEST(bytes_per_token < 4.5);
@@ -272,7 +289,8 @@ BOOST_AUTO_TEST_CASE(load_tokenizer_knows_gpt2) {
   const auto tok = load_tokenizer("gpt2", "gpt2");
   BOOST_TEST(tok->kind() == "gpt2");
   BOOST_TEST(tok->vocab_size() == 50257);
-  BOOST_TEST(tok->encode("hello  world") == (Ids{31373, 220, 995}), boost::test_tools::per_element());
+  BOOST_TEST(tok->encode("hello  world") == (Ids{31373, 220, 995}),
+             boost::test_tools::per_element());
   expect_throw_with<std::invalid_argument>([] { load_tokenizer("gpt2", "r50k"); }, "'gpt2'");
   expect_throw_with<std::invalid_argument>([] { load_tokenizer("bpe", ""); }, "char or gpt2");
 }
@@ -282,13 +300,18 @@ BOOST_AUTO_TEST_CASE(missing_data_names_the_path_and_the_variable) {
   const std::string saved = old ? old : "";
   ::setenv("ATTOGRAD_DATA_DIR", "/nonexistent/attograd-data", 1);
   BOOST_TEST(data_dir() == std::filesystem::path("/nonexistent/attograd-data"));
-  expect_throw_with<std::runtime_error>([] { BpeTokenizer::gpt2(); }, "/nonexistent/attograd-data/gpt2/encoder.json");
+  expect_throw_with<std::runtime_error>([] { BpeTokenizer::gpt2(); },
+                                        "/nonexistent/attograd-data/gpt2/encoder.json");
   expect_throw_with<std::runtime_error>([] { BpeTokenizer::gpt2(); }, "ATTOGRAD_DATA_DIR");
-  if (old) ::setenv("ATTOGRAD_DATA_DIR", saved.c_str(), 1); else ::unsetenv("ATTOGRAD_DATA_DIR");
+  if (old)
+    ::setenv("ATTOGRAD_DATA_DIR", saved.c_str(), 1);
+  else
+    ::unsetenv("ATTOGRAD_DATA_DIR");
 }
 
 BOOST_AUTO_TEST_CASE(malformed_files_are_named) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("bpe_test_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("bpe_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir / name, std::ios::binary) << text;
@@ -305,17 +328,20 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_named) {
     json += std::to_string(b);
     json += ", ";
   }
-  const auto enc = write("encoder.json", json + "\"ab\": 256, \"abc\": 257, \"<|endoftext|>\": 258}");
+  const auto enc =
+      write("encoder.json", json + "\"ab\": 256, \"abc\": 257, \"<|endoftext|>\": 258}");
   const auto merges = write("vocab.bpe", "#version: 0.2\na b\nab c\n");
   const BpeTokenizer small = BpeTokenizer::from_files(enc, merges);
   BOOST_TEST(small.vocab_size() == 259);
   BOOST_TEST(small.encode("abcab") == (Ids{257, 256}), boost::test_tools::per_element());
 
-  expect_throw_with<std::runtime_error>([&] { BpeTokenizer::from_files(dir / "nope.json", merges); }, "nope.json");
-  expect_throw_with<std::runtime_error>([&] { BpeTokenizer::from_files(write("bad.json", "{\"a\": "), merges); },
-                                        "not valid JSON");
-  expect_throw_with<std::runtime_error>([&] { BpeTokenizer::from_files(write("gap.json", "{\"a\": 1}"), merges); },
-                                        "ids must be the integers 0..0");
+  expect_throw_with<std::runtime_error>(
+      [&] { BpeTokenizer::from_files(dir / "nope.json", merges); }, "nope.json");
+  expect_throw_with<std::runtime_error>(
+      [&] { BpeTokenizer::from_files(write("bad.json", "{\"a\": "), merges); }, "not valid JSON");
+  expect_throw_with<std::runtime_error>(
+      [&] { BpeTokenizer::from_files(write("gap.json", "{\"a\": 1}"), merges); },
+      "ids must be the integers 0..0");
   expect_throw_with<std::runtime_error>(
       [&] { BpeTokenizer::from_files(enc, write("order.bpe", "#version: 0.2\nab c\na b\n")); },
       "line 2 'ab c': uses token 'ab' before the merge that makes it");
@@ -323,12 +349,14 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_named) {
       [&] { BpeTokenizer::from_files(enc, write("unknown.bpe", "#version: 0.2\na b\nb c\n")); },
       "line 3 'b c': the merged token is not in");
   expect_throw_with<std::runtime_error>(
-      [&] { BpeTokenizer::from_files(enc, write("format.bpe", "#version: 0.2\na  b\n")); }, "line 2");
+      [&] { BpeTokenizer::from_files(enc, write("format.bpe", "#version: 0.2\na  b\n")); },
+      "line 2");
   std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(encoder_json_is_parsed_strictly) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("bpe_strict_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("bpe_strict_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir / name, std::ios::binary) << text;
@@ -337,13 +365,17 @@ BOOST_AUTO_TEST_CASE(encoder_json_is_parsed_strictly) {
   const auto merges = write("vocab.bpe", "#version: 0.2\n");
   // A token listed twice used to keep its last id silently; a value nested 100,000 deep used to
   // overflow the stack when the error message printed it.
-  expect_throw_with<std::runtime_error>([&] { BpeTokenizer::from_files(write("dup.json", R"({"a": 0, "a": 1})"), merges); },
-                                        "dup.json' has the key 'a' twice");
-  const std::string deep = "{\"a\": " + std::string(100'000, '[') + std::string(100'000, ']') + "}";
-  expect_throw_with<std::runtime_error>([&] { BpeTokenizer::from_files(write("deep.json", deep), merges); },
-                                        "deep.json' nests deeper than 32 levels");
   expect_throw_with<std::runtime_error>(
-      [&] { BpeTokenizer::from_files(write("big.json", R"({"a": 18446744073709551615})"), merges); },
+      [&] { BpeTokenizer::from_files(write("dup.json", R"({"a": 0, "a": 1})"), merges); },
+      "dup.json' has the key 'a' twice");
+  const std::string deep = "{\"a\": " + std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  expect_throw_with<std::runtime_error>(
+      [&] { BpeTokenizer::from_files(write("deep.json", deep), merges); },
+      "deep.json' nests deeper than 32 levels");
+  expect_throw_with<std::runtime_error>(
+      [&] {
+        BpeTokenizer::from_files(write("big.json", R"({"a": 18446744073709551615})"), merges);
+      },
       "token 'a' has id 18446744073709551615; ids must be the integers 0..0");
   std::filesystem::remove_all(dir);
 }

@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(ids_outside_the_vocabulary_name_the_id_and_v) {
 
 BOOST_AUTO_TEST_CASE(non_ascii_text_counts_code_points_not_bytes) {
   const std::string text = "na\xC3\xAFve caf\xC3\xA9 \xE2\x98\x95";  // "naïve café ☕"
-  BOOST_TEST(text.size() == 16u);                                   // bytes
+  BOOST_TEST(text.size() == 16u);                                    // bytes
   const CharTokenizer tok = CharTokenizer::from_text(text);
   // Distinct: ' ', 'a', 'c', 'e', 'f', 'n', 'v', 'é', 'ï', '☕' -- sorted by code point.
   BOOST_TEST(tok.vocab_size() == 10);

@@ -93,15 +93,19 @@ struct NoProxy {
   ScopedEnv b{"NO_PROXY", "127.0.0.1,localhost"};
 };
 
-bool have_shakespeare() { return attograd::testing::data_available(kShakespeareFile, "../shared is not beside this checkout"); }
+bool have_shakespeare() {
+  return attograd::testing::data_available(kShakespeareFile,
+                                           "../shared is not beside this checkout");
+}
 
-bool have_bible() { return attograd::testing::data_available("/usr/bin/bible", "apt-get install bible-kjv"); }
+bool have_bible() {
+  return attograd::testing::data_available("/usr/bin/bible", "apt-get install bible-kjv");
+}
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(sha256_of_known_inputs) {
-  BOOST_TEST(sha256_hex("") ==
-             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  BOOST_TEST(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   BOOST_TEST(sha256_hex("abc") ==
              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
@@ -190,8 +194,7 @@ BOOST_AUTO_TEST_CASE(http_errors_and_refused_connections_are_clear) {
   options.cache_dir = cache.path;
   LoopbackHttpServer server("irrelevant");
   options.shakespeare_url = server.url("missing");
-  expect_throw_with<std::runtime_error>([&] { load_corpus("shakespeare", options); },
-                                        "HTTP 404");
+  expect_throw_with<std::runtime_error>([&] { load_corpus("shakespeare", options); }, "HTTP 404");
   expect_throw_with<std::runtime_error>([&] { load_corpus("shakespeare", options); },
                                         "downloading " + server.url("missing") + " failed");
   server.stop();
@@ -230,10 +233,10 @@ BOOST_AUTO_TEST_CASE(kjv_is_extracted_once_as_plain_prose) {
       "Genesis 1\n\nIn the beginning God created the heaven and the earth.\nAnd the earth was "
       "without form, and void; and darkness was upon the face of the deep. And the Spirit of "
       "God moved upon the face of the waters.\n"));
-  BOOST_TEST(first.text.ends_with(
-      "\nThe grace of our Lord Jesus Christ be with you all. Amen.\n"));
-  BOOST_TEST(first.text.find("\n\nRevelation 22\n\nAnd he shewed me a pure river of water of life")
-             != std::string::npos);
+  BOOST_TEST(first.text.ends_with("\nThe grace of our Lord Jesus Christ be with you all. Amen.\n"));
+  BOOST_TEST(
+      first.text.find("\n\nRevelation 22\n\nAnd he shewed me a pure river of water of life") !=
+      std::string::npos);
   BOOST_TEST(first.text.size() > 3'000'000u);
   BOOST_TEST(first.text.find("\n\nPsalms 23\n\nThe LORD is my shepherd; I shall not want.\n") !=
              std::string::npos);
@@ -251,8 +254,8 @@ BOOST_AUTO_TEST_CASE(kjv_is_extracted_once_as_plain_prose) {
     seen[c] = true;
   }
   BOOST_TEST(lines == 31102u + 2 * 1189u + 1188u);
-  BOOST_TEST_MESSAGE("kjv: " << first.text.size() << " bytes, " << lines << " lines, "
-                             << distinct << " distinct bytes; " << first.describe());
+  BOOST_TEST_MESSAGE("kjv: " << first.text.size() << " bytes, " << lines << " lines, " << distinct
+                             << " distinct bytes; " << first.describe());
 
   const Corpus second = load_corpus("kjv", options);
   BOOST_TEST(!second.fetched);
@@ -293,19 +296,18 @@ BOOST_AUTO_TEST_CASE(clean_kjv_unwraps_verses_and_keeps_headings) {
              "\n1 John 5\n\n"
              "He that believeth on the Son.\n"
              "And this is the record.\n");
-  expect_throw_with<std::runtime_error>([] { clean_kjv("\nGenesis\n\n  1 text\n"); },
-                                        "line 2");
-  expect_throw_with<std::runtime_error>([] { clean_kjv("\nGenesis 1\n\n  x text\n"); },
-                                        "line 4");
-  expect_throw_with<std::runtime_error>([] { clean_kjv("loose text\nmore text\n"); },
-                                        "line 1");
+  expect_throw_with<std::runtime_error>([] { clean_kjv("\nGenesis\n\n  1 text\n"); }, "line 2");
+  expect_throw_with<std::runtime_error>([] { clean_kjv("\nGenesis 1\n\n  x text\n"); }, "line 4");
+  expect_throw_with<std::runtime_error>([] { clean_kjv("loose text\nmore text\n"); }, "line 1");
   expect_throw_with<std::runtime_error>([] { clean_kjv(""); }, "0 chapter headings");
 }
 
 BOOST_AUTO_TEST_CASE(file_corpora_and_their_errors) {
   TempDir dir;
   const fs::path good = dir.path / "good.txt";
-  write_bytes(good, "\xEF\xBB\xBF" "caf\xC3\xA9\n");  // with a byte order mark
+  write_bytes(good,
+              "\xEF\xBB\xBF"
+              "caf\xC3\xA9\n");  // with a byte order mark
   const Corpus corpus = load_corpus(good.string());
   BOOST_TEST(corpus.text == "caf\xC3\xA9\n");  // the mark is gone
   BOOST_TEST(corpus.name == good.string());
@@ -325,8 +327,7 @@ BOOST_AUTO_TEST_CASE(file_corpora_and_their_errors) {
                                         "invalid UTF-8 at byte offset 2");
   expect_throw_with<std::runtime_error>([&] { load_corpus(latin1.string()); },
                                         latin1.string() + " is not valid UTF-8");
-  expect_throw_with<std::runtime_error>([&] { load_corpus(dir.path.string()); },
-                                        "is a directory");
+  expect_throw_with<std::runtime_error>([&] { load_corpus(dir.path.string()); }, "is a directory");
   expect_throw_with<std::runtime_error>([&] { load_corpus(""); }, "empty corpus name");
 }
 
@@ -353,8 +354,7 @@ BOOST_AUTO_TEST_CASE(atomic_writes_replace_and_leave_no_temporary_file) {
   BOOST_TEST(dir.entries() == std::vector<std::string>{"out.txt"},
              boost::test_tools::per_element());
   expect_throw_with<std::runtime_error>(
-      [&] { write_file_atomically(dir.path / "no-such-dir" / "x.txt", "data"); },
-      "no-such-dir");
+      [&] { write_file_atomically(dir.path / "no-such-dir" / "x.txt", "data"); }, "no-such-dir");
   // A cache directory that cannot be created names itself.
   CorpusOptions options;
   options.cache_dir = path / "sub";  // under a regular file
@@ -367,7 +367,9 @@ BOOST_AUTO_TEST_CASE(atomic_writes_replace_and_leave_no_temporary_file) {
 BOOST_AUTO_TEST_CASE(line_ends_of_a_users_file_become_lf) {
   TempDir dir;
   const fs::path file = dir.path / "windows.txt";
-  write_bytes(file, "\xEF\xBB\xBF" "one\r\ntwo\rthree\n\r\nfour\r");
+  write_bytes(file,
+              "\xEF\xBB\xBF"
+              "one\r\ntwo\rthree\n\r\nfour\r");
   const Corpus corpus = load_corpus(file.string());
   BOOST_TEST(corpus.text == "one\ntwo\nthree\n\nfour\n");
   BOOST_TEST(corpus.line_ends_normalized == 4u);
@@ -388,8 +390,9 @@ BOOST_AUTO_TEST_CASE(line_ends_of_a_users_file_become_lf) {
 // The example: --corpus /dev/zero read until memory ran out. Devices are refused at
 // once, files over the limit from their size, and pipes at the limit.
 BOOST_AUTO_TEST_CASE(corpus_files_are_size_checked) {
-  expect_throw_with<std::runtime_error>([] { load_corpus("/dev/zero"); },
-                                        "corpus file /dev/zero is a character device, not a text file");
+  expect_throw_with<std::runtime_error>(
+      [] { load_corpus("/dev/zero"); },
+      "corpus file /dev/zero is a character device, not a text file");
   TempDir dir;
   const fs::path file = dir.path / "big.txt";
   write_bytes(file, std::string(1001, 'a'));
@@ -397,8 +400,9 @@ BOOST_AUTO_TEST_CASE(corpus_files_are_size_checked) {
   small.max_bytes = 1000;
   expect_throw_with<std::runtime_error>(
       [&] { load_corpus(file.string(), small); },
-      "corpus file " + file.string() + " is 1,001 bytes, over the 1,000-byte limit for a corpus file (it and its "
-      "token ids are held in memory); use a smaller file or a part of it");
+      "corpus file " + file.string() +
+          " is 1,001 bytes, over the 1,000-byte limit for a corpus file (it and its "
+          "token ids are held in memory); use a smaller file or a part of it");
   small.max_bytes = 1001;
   BOOST_TEST(load_corpus(file.string(), small).text.size() == 1001u);
   // The default limit, against a sparse file of 300 MB that takes no disk space.
@@ -410,7 +414,8 @@ BOOST_AUTO_TEST_CASE(corpus_files_are_size_checked) {
   // A pipe is read to its end, or to the limit.
   const fs::path fifo = dir.path / "fifo";
   BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  const auto previous = std::signal(SIGPIPE, SIG_IGN);  // the reader may give up before the writer ends
+  const auto previous =
+      std::signal(SIGPIPE, SIG_IGN);  // the reader may give up before the writer ends
   auto feed = [&](std::string bytes) {
     return std::thread([&fifo, bytes] {
       const int fd = ::open(fifo.c_str(), O_WRONLY);
@@ -427,8 +432,9 @@ BOOST_AUTO_TEST_CASE(corpus_files_are_size_checked) {
   writer = feed(std::string(3000, 'p'));
   small.max_bytes = 1000;
   expect_throw_with<std::runtime_error>([&] { load_corpus(fifo.string(), small); },
-                                        "corpus file " + fifo.string() + " gives more than 1,000 bytes, over the "
-                                        "1,000-byte limit");
+                                        "corpus file " + fifo.string() +
+                                            " gives more than 1,000 bytes, over the "
+                                            "1,000-byte limit");
   writer.join();
   std::signal(SIGPIPE, previous);
 }

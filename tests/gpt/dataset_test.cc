@@ -147,10 +147,14 @@ BOOST_AUTO_TEST_CASE(errors_name_the_problem_and_the_fix) {
 BOOST_AUTO_TEST_CASE(a_batch_whose_size_overflows_is_refused) {
   const Dataset data(iota_ids(100), 9);
   Generator gen(0);
-  expect_throw_with<std::overflow_error>([&] { data.get_batch(Split::train, 2305843009213693952, 8, gen); },
-                                         "Dataset::get_batch: batch size B * T tokens: 2305843009213693952 * 8 exceeds");
-  expect_throw_with<std::overflow_error>([] { bigram_cross_entropy({0, 1}, {0, 1}, int64_t{1} << 32); },
-                                         "bigram_cross_entropy: pair keys a * V + b");
+  expect_throw_with<std::overflow_error>(
+      [&] { data.get_batch(Split::train, 2305843009213693952, 8, gen); },
+      "Dataset::get_batch: batch size B * T tokens: 2305843009213693952 * 8 exceeds");
+  expect_throw_with<std::overflow_error>(
+      [] {
+        bigram_cross_entropy({0, 1}, {0, 1}, int64_t{1} << 32);
+      },
+      "bigram_cross_entropy: pair keys a * V + b");
 }
 
 BOOST_AUTO_TEST_CASE(unigram_entropy_by_hand) {
@@ -169,10 +173,16 @@ BOOST_AUTO_TEST_CASE(bigram_cross_entropy_by_hand) {
   BOOST_TEST(std::abs(bigram_cross_entropy({0, 1, 0, 1}, {0, 1, 1}, 2) - expected) < 1e-12);
   // With no training pairs every prediction is uniform: ln V.
   BOOST_TEST(std::abs(bigram_cross_entropy({0}, {0, 1, 2}, 3) - std::log(3.0)) < 1e-12);
-  expect_throw_with<std::invalid_argument>([] { bigram_cross_entropy({0, 1}, {0, 2}, 2); },
-                                           "val id 2 at position 1");
-  expect_throw_with<std::invalid_argument>([] { bigram_cross_entropy({0, 1}, {0}, 2); },
-                                           "2 val tokens");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        bigram_cross_entropy({0, 1}, {0, 2}, 2);
+      },
+      "val id 2 at position 1");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        bigram_cross_entropy({0, 1}, {0}, 2);
+      },
+      "2 val tokens");
 }
 
 BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
@@ -186,11 +196,11 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
   BOOST_TEST(tok.token_text(1) == " ");
   const Dataset data(tok.encode(text), 256);
   const double unigram = unigram_entropy(data.tokens(Split::val));
-  const double bigram = bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val),
-                                             tok.vocab_size());
-  BOOST_TEST_MESSAGE("tiny shakespeare: V = " << tok.vocab_size() << ", train "
-                     << data.size(Split::train) << ", val " << data.size(Split::val)
-                     << " tokens; val unigram entropy " << unigram
+  const double bigram =
+      bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), tok.vocab_size());
+  BOOST_TEST_MESSAGE("tiny shakespeare: V = "
+                     << tok.vocab_size() << ", train " << data.size(Split::train) << ", val "
+                     << data.size(Split::val) << " tokens; val unigram entropy " << unigram
                      << " nats; add-one bigram cross-entropy train -> val " << bigram
                      << " nats; uniform ln V = " << std::log(65.0));
   BOOST_TEST(std::abs(unigram - 3.337) < 1e-3);
@@ -201,7 +211,8 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
 BOOST_AUTO_TEST_CASE(king_james_bible_baselines) {
   if (!data_available("/usr/bin/bible", "apt-get install bible-kjv")) return;
   attograd::gpt::CorpusOptions options;
-  options.cache_dir = std::filesystem::temp_directory_path() / ("attograd_kjv_" + std::to_string(::getpid()));
+  options.cache_dir =
+      std::filesystem::temp_directory_path() / ("attograd_kjv_" + std::to_string(::getpid()));
   const attograd::gpt::Corpus kjv = attograd::gpt::load_corpus("kjv", options);
   std::filesystem::remove_all(options.cache_dir);
   const auto tok = attograd::gpt::CharTokenizer::from_text(kjv.text);
@@ -209,6 +220,7 @@ BOOST_AUTO_TEST_CASE(king_james_bible_baselines) {
   const attograd::gpt::Dataset data(tok.encode(kjv.text), 8);
   using attograd::gpt::Split;
   BOOST_TEST(std::abs(attograd::gpt::unigram_entropy(data.tokens(Split::val)) - 3.018) < 1e-3);
-  BOOST_TEST(std::abs(attograd::gpt::bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), 73) -
+  BOOST_TEST(std::abs(attograd::gpt::bigram_cross_entropy(data.tokens(Split::train),
+                                                          data.tokens(Split::val), 73) -
                       2.328) < 1e-3);
 }

@@ -26,8 +26,10 @@ constexpr bool brace_initializable(std::index_sequence<I...>) {
 /// count field by field).
 template <typename S, size_t N = 0>
 constexpr size_t field_count() {
-  if constexpr (detail::brace_initializable<S>(std::make_index_sequence<N + 1>())) return field_count<S, N + 1>();
-  else return N;
+  if constexpr (detail::brace_initializable<S>(std::make_index_sequence<N + 1>()))
+    return field_count<S, N + 1>();
+  else
+    return N;
 }
 
 }  // namespace attograd::testing

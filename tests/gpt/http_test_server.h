@@ -69,15 +69,14 @@ class LoopbackHttpServer {
 
  private:
   [[noreturn]] void fail(const char* what) {
-    const std::string message = std::string("LoopbackHttpServer: ") + what + ": " +
-                                std::strerror(errno);
+    const std::string message =
+        std::string("LoopbackHttpServer: ") + what + ": " + std::strerror(errno);
     if (listen_fd_ >= 0) ::close(listen_fd_);
     throw std::runtime_error(message);
   }
 
   void serve(std::chrono::steady_clock::time_point deadline) {
-    while (!stopping_ && requests_ < max_requests_ &&
-           std::chrono::steady_clock::now() < deadline) {
+    while (!stopping_ && requests_ < max_requests_ && std::chrono::steady_clock::now() < deadline) {
       // Poll in short slices so stop() and the deadline take effect promptly.
       pollfd pfd{listen_fd_, POLLIN, 0};
       if (::poll(&pfd, 1, 50) <= 0) continue;

@@ -48,7 +48,8 @@ BOOST_AUTO_TEST_CASE(config_parameter_count_matches_the_built_model) {
         BOOST_TEST_INFO(name << " " << pos_encoding_name(pos) << " bias " << bias);
         BOOST_TEST(c.num_parameters() == GPT(c).num_parameters());
       }
-  BOOST_TEST(preset("gpt2").num_parameters() == 124439808);  // GPT-2 small, as Hugging Face counts it
+  BOOST_TEST(preset("gpt2").num_parameters() ==
+             124439808);  // GPT-2 small, as Hugging Face counts it
 }
 
 // Sizes outside gpt/limits.h are refused at once, naming the range, and so is a config whose
@@ -56,18 +57,21 @@ BOOST_AUTO_TEST_CASE(config_parameter_count_matches_the_built_model) {
 BOOST_AUTO_TEST_CASE(absurd_configs_are_refused_before_allocating) {
   GPTConfig c = preset("pico");
   c.n_layer = 1000000000;
-  expect_throw_with<std::invalid_argument>([&] { GPT m(c); }, "GPTConfig: n_layer must be in [1, 1024], got 1000000000");
+  expect_throw_with<std::invalid_argument>(
+      [&] { GPT m(c); }, "GPTConfig: n_layer must be in [1, 1024], got 1000000000");
   c = preset("pico");
   c.block_size = 3074457345618258603;
   c.pos_encoding = PosEncoding::sinusoidal;
-  expect_throw_with<std::invalid_argument>([&] { c.validate(); }, "block_size must be in [1, 131072], got 3074457345618258603");
+  expect_throw_with<std::invalid_argument>(
+      [&] { c.validate(); }, "block_size must be in [1, 131072], got 3074457345618258603");
   c = preset("pico");
   c.vocab_size = int64_t{1} << 40;
-  expect_throw_with<std::invalid_argument>([&] { c.validate(); }, "vocab_size must be in [1, 1048576]");
+  expect_throw_with<std::invalid_argument>([&] { c.validate(); },
+                                           "vocab_size must be in [1, 1048576]");
   c = preset("gpt2");
   c.n_layer = 1024, c.n_embd = 4096, c.n_head = 16;
-  expect_throw_with<std::invalid_argument>([&] { c.validate(); },
-                                           "make 206423011328 parameters, more than the limit of 20000000000");
+  expect_throw_with<std::invalid_argument>(
+      [&] { c.validate(); }, "make 206423011328 parameters, more than the limit of 20000000000");
   // Within every limit, yet 18 billion parameters: weights and gradients are 147 GB in f32.
   c.n_layer = 90;
   BOOST_TEST(c.num_parameters() == 18334240768);
@@ -85,9 +89,11 @@ BOOST_AUTO_TEST_CASE(femto_whole_model_gradcheck_in_float64) {
     // Scale weights up from GPT-2's tiny init so every path carries a real gradient.
     Generator gen(1);
     randomize_parameters(model.parameters(), gen, 0.5);
-    const Tensor idx = random_ids(gen, 2, 8, c.vocab_size), targets = random_ids(gen, 2, 8, c.vocab_size);
-    const GradcheckResult r = run_gradcheck(
-        [&](const std::vector<Tensor>&) { return model.forward(idx, targets).loss; }, model.parameters());
+    const Tensor idx = random_ids(gen, 2, 8, c.vocab_size),
+                 targets = random_ids(gen, 2, 8, c.vocab_size);
+    const GradcheckResult r =
+        run_gradcheck([&](const std::vector<Tensor>&) { return model.forward(idx, targets).loss; },
+                      model.parameters());
     BOOST_TEST_INFO(pos_encoding_name(pe) << ": " << r.message);
     BOOST_TEST(r.passed);
     int64_t checked = 0;
@@ -135,7 +141,8 @@ BOOST_AUTO_TEST_CASE(tied_weights_gradient_is_the_sum_of_both_paths) {
     const Tensor w = model.wte->weight;
     std::vector<int64_t> pos(8);
     for (int64_t t = 0; t < 8; ++t) pos[t] = t;
-    Tensor x = add(embedding(embedding_path ? w : w.detach(), idx), model.wpe->forward(Tensor::from_ids(pos, {8})));
+    Tensor x = add(embedding(embedding_path ? w : w.detach(), idx),
+                   model.wpe->forward(Tensor::from_ids(pos, {8})));
     for (const auto& block : model.h) x = block->forward(x);
     x = model.ln_f->forward(x);
     const Tensor logits = matmul(x, transpose(embedding_path ? w.detach() : w, 0, 1));
@@ -199,13 +206,26 @@ BOOST_AUTO_TEST_CASE(ignored_targets_pad_the_batch) {
 
 BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors_before_any_read) {
   GPT model(preset("femto"));
-  expect_throw_with<std::out_of_range>([&] { model.forward(Tensor::from_ids({1, 65}, {1, 2})); },
-                                       "token id 65 at (0, 1) is outside [0, 65)");
-  expect_throw_with<std::out_of_range>([&] { model.forward(Tensor::from_ids({1, 2}, {1, 2}), Tensor::from_ids({-3, 2}, {1, 2})); },
-                                       "target id -3");
-  expect_throw_with<std::invalid_argument>([&] { model.forward(Tensor::from_ids(std::vector<int64_t>(9, 0), {1, 9})); },
-                                           "exceeds block_size 8");
-  expect_throw_with<std::invalid_argument>([&] { model.forward(Tensor::zeros({1, 2})); }, "expected idx as i64");
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        model.forward(Tensor::from_ids({1, 65}, {1, 2}));
+      },
+      "token id 65 at (0, 1) is outside [0, 65)");
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        model.forward(Tensor::from_ids({1, 2}, {1, 2}), Tensor::from_ids({-3, 2}, {1, 2}));
+      },
+      "target id -3");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        model.forward(Tensor::from_ids(std::vector<int64_t>(9, 0), {1, 9}));
+      },
+      "exceeds block_size 8");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        model.forward(Tensor::zeros({1, 2}));
+      },
+      "expected idx as i64");
   GPTConfig bad = preset("pico");
   bad.n_head = 4;
   expect_throw_with<std::invalid_argument>([&] { GPT m(bad); }, "n_head 4 must divide n_embd 6");
@@ -250,7 +270,8 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_come_from_the_forward_pass) {
             }
             BOOST_TEST(std::abs(row_sum - 1) <= 1e-12);
           }
-      Tensor unused;  // the unfused path, as in the recording forward, so x stays bit for bit the same
+      Tensor
+          unused;  // the unfused path, as in the recording forward, so x stays bit for bit the same
       x = model.h[l]->forward(x, nullptr, &unused);
     }
   }

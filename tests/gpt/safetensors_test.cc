@@ -5,6 +5,7 @@
 #define BOOST_TEST_MODULE safetensors
 #include <boost/test/unit_test.hpp>
 
+#include <sys/resource.h>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
@@ -14,7 +15,6 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
-#include <sys/resource.h>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -43,7 +43,8 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(path))
+      names.push_back(e.path().filename().string());
     return names;
   }
 };
@@ -52,12 +53,14 @@ struct TempDir {
 // given (so it can be malformed), then `data`.
 void write_raw(const std::string& path, const std::string& header, const std::string& data) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  for (int i = 0; i < 8; ++i) f.put(static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    f.put(static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i)));
   f << header << data;
 }
 
 // Reading a hand-built file must fail with a message containing `needle`.
-void expect_rejected(const TempDir& dir, const std::string& header, size_t data_bytes, const std::string& needle) {
+void expect_rejected(const TempDir& dir, const std::string& header, size_t data_bytes,
+                     const std::string& needle) {
   const std::string path = dir.file("bad.safetensors");
   write_raw(path, header, std::string(data_bytes, '\0'));
   BOOST_TEST_INFO("header " << header);
@@ -66,12 +69,13 @@ void expect_rejected(const TempDir& dir, const std::string& header, size_t data_
 
 // One F32 entry of shape (n,) at [begin, end).
 std::string f32_entry(const std::string& name, int n, uint64_t begin, uint64_t end) {
-  return "\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(n) + "],\"data_offsets\":[" +
-         std::to_string(begin) + "," + std::to_string(end) + "]}";
+  return "\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(n) +
+         "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
 }
 
 // Writes dir/file holding one f32 tensor "x" with these values; returns its path.
-std::string write_x(const TempDir& dir, const std::string& file, const std::vector<double>& values) {
+std::string write_x(const TempDir& dir, const std::string& file,
+                    const std::vector<double>& values) {
   SafetensorsWriter w;
   w.add("x", Tensor::from_vector(values, {static_cast<int64_t>(values.size())}));
   w.write(dir.file(file));
@@ -103,12 +107,14 @@ BOOST_AUTO_TEST_CASE(every_dtype_and_layout_round_trips) {
   SafetensorsWriter w;
   w.metadata["note"] = "hello";
   const std::vector<std::pair<std::string, Tensor>> tensors = {
-      {"a", a}, {"b", b}, {"ids", ids}, {"s", s}, {"empty", empty}, {"big_t", big_t}, {"cube", cube}};
+      {"a", a},         {"b", b},         {"ids", ids},  {"s", s},
+      {"empty", empty}, {"big_t", big_t}, {"cube", cube}};
   for (const auto& [name, t] : tensors) w.add(name, t);
   const std::string path = dir.file("t.safetensors");
   w.write(path);
   BOOST_TEST(dir.entries() == std::vector<std::string>{"t.safetensors"});  // no temporary left
-  BOOST_TEST(((fs::status(path).permissions() & fs::perms::others_read) != fs::perms::none));  // not mkstemp's 0600
+  BOOST_TEST(((fs::status(path).permissions() & fs::perms::others_read) !=
+              fs::perms::none));  // not mkstemp's 0600
 
   const SafetensorsFile f = SafetensorsFile::read(path);
   BOOST_TEST(f.metadata().at("note") == "hello");
@@ -125,13 +131,15 @@ BOOST_AUTO_TEST_CASE(every_dtype_and_layout_round_trips) {
   BOOST_TEST(f.tensor("cube", DType::f32).to_vector() == cube.to_vector());
   // F32 widened to f64 and F64 narrowed to f32, exactly as static_cast would.
   BOOST_TEST(f.tensor("a", DType::f64).to_vector() == a.to_vector());
-  BOOST_TEST(attograd::testing::allclose(f.tensor("b", DType::f32).to_vector(), b.to_vector(), 1e-6, 0));
+  BOOST_TEST(
+      attograd::testing::allclose(f.tensor("b", DType::f32).to_vector(), b.to_vector(), 1e-6, 0));
 }
 
 BOOST_AUTO_TEST_CASE(read_into_fills_contiguous_and_transposed_destinations) {
   const TempDir dir;
   Generator gen(4);
-  const Tensor w_in_out = Tensor::randn({300, 2000}, gen);  // (in, out): several 4 MB blocks when f64
+  const Tensor w_in_out =
+      Tensor::randn({300, 2000}, gen);  // (in, out): several 4 MB blocks when f64
   SafetensorsWriter w;
   w.add("w", w_in_out);
   w.add("c", Tensor::zeros({2, 3, 4}));
@@ -147,13 +155,21 @@ BOOST_AUTO_TEST_CASE(read_into_fills_contiguous_and_transposed_destinations) {
     BOOST_TEST(plain.to_vector() == w_in_out.to_vector());
   }
   const Tensor wrong = Tensor::zeros({2000, 300});
-  expect_throw_with<std::runtime_error>([&] { f.read_into("w", wrong); },
-                                        "tensor 'w' has shape (300, 2000) but its destination is (2000, 300)");
-  expect_throw_with<std::invalid_argument>([&] { f.read_into("c", permute(Tensor::zeros({3, 2, 4}), {1, 0, 2})); },
-                                           "must be contiguous or 2-D, got a strided (2, 3, 4) view");
-  expect_throw_with<std::runtime_error>([&] { f.read_into("w", Tensor::zeros({300, 2000}, DType::i64)); },
-                                        "is F32, which cannot become an i64 tensor");
-  expect_throw_with<std::runtime_error>([&] { f.tensor("nope", DType::f32); }, "no tensor named 'nope'");
+  expect_throw_with<std::runtime_error>(
+      [&] { f.read_into("w", wrong); },
+      "tensor 'w' has shape (300, 2000) but its destination is (2000, 300)");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        f.read_into("c", permute(Tensor::zeros({3, 2, 4}), {1, 0, 2}));
+      },
+      "must be contiguous or 2-D, got a strided (2, 3, 4) view");
+  expect_throw_with<std::runtime_error>(
+      [&] {
+        f.read_into("w", Tensor::zeros({300, 2000}, DType::i64));
+      },
+      "is F32, which cannot become an i64 tensor");
+  expect_throw_with<std::runtime_error>([&] { f.tensor("nope", DType::f32); },
+                                        "no tensor named 'nope'");
 }
 
 BOOST_AUTO_TEST_CASE(half_bfloat_and_double_files_convert) {
@@ -179,7 +195,8 @@ BOOST_AUTO_TEST_CASE(half_bfloat_and_double_files_convert) {
   BOOST_TEST(!safetensors_converts("I64", DType::f32));
   BOOST_TEST(!safetensors_converts("F32", DType::i64));
   BOOST_TEST(!safetensors_converts("U8", DType::f32));
-  expect_throw_with<std::runtime_error>([&] { f.tensor("i", DType::f32); }, "is I64, which cannot become an f32");
+  expect_throw_with<std::runtime_error>([&] { f.tensor("i", DType::f32); },
+                                        "is I64, which cannot become an f32");
   expect_throw_with<std::runtime_error>([&] { f.doubles("h"); }, "is F16, expected F64");
 }
 
@@ -200,13 +217,14 @@ BOOST_AUTO_TEST_CASE(failed_writes_leave_the_old_file_and_no_temporary) {
   const std::string path = write_x(dir, "ckpt.safetensors", {1, 2, 3});
   const auto old_size = fs::file_size(path);
 
-  expect_throw_with<std::runtime_error>([&] { write_x(dir, "no_such_dir/ckpt.safetensors", {1}); },
-                                        "cannot write '" + dir.file("no_such_dir/ckpt.safetensors") + "'");
+  expect_throw_with<std::runtime_error>(
+      [&] { write_x(dir, "no_such_dir/ckpt.safetensors", {1}); },
+      "cannot write '" + dir.file("no_such_dir/ckpt.safetensors") + "'");
   // A full disk, as the file-size limit makes it: every write's return is checked, so the
   // failure surfaces (EFBIG here, ENOSPC on a real disk) instead of a truncated checkpoint.
   SafetensorsWriter big;
   big.add("y", transpose(Tensor::zeros({512, 1024}), 0, 1));  // through the row-block buffer
-  big.add("z", Tensor::zeros({1 << 20}));                    // straight from its memory
+  big.add("z", Tensor::zeros({1 << 20}));                     // straight from its memory
   rlimit saved{};
   ::getrlimit(RLIMIT_FSIZE, &saved);
   const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
@@ -220,7 +238,8 @@ BOOST_AUTO_TEST_CASE(failed_writes_leave_the_old_file_and_no_temporary) {
       BOOST_ERROR("a write past the size limit succeeded");
     } catch (const std::runtime_error& e) {
       BOOST_TEST_INFO(e.what());
-      BOOST_TEST(std::string(e.what()).find("cannot write '" + path + "' (write: ") != std::string::npos);
+      BOOST_TEST(std::string(e.what()).find("cannot write '" + path + "' (write: ") !=
+                 std::string::npos);
       BOOST_TEST(std::string(e.what()).find("the previous file is untouched") != std::string::npos);
     }
     ::setrlimit(RLIMIT_FSIZE, &saved);
@@ -228,17 +247,21 @@ BOOST_AUTO_TEST_CASE(failed_writes_leave_the_old_file_and_no_temporary) {
   std::signal(SIGXFSZ, previous_handler);
   BOOST_TEST(dir.entries() == std::vector<std::string>{"ckpt.safetensors"});
   BOOST_TEST(fs::file_size(path) == old_size);
-  BOOST_TEST(SafetensorsFile::read(path).tensor("x", DType::f32).to_vector() == (std::vector<double>{1, 2, 3}));
-  expect_throw_with<std::invalid_argument>([&] { big.add("u", Tensor()); }, "tensor 'u' is undefined");
+  BOOST_TEST(SafetensorsFile::read(path).tensor("x", DType::f32).to_vector() ==
+             (std::vector<double>{1, 2, 3}));
+  expect_throw_with<std::invalid_argument>([&] { big.add("u", Tensor()); },
+                                           "tensor 'u' is undefined");
 }
 
 BOOST_AUTO_TEST_CASE(entries_must_tile_the_data_section) {
   const TempDir dir;
   // The tiling holds whatever the order of the entries in the header.
-  write_raw(dir.file("ok.safetensors"), "{" + f32_entry("b", 2, 8, 16) + "," + f32_entry("a", 2, 0, 8) + "}",
+  write_raw(dir.file("ok.safetensors"),
+            "{" + f32_entry("b", 2, 8, 16) + "," + f32_entry("a", 2, 0, 8) + "}",
             std::string(16, '\0'));
   BOOST_TEST(SafetensorsFile::read(dir.file("ok.safetensors")).entries().size() == 2u);
-  write_raw(dir.file("meta.safetensors"), R"({"__metadata__":{"k":"v"}})", "");  // no tensors, no data
+  write_raw(dir.file("meta.safetensors"), R"({"__metadata__":{"k":"v"}})",
+            "");  // no tensors, no data
   BOOST_TEST(SafetensorsFile::read(dir.file("meta.safetensors")).metadata().at("k") == "v");
 
   expect_rejected(dir, "{" + f32_entry("a", 2, 0, 8) + "," + f32_entry("b", 2, 4, 12) + "}", 12,
@@ -246,16 +269,20 @@ BOOST_AUTO_TEST_CASE(entries_must_tile_the_data_section) {
   expect_rejected(dir, "{" + f32_entry("a", 2, 0, 8) + "," + f32_entry("b", 2, 0, 8) + "}", 8,
                   "tensors 'a' [0, 8) and 'b' [0, 8) overlap");
   expect_rejected(dir, "{" + f32_entry("a", 2, 0, 8) + "," + f32_entry("b", 2, 12, 20) + "}", 20,
-                  "bytes [8, 12) of the data section belong to no tensor: a gap between 'a' [0, 8) and 'b' [12, 20)");
+                  "bytes [8, 12) of the data section belong to no tensor: a gap between 'a' [0, 8) "
+                  "and 'b' [12, 20)");
   expect_rejected(dir, "{" + f32_entry("a", 2, 4, 12) + "}", 12,
                   "bytes [0, 4) of the data section belong to no tensor: a gap before 'a' [4, 12)");
   expect_rejected(dir, "{" + f32_entry("a", 2, 0, 8) + "}", 12,
-                  "bytes [8, 12) at the end of the data section belong to no tensor (the last one is 'a' [0, 8))");
-  expect_rejected(dir, R"({"__metadata__":{}})", 4, "bytes [0, 4) at the end of the data section belong to no "
-                                                    "tensor (there are no tensors)");
+                  "bytes [8, 12) at the end of the data section belong to no tensor (the last one "
+                  "is 'a' [0, 8))");
+  expect_rejected(dir, R"({"__metadata__":{}})", 4,
+                  "bytes [0, 4) at the end of the data section belong to no "
+                  "tensor (there are no tensors)");
   expect_rejected(dir, "{" + f32_entry("a", 2, 0, 8) + "}", 4,
                   "truncated: tensor 'a' needs bytes [0, 8) of the data section, which has 4");
-  expect_rejected(dir, "{" + f32_entry("a", 2, 8, 0) + "}", 8, "tensor 'a' has data_offsets [8, 0] that end before");
+  expect_rejected(dir, "{" + f32_entry("a", 2, 8, 0) + "}", 8,
+                  "tensor 'a' has data_offsets [8, 0] that end before");
   expect_rejected(dir, "{" + f32_entry("a", 2, 0, 12) + "}", 12,
                   "tensor 'a' (2,) F32 should take 8 bytes, the file gives it 12");
 }
@@ -268,43 +295,51 @@ BOOST_AUTO_TEST_CASE(duplicate_keys_are_refused) {
                   "the header has the key 'dtype' twice in the entry 'a'");
   expect_rejected(dir, R"({"__metadata__":{"step":"1","step":"2"}})", 0,
                   "the header has the key 'step' twice in the entry '__metadata__'");
-  expect_rejected(dir, R"({"__metadata__":{},"__metadata__":{}})", 0, "the header has the key '__metadata__' twice");
+  expect_rejected(dir, R"({"__metadata__":{},"__metadata__":{}})", 0,
+                  "the header has the key '__metadata__' twice");
 }
 
 BOOST_AUTO_TEST_CASE(shapes_must_be_non_negative_integers_whose_size_fits) {
   const TempDir dir;
   // {as written, as the message shows it}
   const std::vector<std::pair<std::string, std::string>> bad_sizes = {
-      {"70.9", "70.9"},   {"-1", "-1"},   {"9223372036854775808", "9223372036854775808"},
-      {"1e2", "100.0"},   {"2.0", "2.0"}, {"18446744073709551616", "1.8446744073709552e+19"},
-      {"\"2\"", "\"2\""}, {"true", "true"}, {"null", "null"}, {"[2]", "[2]"}};
+      {"70.9", "70.9"},   {"-1", "-1"},     {"9223372036854775808", "9223372036854775808"},
+      {"1e2", "100.0"},   {"2.0", "2.0"},   {"18446744073709551616", "1.8446744073709552e+19"},
+      {"\"2\"", "\"2\""}, {"true", "true"}, {"null", "null"},
+      {"[2]", "[2]"}};
   for (const auto& [bad, shown] : bad_sizes)
-    expect_rejected(dir, R"({"a":{"dtype":"F32","shape":[)" + bad + R"(],"data_offsets":[0,8]}})", 8,
+    expect_rejected(dir, R"({"a":{"dtype":"F32","shape":[)" + bad + R"(],"data_offsets":[0,8]}})",
+                    8,
                     "tensor 'a' has shape [" + shown + "]: the entry " + shown +
                         " is not a non-negative integer below 2^63");
   expect_rejected(dir, R"({"a":{"dtype":"F32","shape":2,"data_offsets":[0,8]}})", 8,
                   "tensor 'a' has shape 2, not an array");
   // numel * 4 wraps to 72 bytes mod 2^64: the overflow, not the wrapped size, must decide.
-  expect_rejected(dir, R"({"w":{"dtype":"F32","shape":[4611686018427387922],"data_offsets":[0,72]}})", 72,
-                  "tensor 'w' has an impossible shape (4611686018427387922,): its element count or byte size");
+  expect_rejected(
+      dir, R"({"w":{"dtype":"F32","shape":[4611686018427387922],"data_offsets":[0,72]}})", 72,
+      "tensor 'w' has an impossible shape (4611686018427387922,): its element count or byte size");
   // numel overflows int64 before the 0 would make it 0.
-  expect_rejected(dir, R"({"w":{"dtype":"U8","shape":[4294967296,2147483648,0],"data_offsets":[0,0]}})", 0,
-                  "impossible shape (4294967296, 2147483648, 0)");
+  expect_rejected(dir,
+                  R"({"w":{"dtype":"U8","shape":[4294967296,2147483648,0],"data_offsets":[0,0]}})",
+                  0, "impossible shape (4294967296, 2147483648, 0)");
 }
 
 BOOST_AUTO_TEST_CASE(offsets_dtypes_and_entries_must_be_well_formed) {
   const TempDir dir;
   const std::vector<std::pair<std::string, std::string>> bad_offsets = {
-      {"[-1,8]", "[-1,8]"}, {"[0.5,8]", "[0.5,8]"}, {"[0]", "[0]"}, {"[0,8,8]", "[0,8,8]"},
+      {"[-1,8]", "[-1,8]"},   {"[0.5,8]", "[0.5,8]"},
+      {"[0]", "[0]"},         {"[0,8,8]", "[0,8,8]"},
       {"\"0,8\"", "\"0,8\""}, {"[0,18446744073709551616]", "[0,1.8446744073709552e+19]"}};
   for (const auto& [bad, shown] : bad_offsets)
     expect_rejected(dir, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":)" + bad + "}}", 8,
-                    "tensor 'a' has data_offsets " + shown + ": expected two non-negative integers [begin, end]");
+                    "tensor 'a' has data_offsets " + shown +
+                        ": expected two non-negative integers [begin, end]");
   expect_rejected(dir, R"({"a":{"dtype":"F8","shape":[2],"data_offsets":[0,2]}})", 2,
                   "tensor 'a' has unknown dtype F8");
   expect_rejected(dir, R"({"a":{"dtype":4,"shape":[2],"data_offsets":[0,8]}})", 8,
                   "tensor 'a' has dtype 4, not a string");
-  expect_rejected(dir, R"({"a":{"dtype":"F32","shape":[2]}})", 8, "tensor 'a' has a malformed entry");
+  expect_rejected(dir, R"({"a":{"dtype":"F32","shape":[2]}})", 8,
+                  "tensor 'a' has a malformed entry");
   expect_rejected(dir, R"({"a":[1,2]})", 8, "tensor 'a' has a malformed entry [1,2]");
   expect_rejected(dir, R"({"__metadata__":[1]})", 0, "__metadata__ is not a JSON object");
   expect_rejected(dir, R"([1,2])", 0, "the header does not start with '{'");
@@ -322,15 +357,18 @@ BOOST_AUTO_TEST_CASE(header_length_is_checked_before_anything_is_allocated) {
     for (int i = 0; i < 8; ++i) f.put(static_cast<char>(n >> (8 * i)));
   }
   fs::resize_file(path, 8 + 100'000'001 + 16);
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); },
-                                        "its header declares 100000001 bytes, over the format's limit of 100000000");
+  expect_throw_with<std::runtime_error>(
+      [&] { SafetensorsFile::read(path); },
+      "its header declares 100000001 bytes, over the format's limit of 100000000");
   fs::resize_file(path, 8 + 50);
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); },
-                                        "not a safetensors file: its first 8 bytes declare a 100000001-byte header");
+  expect_throw_with<std::runtime_error>(
+      [&] { SafetensorsFile::read(path); },
+      "not a safetensors file: its first 8 bytes declare a 100000001-byte header");
   write_raw(path, std::string(40, ' '), "");
   fs::resize_file(path, 8 + 20);
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); },
-                                        "truncated: the header declares 40 bytes but only 20 follow");
+  expect_throw_with<std::runtime_error>(
+      [&] { SafetensorsFile::read(path); },
+      "truncated: the header declares 40 bytes but only 20 follow");
 }
 
 BOOST_AUTO_TEST_CASE(deep_nesting_and_non_string_metadata_are_refused) {
@@ -339,13 +377,15 @@ BOOST_AUTO_TEST_CASE(deep_nesting_and_non_string_metadata_are_refused) {
   // back into a string; now the header is refused while it is parsed.
   const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
   expect_rejected(dir, R"({"__metadata__":{"x":)" + deep + "}}", 0,
-                  "safetensors file '" + dir.file("bad.safetensors") + "': the header nests deeper than 32 levels");
+                  "safetensors file '" + dir.file("bad.safetensors") +
+                      "': the header nests deeper than 32 levels");
   expect_rejected(dir, R"({"a":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,8]}})", 8,
                   "the header nests deeper than 32 levels");
   // The format keeps metadata as strings: a number or an object is not silently turned into one.
   expect_rejected(dir, R"({"__metadata__":{"step":12}})", 0,
                   "__metadata__ 'step' is 12, not a string (the format keeps metadata as strings)");
-  expect_rejected(dir, R"({"__metadata__":{"config":{"n_layer":1}}})", 0, "__metadata__ 'config' is {\"n_layer\":1}, not a string");
+  expect_rejected(dir, R"({"__metadata__":{"config":{"n_layer":1}}})", 0,
+                  "__metadata__ 'config' is {\"n_layer\":1}, not a string");
 }
 
 BOOST_AUTO_TEST_CASE(bytes_views_the_stored_tensor) {

@@ -22,7 +22,8 @@ namespace {
 // The logits of `model` for idx (1, T), without a graph.
 std::vector<float> logits_of(const LanguageModel& model, const std::vector<int64_t>& idx) {
   NoGradGuard no_grad;
-  const Tensor logits = model.forward(Tensor::from_ids(idx, {1, static_cast<int64_t>(idx.size())})).logits;
+  const Tensor logits =
+      model.forward(Tensor::from_ids(idx, {1, static_cast<int64_t>(idx.size())})).logits;
   const float* p = logits.data<float>();
   return std::vector<float>(p, p + logits.numel());
 }
@@ -99,7 +100,7 @@ BOOST_AUTO_TEST_CASE(a_hugging_face_file_gives_the_same_logits_and_gpt2s_tokeniz
   const Session s = open_model({"", (dir / "model.safetensors").string(), 0});
   BOOST_TEST(s.tokenizer->kind() == "gpt2");
   BOOST_TEST(s.tokenizer->vocab_size() == 50257);
-  s.require_tokenizer_matches();  // throws if not
+  s.require_tokenizer_matches();                              // throws if not
   const std::vector<int64_t> prompt = {464, 3797, 3332, 13};  // "The cat sat."
   const std::vector<float> expected = logits_of(*written, prompt);
   const std::vector<float> got = logits_of(s.gpt(), prompt);
@@ -107,12 +108,18 @@ BOOST_AUTO_TEST_CASE(a_hugging_face_file_gives_the_same_logits_and_gpt2s_tokeniz
 }
 
 BOOST_AUTO_TEST_CASE(opening_refuses_what_is_not_one_model) {
-  expect_throw_with<std::invalid_argument>([] { open_model({}); }, "give exactly one of --checkpoint");
-  expect_throw_with<std::invalid_argument>([] { open_model({"a", "b", 0}); }, "give exactly one of --checkpoint");
+  expect_throw_with<std::invalid_argument>([] { open_model({}); },
+                                           "give exactly one of --checkpoint");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        open_model({"a", "b", 0});
+      },
+      "give exactly one of --checkpoint");
   const auto dir = attograd::testing::fresh_temp_dir("session_empty");
   expect_throw_with<std::invalid_argument>([&] { open_checkpoint(dir.string()); },
                                            "is a directory without ckpt.safetensors");
-  expect_throw_with<std::invalid_argument>([&] { resume_run(dir.string()); }, "nothing to resume: ");
+  expect_throw_with<std::invalid_argument>([&] { resume_run(dir.string()); },
+                                           "nothing to resume: ");
   const Session bigram = session_of(known_bigram(2));
   expect_throw_with<std::runtime_error>([&] { bigram.gpt(); }, "holds a bigram model");
 }
@@ -132,11 +139,15 @@ BOOST_AUTO_TEST_CASE(evaluate_gives_the_known_loss_window_by_window) {
   BOOST_TEST(b.predictions == 3);
   BOOST_TEST(b.windows == 2);
   BOOST_TEST(b.mean_nll == 4 * ln2 / 3, boost::test_tools::tolerance(1e-6));  // 0.9241962407
-  expect_throw_with<std::invalid_argument>([&] { two.evaluate({0}); }, "the loss needs at least 2 tokens");
+  expect_throw_with<std::invalid_argument>([&] { two.evaluate({0}); },
+                                           "the loss needs at least 2 tokens");
   // A non-finite weight is named, not printed as a loss.
   two.model->named_parameters().front().second.data<float>()[1] = std::nanf("");
-  expect_throw_with<std::runtime_error>([&] { two.evaluate({0, 1}); },
-                                        "the weights in known bigram are not finite");
+  expect_throw_with<std::runtime_error>(
+      [&] {
+        two.evaluate({0, 1});
+      },
+      "the weights in known bigram are not finite");
 }
 
 BOOST_AUTO_TEST_CASE(a_checkpoints_tokenizer_opens_without_its_model) {

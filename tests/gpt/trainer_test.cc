@@ -1,17 +1,17 @@
 // Training: perplexity bookkeeping, bit-exact resume, NaN handling, logs and plots, and pico
 // learning real text.
 #define BOOST_TEST_MODULE trainer
-#include <boost/test/unit_test.hpp>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <csignal>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "autograd/allocator.h"
 #include "autograd/ops.h"
@@ -29,13 +29,16 @@ using attograd::testing::shared_data;
 
 namespace {
 
-std::filesystem::path temp_dir(const std::string& name) { return attograd::testing::fresh_temp_dir("trainer_" + name); }
+std::filesystem::path temp_dir(const std::string& name) {
+  return attograd::testing::fresh_temp_dir("trainer_" + name);
+}
 
 // A small synthetic corpus: repeated words, learnable quickly.
 std::vector<int64_t> toy_tokens() {
   const std::string text = [] {
     std::string s;
-    for (int i = 0; i < 300; ++i) s += (i % 3 == 0) ? "the cat sat. " : (i % 3 == 1) ? "a dog ran! " : "we sing; ";
+    for (int i = 0; i < 300; ++i)
+      s += (i % 3 == 0) ? "the cat sat. " : (i % 3 == 1) ? "a dog ran! " : "we sing; ";
     return s;
   }();
   return CharTokenizer::from_text(text).encode(text);
@@ -67,7 +70,8 @@ BOOST_AUTO_TEST_CASE(perplexity_is_exp_of_the_token_mean) {
   m.add(0.5 + 1.0 + 1.5, 3);  // a batch of three tokens
   m.add(3.0, 1);              // a batch of one
   BOOST_TEST(std::abs(m.mean_nll() - 1.5) < 1e-15);
-  BOOST_TEST(std::abs(m.perplexity() - 4.481689) < 1e-6);  // not e^2 (mean of batch means), not 11.40 (mean of ppls)
+  BOOST_TEST(std::abs(m.perplexity() - 4.481689) <
+             1e-6);  // not e^2 (mean of batch means), not 11.40 (mean of ppls)
   expect_throw_with<std::logic_error>([] { PerplexityMeter().mean_nll(); }, "no tokens");
 }
 
@@ -78,16 +82,21 @@ BOOST_AUTO_TEST_CASE(options_out_of_range_are_refused) {
     change(o);
     expect_throw_with<std::invalid_argument>([&] { o.validate(); }, message);
   };
-  refused([](TrainOptions& o) { o.batch_size = 2305843009213693952; }, "batch size must be in [1, 65536], got 2305843009213693952");
+  refused([](TrainOptions& o) { o.batch_size = 2305843009213693952; },
+          "batch size must be in [1, 65536], got 2305843009213693952");
   refused([](TrainOptions& o) { o.grad_accum = 0; }, "grad_accum must be in [1, 65536], got 0");
-  refused([](TrainOptions& o) { o.max_steps = -1; }, "steps must be in [1, 9223372036854775807], got -1");
-  refused([](TrainOptions& o) { o.warmup_steps = -5; }, "warmup must be in [0, 9223372036854775807], got -5");
-  refused([](TrainOptions& o) { o.block_size = int64_t{1} << 40; }, "block_size must be in [0, 131072]");
+  refused([](TrainOptions& o) { o.max_steps = -1; },
+          "steps must be in [1, 9223372036854775807], got -1");
+  refused([](TrainOptions& o) { o.warmup_steps = -5; },
+          "warmup must be in [0, 9223372036854775807], got -5");
+  refused([](TrainOptions& o) { o.block_size = int64_t{1} << 40; },
+          "block_size must be in [0, 131072]");
   refused([](TrainOptions& o) { o.learning_rate = std::numeric_limits<double>::infinity(); },
           "learning rate must be a finite number > 0, got inf");
   refused([](TrainOptions& o) { o.weight_decay = std::numeric_limits<double>::infinity(); },
           "weight_decay must be a finite number >= 0, got inf");
-  refused([](TrainOptions& o) { o.grad_clip = std::nan(""); }, "grad_clip must be a finite number >= 0, got nan");
+  refused([](TrainOptions& o) { o.grad_clip = std::nan(""); },
+          "grad_clip must be a finite number >= 0, got nan");
   BOOST_CHECK_NO_THROW(small_options().validate());
 }
 
@@ -143,7 +152,8 @@ BOOST_AUTO_TEST_CASE(gradient_accumulation_equals_the_mean_over_micro_batches) {
   const double loss = t.train_step();
   BOOST_TEST(std::abs(loss - 0.5 * (l1.item() + l2.item())) < 1e-6);
   // The optimizer has already stepped, but the gradient buffers still hold what it used.
-  BOOST_TEST(attograd::testing::allclose(model.arena().grads().to_vector(), reference.arena().grads().to_vector(), 1e-6, 0));
+  BOOST_TEST(attograd::testing::allclose(model.arena().grads().to_vector(),
+                                         reference.arena().grads().to_vector(), 1e-6, 0));
 }
 
 // The design goal of the storage cache: after warm-up a training step allocates nothing.
@@ -299,13 +309,14 @@ BOOST_AUTO_TEST_CASE(resume_keeps_the_complete_log_rows_up_to_the_checkpoint) {
   BOOST_TEST(kept.find(",,") != std::string::npos);  // the empty grad_norm
   // What a crash leaves: rows past the checkpoint (step 4), torn and malformed rows, and a last
   // row without its newline (its last number may be cut short).
-  std::ofstream(dir / "train_log.csv", std::ios::app) << "5,2.1,0.01,,900\n"  // after the checkpoint
-                                                         "6,2.0\n"             // too few fields
-                                                         "x,1,1,,1\n"          // no step
-                                                         "3,1,1,1,1,1\n"       // too many fields
-                                                         "2,1,,1,1\n"          // lr empty
-                                                         "3,1.5e,1,,1\n"       // not a number
-                                                         "4,1,1,,12";          // no newline
+  std::ofstream(dir / "train_log.csv", std::ios::app)
+      << "5,2.1,0.01,,900\n"  // after the checkpoint
+         "6,2.0\n"            // too few fields
+         "x,1,1,,1\n"         // no step
+         "3,1,1,1,1,1\n"      // too many fields
+         "2,1,,1,1\n"         // lr empty
+         "3,1.5e,1,,1\n"      // not a number
+         "4,1,1,,12";         // no newline
   std::ofstream(dir / "eval_log.csv", std::ios::app) << "2,1,1,1\n4,1,1,1,1,\n6,1,1,1,1\n4,1";
   const SafetensorsFile file = SafetensorsFile::read((dir / "ckpt.safetensors").string());
   const CheckpointInfo info = read_checkpoint_info(file);
@@ -339,7 +350,8 @@ BOOST_AUTO_TEST_CASE(a_diverged_model_is_never_checkpointed) {
     model.wte->weight.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
     expect_throw_with<NonFiniteLoss>([&] { t.save(t.checkpoint_path()); },
                                      "the parameters are no longer finite after step 1 (2 of " +
-                                         std::to_string(model.num_parameters()) + " are NaN or infinite)");
+                                         std::to_string(model.num_parameters()) +
+                                         " are NaN or infinite)");
     BOOST_TEST(!std::filesystem::exists(t.checkpoint_path()));
     BOOST_TEST(!t.last_saved_step().has_value());
   }
@@ -351,9 +363,11 @@ BOOST_AUTO_TEST_CASE(a_diverged_model_is_never_checkpointed) {
   GPT model(c, 6);
   Trainer t(model, data, o, "char", "", dir.string());
   std::ostringstream log;
-  expect_throw_with<NonFiniteLoss>([&] { t.run(log); }, "so no checkpoint was written at this step");
+  expect_throw_with<NonFiniteLoss>([&] { t.run(log); },
+                                   "so no checkpoint was written at this step");
   BOOST_TEST(!std::filesystem::exists(t.checkpoint_path()));
-  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1}));  // the logs are written
+  BOOST_TEST(
+      (logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1}));  // the logs are written
   std::filesystem::remove_all(dir);
 }
 
@@ -413,15 +427,23 @@ BOOST_AUTO_TEST_CASE(training_options_from_a_checkpoint_are_read_strictly) {
   const std::string what = "the training options in the checkpoint";
   // {edit, what the error must say}: never truncated (3.9), cast (2^64, -1) or ignored.
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {with("\"batch_size\":32", "\"batch_size\":3.9"), what + ": batch_size is 3.9, expected an integer in [1, "},
-      {with("\"max_steps\":2000", "\"max_steps\":1e30"), what + ": max_steps is 1e+30, expected an integer"},
-      {with("\"max_steps\":2000", "\"max_steps\":9223372036854775808"), "max_steps is 9223372036854775808"},
-      {with("\"seed\":18446744073709551615", "\"seed\":-1"), what + ": seed is -1, expected an integer in [0, "},
-      {with("\"seed\":18446744073709551615", "\"seed\":18446744073709551616"), "seed is 1.8446744073709552e+19"},
+      {with("\"batch_size\":32", "\"batch_size\":3.9"),
+       what + ": batch_size is 3.9, expected an integer in [1, "},
+      {with("\"max_steps\":2000", "\"max_steps\":1e30"),
+       what + ": max_steps is 1e+30, expected an integer"},
+      {with("\"max_steps\":2000", "\"max_steps\":9223372036854775808"),
+       "max_steps is 9223372036854775808"},
+      {with("\"seed\":18446744073709551615", "\"seed\":-1"),
+       what + ": seed is -1, expected an integer in [0, "},
+      {with("\"seed\":18446744073709551615", "\"seed\":18446744073709551616"),
+       "seed is 1.8446744073709552e+19"},
       {with("\"beta1\":0.9", "\"beta1\":\"0.9\""), what + ": beta1 is \"0.9\", expected a number"},
-      {with("\"learning_rate\":0.01", "\"learning_rate\":-0.01"), "learning_rate is -0.01, expected a number in [0.0, "},
-      {with("\"block_size\":0", "\"block_size\":0,\"keep_crlf\":true"), what + " has an unknown field 'keep_crlf'"},
-      {std::string(100'000, '[') + std::string(100'000, ']'), what + " nests deeper than 32 levels"},
+      {with("\"learning_rate\":0.01", "\"learning_rate\":-0.01"),
+       "learning_rate is -0.01, expected a number in [0.0, "},
+      {with("\"block_size\":0", "\"block_size\":0,\"keep_crlf\":true"),
+       what + " has an unknown field 'keep_crlf'"},
+      {std::string(100'000, '[') + std::string(100'000, ']'),
+       what + " nests deeper than 32 levels"},
       {"{", what + " is not valid JSON"},
   };
   for (const auto& [text, needle] : cases) {
@@ -439,8 +461,9 @@ BOOST_AUTO_TEST_CASE(a_malformed_batch_rng_names_the_metadata_key) {
   s.adam_m = Tensor::zeros({model.arena().params().numel()});
   s.adam_v = Tensor::zeros({model.arena().params().numel()});
   s.batch_rng = "garbage";
-  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
-                                        "checkpoint metadata 'batch_rng': Generator::set_state: malformed generator state");
+  expect_throw_with<std::runtime_error>(
+      [&] { trainer.restore(s); },
+      "checkpoint metadata 'batch_rng': Generator::set_state: malformed generator state");
 }
 
 // A training state that attograd never writes (a damaged or edited checkpoint) is refused on
@@ -468,8 +491,9 @@ BOOST_AUTO_TEST_CASE(a_damaged_training_state_is_refused_on_resume) {
   trainer.restore(s);  // a consistent state is accepted
   BOOST_TEST(trainer.step() == 3);
   model.arena().params().data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
-  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
-                                        "checkpoint: 1 of its " + std::to_string(n) + " weights are not finite");
+  expect_throw_with<std::runtime_error>(
+      [&] { trainer.restore(s); },
+      "checkpoint: 1 of its " + std::to_string(n) + " weights are not finite");
 }
 
 // TrainOptions' JSON fields are listed once (trainer.cc); to_json writes a key for every field of
@@ -485,8 +509,9 @@ BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
   const nlohmann::json defaults = nlohmann::json::parse(TrainOptions().to_json());
   BOOST_TEST(written.size() == attograd::testing::field_count<TrainOptions>());
   BOOST_TEST(defaults.size() == written.size());
-  for (const auto& [key, value] : written.items())
-    BOOST_TEST_CONTEXT(key) { BOOST_TEST((value != defaults.at(key)), "the test leaves " << key << " at its default"); }
+  for (const auto& [key, value] : written.items()) BOOST_TEST_CONTEXT(key) {
+      BOOST_TEST((value != defaults.at(key)), "the test leaves " << key << " at its default");
+    }
   BOOST_TEST((TrainOptions::from_json(o.to_json()) == o));
   // A checkpoint written before the corpus was recorded still loads, with the defaults.
   nlohmann::json old = written;
@@ -497,6 +522,7 @@ BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
   // Every other field is required.
   nlohmann::json missing = written;
   missing.erase("eval_iters");
-  expect_throw_with<std::runtime_error>([&] { TrainOptions::from_json(missing.dump()); },
-                                        "the training options in the checkpoint has no 'eval_iters'");
+  expect_throw_with<std::runtime_error>(
+      [&] { TrainOptions::from_json(missing.dump()); },
+      "the training options in the checkpoint has no 'eval_iters'");
 }

@@ -37,9 +37,9 @@ BOOST_AUTO_TEST_CASE(valid_text_decodes_to_code_points) {
 
 BOOST_AUTO_TEST_CASE(boundaries_of_each_length_round_trip) {
   // The first and last code point of every row of the table, plus U+0000.
-  for (char32_t cp : {0x0u, 0x7Fu, 0x80u, 0x7FFu, 0x800u, 0xFFFu, 0x1000u, 0xD7FFu, 0xE000u,
-                      0xFFFDu, 0xFFFFu, 0x10000u, 0x3FFFFu, 0x40000u, 0xFFFFFu, 0x100000u,
-                      0x10FFFFu}) {
+  for (char32_t cp :
+       {0x0u, 0x7Fu, 0x80u, 0x7FFu, 0x800u, 0xFFFu, 0x1000u, 0xD7FFu, 0xE000u, 0xFFFDu, 0xFFFFu,
+        0x10000u, 0x3FFFFu, 0x40000u, 0xFFFFFu, 0x100000u, 0x10FFFFu}) {
     BOOST_TEST_INFO("code point " << code_point_hex(cp));
     const std::string bytes = encode_utf8(cp);
     const size_t expected_length = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(malformed_sequences_name_the_offset_and_the_problem) {
   };
   const Case cases[] = {
       {"ab\x80", 2, "continuation byte without a lead byte (byte 80)"},
-      {"\xC0\xAF", 0, "overlong 2-byte encoding of U+002F"},           // '/' in two bytes
+      {"\xC0\xAF", 0, "overlong 2-byte encoding of U+002F"},  // '/' in two bytes
       {"x\xC1\xBF", 1, "overlong 2-byte encoding of U+007F"},
       {"\xE0\x80\xAF", 0, "overlong 3-byte encoding of U+002F"},
       {"\xE0\x9F\xBF", 0, "overlong 3-byte encoding of U+07FF"},
@@ -100,7 +100,10 @@ BOOST_AUTO_TEST_CASE(encode_rejects_non_characters) {
   expect_throw_with<std::invalid_argument>([] { encode_utf8(char32_t{0x110000}); },
                                            "U+110000 is above U+10FFFF");
   expect_throw_with<std::invalid_argument>(
-      [] { encode_utf8(std::u32string{U'a', char32_t{0xDC00}}); }, "code point index 1");
+      [] {
+        encode_utf8(std::u32string{U'a', char32_t{0xDC00}});
+      },
+      "code point index 1");
 }
 
 BOOST_AUTO_TEST_CASE(decode_next_past_the_end_is_out_of_range) {

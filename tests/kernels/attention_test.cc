@@ -29,12 +29,14 @@ namespace {
 // (B, NH, Tq, Tk, HS): one-element heads, the lecture's pico head (HS 2), head sizes around a
 // vector of floats (16) and doubles (8), GPT-2's 64, a KV-cache shape (Tq < Tk), odd lengths.
 const AttentionDims kDims[] = {
-    {1, 1, 1, 1, 1},  {2, 3, 5, 5, 2},   {1, 2, 7, 9, 3},    {2, 2, 17, 17, 16},
+    {1, 1, 1, 1, 1},    {2, 3, 5, 5, 2},    {1, 2, 7, 9, 3}, {2, 2, 17, 17, 16},
     {1, 1, 37, 37, 17}, {1, 2, 20, 33, 64}, {2, 1, 9, 9, 8}, {1, 1, 3, 3, 769},
 };
 
 // Contiguous (B, NH, T, HS): the layout of the gradient buffers of causal_attention(q, k, v).
-HeadStrides contiguous(const AttentionDims& n, int64_t T) { return k::contiguous_heads(n.NH, T, n.HS); }
+HeadStrides contiguous(const AttentionDims& n, int64_t T) {
+  return k::contiguous_heads(n.NH, T, n.HS);
+}
 
 // q, k, v as the head-split views of one (B, T, 3, NH, HS) buffer, and y as (B, T, NH, HS): what
 // a GPT's c_attn output and merged heads are. (Only meaningful for Tq == Tk.)
@@ -49,13 +51,15 @@ struct GptLayout {
 };
 
 template <typename T>
-void check_forward_and_backward(const AttentionDims& n, bool gpt_layout, int64_t offset, std::mt19937_64& rng) {
+void check_forward_and_backward(const AttentionDims& n, bool gpt_layout, int64_t offset,
+                                std::mt19937_64& rng) {
   const auto what = describe("B=", n.B, " NH=", n.NH, " Tq=", n.Tq, " Tk=", n.Tk, " HS=", n.HS,
                              gpt_layout ? " (B, T, 3C) views" : " contiguous", " offset=", offset);
   const int64_t q_size = n.B * n.NH * n.Tq * n.HS, k_size = n.B * n.NH * n.Tk * n.HS;
   const GptLayout g(n);
   // Operands: separate contiguous buffers, or one shared qkv buffer.
-  const Buffer<T> qkv = uniform<T>(gpt_layout ? 3 * k_size : q_size + 2 * k_size, offset, rng, -1.5, 1.5);
+  const Buffer<T> qkv =
+      uniform<T>(gpt_layout ? 3 * k_size : q_size + 2 * k_size, offset, rng, -1.5, 1.5);
   const T* q = qkv.data();
   const T* kp = qkv.data() + (gpt_layout ? g.k_offset : q_size);
   const T* vp = qkv.data() + (gpt_layout ? g.v_offset : q_size + k_size);
@@ -63,7 +67,8 @@ void check_forward_and_backward(const AttentionDims& n, bool gpt_layout, int64_t
   const HeadStrides ks = gpt_layout ? g.qkv : contiguous(n, n.Tk);
   const HeadStrides ys = gpt_layout ? g.y : contiguous(n, n.Tq);
 
-  Buffer<T> y(q_size, offset), y_ref(q_size, offset), lse(n.B * n.NH * n.Tq, offset), lse_ref(n.B * n.NH * n.Tq, offset);
+  Buffer<T> y(q_size, offset), y_ref(q_size, offset), lse(n.B * n.NH * n.Tq, offset),
+      lse_ref(n.B * n.NH * n.Tq, offset);
   k::attention_forward(y.data(), ys, lse.data(), q, qs, kp, ks, vp, ks, n);
   ref::attention_forward(y_ref.data(), ys, lse_ref.data(), q, qs, kp, ks, vp, ks, n);
   BOOST_TEST(allclose(y, y_ref, kRtol<T>, kRtol<T>), what + " y");
@@ -74,12 +79,14 @@ void check_forward_and_backward(const AttentionDims& n, bool gpt_layout, int64_t
   const Buffer<T> dy = uniform<T>(q_size, offset, rng);
   Buffer<T> grads = uniform<T>(gpt_layout ? 3 * k_size : q_size + 2 * k_size, offset, rng);
   Buffer<T> grads_ref = grads;
-  const int64_t dk_at = gpt_layout ? g.k_offset : q_size, dv_at = gpt_layout ? g.v_offset : q_size + k_size;
+  const int64_t dk_at = gpt_layout ? g.k_offset : q_size,
+                dv_at = gpt_layout ? g.v_offset : q_size + k_size;
   const k::AttentionGradStrides gs{ys, qs, ks, ks};
-  k::attention_backward(grads.data(), grads.data() + dk_at, grads.data() + dv_at, dy.data(), gs, y.data(), ys,
-                        lse.data(), q, qs, kp, ks, vp, ks, n);
-  ref::attention_backward(grads_ref.data(), grads_ref.data() + dk_at, grads_ref.data() + dv_at, dy.data(), gs,
-                          y_ref.data(), ys, lse_ref.data(), q, qs, kp, ks, vp, ks, n);
+  k::attention_backward(grads.data(), grads.data() + dk_at, grads.data() + dv_at, dy.data(), gs,
+                        y.data(), ys, lse.data(), q, qs, kp, ks, vp, ks, n);
+  ref::attention_backward(grads_ref.data(), grads_ref.data() + dk_at, grads_ref.data() + dv_at,
+                          dy.data(), gs, y_ref.data(), ys, lse_ref.data(), q, qs, kp, ks, vp, ks,
+                          n);
   BOOST_TEST(allclose(grads, grads_ref, kRtol<T> * 10, kRtol<T> * 10), what + " dq, dk, dv");
 }
 
@@ -109,7 +116,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(zero_queries_give_the_causal_average, T, Types) {
     k::attention_forward(y.data(), s, lse.data(), q.data(), s, k.data(), s, v.data(), s, n);
     const std::vector<T> want = {1, 10, 2, 20, 3, 30, 4, 40};
     BOOST_TEST(allclose(y, want, kRtol<T>, kRtol<T>), "causal average");
-    for (int64_t t = 0; t < 4; ++t) BOOST_TEST(allclose(lse[t], static_cast<T>(std::log(t + 1.0)), kRtol<T>, kRtol<T>));
+    for (int64_t t = 0; t < 4; ++t)
+      BOOST_TEST(allclose(lse[t], static_cast<T>(std::log(t + 1.0)), kRtol<T>, kRtol<T>));
   });
 }
 
@@ -119,16 +127,18 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_backward_computes_only_what_is_asked, T,
   const AttentionDims n{2, 2, 6, 6, 5};
   const HeadStrides s = contiguous(n, 6);
   const int64_t size = 2 * 2 * 6 * 5;
-  const Buffer<T> q = uniform<T>(size, 0, rng), kk = uniform<T>(size, 0, rng), v = uniform<T>(size, 0, rng);
+  const Buffer<T> q = uniform<T>(size, 0, rng), kk = uniform<T>(size, 0, rng),
+                  v = uniform<T>(size, 0, rng);
   const Buffer<T> dy = uniform<T>(size, 0, rng);
   Buffer<T> y(size, 0), lse(24, 0);
   k::attention_forward(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
   Buffer<T> dq_all(size, 0), dk_all(size, 0), dv_all(size, 0), dk_only(size, 0);
   const k::AttentionGradStrides gs{s, s, s, s};
-  k::attention_backward(dq_all.data(), dk_all.data(), dv_all.data(), dy.data(), gs, y.data(), s, lse.data(), q.data(), s,
-                        kk.data(), s, v.data(), s, n);
-  k::attention_backward(static_cast<T*>(nullptr), dk_only.data(), static_cast<T*>(nullptr), dy.data(), gs, y.data(), s,
+  k::attention_backward(dq_all.data(), dk_all.data(), dv_all.data(), dy.data(), gs, y.data(), s,
                         lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
+  k::attention_backward(static_cast<T*>(nullptr), dk_only.data(), static_cast<T*>(nullptr),
+                        dy.data(), gs, y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(),
+                        s, n);
   check_equal(dk_only.data(), dk_all.data(), size, "dk alone vs with dq and dv");
 }
 
@@ -138,7 +148,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_is_thread_count_independent, T, Types) {
   const AttentionDims n{4, 3, 40, 40, 16};
   const HeadStrides s = contiguous(n, 40);
   const int64_t size = 4 * 3 * 40 * 16;
-  const Buffer<T> q = uniform<T>(size, 0, rng), kk = uniform<T>(size, 0, rng), v = uniform<T>(size, 0, rng);
+  const Buffer<T> q = uniform<T>(size, 0, rng), kk = uniform<T>(size, 0, rng),
+                  v = uniform<T>(size, 0, rng);
   const Buffer<T> dy = uniform<T>(size, 0, rng);
   const int threads = omp_get_max_threads();
   std::vector<T> out[2];
@@ -146,10 +157,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_is_thread_count_independent, T, Types) {
     omp_set_num_threads(nthreads);
     Buffer<T> y(size, 0), lse(4 * 3 * 40, 0), dq(size, 0), dk(size, 0), dv(size, 0);
     k::attention_forward(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
-    k::attention_backward(dq.data(), dk.data(), dv.data(), dy.data(), {s, s, s, s}, y.data(), s, lse.data(), q.data(), s,
-                          kk.data(), s, v.data(), s, n);
-    for (const Buffer<T>* b : {&y, &dq, &dk, &dv}) out[nthreads - 1].insert(out[nthreads - 1].end(), b->data(), b->data() + size);
+    k::attention_backward(dq.data(), dk.data(), dv.data(), dy.data(), {s, s, s, s}, y.data(), s,
+                          lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
+    for (const Buffer<T>* b : {&y, &dq, &dk, &dv})
+      out[nthreads - 1].insert(out[nthreads - 1].end(), b->data(), b->data() + size);
   }
   omp_set_num_threads(threads);
-  check_equal(out[1].data(), out[0].data(), static_cast<int64_t>(out[0].size()), "attention 2 threads vs 1");
+  check_equal(out[1].data(), out[0].data(), static_cast<int64_t>(out[0].size()),
+              "attention 2 threads vs 1");
 }

@@ -47,7 +47,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_matches_reference, T, Types) {
           std::vector<int64_t> targets = random_targets(N, V, rng);
           if (N > 1) targets[1] = kIgnore;  // a skipped row between two computed ones
           Buffer<T> losses(N, offset), lse(N, offset), losses_ref(N, offset), lse_ref(N, offset);
-          k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, kIgnore);
+          k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V,
+                                   kIgnore);
           ref::cross_entropy_forward(losses_ref.data(), lse_ref.data(), logits.data(),
                                      targets.data(), N, V, kIgnore);
           // floor 10: lse and the loss are sums of terms of the size of the logits
@@ -65,11 +66,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_matches_reference, T, Types) {
 
           // Overwriting, in place: the logits become their own gradient.
           Buffer<T> in_place = logits, in_place_ref = logits;
-          k::cross_entropy_backward(in_place.data(), in_place.data(), lse_ref.data(), targets.data(),
-                                    dloss.data(), N, V, kIgnore, false);
+          k::cross_entropy_backward(in_place.data(), in_place.data(), lse_ref.data(),
+                                    targets.data(), dloss.data(), N, V, kIgnore, false);
           ref::cross_entropy_backward(in_place_ref.data(), in_place_ref.data(), lse_ref.data(),
                                       targets.data(), dloss.data(), N, V, kIgnore, false);
-          BOOST_TEST(allclose(in_place, in_place_ref, kRtol<T>, kRtol<T>), what + " dlogits in place");
+          BOOST_TEST(allclose(in_place, in_place_ref, kRtol<T>, kRtol<T>),
+                     what + " dlogits in place");
         }
       }
     }
@@ -124,18 +126,19 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_ignored_rows_are_skipped, T, Types) 
   const std::vector<T> dloss = {1, 1};
   for_each_target([&] {
     std::vector<T> losses(N, T(7)), lse(N, T(7));
-    k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, ignore_index);
+    k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V,
+                             ignore_index);
     BOOST_TEST(allclose(losses[0], T(std::log(3.0)), 0, kRtol<T>), "loss = " << losses[0]);
     BOOST_TEST(losses[1] == T(0));
     BOOST_TEST(lse[1] == T(0));
     std::vector<T> dx(N * V, T(5));
-    k::cross_entropy_backward(dx.data(), logits.data(), lse.data(), targets.data(), dloss.data(), N, V,
-                              ignore_index, false);
+    k::cross_entropy_backward(dx.data(), logits.data(), lse.data(), targets.data(), dloss.data(), N,
+                              V, ignore_index, false);
     BOOST_TEST(allclose(dx[1], T(1.0 / 3.0 - 1.0), 0, kRtol<T>), "dx[1] = " << dx[1]);
     for (int64_t j = V; j < N * V; ++j) BOOST_TEST(dx[j] == T(0));  // zeros, not NaN
     std::vector<T> acc(N * V, T(5));
-    k::cross_entropy_backward(acc.data(), logits.data(), lse.data(), targets.data(), dloss.data(), N, V,
-                              ignore_index, true);
+    k::cross_entropy_backward(acc.data(), logits.data(), lse.data(), targets.data(), dloss.data(),
+                              N, V, ignore_index, true);
     for (int64_t j = V; j < N * V; ++j) BOOST_TEST(acc[j] == T(5));  // untouched
   });
 }
@@ -148,7 +151,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_backward_accumulates, T, Types) {
   const std::vector<int64_t> targets = random_targets(N, V, rng);
   const std::vector<T> dloss = {T(0.25), T(0.5), T(1)};
   std::vector<T> losses(N), lse(N);
-  ref::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, kIgnore);
+  ref::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V,
+                             kIgnore);
   for_each_target([&] {
     Buffer<T> once(N * V, 1), twice(N * V, 1);
     k::cross_entropy_backward(once.data(), logits.data(), lse.data(), targets.data(), dloss.data(),
@@ -174,7 +178,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_is_thread_count_independent, T, Type
   for (const int nthreads : {1, 2}) {
     omp_set_num_threads(nthreads);
     std::vector<T> losses(N), lse(N), dlogits(N * V);
-    k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, kIgnore);
+    k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V,
+                             kIgnore);
     k::cross_entropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(),
                               dloss.data(), N, V, kIgnore, false);
     for (const auto* part : {&losses, &lse, &dlogits}) {

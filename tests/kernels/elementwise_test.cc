@@ -30,22 +30,32 @@ const k::UnaryOp kUnaryOps[] = {k::UnaryOp::neg,  k::UnaryOp::exp,  k::UnaryOp::
 
 const char* name(k::BinaryOp op) {
   switch (op) {
-    case k::BinaryOp::add: return "add";
-    case k::BinaryOp::sub: return "sub";
-    case k::BinaryOp::mul: return "mul";
-    case k::BinaryOp::div: return "div";
+    case k::BinaryOp::add:
+      return "add";
+    case k::BinaryOp::sub:
+      return "sub";
+    case k::BinaryOp::mul:
+      return "mul";
+    case k::BinaryOp::div:
+      return "div";
   }
   return "?";
 }
 
 const char* name(k::UnaryOp op) {
   switch (op) {
-    case k::UnaryOp::neg: return "neg";
-    case k::UnaryOp::exp: return "exp";
-    case k::UnaryOp::log: return "log";
-    case k::UnaryOp::tanh: return "tanh";
-    case k::UnaryOp::sqrt: return "sqrt";
-    case k::UnaryOp::relu: return "relu";
+    case k::UnaryOp::neg:
+      return "neg";
+    case k::UnaryOp::exp:
+      return "exp";
+    case k::UnaryOp::log:
+      return "log";
+    case k::UnaryOp::tanh:
+      return "tanh";
+    case k::UnaryOp::sqrt:
+      return "sqrt";
+    case k::UnaryOp::relu:
+      return "relu";
   }
   return "?";
 }
@@ -56,15 +66,19 @@ template <typename T>
 Buffer<T> unary_input(k::UnaryOp op, int64_t n, int64_t offset, std::mt19937_64& rng) {
   switch (op) {
     case k::UnaryOp::log:
-    case k::UnaryOp::sqrt: return uniform<T>(n, offset, rng, 0.01, 10);
-    case k::UnaryOp::exp: return uniform<T>(n, offset, rng, -20, 20);
-    case k::UnaryOp::tanh: return uniform<T>(n, offset, rng, -6, 6);
+    case k::UnaryOp::sqrt:
+      return uniform<T>(n, offset, rng, 0.01, 10);
+    case k::UnaryOp::exp:
+      return uniform<T>(n, offset, rng, -20, 20);
+    case k::UnaryOp::tanh:
+      return uniform<T>(n, offset, rng, -6, 6);
     case k::UnaryOp::relu: {
       Buffer<T> x = uniform<T>(n, offset, rng);
       for (int64_t i = 0; i < n; i += 5) x[i] = 0;
       return x;
     }
-    case k::UnaryOp::neg: break;
+    case k::UnaryOp::neg:
+      break;
   }
   return uniform<T>(n, offset, rng);
 }
@@ -178,7 +192,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(exp_log_special_values, T, Types) {
       ref::unary_forward(op, want.data(), x.data(), n);
       // NaN and infinities must match exactly; finite results within rtol, judged absolutely
       // below the smallest normal number (a subnormal has fewer significant bits).
-      BOOST_TEST(allclose(got, want, kRtol<T> * std::numeric_limits<T>::min(), kRtol<T>), describe(name(op), " special values"));
+      BOOST_TEST(allclose(got, want, kRtol<T> * std::numeric_limits<T>::min(), kRtol<T>),
+                 describe(name(op), " special values"));
     }
   });
 }
@@ -223,7 +238,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(pow_edges, T, Types) {
       std::vector<T> got(x.size()), want(x.size());
       k::pow_forward(got.data(), x.data(), p, n);
       ref::pow_forward(want.data(), x.data(), p, n);
-      BOOST_TEST(allclose(got, want, kRtol<T> * std::numeric_limits<T>::min(), kRtol<T>), describe("pow edges p=", p));
+      BOOST_TEST(allclose(got, want, kRtol<T> * std::numeric_limits<T>::min(), kRtol<T>),
+                 describe("pow edges p=", p));
     }
     // p = 0: the gradient is 0 everywhere, also at x = 0 where p * x^(p-1) would be NaN.
     std::vector<T> dx(x.size(), T(0)), dy(x.size(), T(1));

@@ -57,8 +57,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_matches_reference, T, Types) {
           // dx is rstd times a difference of O(1) terms; dgamma/dbeta sum `rows` O(1) terms.
           const double dx_scale = static_cast<double>(rstd_ref[0]) * 4;
           BOOST_TEST(allclose(dx, dx_ref, kRtol<T> * dx_scale, kRtol<T>), what + " dx");
-          BOOST_TEST(allclose(dgamma, dgamma_ref, kRtol<T> * (2.0 * static_cast<double>(rows) + 1), kRtol<T>), what + " dgamma");
-          BOOST_TEST(allclose(dbeta, dbeta_ref, kRtol<T> * (2.0 * static_cast<double>(rows) + 1), kRtol<T>), what + " dbeta");
+          BOOST_TEST(allclose(dgamma, dgamma_ref, kRtol<T> * (2.0 * static_cast<double>(rows) + 1),
+                              kRtol<T>),
+                     what + " dgamma");
+          BOOST_TEST(allclose(dbeta, dbeta_ref, kRtol<T> * (2.0 * static_cast<double>(rows) + 1),
+                              kRtol<T>),
+                     what + " dbeta");
 
           // Each gradient alone (the other two null) gives the same values.
           Buffer<T> dx_only = uniform<T>(rows * C, offset, rng);
@@ -69,7 +73,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_matches_reference, T, Types) {
           ref::layer_norm_backward(dx_only_ref.data(), static_cast<T*>(nullptr),
                                    static_cast<T*>(nullptr), dy.data(), x.data(), mean_ref.data(),
                                    rstd_ref.data(), gamma.data(), rows, C);
-          BOOST_TEST(allclose(dx_only, dx_only_ref, kRtol<T> * dx_scale, kRtol<T>), what + " dx alone");
+          BOOST_TEST(allclose(dx_only, dx_only_ref, kRtol<T> * dx_scale, kRtol<T>),
+                     what + " dx alone");
           Buffer<T> dgamma_only(C, offset), dbeta_only(C, offset);
           Buffer<T> dgamma_only_ref(C, offset), dbeta_only_ref(C, offset);
           k::layer_norm_backward(static_cast<T*>(nullptr), dgamma_only.data(),
@@ -81,8 +86,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_matches_reference, T, Types) {
           ref::layer_norm_backward(static_cast<T*>(nullptr), dgamma_only_ref.data(),
                                    dbeta_only_ref.data(), dy.data(), x.data(), mean_ref.data(),
                                    rstd_ref.data(), gamma.data(), rows, C);
-          BOOST_TEST(allclose(dgamma_only, dgamma_only_ref, kRtol<T> * (2.0 * static_cast<double>(rows)), kRtol<T>), what + " dgamma alone");
-          BOOST_TEST(allclose(dbeta_only, dbeta_only_ref, kRtol<T> * (2.0 * static_cast<double>(rows)), kRtol<T>), what + " dbeta alone");
+          BOOST_TEST(allclose(dgamma_only, dgamma_only_ref,
+                              kRtol<T> * (2.0 * static_cast<double>(rows)), kRtol<T>),
+                     what + " dgamma alone");
+          BOOST_TEST(allclose(dbeta_only, dbeta_only_ref,
+                              kRtol<T> * (2.0 * static_cast<double>(rows)), kRtol<T>),
+                     what + " dbeta alone");
         }
       }
     }

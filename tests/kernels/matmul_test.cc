@@ -81,10 +81,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_matches_reference, T, Types) {
             // The large shapes test a path and its thread split: one offset and two modes do.
             const bool large = s.M * s.K * s.N > 100000;
             if (large && (offset != 0 || mode == 1 || mode == 2)) continue;
-            const auto what = describe("matmul M=", s.M, " K=", s.K, " N=", s.N,
-                                       " a_trans=", layout.a_trans, " b_trans=", layout.b_trans,
-                                       " offset=", offset, " accumulate=", accumulate,
-                                       " bias=", with_bias);
+            const auto what =
+                describe("matmul M=", s.M, " K=", s.K, " N=", s.N, " a_trans=", layout.a_trans,
+                         " b_trans=", layout.b_trans, " offset=", offset,
+                         " accumulate=", accumulate, " bias=", with_bias);
             const Buffer<T> a = uniform<T>(s.M * s.K, offset, rng);
             const Buffer<T> b = uniform<T>(s.K * s.N, offset, rng);
             const Buffer<T> bias_buf = uniform<T>(s.N, offset, rng);
@@ -101,7 +101,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_matches_reference, T, Types) {
             ref::matmul(scale.data(), absolute(a).data(), absolute(b).data(), s.M, s.K, s.N,
                         layout.a_trans, layout.b_trans, true);
             std::vector<double> atol(scale.size());
-            for (size_t i = 0; i < scale.size(); ++i) atol[i] = kRtol<T> * static_cast<double>(scale[i]);
+            for (size_t i = 0; i < scale.size(); ++i)
+              atol[i] = kRtol<T> * static_cast<double>(scale[i]);
             BOOST_TEST(allclose(c, want, atol, kRtol<T>), what);
           }
         }

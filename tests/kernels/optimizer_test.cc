@@ -24,8 +24,13 @@ namespace {
 
 // Step 3 of a run with nanoGPT's hyper-parameters, gradients scaled by a clipping factor.
 k::AdamWStep third_step(double grad_scale) {
-  return {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
-          .bias_correction1 = 1 - std::pow(0.9, 3), .bias_correction2 = 1 - std::pow(0.95, 3),
+  return {.lr = 1e-2,
+          .beta1 = 0.9,
+          .beta2 = 0.95,
+          .eps = 1e-8,
+          .weight_decay = 0.1,
+          .bias_correction1 = 1 - std::pow(0.9, 3),
+          .bias_correction2 = 1 - std::pow(0.95, 3),
           .grad_scale = grad_scale};
 }
 
@@ -38,13 +43,15 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(adamw_matches_reference, T, Types) {
       for (const int64_t offset : kOffsets) {
         for (const int64_t n_decay : {int64_t{0}, n / 2, n}) {
           for (const double scale : {1.0, 0.37}) {
-            const auto what = describe("n=", n, " offset=", offset, " n_decay=", n_decay, " scale=", scale);
+            const auto what =
+                describe("n=", n, " offset=", offset, " n_decay=", n_decay, " scale=", scale);
             const Buffer<T> grad = uniform<T>(n, offset, rng);
             Buffer<T> p = uniform<T>(n, offset, rng), m = uniform<T>(n, offset, rng, -0.1, 0.1);
             Buffer<T> v = uniform<T>(n, offset, rng, 0, 0.1);
             Buffer<T> p_ref = p, m_ref = m, v_ref = v;
             k::adamw_step(p.data(), grad.data(), m.data(), v.data(), n, n_decay, third_step(scale));
-            ref::adamw_step(p_ref.data(), grad.data(), m_ref.data(), v_ref.data(), n, n_decay, third_step(scale));
+            ref::adamw_step(p_ref.data(), grad.data(), m_ref.data(), v_ref.data(), n, n_decay,
+                            third_step(scale));
             BOOST_TEST(allclose(m, m_ref, kRtol<T> * 1e-3, kRtol<T>), what + " m");
             BOOST_TEST(allclose(v, v_ref, kRtol<T> * 1e-3, kRtol<T>), what + " v");
             BOOST_TEST(allclose(p, p_ref, kRtol<T>, kRtol<T>), what + " param");
@@ -62,8 +69,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(adamw_matches_reference, T, Types) {
 BOOST_AUTO_TEST_CASE_TEMPLATE(adamw_first_step_by_hand, T, Types) {
   for_each_target([&] {
     std::vector<T> p = {1, 1}, g = {0.5, 0.5}, m = {0, 0}, v = {0, 0};
-    const k::AdamWStep s{.lr = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
-                         .bias_correction1 = 0.1, .bias_correction2 = 1 - 0.95, .grad_scale = 1};
+    const k::AdamWStep s{.lr = 0.1,
+                         .beta1 = 0.9,
+                         .beta2 = 0.95,
+                         .eps = 1e-8,
+                         .weight_decay = 0.1,
+                         .bias_correction1 = 0.1,
+                         .bias_correction2 = 1 - 0.95,
+                         .grad_scale = 1};
     k::adamw_step(p.data(), g.data(), m.data(), v.data(), 2, 1, s);
     BOOST_TEST(allclose(p[0], T(0.89), 0, 1e-6), "decayed p = " << p[0]);
     BOOST_TEST(allclose(p[1], T(0.9), 0, 1e-6), "undecayed p = " << p[1]);
@@ -83,7 +96,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sum_squares_known_and_reference, T, Types) {
       for (int64_t i = 0; i < n; ++i) want += static_cast<double>(x[i]) * static_cast<double>(x[i]);
       BOOST_TEST(k::sum_squares_double(x.data(), n) == want, "n = " << n);  // integers: exact
       const Buffer<T> r = uniform<T>(n, 1, rng);
-      BOOST_TEST(allclose(k::sum_squares_double(r.data(), n), ref::sum_squares_double(r.data(), n), 0, 1e-12));
+      BOOST_TEST(allclose(k::sum_squares_double(r.data(), n), ref::sum_squares_double(r.data(), n),
+                          0, 1e-12));
     }
   });
 }

@@ -57,7 +57,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sum_axis_matches_reference, T, Types) {
           k::sum_axis(out.data(), x.data(), s.outer, s.n, s.inner, accumulate);
           ref::sum_axis(want.data(), x.data(), s.outer, s.n, s.inner, accumulate);
           // A sum's rounding error scales with the sum of |terms| (at most 2 * n + 2 here).
-          BOOST_TEST(allclose(out, want, kRtol<T> * (2.0 * static_cast<double>(s.n) + 2), kRtol<T>), what);
+          BOOST_TEST(allclose(out, want, kRtol<T> * (2.0 * static_cast<double>(s.n) + 2), kRtol<T>),
+                     what);
         }
       }
     }

@@ -77,14 +77,16 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(softmax_matches_reference, T, Types) {
 
         Buffer<T> linout = x;
         k::log_softmax_forward(linout.data(), linout.data(), c.rows, c.n);
-        BOOST_TEST(allclose(linout, ly_ref, kRtol<T>, kRtol<T>), what + " log_softmax_forward in place");
+        BOOST_TEST(allclose(linout, ly_ref, kRtol<T>, kRtol<T>),
+                   what + " log_softmax_forward in place");
 
         Buffer<T> ldx = uniform<T>(size, offset, rng);
         Buffer<T> ldx_ref = ldx;
         k::log_softmax_backward(ldx.data(), ly_ref.data(), dy.data(), c.rows, c.n);
         ref::log_softmax_backward(ldx_ref.data(), ly_ref.data(), dy.data(), c.rows, c.n);
         // the row sum of dy is up to n in size, and exp(y) * sum carries its rounding
-        BOOST_TEST(allclose(ldx, ldx_ref, kRtol<T> * static_cast<double>(c.n), kRtol<T>), what + " log_softmax_backward");
+        BOOST_TEST(allclose(ldx, ldx_ref, kRtol<T> * static_cast<double>(c.n), kRtol<T>),
+                   what + " log_softmax_backward");
       }
     }
   });

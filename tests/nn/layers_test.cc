@@ -25,8 +25,11 @@ BOOST_AUTO_TEST_CASE(linear_is_x_w_transpose_plus_b) {
   lin.bias.data<double>()[1] = 0.5;
   const Tensor y = lin.forward(Tensor::from_vector({1, 1, 2, 0}, {2, 2}, DType::f64));
   BOOST_TEST(allclose(y.to_vector(), {3, 7.5, 11, 2, 6.5, 10}, 0, 0));
-  expect_throw_with<std::invalid_argument>([&] { lin.forward(Tensor::zeros({2, 3}, DType::f64)); },
-                                           "expected input (..., 2), got (2, 3)");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        lin.forward(Tensor::zeros({2, 3}, DType::f64));
+      },
+      "expected input (..., 2), got (2, 3)");
 }
 
 BOOST_AUTO_TEST_CASE(gpt2_init_statistics) {
@@ -70,7 +73,8 @@ BOOST_AUTO_TEST_CASE(attention_gradients_pass_gradcheck) {
     randomize_parameters(attn.parameters(), gen, 0.5);
     std::vector<Tensor> inputs = attn.parameters();
     inputs.push_back(Tensor::randn({2, 3, 4}, gen, DType::f64).set_requires_grad());
-    const GradcheckResult r = run_gradcheck([&](const std::vector<Tensor>& in) { return attn.forward(in.back()); }, inputs);
+    const GradcheckResult r = run_gradcheck(
+        [&](const std::vector<Tensor>& in) { return attn.forward(in.back()); }, inputs);
     BOOST_TEST_INFO("rope " << rope << ": " << r.message);
     BOOST_TEST(r.passed);
   }
@@ -81,14 +85,16 @@ BOOST_AUTO_TEST_CASE(mlp_gradients_pass_gradcheck) {
   MLP mlp(3, true, 0.0, 0.02, gen, nullptr, DType::f64);
   std::vector<Tensor> inputs = mlp.parameters();
   inputs.push_back(Tensor::randn({2, 2, 3}, gen, DType::f64).set_requires_grad());
-  const GradcheckResult r = run_gradcheck([&](const std::vector<Tensor>& in) { return mlp.forward(in.back()); }, inputs);
+  const GradcheckResult r =
+      run_gradcheck([&](const std::vector<Tensor>& in) { return mlp.forward(in.back()); }, inputs);
   BOOST_TEST_INFO(r.message);
   BOOST_TEST(r.passed);
 }
 
 BOOST_AUTO_TEST_CASE(rope_rotates_pairs_and_scores_depend_on_relative_position) {
   Generator gen(7);
-  const Tensor q = Tensor::randn({1, 4}, gen, DType::f64), k = Tensor::randn({1, 4}, gen, DType::f64);
+  const Tensor q = Tensor::randn({1, 4}, gen, DType::f64),
+               k = Tensor::randn({1, 4}, gen, DType::f64);
   // Position 0 is the identity; a rotation preserves the norm.
   BOOST_TEST(allclose(apply_rope(q, 0).to_vector(), q.to_vector(), 1e-15, 0));
   const Tensor r5 = apply_rope(q, 5);
@@ -98,28 +104,38 @@ BOOST_AUTO_TEST_CASE(rope_rotates_pairs_and_scores_depend_on_relative_position) 
   BOOST_TEST(std::abs(rv[0] - (qv[0] * std::cos(5.0) - qv[2] * std::sin(5.0))) < 1e-14);
   BOOST_TEST(std::abs(rv[2] - (qv[0] * std::sin(5.0) + qv[2] * std::cos(5.0))) < 1e-14);
   // <rope(q, m), rope(k, n)> depends on m - n only: (7, 4) and (13, 10) give the same score.
-  auto score = [&](int64_t m, int64_t n) { return sum(mul(apply_rope(q, m), apply_rope(k, n))).item(); };
+  auto score = [&](int64_t m, int64_t n) {
+    return sum(mul(apply_rope(q, m), apply_rope(k, n))).item();
+  };
   BOOST_TEST(std::abs(score(7, 4) - score(13, 10)) < 1e-12);
   BOOST_TEST(std::abs(score(7, 4) - score(7, 5)) > 1e-6);
-  expect_throw_with<std::invalid_argument>([] { apply_rope(Tensor::zeros({2, 3})); }, "must be even");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        apply_rope(Tensor::zeros({2, 3}));
+      },
+      "must be even");
 }
 
 BOOST_AUTO_TEST_CASE(sinusoidal_table_values) {
   const Tensor pe = sinusoidal_table(3, 4, DType::f64);
   // PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(same angle).
   BOOST_TEST(allclose(slice(pe, 0, 0, 1).to_vector(), {0, 1, 0, 1}, 0, 0));
-  BOOST_TEST(allclose(slice(pe, 0, 1, 2).to_vector(), {std::sin(1.0), std::cos(1.0), std::sin(0.01), std::cos(0.01)}, 1e-15, 0));
+  BOOST_TEST(allclose(slice(pe, 0, 1, 2).to_vector(),
+                      {std::sin(1.0), std::cos(1.0), std::sin(0.01), std::cos(0.01)}, 1e-15, 0));
 }
 
 // The example: T = 3074457345618258603 rows of C = 6 wrap to 2 elements mod 2^64;
 // the table is refused before anything is allocated, naming T * C.
 BOOST_AUTO_TEST_CASE(a_sinusoidal_table_whose_size_overflows_is_refused) {
-  expect_throw_with<std::overflow_error>([] { sinusoidal_table(3074457345618258603, 6, DType::f32); },
-                                         "sinusoidal_table: T * C: 3074457345618258603 * 6 exceeds");
-  expect_throw_with<std::invalid_argument>([] { sinusoidal_table(0, 6, DType::f32); }, "sinusoidal_table: T must be positive");
+  expect_throw_with<std::overflow_error>(
+      [] { sinusoidal_table(3074457345618258603, 6, DType::f32); },
+      "sinusoidal_table: T * C: 3074457345618258603 * 6 exceeds");
+  expect_throw_with<std::invalid_argument>([] { sinusoidal_table(0, 6, DType::f32); },
+                                           "sinusoidal_table: T must be positive");
   LayerKVCache cache;
-  expect_throw_with<std::overflow_error>([&] { cache.reserve(int64_t{1} << 40, 1 << 10, 1 << 10, 1 << 10, DType::f32); },
-                                         "LayerKVCache: bytes of the buffers (1099511627776, 1024, 1024, 1024)");
+  expect_throw_with<std::overflow_error>(
+      [&] { cache.reserve(int64_t{1} << 40, 1 << 10, 1 << 10, 1 << 10, DType::f32); },
+      "LayerKVCache: bytes of the buffers (1099511627776, 1024, 1024, 1024)");
 }
 
 BOOST_AUTO_TEST_CASE(dropout_layer_respects_train_and_eval) {
@@ -134,12 +150,18 @@ BOOST_AUTO_TEST_CASE(dropout_layer_respects_train_and_eval) {
 
 BOOST_AUTO_TEST_CASE(bad_configurations_are_clear_errors) {
   Generator gen(9);
-  expect_throw_with<std::invalid_argument>([&] { CausalSelfAttention a(6, 4, true, 0, false, 0.02, gen, nullptr, DType::f32); },
-                                           "must divide n_embd");
-  expect_throw_with<std::invalid_argument>([&] { CausalSelfAttention a(6, 2, true, 0, true, 0.02, gen, nullptr, DType::f32); },
-                                           "must be even");
+  expect_throw_with<std::invalid_argument>(
+      [&] { CausalSelfAttention a(6, 4, true, 0, false, 0.02, gen, nullptr, DType::f32); },
+      "must divide n_embd");
+  expect_throw_with<std::invalid_argument>(
+      [&] { CausalSelfAttention a(6, 2, true, 0, true, 0.02, gen, nullptr, DType::f32); },
+      "must be even");
   CausalSelfAttention a(4, 2, true, 0, false, 0.02, gen, nullptr, DType::f32);
-  expect_throw_with<std::invalid_argument>([&] { a.forward(Tensor::zeros({2, 3, 5})); }, "expected x (B, T, 4)");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        a.forward(Tensor::zeros({2, 3, 5}));
+      },
+      "expected x (B, T, 4)");
 }
 
 // Feeding x in pieces through a preallocated cache gives the full forward's output, writes into
@@ -172,7 +194,8 @@ BOOST_AUTO_TEST_CASE(kv_cache_writes_in_place_and_matches_the_full_forward) {
     // The same shape again keeps the buffers and the positions.
     cache.reserve(2, 2, 6, 4, DType::f64);
     BOOST_TEST(cache.length() == 5);
-    expect_throw_with<std::length_error>([&] { attn.forward(slice(x, 1, 0, 2), &cache); }, "exceed its capacity 6");
+    expect_throw_with<std::length_error>([&] { attn.forward(slice(x, 1, 0, 2), &cache); },
+                                         "exceed its capacity 6");
     BOOST_TEST(cache.length() == 5);  // nothing written
     expect_throw_with<std::invalid_argument>([&] { attn.forward(slice(x, 0, 0, 1), &cache); },
                                              "expected new keys and values f64 (2, 2, T, 4)");
@@ -205,14 +228,16 @@ BOOST_AUTO_TEST_CASE(without_positions_the_mean_is_invariant_and_attention_equiv
   };
   const std::vector<double> za = full_attention(a).to_vector(), zb = full_attention(b).to_vector();
   for (int t = 0; t < 3; ++t)
-    BOOST_TEST(allclose({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15, 0));
+    BOOST_TEST(
+        allclose({zb[2 * t], zb[2 * t + 1]}, {za[2 * (2 - t)], za[2 * (2 - t) + 1]}, 1e-15, 0));
   BOOST_TEST(std::abs(za[1] - za[5]) > 0.1);  // different words do get different outputs
   // causal: "bites dog man" gives "man" the same output as "dog bites man", but not "dog"
   const Tensor c = rows({bites, dog, man});
   const std::vector<double> ca = scaled_dot_product_attention(a, a, a).to_vector();
   const std::vector<double> cc = scaled_dot_product_attention(c, c, c).to_vector();
   BOOST_TEST(allclose({cc[4], cc[5]}, {ca[4], ca[5]}, 1e-15, 0));
-  BOOST_TEST(std::abs(cc[2] - ca[0]) > 0.1);  // dog second sees bites too; dog first sees only itself
+  BOOST_TEST(std::abs(cc[2] - ca[0]) >
+             0.1);  // dog second sees bites too; dog first sees only itself
 }
 
 // `attograd attention` reads the weights a forward records. They must be the ones the layer
@@ -226,7 +251,7 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_are_the_ones_the_layer_applies) 
     const int64_t B = 2, T = 5, C = 8, NH = 2, HS = 4;
     Generator gen(11);
     CausalSelfAttention attn(C, NH, true, 0.0, rope, 0.02, gen, nullptr, DType::f64);
-    randomize_parameters(attn.parameters(), gen, 0.5); // far from uniform attention
+    randomize_parameters(attn.parameters(), gen, 0.5);  // far from uniform attention
     const Tensor x = Tensor::randn({B, T, C}, gen, DType::f64);
     Tensor w;
     const Tensor recorded = attn.forward(x, nullptr, &w);
@@ -264,7 +289,9 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_are_the_ones_the_layer_applies) 
         }
     // A V per head against the fused op, which never stores A.
     const Tensor av = matmul(w, v);  // (B, NH, T, HS)
-    const Tensor fused = rope ? causal_attention(q, k, v) : transpose(reshape(causal_attention_qkv(qkv, NH), {B, T, NH, HS}), 1, 2);
+    const Tensor fused =
+        rope ? causal_attention(q, k, v)
+             : transpose(reshape(causal_attention_qkv(qkv, NH), {B, T, NH, HS}), 1, 2);
     BOOST_TEST(allclose(contiguous(av).to_vector(), contiguous(fused).to_vector(), 1e-12, 0));
   }
 }
@@ -284,5 +311,6 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_with_a_kv_cache_span_the_cached_
   attn.forward(slice(x, 1, 0, 4), &cache);
   attn.forward(slice(x, 1, 4, 5), &cache, &last);
   BOOST_REQUIRE((last.shape() == Shape{1, 2, 1, 5}));
-  BOOST_TEST(allclose(contiguous(last).to_vector(), contiguous(slice(full, 2, 4, 5)).to_vector(), 1e-12, 0));
+  BOOST_TEST(allclose(contiguous(last).to_vector(), contiguous(slice(full, 2, 4, 5)).to_vector(),
+                      1e-12, 0));
 }

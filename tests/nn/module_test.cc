@@ -50,7 +50,8 @@ BOOST_AUTO_TEST_CASE(arena_allocates_values_and_gradients_in_place) {
   ParameterArena arena;
   TwoLayer m(gen);
   // Laid out, not yet allocated: reading a parameter says why it cannot.
-  expect_throw_with<std::logic_error>([&] { (void)m.first->weight.to_vector(); }, "has no storage yet");
+  expect_throw_with<std::logic_error>([&] { (void)m.first->weight.to_vector(); },
+                                      "has no storage yet");
   arena.allocate(m);
   BOOST_TEST(arena.params().numel() == m.num_parameters());
   BOOST_TEST(arena.named_parameters()[1].first == "first.bias");  // registration order
@@ -75,7 +76,8 @@ BOOST_AUTO_TEST_CASE(arena_allocates_values_and_gradients_in_place) {
   BOOST_TEST(arena.clip_grad_norm(norm / 2) == norm);
   BOOST_TEST(std::abs(arena.grad_norm() - norm / 2) < 1e-5);
   const std::vector<double> after = arena.grads().to_vector();
-  for (size_t i = 0; i < after.size(); ++i) BOOST_TEST(std::abs(after[i] - before[i] * (norm / 2) / (norm + 1e-6)) < 1e-15);
+  for (size_t i = 0; i < after.size(); ++i)
+    BOOST_TEST(std::abs(after[i] - before[i] * (norm / 2) / (norm + 1e-6)) < 1e-15);
   arena.clip_grad_norm(1e9);  // no-op above the norm
   BOOST_TEST(arena.grads().to_vector() == after);
 
@@ -90,9 +92,10 @@ BOOST_AUTO_TEST_CASE(arena_refuses_a_module_built_before_it) {
   TwoLayer early(gen);
   const Tensor view = transpose(early.first->weight, 0, 1);
   ParameterArena arena;
-  expect_throw_with<std::logic_error>([&] { arena.allocate(early); },
-                                      "parameter 'first.weight' already has its own storage; build the module after "
-                                      "opening the arena");
+  expect_throw_with<std::logic_error>(
+      [&] { arena.allocate(early); },
+      "parameter 'first.weight' already has its own storage; build the module after "
+      "opening the arena");
   BOOST_TEST(view.shares_storage(early.first->weight));  // untouched
   BOOST_TEST(!early.first->weight.shares_storage(arena.params()));
 }
@@ -105,8 +108,9 @@ BOOST_AUTO_TEST_CASE(arena_refuses_a_missing_parameter_and_a_second_allocate) {
   TwoLayer m(gen);
   auto named = m.named_parameters();
   named.pop_back();
-  expect_throw_with<std::logic_error>([&] { arena.allocate(named); },
-                                      "a (2, 4) parameter registered while the arena was open is missing");
+  expect_throw_with<std::logic_error>(
+      [&] { arena.allocate(named); },
+      "a (2, 4) parameter registered while the arena was open is missing");
   ParameterArena second;
   TwoLayer n(gen);
   second.allocate(n);

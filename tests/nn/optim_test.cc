@@ -31,7 +31,8 @@ void set_grads(const WeightAndBias& m) {
 }
 // nanoGPT's two groups: decay on the weight, none on the bias.
 std::vector<ParamGroup> decay_weight_only(const WeightAndBias& m, double weight_decay) {
-  return {ParamGroup{.params = {m.W}, .weight_decay = weight_decay}, ParamGroup{.params = {m.b}, .weight_decay = 0.0}};
+  return {ParamGroup{.params = {m.W}, .weight_decay = weight_decay},
+          ParamGroup{.params = {m.b}, .weight_decay = 0.0}};
 }
 }  // namespace
 
@@ -105,7 +106,8 @@ BOOST_AUTO_TEST_CASE(adamw_moments_dtype_and_load_state) {
   AdamW opt(layer.parameters());
   BOOST_TEST((opt.m().dtype() == DType::f32));
   BOOST_TEST(shape_str(opt.v().shape()) == "(3,)");
-  opt.load_state(Tensor::from_vector({0.1, 0.2, 0.3}, {3}, DType::f64), Tensor::from_vector({1, 2, 3}, {3}, DType::f64), 7);
+  opt.load_state(Tensor::from_vector({0.1, 0.2, 0.3}, {3}, DType::f64),
+                 Tensor::from_vector({1, 2, 3}, {3}, DType::f64), 7);
   BOOST_TEST(opt.steps() == 7);
   BOOST_TEST(allclose(opt.m().to_vector(), {0.1f, 0.2f, 0.3f}, 0, 0));
   expect_throw_with<std::invalid_argument>(
@@ -140,7 +142,8 @@ struct TorchProblem {
   Tensor b = Tensor::from_vector({0.1, -0.2}, {2}, DType::f64).set_requires_grad();
   Tensor unused = Tensor::from_vector({1, 2, 3}, {3}, DType::f64).set_requires_grad();
   std::vector<ParamGroup> groups() const {
-    return {ParamGroup{.params = {W, unused}, .lr = 0.1, .weight_decay = 0.1}, ParamGroup{.params = {b}}};
+    return {ParamGroup{.params = {W, unused}, .lr = 0.1, .weight_decay = 0.1},
+            ParamGroup{.params = {b}}};
   }
   Tensor loss() const {
     const Tensor x = Tensor::from_vector({1, 2, 3, -1}, {2, 2}, DType::f64);
@@ -164,13 +167,17 @@ struct TorchProblem {
 
 BOOST_AUTO_TEST_CASE(adamw_param_groups_on_plain_tensors_match_torch) {
   const TorchProblem p;
-  AdamW opt(p.groups(), AdamWOptions{.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.0, .lr = 0.05});
+  AdamW opt(
+      p.groups(),
+      AdamWOptions{.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.0, .lr = 0.05});
   BOOST_TEST(opt.param_groups().at(0).lr == 0.1);
   BOOST_TEST(opt.param_groups().at(1).lr == 0.05);  // the default
   BOOST_TEST(opt.num_ranges() == 3u);               // separate tensors: one range each
   BOOST_TEST(allclose(p.train(opt), {1.615, 0.9571885029861671, 0.5161319482373475}, 1e-14, 0));
-  BOOST_TEST(allclose(p.W.to_vector(), {0.19631669990605632, 0.0038377801645459175, 0.4875443396061995, -0.09669185217480465},
-               1e-14, 0));
+  BOOST_TEST(allclose(
+      p.W.to_vector(),
+      {0.19631669990605632, 0.0038377801645459175, 0.4875443396061995, -0.09669185217480465}, 1e-14,
+      0));
   BOOST_TEST(allclose(p.b.to_vector(), {-0.03705503209491463, -0.34441301383875167}, 1e-14, 0));
   BOOST_TEST(allclose(p.unused.to_vector(), {1, 2, 3}, 0, 0));
 }
@@ -180,7 +187,9 @@ BOOST_AUTO_TEST_CASE(sgd_param_groups_on_plain_tensors_match_torch) {
   SGD opt(p.groups(), SGDOptions{.lr = 0.05, .momentum = 0.9});
   BOOST_TEST(opt.param_groups().at(0).weight_decay == 0.1);
   BOOST_TEST(allclose(p.train(opt), {1.615, 0.5255697499999998, 0.16070624066250006}, 1e-14, 0));
-  BOOST_TEST(allclose(p.W.to_vector(), {-0.26668075, 0.5335195500000001, 0.10132994999999997, -0.048112850000000026}, 1e-14, 0));
+  BOOST_TEST(allclose(p.W.to_vector(),
+                      {-0.26668075, 0.5335195500000001, 0.10132994999999997, -0.048112850000000026},
+                      1e-14, 0));
   BOOST_TEST(allclose(p.b.to_vector(), {0.057485124999999984, -0.362576375}, 1e-14, 0));
   BOOST_TEST(allclose(p.unused.to_vector(), {1, 2, 3}, 0, 0));
 }
@@ -191,7 +200,8 @@ BOOST_AUTO_TEST_CASE(arena_groups_fuse_and_match_the_tensor_path_bit_for_bit) {
   class Three : public Module {
    public:
     explicit Three(Generator& gen) {
-      for (const char* name : {"a", "b", "c"}) ps.push_back(register_parameter(name, Tensor::randn({37}, gen, DType::f32)));
+      for (const char* name : {"a", "b", "c"})
+        ps.push_back(register_parameter(name, Tensor::randn({37}, gen, DType::f32)));
     }
     std::vector<Tensor> ps;
   };
@@ -202,8 +212,10 @@ BOOST_AUTO_TEST_CASE(arena_groups_fuse_and_match_the_tensor_path_bit_for_bit) {
   ParameterArena arena_y;
   Three y(gen_y);
   arena_y.allocate(y);
-  AdamW fused({ParamGroup{.params = {x.ps[0], x.ps[1]}, .weight_decay = 0.1}, ParamGroup{.params = {x.ps[2]}, .weight_decay = 0.0}});
-  AdamW split({ParamGroup{.params = {y.ps[1], y.ps[0]}, .weight_decay = 0.1}, ParamGroup{.params = {y.ps[2]}, .weight_decay = 0.0}});
+  AdamW fused({ParamGroup{.params = {x.ps[0], x.ps[1]}, .weight_decay = 0.1},
+               ParamGroup{.params = {x.ps[2]}, .weight_decay = 0.0}});
+  AdamW split({ParamGroup{.params = {y.ps[1], y.ps[0]}, .weight_decay = 0.1},
+               ParamGroup{.params = {y.ps[2]}, .weight_decay = 0.0}});
   BOOST_TEST(fused.num_ranges() == 2u);
   BOOST_TEST(split.num_ranges() == 3u);  // b then a: not one run of memory
   Generator grads(2);
@@ -214,7 +226,8 @@ BOOST_AUTO_TEST_CASE(arena_groups_fuse_and_match_the_tensor_path_bit_for_bit) {
     fused.step(0.01, 0.5);
     split.step(0.01, 0.5);
   }
-  BOOST_TEST(arena_x.params().to_vector() == arena_y.params().to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(arena_x.params().to_vector() == arena_y.params().to_vector(),
+             boost::test_tools::per_element());
   // zero_grad through the optimizer clears the arena's gradients.
   fused.zero_grad();
   BOOST_TEST(arena_x.grad_norm() == 0.0);
@@ -222,23 +235,35 @@ BOOST_AUTO_TEST_CASE(arena_groups_fuse_and_match_the_tensor_path_bit_for_bit) {
 
 BOOST_AUTO_TEST_CASE(tensors_an_optimizer_cannot_update_are_named) {
   const Tensor w = Tensor::ones({2}, DType::f64).set_requires_grad();
-  expect_throw_with<std::invalid_argument>([&] { AdamW opt(std::vector<Tensor>{}); }, "AdamW: no parameters to optimize");
-  expect_throw_with<std::invalid_argument>([&] { AdamW opt({w, mul_scalar(w, 2)}); },
-                                           "AdamW: parameter 1 of group 0 is not a leaf (the output of 'mul_scalar')");
+  expect_throw_with<std::invalid_argument>([&] { AdamW opt(std::vector<Tensor>{}); },
+                                           "AdamW: no parameters to optimize");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        AdamW opt({w, mul_scalar(w, 2)});
+      },
+      "AdamW: parameter 1 of group 0 is not a leaf (the output of 'mul_scalar')");
   expect_throw_with<std::invalid_argument>([&] { SGD opt({Tensor::ones({2})}); },
                                            "SGD: parameter 0 of group 0 does not require grad");
-  expect_throw_with<std::invalid_argument>([&] { AdamW opt({ParamGroup{.params = {w}}, ParamGroup{.params = {w}}}); },
-                                           "parameter 0 of group 1 shares memory with parameter 0 of group 0");
   expect_throw_with<std::invalid_argument>(
-      [&] { AdamW opt({w, Tensor::ones({2}, DType::f32).set_requires_grad()}); }, "parameter 1 of group 0 is f32 but the first is f64");
+      [&] {
+        AdamW opt({ParamGroup{.params = {w}}, ParamGroup{.params = {w}}});
+      },
+      "parameter 0 of group 1 shares memory with parameter 0 of group 0");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        AdamW opt({w, Tensor::ones({2}, DType::f32).set_requires_grad()});
+      },
+      "parameter 1 of group 0 is f32 but the first is f64");
   const Tensor m = Tensor::ones({2, 3}, DType::f64).set_requires_grad();
-  expect_throw_with<std::invalid_argument>([&] { AdamW opt({transpose(m.detach(), 0, 1).set_requires_grad()}); },
-                                           "non-contiguous view (3, 2)");
+  expect_throw_with<std::invalid_argument>(
+      [&] { AdamW opt({transpose(m.detach(), 0, 1).set_requires_grad()}); },
+      "non-contiguous view (3, 2)");
 }
 
 BOOST_AUTO_TEST_CASE(cosine_schedule_values) {
   const double max_lr = 1e-3, min_lr = 1e-4;
-  const std::pair<int, double> expected[] = {{0, 2e-4}, {3, 8e-4}, {4, 1e-3}, {8, 5.5e-4}, {12, 1e-4}, {100, 1e-4}};
+  const std::pair<int, double> expected[] = {{0, 2e-4},   {3, 8e-4},  {4, 1e-3},
+                                             {8, 5.5e-4}, {12, 1e-4}, {100, 1e-4}};
   for (auto [it, lr] : expected) {
     BOOST_TEST_INFO("step " << it);
     BOOST_TEST(std::abs(cosine_lr(it, 4, 12, max_lr, min_lr) - lr) < 1e-15);

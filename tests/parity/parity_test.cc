@@ -56,7 +56,8 @@ constexpr double kAdamWTol = 1e-4;
 // The weights Hugging Face stores as Conv1D (in, out): attograd's Linear holds them (out, in).
 // Listed here rather than taken from the importer, so the test does not trust the code it checks.
 bool is_conv1d_weight(const std::string& name) {
-  for (const char* suffix : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}) {
+  for (const char* suffix :
+       {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}) {
     const size_t n = std::strlen(suffix);
     if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
   }
@@ -65,14 +66,15 @@ bool is_conv1d_weight(const std::string& name) {
 
 // How far `actual` is from `reference`, and the scale the tolerance is relative to.
 struct Error {
-  double max_abs = 0;  // max |actual - reference|
-  double scale = 1;    // max(1, max |reference|)
+  double max_abs = 0;         // max |actual - reference|
+  double scale = 1;           // max(1, max |reference|)
   double rel_to_own_max = 0;  // max_abs / max |reference|: informative for small tensors
   bool within(double tol) const { return max_abs <= tol * scale; }
 };
 
 // absolute: compare against tol itself rather than tol * max(1, max |reference|).
-Error compare(const std::vector<double>& actual, const std::vector<double>& reference, bool absolute = false) {
+Error compare(const std::vector<double>& actual, const std::vector<double>& reference,
+              bool absolute = false) {
   BOOST_REQUIRE_EQUAL(actual.size(), reference.size());
   Error e;
   double ref_max = 0;
@@ -89,7 +91,8 @@ Error compare(const std::vector<double>& actual, const std::vector<double>& refe
 std::vector<double> transposed(const std::vector<double>& m, int64_t rows, int64_t cols) {
   std::vector<double> t(m.size());
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) t[static_cast<size_t>(c * rows + r)] = m[static_cast<size_t>(r * cols + c)];
+    for (int64_t c = 0; c < cols; ++c)
+      t[static_cast<size_t>(c * rows + r)] = m[static_cast<size_t>(r * cols + c)];
   return t;
 }
 
@@ -110,7 +113,8 @@ BOOST_AUTO_TEST_CASE(fixture_exercises_the_hugging_face_importer) {
   BOOST_TEST(f.weights.contains("transformer.wte.weight"));
   BOOST_TEST(!f.weights.contains("wte.weight"));
   BOOST_TEST(f.weights.contains("transformer.h.0.attn.bias"));  // the causal-mask buffer, skipped
-  BOOST_TEST((f.weights.entries().at("transformer.h.0.attn.c_attn.weight").shape == attograd::Shape{64, 192}));
+  BOOST_TEST((f.weights.entries().at("transformer.h.0.attn.c_attn.weight").shape ==
+              attograd::Shape{64, 192}));
   const auto& c = f.model->config();
   BOOST_TEST(c.n_layer == 2);
   BOOST_TEST(c.n_head == 4);  // from config.json
@@ -128,14 +132,18 @@ BOOST_AUTO_TEST_CASE(logits_and_loss_match_pytorch) {
   BOOST_TEST(!out.logits.defined());
   out.logits = f.model->forward(f.idx).logits;
   BOOST_TEST((out.logits.shape() == attograd::Shape{2, 32, 512}));
-  const Error logits = compare(out.logits.to_vector(), f.ref.tensor("logits", DType::f64).to_vector());
+  const Error logits =
+      compare(out.logits.to_vector(), f.ref.tensor("logits", DType::f64).to_vector());
   const Error loss = compare({out.loss.item()}, {f.ref.tensor("loss", DType::f64).item()});
-  BOOST_TEST_MESSAGE("logits: max |err| " << logits.max_abs << " (scale " << logits.scale << ", tolerance "
-                                          << kLogitsTol * logits.scale << ")");
-  BOOST_TEST_MESSAGE("loss:   max |err| " << loss.max_abs << std::setprecision(9) << " (attograd " << out.loss.item()
-                                          << ", torch " << f.ref.tensor("loss", DType::f64).item() << ")");
-  BOOST_TEST(logits.within(kLogitsTol), "logits max |err| " << logits.max_abs << " > " << kLogitsTol * logits.scale);
-  BOOST_TEST(loss.within(kLossTol), "loss |err| " << loss.max_abs << " > " << kLossTol * loss.scale);
+  BOOST_TEST_MESSAGE("logits: max |err| " << logits.max_abs << " (scale " << logits.scale
+                                          << ", tolerance " << kLogitsTol * logits.scale << ")");
+  BOOST_TEST_MESSAGE("loss:   max |err| " << loss.max_abs << std::setprecision(9) << " (attograd "
+                                          << out.loss.item() << ", torch "
+                                          << f.ref.tensor("loss", DType::f64).item() << ")");
+  BOOST_TEST(logits.within(kLogitsTol),
+             "logits max |err| " << logits.max_abs << " > " << kLogitsTol * logits.scale);
+  BOOST_TEST(loss.within(kLossTol),
+             "loss |err| " << loss.max_abs << " > " << kLossTol * loss.scale);
 }
 
 BOOST_AUTO_TEST_CASE(every_gradient_matches_pytorch) {
@@ -153,17 +161,19 @@ BOOST_AUTO_TEST_CASE(every_gradient_matches_pytorch) {
       // Torch's Conv1D gradient is (in, out) like its weight; ours is (out, in).
       if (is_conv1d_weight(name)) expected = transposed(expected, param.size(1), param.size(0));
       const Error e = compare(param.grad().to_vector(), expected);
-      BOOST_TEST(e.within(kGradTol), name << ": max |err| " << e.max_abs << " > " << kGradTol * e.scale);
-      BOOST_TEST(e.rel_to_own_max <= kGradRelTol,
-                 name << ": max |err| / max |torch| = " << e.rel_to_own_max << " > " << kGradRelTol);
+      BOOST_TEST(e.within(kGradTol),
+                 name << ": max |err| " << e.max_abs << " > " << kGradTol * e.scale);
+      BOOST_TEST(e.rel_to_own_max <= kGradRelTol, name << ": max |err| / max |torch| = "
+                                                       << e.rel_to_own_max << " > " << kGradRelTol);
       if (e.max_abs > worst) worst = e.max_abs, worst_name = name;
       if (e.rel_to_own_max > worst_rel) worst_rel = e.rel_to_own_max, worst_rel_name = name;
     }
   }
   // wte's gradient is the sum of the embedding and the tied lm_head paths on both sides.
   BOOST_TEST(named.size() == 2 + 2 * 12 + 2);  // wte, wpe; 12 per block; ln_f weight and bias
-  BOOST_TEST_MESSAGE("gradients (" << named.size() << " tensors): max |err| " << worst << " in " << worst_name
-                                   << "; worst relative to the tensor's own max " << worst_rel << " in " << worst_rel_name);
+  BOOST_TEST_MESSAGE("gradients (" << named.size() << " tensors): max |err| " << worst << " in "
+                                   << worst_name << "; worst relative to the tensor's own max "
+                                   << worst_rel << " in " << worst_rel_name);
 }
 
 BOOST_AUTO_TEST_CASE(ten_adamw_steps_match_pytorch) {
@@ -184,10 +194,13 @@ BOOST_AUTO_TEST_CASE(ten_adamw_steps_match_pytorch) {
   }
   const Error e = compare(losses, expected, /*absolute=*/true);
   for (size_t i = 0; i < losses.size(); ++i)
-    BOOST_TEST_MESSAGE("step " << i << ": attograd " << std::setprecision(9) << losses[i] << ", torch " << expected[i]
-                               << ", |err| " << std::setprecision(3) << std::abs(losses[i] - expected[i]));
-  BOOST_TEST_MESSAGE("AdamW losses: max |err| " << e.max_abs << " (tolerance " << kAdamWTol * e.scale << ")");
-  BOOST_TEST(e.within(kAdamWTol), "AdamW losses max |err| " << e.max_abs << " > " << kAdamWTol * e.scale);
+    BOOST_TEST_MESSAGE("step " << i << ": attograd " << std::setprecision(9) << losses[i]
+                               << ", torch " << expected[i] << ", |err| " << std::setprecision(3)
+                               << std::abs(losses[i] - expected[i]));
+  BOOST_TEST_MESSAGE("AdamW losses: max |err| " << e.max_abs << " (tolerance "
+                                                << kAdamWTol * e.scale << ")");
+  BOOST_TEST(e.within(kAdamWTol),
+             "AdamW losses max |err| " << e.max_abs << " > " << kAdamWTol * e.scale);
 }
 
 // The same 10 steps through Trainer::train_step(batch): the caller's fixed batch instead of
@@ -203,7 +216,8 @@ BOOST_AUTO_TEST_CASE(trainer_steps_on_a_fixed_batch_match_pytorch) {
   o.warmup_steps = 0;
   o.weight_decay = 0.1;
   o.grad_clip = 0;
-  const attograd::gpt::Dataset unused(f.idx.to_ids(), f.model->config().block_size);  // never drawn from
+  const attograd::gpt::Dataset unused(f.idx.to_ids(),
+                                      f.model->config().block_size);  // never drawn from
   attograd::gpt::Trainer trainer(*f.model, unused, o, "char", "", "");
   std::vector<double> losses;
   for (size_t step = 0; step < expected.size(); ++step)
@@ -213,6 +227,7 @@ BOOST_AUTO_TEST_CASE(trainer_steps_on_a_fixed_batch_match_pytorch) {
   BOOST_TEST_MESSAGE("Trainer::train_step(batch) losses: max |err| " << e.max_abs);
   BOOST_TEST(e.within(kAdamWTol), "losses max |err| " << e.max_abs << " > " << kAdamWTol);
   // A batch the model cannot take is refused before any update, as GPT::forward refuses it.
-  BOOST_CHECK_THROW(trainer.train_step(attograd::gpt::Batch{f.idx, Tensor::zeros({2, 32})}), std::invalid_argument);
+  BOOST_CHECK_THROW(trainer.train_step(attograd::gpt::Batch{f.idx, Tensor::zeros({2, 32})}),
+                    std::invalid_argument);
   BOOST_TEST(trainer.step() == static_cast<int64_t>(expected.size()));
 }

@@ -6,9 +6,13 @@
 
 int main() {
   using namespace attograd;
-  const Tensor c = matmul(Tensor::from_vector({1, 2, 3, 4}, {2, 2}), Tensor::from_vector({5, 6, 7, 8}, {2, 2}));
+  const Tensor c =
+      matmul(Tensor::from_vector({1, 2, 3, 4}, {2, 2}), Tensor::from_vector({5, 6, 7, 8}, {2, 2}));
   const gpt::GPT model(gpt::preset("femto"), /*seed=*/1);
-  const Tensor loss = model.forward(Tensor::from_ids({0, 1, 2, 3, 4, 5, 6, 7}, {1, 8}),
-                                    Tensor::from_ids({1, 2, 3, 4, 5, 6, 7, 8}, {1, 8})).loss;
-  std::printf("matmul %g %g %g %g\nfemto loss %.6f\n", c.at({0, 0}), c.at({0, 1}), c.at({1, 0}), c.at({1, 1}), loss.item());
+  const Tensor loss = model
+                          .forward(Tensor::from_ids({0, 1, 2, 3, 4, 5, 6, 7}, {1, 8}),
+                                   Tensor::from_ids({1, 2, 3, 4, 5, 6, 7, 8}, {1, 8}))
+                          .loss;
+  std::printf("matmul %g %g %g %g\nfemto loss %.6f\n", c.at({0, 0}), c.at({0, 1}), c.at({1, 0}),
+              c.at({1, 1}), loss.item());
 }
