@@ -3,7 +3,7 @@
 # Bible's 73 characters) on the King James Bible (offline, from Debian's bible-kjv), print
 # train/val loss and perplexity next to the unigram baseline, plot them, and sample from two
 # prompts at three temperatures. Installs missing packages and builds first; the run itself takes
-# about 1½ minutes on 2 cores (77 s measured; docs/05-training.md, "Expected output", shows what a
+# about 30 s on 2 cores (28 s measured; docs/05-training.md, "Expected output", shows what a
 # correct run prints).
 # Extra arguments go to `attograd train` and override the settings below (e.g. --corpus
 # shakespeare, --pos-encoding rope, --steps 5000); set OUT=dir to write somewhere else.

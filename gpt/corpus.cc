@@ -413,6 +413,11 @@ Corpus load_corpus(std::string_view spec, const CorpusOptions& options) {
   return load_file(spec, options);
 }
 
+std::string recorded_corpus_spec(std::string_view spec) {
+  if (spec.empty() || spec == "kjv" || spec == "shakespeare") return std::string(spec);
+  return fs::absolute(fs::path(spec)).lexically_normal().string();
+}
+
 fs::path default_cache_dir() {
   if (std::string dir = getenv_string("ATTOGRAD_CACHE_DIR"); !dir.empty()) return dir;
   // The XDG base directory spec says relative values are invalid and must be ignored.

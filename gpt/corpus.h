@@ -168,6 +168,10 @@ struct Corpus {
 /// dropped and its line ends made LF (see "A user's file" above).
 Corpus load_corpus(std::string_view spec, const CorpusOptions& options = {});
 
+/// `spec` as a checkpoint records it: a corpus name (kjv, shakespeare) as it is, a file path made
+/// absolute and normal, so that `train --resume` finds the file from any working directory.
+std::string recorded_corpus_spec(std::string_view spec);
+
 /// The cache directory used when CorpusOptions::cache_dir is empty: $ATTOGRAD_CACHE_DIR, else
 /// $XDG_CACHE_HOME/attograd (only if absolute, as the XDG spec requires), else
 /// $HOME/.cache/attograd. Does not create it. Throws std::runtime_error if none of the three

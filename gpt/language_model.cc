@@ -19,14 +19,14 @@ constexpr ModelKind kKinds[] = {ModelKind::gpt, ModelKind::bigram, ModelKind::av
 // embeddings and the matrices, decays; biases and LayerNorm gains and shifts do not.
 bool decays(const Tensor& p) { return p.dim() >= 2; }
 
-// Refuses a model this machine cannot hold before building it: allocated, it would fill the
-// memory (and be killed by the kernel) long before one allocation failed. The parameters are
-// allocated once, in the arena, beside their gradients: two copies.
-void require_memory(int64_t num_params, DType dtype, const std::string& label) {
+}  // namespace
+
+void require_memory(int64_t num_params, DType dtype, int copies, const std::string& what,
+                    const std::string& label) {
   const size_t have = physical_memory_bytes();
   const auto n = static_cast<size_t>(num_params);
-  const size_t need = checked_mul(checked_mul(n, dtype_size(dtype), "parameter bytes"), size_t{2},
-                                  "parameter bytes");
+  const size_t need = checked_mul(checked_mul(n, dtype_size(dtype), "parameter bytes"),
+                                  static_cast<size_t>(copies), "parameter bytes");
   if (have == 0 || need <= have) return;
   auto gb = [](size_t bytes) {
     char buf[32];
@@ -34,15 +34,11 @@ void require_memory(int64_t num_params, DType dtype, const std::string& label) {
     return std::string(buf);
   };
   throw std::runtime_error(label + ": the model's " + std::to_string(n) + " parameters need " +
-                           gb(need) + " in " + dtype_name(dtype) +
-                           " (weights and gradients), "
-                           "more than this machine's " +
-                           gb(have) +
-                           " of memory; choose a smaller n_layer, n_embd, "
-                           "vocab_size or block_size");
+                           gb(need) + " in " + dtype_name(dtype) + " (" + what +
+                           "), more than this machine's " + gb(have) +
+                           " of memory; choose a smaller n_layer, n_embd, vocab_size or "
+                           "block_size");
 }
-
-}  // namespace
 
 const char* model_kind_name(ModelKind kind) {
   switch (kind) {
@@ -91,7 +87,7 @@ LanguageModel::LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t s
   config_.validate();
   if (dtype == DType::i64)
     throw std::invalid_argument(label_ + ": the model dtype must be f32 or f64");
-  require_memory(gpt::num_parameters(kind, config_), dtype, label_);
+  require_memory(gpt::num_parameters(kind, config_), dtype, 2, "weights and gradients", label_);
   arena_ =
       std::make_unique<nn::ParameterArena>();  // the derived constructor's layers register into it
 }

@@ -34,6 +34,15 @@ ModelKind parse_model_kind(const std::string& name);
 /// sizes alone (nothing is allocated). Throws std::overflow_error if it does not fit int64_t.
 int64_t num_parameters(ModelKind kind, const GPTConfig& config);
 
+/// Refuses a model this machine cannot hold before it is built: allocated, it would fill the
+/// memory (and be killed by the kernel) long before one allocation failed. `copies` copies of the
+/// `num_params` parameters in `dtype` must fit in physical memory: 2 for a model (the arena holds
+/// weights and gradients), 4 for training with AdamW (its two moments too; activations come on
+/// top). Throws std::runtime_error naming `label`, the size in GB, `what` the copies are, and the
+/// fix.
+void require_memory(int64_t num_params, DType dtype, int copies, const std::string& what,
+                    const std::string& label);
+
 /// A target that adds no loss and no gradient (padding), nanoGPT's ignore_index: see
 /// cross_entropy in autograd/ops.h.
 constexpr int64_t kIgnoreTarget = -1;

@@ -407,8 +407,11 @@ EvalResult Trainer::run(std::ostream& log) {
   std::optional<CsvLog> train_csv, eval_csv;
   if (files) {
     std::filesystem::create_directories(dir);
-    resume_log(dir / kTrainLog.file, kTrainLog, step_);
-    resume_log(dir / kEvalLog.file, kEvalLog, step_);
+    // A run from step 0 (a fresh one, e.g. with --overwrite) writes its step-0 evaluation again,
+    // so it keeps no row of an earlier run; a resumed run keeps the rows up to its step.
+    const int64_t keep_through = step_ > 0 ? step_ : -1;
+    resume_log(dir / kTrainLog.file, kTrainLog, keep_through);
+    resume_log(dir / kEvalLog.file, kEvalLog, keep_through);
     train_csv.emplace(dir / kTrainLog.file);
     eval_csv.emplace(dir / kEvalLog.file);
   }

@@ -5,7 +5,7 @@
 #   bash scripts/figures.sh                      # trains pico first with examples/train_pico.sh
 #   PICO_RUN=runs/pico bash scripts/figures.sh   # reuses a finished train_pico.sh run
 #
-# Time on the 2-core reference VM, built: about 1 minute for train_pico.sh, under 10 seconds for
+# Time on the 2-core reference VM, built: about 30 s for train_pico.sh, under 10 seconds for
 # the rest (1.9 s measured with PICO_RUN). Needs gnuplot and Graphviz (installed first, by
 # scripts/install-deps.sh, unless ATTOGRAD is given).
 # Environment: ATTOGRAD (the binary; default: build it), PICO_RUN, WORK (default runs/figures),

@@ -3,8 +3,10 @@
 #include <unistd.h>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <new>
+#include <string_view>
 
 #include "examples/cli/command.h"
 
@@ -23,10 +25,15 @@ int main(int argc, char** argv) {
   // passive: ctest runs two programs on two cores); ATTOGRAD_NO_REEXEC=1 skips the re-execution
   // (under gdb or valgrind, which would otherwise follow a second image); if exec fails we simply
   // go on.
+  // The executable's real path, not /proc/self/exe, is executed so that the process keeps its
+  // name (ps, top, pgrep attograd), which the kernel takes from the executed file's name.
+  const char* no_reexec = std::getenv("ATTOGRAD_NO_REEXEC");
   if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr &&
-      std::getenv("ATTOGRAD_NO_REEXEC") == nullptr) {
+      (no_reexec == nullptr || std::string_view(no_reexec) != "1")) {
+    std::error_code ec;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     setenv("GOMP_SPINCOUNT", "10000", 1);
-    execv("/proc/self/exe", argv);
+    execv(ec ? "/proc/self/exe" : self.c_str(), argv);
   }
   CLI::App app{
       "attograd: a from-scratch C++ autograd engine for learning and teaching transformers"};

@@ -168,15 +168,21 @@ int run(TrainArgs& a) {
                                                          "were made LF needs --keep-cr)")
                                            : std::string()));
     }
+    gpt::require_memory(model->num_parameters(), model->dtype(), 4,
+                        "weights, gradients and AdamW's two moments", "train --resume");
     std::cout << "resume  step " << state->step << " of " << ckpt.string() << "\n";
   } else {
     if (a.tokenizer == "gpt2")
       tokenizer = std::make_unique<gpt::BpeTokenizer>(gpt::BpeTokenizer::gpt2());
     else
       tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(corpus.text));
-    model = gpt::make_model(gpt::parse_model_kind(a.model),
-                            build_config(a.config, tokenizer->vocab_size()), a.init_seed);
-    options.corpus = a.corpus;
+    const gpt::ModelKind kind = gpt::parse_model_kind(a.model);
+    const gpt::GPTConfig config = build_config(a.config, tokenizer->vocab_size());
+    config.validate();
+    gpt::require_memory(gpt::num_parameters(kind, config), DType::f32, 4,
+                        "weights, gradients and AdamW's two moments", "train");
+    model = gpt::make_model(kind, config, a.init_seed);
+    options.corpus = gpt::recorded_corpus_spec(a.corpus);
     options.keep_cr = a.keep_cr;
     options.corpus_sha256 = gpt::sha256_hex(corpus.text);
   }

@@ -120,6 +120,12 @@ BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
   BOOST_TEST_INFO(repeated.out);
   BOOST_TEST(repeated.exit_code == 0);
   BOOST_TEST(contains(repeated.out, "step 12/12"));
+  {  // --overwrite starts the logs afresh: one step-0 evaluation, not one per run
+    std::ifstream eval_log(out + "/eval_log.csv");
+    int step0_rows = 0;
+    for (std::string line; std::getline(eval_log, line);) step0_rows += line.rfind("0,", 0) == 0;
+    BOOST_TEST(step0_rows == 1);
+  }
   // Resuming on another corpus, or with options the checkpoint fixes, is refused.
   const std::string other = dir / "other.txt";
   { std::ofstream(other) << std::string(2000, 'a') << "\n"; }
@@ -146,6 +152,22 @@ BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
 
 // train --resume takes the corpus (and --keep-cr) from the checkpoint when --corpus is not
 // given; a --corpus that is given must hold the text the run was trained on.
+// A relative --corpus is recorded as an absolute path: the run resumes from any directory.
+BOOST_AUTO_TEST_CASE(a_relative_corpus_path_resumes_from_another_directory) {
+  const TempDir dir("cli_test");
+  dir.file("rel.txt", std::string(40, 'x') + "\n" + std::string(4000, 'y') + "\n");
+  const std::string out = dir / "run";
+  const auto first = run_cli("train --preset pico --corpus rel.txt --out " + out +
+                                 " --steps 2 --batch-size 4 --eval-iters 1 --warmup 1",
+                             true, "cd " + dir.path.string() + " && ");
+  BOOST_TEST_INFO(first.out);
+  BOOST_REQUIRE(first.exit_code == 0);
+  const auto resumed = run_cli("train --out " + out + " --resume --steps 3", true, "cd / && ");
+  BOOST_TEST_INFO(resumed.out);
+  BOOST_TEST(resumed.exit_code == 0);
+  BOOST_TEST(contains(resumed.out, "corpus  " + (dir / "rel.txt") + ":"));
+}
+
 BOOST_AUTO_TEST_CASE(resume_reads_its_corpus_from_the_checkpoint) {
   const TempDir dir("cli_test");
   std::string crlf;
