@@ -450,7 +450,8 @@ std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, 
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
   if (const ModelKind kind = checkpoint_kind(file); kind != ModelKind::gpt)
     throw std::runtime_error(
-        "'" + file.path() + "' holds a " + model_kind_name(kind) +
+        "'" + file.path() + "' holds " + (kind == ModelKind::average ? "an " : "a ") +
+        model_kind_name(kind) +
         " model (checkpoint metadata 'model'), not a GPT; this needs a GPT checkpoint "
         "(sample and eval take every model kind)");
   return std::unique_ptr<GPT>(static_cast<GPT*>(load_language_model(file, dtype).release()));

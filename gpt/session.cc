@@ -40,7 +40,8 @@ Session open_checkpoint_file(const SafetensorsFile& file) {
 GPT& Session::gpt() const {
   if (model->kind() != ModelKind::gpt)
     throw std::runtime_error(
-        "'" + path + "' holds a " + model_kind_name(model->kind()) +
+        "'" + path + "' holds " + (model->kind() == ModelKind::average ? "an " : "a ") +
+        model_kind_name(model->kind()) +
         " model (checkpoint metadata 'model'), not a GPT; this needs a GPT checkpoint "
         "(sample and eval take every model kind)");
   return static_cast<GPT&>(*model);

@@ -268,8 +268,8 @@ int run(const FigureArgs& a) {
         "figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
         " is more positions than a figure can show; choose --block-size <= " +
         std::to_string(kMaxDrawn));
-  if (a.kind == "sinusoidal" && c.n_embd > kMaxDrawn)
-    throw std::invalid_argument("figure sinusoidal: n_embd " + std::to_string(c.n_embd) +
+  if ((a.kind == "sinusoidal" || a.kind == "rope") && c.n_embd > kMaxDrawn)
+    throw std::invalid_argument("figure " + a.kind + ": n_embd " + std::to_string(c.n_embd) +
                                 " is more channels than a figure can show; choose --n-embd <= " +
                                 std::to_string(kMaxDrawn));
   if (a.kind == "blocks" && c.n_layer > 48)

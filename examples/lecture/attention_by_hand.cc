@@ -23,9 +23,19 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
   const double d_k = static_cast<double>(Q.size(-1));
   s.qk = matmul(Q, transpose(K, -2, -1));
   s.scores = mul_scalar(s.qk, 1.0 / std::sqrt(d_k));
+  // Finite inputs can still multiply past the largest double; softmax would then give NaN.
+  for (const double v : s.qk.to_vector())
+    if (!std::isfinite(v))
+      throw std::invalid_argument(
+          "Q Kᵀ overflows: a dot product of a query and a key is not a finite number; use "
+          "entries of --Q and --K below about 1e150");
   s.masked = causal_mask(s.scores);
   s.weights = softmax(s.masked);
   s.out = matmul(s.weights, V);
+  for (const double v : s.out.to_vector())
+    if (!std::isfinite(v))
+      throw std::invalid_argument(
+          "weights V overflows: an output is not a finite number; use smaller entries of --V");
   return s;
 }
 

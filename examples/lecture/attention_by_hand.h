@@ -33,7 +33,7 @@ struct AttentionSteps {
 };
 
 /// Q, K: (T, d_k); V: (T, d_v); any floating dtype. Throws std::invalid_argument on shape
-/// mismatch (from the ops).
+/// mismatch (from the ops), and when Q Kᵀ or the output overflows to a non-finite number.
 AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Tensor& V);
 
 /// The common mistake: softmax over each COLUMN of the masked scores (over queries instead of

@@ -251,3 +251,11 @@ BOOST_AUTO_TEST_CASE(program_prints_every_step_and_refuses_bad_matrices) {
     BOOST_TEST(contains(r.out, message));
   }
 }
+
+// Finite inputs whose products overflow are refused rather than printed as NaN weights.
+BOOST_AUTO_TEST_CASE(overflowing_scores_are_refused) {
+  const Tensor Q = Tensor::from_vector({1e300, 0, 0, 1}, {2, 2}, DType::f64);
+  const Tensor V = Tensor::from_vector({1, 2}, {2, 1}, DType::f64);
+  attograd::testing::expect_throw_with<std::invalid_argument>(
+      [&] { lecture::causal_attention_steps(Q, Q, V); }, "Q Kᵀ overflows");
+}
