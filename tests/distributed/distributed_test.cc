@@ -1,0 +1,196 @@
+// Data-parallel training over MPI (gpt/distributed.h): two ranks with B = 4 each against one
+// process with B = 8 drawing the same sequences, through mpirun for real, both in the library
+// (mpi_train_worker, f32 and f64) and with the attograd binary. The whole test skips (CTest
+// shows it skipped) when the build has no MPI or mpirun is missing.
+#define BOOST_TEST_MODULE distributed
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpt/session.h"
+#include "tests/examples/cli_run.h"
+#include "tests/test_util.h"
+
+using attograd::testing::CliRun;
+using attograd::testing::contains;
+using attograd::testing::run_program;
+using attograd::testing::TempDir;
+namespace gpt = attograd::gpt;
+
+namespace {
+
+// mpirun as the tests need it: two ranks on however few cores, one OpenMP thread each, allowed
+// to run as root (CI containers), its own chatter about aborted jobs kept out of the output.
+std::string mpirun(int ranks) {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 " +
+         std::string(ATTOGRAD_MPIRUN) + " --oversubscribe -np " + std::to_string(ranks) +
+         " -x OMP_NUM_THREADS ";
+}
+
+bool mpi_available() {
+  return attograd::testing::data_available(ATTOGRAD_MPIRUN,
+                                           "build with MPI: apt-get install libopenmpi-dev "
+                                           "openmpi-bin, then configure again");
+}
+
+struct WorkerRun {
+  int ranks = 0;
+  std::vector<double> losses, params;
+  double val = 0;
+  std::string replicas;
+};
+
+WorkerRun read_worker(const std::string& path) {
+  WorkerRun r;
+  std::ifstream in(path);
+  std::string key;
+  while (in >> key) {
+    if (key == "ranks") in >> r.ranks;
+    if (key == "replicas") in >> r.replicas;
+    double v = 0;
+    if (key == "loss" && in >> v) r.losses.push_back(v);
+    if (key == "param" && in >> v) r.params.push_back(v);
+    if (key == "val") in >> r.val;
+  }
+  return r;
+}
+
+// The largest |a - b| / |b| over two equally long lists.
+double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
+  return worst;
+}
+
+// ||a - b|| / ||b||, L2 norms over all the parameters.
+double rel_distance(const std::vector<double>& a, const std::vector<double>& b) {
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    norm += b[i] * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+// The losses of every step and the val loss agree to `tol` relative. The parameters are compared
+// as a whole (`param_tol`, relative L2 distance), not element by element: some have an exactly
+// zero gradient in exact arithmetic (the attention's key bias: softmax ignores a constant added
+// to every key), and AdamW divides their rounding noise by its own square root, turning noise of
+// 1e-9 into steps of about lr in f32. Which summation order (8 rows in one matmul, or 4 + 4 and
+// an all-reduce) makes that noise is arbitrary, so those elements differ at 1e-4.
+void two_ranks_equal_one_process(const std::string& dtype, const std::string& config, double tol,
+                                 double param_tol) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_" + dtype + "_" + config);
+  const std::string args = dtype + " " + config + " ";
+  const CliRun two = run_program(mpirun(2) + ATTOGRAD_WORKER, args + "4 " + (dir / "two.txt"));
+  BOOST_TEST_INFO(two.out);
+  BOOST_REQUIRE_EQUAL(two.exit_code, 0);
+  const CliRun one = run_program(ATTOGRAD_WORKER, args + "8 " + (dir / "one.txt"));
+  BOOST_TEST_INFO(one.out);
+  BOOST_REQUIRE_EQUAL(one.exit_code, 0);
+  const WorkerRun a = read_worker(dir / "two.txt"), b = read_worker(dir / "one.txt");
+  BOOST_TEST(a.ranks == 2);
+  BOOST_TEST(b.ranks == 1);
+  BOOST_TEST(a.replicas == "equal");
+  BOOST_REQUIRE_EQUAL(a.losses.size(), 20u);
+  BOOST_TEST(a.losses.back() < a.losses.front());  // it trained
+  const double loss_diff = max_rel_diff(a.losses, b.losses);
+  const double param_diff = rel_distance(a.params, b.params);
+  const double val_diff = std::abs(a.val - b.val) / b.val;
+  BOOST_TEST_MESSAGE(dtype << " " << config << ": " << a.params.size()
+                           << " parameters, max relative difference of 20 losses " << loss_diff
+                           << ", relative L2 distance of the parameters " << param_diff
+                           << ", of the val loss " << val_diff);
+  BOOST_TEST(loss_diff <= tol);
+  BOOST_TEST(param_diff <= param_tol);
+  BOOST_TEST(val_diff <= tol);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(femto_f32_two_ranks_of_4_match_one_process_of_8) {
+  two_ranks_equal_one_process("f32", "femto", 1e-6, 1e-4);
+}
+BOOST_AUTO_TEST_CASE(femto_f64_two_ranks_of_4_match_one_process_of_8) {
+  two_ranks_equal_one_process("f64", "femto", 1e-12, 1e-12);
+}
+BOOST_AUTO_TEST_CASE(small_f32_two_ranks_of_4_match_one_process_of_8) {
+  two_ranks_equal_one_process("f32", "small", 1e-6, 1e-4);
+}
+BOOST_AUTO_TEST_CASE(small_f64_two_ranks_of_4_match_one_process_of_8) {
+  two_ranks_equal_one_process("f64", "small", 1e-12, 1e-12);
+}
+
+namespace {
+
+std::string write_corpus(const TempDir& dir) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question.\n";
+  return dir.file("corpus.txt", text);
+}
+
+std::vector<double> checkpoint_params(const std::string& run_dir) {
+  return gpt::open_checkpoint(run_dir).model->arena().params().to_vector();
+}
+
+}  // namespace
+
+// `mpirun -np 2 attograd train --batch-size 4` and `attograd train --batch-size 8`: the same
+// run. Rank 0 alone prints (one header, each progress line once) and says how the global batch
+// is made; the checkpoints hold the same parameters.
+BOOST_AUTO_TEST_CASE(attograd_train_under_mpirun_matches_one_process) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_cli");
+  const std::string common = "train --corpus " + write_corpus(dir) +
+                             " --preset femto --steps 20 --warmup 2 --eval-interval 10 "
+                             "--eval-iters 2 --log-interval 10 --threads 1 --out ";
+  const CliRun two =
+      run_program(mpirun(2) + ATTOGRAD_CLI, common + (dir / "two") + " --batch-size 4");
+  BOOST_TEST_INFO(two.out);
+  BOOST_REQUIRE_EQUAL(two.exit_code, 0);
+  const CliRun one = run_program(ATTOGRAD_CLI, common + (dir / "one") + " --batch-size 8");
+  BOOST_REQUIRE_EQUAL(one.exit_code, 0);
+  BOOST_TEST(contains(two.out,
+                      "1 thread per rank; 2 ranks: global batch 2 x 4 x 1 = 8 "
+                      "sequences per step"));
+  BOOST_TEST(contains(two.out, "| 2 ranks, global batch 8 |"));
+  BOOST_TEST(!contains(one.out, "ranks"));
+  // One header and one line per log interval: the other rank printed nothing.
+  auto count = [](const std::string& s, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + 1)) ++n;
+    return n;
+  };
+  BOOST_TEST(count(two.out, "train   20 steps") == 1u);
+  BOOST_TEST(count(two.out, "step 20/20 |") == 1u);
+  BOOST_TEST(count(two.out, "eval at step 20:") == 1u);
+  const std::vector<double> a = checkpoint_params(dir / "two"), b = checkpoint_params(dir / "one");
+  BOOST_TEST_MESSAGE("attograd train, femto f32: relative L2 distance of the parameters "
+                     << rel_distance(a, b));
+  BOOST_TEST(rel_distance(a, b) <= 1e-4);
+  // The eval lines agree to their printed digits.
+  const std::string eval_two = two.out.substr(two.out.find("eval at step 20:"), 80);
+  BOOST_TEST(eval_two == one.out.substr(one.out.find("eval at step 20:"), 80));
+}
+
+// Only train is data-parallel: sample and eval refuse to run once per rank.
+BOOST_AUTO_TEST_CASE(sample_and_eval_refuse_several_ranks) {
+  if (!mpi_available()) return;
+  for (const std::string command : {"sample", "eval"}) {
+    const CliRun r = run_program(mpirun(2) + ATTOGRAD_CLI, command + " --checkpoint nowhere");
+    BOOST_TEST_INFO(r.out);
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(contains(r.out, "`attograd " + command +
+                                   "` runs in one process, but 2 ranks were launched "
+                                   "(mpirun -np / srun): run it without the launcher"));
+  }
+}
