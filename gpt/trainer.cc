@@ -62,6 +62,7 @@ void TrainOptions::validate() const {
   };
   check_range("", "steps", max_steps, limits::steps);
   check_range("", "batch size", batch_size, limits::batch_size);
+  check_range("", "ranks", ranks, limits::positive_count);
   check_range("", "grad_accum", grad_accum, limits::grad_accum);
   check_range("", "eval_iters", eval_iters, limits::positive_count);
   check_range("", "log_interval", log_interval, limits::positive_count);
@@ -115,11 +116,37 @@ const std::vector<JsonField<TrainOptions>>& train_option_fields() {
       json_field("corpus", &O::corpus, Presence::optional),
       json_field("corpus_sha256", &O::corpus_sha256, Presence::optional),
       json_field("keep_cr", &O::keep_cr, Presence::optional),
+      // Checkpoints written before data-parallel training: one process.
+      json_field("ranks", &O::ranks, 1, kMax, Presence::optional),
   };
   return fields;
 }
 
 }  // namespace
+
+int64_t TrainOptions::global_batch() const {
+  return checked_mul(checked_mul(ranks, batch_size, "the global batch"), grad_accum,
+                     "the global batch");
+}
+
+TrainOptions TrainOptions::on_ranks(int64_t new_ranks) const {
+  const int64_t rows = checked_mul(ranks, batch_size, "the global batch");
+  if (new_ranks < 1 || rows % new_ranks != 0) {
+    std::string fit;
+    for (int64_t n = 1; n <= rows && fit.size() < 40; ++n)
+      if (rows % n == 0) fit += (fit.empty() ? "" : ", ") + std::to_string(n);
+    throw std::invalid_argument(
+        "this run's global batch is " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") +
+        " x batch size " + std::to_string(batch_size) + " = " + std::to_string(rows) +
+        " sequences per micro-batch, which " + std::to_string(new_ranks) +
+        " ranks cannot share evenly; resume it on a number of ranks that divides " +
+        std::to_string(rows) + " (" + fit + ")");
+  }
+  TrainOptions o = *this;
+  o.ranks = new_ranks;
+  o.batch_size = rows / new_ranks;
+  return o;
+}
 
 std::string TrainOptions::to_json() const {
   return fields_to_json(*this, train_option_fields()).dump();
@@ -144,6 +171,7 @@ Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& 
       optimizer_(model.param_groups(options.weight_decay),
                  nn::AdamWOptions{options.beta1, options.beta2, 1e-8}),
       batch_gen_(options.seed) {
+  options_.ranks = comm_.size();  // stored in checkpoints: a resume keeps the global batch
   options_.validate();
   if (options_.block_size == 0) options_.block_size = model.config().block_size;
   if (options_.block_size > model.config().block_size)

@@ -59,6 +59,16 @@ struct TrainOptions {
   std::string corpus;               // the corpus spec, and the sha256 of its text: --resume
   std::string corpus_sha256;        //   loads it again and refuses a different text
   bool keep_cr = false;             // the corpus kept its CR line ends (CorpusOptions::keep_cr)
+  int64_t ranks = 1;  // data-parallel processes, each with batch_size sequences: the Trainer
+                      // sets it to its communicator's size (absent in older checkpoints: 1)
+
+  /// Sequences per optimizer step over all ranks: ranks * batch_size * grad_accum.
+  int64_t global_batch() const;
+  /// The same run on `new_ranks` ranks: the global batch (ranks * batch_size per micro-batch,
+  /// and grad_accum) stays, batch_size becomes ranks * batch_size / new_ranks. Throws
+  /// std::invalid_argument when new_ranks does not divide it, naming the global batch and
+  /// the rank counts that fit. A resumed run so keeps its batches on any number of ranks.
+  TrainOptions on_ranks(int64_t new_ranks) const;
 
   bool operator==(const TrainOptions&) const = default;
 

@@ -141,6 +141,8 @@ int run(TrainArgs& a, const gpt::Communicator& comm) {
       if (options.lr_decay_steps == 0) options.lr_decay_steps = options.max_steps;
       options.max_steps = a.options.max_steps;
     }
+    // Any number of ranks resumes the run, as long as they can share its global batch.
+    options = options.on_ranks(comm.size());
     model = std::move(run.session.model);
     tokenizer = std::move(run.session.tokenizer);
     state = std::move(run.state);

@@ -194,3 +194,41 @@ BOOST_AUTO_TEST_CASE(sample_and_eval_refuse_several_ranks) {
                                    "(mpirun -np / srun): run it without the launcher"));
   }
 }
+
+// A 2-rank run stopped at step 10 and resumed on 2 ranks ends bit-exact where the uninterrupted
+// 2-rank run does. The checkpoint records the global batch: one process resumes it with B = 8,
+// three ranks cannot share 8 sequences and are refused before anything is written.
+BOOST_AUTO_TEST_CASE(resume_under_mpirun_is_bit_exact_and_keeps_the_global_batch) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_resume");
+  const std::string common = "train --corpus " + write_corpus(dir) +
+                             " --preset femto --warmup 2 --decay-steps 20 --eval-interval 5 "
+                             "--eval-iters 2 --threads 1 --batch-size 4 --out ";
+  const std::string two = mpirun(2) + ATTOGRAD_CLI;
+  BOOST_REQUIRE_EQUAL(run_program(two, common + (dir / "straight") + " --steps 20").exit_code, 0);
+  BOOST_REQUIRE_EQUAL(run_program(two, common + (dir / "resumed") + " --steps 10").exit_code, 0);
+  const CliRun resumed = run_program(two, "train --resume --steps 20 --out " + (dir / "resumed"));
+  BOOST_TEST_INFO(resumed.out);
+  BOOST_REQUIRE_EQUAL(resumed.exit_code, 0);
+  BOOST_TEST(contains(resumed.out, "resume  step 10 of "));
+  BOOST_TEST(contains(resumed.out, "| 2 ranks, global batch 8 |"));
+  const std::vector<double> a = checkpoint_params(dir / "straight"),
+                            b = checkpoint_params(dir / "resumed");
+  BOOST_TEST(a == b, boost::test_tools::per_element());  // bit-exact, not close
+
+  const CliRun three =
+      run_program(mpirun(3) + ATTOGRAD_CLI, "train --resume --steps 30 --out " + (dir / "resumed"));
+  BOOST_TEST_INFO(three.out);
+  BOOST_TEST(three.exit_code != 0);
+  BOOST_TEST(contains(three.out,
+                      "this run's global batch is 2 ranks x batch size 4 = 8 sequences per "
+                      "micro-batch, which 3 ranks cannot share evenly; resume it on a number of "
+                      "ranks that divides 8 (1, 2, 4, 8)"));
+  BOOST_TEST(checkpoint_params(dir / "resumed") == b, boost::test_tools::per_element());
+
+  const CliRun one =
+      run_program(ATTOGRAD_CLI, "train --resume --steps 21 --out " + (dir / "resumed"));
+  BOOST_TEST_INFO(one.out);
+  BOOST_TEST(one.exit_code == 0);
+  BOOST_TEST(contains(one.out, "batch 8 x 8 tokens"));
+}
