@@ -5,13 +5,22 @@
 #define BOOST_TEST_MODULE distributed
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "gpt/checkpoint.h"
+#include "gpt/safetensors.h"
 #include "gpt/session.h"
 #include "tests/examples/cli_run.h"
 #include "tests/test_util.h"
@@ -21,6 +30,8 @@ using attograd::testing::contains;
 using attograd::testing::run_program;
 using attograd::testing::TempDir;
 namespace gpt = attograd::gpt;
+
+extern char** environ;
 
 namespace {
 
@@ -231,4 +242,69 @@ BOOST_AUTO_TEST_CASE(resume_under_mpirun_is_bit_exact_and_keeps_the_global_batch
   BOOST_TEST_INFO(one.out);
   BOOST_TEST(one.exit_code == 0);
   BOOST_TEST(contains(one.out, "batch 8 x 8 tokens"));
+}
+
+namespace {
+
+// The pid of the process whose environment holds both `a` and `b` ("NAME=value"), or 0.
+pid_t find_process_with_env(const std::string& a, const std::string& b) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), {});
+    auto has = [&](const std::string& var) {
+      return env.compare(0, var.size() + 1, var + '\0') == 0 ||
+             env.find('\0' + var + '\0') != std::string::npos;
+    };
+    if (has(a) && has(b)) return static_cast<pid_t>(std::stol(name));
+  }
+  return 0;
+}
+
+}  // namespace
+
+// kill -9 of rank 1 in the middle of a run: mpirun ends the whole job with a non-zero exit, and
+// rank 0's last checkpoint loads (checkpoints are renamed into place whole).
+BOOST_AUTO_TEST_CASE(a_killed_rank_stops_the_job_and_the_checkpoint_loads) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_kill");
+  const std::string tag = "ATTOGRAD_TEST_TAG=kill" + std::to_string(::getpid());
+  const std::string cmd = tag + " " + mpirun(2) + "-x ATTOGRAD_TEST_TAG " + ATTOGRAD_CLI +
+                          " train --corpus " + write_corpus(dir) +
+                          " --preset femto --steps 1000000 --batch-size 4 --eval-interval 0 "
+                          "--checkpoint-interval 20 --log-interval 1000 --threads 1 --out " +
+                          (dir / "run") + " > " + (dir / "log") + " 2>&1";
+  std::vector<char*> argv{const_cast<char*>("/bin/sh"), const_cast<char*>("-c"),
+                          const_cast<char*>(cmd.c_str()), nullptr};
+  pid_t job = 0;
+  BOOST_REQUIRE(posix_spawn(&job, "/bin/sh", nullptr, nullptr, argv.data(), environ) == 0);
+  const std::string ckpt = dir / "run/ckpt.safetensors";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  pid_t rank1 = 0;
+  while (std::chrono::steady_clock::now() < deadline &&
+         (!std::filesystem::exists(ckpt) ||
+          (rank1 = find_process_with_env(tag, "OMPI_COMM_WORLD_RANK=1")) == 0))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  BOOST_REQUIRE_MESSAGE(rank1 > 0, "rank 1 did not start, or no checkpoint appeared");
+  ::kill(rank1, SIGKILL);
+  BOOST_TEST_MESSAGE("killed rank 1, pid " << rank1);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline && ::waitpid(job, &status, WNOHANG) == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (::waitpid(job, &status, WNOHANG) == 0) {  // still running: fail without leaving it behind
+    ::kill(job, SIGKILL);
+    BOOST_FAIL("mpirun did not end after rank 1 was killed");
+  }
+  std::ifstream log_file(dir / "log");
+  const std::string log((std::istreambuf_iterator<char>(log_file)), {});
+  BOOST_TEST_INFO(log);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) != 0));
+  BOOST_TEST(contains(log, "exited on signal 9 (Killed)"));  // mpirun says which rank died
+  const gpt::Session s = gpt::open_checkpoint(dir / "run");
+  BOOST_TEST(s.model->arena().num_non_finite() == 0);
+  const gpt::TrainingState state =
+      *gpt::read_checkpoint_info(gpt::SafetensorsFile::read(ckpt)).training;
+  BOOST_TEST(state.step % 20 == 0);
+  BOOST_TEST(state.step >= 20);
 }
