@@ -34,7 +34,8 @@ void finalize_at_exit() {
 }  // namespace
 
 int launched_ranks() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
+  // Not SLURM_NTASKS: an sbatch script running a plain command has it too, without srun.
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
     if (const char* v = std::getenv(name))
       if (const int n = std::atoi(v); n >= 1) return n;
   return 1;
@@ -49,9 +50,11 @@ const Communicator& Communicator::world() {
   // Only a launched process initialises MPI: a singleton MPI_Init would start Open MPI's
   // runtime for nothing on every plain `attograd train`.
   static const Communicator& w = []() -> const Communicator& {
-    const int launched = launched_ranks();
 #ifdef ATTOGRAD_HAVE_MPI
-    if (launched == 1 && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) return single_process();
+    // mpirun sets OMPI_COMM_WORLD_SIZE; srun sets PMI_SIZE (PMI-2) or PMIX_RANK (PMIx).
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMI_SIZE") == nullptr &&
+        std::getenv("PMIX_RANK") == nullptr)
+      return single_process();
     check(MPI_Init(nullptr, nullptr), "MPI_Init");
     std::atexit(finalize_at_exit);
     int rank = 0, size = 1;
@@ -60,7 +63,7 @@ const Communicator& Communicator::world() {
     static const Communicator c(rank, size, true);
     return c;
 #else
-    if (launched > 1)
+    if (const int launched = launched_ranks(); launched > 1)
       throw std::runtime_error(
           "launched as one of " + std::to_string(launched) +
           " ranks, but this attograd was built without MPI, so each rank would train alone: "

@@ -52,8 +52,9 @@ class Communicator {
 };
 
 /// The number of ranks a launcher started this process among, read from its environment
-/// (OMPI_COMM_WORLD_SIZE of mpirun, PMI_SIZE or SLURM_NTASKS of srun); 1 when none did.
-/// Needs no MPI: `sample` and `eval` use it to refuse running N times.
+/// (OMPI_COMM_WORLD_SIZE of mpirun, PMI_SIZE of srun with PMI-2); 1 when none did. Needs no
+/// MPI: `sample` and `eval` use it to refuse running N times. (srun with PMIx sets no size:
+/// there they run once per rank.)
 int launched_ranks();
 
 /// FNV-1a over the bytes of a contiguous tensor: equal on two ranks exactly when their values
