@@ -36,7 +36,8 @@ int64_t Dataset::num_windows(Split split, int64_t T) const {
   return n > T ? n - T : 0;
 }
 
-Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen) const {
+Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen, int rank,
+                         int ranks) const {
   if (B < 1 || T < 1) {
     throw std::invalid_argument(
         "Dataset::get_batch: batch size B and length T must be at least "
@@ -48,6 +49,9 @@ Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen) cons
                                 " exceeds block_size = " + std::to_string(block_size_) +
                                 "; the model has no positions beyond block_size");
   }
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw std::invalid_argument("Dataset::get_batch: rank " + std::to_string(rank) +
+                                " is not in [0, " + std::to_string(ranks) + ")");
   const std::vector<int64_t>& tokens = this->tokens(split);
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n < T + 1) {
@@ -63,6 +67,9 @@ Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen) cons
   Batch batch{Tensor::empty({B, T}, DType::i64), Tensor::empty({B, T}, DType::i64)};
   int64_t* x = batch.x.data<int64_t>();
   int64_t* y = batch.y.data<int64_t>();
+  checked_mul(B, static_cast<int64_t>(ranks), "Dataset::get_batch: the global batch ranks * B");
+  // The other ranks' rows are drawn too (one below() each), so every generator moves alike.
+  for (int64_t skip = 0; skip < B * rank; ++skip) gen.below(n_starts);
   for (int64_t b = 0; b < B; ++b) {
     const auto start = static_cast<size_t>(gen.below(n_starts));
     for (int64_t t = 0; t < T; ++t) {
@@ -70,6 +77,7 @@ Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen) cons
       y[b * T + t] = tokens[start + static_cast<size_t>(t) + 1];
     }
   }
+  for (int64_t skip = B * (rank + 1); skip < B * ranks; ++skip) gen.below(n_starts);
   return batch;
 }
 

@@ -73,7 +73,16 @@ class Dataset {
   /// T > block_size, or the split has fewer than T + 1 tokens (naming the split, its size
   /// and T: "use a longer corpus or a smaller block_size"); std::overflow_error if B * T does
   /// not fit int64_t.
-  Batch get_batch(Split split, int64_t B, int64_t T, Generator& gen) const;
+  Batch get_batch(Split split, int64_t B, int64_t T, Generator& gen) const {
+    return get_batch(split, B, T, gen, 0, 1);
+  }
+  /// Rank `rank`'s share of a batch spread over `ranks` processes (data-parallel training):
+  /// draws the ranks * B windows of one global batch from gen, as get_batch(split, ranks * B,
+  /// T, gen) would, and returns only rows rank * B .. (rank + 1) * B - 1. Every rank's
+  /// generator stays in the same state, and the ranks together see exactly the batch one
+  /// process with ranks * B would. Throws as get_batch does, and std::invalid_argument unless
+  /// 0 <= rank < ranks.
+  Batch get_batch(Split split, int64_t B, int64_t T, Generator& gen, int rank, int ranks) const;
 
  private:
   int64_t block_size_;

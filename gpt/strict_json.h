@@ -86,9 +86,11 @@ enum class Presence { required, optional };
 
 /// An integer field in [min, max] (JsonFields::integer).
 template <typename S>
-JsonField<S> json_field(std::string key, int64_t S::*m, int64_t min, int64_t max) {
+JsonField<S> json_field(std::string key, int64_t S::*m, int64_t min, int64_t max,
+                        Presence presence = Presence::required) {
   return {key, [m](const S& s) { return nlohmann::json(s.*m); },
-          [m, key, min, max](S& s, JsonFields& f) { s.*m = f.integer(key, min, max); }};
+          [m, key, min, max](S& s, JsonFields& f) { s.*m = f.integer(key, min, max); },
+          presence == Presence::optional};
 }
 /// An integer field in [0, 2^64) (JsonFields::unsigned_integer): a seed.
 template <typename S>

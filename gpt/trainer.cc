@@ -62,6 +62,7 @@ void TrainOptions::validate() const {
   };
   check_range("", "steps", max_steps, limits::steps);
   check_range("", "batch size", batch_size, limits::batch_size);
+  check_range("", "ranks", ranks, limits::positive_count);
   check_range("", "grad_accum", grad_accum, limits::grad_accum);
   check_range("", "eval_iters", eval_iters, limits::positive_count);
   check_range("", "log_interval", log_interval, limits::positive_count);
@@ -115,11 +116,37 @@ const std::vector<JsonField<TrainOptions>>& train_option_fields() {
       json_field("corpus", &O::corpus, Presence::optional),
       json_field("corpus_sha256", &O::corpus_sha256, Presence::optional),
       json_field("keep_cr", &O::keep_cr, Presence::optional),
+      // Checkpoints written before data-parallel training: one process.
+      json_field("ranks", &O::ranks, 1, kMax, Presence::optional),
   };
   return fields;
 }
 
 }  // namespace
+
+int64_t TrainOptions::global_batch() const {
+  return checked_mul(checked_mul(ranks, batch_size, "the global batch"), grad_accum,
+                     "the global batch");
+}
+
+TrainOptions TrainOptions::on_ranks(int64_t new_ranks) const {
+  const int64_t rows = checked_mul(ranks, batch_size, "the global batch");
+  if (new_ranks < 1 || rows % new_ranks != 0) {
+    std::string fit;
+    for (int64_t n = 1; n <= rows && fit.size() < 40; ++n)
+      if (rows % n == 0) fit += (fit.empty() ? "" : ", ") + std::to_string(n);
+    throw std::invalid_argument(
+        "this run's global batch is " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") +
+        " x batch size " + std::to_string(batch_size) + " = " + std::to_string(rows) +
+        " sequences per micro-batch, which " + std::to_string(new_ranks) +
+        " ranks cannot share evenly; resume it on a number of ranks that divides " +
+        std::to_string(rows) + " (" + fit + ")");
+  }
+  TrainOptions o = *this;
+  o.ranks = new_ranks;
+  o.batch_size = rows / new_ranks;
+  return o;
+}
 
 std::string TrainOptions::to_json() const {
   return fields_to_json(*this, train_option_fields()).dump();
@@ -132,16 +159,19 @@ TrainOptions TrainOptions::from_json(const std::string& text) {
 }
 
 Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options,
-                 std::string tokenizer_kind, std::string tokenizer_data, std::string out_dir)
+                 std::string tokenizer_kind, std::string tokenizer_data, std::string out_dir,
+                 const Communicator& comm)
     : model_(model),
       data_(data),
       options_(options),
       tokenizer_kind_(std::move(tokenizer_kind)),
       tokenizer_data_(std::move(tokenizer_data)),
       out_dir_(std::move(out_dir)),
+      comm_(comm),
       optimizer_(model.param_groups(options.weight_decay),
                  nn::AdamWOptions{options.beta1, options.beta2, 1e-8}),
       batch_gen_(options.seed) {
+  options_.ranks = comm_.size();  // stored in checkpoints: a resume keeps the global batch
   options_.validate();
   if (options_.block_size == 0) options_.block_size = model.config().block_size;
   if (options_.block_size > model.config().block_size)
@@ -181,7 +211,7 @@ std::string Trainer::checkpoint_path() const {
                           : (std::filesystem::path(out_dir_) / kCheckpointFile).string();
 }
 
-void Trainer::save(const std::string& path) {
+void Trainer::check_finite_parameters() const {
   // A diverged update can leave the parameters NaN while the loss that led to it was finite:
   // such a state must never replace a good checkpoint.
   if (const int64_t bad = model_.arena().num_non_finite(); bad > 0)
@@ -190,6 +220,22 @@ void Trainer::save(const std::string& path) {
         std::to_string(bad) + " of " + std::to_string(model_.arena().params().numel()) +
         " are NaN or infinite): the update diverged, so no checkpoint was written at this step. "
         "Try a lower --lr or a --grad-clip");
+}
+
+void Trainer::check_replicas() const {
+  if (comm_.size() == 1) return;
+  // Every rank took the same steps on the same averaged gradients, so the parameters must agree
+  // to the bit; if they do not (a rank with other data, a non-deterministic kernel), the run is
+  // no longer one model and must not go on.
+  if (!comm_.all_equal(fingerprint(model_.arena().params())))
+    throw std::runtime_error("the parameters of the " + std::to_string(comm_.size()) +
+                             " ranks differ at step " + std::to_string(step_) +
+                             " (their fingerprints disagree): the replicas diverged, so the run "
+                             "stopped; every rank must run the same build on the same corpus");
+}
+
+void Trainer::save(const std::string& path) {
+  check_finite_parameters();
   TrainingState s;
   s.step = step_;
   s.batch_rng = batch_gen_.state();
@@ -210,23 +256,31 @@ double Trainer::step_on(const Batch* fixed) {
   const int64_t micro_batches = fixed != nullptr ? 1 : o.grad_accum;
   model_.train();
   model_.arena().zero_grad();
+  const double parts = static_cast<double>(micro_batches) * comm_.size();
   double loss_sum = 0;
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
-    const Batch b = fixed != nullptr
-                        ? *fixed
-                        : data_.get_batch(Split::train, o.batch_size, o.block_size, batch_gen_);
+    const Batch b = fixed != nullptr ? *fixed
+                                     : data_.get_batch(Split::train, o.batch_size, o.block_size,
+                                                       batch_gen_, comm_.rank(), comm_.size());
     const Tensor loss = model_.forward(b.x, b.y).loss;
     const double value = loss.item();
-    if (!std::isfinite(value))
-      throw NonFiniteLoss(
-          "the training loss became " + non_finite_str(value) + " at step " +
-          std::to_string(step_) +
-          "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+    if (!std::isfinite(value)) {
+      loss_sum = value;  // reaches every rank through the sum below: all of them stop
+      break;
+    }
     loss_sum += value;
-    // Each micro-batch contributes 1/grad_accum of the mean: the accumulated gradient is the
-    // gradient of the mean loss over all grad_accum * B * T tokens.
-    mul_scalar(loss, 1.0 / static_cast<double>(micro_batches)).backward();
+    // Each micro-batch of each rank contributes 1/(grad_accum * ranks) of the mean: the summed
+    // gradient is the gradient of the mean loss over all ranks * grad_accum * B * T tokens.
+    mul_scalar(loss, 1.0 / parts).backward();
   }
+  comm_.all_reduce_sum(&loss_sum, 1);
+  if (!std::isfinite(loss_sum))
+    throw NonFiniteLoss(
+        "the training loss became " + non_finite_str(loss_sum) + " at step " +
+        std::to_string(step_) + (comm_.size() > 1 ? " (on at least one rank)" : "") +
+        "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+  // One flat all-reduce of the arena's gradients: every rank then holds the same mean.
+  comm_.all_reduce_sum(model_.arena().grads());
   // The gradient norm is one pass over every gradient: computed only to clip, and then once.
   // The clipping factor is applied by AdamW as it reads each gradient.
   double scale = 1.0;
@@ -243,7 +297,7 @@ double Trainer::step_on(const Batch* fixed) {
   const int64_t decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.max_steps;
   optimizer_.step(nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr), scale);
   ++step_;
-  return loss_sum / static_cast<double>(micro_batches);
+  return loss_sum / parts;
 }
 
 EvalResult Trainer::evaluate() {
@@ -252,14 +306,24 @@ EvalResult Trainer::evaluate() {
   model_.eval();
   EvalResult r;
   r.step = step_;
+  // Summed NLL and token count per split, this rank's rows, then reduced over the ranks.
+  double sums[2][2] = {};
   for (Split split : {Split::train, Split::val}) {
     Generator gen(options_.seed ^ 0x5eed0fe7a1ULL);  // the same batches at every evaluation
-    PerplexityMeter meter;
+    double* sum = sums[split == Split::train ? 0 : 1];
     for (int64_t i = 0; i < options_.eval_iters; ++i) {
-      const Batch b = data_.get_batch(split, options_.batch_size, options_.block_size, gen);
-      const int64_t tokens = b.y.numel();
-      meter.add(model_.forward(b.x, b.y).loss.item() * static_cast<double>(tokens), tokens);
+      const Batch b = data_.get_batch(split, options_.batch_size, options_.block_size, gen,
+                                      comm_.rank(), comm_.size());
+      const auto tokens = static_cast<double>(b.y.numel());
+      sum[0] += model_.forward(b.x, b.y).loss.item() * tokens;
+      sum[1] += tokens;
     }
+  }
+  comm_.all_reduce_sum(&sums[0][0], 4);
+  for (Split split : {Split::train, Split::val}) {
+    const double* sum = sums[split == Split::train ? 0 : 1];
+    PerplexityMeter meter;
+    meter.add(sum[0], static_cast<int64_t>(sum[1]));
     (split == Split::train ? r.train_loss : r.val_loss) = meter.mean_nll();
     (split == Split::train ? r.train_ppl : r.val_ppl) = meter.perplexity();
   }
@@ -402,7 +466,7 @@ void append_field(std::string& row, double v) {
 
 EvalResult Trainer::run(std::ostream& log) {
   const TrainOptions& o = options_;
-  const bool files = !out_dir_.empty();
+  const bool files = !out_dir_.empty() && comm_.is_root();  // rank 0 alone writes
   const std::filesystem::path dir(out_dir_);
   std::optional<CsvLog> train_csv, eval_csv;
   if (files) {
@@ -416,8 +480,13 @@ EvalResult Trainer::run(std::ostream& log) {
     eval_csv.emplace(dir / kEvalLog.file);
   }
   // Within limits.h's bounds this fits easily; tokens/s is then computed in double.
-  const int64_t tokens_per_step = checked_mul(
-      checked_mul(o.batch_size, o.block_size, "tokens per step"), o.grad_accum, "tokens per step");
+  const int64_t global_batch =
+      checked_mul(checked_mul(o.batch_size, o.grad_accum, "global batch"),
+                  static_cast<int64_t>(comm_.size()), "global batch");  // ranks x B x grad_accum
+  const int64_t tokens_per_step = checked_mul(global_batch, o.block_size, "tokens per step");
+  std::ostringstream null_log;  // the progress lines of ranks other than 0 go nowhere
+  std::ostream& out = comm_.is_root() ? log : null_log;
+  check_replicas();  // the ranks start from the same model and optimizer state
   const int64_t first_step = step_;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
@@ -432,7 +501,7 @@ EvalResult Trainer::run(std::ostream& log) {
         buf, sizeof buf,
         "eval at step %lld: train loss %.4f (perplexity %.2f), val loss %.4f (perplexity %.2f)\n",
         static_cast<long long>(r.step), r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
-    log << buf << std::flush;
+    out << buf << std::flush;
     if (files) {
       std::string& row = eval_csv->pending();
       row += std::to_string(r.step);
@@ -475,14 +544,21 @@ EvalResult Trainer::run(std::ostream& log) {
       row += '\n';
     }
     if (step_ % o.log_interval == 0 || step_ == o.max_steps) {
+      check_replicas();  // every log_interval steps: the ranks still hold one model
       const double left =
           secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
-      char buf[256];
+      // With several ranks, the global batch (ranks x B x grad_accum sequences) too.
+      const std::string ranks = comm_.size() == 1
+                                    ? std::string()
+                                    : " | " + std::to_string(comm_.size()) +
+                                          " ranks, global batch " + std::to_string(global_batch);
+      char buf[320];
       std::snprintf(buf, sizeof buf,
-                    "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | %s elapsed, %s left\n",
+                    "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s%s | %s elapsed, %s left\n",
                     static_cast<long long>(step_), static_cast<long long>(o.max_steps), loss, lr,
-                    tok_s, format_duration(secs).c_str(), format_duration(left).c_str());
-      log << buf << std::flush;
+                    tok_s, ranks.c_str(), format_duration(secs).c_str(),
+                    format_duration(left).c_str());
+      out << buf << std::flush;
       if (files) train_csv->flush();  // the log file keeps up with the progress lines
     }
     const bool eval_now =
@@ -500,6 +576,11 @@ EvalResult Trainer::run(std::ostream& log) {
     }
     const bool ckpt_now = step_ == o.max_steps || eval_now ||
                           (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
+    if (ckpt_now && !out_dir_.empty()) {
+      // Every rank checks, so that all stop together; the parameters are the same on all.
+      check_finite_parameters();
+      check_replicas();
+    }
     if (files && ckpt_now) {
       // The logs first: a checkpoint at step N promises every row up to N, after any crash.
       train_csv->sync();
@@ -514,7 +595,7 @@ EvalResult Trainer::run(std::ostream& log) {
                   "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
                   static_cast<long long>(last.step), static_cast<long long>(o.max_steps),
                   last.val_loss, last.val_ppl);
-    log << buf;
+    out << buf;
   }
   if (files) {
     train_csv->sync();

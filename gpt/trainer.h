@@ -13,6 +13,7 @@
 #include "autograd/random.h"
 #include "gpt/checkpoint.h"
 #include "gpt/dataset.h"
+#include "gpt/distributed.h"
 #include "gpt/model.h"
 #include "nn/optim.h"
 
@@ -58,6 +59,16 @@ struct TrainOptions {
   std::string corpus;               // the corpus spec, and the sha256 of its text: --resume
   std::string corpus_sha256;        //   loads it again and refuses a different text
   bool keep_cr = false;             // the corpus kept its CR line ends (CorpusOptions::keep_cr)
+  int64_t ranks = 1;  // data-parallel processes, each with batch_size sequences: the Trainer
+                      // sets it to its communicator's size (absent in older checkpoints: 1)
+
+  /// Sequences per optimizer step over all ranks: ranks * batch_size * grad_accum.
+  int64_t global_batch() const;
+  /// The same run on `new_ranks` ranks: the global batch (ranks * batch_size per micro-batch,
+  /// and grad_accum) stays, batch_size becomes ranks * batch_size / new_ranks. Throws
+  /// std::invalid_argument when new_ranks does not divide it, naming the global batch and
+  /// the rank counts that fit. A resumed run so keeps its batches on any number of ranks.
+  TrainOptions on_ranks(int64_t new_ranks) const;
 
   bool operator==(const TrainOptions&) const = default;
 
@@ -91,15 +102,25 @@ class Trainer {
  public:
   /// tokenizer_kind/data are stored in every checkpoint. out_dir may be empty (no files).
   /// Any LanguageModel trains the same way (its kind is stored in the checkpoint).
+  ///
+  /// Data-parallel over `comm` (gpt/distributed.h) when it has several ranks: options.batch_size
+  /// is B per rank, each micro-batch is one global batch of size() * B sequences drawn from the
+  /// same generator on every rank, rank r training on rows r * B .. (r + 1) * B - 1; the
+  /// gradients are averaged over the ranks in one all-reduce of the arena, so every rank clips
+  /// by the same norm and takes the same AdamW step. The result is that of one process with
+  /// batch_size size() * B, up to the order of float additions. Only rank 0 writes files and
+  /// progress lines. Every rank must construct its Trainer alike and call the same methods.
   Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options,
-          std::string tokenizer_kind, std::string tokenizer_data, std::string out_dir);
+          std::string tokenizer_kind, std::string tokenizer_data, std::string out_dir,
+          const Communicator& comm = Communicator::single_process());
 
   /// Continues from a checkpoint's training state (optimizer moments, step, batch RNG).
   /// Throws std::runtime_error if the state does not fit this model.
   void restore(const TrainingState& state);
 
-  /// One optimizer step over grad_accum micro-batches; returns the mean training loss.
-  /// Throws NonFiniteLoss (parameters untouched) when the loss or gradient is not finite.
+  /// One optimizer step over grad_accum micro-batches; returns the mean training loss (over all
+  /// ranks). Throws NonFiniteLoss (parameters untouched) when the loss or gradient is not
+  /// finite, on every rank together when any rank's is not.
   double train_step();
   /// One optimizer step on the caller's batch (x, y i64 (B, T), T <= block_size; checked as
   /// GPT::forward checks them) instead of grad_accum drawn ones: an overfit check, or a
@@ -108,8 +129,10 @@ class Trainer {
   double train_step(const Batch& batch);
 
   /// Mean loss and perplexity over eval_iters fixed batches of each split, in eval mode with
-  /// no graph. The batches come from their own generator, so evaluating never changes the
-  /// training batches (resume stays bit-exact).
+  /// no graph. With several ranks each evaluates its rows of the global batches and the
+  /// token-weighted sums are reduced: every rank returns the same result. The batches come from
+  /// their own generator, so evaluating never changes the training batches (resume stays
+  /// bit-exact).
   EvalResult evaluate();
 
   /// The whole run: steps until max_steps with progress lines on `log`, evaluations (at step 0
@@ -143,11 +166,16 @@ class Trainer {
  private:
   // train_step's body: one micro-batch `fixed`, or grad_accum drawn ones when it is null.
   double step_on(const Batch* fixed);
+  // Throws NonFiniteLoss when a parameter is NaN or infinite (save() writes no such state).
+  void check_finite_parameters() const;
+  // Throws std::runtime_error, on every rank, when the ranks' parameters differ in any bit.
+  void check_replicas() const;
 
   LanguageModel& model_;
   const Dataset& data_;
   TrainOptions options_;
   std::string tokenizer_kind_, tokenizer_data_, out_dir_;
+  const Communicator& comm_;
   nn::AdamW optimizer_;
   Generator batch_gen_;
   int64_t step_ = 0;

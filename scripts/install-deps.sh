@@ -20,6 +20,8 @@ packages=(
   gnuplot-nox                 # gnuplot: training loss and perplexity plots, attention heatmaps (PNG, SVG)
   graphviz                    # dot: renders `attograd graph` and `figure blocks` to SVG (optional: the .dot is written without it)
   libbenchmark-dev            # Google Benchmark: bench/ (kernels and training steps)
+  libopenmpi-dev              # Open MPI: data-parallel training, mpirun -np N attograd train (optional at build)
+  openmpi-bin                 # mpirun, which starts the ranks (and runs the MPI tests)
   libopenblas-dev             # OpenBLAS: the yardstick bench/ compares matmul against (never linked by the engine)
 )
 if [ "${1:-}" = "--format" ]; then

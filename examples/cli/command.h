@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpt/config.h"
+#include "gpt/distributed.h"
 #include "gpt/limits.h"
 
 namespace attograd::cli {
@@ -54,6 +55,17 @@ extern const CLI::Validator kSeed;
 /// Adds --keep-cr to a command that loads a corpus (gpt::CorpusOptions::keep_cr): a user's
 /// file keeps its CRLF and CR line ends instead of having them made LF. Returns the option.
 CLI::Option* add_keep_cr_flag(CLI::App* cmd, bool& keep_cr);
+
+/// Throws std::invalid_argument when a launcher (mpirun, srun) started this command as one of
+/// several ranks: only `train` is data-parallel, and `command` would run once per rank, all
+/// printing and writing the same files.
+inline void refuse_several_ranks(const std::string& command) {
+  if (const int n = gpt::launched_ranks(); n > 1)
+    throw std::invalid_argument("`attograd " + command + "` runs in one process, but " +
+                                std::to_string(n) +
+                                " ranks were launched (mpirun -np / srun): run it without the "
+                                "launcher; only `attograd train` is data-parallel");
+}
 
 /// --preset and the per-field overrides of a GPTConfig.
 struct ConfigArgs {

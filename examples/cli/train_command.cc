@@ -21,6 +21,7 @@
 #include "gpt/char_tokenizer.h"
 #include "gpt/corpus.h"
 #include "gpt/dataset.h"
+#include "gpt/distributed.h"
 #include "gpt/session.h"
 #include "gpt/trainer.h"
 
@@ -69,8 +70,10 @@ void lock_output_dir(const std::filesystem::path& out) {
   // fd stays open on purpose: the lock is released when the process exits.
 }
 
-int run(TrainArgs& a) {
+int run(TrainArgs& a, const gpt::Communicator& comm) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
+  // Rank 0 alone prints; the others' errors still reach stderr.
+  if (!comm.is_root()) std::freopen("/dev/null", "w", stdout);
   if (a.out.empty())
     throw std::invalid_argument(
         "--out is empty: give a directory for the logs, plots and checkpoint");
@@ -91,11 +94,13 @@ int run(TrainArgs& a) {
   if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
     throw std::invalid_argument("--out " + a.out + " exists and is not a directory");
   std::filesystem::create_directories(out_dir);
-  lock_output_dir(out_dir);
-  // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
-  // only with our process, so those of processes that no longer exist are stale.
-  for (const std::filesystem::path& stale : gpt::remove_stale_temp_files(out_dir))
-    std::cout << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
+  if (comm.is_root()) {  // the one writer: the other ranks only read the checkpoint to resume
+    lock_output_dir(out_dir);
+    // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
+    // only with our process, so those of processes that no longer exist are stale.
+    for (const std::filesystem::path& stale : gpt::remove_stale_temp_files(out_dir))
+      std::cout << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
+  }
   const std::filesystem::path ckpt = out_dir / gpt::kCheckpointFile;
   if (!a.resume && !a.overwrite && std::filesystem::exists(ckpt))
     throw std::invalid_argument(ckpt.string() +
@@ -136,6 +141,8 @@ int run(TrainArgs& a) {
       if (options.lr_decay_steps == 0) options.lr_decay_steps = options.max_steps;
       options.max_steps = a.options.max_steps;
     }
+    // Any number of ranks resumes the run, as long as they can share its global batch.
+    options = options.on_ranks(comm.size());
     model = std::move(run.session.model);
     tokenizer = std::move(run.session.tokenizer);
     state = std::move(run.state);
@@ -249,13 +256,20 @@ int run(TrainArgs& a) {
       static_cast<long long>(data.size(gpt::Split::val)),
       std::log(static_cast<double>(c.vocab_size)), unigram, bigram);
   const int threads = omp_get_max_threads();
-  std::printf("train   %lld steps, batch %lld x %lld tokens, lr %g -> %g, %d thread%s\n\n",
+  std::printf("train   %lld steps, batch %lld x %lld tokens, lr %g -> %g, %d thread%s",
               static_cast<long long>(options.max_steps), static_cast<long long>(options.batch_size),
               static_cast<long long>(options.block_size > 0 ? options.block_size : c.block_size),
               options.learning_rate, options.min_lr, threads, threads == 1 ? "" : "s");
+  if (comm.size() > 1)
+    std::printf(" per rank; %d ranks: global batch %d x %lld x %lld = %lld sequences per step",
+                comm.size(), comm.size(), static_cast<long long>(options.batch_size),
+                static_cast<long long>(options.grad_accum),
+                static_cast<long long>(comm.size() * options.batch_size * options.grad_accum));
+  std::printf("\n\n");
   std::cout << std::flush;
 
-  gpt::Trainer trainer(*model, data, options, tokenizer->kind(), tokenizer->serialize(), a.out);
+  gpt::Trainer trainer(*model, data, options, tokenizer->kind(), tokenizer->serialize(), a.out,
+                       comm);
   if (state) {
     trainer.restore(*state);
     state.reset();  // the optimizer holds its own copy of the moments now: free these (two model
@@ -387,7 +401,23 @@ void add_train_command(CLI::App& app, int& exit_code) {
                 "and corpus (--steps may extend it; the learning-rate schedule keeps its end; a "
                 "--corpus given must hold the same text)");
   cmd->add_flag("--overwrite", a->overwrite, "start over even if --out already holds a checkpoint");
-  cmd->callback([a, &exit_code] { exit_code = run(*a); });
+  cmd->callback([a, &exit_code] {
+    const gpt::Communicator& comm = gpt::Communicator::world();
+    if (comm.size() == 1) {
+      exit_code = run(*a, comm);
+      return;
+    }
+    // With several ranks, an error one rank alone meets would leave the others waiting at the
+    // next collective for ever: end them all (rank 0's last checkpoint was written atomically,
+    // so it is intact). A NaN is reduced to every rank, which then all return 1 together.
+    try {
+      exit_code = run(*a, comm);
+    } catch (const std::exception& e) {
+      std::cerr << "attograd: error: rank " << comm.rank() << " of " << comm.size() << ": "
+                << e.what() << std::endl;
+      comm.abort(2);
+    }
+  });
 }
 
 }  // namespace attograd::cli

@@ -90,6 +90,23 @@ BOOST_AUTO_TEST_CASE(same_seed_same_batches) {
   }
 }
 
+// Data-parallel ranks each keep their rows of one global batch: rank 0's 3 rows and rank 1's 3
+// rows, in that order, are the 6 rows one process draws, and every rank's generator ends in the
+// state of that one process.
+BOOST_AUTO_TEST_CASE(ranks_share_one_global_batch_row_by_row) {
+  const Dataset data(iota_ids(500), 8);
+  Generator whole(7), rank0(7), rank1(7);
+  const Batch all = data.get_batch(Split::train, 6, 8, whole);
+  Ids joined = data.get_batch(Split::train, 3, 8, rank0, 0, 2).y.to_ids();
+  const Ids second = data.get_batch(Split::train, 3, 8, rank1, 1, 2).y.to_ids();
+  joined.insert(joined.end(), second.begin(), second.end());
+  BOOST_TEST(joined == all.y.to_ids(), boost::test_tools::per_element());
+  BOOST_TEST(rank0.state() == whole.state());
+  BOOST_TEST(rank1.state() == whole.state());
+  expect_throw_with<std::invalid_argument>([&] { data.get_batch(Split::train, 3, 8, rank0, 2, 2); },
+                                           "Dataset::get_batch: rank 2 is not in [0, 2)");
+}
+
 BOOST_AUTO_TEST_CASE(every_valid_start_is_drawn_including_the_last) {
   // train = 20 tokens, T = 5: starts 0 .. 14, all equally likely.
   const Dataset data(iota_ids(23), 5);

@@ -504,7 +504,7 @@ BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
   o.learning_rate = 0.25, o.min_lr = 0.125, o.warmup_steps = 4, o.lr_decay_steps = 6;
   o.weight_decay = 0.5, o.beta1 = 0.75, o.beta2 = 0.875, o.grad_clip = 2.5, o.seed = 99;
   o.eval_interval = 8, o.eval_iters = 9, o.checkpoint_interval = 10, o.log_interval = 11;
-  o.corpus = "book.txt", o.corpus_sha256 = "ab12", o.keep_cr = true;
+  o.corpus = "book.txt", o.corpus_sha256 = "ab12", o.keep_cr = true, o.ranks = 12;
   const nlohmann::json written = nlohmann::json::parse(o.to_json());
   const nlohmann::json defaults = nlohmann::json::parse(TrainOptions().to_json());
   BOOST_TEST(written.size() == attograd::testing::field_count<TrainOptions>());
@@ -525,4 +525,26 @@ BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
   expect_throw_with<std::runtime_error>(
       [&] { TrainOptions::from_json(missing.dump()); },
       "the training options in the checkpoint has no 'eval_iters'");
+}
+
+// Data-parallel runs record their ranks: a resume on another number of ranks keeps the global
+// batch, or is refused naming the counts that fit. Checkpoints from before have one rank.
+BOOST_AUTO_TEST_CASE(global_batch_survives_a_change_of_ranks) {
+  TrainOptions o = small_options();
+  o.ranks = 2;
+  o.grad_accum = 3;
+  BOOST_TEST(o.global_batch() == 2 * 4 * 3);
+  const TrainOptions one = o.on_ranks(1), four = o.on_ranks(4);
+  BOOST_TEST(one.batch_size == 8);
+  BOOST_TEST(one.ranks == 1);
+  BOOST_TEST(four.batch_size == 2);
+  BOOST_TEST(four.global_batch() == o.global_batch());
+  expect_throw_with<std::invalid_argument>(
+      [&] { o.on_ranks(3); },
+      "this run's global batch is 2 ranks x batch size 4 = 8 sequences per micro-batch, which 3 "
+      "ranks cannot share evenly; resume it on a number of ranks that divides 8 (1, 2, 4, 8)");
+  nlohmann::json old = nlohmann::json::parse(o.to_json());
+  BOOST_TEST(old.at("ranks") == 2);
+  old.erase("ranks");
+  BOOST_TEST(TrainOptions::from_json(old.dump()).ranks == 1);
 }
