@@ -109,6 +109,13 @@ bool Communicator::all_equal(uint64_t value) const {
   return both[0] == ~both[1];
 }
 
+void Communicator::barrier() const {
+  if (!mpi_ || size_ == 1) return;
+#ifdef ATTOGRAD_HAVE_MPI
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+#endif
+}
+
 void Communicator::abort(int code) const {
 #ifdef ATTOGRAD_HAVE_MPI
   if (mpi_) MPI_Abort(MPI_COMM_WORLD, code);

@@ -42,6 +42,9 @@ class Communicator {
   void all_reduce_sum(double* values, int n) const;
   /// Whether `value` is the same on every rank (one collective: the min and max agree).
   bool all_equal(uint64_t value) const;
+  /// Waits until every rank has called it (MPI_Barrier): e.g. for rank 0 to finish printing an
+  /// error all ranks met, before the others exit and mpirun ends the job.
+  void barrier() const;
   /// Ends every rank of the job with exit code `code` (MPI_Abort); std::_Exit on one process.
   [[noreturn]] void abort(int code) const;
 

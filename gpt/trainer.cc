@@ -394,6 +394,12 @@ int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
 // so a crash during it leaves the old log.
 void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step) {
   std::string kept = std::string(spec.header) + "\n";
+  // Without this, reading a directory fails inside the stream with "basic_filebuf::underflow".
+  if (std::error_code ec;
+      std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error("cannot write the log " + path.string() +
+                             ": it exists but is not a regular file (a directory?); move it away "
+                             "or choose another --out");
   std::ifstream in(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;

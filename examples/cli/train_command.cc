@@ -279,19 +279,26 @@ int run(TrainArgs& a, const gpt::Communicator& comm) {
   try {
     r = trainer.run(std::cout);
   } catch (const gpt::NonFiniteLoss& e) {
-    std::cerr << "attograd: error: " << e.what() << "\n";
-    // Only a checkpoint of this run is worth naming: save() writes none with a non-finite
-    // parameter, and run() none after a non-finite evaluation.
-    if (const std::optional<int64_t> good =
-            trainer.last_saved_step() ? trainer.last_saved_step() : resumed_step)
-      std::cerr << "the last checkpoint, step " << *good
-                << " (all parameters finite), is untouched: " << ckpt.string() << "\n";
-    else
-      std::cerr << "no checkpoint of this run was written"
-                << (std::filesystem::exists(ckpt)
-                        ? " (" + ckpt.string() + " is from an earlier run)"
-                        : std::string())
-                << "\n";
+    // Every rank meets it at the same step (the loss, the gradients and the evaluation are
+    // reduced before they are checked): rank 0 speaks for all, and the others wait at a barrier
+    // until it has, since mpirun ends the whole job as soon as one rank exits non-zero.
+    if (comm.is_root()) {
+      std::string message = "attograd: error: " + std::string(e.what()) + "\n";
+      // Only a checkpoint of this run is worth naming: save() writes none with a non-finite
+      // parameter, and run() none after a non-finite evaluation.
+      if (const std::optional<int64_t> good =
+              trainer.last_saved_step() ? trainer.last_saved_step() : resumed_step)
+        message += "the last checkpoint, step " + std::to_string(*good) +
+                   " (all parameters finite), is untouched: " + ckpt.string() + "\n";
+      else
+        message +=
+            "no checkpoint of this run was written" +
+            (std::filesystem::exists(ckpt) ? " (" + ckpt.string() + " is from an earlier run)"
+                                           : std::string()) +
+            "\n";
+      std::cerr << message << std::flush;
+    }
+    comm.barrier();
     return 1;
   }
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n",
@@ -413,8 +420,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
     try {
       exit_code = run(*a, comm);
     } catch (const std::exception& e) {
-      std::cerr << "attograd: error: rank " << comm.rank() << " of " << comm.size() << ": "
-                << e.what() << std::endl;
+      // One write: mpirun interleaves the ranks' output at the granularity of their writes.
+      std::cerr << "attograd: error: rank " + std::to_string(comm.rank()) + " of " +
+                       std::to_string(comm.size()) + ": " + e.what() + "\n"
+                << std::flush;
       comm.abort(2);
     }
   });
