@@ -14,6 +14,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A wrong PICO_RUN is named before anything is built or drawn.
+if [[ -n ${PICO_RUN:-} && ! -f $PICO_RUN/ckpt.safetensors ]]; then
+  echo "figures.sh: PICO_RUN=$PICO_RUN holds no ckpt.safetensors; give the --out directory of a" \
+    "finished examples/train_pico.sh run, or leave PICO_RUN unset to train one" >&2
+  exit 2
+fi
+
 if [[ -z ${ATTOGRAD:-} ]]; then
   bash scripts/install-deps.sh  # gnuplot and Graphviz draw the figures
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -8,6 +8,7 @@
 
 #include "gpt/config.h"
 #include "gpt/distributed.h"
+#include "gpt/language_model.h"
 #include "gpt/limits.h"
 
 namespace attograd::cli {
@@ -80,8 +81,15 @@ struct ConfigArgs {
 /// --no-bias (and --vocab-size when with_vocab) to cmd.
 void add_config_options(CLI::App* cmd, ConfigArgs& args, bool with_vocab);
 
-/// The preset with the overrides applied; vocab_size from the tokenizer unless overridden.
+/// Throws std::invalid_argument naming the first override the model of `kind` would ignore: a
+/// bigram reads only --block-size (and the vocabulary); the average model also --n-embd,
+/// --pos-encoding and --no-bias; the GPT reads them all.
+void refuse_unused_config_options(const ConfigArgs& args, gpt::ModelKind kind);
+
+/// The preset with the overrides applied; vocab_size from the tokenizer unless overridden. For
+/// the bigram and average models, which have no heads, n_head is 1 (so any --n-embd is valid).
 /// Throws std::invalid_argument for an inconsistent result (GPTConfig::validate).
-gpt::GPTConfig build_config(const ConfigArgs& args, std::optional<int64_t> tokenizer_vocab);
+gpt::GPTConfig build_config(const ConfigArgs& args, std::optional<int64_t> tokenizer_vocab,
+                            gpt::ModelKind kind = gpt::ModelKind::gpt);
 
 }  // namespace attograd::cli

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace attograd::cli {
 
@@ -128,7 +129,29 @@ void add_config_options(CLI::App* cmd, ConfigArgs& a, bool with_vocab) {
               "memory holds.");
 }
 
-gpt::GPTConfig build_config(const ConfigArgs& a, std::optional<int64_t> tokenizer_vocab) {
+void refuse_unused_config_options(const ConfigArgs& a, gpt::ModelKind kind) {
+  if (kind == gpt::ModelKind::gpt) return;
+  const bool bigram = kind == gpt::ModelKind::bigram;
+  // (option, given, read by the average model); the bigram reads none of these.
+  const std::tuple<const char*, bool, bool> overrides[] = {
+      {"--n-layer", a.n_layer.has_value(), false},
+      {"--n-head", a.n_head.has_value(), false},
+      {"--dropout", a.dropout.has_value(), false},
+      {"--n-embd", a.n_embd.has_value(), true},
+      {"--pos-encoding", a.pos_encoding.has_value(), true},
+      {"--no-bias", a.no_bias, true},
+  };
+  for (const auto& [option, given, average_reads] : overrides)
+    if (given && (bigram || !average_reads))
+      throw std::invalid_argument(
+          std::string(option) + " does not apply to --model " + gpt::model_kind_name(kind) +
+          (bigram ? " (a table of next-token logits: it reads only --block-size)"
+                  : " (embeddings averaged over the context: no blocks, heads or dropout)") +
+          "; drop it, or train --model gpt");
+}
+
+gpt::GPTConfig build_config(const ConfigArgs& a, std::optional<int64_t> tokenizer_vocab,
+                            gpt::ModelKind kind) {
   gpt::GPTConfig c = gpt::preset(a.preset);
   if (tokenizer_vocab) c.vocab_size = *tokenizer_vocab;
   if (a.vocab_size) c.vocab_size = *a.vocab_size;
@@ -139,6 +162,7 @@ gpt::GPTConfig build_config(const ConfigArgs& a, std::optional<int64_t> tokenize
   if (a.dropout) c.dropout = *a.dropout;
   if (a.pos_encoding) c.pos_encoding = gpt::parse_pos_encoding(*a.pos_encoding);
   if (a.no_bias) c.bias = false;
+  if (kind != gpt::ModelKind::gpt) c.n_head = 1;  // else the preset's 3 heads must divide n_embd
   c.validate();
   return c;
 }

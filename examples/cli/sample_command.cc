@@ -45,7 +45,9 @@ int run(const SampleArgs& a) {
   for (const std::string& p : prompts) {
     encoded.push_back(session.tokenizer->encode(p));  // fails early, naming an unknown character
     if (encoded.back().empty())
-      throw std::invalid_argument("prompt \"" + p + "\" encodes to no tokens");
+      throw std::invalid_argument("prompt \"" + p +
+                                  "\" encodes to no tokens: give at least one character, or leave "
+                                  "out --prompt to start from a newline");
   }
   for (double t : a.temperatures) gpt::SamplingOptions{t, a.top_k, a.top_p}.validate();
 

@@ -147,9 +147,11 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
                   "gpt2 (default, GPT-2's 50,257-token BPE) or char (needs "
                   "--checkpoint or --corpus); default with --checkpoint: its own")
       ->check(CLI::IsMember({"gpt2", "char"}));
+  // No CLI::ExistingFile: a run directory is a checkpoint too (gpt::checkpoint_file), and a
+  // missing path gets open_checkpoint_tokenizer's own message.
   auto* checkpoint = cmd->add_option("--checkpoint", a->checkpoint,
-                                     "use the tokenizer of this attograd checkpoint")
-                         ->check(CLI::ExistingFile);
+                                     "use the tokenizer of this attograd checkpoint (e.g. "
+                                     "runs/pico/ckpt.safetensors, or the run directory runs/pico)");
   cmd->add_option("--corpus", a->corpus,
                   "build a char vocabulary from this corpus (kjv, shakespeare, or a "
                   "UTF-8 file), as `attograd train` does")

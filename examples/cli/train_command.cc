@@ -184,7 +184,8 @@ int run(TrainArgs& a, const gpt::Communicator& comm) {
     else
       tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(corpus.text));
     const gpt::ModelKind kind = gpt::parse_model_kind(a.model);
-    const gpt::GPTConfig config = build_config(a.config, tokenizer->vocab_size());
+    refuse_unused_config_options(a.config, kind);
+    const gpt::GPTConfig config = build_config(a.config, tokenizer->vocab_size(), kind);
     config.validate();
     gpt::require_memory(gpt::num_parameters(kind, config), DType::f32, 4,
                         "weights, gradients and AdamW's two moments", "train");

@@ -237,3 +237,16 @@ BOOST_AUTO_TEST_CASE(attribution_on_trained_pico) {
   BOOST_TEST(short_prompt.out.find("--attribution needs a prompt of at least 3 tokens") !=
              std::string::npos);
 }
+
+// A PICO_RUN without a checkpoint is refused before anything is built or drawn.
+BOOST_AUTO_TEST_CASE(a_pico_run_without_a_checkpoint_is_named) {
+  const TempDir dir("figures_script_bad_run");
+  const CliRun r = run_program(
+      "bash", (kSource / "scripts/figures.sh").string(), true,
+      "ATTOGRAD=" ATTOGRAD_CLI " PICO_RUN=" + (dir / "nothing") + " WORK=" + (dir / "work") + " ");
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(contains(r.out, "figures.sh: PICO_RUN=" + (dir / "nothing") +
+                                 " holds no ckpt.safetensors; give the --out directory of a "
+                                 "finished examples/train_pico.sh run"));
+  BOOST_TEST(!fs::exists(dir / "work"));
+}

@@ -138,6 +138,9 @@ BOOST_AUTO_TEST_CASE(train_with_gpt2_bpe_writes_a_gpt2_checkpoint) {
   // The checkpoint's tokenizer is what `tokenize --checkpoint` uses.
   BOOST_TEST(run("tokenize --checkpoint " + ckpt.string() + " 'hello  world'", false).out ==
              "31373 220 995\n");
+  // The run directory names the same checkpoint, as it does for sample and eval.
+  BOOST_TEST(run("tokenize --checkpoint " + out.string() + " 'hello  world'", false).out ==
+             "31373 220 995\n");
   const Run mismatch = run("tokenize --tokenizer char --checkpoint " + ckpt.string() + " hello");
   BOOST_TEST(mismatch.exit_code == 2);
   BOOST_TEST(has(mismatch.out, "does not match the tokenizer of"));

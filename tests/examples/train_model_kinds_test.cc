@@ -109,4 +109,31 @@ BOOST_AUTO_TEST_CASE(bad_model_options_are_refused) {
                "attograd: error: AverageModel: rope positions rotate queries and keys inside "
                "attention, and the average model has no attention; use --pos-encoding learned or "
                "sinusoidal"));
+  // An override the model would not read is refused, not silently dropped.
+  const auto layers =
+      run_cli("train --model bigram --n-layer 4 --corpus " + corpus + " --out " + dir / "r");
+  BOOST_TEST(layers.exit_code == 2);
+  BOOST_TEST(contains(layers.out,
+                      "attograd: error: --n-layer does not apply to --model bigram (a table of "
+                      "next-token logits: it reads only --block-size); drop it, or train --model "
+                      "gpt"));
+  const auto heads =
+      run_cli("train --model average --n-head 2 --corpus " + corpus + " --out " + dir / "r");
+  BOOST_TEST(heads.exit_code == 2);
+  BOOST_TEST(contains(heads.out,
+                      "--n-head does not apply to --model average (embeddings averaged "
+                      "over the context: no blocks, heads or dropout)"));
+  BOOST_TEST(!std::filesystem::exists(dir / "unused"));
+}
+
+// The average model has no heads: any --n-embd is valid for it (pico's 3 heads need not divide 4).
+BOOST_AUTO_TEST_CASE(the_average_model_takes_any_width) {
+  const TempDir dir("model_kinds_width");
+  const auto r = run_cli("train --model average --n-embd 4 --steps 1 --eval-iters 1 --corpus " +
+                         write_corpus(dir) + " --out " + dir / "r");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(contains(r.out,
+                      "model   average (causal mean of the context, no attention): n_embd 4, "
+                      "block_size 8, vocab_size 16, learned positions: 104 parameters"));
 }
