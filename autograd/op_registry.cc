@@ -51,21 +51,35 @@ std::string cell(std::string_view text) {
   return out;
 }
 
-// Where the line that is exactly `marker` starts in document, or npos.
-size_t line_start(std::string_view document, std::string_view marker) {
+// Whether document[at, at + marker.size()) is a whole line: a line start before it, and a line
+// end (LF or CRLF) or the end of the document after it.
+bool is_marker_line(std::string_view document, size_t at, size_t size) {
+  const size_t end = at + size;
+  const bool starts = at == 0 || document[at - 1] == '\n';
+  const bool ends =
+      end == document.size() || document[end] == '\n' || document.substr(end, 2) == "\r\n";
+  return starts && ends;
+}
+
+// Where the one line that is exactly `marker` starts in document, or npos when there is none.
+// Throws std::invalid_argument when there are two: which pair to fill would be a guess.
+size_t line_start(std::string_view document, std::string_view marker, const char* which) {
+  size_t found = std::string_view::npos;
   for (size_t at = document.find(marker); at != std::string_view::npos;
        at = document.find(marker, at + 1)) {
-    const size_t end = at + marker.size();
-    if ((at == 0 || document[at - 1] == '\n') && (end == document.size() || document[end] == '\n'))
-      return at;
+    if (!is_marker_line(document, at, marker.size())) continue;
+    if (found != std::string_view::npos)
+      throw std::invalid_argument("more than one " + std::string(which) + " marker line (" +
+                                  std::string(marker) + "); keep one pair of markers");
+    found = at;
   }
-  return std::string_view::npos;
+  return found;
 }
 
 // [begin, end) of the generated region: from the line after BEGIN to the start of END's line.
 std::pair<size_t, size_t> region_bounds(std::string_view document) {
-  const size_t begin_line = line_start(document, kDerivativesBegin);
-  const size_t end = line_start(document, kDerivativesEnd);
+  const size_t begin_line = line_start(document, kDerivativesBegin, "BEGIN");
+  const size_t end = line_start(document, kDerivativesEnd, "END");
   const auto missing = [](const char* which, std::string_view marker, const char* where) {
     return std::invalid_argument("no " + std::string(which) + " marker line; add the line " +
                                  std::string(marker) + " " + where);
@@ -78,7 +92,8 @@ std::pair<size_t, size_t> region_bounds(std::string_view document) {
     throw std::invalid_argument(
         "the END marker line comes before the BEGIN line; "
         "put BEGIN above the generated table and END below it");
-  return {begin_line + kDerivativesBegin.size() + 1, end};  // END follows, so BEGIN ends in '\n'
+  // END follows, so the BEGIN line ends in a line end.
+  return {document.find('\n', begin_line) + 1, end};
 }
 
 }  // namespace
@@ -101,7 +116,12 @@ std::string_view generated_region(std::string_view document) {
 std::string replace_generated_region(std::string_view document, std::string_view region) {
   const auto [begin, end] = region_bounds(document);
   std::string out(document.substr(0, begin));
-  out += region;
+  // A document with CRLF line ends (its BEGIN line ends so) gets the region in CRLF too.
+  const bool crlf = begin >= 2 && document[begin - 2] == '\r';
+  for (char c : region) {
+    if (crlf && c == '\n') out += '\r';
+    out += c;
+  }
   out += document.substr(end);
   return out;
 }

@@ -88,13 +88,14 @@ inline constexpr std::string_view kDerivativesEnd =
 std::string derivatives_table(const OpRegistry& registry);
 
 /// The text between the kDerivativesBegin and kDerivativesEnd lines of `document` (excluding
-/// the marker lines). Throws std::invalid_argument when a marker line is missing or they are
-/// out of order ("no BEGIN marker line; add the line <!-- BEGIN: ... --> above the generated
-/// table").
+/// the marker lines, which may end in LF or CRLF). Throws std::invalid_argument when a marker
+/// line is missing, appears twice, or they are out of order ("no BEGIN marker line; add the
+/// line <!-- BEGIN: ... --> above the generated table").
 std::string_view generated_region(std::string_view document);
 
-/// `document` with the text between its marker lines replaced by `region`; everything outside
-/// the markers is kept byte for byte. Throws as generated_region.
+/// `document` with the text between its marker lines replaced by `region` (its LFs made CRLF
+/// when the document's BEGIN line ends in CRLF); everything outside the markers is kept byte
+/// for byte. Throws as generated_region.
 std::string replace_generated_region(std::string_view document, std::string_view region);
 
 }  // namespace attograd

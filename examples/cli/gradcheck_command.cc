@@ -3,6 +3,7 @@
 // (--markdown).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct GradcheckArgs {
   bool fast = false;
   bool list = false;
   std::string markdown;  // "-" for stdout, else the document whose generated table to rewrite
+  bool markdown_given = false;  // --markdown "" is an error, not "no --markdown"
 };
 
 // Throws unless `op` is empty (every op) or names an entry.
@@ -71,7 +73,12 @@ int markdown(const GradcheckArgs& args) {
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("gradcheck --markdown " + args.markdown + ": " + e.what());
   }
-  gpt::write_file_atomically(args.markdown, updated);
+  // Through a symlink to the file it names, with that file's permissions: the atomic rename
+  // would otherwise put a new 0644 file where the link was.
+  const std::filesystem::path target = std::filesystem::canonical(args.markdown);
+  const std::filesystem::perms mode = std::filesystem::status(target).permissions();
+  gpt::write_file_atomically(target, updated);
+  std::filesystem::permissions(target, mode);
   std::printf("wrote the table of %zu ops into %s\n", op_registry().entries().size(),
               args.markdown.c_str());
   return 0;
@@ -80,7 +87,13 @@ int markdown(const GradcheckArgs& args) {
 int run(const GradcheckArgs& args) {
   check_op_name(args.op);
   if (args.list) return list(args);
-  if (!args.markdown.empty()) return markdown(args);
+  if (args.markdown_given) {
+    if (args.markdown.empty())
+      throw std::invalid_argument(
+          "--markdown needs a file whose op table to rewrite (docs/derivatives.md), or - for "
+          "stdout");
+    return markdown(args);
+  }
   const DType dtype = args.dtype == "f32" ? DType::f32 : DType::f64;
   GradcheckOptions opt = dtype == DType::f32 ? GradcheckOptions::float32() : GradcheckOptions{};
   opt.fast_mode = args.fast;
@@ -147,12 +160,16 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
                 "compare one random directional derivative per input (vᵀ Jᵀ u)");
   CLI::Option* list = cmd->add_flag("--list", args->list,
                                     "list each op's formulas and cases instead of running them");
-  cmd->add_option("--markdown", args->markdown,
-                  "write the op table between the marker lines of FILE (docs/derivatives.md), or "
-                  "to stdout for -")
-      ->option_text("FILE")
-      ->excludes(list);
-  cmd->callback([args, &exit_code] { exit_code = run(*args); });
+  CLI::Option* markdown =
+      cmd->add_option("--markdown", args->markdown,
+                      "write the op table between the marker lines of FILE (docs/derivatives.md), "
+                      "or to stdout for -")
+          ->option_text("FILE")
+          ->excludes(list);
+  cmd->callback([args, markdown, &exit_code] {
+    args->markdown_given = markdown->count() > 0;
+    exit_code = run(*args);
+  });
 }
 
 }  // namespace attograd::cli

@@ -183,6 +183,15 @@ BOOST_AUTO_TEST_CASE(only_the_region_between_the_markers_is_replaced) {
   expect_throw_with<std::invalid_argument>(
       [&] { (void)replace_generated_region(end + "\n" + begin + "\n", ""); },
       "END marker line comes before the BEGIN line");
+  // Two pairs: which one to fill would be a guess.
+  expect_throw_with<std::invalid_argument>(
+      [&] { (void)generated_region(doc + doc); },
+      "more than one BEGIN marker line (" + begin + "); keep one pair of markers");
+  // CRLF line ends: the markers are found, and the new table gets CRLF too.
+  const std::string crlf = "above\r\n" + begin + "\r\nold\r\n" + end + "\r\nbelow\r\n";
+  BOOST_TEST(generated_region(crlf) == "old\r\n");
+  BOOST_TEST(replace_generated_region(crlf, "| a |\n| b |\n") ==
+             "above\r\n" + begin + "\r\n| a |\r\n| b |\r\n" + end + "\r\nbelow\r\n");
 }
 
 // One test case per entry: suite `op`, case = the op's name, located at its entry.

@@ -1,6 +1,7 @@
 // `attograd gradcheck` end to end: the real binary, its table, its exit codes.
 #define BOOST_TEST_MODULE gradcheck_command
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -93,6 +94,20 @@ BOOST_AUTO_TEST_CASE(markdown_writes_the_table_between_the_markers) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   BOOST_TEST(text ==
              "# Derivatives\nprose\n" + begin + "\n" + printed.out + end + "\n## Below\nkept\n");
+
+  // Through a symlink: the file it names is rewritten, keeping its permissions, and the link
+  // stays a link.
+  namespace fs = std::filesystem;
+  const std::string target = dir.file("t.md", begin + "\nstale\n" + end + "\n");
+  fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  const fs::path link = dir / "link.md";
+  fs::create_symlink(target, link);
+  BOOST_REQUIRE_EQUAL(run("gradcheck --markdown " + link.string()).exit_code, 0);
+  BOOST_TEST(fs::is_symlink(link));
+  std::ifstream rewritten(target);
+  BOOST_TEST(std::string((std::istreambuf_iterator<char>(rewritten)), {}) ==
+             begin + "\n" + printed.out + end + "\n");
+  BOOST_TEST(static_cast<int>(fs::status(target).permissions() & fs::perms::all) == 0640);
 }
 
 BOOST_AUTO_TEST_CASE(markdown_without_markers_or_file_is_a_clear_error) {
@@ -111,6 +126,11 @@ BOOST_AUTO_TEST_CASE(markdown_without_markers_or_file_is_a_clear_error) {
   BOOST_TEST(missing.exit_code == 2);
   BOOST_TEST(has(missing.out, "--markdown file " + dir / "missing.md" +
                                   " does not exist; give the Markdown file"));
+  const Run empty = run("gradcheck --markdown ''");
+  BOOST_TEST(empty.exit_code == 2);
+  BOOST_TEST(has(empty.out,
+                 "--markdown needs a file whose op table to rewrite "
+                 "(docs/derivatives.md), or - for stdout"));
   const Run both = run("gradcheck --list --markdown -");
   BOOST_TEST(both.exit_code == 2);
   BOOST_TEST(has(both.out, "excludes"));
