@@ -77,9 +77,12 @@ void TrainOptions::validate() const {
     throw std::invalid_argument("learning rate must be a finite number > 0, got " +
                                 std::to_string(learning_rate));
   non_negative(min_lr, "min_lr");
-  if (min_lr > learning_rate)
-    throw std::invalid_argument("min_lr " + std::to_string(min_lr) + " exceeds the learning rate " +
-                                std::to_string(learning_rate));
+  if (min_lr > learning_rate) {
+    std::ostringstream message;  // %g-style: 0.1, not to_string's 0.100000
+    message << "min_lr " << min_lr << " exceeds the learning rate " << learning_rate
+            << ": the cosine decay falls from lr to min_lr; lower --min-lr or raise --lr";
+    throw std::invalid_argument(message.str());
+  }
   if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
     throw std::invalid_argument("AdamW betas must be in [0, 1)");
 }

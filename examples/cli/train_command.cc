@@ -90,6 +90,8 @@ int run(TrainArgs& a, const gpt::Communicator& comm) {
           " cannot change (only --steps can extend the run)");
     }
   }
+  // Checked before --out is made: a refused run leaves no empty directory behind.
+  if (!a.resume) a.options.validate();
   const std::filesystem::path out_dir(a.out);
   if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
     throw std::invalid_argument("--out " + a.out + " exists and is not a directory");
