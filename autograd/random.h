@@ -22,6 +22,12 @@ class Generator {
   /// Standard normal N(0, 1) by the Box-Muller transform.
   double normal();
 
+  /// Restarts the stream as a new Generator(seed) would.
+  void reseed(uint64_t seed) {
+    engine_.seed(seed);
+    has_spare_ = false;
+  }
+
   /// The full engine state as text, for checkpoints (bit-exact resume).
   std::string state() const;
   /// Restores a state produced by state(); throws std::invalid_argument if malformed.

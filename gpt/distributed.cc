@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -41,8 +42,15 @@ int launched_ranks() {
   return 1;
 }
 
+int launched_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(name))
+      if (const int r = std::atoi(v); r >= 0) return r;
+  return 0;
+}
+
 const Communicator& Communicator::single_process() {
-  static const Communicator one(0, 1, false);
+  static const Communicator one(0, 1, 1, false);
   return one;
 }
 
@@ -60,7 +68,13 @@ const Communicator& Communicator::world() {
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    static const Communicator c(rank, size, true);
+    MPI_Comm node;
+    int local_size = 1;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    MPI_Comm_size(node, &local_size);
+    MPI_Comm_free(&node);
+    static const Communicator c(rank, size, local_size, true);
     return c;
 #else
     if (const int launched = launched_ranks(); launched > 1)
@@ -123,13 +137,23 @@ void Communicator::abort(int code) const {
   std::_Exit(code);
 }
 
+uint64_t fingerprint(std::string_view bytes) {
+  constexpr uint64_t kPrime = 0x100000001b3ULL;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    h = (h ^ word) * kPrime;
+  }
+  for (; i < bytes.size(); ++i) h = (h ^ static_cast<unsigned char>(bytes[i])) * kPrime;
+  return h;
+}
+
 uint64_t fingerprint(const Tensor& t) {
   if (!t.is_contiguous()) throw std::invalid_argument("fingerprint: needs a contiguous tensor");
-  const auto* p = reinterpret_cast<const unsigned char*>(t.bytes());
-  const auto n = static_cast<int64_t>(static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (int64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
-  return h;
+  return fingerprint(std::string_view(reinterpret_cast<const char*>(t.bytes()),
+                                      static_cast<size_t>(t.numel()) * dtype_size(t.dtype())));
 }
 
 }  // namespace attograd::gpt

@@ -21,9 +21,11 @@
 #include <unistd.h>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/targets.h"
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
 #include "gpt/atomic_file.h"
+#include "gpt/checkpoint.h"
 #include "gpt/limits.h"
 #include "gpt/plot.h"
 #include "gpt/strict_json.h"
@@ -231,10 +233,52 @@ void Trainer::check_replicas() const {
   // to the bit; if they do not (a rank with other data, a non-deterministic kernel), the run is
   // no longer one model and must not go on.
   if (!comm_.all_equal(fingerprint(model_.arena().params())))
-    throw std::runtime_error("the parameters of the " + std::to_string(comm_.size()) +
-                             " ranks differ at step " + std::to_string(step_) +
-                             " (their fingerprints disagree): the replicas diverged, so the run "
-                             "stopped; every rank must run the same build on the same corpus");
+    throw RanksDisagree("the parameters of the " + std::to_string(comm_.size()) +
+                            " ranks differ at step " + std::to_string(step_) +
+                            " (their fingerprints disagree): the replicas diverged, so the run "
+                            "stopped; every rank must run the same build on the same corpus",
+                        1);
+}
+
+void Trainer::check_ranks_agree() const {
+  if (comm_.size() == 1) return;
+  // What each rank must share to train one model, with what differs named: a wrong command
+  // line on one machine would otherwise mix data silently or end in an MPI error far from it.
+  const auto tokens = [&](Split split) {
+    const std::vector<int64_t>& t = data_.tokens(split);
+    return fingerprint(
+        std::string_view(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(int64_t)));
+  };
+  const std::string ranks = std::to_string(comm_.size()) + " ranks";
+  const std::pair<uint64_t, std::string> checks[] = {
+      {fingerprint(options_.to_json()),
+       "the " + ranks +
+           " were started with different training options (--batch-size, --steps, "
+           "--lr, ...): give every rank the same command line"},
+      {tokens(Split::train) ^ (tokens(Split::val) * 31),
+       "the " + ranks +
+           " read different corpora: every rank must read the same text (the same "
+           "file, at the same path, on every machine)"},
+      {fingerprint(std::string(model_kind_name(model_.kind())) + " " +
+                   config_to_json(model_.config()) + " " + dtype_name(model_.dtype())),
+       "the " + ranks + " built different models: give every rank the same model options"},
+      {fingerprint(kernels::active_target()),
+       "the " + ranks + " run different SIMD kernels (this rank: " + kernels::active_target() +
+           "), whose float results differ, so the replicas would drift apart: run every rank on "
+           "the same kind of CPU"},
+  };
+  for (const auto& [value, message] : checks)
+    if (!comm_.all_equal(value)) throw RanksDisagree(message, 2);
+}
+
+void Trainer::seed_dropout() const {
+  if (comm_.size() == 1) return;
+  // splitmix64's finaliser over (seed, step, rank): nearby steps and ranks get unrelated seeds.
+  uint64_t z = options_.seed ^ (static_cast<uint64_t>(step_) * 0x9e3779b97f4a7c15ULL) ^
+               (static_cast<uint64_t>(comm_.rank()) * 0xd1b54a32d192ed03ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  model_.dropout_generator().reseed(z ^ (z >> 31));
 }
 
 void Trainer::save(const std::string& path) {
@@ -259,6 +303,7 @@ double Trainer::step_on(const Batch* fixed) {
   const int64_t micro_batches = fixed != nullptr ? 1 : o.grad_accum;
   model_.train();
   model_.arena().zero_grad();
+  seed_dropout();
   const double parts = static_cast<double>(micro_batches) * comm_.size();
   double loss_sum = 0;
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
@@ -474,6 +519,7 @@ void append_field(std::string& row, double v) {
 }  // namespace
 
 EvalResult Trainer::run(std::ostream& log) {
+  check_ranks_agree();  // before any rank writes a file
   const TrainOptions& o = options_;
   const bool files = !out_dir_.empty() && comm_.is_root();  // rank 0 alone writes
   const std::filesystem::path dir(out_dir_);

@@ -83,11 +83,33 @@ struct TrainOptions {
   static TrainOptions from_json(const std::string& json);
 };
 
-/// Thrown when the loss or the gradient norm is NaN or infinite (nothing was updated), or when
-/// an evaluation or the parameters are (no checkpoint was written).
-class NonFiniteLoss : public std::runtime_error {
+/// An error every rank of a data-parallel run meets at the same point, because what it checks
+/// was reduced over the ranks first: each rank can stop in order (rank 0 reporting for all)
+/// without leaving another waiting at a collective for ever. exit_code() is what `attograd
+/// train` returns for it.
+class CollectiveError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  CollectiveError(const std::string& what, int exit_code)
+      : std::runtime_error(what), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+/// Thrown when the loss or the gradient norm is NaN or infinite (nothing was updated), or when
+/// an evaluation or the parameters are (no checkpoint was written). Exit code 1.
+class NonFiniteLoss : public CollectiveError {
+ public:
+  explicit NonFiniteLoss(const std::string& what) : CollectiveError(what, 1) {}
+};
+
+/// Thrown on every rank when the ranks of a data-parallel run do not hold one model: started
+/// with different options, corpora, models or SIMD kernels (exit code 2, a usage error), or
+/// with parameters that drifted apart during training (exit code 1).
+class RanksDisagree : public CollectiveError {
+ public:
+  using CollectiveError::CollectiveError;
 };
 
 /// The result of one evaluation.
@@ -138,7 +160,9 @@ class Trainer {
   /// The whole run: steps until max_steps with progress lines on `log`, evaluations (at step 0
   /// of a new run too), CSV logs (train_log.csv, eval_log.csv), the val losses of the unigram
   /// and add-one bigram baselines (baselines.csv), checkpoints (ckpt.safetensors) and plots.
-  /// Returns the last evaluation. Throws NonFiniteLoss after writing the logs when the training
+  /// Returns the last evaluation. With several ranks it first checks that they agree on
+  /// options, corpus, model and SIMD kernels, and throws RanksDisagree if not. Throws
+  /// NonFiniteLoss after writing the logs when the training
   /// loss, the gradient norm, an evaluation's loss or (at a save) a parameter is not finite; no
   /// checkpoint is written then, so the last one is untouched and holds finite parameters.
   ///
@@ -168,8 +192,16 @@ class Trainer {
   double step_on(const Batch* fixed);
   // Throws NonFiniteLoss when a parameter is NaN or infinite (save() writes no such state).
   void check_finite_parameters() const;
-  // Throws std::runtime_error, on every rank, when the ranks' parameters differ in any bit.
+  // Throws RanksDisagree, on every rank, when the ranks' parameters differ in any bit.
   void check_replicas() const;
+  // Throws RanksDisagree, on every rank, when the ranks were started with different training
+  // options, corpora, models or SIMD kernels: they could not stay one model.
+  void check_ranks_agree() const;
+  // With several ranks, seeds the dropout generator for step_ on this rank from (seed, step,
+  // rank): each rank draws its own masks, and a resumed run the same ones as an uninterrupted
+  // run. (One process keeps one stream, whose state every checkpoint holds; a checkpoint holds
+  // rank 0's only.)
+  void seed_dropout() const;
 
   LanguageModel& model_;
   const Dataset& data_;

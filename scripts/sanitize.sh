@@ -3,16 +3,13 @@
 # as errors) and runs the whole CTest suite under them. No report is allowed: ASan stops at its
 # first error, LeakSanitizer fails a process that leaks, and UBSan is built not to recover
 # (-fno-sanitize-recover), so any report makes its test fail. Part of CI (.ci/run).
-#
-# This is also CI's build without MPI (-DATTOGRAD_MPI=OFF): scripts/test.sh builds with it, so
-# the two runs together prove every command works either way (communicator_test checks the
-# refusal a build without MPI gives under mpirun; distributed_test shows as skipped here).
+
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTOGRAD_SANITIZE=address,undefined \
-  -DATTOGRAD_WERROR=ON -DATTOGRAD_MPI=OFF >/dev/null
+  -DATTOGRAD_WERROR=ON >/dev/null
 cmake --build build-asan -j "$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"

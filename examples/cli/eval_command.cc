@@ -157,10 +157,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                                 ->check(integer_in(gpt::limits::count));
   for (CLI::Option* o : {corpus, cache, keep_cr, split, max_tokens}) ids->excludes(o);
   cmd->footer(kWindowsNote);
-  cmd->callback([a, &exit_code] {
-    refuse_several_ranks("eval");
-    exit_code = run(*a);
-  });
+  cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 
 }  // namespace attograd::cli

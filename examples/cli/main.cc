@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <new>
+#include <string>
 #include <string_view>
 
 #include "examples/cli/command.h"
@@ -35,6 +36,22 @@ int main(int argc, char** argv) {
     setenv("GOMP_SPINCOUNT", "10000", 1);
     execv(ec ? "/proc/self/exe" : self.c_str(), argv);
   }
+  // Under a launcher (mpirun -np N, srun) every rank runs this same program. Only `train` is
+  // data-parallel; any other command would run N times, each printing (and writing the same
+  // files). An error every rank meets is reported by rank 0 alone, in one write (mpirun
+  // interleaves the ranks' output at the granularity of their writes).
+  const bool quiet_rank = attograd::gpt::launched_rank() != 0;
+  auto report = [quiet_rank](const std::string& message) {
+    if (!quiet_rank) std::cerr << "attograd: error: " + message + "\n" << std::flush;
+  };
+  if (argc > 1 && argv[1][0] != '-' && std::string_view(argv[1]) != "train") {
+    try {
+      attograd::cli::refuse_several_ranks(argv[1]);
+    } catch (const std::invalid_argument& e) {
+      report(e.what());
+      return 2;
+    }
+  }
   CLI::App app{
       "attograd: a from-scratch C++ autograd engine for learning and teaching transformers"};
   app.require_subcommand(1);
@@ -58,14 +75,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2 like any other bad input.
+    if (quiet_rank) return e.get_exit_code() == 0 ? 0 : 2;
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::bad_alloc&) {
-    std::cerr << "attograd: error: out of memory: the model, batch or context is too large for "
-                 "this machine "
-                 "(reduce --batch-size, --block-size or the model size)\n";
+    report(
+        "out of memory: the model, batch or context is too large for this machine (reduce "
+        "--batch-size, --block-size or the model size)");
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "attograd: error: " << e.what() << "\n";
+    report(e.what());
     return 2;
   }
   return exit_code;

@@ -3,12 +3,14 @@
 // plots and checkpoints.
 #include <fcntl.h>
 #include <omp.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -70,8 +72,42 @@ void lock_output_dir(const std::filesystem::path& out) {
   // fd stays open on purpose: the lock is released when the process exits.
 }
 
-int run(TrainArgs& a, const gpt::Communicator& comm) {
-  if (a.threads > 0) omp_set_num_threads(a.threads);
+// --threads for this rank. 0 means OMP_NUM_THREADS when set, else this rank's share of the
+// CPUs it may run on: all of them for one process, 1 for mpirun's default of a core per rank,
+// and for unbound ranks on one machine an equal split rather than all CPUs each. Says so (rank
+// 0) when more threads are asked for than the rank may run on: they would take turns.
+void set_threads(int threads, const gpt::Communicator& comm) {
+  cpu_set_t set;
+  const int cpus =
+      ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : omp_get_num_procs();
+  if (threads == 0)  // a user's OMP_NUM_THREADS is OpenMP's default, and stays it
+    threads = std::getenv("OMP_NUM_THREADS") != nullptr ? omp_get_max_threads()
+                                                        : std::max(1, cpus / comm.local_size());
+  omp_set_num_threads(threads);
+  if (threads > cpus && comm.is_root())
+    std::printf("note    %d threads%s, but this process may run on %d CPU%s only%s\n", threads,
+                comm.size() > 1 ? " per rank" : "", cpus, cpus == 1 ? "" : "s",
+                comm.size() > 1 ? " (mpirun binds each rank to a core unless told otherwise: add "
+                                  "--bind-to none, or --map-by ...:pe=N to give each rank N cores)"
+                                : "");
+}
+
+// Thrown by run() on a rank that set up well when another did not: that one says why.
+struct SetupFailedElsewhere {};
+
+// The collective every rank joins once it has set up (failed = false) or failed to (from its
+// catch, failed = true): how many failed. It lets the ranks stop in order when they all meet
+// the same error (a bad option, a short corpus) instead of once each through MPI_Abort.
+int setup_failures(const gpt::Communicator& comm, bool failed) {
+  double count = failed ? 1 : 0;
+  comm.all_reduce_sum(&count, 1);
+  return static_cast<int>(count);
+}
+
+// Sets set_up once every rank has set up, just before training: an error after that is met
+// by the ranks at different points (rank 0 writing a file) unless it is a CollectiveError.
+int run(TrainArgs& a, const gpt::Communicator& comm, bool& set_up) {
+  set_threads(a.threads, comm);
   // Rank 0 alone prints; the others' errors still reach stderr.
   if (!comm.is_root()) std::freopen("/dev/null", "w", stdout);
   if (a.out.empty())
@@ -278,13 +314,17 @@ int run(TrainArgs& a, const gpt::Communicator& comm) {
     state.reset();  // the optimizer holds its own copy of the moments now: free these (two model
                     // sizes)
   }
+  // Every rank has set up (or thrown, and joined this same collective from its catch).
+  if (setup_failures(comm, false) > 0) throw SetupFailedElsewhere();
+  set_up = true;
   gpt::EvalResult r;
   try {
     r = trainer.run(std::cout);
-  } catch (const gpt::NonFiniteLoss& e) {
-    // Every rank meets it at the same step (the loss, the gradients and the evaluation are
-    // reduced before they are checked): rank 0 speaks for all, and the others wait at a barrier
-    // until it has, since mpirun ends the whole job as soon as one rank exits non-zero.
+  } catch (const gpt::CollectiveError& e) {
+    // Every rank meets it at the same step (the loss, the gradients, the evaluation and the
+    // replica checks are reduced before they are judged): rank 0 speaks for all, and the others
+    // wait at a barrier until it has, since mpirun ends the job as soon as one rank exits
+    // non-zero.
     if (comm.is_root()) {
       std::string message = "attograd: error: " + std::string(e.what()) + "\n";
       // Only a checkpoint of this run is worth naming: save() writes none with a non-finite
@@ -292,7 +332,8 @@ int run(TrainArgs& a, const gpt::Communicator& comm) {
       if (const std::optional<int64_t> good =
               trainer.last_saved_step() ? trainer.last_saved_step() : resumed_step)
         message += "the last checkpoint, step " + std::to_string(*good) +
-                   " (all parameters finite), is untouched: " + ckpt.string() + "\n";
+                   (dynamic_cast<const gpt::NonFiniteLoss*>(&e) ? " (all parameters finite)" : "") +
+                   ", is untouched: " + ckpt.string() + "\n";
       else
         message +=
             "no checkpoint of this run was written" +
@@ -302,8 +343,9 @@ int run(TrainArgs& a, const gpt::Communicator& comm) {
       std::cerr << message << std::flush;
     }
     comm.barrier();
-    return 1;
+    return e.exit_code();
   }
+
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n",
               r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
   for (const auto& [name, baseline] :
@@ -360,7 +402,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")
                         ->check(integer_in(limits::steps))
                         ->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size, "sequences per micro-batch (B)")
+  cmd->add_option("--batch-size", o.batch_size,
+                  "sequences per micro-batch (B), per rank under mpirun")
       ->check(integer_in(limits::batch_size))
       ->capture_default_str();
   cmd->add_option("--grad-accum", o.grad_accum, "micro-batches per step")
@@ -403,7 +446,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--log-interval", o.log_interval, "progress line every N steps")
       ->check(integer_in(limits::positive_count))
       ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "OpenMP threads (0 = all cores)")
+  cmd->add_option("--threads", a->threads,
+                  "OpenMP threads (0 = every CPU this process may run on, shared among the ranks "
+                  "on one machine)")
       ->check(integer_in({0, gpt::max_threads()}, "at most 4 x this machine's cores"))
       ->capture_default_str();
   cmd->add_flag("--resume", a->resume,
@@ -413,21 +458,36 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--overwrite", a->overwrite, "start over even if --out already holds a checkpoint");
   cmd->callback([a, &exit_code] {
     const gpt::Communicator& comm = gpt::Communicator::world();
+    bool set_up = false;
     if (comm.size() == 1) {
-      exit_code = run(*a, comm);
+      exit_code = run(*a, comm, set_up);
       return;
     }
-    // With several ranks, an error one rank alone meets would leave the others waiting at the
-    // next collective for ever: end them all (rank 0's last checkpoint was written atomically,
-    // so it is intact). A NaN is reduced to every rank, which then all return 1 together.
     try {
-      exit_code = run(*a, comm);
+      exit_code = run(*a, comm, set_up);
+    } catch (const SetupFailedElsewhere&) {
+      comm.barrier();  // until the failed ranks have printed
+      exit_code = 2;
     } catch (const std::exception& e) {
       // One write: mpirun interleaves the ranks' output at the granularity of their writes.
-      std::cerr << "attograd: error: rank " + std::to_string(comm.rank()) + " of " +
-                       std::to_string(comm.size()) + ": " + e.what() + "\n"
-                << std::flush;
-      comm.abort(2);
+      const std::string from_rank = "attograd: error: rank " + std::to_string(comm.rank()) +
+                                    " of " + std::to_string(comm.size()) + ": " + e.what() + "\n";
+      if (set_up) {
+        // An error this rank alone meets while the others train would leave them waiting at
+        // the next collective for ever: end them all (rank 0's last checkpoint was written
+        // atomically, so it is intact).
+        std::cerr << from_rank << std::flush;
+        comm.abort(2);
+      }
+      // Before training: every rank learns how many failed. All of them (the same bad option
+      // or corpus, most likely): rank 0 reports; some: each failed rank reports its own.
+      const int failed = setup_failures(comm, true);
+      if (failed < comm.size())
+        std::cerr << from_rank << std::flush;
+      else if (comm.is_root())
+        std::cerr << "attograd: error: " + std::string(e.what()) + "\n" << std::flush;
+      comm.barrier();
+      exit_code = 2;
     }
   });
 }

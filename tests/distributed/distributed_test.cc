@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -201,6 +202,12 @@ BOOST_AUTO_TEST_CASE(small_f64_two_ranks_of_4_match_one_process_of_8) {
 
 namespace {
 
+// Whether `out` holds `message` exactly once: said by rank 0 alone, not by every rank.
+bool said_once(const std::string& out, const std::string& message) {
+  const size_t first = out.find(message);
+  return first != std::string::npos && first == out.rfind(message);
+}
+
 std::string write_corpus(const TempDir& dir) {
   std::string text;
   for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question.\n";
@@ -250,18 +257,43 @@ BOOST_AUTO_TEST_CASE(attograd_train_under_mpirun_matches_one_process) {
   BOOST_TEST(eval_two == one.out.substr(one.out.find("eval at step 20:"), 80));
 }
 
-// Only train is data-parallel: sample and eval refuse to run once per rank.
-BOOST_AUTO_TEST_CASE(sample_and_eval_refuse_several_ranks) {
+// Only train is data-parallel: every other command refuses to run once per rank, and says so
+// once (rank 0), before it reads anything.
+BOOST_AUTO_TEST_CASE(commands_other_than_train_refuse_several_ranks) {
   if (!mpi_available()) return;
-  for (const std::string command : {"sample", "eval"}) {
-    const CliRun r = run_program(mpirun(2) + ATTOGRAD_CLI, command + " --checkpoint nowhere");
+  for (const std::string command : {"sample --checkpoint nowhere", "eval --checkpoint nowhere",
+                                    "gradcheck", "tokenize hello", "info", "figure mask"}) {
+    const CliRun r = run_program(mpirun(2) + ATTOGRAD_CLI, command);
     BOOST_TEST_INFO(r.out);
     BOOST_TEST(r.exit_code == 2);
-    BOOST_TEST(contains(r.out, "`attograd " + command +
-                                   "` runs in one process, but 2 ranks were launched "
-                                   "(mpirun -np / srun): run it without the launcher"));
+    const std::string message = "attograd: error: `attograd " +
+                                command.substr(0, command.find(' ')) +
+                                "` runs in one process, but 2 ranks were launched (mpirun -np / "
+                                "srun): run it without the launcher";
+    BOOST_TEST(said_once(r.out, message));
   }
 }
+
+namespace {
+
+// Two 2-rank femto runs (B = 4 per rank) with `options`, in dir: "straight" for `steps` steps,
+// and "resumed" stopped at steps / 2, then (after `before_resume`) resumed to `steps`. Returns
+// the resumed run's output.
+CliRun straight_and_resumed(const TempDir& dir, const std::string& options, int steps,
+                            const std::function<void()>& before_resume = {}) {
+  const std::string common = "train --corpus " + write_corpus(dir) + " --preset femto " + options +
+                             " --threads 1 --batch-size 4 --out ";
+  const std::string two = mpirun(2) + ATTOGRAD_CLI;
+  const std::string all = std::to_string(steps), half = std::to_string(steps / 2);
+  BOOST_REQUIRE_EQUAL(run_program(two, common + (dir / "straight") + " --steps " + all).exit_code,
+                      0);
+  BOOST_REQUIRE_EQUAL(run_program(two, common + (dir / "resumed") + " --steps " + half).exit_code,
+                      0);
+  if (before_resume) before_resume();
+  return run_program(two, "train --resume --steps " + all + " --out " + (dir / "resumed"));
+}
+
+}  // namespace
 
 // A 2-rank run stopped at step 10 and resumed on 2 ranks ends bit-exact where the uninterrupted
 // 2-rank run does. The checkpoint records the global batch: one process resumes it with B = 8 and
@@ -270,15 +302,11 @@ BOOST_AUTO_TEST_CASE(sample_and_eval_refuse_several_ranks) {
 BOOST_AUTO_TEST_CASE(resume_under_mpirun_is_bit_exact_and_keeps_the_global_batch) {
   if (!mpi_available()) return;
   TempDir dir("distributed_resume");
-  const std::string common = "train --corpus " + write_corpus(dir) +
-                             " --preset femto --warmup 2 --decay-steps 20 --eval-interval 5 "
-                             "--eval-iters 2 --threads 1 --batch-size 4 --out ";
-  const std::string two = mpirun(2) + ATTOGRAD_CLI;
-  BOOST_REQUIRE_EQUAL(run_program(two, common + (dir / "straight") + " --steps 20").exit_code, 0);
-  BOOST_REQUIRE_EQUAL(run_program(two, common + (dir / "resumed") + " --steps 10").exit_code, 0);
-  std::filesystem::copy(dir / "resumed", dir / "resumed_alone",
-                        std::filesystem::copy_options::recursive);
-  const CliRun resumed = run_program(two, "train --resume --steps 20 --out " + (dir / "resumed"));
+  const CliRun resumed = straight_and_resumed(
+      dir, "--warmup 2 --decay-steps 20 --eval-interval 5 --eval-iters 2", 20, [&] {
+        std::filesystem::copy(dir / "resumed", dir / "resumed_alone",
+                              std::filesystem::copy_options::recursive);
+      });
   BOOST_TEST_INFO(resumed.out);
   BOOST_REQUIRE_EQUAL(resumed.exit_code, 0);
   BOOST_TEST(contains(resumed.out, "resume  step 10 of "));
@@ -294,6 +322,7 @@ BOOST_AUTO_TEST_CASE(resume_under_mpirun_is_bit_exact_and_keeps_the_global_batch
                       "this run's global batch is 2 ranks x batch size 4 = 8 sequences per "
                       "micro-batch, which 3 ranks cannot share evenly; resume it on a number of "
                       "ranks that divides 8 (1, 2, 4, 8)"));
+  BOOST_TEST(said_once(three.out, "attograd: error:"));
   BOOST_TEST(checkpoint_params(dir / "resumed") == straight);
 
   const CliRun one =
@@ -338,6 +367,32 @@ BOOST_AUTO_TEST_CASE(a_nan_or_a_diverged_replica_on_one_rank_stops_every_rank) {
   BOOST_TEST(!std::filesystem::exists(dir / "x"));  // no rank got to the end
 }
 
+// With dropout, each rank draws its own masks (seeded from --seed, the step and the rank), and
+// a 2-rank run resumed mid-way draws the same ones as an uninterrupted run: bit-exact.
+BOOST_AUTO_TEST_CASE(each_rank_draws_its_own_dropout_masks_and_resume_stays_bit_exact) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_dropout");
+  const CliRun r =
+      run_program(mpirun(2) + ATTOGRAD_WORKER, "f32 femto 4 " + (dir / "x") + " dropout");
+  BOOST_TEST_INFO(r.out);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  auto draw = [&](const std::string& rank) {
+    std::ifstream in(dir / ("x.rank" + rank + ".dropout"));
+    double v = -1;
+    in >> v;
+    return v;
+  };
+  BOOST_TEST(draw("0") >= 0);
+  BOOST_TEST(draw("1") >= 0);
+  BOOST_TEST(draw("0") != draw("1"));
+
+  const CliRun resumed = straight_and_resumed(
+      dir, "--dropout 0.2 --warmup 2 --decay-steps 12 --eval-interval 6 --eval-iters 1", 12);
+  BOOST_TEST_INFO(resumed.out);
+  BOOST_REQUIRE_EQUAL(resumed.exit_code, 0);
+  BOOST_TEST(checkpoint_params(dir / "resumed") == checkpoint_params(dir / "straight"));
+}
+
 // A run that diverges on every rank at once (a learning rate of 1e30) stops them all with exit
 // 1, and `attograd train` says so once, from rank 0, not once per rank.
 BOOST_AUTO_TEST_CASE(a_diverged_run_is_reported_once) {
@@ -353,9 +408,86 @@ BOOST_AUTO_TEST_CASE(a_diverged_run_is_reported_once) {
   BOOST_TEST(r.exit_code == 1);
   const std::string message =
       "attograd: error: the training loss became nan at step 1 (on at least one rank)";
-  BOOST_TEST(contains(r.out, message));
-  BOOST_TEST(r.out.find(message) == r.out.rfind(message));
+  BOOST_TEST(said_once(r.out, message));
   BOOST_TEST(contains(r.out, "no checkpoint of this run was written"));
+}
+
+// An error every rank meets before training (here a bad option) is reported once, by rank 0,
+// with exit 2: the ranks agree that all of them failed before any of them exits.
+BOOST_AUTO_TEST_CASE(an_error_every_rank_meets_is_reported_once) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_setup_error");
+  const CliRun r = run_program(mpirun(2) + ATTOGRAD_CLI,
+                               "train --corpus " + write_corpus(dir) +
+                                   " --preset femto --n-head 5 --steps 5 --out " + (dir / "run"));
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 2);
+  const std::string message =
+      "attograd: error: GPTConfig: n_head 5 must divide n_embd 2 (head_dim = n_embd / n_head)";
+  BOOST_TEST(said_once(r.out, message));
+  BOOST_TEST(!contains(r.out, "rank 1 of 2"));
+}
+
+// Ranks started with different command lines (mpirun's A : B form) are stopped before the first
+// step, the difference named, instead of training on a global batch nobody asked for.
+BOOST_AUTO_TEST_CASE(ranks_started_with_different_options_are_stopped) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_disagree");
+  const std::string args = " train --corpus " + write_corpus(dir) +
+                           " --preset femto --steps 5 --threads 1 --out " + (dir / "run");
+  const CliRun r =
+      run_program(mpirun(1) + ATTOGRAD_CLI,
+                  args + " --batch-size 4 : -np 1 " + ATTOGRAD_CLI + args + " --batch-size 6");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(contains(r.out,
+                      "attograd: error: the 2 ranks were started with different training options "
+                      "(--batch-size, --steps, --lr, ...): give every rank the same command line"));
+  BOOST_TEST(!std::filesystem::exists(dir / "run/ckpt.safetensors"));
+}
+
+// A rank bound to one core (mpirun's default for 2 ranks) that is asked for 2 threads is told
+// how to unbind; without --threads (nor OMP_NUM_THREADS) each rank takes its share of the CPUs
+// it may run on: 1.
+BOOST_AUTO_TEST_CASE(threads_beyond_a_ranks_cpus_are_named) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_threads");
+  const std::string args = "train --corpus " + write_corpus(dir) +
+                           " --preset femto --steps 1 --eval-iters 1 --batch-size 2 --out ";
+  const std::string bound = mpirun(2) + "--bind-to core " + ATTOGRAD_CLI;
+  const CliRun two = run_program(bound, args + (dir / "two") + " --threads 2");
+  BOOST_TEST_INFO(two.out);
+  BOOST_TEST(two.exit_code == 0);
+  BOOST_TEST(contains(two.out,
+                      "note    2 threads per rank, but this process may run on 1 CPU only (mpirun "
+                      "binds each rank to a core unless told otherwise: add --bind-to none"));
+  const CliRun share = run_program(
+      "env -u OMP_NUM_THREADS OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+          std::string(ATTOGRAD_MPIRUN) + " -np 2 --bind-to core " + ATTOGRAD_CLI,
+      args + (dir / "share"));
+  BOOST_TEST_INFO(share.out);
+  BOOST_TEST(share.exit_code == 0);
+  BOOST_TEST(contains(share.out, ", 1 thread per rank; 2 ranks"));
+  BOOST_TEST(!contains(share.out, "CPU only"));
+}
+
+// An error only one rank meets before training (its corpus file is missing) is named by that
+// rank; the other, which set up well, stops with it: exit 2, nothing trained.
+BOOST_AUTO_TEST_CASE(an_error_one_rank_meets_before_training_stops_both) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_one_rank_setup");
+  const std::string args =
+      " --preset femto --steps 5 --threads 1 --batch-size 4 --out " + (dir / "run");
+  const CliRun r =
+      run_program(mpirun(1) + ATTOGRAD_CLI, "train --corpus " + write_corpus(dir) + args +
+                                                " : -np 1 " + ATTOGRAD_CLI + " train --corpus " +
+                                                (dir / "missing.txt") + args);
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(contains(r.out, "attograd: error: rank 1 of 2: corpus file " + (dir / "missing.txt") +
+                                 " does not exist"));
+  BOOST_TEST(!contains(r.out, "rank 0 of 2"));
+  BOOST_TEST(!std::filesystem::exists(dir / "run/ckpt.safetensors"));
 }
 
 // An error that only rank 0 meets (here its training log is a directory, so it cannot open it)
@@ -374,7 +506,6 @@ BOOST_AUTO_TEST_CASE(an_error_on_rank_0_alone_ends_the_job) {
   BOOST_TEST(contains(r.out, "attograd: error: rank 0 of 2: cannot write the log " +
                                  (dir / "run/train_log.csv") +
                                  ": it exists but is not a regular file"));
-  BOOST_TEST(contains(r.out, "MPI_ABORT was invoked on rank 0"));  // mpirun's own report
 }
 
 namespace {
@@ -433,7 +564,8 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_stops_the_job_and_the_checkpoint_loads) {
   const std::string log((std::istreambuf_iterator<char>(log_file)), {});
   BOOST_TEST_INFO(log);
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) != 0));
-  BOOST_TEST(contains(log, "exited on signal 9 (Killed)"));  // mpirun says which rank died
+  // (mpirun's own report, "exited on signal 9 (Killed)", is not asserted: Open MPI 4.1 sometimes
+  // loses its help text under load, printing an ORTE_ERROR_LOG line instead.)
   const gpt::Session s = gpt::open_checkpoint(dir / "run");
   BOOST_TEST(s.model->arena().num_non_finite() == 0);
   const gpt::TrainingState state =

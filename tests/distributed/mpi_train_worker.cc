@@ -6,17 +6,19 @@
 //   key_bias_grad_max K (the same over the attention's key biases) /
 //   param P NAME (every parameter, in arena order, with its tensor's name)
 //
-//   mpi_train_worker <f32|f64> <femto|small> <B per rank> <out> [nan|diverge]
+//   mpi_train_worker <f32|f64> <femto|small> <B per rank> <out> [nan|diverge|dropout]
 //
 // small is 2 layers, n_embd 32. The last argument plants a fault on rank 1 after 5 steps: `nan`
 // makes its wte NaN (so only rank 1's loss is NaN); `diverge` moves its wte by 1e-3 and then
-// hands the run to Trainer::run, whose replica check must catch it. Exit 0 on success; 1 with
-// "mpi_train_worker: rank R of N: <error>" on stderr and in <out>.rank<R>.error otherwise.
+// hands the run to Trainer::run, whose replica check must catch it. `dropout` trains with
+// dropout 0.2 and writes each rank's next dropout draw to <out>.rank<R>.dropout. Exit 0 on success;
+// 1 with "mpi_train_worker: rank R of N: <error>" on stderr and in <out>.rank<R>.error otherwise.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -44,7 +46,7 @@ int main(int argc, char** argv) {
   try {
     if (argc != 5 && argc != 6)
       throw std::invalid_argument(
-          "usage: mpi_train_worker f32|f64 femto|small B out [nan|diverge]");
+          "usage: mpi_train_worker f32|f64 femto|small B out [nan|diverge|dropout]");
     const DType dtype = std::string(argv[1]) == "f64" ? DType::f64 : DType::f32;
     const std::string fault = argc == 6 ? argv[5] : "";
     comm = &Communicator::world();
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
       c.block_size = 16;
     }
     c.vocab_size = tok.vocab_size();
-    c.dropout = 0;
+    c.dropout = fault == "dropout" ? 0.2 : 0;
     const Dataset data(tok.encode(text), c.block_size);
     GPT model(c, 5, dtype);
     TrainOptions o;
@@ -87,6 +89,10 @@ int main(int argc, char** argv) {
         throw std::logic_error("Trainer::run did not notice the replicas differ");
       }
       out << "loss " << trainer.train_step() << "\n";
+    }
+    if (fault == "dropout") {  // each rank's next dropout draw, to <out>.rank<R>.dropout
+      std::ofstream(std::string(argv[4]) + ".rank" + std::to_string(comm->rank()) + ".dropout")
+          << std::setprecision(17) << model.dropout_generator().uniform() << "\n";
     }
     // The gradients of the last step are still in the arena.
     double grad_max = 0, key_bias_grad_max = 0;
@@ -115,7 +121,7 @@ int main(int argc, char** argv) {
     if (argc >= 5)
       std::ofstream(std::string(argv[4]) + ".rank" + std::to_string(rank) + ".error") << message;
     // The planted faults stop every rank at the same point: wait for each to write its file.
-    if (comm != nullptr && argc == 6) comm->barrier();
+    if (comm != nullptr && argc == 6 && std::string(argv[5]) != "dropout") comm->barrier();
     return 1;
   }
 }
