@@ -43,7 +43,7 @@ int launched_ranks() {
 }
 
 int launched_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
     if (const char* v = std::getenv(name))
       if (const int r = std::atoi(v); r >= 0) return r;
   return 0;

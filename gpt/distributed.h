@@ -64,8 +64,9 @@ class Communicator {
 /// MPI: the commands other than `train` use it to refuse running N times. (srun with PMIx sets
 /// no size: there they run once per rank.)
 int launched_ranks();
-/// This process's rank as the launcher numbered it (OMPI_COMM_WORLD_RANK, PMI_RANK), 0 when
-/// none did: before MPI is initialised, which rank alone reports an error every rank meets.
+/// This process's rank as the launcher numbered it (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK,
+/// SLURM_PROCID), 0 when none did: before MPI is initialised, which rank alone reports an error
+/// every rank meets.
 int launched_rank();
 
 /// A 64-bit hash of `bytes`: FNV-1a's step (xor, multiply by its prime) over 8-byte words, then

@@ -244,26 +244,33 @@ void Trainer::check_ranks_agree() const {
   if (comm_.size() == 1) return;
   // What each rank must share to train one model, with what differs named: a wrong command
   // line on one machine would otherwise mix data silently or end in an MPI error far from it.
-  const auto tokens = [&](Split split) {
-    const std::vector<int64_t>& t = data_.tokens(split);
+  TrainOptions options = options_;  // the corpus is checked by its tokens, below
+  options.corpus.clear();
+  options.corpus_sha256.clear();
+  options.keep_cr = false;
+  const auto bytes = [](const auto& v) {
     return fingerprint(
-        std::string_view(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(int64_t)));
+        std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0])));
   };
-  const std::string ranks = std::to_string(comm_.size()) + " ranks";
+  const std::string ranks = "the " + std::to_string(comm_.size()) + " ranks ";
   const std::pair<uint64_t, std::string> checks[] = {
-      {fingerprint(options_.to_json()),
-       "the " + ranks +
-           " were started with different training options (--batch-size, --steps, "
-           "--lr, ...): give every rank the same command line"},
-      {tokens(Split::train) ^ (tokens(Split::val) * 31),
-       "the " + ranks +
-           " read different corpora: every rank must read the same text (the same "
-           "file, at the same path, on every machine)"},
+      {fingerprint(options.to_json() + "\n" + out_dir_),
+       ranks + "were started with different training options (--batch-size, --steps, --lr, "
+               "--out, ...): give every rank the same command line"},
+      {fingerprint(tokenizer_kind_ + "\n" + tokenizer_data_),
+       ranks + "use different tokenizers (--tokenizer): give every rank the same one"},
+      {bytes(data_.tokens(Split::train)) ^ (bytes(data_.tokens(Split::val)) * 31),
+       ranks + "read different corpora (--corpus): every rank must read the same text (the same "
+               "file, with the same contents, on every machine)"},
       {fingerprint(std::string(model_kind_name(model_.kind())) + " " +
                    config_to_json(model_.config()) + " " + dtype_name(model_.dtype())),
-       "the " + ranks + " built different models: give every rank the same model options"},
+       ranks + "built different models: give every rank the same model options"},
+      {fingerprint(std::to_string(step_) + " " + batch_gen_.state()) ^
+           fingerprint(model_.arena().params()),
+       ranks + "start from different weights or training states (another --init-seed, or a "
+               "checkpoint that differs between the machines): give every rank the same ones"},
       {fingerprint(kernels::active_target()),
-       "the " + ranks + " run different SIMD kernels (this rank: " + kernels::active_target() +
+       ranks + "run different SIMD kernels (this rank: " + kernels::active_target() +
            "), whose float results differ, so the replicas would drift apart: run every rank on "
            "the same kind of CPU"},
   };
@@ -541,7 +548,6 @@ EvalResult Trainer::run(std::ostream& log) {
   const int64_t tokens_per_step = checked_mul(global_batch, o.block_size, "tokens per step");
   std::ostringstream null_log;  // the progress lines of ranks other than 0 go nowhere
   std::ostream& out = comm_.is_root() ? log : null_log;
-  check_replicas();  // the ranks start from the same model and optimizer state
   const int64_t first_step = step_;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {

@@ -186,14 +186,17 @@ class Trainer {
   /// (the norm is computed only to clip).
   double last_grad_norm() const { return last_grad_norm_; }
   std::string checkpoint_path() const;
+  /// With several ranks, compares a fingerprint of the parameters across them (one collective:
+  /// every rank must call it) and throws RanksDisagree (exit code 1) on every rank when any bit
+  /// differs: the replicas drifted apart. run() calls it every log_interval steps and before
+  /// every checkpoint. Nothing to do for one process.
+  void check_replicas() const;
 
  private:
   // train_step's body: one micro-batch `fixed`, or grad_accum drawn ones when it is null.
   double step_on(const Batch* fixed);
   // Throws NonFiniteLoss when a parameter is NaN or infinite (save() writes no such state).
   void check_finite_parameters() const;
-  // Throws RanksDisagree, on every rank, when the ranks' parameters differ in any bit.
-  void check_replicas() const;
   // Throws RanksDisagree, on every rank, when the ranks were started with different training
   // options, corpora, models or SIMD kernels: they could not stay one model.
   void check_ranks_agree() const;

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTOGRAD_SANITIZE=address,undefined \
-  -DATTOGRAD_WERROR=ON >/dev/null
+  -DATTOGRAD_WERROR=ON -DATTOGRAD_MPI=AUTO >/dev/null
 cmake --build build-asan -j "$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"

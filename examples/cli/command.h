@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -67,6 +68,14 @@ inline void refuse_several_ranks(const std::string& command) {
                                 " ranks were launched (mpirun -np / srun): run it without the "
                                 "launcher; only `attograd train` is data-parallel");
 }
+
+/// For `train` started as several ranks: an error this rank met before training (message),
+/// joined with the other ranks' set-up, which every rank reaches once. When every rank failed
+/// (the same bad option, most likely), rank 0 alone reports, through print_alone; otherwise
+/// each failed rank prints "attograd: error: rank r of N: message". Every rank then waits at a
+/// barrier, so no report is cut short. Returns the exit code, 2.
+int train_setup_failed(const gpt::Communicator& comm, const std::string& message,
+                       const std::function<void()>& print_alone);
 
 /// --preset and the per-field overrides of a GPTConfig.
 struct ConfigArgs {

@@ -1,11 +1,13 @@
 // attograd: the command-line front end. Every error becomes one line on stderr and a
 // non-zero exit code (2 for bad usage or input, 1 for a failed check or a diverged run).
 #include <unistd.h>
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
 #include <new>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -44,7 +46,12 @@ int main(int argc, char** argv) {
   auto report = [quiet_rank](const std::string& message) {
     if (!quiet_rank) std::cerr << "attograd: error: " + message + "\n" << std::flush;
   };
-  if (argc > 1 && argv[1][0] != '-' && std::string_view(argv[1]) != "train") {
+  const bool wants_help = std::any_of(argv + 1, argv + argc, [](const char* arg) {
+    return std::string_view(arg) == "--help" || std::string_view(arg) == "-h";
+  });
+  const std::set<std::string_view> one_process = {"sample",    "eval",      "info",  "tokenize",
+                                                  "gradcheck", "attention", "graph", "figure"};
+  if (argc > 1 && one_process.count(argv[1]) > 0 && !wants_help) {
     try {
       attograd::cli::refuse_several_ranks(argv[1]);
     } catch (const std::invalid_argument& e) {
@@ -74,7 +81,18 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help and --version exit 0; every usage error exits 2 like any other bad input.
+    // --help and --version exit 0; every usage error exits 2 like any other bad input. A rank
+    // of `train` joins the other ranks' set-up, so that an error only it met is still said.
+    if (e.get_exit_code() != 0 && argc > 1 && std::string_view(argv[1]) == "train" &&
+        attograd::gpt::launched_ranks() > 1) {
+      const attograd::gpt::Communicator* comm = nullptr;
+      try {
+        comm = &attograd::gpt::Communicator::world();
+      } catch (const std::exception&) {  // a build without MPI: no other rank to tell
+      }
+      if (comm != nullptr && comm->size() > 1)
+        return attograd::cli::train_setup_failed(*comm, e.what(), [&] { app.exit(e); });
+    }
     if (quiet_rank) return e.get_exit_code() == 0 ? 0 : 2;
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::bad_alloc&) {

@@ -72,37 +72,63 @@ void lock_output_dir(const std::filesystem::path& out) {
   // fd stays open on purpose: the lock is released when the process exits.
 }
 
-// --threads for this rank. 0 means OMP_NUM_THREADS when set, else this rank's share of the
-// CPUs it may run on: all of them for one process, 1 for mpirun's default of a core per rank,
-// and for unbound ranks on one machine an equal split rather than all CPUs each. Says so (rank
-// 0) when more threads are asked for than the rank may run on: they would take turns.
+// --threads for this rank. 0 means OMP_NUM_THREADS when set, else the CPUs this process may
+// run on: all of them when the launcher gave the rank its own (mpirun's core per rank, srun's
+// --cpus-per-task, --map-by ...:pe=N), and an equal share when ranks on one machine may all
+// run on every CPU (unbound), rather than all CPUs each. A rank asked for more threads than it
+// may run on says so: they would take turns.
 void set_threads(int threads, const gpt::Communicator& comm) {
   cpu_set_t set;
-  const int cpus =
-      ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : omp_get_num_procs();
+  const int online = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
   if (threads == 0)  // a user's OMP_NUM_THREADS is OpenMP's default, and stays it
     threads = std::getenv("OMP_NUM_THREADS") != nullptr ? omp_get_max_threads()
+              : cpus < online                           ? cpus
                                                         : std::max(1, cpus / comm.local_size());
   omp_set_num_threads(threads);
-  if (threads > cpus && comm.is_root())
-    std::printf("note    %d threads%s, but this process may run on %d CPU%s only%s\n", threads,
-                comm.size() > 1 ? " per rank" : "", cpus, cpus == 1 ? "" : "s",
-                comm.size() > 1 ? " (mpirun binds each rank to a core unless told otherwise: add "
-                                  "--bind-to none, or --map-by ...:pe=N to give each rank N cores)"
-                                : "");
+  if (threads <= cpus) return;
+  const std::string note =
+      std::to_string(threads) + " threads" + (comm.size() > 1 ? " per rank" : "") +
+      ", but this process may run on " + std::to_string(cpus) + " CPU" + (cpus == 1 ? "" : "s") +
+      " only" +
+      (comm.size() > 1 ? " (mpirun binds each rank to a core unless told otherwise: add "
+                         "--bind-to none, or --map-by ...:pe=N to give each rank N cores)"
+                       : "");
+  if (comm.is_root())
+    std::printf("note    %s\n", note.c_str());
+  else  // its stdout goes nowhere
+    std::cerr << "note    rank " + std::to_string(comm.rank()) + ": " + note + "\n" << std::flush;
 }
 
 // Thrown by run() on a rank that set up well when another did not: that one says why.
 struct SetupFailedElsewhere {};
 
 // The collective every rank joins once it has set up (failed = false) or failed to (from its
-// catch, failed = true): how many failed. It lets the ranks stop in order when they all meet
-// the same error (a bad option, a short corpus) instead of once each through MPI_Abort.
+// catch, or from main for a command line it could not parse: failed = true): how many failed.
+// It lets the ranks stop in order when they all meet the same error (a bad option, a short
+// corpus) instead of once each through MPI_Abort.
 int setup_failures(const gpt::Communicator& comm, bool failed) {
   double count = failed ? 1 : 0;
   comm.all_reduce_sum(&count, 1);
   return static_cast<int>(count);
 }
+
+}  // namespace
+
+int train_setup_failed(const gpt::Communicator& comm, const std::string& message,
+                       const std::function<void()>& print_alone) {
+  const int failed = setup_failures(comm, true);
+  if (failed < comm.size())  // one write: mpirun interleaves the ranks' output by writes
+    std::cerr << "attograd: error: rank " + std::to_string(comm.rank()) + " of " +
+                     std::to_string(comm.size()) + ": " + message + "\n"
+              << std::flush;
+  else if (comm.is_root())
+    print_alone();
+  comm.barrier();  // before any rank exits: mpirun ends the job at the first non-zero exit
+  return 2;
+}
+
+namespace {
 
 // Sets set_up once every rank has set up, just before training: an error after that is met
 // by the ranks at different points (rank 0 writing a file) unless it is a CollectiveError.
@@ -131,8 +157,8 @@ int run(TrainArgs& a, const gpt::Communicator& comm, bool& set_up) {
   const std::filesystem::path out_dir(a.out);
   if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
     throw std::invalid_argument("--out " + a.out + " exists and is not a directory");
-  std::filesystem::create_directories(out_dir);
   if (comm.is_root()) {  // the one writer: the other ranks only read the checkpoint to resume
+    std::filesystem::create_directories(out_dir);
     lock_output_dir(out_dir);
     // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
     // only with our process, so those of processes that no longer exist are stale.
@@ -479,15 +505,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
         std::cerr << from_rank << std::flush;
         comm.abort(2);
       }
-      // Before training: every rank learns how many failed. All of them (the same bad option
-      // or corpus, most likely): rank 0 reports; some: each failed rank reports its own.
-      const int failed = setup_failures(comm, true);
-      if (failed < comm.size())
-        std::cerr << from_rank << std::flush;
-      else if (comm.is_root())
+      exit_code = train_setup_failed(comm, e.what(), [&] {
         std::cerr << "attograd: error: " + std::string(e.what()) + "\n" << std::flush;
-      comm.barrier();
-      exit_code = 2;
+      });
     }
   });
 }

@@ -9,8 +9,8 @@
 //   mpi_train_worker <f32|f64> <femto|small> <B per rank> <out> [nan|diverge|dropout]
 //
 // small is 2 layers, n_embd 32. The last argument plants a fault on rank 1 after 5 steps: `nan`
-// makes its wte NaN (so only rank 1's loss is NaN); `diverge` moves its wte by 1e-3 and then
-// hands the run to Trainer::run, whose replica check must catch it. `dropout` trains with
+// makes its wte NaN (so only rank 1's loss is NaN); `diverge` moves its wte by 1e-3, which
+// Trainer::check_replicas must catch. `dropout` trains with
 // dropout 0.2 and writes each rank's next dropout draw to <out>.rank<R>.dropout. Exit 0 on success;
 // 1 with "mpi_train_worker: rank R of N: <error>" on stderr and in <out>.rank<R>.error otherwise.
 #include <algorithm>
@@ -84,9 +84,8 @@ int main(int argc, char** argv) {
         wte.fill_(std::numeric_limits<double>::quiet_NaN());
       if (step == 5 && fault == "diverge") {
         if (comm->rank() == 1) wte.copy_from(add_scalar(wte, 1e-3));
-        std::ostringstream log;
-        trainer.run(log);  // its first replica check must throw
-        throw std::logic_error("Trainer::run did not notice the replicas differ");
+        trainer.check_replicas();  // as Trainer::run does every log_interval steps: must throw
+        throw std::logic_error("Trainer::check_replicas did not notice the replicas differ");
       }
       out << "loss " << trainer.train_step() << "\n";
     }
