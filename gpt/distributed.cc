@@ -118,7 +118,7 @@ bool Communicator::all_equal(uint64_t value) const {
   uint64_t both[2] = {value, ~value};  // max(v), and max(~v) = ~min(v): one collective
 #ifdef ATTOGRAD_HAVE_MPI
   check(MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD),
-        "MPI_Allreduce of the parameter fingerprints");
+        "MPI_Allreduce of a fingerprint");
 #endif
   return both[0] == ~both[1];
 }

@@ -542,9 +542,7 @@ EvalResult Trainer::run(std::ostream& log) {
     eval_csv.emplace(dir / kEvalLog.file);
   }
   // Within limits.h's bounds this fits easily; tokens/s is then computed in double.
-  const int64_t global_batch =
-      checked_mul(checked_mul(o.batch_size, o.grad_accum, "global batch"),
-                  static_cast<int64_t>(comm_.size()), "global batch");  // ranks x B x grad_accum
+  const int64_t global_batch = o.global_batch();  // ranks x B x grad_accum (ranks: the ctor's)
   const int64_t tokens_per_step = checked_mul(global_batch, o.block_size, "tokens per step");
   std::ostringstream null_log;  // the progress lines of ranks other than 0 go nowhere
   std::ostream& out = comm_.is_root() ? log : null_log;
@@ -604,7 +602,8 @@ EvalResult Trainer::run(std::ostream& log) {
       append_field(row += ',', tok_s);
       row += '\n';
     }
-    if (step_ % o.log_interval == 0 || step_ == o.max_steps) {
+    const bool log_now = step_ % o.log_interval == 0 || step_ == o.max_steps;
+    if (log_now) {
       check_replicas();  // every log_interval steps: the ranks still hold one model
       const double left =
           secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
@@ -638,9 +637,10 @@ EvalResult Trainer::run(std::ostream& log) {
     const bool ckpt_now = step_ == o.max_steps || eval_now ||
                           (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
     if (ckpt_now && !out_dir_.empty()) {
-      // Every rank checks, so that all stop together; the parameters are the same on all.
+      // Every rank checks, so that all stop together; the parameters are the same on all (the
+      // replicas were compared above already when this step also logged).
       check_finite_parameters();
-      check_replicas();
+      if (!log_now) check_replicas();
     }
     if (files && ckpt_now) {
       // The logs first: a checkpoint at step N promises every row up to N, after any crash.

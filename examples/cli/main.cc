@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <iostream>
 #include <new>
-#include <set>
 #include <string>
 #include <string_view>
 
@@ -46,19 +45,6 @@ int main(int argc, char** argv) {
   auto report = [quiet_rank](const std::string& message) {
     if (!quiet_rank) std::cerr << "attograd: error: " + message + "\n" << std::flush;
   };
-  const bool wants_help = std::any_of(argv + 1, argv + argc, [](const char* arg) {
-    return std::string_view(arg) == "--help" || std::string_view(arg) == "-h";
-  });
-  const std::set<std::string_view> one_process = {"sample",    "eval",      "info",  "tokenize",
-                                                  "gradcheck", "attention", "graph", "figure"};
-  if (argc > 1 && one_process.count(argv[1]) > 0 && !wants_help) {
-    try {
-      attograd::cli::refuse_several_ranks(argv[1]);
-    } catch (const std::invalid_argument& e) {
-      report(e.what());
-      return 2;
-    }
-  }
   CLI::App app{
       "attograd: a from-scratch C++ autograd engine for learning and teaching transformers"};
   app.require_subcommand(1);
@@ -78,6 +64,21 @@ int main(int argc, char** argv) {
   attograd::cli::add_attention_command(app, exit_code);
   attograd::cli::add_graph_command(app, exit_code);
   attograd::cli::add_figure_command(app, exit_code);
+  // Every registered command but train runs in one process (--help is still shown).
+  const bool wants_help = std::any_of(argv + 1, argv + argc, [](const char* arg) {
+    return std::string_view(arg) == "--help" || std::string_view(arg) == "-h";
+  });
+  const auto registered = [&](std::string_view name) {
+    return !app.get_subcommands([&](CLI::App* c) { return c->get_name() == name; }).empty();
+  };
+  if (argc > 1 && std::string_view(argv[1]) != "train" && registered(argv[1]) && !wants_help) {
+    try {
+      attograd::cli::refuse_several_ranks(argv[1]);
+    } catch (const std::invalid_argument& e) {
+      report(e.what());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

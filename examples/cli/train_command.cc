@@ -254,6 +254,7 @@ int run(TrainArgs& a, const gpt::Communicator& comm, bool& set_up) {
     gpt::require_memory(gpt::num_parameters(kind, config), DType::f32, 4,
                         "weights, gradients and AdamW's two moments", "train");
     model = gpt::make_model(kind, config, a.init_seed);
+    options.ranks = comm.size();  // as the Trainer records it; the header's global batch
     options.corpus = gpt::recorded_corpus_spec(a.corpus);
     options.keep_cr = a.keep_cr;
     options.corpus_sha256 = gpt::sha256_hex(corpus.text);
@@ -329,7 +330,7 @@ int run(TrainArgs& a, const gpt::Communicator& comm, bool& set_up) {
     std::printf(" per rank; %d ranks: global batch %d x %lld x %lld = %lld sequences per step",
                 comm.size(), comm.size(), static_cast<long long>(options.batch_size),
                 static_cast<long long>(options.grad_accum),
-                static_cast<long long>(comm.size() * options.batch_size * options.grad_accum));
+                static_cast<long long>(options.global_batch()));
   std::printf("\n\n");
   std::cout << std::flush;
 

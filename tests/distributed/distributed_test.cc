@@ -24,11 +24,13 @@
 #include "gpt/safetensors.h"
 #include "gpt/session.h"
 #include "nn/optim.h"
+#include "tests/distributed/key_bias.h"
 #include "tests/examples/cli_run.h"
 #include "tests/test_util.h"
 
 using attograd::testing::CliRun;
 using attograd::testing::contains;
+using attograd::testing::is_key_bias;
 using attograd::testing::run_program;
 using attograd::testing::TempDir;
 namespace gpt = attograd::gpt;
@@ -101,13 +103,6 @@ double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return worst;
 }
 
-// Whether element i of tensor `name` is an attention key bias (the middle third of c_attn's
-// bias: q, k, v).
-bool is_key_bias(const std::string& name, size_t i, int64_t n_embd) {
-  const auto c = static_cast<size_t>(n_embd);
-  return name.ends_with("attn.c_attn.bias") && i >= c && i < 2 * c;
-}
-
 // Two runs' parameters, element by element: allclose(a, b, tol, tol) for every parameter, except
 // that with `key_bias_atol` > 0 the attention's key biases are held only to that absolute bound.
 // Their gradient is zero in exact arithmetic (softmax ignores a constant added to every key;
@@ -127,7 +122,7 @@ void check_parameters(const NamedValues& a, const NamedValues& b, int64_t n_embd
     count += x.size();
     for (size_t i = 0; i < x.size(); ++i) {
       const double diff = std::abs(x[i] - y[i]);
-      if (key_bias_atol > 0 && is_key_bias(a[t].first, i, n_embd)) {
+      if (key_bias_atol > 0 && is_key_bias(a[t].first, static_cast<int64_t>(i), n_embd)) {
         worst_key_bias = std::max(worst_key_bias, diff);
         BOOST_TEST(diff <= key_bias_atol,
                    a[t].first << "[" << i << "]: " << x[i] << " vs " << y[i]);

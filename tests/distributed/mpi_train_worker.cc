@@ -28,18 +28,11 @@
 #include "gpt/char_tokenizer.h"
 #include "gpt/distributed.h"
 #include "gpt/trainer.h"
+#include "tests/distributed/key_bias.h"
 
 using namespace attograd;
 using namespace attograd::gpt;
-
-namespace {
-
-// The attention's key bias is the middle third of c_attn's bias (q, k, v).
-bool is_key_bias(const std::string& name, int64_t i, int64_t n_embd) {
-  return name.ends_with("attn.c_attn.bias") && i >= n_embd && i < 2 * n_embd;
-}
-
-}  // namespace
+using attograd::testing::is_key_bias;
 
 int main(int argc, char** argv) {
   const Communicator* comm = nullptr;
