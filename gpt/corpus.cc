@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gpt/atomic_file.h"
+#include "gpt/subprocess.h"
 #include "gpt/utf8.h"
 
 namespace attograd::gpt {
@@ -48,13 +49,6 @@ std::string with_commas(size_t n) {
     out += digits[i];
   }
   return out;
-}
-
-// Quotes a string for /bin/sh: 'it'\''s' is it's.
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 // What a non-regular file is, for messages.
@@ -142,32 +136,24 @@ fs::path find_program(const std::string& program) {
   return "";
 }
 
-// Runs `bible gen1:1-rev22:21` and returns what it prints.
+// Runs `bible gen1:1-rev22:21` and returns what it prints. No shell: the program's path is one
+// argument, whatever it holds.
 std::string run_bible(const fs::path& program) {
   // COLUMNS pins the wrap width so the raw output is the same in any terminal (clean_kjv
-  // unwraps anyway); stdin is /dev/null because bible turns interactive when it expects input.
-  const std::string command =
-      "COLUMNS=80 " + shell_quote(program.string()) + " " + kBibleRange + " </dev/null";
-  std::FILE* pipe = ::popen(command.c_str(), "re");  // "e": our end is close-on-exec
-  if (!pipe) {
-    throw std::runtime_error("cannot run " + command + ": " + std::strerror(errno));
-  }
-  std::string output;
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    const std::string how =
-        status == -1          ? std::string("could not be waited for")
-        : WIFEXITED(status)   ? "exited with status " + std::to_string(WEXITSTATUS(status))
-        : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                              : std::string("failed");
-    throw std::runtime_error("`" + command + "` " + how +
+  // unwraps anyway); its stdin is empty because bible turns interactive when it expects input.
+  const std::string command = "COLUMNS=80 " + program.string() + " " + kBibleRange;
+  RunOptions options;
+  options.capture_stdout = true;
+  options.max_output = kMaxCorpusBytes;
+  options.env = {"COLUMNS=80"};
+  const std::optional<ProgramResult> done =
+      run_program({program.string(), kBibleRange}, "", options);
+  if (!done || done->status != 0)
+    throw std::runtime_error("`" + command + "` " +
+                             (done ? describe_status(*done) : std::string("was not found")) +
                              "; is bible-kjv-text installed? sudo apt-get install bible-kjv "
                              "(or pass --corpus shakespeare or a file path)");
-  }
-  return output;
+  return done->out;
 }
 
 Corpus load_kjv(const CorpusOptions& options) {

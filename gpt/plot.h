@@ -2,13 +2,13 @@
 // run, from its CSV logs, and heatmaps of matrices such as attention weights. Each is written as
 // PNG and SVG; without gnuplot, nothing is drawn and the caller's CSV data are still there.
 //
-// gnuplot is started directly (posix_spawn, no shell) with the script on its stdin and every
-// other descriptor of ours closed in it: it must not inherit the run directory's lock, or an
-// orphaned gnuplot would keep `--resume` out after the trainer is killed. It writes each plot
-// into an AtomicFile temporary (gpt/atomic_file.h); a plot replaces the old one only once
-// gnuplot has exited 0 and the file is checked complete (a PNG ends with its IEND chunk, an
-// SVG with </svg>). gnuplot exits 0 even when its writes fail, so a full disk shows up only in
-// the files: that check turns it into an error instead of empty plots.
+// Every figure is one gpt::GnuplotJob (gpt/gnuplot.h): the script holds only the program's own
+// text, titles and labels reach gnuplot as data, the run's logs are read from private copies, and
+// each drawing replaces its target (atomically, a symlink replaced rather than followed) only once
+// gnuplot has exited 0 and the file is checked whole (a PNG ends with its IEND chunk, an SVG with
+// </svg>). gnuplot exits 0 even when its writes fail, so a full disk shows up only in the files:
+// that check turns it into an error instead of empty plots. gnuplot inherits no descriptor of
+// ours (gpt/subprocess.h): an orphaned gnuplot must not hold the run directory's lock.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +52,8 @@ struct HeatmapFigure {
 };
 
 /// Draws every figure with `gnuplot`, one process per output format, each file checked and
-/// renamed into place as write_plots does. Labels are drawn as given (no gnuplot markup).
+/// renamed into place as write_plots does. Titles and labels are drawn as given (no gnuplot
+/// markup; a control character as its escape, e.g. \n), whatever bytes they hold.
 /// Returns false, after saying on `log` how to install gnuplot, when it is missing. Throws
 /// std::invalid_argument for a panel whose values do not fill its labels (rows x cols) or a
 /// figure with no panel, std::runtime_error if gnuplot fails or leaves a file incomplete.
@@ -62,9 +63,11 @@ bool write_heatmaps(const std::vector<HeatmapFigure>& figures, std::ostream& log
 /// A figure drawn by the caller's own gnuplot commands (e.g. `plot $data using 1:2 with
 /// vectors`), once per format into path_stem.png and path_stem.svg, each checked and renamed into
 /// place as write_plots does. `commands` run after the terminal (width x height pixels, no
-/// enhanced text) and the output file are set; inline data blocks ($name << EOD) may precede
-/// the plot. Returns false, after saying on `log` how to install gnuplot, when it is missing.
-/// Throws std::runtime_error if gnuplot fails or leaves a file incomplete.
+/// enhanced text) and the output file are set; inline data blocks ($name << EOD) of numbers may
+/// precede the plot. They must be the program's own text: no user string (a path, a prompt, a
+/// token) may be pasted into them; draw such text with write_heatmaps or a GnuplotJob. Returns
+/// false, after saying on `log` how to install gnuplot, when it is missing. Throws
+/// std::runtime_error if gnuplot fails or leaves a file incomplete.
 bool write_figure(const std::string& path_stem, const std::string& commands, int64_t width,
                   int64_t height, std::ostream& log, const std::string& gnuplot = "gnuplot");
 

@@ -223,7 +223,9 @@ std::string describe_code_point(char32_t cp) {
   return out;
 }
 
-std::string escape_bytes(std::string_view bytes) {
+namespace {
+
+std::string escaped(std::string_view bytes, bool quotes) {
   const bool utf8 = !find_utf8_error(bytes).has_value();
   std::string out;
   for (unsigned char ch : bytes) {
@@ -233,7 +235,7 @@ std::string escape_bytes(std::string_view bytes) {
       out += "\\t";
     else if (ch == '\r')
       out += "\\r";
-    else if (ch == '"' || ch == '\\')
+    else if (quotes && (ch == '"' || ch == '\\'))
       out += {'\\', static_cast<char>(ch)};
     else if (ch < 0x20 || ch == 0x7F || (ch >= 0x80 && !utf8)) {
       static const char hex[] = "0123456789abcdef";
@@ -246,5 +248,11 @@ std::string escape_bytes(std::string_view bytes) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string escape_bytes(std::string_view bytes) { return escaped(bytes, true); }
+
+std::string escape_controls(std::string_view bytes) { return escaped(bytes, false); }
 
 }  // namespace attograd::gpt

@@ -96,4 +96,8 @@ std::string code_point_hex(char32_t cp);
 /// characters are kept as they are. Never throws (except std::bad_alloc).
 std::string escape_bytes(std::string_view bytes);
 
+/// As escape_bytes, but quotes and backslashes are kept as they are: text for a reader (a figure's
+/// title or label) rather than for a quoted string. Still one line, with no control byte.
+std::string escape_controls(std::string_view bytes);
+
 }  // namespace attograd::gpt

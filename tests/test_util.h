@@ -68,6 +68,17 @@ inline bool data_available(const std::filesystem::path& path, const std::string&
   return false;
 }
 
+/// The regular files directly in `dir` whose names start with `prefix`: the hostile-name tests
+/// plant commands that would create <dir>/PWN<k> by absolute path, and look for them here.
+inline std::vector<std::string> files_starting_with(const std::filesystem::path& dir,
+                                                    const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename().string().starts_with(prefix))
+      found.push_back(e.path().string());
+  return found;
+}
+
 /// An empty directory <tmp>/attograd_<name>_<pid> (emptied first if a killed run left it), for a
 /// test's files; the pid keeps two test programs running at once apart.
 inline std::filesystem::path fresh_temp_dir(const std::string& name) {

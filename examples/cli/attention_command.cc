@@ -8,14 +8,15 @@
 // head in a grid, one row per layer) when more than one head is shown.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "autograd/engine.h"
 #include "examples/cli/command.h"
 #include "examples/cli/model_source.h"
 #include "examples/cli/out_dir.h"
+#include "gpt/atomic_file.h"
 #include "gpt/plot.h"
 #include "gpt/utf8.h"
 
@@ -168,7 +169,7 @@ int run(const AttentionArgs& a) {
     const Tensor& w = weights[static_cast<size_t>(l)];
     for (int64_t h : heads) {
       const std::string stem = a.out + "/layer" + std::to_string(l) + "_head" + std::to_string(h);
-      std::ofstream csv(stem + ".csv", std::ios::binary);
+      std::ostringstream csv;
       csv << "query\\key";
       for (const std::string& key : labels) csv << ',' << csv_field(key);
       csv << '\n';
@@ -196,7 +197,8 @@ int run(const AttentionArgs& a) {
           first += w.at({0, h, t, 0});
         }
       }
-      if (!csv.flush()) throw std::runtime_error("could not write " + stem + ".csv");
+      // Through an AtomicFile: a symlink named like the CSV is replaced, never written through.
+      gpt::write_file_atomically(stem + ".csv", csv.str());
       if (T > 1) {
         const double n = static_cast<double>(T - 1);
         std::printf("%-6lld %-5lld %-7.3f %-9.3f %.3f\n", static_cast<long long>(l),
@@ -237,6 +239,7 @@ void add_attention_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--head", a->head, "show only this head (0 = the first)")
       ->check(integer_in({0, gpt::limits::n_head.max - 1}));
   cmd->add_option("--out", a->out, "directory for the CSV files and heatmaps")
+      ->check(kOutputPath)
       ->capture_default_str();
   cmd->add_flag("--attribution", a->attribution,
                 "also print, per query, the most-attended key next to the key whose removal "

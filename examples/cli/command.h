@@ -54,6 +54,12 @@ CLI::Validator integer_in(gpt::IntRange range, const std::string& why = "");
 /// wrapped to 2^64 - 1.
 extern const CLI::Validator kSeed;
 
+/// A path the command writes to (--out, --cache-dir, --markdown): one without control characters
+/// ("--out: the path \"r\nrun\" holds a control character (U+000A); choose a name without
+/// newlines, tabs or other control characters"). Such a name is almost always a mistake, and
+/// one that printed logs and messages cannot show.
+extern const CLI::Validator kOutputPath;
+
 /// Adds --keep-cr to a command that loads a corpus (gpt::CorpusOptions::keep_cr): a user's
 /// file keeps its CRLF and CR line ends instead of having them made LF. Returns the option.
 CLI::Option* add_keep_cr_flag(CLI::App* cmd, bool& keep_cr);

@@ -1,4 +1,5 @@
 #include "examples/cli/command.h"
+#include "gpt/utf8.h"
 
 #include <cctype>
 #include <charconv>
@@ -102,6 +103,17 @@ const CLI::Validator kSeed = CLI::Validator(
       return leading_zeros(text, std::to_string(*v)).value_or("");
     },
     "INT in [0, 2^64 - 1]");
+
+const CLI::Validator kOutputPath = CLI::Validator(
+    [](std::string& text) -> std::string {
+      for (unsigned char ch : text)
+        if (ch < 0x20 || ch == 0x7F)
+          return "the path \"" + gpt::escape_bytes(text) + "\" holds a control character (" +
+                 gpt::code_point_hex(ch) +
+                 "); choose a name without newlines, tabs or other control characters";
+      return "";
+    },
+    "");
 
 void add_config_options(CLI::App* cmd, ConfigArgs& a, bool with_vocab) {
   cmd->add_option("--preset", a.preset, "model size: femto, pico, nano or gpt2")

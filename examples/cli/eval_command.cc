@@ -147,7 +147,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   CLI::Option* corpus = cmd->add_option("--corpus", a->corpus, "kjv, shakespeare or a UTF-8 file")
                             ->capture_default_str();
   CLI::Option* cache =
-      cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept");
+      cmd->add_option("--cache-dir", a->cache_dir, "where fetched corpora are kept")
+          ->check(kOutputPath);
   CLI::Option* keep_cr = add_keep_cr_flag(cmd, a->keep_cr);
   CLI::Option* split = cmd->add_option("--split", a->split, "val (last 10%) or train (first 90%)")
                            ->check(CLI::IsMember({"val", "train"}))

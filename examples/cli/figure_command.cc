@@ -26,6 +26,7 @@
 #include "examples/cli/command.h"
 #include "examples/cli/out_dir.h"
 #include "examples/cli/render_dot.h"
+#include "gpt/atomic_file.h"
 #include "gpt/model.h"
 #include "gpt/plot.h"
 #include "nn/layers.h"
@@ -48,10 +49,9 @@ std::string num(double v) {
   return buf;
 }
 
+// Through an AtomicFile: a symlink named like the output is replaced, never written through.
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  if (!f.flush()) throw std::runtime_error("could not write " + path);
+  gpt::write_file_atomically(path, text);
 }
 
 // Tick labels 0 .. n-1, every `step`-th shown (the rest blank) so that long axes stay legible.
@@ -251,7 +251,7 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
   write_file(stem + ".dot", d.str());
   std::printf("wrote %s.csv (%zu parameter tensors, %lld parameters) and %s.dot\n", stem.c_str(),
               named.size(), static_cast<long long>(total), stem.c_str());
-  if (render_svg(stem + ".dot", stem + ".svg"))
+  if (render_svg(d.str(), stem + ".svg"))
     std::printf("rendered %s.svg\n", stem.c_str());
   else
     std::printf("%s\n", render_svg_hint(stem + ".dot", stem + ".svg").c_str());
@@ -304,6 +304,7 @@ void add_figure_command(CLI::App& app, int& exit_code) {
   add_config_options(cmd, a->config, /*with_vocab=*/true);
   cmd->add_option("--out", a->out,
                   "directory for <kind>.csv and the drawing (<kind>.svg, .png or .dot)")
+      ->check(kOutputPath)
       ->capture_default_str();
   cmd->footer(
       "Sizes: sinusoidal uses block_size x n_embd, rope head_dim = n_embd / n_head and positions "

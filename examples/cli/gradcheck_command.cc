@@ -165,6 +165,7 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
                       "write the op table between the marker lines of FILE (docs/derivatives.md), "
                       "or to stdout for -")
           ->option_text("FILE")
+          ->check(kOutputPath)
           ->excludes(list);
   cmd->callback([args, markdown, &exit_code] {
     args->markdown_given = markdown->count() > 0;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "autograd/engine.h"
 #include "autograd/graphviz.h"
@@ -21,6 +22,7 @@
 #include "examples/cli/command.h"
 #include "examples/cli/out_dir.h"
 #include "examples/cli/render_dot.h"
+#include "gpt/atomic_file.h"
 #include "gpt/model.h"
 
 namespace attograd::cli {
@@ -90,16 +92,15 @@ int run(const GraphArgs& a) {
     return 0;
   }
   if (out.has_parent_path()) create_out_dir(out.parent_path(), "--out");
-  std::ofstream file(out, std::ios::binary);
-  const DotCounts n = write_dot(file, d.root, d.options);
-  if (!file.flush()) throw std::runtime_error("could not write " + a.out);
-  file.close();
+  std::ostringstream text;
+  const DotCounts n = write_dot(text, d.root, d.options);
+  gpt::write_file_atomically(out, text.str());  // a symlink named like --out is replaced
   std::printf(
       "%s: %lld ops, %lld parameters (leaves that require grad), %lld constants, %lld edges\n",
       a.out.c_str(), static_cast<long long>(n.ops), static_cast<long long>(n.parameters),
       static_cast<long long>(n.constants), static_cast<long long>(n.edges));
   const std::string svg = std::filesystem::path(out).replace_extension(".svg").string();
-  if (render_svg(a.out, svg)) {
+  if (render_svg(text.str(), svg)) {
     std::printf("rendered %s\n", svg.c_str());
   } else {
     std::printf("%s\n", render_svg_hint(a.out, svg).c_str());
@@ -121,6 +122,7 @@ void add_graph_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--out", a->out,
                   "the .dot file (the .svg goes beside it), or - for DOT on stdout")
+      ->check(kOutputPath)
       ->capture_default_str();
   cmd->footer(
       "Ellipses are ops (name and output shape), blue boxes leaves that require grad (parameters), "

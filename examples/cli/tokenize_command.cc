@@ -157,7 +157,8 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
                   "UTF-8 file), as `attograd train` does")
       ->excludes(checkpoint);
   cmd->add_option("--cache-dir", a->cache_dir,
-                  "where fetched corpora are kept (default ~/.cache/attograd)");
+                  "where fetched corpora are kept (default ~/.cache/attograd)")
+      ->check(kOutputPath);
   add_keep_cr_flag(cmd, a->keep_cr);
   cmd->add_flag("--allow-special", a->allow_special,
                 "gpt2: encode <|endoftext|> as its special id 50256 "

@@ -420,9 +420,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
                             ->check(CLI::IsMember({"char", "gpt2"}))
                             ->capture_default_str();
   cmd->add_option("--cache-dir", a->cache_dir,
-                  "where fetched corpora are kept (default ~/.cache/attograd)");
+                  "where fetched corpora are kept (default ~/.cache/attograd)")
+      ->check(kOutputPath);
   a->keep_cr_option = add_keep_cr_flag(cmd, a->keep_cr);
   cmd->add_option("--out", a->out, "output directory: logs, plots, ckpt.safetensors")
+      ->check(kOutputPath)
       ->capture_default_str();
   gpt::TrainOptions& o = a->options;
   namespace limits = gpt::limits;

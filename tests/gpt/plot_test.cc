@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(cut_off_plots_are_an_error) {
   expect_throw_with<std::runtime_error>([&] { write_plots(dir.path.string(), log, png_cut); },
                                         "loss.png is cut off (6 bytes, no IEND chunk)");
   const std::string svg_cut = dir.fake_gnuplot(
-      "for f in $OUTPUTS; do case \"$f\" in *.png.tmp.*) printf '\\0\\0\\0\\0IEND\\256B`\\202' > "
+      "for f in $OUTPUTS; do case \"$f\" in *.png) printf '\\0\\0\\0\\0IEND\\256B`\\202' > "
       "\"$f\";; "
       "*) printf '<svg>\\n<g>' > \"$f\";; esac; done");
   expect_throw_with<std::runtime_error>([&] { write_plots(dir.path.string(), log, svg_cut); },
