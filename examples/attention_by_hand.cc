@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
+#include "examples/cli/option_checks.h"
 #include "examples/lecture/attention_by_hand.h"
 #include "nn/layers.h"
 
@@ -47,10 +48,9 @@ void walk_through(const Tensor& Q, const Tensor& K, const Tensor& V) {
   show("A = row softmax (attention weights)", s.weights);
   print_row_sums("row sums of A", s.weights);
   show("Z = A V (output)", s.out);
-  const Tensor wrong = lecture::column_softmax(s.masked);
-  show("the mistake: softmax over each column (over queries)", wrong);
-  print_row_sums("its row sums (not 1: outputs are no longer averages)", wrong);
-  show("its wrong Z = (column softmax) V", matmul(wrong, V));
+  show("the mistake: softmax over each column (over queries)", s.column_weights);
+  print_row_sums("its row sums (not 1: outputs are no longer averages)", s.column_weights);
+  show("its wrong Z = (column softmax) V", s.column_out);
 }
 
 void order_example() {
@@ -171,8 +171,10 @@ int main(int argc, char** argv) {
   q_opt->needs(k_opt, v_opt);
   k_opt->needs(q_opt, v_opt);
   v_opt->needs(q_opt, k_opt);
+  // The same checks as the attograd CLI's: "010" is refused, not read as octal 8.
   app.add_option("--head-dim", head_dim, "head_dim for the cost table (example 6)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(cli::integer_in(gpt::IntRange{1, int64_t{1} << 20}));
+  cli::refuse_empty_values(app);
   try {
     app.parse(argc, argv);
     if (q_opt->count() > 0) {

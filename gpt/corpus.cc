@@ -332,27 +332,20 @@ void append_collapsed(std::string& out, std::string_view text) {
 
 // ----- public ----------------------------------------------------------------------------------
 
-std::string read_text_file(const fs::path& path, const std::string& what, const std::string& fix,
-                           size_t max_bytes) {
-  const std::string named = what + " " + path.string();
+namespace {
+
+// The bytes of the open descriptor `fd` (a `what` called `named` in messages), refused or bounded
+// as read_text_file documents. A terminal is read like a pipe (tokenize typed by hand).
+std::string read_bounded(int fd, const std::string& what, const std::string& named,
+                         const std::string& fix, size_t max_bytes) {
   const std::string limit =
       with_commas(max_bytes) + "-byte limit for a " + what +
       " (it and its token ids are held in memory); use a smaller file or a part of it";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) throw std::runtime_error(named + " does not exist; " + fix);
-    throw std::runtime_error("cannot open " + named + ": " + std::strerror(err));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     throw std::runtime_error("cannot stat " + named + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw std::runtime_error(named + " is a directory; " + fix);
-  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !::isatty(fd))
     throw std::runtime_error(named + " is " + file_kind(st.st_mode) + ", not a text file; " + fix);
   if (S_ISREG(st.st_mode) && static_cast<uintmax_t>(st.st_size) > max_bytes)
     throw std::runtime_error(named + " is " + with_commas(static_cast<size_t>(st.st_size)) +
@@ -372,6 +365,28 @@ std::string read_text_file(const fs::path& path, const std::string& what, const 
     bytes.append(buffer, static_cast<size_t>(n));
   }
   return bytes;
+}
+
+}  // namespace
+
+std::string read_text_file(const fs::path& path, const std::string& what, const std::string& fix,
+                           size_t max_bytes) {
+  const std::string named = what + " " + path.string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw std::runtime_error(named + " does not exist; " + fix);
+    throw std::runtime_error("cannot open " + named + ": " + std::strerror(err));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  return read_bounded(fd, what, named, fix, max_bytes);
+}
+
+std::string read_standard_input(const std::string& what, const std::string& fix, size_t max_bytes) {
+  return read_bounded(STDIN_FILENO, what, what + " (standard input)", fix, max_bytes);
 }
 
 std::string Corpus::describe() const {

@@ -193,6 +193,12 @@ std::string clean_kjv(std::string_view bible_output);
 std::string read_text_file(const std::filesystem::path& path, const std::string& what,
                            const std::string& fix, size_t max_bytes = kMaxCorpusBytes);
 
+/// Reads standard input whole, held to read_text_file's rules: a regular file or a pipe (or a
+/// terminal) until its end or max_bytes, a device such as `< /dev/zero` refused. Throws
+/// std::runtime_error naming "<what> (standard input)", followed by `fix` where one helps.
+std::string read_standard_input(const std::string& what, const std::string& fix,
+                                size_t max_bytes = kMaxCorpusBytes);
+
 /// sha256 of `bytes` as 64 lower-case hex digits (OpenSSL EVP).
 std::string sha256_hex(std::string_view bytes);
 

@@ -445,8 +445,8 @@ int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
 
 // Rewrites a CSV log for a run resumed at `step`: its header, then the complete rows up to
 // `step` (a resumed run writes what came after again). A crash can cut the last row short: only
-// rows ending in a newline count, and only those that parse completely. The rewrite is atomic,
-// so a crash during it leaves the old log.
+// rows ending in a newline (LF or CRLF) count, and only those that parse completely. The rewrite is
+// atomic, so a crash during it leaves the old log.
 void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step) {
   std::string kept = std::string(spec.header) + "\n";
   // Without this, reading a directory fails inside the stream with "basic_filebuf::underflow".
@@ -459,7 +459,10 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
        start = end + 1) {
-    const std::string_view line(text.data() + start, end - start);
+    std::string_view line(text.data() + start, end - start);
+    // A log saved again by a Windows tool or a spreadsheet ends its lines in CRLF: the rows are
+    // the same (and are written back with LF), not torn.
+    if (line.ends_with('\r')) line.remove_suffix(1);
     const int64_t row_step = complete_row_step(line, spec);
     if (row_step >= 0 && row_step <= step) kept.append(line) += '\n';
   }

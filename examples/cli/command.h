@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "examples/cli/option_checks.h"
 #include "gpt/config.h"
 #include "gpt/distributed.h"
 #include "gpt/language_model.h"
@@ -33,32 +34,6 @@ void add_graph_command(CLI::App& app, int& exit_code);
 /// `attograd figure`: the sinusoidal table, RoPE, the causal mask or the block diagram, as CSV and
 /// a drawing.
 void add_figure_command(CLI::App& app, int& exit_code);
-
-/// Option checks with short messages ("--lr: must be a finite number > 0, got 0"): CLI11's
-/// PositiveNumber prints its range as 0 to 1.8e308 written out in full. These are for
-/// floating-point options; an integer option takes integer_in, a seed kSeed.
-extern const CLI::Validator kPositive;     // a finite number > 0
-extern const CLI::Validator kNonNegative;  // a finite number >= 0
-
-/// A finite floating-point number in [min, max], or (min, max] with min_open.
-CLI::Validator number_in(double min, double max, bool min_open = false);
-
-/// An integer option in [range.min, range.max] ("--n-layer: must be an integer in [1, 1024],
-/// got 1000000000"; `why`, when given, follows the range). Only decimal digits with an optional
-/// minus sign are read: "1.5", "1e3", "0x10" and values out of range are refused, never
-/// rounded, clamped or wrapped; so is "010", which CLI11 (strtoll in base 0) would read as
-/// octal 8. --help shows the range (INT in [1, 1024]).
-CLI::Validator integer_in(gpt::IntRange range, const std::string& why = "");
-
-/// A seed: an integer in [0, 2^64 - 1] checked as integer_in checks one; "-1" is refused, not
-/// wrapped to 2^64 - 1.
-extern const CLI::Validator kSeed;
-
-/// A path the command writes to (--out, --cache-dir, --markdown): one without control characters
-/// ("--out: the path \"r\nrun\" holds a control character (U+000A); choose a name without
-/// newlines, tabs or other control characters"). Such a name is almost always a mistake, and
-/// one that printed logs and messages cannot show.
-extern const CLI::Validator kOutputPath;
 
 /// Adds --keep-cr to a command that loads a corpus (gpt::CorpusOptions::keep_cr): a user's
 /// file keeps its CRLF and CR line ends instead of having them made LF. Returns the option.

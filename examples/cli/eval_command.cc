@@ -58,7 +58,8 @@ std::vector<int64_t> read_ids(const std::string& path) {
   std::string text;
   const std::string where = path == "-" ? "--ids stdin" : "--ids file '" + path + "'";
   if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    // Bounded like a file: `--ids - < /dev/zero` once grew without end.
+    text = gpt::read_standard_input("--ids input", "give whitespace-separated token ids");
   } else {
     if (std::filesystem::is_directory(path))
       throw std::invalid_argument(where + " is a directory, not a file of token ids");

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   attograd::cli::add_attention_command(app, exit_code);
   attograd::cli::add_graph_command(app, exit_code);
   attograd::cli::add_figure_command(app, exit_code);
+  attograd::cli::refuse_empty_values(app);  // after every option exists
   // Every registered command but train runs in one process (--help is still shown).
   const bool wants_help = std::any_of(argv + 1, argv + argc, [](const char* arg) {
     return std::string_view(arg) == "--help" || std::string_view(arg) == "-h";

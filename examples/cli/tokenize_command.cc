@@ -101,7 +101,8 @@ int run(const TokenizeArgs& a) {
 
   std::string input;
   if (a.text.empty()) {
-    input.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    // Bounded like a corpus file: `tokenize < /dev/zero` once grew without end.
+    input = gpt::read_standard_input("tokenize input", "pipe text (or ids with --decode)");
   } else {
     for (size_t i = 0; i < a.text.size(); ++i) {
       if (i > 0) input += ' ';  // --decode 31373 220 995 as separate arguments

@@ -36,6 +36,13 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
     if (!std::isfinite(v))
       throw std::invalid_argument(
           "weights V overflows: an output is not a finite number; use smaller entries of --V");
+  s.column_weights = column_softmax(s.masked);
+  s.column_out = matmul(s.column_weights, V);
+  for (const double v : s.column_out.to_vector())
+    if (!std::isfinite(v))
+      throw std::invalid_argument(
+          "(column softmax) V overflows: the mistake's weights sum to up to T per row, so an "
+          "output is not a finite number; use smaller entries of --V");
   return s;
 }
 

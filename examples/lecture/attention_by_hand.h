@@ -30,10 +30,15 @@ struct AttentionSteps {
   Tensor masked;   // (T, T), -inf above the diagonal
   Tensor weights;  // (T, T), rows sum to 1, exactly 0 above the diagonal
   Tensor out;      // (T, d_v)
+  // The classic mistake, for the walk-through to show beside the right answer:
+  Tensor column_weights;  // (T, T) = column_softmax(masked): columns sum to 1, rows do not
+  Tensor column_out;      // (T, d_v) = column_weights V, no longer averages of V's rows
 };
 
 /// Q, K: (T, d_k); V: (T, d_v); any floating dtype. Throws std::invalid_argument on shape
-/// mismatch (from the ops), and when Q Kᵀ or the output overflows to a non-finite number.
+/// mismatch (from the ops), and when Q Kᵀ, the output or the column-softmax mistake's output
+/// overflows to a non-finite number (its rows of weights can sum to T, so finite values of V
+/// near the largest double overflow there first).
 AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Tensor& V);
 
 /// The common mistake: softmax over each COLUMN of the masked scores (over queries instead of

@@ -241,7 +241,13 @@ BOOST_AUTO_TEST_CASE(program_prints_every_step_and_refuses_bad_matrices) {
       {"--Q '1,0' --K 1 --V 1", "attention_by_hand: error: Q is 1x2 and K is 1x1"},
       {"--Q '1;2' --K '1;2' --V 1", "attention_by_hand: error: Q is 2x1, K is 2x1 and V is 1x1"},
       {"--Q 1", "--Q requires --K"},
-      {"--head-dim 0", "--head-dim: Value 0 not in range"},
+      {"--head-dim 0", "--head-dim: must be an integer in [1, 1048576], got 0"},
+      // The attograd CLI's number rules: no octal, no empty value, no overflow printed as inf.
+      {"--head-dim 010",
+       "--head-dim: 010 has leading zeros, which would be read as octal; write 10"},
+      {"--Q '' --K 1 --V 1", "--Q: is empty: give a value, or leave the option out"},
+      {"--Q '0;0;0' --K '0;0;0' --V '1e308;1e308;1e308'",
+       "attention_by_hand: error: (column softmax) V overflows"},
       {"--frobnicate", "The following argument was not expected: --frobnicate"},
   };
   for (const auto& [args, message] : bad) {

@@ -210,9 +210,7 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
        "--layer: 010 has leading zeros, which would be read as octal; write 10"},
       {" --prompt abc --head 3",
        "attograd: error: --head 3 is out of range: the model has 3 heads, numbered 0 to 2\n"},
-      {" --prompt ''",
-       "attograd: error: --prompt is empty: give the text whose attention to show (at least one "
-       "token)\n"},
+      {" --prompt ''", "--prompt: is empty: give a value, or leave the option out for its default"},
       {" --prompt abcdefghi",
        "attograd: error: --prompt encodes to 9 tokens, more than the model's block_size 8: shorten "
        "it (attention spans "

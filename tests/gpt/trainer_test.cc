@@ -282,25 +282,41 @@ std::vector<int64_t> logged_steps(const std::filesystem::path& path) {
   return steps;
 }
 
+// A pico run of 4 steps into `dir`, evaluated every 2, checkpointed at the end.
+void train_four_steps(const std::filesystem::path& dir, const Dataset& data, double grad_clip) {
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  TrainOptions o = small_options();
+  o.max_steps = 4;
+  o.eval_interval = 2;
+  o.grad_clip = grad_clip;
+  GPT model(c, 3);
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  t.run(log);
+}
+
+// Resumes the run in `dir` from its checkpoint, as `train --resume --steps max_steps` does.
+void resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t max_steps) {
+  const SafetensorsFile file = SafetensorsFile::read((dir / "ckpt.safetensors").string());
+  const CheckpointInfo info = read_checkpoint_info(file);
+  const auto model = load_model(file);
+  TrainOptions more = TrainOptions::from_json(info.training->train_options);
+  more.max_steps = max_steps;
+  Trainer t(*model, data, more, "char", "", dir.string());
+  t.restore(*info.training);
+  std::ostringstream log;
+  t.run(log);
+}
+
 }  // namespace
 
 // A kill -9 can cut the last row of a log short, and leaves rows logged after the checkpoint;
 // resuming keeps only complete rows up to the checkpoint's step, so each step is logged once.
 BOOST_AUTO_TEST_CASE(resume_keeps_the_complete_log_rows_up_to_the_checkpoint) {
   const Dataset data(toy_tokens(), 8);
-  GPTConfig c = preset("pico");
-  c.vocab_size = toy_vocab_size();
   const auto dir = temp_dir("log_rows");
-  TrainOptions o = small_options();
-  o.max_steps = 4;
-  o.eval_interval = 2;
-  o.grad_clip = 0;  // grad_norm stays empty: an empty field there is complete
-  {
-    GPT model(c, 3);
-    Trainer t(model, data, o, "char", "", dir.string());
-    std::ostringstream log;
-    t.run(log);
-  }
+  train_four_steps(dir, data, /*grad_clip=*/0);  // grad_norm stays empty: a complete field there
   const std::string train_header = "step,loss,lr,grad_norm,tokens_per_s\n";
   const std::string kept = read_text(dir / "train_log.csv");
   BOOST_TEST(kept.rfind(train_header, 0) == 0);
@@ -318,20 +334,31 @@ BOOST_AUTO_TEST_CASE(resume_keeps_the_complete_log_rows_up_to_the_checkpoint) {
          "3,1.5e,1,,1\n"      // not a number
          "4,1,1,,12";         // no newline
   std::ofstream(dir / "eval_log.csv", std::ios::app) << "2,1,1,1\n4,1,1,1,1,\n6,1,1,1,1\n4,1";
-  const SafetensorsFile file = SafetensorsFile::read((dir / "ckpt.safetensors").string());
-  const CheckpointInfo info = read_checkpoint_info(file);
-  const auto model = load_model(file);
-  TrainOptions more = TrainOptions::from_json(info.training->train_options);
-  more.max_steps = 6;
-  Trainer t(*model, data, more, "char", "", dir.string());
-  t.restore(*info.training);
-  std::ostringstream log;
-  t.run(log);
+  resume_to(dir, data, 6);
   const std::string after = read_text(dir / "train_log.csv");
   BOOST_TEST(after.rfind(kept, 0) == 0);  // the rows up to step 4 exactly as they were
   BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{0, 2, 4, 6}));
   BOOST_TEST(after.find("900") == std::string::npos);  // the stale row 5 was dropped, not kept
+  std::filesystem::remove_all(dir);
+}
+
+// A log whose lines end in CRLF (saved again by a Windows tool) loses no row on resume: every
+// row was dropped as torn before. The rows come back with LF, as the trainer writes them.
+BOOST_AUTO_TEST_CASE(resume_keeps_the_rows_of_a_crlf_log) {
+  const Dataset data(toy_tokens(), 8);
+  const auto dir = temp_dir("crlf_log");
+  train_four_steps(dir, data, /*grad_clip=*/1);
+  for (const char* name : {"train_log.csv", "eval_log.csv"}) {
+    const std::string lf = read_text(dir / name);
+    std::string crlf;
+    for (char ch : lf) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+    std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << crlf;
+  }
+  resume_to(dir, data, 6);
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{0, 2, 4, 6}));
+  BOOST_TEST(read_text(dir / "train_log.csv").find('\r') == std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,131 @@
+#include "examples/cli/option_checks.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "gpt/utf8.h"
+
+namespace attograd::cli {
+
+namespace {
+
+// A finite double satisfying `ok`; `condition` completes "must be a finite number ..." and,
+// after "NUMBER ", the --help hint.
+CLI::Validator finite_number_check(const std::function<bool(double)>& ok,
+                                   const std::string& condition) {
+  return CLI::Validator(
+      [ok, condition](std::string& text) -> std::string {
+        // Decimal notation only: std::stod alone would also read hex floats (0x1p3 = 8) and skip
+        // leading blanks. nan and inf get through to be named as not finite below.
+        std::string word = text;
+        if (!word.empty() && (word[0] == '-' || word[0] == '+')) word.erase(0, 1);
+        for (char& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        const bool special = word == "nan" || word == "inf" || word == "infinity";
+        if (!special &&
+            (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string::npos))
+          return "expected a decimal number, got '" + text + "'";
+        double v;
+        try {
+          size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) throw std::invalid_argument("trailing characters");
+        } catch (const std::out_of_range&) {
+          return "must be a finite number " + condition + " within the range of a double, got " +
+                 text;
+        } catch (const std::exception&) {
+          return "expected a number, got '" + text + "'";
+        }
+        if (!std::isfinite(v) || !ok(v))
+          return "must be a finite number " + condition + ", got " + text;
+        return std::string();
+      },
+      "NUMBER " + condition);
+}
+
+// `text` as a decimal integer of type I: digits with an optional leading minus sign and
+// nothing else, within I's range; nullopt otherwise.
+template <typename I>
+std::optional<I> parse_decimal(const std::string& text) {
+  I v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// CLI11 converts integers with strtoll/strtoull in base 0, where "010" is octal 8: the value
+// checked here would not be the value used. Such text is refused instead (a check cannot
+// rewrite it: Option::check makes every validator non-modifying).
+std::optional<std::string> leading_zeros(const std::string& text, const std::string& value) {
+  const size_t digits = text.rfind('-', 0) == 0 ? 1 : 0;
+  if (text.size() > digits + 1 && text[digits] == '0')
+    return text + " has leading zeros, which would be read as octal; write " + value;
+  return std::nullopt;
+}
+
+std::string number_str(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
+const CLI::Validator kPositive = finite_number_check([](double v) { return v > 0; }, "> 0");
+const CLI::Validator kNonNegative = finite_number_check([](double v) { return v >= 0; }, ">= 0");
+
+CLI::Validator number_in(double min, double max, bool min_open) {
+  const std::string range = (min_open ? "(" : "[") + number_str(min) + ", " + number_str(max) + "]";
+  return finite_number_check([=](double v) { return (min_open ? v > min : v >= min) && v <= max; },
+                             "in " + range);
+}
+
+CLI::Validator integer_in(gpt::IntRange range, const std::string& why) {
+  const std::string expected =
+      "an integer in " + gpt::range_str(range) + (why.empty() ? "" : " (" + why + ")");
+  return CLI::Validator(
+      [range, expected](std::string& text) -> std::string {
+        const std::optional<int64_t> v = parse_decimal<int64_t>(text);
+        if (!v || !range.contains(*v)) return "must be " + expected + ", got " + text;
+        return leading_zeros(text, std::to_string(*v)).value_or("");
+      },
+      "INT in " + gpt::range_str(range));
+}
+
+const CLI::Validator kSeed = CLI::Validator(
+    [](std::string& text) -> std::string {
+      const std::optional<uint64_t> v = parse_decimal<uint64_t>(text);
+      if (!v) return "must be an integer in [0, 18446744073709551615] (2^64 - 1), got " + text;
+      return leading_zeros(text, std::to_string(*v)).value_or("");
+    },
+    "INT in [0, 2^64 - 1]");
+
+const CLI::Validator kOutputPath = CLI::Validator(
+    [](std::string& text) -> std::string {
+      for (unsigned char ch : text)
+        if (ch < 0x20 || ch == 0x7F)
+          return "the path \"" + gpt::escape_bytes(text) + "\" holds a control character (" +
+                 gpt::code_point_hex(ch) +
+                 "); choose a name without newlines, tabs or other control characters";
+      return "";
+    },
+    "");
+
+const CLI::Validator kNotEmpty = CLI::Validator(
+    [](std::string& text) -> std::string {
+      return text.empty() ? "is empty: give a value, or leave the option out for its default" : "";
+    },
+    "");
+
+void refuse_empty_values(CLI::App& app) {
+  for (CLI::Option* option : app.get_options())
+    if (option->get_expected_min() > 0) option->check(kNotEmpty);
+  for (CLI::App* command : app.get_subcommands(std::function<bool(CLI::App*)>()))
+    refuse_empty_values(*command);
+}
+
+}  // namespace attograd::cli

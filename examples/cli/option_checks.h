@@ -1,0 +1,45 @@
+// The checks every option of attograd's programs goes through (the attograd CLI and
+// attention_by_hand): one number parser and one rule for empty values, so that the programs never
+// disagree on what "010", "1e3", "inf" or "" means.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "gpt/limits.h"
+
+namespace attograd::cli {
+
+/// Option checks with short messages ("--lr: must be a finite number > 0, got 0"): CLI11's
+/// PositiveNumber prints its range as 0 to 1.8e308 written out in full. These are for
+/// floating-point options; an integer option takes integer_in, a seed kSeed.
+extern const CLI::Validator kPositive;     // a finite number > 0
+extern const CLI::Validator kNonNegative;  // a finite number >= 0
+
+/// A finite floating-point number in [min, max], or (min, max] with min_open.
+CLI::Validator number_in(double min, double max, bool min_open = false);
+
+/// An integer option in [range.min, range.max] ("--n-layer: must be an integer in [1, 1024],
+/// got 1000000000"; `why`, when given, follows the range). Only decimal digits with an optional
+/// minus sign are read: "1.5", "1e3", "0x10" and values out of range are refused, never
+/// rounded, clamped or wrapped; so is "010", which CLI11 (strtoll in base 0) would read as
+/// octal 8. --help shows the range (INT in [1, 1024]).
+CLI::Validator integer_in(gpt::IntRange range, const std::string& why = "");
+
+/// A seed: an integer in [0, 2^64 - 1] checked as integer_in checks one; "-1" is refused, not
+/// wrapped to 2^64 - 1.
+extern const CLI::Validator kSeed;
+
+/// A path the command writes to (--out, --cache-dir, --markdown): one without control characters
+/// ("--out: the path \"r\nrun\" holds a control character (U+000A); choose a name without
+/// newlines, tabs or other control characters"). Such a name is almost always a mistake, and
+/// one that printed logs and messages cannot show.
+extern const CLI::Validator kOutputPath;
+
+/// Every option of `app` and of its subcommands (recursively) that takes a value refuses an
+/// empty one ("--checkpoint: is empty: give a value, or leave the option out for its default"):
+/// `tokenize --checkpoint ''` once fell back silently to GPT-2's BPE. Call it once, after every
+/// option is added.
+void refuse_empty_values(CLI::App& app);
+
+}  // namespace attograd::cli
