@@ -62,9 +62,14 @@ std::vector<double> next_token_probabilities(const std::vector<double>& logits,
     std::vector<size_t> order(V);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+    // The mass is compared with a tolerance: softmax's rounding makes 0.3 + 0.5 sum to
+    // 0.7999999999999999, and a strict `mass < 0.8` then kept a third token at an exact boundary
+    // (transformers #18976). 1e-9 is far above double rounding and far below any top_p a user
+    // means.
+    constexpr double kTolerance = 1e-9;
     double mass = 0;
     size_t kept = 0;
-    while (kept < V && (kept == 0 || mass < o.top_p)) mass += p[order[kept++]];
+    while (kept < V && (kept == 0 || mass < o.top_p - kTolerance)) mass += p[order[kept++]];
     for (size_t i = kept; i < V; ++i) p[order[i]] = 0;
     for (double& x : p) x /= mass;
   }

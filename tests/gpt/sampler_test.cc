@@ -114,6 +114,21 @@ BOOST_AUTO_TEST_CASE(top_p_keeps_the_smallest_nucleus) {
   BOOST_TEST(allclose(next_token_probabilities({1, 3, 2}, with(1, 0, 0.5)), {0, 1, 0}, 1e-15, 0));
 }
 
+// transformers #18976: probabilities [0.3, 0.1, 0.1, 0.5] with top_p 0.8 must keep two tokens,
+// although softmax gives 0.29999999999999993 and the sum of the two falls just below 0.8.
+BOOST_AUTO_TEST_CASE(top_p_at_an_exact_boundary_keeps_the_nucleus_only) {
+  const std::vector<double> logits{std::log(0.3), std::log(0.1), std::log(0.1), std::log(0.5)};
+  const std::vector<double> p = next_token_probabilities(logits, with(1, 0, 0.8));
+  BOOST_TEST(allclose(p, {0.375, 0, 0, 0.625}, 1e-12, 0));
+  // The other boundaries: exactly the top token's mass keeps it alone; a hair above a boundary
+  // keeps the next token; top_p 1 keeps all.
+  BOOST_TEST(allclose(next_token_probabilities(logits, with(1, 0, 0.5)), {0, 0, 0, 1}, 1e-12, 0));
+  BOOST_TEST(allclose(next_token_probabilities(logits, with(1, 0, 0.8 + 1e-6)),
+                      {0.3 / 0.9, 0.1 / 0.9, 0, 0.5 / 0.9}, 1e-12, 0));
+  BOOST_TEST(
+      allclose(next_token_probabilities(logits, with(1, 0, 1)), {0.3, 0.1, 0.1, 0.5}, 1e-12, 0));
+}
+
 BOOST_AUTO_TEST_CASE(sampling_frequencies_match_probabilities) {
   const std::vector<double> p{0.2, 0.5, 0.3};
   Generator gen(3);
