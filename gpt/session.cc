@@ -27,11 +27,16 @@ std::unique_ptr<Tokenizer> tokenizer_of(const SafetensorsFile& file) {
   return load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
 }
 
+// Every command that opens an attograd checkpoint (sample, eval, attention, train --resume)
+// comes through here, so a checkpoint whose parts disagree is refused by all of them alike:
+// training sets vocab_size to the tokenizer's size, so any other pair was edited or mixed up
+// (eval --corpus and attention once accepted a 3-character tokenizer for 16 rows of wte).
 Session open_checkpoint_file(const SafetensorsFile& file) {
   Session s;
   s.path = file.path();
   s.tokenizer = tokenizer_of(file);
   s.model = load_language_model(file);
+  s.require_tokenizer_matches();
   return s;
 }
 

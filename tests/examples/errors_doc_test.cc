@@ -286,6 +286,10 @@ class Fixtures {
     with_config("pico_fractional_n_head", "\"n_head\":3", "\"n_head\":3.9");
     copy_with(pico, files_["pico_small_tokenizer"] = tmp_ / "pico_small_tokenizer.safetensors",
               {{"tokenizer", R"({"data":"abc","kind":"char"})"}}, {});
+    fs::create_directories(tmp_.path / "pico_small_tokenizer_run");
+    fs::copy_file(files_["pico_small_tokenizer"],
+                  (files_["pico_small_tokenizer_run"] = tmp_ / "pico_small_tokenizer_run") +
+                      "/ckpt.safetensors");
     copy_with(pico, files_["pico_stray_tensor"] = tmp_ / "pico_stray_tensor.safetensors", {},
               {{"h.0.mlp.c_gate.weight", attograd::Tensor::zeros({6, 24})}});
     copy_with(pico, files_["pico_wrong_shape"] = tmp_ / "pico_wrong_shape.safetensors", {},
