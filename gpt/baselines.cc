@@ -25,18 +25,28 @@ ModelOutput BigramModel::forward(const Tensor& idx, const Tensor& targets) const
 
 namespace {
 
-GPTConfig refuse_rope(const GPTConfig& c) {
+GPTConfig refuse_rope_and_huge_tables(const GPTConfig& c) {
   if (c.pos_encoding == PosEncoding::rope)
     throw std::invalid_argument(
         "AverageModel: rope positions rotate queries and keys inside attention, and the "
         "average model has no attention; use --pos-encoding learned or sinusoidal");
+  // Checked before the table is built: a checkpoint of a few KB claiming block_size 16,384
+  // made eval allocate over 1 GB (the table is not in the file, so no file size bounds it).
+  if (c.block_size > kMaxAverageBlockSize)
+    throw std::invalid_argument(
+        "AverageModel: block_size " + std::to_string(c.block_size) +
+        " would need a (block_size, block_size) averaging table of " +
+        std::to_string(c.block_size * c.block_size * 4 >> 20) + " MiB; the average model allows " +
+        "block_size <= " + std::to_string(kMaxAverageBlockSize) + " (use --block-size " +
+        std::to_string(kMaxAverageBlockSize) + " or less)");
   return c;
 }
 
 }  // namespace
 
 AverageModel::AverageModel(const GPTConfig& config, uint64_t seed, DType dtype)
-    : LanguageModel(ModelKind::average, refuse_rope(config), seed, dtype, "AverageModel") {
+    : LanguageModel(ModelKind::average, refuse_rope_and_huge_tables(config), seed, dtype,
+                    "AverageModel") {
   Generator gen(seed);
   const GPTConfig& c = config_;
   sinusoidal_ = register_embeddings(gen, wte, wpe);

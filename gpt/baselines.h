@@ -25,6 +25,9 @@ class BigramModel : public LanguageModel {
   std::shared_ptr<nn::Embedding> wte;
 };
 
+/// The largest block_size of an AverageModel: its averaging table is (block_size, block_size).
+inline constexpr int64_t kMaxAverageBlockSize = 4096;
+
 /// The lecture's first step towards attention, without attention: each position's causal mean
 /// of its context's embeddings,
 ///   x[b, t] = 1/(t+1) · Σ_{s ≤ t} (wte[idx[b, s]] + p[s]),
@@ -33,6 +36,8 @@ class BigramModel : public LanguageModel {
 /// (block_size, n_embd) or the fixed sinusoidal table. The mean of positions 0..t tells the
 /// model how long its context is (not the order of the tokens in it, which the mean forgets).
 /// RoPE rotates queries and keys inside attention, which this model has none of: refused.
+/// The mean is a product with a (block_size, block_size) table, as attention with equal scores,
+/// so block_size is capped at kMaxAverageBlockSize (a 64 MiB table in f32).
 /// n_layer, n_head and dropout are not used.
 class AverageModel : public LanguageModel {
  public:

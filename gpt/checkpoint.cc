@@ -425,8 +425,26 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
   return c;
 }
 
+namespace {
+
+// Refuses a file with a tensor attograd cannot convert into `dtype` before any model is built:
+// a model is allocated from the shapes alone, and a sparse 4 KB file of U8 tensors with GPT-2's
+// shapes made eval allocate over 1 GB before load_weights named the dtype. The mask buffers
+// of Hugging Face files (attn.bias, attn.masked_bias) are constants never loaded.
+void refuse_unconvertible_dtypes(const SafetensorsFile& file, DType dtype) {
+  for (const auto& [key, entry] : file.entries()) {
+    if (key.ends_with(".attn.bias") || key.ends_with(".attn.masked_bias")) continue;
+    if (!safetensors_converts(entry.dtype, dtype))
+      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' is " + entry.dtype +
+                               ", which cannot be loaded into an " + dtype_name(dtype) + " model");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override,
                                   DType dtype) {
+  refuse_unconvertible_dtypes(file, dtype);
   auto model = std::make_unique<GPT>(infer_hf_gpt2_config(file, n_head_override), 0, dtype);
   load_weights(*model, file);
   return model;
@@ -435,6 +453,7 @@ std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_ov
 std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, DType dtype) {
   const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
   check_config_against_tensors(info.kind, info.config, file, "its config");
+  refuse_unconvertible_dtypes(file, dtype);
   std::unique_ptr<LanguageModel> model = make_model(info.kind, info.config, 0, dtype);
   load_weights(*model, file);
   auto it = file.metadata().find("dropout_rng");

@@ -1,5 +1,7 @@
 #include "gpt/model.h"
 
+#include <optional>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -27,6 +29,30 @@ Block::Block(const GPTConfig& c, Generator& gen, Generator* dropout_gen, DType d
 Tensor Block::forward(const Tensor& x, nn::LayerKVCache* cache, Tensor* attn_weights) const {
   const Tensor x1 = add(x, attn->forward(ln_1->forward(x), cache, attn_weights));
   return add(x1, mlp->forward(ln_2->forward(x1)));
+}
+
+std::vector<std::pair<std::string, Shape>> GPT::parameter_shapes(const GPTConfig& config) {
+  config.validate();
+  const int64_t C = config.n_embd;
+  std::vector<std::pair<std::string, Shape>> shapes{{"wte.weight", {config.vocab_size, C}}};
+  if (config.pos_encoding == PosEncoding::learned)
+    shapes.push_back({"wpe.weight", {config.block_size, C}});
+  // A Linear is weight (out, in) and bias (out); a LayerNorm weight and bias (C).
+  auto add = [&](const std::string& name, int64_t out, std::optional<int64_t> in) {
+    shapes.push_back({name + ".weight", in ? Shape{out, *in} : Shape{out}});
+    if (config.bias) shapes.push_back({name + ".bias", {out}});
+  };
+  for (int64_t l = 0; l < config.n_layer; ++l) {
+    const std::string b = "h." + std::to_string(l) + ".";
+    add(b + "ln_1", C, std::nullopt);
+    add(b + "attn.c_attn", 3 * C, C);
+    add(b + "attn.c_proj", C, C);
+    add(b + "ln_2", C, std::nullopt);
+    add(b + "mlp.c_fc", 4 * C, C);
+    add(b + "mlp.c_proj", C, 4 * C);
+  }
+  add("ln_f", C, std::nullopt);
+  return shapes;
 }
 
 GPT::GPT(const GPTConfig& config, uint64_t seed, DType dtype)

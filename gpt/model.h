@@ -62,6 +62,14 @@ class GPT : public LanguageModel {
   /// before allocating anything when the model needs more than this machine's physical memory.
   GPT(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);
 
+  /// The names and shapes of the parameters GPT(config) has, in its order (wte.weight (V, C),
+  /// wpe.weight (block_size, C) with learned positions, then per block ln_1, attn.c_attn
+  /// (3C, C), attn.c_proj (C, C), ln_2, mlp.c_fc (4C, C), mlp.c_proj (C, 4C), then ln_f; biases
+  /// only with config.bias), computed from the config without allocating a weight: `attograd
+  /// info --preset gpt2` needs no 500 MB. Checked equal to a built model's named_parameters()
+  /// by tests/gpt/model_test.cc. Throws as GPTConfig::validate.
+  static std::vector<std::pair<std::string, Shape>> parameter_shapes(const GPTConfig& config);
+
   /// idx: i64 (B, T) token ids with T <= block_size and ids in [0, vocab_size);
   /// targets: i64 (B, T) in [0, vocab_size) or kIgnoreTarget, or undefined. Both are checked
   /// before any memory is read:

@@ -32,7 +32,8 @@ int run(const InfoArgs& a) {
   if (T < 1 || T > c.block_size)
     throw std::invalid_argument("--T must be in [1, block_size = " + std::to_string(c.block_size) +
                                 "], got " + std::to_string(T));
-  const gpt::GPT model(c, 0);
+  // Shapes from the config alone: building GPT-2 small here took over 500 MB for a table.
+  const auto shapes = gpt::GPT::parameter_shapes(c);
   std::printf(
       "config: vocab_size V %lld, block_size %lld, n_layer %lld, n_head NH %lld, n_embd C %lld, "
       "head_dim HS %lld, %s positions\n\n",
@@ -43,18 +44,22 @@ int run(const InfoArgs& a) {
   std::printf("%-32s %-16s %12s\n", "parameter", "shape", "count");
   std::map<std::string, int64_t> groups;
   std::vector<std::string> order;
-  for (const auto& [name, t] : model.named_parameters()) {
-    std::printf("%-32s %-16s %12lld\n", name.c_str(), shape_str(t.shape()).c_str(),
-                static_cast<long long>(t.numel()));
+  int64_t total = 0;
+  for (const auto& [name, shape] : shapes) {
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;  // within GPTConfig's limits: no overflow
+    std::printf("%-32s %-16s %12lld\n", name.c_str(), shape_str(shape).c_str(),
+                static_cast<long long>(numel));
     const std::string g = group_of(name);
     if (!groups.count(g)) order.push_back(g);
-    groups[g] += t.numel();
+    groups[g] += numel;
+    total += numel;
   }
   std::printf("\n%-32s %12s\n", "per layer", "count");
   for (const std::string& g : order)
     std::printf("%-32s %12lld\n", g.c_str(), static_cast<long long>(groups[g]));
   std::printf("%-32s %12lld   (the LM head is tied to wte: no extra parameters)\n\n", "total",
-              static_cast<long long>(model.num_parameters()));
+              static_cast<long long>(total));
 
   const long long B = 1, NH = c.n_head, HS = c.head_dim(), C = c.n_embd, V = c.vocab_size, TT = T;
   std::printf("attention shapes for B = 1, T = %lld (per layer):\n", TT);

@@ -160,6 +160,19 @@ BOOST_AUTO_TEST_CASE(the_average_model_cannot_tell_the_order_of_its_context) {
       "AverageModel: rope positions rotate queries and keys inside attention");
 }
 
+// A checkpoint of a few KB claiming block_size 16,384 made eval build a 1 GiB averaging table:
+// the size is refused before the table (which no file holds) is allocated.
+BOOST_AUTO_TEST_CASE(average_model_refuses_a_table_beyond_its_cap) {
+  GPTConfig c = tiny_config(7, 4, 3);
+  c.block_size = kMaxAverageBlockSize;
+  BOOST_TEST(AverageModel(c).config().block_size == 4096);
+  c.block_size = 16384;
+  expect_throw_with<std::invalid_argument>(
+      [&] { AverageModel m(c); },
+      "AverageModel: block_size 16384 would need a (block_size, block_size) averaging table of "
+      "1024 MiB; the average model allows block_size <= 4096");
+}
+
 // Trained by the GPT's trainer, the V x V table reaches what counting gives: the add-one
 // bigram cross-entropy of gpt/dataset.h (on 40,000 tokens add-one and the counts' own
 // maximum-likelihood estimate differ by less than 0.001 nats).

@@ -1,6 +1,7 @@
 // Checkpoints: round trip, Hugging Face layout, all-or-nothing loading with clear errors, and the
 // optimizer moments read only when resuming.
 #define BOOST_TEST_MODULE checkpoint
+#include <sys/wait.h>
 #include <unistd.h>
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
@@ -182,6 +183,79 @@ BOOST_AUTO_TEST_CASE(an_unconvertible_dtype_is_caught_before_any_parameter_is_wr
                                         "tensor '" + model.named_parameters().back().first +
                                             "' is I64, which cannot be loaded into an f32 model");
   BOOST_TEST(all_params(other) == before);
+  std::filesystem::remove_all(dir);
+}
+
+// The example: a sparse file of U8 tensors with GPT-2's shapes (a few KB on disk) made
+// the loader build a GPT of those shapes (about 190 MB here) before it named the dtype. The
+// dtype is refused from the header now: a child process that tries the load must stay far
+// below the model's size at its peak.
+BOOST_AUTO_TEST_CASE(unconvertible_dtypes_are_refused_before_the_model_is_built) {
+  const auto dir = temp_dir();
+  const std::string path = (dir / "model.safetensors").string();
+  // GPT-2 small's shapes, one block, every tensor U8 (1 byte per value).
+  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors{{"wte.weight", {50257, 768}},
+                                                                    {"wpe.weight", {1024, 768}}};
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"ln_1.weight", {768}},
+           {"ln_1.bias", {768}},
+           {"attn.c_attn.weight", {768, 2304}},
+           {"attn.c_attn.bias", {2304}},
+           {"attn.c_proj.weight", {768, 768}},
+           {"attn.c_proj.bias", {768}},
+           {"ln_2.weight", {768}},
+           {"ln_2.bias", {768}},
+           {"mlp.c_fc.weight", {768, 3072}},
+           {"mlp.c_fc.bias", {3072}},
+           {"mlp.c_proj.weight", {3072, 768}},
+           {"mlp.c_proj.bias", {768}}})
+    tensors.push_back({"h.0." + name, shape});
+  tensors.push_back({"ln_f.weight", {768}});
+  tensors.push_back({"ln_f.bias", {768}});
+  nlohmann::json header;
+  int64_t offset = 0;
+  for (const auto& [name, shape] : tensors) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    header[name] = {{"dtype", "U8"}, {"shape", shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  }
+  const std::string text = header.dump();
+  {
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t size = text.size();
+    out.write(reinterpret_cast<const char*>(&size), 8);
+    out << text;
+  }
+  std::filesystem::resize_file(path, 8 + text.size() + static_cast<uintmax_t>(offset));  // sparse
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  // A process's resident memory in KiB: VmRSS now, or VmHWM, its peak since clear_refs.
+  const auto kib = [](const std::string& field) {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+    return -1LL;
+  };
+  if (child == 0) {  // exit 0: refused with the dtype named, the peak 64 MiB above the start
+    std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current VmRSS
+    const long long start = kib("VmRSS");
+    int code = 1;
+    try {
+      load_hf_gpt2(SafetensorsFile::read(path), 12);
+    } catch (const std::runtime_error& e) {
+      code = std::string(e.what()).find("is U8, which cannot be loaded into an f32 model") !=
+                     std::string::npos
+                 ? 0
+                 : 2;
+    }
+    if (code == 0 && (start < 0 || kib("VmHWM") - start > 64 * 1024)) code = 3;
+    std::_Exit(code);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);  // 1: no error, 2: another error, 3: too much memory
   std::filesystem::remove_all(dir);
 }
 

@@ -46,7 +46,16 @@ BOOST_AUTO_TEST_CASE(config_parameter_count_matches_the_built_model) {
         c.pos_encoding = pos;
         c.bias = bias;
         BOOST_TEST_INFO(name << " " << pos_encoding_name(pos) << " bias " << bias);
-        BOOST_TEST(c.num_parameters() == GPT(c).num_parameters());
+        const GPT model(c);
+        BOOST_TEST(c.num_parameters() == model.num_parameters());
+        // parameter_shapes (info's table, no weights allocated) lists exactly what GPT builds.
+        const auto named = model.named_parameters();
+        const auto shapes = GPT::parameter_shapes(c);
+        BOOST_REQUIRE(shapes.size() == named.size());
+        for (size_t i = 0; i < named.size(); ++i) {
+          BOOST_TEST(shapes[i].first == named[i].first);
+          BOOST_TEST(shapes[i].second == named[i].second.shape(), named[i].first);
+        }
       }
   BOOST_TEST(preset("gpt2").num_parameters() ==
              124439808);  // GPT-2 small, as Hugging Face counts it
