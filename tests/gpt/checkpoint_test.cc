@@ -510,6 +510,12 @@ BOOST_AUTO_TEST_CASE(hugging_face_config_json_is_read_strictly_and_must_agree_wi
                    "n_ctx": 8, "n_embd": 6, "n_head": 3, "n_layer": 3, "n_positions": 8, "vocab_size": 65,
                    "n_inner": null, "tie_word_embeddings": true, "scale_attn_weights": true, "attn_pdrop": 0.1})");
   BOOST_TEST(infer_hf_gpt2_config(file).n_head == 3);
+  // An override that agrees is taken; one that contradicts config.json is refused (it evaluated
+  // another model and exited 0).
+  BOOST_TEST(infer_hf_gpt2_config(file, 3).n_head == 3);
+  expect_throw_with<std::runtime_error>(
+      [&] { infer_hf_gpt2_config(file, 1); },
+      "': --n-head 1 contradicts n_head 3 in the config.json beside it; drop --n-head");
   BOOST_TEST(all_params(*load_hf_gpt2(file)) == all_params(model));
 
   // {config.json, what the error must say}

@@ -172,6 +172,15 @@ BOOST_AUTO_TEST_CASE(read_into_fills_contiguous_and_transposed_destinations) {
                                         "no tensor named 'nope'");
 }
 
+// A tensor named __metadata__ would replace the header's metadata, and the reader refuses the
+// file: the writer refuses the name.
+BOOST_AUTO_TEST_CASE(the_metadata_key_is_not_a_tensor_name) {
+  SafetensorsWriter w;
+  expect_throw_with<std::invalid_argument>(
+      [&] { w.add("__metadata__", Tensor::zeros({1})); },
+      "'__metadata__' is the safetensors header's metadata key, not a tensor name");
+}
+
 BOOST_AUTO_TEST_CASE(half_bfloat_and_double_files_convert) {
   const TempDir dir;
   const std::string path = dir.file("h.safetensors");
