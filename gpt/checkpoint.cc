@@ -403,6 +403,12 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
       std::filesystem::exists(std::filesystem::symlink_status(config_json));
   const int64_t json_n_head =
       has_config_json ? read_hf_config_json(config_json, c, file.path()) : 0;
+  // A --n-head that contradicts config.json evaluated a different model and exited 0; the
+  // override is for files without config.json, as --checkpoint refuses any contradiction.
+  if (n_head_override > 0 && json_n_head > 0 && n_head_override != json_n_head)
+    throw std::runtime_error("'" + file.path() + "': --n-head " + std::to_string(n_head_override) +
+                             " contradicts n_head " + std::to_string(json_n_head) +
+                             " in the config.json beside it; drop --n-head (or fix config.json)");
   if (n_head_override > 0) {
     c.n_head = n_head_override;
   } else if (json_n_head > 0) {

@@ -487,6 +487,12 @@ void write_tensor(AtomicFile& out, const Tensor& t) {
 void SafetensorsWriter::add(const std::string& name, const Tensor& t) {
   if (!t.defined())
     throw std::invalid_argument("SafetensorsWriter::add: tensor '" + name + "' is undefined");
+  // The header's key for the metadata: a tensor of that name would replace the metadata in the
+  // file, and the reader refuses it.
+  if (name == "__metadata__")
+    throw std::invalid_argument(
+        "SafetensorsWriter::add: '__metadata__' is the safetensors header's metadata key, not a "
+        "tensor name; choose another name");
   tensors_[name] = t.detach();
 }
 

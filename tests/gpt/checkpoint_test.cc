@@ -565,10 +565,14 @@ BOOST_AUTO_TEST_CASE(hugging_face_config_json_is_read_strictly_and_must_agree_wi
       expect_throw_with<std::runtime_error>([&] { infer_hf_gpt2_config(file); }, needle);
     }
   }
-  // --n-head decides n_head, but a config.json that is there is still read, and still checked.
+  // --n-head decides n_head where config.json has none, but a config.json that is there is still
+  // read and checked, and one whose n_head differs is a contradiction, refused.
   write_config(R"({"n_head": 3.9})");
   expect_throw_with<std::runtime_error>([&] { infer_hf_gpt2_config(file, 3); }, "n_head is 3.9");
   write_config(R"({"n_head": 2})");
+  expect_throw_with<std::runtime_error>([&] { infer_hf_gpt2_config(file, 3); },
+                                        "--n-head 3 contradicts n_head 2 in the config.json");
+  write_config(R"({"n_layer": 3})");
   BOOST_TEST(infer_hf_gpt2_config(file, 3).n_head == 3);
   std::filesystem::remove(config_json);
   std::filesystem::create_directory(config_json);
