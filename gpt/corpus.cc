@@ -4,7 +4,6 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "gpt/atomic_file.h"
+#include "gpt/sha256.h"
 #include "gpt/utf8.h"
 
 namespace attograd::gpt {
@@ -506,22 +506,6 @@ std::string clean_kjv(std::string_view bible_output) {
                              " bytes; is bible-kjv-text installed?");
   }
   return out;
-}
-
-std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("sha256_hex: OpenSSL EVP_Digest failed");
-  }
-  static const char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * length);
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kDigits[digest[i] >> 4];
-    hex += kDigits[digest[i] & 0xF];
-  }
-  return hex;
 }
 
 }  // namespace attograd::gpt

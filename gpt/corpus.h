@@ -78,7 +78,7 @@
 //
 // Downloaded with libcurl from CorpusOptions::shakespeare_url, else $ATTOGRAD_SHAKESPEARE_URL,
 // else kShakespeareUrl (following redirects, with connect and stall timeouts, failing on HTTP
-// errors), then checked against kShakespeareSha256 and kShakespeareBytes before anything is
+// errors), then checked against kShakespeareSha256 (gpt/sha256.h) and kShakespeareBytes before anything is
 // written: a mismatch names both hashes and sizes and leaves no file in the cache. Every later
 // load reads the cache (no network) and checks the hash again.
 //
@@ -192,8 +192,5 @@ std::string clean_kjv(std::string_view bible_output);
 /// its size before anything is read; an OS error. Opened close-on-exec.
 std::string read_text_file(const std::filesystem::path& path, const std::string& what,
                            const std::string& fix, size_t max_bytes = kMaxCorpusBytes);
-
-/// sha256 of `bytes` as 64 lower-case hex digits (OpenSSL EVP).
-std::string sha256_hex(std::string_view bytes);
 
 }  // namespace attograd::gpt

@@ -25,6 +25,7 @@
 #include "gpt/dataset.h"
 #include "gpt/distributed.h"
 #include "gpt/session.h"
+#include "gpt/sha256.h"
 #include "gpt/trainer.h"
 
 namespace attograd::cli {
