@@ -2,9 +2,7 @@
 // The choices (cleaning, caching, errors) are explained at the top of corpus.h.
 #include "gpt/corpus.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,12 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <vector>
 
 #include "gpt/atomic_file.h"
+#include "gpt/sha256.h"
 #include "gpt/subprocess.h"
 #include "gpt/utf8.h"
 
@@ -188,72 +185,6 @@ Corpus load_kjv(const CorpusOptions& options) {
 
 // ----- shakespeare -----------------------------------------------------------------------------
 
-void curl_global_once() {
-  // curl_global_init is not thread-safe and must run before any other curl call.
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-      throw std::runtime_error("curl_global_init failed: cannot download anything");
-    }
-  });
-}
-
-struct Download {
-  std::string body;
-  bool too_big = false;
-};
-
-size_t append_body(char* data, size_t size, size_t count, void* user) {
-  auto* download = static_cast<Download*>(user);
-  const size_t n = size * count;
-  if (download->body.size() + n > kMaxCorpusBytes) {
-    download->too_big = true;
-    return 0;  // makes curl abort with CURLE_WRITE_ERROR
-  }
-  download->body.append(data, n);
-  return n;
-}
-
-// GETs `url` and returns the body. Any transport or HTTP error is a runtime_error naming the
-// URL, curl's explanation and the HTTP status.
-std::string http_get(const std::string& url, const CorpusOptions& options) {
-  curl_global_once();
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) throw std::runtime_error("curl_easy_init failed: cannot download " + url);
-  Download download;
-  char error_buffer[CURL_ERROR_SIZE] = {0};
-  CURL* h = curl.get();
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);  // a 404 page is not a corpus
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);     // no SIGALRM in a multi-threaded program
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_seconds);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, options.stall_timeout_seconds);
-  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // gzip if offered; curl decodes it
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "attograd (libcurl)");
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &download);
-  const CURLcode code = curl_easy_perform(h);
-  if (code != CURLE_OK) {
-    long http_status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http_status);
-    std::string why = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
-    if (download.too_big) {
-      why = "the response is larger than " + with_commas(kMaxCorpusBytes) + " bytes";
-    }
-    throw std::runtime_error("downloading " + url + " failed: " + why +
-                             (http_status ? " (HTTP " + std::to_string(http_status) + ")" : "") +
-                             "; check the network or the URL (ATTOGRAD_SHAKESPEARE_URL), or pass "
-                             "a local file path as the corpus");
-  }
-  return std::move(download.body);
-}
-
 // Throws unless `bytes` is exactly Tiny Shakespeare. `what` names the bytes in the message.
 void verify_shakespeare(const std::string& bytes, const std::string& what, const std::string& fix) {
   const std::string actual = sha256_hex(bytes);
@@ -279,12 +210,24 @@ Corpus load_shakespeare(const CorpusOptions& options) {
     // damaged since, which would otherwise silently change every result.
     corpus.text = read_text_file(corpus.path, "cached corpus", kCacheFix, options.max_bytes);
     verify_shakespeare(corpus.text, "the cached " + corpus.path.string(),
-                       "delete it to download Tiny Shakespeare again");
+                       can_download() ? "delete it to download Tiny Shakespeare again"
+                                      : "replace it with the file from " + corpus.origin);
     return corpus;
   }
+  if (!can_download())
+    throw std::runtime_error("Tiny Shakespeare is not in the cache (" + corpus.path.string() +
+                             ") and " + std::string(kNoDownloads) + "; or save " + corpus.origin +
+                             " there yourself (its sha256 is checked), or pass a local file "
+                             "path as the corpus");
   remove_stale_temporaries(dir, options);
   note(options, "downloading Tiny Shakespeare from " + corpus.origin);
-  corpus.text = http_get(corpus.origin, options);
+  try {
+    corpus.text = http_get(corpus.origin, options.max_bytes, options.download);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string(e.what()) +
+                             "; check the network or the URL (ATTOGRAD_SHAKESPEARE_URL), or pass "
+                             "a local file path as the corpus");
+  }
   verify_shakespeare(corpus.text, corpus.origin,
                      "the download is corrupt or the URL serves another file; nothing was cached");
   write_file_atomically(corpus.path, corpus.text);
@@ -507,22 +450,6 @@ std::string clean_kjv(std::string_view bible_output) {
                              " bytes; is bible-kjv-text installed?");
   }
   return out;
-}
-
-std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("sha256_hex: OpenSSL EVP_Digest failed");
-  }
-  static const char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * length);
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kDigits[digest[i] >> 4];
-    hex += kDigits[digest[i] & 0xF];
-  }
-  return hex;
 }
 
 }  // namespace attograd::gpt

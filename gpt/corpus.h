@@ -76,11 +76,13 @@
 //
 // ## "shakespeare"
 //
-// Downloaded with libcurl from CorpusOptions::shakespeare_url, else $ATTOGRAD_SHAKESPEARE_URL,
-// else kShakespeareUrl (following redirects, with connect and stall timeouts, failing on HTTP
-// errors), then checked against kShakespeareSha256 and kShakespeareBytes before anything is
-// written: a mismatch names both hashes and sizes and leaves no file in the cache. Every later
-// load reads the cache (no network) and checks the hash again.
+// Downloaded (gpt/download.h) from CorpusOptions::shakespeare_url, else
+// $ATTOGRAD_SHAKESPEARE_URL, else kShakespeareUrl, then checked against kShakespeareSha256
+// (gpt/sha256.h) and kShakespeareBytes before anything is written: a mismatch names both hashes
+// and sizes and leaves no file in the cache. Every later load reads the cache (no network) and
+// checks the hash again. A build without downloads (-DATTOGRAD_DOWNLOAD=OFF) reads the cache
+// just the same, and when the file is not there says which option brings downloads, and that
+// the file saved there by hand is accepted once its sha256 matches.
 //
 // ## Errors
 //
@@ -95,6 +97,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+
+#include "gpt/download.h"
 
 namespace attograd::gpt {
 
@@ -122,11 +126,8 @@ struct CorpusOptions {
   std::string shakespeare_url;
   /// The bible-kjv program: a name searched on $PATH, or a path (anything with a '/').
   std::string bible_program = "bible";
-  /// Seconds to wait for a TCP/TLS connection before giving up.
-  long connect_timeout_seconds = 30;
-  /// Seconds a download may stall (below 1 KiB/s) before giving up. There is no limit on the
-  /// total time, so a slow but working link still succeeds.
-  long stall_timeout_seconds = 60;
+  /// How long a download of "shakespeare" may wait.
+  HttpGetOptions download;
   /// Keep a user's file's CRLF and CR line ends as they are (normally each becomes LF).
   bool keep_cr = false;
   /// The largest file accepted, in bytes.
@@ -160,12 +161,13 @@ struct Corpus {
 /// caching it on first use. Throws std::runtime_error on any failure: an empty spec; a missing
 /// bible program ("the default corpus needs Debian's bible-kjv package: sudo apt-get install
 /// bible-kjv (or pass --corpus shakespeare or a file path)"); a failed download (naming the URL
-/// and the curl or HTTP error); a checksum mismatch (naming expected and actual sha256 and
-/// sizes); a missing, unreadable, empty or non-UTF-8 file (naming the path, and the byte offset
-/// of the first invalid UTF-8 sequence); a device, socket or directory given as the file; a
-/// file over options.max_bytes ("is 300,000,000 bytes, over the 268,435,456-byte limit for a
-/// corpus"); a cache directory that cannot be created. A user's file has its byte order mark
-/// dropped and its line ends made LF (see "A user's file" above).
+/// and the curl or HTTP error); "shakespeare" not yet cached in a build without downloads
+/// (naming the configure option and the package, kNoDownloads); a checksum mismatch (naming
+/// expected and actual sha256 and sizes); a missing, unreadable, empty or non-UTF-8 file (naming
+/// the path, and the byte offset of the first invalid UTF-8 sequence); a device, socket or
+/// directory given as the file; a file over options.max_bytes ("is 300,000,000 bytes, over the
+/// 268,435,456-byte limit for a corpus"); a cache directory that cannot be created. A user's file
+/// has its byte order mark dropped and its line ends made LF (see "A user's file" above).
 Corpus load_corpus(std::string_view spec, const CorpusOptions& options = {});
 
 /// `spec` as a checkpoint records it: a corpus name (kjv, shakespeare) as it is, a file path made
@@ -198,8 +200,5 @@ std::string read_text_file(const std::filesystem::path& path, const std::string&
 /// std::runtime_error naming "<what> (standard input)", followed by `fix` where one helps.
 std::string read_standard_input(const std::string& what, const std::string& fix,
                                 size_t max_bytes = kMaxCorpusBytes);
-
-/// sha256 of `bytes` as 64 lower-case hex digits (OpenSSL EVP).
-std::string sha256_hex(std::string_view bytes);
 
 }  // namespace attograd::gpt

@@ -5,15 +5,34 @@
 // processes; Communicator::world() initialises MPI once for it and finalises it at exit. Started
 // directly, or in a build without MPI, it is rank 0 of 1 and every collective is a no-op (a sum
 // over one rank is the value itself). Launched with several ranks in a build without MPI,
-// world() refuses: each rank would train alone and write the same files.
+// world() refuses: each rank would train alone and write the same files. CMake compiles one of
+// two files behind this header (ATTOGRAD_MPI): distributed_mpi.cc, the MPI calls, or
+// distributed_single.cc, one process only; distributed.cc holds what both share.
 //
 // Every collective must be called by every rank in the same order (MPI's rule): the trainer
 // calls them at the same points of each step on every rank. An error one rank alone sees (a
 // full disk on rank 0) cannot reach the others, which would wait forever at the next
 // collective: the caller ends the job with abort() instead.
+//
+// ## The set-up agreement
+//
+// Before training, each rank sets up alone (its command line, the corpus, the model) and may
+// fail where the others did not (a file only it cannot read) or where all did (a bad option).
+// So the ranks agree once before training starts: each calls exactly one of
+// agree_on_setup(false), once set up, or fail_setup(), from where it failed. Both are the same
+// collective, a sum of the failures, after which
+//   - no rank failed: all train;
+//   - every rank failed (the same bad input, most likely): rank 0 alone says why, once;
+//   - some failed: each of those says why, naming its rank; the others stop silently;
+// and every rank that stops exits with 2 after a barrier, since mpirun ends the job at the first
+// non-zero exit and would cut a report short. Without it, each rank would report the same
+// error (N times over), or the ranks that set up would wait for ever for the others.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
 #include <string_view>
 
 #include "autograd/tensor.h"
@@ -52,9 +71,23 @@ class Communicator {
   /// Ends every rank of the job with exit code `code` (MPI_Abort); std::_Exit on one process.
   [[noreturn]] void abort(int code) const;
 
+  /// The set-up agreement (above), for a rank that has set up (failed = false) or, through
+  /// fail_setup(), one that has not: how many ranks failed, the same on every rank. Training
+  /// starts only when it is 0. Collective; on one process it is `failed` itself.
+  int agree_on_setup(bool failed) const;
+  /// The set-up agreement for a rank that failed to set up with the error `message`: joins the
+  /// others' agree_on_setup, then reports, one write each: when every rank failed, rank 0 alone,
+  /// by calling say_alone (the message as one process would print it); otherwise this rank, as
+  /// "attograd: error: rank r of N: message" on `err`. Waits at a barrier, so that every report
+  /// is out before any rank exits. Returns the exit code, 2.
+  int fail_setup(const std::string& message, const std::function<void()>& say_alone,
+                 std::ostream& err) const;
+
  private:
   Communicator(int rank, int size, int local_size, bool mpi)
       : rank_(rank), size_(size), local_size_(local_size), mpi_(mpi) {}
+  // all_reduce_sum's argument check, the same in both builds.
+  static void require_reducible(const Tensor& t);
   int rank_, size_, local_size_;
   bool mpi_;  // false: the single-process communicator (no MPI calls at all)
 };

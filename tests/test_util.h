@@ -52,19 +52,35 @@ void expect_throw_with(F&& f, const std::string& needle) {
   BOOST_FAIL("expected an exception whose message contains '" + needle + "'");
 }
 
-/// Whether data from outside the checkout (../shared/data, a Debian package's file) is there for
-/// a test case that needs it: `if (!data_available(path, "apt-get install bible-kjv")) return;`.
-/// CTest runs each such case as its own test (attograd_data_cases in tests/CMakeLists.txt) with
-/// ATTOGRAD_SKIP_EXIT_CODE set, and an absent file ends the program with that code, so that CTest
-/// shows the case as skipped, never as passed. Run by hand, the case logs why and returns.
-inline bool data_available(const std::filesystem::path& path, const std::string& how_to_get_it) {
-  if (std::filesystem::exists(path)) return true;
-  const std::string why = "skipped: " + path.string() + " is absent (" + how_to_get_it + ")";
-  BOOST_TEST_MESSAGE(why);
+/// Skips the running test case, saying `why`: CTest runs each case that may be skipped as its own
+/// test (attograd_case_tests in tests/CMakeLists.txt) with ATTOGRAD_SKIP_EXIT_CODE set, and this
+/// ends the program with that code, so that CTest shows the case as skipped, never as passed. Run
+/// by hand, the case logs why and the caller returns.
+inline void skip_case(const std::string& why) {
+  BOOST_TEST_MESSAGE("skipped: " + why);
   if (const char* code = std::getenv("ATTOGRAD_SKIP_EXIT_CODE")) {
-    std::cerr << why << std::endl;  // _Exit skips Boost's log; CTest shows stderr with -V
+    // _Exit skips Boost's log; CTest shows stderr with -V.
+    std::cerr << "skipped: " << why << std::endl;
     std::_Exit(std::atoi(code));
   }
+}
+
+/// Whether data from outside the checkout (../shared/data, a Debian package's file) is there for
+/// a test case that needs it: `if (!data_available(path, "apt-get install bible-kjv")) return;`.
+/// Skipped (skip_case) when it is absent.
+inline bool data_available(const std::filesystem::path& path, const std::string& how_to_get_it) {
+  if (std::filesystem::exists(path)) return true;
+  skip_case(path.string() + " is absent (" + how_to_get_it + ")");
+  return false;
+}
+
+/// Whether this build is the kind a test case is about: `if (!build_has(gpt::can_download(),
+/// "downloads (ATTOGRAD_DOWNLOAD)")) return;` for a case that needs downloads, or
+/// `build_has(!gpt::can_download(), "no downloads")` for one about a build without them.
+/// Skipped (skip_case) otherwise.
+inline bool build_has(bool has, const std::string& what) {
+  if (has) return true;
+  skip_case("the case is about a build with " + what + ", and this build is another");
   return false;
 }
 

@@ -50,14 +50,6 @@ inline void refuse_several_ranks(const std::string& command) {
                                 "launcher; only `attograd train` is data-parallel");
 }
 
-/// For `train` started as several ranks: an error this rank met before training (message),
-/// joined with the other ranks' set-up, which every rank reaches once. When every rank failed
-/// (the same bad option, most likely), rank 0 alone reports, through print_alone; otherwise
-/// each failed rank prints "attograd: error: rank r of N: message". Every rank then waits at a
-/// barrier, so no report is cut short. Returns the exit code, 2.
-int train_setup_failed(const gpt::Communicator& comm, const std::string& message,
-                       const std::function<void()>& print_alone);
-
 /// --preset and the per-field overrides of a GPTConfig.
 struct ConfigArgs {
   std::string preset = "pico";

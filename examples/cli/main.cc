@@ -92,8 +92,10 @@ int main(int argc, char** argv) {
         comm = &attograd::gpt::Communicator::world();
       } catch (const std::exception&) {  // a build without MPI: no other rank to tell
       }
-      if (comm != nullptr && comm->size() > 1)
-        return attograd::cli::train_setup_failed(*comm, e.what(), [&] { app.exit(e); });
+      if (comm != nullptr && comm->size() > 1) {
+        const auto say_alone = [&] { app.exit(e); };
+        return comm->fail_setup(e.what(), say_alone, std::cerr);
+      }
     }
     if (quiet_rank) return e.get_exit_code() == 0 ? 0 : 2;
     return app.exit(e) == 0 ? 0 : 2;

@@ -25,6 +25,7 @@
 #include "gpt/dataset.h"
 #include "gpt/distributed.h"
 #include "gpt/session.h"
+#include "gpt/sha256.h"
 #include "gpt/trainer.h"
 
 namespace attograd::cli {
@@ -102,33 +103,6 @@ void set_threads(int threads, const gpt::Communicator& comm) {
 
 // Thrown by run() on a rank that set up well when another did not: that one says why.
 struct SetupFailedElsewhere {};
-
-// The collective every rank joins once it has set up (failed = false) or failed to (from its
-// catch, or from main for a command line it could not parse: failed = true): how many failed.
-// It lets the ranks stop in order when they all meet the same error (a bad option, a short
-// corpus) instead of once each through MPI_Abort.
-int setup_failures(const gpt::Communicator& comm, bool failed) {
-  double count = failed ? 1 : 0;
-  comm.all_reduce_sum(&count, 1);
-  return static_cast<int>(count);
-}
-
-}  // namespace
-
-int train_setup_failed(const gpt::Communicator& comm, const std::string& message,
-                       const std::function<void()>& print_alone) {
-  const int failed = setup_failures(comm, true);
-  if (failed < comm.size())  // one write: mpirun interleaves the ranks' output by writes
-    std::cerr << "attograd: error: rank " + std::to_string(comm.rank()) + " of " +
-                     std::to_string(comm.size()) + ": " + message + "\n"
-              << std::flush;
-  else if (comm.is_root())
-    print_alone();
-  comm.barrier();  // before any rank exits: mpirun ends the job at the first non-zero exit
-  return 2;
-}
-
-namespace {
 
 // Sets set_up once every rank has set up, just before training: an error after that is met
 // by the ranks at different points (rank 0 writing a file) unless it is a CollectiveError.
@@ -342,7 +316,7 @@ int run(TrainArgs& a, const gpt::Communicator& comm, bool& set_up) {
                     // sizes)
   }
   // Every rank has set up (or thrown, and joined this same collective from its catch).
-  if (setup_failures(comm, false) > 0) throw SetupFailedElsewhere();
+  if (comm.agree_on_setup(false) > 0) throw SetupFailedElsewhere();
   set_up = true;
   gpt::EvalResult r;
   try {
@@ -508,9 +482,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
         std::cerr << from_rank << std::flush;
         comm.abort(2);
       }
-      exit_code = train_setup_failed(comm, e.what(), [&] {
+      const auto say_alone = [&] {
         std::cerr << "attograd: error: " + std::string(e.what()) + "\n" << std::flush;
-      });
+      };
+      exit_code = comm.fail_setup(e.what(), say_alone, std::cerr);
     }
   });
 }

@@ -1,14 +1,15 @@
 // gpt/distributed.h without a launcher: what every build, with MPI or without, must do in one
 // process. The single-process collectives return their input, the fingerprint sees one bit,
 // launched_ranks reads mpirun's and srun's variables, and a command started as several ranks is
-// refused: sample and eval in any build, and train in a build without MPI (scripts/sanitize.sh
-// builds that way, so CI runs both branches).
+// refused: sample and eval in any build, and train in a build without MPI (the core build of
+// scripts/core.sh, so CI runs both branches).
 #define BOOST_TEST_MODULE communicator
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -109,6 +110,20 @@ BOOST_AUTO_TEST_CASE(launched_ranks_reads_mpirun_and_srun) {
   }
 }
 
+// The set-up agreement on one process: the count is this process's own failure, and a failure is
+// said once, the way one process says it (say_alone), with no rank number.
+BOOST_AUTO_TEST_CASE(one_process_agrees_with_itself_on_its_set_up) {
+  const gpt::Communicator& c = gpt::Communicator::single_process();
+  BOOST_TEST(c.agree_on_setup(false) == 0);
+  BOOST_TEST(c.agree_on_setup(true) == 1);
+  std::ostringstream err;
+  int said = 0;
+  BOOST_TEST(c.fail_setup(
+                 "a bad option", [&] { ++said; }, err) == 2);
+  BOOST_TEST(said == 1);
+  BOOST_TEST(err.str().empty());
+}
+
 // Only train is data-parallel: the other commands refuse to run once per rank, in any build,
 // before they read anything.
 BOOST_AUTO_TEST_CASE(sample_and_eval_refuse_when_launched_as_several_ranks) {
@@ -133,7 +148,8 @@ BOOST_AUTO_TEST_CASE(a_build_without_mpi_refuses_to_train_as_several_ranks) {
   BOOST_TEST(contains(r.out,
                       "launched as one of 2 ranks, but this attograd was built without MPI, "
                       "so each rank would train alone: install libopenmpi-dev "
-                      "(scripts/install-deps.sh) and rebuild, or run one process"));
+                      "(scripts/install-deps.sh) and configure with -DATTOGRAD_MPI=ON, or run "
+                      "one process"));
   BOOST_TEST(!std::filesystem::exists("nowhere"));
 }
 #endif

@@ -7,6 +7,11 @@
 // small Hugging Face GPT-2, odd corpora) are written once, before the first row runs; a
 // placeholder without a fixture fails its row, never skips it.
 //
+// A section about a build without one of the optional parts ("## A build without downloads")
+// holds what such a build says instead of working: its rows run only in a build without that
+// part, and CTest runs the section as a test of its own (errors_doc_test.<section>), shown as
+// skipped in a build with the part (tests/examples/CMakeLists.txt).
+//
 // A document case checks the document itself: every table is a known kind, every row well
 // formed and its command a real subcommand, the fixtures table and the fixtures written here
 // the same set, and no fewer rows than kMinRows (a parser that found nothing would pass).
@@ -29,9 +34,11 @@
 
 #include "autograd/ops.h"
 #include "gpt/checkpoint.h"
+#include "gpt/download.h"
 #include "gpt/safetensors.h"
 #include "tests/examples/cli_run.h"
 #include "tests/examples/hf_fixture.h"
+#include "tests/test_util.h"
 
 namespace fs = std::filesystem;
 using attograd::testing::CliRun;
@@ -396,7 +403,14 @@ std::set<std::string> subcommands() {
   return out;
 }
 
+// The sections about a build without an optional part: title -> whether this build lacks it.
+const std::map<std::string, bool> kWithoutPart = {
+    {"A build without downloads", !attograd::gpt::can_download()},
+};
+
 void run_row(const Row& row) {
+  if (const auto part = kWithoutPart.find(row.section); part != kWithoutPart.end())
+    if (!attograd::testing::build_has(part->second, "no " + row.section.substr(16))) return;
   const Fixtures& f = fixtures();
   const std::string command = f.substitute(row.command, row),
                     message = f.substitute(row.message, row);
@@ -416,6 +430,11 @@ BOOST_AUTO_TEST_CASE(the_document_is_well_formed_and_complete) {
   const Doc& d = doc();
   for (const std::string& problem : d.problems) BOOST_ERROR("docs/errors.md " << problem);
   BOOST_TEST(d.rows.size() >= kMinRows);
+  for (const Row& row : d.rows)
+    if (row.section.starts_with("A build without"))
+      BOOST_TEST(kWithoutPart.count(row.section) == 1u,
+                 "docs/errors.md line " << row.line << ": the section '" << row.section
+                                        << "' is no part this test knows (kWithoutPart)");
   const std::set<std::string> known = subcommands();
   BOOST_TEST(known.count("train") == 1u);  // --help was read
   std::set<std::string> used, names;

@@ -1,6 +1,8 @@
 // Tests gpt/corpus without the internet: "shakespeare" is served by a loopback HTTP server in
 // this process (tests/gpt/http_test_server.h), "kjv" runs the installed bible-kjv, and file
-// corpora use temporary files. Every test uses its own temporary cache directory.
+// corpora use temporary files. Every test uses its own temporary cache directory. The cases that
+// download are skipped in a build without downloads (-DATTOGRAD_DOWNLOAD=OFF), and the one about
+// such a build in a build with them.
 #define BOOST_TEST_MODULE corpus
 #include <boost/test/unit_test.hpp>
 
@@ -19,6 +21,7 @@
 
 #include "gpt/atomic_file.h"
 #include "gpt/corpus.h"
+#include "gpt/sha256.h"
 #include "tests/gpt/http_test_server.h"
 #include "tests/test_util.h"
 
@@ -98,20 +101,16 @@ bool have_shakespeare() {
                                            "../shared is not beside this checkout");
 }
 
+bool have_downloads() { return attograd::testing::build_has(can_download(), "downloads"); }
+
 bool have_bible() {
   return attograd::testing::data_available("/usr/bin/bible", "apt-get install bible-kjv");
 }
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(sha256_of_known_inputs) {
-  BOOST_TEST(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  BOOST_TEST(sha256_hex("abc") ==
-             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-}
-
 BOOST_AUTO_TEST_CASE(shakespeare_downloads_once_then_loads_from_the_cache_offline) {
-  if (!have_shakespeare()) return;
+  if (!have_downloads() || !have_shakespeare()) return;
   const NoProxy no_proxy;
   const std::string expected = read_bytes(kShakespeareFile);
   TempDir cache;
@@ -147,7 +146,7 @@ BOOST_AUTO_TEST_CASE(shakespeare_downloads_once_then_loads_from_the_cache_offlin
 }
 
 BOOST_AUTO_TEST_CASE(shakespeare_url_comes_from_the_environment_too) {
-  if (!have_shakespeare()) return;
+  if (!have_downloads() || !have_shakespeare()) return;
   const NoProxy no_proxy;
   TempDir cache;
   LoopbackHttpServer server(read_bytes(kShakespeareFile));
@@ -160,7 +159,7 @@ BOOST_AUTO_TEST_CASE(shakespeare_url_comes_from_the_environment_too) {
 }
 
 BOOST_AUTO_TEST_CASE(corrupted_download_is_a_checksum_error_and_caches_nothing) {
-  if (!have_shakespeare()) return;
+  if (!have_downloads() || !have_shakespeare()) return;
   const NoProxy no_proxy;
   std::string corrupted = read_bytes(kShakespeareFile);
   corrupted[corrupted.size() / 2] ^= 0x20;  // one flipped bit: same size, different hash
@@ -188,6 +187,7 @@ BOOST_AUTO_TEST_CASE(corrupted_download_is_a_checksum_error_and_caches_nothing) 
 }
 
 BOOST_AUTO_TEST_CASE(http_errors_and_refused_connections_are_clear) {
+  if (!have_downloads()) return;
   const NoProxy no_proxy;
   TempDir cache;
   CorpusOptions options;
@@ -213,8 +213,46 @@ BOOST_AUTO_TEST_CASE(a_damaged_cache_file_is_reported_not_used) {
   CorpusOptions options;
   options.cache_dir = cache.path;
   options.shakespeare_url = "http://127.0.0.1:1/never-contacted";
-  expect_throw_with<std::runtime_error>([&] { load_corpus("shakespeare", options); },
-                                        "delete it to download Tiny Shakespeare again");
+  expect_throw_with<std::runtime_error>(
+      [&] { load_corpus("shakespeare", options); },
+      can_download() ? "delete it to download Tiny Shakespeare again"
+                     : "replace it with the file from " + options.shakespeare_url);
+}
+
+// The cache is read the same way in every build: a build without downloads loads a Tiny
+// Shakespeare put there by hand, and checks it.
+BOOST_AUTO_TEST_CASE(a_cached_shakespeare_needs_no_download) {
+  if (!have_shakespeare()) return;
+  TempDir cache;
+  write_bytes(cache.path / "tinyshakespeare.txt", read_bytes(kShakespeareFile));
+  CorpusOptions options;
+  options.cache_dir = cache.path;
+  options.shakespeare_url = "http://127.0.0.1:1/never-contacted";
+  const Corpus corpus = load_corpus("shakespeare", options);
+  BOOST_TEST(!corpus.fetched);
+  BOOST_TEST(corpus.text.size() == kShakespeareBytes);
+}
+
+// A build without libcurl refuses to download, naming the configure option and the package, and
+// the other ways to the same text; it leaves the cache as it was.
+BOOST_AUTO_TEST_CASE(a_build_without_downloads_says_how_to_get_them) {
+  if (!attograd::testing::build_has(!can_download(), "no downloads (-DATTOGRAD_DOWNLOAD=OFF)"))
+    return;
+  TempDir cache;
+  CorpusOptions options;
+  options.cache_dir = cache.path;
+  options.shakespeare_url = "http://127.0.0.1:1/never-contacted";
+  const std::string cached = (cache.path / "tinyshakespeare.txt").string();
+  for (const std::string& needle :
+       {"Tiny Shakespeare is not in the cache (" + cached + ") and " + std::string(kNoDownloads),
+        std::string("install libcurl4-openssl-dev"), std::string("-DATTOGRAD_DOWNLOAD=ON"),
+        "or save " + options.shakespeare_url + " there yourself",
+        std::string("or pass a local file path as the corpus")})
+    expect_throw_with<std::runtime_error>([&] { load_corpus("shakespeare", options); }, needle);
+  expect_throw_with<std::runtime_error>(
+      [] { http_get("http://127.0.0.1:1/x", 100); },
+      "cannot download http://127.0.0.1:1/x: " + std::string(kNoDownloads));
+  BOOST_TEST(cache.entries().empty());
 }
 
 BOOST_AUTO_TEST_CASE(kjv_is_extracted_once_as_plain_prose) {
