@@ -27,6 +27,7 @@
 #include "gpt/session.h"
 #include "gpt/sha256.h"
 #include "gpt/trainer.h"
+#include "gpt/utf8.h"
 
 namespace attograd::cli {
 
@@ -56,6 +57,26 @@ struct TrainArgs {
 const std::set<std::string> kResumeOptions = {"--resume",    "--steps",     "--corpus",
                                               "--cache-dir", "--keep-cr",   "--out",
                                               "--threads",   "--tokenizer", "--help"};
+
+// A fresh run writes its logs, plots and checkpoint into --out, replacing files of those names:
+// a directory that holds anything but our lock (the logs of a run killed before its first
+// checkpoint, or files that are not ours) is refused without --overwrite, naming what is there.
+// A directory holding a checkpoint is left to the caller's own message (--resume or --overwrite).
+void refuse_occupied_dir(const std::filesystem::path& out) {
+  if (std::filesystem::exists(out / gpt::kCheckpointFile)) return;
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(out))
+    if (entry.path().filename() != ".lock") names.push_back(entry.path().filename().string());
+  if (names.empty()) return;
+  std::sort(names.begin(), names.end());
+  std::string listed;
+  for (size_t i = 0; i < names.size() && i < 3; ++i)
+    listed += (i ? ", " : "") + gpt::escape_bytes(names[i]);
+  if (names.size() > 3) listed += " and " + std::to_string(names.size() - 3) + " more";
+  throw std::invalid_argument("--out " + out.string() + " already holds " + listed +
+                              " but no checkpoint: pass --overwrite to start a run there (its "
+                              "logs and plots are replaced), or choose another --out");
+}
 
 // Holds an exclusive lock on <out>/.lock for the life of the process: two runs writing the same
 // logs and checkpoint would interleave them.
@@ -138,6 +159,7 @@ int run(TrainArgs& a, const gpt::Communicator& comm, bool& set_up) {
     // only with our process, so those of processes that no longer exist are stale.
     for (const std::filesystem::path& stale : gpt::remove_stale_temp_files(out_dir))
       std::cout << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
+    if (!a.resume && !a.overwrite) refuse_occupied_dir(out_dir);
   }
   const std::filesystem::path ckpt = out_dir / gpt::kCheckpointFile;
   if (!a.resume && !a.overwrite && std::filesystem::exists(ckpt))

@@ -514,7 +514,7 @@ BOOST_AUTO_TEST_CASE(an_error_on_rank_0_alone_ends_the_job) {
   const CliRun r = run_program(mpirun(2) + ATTOGRAD_CLI,
                                "train --corpus " + write_corpus(dir) +
                                    " --preset femto --steps 20 --batch-size 4 --threads 1 --out " +
-                                   (dir / "run"));
+                                   (dir / "run") + " --overwrite");  // past the occupied-dir check
   BOOST_TEST_INFO(r.out);
   BOOST_TEST(r.exit_code == 2);
   BOOST_TEST(contains(r.out, "attograd: error: rank 0 of 2: cannot write the log " +

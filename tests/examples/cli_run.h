@@ -64,6 +64,12 @@ struct TempDir {
   }
 };
 
+/// A file's bytes, exactly ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 inline bool contains(const std::string& s, const std::string& needle) {
   return s.find(needle) != std::string::npos;
 }

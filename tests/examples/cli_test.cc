@@ -14,6 +14,7 @@
 #include "tests/examples/cli_run.h"
 
 using attograd::testing::contains;
+using attograd::testing::read_file;
 using attograd::testing::run_cli;
 using attograd::testing::TempDir;
 
@@ -148,6 +149,22 @@ BOOST_AUTO_TEST_CASE(resume_and_output_guards) {
   BOOST_TEST(contains(run_cli("train --corpus " + corpus + " --out \"\"").out, "--out: is empty"));
   BOOST_TEST(
       contains(run_cli("train --corpus " + corpus + " --out " + corpus).out, "is not a directory"));
+  // A directory holding logs but no checkpoint (a run killed before its first save) is not
+  // written over without --overwrite: train_log.csv kept its rows before, silently replaced.
+  const std::string logs_only = dir / "logs_only";
+  std::filesystem::create_directories(logs_only);
+  std::ofstream(logs_only + "/train_log.csv") << "step,loss,lr,grad_norm,tokens_per_s\n1,4,1,1,1\n";
+  std::ofstream(logs_only + "/notes.txt") << "mine\n";
+  const auto occupied = run_cli("train --corpus " + corpus + " --out " + logs_only + " --steps 2");
+  BOOST_TEST(occupied.exit_code == 2);
+  BOOST_TEST(contains(occupied.out, "--out " + logs_only +
+                                        " already holds notes.txt, train_log.csv but no "
+                                        "checkpoint: pass --overwrite to start a run there"));
+  BOOST_TEST(read_file(logs_only + "/train_log.csv") ==
+             "step,loss,lr,grad_norm,tokens_per_s\n1,4,1,1,1\n");
+  BOOST_TEST(run_cli("train --corpus " + corpus + " --out " + logs_only + " --steps 2 --overwrite")
+                 .exit_code == 0);
+  BOOST_TEST(read_file(logs_only + "/notes.txt") == "mine\n");  // not ours: left alone
 }
 
 // train --resume takes the corpus (and --keep-cr) from the checkpoint when --corpus is not

@@ -211,7 +211,9 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors) {
       {"--checkpoint " + kModel + " --hf-gpt2 " + kModel + " --ids " + good,
        "give exactly one of --checkpoint"},
       {"--checkpoint " + kModel + " --ids " + good, "not an attograd checkpoint"},
-      {"--hf-gpt2 " + kModel + " --n-head 3 --ids " + good, "n_head 3 must divide n_embd 64"},
+      // The fixture's config.json says n_head 4: another --n-head is a contradiction.
+      {"--hf-gpt2 " + kModel + " --n-head 3 --ids " + good,
+       "--n-head 3 contradicts n_head 4 in the config.json beside it"},
       {"--checkpoint " + kModel + " --n-head 4 --ids " + good, "--n-head requires --hf-gpt2"},
       {"--hf-gpt2 " + kModel + " --ids " + good + " --corpus kjv", "--ids excludes --corpus"},
       // A corpus needs GPT-2's BPE (50257 tokens); the fixture's vocabulary is 512.
