@@ -21,8 +21,8 @@
 // Packing pads partial micro-panels with zeros, so the micro-kernel always runs whole tiles;
 // an edge tile goes through a small buffer and only its valid part reaches C.
 //
-// Threads: C is cut into pieces (along whichever of M or N is longer; how many depends on the
-// shape alone, pieces_of below), which the pool's threads take one at a time (thread_pool.h);
+// Threads: C is cut into pieces (along whichever of M or N is longer; how many: pieces_of
+// below), which the pool's threads take one at a time (thread_pool.h);
 // each runs the five loops on its piece with its own packing buffers: no barriers, no shared
 // writes. Every C[i, j] is the same sum in the same order (k blocks of KC in order, k in order
 // inside a block) whatever the piece, tile or thread, so results do not depend on the number of
@@ -88,12 +88,14 @@ constexpr int64_t kParallelMinWork = 1 << 20;
 
 // How many pieces a product of `work` multiply-adds is cut into for the threads, along a side of
 // `units` tiles: one per half kParallelMinWork (so from kParallelMinWork on there are two), at
-// most one per unit and at most kMaxPieces. Each piece packs the other operand again (the B
-// panel when the pieces are row blocks), which costs about 5 / rows of the multiply-adds, so
-// pieces stay few; 8 still let a thread that another process keeps off its core leave most of
-// its share to the others. Never the thread count: the cut must not depend on it.
+// most one per unit and at most kMaxPieces; a single one when the pool has one thread. Each
+// piece packs the other operand again (the B panel when the pieces are row blocks), which cost
+// nano's 1-thread step a quarter with 8 pieces, so pieces stay few; 8 still let a thread that
+// another process keeps off its core leave most of its share to the others. The cut changes no
+// sum (see the top of this file), so it may depend on the thread count.
 constexpr int64_t kMaxPieces = 8;
 inline int64_t pieces_of(int64_t work, int64_t units) {
+  if (num_threads() == 1) return 1;
   return std::clamp<int64_t>(work / (kParallelMinWork / 2), 1, std::min(units, kMaxPieces));
 }
 
