@@ -1,6 +1,7 @@
 // The command line and the --serve protocol of the benchmark binaries, written once.
 //
 //   <bench> [--smoke] [Google Benchmark flags]   the benchmarks (--smoke: tiny shapes, for CI)
+//   <bench> ... --spin US                        the pool's spin bound (set_spin_microseconds)
 //   <bench> --serve NAME [--threads N]           a server for bench/compare.py: each line
 //                                                "steps K" on stdin gets "<seconds> allocs <n>
 //                                                rss_mib <MiB>" on stdout; "quit" ends
@@ -20,6 +21,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "autograd/kernels/thread_pool.h"
 
 namespace attograd::bench {
 
@@ -61,12 +64,15 @@ int bench_main(int argc, char** argv, const char* program, Serve&& serve,
   std::string serve_name;
   int threads = 1;
   bool smoke = false;
+  int spin = kernels::kDefaultSpinMicroseconds;
   std::vector<char*> args{argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--serve") == 0 && i + 1 < argc) {
       serve_name = argv[++i];
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--spin") == 0 && i + 1 < argc) {
+      spin = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--smoke") == 0) {
       smoke = true;
     } else {
@@ -74,6 +80,7 @@ int bench_main(int argc, char** argv, const char* program, Serve&& serve,
     }
   }
   try {
+    kernels::set_spin_microseconds(spin);
     if (!serve_name.empty()) return serve(serve_name, threads);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());

@@ -12,7 +12,7 @@ ratio is the median PyTorch ms/step over the median attograd ms/step (> 1: attog
 PyTorch gets its best CPU settings: jemalloc preloaded, passive OpenMP waiting, and OpenBLAS
 with its AVX-512 kernels (this machine's OPENBLAS_CORETYPE=Haswell and OPENBLAS_L2_SIZE are
 removed from its environment) and OPENBLAS_NUM_THREADS set to the thread count (else OpenBLAS
-uses both cores in a "1 thread" run). attograd runs as its CLI does (GOMP_SPINCOUNT=10000).
+uses both cores in a "1 thread" run). attograd runs with its thread pool's defaults.
 
 With --generate the servers are build/bench/generate_bench --serve and bench/torch_generate.py
 --serve, a "step" is one decode step with the KV cache (one token), and the table adds the
@@ -62,8 +62,7 @@ class Server:
 def environments(threads):
     base = {k: v for k, v in os.environ.items()
             if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    # attograd as its CLI runs it (examples/cli/main.cc): idle workers spin briefly, then sleep.
-    ours = dict(base, GOMP_SPINCOUNT="10000")
+    ours = dict(base)  # attograd's threads are its own pool's (autograd/kernels/thread_pool.h)
     # PyTorch as issue 7 measured it at its best: passive OpenMP, jemalloc, and OpenBLAS (which
     # runs its own threads, 2 by default here) held to the same thread count.
     theirs = dict(base, OMP_WAIT_POLICY="passive", OPENBLAS_NUM_THREADS=str(threads))
@@ -78,7 +77,7 @@ def measure(config, threads, rounds, bench, seconds_per_round, torch_script="tor
     theirs = Server([sys.executable, str(ROOT / "bench" / torch_script), "--serve", config,
                      "--threads", str(threads)], torch_env)
     try:
-        # Warm-up (caches, allocators, OpenMP threads), and a step count that makes each turn
+        # Warm-up (caches, allocators, threads), and a step count that makes each turn
         # last about seconds_per_round.
         a, _, _ = ours.steps(3)
         b, _, _ = theirs.steps(3)

@@ -74,14 +74,14 @@ def main():
             block = int(options[options.index("--block-size") + 1]) if "--block-size" in options else 64
             common = [args.binary, "train", *options, "--steps", str(steps), "--eval-interval", "0",
                       "--eval-iters", "1", "--log-interval", str(steps), "--warmup", "2"]
-            ranks_cmd = [mpirun, "--oversubscribe", "-np", str(n), "-x", "OMP_NUM_THREADS", *common,
+            ranks_cmd = [mpirun, "--oversubscribe", "-np", str(n), *common,
                          "--threads", "1", "--batch-size", str(batch // n)]
             threads_cmd = [*common, "--threads", str(n), "--batch-size", str(batch)]
             a, b = [], []
             for r in range(args.rounds):
-                for cmd, rates, extra in ((ranks_cmd, a, {"OMP_NUM_THREADS": "1"}), (threads_cmd, b, {})):
+                for cmd, rates in ((ranks_cmd, a), (threads_cmd, b)):
                     out = Path(tmp) / f"{name}_{len(rates)}_{'a' if rates is a else 'b'}"
-                    run(cmd + ["--out", str(out)], dict(env, **extra))
+                    run(cmd + ["--out", str(out)], env)
                     rates.append(tokens_per_second(out, args.skip, batch * block))
                 print(f"  round {r + 1}: A {a[-1]:,.0f}  B {b[-1]:,.0f} tok/s", file=sys.stderr)
             ratio = statistics.median(x / y for x, y in zip(a, b))

@@ -31,8 +31,6 @@
 // bandwidth_gbs G"; then "steps K" generates K + 1 tokens after the prompt and answers with the
 // seconds the K decode steps took and the tensor storage they took from the system.
 #include <benchmark/benchmark.h>
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -46,6 +44,7 @@
 
 #include "autograd/allocator.h"
 #include "autograd/kernels/reduce.h"
+#include "autograd/kernels/thread_pool.h"
 #include "autograd/random.h"
 #include "bench/bench_main.h"
 #include "gpt/config.h"
@@ -92,7 +91,7 @@ std::vector<float> read_buffer(size_t bytes) {
 // four accumulators measured the same on this machine).
 double read_pass(const std::vector<float>& buffer, int threads) {
   std::vector<float> sums(static_cast<size_t>(threads));
-  omp_set_num_threads(threads);
+  attograd::kernels::set_num_threads(threads);
   const auto start = Clock::now();
   kernels::sum_axis<float>(sums.data(), buffer.data(), threads,
                            static_cast<int64_t>(buffer.size()) / threads, 1, false);
@@ -171,10 +170,10 @@ struct Decoder {
 void bench_generate(benchmark::State& state, const GenConfig* config, int threads,
                     size_t bandwidth_bytes) {
   const double bandwidth = read_bandwidth(threads, bandwidth_bytes);
-  omp_set_num_threads(threads);
+  attograd::kernels::set_num_threads(threads);
   Decoder d(*config);
   const int64_t steps = config->new_tokens - 1;
-  d.decode(steps);  // warm-up: the allocator's cache and the OpenMP team
+  d.decode(steps);  // warm-up: the allocator's cache and the pool's threads
   const size_t misses = allocator_stats().misses;
   for (auto _ : state) state.SetIterationTime(d.decode(steps));
   const double bound = bandwidth / d.bytes_per_token();
@@ -211,7 +210,7 @@ class BoundReporter : public benchmark::ConsoleReporter {
 // The decode server of bench/compare.py --generate (see the top of this file).
 int serve(const std::string& name, int threads) {
   const double bandwidth = read_bandwidth(threads, kBandwidthBytes);
-  omp_set_num_threads(threads);
+  attograd::kernels::set_num_threads(threads);
   Decoder d(find_config(name));
   std::printf("ready %s params %lld bytes_per_token %.6e bandwidth_gbs %.3f\n", name.c_str(),
               static_cast<long long>(d.model.num_parameters()), d.bytes_per_token(),

@@ -1,6 +1,6 @@
 // Kernel benchmarks at the shapes a GPT trains with, against OpenBLAS in the same process.
 //
-//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=passive build/bench/kernels_bench
+//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/kernels_bench
 //
 // Each matmul case runs twice, once through attograd's kernel and once through cblas_?gemm, at 1
 // and 2 threads. Google Benchmark interleaves the repetitions of all cases in random order
@@ -21,8 +21,6 @@
 //   build/bench/kernels_bench --benchmark_filter=attention
 #include <benchmark/benchmark.h>
 #include <cblas.h>
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -38,6 +36,7 @@
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
+#include "autograd/kernels/thread_pool.h"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" void openblas_set_num_threads(int);
@@ -153,7 +152,7 @@ void check_agreement(const GemmCase& g) {
 template <typename T>
 void bench_gemm(benchmark::State& state, GemmCase g, bool blas, int threads) {
   Operands<T> ops(g);
-  omp_set_num_threads(threads);
+  attograd::kernels::set_num_threads(threads);
   openblas_set_num_threads(threads);
   for (auto _ : state) {
     if (blas) {
@@ -176,7 +175,7 @@ void bench_gemm(benchmark::State& state, GemmCase g, bool blas, int threads) {
 // (both halves, as chapter 3's table; the kernel skips the masked half), and twice that again
 // for the backward's four products.
 void bench_attention(benchmark::State& state, int64_t T, int64_t HS, bool backward) {
-  omp_set_num_threads(1);
+  attograd::kernels::set_num_threads(1);
   const k::AttentionDims dims{1, 1, T, T, HS};
   const k::HeadStrides s = k::contiguous_heads(1, T, HS);
   std::mt19937_64 rng(1);

@@ -14,8 +14,6 @@
 // the seconds they took; "quit" ends. The driver alternates it with the same server written
 // in PyTorch (bench/torch_reference.py), A B A B, so both see the same machine weather.
 #include <benchmark/benchmark.h>
-#include <omp.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/thread_pool.h"
 #include "autograd/random.h"
 #include "bench/bench_main.h"
 #include "gpt/config.h"
@@ -116,7 +115,7 @@ struct Run {
 };
 
 void bench_step(benchmark::State& state, const BenchConfig* config, int threads) {
-  omp_set_num_threads(threads);
+  attograd::kernels::set_num_threads(threads);
   Run run(*config);
   for (int i = 0; i < 3; ++i) run.trainer->train_step();  // warm-up: caches and buffers grow
   testing::malloc_count() = 0;
@@ -157,7 +156,7 @@ class PeakReporter : public benchmark::ConsoleReporter {
 
 // The step server of bench/compare.py (bench_main.h).
 int serve(const std::string& name, int threads) {
-  omp_set_num_threads(threads);
+  attograd::kernels::set_num_threads(threads);
   Run run(find_config(name));
   std::printf("ready %s params %lld flops_per_step %.6e\n", name.c_str(),
               static_cast<long long>(run.model.num_parameters()), run.flops_per_step());

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "autograd/kernels/thread_pool.h"
+
 namespace attograd::gpt {
 
 std::string range_str(IntRange r) {
@@ -24,7 +26,8 @@ void check_range(const std::string& owner, const char* field, int64_t v, IntRang
 
 int max_threads() {
   // hardware_concurrency() may be 0 when the machine does not say: then allow 4.
-  return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::min(kernels::kMaxThreads,
+                  4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 }  // namespace attograd::gpt

@@ -55,8 +55,8 @@ inline constexpr IntRange positive_count{1, kInt64Max};  // eval_iters, log_inte
 
 }  // namespace limits
 
-/// The most OpenMP threads a run may ask for: 4 x the cores this machine reports (more only
-/// queue for the same cores, and tens of thousands crash inside libgomp).
+/// The most threads a run may ask for: 4 x the cores this machine reports (more only queue for
+/// the same cores), at most the pool's kMaxThreads.
 int max_threads();
 
 }  // namespace attograd::gpt

@@ -16,7 +16,6 @@ cmake --build build-fuzz -j "$(nproc)" --target fuzzers
 
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-export OMP_WAIT_POLICY=passive
 # The harnesses write each input to a file in a directory of their own under $TMPDIR: on
 # tmpfs (/dev/shm) that is 15 times faster than on disk for the file-reading targets. The
 # whole directory goes at the end (what a crashed process leaves in it too).

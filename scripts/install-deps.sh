@@ -31,7 +31,6 @@ elif [ "${1:-}" = "--fuzz" ]; then
   packages+=(
     clang                     # clang 14: libFuzzer builds only with clang (scripts/fuzz.sh)
     libclang-rt-dev           # clang's libFuzzer and sanitizer runtimes
-    libomp-dev                # LLVM's OpenMP, which clang links instead of gcc's libgomp
   )
 fi
 

@@ -21,14 +21,13 @@
 // Packing pads partial micro-panels with zeros, so the micro-kernel always runs whole tiles;
 // an edge tile goes through a small buffer and only its valid part reaches C.
 //
-// Threads: C is cut into one rectangle per thread (along whichever of M or N is longer), and
-// each thread runs the five loops on its rectangle with its own packing buffers: no barriers,
-// no shared writes. Every C[i, j] is the same sum in the same order (k blocks of KC in order,
-// k in order inside a block) whatever the rectangle, tile or thread, so results do not depend
-// on the number of threads.
+// Threads: C is cut into pieces (along whichever of M or N is longer; how many: pieces_of
+// below), which the pool's threads take one at a time (thread_pool.h);
+// each runs the five loops on its piece with its own packing buffers: no barriers, no shared
+// writes. Every C[i, j] is the same sum in the same order (k blocks of KC in order, k in order
+// inside a block) whatever the piece, tile or thread, so results do not depend on the number of
+// threads.
 #include "autograd/kernels/matmul.h"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -86,6 +85,19 @@ constexpr size_t kBPanelBytes = 512 << 10;
 // below it, waking the other core costs more than it saves (pico's 1024 x 65 x 6 products ran
 // 5x slower on 2 threads with a threshold of 2e5).
 constexpr int64_t kParallelMinWork = 1 << 20;
+
+// How many pieces a product of `work` multiply-adds is cut into for the threads, along a side of
+// `units` tiles: one per half kParallelMinWork (so from kParallelMinWork on there are two), at
+// most one per unit and at most kMaxPieces; a single one when the pool has one thread. Each
+// piece packs the other operand again (the B panel when the pieces are row blocks), which cost
+// nano's 1-thread step a quarter with 8 pieces, so pieces stay few; 8 still let a thread that
+// another process keeps off its core leave most of its share to the others. The cut changes no
+// sum (see the top of this file), so it may depend on the thread count.
+constexpr int64_t kMaxPieces = 8;
+inline int64_t pieces_of(int64_t work, int64_t units) {
+  if (num_threads() == 1) return 1;
+  return std::clamp<int64_t>(work / (kParallelMinWork / 2), 1, std::min(units, kMaxPieces));
+}
 
 template <typename T>
 struct Blocking {
@@ -325,8 +337,11 @@ void gemm_rectangle(const Problem<T>& pr, int64_t i_begin, int64_t i_end, int64_
   const hn::ScalableTag<T> d;
   const Blocking<T> bl = blocking<T>();
   const int64_t NR = bl.NR;
-  const int64_t mc_max = std::min(bl.MC, (i_end - i_begin + kMR - 1) / kMR * kMR);
-  const int64_t nc_max = std::min(bl.NC, (j_end - j_begin + NR - 1) / NR * NR);
+  // The packing buffers are sized for the whole C, not this piece: any thread may take any
+  // piece, and a buffer sized by the piece would grow again the first time a thread took a
+  // larger one, in the middle of training.
+  const int64_t mc_max = std::min(bl.MC, (pr.M + kMR - 1) / kMR * kMR);
+  const int64_t nc_max = std::min(bl.NC, (pr.N + NR - 1) / NR * NR);
   const int64_t kc_max = std::min(kKC, pr.K);
   T* a_pack = thread_scratch<T, PackedA>(static_cast<size_t>(mc_max * kc_max));
   T* b_pack = thread_scratch<T, PackedB>(static_cast<size_t>(nc_max * kc_max));
@@ -442,11 +457,10 @@ void small_m(const Problem<T>& pr) {
       for (int64_t k = 0; k < pr.K; ++k) gathered[i * pr.K + k] = pr.A(i, k);
     a_rows = gathered;
   }
-  // Columns in units of 4 (the dot groups) or of a vector, spread over the threads.
+  // Columns in units of 4 (the dot groups) or of a vector, in pieces for the threads.
   const int64_t unit = dots ? 4 : static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
   const int64_t units = (pr.N + unit - 1) / unit;
-  const int threads = M * pr.N * pr.K >= kParallelMinWork ? omp_get_max_threads() : 1;
-  const int64_t parts = std::min<int64_t>(threads, units);
+  const int64_t parts = pieces_of(M * pr.N * pr.K, units);
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
     const int64_t j0 = units * p / parts * unit,
                   j1 = std::min(pr.N, units * (p + 1) / parts * unit);
@@ -559,13 +573,12 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
   const int64_t n_packed = !thin_ok ? N : N < NR ? 0 : N % NR <= NR / 2 ? N - N % NR : N;
   if (n_packed < N) thin_gemm(pr, n_packed, N);
   if (n_packed == 0) return;
-  // One rectangle per thread, cut along the longer side of C in whole tiles (so each thread's
-  // edge tiles are only those of C itself).
-  const int threads = M * n_packed * K >= kParallelMinWork ? omp_get_max_threads() : 1;
+  // Pieces cut along the longer side of C in whole tiles (so a piece's edge tiles are only
+  // those of C itself).
   const bool split_m = M >= n_packed;
   const int64_t unit = split_m ? kMR : NR;
   const int64_t units = ((split_m ? M : n_packed) + unit - 1) / unit;
-  const int64_t parts = std::min<int64_t>(threads, units);
+  const int64_t parts = pieces_of(M * n_packed * K, units);
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
     const int64_t u0 = units * p / parts, u1 = units * (p + 1) / parts;
     if (split_m) {

@@ -16,10 +16,10 @@ namespace attograd::kernels {
 ///      layout: y = x Wᵀ reads W's rows contiguously).
 ///   c: row-major (M, N); must not alias a or b. K may be 0 (C = bias or 0, or C += bias).
 ///   bias: (N,) added to every row of the product, or null (the fused bias of nn.Linear).
-/// Packed and cache-blocked (GotoBLAS/BLIS); C is split over OpenMP threads when M * N * K is
-/// large enough to pay for one. Each C[i, j] is summed in blocks of 256 k's in order, so the
-/// result is the same for any number of threads (but a K > 256 sum is not the plain
-/// left-to-right sum of the reference twin: compare with a tolerance).
+/// Packed and cache-blocked (GotoBLAS/BLIS); C is split over the engine's threads
+/// (thread_pool.h) when M * N * K is large enough to pay for one. Each C[i, j] is summed in blocks
+/// of 256 k's in order, so the result is the same for any number of threads (but a K > 256 sum is
+/// not the plain left-to-right sum of the reference twin: compare with a tolerance).
 template <typename T>
 void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
             bool b_trans, bool accumulate, const T* bias = nullptr);

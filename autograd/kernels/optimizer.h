@@ -1,6 +1,6 @@
 // Passes over a model's whole parameter arena: the AdamW update and the sum of squares behind
-// gradient-norm clipping. Each is one SIMD pass over contiguous memory, split over OpenMP
-// threads in fixed chunks (so results do not depend on the thread count).
+// gradient-norm clipping. Each is one SIMD pass over contiguous memory, split over the
+// engine's threads (thread_pool.h) in fixed chunks (so results do not depend on the thread count).
 // Scalar reference twins: optimizer_ref.h.
 #pragma once
 

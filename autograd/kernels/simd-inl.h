@@ -32,6 +32,7 @@
 #include <new>
 #include <type_traits>
 
+#include "autograd/kernels/thread_pool.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -42,18 +43,16 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- Threads -----------------------------------------------------------------------------------
 
-// Runs body(i) for i in [0, count): on all OpenMP threads when `parallel`, else on the calling
-// thread. Each i is done whole by one thread, so results never depend on the thread count.
-// A plain branch rather than `#pragma omp parallel for if(...)`: with gcc 12 the if(false) form
-// still enters the OpenMP runtime, about 0.2 us per call, more than a whole small kernel.
+// Runs body(i) for i in [0, count): on the engine's thread pool (thread_pool.h) when `parallel`,
+// else on the calling thread. Each i is done whole by one thread, so results never depend on the
+// thread count.
 template <class Body>
 void for_range(int64_t count, bool parallel, const Body& body) {
   if (!parallel || count < 2) {
     for (int64_t i = 0; i < count; ++i) body(i);
     return;
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) body(i);
+  parallel_for(count, body);
 }
 
 // Work (elements touched) from which a second thread pays for the row kernels (softmax,
@@ -65,7 +64,7 @@ constexpr int64_t kParallelMin = 32768;
 // ---- Per-thread scratch -------------------------------------------------------------------------
 
 // A grow-only, aligned buffer of at least n T's, one per thread and per Tag (a type naming the
-// use, so two buffers of one kernel never overlap). OpenMP keeps its threads, so after the first
+// use, so two buffers of one kernel never overlap). The pool keeps its threads, so after the first
 // calls a kernel that packs or stages data allocates nothing. Throws std::bad_alloc.
 template <typename T, class Tag>
 T* thread_scratch(size_t n) {

@@ -2,8 +2,6 @@
 // the homework's outputs: progress, loss and perplexity against the unigram baseline, CSV logs,
 // plots and checkpoints.
 #include <fcntl.h>
-#include <omp.h>
-#include <sched.h>
 #include <sys/file.h>
 #include <unistd.h>
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include <iostream>
 #include <set>
 
+#include "autograd/kernels/thread_pool.h"
 #include "examples/cli/command.h"
 #include "gpt/atomic_file.h"
 #include "gpt/baselines.h"
@@ -94,20 +93,16 @@ void lock_output_dir(const std::filesystem::path& out) {
   // fd stays open on purpose: the lock is released when the process exits.
 }
 
-// --threads for this rank. 0 means OMP_NUM_THREADS when set, else the CPUs this process may
-// run on: all of them when the launcher gave the rank its own (mpirun's core per rank, srun's
+// --threads for this rank: the size of the engine's thread pool. 0 means the CPUs this process
+// may run on: all of them when the launcher gave the rank its own (mpirun's core per rank, srun's
 // --cpus-per-task, --map-by ...:pe=N), and an equal share when ranks on one machine may all
 // run on every CPU (unbound), rather than all CPUs each. A rank asked for more threads than it
 // may run on says so: they would take turns.
 void set_threads(int threads, const gpt::Communicator& comm) {
-  cpu_set_t set;
   const int online = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
-  const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
-  if (threads == 0)  // a user's OMP_NUM_THREADS is OpenMP's default, and stays it
-    threads = std::getenv("OMP_NUM_THREADS") != nullptr ? omp_get_max_threads()
-              : cpus < online                           ? cpus
-                                                        : std::max(1, cpus / comm.local_size());
-  omp_set_num_threads(threads);
+  const int cpus = kernels::available_cpus();
+  if (threads == 0) threads = cpus < online ? cpus : std::max(1, cpus / comm.local_size());
+  kernels::set_num_threads(threads);
   if (threads <= cpus) return;
   const std::string note =
       std::to_string(threads) + " threads" + (comm.size() > 1 ? " per rank" : "") +
@@ -317,7 +312,7 @@ int run(TrainArgs& a, const gpt::Communicator& comm, bool& set_up) {
       static_cast<long long>(data.size(gpt::Split::train)),
       static_cast<long long>(data.size(gpt::Split::val)),
       std::log(static_cast<double>(c.vocab_size)), unigram, bigram);
-  const int threads = omp_get_max_threads();
+  const int threads = kernels::num_threads();
   std::printf("train   %lld steps, batch %lld x %lld tokens, lr %g -> %g, %d thread%s",
               static_cast<long long>(options.max_steps), static_cast<long long>(options.batch_size),
               static_cast<long long>(options.block_size > 0 ? options.block_size : c.block_size),
@@ -472,8 +467,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(integer_in(limits::positive_count))
       ->capture_default_str();
   cmd->add_option("--threads", a->threads,
-                  "OpenMP threads (0 = every CPU this process may run on, shared among the ranks "
-                  "on one machine)")
+                  "threads of the engine's pool (0 = every CPU this process may run on, shared "
+                  "among the ranks on one machine)")
       ->check(integer_in({0, gpt::max_threads()}, "at most 4 x this machine's cores"))
       ->capture_default_str();
   cmd->add_flag("--resume", a->resume,

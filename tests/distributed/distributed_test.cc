@@ -39,12 +39,12 @@ extern char** environ;
 
 namespace {
 
-// mpirun as the tests need it: two ranks on however few cores, one OpenMP thread each, allowed
-// to run as root (CI containers), its own chatter about aborted jobs kept out of the output.
+// mpirun as the tests need it: two ranks on however few cores (each rank's threads then default
+// to its share of its CPUs), allowed to run as root (CI containers), its own chatter about
+// aborted jobs kept out of the output.
 std::string mpirun(int ranks) {
-  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 " +
-         std::string(ATTOGRAD_MPIRUN) + " --oversubscribe -np " + std::to_string(ranks) +
-         " -x OMP_NUM_THREADS ";
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+         std::string(ATTOGRAD_MPIRUN) + " --oversubscribe -np " + std::to_string(ranks) + " ";
 }
 
 bool mpi_available() {
@@ -461,7 +461,7 @@ BOOST_AUTO_TEST_CASE(ranks_started_with_different_options_are_stopped) {
 }
 
 // A rank bound to one core (mpirun's default for 2 ranks) that is asked for 2 threads is told
-// how to unbind; without --threads (nor OMP_NUM_THREADS) each rank takes its share of the CPUs
+// how to unbind; without --threads each rank takes its share of the CPUs
 // it may run on: 1.
 BOOST_AUTO_TEST_CASE(threads_beyond_a_ranks_cpus_are_named) {
   if (!mpi_available()) return;
@@ -475,10 +475,10 @@ BOOST_AUTO_TEST_CASE(threads_beyond_a_ranks_cpus_are_named) {
   BOOST_TEST(contains(two.out,
                       "note    2 threads per rank, but this process may run on 1 CPU only (mpirun "
                       "binds each rank to a core unless told otherwise: add --bind-to none"));
-  const CliRun share = run_program(
-      "env -u OMP_NUM_THREADS OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
-          std::string(ATTOGRAD_MPIRUN) + " -np 2 --bind-to core " + ATTOGRAD_CLI,
-      args + (dir / "share"));
+  const CliRun share =
+      run_program("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+                      std::string(ATTOGRAD_MPIRUN) + " -np 2 --bind-to core " + ATTOGRAD_CLI,
+                  args + (dir / "share"));
   BOOST_TEST_INFO(share.out);
   BOOST_TEST(share.exit_code == 0);
   BOOST_TEST(contains(share.out, ", 1 thread per rank; 2 ranks"));

@@ -511,29 +511,3 @@ BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
                  "limit for a corpus file (it and its token ids are held in memory); use a smaller "
                  "file or a part of it\n");
 }
-
-// main.cc re-executes attograd once with GOMP_SPINCOUNT=10000 (libgomp reads it only at load);
-// ATTOGRAD_NO_REEXEC=1 keeps the first image. libgomp prints its settings at load with
-// OMP_DISPLAY_ENV, so the number of printouts counts the images.
-BOOST_AUTO_TEST_CASE(no_reexec_opt_out_keeps_one_image) {
-  auto images = [](const std::string& out) {
-    size_t n = 0;
-    for (size_t at = 0;
-         (at = out.find("OPENMP DISPLAY ENVIRONMENT BEGIN", at)) != std::string::npos; ++at)
-      ++n;
-    return n;
-  };
-  const std::string env = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose ";
-  const auto spun = run_cli("info --preset femto", true, env);
-  const auto kept = run_cli("info --preset femto", true, env + "ATTOGRAD_NO_REEXEC=1 ");
-  BOOST_TEST_INFO(spun.out << "\n----\n" << kept.out);
-  BOOST_TEST(spun.exit_code == 0);
-  BOOST_TEST(kept.exit_code == 0);
-  if (contains(spun.out, "GOMP_SPINCOUNT")) {  // libgomp (clang's libomp prints neither line)
-    BOOST_TEST(images(spun.out) == 2u);
-    BOOST_TEST(contains(spun.out, "GOMP_SPINCOUNT = '10000'"));
-    BOOST_TEST(images(kept.out) == 1u);
-    BOOST_TEST(!contains(kept.out, "GOMP_SPINCOUNT = '10000'"));
-  }
-  BOOST_TEST(contains(run_cli("--help").out, "ATTOGRAD_NO_REEXEC=1"));
-}

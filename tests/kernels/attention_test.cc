@@ -6,8 +6,6 @@
 #define BOOST_TEST_MODULE attention
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -15,6 +13,7 @@
 
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/attention_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -151,10 +150,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_is_thread_count_independent, T, Types) {
   const Buffer<T> q = uniform<T>(size, 0, rng), kk = uniform<T>(size, 0, rng),
                   v = uniform<T>(size, 0, rng);
   const Buffer<T> dy = uniform<T>(size, 0, rng);
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   std::vector<T> out[2];
   for (const int nthreads : {1, 2}) {
-    omp_set_num_threads(nthreads);
+    k::set_num_threads(nthreads);
     Buffer<T> y(size, 0), lse(4 * 3 * 40, 0), dq(size, 0), dk(size, 0), dv(size, 0);
     k::attention_forward(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
     k::attention_backward(dq.data(), dk.data(), dv.data(), dy.data(), {s, s, s, s}, y.data(), s,
@@ -162,7 +161,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_is_thread_count_independent, T, Types) {
     for (const Buffer<T>* b : {&y, &dq, &dk, &dv})
       out[nthreads - 1].insert(out[nthreads - 1].end(), b->data(), b->data() + size);
   }
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
   check_equal(out[1].data(), out[0].data(), static_cast<int64_t>(out[0].size()),
               "attention 2 threads vs 1");
 }

@@ -5,8 +5,6 @@
 #define BOOST_TEST_MODULE cross_entropy
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,6 +13,7 @@
 
 #include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/cross_entropy_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -173,10 +172,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_is_thread_count_independent, T, Type
   const Buffer<T> logits = uniform<T>(N * V, 1, rng, -10, 10);
   const std::vector<int64_t> targets = random_targets(N, V, rng);
   const std::vector<T> dloss(N, T(1) / T(N));
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   std::vector<T> results[2];
   for (const int nthreads : {1, 2}) {
-    omp_set_num_threads(nthreads);
+    k::set_num_threads(nthreads);
     std::vector<T> losses(N), lse(N), dlogits(N * V);
     k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V,
                              kIgnore);
@@ -186,7 +185,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_is_thread_count_independent, T, Type
       results[nthreads - 1].insert(results[nthreads - 1].end(), part->begin(), part->end());
     }
   }
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
   check_equal(results[1].data(), results[0].data(), static_cast<int64_t>(results[0].size()),
               "cross_entropy 2 threads vs 1");
 }

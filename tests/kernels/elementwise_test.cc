@@ -4,8 +4,6 @@
 #define BOOST_TEST_MODULE elementwise
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -14,6 +12,7 @@
 
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/elementwise_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -329,9 +328,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(large_sizes_use_threads_deterministically, T, Type
   const int64_t n = 200003;
   const Buffer<T> x = uniform<T>(n, 1, rng, -5, 5);
   const Buffer<T> dy = uniform<T>(n, 1, rng);
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   auto run = [&](int nthreads) {
-    omp_set_num_threads(nthreads);
+    k::set_num_threads(nthreads);
     Buffer<T> y(n, 1), dx(n, 1);
     k::unary_forward(k::UnaryOp::tanh, y.data(), x.data(), n);
     k::unary_backward(k::UnaryOp::tanh, dx.data(), x.data(), y.data(), dy.data(), n);
@@ -339,7 +338,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(large_sizes_use_threads_deterministically, T, Type
   };
   const auto one = run(1);
   const auto two = run(2);
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
   check_equal(two[0].data(), one[0].data(), n, "tanh forward, 2 threads vs 1");
   check_equal(two[1].data(), one[1].data(), n, "tanh backward, 2 threads vs 1");
   Buffer<T> y_ref(n, 0);

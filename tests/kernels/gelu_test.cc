@@ -4,8 +4,6 @@
 #define BOOST_TEST_MODULE gelu
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -13,6 +11,7 @@
 
 #include "autograd/kernels/gelu.h"
 #include "autograd/kernels/gelu_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -107,17 +106,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gelu_is_thread_count_independent, T, Types) {
   const int64_t n = 100003;
   const Buffer<T> x = uniform<T>(n, 1, rng, -6, 6);
   const Buffer<T> dy = uniform<T>(n, 1, rng);
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   std::vector<T> y[2], dx[2];
   for (const int nthreads : {1, 2}) {
-    omp_set_num_threads(nthreads);
+    k::set_num_threads(nthreads);
     Buffer<T> yb(n, 1), dxb(n, 1);
     k::gelu_forward(yb.data(), x.data(), n);
     k::gelu_backward(dxb.data(), x.data(), dy.data(), n);
     y[nthreads - 1] = yb.vector();
     dx[nthreads - 1] = dxb.vector();
   }
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
   check_equal(y[1].data(), y[0].data(), n, "gelu_forward 2 threads vs 1");
   check_equal(dx[1].data(), dx[0].data(), n, "gelu_backward 2 threads vs 1");
 }

@@ -4,8 +4,6 @@
 #define BOOST_TEST_MODULE layer_norm
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -13,6 +11,7 @@
 
 #include "autograd/kernels/layer_norm.h"
 #include "autograd/kernels/layer_norm_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -166,10 +165,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_is_thread_count_independent, T, Types) 
   const Buffer<T> gamma = uniform<T>(C, 1, rng);
   const Buffer<T> beta = uniform<T>(C, 1, rng);
   const Buffer<T> dy = uniform<T>(rows * C, 1, rng);
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   std::vector<T> results[2];
   for (const int nthreads : {1, 2}) {
-    omp_set_num_threads(nthreads);
+    k::set_num_threads(nthreads);
     std::vector<T> y(rows * C), mean(rows), rstd(rows), dx(rows * C), dg(C), db(C);
     k::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(), beta.data(),
                           rows, C, T(1e-5));
@@ -179,7 +178,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_is_thread_count_independent, T, Types) 
       results[nthreads - 1].insert(results[nthreads - 1].end(), part->begin(), part->end());
     }
   }
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
   check_equal(results[1].data(), results[0].data(), static_cast<int64_t>(results[0].size()),
               "layer_norm forward + backward, 2 threads vs 1");
 }

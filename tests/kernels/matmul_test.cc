@@ -5,8 +5,6 @@
 #define BOOST_TEST_MODULE matmul
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -14,6 +12,7 @@
 
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/matmul_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -180,19 +179,19 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_with_empty_inner_dimension, T, Types) {
   });
 }
 
-// Above ~1e6 multiply-adds C is split into one rectangle per thread, and every C[i, j] is
-// computed the same way whoever computes it: bit-identical with 1 and 2 threads. 300 crosses
+// Above ~1e6 multiply-adds C is cut into pieces for the threads, and every C[i, j] is computed
+// the same way whoever computes it: bit-identical with 1 and 2 threads. 300 crosses
 // the 256-long K blocks, so the blocked sum is covered too.
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
   std::mt19937_64 rng(22);
   const int64_t n = 300;
   const Buffer<T> a = uniform<T>(n * n, 1, rng);
   const Buffer<T> b = uniform<T>(n * n, 1, rng);
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   for (const Layout& layout : kLayouts) {
     std::vector<T> results[2];
     for (const int nthreads : {1, 2}) {
-      omp_set_num_threads(nthreads);
+      k::set_num_threads(nthreads);
       std::vector<T>& c = results[nthreads - 1];
       c.assign(static_cast<size_t>(n * n), T(0));
       k::matmul(c.data(), a.data(), b.data(), n, n, n, layout.a_trans, layout.b_trans, false);
@@ -201,5 +200,5 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
                 describe("matmul 300^3 a_trans=", layout.a_trans, " b_trans=", layout.b_trans,
                          ", 2 threads vs 1"));
   }
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
 }

@@ -4,8 +4,6 @@
 #define BOOST_TEST_MODULE optimizer
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -13,6 +11,7 @@
 
 #include "autograd/kernels/optimizer.h"
 #include "autograd/kernels/optimizer_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -108,17 +107,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(optimizer_is_thread_count_independent, T, Types) {
   const int64_t n = 300007;
   const Buffer<T> grad = uniform<T>(n, 1, rng);
   const Buffer<T> p0 = uniform<T>(n, 1, rng);
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   std::vector<T> p[2];
   double norm[2];
   for (const int nthreads : {1, 2}) {
-    omp_set_num_threads(nthreads);
+    k::set_num_threads(nthreads);
     Buffer<T> pb = p0, m(n, 1), v(n, 1);
     k::adamw_step(pb.data(), grad.data(), m.data(), v.data(), n, n / 3, third_step(0.5));
     p[nthreads - 1] = pb.vector();
     norm[nthreads - 1] = k::sum_squares_double(grad.data(), n);
   }
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
   check_equal(p[1].data(), p[0].data(), n, "adamw_step 2 threads vs 1");
   BOOST_TEST(norm[1] == norm[0]);
 }

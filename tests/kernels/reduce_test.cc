@@ -4,8 +4,6 @@
 #define BOOST_TEST_MODULE reduce
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -14,6 +12,7 @@
 
 #include "autograd/kernels/reduce.h"
 #include "autograd/kernels/reduce_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -197,9 +196,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(large_sums_are_thread_count_independent, T, Types)
   std::mt19937_64 rng(16);
   const int64_t outer = 64, n = 769, inner = 40;
   const Buffer<T> x = uniform<T>(outer * n * inner, 1, rng);
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   auto run = [&](int nthreads) {
-    omp_set_num_threads(nthreads);
+    k::set_num_threads(nthreads);
     std::vector<T> last(outer * inner), middle(outer * inner);
     k::sum_axis(last.data(), x.data(), outer * inner, n, 1, false);
     k::sum_axis(middle.data(), x.data(), outer, n, inner, false);
@@ -207,6 +206,6 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(large_sums_are_thread_count_independent, T, Types)
     return last;
   };
   const std::vector<T> one = run(1), two = run(2);
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
   check_equal(two.data(), one.data(), static_cast<int64_t>(one.size()), "sum_axis 2 threads vs 1");
 }

@@ -4,8 +4,6 @@
 #define BOOST_TEST_MODULE softmax
 #include <boost/test/unit_test.hpp>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -14,6 +12,7 @@
 
 #include "autograd/kernels/softmax.h"
 #include "autograd/kernels/softmax_ref.h"
+#include "autograd/kernels/thread_pool.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
 
@@ -218,17 +217,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(softmax_is_thread_count_independent, T, Types) {
   const int64_t rows = 4096, n = 769;
   const Buffer<T> x = uniform<T>(rows * n, 1, rng, -8, 8);
   const Buffer<T> dy = uniform<T>(rows * n, 1, rng);
-  const int threads = omp_get_max_threads();
+  const int threads = k::num_threads();
   std::vector<T> y[2], dx[2];
   for (const int nthreads : {1, 2}) {
-    omp_set_num_threads(nthreads);
+    k::set_num_threads(nthreads);
     Buffer<T> yb(rows * n, 1), dxb(rows * n, 1);
     k::softmax_forward(yb.data(), x.data(), rows, n, 0);
     k::softmax_backward(dxb.data(), yb.data(), dy.data(), rows, n);
     y[nthreads - 1] = yb.vector();
     dx[nthreads - 1] = dxb.vector();
   }
-  omp_set_num_threads(threads);
+  k::set_num_threads(threads);
   check_equal(y[1].data(), y[0].data(), rows * n, "softmax_forward 2 threads vs 1");
   check_equal(dx[1].data(), dx[0].data(), rows * n, "softmax_backward 2 threads vs 1");
 }

@@ -1,0 +1,78 @@
+// The engine's own threads: one persistent pool that the kernels' parallel loops run on
+// (simd-inl.h's for_range, matmul's pieces of C), in place of OpenMP.
+//
+// Why not OpenMP: its wait policy (spin or sleep between parallel regions) can be set only
+// through environment variables read once when the runtime loads, so the CLI had to re-execute
+// itself to set it; its static schedule hands each thread a fixed share, so when another process
+// holds a core the whole team waits at the barrier for the descheduled thread (2 threads ran
+// slower than 1); and an engine built on it cannot be built without it (WebAssembly).
+//
+// How it works (the ideas of ggml's threadpool, with its `poll` level, and gemma.cpp's
+// `use_spinning`; no code taken from either):
+//   - Workers are started once and kept. Between jobs each spins for at most spin_microseconds()
+//     (a training step runs hundreds of short parallel loops back to back: a futex wake-up per
+//     loop would eat the second core's gain), then sleeps on a futex (std::atomic::wait) until
+//     the next job, so an idle pool costs nothing.
+//   - parallel_for(count, body) cuts [0, count) into chunks whose number depends on count alone,
+//     never on the thread count. Threads claim chunks one at a time from an atomic counter, the
+//     calling thread too, so a thread that another process keeps off its core simply takes fewer
+//     chunks instead of holding everyone back; the caller returns when every chunk is done.
+//   - Each index is run whole by one thread with the same code, so a kernel whose indices do not
+//     share sums gives bit-identical results for any thread count (and any chunking).
+// The pool serves one job at a time: a parallel_for inside a body (nested), or one called while
+// another thread's parallel_for runs, is run inline on its own thread, in index order.
+#ifndef ATTOGRAD_KERNELS_THREAD_POOL_H_
+#define ATTOGRAD_KERNELS_THREAD_POOL_H_
+
+#include <cstdint>
+
+namespace attograd::kernels {
+
+/// Sets the number of threads parallel loops use, the calling thread included: n - 1 workers
+/// are (re)started, at the next parallel_for. n = 1 runs everything on the calling thread.
+/// Waits for a running parallel_for to finish first. Throws std::invalid_argument unless
+/// 1 <= n <= kMaxThreads, and std::logic_error when called from inside a parallel_for body.
+void set_num_threads(int n);
+inline constexpr int kMaxThreads = 1024;
+
+/// The number of threads parallel loops use. The default is the number of CPUs this process
+/// may run on (its affinity mask, as `taskset` or a launcher sets it).
+int num_threads();
+
+/// The CPUs this process may run on (sched_getaffinity; the online CPUs if that fails), >= 1.
+int available_cpus();
+
+/// How long an idle worker, and a caller waiting for the last chunks, spin before sleeping, in
+/// microseconds: 0 sleeps at once (every job then pays a futex wake-up, some microseconds);
+/// longer keeps the next job's start fast while a step's kernels follow each other, at the price
+/// of burning that much CPU after the last one. Default kDefaultSpinMicroseconds. Throws
+/// std::invalid_argument unless 0 <= microseconds <= 1,000,000.
+void set_spin_microseconds(int microseconds);
+int spin_microseconds();
+inline constexpr int kDefaultSpinMicroseconds = 100;
+
+namespace detail {
+// Runs chunk(context, begin, end) over [0, count), cut as parallel_for says.
+void run_parallel(int64_t count, void (*chunk)(const void*, int64_t, int64_t), const void* context);
+}  // namespace detail
+
+/// Runs body(i) for every i in [0, count), each exactly once, on the pool's threads and the
+/// calling thread, and returns when all are done. Bodies must not depend on which thread runs
+/// them or in what order (per-thread scratch keyed by thread_local is fine). If a body throws,
+/// the chunks not yet started are skipped and the first exception is rethrown here once every
+/// running chunk has finished; the workers survive.
+template <class Body>
+void parallel_for(int64_t count, const Body& body) {
+  if (count <= 0) return;
+  detail::run_parallel(
+      count,
+      [](const void* context, int64_t begin, int64_t end) {
+        const Body& b = *static_cast<const Body*>(context);
+        for (int64_t i = begin; i < end; ++i) b(i);
+      },
+      &body);
+}
+
+}  // namespace attograd::kernels
+
+#endif  // ATTOGRAD_KERNELS_THREAD_POOL_H_
