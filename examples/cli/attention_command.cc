@@ -112,9 +112,6 @@ void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
 }
 
 int run(const AttentionArgs& a) {
-  if (a.prompt.empty())
-    throw std::invalid_argument(
-        "--prompt is empty: give the text whose attention to show (at least one token)");
   const gpt::Session m = gpt::open_model(a.source);
   m.require_tokenizer_fits();
   gpt::GPT& model = m.gpt();

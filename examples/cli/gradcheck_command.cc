@@ -26,7 +26,6 @@ struct GradcheckArgs {
   bool fast = false;
   bool list = false;
   std::string markdown;  // "-" for stdout, else the document whose generated table to rewrite
-  bool markdown_given = false;  // --markdown "" is an error, not "no --markdown"
 };
 
 // Throws unless `op` is empty (every op) or names an entry.
@@ -87,13 +86,7 @@ int markdown(const GradcheckArgs& args) {
 int run(const GradcheckArgs& args) {
   check_op_name(args.op);
   if (args.list) return list(args);
-  if (args.markdown_given) {
-    if (args.markdown.empty())
-      throw std::invalid_argument(
-          "--markdown needs a file whose op table to rewrite (docs/derivatives.md), or - for "
-          "stdout");
-    return markdown(args);
-  }
+  if (!args.markdown.empty()) return markdown(args);  // '' is refused by refuse_empty_values
   const DType dtype = args.dtype == "f32" ? DType::f32 : DType::f64;
   GradcheckOptions opt = dtype == DType::f32 ? GradcheckOptions::float32() : GradcheckOptions{};
   opt.fast_mode = args.fast;
@@ -160,17 +153,13 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
                 "compare one random directional derivative per input (vᵀ Jᵀ u)");
   CLI::Option* list = cmd->add_flag("--list", args->list,
                                     "list each op's formulas and cases instead of running them");
-  CLI::Option* markdown =
-      cmd->add_option("--markdown", args->markdown,
-                      "write the op table between the marker lines of FILE (docs/derivatives.md), "
-                      "or to stdout for -")
-          ->option_text("FILE")
-          ->check(kOutputPath)
-          ->excludes(list);
-  cmd->callback([args, markdown, &exit_code] {
-    args->markdown_given = markdown->count() > 0;
-    exit_code = run(*args);
-  });
+  cmd->add_option("--markdown", args->markdown,
+                  "write the op table between the marker lines of FILE (docs/derivatives.md), "
+                  "or to stdout for -")
+      ->option_text("FILE")
+      ->check(kOutputPath)
+      ->excludes(list);
+  cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 
 }  // namespace attograd::cli

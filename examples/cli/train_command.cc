@@ -126,9 +126,6 @@ int run(TrainArgs& a, const gpt::Communicator& comm, bool& set_up) {
   set_threads(a.threads, comm);
   // Rank 0 alone prints; the others' errors still reach stderr.
   if (!comm.is_root()) std::freopen("/dev/null", "w", stdout);
-  if (a.out.empty())
-    throw std::invalid_argument(
-        "--out is empty: give a directory for the logs, plots and checkpoint");
   if (a.resume) {
     std::vector<std::string> ignored;
     for (const CLI::Option* opt : a.cmd->get_options())
