@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "autograd/engine.h"
+#include "gpt/perplexity.h"
 
 namespace attograd::gpt {
 
@@ -27,6 +28,8 @@ std::unique_ptr<Tokenizer> tokenizer_of(const SafetensorsFile& file) {
   return load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
 }
 
+}  // namespace
+
 // Every command that opens an attograd checkpoint (sample, eval, attention, train --resume)
 // comes through here, so a checkpoint whose parts disagree is refused by all of them alike:
 // training sets vocab_size to the tokenizer's size, so any other pair was edited or mixed up
@@ -39,8 +42,6 @@ Session open_checkpoint_file(const SafetensorsFile& file) {
   s.require_tokenizer_matches();
   return s;
 }
-
-}  // namespace
 
 GPT& Session::gpt() const {
   if (model->kind() != ModelKind::gpt)
@@ -123,18 +124,6 @@ Session open_model(const ModelSource& source) {
   source.validate();
   return source.hf_gpt2.empty() ? open_checkpoint(source.checkpoint)
                                 : open_hf_gpt2(source.hf_gpt2, source.n_head);
-}
-
-ResumedRun resume_run(const std::string& out_dir) {
-  const std::string path = (std::filesystem::path(out_dir) / kCheckpointFile).string();
-  if (!std::filesystem::exists(path))
-    throw std::invalid_argument("nothing to resume: " + path + " does not exist");
-  const SafetensorsFile file = SafetensorsFile::read(path);
-  CheckpointInfo info = read_checkpoint_info(file, Moments::load);
-  if (!info.training) throw std::invalid_argument(path + " holds no training state to resume");
-  ResumedRun r{open_checkpoint_file(file), std::move(*info.training), {}};
-  r.options = TrainOptions::from_json(r.state.train_options);
-  return r;
 }
 
 }  // namespace attograd::gpt

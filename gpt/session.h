@@ -1,8 +1,8 @@
 // Opening what the attograd commands work on: a trained model with its tokenizer, from an
 // attograd checkpoint (a file, or the run directory that holds ckpt.safetensors) or from a
-// Hugging Face GPT-2 model.safetensors; a run to resume; and the loss of a token sequence.
+// Hugging Face GPT-2 model.safetensors; and the loss of a token sequence.
 // The CLI's commands only parse their options and print: sample, eval, attention and
-// train --resume all load through here.
+// train --resume (gpt/run.h) all load through here.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,6 @@
 #include "gpt/language_model.h"
 #include "gpt/model.h"
 #include "gpt/tokenizer.h"
-#include "gpt/trainer.h"
 
 namespace attograd::gpt {
 
@@ -78,6 +77,10 @@ struct Session {
 /// load_language_model do.
 Session open_checkpoint(const std::string& path);
 
+/// open_checkpoint for a checkpoint file already read (train --resume reads its training state
+/// from the same file). Throws as open_checkpoint.
+Session open_checkpoint_file(const SafetensorsFile& file);
+
 /// The tokenizer of the checkpoint `path` (a file or run directory, as open_checkpoint), without
 /// loading the model. Throws as open_checkpoint.
 std::unique_ptr<Tokenizer> open_checkpoint_tokenizer(const std::string& path);
@@ -87,19 +90,5 @@ Session open_hf_gpt2(const std::string& path, int64_t n_head_override = 0);
 
 /// open_checkpoint or open_hf_gpt2, whichever the source names (checked by validate()).
 Session open_model(const ModelSource& source);
-
-/// A run to continue: its model and tokenizer, its training state (AdamW moments included)
-/// and the options it was trained with.
-struct ResumedRun {
-  Session session;
-  TrainingState state;
-  TrainOptions options;
-};
-
-/// Reads <out_dir>/kCheckpointFile for `attograd train --resume`. Throws std::invalid_argument
-/// when it does not exist ("nothing to resume") or holds no training state (written by
-/// save_checkpoint without one), std::runtime_error as open_checkpoint and
-/// TrainOptions::from_json for a damaged file.
-ResumedRun resume_run(const std::string& out_dir);
 
 }  // namespace attograd::gpt

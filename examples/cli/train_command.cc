@@ -23,6 +23,7 @@
 #include "gpt/corpus.h"
 #include "gpt/dataset.h"
 #include "gpt/distributed.h"
+#include "gpt/run.h"
 #include "gpt/session.h"
 #include "gpt/sha256.h"
 #include "gpt/trainer.h"

@@ -9,6 +9,7 @@
 #include "autograd/engine.h"
 #include "gpt/baselines.h"
 #include "gpt/char_tokenizer.h"
+#include "gpt/run.h"
 #include "gpt/session.h"
 #include "tests/examples/hf_fixture.h"
 #include "tests/test_util.h"
