@@ -55,7 +55,7 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--skip", type=int, default=4, help="steps left out of each rate")
-    ap.add_argument("--binary", default=str(ROOT / "build/examples/attograd"))
+    ap.add_argument("--binary", default=str(ROOT / "build/cli/attograd"))
     args = ap.parse_args()
     mpirun = shutil.which("mpirun")
     if mpirun is None:

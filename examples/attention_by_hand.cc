@@ -17,7 +17,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
-#include "examples/cli/option_checks.h"
+#include "cli/option_checks.h"
 #include "examples/lecture/attention_by_hand.h"
 #include "nn/layers.h"
 

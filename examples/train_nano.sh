@@ -10,11 +10,11 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target attograd_cli
 
 out=${OUT:-runs/nano}
-build/examples/attograd train --preset nano --corpus kjv --out "$out" --overwrite \
+build/cli/attograd train --preset nano --corpus kjv --out "$out" --overwrite \
   --steps 2000 --batch-size 12 --lr 1e-3 --min-lr 1e-4 --warmup 100 --weight-decay 0.1 \
   --eval-interval 250 --eval-iters 20 --log-interval 50 "$@"
 
 echo
-build/examples/attograd sample --checkpoint "$out/ckpt.safetensors" \
+build/cli/attograd sample --checkpoint "$out/ckpt.safetensors" \
   --prompt "And God said" --prompt "In the beginning" \
   --temperature 0.5 --temperature 0.8 --temperature 1.0 --max-new-tokens 300

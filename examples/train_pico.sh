@@ -15,12 +15,12 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target attograd_cli
 
 out=${OUT:-runs/pico}
-build/examples/attograd train --preset pico --corpus kjv --out "$out" --overwrite \
+build/cli/attograd train --preset pico --corpus kjv --out "$out" --overwrite \
   --steps 20000 --batch-size 64 --lr 1e-2 --min-lr 1e-3 --warmup 200 \
   --eval-interval 2000 --eval-iters 50 --log-interval 1000 "$@"
 
 echo
-build/examples/attograd sample --checkpoint "$out/ckpt.safetensors" \
+build/cli/attograd sample --checkpoint "$out/ckpt.safetensors" \
   --prompt "And God said" --prompt "The LORD is" \
   --temperature 0.5 --temperature 1.0 --temperature 1.5 --max-new-tokens 200
 echo

@@ -9,7 +9,7 @@
 # the rest (1.9 s measured with PICO_RUN). Needs gnuplot and Graphviz (installed first, by
 # scripts/install-deps.sh, unless ATTOGRAD is given).
 # Environment: ATTOGRAD (the binary; default: build it), PICO_RUN, WORK (default runs/figures),
-# FIGURES (default docs/figures). tests/examples/figures_script_test.cc runs this script with a short
+# FIGURES (default docs/figures). tests/cli/figures_script_test.cc runs this script with a short
 # training of its own and checks the CSV data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ if [[ -z ${ATTOGRAD:-} ]]; then
   bash scripts/install-deps.sh  # gnuplot and Graphviz draw the figures
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build --target attograd_cli
-  ATTOGRAD=build/examples/attograd
+  ATTOGRAD=build/cli/attograd
 fi
 WORK=${WORK:-runs/figures}
 FIGURES=${FIGURES:-docs/figures}

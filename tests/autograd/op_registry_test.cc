@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(derivatives_md_holds_the_generated_table) {
       "docs/derivatives.md's op table differs from the op entries in autograd/ops_*.cc at table "
       "line "
       << line << ":\n  committed: " << la << "\n  generated: " << lb
-      << "\nregenerate it with `build/examples/attograd gradcheck --markdown docs/derivatives.md`");
+      << "\nregenerate it with `build/cli/attograd gradcheck --markdown docs/derivatives.md`");
 }
 
 BOOST_AUTO_TEST_CASE(table_has_one_row_per_entry_and_escapes_bars) {

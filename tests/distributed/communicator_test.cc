@@ -17,7 +17,7 @@
 #include "autograd/ops.h"
 #include "autograd/tensor.h"
 #include "gpt/train/distributed.h"
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 #include "tests/test_util.h"
 
 using attograd::DType;

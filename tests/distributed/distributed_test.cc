@@ -24,8 +24,8 @@
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/session.h"
 #include "nn/optim.h"
+#include "tests/cli/cli_run.h"
 #include "tests/distributed/key_bias.h"
-#include "tests/examples/cli_run.h"
 #include "tests/test_util.h"
 
 using attograd::testing::CliRun;

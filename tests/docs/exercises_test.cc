@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -44,7 +44,7 @@ CliRun run_documented(const std::string& command, const TempDir& dir) {
   BOOST_REQUIRE_MESSAGE(contains(doc(), "\n" + command + "\n"),
                         "docs/exercises.md no longer shows: " + command);
   const std::pair<std::string, std::string> programs[] = {
-      {"build/examples/attograd ", ATTOGRAD_CLI},
+      {"build/cli/attograd ", ATTOGRAD_CLI},
       {"build/examples/attention_by_hand ", ATTENTION_BY_HAND}};
   const std::string env =
       "cd " + dir.path.string() + " && ATTOGRAD_CACHE_DIR=" + (dir / "cache") + " ";
@@ -83,7 +83,7 @@ double number_after(const std::string& out, const std::string& key) {
 }
 
 const std::string kTrain =
-    "build/examples/attograd train --preset pico --steps 300 --eval-interval 100 --eval-iters 20 "
+    "build/cli/attograd train --preset pico --steps 300 --eval-interval 100 --eval-iters 20 "
     "--log-interval 100 "
     "--out runs/exercise";
 
@@ -104,12 +104,12 @@ bool kjv_available() {
 BOOST_AUTO_TEST_CASE(dimensions_and_parameter_counts) {
   const TempDir dir("exercises_dims");
   const CliRun femto =
-      run_documented("build/examples/attograd info --preset femto --vocab-size 73", dir);
+      run_documented("build/cli/attograd info --preset femto --vocab-size 73", dir);
   BOOST_TEST_INFO(femto.out);
   BOOST_TEST(femto.exit_code == 0);
   BOOST_TEST(contains(femto.out, "total                                     240   "));
   const CliRun pico =
-      run_documented("build/examples/attograd info --preset pico --vocab-size 73 --T 5", dir);
+      run_documented("build/cli/attograd info --preset pico --vocab-size 73 --T 5", dir);
   BOOST_TEST_INFO(pico.out);
   BOOST_TEST(pico.exit_code == 0);
   shown_and_printed(
@@ -217,7 +217,7 @@ BOOST_AUTO_TEST_CASE(perplexity_is_exp_of_the_mean_loss) {
   BOOST_TEST(std::abs(ppl0 - std::exp(loss0)) < 0.01);
 
   const CliRun r = run_documented(
-      "build/examples/attograd eval --checkpoint runs/exercise/ckpt.safetensors --max-tokens 20000",
+      "build/cli/attograd eval --checkpoint runs/exercise/ckpt.safetensors --max-tokens 20000",
       dir);
   BOOST_TEST_INFO(r.out);
   BOOST_REQUIRE(r.exit_code == 0);
@@ -236,7 +236,7 @@ BOOST_AUTO_TEST_CASE(temperature_from_greedy_to_noise) {
   const TempDir dir("exercises_tau");
   train_exercise_pico(dir);
   const CliRun r = run_documented(
-      R"(build/examples/attograd sample --checkpoint runs/exercise/ckpt.safetensors --prompt "And God said" )"
+      R"(build/cli/attograd sample --checkpoint runs/exercise/ckpt.safetensors --prompt "And God said" )"
       "--temperature 0 --temperature 0.0001 --temperature 1 --temperature 5 --max-new-tokens 200",
       dir);
   BOOST_TEST_INFO(r.out);

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "gpt/io/sha256.h"
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 #include "tests/test_util.h"
 
 using attograd::gpt::sha256;

@@ -11,7 +11,7 @@
 #include "gpt/model/session.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/train/run.h"
-#include "tests/examples/hf_fixture.h"
+#include "tests/gpt/model/hf_fixture.h"
 #include "tests/test_util.h"
 
 using namespace attograd;

@@ -1,4 +1,4 @@
-#include "examples/cli/option_checks.h"
+#include "cli/option_checks.h"
 
 #include <cctype>
 #include <charconv>

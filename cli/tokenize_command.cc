@@ -11,7 +11,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "examples/cli/command.h"
+#include "cli/command.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/session.h"
 #include "gpt/text/bpe_tokenizer.h"

@@ -25,7 +25,7 @@
 #include "gpt/model/checkpoint.h"
 #include "gpt/text/char_tokenizer.h"
 
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/op_registry.h"
-#include "examples/cli/command.h"
+#include "cli/command.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/text/corpus.h"
 

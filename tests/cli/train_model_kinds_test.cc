@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gpt/model/checkpoint.h"
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 
 using attograd::testing::contains;
 using attograd::testing::run_cli;

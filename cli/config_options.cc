@@ -1,4 +1,4 @@
-#include "examples/cli/command.h"
+#include "cli/command.h"
 
 #include <cctype>
 #include <charconv>

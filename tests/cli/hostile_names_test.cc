@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gpt/io/subprocess.h"
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 #include "tests/test_util.h"
 
 using attograd::testing::contains;

@@ -9,7 +9,7 @@
 #include <regex>
 
 #include "gpt/model/model.h"
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 
 using namespace attograd;
 using attograd::testing::contains;

@@ -1,5 +1,5 @@
 // Options shared by the commands that load a corpus (train, eval, tokenize).
-#include "examples/cli/command.h"
+#include "cli/command.h"
 
 namespace attograd::cli {
 

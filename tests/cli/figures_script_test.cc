@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 #include "tests/test_util.h"
 
 using namespace attograd::testing;

@@ -19,9 +19,9 @@
 #include "autograd/engine.h"
 #include "autograd/graphviz.h"
 #include "autograd/ops.h"
-#include "examples/cli/command.h"
-#include "examples/cli/out_dir.h"
-#include "examples/cli/render_dot.h"
+#include "cli/command.h"
+#include "cli/out_dir.h"
+#include "cli/render_dot.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/model/model.h"
 

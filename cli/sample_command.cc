@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "examples/cli/command.h"
-#include "examples/cli/model_source.h"
+#include "cli/command.h"
+#include "cli/model_source.h"
 #include "gpt/model/sampler.h"
 
 namespace attograd::cli {

@@ -15,7 +15,7 @@
 #include <set>
 
 #include "autograd/kernels/thread_pool.h"
-#include "examples/cli/command.h"
+#include "cli/command.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/sha256.h"
 #include "gpt/io/utf8.h"

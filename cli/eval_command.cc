@@ -25,8 +25,8 @@
 #include <iterator>
 #include <sstream>
 
-#include "examples/cli/command.h"
-#include "examples/cli/model_source.h"
+#include "cli/command.h"
+#include "cli/model_source.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
 

@@ -13,8 +13,8 @@
 #include "autograd/ops.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/text/char_tokenizer.h"
-#include "tests/examples/cli_run.h"
-#include "tests/examples/hf_fixture.h"
+#include "tests/cli/cli_run.h"
+#include "tests/gpt/model/hf_fixture.h"
 #include "tests/test_util.h"
 
 using namespace attograd;

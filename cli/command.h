@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "examples/cli/option_checks.h"
+#include "cli/option_checks.h"
 #include "gpt/model/config.h"
 #include "gpt/model/language_model.h"
 #include "gpt/model/limits.h"

@@ -21,7 +21,7 @@
 
 #include "gpt/io/atomic_file.h"
 #include "gpt/model/checkpoint.h"
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 
 extern char** environ;
 

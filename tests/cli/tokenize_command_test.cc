@@ -13,7 +13,7 @@
 #include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
 
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 
 namespace fs = std::filesystem;
 

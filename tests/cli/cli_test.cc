@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "tests/examples/cli_run.h"
+#include "tests/cli/cli_run.h"
 
 using attograd::testing::contains;
 using attograd::testing::read_file;

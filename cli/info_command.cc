@@ -5,7 +5,7 @@
 #include <map>
 
 #include "autograd/kernels/targets.h"
-#include "examples/cli/command.h"
+#include "cli/command.h"
 #include "gpt/model/model.h"
 
 namespace attograd::cli {

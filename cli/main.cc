@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "examples/cli/command.h"
+#include "cli/command.h"
 
 int main(int argc, char** argv) {
   // Under a launcher (mpirun -np N, srun) every rank runs this same program. Only `train` is

@@ -1,6 +1,6 @@
-#include "examples/cli/model_source.h"
+#include "cli/model_source.h"
 
-#include "examples/cli/command.h"
+#include "cli/command.h"
 
 namespace attograd::cli {
 

@@ -10,7 +10,7 @@
 // A section about a build without one of the optional parts ("## A build without downloads")
 // holds what such a build says instead of working: its rows run only in a build without that
 // part, and CTest runs the section as a test of its own (errors_doc_test.<section>), shown as
-// skipped in a build with the part (tests/examples/CMakeLists.txt).
+// skipped in a build with the part (tests/cli/CMakeLists.txt).
 //
 // A document case checks the document itself: every table is a known kind, every row well
 // formed and its command a real subcommand, the fixtures table and the fixtures written here
@@ -36,8 +36,8 @@
 #include "gpt/io/download.h"
 #include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
-#include "tests/examples/cli_run.h"
-#include "tests/examples/hf_fixture.h"
+#include "tests/cli/cli_run.h"
+#include "tests/gpt/model/hf_fixture.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -369,7 +369,7 @@ class Fixtures {
         throw std::runtime_error("docs/errors.md line " + std::to_string(row.line) +
                                  ": the placeholder " + m.str() +
                                  " has no fixture; add it to the fixtures table and to Fixtures in "
-                                 "tests/examples/errors_doc_test.cc");
+                                 "tests/cli/errors_doc_test.cc");
       }
     }
     return out.append(begin, text.cend());

@@ -11,8 +11,8 @@
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/sampler.h"
 #include "gpt/text/bpe_tokenizer.h"
-#include "tests/examples/cli_run.h"
-#include "tests/examples/hf_fixture.h"
+#include "tests/cli/cli_run.h"
+#include "tests/gpt/model/hf_fixture.h"
 
 using namespace attograd;
 using namespace attograd::gpt;

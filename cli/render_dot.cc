@@ -1,4 +1,4 @@
-#include "examples/cli/render_dot.h"
+#include "cli/render_dot.h"
 
 #include <stdexcept>
 #include <string_view>

@@ -13,9 +13,9 @@
 #include <sstream>
 
 #include "autograd/engine.h"
-#include "examples/cli/command.h"
-#include "examples/cli/model_source.h"
-#include "examples/cli/out_dir.h"
+#include "cli/command.h"
+#include "cli/model_source.h"
+#include "cli/out_dir.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/utf8.h"
 #include "gpt/train/plot.h"
