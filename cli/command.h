@@ -50,28 +50,8 @@ inline void refuse_several_ranks(const std::string& command) {
                                 "launcher; only `attograd train` is data-parallel");
 }
 
-/// --preset and the per-field overrides of a GPTConfig.
-struct ConfigArgs {
-  std::string preset = "pico";
-  std::optional<int64_t> n_layer, n_head, n_embd, block_size, vocab_size;
-  std::optional<double> dropout;
-  std::optional<std::string> pos_encoding;
-  bool no_bias = false;
-};
-
 /// Adds --preset, --n-layer, --n-head, --n-embd, --block-size, --dropout, --pos-encoding,
-/// --no-bias (and --vocab-size when with_vocab) to cmd.
-void add_config_options(CLI::App* cmd, ConfigArgs& args, bool with_vocab);
-
-/// Throws std::invalid_argument naming the first override the model of `kind` would ignore: a
-/// bigram reads only --block-size (and the vocabulary); the average model also --n-embd,
-/// --pos-encoding and --no-bias; the GPT reads them all.
-void refuse_unused_config_options(const ConfigArgs& args, gpt::ModelKind kind);
-
-/// The preset with the overrides applied; vocab_size from the tokenizer unless overridden. For
-/// the bigram and average models, which have no heads, n_head is 1 (so any --n-embd is valid).
-/// Throws std::invalid_argument for an inconsistent result (GPTConfig::validate).
-gpt::GPTConfig build_config(const ConfigArgs& args, std::optional<int64_t> tokenizer_vocab,
-                            gpt::ModelKind kind = gpt::ModelKind::gpt);
+/// --no-bias (and --vocab-size when with_vocab) to cmd, setting `overrides`.
+void add_config_options(CLI::App* cmd, gpt::ConfigOverrides& overrides, bool with_vocab);
 
 }  // namespace attograd::cli

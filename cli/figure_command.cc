@@ -37,7 +37,7 @@ namespace {
 
 struct FigureArgs {
   std::string kind;
-  ConfigArgs config;
+  gpt::ConfigOverrides config;
   std::string out = "runs/figures";
 };
 

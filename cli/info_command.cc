@@ -13,7 +13,7 @@ namespace attograd::cli {
 namespace {
 
 struct InfoArgs {
-  ConfigArgs config;
+  gpt::ConfigOverrides config;
   std::optional<int64_t> T;
 };
 
@@ -25,7 +25,7 @@ std::string group_of(const std::string& name) {
 }
 
 int run(const InfoArgs& a) {
-  ConfigArgs ca = a.config;
+  gpt::ConfigOverrides ca = a.config;
   if (!ca.vocab_size && ca.preset != "gpt2") ca.vocab_size = 65;  // Tiny Shakespeare's characters
   const gpt::GPTConfig c = build_config(ca, std::nullopt);
   const int64_t T = a.T.value_or(c.block_size);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace attograd::gpt {
@@ -52,5 +53,16 @@ struct GPTConfig {
 /// vocab_size is the tokenizer's and is set by the caller except for gpt2.
 /// Throws std::invalid_argument for an unknown name, listing the presets.
 GPTConfig preset(const std::string& name);
+
+/// A preset and the fields a user sets over it (the CLI's --preset, --n-layer, ...): a config
+/// as asked for before the tokenizer fixes vocab_size. build_config (language_model.h) makes
+/// the GPTConfig.
+struct ConfigOverrides {
+  std::string preset = "pico";
+  std::optional<int64_t> n_layer, n_head, n_embd, block_size, vocab_size;
+  std::optional<double> dropout;
+  std::optional<PosEncoding> pos_encoding;
+  bool no_bias = false;
+};
 
 }  // namespace attograd::gpt

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <tuple>
 
 #include "autograd/allocator.h"
 #include "autograd/engine.h"
@@ -177,6 +178,44 @@ ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, cons
     if (targets.defined()) out.loss = cross_entropy(out.logits, targets, kIgnoreTarget);
   }
   return out;
+}
+
+void refuse_unused_overrides(const ConfigOverrides& a, ModelKind kind) {
+  if (kind == ModelKind::gpt) return;
+  const bool bigram = kind == ModelKind::bigram;
+  // (option, given, read by the average model); the bigram reads none of these.
+  const std::tuple<const char*, bool, bool> overrides[] = {
+      {"--n-layer", a.n_layer.has_value(), false},
+      {"--n-head", a.n_head.has_value(), false},
+      {"--dropout", a.dropout.has_value(), false},
+      {"--n-embd", a.n_embd.has_value(), true},
+      {"--pos-encoding", a.pos_encoding.has_value(), true},
+      {"--no-bias", a.no_bias, true},
+  };
+  for (const auto& [option, given, average_reads] : overrides)
+    if (given && (bigram || !average_reads))
+      throw std::invalid_argument(
+          std::string(option) + " does not apply to --model " + model_kind_name(kind) +
+          (bigram ? " (a table of next-token logits: it reads only --block-size)"
+                  : " (embeddings averaged over the context: no blocks, heads or dropout)") +
+          "; drop it, or train --model gpt");
+}
+
+GPTConfig build_config(const ConfigOverrides& a, std::optional<int64_t> tokenizer_vocab,
+                       ModelKind kind) {
+  GPTConfig c = preset(a.preset);
+  if (tokenizer_vocab) c.vocab_size = *tokenizer_vocab;
+  if (a.vocab_size) c.vocab_size = *a.vocab_size;
+  if (a.n_layer) c.n_layer = *a.n_layer;
+  if (a.n_head) c.n_head = *a.n_head;
+  if (a.n_embd) c.n_embd = *a.n_embd;
+  if (a.block_size) c.block_size = *a.block_size;
+  if (a.dropout) c.dropout = *a.dropout;
+  if (a.pos_encoding) c.pos_encoding = *a.pos_encoding;
+  if (a.no_bias) c.bias = false;
+  if (kind != ModelKind::gpt) c.n_head = 1;  // else the preset's 3 heads must divide n_embd
+  c.validate();
+  return c;
 }
 
 }  // namespace attograd::gpt

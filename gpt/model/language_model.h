@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,18 @@ ModelKind parse_model_kind(const std::string& name);
 /// The number of trainable parameters of the model of `kind` that `config` builds, from the
 /// sizes alone (nothing is allocated). Throws std::overflow_error if it does not fit int64_t.
 int64_t num_parameters(ModelKind kind, const GPTConfig& config);
+
+/// Throws std::invalid_argument naming the first override the model of `kind` would ignore: a
+/// bigram reads only block_size (and the vocabulary); the average model also n_embd,
+/// pos_encoding and the bias; the GPT reads them all.
+void refuse_unused_overrides(const ConfigOverrides& overrides, ModelKind kind);
+
+/// The preset with the overrides applied; vocab_size from the tokenizer (`tokenizer_vocab`)
+/// unless overridden. For the bigram and average models, which have no heads, n_head is 1 (so
+/// any n_embd is valid). Throws std::invalid_argument for an unknown preset or an inconsistent
+/// result (GPTConfig::validate).
+GPTConfig build_config(const ConfigOverrides& overrides, std::optional<int64_t> tokenizer_vocab,
+                       ModelKind kind = ModelKind::gpt);
 
 /// Refuses a model this machine cannot hold before it is built: allocated, it would fill the
 /// memory (and be killed by the kernel) long before one allocation failed. `copies` copies of the

@@ -21,6 +21,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::st
   throw std::invalid_argument("unknown tokenizer kind '" + kind + "' (expected char or gpt2)");
 }
 
+std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, std::string_view text) {
+  if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::from_text(text));
+  if (kind == "gpt2") return std::make_unique<BpeTokenizer>(BpeTokenizer::gpt2());
+  throw std::invalid_argument("unknown tokenizer '" + kind + "': choose char or gpt2");
+}
+
 namespace {
 
 // Length of the UTF-8 sequence a lead byte announces, 0 for a byte that cannot start one.

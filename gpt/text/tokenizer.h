@@ -36,6 +36,11 @@ class Tokenizer {
 /// GPT-2 vocabulary files cannot be read.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::string& data);
 
+/// A new tokenizer of `kind` for training on `text`: "char" (one token per distinct character
+/// of text, see CharTokenizer::from_text) or "gpt2" (GPT-2's BPE; text unused). Throws
+/// std::invalid_argument for another kind, naming the two.
+std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, std::string_view text);
+
 /// Turns a stream of token ids into text as they arrive, holding back the bytes of a UTF-8
 /// sequence that is not complete yet (a byte-level BPE token can end mid-character), so what
 /// it returns is always valid UTF-8. Bytes that can never become a character come out as

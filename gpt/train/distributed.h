@@ -31,9 +31,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "autograd/tensor.h"
 
@@ -91,6 +94,42 @@ class Communicator {
   int rank_, size_, local_size_;
   bool mpi_;  // false: the single-process communicator (no MPI calls at all)
 };
+
+/// Thrown by set_up_together() on every rank of a job whose set-up failed on some rank, once
+/// that failure has been reported (see the set-up agreement above): the caller exits with
+/// exit_code() and says nothing more.
+class SetupFailed : public std::runtime_error {
+ public:
+  SetupFailed() : std::runtime_error("the set-up failed on a rank, which has said why") {}
+  int exit_code() const { return 2; }
+};
+
+/// Runs set_up() on this rank within the set-up agreement (above) and returns what it returns,
+/// once every rank has set up. On one process it is set_up() itself: its exceptions pass
+/// through. On several ranks, one whose set_up() throws reports as fail_setup() says, on
+/// `err` ("attograd: error: ..." from rank 0 when every rank failed), and every rank then
+/// throws SetupFailed.
+template <class SetUp>
+auto set_up_together(const Communicator& comm, std::ostream& err, SetUp&& set_up)
+    -> decltype(set_up()) {
+  if (comm.size() == 1) return set_up();
+  std::optional<decltype(set_up())> result;
+  try {
+    result.emplace(set_up());
+  } catch (const std::exception& e) {
+    const auto say_alone = [&] {
+      err << "attograd: error: " + std::string(e.what()) + "\n" << std::flush;
+    };
+    comm.fail_setup(e.what(), say_alone, err);
+    throw SetupFailed();
+  }
+  // Every rank has set up, or thrown and joined this same collective from its catch.
+  if (comm.agree_on_setup(false) > 0) {
+    comm.barrier();  // until the failed ranks have said why
+    throw SetupFailed();
+  }
+  return std::move(*result);
+}
 
 /// The number of ranks a launcher started this process among, read from its environment
 /// (OMPI_COMM_WORLD_SIZE of mpirun, PMI_SIZE of srun with PMI-2); 1 when none did. Needs no

@@ -1,7 +1,26 @@
 #include "gpt/train/run.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <ostream>
 #include <stdexcept>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "autograd/kernels/thread_pool.h"
+#include "gpt/io/atomic_file.h"
+#include "gpt/io/sha256.h"
+#include "gpt/io/utf8.h"
+#include "gpt/model/baselines.h"
+#include "gpt/text/corpus.h"
 
 namespace attograd::gpt {
 
@@ -15,6 +34,323 @@ ResumedRun resume_run(const std::string& out_dir) {
   ResumedRun r{open_checkpoint_file(file), std::move(*info.training), {}};
   r.options = TrainOptions::from_json(r.state.train_options);
   return r;
+}
+
+namespace {
+
+// printf's formatting into a string: the set-up lines keep the CLI's exact figures.
+[[gnu::format(printf, 1, 2)]] std::string format(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  va_list copy;
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, copy);
+  va_end(copy);
+  std::string s(static_cast<size_t>(std::max(n, 0)) + 1, '\0');
+  std::vsnprintf(s.data(), s.size(), fmt, args);
+  va_end(args);
+  s.resize(static_cast<size_t>(std::max(n, 0)));
+  return s;
+}
+
+// The "model" line of the set-up: the kind, its sizes and its parameter count.
+std::string describe_model(const LanguageModel& model) {
+  const GPTConfig& c = model.config();
+  const long long n_params = model.num_parameters();
+  switch (model.kind()) {
+    case ModelKind::gpt:
+      return format(
+          "gpt: n_layer %lld, n_head %lld, n_embd %lld, block_size %lld, vocab_size %lld, %s "
+          "positions: %lld parameters",
+          static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head),
+          static_cast<long long>(c.n_embd), static_cast<long long>(c.block_size),
+          static_cast<long long>(c.vocab_size), pos_encoding_name(c.pos_encoding), n_params);
+    case ModelKind::bigram:
+      return format("bigram: a %lld x %lld table of logits, block_size %lld: %lld parameters",
+                    static_cast<long long>(c.vocab_size), static_cast<long long>(c.vocab_size),
+                    static_cast<long long>(c.block_size), n_params);
+    case ModelKind::average:
+      return format(
+          "average (causal mean of the context, no attention): n_embd %lld, block_size %lld, "
+          "vocab_size %lld, %s positions: %lld parameters",
+          static_cast<long long>(c.n_embd), static_cast<long long>(c.block_size),
+          static_cast<long long>(c.vocab_size), pos_encoding_name(c.pos_encoding), n_params);
+  }
+  return model_kind_name(model.kind());
+}
+
+// Fresh runs write their logs, plots and checkpoint into out_dir, replacing files of those
+// names: a directory that holds anything but our lock (the logs of a run killed before its first
+// checkpoint, or files that are not ours) is refused without overwrite, naming what is there.
+// A directory holding a checkpoint is left to the caller's own message (resume or overwrite).
+void refuse_occupied_dir(const std::filesystem::path& out) {
+  if (std::filesystem::exists(out / kCheckpointFile)) return;
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(out))
+    if (entry.path().filename() != ".lock") names.push_back(entry.path().filename().string());
+  if (names.empty()) return;
+  std::sort(names.begin(), names.end());
+  std::string listed;
+  for (size_t i = 0; i < names.size() && i < 3; ++i)
+    listed += (i ? ", " : "") + escape_bytes(names[i]);
+  if (names.size() > 3) listed += " and " + std::to_string(names.size() - 3) + " more";
+  throw std::invalid_argument("--out " + out.string() + " already holds " + listed +
+                              " but no checkpoint: pass --overwrite to start a run there (its "
+                              "logs and plots are replaced), or choose another --out");
+}
+
+// An exclusive lock on <out>/.lock, returned as its descriptor: two runs writing the same logs
+// and checkpoint would interleave them.
+int lock_output_dir(const std::filesystem::path& out) {
+  const std::string path = (out / ".lock").string();
+  // O_CLOEXEC: a child (gnuplot) must not inherit the lock, or an orphan outliving a killed
+  // run would keep --resume out.
+  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::invalid_argument("cannot write in --out " + out.string() + ": " +
+                                std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw std::invalid_argument("another `attograd train` is writing to " + out.string() +
+                                "; wait for it to finish or choose another --out");
+  }
+  return fd;
+}
+
+// Sizes the engine's pool for this rank: `threads`, or with 0 the CPUs this process may run on:
+// all of them when the launcher gave the rank its own (mpirun's core per rank, srun's
+// --cpus-per-task, --map-by ...:pe=N), and an equal share when ranks on one machine may all run
+// on every CPU (unbound), rather than all CPUs each. More threads than CPUs is said: they would
+// take turns.
+void set_threads(int threads, const Communicator& comm, std::ostream& log) {
+  const int online = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  const int cpus = kernels::available_cpus();
+  if (threads == 0) threads = cpus < online ? cpus : std::max(1, cpus / comm.local_size());
+  kernels::set_num_threads(threads);
+  if (threads <= cpus) return;
+  log << "note    " << threads << " threads" << (comm.size() > 1 ? " per rank" : "")
+      << ", but this process may run on " << cpus << " CPU" << (cpus == 1 ? "" : "s") << " only"
+      << (comm.size() > 1 ? " (mpirun binds each rank to a core unless told otherwise: add "
+                            "--bind-to none, or --map-by ...:pe=N to give each rank N cores)"
+                          : "")
+      << "\n";
+}
+
+}  // namespace
+
+std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& comm,
+                                   std::ostream& rank_log) {
+  // Rank 0 alone tells what it does (a stream without a buffer writes nothing).
+  std::ostream quiet(nullptr);
+  std::ostream& log = comm.is_root() ? rank_log : quiet;
+  std::unique_ptr<TrainingRun> run(new TrainingRun(comm));
+  set_threads(rq.threads, comm, log);
+  // Checked before out_dir is made: a refused run leaves no empty directory behind.
+  if (!rq.resume) rq.options.validate();
+  const std::filesystem::path out_dir(rq.out_dir);
+  if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
+    throw std::invalid_argument("--out " + rq.out_dir + " exists and is not a directory");
+  if (comm.is_root()) {  // the one writer: the other ranks only read the checkpoint to resume
+    std::filesystem::create_directories(out_dir);
+    run->lock_fd_ = lock_output_dir(out_dir);
+    // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
+    // only with our process, so those of processes that no longer exist are stale.
+    for (const std::filesystem::path& stale : remove_stale_temp_files(out_dir))
+      log << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
+    if (!rq.resume && !rq.overwrite) refuse_occupied_dir(out_dir);
+  }
+  run->checkpoint_path_ = (out_dir / kCheckpointFile).string();
+  const std::string& ckpt = run->checkpoint_path_;
+  if (!rq.resume && !rq.overwrite && std::filesystem::exists(ckpt))
+    throw std::invalid_argument(ckpt +
+                                " already exists: pass --resume to continue that run, "
+                                "--overwrite to start over, or choose another --out");
+
+  std::optional<TrainingState> state;
+  TrainOptions& options = run->options_;
+  options = rq.options;
+  std::string corpus_spec = rq.corpus.value_or("kjv");
+  bool recorded_corpus = false;  // resumed on the corpus its checkpoint names
+  CorpusOptions corpus_options;
+  corpus_options.cache_dir = rq.cache_dir;
+  corpus_options.keep_cr = rq.keep_cr.value_or(false);
+  corpus_options.log = [&log](const std::string& line) { log << line << "\n" << std::flush; };
+  // The checkpoint is read before the corpus: a resumed run takes its corpus from it.
+  if (rq.resume) {
+    ResumedRun resumed = resume_run(rq.out_dir);
+    if (rq.tokenizer && *rq.tokenizer != resumed.session.tokenizer->kind())
+      throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match " + ckpt +
+                                  ", trained with '" + resumed.session.tokenizer->kind() +
+                                  "'; drop --tokenizer when resuming");
+    options = resumed.options;
+    if (!rq.corpus) {
+      if (options.corpus.empty())
+        throw std::invalid_argument(ckpt +
+                                    " does not record the corpus it was trained on (an older "
+                                    "checkpoint); pass the same --corpus to resume it");
+      corpus_spec = options.corpus;
+      recorded_corpus = true;
+      if (!rq.keep_cr) corpus_options.keep_cr = options.keep_cr;
+    }
+    if (rq.max_steps && *rq.max_steps != options.max_steps) {
+      // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
+      // rather than stretching to the new length and jumping back up.
+      if (options.lr_decay_steps == 0) options.lr_decay_steps = options.max_steps;
+      options.max_steps = *rq.max_steps;
+    }
+    // Any number of ranks resumes the run, as long as they can share its global batch.
+    options = options.on_ranks(comm.size());
+    run->model_ = std::move(resumed.session.model);
+    run->tokenizer_ = std::move(resumed.session.tokenizer);
+    state = std::move(resumed.state);
+    run->resumed_step_ = state->step;
+  }
+  const Corpus corpus = [&] {
+    if (!recorded_corpus) return load_corpus(corpus_spec, corpus_options);
+    try {
+      return load_corpus(corpus_spec, corpus_options);
+    } catch (const std::runtime_error& e) {  // a file moved since: say where the name came from
+      throw std::runtime_error("the corpus recorded in " + ckpt + ": " + e.what() +
+                               "; or pass --corpus with the same text");
+    }
+  }();
+  log << "corpus  " << corpus.describe() << "\n";
+  if (rq.resume) {
+    const std::string digest = sha256_hex(corpus.text);
+    if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest) {
+      const std::string trained = "(sha256 " + options.corpus_sha256.substr(0, 16) + "...)";
+      if (recorded_corpus)
+        throw std::invalid_argument("the corpus '" + corpus_spec + "' recorded in " + ckpt +
+                                    " has changed since the run was trained on it " + trained +
+                                    "; restore it, or pass --corpus with the text it had");
+      throw std::invalid_argument(
+          "this run was trained on corpus '" + options.corpus + "' " + trained + ", not on '" +
+          corpus_spec + "'; pass the same --corpus to resume it, or none to use the recorded one" +
+          (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
+                                                         "were made LF needs --keep-cr)")
+                                           : std::string()));
+    }
+    require_memory(run->model_->num_parameters(), run->model_->dtype(), 4,
+                   "weights, gradients and AdamW's two moments", "train --resume");
+    log << "resume  step " << state->step << " of " << ckpt << "\n";
+  } else {
+    run->tokenizer_ = make_tokenizer(rq.tokenizer.value_or("char"), corpus.text);
+    refuse_unused_overrides(rq.config, rq.model);
+    const GPTConfig config = build_config(rq.config, run->tokenizer_->vocab_size(), rq.model);
+    require_memory(num_parameters(rq.model, config), DType::f32, 4,
+                   "weights, gradients and AdamW's two moments", "train");
+    run->model_ = make_model(rq.model, config, rq.init_seed);
+    options.ranks = comm.size();  // as the Trainer records it; the header's global batch
+    options.corpus = recorded_corpus_spec(corpus_spec);
+    options.keep_cr = corpus_options.keep_cr;
+    options.corpus_sha256 = sha256_hex(corpus.text);
+  }
+  const GPTConfig& c = run->model_->config();
+  // GPT-2's BPE treats "<|endoftext|>" in the corpus as plain text (encode's default): a
+  // corpus file cannot inject document boundaries nobody asked for.
+  const auto encode_start = std::chrono::steady_clock::now();
+  std::vector<int64_t> ids = run->tokenizer_->encode(corpus.text);
+  const double encode_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - encode_start).count();
+  log << format(
+      "tokens  %s tokenizer (vocab %lld): %zu tokens, %.2f bytes per token, encoded in "
+      "%.2f s\n",
+      run->tokenizer_->kind().c_str(), static_cast<long long>(run->tokenizer_->vocab_size()),
+      ids.size(),
+      static_cast<double>(corpus.text.size()) /
+          static_cast<double>(std::max<size_t>(ids.size(), 1)),
+      encode_seconds);
+  run->data_ = std::make_unique<Dataset>(std::move(ids), c.block_size);
+  const Dataset& data = *run->data_;
+  // Checked now, not at the first evaluation after all the training: both splits need a window.
+  const int64_t T = options.block_size > 0 ? options.block_size : c.block_size;
+  for (Split split : {Split::train, Split::val})
+    if (data.num_windows(split, T) < 1)
+      throw std::invalid_argument(
+          "the corpus is too short: its " + std::string(split_name(split)) + " split has " +
+          std::to_string(data.size(split)) + " tokens, but a window of block_size " +
+          std::to_string(T) + " needs " + std::to_string(T + 1) +
+          " (the val split is the last 10%); use a longer corpus or a smaller --block-size");
+  if (options.warmup_steps >= options.max_steps)
+    log << format(
+        "note    --warmup %lld >= --steps %lld: the learning rate never reaches its "
+        "peak %g\n",
+        static_cast<long long>(options.warmup_steps), static_cast<long long>(options.max_steps),
+        options.learning_rate);
+  log << "model   " << describe_model(*run->model_) << "\n";
+  run->unigram_ = unigram_entropy(data.tokens(Split::val));
+  run->bigram_ =
+      bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), c.vocab_size);
+  log << format(
+      "data    %lld train / %lld val tokens; baselines on val: uniform %.4f, unigram "
+      "%.4f, add-one bigram %.4f nats\n",
+      static_cast<long long>(data.size(Split::train)),
+      static_cast<long long>(data.size(Split::val)), std::log(static_cast<double>(c.vocab_size)),
+      run->unigram_, run->bigram_);
+  const int threads = kernels::num_threads();
+  log << format("train   %lld steps, batch %lld x %lld tokens, lr %g -> %g, %d thread%s",
+                static_cast<long long>(options.max_steps),
+                static_cast<long long>(options.batch_size), static_cast<long long>(T),
+                options.learning_rate, options.min_lr, threads, threads == 1 ? "" : "s");
+  if (comm.size() > 1)
+    log << format(" per rank; %d ranks: global batch %d x %lld x %lld = %lld sequences per step",
+                  comm.size(), comm.size(), static_cast<long long>(options.batch_size),
+                  static_cast<long long>(options.grad_accum),
+                  static_cast<long long>(options.global_batch()));
+  log << "\n\n" << std::flush;
+
+  run->trainer_ = std::make_unique<Trainer>(*run->model_, data, options, run->tokenizer_->kind(),
+                                            run->tokenizer_->serialize(), rq.out_dir, comm);
+  if (state) {
+    run->trainer_->restore(*state);
+    state.reset();  // the optimizer holds its own copy of the moments now: free these (two
+                    // model sizes)
+  }
+  return run;
+}
+
+TrainingRun::~TrainingRun() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock on the run directory
+}
+
+int TrainingRun::train(std::ostream& log, std::ostream& err) {
+  try {
+    result_ = trainer_->run(log);
+    return 0;
+  } catch (const CollectiveError& e) {
+    // Every rank meets it at the same step (the loss, the gradients, the evaluation and the
+    // replica checks are reduced before they are judged): rank 0 speaks for all, and the others
+    // wait at a barrier until it has, since mpirun ends the job as soon as one rank exits
+    // non-zero.
+    if (comm_.is_root()) err << failure_report(e) << std::flush;
+    comm_.barrier();
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    if (comm_.size() == 1) throw;
+    // An error this rank alone meets while the others train would leave them waiting at the
+    // next collective for ever: end them all (rank 0's last checkpoint was written atomically,
+    // so it is intact). One write: mpirun interleaves the ranks' output by writes.
+    err << "attograd: error: rank " + std::to_string(comm_.rank()) + " of " +
+               std::to_string(comm_.size()) + ": " + e.what() + "\n"
+        << std::flush;
+    comm_.abort(2);
+  }
+}
+
+std::string TrainingRun::failure_report(const CollectiveError& e) const {
+  std::string message = "attograd: error: " + std::string(e.what()) + "\n";
+  // Only a checkpoint of this run is worth naming: save() writes none with a non-finite
+  // parameter, and run() none after a non-finite evaluation.
+  if (const std::optional<int64_t> good =
+          trainer_->last_saved_step() ? trainer_->last_saved_step() : resumed_step_)
+    return message + "the last checkpoint, step " + std::to_string(*good) +
+           (dynamic_cast<const NonFiniteLoss*>(&e) ? " (all parameters finite)" : "") +
+           ", is untouched: " + checkpoint_path_ + "\n";
+  return message + "no checkpoint of this run was written" +
+         (std::filesystem::exists(checkpoint_path_)
+              ? " (" + checkpoint_path_ + " is from an earlier run)"
+              : std::string()) +
+         "\n";
 }
 
 }  // namespace attograd::gpt

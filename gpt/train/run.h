@@ -1,10 +1,24 @@
-// A training run to continue: what `attograd train --resume` reads from a run directory.
+// A training run, fresh or resumed, set up the way `attograd train` does it, for any program: the
+// run directory (its lock, stale temporaries, what a fresh run may replace), the corpus and its
+// check against the checkpoint, the tokenizer, the model and the memory it needs, the dataset
+// and its baselines, the engine's threads. start() returns a run ready to train; the CLI only
+// parses its options into a RunRequest, calls start() within the ranks' set-up agreement, and
+// prints.
 #pragma once
 
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "gpt/model/checkpoint.h"
+#include "gpt/model/config.h"
+#include "gpt/model/language_model.h"
 #include "gpt/model/session.h"
+#include "gpt/text/dataset.h"
+#include "gpt/text/tokenizer.h"
+#include "gpt/train/distributed.h"
 #include "gpt/train/trainer.h"
 
 namespace attograd::gpt {
@@ -22,5 +36,94 @@ struct ResumedRun {
 /// save_checkpoint without one), std::runtime_error as open_checkpoint and
 /// TrainOptions::from_json for a damaged file.
 ResumedRun resume_run(const std::string& out_dir);
+
+/// What a training run is asked to do: the options of `attograd train`, as any program gives
+/// them. A fresh run uses every field; a resumed one (resume = true) takes its model, tokenizer,
+/// options and corpus from the checkpoint in out_dir, and only the fields marked "resume:" may
+/// change what it does.
+struct RunRequest {
+  std::string out_dir = "runs/pico";  // logs, plots and kCheckpointFile
+  bool resume = false;                // continue the run in out_dir, bit for bit
+  bool overwrite = false;             // fresh: replace the run in out_dir
+  /// The corpus (load_corpus's spec). Absent: kjv; resume: the one the checkpoint records, else
+  /// it must hold the same text (its sha256 is compared).
+  std::optional<std::string> corpus;
+  std::string cache_dir;        // where named corpora are kept; empty: default_cache_dir()
+  std::optional<bool> keep_cr;  // keep CR line ends; absent: false, resume: as recorded
+  /// char or gpt2. Absent: char; resume: must name the checkpoint's when given.
+  std::optional<std::string> tokenizer;
+  ModelKind model = ModelKind::gpt;
+  ConfigOverrides config;  // the preset and its overrides; vocab_size is the tokenizer's
+  uint64_t init_seed = 1337;
+  TrainOptions options;  // fresh only (validated); resume: the checkpoint's
+  /// resume: a new max_steps; the learning-rate schedule keeps its end (then min_lr).
+  std::optional<int64_t> max_steps;
+  /// The engine's pool (kernels::set_num_threads). 0: every CPU this process may run on, shared
+  /// equally by the ranks of one machine when they are not bound to CPUs of their own.
+  int threads = 0;
+};
+
+class TrainingRun;
+
+/// Sets up the run `request` asks for, on this rank of `comm`: the run directory (created,
+/// locked against a second writer, stale temporaries removed, a fresh run refused where it
+/// would replace files without overwrite), the corpus, the tokenizer, the model (refused when
+/// it would not fit in memory), the dataset (both splits must hold a window), the threads. It
+/// agrees with no other rank: call it inside set_up_together() (distributed.h), so that every
+/// rank has set up before any trains. Writes what it did to `log`, rank 0 only: the lines
+/// `attograd train` prints before training. Throws std::invalid_argument or std::runtime_error
+/// naming the problem and its fix.
+std::unique_ptr<TrainingRun> start(const RunRequest& request, const Communicator& comm,
+                                   std::ostream& log);
+
+/// A run set up by start(), ready to train. Holds the lock on its run directory until destroyed.
+class TrainingRun {
+ public:
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  /// Trains to options().max_steps (see Trainer::run), progress lines on `log` (rank 0), and
+  /// returns the exit code of `attograd train`: 0 (the final evaluation is result()), or, when
+  /// the run failed on every rank alike (a CollectiveError: NonFiniteLoss, ...), its code after
+  /// rank 0 wrote failure_report() to `err` and the ranks met at a barrier. An error that one
+  /// rank of several meets alone ends the job (Communicator::abort(2)) after it is written to
+  /// `err`: the others would wait for it for ever; on one process it is thrown.
+  int train(std::ostream& log, std::ostream& err);
+  /// What to say when training failed with `e`: the error, then which checkpoint of this run is
+  /// intact (the last one saved, or the one resumed from), or that none was written.
+  std::string failure_report(const CollectiveError& e) const;
+  /// The final evaluation of a train() that returned 0.
+  const EvalResult& result() const { return result_; }
+
+  LanguageModel& model() { return *model_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const Dataset& data() const { return *data_; }
+  const TrainOptions& options() const { return options_; }
+  Trainer& trainer() { return *trainer_; }
+  /// Mean NLL on the val split, nats per token, of the unigram model and the add-one bigram
+  /// model counted on the train split (dataset.h): the lines the run must get below.
+  double unigram_baseline() const { return unigram_; }
+  double bigram_baseline() const { return bigram_; }
+  /// <out_dir>/kCheckpointFile.
+  const std::string& checkpoint_path() const { return checkpoint_path_; }
+
+ private:
+  friend std::unique_ptr<TrainingRun> start(const RunRequest&, const Communicator&, std::ostream&);
+  explicit TrainingRun(const Communicator& comm) : comm_(comm) {}
+
+  const Communicator& comm_;
+
+  int lock_fd_ = -1;  // <out_dir>/.lock, held exclusively (rank 0)
+  std::unique_ptr<LanguageModel> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Dataset> data_;
+  TrainOptions options_;
+  std::unique_ptr<Trainer> trainer_;
+  std::optional<int64_t> resumed_step_;
+  double unigram_ = 0, bigram_ = 0;
+  std::string checkpoint_path_;
+  EvalResult result_;
+};
 
 }  // namespace attograd::gpt

@@ -5,13 +5,18 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <fstream>
+#include <iostream>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "gpt/model/model.h"
 #include "gpt/model/sampler.h"
+#include "gpt/train/run.h"
 #include "gpt/train/trainer.h"
 #include "nn/layers.h"
 #include "nn/optim.h"

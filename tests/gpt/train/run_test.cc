@@ -1,0 +1,188 @@
+// Tests gpt/train/run: a training run set up in-process as `attograd train` sets it up, fresh and
+// resumed, on small corpora written here; what the CLI tests once checked through the binary.
+// Each case asserts what the run computed (baselines, schedules, losses bit for bit) or the
+// exact refusal it must give.
+#define BOOST_TEST_MODULE run
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gpt/train/run.h"
+#include "tests/test_util.h"
+
+using namespace attograd;
+using namespace attograd::gpt;
+using attograd::testing::expect_throw_with;
+
+namespace {
+
+std::filesystem::path temp_dir(const std::string& name) {
+  return attograd::testing::fresh_temp_dir("run_" + name);
+}
+
+void write(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// "ab" repeated: two symbols, equally frequent in every even-length stretch, so the unigram
+// entropy of the val split is ln 2 exactly.
+std::string alternating(size_t pairs) {
+  std::string s;
+  for (size_t i = 0; i < pairs; ++i) s += "ab";
+  return s;
+}
+
+// femto on `corpus` into `out`: tiny, one thread, a few steps, no evaluation until the end.
+RunRequest femto(const std::filesystem::path& corpus, const std::filesystem::path& out,
+                 int64_t steps) {
+  RunRequest rq;
+  rq.out_dir = out.string();
+  rq.corpus = corpus.string();
+  rq.config.preset = "femto";
+  rq.threads = 1;
+  rq.options.max_steps = steps;
+  rq.options.batch_size = 4;
+  rq.options.warmup_steps = 0;
+  rq.options.eval_interval = 0;
+  rq.options.eval_iters = 2;
+  rq.options.log_interval = 1000;
+  return rq;
+}
+
+// Resumes the run in `out`, extended (or cut) to max_steps.
+RunRequest resume_to(const std::filesystem::path& out, int64_t max_steps) {
+  RunRequest rq;
+  rq.out_dir = out.string();
+  rq.resume = true;
+  rq.max_steps = max_steps;
+  rq.threads = 1;
+  return rq;
+}
+
+// Sets up and trains to the end; returns the run for its numbers.
+std::unique_ptr<TrainingRun> train(const RunRequest& rq, std::string* log_text = nullptr) {
+  std::ostringstream log, err;
+  std::unique_ptr<TrainingRun> run = start(rq, Communicator::world(), log);
+  BOOST_TEST_REQUIRE(run->train(log, err) == 0);
+  BOOST_TEST(err.str().empty());
+  if (log_text) *log_text = log.str();
+  return run;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_fresh_run_sets_up_says_what_it_did_and_trains) {
+  const auto dir = temp_dir("fresh");
+  write(dir / "ab.txt", alternating(200));
+  std::string log;
+  const auto run = train(femto(dir / "ab.txt", dir / "out", 3), &log);
+  // The char tokenizer of a two-letter corpus, femto's sizes around it (config.h's table).
+  BOOST_TEST(run->tokenizer().vocab_size() == 2);
+  BOOST_TEST(run->model().config().n_embd == 2);
+  BOOST_TEST(log.find("model   gpt: n_layer 1, n_head 1, n_embd 2, block_size 8, vocab_size 2") !=
+             std::string::npos);
+  BOOST_TEST(log.find("tokens  char tokenizer (vocab 2): 400 tokens") != std::string::npos);
+  // Both symbols equally frequent in the val split (the last 40 tokens): ln 2.
+  BOOST_TEST(run->unigram_baseline() == std::log(2.0), boost::test_tools::tolerance(1e-12));
+  // The add-one bigram on a strict alternation: each next symbol has count n + 1 of n + 2.
+  BOOST_TEST(run->bigram_baseline() < 0.01);
+  BOOST_TEST(std::isfinite(run->result().val_loss));
+  BOOST_TEST(std::filesystem::exists(run->checkpoint_path()));
+  BOOST_TEST(run->options().corpus ==
+             std::filesystem::absolute(dir / "ab.txt").lexically_normal().string());
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_run_is_bit_exact_and_keeps_its_schedule_end) {
+  const auto dir = temp_dir("resume");
+  write(dir / "ab.txt", alternating(200));
+  auto whole = train(femto(dir / "ab.txt", dir / "whole", 6));
+  const double whole_loss = whole->result().val_loss;
+  whole.reset();  // its lock on the run directory goes with it
+
+  RunRequest first = femto(dir / "ab.txt", dir / "halves", 3);
+  first.options.lr_decay_steps = 6;  // the schedule of the whole run, cut in two
+  train(first);
+  const auto resumed = train(resume_to(dir / "halves", 6));
+  BOOST_TEST(resumed->options().max_steps == 6);
+  BOOST_TEST(resumed->options().lr_decay_steps == 6);
+  BOOST_TEST(resumed->result().val_loss == whole_loss);  // bit for bit
+
+  // Extending a run whose decay followed max_steps (0) pins the decay to the old end.
+  const auto extended = train(resume_to(dir / "whole", 8));
+  BOOST_TEST(extended->options().lr_decay_steps == 6);
+  BOOST_TEST(extended->options().max_steps == 8);
+}
+
+BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
+  const auto dir = temp_dir("corpus");
+  write(dir / "ab.txt", alternating(200));
+  write(dir / "other.txt", alternating(199) + "ba");
+  train(femto(dir / "ab.txt", dir / "out", 2));
+  RunRequest rq = resume_to(dir / "out", 2);
+  rq.max_steps.reset();
+  std::ostringstream log;
+  RunRequest other = rq;
+  other.corpus = (dir / "other.txt").string();
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(other, Communicator::world(), log); },
+      "pass the same --corpus to resume it, or none to use the recorded one");
+  write(dir / "ab.txt", alternating(199) + "ba");  // the recorded file, changed since
+  expect_throw_with<std::invalid_argument>([&] { start(rq, Communicator::world(), log); },
+                                           "has changed since the run was trained on it");
+  std::filesystem::remove(dir / "ab.txt");
+  expect_throw_with<std::runtime_error>([&] { start(rq, Communicator::world(), log); },
+                                        "the corpus recorded in");
+  RunRequest gpt2 = rq;
+  gpt2.tokenizer = "gpt2";
+  expect_throw_with<std::invalid_argument>([&] { start(gpt2, Communicator::world(), log); },
+                                           "drop --tokenizer when resuming");
+}
+
+BOOST_AUTO_TEST_CASE(the_run_directory_is_guarded) {
+  const auto dir = temp_dir("dir");
+  write(dir / "ab.txt", alternating(200));
+  std::ostringstream log;
+  {
+    // A second run into the same directory while the first is set up.
+    const auto first = start(femto(dir / "ab.txt", dir / "out", 2), Communicator::world(), log);
+    RunRequest again = femto(dir / "ab.txt", dir / "out", 2);
+    again.overwrite = true;
+    expect_throw_with<std::invalid_argument>([&] { start(again, Communicator::world(), log); },
+                                             "is writing to");
+  }
+  // The lock goes with the run: now a run may start there (its files are replaced).
+  RunRequest overwrite = femto(dir / "ab.txt", dir / "out", 2);
+  overwrite.overwrite = true;
+  train(overwrite);
+  // A fresh run refuses a directory holding a checkpoint, or files but no checkpoint.
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(femto(dir / "ab.txt", dir / "out", 2), Communicator::world(), log); },
+      "already exists: pass --resume to continue that run, --overwrite to start over");
+  std::filesystem::create_directories(dir / "busy");
+  write(dir / "busy" / "notes.txt", "mine");
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(femto(dir / "ab.txt", dir / "busy", 2), Communicator::world(), log); },
+      "already holds notes.txt but no checkpoint");
+  // Nothing to resume.
+  const RunRequest resume = resume_to(dir / "empty", 2);
+  expect_throw_with<std::invalid_argument>([&] { start(resume, Communicator::world(), log); },
+                                           "nothing to resume");
+}
+
+BOOST_AUTO_TEST_CASE(a_corpus_too_short_for_a_window_is_refused_before_training) {
+  const auto dir = temp_dir("short");
+  write(dir / "ab.txt", alternating(20));  // 40 tokens: the val split holds 4, a window needs 9
+  std::ostringstream log;
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(femto(dir / "ab.txt", dir / "out", 2), Communicator::world(), log); },
+      "the corpus is too short: its val split has 4 tokens, but a window of block_size 8 "
+      "needs 9");
+  RunRequest bigram = femto(dir / "ab.txt", dir / "out2", 2);
+  bigram.model = ModelKind::bigram;
+  bigram.config.n_layer = 2;  // a bigram has no blocks
+  expect_throw_with<std::invalid_argument>([&] { start(bigram, Communicator::world(), log); },
+                                           "--n-layer does not apply to --model bigram");
+}
