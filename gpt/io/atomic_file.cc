@@ -9,8 +9,11 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace attograd::gpt {
@@ -29,6 +32,51 @@ bool is_alnum(char c) {
 // A zombie still counts as alive, which only keeps a file a little longer.
 bool process_exists(pid_t pid) {
   return pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+// When the process `pid` started, in seconds since the epoch, from Linux's /proc: field 22 of
+// /proc/<pid>/stat (clock ticks after boot) plus the boot time, "btime" in /proc/stat. nullopt
+// where /proc does not say (another system, a process gone meanwhile).
+std::optional<double> process_start_time(pid_t pid) {
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat_line;
+  if (!std::getline(stat_file, stat_line)) return std::nullopt;
+  // "pid (comm) state ppid ...": comm may hold spaces and ')', so count from the last ')'.
+  const size_t paren = stat_line.rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat_line.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (fields >> field); ++i) {
+  }
+  if (!fields) return std::nullopt;  // field now holds starttime, field 22
+  std::ifstream proc_stat("/proc/stat");
+  long long boot = -1;
+  for (std::string key; proc_stat >> key;) {
+    if (key == "btime") {
+      proc_stat >> boot;
+      break;
+    }
+    proc_stat.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  if (boot < 0 || ticks <= 0) return std::nullopt;
+  return static_cast<double>(boot) +
+         std::strtod(field.c_str(), nullptr) / static_cast<double>(ticks);
+}
+
+// Whether the process that wrote the temporary `path`, named for `owner`, may still be
+// writing it. A pid is reused: after a restart, a container's first process is PID 1 again,
+// and would keep the temporaries of the PID 1 that was killed for ever. So a live `owner` that
+// started after the file was last written cannot be its writer. The 2 s margin covers the
+// rounding of the boot time and only ever keeps a file.
+bool writer_may_be_alive(pid_t owner, const fs::path& path) {
+  if (!process_exists(owner)) return false;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return true;
+  const std::optional<double> started = process_start_time(owner);
+  if (!started) return true;
+  const double written = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+  return written >= *started - 2.0;
 }
 
 }  // namespace
@@ -112,7 +160,7 @@ std::vector<fs::path> remove_stale_temp_files(const fs::path& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::optional<pid_t> owner = temp_file_owner(it->path().filename().string());
     std::error_code type_ec;
-    if (!owner || process_exists(*owner) || !it->is_regular_file(type_ec) ||
+    if (!owner || writer_may_be_alive(*owner, it->path()) || !it->is_regular_file(type_ec) ||
         it->is_symlink(type_ec))
       continue;
     if (::unlink(it->path().c_str()) != 0 && errno != ENOENT)  // ENOENT: another cleaner was first

@@ -10,7 +10,8 @@
 // power loss) leaves the temporary behind, as large as the file it was writing. Its name says
 // whose it was, "<target>.tmp.<pid>.<6 random characters>", so remove_stale_temp_files() can
 // delete exactly the temporaries of processes that are gone and never one a live process is
-// still writing.
+// still writing. A pid can be reused (a container's first process is PID 1 after every
+// restart): a live process that started after the file was last written is not its writer.
 //
 // Every descriptor opened here is close-on-exec: a child process (gnuplot, bible) must not
 // inherit a half-written file, nor keep one open after we die.
@@ -70,8 +71,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 std::optional<pid_t> temp_file_owner(std::string_view file_name);
 
 /// Deletes the AtomicFile temporaries in `dir` (not in its subdirectories) whose process no
-/// longer exists, and returns their paths. A temporary of a live process (this one included)
-/// is kept: it may still be written and renamed. Only regular files are removed, never a
+/// longer exists, and returns their paths: the pid in the name is dead, or belongs to a process
+/// that started after the file was last written (Linux's /proc says when; a pid reused, as PID
+/// 1 after a container restarts). A temporary a live process may still be writing (this one's
+/// included) is kept: it may still be renamed. Only regular files are removed, never a
 /// symlink. A missing directory has nothing to remove. Throws std::runtime_error naming the
 /// file when one cannot be removed.
 std::vector<std::filesystem::path> remove_stale_temp_files(const std::filesystem::path& dir);

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,4 +121,28 @@ BOOST_AUTO_TEST_CASE(only_temporaries_of_dead_processes_are_removed) {
   BOOST_TEST(dir.entries() == left, boost::test_tools::per_element());
   BOOST_TEST(remove_stale_temp_files(dir.path).empty());  // nothing stale is left
   BOOST_TEST(remove_stale_temp_files(dir.path / "missing").empty());
+}
+
+// A pid is reused: a container's first process is PID 1 after every restart, so the temporary
+// of a killed PID 1 names a live process for ever. A live process that started after the file
+// was last written is not its writer (issue 22, kind 8): PID 1 started at boot, this process
+// when the test began; a file last written in 2001 is older than both.
+BOOST_AUTO_TEST_CASE(a_temporary_older_than_the_process_now_holding_its_pid_is_stale) {
+  const TempDir dir;
+  const std::string me = std::to_string(::getpid());
+  const std::string old_init = "ckpt.safetensors.tmp.1.Ab12Cd";
+  const std::string old_mine = "loss.png.tmp." + me + ".Ab12Cd";
+  const std::string new_mine = "loss.svg.tmp." + me + ".Ab12Cd";  // written now: maybe ours
+  const std::string new_init = "eval_log.csv.tmp.1.Ab12Cd";       // written now by a live PID 1
+  for (const std::string& name : {old_init, old_mine, new_mine, new_init}) touch(dir.path / name);
+  const timespec long_ago[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};  // 2001-09-09
+  for (const std::string& name : {old_init, old_mine})
+    BOOST_REQUIRE(::utimensat(AT_FDCWD, (dir.path / name).c_str(), long_ago, 0) == 0);
+  std::vector<fs::path> removed = remove_stale_temp_files(dir.path);
+  std::sort(removed.begin(), removed.end());
+  BOOST_TEST(removed == (std::vector<fs::path>{dir.path / old_init, dir.path / old_mine}),
+             boost::test_tools::per_element());
+  std::vector<std::string> left{new_init, new_mine};
+  std::sort(left.begin(), left.end());
+  BOOST_TEST(dir.entries() == left, boost::test_tools::per_element());
 }
