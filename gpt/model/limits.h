@@ -48,6 +48,7 @@ inline constexpr int64_t max_parameters = 20'000'000'000;
 // ---- TrainOptions ---------------------------------------------------------------------------
 inline constexpr IntRange batch_size{1, 1 << 16};  // B, sequences per micro-batch
 inline constexpr IntRange grad_accum{1, 1 << 16};  // micro-batches per optimizer step
+inline constexpr IntRange ranks{1, 1 << 16};       // processes of a data-parallel run
 // Step counts, intervals and token counts cost time, not memory: any value of their type.
 inline constexpr IntRange steps{1, kInt64Max};
 inline constexpr IntRange count{0, kInt64Max};  // warmup, decay steps, intervals, top_k (0 = off)

@@ -52,7 +52,7 @@ void TrainOptions::validate() const {
   };
   check_range("", "steps", max_steps, limits::steps);
   check_range("", "batch size", batch_size, limits::batch_size);
-  check_range("", "ranks", ranks, limits::positive_count);
+  check_range("", "ranks", ranks, limits::ranks);
   check_range("", "grad_accum", grad_accum, limits::grad_accum);
   check_range("", "eval_iters", eval_iters, limits::positive_count);
   check_range("", "log_interval", log_interval, limits::positive_count);
@@ -81,36 +81,39 @@ namespace {
 
 // TrainOptions' JSON fields, listed once: to_json writes them and from_json reads them strictly
 // (3.9 is not a batch size, 2^64 is not a step count, an option this version does not know is
-// not ignored). The ranges here are only what a type allows; validate() checks the real ones
-// where the options are used.
+// not ignored), in the ranges of gpt/model/limits.h that validate() and the CLI apply: a value
+// no command line could give is refused when the file is read, before anything loops over it
+// (a batch_size of 2^61 once made resuming on 2 ranks search its divisors for ever).
 const std::vector<JsonField<TrainOptions>>& train_option_fields() {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   constexpr double kHuge = std::numeric_limits<double>::max();
   using O = TrainOptions;
   static const std::vector<JsonField<O>> fields = {
-      json_field("max_steps", &O::max_steps, 1, kMax),
-      json_field("batch_size", &O::batch_size, 1, kMax),
-      json_field("block_size", &O::block_size, 0, kMax),
-      json_field("grad_accum", &O::grad_accum, 1, kMax),
+      json_field("max_steps", &O::max_steps, limits::steps.min, limits::steps.max),
+      json_field("batch_size", &O::batch_size, limits::batch_size.min, limits::batch_size.max),
+      json_field("block_size", &O::block_size, 0, limits::block_size.max),
+      json_field("grad_accum", &O::grad_accum, limits::grad_accum.min, limits::grad_accum.max),
       json_field("learning_rate", &O::learning_rate, 0, kHuge),
       json_field("min_lr", &O::min_lr, 0, kHuge),
-      json_field("warmup_steps", &O::warmup_steps, 0, kMax),
-      json_field("lr_decay_steps", &O::lr_decay_steps, 0, kMax),
+      json_field("warmup_steps", &O::warmup_steps, limits::count.min, limits::count.max),
+      json_field("lr_decay_steps", &O::lr_decay_steps, limits::count.min, limits::count.max),
       json_field("weight_decay", &O::weight_decay, 0, kHuge),
       json_field("beta1", &O::beta1, 0, 1),
       json_field("beta2", &O::beta2, 0, 1),
       json_field("grad_clip", &O::grad_clip, 0, kHuge),
       json_field("seed", &O::seed),
-      json_field("eval_interval", &O::eval_interval, 0, kMax),
-      json_field("eval_iters", &O::eval_iters, 1, kMax),
-      json_field("checkpoint_interval", &O::checkpoint_interval, 0, kMax),
-      json_field("log_interval", &O::log_interval, 1, kMax),
+      json_field("eval_interval", &O::eval_interval, limits::count.min, limits::count.max),
+      json_field("eval_iters", &O::eval_iters, limits::positive_count.min,
+                 limits::positive_count.max),
+      json_field("checkpoint_interval", &O::checkpoint_interval, limits::count.min,
+                 limits::count.max),
+      json_field("log_interval", &O::log_interval, limits::positive_count.min,
+                 limits::positive_count.max),
       // Checkpoints written before the corpus was recorded have none of these.
       json_field("corpus", &O::corpus, Presence::optional),
       json_field("corpus_sha256", &O::corpus_sha256, Presence::optional),
       json_field("keep_cr", &O::keep_cr, Presence::optional),
       // Checkpoints written before data-parallel training: one process.
-      json_field("ranks", &O::ranks, 1, kMax, Presence::optional),
+      json_field("ranks", &O::ranks, limits::ranks.min, limits::ranks.max, Presence::optional),
   };
   return fields;
 }
@@ -126,7 +129,8 @@ TrainOptions TrainOptions::on_ranks(int64_t new_ranks) const {
   const int64_t rows = checked_mul(ranks, batch_size, "the global batch");
   if (new_ranks < 1 || rows % new_ranks != 0) {
     std::string fit;
-    for (int64_t n = 1; n <= rows && fit.size() < 40; ++n)
+    // The divisors up to a job's size: rows comes from a file, and may be large and prime.
+    for (int64_t n = 1; n <= rows && n <= limits::ranks.max && fit.size() < 40; ++n)
       if (rows % n == 0) fit += (fit.empty() ? "" : ", ") + std::to_string(n);
     throw std::invalid_argument(
         "this run's global batch is " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") +
@@ -535,7 +539,7 @@ EvalResult Trainer::run(std::ostream& log) {
   // Within limits.h's bounds this fits easily; tokens/s is then computed in double.
   const int64_t global_batch = o.global_batch();  // ranks x B x grad_accum (ranks: the ctor's)
   const int64_t tokens_per_step = checked_mul(global_batch, o.block_size, "tokens per step");
-  std::ostringstream null_log;  // the progress lines of ranks other than 0 go nowhere
+  std::ostream null_log(nullptr);  // the progress lines of ranks other than 0 go nowhere
   std::ostream& out = comm_.is_root() ? log : null_log;
   const int64_t first_step = step_;
   const auto start = std::chrono::steady_clock::now();

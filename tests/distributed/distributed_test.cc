@@ -460,6 +460,31 @@ BOOST_AUTO_TEST_CASE(ranks_started_with_different_options_are_stopped) {
                        "attograd: error: rank 1 of 2: --lr: must be a finite number > 0, got -1"));
 }
 
+// A rank given --help (mpirun's `a : b` form) stops the job with a word: leaving at once, it left
+// the other waiting at the set-up agreement for ever. --help on every rank prints it once, exit 0.
+BOOST_AUTO_TEST_CASE(help_on_one_rank_stops_the_job_and_on_every_rank_prints_once) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_help");
+  const std::string args = " train --corpus " + write_corpus(dir) +
+                           " --preset femto --steps 5 --threads 1 --out " + (dir / "run");
+  // timeout: a hang fails the test instead of using CTest's whole budget
+  const auto timed = [](std::string command) {
+    return command.insert(command.find(ATTOGRAD_MPIRUN), "timeout 120 ");
+  };
+  const CliRun one = run_program(timed(mpirun(1)) + ATTOGRAD_CLI,
+                                 args + " : -np 1 " + ATTOGRAD_CLI + " train --help");
+  BOOST_TEST_INFO(one.out);
+  BOOST_TEST(one.exit_code == 2);
+  BOOST_TEST(said_once(one.out,
+                       "attograd: error: rank 1 of 2: --help stops this rank while the others "
+                       "set up to train; run `attograd train --help` without mpirun"));
+  BOOST_TEST(!std::filesystem::exists(dir / "run/ckpt.safetensors"));
+  const CliRun every = run_program(timed(mpirun(2)) + ATTOGRAD_CLI, " train --help");
+  BOOST_TEST_INFO(every.out);
+  BOOST_TEST(every.exit_code == 0);
+  BOOST_TEST(said_once(every.out, "sequences per micro-batch (B)"));
+}
+
 // A rank bound to one core (mpirun's default for 2 ranks) that is asked for 2 threads is told
 // how to unbind; without --threads each rank takes its share of the CPUs
 // it may run on: 1.

@@ -456,6 +456,12 @@ BOOST_AUTO_TEST_CASE(training_options_from_a_checkpoint_are_read_strictly) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {with("\"batch_size\":32", "\"batch_size\":3.9"),
        what + ": batch_size is 3.9, expected an integer in [1, "},
+      // In the CLI's range (limits.h), not just int64_t's: 2^61 - 1 once made resuming on 2
+      // ranks search its divisors for ever.
+      {with("\"batch_size\":32", "\"batch_size\":2305843009213693951"),
+       what + ": batch_size is 2305843009213693951, expected an integer in [1, 65536]"},
+      {with("\"ranks\":1", "\"ranks\":100000"),
+       what + ": ranks is 100000, expected an integer in [1, 65536]"},
       {with("\"max_steps\":2000", "\"max_steps\":1e30"),
        what + ": max_steps is 1e+30, expected an integer"},
       {with("\"max_steps\":2000", "\"max_steps\":9223372036854775808"),
