@@ -15,6 +15,7 @@
 
 #include "autograd/tensor.h"
 #include "tests/allclose.h"
+#include "tests/files.h"
 
 namespace attograd::testing {
 
@@ -82,27 +83,6 @@ inline bool build_has(bool has, const std::string& what) {
   if (has) return true;
   skip_case("the case is about a build with " + what + ", and this build is another");
   return false;
-}
-
-/// The regular files directly in `dir` whose names start with `prefix`: the hostile-name tests
-/// plant commands that would create <dir>/PWN<k> by absolute path, and look for them here.
-inline std::vector<std::string> files_starting_with(const std::filesystem::path& dir,
-                                                    const std::string& prefix) {
-  std::vector<std::string> found;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename().string().starts_with(prefix))
-      found.push_back(e.path().string());
-  return found;
-}
-
-/// An empty directory <tmp>/attograd_<name>_<pid> (emptied first if a killed run left it), for a
-/// test's files; the pid keeps two test programs running at once apart.
-inline std::filesystem::path fresh_temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("attograd_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 /// ../shared/data/<name>, the data the team shares beside the checkout (tinyshakespeare.txt).

@@ -25,18 +25,11 @@
 
 using namespace attograd;
 using attograd::testing::expect_throw_with;
+using attograd::testing::read_file;
 
 namespace {
 
 const std::string kSource = ATTOGRAD_SOURCE_DIR;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  BOOST_REQUIRE_MESSAGE(in.good(), "cannot read " << path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Every case of one entry, in the three modes.
 void check_entry(const OpEntry& e) {

@@ -21,6 +21,7 @@ using namespace attograd;
 using namespace attograd::gpt;
 using attograd::testing::contains;
 using attograd::testing::randomize_parameters;
+using attograd::testing::read_file;
 using attograd::testing::run_cli;
 using attograd::testing::TempDir;
 using attograd::testing::write_small_hf_gpt2;
@@ -89,11 +90,6 @@ void expect_csv_matches_forward(const std::string& dir, const GPT& model,
 }
 
 bool gnuplot_installed() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // A pico whose char vocabulary is the characters of `text`, its weights set by `init` (GPT-2's
 // init when empty), saved as dir/ckpt.safetensors.

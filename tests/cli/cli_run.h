@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/test_util.h"
+
 namespace attograd::testing {
 
 struct CliRun {
@@ -41,34 +43,6 @@ inline CliRun run_cli(const std::string& args, bool merge_stderr = true,
   return run_program(ATTOGRAD_CLI, args, merge_stderr, env_prefix);
 }
 #endif
-
-/// A fresh directory under the system temp dir for one test ("attograd_<name>_<pid>"),
-/// removed at the end.
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() /
-             ("attograd_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  /// The path of `name` inside the directory.
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-  /// Writes `contents` (bytes, exactly) to `name` and returns its path.
-  std::string file(const std::string& name, const std::string& contents) const {
-    std::ofstream(path / name, std::ios::binary) << contents;
-    return (path / name).string();
-  }
-};
-
-/// A file's bytes, exactly ("" when it cannot be read).
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 inline bool contains(const std::string& s, const std::string& needle) {
   return s.find(needle) != std::string::npos;

@@ -13,15 +13,11 @@
 
 using namespace attograd;
 using attograd::testing::contains;
+using attograd::testing::read_file;
 using attograd::testing::run_cli;
 using attograd::testing::TempDir;
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // Lines of a DOT file that are edges ("a -> b;") and nodes ("nK [label=...").
 std::pair<int, int> count_edges_and_nodes(const std::string& dot) {

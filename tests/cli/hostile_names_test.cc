@@ -17,6 +17,7 @@
 #include "tests/test_util.h"
 
 using attograd::testing::contains;
+using attograd::testing::read_file;
 using attograd::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -37,11 +38,6 @@ Run run_attograd(const std::vector<std::string>& args, const fs::path& cwd) {
   const auto r = attograd::gpt::run_program(argv, "", options);
   BOOST_REQUIRE(r.has_value());
   return {WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1, r->out, r->err};
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // Every PWN<k> file a hostile text would have created (by absolute path, in `dir`).
@@ -97,7 +93,7 @@ BOOST_AUTO_TEST_CASE(output_paths_with_control_characters_are_refused) {
         contains(r.error, "choose a name without newlines, tabs or other control characters"));
   }
   BOOST_TEST(pwned(dir.path).empty());
-  BOOST_TEST(read(dir / "notes.txt") == "my notes\n");
+  BOOST_TEST(read_file(dir / "notes.txt") == "my notes\n");
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir.path)) left.push_back(e.path().filename());
   std::sort(left.begin(), left.end());
@@ -132,7 +128,7 @@ BOOST_AUTO_TEST_CASE(hostile_names_are_names_and_prompts_are_text) {
     if (gnuplot && std::string(kind) != "blocks")
       BOOST_TEST(fs::file_size(dir.path / figures / (std::string(kind) + ".svg")) > 0u);
     if (dot && std::string(kind) == "blocks")
-      BOOST_TEST(read(dir.path / figures / "blocks.svg").find("</svg>") != std::string::npos);
+      BOOST_TEST(read_file(dir.path / figures / "blocks.svg").find("</svg>") != std::string::npos);
   }
 
   // The tokens "\n", "'" and '"' become tick labels, the prompt a figure's title.
@@ -143,9 +139,9 @@ BOOST_AUTO_TEST_CASE(hostile_names_are_names_and_prompts_are_text) {
       dir.path);
   BOOST_TEST_INFO(a.out + a.error);
   BOOST_REQUIRE(a.exit_code == 0);
-  BOOST_TEST(contains(read(dir.path / maps / "layer0_head0.csv"), "query\\key,o,\\n,b,'"));
+  BOOST_TEST(contains(read_file(dir.path / maps / "layer0_head0.csv"), "query\\key,o,\\n,b,'"));
   if (gnuplot) {
-    const std::string svg = read(dir.path / maps / "layer0_head0.svg");
+    const std::string svg = read_file(dir.path / maps / "layer0_head0.svg");
     BOOST_TEST(contains(svg, ">\\n<"));  // the newline token, drawn as its escape
     BOOST_TEST(contains(svg, ">`<"));
   }
@@ -154,8 +150,8 @@ BOOST_AUTO_TEST_CASE(hostile_names_are_names_and_prompts_are_text) {
   const Run g = run_attograd({"graph", "--expr", "sum", "--out=-graph.dot"}, dir.path);
   BOOST_TEST_INFO(g.out + g.error);
   BOOST_TEST(g.exit_code == 0);
-  BOOST_TEST(contains(read(dir / "-graph.dot"), "digraph attograd {"));
-  if (dot) BOOST_TEST(contains(read(dir / "-graph.svg"), "</svg>"));
+  BOOST_TEST(contains(read_file(dir / "-graph.dot"), "digraph attograd {"));
+  if (dot) BOOST_TEST(contains(read_file(dir / "-graph.svg"), "</svg>"));
   BOOST_TEST(pwned(dir.path).empty());
 }
 
@@ -187,7 +183,7 @@ BOOST_AUTO_TEST_CASE(symlinked_outputs_are_replaced_not_written_through) {
       run_attograd({"figure", "mask", "--preset", "femto", "--out", "figs"}, dir.path).exit_code ==
       0);
   BOOST_TEST(run_attograd({"graph", "--expr", "sum", "--out", "g.dot"}, dir.path).exit_code == 0);
-  BOOST_TEST(read(victim) == "precious\n");
+  BOOST_TEST(read_file(victim) == "precious\n");
   for (const fs::path& link : links) {
     BOOST_TEST(!fs::is_symlink(link), link);
     BOOST_TEST(fs::file_size(link) > 0u, link);

@@ -16,18 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/files.h"
+
+using attograd::testing::read_file;
+
 namespace fs = std::filesystem;
 
 namespace {
 
 const fs::path kRoot = ATTOGRAD_SOURCE_DIR;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The files whose text is read: the docs, the README and every source, script and CMake file
 // of the tree (not build directories, not test data).

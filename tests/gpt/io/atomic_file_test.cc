@@ -18,26 +18,10 @@
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
+using attograd::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path =
-      fs::temp_directory_path() / ("attograd_atomic_file_" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path))
-      names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
 
 // The pid of a process that has exited and been reaped: nothing runs under it now.
 pid_t dead_pid() {

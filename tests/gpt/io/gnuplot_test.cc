@@ -21,14 +21,10 @@ using namespace attograd::gpt;
 using attograd::testing::data_available;
 using attograd::testing::expect_throw_with;
 using attograd::testing::fresh_temp_dir;
+using attograd::testing::read_file;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Texts that would run `touch <dir>/PWN<k>` (or break the script) if pasted into a gnuplot
 // string, single- or double-quoted.
@@ -85,7 +81,7 @@ BOOST_AUTO_TEST_CASE(hostile_texts_and_paths_are_drawn_and_never_run) {
   BOOST_REQUIRE(write_heatmaps({{stem, texts[3], {panel, panel}, 2}}, log));
   BOOST_TEST(pwned(dir).empty());
   BOOST_TEST(fs::file_size(stem + ".png") > 0u);
-  const std::string svg = read(stem + ".svg");
+  const std::string svg = read_file(stem + ".svg");
   // The texts' bytes are there as given (gnuplot's SVG escapes only &, < and >, which these
   // lack), control characters as their escapes.
   auto in_svg = [](std::string text) {
@@ -114,9 +110,9 @@ BOOST_AUTO_TEST_CASE(a_symlinked_output_is_replaced_not_followed) {
   std::ostringstream log;
   BOOST_REQUIRE(
       write_heatmaps({{(dir / "map").string(), "", {{"t", "r", "c", {"a"}, {"b"}, {1}}}}}, log));
-  BOOST_TEST(read(victim) == "precious");
+  BOOST_TEST(read_file(victim) == "precious");
   BOOST_TEST(!fs::is_symlink(dir / "map.svg"));
-  BOOST_TEST(read(dir / "map.svg").find("</svg>") != std::string::npos);
+  BOOST_TEST(read_file(dir / "map.svg").find("</svg>") != std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -136,9 +132,9 @@ BOOST_AUTO_TEST_CASE(plots_of_a_run_in_a_hostile_directory) {
       << "name,val_loss\nuni'\"system(\"touch " + (dir / "PWN8").string() + "\"),3.1\n";
   std::ostringstream log;
   BOOST_REQUIRE(write_plots(run.string(), log));
-  BOOST_TEST_INFO(read(run / "loss.svg"));
+  BOOST_TEST_INFO(read_file(run / "loss.svg"));
   BOOST_TEST(pwned(dir).empty());
-  const std::string svg = read(run / "loss.svg");
+  const std::string svg = read_file(run / "loss.svg");
   BOOST_TEST(svg.find("baseline (val 3.100)") != std::string::npos);
   BOOST_TEST(svg.find("uni'\"system(\"touch") != std::string::npos);
   BOOST_TEST(fs::file_size(run / "perplexity.png") > 0u);

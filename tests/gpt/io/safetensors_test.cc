@@ -24,30 +24,10 @@
 using namespace attograd;
 using namespace attograd::gpt;
 using attograd::testing::expect_throw_with;
+using attograd::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory under /tmp, removed with everything in it when the test ends.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "attograd-safetensors-test-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path))
-      names.push_back(e.path().filename().string());
-    return names;
-  }
-};
 
 // A safetensors file by hand: the 8-byte little-endian header length, the header text as
 // given (so it can be malformed), then `data`.
@@ -61,7 +41,7 @@ void write_raw(const std::string& path, const std::string& header, const std::st
 // Reading a hand-built file must fail with a message containing `needle`.
 void expect_rejected(const TempDir& dir, const std::string& header, size_t data_bytes,
                      const std::string& needle) {
-  const std::string path = dir.file("bad.safetensors");
+  const std::string path = (dir / "bad.safetensors");
   write_raw(path, header, std::string(data_bytes, '\0'));
   BOOST_TEST_INFO("header " << header);
   expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, needle);
@@ -78,8 +58,8 @@ std::string write_x(const TempDir& dir, const std::string& file,
                     const std::vector<double>& values) {
   SafetensorsWriter w;
   w.add("x", Tensor::from_vector(values, {static_cast<int64_t>(values.size())}));
-  w.write(dir.file(file));
-  return dir.file(file);
+  w.write((dir / file));
+  return (dir / file);
 }
 
 template <typename T>
@@ -110,7 +90,7 @@ BOOST_AUTO_TEST_CASE(every_dtype_and_layout_round_trips) {
       {"a", a},         {"b", b},         {"ids", ids},  {"s", s},
       {"empty", empty}, {"big_t", big_t}, {"cube", cube}};
   for (const auto& [name, t] : tensors) w.add(name, t);
-  const std::string path = dir.file("t.safetensors");
+  const std::string path = (dir / "t.safetensors");
   w.write(path);
   BOOST_TEST(dir.entries() == std::vector<std::string>{"t.safetensors"});  // no temporary left
   BOOST_TEST(((fs::status(path).permissions() & fs::perms::others_read) !=
@@ -143,7 +123,7 @@ BOOST_AUTO_TEST_CASE(read_into_fills_contiguous_and_transposed_destinations) {
   SafetensorsWriter w;
   w.add("w", w_in_out);
   w.add("c", Tensor::zeros({2, 3, 4}));
-  const std::string path = dir.file("w.safetensors");
+  const std::string path = (dir / "w.safetensors");
   w.write(path);
   const SafetensorsFile f = SafetensorsFile::read(path);
   for (DType dtype : {DType::f32, DType::f64}) {
@@ -183,7 +163,7 @@ BOOST_AUTO_TEST_CASE(the_metadata_key_is_not_a_tensor_name) {
 
 BOOST_AUTO_TEST_CASE(half_bfloat_and_double_files_convert) {
   const TempDir dir;
-  const std::string path = dir.file("h.safetensors");
+  const std::string path = (dir / "h.safetensors");
   // F16: 1, -2, 0.5, the smallest subnormal 2^-24, inf. BF16: 1, -2.5. F64: 0.1. I64: 3.
   const std::string data = bytes_of<uint16_t>({0x3C00, 0xC000, 0x3800, 0x0001, 0x7C00}) +
                            bytes_of<uint16_t>({0x3F80, 0xC020}) + bytes_of<double>({0.1}) +
@@ -228,7 +208,7 @@ BOOST_AUTO_TEST_CASE(failed_writes_leave_the_old_file_and_no_temporary) {
 
   expect_throw_with<std::runtime_error>(
       [&] { write_x(dir, "no_such_dir/ckpt.safetensors", {1}); },
-      "cannot write '" + dir.file("no_such_dir/ckpt.safetensors") + "'");
+      "cannot write '" + (dir / "no_such_dir/ckpt.safetensors") + "'");
   // A full disk, as the file-size limit makes it: every write's return is checked, so the
   // failure surfaces (EFBIG here, ENOSPC on a real disk) instead of a truncated checkpoint.
   SafetensorsWriter big;
@@ -265,13 +245,13 @@ BOOST_AUTO_TEST_CASE(failed_writes_leave_the_old_file_and_no_temporary) {
 BOOST_AUTO_TEST_CASE(entries_must_tile_the_data_section) {
   const TempDir dir;
   // The tiling holds whatever the order of the entries in the header.
-  write_raw(dir.file("ok.safetensors"),
+  write_raw((dir / "ok.safetensors"),
             "{" + f32_entry("b", 2, 8, 16) + "," + f32_entry("a", 2, 0, 8) + "}",
             std::string(16, '\0'));
-  BOOST_TEST(SafetensorsFile::read(dir.file("ok.safetensors")).entries().size() == 2u);
-  write_raw(dir.file("meta.safetensors"), R"({"__metadata__":{"k":"v"}})",
+  BOOST_TEST(SafetensorsFile::read((dir / "ok.safetensors")).entries().size() == 2u);
+  write_raw((dir / "meta.safetensors"), R"({"__metadata__":{"k":"v"}})",
             "");  // no tensors, no data
-  BOOST_TEST(SafetensorsFile::read(dir.file("meta.safetensors")).metadata().at("k") == "v");
+  BOOST_TEST(SafetensorsFile::read((dir / "meta.safetensors")).metadata().at("k") == "v");
 
   expect_rejected(dir, "{" + f32_entry("a", 2, 0, 8) + "," + f32_entry("b", 2, 4, 12) + "}", 12,
                   "tensors 'a' [0, 8) and 'b' [4, 12) overlap in the data section");
@@ -357,7 +337,7 @@ BOOST_AUTO_TEST_CASE(offsets_dtypes_and_entries_must_be_well_formed) {
 
 BOOST_AUTO_TEST_CASE(header_length_is_checked_before_anything_is_allocated) {
   const TempDir dir;
-  const std::string path = dir.file("h.safetensors");
+  const std::string path = (dir / "h.safetensors");
   // A header over the format's 100,000,000-byte limit, in a (sparse) file long enough for it.
   write_raw(path, "", "");
   {
@@ -386,7 +366,7 @@ BOOST_AUTO_TEST_CASE(deep_nesting_and_non_string_metadata_are_refused) {
   // back into a string; now the header is refused while it is parsed.
   const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
   expect_rejected(dir, R"({"__metadata__":{"x":)" + deep + "}}", 0,
-                  "safetensors file '" + dir.file("bad.safetensors") +
+                  "safetensors file '" + (dir / "bad.safetensors") +
                       "': the header nests deeper than 32 levels");
   expect_rejected(dir, R"({"a":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,8]}})", 8,
                   "the header nests deeper than 32 levels");
@@ -415,7 +395,7 @@ BOOST_AUTO_TEST_CASE(a_header_with_bytes_around_its_json_is_refused) {
   expect_rejected(dir, ok + std::string(3, '\0'), 8, "followed by bytes other than space padding");
   expect_rejected(dir, ok + " x", 8, "the header is not valid JSON");
   std::string padded = ok + "    ";  // spaces are the format's padding
-  const std::string path = dir.file("padded.safetensors");
+  const std::string path = (dir / "padded.safetensors");
   write_raw(path, padded, std::string(8, '\0'));
   BOOST_TEST(SafetensorsFile::read(path).contains("x"));
 }

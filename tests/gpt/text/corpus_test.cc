@@ -28,34 +28,12 @@
 using namespace attograd::gpt;
 using attograd::testing::expect_throw_with;
 using attograd::testing::LoopbackHttpServer;
+using attograd::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
 const fs::path kShakespeareFile = fs::path(ATTOGRAD_SHARED_DIR) / "data" / "tinyshakespeare.txt";
-
-// A fresh directory under /tmp, removed with everything in it when the test ends.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "attograd-corpus-test-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  // Names of the entries in the directory: a failed download must leave none, not even a
-  // temporary file.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(path)) {
-      names.push_back(entry.path().filename().string());
-    }
-    return names;
-  }
-};
 
 std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
