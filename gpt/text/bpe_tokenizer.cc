@@ -78,13 +78,49 @@ std::string pcre2_message(int code) {
   return reinterpret_cast<const char*>(buffer.data());
 }
 
+// data_dir()'s rule for this process: the program's path from /proc/self/exe (Linux; empty
+// elsewhere, which skips the installed folder).
+std::filesystem::path current_data_dir(std::string* why);
+
 }  // namespace
 
-std::filesystem::path data_dir() {
-  const char* env = std::getenv("ATTOGRAD_DATA_DIR");
-  if (env != nullptr && *env != '\0') return env;
-  return ATTOGRAD_DEFAULT_DATA_DIR;
+std::filesystem::path data_dir(const char* env, const std::filesystem::path& program,
+                               const std::filesystem::path& built_from, std::string* why) {
+  const auto say = [why](const std::string& how) {
+    if (why != nullptr) *why = how;
+  };
+  if (env != nullptr && *env != '\0') {
+    say("ATTOGRAD_DATA_DIR is set to '" + std::string(env) + "'");
+    return env;
+  }
+  if (!program.empty()) {
+    const std::filesystem::path installed =
+        program.parent_path().parent_path() / "share" / "attograd";
+    std::error_code ec;
+    if (std::filesystem::is_directory(installed / "gpt2", ec)) {
+      say("ATTOGRAD_DATA_DIR is not set, and " + installed.string() +
+          " is the installed data folder beside " + program.string());
+      return installed;
+    }
+  }
+  say("ATTOGRAD_DATA_DIR is not set and no installed data folder is beside the program, so the "
+      "build's data folder '" +
+      built_from.string() + "' was used");
+  return built_from;
 }
+
+std::filesystem::path data_dir() { return current_data_dir(nullptr); }
+
+namespace {
+
+std::filesystem::path current_data_dir(std::string* why) {
+  std::error_code ec;
+  const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return data_dir(std::getenv("ATTOGRAD_DATA_DIR"), ec ? std::filesystem::path() : program,
+                  ATTOGRAD_DEFAULT_DATA_DIR, why);
+}
+
+}  // namespace
 
 const std::array<char32_t, 256>& BpeTokenizer::bytes_to_unicode() {
   // Printable Latin-1 bytes spell themselves; the 68 others (controls, space, DEL, NBSP,
@@ -168,15 +204,11 @@ BpeTokenizer::~BpeTokenizer() = default;
 // Loading.
 
 BpeTokenizer BpeTokenizer::gpt2() {
-  const char* env = std::getenv("ATTOGRAD_DATA_DIR");
-  const std::filesystem::path dir = data_dir() / "gpt2";
+  std::string where;
+  const std::filesystem::path dir = current_data_dir(&where) / "gpt2";
   for (const char* name : {"encoder.json", "vocab.bpe"}) {
     const std::filesystem::path path = dir / name;
     if (!std::filesystem::is_regular_file(path)) {
-      const std::string where = env != nullptr && *env != '\0'
-                                    ? "ATTOGRAD_DATA_DIR is set to '" + std::string(env) + "'"
-                                    : "ATTOGRAD_DATA_DIR is not set, so the build's data folder '" +
-                                          std::string(ATTOGRAD_DEFAULT_DATA_DIR) + "' was used";
       throw std::runtime_error(
           "GPT-2 vocabulary file '" + path.string() + "' not found (" + where +
           "); set ATTOGRAD_DATA_DIR to the directory holding gpt2/encoder.json "

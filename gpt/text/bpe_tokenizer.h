@@ -78,10 +78,18 @@ inline constexpr std::string_view kGpt2Pattern =
 /// Whether encode() turns "<|endoftext|>" into its special id or treats it as text.
 enum class AllowSpecial { no, yes };
 
-/// The directory holding attograd's data files (the repository's data/ folder): the
-/// environment variable ATTOGRAD_DATA_DIR if it is set and not empty, else the data/ folder of
-/// the source tree this library was built from. Does not check that it exists.
+/// The directory holding attograd's data files (gpt2/encoder.json, gpt2/vocab.bpe), the first
+/// of: the environment variable ATTOGRAD_DATA_DIR if it is set and not empty; the installed
+/// data folder <the program's folder>/../share/attograd when it holds gpt2/ (`cmake --install`
+/// puts the attograd binary in bin/ and the files in share/attograd/); the data/ folder of the
+/// source tree this library was built from. Does not check that the result exists.
 std::filesystem::path data_dir();
+
+/// data_dir()'s rule on given inputs: `env` (ATTOGRAD_DATA_DIR's value, or nullptr), `program`
+/// (the running program's path; empty when unknown) and `built_from` (the source tree's data/).
+/// Sets *why, when given, to how the folder was chosen, for error messages.
+std::filesystem::path data_dir(const char* env, const std::filesystem::path& program,
+                               const std::filesystem::path& built_from, std::string* why = nullptr);
 
 /// GPT-2's byte-level BPE tokenizer (see the top of this file). V = 50257 ids: 256 single
 /// bytes, 50,000 merges, and <|endoftext|>.

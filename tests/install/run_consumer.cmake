@@ -17,6 +17,21 @@ foreach(private autograd/detail/tensor_impl.h autograd/ops_internal.h)
     message(FATAL_ERROR "install_consumer: the private header ${private} was installed")
   endif()
 endforeach()
+# The attograd binary is installed, and finds GPT-2's vocabulary in the installed data folder
+# beside it (share/attograd/gpt2): "Hello world" is GPT-2's ids 15496 995. With that folder's
+# vocab.bpe gone, the error names the installed folder: it is looked in before the source tree.
+run("the installed attograd" ${WORK_DIR}/prefix/bin/attograd tokenize --tokenizer gpt2 "Hello world")
+if(NOT output MATCHES "15496 995")
+  message(FATAL_ERROR "install_consumer: the installed attograd tokenized 'Hello world' as\n${output}")
+endif()
+file(RENAME ${WORK_DIR}/prefix/share/attograd/gpt2/vocab.bpe ${WORK_DIR}/vocab.bpe)
+execute_process(COMMAND ${WORK_DIR}/prefix/bin/attograd tokenize --tokenizer gpt2 "Hello world"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "is the installed data folder beside")
+  message(FATAL_ERROR "install_consumer: without the installed vocab.bpe, expected an error naming "
+                      "the installed data folder, got (${rc}):\n${out}${err}")
+endif()
+file(RENAME ${WORK_DIR}/vocab.bpe ${WORK_DIR}/prefix/share/attograd/gpt2/vocab.bpe)
 run("configuring the consumer" ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
     -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_LAUNCHER} -DCMAKE_CXX_FLAGS=${CXX_FLAGS})

@@ -309,6 +309,26 @@ BOOST_AUTO_TEST_CASE(missing_data_names_the_path_and_the_variable) {
     ::unsetenv("ATTOGRAD_DATA_DIR");
 }
 
+// The data folder: $ATTOGRAD_DATA_DIR, else the installed share/attograd beside the program
+// (bin/../share/attograd, when it holds gpt2/), else the source tree's data/.
+BOOST_AUTO_TEST_CASE(the_data_folder_is_the_variable_then_the_installed_one_then_the_source) {
+  const attograd::testing::TempDir prefix("bpe_prefix");
+  const std::filesystem::path program = prefix.path / "bin" / "attograd";
+  const std::filesystem::path source = "/src/attograd/data";
+  std::string why;
+  BOOST_TEST(data_dir("/my/data", program, source, &why) == std::filesystem::path("/my/data"));
+  BOOST_TEST(why == "ATTOGRAD_DATA_DIR is set to '/my/data'");
+  // Nothing installed yet (an empty variable counts as unset): the source tree's folder.
+  BOOST_TEST(data_dir("", program, source, &why) == source);
+  BOOST_TEST(why.find("no installed data folder") != std::string::npos);
+  BOOST_TEST(data_dir(nullptr, "", source) == source);  // the program's path unknown
+  std::filesystem::create_directories(prefix.path / "share" / "attograd" / "gpt2");
+  BOOST_TEST(data_dir(nullptr, program, source, &why) == prefix.path / "share" / "attograd");
+  BOOST_TEST(why.find("is the installed data folder beside " + program.string()) !=
+             std::string::npos);
+  BOOST_TEST(data_dir("/my/data", program, source) == std::filesystem::path("/my/data"));
+}
+
 BOOST_AUTO_TEST_CASE(malformed_files_are_named) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("bpe_test_" + std::to_string(::getpid()));
