@@ -76,23 +76,25 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   char* dst = y.bytes();
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(dst + i * row_bytes, src + idv[i] * row_bytes, row_bytes);
-  return record(y, "embedding", {weight, ids}, [idc, n, C](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {
-      // Repeated ids add up: the VJP of a gather is a scatter-ADD.
-      const int64_t* idv = idc.data<int64_t>();
-      T* dw = gi[0].data<T>();
-      const T* dy = g.data<T>();
-      for (int64_t i = 0; i < n; ++i) {
-        T* row = dw + idv[i] * C;
-        const T* dy_i = dy + i * C;
-        if (C >= 32) {
-          kernels::axpy<T>(row, T(1), dy_i, C);
-        } else {  // narrow embeddings (the lecture's C = 2 and 6): a kernel call per row costs more
-          for (int64_t c = 0; c < C; ++c) row[c] += dy_i[c];
-        }
-      }
-    });
-  });
+  return record(y, "embedding", {weight, ids}, {{"ids", idc}},
+                [n, C](const Tensor& g, std::span<Tensor> gi, const Tensor& idc) {
+                  dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {
+                    // Repeated ids add up: the VJP of a gather is a scatter-ADD.
+                    const int64_t* idv = idc.data<int64_t>();
+                    T* dw = gi[0].data<T>();
+                    const T* dy = g.data<T>();
+                    for (int64_t i = 0; i < n; ++i) {
+                      T* row = dw + idv[i] * C;
+                      const T* dy_i = dy + i * C;
+                      if (C >= 32) {
+                        kernels::axpy<T>(row, T(1), dy_i, C);
+                      } else {  // narrow embeddings (the lecture's C = 2 and 6): a kernel call per
+                                // row costs more
+                        for (int64_t c = 0; c < C; ++c) row[c] += dy_i[c];
+                      }
+                    }
+                  });
+                });
 }
 
 // ----- gather, take_along_dim -----
@@ -168,8 +170,8 @@ Tensor gather_along(const char* op, const Tensor& x, int64_t dim, const Tensor& 
     walk(strides_over(x.shape(), x.strides(), out_shape, dim), x.strides()[dim],
          index.data<int64_t>(), [&](int64_t s, int64_t o) { dst[o] = src[s]; });
   });
-  return record(y, op, {x, index},
-                [op, dim, walk, index = index.detach()](const Tensor& g, std::span<Tensor> gi) {
+  return record(y, op, {x, index}, {{"index", index}},
+                [op, dim, walk](const Tensor& g, std::span<Tensor> gi, const Tensor& index) {
                   const Tensor& dx = gi[0];
                   dispatch_floating(g.dtype(), op, [&]<typename T>() {
                     T* dst = dx.data<T>();
@@ -292,12 +294,13 @@ Tensor softmax_impl(const Tensor& x, int64_t causal_tq, const char* name) {
   dispatch_floating(x.dtype(), name, [&]<typename T>() {
     kernels::softmax_forward<T>(y.data<T>(), xc.data<T>(), rows, n, causal_tq);
   });
-  return record(
-      y, name, {x}, [name, rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
-        dispatch_floating(g.dtype(), name, [&]<typename T>() {
-          kernels::softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
-        });
-      });
+  return record(y, name, {x}, {{"output", y}},
+                [name, rows, n](const Tensor& g, std::span<Tensor> gi, const Tensor& y) {
+                  dispatch_floating(g.dtype(), name, [&]<typename T>() {
+                    kernels::softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows,
+                                                 n);
+                  });
+                });
 }
 
 }  // namespace
@@ -419,9 +422,10 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
   });
   return record(
       y, "causal_attention", {q, k, v},
-      [q = qh.data.detach(), k = kh.data.detach(), v = vh.data.detach(), y = y_storage.detach(),
-       lse, qs = qh.strides, ks = kh.strides, vs = vh.strides, ys,
-       dims](const Tensor& g, std::span<Tensor> gi) {
+      {{"q", qh.data}, {"k", kh.data}, {"v", vh.data}, {"output", y_storage}},
+      [lse, qs = qh.strides, ks = kh.strides, vs = vh.strides, ys, dims](
+          const Tensor& g, std::span<Tensor> gi, const Tensor& q, const Tensor& k, const Tensor& v,
+          const Tensor& y) {
         dispatch_floating(g.dtype(), "causal_attention", [&]<typename T>() {
           auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
           // Every gradient here is a contiguous (B, NH, T, HS) buffer.
@@ -477,9 +481,9 @@ Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head) {
                                    x + 2 * C, heads, dims);
   });
   return record(
-      y, "causal_attention_qkv", {qkv},
-      [xc = xc.detach(), y = y.detach(), lse, heads, ys, dims, C](const Tensor& g,
-                                                                  std::span<Tensor> gi) {
+      y, "causal_attention_qkv", {qkv}, {{"qkv", xc}, {"output", y}},
+      [lse, heads, ys, dims, C](const Tensor& g, std::span<Tensor> gi, const Tensor& xc,
+                                const Tensor& y) {
         dispatch_floating(g.dtype(), "causal_attention_qkv", [&]<typename T_>() {
           const T_* x = xc.data<T_>();
           T_* dx =
@@ -511,12 +515,13 @@ Tensor log_softmax(const Tensor& x) {
   dispatch_floating(x.dtype(), "log_softmax", [&]<typename T>() {
     kernels::log_softmax_forward<T>(y.data<T>(), xc.data<T>(), rows, n);
   });
-  return record(
-      y, "log_softmax", {x}, [rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
-        dispatch_floating(g.dtype(), "log_softmax", [&]<typename T>() {
-          kernels::log_softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
-        });
-      });
+  return record(y, "log_softmax", {x}, {{"output", y}},
+                [rows, n](const Tensor& g, std::span<Tensor> gi, const Tensor& y) {
+                  dispatch_floating(g.dtype(), "log_softmax", [&]<typename T>() {
+                    kernels::log_softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(),
+                                                     rows, n);
+                  });
+                });
 }
 
 // ----- layer_norm -----
@@ -556,9 +561,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     kernels::layer_norm_forward<T>(y.data<T>(), mean.data<T>(), rstd.data<T>(), xc.data<T>(),
                                    gc.data<T>(), bc.data<T>(), rows, C, static_cast<T>(eps));
   });
-  return record(y, "layer_norm", {x, gamma, beta},
-                [rows, C, xc = xc.detach(), gc = gc.detach(), mean, rstd](const Tensor& g,
-                                                                          std::span<Tensor> gi) {
+  return record(y, "layer_norm", {x, gamma, beta}, {{"x", xc}, {"gamma", gc}},
+                [rows, C, mean, rstd](const Tensor& g, std::span<Tensor> gi, const Tensor& xc,
+                                      const Tensor& gc) {
                   dispatch_floating(g.dtype(), "layer_norm", [&]<typename T>() {
                     auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
                     kernels::layer_norm_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(),
@@ -661,31 +666,31 @@ Tensor mean_cross_entropy(const T* logits, const CheckedTargets& c, Tensor& lse,
   return Tensor::scalar(mean_over(kernels::sum_all_double<T>(losses.data<T>(), N), c.count), dtype);
 }
 
-// The upstream gradient of each row's loss for a mean over `count` rows, dL / count, as the (N,)
-// tensor the backward kernel reads (ignored rows never read it).
-Tensor per_row_gradient(const Tensor& g, const CheckedTargets& c) {
-  return Tensor::full({c.t.numel()}, mean_over(g.item(), c.count), g.dtype());
+// The upstream gradient of each of the N rows' loss for a mean over `count` rows, dL / count, as
+// the (N,) tensor the backward kernel reads (ignored rows never read it).
+Tensor per_row_gradient(const Tensor& g, int64_t N, int64_t count) {
+  return Tensor::full({N}, mean_over(g.item(), count), g.dtype());
 }
 
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
   const CheckedTargets c = checked_rows("cross_entropy", logits, "logits", targets, ignore_index);
-  const int64_t N = c.t.numel(), V = logits.size(-1);
+  const int64_t N = c.t.numel(), V = logits.size(-1), count = c.count;
   const Tensor xc = detail::contiguous_data(logits);
   Tensor lse = Tensor::empty({N}, logits.dtype());
   const Tensor loss = dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename T>() {
     return mean_cross_entropy<T>(xc.data<T>(), c, lse, V, ignore_index, logits.dtype());
   });
-  return record(
-      loss, "cross_entropy", {logits, targets},
-      [c, N, V, ignore_index, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
-        dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
-          kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(),
-                                             c.t.data<int64_t>(), per_row_gradient(g, c).data<T>(),
-                                             N, V, ignore_index, true);
-        });
-      });
+  return record(loss, "cross_entropy", {logits, targets}, {{"logits", xc}, {"targets", c.t}},
+                [N, V, count, ignore_index, lse](const Tensor& g, std::span<Tensor> gi,
+                                                 const Tensor& xc, const Tensor& t) {
+                  dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
+                    kernels::cross_entropy_backward<T>(
+                        gi[0].data<T>(), xc.data<T>(), lse.data<T>(), t.data<int64_t>(),
+                        per_row_gradient(g, N, count).data<T>(), N, V, ignore_index, true);
+                  });
+                });
 }
 
 // ----- nll_loss -----
@@ -719,11 +724,12 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
       if (t[i] != ignore_index) sum -= static_cast<double>(x[i * V + t[i]]);
     return Tensor::scalar(mean_over(sum, c.count), log_probs.dtype());
   });
-  return record(loss, "nll_loss", {log_probs, targets},
-                [c, N, V, ignore_index](const Tensor& g, std::span<Tensor> gi) {
+  return record(loss, "nll_loss", {log_probs, targets}, {{"targets", c.t}},
+                [N, V, count = c.count, ignore_index](const Tensor& g, std::span<Tensor> gi,
+                                                      const Tensor& targets) {
                   dispatch_floating(g.dtype(), "nll_loss", [&]<typename T>() {
-                    const T dpick = static_cast<T>(-mean_over(g.item(), c.count));
-                    const int64_t* t = c.t.data<int64_t>();
+                    const T dpick = static_cast<T>(-mean_over(g.item(), count));
+                    const int64_t* t = targets.data<int64_t>();
                     T* dx = gi[0].data<T>();
                     for (int64_t i = 0; i < N; ++i)
                       if (t[i] != ignore_index) dx[i * V + t[i]] += dpick;
@@ -770,7 +776,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   const Shape leading(x.shape().begin(), x.shape().end() - 1);
   const CheckedTargets c = checked_targets("linear_cross_entropy", targets, leading, V,
                                            ignore_index, "x " + shape_str(x.shape()));
-  const int64_t N = c.t.numel();
+  const int64_t N = c.t.numel(), count = c.count;
   const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
   Tensor logits = Tensor::empty({N, V}, x.dtype()), lse = Tensor::empty({N}, x.dtype());
   auto compute_logits = [N, C, V](const Tensor& out, const Tensor& xs, const Tensor& ws) {
@@ -783,19 +789,23 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   const Tensor loss = dispatch_floating(x.dtype(), "linear_cross_entropy", [&]<typename T>() {
     return mean_cross_entropy<T>(logits.data<T>(), c, lse, V, ignore_index, x.dtype());
   });
+  // x and W are both saved whatever needs a gradient: a second backward through a retained graph
+  // recomputes the logits from them. The logits buffer is the op's own (captured, not saved).
   return record(
       loss, "linear_cross_entropy", {x, weight, targets},
-      [c, N, V, C, ignore_index, xc = xc.detach(), wc = wc.detach(), logits, lse, compute_logits,
-       logits_intact = true](const Tensor& g, std::span<Tensor> gi) mutable {
+      {{"x", xc}, {"weight", wc}, {"targets", c.t}},
+      [N, V, C, count, ignore_index, logits, lse, compute_logits, logits_intact = true](
+          const Tensor& g, std::span<Tensor> gi, const Tensor& xc, const Tensor& wc,
+          const Tensor& t) mutable {
         // A second backward through a retained graph finds the buffer holding the gradient: redo
         // it.
         if (!logits_intact) compute_logits(logits, xc, wc);
         logits_intact = false;
         dispatch_floating(g.dtype(), "linear_cross_entropy", [&]<typename T>() {
           T* dlogits = logits.data<T>();  // the logits, turned into their gradient in place
-          kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), c.t.data<int64_t>(),
-                                             per_row_gradient(g, c).data<T>(), N, V, ignore_index,
-                                             false);
+          kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), t.data<int64_t>(),
+                                             per_row_gradient(g, N, count).data<T>(), N, V,
+                                             ignore_index, false);
           if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
             kernels::matmul<T>(gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false, false, true);
           if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the
