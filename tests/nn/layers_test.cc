@@ -225,6 +225,22 @@ BOOST_AUTO_TEST_CASE(kv_cache_writes_in_place_and_matches_the_full_forward) {
   }
 }
 
+// An append writes the cache's buffers in place: a graph that saved a view of them (keys() in a
+// recorded product) refuses to backpropagate through the changed rows.
+BOOST_AUTO_TEST_CASE(a_kv_cache_append_is_counted_as_an_in_place_change) {
+  LayerKVCache cache;
+  cache.reserve(1, 1, 4, 2, DType::f64);
+  const Tensor kv = Tensor::from_vector({1, 2}, {1, 1, 1, 2}, DType::f64);
+  cache.append(kv, kv);
+  const uint64_t before = cache.keys().version();
+  const Tensor q = Tensor::from_vector({3, 4}, {1, 1, 1, 2}, DType::f64).set_requires_grad();
+  const Tensor score = sum(mul(q, cache.keys()));  // saves keys() for dq
+  cache.append(kv, kv);
+  BOOST_TEST(cache.keys().version() == before + 1);
+  expect_throw_with<std::logic_error>([&] { score.backward(); },
+                                      "'mul' saved its tensor 'b' (1, 1, 1, 2) f64");
+}
+
 // docs/03-attention.md: without positions, order is invisible in two different ways. The plain
 // mean of the context is permutation-invariant: "dog bites man" and "man bites dog" average to
 // the same vector. Self-attention without a mask is permutation-equivariant: permuting the input
