@@ -20,6 +20,23 @@ void Node::apply(const Tensor& grad_output, std::span<Tensor> grad_inputs) {
   backward(grad_output, grad_inputs);
 }
 
+void Node::check_saved_versions() const {
+  for (const SavedTensor& s : saved_tensors()) {
+    if (!s.tensor.defined()) continue;
+    const uint64_t now = s.tensor.version();
+    if (now == s.version) continue;
+    throw std::logic_error(
+        std::string("backward: '") + name_ + "' saved its tensor '" + s.name + "' " +
+        shape_str(s.tensor.shape()) + " " + dtype_name(s.tensor.dtype()) +
+        " for the gradient at version " + std::to_string(s.version) +
+        ", and it was changed in place since (version " + std::to_string(now) +
+        " now: fill_, copy_from, normal_, an optimizer step, ...), so the gradient would be "
+        "silently wrong; clone() the tensor before changing it, or change it after backward() "
+        "(PyTorch: one of the variables needed for gradient computation has been modified by an "
+        "inplace operation)");
+  }
+}
+
 void Node::release() {
   saved_ = false;
   drop_saved();  // frees the tensors the VJP saved
@@ -44,6 +61,11 @@ bool needs_node(const TensorList& inputs) {
   for (const Tensor& t : inputs)
     if (t.requires_grad()) return true;
   return false;
+}
+
+SavedTensor save(const Save& s) {
+  if (!s.tensor.defined()) return SavedTensor{s.name, Tensor(), 0};
+  return SavedTensor{s.name, s.tensor.detach(), s.tensor.version()};
 }
 
 void attach_node(const Tensor& output, std::shared_ptr<Node> node) {
@@ -140,6 +162,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     dispatch_floating(acc.dtype(), "backward", [&]<typename T>() {
       kernels::axpy<T>(acc.data<T>(), T(1), g.data<T>(), acc.numel());
     });
+    acc.bump_version();
   };
 
   if (root.is_leaf()) {
@@ -165,6 +188,9 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
       lists.running = false;
     }
   } end_of_pass{lists};
+  // Every saved tensor is checked before the first VJP runs, so a refused backward has added
+  // nothing to any gradient. One integer comparison per saved tensor.
+  for (const std::shared_ptr<Node>& n : lists.order) n->check_saved_versions();
   for (auto it = lists.order.rbegin(); it != lists.order.rend(); ++it) {
     Node* node = it->get();
     Tensor grad_out = std::move(node->grad_);
@@ -184,6 +210,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
         TensorImpl* impl = detail::impl(in);
         if (!impl->grad) impl->grad = detail::impl_ptr(Tensor::zeros(in.shape(), in.dtype()));
         grad_inputs[i] = detail::wrap(impl->grad);
+        grad_inputs[i].bump_version();  // the VJP below adds into the leaf's gradient
       } else {
         Tensor& slot = in.grad_fn()->grad_;
         if (!slot.defined()) slot = Tensor::zeros(in.shape(), in.dtype());

@@ -11,17 +11,31 @@
 // output. A VJP that needs the forward's output saves output.detach(), which shares the data
 // but not the graph, so there is no shared_ptr cycle.
 //
+// Saved tensors and versions (PyTorch's SavedVariable, pytorch/pytorch#37573): a tensor the
+// VJP reads back that someone else can change (an input, the output) is saved in an explicit
+// slot, record()'s `saved` list, with the version its storage had (Tensor::version(), bumped by
+// every in-place change). Before running any VJP, backward() compares every slot of the graph
+// with its storage's version now, and throws naming the op and the tensor if one changed: the
+// gradient would be computed from the new values and be silently wrong. So a VJP never captures
+// a Tensor that the caller holds; it receives its saved tensors as parameters, after g and gi.
+// Buffers the forward made for the backward alone (logsumexp, mean and rstd, argmax) are
+// captured as before: nobody else can change them. The cost is one integer per saved tensor and
+// one comparison per saved tensor per backward.
+//
 // Allocation: a node and its backward closure are one object (ClosureNode<F>, the closure held
 // by value), taken with its inputs from the small-object pool (allocator.h), and the engine keeps
 // its work lists per thread and reuses them, so recording and running a step's graph calls
 // malloc for none of it after warm-up.
 #pragma once
 
+#include <array>
 #include <boost/container/small_vector.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <utility>
 
 #include "autograd/allocator.h"
@@ -33,6 +47,20 @@ class Engine;  // engine.cc: the backward pass, which keeps its bookkeeping on t
 
 /// A node's inputs: up to 4 inline (every op but concat has at most 3).
 using TensorList = boost::container::small_vector<Tensor, 4>;
+
+/// A tensor an op's forward keeps for its VJP, with the version of its storage when saved.
+struct SavedTensor {
+  const char* name = "";  // the op's name for it, as in ops.h: "x", "weight", "output"
+  Tensor tensor;          // detached (the data, never the graph); undefined: nothing saved
+  uint64_t version = 0;   // tensor.version() when the forward saved it
+};
+
+/// One entry of record()'s `saved` list: the op's name for the tensor, and the tensor (undefined
+/// when this call's VJP will not read it, e.g. mul's b when a needs no gradient).
+struct Save {
+  const char* name;
+  const Tensor& tensor;
+};
 
 /// One recorded op application: its inputs and, in a subclass, its VJP: given dL/d(output)
 /// (contiguous, the output's shape), add dL/d(input_i) into grad_inputs[i]. grad_inputs[i] is
@@ -51,6 +79,12 @@ class Node {
   bool has_saved() const { return saved_; }
   /// Runs the VJP; throws std::logic_error if the graph was already freed.
   void apply(const Tensor& grad_output, std::span<Tensor> grad_inputs);
+  /// The tensors the VJP reads back (empty once released).
+  virtual std::span<const SavedTensor> saved_tensors() const = 0;
+  /// Throws std::logic_error naming this op, the saved tensor, its shape and both versions when
+  /// a saved tensor was changed in place since the forward. The engine calls it for every node
+  /// before running any VJP.
+  void check_saved_versions() const;
   /// Drops the inputs and everything the VJP saved.
   void release();
   /// Keeps the gradient of this node's output in output->grad after each backward pass
@@ -78,19 +112,28 @@ class Node {
   std::weak_ptr<detail::TensorImpl> retained_;  // the output whose gradient retain_grad() keeps
 };
 
-/// The node of an op whose VJP is the closure F (typically a lambda that captures what the
-/// forward saved): void F(const Tensor& grad_output, std::span<Tensor> grad_inputs).
-template <class F>
+/// The node of an op whose VJP is the closure F, given the N saved tensors after the gradients:
+/// void F(const Tensor& grad_output, std::span<Tensor> grad_inputs, const Tensor& saved_0, ...).
+/// F may capture sizes and the forward's private buffers, never a tensor someone else holds.
+template <class F, size_t N = 0>
 class ClosureNode final : public Node {
  public:
-  ClosureNode(const char* name, TensorList inputs, F backward)
-      : Node(name, std::move(inputs)), backward_(std::move(backward)) {}
+  ClosureNode(const char* name, TensorList inputs, std::array<SavedTensor, N> saved, F backward)
+      : Node(name, std::move(inputs)), saved_(std::move(saved)), backward_(std::move(backward)) {}
+  std::span<const SavedTensor> saved_tensors() const override {
+    return backward_ ? std::span<const SavedTensor>(saved_) : std::span<const SavedTensor>();
+  }
 
  private:
   void backward(const Tensor& grad_output, std::span<Tensor> grad_inputs) override {
-    (*backward_)(grad_output, grad_inputs);
+    std::apply([&](const auto&... s) { (*backward_)(grad_output, grad_inputs, s.tensor...); },
+               saved_);
   }
-  void drop_saved() override { backward_.reset(); }
+  void drop_saved() override {
+    backward_.reset();
+    for (SavedTensor& s : saved_) s.tensor = Tensor();
+  }
+  std::array<SavedTensor, N> saved_;
   std::optional<F> backward_;
 };
 
@@ -115,18 +158,36 @@ namespace detail {
 void attach_node(const Tensor& output, std::shared_ptr<Node> node);
 /// True when grad mode is on and any of inputs requires grad: when record keeps a node.
 bool needs_node(const TensorList& inputs);
+/// The slot of one saved tensor: detached, with its version now.
+SavedTensor save(const Save& s);
 }  // namespace detail
 
 /// Records `output = name(inputs)` in the graph when grad mode is on and any input requires
-/// grad, with `backward` (see ClosureNode) as its VJP; otherwise returns output untouched (and
-/// backward is dropped unused). Returns output.
+/// grad, with `backward` (see ClosureNode) as its VJP, which reads the tensors of `saved`
+/// (`{{"x", x}, {"output", y}}`) as its parameters after g and gi, in that order; backward()
+/// throws if one of them was changed in place in between. Otherwise returns output untouched
+/// (and backward and saved are dropped unused). Returns output.
+template <class F, size_t N>
+Tensor record(Tensor output, const char* name, TensorList inputs, const Save (&saved)[N],
+              F&& backward) {
+  if (!detail::needs_node(inputs)) return output;
+  using NodeType = ClosureNode<std::decay_t<F>, N>;
+  std::array<SavedTensor, N> slots;
+  for (size_t i = 0; i < N; ++i) slots[i] = detail::save(saved[i]);
+  detail::attach_node(
+      output, std::allocate_shared<NodeType>(PoolAllocator<NodeType>(), name, std::move(inputs),
+                                             std::move(slots), std::forward<F>(backward)));
+  return output;
+}
+
+/// record() for a VJP that reads no tensor back (add, reshape, sum, ...): F(g, gi).
 template <class F>
 Tensor record(Tensor output, const char* name, TensorList inputs, F&& backward) {
   if (!detail::needs_node(inputs)) return output;
-  using NodeType = ClosureNode<std::decay_t<F>>;
-  detail::attach_node(
-      output, std::allocate_shared<NodeType>(PoolAllocator<NodeType>(), name, std::move(inputs),
-                                             std::forward<F>(backward)));
+  using NodeType = ClosureNode<std::decay_t<F>, 0>;
+  detail::attach_node(output, std::allocate_shared<NodeType>(
+                                  PoolAllocator<NodeType>(), name, std::move(inputs),
+                                  std::array<SavedTensor, 0>{}, std::forward<F>(backward)));
   return output;
 }
 

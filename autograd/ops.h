@@ -149,21 +149,29 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 /// Mean cross-entropy of logits (..., V) against i64 targets (...) -> scalar; the sum over
 /// rows is reduced in double. A target equal to ignore_index (PyTorch's convention; nanoGPT's
 /// -1 by default) adds no loss and gets exactly 0 gradient, and N counts the other rows; with
-/// none left the loss is 0 (torch: NaN) and every gradient 0. Throws std::out_of_range for any
-/// other target outside [0, V).
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1);
+/// none left the loss is 0 (torch: NaN) and every gradient 0. label_smoothing ε (PyTorch's
+/// label_smoothing; Szegedy et al. 2016, sec. 7) aims at (1 − ε) onehot(t) + ε/V instead of
+/// onehot(t): each row's loss is (1 − ε)(−log p_t) + ε mean_c(−log p_c). Throws std::out_of_range
+/// for any other target outside [0, V), std::invalid_argument for ε outside [0, 1].
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1,
+                     double label_smoothing = 0.0);
 /// Mean negative log-likelihood of log-probabilities (..., V) (e.g. log_softmax's output) at
 /// i64 targets (...) -> scalar: -mean_i x_i[t_i], with cross_entropy's ignore_index and N.
 /// A -inf entry that no target picks leaves the loss and its gradient finite. Classes are the
 /// last axis (torch.nn.functional.nll_loss wants them in axis 1; for (N, V) the two agree).
-Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index = -1);
-/// The language-model head and its loss in one op: mean cross_entropy(x Wᵀ, targets,
-/// ignore_index) for x (..., C), weight (V, C), targets i64 (...) -> scalar. The (N, V) logits,
-/// the largest tensors of a GPT-2 step, exist once: the backward overwrites them with their
-/// gradient (a second backward through a retained graph recomputes them). Errors as linear and
+/// label_smoothing ε as cross_entropy's, so that cross_entropy(x, t, i, ε) ==
+/// nll_loss(log_softmax(x), t, i, ε) (torch's nll_loss has no smoothing): the row's loss is
+/// −(1 − ε) x_t − ε mean_c x_c, which a -inf entry makes +inf when ε > 0. Throws as
 /// cross_entropy.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index = -1,
+                double label_smoothing = 0.0);
+/// The language-model head and its loss in one op: mean cross_entropy(x Wᵀ, targets,
+/// ignore_index, label_smoothing) for x (..., C), weight (V, C), targets i64 (...) -> scalar.
+/// The (N, V) logits, the largest tensors of a GPT-2 step, exist once: the backward overwrites
+/// them with their gradient (a second backward through a retained graph recomputes them).
+/// Errors as linear and cross_entropy.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
-                            int64_t ignore_index = -1);
+                            int64_t ignore_index = -1, double label_smoothing = 0.0);
 /// Inverted dropout: zeroes each element with probability p and scales the rest by 1/(1-p);
 /// identity when !training or p == 0. Derived: mul by a mask drawn from `gen`.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);

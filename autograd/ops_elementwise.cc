@@ -108,7 +108,8 @@ static void register_mul(OpRegistry& r) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("mul", a, b);
   return record(detail::binary_raw(BinaryOp::mul, a, b), "mul", {a, b},
-                [a = a.detach(), b = b.detach()](const Tensor& g, std::span<Tensor> gi) {
+                {{"a", detail::saved_if_grad(b, a)}, {"b", detail::saved_if_grad(a, b)}},
+                [](const Tensor& g, std::span<Tensor> gi, const Tensor& a, const Tensor& b) {
                   // da += dy * b, fused when no broadcasting is involved.
                   auto vjp = [&](const Tensor& da, const Tensor& other) {
                     if (same_shape_contiguous(g, other) && da.shape() == g.shape()) {
@@ -119,8 +120,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
                       accumulate_broadcast(da, detail::binary_raw(BinaryOp::mul, g, other));
                     }
                   };
-                  if (gi[0].defined()) vjp(gi[0], b);
-                  if (gi[1].defined()) vjp(gi[1], a);
+                  if (gi[0].defined() && b.defined()) vjp(gi[0], b);
+                  if (gi[1].defined() && a.defined()) vjp(gi[1], a);
                 });
 }
 
@@ -137,21 +138,24 @@ static void register_div(OpRegistry& r) {
 Tensor div(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("div", a, b);
   Tensor y = detail::binary_raw(BinaryOp::div, a, b);
+  // da reads b; db reads b and y.
   return record(
-      y, "div", {a, b}, [b = b.detach(), y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
+      y, "div", {a, b}, {{"b", b}, {"output", detail::saved_if_grad(b, y)}},
+      [](const Tensor& g, std::span<Tensor> gi, const Tensor& b, const Tensor& y) {
+        const Tensor& db = y.defined() ? gi[1] : Tensor();
         if (same_shape_contiguous(g, b) && (!gi[0].defined() || gi[0].shape() == g.shape()) &&
-            (!gi[1].defined() || gi[1].shape() == g.shape())) {
+            (!db.defined() || db.shape() == g.shape())) {
           dispatch_floating(g.dtype(), "div", [&]<typename T>() {
-            kernels::div_backward<T>(gi[0].defined() ? gi[0].data<T>() : nullptr,
-                                     gi[1].defined() ? gi[1].data<T>() : nullptr, b.data<T>(),
-                                     y.data<T>(), g.data<T>(), g.numel());
+            kernels::div_backward<T>(detail::data_or_null<T>(gi[0]), detail::data_or_null<T>(db),
+                                     b.data<T>(), detail::data_or_null<T>(y), g.data<T>(),
+                                     g.numel());
           });
           return;
         }
         if (gi[0].defined()) accumulate_broadcast(gi[0], detail::binary_raw(BinaryOp::div, g, b));
-        if (gi[1].defined())
+        if (db.defined())
           accumulate_broadcast(
-              gi[1], detail::binary_raw(BinaryOp::div, detail::binary_raw(BinaryOp::mul, g, y), b),
+              db, detail::binary_raw(BinaryOp::div, detail::binary_raw(BinaryOp::mul, g, y), b),
               -1.0);
       });
 }
@@ -229,6 +233,27 @@ static void register_pointwise(OpRegistry& r) {
 
 namespace {
 
+// What the derivative of each pointwise function reads back: x, y = f(x), or neither. Only that
+// is saved, so exp's input may be changed in place after the forward and its output may not, as
+// in PyTorch. No default: -Wswitch names a new UnaryOp left out here.
+struct UnaryReads {
+  bool x, y;
+};
+UnaryReads unary_reads(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg:
+      return {false, false};
+    case UnaryOp::log:
+    case UnaryOp::relu:
+      return {true, false};
+    case UnaryOp::exp:
+    case UnaryOp::tanh:
+    case UnaryOp::sqrt:
+      return {false, true};
+  }
+  return {true, true};
+}
+
 Tensor unary(UnaryOp op, const char* name, const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument(std::string(name) + ": undefined tensor");
   const Tensor xc = detail::contiguous_data(x);
@@ -236,12 +261,13 @@ Tensor unary(UnaryOp op, const char* name, const Tensor& x) {
   dispatch_floating(x.dtype(), name, [&]<typename T>() {
     kernels::unary_forward<T>(op, y.data<T>(), xc.data<T>(), y.numel());
   });
+  const UnaryReads reads = unary_reads(op);
   return record(
-      y, name, {x},
-      [op, name, xc = xc.detach(), y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
+      y, name, {x}, {{"x", reads.x ? xc : Tensor()}, {"output", reads.y ? y : Tensor()}},
+      [op, name](const Tensor& g, std::span<Tensor> gi, const Tensor& xc, const Tensor& y) {
         dispatch_floating(g.dtype(), name, [&]<typename T>() {
-          kernels::unary_backward<T>(op, gi[0].data<T>(), xc.data<T>(), y.data<T>(), g.data<T>(),
-                                     g.numel());
+          kernels::unary_backward<T>(op, gi[0].data<T>(), detail::data_or_null<T>(xc),
+                                     detail::data_or_null<T>(y), g.data<T>(), g.numel());
         });
       });
 }
@@ -272,12 +298,13 @@ Tensor pow(const Tensor& x, double p) {
   dispatch_floating(x.dtype(), "pow", [&]<typename T>() {
     kernels::pow_forward<T>(y.data<T>(), xc.data<T>(), static_cast<T>(p), y.numel());
   });
-  return record(y, "pow", {x}, [p, xc = xc.detach()](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "pow", [&]<typename T>() {
-      kernels::pow_backward<T>(gi[0].data<T>(), xc.data<T>(), static_cast<T>(p), g.data<T>(),
-                               g.numel());
-    });
-  });
+  return record(y, "pow", {x}, {{"x", xc}},
+                [p](const Tensor& g, std::span<Tensor> gi, const Tensor& xc) {
+                  dispatch_floating(g.dtype(), "pow", [&]<typename T>() {
+                    kernels::pow_backward<T>(gi[0].data<T>(), xc.data<T>(), static_cast<T>(p),
+                                             g.data<T>(), g.numel());
+                  });
+                });
 }
 
 // ----- gelu -----
@@ -296,11 +323,12 @@ Tensor gelu(const Tensor& x) {
   dispatch_floating(x.dtype(), "gelu", [&]<typename T>() {
     kernels::gelu_forward<T>(y.data<T>(), xc.data<T>(), y.numel());
   });
-  return record(y, "gelu", {x}, [xc = xc.detach()](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "gelu", [&]<typename T>() {
-      kernels::gelu_backward<T>(gi[0].data<T>(), xc.data<T>(), g.data<T>(), g.numel());
-    });
-  });
+  return record(
+      y, "gelu", {x}, {{"x", xc}}, [](const Tensor& g, std::span<Tensor> gi, const Tensor& xc) {
+        dispatch_floating(g.dtype(), "gelu", [&]<typename T>() {
+          kernels::gelu_backward<T>(gi[0].data<T>(), xc.data<T>(), g.data<T>(), g.numel());
+        });
+      });
 }
 
 // ----- derived ops: compositions of the primitives above, no VJP of their own -----

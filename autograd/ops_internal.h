@@ -24,6 +24,21 @@ void register_shape_ops(OpRegistry& registry);
 void register_matmul_ops(OpRegistry& registry);
 void register_nn_ops(OpRegistry& registry);
 
+/// `t` when `other` requires grad, else an undefined tensor: what an op saves of one operand when
+/// only the other operand's gradient reads it (mul's b is read only for da), so that a tensor no
+/// VJP will read is neither kept alive nor version-checked (PyTorch saves the same way). Which
+/// gradients exist is decided when the op runs, as in PyTorch: a VJP skips an input whose
+/// partner was not saved (it did not require grad then).
+inline Tensor saved_if_grad(const Tensor& other, const Tensor& t) {
+  return grad_enabled() && other.requires_grad() ? t : Tensor();
+}
+
+/// t's data, or nullptr for an undefined tensor (a gradient not needed, a tensor not saved).
+template <typename T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
 /// NumPy broadcasting of two shapes (align right; each pair equal or one of them 1).
 /// Throws std::invalid_argument "op: shapes (2, 3) and (4,) cannot be broadcast".
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);

@@ -145,10 +145,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                          B.t.data<T>() + b_off[i], rows, K, N, A.trans, B.trans, false);
   });
 
+  // dA reads B and dB reads A: each is saved only when the other operand needs its gradient.
   return record(
       c, "matmul", {a, b},
-      [A = MatrixOperand{A.t.detach(), A.trans}, B = MatrixOperand{B.t.detach(), B.trans}, a_off,
-       b_off, rows, K, N, batch](const Tensor& g, std::span<Tensor> gi) {
+      {{"a", detail::saved_if_grad(b, A.t)}, {"b", detail::saved_if_grad(a, B.t)}},
+      [a_trans = A.trans, b_trans = B.trans, a_off, b_off, rows, K, N, batch](
+          const Tensor& g, std::span<Tensor> gi, const Tensor& A, const Tensor& B) {
         // Gradient buffers are contiguous in each operand's logical shape: batch offsets come from
         // contiguous strides, broadcast dimensions get stride 0 so their products add up.
         const bool folded = a_off.count == 1 && shape_numel(batch) != 1;
@@ -157,17 +159,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         };
         dispatch_floating(g.dtype(), "matmul", [&]<typename T>() {
           const T* dc = g.data<T>();
-          if (gi[0].defined()) {  // dA (rows, K) += dC (rows, N) @ op(B)ᵀ
+          if (gi[0].defined() && B.defined()) {  // dA (rows, K) += dC (rows, N) @ op(B)ᵀ
             const BatchOffsets off = grad_offsets(gi[0]);
             for (int64_t i = 0; i < off.count; ++i)
               kernels::matmul<T>(gi[0].data<T>() + off[i], dc + i * rows * N,
-                                 B.t.data<T>() + b_off[i], rows, N, K, false, !B.trans, true);
+                                 B.data<T>() + b_off[i], rows, N, K, false, !b_trans, true);
           }
-          if (gi[1].defined()) {  // dB (K, N) += op(A)ᵀ @ dC (rows, N)
+          if (gi[1].defined() && A.defined()) {  // dB (K, N) += op(A)ᵀ @ dC (rows, N)
             const BatchOffsets off = grad_offsets(gi[1]);
             for (int64_t i = 0; i < a_off.count; ++i)
-              kernels::matmul<T>(gi[1].data<T>() + off[folded ? 0 : i], A.t.data<T>() + a_off[i],
-                                 dc + i * rows * N, K, rows, N, !A.trans, false, true);
+              kernels::matmul<T>(gi[1].data<T>() + off[folded ? 0 : i], A.data<T>() + a_off[i],
+                                 dc + i * rows * N, K, rows, N, !a_trans, false, true);
           }
         });
       });
@@ -225,16 +227,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   });
   TensorList inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
+  // dx reads W and dW reads x: each is saved only when the other needs its gradient (a frozen
+  // weight keeps no input alive).
   return record(
       y, "linear", std::move(inputs),
-      [xc = xc.detach(), wc = wc.detach(), rows, in, out](const Tensor& g, std::span<Tensor> gi) {
+      {{"x", detail::saved_if_grad(weight, xc)}, {"weight", detail::saved_if_grad(x, wc)}},
+      [rows, in, out](const Tensor& g, std::span<Tensor> gi, const Tensor& xc, const Tensor& wc) {
         dispatch_floating(g.dtype(), "linear", [&]<typename T>() {
           const T* dy = g.data<T>();
-          if (gi[0].defined())  // dx (rows, in) += dy (rows, out) @ W (out, in)
+          if (gi[0].defined() && wc.defined())  // dx (rows, in) += dy (rows, out) @ W (out, in)
             kernels::matmul<T>(gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false, false,
                                true);
-          if (gi[1].defined())  // dW (out, in) += dyᵀ @ x: dy stored (rows, out) is Aᵀ, the a_trans
-                                // layout
+          if (gi[1].defined() && xc.defined())  // dW (out, in) += dyᵀ @ x: dy stored (rows, out)
+                                                // is Aᵀ, the a_trans layout
             kernels::matmul<T>(gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true, false, true);
           if (gi.size() > 2 && gi[2].defined())  // db (out,) += sum over rows of dy (rows, out)
             kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, true);

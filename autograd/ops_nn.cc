@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -76,23 +77,25 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   char* dst = y.bytes();
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(dst + i * row_bytes, src + idv[i] * row_bytes, row_bytes);
-  return record(y, "embedding", {weight, ids}, [idc, n, C](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {
-      // Repeated ids add up: the VJP of a gather is a scatter-ADD.
-      const int64_t* idv = idc.data<int64_t>();
-      T* dw = gi[0].data<T>();
-      const T* dy = g.data<T>();
-      for (int64_t i = 0; i < n; ++i) {
-        T* row = dw + idv[i] * C;
-        const T* dy_i = dy + i * C;
-        if (C >= 32) {
-          kernels::axpy<T>(row, T(1), dy_i, C);
-        } else {  // narrow embeddings (the lecture's C = 2 and 6): a kernel call per row costs more
-          for (int64_t c = 0; c < C; ++c) row[c] += dy_i[c];
-        }
-      }
-    });
-  });
+  return record(y, "embedding", {weight, ids}, {{"ids", idc}},
+                [n, C](const Tensor& g, std::span<Tensor> gi, const Tensor& idc) {
+                  dispatch_floating(g.dtype(), "embedding", [&]<typename T>() {
+                    // Repeated ids add up: the VJP of a gather is a scatter-ADD.
+                    const int64_t* idv = idc.data<int64_t>();
+                    T* dw = gi[0].data<T>();
+                    const T* dy = g.data<T>();
+                    for (int64_t i = 0; i < n; ++i) {
+                      T* row = dw + idv[i] * C;
+                      const T* dy_i = dy + i * C;
+                      if (C >= 32) {
+                        kernels::axpy<T>(row, T(1), dy_i, C);
+                      } else {  // narrow embeddings (the lecture's C = 2 and 6): a kernel call per
+                                // row costs more
+                        for (int64_t c = 0; c < C; ++c) row[c] += dy_i[c];
+                      }
+                    }
+                  });
+                });
 }
 
 // ----- gather, take_along_dim -----
@@ -168,8 +171,8 @@ Tensor gather_along(const char* op, const Tensor& x, int64_t dim, const Tensor& 
     walk(strides_over(x.shape(), x.strides(), out_shape, dim), x.strides()[dim],
          index.data<int64_t>(), [&](int64_t s, int64_t o) { dst[o] = src[s]; });
   });
-  return record(y, op, {x, index},
-                [op, dim, walk, index = index.detach()](const Tensor& g, std::span<Tensor> gi) {
+  return record(y, op, {x, index}, {{"index", index}},
+                [op, dim, walk](const Tensor& g, std::span<Tensor> gi, const Tensor& index) {
                   const Tensor& dx = gi[0];
                   dispatch_floating(g.dtype(), op, [&]<typename T>() {
                     T* dst = dx.data<T>();
@@ -292,12 +295,13 @@ Tensor softmax_impl(const Tensor& x, int64_t causal_tq, const char* name) {
   dispatch_floating(x.dtype(), name, [&]<typename T>() {
     kernels::softmax_forward<T>(y.data<T>(), xc.data<T>(), rows, n, causal_tq);
   });
-  return record(
-      y, name, {x}, [name, rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
-        dispatch_floating(g.dtype(), name, [&]<typename T>() {
-          kernels::softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
-        });
-      });
+  return record(y, name, {x}, {{"output", y}},
+                [name, rows, n](const Tensor& g, std::span<Tensor> gi, const Tensor& y) {
+                  dispatch_floating(g.dtype(), name, [&]<typename T>() {
+                    kernels::softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows,
+                                                 n);
+                  });
+                });
 }
 
 }  // namespace
@@ -419,9 +423,10 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
   });
   return record(
       y, "causal_attention", {q, k, v},
-      [q = qh.data.detach(), k = kh.data.detach(), v = vh.data.detach(), y = y_storage.detach(),
-       lse, qs = qh.strides, ks = kh.strides, vs = vh.strides, ys,
-       dims](const Tensor& g, std::span<Tensor> gi) {
+      {{"q", qh.data}, {"k", kh.data}, {"v", vh.data}, {"output", y_storage}},
+      [lse, qs = qh.strides, ks = kh.strides, vs = vh.strides, ys, dims](
+          const Tensor& g, std::span<Tensor> gi, const Tensor& q, const Tensor& k, const Tensor& v,
+          const Tensor& y) {
         dispatch_floating(g.dtype(), "causal_attention", [&]<typename T>() {
           auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
           // Every gradient here is a contiguous (B, NH, T, HS) buffer.
@@ -477,9 +482,9 @@ Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head) {
                                    x + 2 * C, heads, dims);
   });
   return record(
-      y, "causal_attention_qkv", {qkv},
-      [xc = xc.detach(), y = y.detach(), lse, heads, ys, dims, C](const Tensor& g,
-                                                                  std::span<Tensor> gi) {
+      y, "causal_attention_qkv", {qkv}, {{"qkv", xc}, {"output", y}},
+      [lse, heads, ys, dims, C](const Tensor& g, std::span<Tensor> gi, const Tensor& xc,
+                                const Tensor& y) {
         dispatch_floating(g.dtype(), "causal_attention_qkv", [&]<typename T_>() {
           const T_* x = xc.data<T_>();
           T_* dx =
@@ -511,12 +516,13 @@ Tensor log_softmax(const Tensor& x) {
   dispatch_floating(x.dtype(), "log_softmax", [&]<typename T>() {
     kernels::log_softmax_forward<T>(y.data<T>(), xc.data<T>(), rows, n);
   });
-  return record(
-      y, "log_softmax", {x}, [rows, n, y = y.detach()](const Tensor& g, std::span<Tensor> gi) {
-        dispatch_floating(g.dtype(), "log_softmax", [&]<typename T>() {
-          kernels::log_softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(), rows, n);
-        });
-      });
+  return record(y, "log_softmax", {x}, {{"output", y}},
+                [rows, n](const Tensor& g, std::span<Tensor> gi, const Tensor& y) {
+                  dispatch_floating(g.dtype(), "log_softmax", [&]<typename T>() {
+                    kernels::log_softmax_backward<T>(gi[0].data<T>(), y.data<T>(), g.data<T>(),
+                                                     rows, n);
+                  });
+                });
 }
 
 // ----- layer_norm -----
@@ -556,9 +562,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     kernels::layer_norm_forward<T>(y.data<T>(), mean.data<T>(), rstd.data<T>(), xc.data<T>(),
                                    gc.data<T>(), bc.data<T>(), rows, C, static_cast<T>(eps));
   });
-  return record(y, "layer_norm", {x, gamma, beta},
-                [rows, C, xc = xc.detach(), gc = gc.detach(), mean, rstd](const Tensor& g,
-                                                                          std::span<Tensor> gi) {
+  return record(y, "layer_norm", {x, gamma, beta}, {{"x", xc}, {"gamma", gc}},
+                [rows, C, mean, rstd](const Tensor& g, std::span<Tensor> gi, const Tensor& xc,
+                                      const Tensor& gc) {
                   dispatch_floating(g.dtype(), "layer_norm", [&]<typename T>() {
                     auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
                     kernels::layer_norm_backward<T>(ptr(gi[0]), ptr(gi[1]), ptr(gi[2]), g.data<T>(),
@@ -572,11 +578,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 static void register_cross_entropy(OpRegistry& r) {
   r.add(
       {.name = "cross_entropy",
-       .forward =
-           "`mean_i(logsumexp(x_i) − x_i[t_i])` over the N rows whose target is not `ignore_index`",
-       .vjp = "`dx_i = dL (softmax(x_i) − onehot(t_i)) / N`; 0 for ignored rows",
+       .forward = "`mean_i((1 − ε)(lse_i − x_i[t_i]) + ε mean_c(lse_i − x_ic))` over the N rows "
+                  "whose target is not `ignore_index`; ε = `label_smoothing`",
+       .vjp = "`dx_i = dL (softmax(x_i) − q_i) / N`, `q_i = (1 − ε) onehot(t_i) + ε/V`; 0 for "
+              "ignored rows",
        .kernel = "kernels/cross_entropy",
-       .tests = "fused vs primitives; 7e5; underflow; ops_test: ignore_index vs torch",
+       .tests = "fused vs primitives; 7e5; underflow; ops_test: ignore_index and label_smoothing "
+                "vs torch",
        .cases = {
            {"logits (B, T, C), targets (B, T)",
             [](Generator& g, DType d, const Sizes& s) {
@@ -588,7 +596,12 @@ static void register_cross_entropy(OpRegistry& r) {
             [](Generator& g, DType d, const Sizes& s) {
               return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
             },
-            [](const Inputs& in) { return cross_entropy(in[0], in[1]); }}}});
+            [](const Inputs& in) { return cross_entropy(in[0], in[1]); }},
+           {"logits (B, T, C), targets (B, T) with two ignored (-1), label_smoothing 0.3",
+            [](Generator& g, DType d, const Sizes& s) {
+              return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
+            },
+            [](const Inputs& in) { return cross_entropy(in[0], in[1], -1, 0.3); }}}});
 }
 
 // PyTorch's ignore_index: a row whose target equals it adds no loss and gets exactly 0 gradient,
@@ -649,84 +662,128 @@ double mean_over(double sum, int64_t count) {
   return count > 0 ? sum / static_cast<double>(count) : 0.0;
 }
 
-// The mean over the counted rows of V logits of -log softmax at the target, as a 0-d tensor;
+// PyTorch's label_smoothing range, checked by the three losses. NaN fails too.
+void check_label_smoothing(const char* op, double label_smoothing) {
+  if (label_smoothing >= 0 && label_smoothing <= 1) return;
+  std::ostringstream os;
+  os << op << ": label_smoothing must be in [0, 1], got " << label_smoothing
+     << " (the weight of the uniform distribution mixed into the targets: 0 turns smoothing off, "
+        "0.1 is the usual choice)";
+  throw std::invalid_argument(os.str());
+}
+
+// The mean over the counted rows of V logits of the (smoothed) cross-entropy, as a 0-d tensor;
 // each row's logsumexp goes to lse (N,) for the backward. The sum over rows is taken in double.
 template <typename T>
 Tensor mean_cross_entropy(const T* logits, const CheckedTargets& c, Tensor& lse, int64_t V,
-                          int64_t ignore_index, DType dtype) {
+                          int64_t ignore_index, double label_smoothing, DType dtype) {
   const int64_t N = c.t.numel();
   Tensor losses = Tensor::empty({N}, dtype);
   kernels::cross_entropy_forward<T>(losses.data<T>(), lse.data<T>(), logits, c.t.data<int64_t>(), N,
-                                    V, ignore_index);
+                                    V, ignore_index, static_cast<T>(label_smoothing));
   return Tensor::scalar(mean_over(kernels::sum_all_double<T>(losses.data<T>(), N), c.count), dtype);
 }
 
-// The upstream gradient of each row's loss for a mean over `count` rows, dL / count, as the (N,)
-// tensor the backward kernel reads (ignored rows never read it).
-Tensor per_row_gradient(const Tensor& g, const CheckedTargets& c) {
-  return Tensor::full({c.t.numel()}, mean_over(g.item(), c.count), g.dtype());
+// The upstream gradient of each of the N rows' loss for a mean over `count` rows, dL / count, as
+// the (N,) tensor the backward kernel reads (ignored rows never read it).
+Tensor per_row_gradient(const Tensor& g, int64_t N, int64_t count) {
+  return Tensor::full({N}, mean_over(g.item(), count), g.dtype());
 }
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+// L = mean_i [(1 − ε)(lse_i − x_i[t_i]) + ε mean_c(lse_i − x_ic)];  dx_i = dL (p_i − q_i) / N,
+// q_i = (1 − ε) onehot(t_i) + ε / V: both in kernels/cross_entropy.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
+                     double label_smoothing) {
+  check_label_smoothing("cross_entropy", label_smoothing);
   const CheckedTargets c = checked_rows("cross_entropy", logits, "logits", targets, ignore_index);
-  const int64_t N = c.t.numel(), V = logits.size(-1);
+  const int64_t N = c.t.numel(), V = logits.size(-1), count = c.count;
   const Tensor xc = detail::contiguous_data(logits);
   Tensor lse = Tensor::empty({N}, logits.dtype());
   const Tensor loss = dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename T>() {
-    return mean_cross_entropy<T>(xc.data<T>(), c, lse, V, ignore_index, logits.dtype());
+    return mean_cross_entropy<T>(xc.data<T>(), c, lse, V, ignore_index, label_smoothing,
+                                 logits.dtype());
   });
-  return record(
-      loss, "cross_entropy", {logits, targets},
-      [c, N, V, ignore_index, xc = xc.detach(), lse](const Tensor& g, std::span<Tensor> gi) {
-        dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
-          kernels::cross_entropy_backward<T>(gi[0].data<T>(), xc.data<T>(), lse.data<T>(),
-                                             c.t.data<int64_t>(), per_row_gradient(g, c).data<T>(),
-                                             N, V, ignore_index, true);
-        });
-      });
+  return record(loss, "cross_entropy", {logits, targets}, {{"logits", xc}, {"targets", c.t}},
+                [N, V, count, ignore_index, label_smoothing, lse](
+                    const Tensor& g, std::span<Tensor> gi, const Tensor& xc, const Tensor& t) {
+                  dispatch_floating(g.dtype(), "cross_entropy", [&]<typename T>() {
+                    kernels::cross_entropy_backward<T>(
+                        gi[0].data<T>(), xc.data<T>(), lse.data<T>(), t.data<int64_t>(),
+                        per_row_gradient(g, N, count).data<T>(), N, V, ignore_index, true,
+                        static_cast<T>(label_smoothing));
+                  });
+                });
 }
 
 // ----- nll_loss -----
 static void register_nll_loss(OpRegistry& r) {
   r.add(
       {.name = "nll_loss",
-       .forward = "`−mean_i x_i[t_i]`, `ignore_index` as cross_entropy",
-       .vjp = "`dx_i[t_i] = −dL / N`, 0 elsewhere",
-       .tests = "ops_test: −inf entries vs torch; = cross_entropy after log_softmax",
+       .forward = "`−mean_i((1 − ε) x_i[t_i] + ε mean_c x_ic)`, `ignore_index` and ε as "
+                  "cross_entropy",
+       .vjp = "`dx_ic = −dL ((1 − ε)[c = t_i] + ε/V) / N`; 0 for ignored rows",
+       .tests = "ops_test: −inf entries vs torch; = cross_entropy after log_softmax, smoothed too",
        .cases = {
            {"log-probabilities (B, T, C), targets (B, T) with two ignored (-1)",
             [](Generator& g, DType d, const Sizes& s) {
               return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
             },
-            [](const Inputs& in) { return nll_loss(log_softmax(in[0]), in[1]); }}}});
+            [](const Inputs& in) { return nll_loss(log_softmax(in[0]), in[1]); }},
+           {"log-probabilities (B, T, C), targets (B, T) with two ignored (-1), label_smoothing "
+            "0.3",
+            [](Generator& g, DType d, const Sizes& s) {
+              return Inputs{param({s.B, s.T, s.C}, g, d), targets_with_ignored({s.B, s.T}, s.C, g)};
+            },
+            [](const Inputs& in) { return nll_loss(log_softmax(in[0]), in[1], -1, 0.3); }}}});
 }
 
-// The pick of log-probabilities at the targets, with cross_entropy's ignore_index and mean.
+// The pick of log-probabilities at the targets, with cross_entropy's ignore_index and mean:
+//   L = −mean_i [(1 − ε) x_i[t_i] + ε mean_c x_ic];  dx_ic = −dL ((1 − ε)[c = t_i] + ε/V) / N.
 // Written as a sum of picked entries, never as a product with a one-hot: -inf * 0 would be NaN
-// wherever a log-probability is -inf (a masked class), although nothing picks it.
-Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index) {
+// wherever a log-probability is -inf (a masked class), although nothing picks it. Smoothing
+// (ε > 0) reads every entry, so there a -inf entry makes the loss +inf, as in PyTorch's
+// cross_entropy with label_smoothing.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index,
+                double label_smoothing) {
+  check_label_smoothing("nll_loss", label_smoothing);
   const CheckedTargets c =
       checked_rows("nll_loss", log_probs, "log-probabilities", targets, ignore_index);
-  const int64_t N = c.t.numel(), V = log_probs.size(-1);
+  const int64_t N = c.t.numel(), V = log_probs.size(-1), count = c.count;
+  const double eps = label_smoothing;
   const Tensor xc = detail::contiguous_data(log_probs);
   const Tensor loss = dispatch_floating(log_probs.dtype(), "nll_loss", [&]<typename T>() {
     const T* x = xc.data<T>();
     const int64_t* t = c.t.data<int64_t>();
     double sum = 0;
-    for (int64_t i = 0; i < N; ++i)
-      if (t[i] != ignore_index) sum -= static_cast<double>(x[i * V + t[i]]);
-    return Tensor::scalar(mean_over(sum, c.count), log_probs.dtype());
+    for (int64_t i = 0; i < N; ++i) {
+      if (t[i] == ignore_index) continue;
+      double row = static_cast<double>(x[i * V + t[i]]);
+      if (eps != 0) {
+        double sum_x = 0;
+        for (int64_t j = 0; j < V; ++j) sum_x += static_cast<double>(x[i * V + j]);
+        row = (1 - eps) * row + eps * sum_x / static_cast<double>(V);
+      }
+      sum -= row;
+    }
+    return Tensor::scalar(mean_over(sum, count), log_probs.dtype());
   });
-  return record(loss, "nll_loss", {log_probs, targets},
-                [c, N, V, ignore_index](const Tensor& g, std::span<Tensor> gi) {
+  return record(loss, "nll_loss", {log_probs, targets}, {{"targets", c.t}},
+                [N, V, count, ignore_index, eps](const Tensor& g, std::span<Tensor> gi,
+                                                 const Tensor& targets) {
                   dispatch_floating(g.dtype(), "nll_loss", [&]<typename T>() {
-                    const T dpick = static_cast<T>(-mean_over(g.item(), c.count));
-                    const int64_t* t = c.t.data<int64_t>();
+                    const double dmean = -mean_over(g.item(), count);
+                    const T dpick = static_cast<T>(dmean * (1 - eps)),
+                            dall = static_cast<T>(dmean * eps / static_cast<double>(V));
+                    const int64_t* t = targets.data<int64_t>();
                     T* dx = gi[0].data<T>();
-                    for (int64_t i = 0; i < N; ++i)
-                      if (t[i] != ignore_index) dx[i * V + t[i]] += dpick;
+                    for (int64_t i = 0; i < N; ++i) {
+                      if (t[i] == ignore_index) continue;
+                      if (eps != 0)
+                        for (int64_t j = 0; j < V; ++j) dx[i * V + j] += dall;
+                      dx[i * V + t[i]] += dpick;
+                    }
                   });
                 });
 }
@@ -734,10 +791,10 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
 // ----- linear_cross_entropy -----
 static void register_linear_cross_entropy(OpRegistry& r) {
   r.add({.name = "linear_cross_entropy",
-         .forward = "`cross_entropy(x @ Wᵀ, t)`: the lm_head and its loss, logits kept once",
-         .vjp =
-             "`dlogits = dL(softmax − onehot)/N` written over the logits, then `dx = dlogits @ W`, "
-             "`dW = dlogitsᵀ @ x`",
+         .forward = "`cross_entropy(x @ Wᵀ, t, ignore_index, ε)`: the lm_head and its loss, "
+                    "logits kept once",
+         .vjp = "`dlogits = dL(softmax − q)/N` written over the logits, then `dx = dlogits @ W`, "
+                "`dW = dlogitsᵀ @ x`",
          .kernel = "kernels/matmul, kernels/cross_entropy",
          .tests = "ops_test: vs linear + cross_entropy; twice with retain_graph; ignore_index",
          .cases = {{"x (B, T, C), weight (7, C), targets (B, T)",
@@ -751,7 +808,16 @@ static void register_linear_cross_entropy(OpRegistry& r) {
                       return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d),
                                     targets_with_ignored({s.B, s.T}, 7, g)};
                     },
-                    [](const Inputs& in) { return linear_cross_entropy(in[0], in[1], in[2]); }}}});
+                    [](const Inputs& in) { return linear_cross_entropy(in[0], in[1], in[2]); }},
+                   {"x (B, T, C), weight (7, C), targets (B, T) with two ignored (-1), "
+                    "label_smoothing 0.3",
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param({s.B, s.T, s.C}, g, d), param({7, s.C}, g, d),
+                                    targets_with_ignored({s.B, s.T}, 7, g)};
+                    },
+                    [](const Inputs& in) {
+                      return linear_cross_entropy(in[0], in[1], in[2], -1, 0.3);
+                    }}}});
 }
 
 // The language-model head and its loss as one op. cross_entropy(linear(x, W), t) would keep the
@@ -760,7 +826,8 @@ static void register_linear_cross_entropy(OpRegistry& r) {
 // are computed into one buffer, which the backward overwrites with their gradient (the kernel
 // reads each logit before writing it) and then feeds to the two products.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
-                            int64_t ignore_index) {
+                            int64_t ignore_index, double label_smoothing) {
+  check_label_smoothing("linear_cross_entropy", label_smoothing);
   detail::check_floating_pair("linear_cross_entropy", x, weight);
   if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1))
     throw std::invalid_argument(
@@ -770,7 +837,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   const Shape leading(x.shape().begin(), x.shape().end() - 1);
   const CheckedTargets c = checked_targets("linear_cross_entropy", targets, leading, V,
                                            ignore_index, "x " + shape_str(x.shape()));
-  const int64_t N = c.t.numel();
+  const int64_t N = c.t.numel(), count = c.count;
   const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
   Tensor logits = Tensor::empty({N, V}, x.dtype()), lse = Tensor::empty({N}, x.dtype());
   auto compute_logits = [N, C, V](const Tensor& out, const Tensor& xs, const Tensor& ws) {
@@ -781,21 +848,26 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   };
   compute_logits(logits, xc, wc);
   const Tensor loss = dispatch_floating(x.dtype(), "linear_cross_entropy", [&]<typename T>() {
-    return mean_cross_entropy<T>(logits.data<T>(), c, lse, V, ignore_index, x.dtype());
+    return mean_cross_entropy<T>(logits.data<T>(), c, lse, V, ignore_index, label_smoothing,
+                                 x.dtype());
   });
+  // x and W are both saved whatever needs a gradient: a second backward through a retained graph
+  // recomputes the logits from them. The logits buffer is the op's own (captured, not saved).
   return record(
       loss, "linear_cross_entropy", {x, weight, targets},
-      [c, N, V, C, ignore_index, xc = xc.detach(), wc = wc.detach(), logits, lse, compute_logits,
-       logits_intact = true](const Tensor& g, std::span<Tensor> gi) mutable {
+      {{"x", xc}, {"weight", wc}, {"targets", c.t}},
+      [N, V, C, count, ignore_index, label_smoothing, logits, lse, compute_logits,
+       logits_intact = true](const Tensor& g, std::span<Tensor> gi, const Tensor& xc,
+                             const Tensor& wc, const Tensor& t) mutable {
         // A second backward through a retained graph finds the buffer holding the gradient: redo
         // it.
         if (!logits_intact) compute_logits(logits, xc, wc);
         logits_intact = false;
         dispatch_floating(g.dtype(), "linear_cross_entropy", [&]<typename T>() {
           T* dlogits = logits.data<T>();  // the logits, turned into their gradient in place
-          kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), c.t.data<int64_t>(),
-                                             per_row_gradient(g, c).data<T>(), N, V, ignore_index,
-                                             false);
+          kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), t.data<int64_t>(),
+                                             per_row_gradient(g, N, count).data<T>(), N, V,
+                                             ignore_index, false, static_cast<T>(label_smoothing));
           if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
             kernels::matmul<T>(gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false, false, true);
           if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the

@@ -160,6 +160,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) { return Tensor(make_impl(
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   Tensor t = empty(shape, dtype);
   t.fill_(value);
+  t.impl_->storage->version = 0;  // filling a new tensor creates it: version 0, as documented
   return t;
 }
 
@@ -197,6 +198,7 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
 Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double std) {
   Tensor t = empty(shape, dtype);
   t.normal_(gen, std);
+  t.impl_->storage->version = 0;  // a new tensor: version 0
   return t;
 }
 
@@ -208,6 +210,7 @@ Tensor& Tensor::normal_(Generator& gen, double std) {
     T* p = data<T>();
     for (int64_t i = 0; i < numel(); ++i) p[i] = static_cast<T>(std * gen.normal());
   });
+  bump_version();
   return *this;
 }
 
@@ -308,6 +311,7 @@ Tensor& Tensor::copy_from(const Tensor& src) {
                                 shape_str(src.shape()) + " does not match destination " +
                                 dtype_name(dtype()) + " " + shape_str(shape()));
   detail::copy_into(*this, src);
+  bump_version();
   return *this;
 }
 
@@ -317,12 +321,24 @@ Tensor& Tensor::fill_(double value) {
   if (dtype() == DType::i64) {
     int64_t* p = data<int64_t>();
     for (int64_t i = 0; i < numel(); ++i) p[i] = static_cast<int64_t>(value);
+    bump_version();
     return *this;
   }
   dispatch_floating(dtype(), "fill_", [&]<typename T>() {
     kernels::fill<T>(data<T>(), static_cast<T>(value), numel());
   });
+  bump_version();
   return *this;
+}
+
+uint64_t Tensor::version() const {
+  check_defined("version");
+  return impl_->storage ? impl_->storage->version.load(std::memory_order_relaxed) : 0;
+}
+
+void Tensor::bump_version() const {
+  check_defined("bump_version");
+  if (impl_->storage) impl_->storage->version.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Tensor::allocate_in(const Tensor& buffer, int64_t offset) {
@@ -405,6 +421,7 @@ void Tensor::zero_grad() const {
   Tensor g(impl_->grad);
   dispatch_floating(g.dtype(), "zero_grad",
                     [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
+  g.bump_version();
 }
 
 void Tensor::set_grad(const Tensor& grad) const {

@@ -97,7 +97,9 @@ class Tensor {
 
   // ----- data access -----
   /// Pointer to the first element (storage + offset). Throws std::invalid_argument if T does
-  /// not match dtype(). For a non-contiguous view, index with strides().
+  /// not match dtype(). For a non-contiguous view, index with strides(). A write through it is
+  /// not seen by version(): after changing a tensor that a graph may have saved, call
+  /// bump_version() (as torch's data_ptr() writes need torch.autograd.graph.increment_version).
   template <typename T>
   T* data() const;
   /// The value of a one-element tensor, converted to double.
@@ -110,9 +112,22 @@ class Tensor {
   std::vector<int64_t> to_ids() const;
   /// The first element's address as raw bytes (storage + offset), whatever the dtype: for byte
   /// I/O such as safetensors. A view's later elements lie at strides() × dtype_size(dtype()).
+  /// Writes through it are not counted either (see data()).
   char* bytes() const;
 
   // ----- in-place writes (never recorded in the graph, as torch's under no_grad) -----
+  // Each bumps version(), so that backward() refuses a graph that saved the old values
+  // (engine.h, SavedTensor) instead of computing a silently wrong gradient.
+
+  /// The version of this tensor's storage: 0 when created, bumped by every in-place change
+  /// (copy_from, fill_, normal_, zero_grad of a gradient, backward adding into a gradient, an
+  /// optimizer step, bump_version()). Shared by all views of one storage, so parameters in one
+  /// arena share one counter. torch's Tensor._version. 0 for a tensor without storage yet.
+  uint64_t version() const;
+  /// Counts an in-place change made through data() or bytes(): the graphs that saved this
+  /// tensor (any view of its storage) then refuse to backpropagate through the old values.
+  /// torch.autograd.graph.increment_version. A no-op on a tensor without storage.
+  void bump_version() const;
   /// Copies src's values into this tensor: same shape and dtype, any strides on either side.
   /// Throws std::invalid_argument naming both shapes/dtypes on a mismatch.
   Tensor& copy_from(const Tensor& src);

@@ -200,6 +200,10 @@ void LayerKVCache::append(const Tensor& k_new, const Tensor& v_new) {
     write.template operator()<E>(k_new, k_buffer_);
     write.template operator()<E>(v_new, v_buffer_);
   });
+  // Written through data(): counted, so that a graph that saved keys() or values() (views of
+  // these buffers) refuses to backpropagate through the rows changed since.
+  k_buffer_.bump_version();
+  v_buffer_.bump_version();
   length_ += T;
 }
 

@@ -110,7 +110,8 @@ struct LayerKVCache {
   /// Writes k_new and v_new (B, NH, T, HS), any strides, at positions length() ..
   /// length() + T - 1 and advances length() by T. Throws std::invalid_argument when their shape
   /// or dtype does not match the buffers', std::length_error when length() + T > capacity()
-  /// (nothing is written then), std::logic_error before reserve().
+  /// (nothing is written then), std::logic_error before reserve(). Bumps the buffers' version
+  /// (Tensor::version()), as any in-place change.
   void append(const Tensor& k_new, const Tensor& v_new);
   /// Views (B, NH, length(), HS) of the cached keys and values (undefined before reserve()).
   Tensor keys() const;

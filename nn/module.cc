@@ -134,6 +134,7 @@ void ParameterArena::zero_grad() {
   dispatch_floating(grads_.dtype(), "zero_grad", [&]<typename T>() {
     kernels::fill<T>(grads_.data<T>(), T(0), grads_.numel());
   });
+  grads_.bump_version();
 }
 
 double ParameterArena::grad_norm() const {
@@ -163,6 +164,7 @@ double ParameterArena::clip_grad_norm(double max_norm) {
       kernels::binary_scalar_right<T>(kernels::BinaryOp::mul, g, g, static_cast<T>(scale),
                                       grads_.numel());
     });
+    grads_.bump_version();
   }
   return norm;
 }

@@ -100,7 +100,8 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr, double d
 
 void Optimizer::zero_grad() {
   dispatch_floating(dtype_, "zero_grad", [&]<typename T>() {
-    for_each_range<T>([](const Range& r, T*, T* g) { kernels::fill<T>(g, T(0), r.n); });
+    for_each_range<T>(Writes::grads,
+                      [](const Range& r, T*, T* g) { kernels::fill<T>(g, T(0), r.n); });
   });
 }
 
@@ -122,7 +123,7 @@ void SGD::step() {
   dispatch_floating(dtype_, "SGD", [&]<typename T>() {
     T* buffers = momentum_buffer_.defined() ? momentum_buffer_.data<T>() : nullptr;
     const T momentum = static_cast<T>(options_.momentum);
-    for_each_range<T>([&](const Range& r, T* p, const T* grad) {
+    for_each_range<T>(Writes::params, [&](const Range& r, T* p, const T* grad) {
       const T lr = static_cast<T>(groups_[r.group].lr),
               wd = static_cast<T>(groups_[r.group].weight_decay);
       for (int64_t i = 0; i < r.n; ++i) {
@@ -167,7 +168,7 @@ void AdamW::update(double grad_scale) {
   dispatch_floating(dtype_, "AdamW", [&]<typename T>() {
     T* m = m_.data<T>();
     T* v = v_.data<T>();
-    for_each_range<T>([&](const Range& r, T* p, const T* g) {
+    for_each_range<T>(Writes::params, [&](const Range& r, T* p, const T* g) {
       const GroupOptions& group = groups_[r.group];
       const kernels::AdamWStep s{.lr = group.lr,
                                  .beta1 = o.beta1,

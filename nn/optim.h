@@ -8,6 +8,12 @@
 // hot path: GPT::param_groups() gives two groups, the decayed weights and the rest, each one
 // range of the model's arena, so the moments are in arena order (what checkpoints store) and a
 // step allocates nothing. Any other tensors are updated one range each.
+//
+// A step changes the parameters in place, and zero_grad the gradients: each bumps their version
+// (Tensor::version()), as torch's in-place updates under no_grad do. After backward() that is
+// the training loop (the next forward saves the new versions); a graph recorded before a step
+// and backpropagated after it is refused by backward() (engine.h), since its gradient would mix
+// old activations with new weights.
 #pragma once
 
 #include <cstdint>
@@ -73,12 +79,19 @@ class Optimizer {
     size_t group = 0;
   };
   // Calls f(range, param, grad) in T = the parameters' type for each range whose gradient
-  // exists (a tensor that backward never reached is skipped, as torch skips grad None).
+  // exists (a tensor that backward never reached is skipped, as torch skips grad None). f writes
+  // through one of the pointers: `writes` says which, and that tensor's version is bumped (for an
+  // arena range, the one counter of the arena), so that a graph recorded before a step (a
+  // forward, then step(), then backward: the old weights' gradient) is refused by backward()
+  // instead of silently differentiating the new weights. One integer per range.
+  enum class Writes { params, grads };
   template <typename T, typename F>
-  void for_each_range(F&& f) const {
+  void for_each_range(Writes writes, F&& f) const {
     for (const Range& r : ranges_) {
       const Tensor g = r.first.grad();
-      if (g.defined()) f(r, r.first.data<T>(), g.data<T>());  // both T*: zero_grad writes g
+      if (!g.defined()) continue;
+      f(r, r.first.data<T>(), g.data<T>());  // both T*: zero_grad writes g
+      (writes == Writes::params ? r.first : g).bump_version();
     }
   }
 

@@ -5,6 +5,7 @@
 // (autograd/CMakeLists.txt), and tests/layering checks that nn/ cannot include it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,10 @@ struct Storage {
   Storage& operator=(const Storage&) = delete;
   void* data = nullptr;
   size_t bytes = 0;
+  // Bumped by every in-place change of the data (Tensor::version()): shared by all views, as
+  // PyTorch's version counter is shared by a tensor and its views. Atomic (relaxed) because
+  // threads may write disjoint views of one storage at once; a bump is one uncontended add.
+  std::atomic<uint64_t> version{0};
 };
 
 /// The shared state behind a Tensor handle. Users go through Tensor; ops and the engine read

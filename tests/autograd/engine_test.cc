@@ -8,6 +8,7 @@
 #include "tests/test_util.h"
 
 using namespace attograd;
+using attograd::testing::allclose;
 using attograd::testing::expect_throw_with;
 
 // Known input 1: leaf w = 2, constant x = 3, h = w x, L = h²  =>  dL/dw = 2 h x = 36.
@@ -153,4 +154,139 @@ BOOST_AUTO_TEST_CASE(retain_grad_keeps_a_non_leaf_gradient_as_torch) {
   expect_throw_with<std::logic_error>([] { Tensor::ones({2}).retain_grad(); },
                                       "retain_grad: the tensor does not require grad");
   expect_throw_with<std::logic_error>([&] { u.requires_grad_(false); }, "only leaf");
+}
+
+// ----- version counters: a tensor saved for backward and changed in place (PyTorch #37573) -----
+
+// y = w x with w = 2, x = 3 (x requires grad): mul saved w for dx = dy w. w.fill_(5) before
+// backward would give x.grad = 5, not 2: backward refuses, naming the op and the tensor, and
+// has touched no gradient. The same product recorded after the change is fine (x.grad = 5).
+BOOST_AUTO_TEST_CASE(changing_a_saved_input_in_place_is_refused_by_backward) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor w = Tensor::scalar(2, dt);
+    Tensor x = Tensor::scalar(3, dt).set_requires_grad();
+    Tensor y = mul(w, x);
+    w.fill_(5);
+    expect_throw_with<std::logic_error>([&] { y.backward(); },
+                                        "backward: 'mul' saved its tensor 'a' () " +
+                                            std::string(dtype_name(dt)) +
+                                            " for the gradient at version 0, and it was changed "
+                                            "in place since (version 1 now");
+    expect_throw_with<std::logic_error>([&] { y.backward(); },
+                                        "clone() the tensor before changing it, or change it "
+                                        "after backward()");
+    BOOST_TEST(!x.grad().defined());  // refused before any VJP ran
+    mul(w, x).backward();
+    BOOST_TEST(x.grad().item() == 5.0);
+  }
+}
+
+// The check runs over the whole graph before the first VJP: a graph whose last op is fine but
+// whose first saved tensor changed leaves every gradient as it was (here w.grad stays 1).
+BOOST_AUTO_TEST_CASE(a_refused_backward_adds_to_no_gradient) {
+  Tensor w = Tensor::scalar(1, DType::f64).set_requires_grad();
+  Tensor x = Tensor::scalar(3, DType::f64).set_requires_grad();
+  Tensor c = Tensor::scalar(4, DType::f64);
+  w.backward();                  // w.grad = 1
+  Tensor L = add(mul(c, x), w);  // add runs first in backward and saves nothing
+  c.copy_from(Tensor::scalar(7, DType::f64));
+  expect_throw_with<std::logic_error>([&] { L.backward(); }, "'mul' saved its tensor 'a'");
+  BOOST_TEST(w.grad().item() == 1.0);
+  BOOST_TEST(!x.grad().defined());
+}
+
+// e = exp(x) is saved by exp for dx = dy e: filling e before backward would give dx = 5.
+BOOST_AUTO_TEST_CASE(changing_a_saved_output_in_place_is_refused) {
+  Tensor x = Tensor::from_vector({0.5, -1}, {2}, DType::f64).set_requires_grad();
+  Tensor e = exp(x);
+  Tensor L = sum(e);
+  e.fill_(5);
+  expect_throw_with<std::logic_error>([&] { L.backward(); },
+                                      "backward: 'exp' saved its tensor 'output' (2,) f64");
+  // Through a view of the same storage too: versions belong to the storage, as in torch.
+  Tensor s = softmax(reshape(x, {1, 2}));
+  Tensor L2 = sum(mul(s, Tensor::from_vector({1, 2}, {1, 2}, DType::f64)));
+  transpose(s, 0, 1).detach().fill_(0);
+  expect_throw_with<std::logic_error>([&] { L2.backward(); },
+                                      "'softmax' saved its tensor 'output'");
+}
+
+// What is legitimate: changing a tensor after backward; changing one that no VJP reads (add
+// saves nothing, exp keeps its output and not its input, mul keeps w only when x needs a
+// gradient); a graph recorded under no_grad (it saves nothing). Each gives the gradient of the
+// values the forward saw.
+BOOST_AUTO_TEST_CASE(changes_that_no_backward_reads_are_allowed) {
+  Tensor w = Tensor::scalar(2, DType::f64);
+  Tensor x = Tensor::scalar(3, DType::f64).set_requires_grad();
+  Tensor y = mul(w, x);
+  y.backward();
+  w.fill_(5);  // after backward: the graph is gone
+  BOOST_TEST(x.grad().item() == 2.0);
+
+  x.zero_grad();
+  Tensor a = Tensor::scalar(10, DType::f64);
+  Tensor z = add(a, x);
+  a.fill_(-1);  // add's VJP reads nothing
+  z.backward();
+  BOOST_TEST(x.grad().item() == 1.0);
+
+  Tensor v = Tensor::from_vector({0.5, -1}, {2}, DType::f64).set_requires_grad();
+  Tensor e = exp(v);
+  v.detach().fill_(7);  // exp's VJP reads its output, not its input
+  sum(e).backward();
+  BOOST_TEST(allclose(v.grad().to_vector(), {std::exp(0.5), std::exp(-1.0)}, 1e-15, 1e-15));
+
+  // w requires grad, x does not: mul keeps x (for dw) and not w, so changing w is fine.
+  Tensor w2 = Tensor::scalar(2, DType::f64).set_requires_grad();
+  Tensor x2 = Tensor::scalar(3, DType::f64);
+  Tensor y2 = mul(w2, x2);
+  w2.detach().fill_(100);
+  y2.backward();
+  BOOST_TEST(w2.grad().item() == 3.0);
+
+  Tensor r;
+  {
+    NoGradGuard no_grad;
+    r = mul(w, x);
+  }
+  w.fill_(6);
+  BOOST_TEST(!r.requires_grad());
+  BOOST_TEST(r.item() == 15.0);
+}
+
+// no_grad turns recording off, not counting: a change made under it still bumps the version, so
+// the graph recorded before is refused (torch does the same).
+BOOST_AUTO_TEST_CASE(a_change_under_no_grad_is_still_counted) {
+  Tensor w = Tensor::scalar(2, DType::f64);
+  Tensor x = Tensor::scalar(3, DType::f64).set_requires_grad();
+  Tensor y = mul(w, x);
+  {
+    NoGradGuard no_grad;
+    w.fill_(5);
+  }
+  expect_throw_with<std::logic_error>([&] { y.backward(); }, "'mul' saved its tensor 'a'");
+}
+
+// A retained graph is checked again at each backward: fine twice, refused after a change.
+BOOST_AUTO_TEST_CASE(a_retained_graph_is_checked_at_every_backward) {
+  Tensor w = Tensor::scalar(2, DType::f64);
+  Tensor x = Tensor::scalar(3, DType::f64).set_requires_grad();
+  Tensor y = mul(w, x);
+  y.backward(Tensor(), /*retain_graph=*/true);
+  y.backward(Tensor(), true);
+  BOOST_TEST(x.grad().item() == 4.0);
+  w.fill_(5);
+  expect_throw_with<std::logic_error>([&] { y.backward(Tensor(), true); }, "version 1 now");
+  BOOST_TEST(x.grad().item() == 4.0);
+}
+
+// A write through data() is not seen until bump_version() says so (torch's data_ptr() and
+// torch.autograd.graph.increment_version).
+BOOST_AUTO_TEST_CASE(writes_through_data_count_after_bump_version) {
+  Tensor w = Tensor::scalar(2, DType::f64);
+  Tensor x = Tensor::scalar(3, DType::f64).set_requires_grad();
+  Tensor y = mul(w, x);
+  w.data<double>()[0] = 5;
+  w.bump_version();
+  expect_throw_with<std::logic_error>([&] { y.backward(); }, "'mul' saved its tensor 'a'");
 }

@@ -22,12 +22,14 @@ Tensor cube_with_vjp(const Tensor& x, double factor) {
     NoGradGuard no_grad;
     y = pow(x, 3);
   }
-  return record(y, "cube", {x}, [x = x.detach(), factor](const Tensor& g, std::span<Tensor> gi) {
-    const double* xv = x.data<double>();
-    const double* gv = g.data<double>();
-    double* dx = gi[0].data<double>();
-    for (int64_t i = 0; i < x.numel(); ++i) dx[i] += factor * 3 * xv[i] * xv[i] * gv[i];
-  });
+  return record(y, "cube", {x}, {{"x", x}},
+                [factor](const Tensor& g, std::span<Tensor> gi, const Tensor& x) {
+                  const double* xv = x.data<double>();
+                  const double* gv = g.data<double>();
+                  double* dx = gi[0].data<double>();
+                  for (int64_t i = 0; i < x.numel(); ++i)
+                    dx[i] += factor * 3 * xv[i] * xv[i] * gv[i];
+                });
 }
 
 }  // namespace

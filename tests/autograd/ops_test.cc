@@ -607,3 +607,164 @@ BOOST_AUTO_TEST_CASE(gather_and_take_along_dim_match_torch) {
       },
       "expected an i64 index, got f32");
 }
+
+// PyTorch's label_smoothing (F.cross_entropy(x, t, ignore_index=2, label_smoothing=0.1), values
+// from torch 1.13 in f64): each row's loss is (1 − ε)(−log p_t) + ε mean_c(−log p_c), the mean
+// over the two rows not ignored. The three losses agree: cross_entropy, the fused head with an
+// identity weight, and nll_loss of log_softmax.
+BOOST_AUTO_TEST_CASE(label_smoothing_matches_torch) {
+  const std::vector<double> logits = {1, 2,  3, 4, 0.5, 0,   0,   0,    0,   0,
+                                      2, -1, 0, 1, 3,   0.3, 0.2, -0.1, 0.9, -2};
+  const Tensor targets = Tensor::from_ids({2, 2, 0, 4}, {4});
+  struct Case {
+    int64_t ignore_index;
+    double eps, loss;
+    std::vector<double> grad;
+  };
+  const Case cases[] = {
+      {2,
+       0.1,
+       2.5847219444526495,
+       {0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        -0.342939171374,
+        -0.00417188452198,
+        0.00584246039806,
+        0.0330642722181,
+        0.308204323279,
+        0.101172005993,
+        0.0905925908604,
+        0.064520824175,
+        0.192568602197,
+        -0.448854023225}},
+      // ε = 1: the target no longer matters, only the mean of −log p over the classes.
+      {2,
+       1.0,
+       2.1977219444526495,
+       {0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0.0170608286264,
+        -0.094171884522,
+        -0.0841575396019,
+        -0.0569357277819,
+        0.218204323279,
+        0.0111720059928,
+        0.000592590860411,
+        -0.025479175825,
+        0.102568602197,
+        -0.0888540232248}},
+      // No row ignored (ignore_index -100, torch's default), ε = 0.25: the uniform row gets
+      // exactly p − q = 0.2 − (0.75 [c = 2] + 0.05), over 4 rows.
+      {-100,
+       0.25,
+       2.0835823490764533,
+       {-0.00463821780665,
+        0.00887053967549,
+        -0.141908850336,
+        0.145408116527,
+        -0.00773158805975,
+        0.0375,
+        0.0375,
+        -0.15,
+        0.0375,
+        0.0375,
+        -0.141469585687,
+        -0.00958594226099,
+        -0.00457876980097,
+        0.00903213610907,
+        0.14660216164,
+        0.0430860029964,
+        0.0377962954302,
+        0.0247604120875,
+        0.0887843010983,
+        -0.194427011612}}};
+  const Tensor eye5 = [] {
+    std::vector<double> e(25, 0.0);
+    for (int i = 0; i < 5; ++i) e[i * 6] = 1;
+    return Tensor::from_vector(e, {5, 5}, DType::f64);
+  }();
+  for (const Case& c : cases) {
+    for (DType dt : kBoth) {
+      for (const int op : {0, 1, 2}) {
+        BOOST_TEST_CONTEXT(dtype_name(dt) << " eps " << c.eps << " op " << op) {
+          Tensor x = Tensor::from_vector(logits, {4, 5}, dt).set_requires_grad();
+          const Tensor w = Tensor::from_vector(eye5.to_vector(), {5, 5}, dt);
+          const Tensor loss = op == 0   ? cross_entropy(x, targets, c.ignore_index, c.eps)
+                              : op == 1 ? linear_cross_entropy(x, w, targets, c.ignore_index, c.eps)
+                                        : nll_loss(log_softmax(x), targets, c.ignore_index, c.eps);
+          BOOST_TEST(std::abs(loss.item() - c.loss) < (dt == DType::f32 ? 1e-6 : 1e-14));
+          loss.backward();
+          // The reference gradients are printed to 12 significant digits.
+          BOOST_TEST(allclose(x.grad().to_vector(), c.grad, dt == DType::f32 ? 1e-6 : 1e-11, 0));
+        }
+      }
+    }
+  }
+  // ε = 0 is the plain loss, bit for bit.
+  const Tensor x = Tensor::from_vector(logits, {4, 5}, DType::f64);
+  BOOST_TEST(cross_entropy(x, targets, 2, 0.0).item() == cross_entropy(x, targets, 2).item());
+}
+
+// nll_loss smoothed on given log-probabilities, against torch's formula
+// −mean_i((1 − ε) lp_i[t_i] + ε lp_i.mean()) over the rows not ignored (torch's nll_loss has no
+// label_smoothing), ε = 0.2, rows 0 and 2: (0.8·1.2 + 0.2·3.7/3 + 1) / 2 = 1.10333…; and a −inf
+// logit, which smoothing reads: the loss becomes +inf as in torch, the gradient stays finite.
+BOOST_AUTO_TEST_CASE(label_smoothing_in_nll_loss_and_with_minus_inf) {
+  Tensor lp =
+      Tensor::from_vector({-0.5, -1.2, -2.0, -0.1, -3, -0.7, -1, -1, -1}, {3, 3}, DType::f64)
+          .set_requires_grad();
+  const Tensor loss = nll_loss(lp, Tensor::from_ids({1, -1, 2}, {3}), -1, 0.2);
+  BOOST_TEST(std::abs(loss.item() - 1.1033333333333333) < 1e-15);
+  loss.backward();
+  const double a = -0.2 / 3 / 2, b = -0.8 / 2 + a;  // ε/V and (1 − ε) + ε/V, over N = 2
+  BOOST_TEST(allclose(lp.grad().to_vector(), {a, b, a, 0, 0, 0, a, a, b}, 1e-16, 0));
+
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({0, -inf, 1}, {1, 3}, dt).set_requires_grad();
+      const Tensor l = cross_entropy(x, Tensor::from_ids({0}, {1}), -1, 0.1);
+      BOOST_TEST(l.item() == inf);
+      l.backward();
+      BOOST_TEST(allclose(x.grad().to_vector(), {-0.664391911963, -0.0333333333333, 0.697725245297},
+                          1e-6, 0));
+    }
+  }
+}
+
+// ε outside [0, 1] (or NaN) is refused by each of the three losses, naming it and the range.
+BOOST_AUTO_TEST_CASE(label_smoothing_outside_zero_one_is_refused) {
+  const Tensor x = Tensor::zeros({2, 3}), w = Tensor::zeros({3, 3});
+  const Tensor t = Tensor::from_ids({0, 1}, {2});
+  for (const double eps : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    BOOST_TEST_CONTEXT("eps " << eps) {
+      expect_throw_with<std::invalid_argument>([&] { cross_entropy(x, t, -1, eps); },
+                                               "cross_entropy: label_smoothing must be in [0, 1]");
+      expect_throw_with<std::invalid_argument>([&] { nll_loss(x, t, -1, eps); },
+                                               "nll_loss: label_smoothing must be in [0, 1]");
+      expect_throw_with<std::invalid_argument>(
+          [&] { linear_cross_entropy(x, w, t, -1, eps); },
+          "linear_cross_entropy: label_smoothing must be in [0, 1]");
+    }
+  }
+  expect_throw_with<std::invalid_argument>(
+      [&] { cross_entropy(x, t, -1, 1.5); },
+      "cross_entropy: label_smoothing must be in [0, 1], got 1.5 (the weight of the uniform "
+      "distribution mixed into the targets: 0 turns smoothing off, 0.1 is the usual choice)");
+}

@@ -151,3 +151,44 @@ BOOST_AUTO_TEST_CASE(unallocated_tensors_get_storage_once) {
       [&] { Tensor::unallocated({2}, DType::f64).allocate_in(buffer, 0); },
       "expected an allocated contiguous f64 buffer, got f32 (5,)");
 }
+
+// version(): 0 when created, +1 for each in-place change through the public API (the counter
+// backward() checks saved tensors against, engine.h), shared by every view of a storage, not by
+// a clone; a write through data() counts once bump_version() says so.
+BOOST_AUTO_TEST_CASE(every_in_place_write_bumps_the_storage_version) {
+  Tensor t = Tensor::zeros({2, 3}, DType::f64);
+  Tensor view = transpose(t, 0, 1);
+  BOOST_TEST(t.version() == 0u);
+  t.fill_(1);
+  BOOST_TEST(t.version() == 1u);
+  view.fill_(2);  // a non-contiguous view: copy_from underneath, counted once
+  BOOST_TEST(t.version() == 2u);
+  BOOST_TEST(view.version() == 2u);
+  t.copy_from(Tensor::ones({2, 3}, DType::f64));
+  BOOST_TEST(t.version() == 3u);
+  Generator gen(1);
+  t.normal_(gen);
+  BOOST_TEST(t.version() == 4u);
+  t.data<double>()[0] = 9;  // not seen...
+  BOOST_TEST(t.version() == 4u);
+  t.bump_version();  // ...until said
+  BOOST_TEST(view.version() == 5u);
+  Tensor copy = t.clone();
+  copy.fill_(0);
+  BOOST_TEST(copy.version() == 1u);
+  BOOST_TEST(t.version() == 5u);
+  Tensor ids = Tensor::from_ids({1, 2}, {2});
+  ids.fill_(0);
+  BOOST_TEST(ids.version() == 1u);
+  BOOST_TEST(Tensor::unallocated({2}).version() == 0u);
+
+  // A gradient changes in place as backward adds into it and zero_grad clears it.
+  Tensor w = Tensor::ones({2}, DType::f64).set_requires_grad();
+  sum(mul(w, w)).backward();
+  const uint64_t after_one = w.grad().version();
+  sum(mul(w, w)).backward();
+  BOOST_TEST(w.grad().version() > after_one);
+  const uint64_t before_zero = w.grad().version();
+  w.zero_grad();
+  BOOST_TEST(w.grad().version() == before_zero + 1);
+}

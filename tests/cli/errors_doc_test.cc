@@ -76,6 +76,8 @@ struct Doc {
 
 const std::vector<std::string> kRowHeader = {"bad input", "command", "message", "exit code"};
 const std::vector<std::string> kFixtureHeader = {"placeholder", "what the test writes"};
+// Rows of library calls, not commands: tests/autograd/library_errors_doc_test.cc runs them.
+const std::vector<std::string> kLibraryHeader = {"bad input", "call", "message"};
 // {name} or {name:argument}; a brace list such as {femto,pico} is not a placeholder.
 const std::regex kPlaceholder(R"(\{([a-z0-9_]+)(?::([^}]*))?\})");
 
@@ -137,11 +139,12 @@ Doc parse(const std::string& path) {
     if (header.empty()) {  // a new table
       header = cells(line);
       separator_next = true;
-      if (header != kRowHeader && header != kFixtureHeader)
+      if (header != kRowHeader && header != kFixtureHeader && header != kLibraryHeader)
         doc.problems.push_back(
             where +
-            "a table whose header is neither | bad input | command | message | exit code | "
-            "nor | placeholder | what the test writes |: its rows would not be tested");
+            "a table whose header is neither | bad input | command | message | exit code |, "
+            "| placeholder | what the test writes | nor | bad input | call | message |: its rows "
+            "would not be tested");
       continue;
     }
     if (separator_next) {

@@ -114,6 +114,62 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_known_values, T, Types) {
   });
 }
 
+// Label smoothing against the reference, every target, eps 0.1 and 1, accumulating and in place:
+// loss_i gains eps (x_t - mean_j x_j) and the gradient aims at (1 - eps) onehot + eps / V.
+BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_label_smoothing_matches_reference, T, Types) {
+  std::mt19937_64 rng(64);
+  for_each_target([&] {
+    for (const int64_t V : kSizes) {
+      for (const T eps : {T(0.1), T(1)}) {
+        const int64_t N = 3;
+        const auto what = describe("V=", V, " eps=", eps);
+        const Buffer<T> logits = uniform<T>(N * V, 1, rng, -10, 10);
+        std::vector<int64_t> targets = random_targets(N, V, rng);
+        targets[1] = kIgnore;
+        Buffer<T> losses(N, 1), lse(N, 1), losses_ref(N, 1), lse_ref(N, 1);
+        k::cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V,
+                                 kIgnore, eps);
+        ref::cross_entropy_forward(losses_ref.data(), lse_ref.data(), logits.data(), targets.data(),
+                                   N, V, kIgnore, eps);
+        BOOST_TEST(allclose(losses, losses_ref, kRtol<T> * 10, kRtol<T>), what + " losses");
+        BOOST_TEST(losses[1] == T(0));
+        const Buffer<T> dloss = uniform<T>(N, 1, rng, 0, 1);
+        Buffer<T> dlogits = uniform<T>(N * V, 1, rng);
+        Buffer<T> dlogits_ref = dlogits;
+        k::cross_entropy_backward(dlogits.data(), logits.data(), lse_ref.data(), targets.data(),
+                                  dloss.data(), N, V, kIgnore, true, eps);
+        ref::cross_entropy_backward(dlogits_ref.data(), logits.data(), lse_ref.data(),
+                                    targets.data(), dloss.data(), N, V, kIgnore, true, eps);
+        BOOST_TEST(allclose(dlogits, dlogits_ref, kRtol<T>, kRtol<T>), what + " dlogits");
+        Buffer<T> in_place = logits, in_place_ref = logits;
+        k::cross_entropy_backward(in_place.data(), in_place.data(), lse_ref.data(), targets.data(),
+                                  dloss.data(), N, V, kIgnore, false, eps);
+        ref::cross_entropy_backward(in_place_ref.data(), in_place_ref.data(), lse_ref.data(),
+                                    targets.data(), dloss.data(), N, V, kIgnore, false, eps);
+        BOOST_TEST(allclose(in_place, in_place_ref, kRtol<T>, kRtol<T>), what + " in place");
+      }
+    }
+  });
+}
+
+// Known smoothed values by hand: four equal logits, target 0, eps 0.2: p = 1/4 everywhere, so
+// the loss is log 4 whatever eps, and the gradient is p - q = 1/4 - (0.8 + 0.05) = -0.6 at the
+// target and 1/4 - 0.05 = 0.2 elsewhere; it sums to 0, as p and q both sum to 1.
+BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_label_smoothing_known_values, T, Types) {
+  for_each_target([&] {
+    const std::vector<T> x = {3, 3, 3, 3};
+    const int64_t target = 0;
+    const T one = 1, eps = T(0.2);
+    T loss = 0, lse = 0;
+    k::cross_entropy_forward(&loss, &lse, x.data(), &target, 1, 4, kIgnore, eps);
+    BOOST_TEST(allclose(loss, T(std::log(4.0)), 0, kRtol<T>), "loss = " << loss);
+    std::vector<T> dx(4, T(0));
+    k::cross_entropy_backward(dx.data(), x.data(), &lse, &target, &one, 1, 4, kIgnore, true, eps);
+    BOOST_TEST(allclose(dx[0], T(-0.6), 0, kRtol<T> * 4), "dx[0] = " << dx[0]);
+    for (int j = 1; j < 4; ++j) BOOST_TEST(allclose(dx[j], T(0.2), 0, kRtol<T> * 4));
+  });
+}
+
 // An ignored row is never read: loss and lse 0, and its gradient exactly 0 (overwriting) or
 // untouched (accumulating), even with infinite and NaN logits. ignore_index may be a real class
 // (PyTorch allows it): here 2 is ignored while row 0 keeps its target 1.

@@ -32,6 +32,25 @@ BOOST_AUTO_TEST_CASE(linear_is_x_w_transpose_plus_b) {
       "expected input (..., 2), got (2, 3)");
 }
 
+// Loading new weights into a Linear (copy_from) between its forward and the backward would give
+// dx from the new weights: backward() refuses, naming linear's 'weight'. After backward the same
+// copy is fine, and the next forward uses the new weights: dx = sum over outputs of W's rows.
+BOOST_AUTO_TEST_CASE(copying_into_a_linear_weight_before_backward_is_refused) {
+  Generator gen(0);
+  Linear lin(2, 3, true, gen, DType::f64);
+  const Tensor x = Tensor::from_vector({1, 2}, {1, 2}, DType::f64).set_requires_grad();
+  const Tensor new_weight = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}, DType::f64);
+  const Tensor loss = sum(lin.forward(x));
+  lin.weight.copy_from(new_weight);
+  expect_throw_with<std::logic_error>([&] { loss.backward(); },
+                                      "backward: 'linear' saved its tensor 'weight' (3, 2) f64");
+  BOOST_TEST(!x.grad().defined());
+  sum(lin.forward(x)).backward();
+  BOOST_TEST(allclose(x.grad().to_vector(), {1 + 3 + 5, 2 + 4 + 6}, 0, 0));
+  lin.weight.copy_from(Tensor::zeros({3, 2}, DType::f64));  // after backward: legitimate
+  BOOST_TEST(allclose(x.grad().to_vector(), {9, 12}, 0, 0));
+}
+
 BOOST_AUTO_TEST_CASE(gpt2_init_statistics) {
   Generator gen(3);
   Linear lin(256, 256, true, gen, DType::f64);
@@ -204,6 +223,22 @@ BOOST_AUTO_TEST_CASE(kv_cache_writes_in_place_and_matches_the_full_forward) {
     attn.forward(x, &cache);
     BOOST_TEST(cache.keys().data<double>() == k_data);
   }
+}
+
+// An append writes the cache's buffers in place: a graph that saved a view of them (keys() in a
+// recorded product) refuses to backpropagate through the changed rows.
+BOOST_AUTO_TEST_CASE(a_kv_cache_append_is_counted_as_an_in_place_change) {
+  LayerKVCache cache;
+  cache.reserve(1, 1, 4, 2, DType::f64);
+  const Tensor kv = Tensor::from_vector({1, 2}, {1, 1, 1, 2}, DType::f64);
+  cache.append(kv, kv);
+  const uint64_t before = cache.keys().version();
+  const Tensor q = Tensor::from_vector({3, 4}, {1, 1, 1, 2}, DType::f64).set_requires_grad();
+  const Tensor score = sum(mul(q, cache.keys()));  // saves keys() for dq
+  cache.append(kv, kv);
+  BOOST_TEST(cache.keys().version() == before + 1);
+  expect_throw_with<std::logic_error>([&] { score.backward(); },
+                                      "'mul' saved its tensor 'b' (1, 1, 1, 2) f64");
 }
 
 // docs/03-attention.md: without positions, order is invisible in two different ways. The plain

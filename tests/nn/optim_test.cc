@@ -274,3 +274,58 @@ BOOST_AUTO_TEST_CASE(cosine_schedule_values) {
   BOOST_TEST(std::isfinite(cosine_lr(5, 4, 4, max_lr, min_lr)));
   BOOST_TEST(std::abs(cosine_lr(0, 0, 10, max_lr, min_lr) - max_lr) < 1e-15);  // no warmup
 }
+
+// Optimizer steps change parameters in place, legitimately between backward() and the next
+// forward: L = (w - 3)² by SGD with lr 0.1 for 50 steps is w_k = 3 + 0.8^k (w_0 - 3), from
+// w_0 = 0, with no complaint from the version check. Gradient accumulation (two forward and
+// backward passes per step, half the loss each) gives the same iterates.
+BOOST_AUTO_TEST_CASE(optimizer_steps_between_backward_and_forward_are_legitimate) {
+  for (const int micro_batches : {1, 2}) {
+    Tensor w = Tensor::scalar(0, DType::f64).set_requires_grad();
+    SGD opt({w}, SGDOptions{.lr = 0.1});
+    for (int step = 0; step < 50; ++step) {
+      opt.zero_grad();
+      for (int micro = 0; micro < micro_batches; ++micro) {
+        const Tensor d = sub_scalar(w, 3);
+        mul_scalar(mul(d, d), 1.0 / micro_batches).backward();
+      }
+      opt.step();
+    }
+    BOOST_TEST(allclose(w.item(), 3 - 3 * std::pow(0.8, 50), 1e-12, 1e-12));
+  }
+}
+
+// The same with AdamW over a parameter arena (the trainer's layout: one storage, one version
+// counter for all parameters): 20 steps on L = sum(W x + b) run clean and move every parameter
+// by lr each step (equal-sign gradients, AdamW's normalised update), as
+// adamw_equal_gradients_move_by_lr_each_step.
+BOOST_AUTO_TEST_CASE(adamw_steps_over_an_arena_are_legitimate) {
+  ParameterArena arena;
+  WeightAndBias m;
+  arena.allocate(m);
+  AdamW opt(m.parameters(), AdamWOptions{.weight_decay = 0.0, .lr = 0.01});
+  const Tensor x = Tensor::from_vector({1, 1}, {2, 1}, DType::f64);
+  for (int step = 0; step < 20; ++step) {
+    arena.zero_grad();
+    sum(add(matmul(m.W, x), m.b)).backward();
+    opt.step();
+  }
+  BOOST_TEST(allclose(m.W.to_vector(), {1 - 0.2, -2 - 0.2}, 1e-7, 0));
+  BOOST_TEST(allclose(m.b.to_vector(), {0.5 - 0.2}, 1e-7, 0));
+}
+
+// A step between the forward and its backward changes the saved weights: the gradient would be
+// that of the new weights at the old activations. backward() refuses, naming the op (a GAN-style
+// bug; torch raises the same).
+BOOST_AUTO_TEST_CASE(a_step_between_forward_and_backward_is_refused) {
+  ParameterArena arena;
+  WeightAndBias m;
+  arena.allocate(m);
+  AdamW opt(m.parameters(), AdamWOptions{.lr = 0.01});
+  const Tensor x = Tensor::from_vector({1, 2}, {2, 1}, DType::f64).set_requires_grad();
+  sum(matmul(m.W, x)).backward();
+  const Tensor loss = sum(matmul(m.W, x));  // saves W, for dx
+  opt.step();
+  expect_throw_with<std::logic_error>([&] { loss.backward(); },
+                                      "backward: 'matmul' saved its tensor 'a' (1, 2) f64");
+}
