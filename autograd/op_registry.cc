@@ -34,6 +34,8 @@ const OpRegistry& op_registry() {
     detail::register_shape_ops(r);
     detail::register_matmul_ops(r);
     detail::register_nn_ops(r);
+    detail::register_attention_ops(r);
+    detail::register_loss_ops(r);
     return r;
   }();
   return registry;

@@ -112,7 +112,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// nn.Linear: x (..., in), weight (out, in), bias (out,) or undefined -> y = x Wᵀ + b (..., out).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
-// ===== neural-network ops (ops_nn.cc) =====
+// ===== gathers and layers (ops_nn.cc) =====
 /// Gathers rows: weight (V, C), ids i64 (...) -> (..., C). Throws std::out_of_range naming
 /// the first id outside [0, V).
 Tensor embedding(const Tensor& weight, const Tensor& ids);
@@ -124,6 +124,13 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /// dimension but dim (a size-1 dimension stretches); e.g. x (B, V) and index (B, 1) pick one
 /// entry per row.
 Tensor take_along_dim(const Tensor& x, const Tensor& index, int64_t dim);
+/// Layer norm over the last axis of x (..., C) with gamma, beta (C); biased variance.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
+/// Inverted dropout: zeroes each element with probability p and scales the rest by 1/(1-p);
+/// identity when !training or p == 0. Derived: mul by a mask drawn from `gen`.
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
+
+// ===== softmax and attention (ops_attention.cc) =====
 /// Scores (..., Tq, Tk) with -inf where key j > query t + (Tk - Tq) (no looking ahead).
 Tensor causal_mask(const Tensor& scores);
 /// Softmax over the last axis, max-subtracted.
@@ -144,8 +151,8 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v);
 Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head);
 /// log(softmax(x)) over the last axis.
 Tensor log_softmax(const Tensor& x);
-/// Layer norm over the last axis of x (..., C) with gamma, beta (C); biased variance.
-Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
+
+// ===== losses (ops_loss.cc) =====
 /// Mean cross-entropy of logits (..., V) against i64 targets (...) -> scalar; the sum over
 /// rows is reduced in double. A target equal to ignore_index (PyTorch's convention; nanoGPT's
 /// -1 by default) adds no loss and gets exactly 0 gradient, and N counts the other rows; with
@@ -172,8 +179,4 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
 /// Errors as linear and cross_entropy.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
                             int64_t ignore_index = -1, double label_smoothing = 0.0);
-/// Inverted dropout: zeroes each element with probability p and scales the rest by 1/(1-p);
-/// identity when !training or p == 0. Derived: mul by a mask drawn from `gen`.
-Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
-
 }  // namespace attograd

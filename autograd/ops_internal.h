@@ -23,6 +23,8 @@ void register_reduce_ops(OpRegistry& registry);
 void register_shape_ops(OpRegistry& registry);
 void register_matmul_ops(OpRegistry& registry);
 void register_nn_ops(OpRegistry& registry);
+void register_attention_ops(OpRegistry& registry);
+void register_loss_ops(OpRegistry& registry);
 
 /// `t` when `other` requires grad, else an undefined tensor: what an op saves of one operand when
 /// only the other operand's gradient reads it (mul's b is read only for da), so that a tensor no

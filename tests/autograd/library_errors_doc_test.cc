@@ -3,7 +3,7 @@
 // the same code runs; it must throw, and the message must hold the row's excerpt. A row whose call
 // is not in kCalls fails (the document names code nobody runs), and so does a call in kCalls that
 // no row names (an error the document no longer lists), so the two cannot drift. The CLI rows of
-// the same document are tests/examples/errors_doc_test.cc's; this one needs nothing but autograd.
+// the same document are tests/cli/errors_doc_test.cc's; this one needs nothing but autograd.
 #define BOOST_TEST_MODULE library_errors_doc
 #include <boost/test/unit_test.hpp>
 

@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(entries_say_where_they_are_and_what_their_vjp_is) {
   }
   const OpEntry* softmax = op_registry().find("softmax");
   BOOST_REQUIRE(softmax != nullptr);
-  BOOST_TEST(softmax->file == "ops_nn.cc");
+  BOOST_TEST(softmax->file == "ops_attention.cc");
   BOOST_TEST(softmax->kernel == "kernels/softmax");
   BOOST_TEST(op_registry().find("softmaxx") == nullptr);
 }

@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(list_prints_each_op_with_its_formulas_and_cases) {
   const Run all = run("gradcheck --list");
   BOOST_TEST_INFO(all.out);
   BOOST_TEST(all.exit_code == 0);
-  BOOST_TEST(has(all.out, "softmax  (ops_nn.cc:"));
+  BOOST_TEST(has(all.out, "softmax  (ops_attention.cc:"));
   BOOST_TEST(has(all.out, "  VJP:     dx = y ⊙ (dy − Σ dy ⊙ y)\n"));
   BOOST_TEST(has(all.out, "  case:    (B, 2, T + 2): fewer queries than keys (a KV cache)\n"));
   BOOST_TEST(!has(all.out, "PASS"));
@@ -74,9 +74,9 @@ BOOST_AUTO_TEST_CASE(markdown_writes_the_table_between_the_markers) {
   BOOST_TEST(
       printed.out.rfind(
           "| op | forward | VJP | file | extra tests |\n|---|---|---|---|---|\n| add |", 0) == 0u);
-  BOOST_TEST(has(
-      printed.out,
-      "| softmax | `exp(x − m)/Σ` | `dx = y ⊙ (dy − Σ dy ⊙ y)` | ops_nn.cc, kernels/softmax |"));
+  BOOST_TEST(has(printed.out,
+                 "| softmax | `exp(x − m)/Σ` | `dx = y ⊙ (dy − Σ dy ⊙ y)` | ops_attention.cc, "
+                 "kernels/softmax |"));
 
   const attograd::testing::TempDir dir("gradcheck_markdown");
   const std::string begin =
