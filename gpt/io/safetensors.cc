@@ -153,8 +153,11 @@ void copy_2d(char* dst, int64_t dst_row, int64_t dst_col, const char* src, int64
 
 // Converts the stored elements at src (row-major, of the stored dtype) into dst: contiguous, or
 // a 2-D view with any strides, reached through a buffer of at most kBlockBytes (or one row).
+// The write is counted (Tensor::bump_version): loading weights between a forward and its
+// backward is then refused by backward() instead of giving gradients of the old weights.
 void convert_into(const char* src, const std::string& dtype, const Tensor& dst) {
   const Stored from = stored_kind(dtype);
+  dst.bump_version();
   if (dst.is_contiguous()) {
     convert_run(src, from, dst.bytes(), dst.dtype(), dst.numel());
     return;

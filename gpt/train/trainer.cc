@@ -468,9 +468,15 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
 class CsvLog {
  public:
   explicit CsvLog(const std::filesystem::path& path) : path_(path.string()) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    // The log was just rewritten as a regular file (resume_log). O_NOFOLLOW: a symlink put in
+    // its place since is refused, never written through (into a file outside the run).
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd_ < 0)
-      throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(errno));
+      throw std::runtime_error(
+          "cannot write the log " + path_ + ": " +
+          (errno == ELOOP ? std::string("it became a symbolic link while the run started; remove "
+                                        "it, or choose another --out")
+                          : std::string(std::strerror(errno))));
   }
   ~CsvLog() {
     try {

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -653,4 +654,24 @@ BOOST_AUTO_TEST_CASE(every_config_field_is_written_and_read_back) {
   expect_throw_with<std::runtime_error>(
       [&] { config_from_json(unknown.dump(), "config"); },
       "config: unknown positional encoding 'alibi' (expected learned, sinusoidal or rope)");
+}
+
+// Loading weights writes the parameters in place: between a forward and its backward, the
+// gradient would be that of weights no longer there, so backward() refuses (version counters).
+BOOST_AUTO_TEST_CASE(loading_weights_between_forward_and_backward_is_refused) {
+  const auto dir = temp_dir();
+  GPTConfig c = preset("femto");
+  c.vocab_size = 65;
+  GPT model(c, 23);
+  const std::string path = (dir / "f.safetensors").string();
+  save_checkpoint(path, model, "char", "");
+  const Tensor loss = model.forward(ids({1, 2, 3}), ids({2, 3, 4})).loss;
+  load_weights(model, SafetensorsFile::read(path));
+  expect_throw_with<std::logic_error>([&] { loss.backward(); }, "changed in place since");
+  // Loaded before the forward: the graph saw the loaded weights, and backward runs.
+  model.zero_grad();
+  const Tensor again = model.forward(ids({1, 2, 3}), ids({2, 3, 4})).loss;
+  again.backward();
+  BOOST_TEST(std::isfinite(again.item()));
+  std::filesystem::remove_all(dir);
 }
