@@ -108,7 +108,7 @@ double JsonFields::number(const std::string& key, double min, double max) {
 double JsonFields::number(const std::string& key, RealRange r) {
   const nlohmann::json& v = at(key);
   if (!v.is_number() || !r.contains(v.get<double>()))
-    refuse(key, "a finite number " + range_str(r));
+    refuse(key, std::string("a finite number ") + range_str(r));
   return v.get<double>();
 }
 
