@@ -26,7 +26,8 @@ std::string group_of(const std::string& name) {
 
 int run(const InfoArgs& a) {
   gpt::ConfigOverrides ca = a.config;
-  if (!ca.vocab_size && ca.preset != "gpt2") ca.vocab_size = 65;  // Tiny Shakespeare's characters
+  if (!ca.has("vocab_size") && ca.preset != "gpt2")
+    ca.set(&gpt::GPTConfig::vocab_size, int64_t{65});  // Tiny Shakespeare's characters
   const gpt::GPTConfig c = build_config(ca, std::nullopt);
   const int64_t T = a.T.value_or(c.block_size);
   if (T < 1 || T > c.block_size)

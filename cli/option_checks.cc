@@ -67,21 +67,17 @@ std::optional<std::string> leading_zeros(const std::string& text, const std::str
   return std::nullopt;
 }
 
-std::string number_str(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
-
 }  // namespace
 
 const CLI::Validator kPositive = finite_number_check([](double v) { return v > 0; }, "> 0");
 const CLI::Validator kNonNegative = finite_number_check([](double v) { return v >= 0; }, ">= 0");
 
 CLI::Validator number_in(double min, double max, bool min_open) {
-  const std::string range = (min_open ? "(" : "[") + number_str(min) + ", " + number_str(max) + "]";
-  return finite_number_check([=](double v) { return (min_open ? v > min : v >= min) && v <= max; },
-                             "in " + range);
+  return number_in(gpt::RealRange{min, max, min_open, false});
+}
+
+CLI::Validator number_in(gpt::RealRange r) {
+  return finite_number_check([r](double v) { return r.contains(v); }, gpt::range_str(r));
 }
 
 CLI::Validator integer_in(gpt::IntRange range, const std::string& why) {

@@ -18,6 +18,9 @@ extern const CLI::Validator kNonNegative;  // a finite number >= 0
 
 /// A finite floating-point number in [min, max], or (min, max] with min_open.
 CLI::Validator number_in(double min, double max, bool min_open = false);
+/// A finite floating-point number in r ("--dropout: must be a finite number in [0, 1), got 1";
+/// with no upper bound "> 0" or ">= 0"), the words gpt::check_range uses.
+CLI::Validator number_in(gpt::RealRange r);
 
 /// An integer option in [range.min, range.max] ("--n-layer: must be an integer in [1, 1024],
 /// got 1000000000"; `why`, when given, follows the range). Only decimal digits with an optional

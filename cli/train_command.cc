@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/field_options.h"
+#include "gpt/text/tokenizer.h"
 #include "gpt/train/run.h"
 
 namespace attograd::cli {
@@ -31,20 +33,26 @@ struct TrainArgs {
   CLI::App* cmd = nullptr;
 };
 
-// Options a resumed run takes from its checkpoint; only these may be given with --resume.
-const std::set<std::string> kResumeOptions = {"--resume",    "--steps",     "--corpus",
-                                              "--cache-dir", "--keep-cr",   "--out",
-                                              "--threads",   "--tokenizer", "--help"};
+// The options a resumed run may be given: those of the run itself that this file adds (where to
+// find the run, its corpus, its threads) and the rows of TrainOptions' table marked kResumable
+// (--steps). Every other option, a new one too, is refused with --resume: the run keeps what its
+// checkpoint stored rather than silently ignoring what was asked.
+std::set<std::string> resume_options() {
+  std::set<std::string> allowed = {"--resume", "--corpus",  "--cache-dir", "--keep-cr",
+                                   "--out",    "--threads", "--tokenizer", "--help"};
+  allowed.merge(resumable_flags<gpt::TrainOptions>());
+  return allowed;
+}
 
 // The run the command line asks for. The options a resumed run takes from its checkpoint are
-// present in the request only when given (and only those of kResumeOptions may be).
+// present in the request only when given (and only those of resume_options() may be).
 gpt::RunRequest request_of(const TrainArgs& a) {
   gpt::RunRequest rq = a.request;
   if (rq.resume) {
+    const std::set<std::string> allowed = resume_options();
     std::vector<std::string> ignored;
     for (const CLI::Option* opt : a.cmd->get_options())
-      if (opt->count() > 0 && !kResumeOptions.count(opt->get_name()))
-        ignored.push_back(opt->get_name());
+      if (opt->count() > 0 && !allowed.count(opt->get_name())) ignored.push_back(opt->get_name());
     if (!ignored.empty()) {
       std::string list;
       for (const std::string& n : ignored) list += (list.empty() ? "" : ", ") + n;
@@ -94,21 +102,23 @@ void add_train_command(CLI::App& app, int& exit_code) {
   // arguments appended after them (examples/train_pico.sh "$@").
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   add_config_options(cmd, rq.config, false);
+  std::vector<std::string> kinds;
+  for (const std::string& name : gpt::model_kind_names())
+    kinds.push_back(name + " (" + gpt::model_kind_description(gpt::parse_model_kind(name)) + ")");
   cmd->add_option("--model", a->model,
-                  "gpt (default), bigram (a V x V table of logits: logits = W[token]) or average "
-                  "(the causal mean of the context's token + position embeddings, then ln_f and "
-                  "the tied head, no attention); the config options give their sizes")
-      ->check(CLI::IsMember({"gpt", "bigram", "average"}))
+                  gpt::join_names(kinds) + "; the config options give their sizes")
+      ->check(CLI::IsMember(gpt::model_kind_names()))
       ->capture_default_str();
   a->corpus_option =
       cmd->add_option("--corpus", a->corpus,
                       "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded "
                       "once), or a UTF-8 text file")
           ->capture_default_str();
-  a->tokenizer_option = cmd->add_option("--tokenizer", a->tokenizer,
-                                        "char (one token per character of the corpus) or "
-                                        "gpt2 (GPT-2's 50,257-token BPE; vocab_size becomes 50257)")
-                            ->check(CLI::IsMember({"char", "gpt2"}))
+  std::vector<std::string> tokenizers;
+  for (const std::string& kind : gpt::tokenizer_kinds())
+    tokenizers.push_back(kind + " (" + gpt::tokenizer_description(kind) + ")");
+  a->tokenizer_option = cmd->add_option("--tokenizer", a->tokenizer, gpt::join_names(tokenizers))
+                            ->check(CLI::IsMember(gpt::tokenizer_kinds()))
                             ->capture_default_str();
   cmd->add_option("--cache-dir", rq.cache_dir,
                   "where fetched corpora are kept (default ~/.cache/attograd)")
@@ -117,54 +127,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", rq.out_dir, "output directory: logs, plots, ckpt.safetensors")
       ->check(kOutputPath)
       ->capture_default_str();
-  gpt::TrainOptions& o = rq.options;
-  namespace limits = gpt::limits;
-  a->steps_option = cmd->add_option("--steps", o.max_steps, "optimizer steps")
-                        ->check(integer_in(limits::steps))
-                        ->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size,
-                  "sequences per micro-batch (B), per rank under mpirun")
-      ->check(integer_in(limits::batch_size))
-      ->capture_default_str();
-  cmd->add_option("--grad-accum", o.grad_accum, "micro-batches per step")
-      ->check(integer_in(limits::grad_accum))
-      ->capture_default_str();
-  cmd->add_option("--lr", o.learning_rate, "peak learning rate")
-      ->check(kPositive)
-      ->capture_default_str();
-  cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine decay")
-      ->check(kNonNegative)
-      ->capture_default_str();
-  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")
-      ->check(integer_in(limits::count))
-      ->capture_default_str();
-  cmd->add_option("--decay-steps", o.lr_decay_steps, "cosine decay length (0 = --steps)")
-      ->check(integer_in(limits::count))
-      ->capture_default_str();
-  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decay of 2-D weights")
-      ->check(kNonNegative)
-      ->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)")
-      ->check(kNonNegative)
-      ->capture_default_str();
-  cmd->add_option("--seed", o.seed, "seed of the batch sampler")
-      ->check(kSeed)
-      ->capture_default_str();
+  // Every row of TrainOptions' table with a flag (--steps, --lr, ...), its range and default.
+  for (CLI::Option* option : add_field_options(cmd, rq.options))
+    if (option->get_name() == "--steps") a->steps_option = option;
   cmd->add_option("--init-seed", rq.init_seed, "seed of the weight initialisation")
       ->check(kSeed)
-      ->capture_default_str();
-  cmd->add_option("--eval-interval", o.eval_interval, "evaluate every N steps")
-      ->check(integer_in(limits::count))
-      ->capture_default_str();
-  cmd->add_option("--eval-iters", o.eval_iters, "batches per split per evaluation")
-      ->check(integer_in(limits::positive_count))
-      ->capture_default_str();
-  cmd->add_option("--checkpoint-interval", o.checkpoint_interval,
-                  "also checkpoint every N steps (0 = at evaluations and the end)")
-      ->check(integer_in(limits::count))
-      ->capture_default_str();
-  cmd->add_option("--log-interval", o.log_interval, "progress line every N steps")
-      ->check(integer_in(limits::positive_count))
       ->capture_default_str();
   cmd->add_option("--threads", rq.threads,
                   "threads of the engine's pool (0 = every CPU this process may run on, shared "

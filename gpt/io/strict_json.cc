@@ -105,6 +105,22 @@ double JsonFields::number(const std::string& key, double min, double max) {
   return x;
 }
 
+double JsonFields::number(const std::string& key, RealRange r) {
+  const nlohmann::json& v = at(key);
+  if (!v.is_number() || !r.contains(v.get<double>()))
+    refuse(key, std::string("a finite number ") + range_str(r));
+  return v.get<double>();
+}
+
+size_t JsonFields::choice(const std::string& key, Choices c) {
+  const nlohmann::json& v = at(key);
+  std::vector<std::string> names(c.names.begin(), c.names.end());
+  if (v.is_string())
+    for (size_t i = 0; i < names.size(); ++i)
+      if (v.get<std::string>() == names[i]) return i;
+  refuse(key, join_names(names));
+}
+
 bool JsonFields::boolean(const std::string& key) {
   const nlohmann::json& v = at(key);
   if (!v.is_boolean()) refuse(key, "true or false");

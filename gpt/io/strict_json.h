@@ -14,7 +14,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include "gpt/io/fields.h"
 
 namespace attograd::gpt {
 
@@ -55,6 +58,10 @@ class JsonFields {
   uint64_t unsigned_integer(const std::string& key);
   /// A finite number (integer or float) in [min, max].
   double number(const std::string& key, double min, double max);
+  /// A finite number in r, each end open or closed ("expected a finite number in [0, 1)").
+  double number(const std::string& key, RealRange r);
+  /// A string that is one of c's names; returns its index (the enum's value).
+  size_t choice(const std::string& key, Choices c);
   bool boolean(const std::string& key);
   std::string string(const std::string& key);
   /// Throws std::runtime_error naming the first key no getter has read.
@@ -135,6 +142,44 @@ S fields_from_json(JsonFields& f, const std::vector<JsonField<S>>& fields, S s =
     if (!field.optional || f.has(field.key)) field.read(s, f);
   f.finish();
   return s;
+}
+
+/// The JSON field of one row of a struct's table (gpt/io/fields.h): its name is the key, its
+/// range is what reading accepts (the range validate() applies), an enum is written by name, and
+/// a row with kOptionalInFiles may be absent.
+template <class S, class T, class R>
+JsonField<S> json_field_of(const Field<S, T, R>& f) {
+  const Presence presence = f.optional_in_files() ? Presence::optional : Presence::required;
+  const std::string key = f.name;
+  const auto m = f.member;
+  if constexpr (std::is_same_v<R, IntRange>) {
+    return json_field(key, m, f.range.min, f.range.max, presence);
+  } else if constexpr (std::is_same_v<R, RealRange>) {
+    const RealRange r = f.range;
+    return {key, [m](const S& s) { return nlohmann::json(s.*m); },
+            [m, key, r](S& s, JsonFields& j) { s.*m = j.number(key, r); },
+            presence == Presence::optional};
+  } else if constexpr (std::is_same_v<R, Choices>) {
+    const Choices c = f.range;
+    return {key, [m, c](const S& s) { return nlohmann::json(choice_name(s.*m, c)); },
+            [m, key, c](S& s, JsonFields& j) { s.*m = static_cast<T>(j.choice(key, c)); },
+            presence == Presence::optional};
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    JsonField<S> field = json_field(key, m);
+    field.optional = presence == Presence::optional;
+    return field;
+  } else {
+    return json_field(key, m, presence);  // a bool or a string
+  }
+}
+
+/// S's JSON fields, one per row of S::for_each_field, in the table's order: what
+/// fields_to_json and fields_from_json walk.
+template <class S>
+std::vector<JsonField<S>> json_fields() {
+  std::vector<JsonField<S>> fields;
+  S::for_each_field([&](const auto& f) { fields.push_back(json_field_of(f)); });
+  return fields;
 }
 
 }  // namespace attograd::gpt

@@ -17,22 +17,10 @@ namespace attograd::gpt {
 
 namespace {
 
-// GPTConfig's JSON fields (a checkpoint's "config"), listed once. The ranges here are only what
-// a type allows; GPTConfig::validate checks the real ones.
+// GPTConfig's JSON fields (a checkpoint's "config"), from its table: read in the ranges
+// GPTConfig::validate applies, which then checks the rules between the fields.
 const std::vector<JsonField<GPTConfig>>& config_fields() {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  using C = GPTConfig;
-  static const std::vector<JsonField<C>> fields = {
-      json_field("vocab_size", &C::vocab_size, 1, kMax),
-      json_field("block_size", &C::block_size, 1, kMax),
-      json_field("n_layer", &C::n_layer, 1, kMax),
-      json_field("n_head", &C::n_head, 1, kMax),
-      json_field("n_embd", &C::n_embd, 1, kMax),
-      json_field("dropout", &C::dropout, 0, 1),
-      json_field("bias", &C::bias),
-      {"pos_encoding", [](const C& c) { return nlohmann::json(pos_encoding_name(c.pos_encoding)); },
-       [](C& c, JsonFields& f) { c.pos_encoding = parse_pos_encoding(f.string("pos_encoding")); }},
-  };
+  static const std::vector<JsonField<GPTConfig>> fields = json_fields<GPTConfig>();
   return fields;
 }
 

@@ -7,24 +7,16 @@
 
 namespace attograd::gpt {
 
-const char* pos_encoding_name(PosEncoding p) {
-  switch (p) {
-    case PosEncoding::learned:
-      return "learned";
-    case PosEncoding::sinusoidal:
-      return "sinusoidal";
-    case PosEncoding::rope:
-      return "rope";
-  }
-  return "?";
-}
+const char* pos_encoding_name(PosEncoding p) { return choice_name(p, Choices{kPosEncodingNames}); }
 
 PosEncoding parse_pos_encoding(const std::string& name) {
-  if (name == "learned") return PosEncoding::learned;
-  if (name == "sinusoidal") return PosEncoding::sinusoidal;
-  if (name == "rope") return PosEncoding::rope;
-  throw std::invalid_argument("unknown positional encoding '" + name +
-                              "' (expected learned, sinusoidal or rope)");
+  std::vector<std::string> names;
+  for (const char* n : kPosEncodingNames) {
+    if (name == n) return static_cast<PosEncoding>(names.size());
+    names.push_back(n);
+  }
+  throw std::invalid_argument("unknown positional encoding '" + name + "' (expected " +
+                              join_names(names) + ")");
 }
 
 int64_t GPTConfig::num_parameters() const {
@@ -43,11 +35,7 @@ int64_t GPTConfig::num_parameters() const {
 }
 
 void GPTConfig::validate() const {
-  check_range("GPTConfig", "vocab_size", vocab_size, limits::vocab_size);
-  check_range("GPTConfig", "block_size", block_size, limits::block_size);
-  check_range("GPTConfig", "n_layer", n_layer, limits::n_layer);
-  check_range("GPTConfig", "n_head", n_head, limits::n_head);
-  check_range("GPTConfig", "n_embd", n_embd, limits::n_embd);
+  validate_fields(*this, "GPTConfig");  // each field in its range; then the rules between them
   if (n_embd % n_head != 0)
     throw std::invalid_argument("GPTConfig: n_head " + std::to_string(n_head) +
                                 " must divide n_embd " + std::to_string(n_embd) +
@@ -58,9 +46,6 @@ void GPTConfig::validate() const {
   if (pos_encoding == PosEncoding::sinusoidal && n_embd % 2 != 0)
     throw std::invalid_argument(
         "GPTConfig: sinusoidal encodings pair sin/cos channels, so n_embd must be even");
-  if (!(dropout >= 0 && dropout < 1))
-    throw std::invalid_argument("GPTConfig: dropout must be in [0, 1), got " +
-                                std::to_string(dropout));
   // Within the ranges above the count cannot overflow; it can still be far too large.
   if (num_parameters() > limits::max_parameters)
     throw std::invalid_argument(
@@ -70,21 +55,38 @@ void GPTConfig::validate() const {
         "; choose a smaller model");
 }
 
+namespace {
+
+// The presets, one row each: preset() and preset_names() read this list only.
+struct Preset {
+  const char* name;
+  int64_t n_layer, n_head, n_embd, block_size, vocab_size;
+};
+constexpr Preset kPresets[] = {
+    {"femto", 1, 1, 2, 8, 65},
+    {"pico", 3, 3, 6, 8, 65},
+    {"nano", 4, 4, 128, 64, 65},
+    {"gpt2", 12, 12, 768, 1024, 50257},  // GPT-2 small as released (Radford et al. 2019)
+};
+
+}  // namespace
+
 GPTConfig preset(const std::string& name) {
-  GPTConfig c;
-  if (name == "femto") {
-    c.n_layer = 1, c.n_head = 1, c.n_embd = 2, c.block_size = 8, c.vocab_size = 65;
-  } else if (name == "pico") {
-    c.n_layer = 3, c.n_head = 3, c.n_embd = 6, c.block_size = 8, c.vocab_size = 65;
-  } else if (name == "nano") {
-    c.n_layer = 4, c.n_head = 4, c.n_embd = 128, c.block_size = 64, c.vocab_size = 65;
-  } else if (name == "gpt2") {
-    // GPT-2 small as released (Radford et al. 2019): defaults above.
-  } else {
-    throw std::invalid_argument("unknown preset '" + name +
-                                "' (expected femto, pico, nano or gpt2)");
+  for (const Preset& p : kPresets) {
+    if (name != p.name) continue;
+    GPTConfig c;
+    c.n_layer = p.n_layer, c.n_head = p.n_head, c.n_embd = p.n_embd;
+    c.block_size = p.block_size, c.vocab_size = p.vocab_size;
+    return c;
   }
-  return c;
+  throw std::invalid_argument("unknown preset '" + name + "' (expected " +
+                              join_names(preset_names()) + ")");
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.emplace_back(p.name);
+  return names;
 }
 
 }  // namespace attograd::gpt

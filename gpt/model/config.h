@@ -2,8 +2,13 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <set>
 #include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpt/io/fields.h"
+#include "gpt/model/limits.h"
 
 namespace attograd::gpt {
 
@@ -13,6 +18,9 @@ enum class PosEncoding {
   sinusoidal,  // Vaswani et al. 2017, section 3.5: a fixed table added to the token embeddings
   rope,        // Su et al. 2021: q and k rotated by position inside every attention layer
 };
+
+/// PosEncoding's names, in the enum's order: the one list the CLI, JSON and messages use.
+inline constexpr const char* kPosEncodingNames[] = {"learned", "sinusoidal", "rope"};
 
 /// "learned", "sinusoidal" or "rope".
 const char* pos_encoding_name(PosEncoding p);
@@ -33,15 +41,34 @@ struct GPTConfig {
 
   bool operator==(const GPTConfig&) const = default;
 
+  /// The table of fields (gpt/io/fields.h): v(Field{member, name = JSON key, CLI flag, help,
+  /// range}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the CLI's
+  /// options (over a preset: ConfigOverrides) and the tests walk it; a new field is one row.
+  template <class V>
+  static void for_each_field(V&& v) {
+    using C = GPTConfig;
+    v(Field(&C::vocab_size, "vocab_size", "--vocab-size", "vocabulary size V", limits::vocab_size));
+    v(Field(&C::block_size, "block_size", "--block-size", "context length in tokens",
+            limits::block_size));
+    v(Field(&C::n_layer, "n_layer", "--n-layer", "number of transformer blocks", limits::n_layer));
+    v(Field(&C::n_head, "n_head", "--n-head", "attention heads per block", limits::n_head));
+    v(Field(&C::n_embd, "n_embd", "--n-embd", "embedding width C", limits::n_embd));
+    v(Field(&C::dropout, "dropout", "--dropout", "dropout probability", limits::below_one));
+    v(Field(&C::bias, "bias", "--no-bias", "no biases in Linear and LayerNorm", AnyValue{}));
+    v(Field(&C::pos_encoding, "pos_encoding", "--pos-encoding",
+            "learned (GPT-2), sinusoidal or rope", Choices{kPosEncodingNames}));
+  }
+
   /// head_dim = n_embd / n_head.
   int64_t head_dim() const { return n_embd / n_head; }
   /// The number of trainable parameters of the GPT this config builds (wte, wpe when learned,
   /// n_layer blocks, ln_f; the LM head is tied to wte), computed from the sizes alone, before
   /// anything is allocated. Throws std::overflow_error if the count does not fit int64_t.
   int64_t num_parameters() const;
-  /// Throws std::invalid_argument naming the first bad field: a size outside its range in
-  /// gpt/model/limits.h (stated in the message), n_head not dividing n_embd, dropout outside [0,
-  /// 1), or more than limits::max_parameters parameters in all.
+  /// Throws std::invalid_argument naming the first bad field: a value outside its range in the
+  /// table (stated in the message: sizes as in gpt/model/limits.h, dropout in [0, 1)), n_head
+  /// not dividing n_embd, an odd head_dim with rope or n_embd with sinusoidal, or more than
+  /// limits::max_parameters parameters in all.
   void validate() const;
 };
 
@@ -54,15 +81,37 @@ struct GPTConfig {
 /// Throws std::invalid_argument for an unknown name, listing the presets.
 GPTConfig preset(const std::string& name);
 
+/// The presets' names, in order ("femto", "pico", "nano", "gpt2"): the list the CLI checks
+/// --preset against and shows in --help.
+std::vector<std::string> preset_names();
+
 /// A preset and the fields a user sets over it (the CLI's --preset, --n-layer, ...): a config
 /// as asked for before the tokenizer fixes vocab_size. build_config (language_model.h) makes
-/// the GPTConfig.
+/// the GPTConfig. Any field of GPTConfig's table can be overridden, with no code of its own.
 struct ConfigOverrides {
   std::string preset = "pico";
-  std::optional<int64_t> n_layer, n_head, n_embd, block_size, vocab_size;
-  std::optional<double> dropout;
-  std::optional<PosEncoding> pos_encoding;
-  bool no_bias = false;
+  GPTConfig values;             // the values of the overridden fields (the others are unread)
+  std::set<std::string> given;  // the names (GPTConfig's table) of the overridden fields
+
+  /// Overrides the field `member` with `value`.
+  template <class T>
+  ConfigOverrides& set(T GPTConfig::*member, T value) {
+    values.*member = value;
+    GPTConfig::for_each_field([&](const auto& f) {
+      if constexpr (std::is_same_v<typename std::decay_t<decltype(f)>::Type, T>)
+        if (f.member == member) given.insert(f.name);
+    });
+    return *this;
+  }
+  /// Whether the field named `name` (its JSON key) is overridden.
+  bool has(const std::string& name) const { return given.count(name) > 0; }
+  /// `config` with the overridden fields replaced.
+  GPTConfig applied_to(GPTConfig config) const {
+    GPTConfig::for_each_field([&](const auto& f) {
+      if (has(f.name)) config.*f.member = values.*f.member;
+    });
+    return config;
+  }
 };
 
 }  // namespace attograd::gpt

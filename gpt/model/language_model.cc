@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
-#include <tuple>
+#include <string>
+#include <vector>
 
 #include "autograd/allocator.h"
 #include "autograd/engine.h"
@@ -14,7 +15,37 @@ namespace attograd::gpt {
 
 namespace {
 
-constexpr ModelKind kKinds[] = {ModelKind::gpt, ModelKind::bigram, ModelKind::average};
+// The model kinds, one row each: their names (a checkpoint's "model", --model), what each is
+// (--help), and the config fields each reads (the others are refused as overrides).
+struct KindRow {
+  ModelKind kind;
+  const char* name;
+  const char* description;
+  std::vector<std::string> reads;  // GPTConfig field names; empty: every field
+  const char* unused_why;          // why an override it does not read is refused
+};
+const std::vector<KindRow>& kinds() {
+  static const std::vector<KindRow> rows = {
+      {ModelKind::gpt, "gpt", "the GPT-2 transformer", {}, ""},
+      {ModelKind::bigram,
+       "bigram",
+       "a V x V table of logits: logits = W[token]",
+       {"vocab_size", "block_size"},
+       "a table of next-token logits: it reads only --block-size"},
+      {ModelKind::average,
+       "average",
+       "the causal mean of the context's token + position embeddings, then ln_f and the tied "
+       "head, no attention",
+       {"vocab_size", "block_size", "n_embd", "pos_encoding", "bias"},
+       "embeddings averaged over the context: no blocks, heads or dropout"},
+  };
+  return rows;
+}
+const KindRow& row_of(ModelKind kind) {
+  for (const KindRow& r : kinds())
+    if (r.kind == kind) return r;
+  throw std::logic_error("model_kind: no row for this kind");
+}
 
 // GPT-2's weight-decay rule (nanoGPT's configure_optimizers): every 2-D parameter, the
 // embeddings and the matrices, decays; biases and LayerNorm gains and shifts do not.
@@ -41,23 +72,23 @@ void require_memory(int64_t num_params, DType dtype, int copies, const std::stri
                            "block_size");
 }
 
-const char* model_kind_name(ModelKind kind) {
-  switch (kind) {
-    case ModelKind::gpt:
-      return "gpt";
-    case ModelKind::bigram:
-      return "bigram";
-    case ModelKind::average:
-      return "average";
-  }
-  return "?";
+const char* model_kind_name(ModelKind kind) { return row_of(kind).name; }
+
+const char* model_kind_description(ModelKind kind) { return row_of(kind).description; }
+
+std::vector<std::string> model_kind_names() {
+  std::vector<std::string> names;
+  for (const KindRow& r : kinds()) names.emplace_back(r.name);
+  return names;
 }
 
 ModelKind parse_model_kind(const std::string& name) {
+  for (const KindRow& r : kinds())
+    if (name == r.name) return r.kind;
   std::string names;
-  for (ModelKind k : kKinds) {
-    if (name == model_kind_name(k)) return k;
-    names += (names.empty() ? "" : ", ") + std::string(model_kind_name(k));
+  for (const KindRow& r : kinds()) {
+    if (!names.empty()) names += ", ";
+    names += r.name;
   }
   throw std::invalid_argument("unknown model '" + name.substr(0, 40) + "': choose one of " + names);
 }
@@ -181,38 +212,20 @@ ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, cons
 }
 
 void refuse_unused_overrides(const ConfigOverrides& a, ModelKind kind) {
-  if (kind == ModelKind::gpt) return;
-  const bool bigram = kind == ModelKind::bigram;
-  // (option, given, read by the average model); the bigram reads none of these.
-  const std::tuple<const char*, bool, bool> overrides[] = {
-      {"--n-layer", a.n_layer.has_value(), false},
-      {"--n-head", a.n_head.has_value(), false},
-      {"--dropout", a.dropout.has_value(), false},
-      {"--n-embd", a.n_embd.has_value(), true},
-      {"--pos-encoding", a.pos_encoding.has_value(), true},
-      {"--no-bias", a.no_bias, true},
-  };
-  for (const auto& [option, given, average_reads] : overrides)
-    if (given && (bigram || !average_reads))
-      throw std::invalid_argument(
-          std::string(option) + " does not apply to --model " + model_kind_name(kind) +
-          (bigram ? " (a table of next-token logits: it reads only --block-size)"
-                  : " (embeddings averaged over the context: no blocks, heads or dropout)") +
-          "; drop it, or train --model gpt");
+  const KindRow& row = row_of(kind);
+  if (row.reads.empty()) return;
+  GPTConfig::for_each_field([&](const auto& f) {
+    if (a.has(f.name) && std::find(row.reads.begin(), row.reads.end(), f.name) == row.reads.end())
+      throw std::invalid_argument(std::string(f.flag) + " does not apply to --model " + row.name +
+                                  " (" + row.unused_why + "); drop it, or train --model gpt");
+  });
 }
 
 GPTConfig build_config(const ConfigOverrides& a, std::optional<int64_t> tokenizer_vocab,
                        ModelKind kind) {
   GPTConfig c = preset(a.preset);
   if (tokenizer_vocab) c.vocab_size = *tokenizer_vocab;
-  if (a.vocab_size) c.vocab_size = *a.vocab_size;
-  if (a.n_layer) c.n_layer = *a.n_layer;
-  if (a.n_head) c.n_head = *a.n_head;
-  if (a.n_embd) c.n_embd = *a.n_embd;
-  if (a.block_size) c.block_size = *a.block_size;
-  if (a.dropout) c.dropout = *a.dropout;
-  if (a.pos_encoding) c.pos_encoding = *a.pos_encoding;
-  if (a.no_bias) c.bias = false;
+  c = a.applied_to(c);
   if (kind != ModelKind::gpt) c.n_head = 1;  // else the preset's 3 heads must divide n_embd
   c.validate();
   return c;

@@ -28,6 +28,10 @@ enum class ModelKind { gpt, bigram, average };
 
 /// "gpt", "bigram" or "average" (the name a checkpoint's metadata "model" holds).
 const char* model_kind_name(ModelKind kind);
+/// What the model of `kind` is, in a few words (the CLI's --help for --model).
+const char* model_kind_description(ModelKind kind);
+/// Every kind's name, in the enum's order: the list the CLI checks --model against.
+std::vector<std::string> model_kind_names();
 /// Parses a name; throws std::invalid_argument listing the valid names.
 ModelKind parse_model_kind(const std::string& name);
 

@@ -1,6 +1,6 @@
-// The accepted range of every size and count attograd takes from a user or a file: one table,
-// read by GPTConfig::validate, TrainOptions::validate and the CLI, whose option checks and
-// --help print the same ranges.
+// The accepted range of every size, count and rate attograd takes from a user or a file: the
+// tables of GPTConfig and TrainOptions (for_each_field) name these, so validation, the JSON of
+// checkpoints and the CLI's option checks and --help all apply and print the same ranges.
 //
 // Why these bounds: they are generous for teaching and for GPT-2-sized models (GPT-2 small:
 // 12 layers, 12 heads, n_embd 768, block_size 1024, vocab_size 50257; GPT-2 XL: 48 layers,
@@ -15,21 +15,9 @@
 #include <limits>
 #include <string>
 
+#include "gpt/io/fields.h"
+
 namespace attograd::gpt {
-
-/// A closed range [min, max] of an integer setting.
-struct IntRange {
-  int64_t min;
-  int64_t max;
-  bool contains(int64_t v) const { return v >= min && v <= max; }
-};
-
-/// "[1, 1024]"
-std::string range_str(IntRange r);
-
-/// Throws std::invalid_argument "<owner>: <field> must be in [min, max], got <v>" (owner may be
-/// empty) when v is outside r.
-void check_range(const std::string& owner, const char* field, int64_t v, IntRange r);
 
 namespace limits {
 
@@ -40,7 +28,9 @@ inline constexpr IntRange vocab_size{1, 1 << 20};  // 1,048,576 token ids
 inline constexpr IntRange block_size{1, 1 << 17};  // 131,072 positions
 inline constexpr IntRange n_layer{1, 1024};
 inline constexpr IntRange n_head{1, 1024};
-inline constexpr IntRange n_embd{1, 1 << 16};  // 65,536 channels
+// 32,768 channels: one block of that width alone has 12 x 32768^2 = 12.9 billion parameters,
+// within max_parameters below; a wider one could never be built, so no range may offer it.
+inline constexpr IntRange n_embd{1, 1 << 15};
 /// The most parameters a config may have (GPTConfig::num_parameters), 20 billion: 80 GB in
 /// f32 before gradients and optimizer moments.
 inline constexpr int64_t max_parameters = 20'000'000'000;
@@ -53,6 +43,14 @@ inline constexpr IntRange ranks{1, 1 << 16};       // processes of a data-parall
 inline constexpr IntRange steps{1, kInt64Max};
 inline constexpr IntRange count{0, kInt64Max};  // warmup, decay steps, intervals, top_k (0 = off)
 inline constexpr IntRange positive_count{1, kInt64Max};  // eval_iters, log_interval
+
+// ---- real numbers ---------------------------------------------------------------------------
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr RealRange positive{0, kInf, true, false};       // a learning rate: > 0
+inline constexpr RealRange non_negative{0, kInf, false, false};  // decays, clipping: >= 0
+/// A probability that may not be 1 ([0, 1)): dropout (1 would drop every activation) and
+/// AdamW's betas (1 would never forget).
+inline constexpr RealRange below_one{0, 1, false, true};
 
 }  // namespace limits
 

@@ -2,10 +2,40 @@
 
 #include <stdexcept>
 
+#include "gpt/io/fields.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "gpt/text/char_tokenizer.h"
 
 namespace attograd::gpt {
+
+namespace {
+
+// The kinds, one row each: their names and what each is.
+struct KindRow {
+  const char* name;
+  const char* description;
+};
+constexpr KindRow kKinds[] = {
+    {"char", "one token per character of the corpus"},
+    {"gpt2", "GPT-2's 50,257-token BPE; vocab_size becomes 50257"},
+};
+
+// "char or gpt2"
+std::string kinds_str() { return join_names(tokenizer_kinds()); }
+
+}  // namespace
+
+std::vector<std::string> tokenizer_kinds() {
+  std::vector<std::string> kinds;
+  for (const KindRow& k : kKinds) kinds.emplace_back(k.name);
+  return kinds;
+}
+
+std::string tokenizer_description(const std::string& kind) {
+  for (const KindRow& k : kKinds)
+    if (kind == k.name) return k.description;
+  throw std::invalid_argument("unknown tokenizer '" + kind + "': choose " + kinds_str());
+}
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::string& data) {
   if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::from_string(data));
@@ -18,13 +48,14 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::st
     }
     return std::make_unique<BpeTokenizer>(BpeTokenizer::gpt2());
   }
-  throw std::invalid_argument("unknown tokenizer kind '" + kind + "' (expected char or gpt2)");
+  throw std::invalid_argument("unknown tokenizer kind '" + kind + "' (expected " + kinds_str() +
+                              ")");
 }
 
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, std::string_view text) {
   if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::from_text(text));
   if (kind == "gpt2") return std::make_unique<BpeTokenizer>(BpeTokenizer::gpt2());
-  throw std::invalid_argument("unknown tokenizer '" + kind + "': choose char or gpt2");
+  throw std::invalid_argument("unknown tokenizer '" + kind + "': choose " + kinds_str());
 }
 
 namespace {

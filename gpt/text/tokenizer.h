@@ -30,6 +30,13 @@ class Tokenizer {
   virtual std::string serialize() const = 0;
 };
 
+/// The tokenizer kinds, "char" then "gpt2": the list load_tokenizer, make_tokenizer and the CLI's
+/// --tokenizer accept.
+std::vector<std::string> tokenizer_kinds();
+/// What the tokenizer of `kind` is, in a few words (the CLI's --help); throws
+/// std::invalid_argument for an unknown kind, naming the kinds.
+std::string tokenizer_description(const std::string& kind);
+
 /// Rebuilds a tokenizer from a checkpoint's (kind, serialize()): "char" (the vocabulary) or
 /// "gpt2" (the BPE files shipped in data/gpt2, see bpe_tokenizer.h). Throws
 /// std::invalid_argument for an unknown kind or malformed data, std::runtime_error when the

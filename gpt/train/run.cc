@@ -195,7 +195,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
     if (rq.max_steps && *rq.max_steps != options.max_steps) {
       // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
       // rather than stretching to the new length and jumping back up.
-      if (options.lr_decay_steps == 0) options.lr_decay_steps = options.max_steps;
+      options.lr_decay_steps = options.decay_steps();
       options.max_steps = *rq.max_steps;
     }
     // Any number of ranks resumes the run, as long as they can share its global batch.

@@ -45,76 +45,24 @@ std::string non_finite_str(double v) {
 }  // namespace
 
 void TrainOptions::validate() const {
-  auto non_negative = [](double v, const char* name) {
-    if (!(std::isfinite(v) && v >= 0))
-      throw std::invalid_argument(std::string(name) + " must be a finite number >= 0, got " +
-                                  std::to_string(v));
-  };
-  check_range("", "steps", max_steps, limits::steps);
-  check_range("", "batch size", batch_size, limits::batch_size);
-  check_range("", "ranks", ranks, limits::ranks);
-  check_range("", "grad_accum", grad_accum, limits::grad_accum);
-  check_range("", "eval_iters", eval_iters, limits::positive_count);
-  check_range("", "log_interval", log_interval, limits::positive_count);
-  check_range("", "block_size", block_size, {0, limits::block_size.max});  // 0 = the model's
-  check_range("", "warmup", warmup_steps, limits::count);
-  check_range("", "lr_decay_steps", lr_decay_steps, limits::count);
-  check_range("", "eval_interval", eval_interval, limits::count);
-  check_range("", "checkpoint_interval", checkpoint_interval, limits::count);
-  non_negative(weight_decay, "weight_decay");
-  non_negative(grad_clip, "grad_clip");
-  if (!(std::isfinite(learning_rate) && learning_rate > 0))
-    throw std::invalid_argument("learning rate must be a finite number > 0, got " +
-                                std::to_string(learning_rate));
-  non_negative(min_lr, "min_lr");
+  validate_fields(*this, "TrainOptions");  // each field in its range; then the rule between two
   if (min_lr > learning_rate) {
     std::ostringstream message;  // %g-style: 0.1, not to_string's 0.100000
     message << "min_lr " << min_lr << " exceeds the learning rate " << learning_rate
             << ": the cosine decay falls from lr to min_lr; lower --min-lr or raise --lr";
     throw std::invalid_argument(message.str());
   }
-  if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
-    throw std::invalid_argument("AdamW betas must be in [0, 1)");
 }
 
 namespace {
 
-// TrainOptions' JSON fields, listed once: to_json writes them and from_json reads them strictly
-// (3.9 is not a batch size, 2^64 is not a step count, an option this version does not know is
-// not ignored), in the ranges of gpt/model/limits.h that validate() and the CLI apply: a value
-// no command line could give is refused when the file is read, before anything loops over it
-// (a batch_size of 2^61 once made resuming on 2 ranks search its divisors for ever).
+// TrainOptions' JSON fields, from its table: to_json writes them and from_json reads them
+// strictly (3.9 is not a batch size, 2^64 is not a step count, an option this version does not
+// know is not ignored), in the ranges validate() and the CLI apply: a value no command line could
+// give is refused when the file is read, before anything loops over it (a batch_size of 2^61 once
+// made resuming on 2 ranks search its divisors for ever).
 const std::vector<JsonField<TrainOptions>>& train_option_fields() {
-  constexpr double kHuge = std::numeric_limits<double>::max();
-  using O = TrainOptions;
-  static const std::vector<JsonField<O>> fields = {
-      json_field("max_steps", &O::max_steps, limits::steps.min, limits::steps.max),
-      json_field("batch_size", &O::batch_size, limits::batch_size.min, limits::batch_size.max),
-      json_field("block_size", &O::block_size, 0, limits::block_size.max),
-      json_field("grad_accum", &O::grad_accum, limits::grad_accum.min, limits::grad_accum.max),
-      json_field("learning_rate", &O::learning_rate, 0, kHuge),
-      json_field("min_lr", &O::min_lr, 0, kHuge),
-      json_field("warmup_steps", &O::warmup_steps, limits::count.min, limits::count.max),
-      json_field("lr_decay_steps", &O::lr_decay_steps, limits::count.min, limits::count.max),
-      json_field("weight_decay", &O::weight_decay, 0, kHuge),
-      json_field("beta1", &O::beta1, 0, 1),
-      json_field("beta2", &O::beta2, 0, 1),
-      json_field("grad_clip", &O::grad_clip, 0, kHuge),
-      json_field("seed", &O::seed),
-      json_field("eval_interval", &O::eval_interval, limits::count.min, limits::count.max),
-      json_field("eval_iters", &O::eval_iters, limits::positive_count.min,
-                 limits::positive_count.max),
-      json_field("checkpoint_interval", &O::checkpoint_interval, limits::count.min,
-                 limits::count.max),
-      json_field("log_interval", &O::log_interval, limits::positive_count.min,
-                 limits::positive_count.max),
-      // Checkpoints written before the corpus was recorded have none of these.
-      json_field("corpus", &O::corpus, Presence::optional),
-      json_field("corpus_sha256", &O::corpus_sha256, Presence::optional),
-      json_field("keep_cr", &O::keep_cr, Presence::optional),
-      // Checkpoints written before data-parallel training: one process.
-      json_field("ranks", &O::ranks, limits::ranks.min, limits::ranks.max, Presence::optional),
-  };
+  static const std::vector<JsonField<TrainOptions>> fields = json_fields<TrainOptions>();
   return fields;
 }
 
@@ -341,7 +289,7 @@ double Trainer::step_on(const Batch* fixed) {
     last_grad_norm_ = norm;
     scale = nn::clip_scale(norm, o.grad_clip);
   }
-  const int64_t decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.max_steps;
+  const int64_t decay = o.decay_steps();
   optimizer_.step(nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr), scale);
   ++step_;
   return loss_sum / parts;
@@ -552,7 +500,7 @@ EvalResult Trainer::run(std::ostream& log) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  const int64_t decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.max_steps;
+  const int64_t decay = o.decay_steps();
 
   auto do_eval = [&] {
     const EvalResult r = evaluate();

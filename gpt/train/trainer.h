@@ -11,7 +11,9 @@
 #include <string>
 
 #include "autograd/random.h"
+#include "gpt/io/fields.h"
 #include "gpt/model/checkpoint.h"
+#include "gpt/model/limits.h"
 #include "gpt/model/model.h"
 #include "gpt/model/perplexity.h"
 #include "gpt/text/dataset.h"
@@ -29,7 +31,7 @@ struct TrainOptions {
   double learning_rate = 1e-2;  // peak lr after warmup
   double min_lr = 1e-3;         // floor of the cosine decay
   int64_t warmup_steps = 100;
-  int64_t lr_decay_steps = 0;  // 0 = max_steps
+  int64_t lr_decay_steps = 0;  // 0 = max_steps (decay_steps())
   double weight_decay = 0.1;   // AdamW, 2-D weights only
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -45,6 +47,54 @@ struct TrainOptions {
   int64_t ranks = 1;  // data-parallel processes, each with batch_size sequences: the Trainer
                       // sets it to its communicator's size (absent in older checkpoints: 1)
 
+  /// The table of fields (gpt/io/fields.h): v(Field{member, name = JSON key, CLI flag, help,
+  /// range, traits}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the
+  /// CLI's options of `attograd train` and its resume check walk it; a new option is one row.
+  /// Rows without a flag are set by the run itself (gpt/train/run.h), not by the command line.
+  template <class V>
+  static void for_each_field(V&& v) {
+    using O = TrainOptions;
+    namespace l = limits;
+    v(Field(&O::max_steps, "max_steps", "--steps", "optimizer steps", l::steps, kResumable));
+    v(Field(&O::batch_size, "batch_size", "--batch-size",
+            "sequences per micro-batch (B), per rank under mpirun", l::batch_size));
+    v(Field(&O::block_size, "block_size", nullptr, "T of each sequence; 0 = the model's",
+            IntRange{0, l::block_size.max}));
+    v(Field(&O::grad_accum, "grad_accum", "--grad-accum", "micro-batches per step", l::grad_accum));
+    v(Field(&O::learning_rate, "learning_rate", "--lr", "peak learning rate", l::positive));
+    v(Field(&O::min_lr, "min_lr", "--min-lr", "final learning rate of the cosine decay",
+            l::non_negative));
+    v(Field(&O::warmup_steps, "warmup_steps", "--warmup", "linear warmup steps", l::count));
+    v(Field(&O::lr_decay_steps, "lr_decay_steps", "--decay-steps",
+            "cosine decay length (0 = --steps)", l::count));
+    v(Field(&O::weight_decay, "weight_decay", "--weight-decay", "AdamW decay of 2-D weights",
+            l::non_negative));
+    v(Field(&O::beta1, "beta1", nullptr, "AdamW's first-moment decay", l::below_one));
+    v(Field(&O::beta2, "beta2", nullptr, "AdamW's second-moment decay", l::below_one));
+    v(Field(&O::grad_clip, "grad_clip", "--grad-clip", "max global gradient norm (0 = off)",
+            l::non_negative));
+    v(Field(&O::seed, "seed", "--seed", "seed of the batch sampler", AnyValue{}));
+    v(Field(&O::eval_interval, "eval_interval", "--eval-interval", "evaluate every N steps",
+            l::count));
+    v(Field(&O::eval_iters, "eval_iters", "--eval-iters", "batches per split per evaluation",
+            l::positive_count));
+    v(Field(&O::checkpoint_interval, "checkpoint_interval", "--checkpoint-interval",
+            "also checkpoint every N steps (0 = at evaluations and the end)", l::count));
+    v(Field(&O::log_interval, "log_interval", "--log-interval", "progress line every N steps",
+            l::positive_count));
+    // Checkpoints written before the corpus was recorded have none of these three, and those
+    // written before data-parallel training no ranks (one process).
+    v(Field(&O::corpus, "corpus", nullptr, "the corpus spec", AnyValue{}, kOptionalInFiles));
+    v(Field(&O::corpus_sha256, "corpus_sha256", nullptr, "the sha256 of the corpus text",
+            AnyValue{}, kOptionalInFiles));
+    v(Field(&O::keep_cr, "keep_cr", nullptr, "the corpus kept its CR line ends", AnyValue{},
+            kOptionalInFiles));
+    v(Field(&O::ranks, "ranks", nullptr, "data-parallel processes", l::ranks, kOptionalInFiles));
+  }
+
+  /// The length of the cosine decay: lr_decay_steps, or max_steps when it is 0.
+  int64_t decay_steps() const { return lr_decay_steps > 0 ? lr_decay_steps : max_steps; }
+
   /// Sequences per optimizer step over all ranks: ranks * batch_size * grad_accum.
   int64_t global_batch() const;
   /// The same run on `new_ranks` ranks: the global batch (ranks * batch_size per micro-batch,
@@ -55,14 +105,16 @@ struct TrainOptions {
 
   bool operator==(const TrainOptions&) const = default;
 
-  /// Throws std::invalid_argument naming the first bad field: a count outside its range in
-  /// gpt/model/limits.h, a rate or decay that is negative or not finite.
+  /// Throws std::invalid_argument naming the first bad field: a value outside its range in the
+  /// table ("TrainOptions: batch_size must be in [1, 65536], got 0"), or min_lr above
+  /// learning_rate.
   void validate() const;
-  /// A JSON object with one key per field (the field's name, max_steps as "max_steps").
+  /// A JSON object with one key per field of the table (its name, max_steps as "max_steps").
   std::string to_json() const;
   /// Reads to_json's object strictly (see strict_json.h): a missing, mistyped, out-of-range or
-  /// unknown field is std::runtime_error naming it, as is malformed JSON. corpus,
-  /// corpus_sha256 and keep_cr may be absent (older checkpoints): their defaults stay.
+  /// unknown field is std::runtime_error naming it, as is malformed JSON. The ranges are
+  /// validate()'s, so a value no run could have trained with is refused when the file is read.
+  /// corpus, corpus_sha256, keep_cr and ranks may be absent (older checkpoints): defaults stay.
   static TrainOptions from_json(const std::string& json);
 };
 

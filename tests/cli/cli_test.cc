@@ -292,7 +292,7 @@ BOOST_AUTO_TEST_CASE(sizes_whose_products_would_overflow_are_refused_at_once) {
       {"info --vocab-size 1099511627776",
        "--vocab-size: must be an integer in [1, 1048576], got 1099511627776"},
       {"info --n-embd 99999999999999999999",
-       "--n-embd: must be an integer in [1, 65536], got 99999999999999999999"},
+       "--n-embd: must be an integer in [1, 32768], got 99999999999999999999"},
       {"info --n-head 2000", "--n-head: must be an integer in [1, 1024], got 2000"},
       {train + " --grad-accum 100000",
        "--grad-accum: must be an integer in [1, 65536], got 100000"},
@@ -320,7 +320,7 @@ BOOST_AUTO_TEST_CASE(help_states_the_bounds) {
   BOOST_TEST_INFO(info.out);
   BOOST_TEST(contains(info.out, "--n-layer INT:INT in [1, 1024]"));
   BOOST_TEST(contains(info.out, "--n-head INT:INT in [1, 1024]"));
-  BOOST_TEST(contains(info.out, "--n-embd INT:INT in [1, 65536]"));
+  BOOST_TEST(contains(info.out, "--n-embd INT:INT in [1, 32768]"));
   BOOST_TEST(contains(info.out, "--block-size INT:INT in [1, 131072]"));
   BOOST_TEST(contains(info.out, "--vocab-size INT:INT in [1, 1048576]"));
   BOOST_TEST(contains(info.out, "At most 20000000000 parameters in all"));
@@ -373,7 +373,7 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
       {train + " --min-lr -1", "--min-lr: must be a finite number >= 0, got -1"},
       {train + " --weight-decay inf", "--weight-decay: must be a finite number >= 0, got inf"},
       {train + " --grad-clip nan", "--grad-clip: must be a finite number >= 0, got nan"},
-      {train + " --dropout nan", "--dropout: must be a finite number in [0, 0.99], got nan"},
+      {train + " --dropout nan", "--dropout: must be a finite number in [0, 1), got nan"},
       {train + " --n-layer 1.5", "--n-layer: must be an integer in [1, 1024], got 1.5"},
       {"info --T 1.5", "--T: must be an integer in [1, 131072], got 1.5"},
       {"info --T -3", "--T: must be an integer in [1, 131072], got -3"},

@@ -341,7 +341,7 @@ BOOST_AUTO_TEST_CASE(values_read_from_files_are_checked_before_they_are_trusted)
                   {{"config", config("1000000")}, {"tokenizer", tokenizer}});
   cases.push_back(
       {dir / "layers.safetensors",
-       "checkpoint metadata 'config': GPTConfig: n_layer must be in [1, 1024], got 1000000"});
+       "checkpoint metadata 'config': n_layer is 1000000, expected an integer in [1, 1024]"});
   // Within the limits but not what the file holds: the config is checked against the tensors.
   write_gpt2_file(dir / "blocks.safetensors", model, "",
                   {{"config", config("1000")}, {"tokenizer", tokenizer}});

@@ -340,7 +340,7 @@ BOOST_AUTO_TEST_CASE(a_config_that_disagrees_with_the_tensors_is_refused_before_
   // (n_layer 1,000,000 used to allocate blocks until memory ran out).
   const std::vector<std::pair<std::pair<std::string, std::string>, std::string>> cases = {
       {{"\"n_layer\":3", "\"n_layer\":1000000"},
-       "GPTConfig: n_layer must be in [1, 1024], got 1000000"},
+       "n_layer is 1000000, expected an integer in [1, 1024]"},
       {{"\"n_layer\":3", "\"n_layer\":1000"},
        where + "n_layer 1000, but the file holds 3 block(s) (h.0 to h.2)"},
       {{"\"n_layer\":3", "\"n_layer\":2"},
@@ -394,7 +394,7 @@ BOOST_AUTO_TEST_CASE(config_and_counts_in_the_metadata_are_read_strictly) {
   save_checkpoint(good, pico, "char", "abc", &s);
   const std::string config = SafetensorsFile::read(good).metadata().at("config");
   const std::string what = "'" + bad + "': checkpoint metadata 'config'";
-  const std::string any_int = ", expected an integer in [1, 9223372036854775807]";
+  const std::string any_int = ", expected an integer in [1, ";  // each field's own max
   // {metadata key, its new value, what the error must say}
   const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
       {"config", edited(config, "\"n_head\":3", "\"n_head\":3.9"),
@@ -631,18 +631,16 @@ BOOST_AUTO_TEST_CASE(a_config_json_n_head_that_is_not_an_integer_is_refused) {
   std::filesystem::remove_all(dir);
 }
 
-// GPTConfig's JSON fields are listed once (checkpoint.cc); config_to_json writes a key for every
+// GPTConfig's JSON fields come from its table (config.h); config_to_json writes a key for every
 // field of the struct and config_from_json reads each back.
 BOOST_AUTO_TEST_CASE(every_config_field_is_written_and_read_back) {
   GPTConfig c;  // every field away from its default, and valid
   c.vocab_size = 65, c.block_size = 16, c.n_layer = 2, c.n_head = 2, c.n_embd = 8;
   c.dropout = 0.25, c.bias = false, c.pos_encoding = PosEncoding::rope;
   const nlohmann::json written = nlohmann::json::parse(config_to_json(c));
-  const nlohmann::json defaults = nlohmann::json::parse(config_to_json(GPTConfig()));
   BOOST_TEST(written.size() == attograd::testing::field_count<GPTConfig>());
-  for (const auto& [key, value] : written.items()) BOOST_TEST_CONTEXT(key) {
-      BOOST_TEST((value != defaults.at(key)), "the test leaves " << key << " at its default");
-    }
+  // (Each field at the ends of its range, through the CLI and validate() too, is
+  // tests/cli/field_options_test.cc's: a new field needs no line here.)
   BOOST_TEST(written.at("pos_encoding") == "rope");
   BOOST_TEST((config_from_json(config_to_json(c), "config") == c));
   nlohmann::json missing = written;
@@ -653,7 +651,7 @@ BOOST_AUTO_TEST_CASE(every_config_field_is_written_and_read_back) {
   unknown["pos_encoding"] = "alibi";
   expect_throw_with<std::runtime_error>(
       [&] { config_from_json(unknown.dump(), "config"); },
-      "config: unknown positional encoding 'alibi' (expected learned, sinusoidal or rope)");
+      "config: pos_encoding is \"alibi\", expected learned, sinusoidal or rope");
 }
 
 // Loading weights writes the parameters in place: between a forward and its backward, the

@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(a_corpus_too_short_for_a_window_is_refused_before_training)
       "needs 9");
   RunRequest bigram = femto(dir / "ab.txt", dir / "out2", 2);
   bigram.model = ModelKind::bigram;
-  bigram.config.n_layer = 2;  // a bigram has no blocks
+  bigram.config.set(&GPTConfig::n_layer, int64_t{2});  // a bigram has no blocks
   expect_throw_with<std::invalid_argument>([&] { start(bigram, Communicator::world(), log); },
                                            "--n-layer does not apply to --model bigram");
 }

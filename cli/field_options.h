@@ -1,0 +1,123 @@
+// The command-line visitor of the field tables (gpt/io/fields.h): each row of a struct's
+// for_each_field that has a flag becomes a CLI11 option with the row's help, the check of the
+// row's range (integer_in, number_in, kSeed, or the enum's names) and, bound to a struct, its
+// default in --help. A bool row whose default is true is the flag that turns it off (--no-bias).
+// A new row of GPTConfig or TrainOptions so reaches `attograd train`, `info`, `figure` and their
+// --help with no code here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cli/option_checks.h"
+#include "gpt/io/fields.h"
+
+namespace attograd::cli {
+
+/// The option check of a range: integer_in for an IntRange, number_in for a RealRange.
+inline CLI::Validator range_check(gpt::IntRange r) { return integer_in(r); }
+inline CLI::Validator range_check(gpt::RealRange r) { return number_in(r); }
+
+namespace detail {
+
+// Adds row f as an option writing into target. With `given`, the option records the row's name
+// there when used and shows no default (an override over a preset); without, it shows target's
+// value as the default.
+template <class F>
+CLI::Option* add_field_option(CLI::App* cmd, const F& f, typename F::Struct& target,
+                              const std::string& help, std::set<std::string>* given) {
+  using T = typename F::Type;
+  using R = typename F::Range;
+  const auto m = f.member;
+  const std::string name = f.name;
+  auto mark = [given, name] {
+    if (given != nullptr) given->insert(name);
+  };
+  if constexpr (std::is_same_v<T, bool>) {
+    const bool value = !(typename F::Struct{}.*m);  // the flag turns the default around
+    return cmd->add_flag_callback(
+        f.flag,
+        [&target, m, value, mark] {
+          target.*m = value;
+          mark();
+        },
+        help);
+  } else if constexpr (std::is_same_v<R, gpt::Choices>) {
+    const gpt::Choices c = f.range;
+    CLI::Option* option =
+        cmd->add_option_function<std::string>(
+               f.flag,
+               [&target, m, c, mark](const std::string& text) {
+                 for (size_t i = 0; i < c.names.size(); ++i)
+                   if (text == c.names[i]) target.*m = static_cast<T>(i);
+                 mark();
+               },
+               help)
+            ->check(CLI::IsMember(std::vector<std::string>(c.names.begin(), c.names.end())));
+    if (given == nullptr) option->default_str(gpt::choice_name(target.*m, c));
+    return option;
+  } else {
+    CLI::Option* option = nullptr;
+    if (given == nullptr) {
+      option = cmd->add_option(f.flag, target.*m, help)->capture_default_str();
+    } else {
+      option = cmd->add_option_function<T>(
+          f.flag,
+          [&target, m, mark](const T& v) {
+            target.*m = v;
+            mark();
+          },
+          help);
+    }
+    if constexpr (std::is_same_v<R, gpt::AnyValue> && std::is_same_v<T, uint64_t>)
+      option->check(kSeed);
+    else if constexpr (!std::is_same_v<R, gpt::AnyValue>)
+      option->check(range_check(f.range));
+    return option;
+  }
+}
+
+}  // namespace detail
+
+/// Adds an option to `cmd` for every row of S's table that has a flag and whose name is not in
+/// `skip`, bound to the field of `s` (which must outlive parsing), its value shown as the
+/// default. Returns the options, in the table's order.
+template <class S>
+std::vector<CLI::Option*> add_field_options(CLI::App* cmd, S& s,
+                                            const std::set<std::string>& skip = {}) {
+  std::vector<CLI::Option*> options;
+  S::for_each_field([&](const auto& f) {
+    if (f.flag != nullptr && !skip.count(f.name))
+      options.push_back(detail::add_field_option(cmd, f, s, f.help, nullptr));
+  });
+  return options;
+}
+
+/// Like add_field_options, for values set over others (a preset): a used option writes its
+/// field of `values` and adds the row's name to `given`; --help shows no default and each
+/// help starts with `help_prefix`.
+template <class S>
+void add_override_options(CLI::App* cmd, S& values, std::set<std::string>& given,
+                          const std::string& help_prefix, const std::set<std::string>& skip = {}) {
+  S::for_each_field([&](const auto& f) {
+    if (f.flag != nullptr && !skip.count(f.name))
+      detail::add_field_option(cmd, f, values, help_prefix + f.help, &given);
+  });
+}
+
+/// The flags of S's rows that a resumed run may change (kResumable).
+template <class S>
+std::set<std::string> resumable_flags() {
+  std::set<std::string> flags;
+  S::for_each_field([&](const auto& f) {
+    if (f.flag != nullptr && f.resumable()) flags.insert(f.flag);
+  });
+  return flags;
+}
+
+}  // namespace attograd::cli

@@ -1,0 +1,74 @@
+#include "gpt/io/fields.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace attograd::gpt {
+
+namespace {
+
+// %g-style: 0.99, 1e-08, not to_string's 0.990000.
+std::string number_str(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+std::string prefix(const std::string& owner) { return owner.empty() ? owner : owner + ": "; }
+
+}  // namespace
+
+std::string range_str(IntRange r) {
+  // Appended piece by piece: "[" + std::to_string(...) trips gcc 12's -Wrestrict false positive.
+  std::string s = "[";
+  s += std::to_string(r.min);
+  s += ", ";
+  s += std::to_string(r.max);
+  s += ']';
+  return s;
+}
+
+void check_range(const std::string& owner, const char* field, int64_t v, IntRange r) {
+  if (!r.contains(v))
+    throw std::invalid_argument(prefix(owner) + field + " must be in " + range_str(r) + ", got " +
+                                std::to_string(v));
+}
+
+std::string range_str(RealRange r) {
+  std::string s;
+  if (std::isinf(r.max) && r.max > 0) {
+    s = r.min_open ? "> " : ">= ";
+    s += number_str(r.min);
+    return s;
+  }
+  s = "in ";
+  s += r.min_open ? '(' : '[';
+  s += number_str(r.min);
+  s += ", ";
+  s += number_str(r.max);
+  s += r.max_open ? ')' : ']';
+  return s;
+}
+
+void check_range(const std::string& owner, const char* field, double v, RealRange r) {
+  if (!r.contains(v))
+    throw std::invalid_argument(prefix(owner) + field + " must be a finite number " + range_str(r) +
+                                ", got " + number_str(v));
+}
+
+std::string join_names(const std::vector<std::string>& names, const std::string& last) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0 && i + 1 == names.size()) {
+      s += ' ';
+      s += last;
+      s += ' ';
+    } else if (i > 0) {
+      s += ", ";
+    }
+    s += names[i];
+  }
+  return s;
+}
+
+}  // namespace attograd::gpt

@@ -1,0 +1,119 @@
+// Fields declared once: each struct of settings (GPTConfig, TrainOptions) lists its fields in one
+// table, a static `template <class V> void for_each_field(V&& v)` calling v(Field{...}) once per
+// field with its member, name, command-line flag, help and range (the model is gemma.cpp's
+// gemma_args.h ForEach(visitor); llama.cpp's common_arg is its cousin). Every consumer is a
+// visitor of that table: validation (validate_fields below), JSON in checkpoints
+// (json_fields in strict_json.h), the CLI's options and --help (cli/field_options.h) and the
+// resume check. A field added to the struct and to its table reaches all of them.
+//
+// This header knows no GPT: the ranges and the tables live with the structs.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace attograd::gpt {
+
+/// A closed range [min, max] of an integer setting.
+struct IntRange {
+  int64_t min;
+  int64_t max;
+  bool contains(int64_t v) const { return v >= min && v <= max; }
+};
+
+/// "[1, 1024]"
+std::string range_str(IntRange r);
+
+/// Throws std::invalid_argument "<owner>: <field> must be in [min, max], got <v>" (owner may be
+/// empty) when v is outside r.
+void check_range(const std::string& owner, const char* field, int64_t v, IntRange r);
+
+/// A range of finite real numbers, each end open or closed; max = +infinity means no upper
+/// bound (the value must still be finite). Dropout is [0, 1): a probability of 1 drops all.
+struct RealRange {
+  double min;
+  double max = std::numeric_limits<double>::infinity();
+  bool min_open = false;
+  bool max_open = false;
+  bool contains(double v) const {
+    return std::isfinite(v) && (min_open ? v > min : v >= min) && (max_open ? v < max : v <= max);
+  }
+};
+
+/// The words that follow "a finite number": "> 0", ">= 0" (no upper bound), "in [0, 1)".
+std::string range_str(RealRange r);
+
+/// Throws std::invalid_argument "<owner>: <field> must be a finite number <range_str(r)>, got
+/// <v>" (owner may be empty) when v is outside r or not finite.
+void check_range(const std::string& owner, const char* field, double v, RealRange r);
+
+/// The names of an enum whose values are 0, 1, 2, ... in this order.
+struct Choices {
+  std::span<const char* const> names;
+};
+
+/// A field with no range beyond its type's (a seed, a flag, a string).
+struct AnyValue {};
+
+/// "a, b or c" (`last` joins the last two; one name alone is itself).
+std::string join_names(const std::vector<std::string>& names, const std::string& last = "or");
+
+/// What a field allows besides its value, or-ed together.
+enum FieldTraits : unsigned {
+  kRequired = 0,
+  kOptionalInFiles = 1,  // may be absent from a file written before the field existed
+  kResumable = 2,        // a resumed run may change it (the CLI allows its flag with --resume)
+};
+
+/// One row of a struct's table: the member, its name (the JSON key, and the name errors use),
+/// its command-line flag (nullptr: none; "--no-x" for a bool that defaults to true), the help
+/// the flag shows, its range (IntRange for int64_t, RealRange for double, Choices for an enum,
+/// AnyValue otherwise) and its traits. The default is the struct's own initializer.
+template <class S, class T, class R>
+struct Field {
+  using Struct = S;
+  using Type = T;
+  using Range = R;
+  constexpr Field(T S::*m, const char* n, const char* f, const char* h, R r, unsigned t = kRequired)
+      : member(m), name(n), flag(f), help(h), range(r), traits(t) {}
+  T S::*member;
+  const char* name;
+  const char* flag;
+  const char* help;
+  R range;
+  unsigned traits;
+  bool optional_in_files() const { return traits & kOptionalInFiles; }
+  bool resumable() const { return traits & kResumable; }
+};
+
+/// The enum value `v` as its name in `c` ("?" when out of range).
+template <class T>
+const char* choice_name(T v, Choices c) {
+  const auto i = static_cast<size_t>(v);
+  return i < c.names.size() ? c.names[i] : "?";
+}
+
+/// Throws std::invalid_argument naming `owner` and the first field of S's table whose value in
+/// `s` is outside its range (check_range's messages; an enum out of its names too). The
+/// struct's cross-field rules are its own validate()'s.
+template <class S>
+void validate_fields(const S& s, const std::string& owner) {
+  S::for_each_field([&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (std::is_same_v<typename F::Range, IntRange> ||
+                  std::is_same_v<typename F::Range, RealRange>) {
+      check_range(owner, f.name, s.*f.member, f.range);
+    } else if constexpr (std::is_same_v<typename F::Range, Choices>) {
+      if (static_cast<size_t>(s.*f.member) >= f.range.names.size())
+        throw std::invalid_argument(owner + ": " + f.name + " is not one of its names");
+    }
+  });
+}
+
+}  // namespace attograd::gpt

@@ -1,0 +1,233 @@
+// Every row of the field tables (GPTConfig::for_each_field, TrainOptions::for_each_field) has one
+// range, and the three places that apply it agree: the CLI option the row becomes
+// (cli/field_options.h), the struct's validate(), and its JSON in checkpoints. At the ends of
+// its range a value is accepted by all three and round-trips; just outside, all three refuse it
+// with a message naming the field (its flag on the command line, its name elsewhere). The test
+// walks the tables, so a new row is covered without a line here.
+#define BOOST_TEST_MODULE field_options_test
+#include <CLI/CLI.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cli/field_options.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/config.h"
+#include "gpt/train/trainer.h"
+#include "tests/gpt/field_count.h"
+#include "tests/test_util.h"
+
+using namespace attograd::gpt;
+using attograd::cli::add_field_options;
+using attograd::cli::add_override_options;
+
+namespace {
+
+// A double as text that reads back as the same double.
+std::string text_of(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+template <class T>
+std::string text_of(T v) {
+  return std::to_string(v);
+}
+
+// How each struct is validated, written and read, and a value of it from which every field can
+// reach both ends of its range without breaking a rule between fields (n_head dividing n_embd,
+// min_lr <= learning_rate, the parameter budget).
+struct ConfigTable {
+  using S = GPTConfig;
+  static S base() {
+    GPTConfig c;
+    c.vocab_size = 1, c.block_size = 1, c.n_layer = 1, c.n_head = 1, c.n_embd = 1024;
+    return c;
+  }
+  static void validate(const S& s) { s.validate(); }
+  static std::string to_json(const S& s) { return config_to_json(s); }
+  static S from_json(const std::string& text) { return config_from_json(text, "config"); }
+  // Parses `args` as the CLI does (over a preset: ConfigOverrides), into `s`.
+  static void parse(S& s, const std::string& args) {
+    CLI::App app;
+    ConfigOverrides overrides;
+    overrides.values = s;
+    add_override_options(&app, overrides.values, overrides.given, "override: ");
+    app.parse(args, false);
+    s = overrides.applied_to(s);
+  }
+};
+
+struct OptionsTable {
+  using S = TrainOptions;
+  static S base() {
+    TrainOptions o;
+    o.learning_rate = 1e300, o.min_lr = 0;  // min_lr may then reach the largest value tried
+    return o;
+  }
+  static void validate(const S& s) { s.validate(); }
+  static std::string to_json(const S& s) { return s.to_json(); }
+  static S from_json(const std::string& text) { return TrainOptions::from_json(text); }
+  static void parse(S& s, const std::string& args) {
+    CLI::App app;
+    add_field_options(&app, s);
+    app.parse(args, false);
+  }
+};
+
+// The values a range accepts at its ends, and those just outside (none past an unbounded end).
+// An open end is approached by a step that any parser keeps (1e-6), not by the next double.
+struct Ends {
+  std::vector<double> inside, outside;
+};
+Ends ends(RealRange r) {
+  Ends e;
+  e.inside.push_back(r.min_open ? r.min + 1e-6 : r.min);
+  e.outside.push_back(r.min_open ? r.min : r.min - 1e-6);
+  if (std::isinf(r.max)) {
+    e.inside.push_back(1e300);
+  } else {
+    e.inside.push_back(r.max_open ? r.max - 1e-6 : r.max);
+    e.outside.push_back(r.max_open ? r.max : r.max + 1e-6);
+  }
+  return e;
+}
+
+template <class Table>
+void check_table(const std::string& owner) {
+  using S = typename Table::S;
+  int rows = 0;
+  S::for_each_field([&](const auto& f) {
+    ++rows;
+    using F = std::decay_t<decltype(f)>;
+    using T = typename F::Type;
+    using R = typename F::Range;
+    BOOST_TEST_CONTEXT(owner << "::" << f.name) {
+      // Accepted: CLI, validate() and a JSON round trip all keep the value.
+      auto accepted = [&](T value, const std::string& text) {
+        BOOST_TEST_CONTEXT("value " << text) {
+          S s = Table::base();
+          if (f.flag != nullptr) {
+            if constexpr (std::is_same_v<T, bool>) {
+              Table::parse(s, f.flag);
+            } else {
+              Table::parse(s, std::string(f.flag) + " " + text);
+            }
+            BOOST_TEST((s.*f.member == value), "the CLI did not set " << f.name);
+          } else {
+            s.*f.member = value;
+          }
+          BOOST_CHECK_NO_THROW(Table::validate(s));
+          S back = Table::base();
+          BOOST_CHECK_NO_THROW(back = Table::from_json(Table::to_json(s)));
+          BOOST_TEST((back == s), "the JSON round trip changed " << f.name);
+        }
+      };
+      // Refused: CLI (naming the flag), validate() and JSON (naming the field).
+      auto refused = [&](std::optional<T> value, const std::string& text, const nlohmann::json& j) {
+        BOOST_TEST_CONTEXT("value " << text) {
+          if (f.flag != nullptr) {
+            S s = Table::base();
+            attograd::testing::expect_throw_with<CLI::ParseError>(
+                [&] { Table::parse(s, std::string(f.flag) + " " + text); }, f.flag);
+          }
+          if (value) {
+            S s = Table::base();
+            s.*f.member = *value;
+            attograd::testing::expect_throw_with<std::invalid_argument>(
+                [&] { Table::validate(s); }, std::string(f.name) + " must be");
+          }
+          nlohmann::json doc = nlohmann::json::parse(Table::to_json(Table::base()));
+          doc[f.name] = j;
+          attograd::testing::expect_throw_with<std::runtime_error>(
+              [&] { Table::from_json(doc.dump()); }, std::string(f.name) + " is ");
+        }
+      };
+      if constexpr (std::is_same_v<R, IntRange>) {
+        accepted(f.range.min, text_of(f.range.min));
+        accepted(f.range.max, text_of(f.range.max));
+        if (f.range.min > std::numeric_limits<int64_t>::min())
+          refused(f.range.min - 1, text_of(f.range.min - 1), f.range.min - 1);
+        if (f.range.max < std::numeric_limits<int64_t>::max())
+          refused(f.range.max + 1, text_of(f.range.max + 1), f.range.max + 1);
+        else  // one past int64_t: refused as text and as JSON; no int64_t holds it
+          refused(std::nullopt, "9223372036854775808", 9223372036854775808ull);
+      } else if constexpr (std::is_same_v<R, RealRange>) {
+        const Ends e = ends(f.range);
+        for (double v : e.inside) accepted(v, text_of(v));
+        for (double v : e.outside) refused(v, text_of(v), v);
+        refused(std::numeric_limits<double>::quiet_NaN(), "nan", "nan");
+      } else if constexpr (std::is_same_v<R, Choices>) {
+        for (size_t i = 0; i < f.range.names.size(); ++i)
+          accepted(static_cast<T>(i), f.range.names[i]);
+        refused(std::nullopt, "alibi", "alibi");
+      } else if constexpr (std::is_same_v<T, uint64_t>) {
+        accepted(0, "0");
+        accepted(std::numeric_limits<uint64_t>::max(),
+                 text_of(std::numeric_limits<uint64_t>::max()));
+        refused(std::nullopt, "-1", -1);
+      } else if constexpr (std::is_same_v<T, bool>) {
+        accepted(!(S{}.*f.member), "not the default");  // a flag turns the default around
+      } else {
+        accepted(T("a value"), "a value");
+      }
+    }
+  });
+  // The table names every field of the struct.
+  BOOST_TEST(rows == static_cast<int>(attograd::testing::field_count<S>()));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_config_field_has_one_range_in_cli_validate_and_json) {
+  check_table<ConfigTable>("GPTConfig");
+}
+
+BOOST_AUTO_TEST_CASE(every_training_option_has_one_range_in_cli_validate_and_json) {
+  check_table<OptionsTable>("TrainOptions");
+}
+
+// Dropout is [0, 1) everywhere: the CLI once stopped at 0.99 while checkpoints took up to 1.
+// A checkpoint holding dropout 1 (which no attograd ever wrote: validate() refused it) is refused
+// when read, naming the field and its range.
+BOOST_AUTO_TEST_CASE(dropout_is_below_one_everywhere) {
+  GPTConfig c = ConfigTable::base();
+  ConfigTable::parse(c, "--dropout 0.995");
+  BOOST_TEST(c.dropout == 0.995);
+  nlohmann::json doc = nlohmann::json::parse(config_to_json(c));
+  BOOST_TEST((config_from_json(doc.dump(), "config") == c));
+  doc["dropout"] = 1.0;
+  attograd::testing::expect_throw_with<std::runtime_error>(
+      [&] { config_from_json(doc.dump(), "config"); },
+      "config: dropout is 1.0, expected a finite number in [0, 1)");
+}
+
+// A learning rate must be > 0 in the CLI, validate() and JSON alike (a checkpoint once took 0).
+BOOST_AUTO_TEST_CASE(a_learning_rate_of_zero_is_refused_everywhere) {
+  nlohmann::json doc = nlohmann::json::parse(TrainOptions().to_json());
+  doc["learning_rate"] = 0;
+  attograd::testing::expect_throw_with<std::runtime_error>(
+      [&] { TrainOptions::from_json(doc.dump()); },
+      "learning_rate is 0, expected a finite number > 0");
+  TrainOptions o;
+  o.learning_rate = 0;
+  attograd::testing::expect_throw_with<std::invalid_argument>(
+      [&] { o.validate(); }, "TrainOptions: learning_rate must be a finite number > 0, got 0");
+}
+
+// ConfigOverrides comes from the table: set() records the field's name, applied_to() writes
+// only the fields set.
+BOOST_AUTO_TEST_CASE(overrides_apply_only_the_fields_set) {
+  ConfigOverrides o;
+  o.set(&GPTConfig::n_layer, int64_t{5}).set(&GPTConfig::pos_encoding, PosEncoding::rope);
+  BOOST_TEST((o.given == std::set<std::string>{"n_layer", "pos_encoding"}));
+  GPTConfig expected = preset("pico");
+  expected.n_layer = 5, expected.pos_encoding = PosEncoding::rope;
+  BOOST_TEST((o.applied_to(preset("pico")) == expected));
+}
