@@ -47,9 +47,9 @@
 #include "autograd/kernels/thread_pool.h"
 #include "autograd/random.h"
 #include "bench/bench_main.h"
-#include "gpt/config.h"
-#include "gpt/model.h"
-#include "gpt/sampler.h"
+#include "gpt/model/config.h"
+#include "gpt/model/model.h"
+#include "gpt/model/sampler.h"
 
 namespace {
 

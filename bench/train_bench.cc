@@ -28,10 +28,10 @@
 #include "autograd/kernels/thread_pool.h"
 #include "autograd/random.h"
 #include "bench/bench_main.h"
-#include "gpt/config.h"
-#include "gpt/dataset.h"
-#include "gpt/model.h"
-#include "gpt/trainer.h"
+#include "gpt/model/config.h"
+#include "gpt/model/model.h"
+#include "gpt/text/dataset.h"
+#include "gpt/train/trainer.h"
 
 // Every heap allocation of the process is counted while counting_mallocs() is on (operator new
 // calls malloc): tensors, graph nodes, closures, vectors.

@@ -13,7 +13,7 @@ packages=(
   libboost-test-dev           # Boost.Test: the test framework
   libboost-dev                # Boost.Container's small_vector: tensor shapes kept inline (no allocation)
   libcli11-dev                # CLI11: the attograd command line
-  bible-kjv                   # the default corpus: King James Bible, offline (gpt/corpus.cc runs `bible`)
+  bible-kjv                   # the default corpus: King James Bible, offline (gpt/text/corpus.cc runs `bible`)
   libcurl4-openssl-dev        # libcurl: downloads named corpora such as Tiny Shakespeare on first use (optional at build)
   ca-certificates             # so libcurl can verify https servers
   nlohmann-json3-dev          # nlohmann-json: checkpoint (safetensors) headers and metadata

@@ -1,4 +1,4 @@
-// Counts every heap allocation of the process, for tests/gpt/allocations_test.cc and
+// Counts every heap allocation of the process, for tests/gpt/train/allocations_test.cc and
 // bench/train_bench.cc: malloc and its siblings are interposed (operator new calls malloc), and
 // each call is counted while counting_mallocs() is on. Include in exactly one source file of a
 // program. Under AddressSanitizer, which owns malloc, nothing is interposed and

@@ -33,16 +33,16 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "examples/lecture/attention_by_hand.h"
-#include "gpt/baselines.h"
-#include "gpt/char_tokenizer.h"
-#include "gpt/config.h"
-#include "gpt/corpus.h"
-#include "gpt/dataset.h"
-#include "gpt/language_model.h"
-#include "gpt/model.h"
-#include "gpt/sampler.h"
-#include "gpt/session.h"
-#include "gpt/trainer.h"
+#include "gpt/model/baselines.h"
+#include "gpt/model/config.h"
+#include "gpt/model/language_model.h"
+#include "gpt/model/model.h"
+#include "gpt/model/sampler.h"
+#include "gpt/model/session.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/text/corpus.h"
+#include "gpt/text/dataset.h"
+#include "gpt/train/trainer.h"
 
 namespace attograd::web {
 namespace {
@@ -233,7 +233,7 @@ json model_new(const json& request) {
   w.trainer = std::make_unique<gpt::Trainer>(*w.model, *w.data, options, tokenizer->kind(),
                                              tokenizer->serialize(), "");
   w.tokenizer = std::move(tokenizer);
-  // The counted baselines the curves are drawn against (gpt/dataset.h): the val loss of a
+  // The counted baselines the curves are drawn against (gpt/text/dataset.h): the val loss of a
   // model that knows only character frequencies, and of the add-one bigram.
   const auto& train = w.data->tokens(gpt::Split::train);
   const auto& val = w.data->tokens(gpt::Split::val);

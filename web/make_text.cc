@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "gpt/corpus.h"
+#include "gpt/text/corpus.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -16,9 +16,9 @@
 #include "examples/cli/command.h"
 #include "examples/cli/model_source.h"
 #include "examples/cli/out_dir.h"
-#include "gpt/atomic_file.h"
-#include "gpt/plot.h"
-#include "gpt/utf8.h"
+#include "gpt/io/atomic_file.h"
+#include "gpt/io/utf8.h"
+#include "gpt/train/plot.h"
 
 namespace attograd::cli {
 

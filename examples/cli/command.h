@@ -8,10 +8,10 @@
 #include <string>
 
 #include "examples/cli/option_checks.h"
-#include "gpt/config.h"
-#include "gpt/distributed.h"
-#include "gpt/language_model.h"
-#include "gpt/limits.h"
+#include "gpt/model/config.h"
+#include "gpt/model/language_model.h"
+#include "gpt/model/limits.h"
+#include "gpt/train/distributed.h"
 
 namespace attograd::cli {
 

@@ -27,8 +27,8 @@
 
 #include "examples/cli/command.h"
 #include "examples/cli/model_source.h"
-#include "gpt/corpus.h"
-#include "gpt/dataset.h"
+#include "gpt/text/corpus.h"
+#include "gpt/text/dataset.h"
 
 namespace attograd::cli {
 

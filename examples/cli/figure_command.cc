@@ -26,9 +26,9 @@
 #include "examples/cli/command.h"
 #include "examples/cli/out_dir.h"
 #include "examples/cli/render_dot.h"
-#include "gpt/atomic_file.h"
-#include "gpt/model.h"
-#include "gpt/plot.h"
+#include "gpt/io/atomic_file.h"
+#include "gpt/model/model.h"
+#include "gpt/train/plot.h"
 #include "nn/layers.h"
 
 namespace attograd::cli {

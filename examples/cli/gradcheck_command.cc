@@ -11,8 +11,8 @@
 #include "autograd/gradcheck.h"
 #include "autograd/op_registry.h"
 #include "examples/cli/command.h"
-#include "gpt/atomic_file.h"
-#include "gpt/corpus.h"
+#include "gpt/io/atomic_file.h"
+#include "gpt/text/corpus.h"
 
 namespace attograd::cli {
 

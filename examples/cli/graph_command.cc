@@ -22,8 +22,8 @@
 #include "examples/cli/command.h"
 #include "examples/cli/out_dir.h"
 #include "examples/cli/render_dot.h"
-#include "gpt/atomic_file.h"
-#include "gpt/model.h"
+#include "gpt/io/atomic_file.h"
+#include "gpt/model/model.h"
 
 namespace attograd::cli {
 

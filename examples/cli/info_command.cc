@@ -6,7 +6,7 @@
 
 #include "autograd/kernels/targets.h"
 #include "examples/cli/command.h"
-#include "gpt/model.h"
+#include "gpt/model/model.h"
 
 namespace attograd::cli {
 

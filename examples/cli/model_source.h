@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "gpt/session.h"
+#include "gpt/model/session.h"
 
 namespace attograd::cli {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "gpt/utf8.h"
+#include "gpt/io/utf8.h"
 
 namespace attograd::cli {
 

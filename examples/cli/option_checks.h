@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "gpt/limits.h"
+#include "gpt/model/limits.h"
 
 namespace attograd::cli {
 

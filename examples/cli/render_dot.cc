@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "gpt/atomic_file.h"
-#include "gpt/subprocess.h"
+#include "gpt/io/atomic_file.h"
+#include "gpt/io/subprocess.h"
 
 namespace attograd::cli {
 

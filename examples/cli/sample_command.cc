@@ -7,7 +7,7 @@
 
 #include "examples/cli/command.h"
 #include "examples/cli/model_source.h"
-#include "gpt/sampler.h"
+#include "gpt/model/sampler.h"
 
 namespace attograd::cli {
 

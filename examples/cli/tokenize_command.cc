@@ -12,12 +12,12 @@
 #include <sstream>
 
 #include "examples/cli/command.h"
-#include "gpt/bpe_tokenizer.h"
-#include "gpt/char_tokenizer.h"
-#include "gpt/corpus.h"
-#include "gpt/session.h"
-#include "gpt/tokenizer.h"
-#include "gpt/utf8.h"
+#include "gpt/io/utf8.h"
+#include "gpt/model/session.h"
+#include "gpt/text/bpe_tokenizer.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/text/corpus.h"
+#include "gpt/text/tokenizer.h"
 
 namespace attograd::cli {
 

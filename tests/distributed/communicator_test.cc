@@ -1,4 +1,4 @@
-// gpt/distributed.h without a launcher: what every build, with MPI or without, must do in one
+// gpt/train/distributed.h without a launcher: what every build, with MPI or without, must do in one
 // process. The single-process collectives return their input, the fingerprint sees one bit,
 // launched_ranks reads mpirun's and srun's variables, and a command started as several ranks is
 // refused: sample and eval in any build, and train in a build without MPI (the core build of
@@ -16,7 +16,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/tensor.h"
-#include "gpt/distributed.h"
+#include "gpt/train/distributed.h"
 #include "tests/examples/cli_run.h"
 #include "tests/test_util.h"
 

@@ -1,4 +1,4 @@
-// Data-parallel training over MPI (gpt/distributed.h): two ranks with B = 4 each against one
+// Data-parallel training over MPI (gpt/train/distributed.h): two ranks with B = 4 each against one
 // process with B = 8 drawing the same sequences, through mpirun for real, both in the library
 // (mpi_train_worker, f32 and f64) and with the attograd binary. The whole test skips (CTest
 // shows it skipped) when the build has no MPI or mpirun is missing.
@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "gpt/checkpoint.h"
-#include "gpt/safetensors.h"
-#include "gpt/session.h"
+#include "gpt/io/safetensors.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/session.h"
 #include "nn/optim.h"
 #include "tests/distributed/key_bias.h"
 #include "tests/examples/cli_run.h"

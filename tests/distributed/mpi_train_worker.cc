@@ -25,9 +25,9 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "gpt/char_tokenizer.h"
-#include "gpt/distributed.h"
-#include "gpt/trainer.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/train/distributed.h"
+#include "gpt/train/trainer.h"
 #include "tests/distributed/key_bias.h"
 
 using namespace attograd;

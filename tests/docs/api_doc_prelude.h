@@ -10,9 +10,9 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "gpt/model.h"
-#include "gpt/sampler.h"
-#include "gpt/trainer.h"
+#include "gpt/model/model.h"
+#include "gpt/model/sampler.h"
+#include "gpt/train/trainer.h"
 #include "nn/layers.h"
 #include "nn/optim.h"
 #include "tests/test_util.h"

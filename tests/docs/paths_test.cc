@@ -4,8 +4,8 @@
 // A path is a word that starts with one of the tree's top-level folders (autograd/, nn/, gpt/,
 // examples/, tests/, docs/, bench/, scripts/, .ci/) and is not itself inside another path
 // (build/examples/attograd is a build product, not a source path). Brace lists expand
-// (gpt/checkpoint.{h,cc} names two files), * matches within a name (tests/kernels/*_test.cc),
-// and a module without its extension names its files (gpt/trainer, gpt/trainer.*).
+// (gpt/model/checkpoint.{h,cc} names two files), * matches within a name (tests/kernels/*_test.cc),
+// and a module without its extension names its files (gpt/train/trainer, gpt/train/trainer.*).
 #define BOOST_TEST_MODULE docs_paths
 #include <boost/test/unit_test.hpp>
 #include <filesystem>

@@ -11,8 +11,8 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "gpt/char_tokenizer.h"
-#include "gpt/checkpoint.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/text/char_tokenizer.h"
 #include "tests/examples/cli_run.h"
 #include "tests/examples/hf_fixture.h"
 #include "tests/test_util.h"

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "gpt/atomic_file.h"
-#include "gpt/checkpoint.h"
+#include "gpt/io/atomic_file.h"
+#include "gpt/model/checkpoint.h"
 #include "tests/examples/cli_run.h"
 
 extern char** environ;

@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "gpt/checkpoint.h"
-#include "gpt/download.h"
-#include "gpt/safetensors.h"
+#include "gpt/io/download.h"
+#include "gpt/io/safetensors.h"
+#include "gpt/model/checkpoint.h"
 #include "tests/examples/cli_run.h"
 #include "tests/examples/hf_fixture.h"
 #include "tests/test_util.h"

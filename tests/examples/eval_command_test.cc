@@ -21,9 +21,9 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "gpt/char_tokenizer.h"
-#include "gpt/checkpoint.h"
-#include "gpt/safetensors.h"
+#include "gpt/io/safetensors.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/text/char_tokenizer.h"
 
 #include "tests/examples/cli_run.h"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <regex>
 
-#include "gpt/model.h"
+#include "gpt/model/model.h"
 #include "tests/examples/cli_run.h"
 
 using namespace attograd;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "gpt/checkpoint.h"
+#include "gpt/model/checkpoint.h"
 #include "tests/test_util.h"
 
 namespace attograd::testing {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gpt/subprocess.h"
+#include "gpt/io/subprocess.h"
 #include "tests/examples/cli_run.h"
 #include "tests/test_util.h"
 

@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include "autograd/ops.h"
-#include "gpt/bpe_tokenizer.h"
-#include "gpt/checkpoint.h"
-#include "gpt/sampler.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/sampler.h"
+#include "gpt/text/bpe_tokenizer.h"
 #include "tests/examples/cli_run.h"
 #include "tests/examples/hf_fixture.h"
 

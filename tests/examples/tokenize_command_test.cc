@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "gpt/checkpoint.h"
-#include "gpt/safetensors.h"
+#include "gpt/io/safetensors.h"
+#include "gpt/model/checkpoint.h"
 
 #include "tests/examples/cli_run.h"
 

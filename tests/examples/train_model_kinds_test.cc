@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "gpt/checkpoint.h"
+#include "gpt/model/checkpoint.h"
 #include "tests/examples/cli_run.h"
 
 using attograd::testing::contains;

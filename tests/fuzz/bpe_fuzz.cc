@@ -1,4 +1,4 @@
-// Fuzz target: GPT-2's byte-level BPE (gpt/bpe_tokenizer.h) with its real vocabulary from
+// Fuzz target: GPT-2's byte-level BPE (gpt/text/bpe_tokenizer.h) with its real vocabulary from
 // data/gpt2/, encoder and decoder.
 //
 // Properties, for any input:
@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "gpt/bpe_tokenizer.h"
-#include "gpt/tokenizer.h"
-#include "gpt/utf8.h"
+#include "gpt/io/utf8.h"
+#include "gpt/text/bpe_tokenizer.h"
+#include "gpt/text/tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd::gpt;

@@ -1,4 +1,4 @@
-// Fuzz target: the character tokenizer (gpt/char_tokenizer.h), built from a text as `train`
+// Fuzz target: the character tokenizer (gpt/text/char_tokenizer.h), built from a text as `train`
 // builds it, and restored from a checkpoint's serialized vocabulary as `sample` restores it.
 //
 // The input is "<text>", or "<serialized vocabulary>\n--8<--\n<text>". Properties:
@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "gpt/char_tokenizer.h"
-#include "gpt/tokenizer.h"
-#include "gpt/utf8.h"
+#include "gpt/io/utf8.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/text/tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd::gpt;

@@ -1,4 +1,4 @@
-// Fuzz target: the corpus loader (gpt/corpus.h) on a user's text file, then what `train` does
+// Fuzz target: the corpus loader (gpt/text/corpus.h) on a user's text file, then what `train` does
 // with the text (a char vocabulary, token ids, batches), and clean_kjv on the same bytes as if
 // `bible` had printed them.
 //
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "autograd/random.h"
-#include "gpt/char_tokenizer.h"
-#include "gpt/corpus.h"
-#include "gpt/dataset.h"
-#include "gpt/utf8.h"
+#include "gpt/io/utf8.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/text/corpus.h"
+#include "gpt/text/dataset.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;

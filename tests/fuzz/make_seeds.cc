@@ -9,11 +9,11 @@
 #include <string_view>
 
 #include "autograd/ops.h"
-#include "gpt/char_tokenizer.h"
-#include "gpt/checkpoint.h"
-#include "gpt/config.h"
-#include "gpt/model.h"
-#include "gpt/safetensors.h"
+#include "gpt/io/safetensors.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/config.h"
+#include "gpt/model/model.h"
+#include "gpt/text/char_tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;

@@ -1,5 +1,5 @@
-// Fuzz target: the safetensors reader (gpt/safetensors.h) and checkpoint loading on top of it
-// (gpt/checkpoint.h), as `attograd sample/eval/train --checkpoint FILE` run them.
+// Fuzz target: the safetensors reader (gpt/io/safetensors.h) and checkpoint loading on top of it
+// (gpt/model/checkpoint.h), as `attograd sample/eval/train --checkpoint FILE` run them.
 //
 // The input is the file. Whatever the reader accepts must keep the promises of safetensors.h,
 // checked here against the bytes themselves: every entry lies inside the data section, the
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "gpt/checkpoint.h"
-#include "gpt/safetensors.h"
+#include "gpt/io/safetensors.h"
+#include "gpt/model/checkpoint.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;

@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "gpt/checkpoint.h"
-#include "gpt/model.h"
-#include "gpt/safetensors.h"
-#include "gpt/trainer.h"
+#include "gpt/io/safetensors.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/model.h"
+#include "gpt/train/trainer.h"
 #include "nn/optim.h"
 
 namespace {

@@ -1,0 +1,128 @@
+#include "gpt/io/strict_json.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace attograd::gpt {
+
+nlohmann::json parse_json(const std::string& text, const std::string& what) {
+  struct Object {
+    std::string name;  // the key this object is the value of ("" for the document itself)
+    std::set<std::string> keys;
+  };
+  std::vector<Object> open;
+  int depth = 0;  // objects and arrays open around the current event
+  std::string last_key;
+  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start || event == E::array_start) {
+      // Refused while opening: the over-deep value is never built, so never printed or freed.
+      if (++depth > kMaxJsonDepth)
+        throw std::runtime_error(what + " nests deeper than " + std::to_string(kMaxJsonDepth) +
+                                 " levels");
+    }
+    if (event == E::object_end || event == E::array_end) --depth;
+    if (event == E::object_start) open.push_back({open.empty() ? std::string() : last_key, {}});
+    if (event == E::object_end) open.pop_back();
+    if (event == E::key) {
+      last_key = parsed.get<std::string>();
+      if (!open.back().keys.insert(last_key).second)
+        throw std::runtime_error(
+            what + " has the key '" + last_key + "' twice" +
+            (open.size() > 1 ? " in the entry '" + open.back().name + "'" : std::string()) +
+            " (a JSON parser keeps only one of them: which is ambiguous)");
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, check);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(what + " is not valid JSON: " + e.what());
+  }
+}
+
+std::optional<uint64_t> json_uint(const nlohmann::json& v, uint64_t max) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= max) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0 &&
+      static_cast<uint64_t>(v.get<int64_t>()) <= max)
+    return static_cast<uint64_t>(v.get<int64_t>());
+  return std::nullopt;
+}
+
+std::string json_excerpt(const nlohmann::json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+JsonFields::JsonFields(nlohmann::json object, std::string what)
+    : object_(std::move(object)), what_(std::move(what)) {
+  if (!object_.is_object())
+    throw std::runtime_error(what_ + " is " + json_excerpt(object_) + ", not a JSON object");
+}
+
+const nlohmann::json& JsonFields::at(const std::string& key) {
+  auto it = object_.find(key);
+  if (it == object_.end()) throw std::runtime_error(what_ + " has no '" + key + "'");
+  read_.insert(key);
+  return *it;
+}
+
+void JsonFields::refuse(const std::string& key, const std::string& expected) const {
+  throw std::runtime_error(what_ + ": " + key + " is " + json_excerpt(object_.at(key)) +
+                           ", expected " + expected);
+}
+
+int64_t JsonFields::integer(const std::string& key, int64_t min, int64_t max) {
+  const nlohmann::json& v = at(key);
+  const std::string range =
+      "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  // Signed or unsigned, a JSON integer: an unsigned one above INT64_MAX is out of every range here.
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)))
+    refuse(key, range);
+  const int64_t x = v.get<int64_t>();
+  if (x < min || x > max) refuse(key, range);
+  return x;
+}
+
+uint64_t JsonFields::unsigned_integer(const std::string& key) {
+  const auto x = json_uint(at(key), std::numeric_limits<uint64_t>::max());
+  if (!x) refuse(key, "an integer in [0, 18446744073709551615]");
+  return *x;
+}
+
+double JsonFields::number(const std::string& key, double min, double max) {
+  const nlohmann::json& v = at(key);
+  if (!v.is_number()) refuse(key, "a number");
+  const double x = v.get<double>();
+  if (!(std::isfinite(x) && x >= min && x <= max))
+    refuse(key,
+           "a number in [" + nlohmann::json(min).dump() + ", " + nlohmann::json(max).dump() + "]");
+  return x;
+}
+
+bool JsonFields::boolean(const std::string& key) {
+  const nlohmann::json& v = at(key);
+  if (!v.is_boolean()) refuse(key, "true or false");
+  return v.get<bool>();
+}
+
+std::string JsonFields::string(const std::string& key) {
+  const nlohmann::json& v = at(key);
+  if (!v.is_string()) refuse(key, "a string");
+  return v.get<std::string>();
+}
+
+void JsonFields::finish() const {
+  for (auto it = object_.begin(); it != object_.end(); ++it)
+    if (!read_.count(it.key()))
+      throw std::runtime_error(
+          what_ + " has an unknown field '" + it.key() +
+          "' (written by a newer attograd?); refusing rather than ignoring it");
+}
+
+}  // namespace attograd::gpt

@@ -1,0 +1,131 @@
+// GPT checkpoints: safetensors files in Hugging Face GPT-2's layout, plus attograd metadata.
+// The bigram and average models (gpt/model/baselines.h) are stored the same way under their own
+// parameter names, with their kind in the metadata "model" (absent: a GPT).
+//
+// Weights use GPT-2's tensor names (wte.weight, h.0.attn.c_attn.weight, ...) and its Conv1D
+// layout: c_attn, attn.c_proj, c_fc and mlp.c_proj weights are stored (in, out), the
+// transpose of attograd's Linear (out, in). So one loader reads attograd checkpoints and
+// Hugging Face's model.safetensors alike. The config, the tokenizer and (for resuming) the
+// training state live in the metadata, the AdamW moments in tensors "optimizer.m" and
+// "optimizer.v" (in parameter-arena order, in the parameters' dtype: F32; checkpoints written
+// before the moments moved to f32 hold F64 ones, which still load).
+//
+// Memory: saving streams each tensor from the parameter arena and the optimizer into the file,
+// and loading converts each tensor from the file's read-only mapping straight into its
+// parameter; neither holds a second copy of the model (see safetensors.h). Only resuming
+// reads the moments (read_checkpoint_info with Moments::load).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpt/io/safetensors.h"
+#include "gpt/model/config.h"
+#include "gpt/model/language_model.h"
+#include "gpt/model/model.h"
+
+namespace attograd::gpt {
+
+/// The name of the checkpoint inside a run's output directory (what Trainer::run writes).
+inline constexpr char kCheckpointFile[] = "ckpt.safetensors";
+
+/// Everything needed to continue training bit for bit.
+struct TrainingState {
+  int64_t step = 0;       // optimizer steps completed
+  std::string batch_rng;  // Generator::state() of the batch sampler
+  Tensor adam_m, adam_v;  // AdamW moments, (N,) in arena order, the parameters' dtype
+  int64_t adam_t = 0;
+  std::string train_options;  // the trainer's options as JSON, so --resume reuses them
+};
+
+/// The non-weight contents of a checkpoint.
+struct CheckpointInfo {
+  ModelKind kind = ModelKind::gpt;  // metadata "model"; checkpoints written before it are GPTs
+  GPTConfig config;
+  std::string tokenizer_kind;  // "char" (or "gpt2" for BPE)
+  std::string tokenizer_data;  // the tokenizer's own serialisation
+  std::optional<TrainingState> training;
+};
+
+/// The config as a checkpoint's "config" metadata: a JSON object with one key per GPTConfig
+/// field (pos_encoding by name).
+std::string config_to_json(const GPTConfig& config);
+
+/// The config a checkpoint's "config" metadata holds, every field read strictly (3.9 is not an
+/// n_head, 2^64 is not a size, a missing or unknown field is refused), then checked by
+/// GPTConfig::validate. Throws std::runtime_error starting with `what` (naming the document).
+GPTConfig config_from_json(const std::string& text, const std::string& what);
+
+/// True for the four GPT-2 weights Hugging Face stores as Conv1D (in, out), the transpose of
+/// attograd's Linear: attn.c_attn, attn.c_proj, mlp.c_fc and mlp.c_proj. attn.c_proj is
+/// square, so no shape check would catch a missing transpose: the name decides.
+bool is_conv1d_weight(const std::string& name);
+
+/// Writes model weights, kind, config, tokenizer and optional training state atomically (a
+/// temporary file renamed into place). The dropout generator's state is saved too. Throws
+/// std::runtime_error naming the path on any I/O failure (a full disk included); the previous
+/// checkpoint is then intact.
+void save_checkpoint(const std::string& path, LanguageModel& model,
+                     const std::string& tokenizer_kind, const std::string& tokenizer_data,
+                     const TrainingState* training = nullptr);
+
+/// Whether read_checkpoint_info copies the AdamW moments (two tensors the size of the model,
+/// needed only to resume training) into TrainingState::adam_m / adam_v.
+enum class Moments { load, skip };
+
+/// Reads the config, tokenizer and training state; with Moments::skip the training state's
+/// adam_m and adam_v stay undefined (sampling and evaluation need neither). Every value is
+/// read strictly (see strict_json.h): the model kind is one of model_kind_name's, the config's
+/// sizes are integers (3.9 and 2^64 are refused, not truncated or cast) that GPTConfig::validate
+/// accepts, an unknown config or tokenizer field is refused, "step" and "adam_t" are decimal
+/// counts. Throws std::runtime_error naming the path, the key and the value for a file that is not
+/// an attograd checkpoint (no config in its metadata) or is malformed/truncated.
+CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments = Moments::load);
+
+/// Copies the weights of `file` into `model`, all or nothing: every expected name, shape and
+/// dtype is checked from the header before any parameter is written; then each tensor is
+/// converted straight from the file's mapping into its parameter (no full-size temporary).
+/// Accepts keys with or without the "transformer." prefix. Every other tensor must be known
+/// and is checked, never dropped in silence: GPT-2's h.N.attn.bias / h.N.attn.masked_bias
+/// buffers (N < n_layer), an lm_head.weight tied to wte (the same dtype, shape and bytes) and
+/// a checkpoint's optimizer.m / optimizer.v. Throws std::runtime_error naming the key (and
+/// both shapes on a mismatch) for a missing, unexpected, wrongly shaped or unconvertible
+/// tensor, and for an lm_head.weight that differs from wte (an untied head, which attograd's
+/// GPT cannot compute), and for an attograd checkpoint of another model kind than `model`
+/// ("holds the model kind 'bigram' ..., not 'gpt'"); the model is then unchanged.
+void load_weights(LanguageModel& model, const SafetensorsFile& file);
+
+/// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and
+/// n_embd from wte, block_size from wpe, n_layer from the h.N blocks. n_head is not stored in
+/// the weights: it is n_head_override when positive, else "n_head" from a config.json in the
+/// same directory, else the standard GPT-2 size for n_embd (768 -> 12, 1024 -> 16,
+/// 1280 -> 20, 1600 -> 25). Throws std::runtime_error when none applies ("pass --n-head").
+/// A config.json that exists is read strictly, whether or not n_head is overridden: it must be
+/// valid JSON, its n_layer, n_embd, vocab_size, n_positions and n_ctx must equal what the
+/// tensors give, n_head must be an integer, and activation_function, layer_norm_epsilon,
+/// n_inner, scale_attn_weights, scale_attn_by_inverse_layer_idx, tie_word_embeddings and
+/// model_type must describe the GPT-2 attograd computes; else std::runtime_error naming the
+/// field and both values.
+GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override = 0);
+
+/// Loads a Hugging Face GPT-2 model.safetensors (124M and larger, F32/F16/BF16) into a new
+/// model, transposing exactly the Conv1D weights (see load_weights).
+std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0,
+                                  DType dtype = DType::f32);
+
+/// Builds the model a checkpoint holds, of the kind its metadata names (GPT, BigramModel or
+/// AverageModel), and loads its weights (and dropout state), not the optimizer moments. Before
+/// anything is allocated, the config is checked against the tensors present: wte
+/// (vocab_size, n_embd) ((vocab_size, vocab_size) for a bigram), wpe (block_size, n_embd)
+/// exactly with learned positions, blocks h.0 .. h.{n_layer-1} for a GPT (none otherwise), and
+/// enough values in the file for every parameter; a mismatch is std::runtime_error naming both
+/// values. Otherwise throws std::runtime_error as read_checkpoint_info and load_weights.
+std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file,
+                                                   DType dtype = DType::f32);
+
+/// load_language_model for a caller that needs a GPT (its attention, its KV cache): throws
+/// std::runtime_error naming the kind the checkpoint holds when it is not a GPT.
+std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype = DType::f32);
+
+}  // namespace attograd::gpt

@@ -1,0 +1,182 @@
+#include "gpt/model/language_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include "autograd/allocator.h"
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "autograd/size_math.h"
+
+namespace attograd::gpt {
+
+namespace {
+
+constexpr ModelKind kKinds[] = {ModelKind::gpt, ModelKind::bigram, ModelKind::average};
+
+// GPT-2's weight-decay rule (nanoGPT's configure_optimizers): every 2-D parameter, the
+// embeddings and the matrices, decays; biases and LayerNorm gains and shifts do not.
+bool decays(const Tensor& p) { return p.dim() >= 2; }
+
+}  // namespace
+
+void require_memory(int64_t num_params, DType dtype, int copies, const std::string& what,
+                    const std::string& label) {
+  const size_t have = physical_memory_bytes();
+  const auto n = static_cast<size_t>(num_params);
+  const size_t need = checked_mul(checked_mul(n, dtype_size(dtype), "parameter bytes"),
+                                  static_cast<size_t>(copies), "parameter bytes");
+  if (have == 0 || need <= have) return;
+  auto gb = [](size_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
+    return std::string(buf);
+  };
+  throw std::runtime_error(label + ": the model's " + std::to_string(n) + " parameters need " +
+                           gb(need) + " in " + dtype_name(dtype) + " (" + what +
+                           "), more than this machine's " + gb(have) +
+                           " of memory; choose a smaller n_layer, n_embd, vocab_size or "
+                           "block_size");
+}
+
+const char* model_kind_name(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::gpt:
+      return "gpt";
+    case ModelKind::bigram:
+      return "bigram";
+    case ModelKind::average:
+      return "average";
+  }
+  return "?";
+}
+
+ModelKind parse_model_kind(const std::string& name) {
+  std::string names;
+  for (ModelKind k : kKinds) {
+    if (name == model_kind_name(k)) return k;
+    names += (names.empty() ? "" : ", ") + std::string(model_kind_name(k));
+  }
+  throw std::invalid_argument("unknown model '" + name.substr(0, 40) + "': choose one of " + names);
+}
+
+int64_t num_parameters(ModelKind kind, const GPTConfig& c) {
+  const char* what = "num_parameters";
+  switch (kind) {
+    case ModelKind::gpt:
+      return c.num_parameters();
+    case ModelKind::bigram:
+      return checked_mul(c.vocab_size, c.vocab_size, what);
+    case ModelKind::average: {
+      const int64_t wte = checked_mul(c.vocab_size, c.n_embd, what);
+      const int64_t wpe =
+          c.pos_encoding == PosEncoding::learned ? checked_mul(c.block_size, c.n_embd, what) : 0;
+      return checked_add(checked_add(wte, wpe, what), (c.bias ? 2 : 1) * c.n_embd, what);
+    }
+  }
+  return 0;
+}
+
+LanguageModel::LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t seed, DType dtype,
+                             std::string label)
+    : config_(config),
+      dtype_(dtype),
+      label_(std::move(label)),
+      dropout_gen_(std::make_unique<Generator>(seed + 1)) {
+  config_.validate();
+  if (dtype == DType::i64)
+    throw std::invalid_argument(label_ + ": the model dtype must be f32 or f64");
+  require_memory(gpt::num_parameters(kind, config_), dtype, 2, "weights and gradients", label_);
+  arena_ =
+      std::make_unique<nn::ParameterArena>();  // the derived constructor's layers register into it
+}
+
+Tensor LanguageModel::register_embeddings(Generator& gen, std::shared_ptr<nn::Embedding>& wte,
+                                          std::shared_ptr<nn::Embedding>& wpe) {
+  const GPTConfig& c = config_;
+  wte =
+      register_module("wte", std::make_shared<nn::Embedding>(c.vocab_size, c.n_embd, gen, dtype_));
+  if (c.pos_encoding == PosEncoding::learned)
+    wpe = register_module("wpe",
+                          std::make_shared<nn::Embedding>(c.block_size, c.n_embd, gen, dtype_));
+  return c.pos_encoding == PosEncoding::sinusoidal
+             ? nn::sinusoidal_table(c.block_size, c.n_embd, dtype_)
+             : Tensor();
+}
+
+void LanguageModel::pack_parameters() {
+  // The decayed weights first, so that each of param_groups() is one range of the arena.
+  std::vector<std::pair<std::string, Tensor>> named = named_parameters();
+  std::stable_partition(named.begin(), named.end(),
+                        [](const auto& np) { return decays(np.second); });
+  arena_->allocate(std::move(named));
+}
+
+std::vector<nn::ParamGroup> LanguageModel::param_groups(double weight_decay) const {
+  std::vector<nn::ParamGroup> groups{{.params = {}, .weight_decay = weight_decay},
+                                     {.params = {}, .weight_decay = 0.0}};
+  for (const auto& [name, p] : arena_->named_parameters())
+    groups[decays(p) ? 0 : 1].params.push_back(p);
+  return groups;
+}
+
+void LanguageModel::check_inputs(const Tensor& idx, const Tensor& targets, int64_t past) const {
+  const GPTConfig& c = config_;
+  if (!idx.defined() || idx.dtype() != DType::i64 || idx.dim() != 2)
+    throw std::invalid_argument(
+        label_ + ": expected idx as i64 token ids (B, T), got " +
+        (idx.defined() ? std::string(dtype_name(idx.dtype())) + " " + shape_str(idx.shape())
+                       : std::string("an undefined tensor")));
+  const int64_t T = idx.size(1);
+  if (past + T > c.block_size)
+    throw std::invalid_argument(
+        label_ + ": sequence length T = " + std::to_string(T) +
+        (past > 0 ? " after " + std::to_string(past) + " cached positions" : std::string()) +
+        " exceeds block_size " + std::to_string(c.block_size) +
+        " (crop the context to the last block_size tokens)");
+  if (T == 0 || idx.size(0) == 0)
+    throw std::invalid_argument(label_ + ": empty input " + shape_str(idx.shape()));
+  if (targets.defined() && (targets.dtype() != DType::i64 || targets.shape() != idx.shape()))
+    throw std::invalid_argument(label_ + ": expected targets i64 " + shape_str(idx.shape()) +
+                                " like idx, got " + dtype_name(targets.dtype()) + " " +
+                                shape_str(targets.shape()));
+  for (const Tensor* t : {&idx, &targets}) {
+    if (!t->defined()) continue;
+    const Tensor ids_tensor = contiguous(*t);  // t itself when contiguous: read in place
+    const int64_t* ids = ids_tensor.data<int64_t>();
+    for (int64_t i = 0; i < ids_tensor.numel(); ++i)
+      if ((ids[i] < 0 || ids[i] >= c.vocab_size) && !(t == &targets && ids[i] == kIgnoreTarget))
+        throw std::out_of_range(
+            label_ + ": " + (t == &idx ? "token id " : "target id ") + std::to_string(ids[i]) +
+            " at (" + std::to_string(i / T) + ", " + std::to_string(i % T) + ") is outside [0, " +
+            std::to_string(c.vocab_size) + ") (vocab_size " + std::to_string(c.vocab_size) + ")");
+  }
+}
+
+Tensor LanguageModel::add_positions(const Tensor& x, const nn::Embedding* wpe,
+                                    const Tensor& sinusoidal, int64_t past) {
+  const int64_t T = x.size(1);
+  if (wpe != nullptr) {
+    Tensor pos = Tensor::empty({T}, DType::i64);
+    for (int64_t t = 0; t < T; ++t) pos.data<int64_t>()[t] = past + t;
+    return add(x, wpe->forward(pos));  // (T, C) broadcast over B
+  }
+  if (sinusoidal.defined()) return add(x, slice(sinusoidal, 0, past, past + T));
+  return x;
+}
+
+ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets) {
+  ModelOutput out;
+  if (targets.defined() && grad_enabled()) {
+    // Training: the head and the loss as one op, whose (B T, V) logits become their own gradient
+    // in the backward, so the largest tensor of the step exists once (ops.h).
+    out.loss = linear_cross_entropy(x, weight, targets, kIgnoreTarget);
+  } else {
+    out.logits = linear(x, weight);  // (B, T, V)
+    if (targets.defined()) out.loss = cross_entropy(out.logits, targets, kIgnoreTarget);
+  }
+  return out;
+}
+
+}  // namespace attograd::gpt

@@ -1,0 +1,119 @@
+// LanguageModel: what the trainer, the sampler, evaluation and checkpoints need of a
+// next-token model, so that the lecture's models train and sample the same way:
+//   gpt      the GPT-2 transformer (gpt/model/model.h)
+//   bigram   a V x V table of logits, logits = W[token] (lecture 19's model, gpt/model/baselines.h)
+//   average  each position's causal mean of the context embeddings, then GPT's LayerNorm and
+//            tied head, with no attention (the lecture's first step, gpt/model/baselines.h)
+// All three keep their parameters in one arena (decayed weights first), so AdamW, gradient
+// clipping and checkpoints treat them alike.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+#include "gpt/model/config.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+#include "nn/optim.h"
+
+namespace attograd::gpt {
+
+/// The model families `attograd train --model` builds.
+enum class ModelKind { gpt, bigram, average };
+
+/// "gpt", "bigram" or "average" (the name a checkpoint's metadata "model" holds).
+const char* model_kind_name(ModelKind kind);
+/// Parses a name; throws std::invalid_argument listing the valid names.
+ModelKind parse_model_kind(const std::string& name);
+
+/// The number of trainable parameters of the model of `kind` that `config` builds, from the
+/// sizes alone (nothing is allocated). Throws std::overflow_error if it does not fit int64_t.
+int64_t num_parameters(ModelKind kind, const GPTConfig& config);
+
+/// Refuses a model this machine cannot hold before it is built: allocated, it would fill the
+/// memory (and be killed by the kernel) long before one allocation failed. `copies` copies of the
+/// `num_params` parameters in `dtype` must fit in physical memory: 2 for a model (the arena holds
+/// weights and gradients), 4 for training with AdamW (its two moments too; activations come on
+/// top). Throws std::runtime_error naming `label`, the size in GB, `what` the copies are, and the
+/// fix.
+void require_memory(int64_t num_params, DType dtype, int copies, const std::string& what,
+                    const std::string& label);
+
+/// A target that adds no loss and no gradient (padding), nanoGPT's ignore_index: see
+/// cross_entropy in autograd/ops.h.
+constexpr int64_t kIgnoreTarget = -1;
+
+/// The output of a forward pass.
+struct ModelOutput {
+  // (B, T, vocab_size), dtype of the model. May be undefined when training (targets given while
+  // the graph is recorded): a tied head then computes the logits inside the loss node
+  // (linear_cross_entropy), which turns them into their gradient; call forward(idx), or forward
+  // under NoGradGuard, to read them.
+  Tensor logits;
+  Tensor loss;  // scalar mean cross-entropy over the B*T positions whose target is not
+                // kIgnoreTarget (0 if all are); undefined without targets
+};
+
+/// A next-token language model over token ids [0, config().vocab_size) with contexts of at most
+/// config().block_size tokens. Parameter names are the checkpoint's tensor names.
+class LanguageModel : public nn::Module {
+ public:
+  ~LanguageModel() override = default;
+  virtual ModelKind kind() const = 0;
+
+  /// idx: i64 (B, T) token ids with 1 <= T <= block_size and ids in [0, vocab_size);
+  /// targets: i64 (B, T) in [0, vocab_size) or kIgnoreTarget, or undefined. Both are checked
+  /// before any memory is read: std::invalid_argument for a shape problem, std::out_of_range
+  /// for an id.
+  virtual ModelOutput forward(const Tensor& idx, const Tensor& targets = Tensor()) const = 0;
+
+  const GPTConfig& config() const { return config_; }
+  DType dtype() const { return dtype_; }
+  /// The optimizer groups of GPT-2 / nanoGPT's configure_optimizers: weight_decay on the 2-D
+  /// weights (embeddings, matrices), none on biases and LayerNorm parameters. Each group is one
+  /// contiguous range of the arena (decayed weights first), so AdamW updates each in one pass
+  /// and keeps its moments in arena order (what checkpoints store).
+  std::vector<nn::ParamGroup> param_groups(double weight_decay) const;
+  /// The single buffer behind every parameter and gradient (what optimizers update).
+  nn::ParameterArena& arena() { return *arena_; }
+  const nn::ParameterArena& arena() const { return *arena_; }
+  /// The generator dropout draws from (part of the training state a checkpoint saves).
+  Generator& dropout_generator() { return *dropout_gen_; }
+
+ protected:
+  /// Validates config (GPTConfig::validate) and dtype (f32 or f64, else std::invalid_argument),
+  /// and refuses, with std::runtime_error before anything is allocated, a model that needs more
+  /// than this machine's physical memory. `label` starts every error message ("GPT"). Opens the
+  /// arena the derived constructor's layers register their parameters in.
+  LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t seed, DType dtype,
+                std::string label);
+  /// The input layer GPT and AverageModel share: registers wte (vocab_size, n_embd) and, with
+  /// learned positions, wpe (block_size, n_embd), drawing their init from `gen` in that order,
+  /// and returns the (block_size, n_embd) table with sinusoidal positions (else undefined).
+  Tensor register_embeddings(Generator& gen, std::shared_ptr<nn::Embedding>& wte,
+                             std::shared_ptr<nn::Embedding>& wpe);
+  /// Allocates the arena (open since this constructor) with the registered parameters, decayed
+  /// weights first, and initialises them; call once, at the end of the derived constructor.
+  void pack_parameters();
+  /// The checks forward() promises, for positions past .. past + T - 1 (past: cached positions).
+  void check_inputs(const Tensor& idx, const Tensor& targets, int64_t past = 0) const;
+  /// x (B, T, C) plus the positions past .. past + T - 1: rows of the learned table wpe when
+  /// given, else of the fixed `sinusoidal` table when defined, else x itself (RoPE, or none).
+  static Tensor add_positions(const Tensor& x, const nn::Embedding* wpe, const Tensor& sinusoidal,
+                              int64_t past);
+  /// The tied head and the loss: logits = x weightᵀ, x (B, T, C), weight (V, C). While training
+  /// with targets, the two run as one op (linear_cross_entropy) and the logits stay undefined.
+  static ModelOutput tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets);
+
+  GPTConfig config_;
+  DType dtype_;
+  std::string label_;
+  std::unique_ptr<Generator> dropout_gen_;
+  std::unique_ptr<nn::ParameterArena> arena_;
+};
+
+}  // namespace attograd::gpt

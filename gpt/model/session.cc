@@ -1,0 +1,129 @@
+#include "gpt/model/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+#include "autograd/engine.h"
+#include "gpt/model/perplexity.h"
+
+namespace attograd::gpt {
+
+namespace {
+
+// The checkpoint file `path` names: itself, or the checkpoint inside a run directory.
+std::string checkpoint_file(const std::string& path) {
+  if (!std::filesystem::is_directory(path)) return path;
+  const std::filesystem::path file = std::filesystem::path(path) / kCheckpointFile;
+  if (!std::filesystem::exists(file))
+    throw std::invalid_argument(
+        "'" + path + "' is a directory without " + kCheckpointFile +
+        ": pass a checkpoint file or the --out directory of an attograd train run");
+  return file.string();
+}
+
+std::unique_ptr<Tokenizer> tokenizer_of(const SafetensorsFile& file) {
+  const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
+  return load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
+}
+
+}  // namespace
+
+// Every command that opens an attograd checkpoint (sample, eval, attention, train --resume)
+// comes through here, so a checkpoint whose parts disagree is refused by all of them alike:
+// training sets vocab_size to the tokenizer's size, so any other pair was edited or mixed up
+// (eval --corpus and attention once accepted a 3-character tokenizer for 16 rows of wte).
+Session open_checkpoint_file(const SafetensorsFile& file) {
+  Session s;
+  s.path = file.path();
+  s.tokenizer = tokenizer_of(file);
+  s.model = load_language_model(file);
+  s.require_tokenizer_matches();
+  return s;
+}
+
+GPT& Session::gpt() const {
+  if (model->kind() != ModelKind::gpt)
+    throw std::runtime_error(
+        "'" + path + "' holds " + (model->kind() == ModelKind::average ? "an " : "a ") +
+        model_kind_name(model->kind()) +
+        " model (checkpoint metadata 'model'), not a GPT; this needs a GPT checkpoint "
+        "(sample and eval take every model kind)");
+  return static_cast<GPT&>(*model);
+}
+
+void Session::require_tokenizer_fits(const std::string& hint) const {
+  if (tokenizer->vocab_size() > config().vocab_size)
+    throw std::invalid_argument(
+        "the " + tokenizer->kind() + " tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+        " tokens but the model's vocab_size is " + std::to_string(config().vocab_size) + hint);
+}
+
+void Session::require_tokenizer_matches() const {
+  if (config().vocab_size != tokenizer->vocab_size())
+    throw std::invalid_argument("the model's vocab_size " + std::to_string(config().vocab_size) +
+                                " does not match its " + tokenizer->kind() + " tokenizer's " +
+                                std::to_string(tokenizer->vocab_size()) + " tokens (" + path + ")");
+}
+
+SequenceLoss Session::evaluate(const std::vector<int64_t>& tokens) const {
+  if (tokens.size() < 2)
+    throw std::invalid_argument(
+        "a sequence of " + std::to_string(tokens.size()) +
+        " token(s) has no prediction to score; the loss needs at least 2 tokens");
+  NoGradGuard no_grad;
+  model->eval();
+  const int64_t T = config().block_size;
+  const int64_t n = static_cast<int64_t>(tokens.size()) - 1;  // predictions available
+  PerplexityMeter meter;
+  SequenceLoss r;
+  for (int64_t start = 0; start < n; start += T, ++r.windows) {
+    const int64_t len = std::min(T, n - start);
+    const std::vector<int64_t> x(tokens.begin() + start, tokens.begin() + start + len);
+    const std::vector<int64_t> y(tokens.begin() + start + 1, tokens.begin() + start + len + 1);
+    const double loss =
+        model->forward(Tensor::from_ids(x, {1, len}), Tensor::from_ids(y, {1, len})).loss.item();
+    meter.add(loss * static_cast<double>(len), len);  // the window's total nats
+  }
+  // A NaN or infinite loss is not a result to print: the weights are broken.
+  if (!std::isfinite(meter.mean_nll()))
+    throw std::runtime_error("the loss is " + std::to_string(meter.mean_nll()) +
+                             ": the weights in " + path +
+                             " are not finite (a diverged run?); evaluate an earlier checkpoint");
+  r.mean_nll = meter.mean_nll();
+  r.perplexity = meter.perplexity();
+  r.predictions = meter.tokens();
+  return r;
+}
+
+Session open_checkpoint(const std::string& path) {
+  return open_checkpoint_file(SafetensorsFile::read(checkpoint_file(path)));
+}
+
+std::unique_ptr<Tokenizer> open_checkpoint_tokenizer(const std::string& path) {
+  return tokenizer_of(SafetensorsFile::read(checkpoint_file(path)));
+}
+
+Session open_hf_gpt2(const std::string& path, int64_t n_head_override) {
+  Session s;
+  s.path = path;
+  s.model = load_hf_gpt2(SafetensorsFile::read(path), n_head_override);
+  s.tokenizer = load_tokenizer("gpt2", "gpt2");  // HF files carry no tokenizer: GPT-2's own BPE
+  return s;
+}
+
+void ModelSource::validate() const {
+  if (checkpoint.empty() == hf_gpt2.empty())
+    throw std::invalid_argument(
+        "give exactly one of --checkpoint (an attograd checkpoint) or --hf-gpt2 "
+        "(a Hugging Face GPT-2 model.safetensors)");
+}
+
+Session open_model(const ModelSource& source) {
+  source.validate();
+  return source.hf_gpt2.empty() ? open_checkpoint(source.checkpoint)
+                                : open_hf_gpt2(source.hf_gpt2, source.n_head);
+}
+
+}  // namespace attograd::gpt

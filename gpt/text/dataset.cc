@@ -1,0 +1,149 @@
+// Train/val split, random next-token batches, and the unigram/bigram baselines (dataset.h).
+#include "gpt/text/dataset.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "autograd/size_math.h"
+
+namespace attograd::gpt {
+
+const char* split_name(Split split) { return split == Split::train ? "train" : "val"; }
+
+Dataset::Dataset(std::vector<int64_t> tokens, int64_t block_size) : block_size_(block_size) {
+  if (block_size < 1) {
+    throw std::invalid_argument("Dataset: block_size must be at least 1, got " +
+                                std::to_string(block_size));
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0) {
+      throw std::invalid_argument("Dataset: token id " + std::to_string(tokens[i]) +
+                                  " at position " + std::to_string(i) +
+                                  " is negative; ids must be in [0, V)");
+    }
+  }
+  // floor(0.9 n) in integers, so no rounding of 0.9 can move the boundary by a token.
+  const size_t n_train = checked_mul(tokens.size(), size_t{9}, "Dataset: the train split") / 10;
+  val_.assign(tokens.begin() + static_cast<std::ptrdiff_t>(n_train), tokens.end());
+  tokens.resize(n_train);
+  train_ = std::move(tokens);
+}
+
+int64_t Dataset::num_windows(Split split, int64_t T) const {
+  const int64_t n = size(split);
+  return n > T ? n - T : 0;
+}
+
+Batch Dataset::get_batch(Split split, int64_t B, int64_t T, Generator& gen, int rank,
+                         int ranks) const {
+  if (B < 1 || T < 1) {
+    throw std::invalid_argument(
+        "Dataset::get_batch: batch size B and length T must be at least "
+        "1, got B = " +
+        std::to_string(B) + ", T = " + std::to_string(T));
+  }
+  if (T > block_size_) {
+    throw std::invalid_argument("Dataset::get_batch: T = " + std::to_string(T) +
+                                " exceeds block_size = " + std::to_string(block_size_) +
+                                "; the model has no positions beyond block_size");
+  }
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw std::invalid_argument("Dataset::get_batch: rank " + std::to_string(rank) +
+                                " is not in [0, " + std::to_string(ranks) + ")");
+  const std::vector<int64_t>& tokens = this->tokens(split);
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n < T + 1) {
+    throw std::invalid_argument(
+        std::string("Dataset::get_batch: the ") + split_name(split) + " split has " +
+        std::to_string(n) + " tokens, fewer than T + 1 = " + std::to_string(T + 1) +
+        " needed for one window of T = " + std::to_string(T) +
+        " inputs and their next-token targets; use a longer corpus or a smaller block_size");
+  }
+  // Valid starts are 0 .. n - T - 1: the window's last target is tokens[start + T] <= n - 1.
+  const auto n_starts = static_cast<uint64_t>(n - T);
+  checked_mul(B, T, "Dataset::get_batch: batch size B * T tokens");
+  Batch batch{Tensor::empty({B, T}, DType::i64), Tensor::empty({B, T}, DType::i64)};
+  int64_t* x = batch.x.data<int64_t>();
+  int64_t* y = batch.y.data<int64_t>();
+  checked_mul(B, static_cast<int64_t>(ranks), "Dataset::get_batch: the global batch ranks * B");
+  // The other ranks' rows are drawn too (one below() each), so every generator moves alike.
+  for (int64_t skip = 0; skip < B * rank; ++skip) gen.below(n_starts);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto start = static_cast<size_t>(gen.below(n_starts));
+    for (int64_t t = 0; t < T; ++t) {
+      x[b * T + t] = tokens[start + static_cast<size_t>(t)];
+      y[b * T + t] = tokens[start + static_cast<size_t>(t) + 1];
+    }
+  }
+  for (int64_t skip = B * (rank + 1); skip < B * ranks; ++skip) gen.below(n_starts);
+  return batch;
+}
+
+double unigram_entropy(const std::vector<int64_t>& tokens) {
+  if (tokens.empty()) {
+    throw std::invalid_argument(
+        "unigram_entropy: the token sequence is empty; entropy needs at "
+        "least one token");
+  }
+  std::unordered_map<int64_t, int64_t> counts;
+  for (int64_t id : tokens) ++counts[id];
+  const double n = static_cast<double>(tokens.size());
+  double h = 0;
+  for (const auto& [id, count] : counts) {
+    const double p = static_cast<double>(count) / n;
+    h -= p * std::log(p);
+  }
+  return h;
+}
+
+namespace {
+
+void check_ids(const std::vector<int64_t>& ids, const char* name, int64_t V) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= V) {
+      throw std::invalid_argument(std::string("bigram_cross_entropy: ") + name + " id " +
+                                  std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                                  " is outside the vocabulary [0, " + std::to_string(V) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+double bigram_cross_entropy(const std::vector<int64_t>& train, const std::vector<int64_t>& val,
+                            int64_t vocab_size) {
+  const int64_t V = vocab_size;
+  if (V < 1) {
+    throw std::invalid_argument("bigram_cross_entropy: vocab_size must be at least 1, got " +
+                                std::to_string(V));
+  }
+  if (train.empty() || val.size() < 2) {
+    throw std::invalid_argument(
+        "bigram_cross_entropy: need at least 1 train token and 2 val tokens (one bigram), got " +
+        std::to_string(train.size()) + " and " + std::to_string(val.size()));
+  }
+  checked_mul(V, V, "bigram_cross_entropy: pair keys a * V + b");
+  check_ids(train, "train", V);
+  check_ids(val, "val", V);
+  // Sparse counts keyed by a * V + b: a V x V table would be 2.5e9 cells for GPT-2's V.
+  std::unordered_map<int64_t, int64_t> pair_counts;
+  std::vector<int64_t> row_counts(static_cast<size_t>(V), 0);  // count_train(a, .)
+  for (size_t i = 1; i < train.size(); ++i) {
+    ++pair_counts[train[i - 1] * V + train[i]];
+    ++row_counts[static_cast<size_t>(train[i - 1])];
+  }
+  double total = 0;
+  for (size_t i = 1; i < val.size(); ++i) {
+    const int64_t a = val[i - 1], b = val[i];
+    auto it = pair_counts.find(a * V + b);
+    const double count = it == pair_counts.end() ? 0.0 : static_cast<double>(it->second);
+    // Add-one: every bigram gets one imaginary extra sighting, so unseen pairs keep P > 0.
+    total -= std::log((count + 1) / (static_cast<double>(row_counts[static_cast<size_t>(a)]) +
+                                     static_cast<double>(V)));
+  }
+  return total / static_cast<double>(val.size() - 1);
+}
+
+}  // namespace attograd::gpt

@@ -1,0 +1,665 @@
+#include "gpt/train/trainer.h"
+
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/targets.h"
+#include "autograd/ops.h"
+#include "autograd/size_math.h"
+#include "gpt/io/atomic_file.h"
+#include "gpt/io/strict_json.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/limits.h"
+#include "gpt/train/plot.h"
+
+namespace attograd::gpt {
+
+namespace {
+
+// A loss or norm for a message: "nan" whatever NaN's sign bit (std::to_string prints "-nan"),
+// "inf" / "-inf", else the number.
+std::string non_finite_str(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return std::to_string(v);
+}
+
+}  // namespace
+
+void TrainOptions::validate() const {
+  auto non_negative = [](double v, const char* name) {
+    if (!(std::isfinite(v) && v >= 0))
+      throw std::invalid_argument(std::string(name) + " must be a finite number >= 0, got " +
+                                  std::to_string(v));
+  };
+  check_range("", "steps", max_steps, limits::steps);
+  check_range("", "batch size", batch_size, limits::batch_size);
+  check_range("", "ranks", ranks, limits::positive_count);
+  check_range("", "grad_accum", grad_accum, limits::grad_accum);
+  check_range("", "eval_iters", eval_iters, limits::positive_count);
+  check_range("", "log_interval", log_interval, limits::positive_count);
+  check_range("", "block_size", block_size, {0, limits::block_size.max});  // 0 = the model's
+  check_range("", "warmup", warmup_steps, limits::count);
+  check_range("", "lr_decay_steps", lr_decay_steps, limits::count);
+  check_range("", "eval_interval", eval_interval, limits::count);
+  check_range("", "checkpoint_interval", checkpoint_interval, limits::count);
+  non_negative(weight_decay, "weight_decay");
+  non_negative(grad_clip, "grad_clip");
+  if (!(std::isfinite(learning_rate) && learning_rate > 0))
+    throw std::invalid_argument("learning rate must be a finite number > 0, got " +
+                                std::to_string(learning_rate));
+  non_negative(min_lr, "min_lr");
+  if (min_lr > learning_rate) {
+    std::ostringstream message;  // %g-style: 0.1, not to_string's 0.100000
+    message << "min_lr " << min_lr << " exceeds the learning rate " << learning_rate
+            << ": the cosine decay falls from lr to min_lr; lower --min-lr or raise --lr";
+    throw std::invalid_argument(message.str());
+  }
+  if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+    throw std::invalid_argument("AdamW betas must be in [0, 1)");
+}
+
+namespace {
+
+// TrainOptions' JSON fields, listed once: to_json writes them and from_json reads them strictly
+// (3.9 is not a batch size, 2^64 is not a step count, an option this version does not know is
+// not ignored). The ranges here are only what a type allows; validate() checks the real ones
+// where the options are used.
+const std::vector<JsonField<TrainOptions>>& train_option_fields() {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr double kHuge = std::numeric_limits<double>::max();
+  using O = TrainOptions;
+  static const std::vector<JsonField<O>> fields = {
+      json_field("max_steps", &O::max_steps, 1, kMax),
+      json_field("batch_size", &O::batch_size, 1, kMax),
+      json_field("block_size", &O::block_size, 0, kMax),
+      json_field("grad_accum", &O::grad_accum, 1, kMax),
+      json_field("learning_rate", &O::learning_rate, 0, kHuge),
+      json_field("min_lr", &O::min_lr, 0, kHuge),
+      json_field("warmup_steps", &O::warmup_steps, 0, kMax),
+      json_field("lr_decay_steps", &O::lr_decay_steps, 0, kMax),
+      json_field("weight_decay", &O::weight_decay, 0, kHuge),
+      json_field("beta1", &O::beta1, 0, 1),
+      json_field("beta2", &O::beta2, 0, 1),
+      json_field("grad_clip", &O::grad_clip, 0, kHuge),
+      json_field("seed", &O::seed),
+      json_field("eval_interval", &O::eval_interval, 0, kMax),
+      json_field("eval_iters", &O::eval_iters, 1, kMax),
+      json_field("checkpoint_interval", &O::checkpoint_interval, 0, kMax),
+      json_field("log_interval", &O::log_interval, 1, kMax),
+      // Checkpoints written before the corpus was recorded have none of these.
+      json_field("corpus", &O::corpus, Presence::optional),
+      json_field("corpus_sha256", &O::corpus_sha256, Presence::optional),
+      json_field("keep_cr", &O::keep_cr, Presence::optional),
+      // Checkpoints written before data-parallel training: one process.
+      json_field("ranks", &O::ranks, 1, kMax, Presence::optional),
+  };
+  return fields;
+}
+
+}  // namespace
+
+int64_t TrainOptions::global_batch() const {
+  return checked_mul(checked_mul(ranks, batch_size, "the global batch"), grad_accum,
+                     "the global batch");
+}
+
+TrainOptions TrainOptions::on_ranks(int64_t new_ranks) const {
+  const int64_t rows = checked_mul(ranks, batch_size, "the global batch");
+  if (new_ranks < 1 || rows % new_ranks != 0) {
+    std::string fit;
+    for (int64_t n = 1; n <= rows && fit.size() < 40; ++n)
+      if (rows % n == 0) fit += (fit.empty() ? "" : ", ") + std::to_string(n);
+    throw std::invalid_argument(
+        "this run's global batch is " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") +
+        " x batch size " + std::to_string(batch_size) + " = " + std::to_string(rows) +
+        " sequences per micro-batch, which " + std::to_string(new_ranks) +
+        " ranks cannot share evenly; resume it on a number of ranks that divides " +
+        std::to_string(rows) + " (" + fit + ")");
+  }
+  TrainOptions o = *this;
+  o.ranks = new_ranks;
+  o.batch_size = rows / new_ranks;
+  return o;
+}
+
+std::string TrainOptions::to_json() const {
+  return fields_to_json(*this, train_option_fields()).dump();
+}
+
+TrainOptions TrainOptions::from_json(const std::string& text) {
+  const std::string what = "the training options in the checkpoint";
+  JsonFields f(parse_json(text, what), what);
+  return fields_from_json(f, train_option_fields());
+}
+
+Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options,
+                 std::string tokenizer_kind, std::string tokenizer_data, std::string out_dir,
+                 const Communicator& comm)
+    : model_(model),
+      data_(data),
+      options_(options),
+      tokenizer_kind_(std::move(tokenizer_kind)),
+      tokenizer_data_(std::move(tokenizer_data)),
+      out_dir_(std::move(out_dir)),
+      comm_(comm),
+      optimizer_(model.param_groups(options.weight_decay),
+                 nn::AdamWOptions{options.beta1, options.beta2, 1e-8}),
+      batch_gen_(options.seed) {
+  options_.ranks = comm_.size();  // stored in checkpoints: a resume keeps the global batch
+  options_.validate();
+  if (options_.block_size == 0) options_.block_size = model.config().block_size;
+  if (options_.block_size > model.config().block_size)
+    throw std::invalid_argument("training block_size " + std::to_string(options_.block_size) +
+                                " exceeds the model's block_size " +
+                                std::to_string(model.config().block_size));
+}
+
+void Trainer::restore(const TrainingState& s) {
+  // What attograd writes always satisfies these; a file that does not was damaged or edited, and
+  // resuming it would follow another path silently (bias correction restarted or skipped) or
+  // diverge with a message that blames the learning rate.
+  if (const int64_t bad = model_.arena().num_non_finite(); bad > 0)
+    throw std::runtime_error(
+        "checkpoint: " + std::to_string(bad) + " of its " +
+        std::to_string(model_.arena().params().numel()) +
+        " weights are not finite, so it cannot be resumed; resume from an earlier checkpoint");
+  if (s.adam_t != s.step)
+    throw std::runtime_error("checkpoint metadata 'adam_t' is " + std::to_string(s.adam_t) +
+                             " but 'step' is " + std::to_string(s.step) +
+                             ": every step takes one optimizer step, so they must agree");
+  try {
+    optimizer_.load_state(s.adam_m, s.adam_v, s.adam_t);
+  } catch (const std::invalid_argument& e) {  // moments that do not fit the model: the file's fault
+    throw std::runtime_error(std::string("checkpoint: ") + e.what());
+  }
+  try {
+    batch_gen_.set_state(s.batch_rng);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("checkpoint metadata 'batch_rng': ") + e.what());
+  }
+  step_ = s.step;
+}
+
+std::string Trainer::checkpoint_path() const {
+  return out_dir_.empty() ? std::string()
+                          : (std::filesystem::path(out_dir_) / kCheckpointFile).string();
+}
+
+void Trainer::check_finite_parameters() const {
+  // A diverged update can leave the parameters NaN while the loss that led to it was finite:
+  // such a state must never replace a good checkpoint.
+  if (const int64_t bad = model_.arena().num_non_finite(); bad > 0)
+    throw NonFiniteLoss(
+        "the parameters are no longer finite after step " + std::to_string(step_) + " (" +
+        std::to_string(bad) + " of " + std::to_string(model_.arena().params().numel()) +
+        " are NaN or infinite): the update diverged, so no checkpoint was written at this step. "
+        "Try a lower --lr or a --grad-clip");
+}
+
+void Trainer::check_replicas() const {
+  if (comm_.size() == 1) return;
+  // Every rank took the same steps on the same averaged gradients, so the parameters must agree
+  // to the bit; if they do not (a rank with other data, a non-deterministic kernel), the run is
+  // no longer one model and must not go on.
+  if (!comm_.all_equal(fingerprint(model_.arena().params())))
+    throw RanksDisagree("the parameters of the " + std::to_string(comm_.size()) +
+                            " ranks differ at step " + std::to_string(step_) +
+                            " (their fingerprints disagree): the replicas diverged, so the run "
+                            "stopped; every rank must run the same build on the same corpus",
+                        1);
+}
+
+void Trainer::check_ranks_agree() const {
+  if (comm_.size() == 1) return;
+  // What each rank must share to train one model, with what differs named: a wrong command
+  // line on one machine would otherwise mix data silently or end in an MPI error far from it.
+  TrainOptions options = options_;  // the corpus is checked by its tokens, below
+  options.corpus.clear();
+  options.corpus_sha256.clear();
+  options.keep_cr = false;
+  const auto bytes = [](const auto& v) {
+    return fingerprint(
+        std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0])));
+  };
+  const std::string ranks = "the " + std::to_string(comm_.size()) + " ranks ";
+  const std::pair<uint64_t, std::string> checks[] = {
+      {fingerprint(options.to_json() + "\n" + out_dir_),
+       ranks + "were started with different training options (--batch-size, --steps, --lr, "
+               "--out, ...): give every rank the same command line"},
+      {fingerprint(tokenizer_kind_ + "\n" + tokenizer_data_),
+       ranks + "use different tokenizers (--tokenizer): give every rank the same one"},
+      {bytes(data_.tokens(Split::train)) ^ (bytes(data_.tokens(Split::val)) * 31),
+       ranks + "read different corpora (--corpus): every rank must read the same text (the same "
+               "file, with the same contents, on every machine)"},
+      {fingerprint(std::string(model_kind_name(model_.kind())) + " " +
+                   config_to_json(model_.config()) + " " + dtype_name(model_.dtype())),
+       ranks + "built different models: give every rank the same model options"},
+      {fingerprint(std::to_string(step_) + " " + batch_gen_.state()) ^
+           fingerprint(model_.arena().params()),
+       ranks + "start from different weights or training states (another --init-seed, or a "
+               "checkpoint that differs between the machines): give every rank the same ones"},
+      {fingerprint(kernels::active_target()),
+       ranks + "run different SIMD kernels (this rank: " + kernels::active_target() +
+           "), whose float results differ, so the replicas would drift apart: run every rank on "
+           "the same kind of CPU"},
+  };
+  for (const auto& [value, message] : checks)
+    if (!comm_.all_equal(value)) throw RanksDisagree(message, 2);
+}
+
+void Trainer::seed_dropout() const {
+  if (comm_.size() == 1) return;
+  // splitmix64's finaliser over (seed, step, rank): nearby steps and ranks get unrelated seeds.
+  uint64_t z = options_.seed ^ (static_cast<uint64_t>(step_) * 0x9e3779b97f4a7c15ULL) ^
+               (static_cast<uint64_t>(comm_.rank()) * 0xd1b54a32d192ed03ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  model_.dropout_generator().reseed(z ^ (z >> 31));
+}
+
+void Trainer::save(const std::string& path) {
+  check_finite_parameters();
+  TrainingState s;
+  s.step = step_;
+  s.batch_rng = batch_gen_.state();
+  s.adam_m = optimizer_.m();
+  s.adam_v = optimizer_.v();
+  s.adam_t = optimizer_.steps();
+  s.train_options = options_.to_json();
+  save_checkpoint(path, model_, tokenizer_kind_, tokenizer_data_, &s);
+  last_saved_step_ = step_;
+}
+
+double Trainer::train_step() { return step_on(nullptr); }
+
+double Trainer::train_step(const Batch& batch) { return step_on(&batch); }
+
+double Trainer::step_on(const Batch* fixed) {
+  const TrainOptions& o = options_;
+  const int64_t micro_batches = fixed != nullptr ? 1 : o.grad_accum;
+  model_.train();
+  model_.arena().zero_grad();
+  seed_dropout();
+  const double parts = static_cast<double>(micro_batches) * comm_.size();
+  double loss_sum = 0;
+  for (int64_t micro = 0; micro < micro_batches; ++micro) {
+    const Batch b = fixed != nullptr ? *fixed
+                                     : data_.get_batch(Split::train, o.batch_size, o.block_size,
+                                                       batch_gen_, comm_.rank(), comm_.size());
+    const Tensor loss = model_.forward(b.x, b.y).loss;
+    const double value = loss.item();
+    if (!std::isfinite(value)) {
+      loss_sum = value;  // reaches every rank through the sum below: all of them stop
+      break;
+    }
+    loss_sum += value;
+    // Each micro-batch of each rank contributes 1/(grad_accum * ranks) of the mean: the summed
+    // gradient is the gradient of the mean loss over all ranks * grad_accum * B * T tokens.
+    mul_scalar(loss, 1.0 / parts).backward();
+  }
+  comm_.all_reduce_sum(&loss_sum, 1);
+  if (!std::isfinite(loss_sum))
+    throw NonFiniteLoss(
+        "the training loss became " + non_finite_str(loss_sum) + " at step " +
+        std::to_string(step_) + (comm_.size() > 1 ? " (on at least one rank)" : "") +
+        "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+  // One flat all-reduce of the arena's gradients: every rank then holds the same mean.
+  comm_.all_reduce_sum(model_.arena().grads());
+  // The gradient norm is one pass over every gradient: computed only to clip, and then once.
+  // The clipping factor is applied by AdamW as it reads each gradient.
+  double scale = 1.0;
+  last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
+  if (o.grad_clip > 0) {
+    const double norm = model_.arena().grad_norm();
+    if (!std::isfinite(norm))
+      throw NonFiniteLoss(
+          "the gradient norm became " + non_finite_str(norm) + " at step " + std::to_string(step_) +
+          "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+    last_grad_norm_ = norm;
+    scale = nn::clip_scale(norm, o.grad_clip);
+  }
+  const int64_t decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.max_steps;
+  optimizer_.step(nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr), scale);
+  ++step_;
+  return loss_sum / parts;
+}
+
+EvalResult Trainer::evaluate() {
+  NoGradGuard no_grad;
+  const bool was_training = model_.is_training();
+  model_.eval();
+  EvalResult r;
+  r.step = step_;
+  // Summed NLL and token count per split, this rank's rows, then reduced over the ranks.
+  double sums[2][2] = {};
+  for (Split split : {Split::train, Split::val}) {
+    Generator gen(options_.seed ^ 0x5eed0fe7a1ULL);  // the same batches at every evaluation
+    double* sum = sums[split == Split::train ? 0 : 1];
+    for (int64_t i = 0; i < options_.eval_iters; ++i) {
+      const Batch b = data_.get_batch(split, options_.batch_size, options_.block_size, gen,
+                                      comm_.rank(), comm_.size());
+      const auto tokens = static_cast<double>(b.y.numel());
+      sum[0] += model_.forward(b.x, b.y).loss.item() * tokens;
+      sum[1] += tokens;
+    }
+  }
+  comm_.all_reduce_sum(&sums[0][0], 4);
+  for (Split split : {Split::train, Split::val}) {
+    const double* sum = sums[split == Split::train ? 0 : 1];
+    PerplexityMeter meter;
+    meter.add(sum[0], static_cast<int64_t>(sum[1]));
+    (split == Split::train ? r.train_loss : r.val_loss) = meter.mean_nll();
+    (split == Split::train ? r.train_ppl : r.val_ppl) = meter.perplexity();
+  }
+  model_.train(was_training);
+  return r;
+}
+
+namespace {
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
+  return buf;
+}
+
+// The two CSV logs: file name and header. A row is complete when it has one field per column,
+// the step an integer and every other field a number; only grad_norm may be empty (it is not
+// computed without clipping).
+struct CsvSpec {
+  const char* file;
+  const char* header;
+};
+constexpr CsvSpec kTrainLog{"train_log.csv", "step,loss,lr,grad_norm,tokens_per_s"};
+constexpr CsvSpec kEvalLog{"eval_log.csv", "step,train_loss,val_loss,train_ppl,val_ppl"};
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    const size_t comma = line.find(',', start);
+    fields.push_back(line.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) return fields;
+    start = comma + 1;
+  }
+}
+
+// The step of a complete row of `spec`, or -1 for anything else (a row cut off by a crash).
+int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
+  const std::vector<std::string_view> columns = split_fields(spec.header),
+                                      fields = split_fields(line);
+  if (fields.size() != columns.size()) return -1;
+  int64_t step = -1;
+  const auto [end, ec] =
+      std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), step);
+  if (ec != std::errc() || end != fields[0].data() + fields[0].size() || step < 0) return -1;
+  for (size_t i = 1; i < fields.size(); ++i) {
+    if (fields[i].empty()) {
+      if (columns[i] != "grad_norm") return -1;
+      continue;
+    }
+    const std::string field(fields[i]);  // strtod reads "nan" and "inf" as the writer wrote them
+    char* parsed = nullptr;
+    std::strtod(field.c_str(), &parsed);
+    if (parsed != field.c_str() + field.size() ||
+        std::isspace(static_cast<unsigned char>(field[0])))
+      return -1;
+  }
+  return step;
+}
+
+// Rewrites a CSV log for a run resumed at `step`: its header, then the complete rows up to
+// `step` (a resumed run writes what came after again). A crash can cut the last row short: only
+// rows ending in a newline (LF or CRLF) count, and only those that parse completely. The rewrite is
+// atomic, so a crash during it leaves the old log.
+void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step) {
+  std::string kept = std::string(spec.header) + "\n";
+  // Without this, reading a directory fails inside the stream with "basic_filebuf::underflow".
+  if (std::error_code ec;
+      std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error("cannot write the log " + path.string() +
+                             ": it exists but is not a regular file (a directory?); move it away "
+                             "or choose another --out");
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
+       start = end + 1) {
+    std::string_view line(text.data() + start, end - start);
+    // A log saved again by a Windows tool or a spreadsheet ends its lines in CRLF: the rows are
+    // the same (and are written back with LF), not torn.
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    const int64_t row_step = complete_row_step(line, spec);
+    if (row_step >= 0 && row_step <= step) kept.append(line) += '\n';
+  }
+  write_file_atomically(path, kept);
+}
+
+// An append-only CSV log. Rows collect in memory and reach the file on flush(); sync() also
+// makes them durable. The trainer syncs before every checkpoint, so after a crash the log holds
+// every row up to the checkpoint's step (rows past it are dropped on resume). Write errors (a
+// full disk) throw, naming the file, before the checkpoint is touched.
+class CsvLog {
+ public:
+  explicit CsvLog(const std::filesystem::path& path) : path_(path.string()) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(errno));
+  }
+  ~CsvLog() {
+    try {
+      flush();  // an exception (a diverged run) still leaves the rows so far in the log
+    } catch (const std::runtime_error&) {
+      // the exception on its way out already says what went wrong
+    }
+    ::close(fd_);
+  }
+  CsvLog(const CsvLog&) = delete;
+  CsvLog& operator=(const CsvLog&) = delete;
+
+  std::string& pending() { return pending_; }
+  void flush() {
+    size_t done = 0;
+    while (done < pending_.size()) {
+      const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n == 0 ? ENOSPC : errno;
+        pending_.erase(0, done);
+        throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(err) +
+                                 "; the checkpoint was not updated");
+      }
+      done += static_cast<size_t>(n);
+    }
+    pending_.clear();
+  }
+  void sync() {
+    flush();
+    if (::fdatasync(fd_) != 0)
+      throw std::runtime_error("cannot write the log " + path_ + " (fdatasync): " +
+                               std::strerror(errno) + "; the checkpoint was not updated");
+  }
+
+ private:
+  std::string path_, pending_;
+  int fd_ = -1;
+};
+
+// Appends a CSV field the way the logs always wrote them (an ostream's default %g, 6 digits).
+void append_field(std::string& row, double v) {
+  std::ostringstream s;
+  s << v;
+  row += s.str();
+}
+
+}  // namespace
+
+EvalResult Trainer::run(std::ostream& log) {
+  check_ranks_agree();  // before any rank writes a file
+  const TrainOptions& o = options_;
+  const bool files = !out_dir_.empty() && comm_.is_root();  // rank 0 alone writes
+  const std::filesystem::path dir(out_dir_);
+  std::optional<CsvLog> train_csv, eval_csv;
+  if (files) {
+    std::filesystem::create_directories(dir);
+    // A run from step 0 (a fresh one, e.g. with --overwrite) writes its step-0 evaluation again,
+    // so it keeps no row of an earlier run; a resumed run keeps the rows up to its step.
+    const int64_t keep_through = step_ > 0 ? step_ : -1;
+    resume_log(dir / kTrainLog.file, kTrainLog, keep_through);
+    resume_log(dir / kEvalLog.file, kEvalLog, keep_through);
+    train_csv.emplace(dir / kTrainLog.file);
+    eval_csv.emplace(dir / kEvalLog.file);
+  }
+  // Within limits.h's bounds this fits easily; tokens/s is then computed in double.
+  const int64_t global_batch = o.global_batch();  // ranks x B x grad_accum (ranks: the ctor's)
+  const int64_t tokens_per_step = checked_mul(global_batch, o.block_size, "tokens per step");
+  std::ostringstream null_log;  // the progress lines of ranks other than 0 go nowhere
+  std::ostream& out = comm_.is_root() ? log : null_log;
+  const int64_t first_step = step_;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const int64_t decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.max_steps;
+
+  auto do_eval = [&] {
+    const EvalResult r = evaluate();
+    char buf[256];
+    std::snprintf(
+        buf, sizeof buf,
+        "eval at step %lld: train loss %.4f (perplexity %.2f), val loss %.4f (perplexity %.2f)\n",
+        static_cast<long long>(r.step), r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
+    out << buf << std::flush;
+    if (files) {
+      std::string& row = eval_csv->pending();
+      row += std::to_string(r.step);
+      for (double v : {r.train_loss, r.val_loss, r.train_ppl, r.val_ppl})
+        append_field(row += ',', v);
+      row += '\n';
+      eval_csv->flush();
+    }
+    return r;
+  };
+
+  if (files) {
+    // The loss plot's reference lines: what a model that ignores the context (unigram) and one
+    // that sees one token (add-one bigram) reach on val.
+    const std::vector<int64_t>& train = data_.tokens(Split::train);
+    const std::vector<int64_t>& val = data_.tokens(Split::val);
+    std::string rows = std::string("name,val_loss\n");
+    append_field(rows += "unigram,", unigram_entropy(val));
+    append_field(rows += "\nbigram,", bigram_cross_entropy(train, val, model_.config().vocab_size));
+    write_file_atomically(dir / kBaselinesFile, rows + "\n");
+  }
+  EvalResult last;
+  // The untrained model's loss too (about ln vocab_size), so every curve starts where training
+  // does.
+  if (step_ == 0 && o.max_steps > 0) last = do_eval();
+  while (step_ < o.max_steps) {
+    const double lr = nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr);
+    const double loss = train_step();
+    const double secs = elapsed();
+    const double tok_s = static_cast<double>(step_ - first_step) *
+                         static_cast<double>(tokens_per_step) / std::max(secs, 1e-9);
+    if (files) {  // grad_norm is left empty when it was not computed (no clipping)
+      std::string& row = train_csv->pending();
+      row += std::to_string(step_);
+      append_field(row += ',', loss);
+      append_field(row += ',', lr);
+      row += ',';
+      if (std::isfinite(last_grad_norm_)) append_field(row, last_grad_norm_);
+      append_field(row += ',', tok_s);
+      row += '\n';
+    }
+    const bool log_now = step_ % o.log_interval == 0 || step_ == o.max_steps;
+    if (log_now) {
+      check_replicas();  // every log_interval steps: the ranks still hold one model
+      const double left =
+          secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
+      // With several ranks, the global batch (ranks x B x grad_accum sequences) too.
+      const std::string ranks = comm_.size() == 1
+                                    ? std::string()
+                                    : " | " + std::to_string(comm_.size()) +
+                                          " ranks, global batch " + std::to_string(global_batch);
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s%s | %s elapsed, %s left\n",
+                    static_cast<long long>(step_), static_cast<long long>(o.max_steps), loss, lr,
+                    tok_s, ranks.c_str(), format_duration(secs).c_str(),
+                    format_duration(left).c_str());
+      out << buf << std::flush;
+      if (files) train_csv->flush();  // the log file keeps up with the progress lines
+    }
+    const bool eval_now =
+        step_ == o.max_steps || (o.eval_interval > 0 && step_ % o.eval_interval == 0);
+    if (eval_now) {
+      last = do_eval();
+      // Finite parameters can still be too large for a finite loss: such a model is no
+      // checkpoint either.
+      if (!std::isfinite(last.train_loss) || !std::isfinite(last.val_loss))
+        throw NonFiniteLoss(
+            "the evaluation loss became " + non_finite_str(last.val_loss) + " (val) / " +
+            non_finite_str(last.train_loss) + " (train) at step " + std::to_string(step_) +
+            ": the model diverged, so no checkpoint was written at this step. Try a lower --lr "
+            "or a --grad-clip");
+    }
+    const bool ckpt_now = step_ == o.max_steps || eval_now ||
+                          (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
+    if (ckpt_now && !out_dir_.empty()) {
+      // Every rank checks, so that all stop together; the parameters are the same on all (the
+      // replicas were compared above already when this step also logged).
+      check_finite_parameters();
+      if (!log_now) check_replicas();
+    }
+    if (files && ckpt_now) {
+      // The logs first: a checkpoint at step N promises every row up to N, after any crash.
+      train_csv->sync();
+      eval_csv->sync();
+      save(checkpoint_path());
+    }
+  }
+  if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice
+    last = evaluate();
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
+                  static_cast<long long>(last.step), static_cast<long long>(o.max_steps),
+                  last.val_loss, last.val_ppl);
+    out << buf;
+  }
+  if (files) {
+    train_csv->sync();
+    eval_csv->sync();
+    try {
+      write_plots(out_dir_, log);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string(e.what()) + "; the training itself finished: " +
+                               checkpoint_path() + " and the CSV logs are saved");
+    }
+  }
+  return last;
+}
+
+}  // namespace attograd::gpt

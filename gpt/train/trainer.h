@@ -1,0 +1,204 @@
+// Training a language model (a GPT, or the bigram and average models of gpt/model/baselines.h) on a
+// Dataset: AdamW, warmup + cosine learning rate, gradient clipping and accumulation, periodic
+// evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints, and bit-exact resume.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/random.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/model.h"
+#include "gpt/model/perplexity.h"
+#include "gpt/text/dataset.h"
+#include "gpt/train/distributed.h"
+#include "nn/optim.h"
+
+namespace attograd::gpt {
+
+/// Hyper-parameters of a training run (nanoGPT's names where it has them).
+struct TrainOptions {
+  int64_t max_steps = 2000;     // optimizer steps
+  int64_t batch_size = 32;      // B, sequences per micro-batch
+  int64_t block_size = 0;       // T of each sequence; 0 = the model's block_size
+  int64_t grad_accum = 1;       // micro-batches per optimizer step
+  double learning_rate = 1e-2;  // peak lr after warmup
+  double min_lr = 1e-3;         // floor of the cosine decay
+  int64_t warmup_steps = 100;
+  int64_t lr_decay_steps = 0;  // 0 = max_steps
+  double weight_decay = 0.1;   // AdamW, 2-D weights only
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double grad_clip = 1.0;           // global L2 norm; 0 = off
+  uint64_t seed = 1337;             // batches (model init has its own seed)
+  int64_t eval_interval = 250;      // evaluate every N steps (and at the end); 0 = only at the end
+  int64_t eval_iters = 20;          // batches per split per evaluation
+  int64_t checkpoint_interval = 0;  // also checkpoint every N steps; 0 = at evaluations and the end
+  int64_t log_interval = 50;        // progress line every N steps
+  std::string corpus;               // the corpus spec, and the sha256 of its text: --resume
+  std::string corpus_sha256;        //   loads it again and refuses a different text
+  bool keep_cr = false;             // the corpus kept its CR line ends (CorpusOptions::keep_cr)
+  int64_t ranks = 1;  // data-parallel processes, each with batch_size sequences: the Trainer
+                      // sets it to its communicator's size (absent in older checkpoints: 1)
+
+  /// Sequences per optimizer step over all ranks: ranks * batch_size * grad_accum.
+  int64_t global_batch() const;
+  /// The same run on `new_ranks` ranks: the global batch (ranks * batch_size per micro-batch,
+  /// and grad_accum) stays, batch_size becomes ranks * batch_size / new_ranks. Throws
+  /// std::invalid_argument when new_ranks does not divide it, naming the global batch and
+  /// the rank counts that fit. A resumed run so keeps its batches on any number of ranks.
+  TrainOptions on_ranks(int64_t new_ranks) const;
+
+  bool operator==(const TrainOptions&) const = default;
+
+  /// Throws std::invalid_argument naming the first bad field: a count outside its range in
+  /// gpt/model/limits.h, a rate or decay that is negative or not finite.
+  void validate() const;
+  /// A JSON object with one key per field (the field's name, max_steps as "max_steps").
+  std::string to_json() const;
+  /// Reads to_json's object strictly (see strict_json.h): a missing, mistyped, out-of-range or
+  /// unknown field is std::runtime_error naming it, as is malformed JSON. corpus,
+  /// corpus_sha256 and keep_cr may be absent (older checkpoints): their defaults stay.
+  static TrainOptions from_json(const std::string& json);
+};
+
+/// An error every rank of a data-parallel run meets at the same point, because what it checks
+/// was reduced over the ranks first: each rank can stop in order (rank 0 reporting for all)
+/// without leaving another waiting at a collective for ever. exit_code() is what `attograd
+/// train` returns for it.
+class CollectiveError : public std::runtime_error {
+ public:
+  CollectiveError(const std::string& what, int exit_code)
+      : std::runtime_error(what), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+/// Thrown when the loss or the gradient norm is NaN or infinite (nothing was updated), or when
+/// an evaluation or the parameters are (no checkpoint was written). Exit code 1.
+class NonFiniteLoss : public CollectiveError {
+ public:
+  explicit NonFiniteLoss(const std::string& what) : CollectiveError(what, 1) {}
+};
+
+/// Thrown on every rank when the ranks of a data-parallel run do not hold one model: started
+/// with different options, corpora, models or SIMD kernels (exit code 2, a usage error), or
+/// with parameters that drifted apart during training (exit code 1).
+class RanksDisagree : public CollectiveError {
+ public:
+  using CollectiveError::CollectiveError;
+};
+
+/// The result of one evaluation.
+struct EvalResult {
+  int64_t step = 0;
+  double train_loss = 0, val_loss = 0;  // mean NLL per token, nats
+  double train_ppl = 0, val_ppl = 0;    // exp of the above
+};
+
+/// Runs training. The model, dataset and output directory must outlive the trainer.
+class Trainer {
+ public:
+  /// tokenizer_kind/data are stored in every checkpoint. out_dir may be empty (no files).
+  /// Any LanguageModel trains the same way (its kind is stored in the checkpoint).
+  ///
+  /// Data-parallel over `comm` (gpt/train/distributed.h) when it has several ranks:
+  /// options.batch_size is B per rank, each micro-batch is one global batch of size() * B sequences
+  /// drawn from the same generator on every rank, rank r training on rows r * B .. (r + 1) * B - 1;
+  /// the gradients are averaged over the ranks in one all-reduce of the arena, so every rank clips
+  /// by the same norm and takes the same AdamW step. The result is that of one process with
+  /// batch_size size() * B, up to the order of float additions. Only rank 0 writes files and
+  /// progress lines. Every rank must construct its Trainer alike and call the same methods.
+  Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& options,
+          std::string tokenizer_kind, std::string tokenizer_data, std::string out_dir,
+          const Communicator& comm = Communicator::single_process());
+
+  /// Continues from a checkpoint's training state (optimizer moments, step, batch RNG).
+  /// Throws std::runtime_error if the state does not fit this model.
+  void restore(const TrainingState& state);
+
+  /// One optimizer step over grad_accum micro-batches; returns the mean training loss (over all
+  /// ranks). Throws NonFiniteLoss (parameters untouched) when the loss or gradient is not
+  /// finite, on every rank together when any rank's is not.
+  double train_step();
+  /// One optimizer step on the caller's batch (x, y i64 (B, T), T <= block_size; checked as
+  /// GPT::forward checks them) instead of grad_accum drawn ones: an overfit check, or a
+  /// comparison with another implementation on the same data. Same schedule, clipping, step
+  /// count and errors as train_step(); the batch generator is not advanced.
+  double train_step(const Batch& batch);
+
+  /// Mean loss and perplexity over eval_iters fixed batches of each split, in eval mode with
+  /// no graph. With several ranks each evaluates its rows of the global batches and the
+  /// token-weighted sums are reduced: every rank returns the same result. The batches come from
+  /// their own generator, so evaluating never changes the training batches (resume stays
+  /// bit-exact).
+  EvalResult evaluate();
+
+  /// The whole run: steps until max_steps with progress lines on `log`, evaluations (at step 0
+  /// of a new run too), CSV logs (train_log.csv, eval_log.csv), the val losses of the unigram
+  /// and add-one bigram baselines (baselines.csv), checkpoints (ckpt.safetensors) and plots.
+  /// Returns the last evaluation. With several ranks it first checks that they agree on
+  /// options, corpus, model and SIMD kernels, and throws RanksDisagree if not. Throws
+  /// NonFiniteLoss after writing the logs when the training
+  /// loss, the gradient norm, an evaluation's loss or (at a save) a parameter is not finite; no
+  /// checkpoint is written then, so the last one is untouched and holds finite parameters.
+  ///
+  /// Crash safety: the logs are written through to the disk (fdatasync) before each checkpoint
+  /// is renamed into place, so after a kill -9 they hold every row up to the checkpoint's step.
+  /// A resumed run first rewrites them (atomically) to their complete rows up to its step: a
+  /// row cut off by the crash, or logged after the checkpoint, is dropped, so the logs of a
+  /// resumed run have each step once and no holes. Throws std::runtime_error, before the
+  /// checkpoint is touched, if a log cannot be written (a full disk), and after training if
+  /// the plots fail (see write_plots).
+  EvalResult run(std::ostream& log);
+
+  /// Saves model + training state to `path` (atomically). Throws NonFiniteLoss, writing
+  /// nothing, when any parameter is NaN or infinite (a diverged update): a checkpoint is
+  /// always a state worth resuming.
+  void save(const std::string& path);
+  /// The step of the last checkpoint save() wrote; nullopt before the first.
+  std::optional<int64_t> last_saved_step() const { return last_saved_step_; }
+  int64_t step() const { return step_; }
+  /// The global L2 norm of the last step's gradients before clipping; NaN when grad_clip is 0
+  /// (the norm is computed only to clip).
+  double last_grad_norm() const { return last_grad_norm_; }
+  std::string checkpoint_path() const;
+  /// With several ranks, compares a fingerprint of the parameters across them (one collective:
+  /// every rank must call it) and throws RanksDisagree (exit code 1) on every rank when any bit
+  /// differs: the replicas drifted apart. run() calls it every log_interval steps and before
+  /// every checkpoint. Nothing to do for one process.
+  void check_replicas() const;
+
+ private:
+  // train_step's body: one micro-batch `fixed`, or grad_accum drawn ones when it is null.
+  double step_on(const Batch* fixed);
+  // Throws NonFiniteLoss when a parameter is NaN or infinite (save() writes no such state).
+  void check_finite_parameters() const;
+  // Throws RanksDisagree, on every rank, when the ranks were started with different training
+  // options, corpora, models or SIMD kernels: they could not stay one model.
+  void check_ranks_agree() const;
+  // With several ranks, seeds the dropout generator for step_ on this rank from (seed, step,
+  // rank): each rank draws its own masks, and a resumed run the same ones as an uninterrupted
+  // run. (One process keeps one stream, whose state every checkpoint holds; a checkpoint holds
+  // rank 0's only.)
+  void seed_dropout() const;
+
+  LanguageModel& model_;
+  const Dataset& data_;
+  TrainOptions options_;
+  std::string tokenizer_kind_, tokenizer_data_, out_dir_;
+  const Communicator& comm_;
+  nn::AdamW optimizer_;
+  Generator batch_gen_;
+  int64_t step_ = 0;
+  double last_grad_norm_ = 0;
+  std::optional<int64_t> last_saved_step_;
+};
+
+}  // namespace attograd::gpt

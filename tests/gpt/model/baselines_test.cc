@@ -1,0 +1,356 @@
+// The lecture's models before attention (gpt/model/baselines.h), trained and stored as the GPT is:
+// the bigram table, the causal-mean model, checkpoints that know their kind, and the KJV and
+// Tiny Shakespeare figures of docs/05-training.md.
+#define BOOST_TEST_MODULE baselines
+#include <unistd.h>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "gpt/model/baselines.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/model.h"
+#include "gpt/model/sampler.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/text/corpus.h"
+#include "gpt/train/trainer.h"
+#include "tests/test_util.h"
+
+using namespace attograd;
+using namespace attograd::gpt;
+using attograd::testing::data_available;
+using attograd::testing::expect_throw_with;
+using attograd::testing::shared_data;
+
+namespace {
+
+std::filesystem::path temp_dir(const std::string& name) {
+  return attograd::testing::fresh_temp_dir("baselines_" + name);
+}
+
+GPTConfig tiny_config(int64_t V, int64_t C, int64_t block) {
+  GPTConfig c;
+  c.vocab_size = V;
+  c.n_embd = C;
+  c.block_size = block;
+  c.n_layer = 1;
+  c.n_head = 1;
+  return c;
+}
+
+void fill(const Tensor& t, const std::vector<double>& values) {
+  BOOST_REQUIRE(t.numel() == static_cast<int64_t>(values.size()));
+  std::copy(values.begin(), values.end(), t.data<double>());
+}
+
+// A deterministic first-order Markov chain over 4 tokens: each token's successor is drawn
+// (by a fixed LCG) from its own row of this table, so a bigram model is the right model.
+std::vector<int64_t> markov_tokens(int64_t n) {
+  const double next[4][4] = {
+      {0.1, 0.6, 0.2, 0.1}, {0.5, 0.1, 0.1, 0.3}, {0.25, 0.25, 0.25, 0.25}, {0.7, 0.1, 0.1, 0.1}};
+  uint64_t state = 12345;
+  std::vector<int64_t> ids{0};
+  while (static_cast<int64_t>(ids.size()) < n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(state >> 11) / 9007199254740992.0;
+    const double* row = next[ids.back()];
+    int64_t b = 0;
+    for (double acc = row[0]; u >= acc && b < 3;) acc += row[++b];
+    ids.push_back(b);
+  }
+  return ids;
+}
+
+// Mean next-token NLL over the whole sequence, in windows of block_size (as `attograd eval`).
+double full_loss(const LanguageModel& model, const std::vector<int64_t>& tokens) {
+  NoGradGuard no_grad;
+  const int64_t T = model.config().block_size, n = static_cast<int64_t>(tokens.size()) - 1;
+  double sum = 0;
+  for (int64_t start = 0; start < n; start += T) {
+    const int64_t len = std::min(T, n - start);
+    const std::vector<int64_t> x(tokens.begin() + start, tokens.begin() + start + len);
+    const std::vector<int64_t> y(tokens.begin() + start + 1, tokens.begin() + start + len + 1);
+    sum += model.forward(Tensor::from_ids(x, {1, len}), Tensor::from_ids(y, {1, len})).loss.item() *
+           static_cast<double>(len);
+  }
+  return sum / static_cast<double>(n);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(model_kinds_have_names) {
+  BOOST_TEST((parse_model_kind("bigram") == ModelKind::bigram));
+  BOOST_TEST(std::string(model_kind_name(ModelKind::average)) == "average");
+  expect_throw_with<std::invalid_argument>(
+      [] { parse_model_kind("trigram"); },
+      "unknown model 'trigram': choose one of gpt, bigram, average");
+  const GPTConfig c = tiny_config(65, 6, 8);
+  BOOST_TEST(num_parameters(ModelKind::bigram, c) == 65 * 65);
+  BOOST_TEST(num_parameters(ModelKind::average, c) == 65 * 6 + 8 * 6 + 2 * 6);
+  BOOST_TEST(AverageModel(c).num_parameters() == num_parameters(ModelKind::average, c));
+  BOOST_TEST(BigramModel(c).num_parameters() == num_parameters(ModelKind::bigram, c));
+}
+
+BOOST_AUTO_TEST_CASE(the_bigram_model_is_a_table_of_logits) {
+  BigramModel model(tiny_config(5, 2, 4), 3, DType::f64);
+  const Tensor logits = model.forward(Tensor::from_ids({4, 0, 4}, {1, 3})).logits;
+  BOOST_TEST((logits.shape() == Shape{1, 3, 5}));
+  const std::vector<double> w = model.wte->weight.to_vector(), l = logits.to_vector();
+  for (int64_t t = 0; t < 3; ++t)
+    for (int64_t v = 0; v < 5; ++v)
+      BOOST_TEST(l[static_cast<size_t>(t * 5 + v)] ==
+                 w[static_cast<size_t>((t == 1 ? 0 : 4) * 5 + v)]);
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        model.forward(Tensor::from_ids({5}, {1, 1}));
+      },
+      "BigramModel: token id 5 at (0, 0) is outside [0, 5)");
+}
+
+// V = 3, n_embd = 2, learned positions; wte = [[1,0],[0,1],[1,1]], wpe = [[.5,0],[0,.5],[0,0]],
+// ln_f gain 1, bias (0.1, -0.2); idx = [0, 1, 2]. By hand:
+//   x0 = e0 + p0 = (1.5, 0);  x1 = mean((1.5, 0), (0, 1.5)) = (.75, .75);
+//   x2 = mean((1.5, 0), (0, 1.5), (1, 1)) = (5/6, 5/6).
+// LayerNorm of (a, b): ±((a - b)/2) / sqrt(((a - b)/2)² + 1e-5), then + bias. So x1 and x2 (equal
+// components) become the bias (.1, -.2), and x0 becomes (s + .1, -s - .2), s = .75/sqrt(.5625 +
+// 1e-5). logits = y wteᵀ = (y0, y1, y0 + y1).
+BOOST_AUTO_TEST_CASE(the_average_model_forward_equals_the_hand_computation) {
+  AverageModel model(tiny_config(3, 2, 3), 1, DType::f64);
+  fill(model.wte->weight, {1, 0, 0, 1, 1, 1});
+  fill(model.wpe->weight, {0.5, 0, 0, 0.5, 0, 0});
+  fill(model.ln_f->weight, {1, 1});
+  fill(model.ln_f->bias, {0.1, -0.2});
+  const std::vector<double> got =
+      model.forward(Tensor::from_ids({0, 1, 2}, {1, 3})).logits.to_vector();
+  const double s = 0.75 / std::sqrt(0.5625 + 1e-5);
+  const std::vector<double> want = {s + 0.1, -s - 0.2, -0.1, 0.1, -0.2, -0.1, 0.1, -0.2, -0.1};
+  BOOST_REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    BOOST_TEST(std::abs(got[i] - want[i]) < 1e-12, "logit " << i);
+  // The loss is the mean cross-entropy of those logits.
+  const Tensor loss =
+      model.forward(Tensor::from_ids({0, 1, 2}, {1, 3}), Tensor::from_ids({1, 2, 0}, {1, 3})).loss;
+  auto nll = [&](size_t row, size_t target) {
+    double z = 0;
+    for (size_t v = 0; v < 3; ++v) z += std::exp(want[row * 3 + v]);
+    return std::log(z) - want[row * 3 + target];
+  };
+  BOOST_TEST(std::abs(loss.item() - (nll(0, 1) + nll(1, 2) + nll(2, 0)) / 3) < 1e-12);
+}
+
+// The mean forgets order: the last position sees the same multiset of tokens and of positions
+// whichever way the context is permuted, positions or not ("dog bites man" = "man bites dog").
+BOOST_AUTO_TEST_CASE(the_average_model_cannot_tell_the_order_of_its_context) {
+  AverageModel model(tiny_config(7, 4, 3), 5, DType::f64);
+  const std::vector<double> a =
+      model.forward(Tensor::from_ids({1, 5, 3}, {1, 3})).logits.to_vector();
+  const std::vector<double> b =
+      model.forward(Tensor::from_ids({3, 5, 1}, {1, 3})).logits.to_vector();
+  for (size_t v = 0; v < 7; ++v) BOOST_TEST(std::abs(a[14 + v] - b[14 + v]) < 1e-12);
+  BOOST_TEST(std::abs(a[0] - b[0]) > 1e-6);  // the first position sees only its own token
+  GPTConfig rope = tiny_config(7, 4, 3);
+  rope.pos_encoding = PosEncoding::rope;
+  expect_throw_with<std::invalid_argument>(
+      [&] { AverageModel m(rope); },
+      "AverageModel: rope positions rotate queries and keys inside attention");
+}
+
+// A checkpoint of a few KB claiming block_size 16,384 made eval build a 1 GiB averaging table:
+// the size is refused before the table (which no file holds) is allocated.
+BOOST_AUTO_TEST_CASE(average_model_refuses_a_table_beyond_its_cap) {
+  GPTConfig c = tiny_config(7, 4, 3);
+  c.block_size = kMaxAverageBlockSize;
+  BOOST_TEST(AverageModel(c).config().block_size == 4096);
+  c.block_size = 16384;
+  expect_throw_with<std::invalid_argument>(
+      [&] { AverageModel m(c); },
+      "AverageModel: block_size 16384 would need a (block_size, block_size) averaging table of "
+      "1024 MiB; the average model allows block_size <= 4096");
+}
+
+// Trained by the GPT's trainer, the V x V table reaches what counting gives: the add-one
+// bigram cross-entropy of gpt/text/dataset.h (on 40,000 tokens add-one and the counts' own
+// maximum-likelihood estimate differ by less than 0.001 nats).
+BOOST_AUTO_TEST_CASE(a_trained_bigram_reaches_the_counted_bigram_cross_entropy) {
+  const Dataset data(markov_tokens(40000), 8);
+  const double counted =
+      bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), 4);
+  BigramModel model(tiny_config(4, 2, 8), 1);
+  TrainOptions o;
+  o.max_steps = 400;
+  o.batch_size = 32;
+  o.learning_rate = 0.1;
+  o.min_lr = 0.01;
+  o.warmup_steps = 10;
+  o.weight_decay = 0;
+  o.eval_interval = 0;
+  o.eval_iters = 1;
+  Trainer t(model, data, o, "char", "", "");
+  for (int64_t i = 0; i < o.max_steps; ++i) t.train_step();
+  const double trained = full_loss(model, data.tokens(Split::val));
+  BOOST_TEST_MESSAGE("bigram on the Markov chain: trained " << trained << ", counted (add-one) "
+                                                            << counted);
+  BOOST_TEST(std::abs(counted - 1.1541) < 1e-4);
+  BOOST_TEST(std::abs(trained - counted) < 0.002);  // measured 1.1544
+}
+
+BOOST_AUTO_TEST_CASE(every_kind_saves_loads_samples_and_refuses_to_load_as_another) {
+  const auto dir = temp_dir("kinds");
+  const GPTConfig c = tiny_config(6, 4, 5);
+  std::map<ModelKind, std::string> paths;
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::bigram, ModelKind::average}) {
+    const std::unique_ptr<LanguageModel> model = make_model(kind, c, 11);
+    const std::string path = (dir / (std::string(model_kind_name(kind)) + ".safetensors")).string();
+    save_checkpoint(path, *model, "char", "");
+    paths[kind] = path;
+    const SafetensorsFile file = SafetensorsFile::read(path);
+    BOOST_TEST(file.metadata().at("model") == model_kind_name(kind));
+    BOOST_TEST((read_checkpoint_info(file).kind == kind));
+    const std::unique_ptr<LanguageModel> loaded = load_language_model(file);
+    BOOST_TEST((loaded->kind() == kind));
+    BOOST_TEST(loaded->arena().params().to_vector() == model->arena().params().to_vector());
+    GenerateOptions g;
+    g.max_new_tokens = 7;  // past block_size 5: the context is cropped
+    Generator gen(3), gen2(3);
+    const std::vector<int64_t> ids = generate(*loaded, {1, 2}, g, gen);
+    BOOST_TEST(ids.size() == 9u);
+    g.use_kv_cache = false;
+    BOOST_TEST(generate(*loaded, {1, 2}, g, gen2) == ids);  // the cache changes nothing
+  }
+  expect_throw_with<std::runtime_error>(
+      [&] { load_model(SafetensorsFile::read(paths[ModelKind::bigram])); },
+      "bigram.safetensors' holds a bigram model (checkpoint metadata 'model'), not a GPT; this "
+      "needs a GPT checkpoint");
+  AverageModel average(c);
+  const std::vector<double> before = average.arena().params().to_vector();
+  expect_throw_with<std::runtime_error>(
+      [&] { load_weights(average, SafetensorsFile::read(paths[ModelKind::gpt])); },
+      "gpt.safetensors' holds the model kind 'gpt' (checkpoint metadata 'model'), not 'average'; "
+      "load it with load_language_model");
+  BOOST_TEST(average.arena().params().to_vector() == before);  // unchanged
+  // A checkpoint written before the kind was recorded is a GPT.
+  GPT gpt(c, 2);
+  SafetensorsWriter w;
+  w.metadata["config"] = SafetensorsFile::read(paths[ModelKind::gpt]).metadata().at("config");
+  w.metadata["tokenizer"] = SafetensorsFile::read(paths[ModelKind::gpt]).metadata().at("tokenizer");
+  for (const auto& [name, t] : gpt.named_parameters())
+    w.add(name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
+  const std::string old = (dir / "old.safetensors").string();
+  w.write(old);
+  BOOST_TEST((load_language_model(SafetensorsFile::read(old))->kind() == ModelKind::gpt));
+  // A kind nobody knows is named.
+  w.metadata["model"] = "trigram";
+  w.write(old);
+  expect_throw_with<std::runtime_error>(
+      [&] { read_checkpoint_info(SafetensorsFile::read(old)); },
+      "old.safetensors': checkpoint metadata 'model': unknown model 'trigram'");
+  std::filesystem::remove_all(dir);
+}
+
+// run() evaluates the untrained model at step 0 and writes the loss plot's baselines.
+BOOST_AUTO_TEST_CASE(a_run_logs_step_0_and_the_baselines) {
+  const auto dir = temp_dir("run");
+  const Dataset data(markov_tokens(3000), 8);
+  BigramModel model(tiny_config(4, 2, 8), 1);
+  TrainOptions o;
+  o.max_steps = 4;
+  o.batch_size = 4;
+  o.eval_interval = 2;
+  o.eval_iters = 2;
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  t.run(log);
+  BOOST_TEST(log.str().find("eval at step 0: train loss 1.38") != std::string::npos,
+             log.str());  // ≈ ln 4
+  std::ifstream eval(dir / "eval_log.csv");
+  std::string line;
+  std::vector<std::string> steps;
+  for (std::getline(eval, line); std::getline(eval, line);)
+    steps.push_back(line.substr(0, line.find(',')));
+  BOOST_TEST((steps == std::vector<std::string>{"0", "2", "4"}));
+  std::ifstream baselines(dir / "baselines.csv");
+  std::stringstream want;
+  want << "name,val_loss\nunigram," << unigram_entropy(data.tokens(Split::val)) << "\nbigram,"
+       << bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), 4) << "\n";
+  BOOST_TEST(std::string(std::istreambuf_iterator<char>(baselines), {}) == want.str());
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+struct LectureRow {
+  ModelKind kind;
+  double val_loss, tolerance;
+};
+
+// docs/05-training.md's table: each model of `rows` built from the pico preset and trained as
+// `attograd train --model KIND --preset pico --corpus CORPUS --steps STEPS --batch-size B
+// --warmup W --eval-iters 50` (lr 1e-2 -> 1e-3, seeds 1337), then its final val loss.
+struct Budget {
+  int64_t steps, batch_size, warmup;
+};
+constexpr Budget kShort{1500, 32, 100};  // the CLI's defaults but --steps
+constexpr Budget kLong{20000, 64, 200};  // examples/train_pico.sh
+
+void check_lecture_table(const std::string& corpus_spec, double unigram, double bigram,
+                         Budget budget, const std::vector<LectureRow>& rows) {
+  CorpusOptions co;
+  co.cache_dir = temp_dir("corpus");
+  const Corpus corpus = load_corpus(corpus_spec, co);
+  std::filesystem::remove_all(co.cache_dir);
+  const CharTokenizer tok = CharTokenizer::from_text(corpus.text);
+  const Dataset data(tok.encode(corpus.text), 8);
+  BOOST_TEST(std::abs(unigram_entropy(data.tokens(Split::val)) - unigram) < 1e-3);
+  BOOST_TEST(std::abs(bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val),
+                                           tok.vocab_size()) -
+                      bigram) < 1e-3);
+  GPTConfig c = preset("pico");
+  c.vocab_size = tok.vocab_size();
+  for (const LectureRow& row : rows) {
+    const std::unique_ptr<LanguageModel> model = make_model(row.kind, c, 1337);
+    TrainOptions o;
+    o.max_steps = budget.steps;
+    o.batch_size = budget.batch_size;
+    o.warmup_steps = budget.warmup;
+    o.eval_iters = 50;
+    Trainer t(*model, data, o, "char", tok.to_string(), "");
+    for (int64_t i = 0; i < o.max_steps; ++i) t.train_step();
+    const double val = t.evaluate().val_loss;
+    BOOST_TEST_MESSAGE(corpus_spec << " " << model_kind_name(row.kind) << " at " << budget.steps
+                                   << " steps: val " << val);
+    BOOST_TEST(std::abs(val - row.val_loss) < row.tolerance, model_kind_name(row.kind)
+                                                                 << ": val " << val);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(lecture_models_on_kjv) {
+  if (!data_available("/usr/bin/bible", "apt-get install bible-kjv")) return;
+  check_lecture_table("kjv", 3.018, 2.328, kShort,
+                      {{ModelKind::bigram, 2.357, 0.01},
+                       {ModelKind::average, 3.006, 0.01},
+                       {ModelKind::gpt, 2.350, 0.01}});
+  check_lecture_table("kjv", 3.018, 2.328, kLong,
+                      {{ModelKind::bigram, 2.337, 0.01},
+                       {ModelKind::average, 2.787, 0.01},
+                       {ModelKind::gpt, 2.197, 0.01}});
+}
+
+BOOST_AUTO_TEST_CASE(lecture_models_on_tiny_shakespeare) {
+  const std::filesystem::path shakespeare = shared_data("tinyshakespeare.txt");
+  if (!data_available(shakespeare, "../shared is not beside this checkout")) return;
+  check_lecture_table(shakespeare.string(), 3.337, 2.482, kShort,
+                      {{ModelKind::bigram, 2.531, 0.01},
+                       {ModelKind::average, 3.184, 0.01},
+                       {ModelKind::gpt, 2.529, 0.01}});
+  check_lecture_table(shakespeare.string(), 3.337, 2.482, kLong,
+                      {{ModelKind::bigram, 2.505, 0.01},
+                       {ModelKind::average, 2.942, 0.01},
+                       {ModelKind::gpt, 2.379, 0.01}});
+}

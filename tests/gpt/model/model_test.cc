@@ -1,0 +1,287 @@
+// The GPT-2 model: parameter counts, whole-model gradient check, causality, tied weights,
+// loss at init, memorisation.
+#define BOOST_TEST_MODULE model
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+
+#include "autograd/allocator.h"
+#include "autograd/engine.h"
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "gpt/model/model.h"
+#include "nn/optim.h"
+#include "tests/test_util.h"
+
+using namespace attograd;
+using namespace attograd::gpt;
+using attograd::testing::allclose;
+using attograd::testing::expect_throw_with;
+using attograd::testing::randomize_parameters;
+
+namespace {
+
+Tensor random_ids(Generator& gen, int64_t B, int64_t T, int64_t V) {
+  std::vector<int64_t> ids(static_cast<size_t>(B * T));
+  for (int64_t& id : ids) id = static_cast<int64_t>(gen.below(static_cast<uint64_t>(V)));
+  return Tensor::from_ids(ids, {B, T});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(parameter_counts_of_the_teaching_presets) {
+  BOOST_TEST(GPT(preset("femto")).num_parameters() == 224);
+  BOOST_TEST(GPT(preset("pico")).num_parameters() == 1980);
+  GPTConfig rope = preset("pico");
+  rope.pos_encoding = PosEncoding::rope;
+  BOOST_TEST(GPT(rope).num_parameters() == 1980 - 8 * 6);  // no wpe table
+}
+
+// GPTConfig::num_parameters counts from the sizes alone what GPT builds, for every combination
+// of preset, position encoding and bias.
+BOOST_AUTO_TEST_CASE(config_parameter_count_matches_the_built_model) {
+  for (const char* name : {"femto", "pico", "nano"})
+    for (PosEncoding pos : {PosEncoding::learned, PosEncoding::sinusoidal, PosEncoding::rope})
+      for (bool bias : {true, false}) {
+        GPTConfig c = preset(name);
+        c.pos_encoding = pos;
+        c.bias = bias;
+        BOOST_TEST_INFO(name << " " << pos_encoding_name(pos) << " bias " << bias);
+        const GPT model(c);
+        BOOST_TEST(c.num_parameters() == model.num_parameters());
+        // parameter_shapes (info's table, no weights allocated) lists exactly what GPT builds.
+        const auto named = model.named_parameters();
+        const auto shapes = GPT::parameter_shapes(c);
+        BOOST_REQUIRE(shapes.size() == named.size());
+        for (size_t i = 0; i < named.size(); ++i) {
+          BOOST_TEST(shapes[i].first == named[i].first);
+          BOOST_TEST(shapes[i].second == named[i].second.shape(), named[i].first);
+        }
+      }
+  BOOST_TEST(preset("gpt2").num_parameters() ==
+             124439808);  // GPT-2 small, as Hugging Face counts it
+}
+
+// Sizes outside gpt/model/limits.h are refused at once, naming the range, and so is a config whose
+// sizes are each in range but make too many parameters, or more than this machine can hold.
+BOOST_AUTO_TEST_CASE(absurd_configs_are_refused_before_allocating) {
+  GPTConfig c = preset("pico");
+  c.n_layer = 1000000000;
+  expect_throw_with<std::invalid_argument>(
+      [&] { GPT m(c); }, "GPTConfig: n_layer must be in [1, 1024], got 1000000000");
+  c = preset("pico");
+  c.block_size = 3074457345618258603;
+  c.pos_encoding = PosEncoding::sinusoidal;
+  expect_throw_with<std::invalid_argument>(
+      [&] { c.validate(); }, "block_size must be in [1, 131072], got 3074457345618258603");
+  c = preset("pico");
+  c.vocab_size = int64_t{1} << 40;
+  expect_throw_with<std::invalid_argument>([&] { c.validate(); },
+                                           "vocab_size must be in [1, 1048576]");
+  c = preset("gpt2");
+  c.n_layer = 1024, c.n_embd = 4096, c.n_head = 16;
+  expect_throw_with<std::invalid_argument>(
+      [&] { c.validate(); }, "make 206423011328 parameters, more than the limit of 20000000000");
+  // Within every limit, yet 18 billion parameters: weights and gradients are 147 GB in f32.
+  c.n_layer = 90;
+  BOOST_TEST(c.num_parameters() == 18334240768);
+  if (physical_memory_bytes() >= size_t{146'700'000'000}) return;  // a machine that can hold it
+  expect_throw_with<std::runtime_error>([&] { GPT m(c); }, "parameters need 146.7 GB in f32");
+  expect_throw_with<std::runtime_error>([&] { GPT m(c); }, "more than this machine's");
+}
+
+// The whole femto model, every one of its 224 parameters, against central differences in f64.
+BOOST_AUTO_TEST_CASE(femto_whole_model_gradcheck_in_float64) {
+  for (PosEncoding pe : {PosEncoding::learned, PosEncoding::sinusoidal, PosEncoding::rope}) {
+    GPTConfig c = preset("femto");
+    c.pos_encoding = pe;
+    GPT model(c, 42, DType::f64);
+    // Scale weights up from GPT-2's tiny init so every path carries a real gradient.
+    Generator gen(1);
+    randomize_parameters(model.parameters(), gen, 0.5);
+    const Tensor idx = random_ids(gen, 2, 8, c.vocab_size),
+                 targets = random_ids(gen, 2, 8, c.vocab_size);
+    const GradcheckResult r =
+        run_gradcheck([&](const std::vector<Tensor>&) { return model.forward(idx, targets).loss; },
+                      model.parameters());
+    BOOST_TEST_INFO(pos_encoding_name(pe) << ": " << r.message);
+    BOOST_TEST(r.passed);
+    int64_t checked = 0;
+    for (const auto& in : r.inputs) checked += shape_numel(in.shape);
+    BOOST_TEST(checked == model.num_parameters());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(pico_loss_at_init_is_near_log_vocab) {
+  GPT model(preset("pico"), 7);
+  Generator gen(2);
+  const Tensor idx = random_ids(gen, 4, 8, 65), targets = random_ids(gen, 4, 8, 65);
+  const double loss = model.forward(idx, targets).loss.item();
+  BOOST_TEST(std::abs(loss - std::log(65.0)) < 0.1);
+}
+
+BOOST_AUTO_TEST_CASE(changing_token_t_leaves_earlier_logits_bit_identical) {
+  for (PosEncoding pe : {PosEncoding::learned, PosEncoding::sinusoidal, PosEncoding::rope}) {
+    GPTConfig c = preset("pico");
+    c.pos_encoding = pe;
+    GPT model(c, 3);
+    Generator gen(3);
+    const Tensor a = random_ids(gen, 1, 8, 65);
+    std::vector<int64_t> ids = a.to_ids();
+    const int64_t t = 5;
+    ids[t] = (ids[t] + 1) % 65;
+    const Tensor b = Tensor::from_ids(ids, {1, 8});
+    const Tensor la = model.forward(a).logits, lb = model.forward(b).logits;
+    BOOST_TEST(slice(la, 1, 0, t).to_vector() == slice(lb, 1, 0, t).to_vector());  // exact
+    BOOST_TEST(slice(la, 1, t, t + 1).to_vector() != slice(lb, 1, t, t + 1).to_vector());
+  }
+}
+
+// wte is used twice, as the input embedding and (transposed) as the LM head; its gradient is
+// the sum of both paths. Each path alone is isolated by detaching wte in the other.
+BOOST_AUTO_TEST_CASE(tied_weights_gradient_is_the_sum_of_both_paths) {
+  GPT model(preset("femto"), 5, DType::f64);
+  Generator gen(4);
+  const Tensor idx = random_ids(gen, 2, 8, 65), targets = random_ids(gen, 2, 8, 65);
+  model.forward(idx, targets).loss.backward();
+  const std::vector<double> total = model.wte->weight.grad().to_vector();
+
+  auto path = [&](bool embedding_path) {
+    model.zero_grad();
+    const Tensor w = model.wte->weight;
+    std::vector<int64_t> pos(8);
+    for (int64_t t = 0; t < 8; ++t) pos[t] = t;
+    Tensor x = add(embedding(embedding_path ? w : w.detach(), idx),
+                   model.wpe->forward(Tensor::from_ids(pos, {8})));
+    for (const auto& block : model.h) x = block->forward(x);
+    x = model.ln_f->forward(x);
+    const Tensor logits = matmul(x, transpose(embedding_path ? w.detach() : w, 0, 1));
+    cross_entropy(logits, targets).backward();
+    return model.wte->weight.grad().to_vector();
+  };
+  const std::vector<double> emb = path(true), head = path(false);
+  std::vector<double> both(total.size());
+  for (size_t i = 0; i < both.size(); ++i) both[i] = emb[i] + head[i];
+  BOOST_TEST(allclose(total, both, 1e-15, 0));
+  double emb_norm = 0;
+  for (double v : emb) emb_norm += std::abs(v);
+  BOOST_TEST(emb_norm > 0);  // both paths really contribute
+}
+
+BOOST_AUTO_TEST_CASE(pico_memorises_a_fixed_sequence) {
+  // 64 tokens cut into 8 windows of block_size 8, trained as one batch with AdamW.
+  GPT model(preset("pico"), 11);
+  Generator gen(5);
+  const Tensor seq = random_ids(gen, 1, 65, 65);
+  const std::vector<int64_t> s = seq.to_ids();
+  std::vector<int64_t> x, y;
+  for (int w = 0; w < 8; ++w)
+    for (int t = 0; t < 8; ++t) {
+      x.push_back(s[w * 8 + t]);
+      y.push_back(s[w * 8 + t + 1]);
+    }
+  const Tensor idx = Tensor::from_ids(x, {8, 8}), targets = Tensor::from_ids(y, {8, 8});
+  nn::AdamW opt(model.param_groups(0.0), nn::AdamWOptions{0.9, 0.95, 1e-8});
+  double loss = 0;
+  int step = 0;
+  for (; step < 300; ++step) {
+    model.arena().zero_grad();
+    const Tensor l = model.forward(idx, targets).loss;
+    loss = l.item();
+    if (loss < 0.1) break;
+    l.backward();
+    opt.step(3e-2);
+  }
+  BOOST_TEST_MESSAGE("pico memorised 64 tokens to loss " << loss << " in " << step << " steps");
+  BOOST_TEST(loss < 0.1);
+  BOOST_TEST(step < 300);  // measured: 63 steps
+}
+
+// A target of kIgnoreTarget (-1, nanoGPT's ignore_index) pads: the loss is the mean over the
+// other positions, in training (linear_cross_entropy) and evaluation (cross_entropy) alike.
+BOOST_AUTO_TEST_CASE(ignored_targets_pad_the_batch) {
+  GPT model(preset("femto"), 3);
+  const Tensor idx = Tensor::from_ids({1, 2, 3, 4}, {1, 4});
+  const Tensor padded = Tensor::from_ids({2, kIgnoreTarget, 4, kIgnoreTarget}, {1, 4});
+  const Tensor loss = model.forward(idx, padded).loss;  // graph recorded: the fused head
+  std::vector<double> picked;
+  {
+    NoGradGuard no_grad;
+    BOOST_TEST(std::abs(model.forward(idx, padded).loss.item() - loss.item()) < 1e-6);
+    const Tensor logp = log_softmax(model.forward(idx).logits);  // (1, 4, V)
+    picked = {logp.at({0, 0, 2}), logp.at({0, 2, 4})};
+  }
+  BOOST_TEST(std::abs(loss.item() + (picked[0] + picked[1]) / 2) < 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors_before_any_read) {
+  GPT model(preset("femto"));
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        model.forward(Tensor::from_ids({1, 65}, {1, 2}));
+      },
+      "token id 65 at (0, 1) is outside [0, 65)");
+  expect_throw_with<std::out_of_range>(
+      [&] {
+        model.forward(Tensor::from_ids({1, 2}, {1, 2}), Tensor::from_ids({-3, 2}, {1, 2}));
+      },
+      "target id -3");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        model.forward(Tensor::from_ids(std::vector<int64_t>(9, 0), {1, 9}));
+      },
+      "exceeds block_size 8");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        model.forward(Tensor::zeros({1, 2}));
+      },
+      "expected idx as i64");
+  GPTConfig bad = preset("pico");
+  bad.n_head = 4;
+  expect_throw_with<std::invalid_argument>([&] { GPT m(bad); }, "n_head 4 must divide n_embd 6");
+}
+
+// The weights GPT::forward records (what `attograd attention` draws) come from the model's own
+// forward: one (B, n_head, T, T) tensor per layer, each row a distribution over the keys up to
+// the query (exactly 0 after it), each equal to what that layer's attention applies to the
+// block's own input, and recording them leaves the logits as they are.
+BOOST_AUTO_TEST_CASE(recorded_attention_weights_come_from_the_forward_pass) {
+  for (PosEncoding pe : {PosEncoding::learned, PosEncoding::rope}) {
+    BOOST_TEST_INFO(pos_encoding_name(pe));
+    GPTConfig c = preset("pico");
+    c.pos_encoding = pe;
+    GPT model(c, 8, DType::f64);
+    Generator gen(9);
+    randomize_parameters(model.parameters(), gen, 0.5);
+    const int64_t B = 2, T = 7;
+    const Tensor idx = random_ids(gen, B, T, c.vocab_size);
+    std::vector<Tensor> weights;
+    const Tensor logits = model.forward(idx, Tensor(), nullptr, &weights).logits;
+    BOOST_TEST(allclose(logits.to_vector(), model.forward(idx).logits.to_vector(), 1e-12, 0));
+    BOOST_REQUIRE(weights.size() == 3u);
+
+    // The blocks run by hand from the embeddings: layer l's weights are those its attention
+    // computes from ln_1 of the residual stream entering block l.
+    Tensor x = model.wte->forward(idx);
+    if (model.wpe) x = add(x, model.wpe->forward(Tensor::from_ids({0, 1, 2, 3, 4, 5, 6}, {T})));
+    for (size_t l = 0; l < 3; ++l) {
+      const Tensor& w = weights[l];
+      BOOST_REQUIRE((w.shape() == Shape{B, 3, T, T}));
+      Tensor expected;
+      model.h[l]->attn->forward(model.h[l]->ln_1->forward(x), nullptr, &expected);
+      BOOST_TEST(w.to_vector() == expected.to_vector());  // bit for bit: the same computation
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < 3; ++h)
+          for (int64_t t = 0; t < T; ++t) {
+            double row_sum = 0;
+            for (int64_t j = 0; j < T; ++j) {
+              row_sum += w.at({b, h, t, j});
+              if (j > t) BOOST_TEST(w.at({b, h, t, j}) == 0.0);
+            }
+            BOOST_TEST(std::abs(row_sum - 1) <= 1e-12);
+          }
+      Tensor
+          unused;  // the unfused path, as in the recording forward, so x stays bit for bit the same
+      x = model.h[l]->forward(x, nullptr, &unused);
+    }
+  }
+}

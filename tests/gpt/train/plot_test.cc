@@ -1,0 +1,233 @@
+// gpt/train/plot with stand-in gnuplots (shell scripts): a failing or silently failing gnuplot is
+// an error that leaves the previous plots, gnuplot inherits none of our descriptors, and a missing
+// gnuplot is a note, not an error. (trainer_test draws real plots when gnuplot exists.) Heatmaps:
+// bad panels are refused before gnuplot runs, and each figure is drawn as PNG and SVG with its
+// titles and tick labels (checked in the SVG's text, not its pixels).
+#define BOOST_TEST_MODULE plot
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gpt/train/plot.h"
+#include "tests/test_util.h"
+
+using namespace attograd::gpt;
+using attograd::testing::expect_throw_with;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunDir {
+  fs::path path = fs::temp_directory_path() / ("attograd_plot_" + std::to_string(::getpid()));
+  RunDir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+    std::ofstream(path / "train_log.csv")
+        << "step,loss,lr,grad_norm,tokens_per_s\n1,3,0.01,1,100\n2,2.5,0.01,1,100\n";
+    std::ofstream(path / "eval_log.csv")
+        << "step,train_loss,val_loss,train_ppl,val_ppl\n2,2.5,2.6,12.2,13.5\n";
+  }
+  ~RunDir() { fs::remove_all(path); }
+  // A stand-in gnuplot: `body` runs with $OUTPUTS, the files the script sets as outputs.
+  std::string fake_gnuplot(const std::string& body) const {
+    const fs::path exe = path / "fake-gnuplot";
+    std::ofstream(exe) << "#!/bin/sh\n"
+                          "OUTPUTS=$(sed -n \"s/^set output '\\(.*\\)'$/\\1/p\")\n"
+                       << body << "\n";
+    fs::permissions(exe, fs::perms::owner_all);
+    return exe.string();
+  }
+  std::string read(const std::string& name) const {
+    std::ifstream in(path / name, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  // Every entry but the logs and the fake: temporaries must not be left behind.
+  std::vector<std::string> others() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path)) {
+      const std::string n = e.path().filename().string();
+      if (n != "train_log.csv" && n != "eval_log.csv" && n != "fake-gnuplot" && n != "fds")
+        names.push_back(n);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
+
+const std::vector<std::string> kOldPlots{"loss.png", "loss.svg", "perplexity.png",
+                                         "perplexity.svg"};
+
+void write_old_plots(const RunDir& dir) {
+  for (const std::string& name : kOldPlots) std::ofstream(dir.path / name) << "old " << name;
+}
+
+void expect_old_plots(const RunDir& dir) {
+  BOOST_TEST(dir.others() == kOldPlots, boost::test_tools::per_element());
+  for (const std::string& name : kOldPlots) BOOST_TEST(dir.read(name) == "old " + name);
+}
+
+}  // namespace
+
+// The example: on a full disk gnuplot exits 0 and leaves empty files.
+BOOST_AUTO_TEST_CASE(empty_plots_from_a_gnuplot_that_exits_0_are_an_error) {
+  const RunDir dir;
+  write_old_plots(dir);
+  const std::string gnuplot = dir.fake_gnuplot("for f in $OUTPUTS; do : > \"$f\"; done; exit 0");
+  std::ostringstream log;
+  expect_throw_with<std::runtime_error>(
+      [&] { write_plots(dir.path.string(), log, gnuplot); },
+      "gnuplot exited 0 but loss.png is empty in " + dir.path.string() +
+          " (is the disk full?); the previous plots are untouched");
+  expect_old_plots(dir);
+  BOOST_TEST(log.str().empty());  // no "plots: ..." line
+}
+
+BOOST_AUTO_TEST_CASE(cut_off_plots_are_an_error) {
+  const RunDir dir;
+  write_old_plots(dir);
+  // A PNG without its IEND chunk, then (once PNGs pass) an SVG without </svg>.
+  const std::string png_cut =
+      dir.fake_gnuplot("for f in $OUTPUTS; do printf '\\211PNG\\r\\n' > \"$f\"; done");
+  std::ostringstream log;
+  expect_throw_with<std::runtime_error>([&] { write_plots(dir.path.string(), log, png_cut); },
+                                        "loss.png is cut off (6 bytes, no IEND chunk)");
+  const std::string svg_cut = dir.fake_gnuplot(
+      "for f in $OUTPUTS; do case \"$f\" in *.png) printf '\\0\\0\\0\\0IEND\\256B`\\202' > "
+      "\"$f\";; "
+      "*) printf '<svg>\\n<g>' > \"$f\";; esac; done");
+  expect_throw_with<std::runtime_error>([&] { write_plots(dir.path.string(), log, svg_cut); },
+                                        "loss.svg is cut off (9 bytes, no </svg>)");
+  // The PNGs were complete and replaced the old ones; the SVGs stay as they were.
+  BOOST_TEST(dir.read("loss.png") == std::string("\0\0\0\0IEND\xae\x42\x60\x82", 12));
+  BOOST_TEST(dir.read("loss.svg") == "old loss.svg");
+  BOOST_TEST(dir.others() == kOldPlots, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_gnuplot_names_its_status_and_its_last_words) {
+  const RunDir dir;
+  write_old_plots(dir);
+  const std::string gnuplot = dir.fake_gnuplot(
+      "echo 'warning: noise' >&2; echo '\"<stdin>\" line 6: cannot write: No space left on device' "
+      ">&2; exit 1");
+  std::ostringstream log;
+  expect_throw_with<std::runtime_error>(
+      [&] { write_plots(dir.path.string(), log, gnuplot); },
+      "gnuplot failed (exit status 1) to draw the png plots in " + dir.path.string() +
+          ": \"<stdin>\" line 6: cannot write: No space left on device");
+  expect_old_plots(dir);
+  // One that dies before reading its script is an error too, not a SIGPIPE for us.
+  const std::string early = dir.path / "early-gnuplot";
+  std::ofstream(early) << "#!/bin/sh\nexec 0<&-\nkill -9 $$\n";
+  fs::permissions(early, fs::perms::owner_all);
+  expect_throw_with<std::runtime_error>(
+      [&] { write_plots(dir.path.string(), log, early); },
+      "gnuplot was killed by signal 9 while drawing the png plots");
+  fs::remove(early);
+  expect_old_plots(dir);
+}
+
+// gnuplot inherits no descriptor of ours (the run's lock above all): only its stdin, stdout and
+// stderr.
+BOOST_AUTO_TEST_CASE(gnuplot_inherits_only_stdin_stdout_and_stderr) {
+  const RunDir dir;
+  const int leaky = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC on purpose
+  BOOST_REQUIRE(leaky > 2);
+  const std::string fds = (dir.path / "fds").string();
+  const std::string gnuplot = dir.fake_gnuplot("ls /proc/$$/fd > '" + fds + "'; exit 1");
+  std::ostringstream log;
+  BOOST_CHECK_THROW(write_plots(dir.path.string(), log, gnuplot), std::runtime_error);
+  ::close(leaky);
+  // The shell's own script descriptor may show too (dash opens it close-on-exec as fd 10+):
+  // what matters is that ours, `leaky`, is absent.
+  std::istringstream listed(dir.read("fds"));
+  std::vector<int> open_fds;
+  for (int fd; listed >> fd;) open_fds.push_back(fd);
+  std::sort(open_fds.begin(), open_fds.end());  // ls sorts them as text: 0 1 10 2
+  BOOST_TEST_INFO(dir.read("fds"));
+  BOOST_TEST(std::count(open_fds.begin(), open_fds.end(), leaky) == 0);
+  BOOST_TEST((open_fds.size() >= 3 && open_fds[0] == 0 && open_fds[1] == 1 && open_fds[2] == 2));
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_gnuplot_is_a_note_and_the_logs_stay) {
+  const RunDir dir;
+  std::ostringstream log;
+  BOOST_TEST(!write_plots(dir.path.string(), log, (dir.path / "no-such-gnuplot").string()));
+  BOOST_TEST(log.str().find(
+                 "gnuplot not found, so no plots were drawn; install it with: sudo apt-get install "
+                 "gnuplot-nox") != std::string::npos);
+  BOOST_TEST(dir.others().empty());
+}
+
+BOOST_AUTO_TEST_CASE(panels_that_do_not_fill_their_labels_are_refused) {
+  std::ostringstream log;
+  const Heatmap short_of_values{"short", "row", "col", {"a", "b"}, {"x", "y"}, {1, 2, 3}};
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        write_heatmaps({{"/tmp/never", "", {short_of_values}}}, log);
+      },
+      "panel 'short' of /tmp/never has 3 values for 2 x 2 labels");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        write_heatmaps({{"/tmp/never", "", {}}}, log);
+      },
+      "figure /tmp/never has no panel");
+  BOOST_TEST(!std::filesystem::exists("/tmp/never.png"));
+}
+
+BOOST_AUTO_TEST_CASE(figures_are_drawn_with_their_titles_and_labels) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    std::ostringstream log;
+    BOOST_TEST(!write_heatmaps({{"/tmp/never", "", {{"t", "r", "c", {"a"}, {"b"}, {1}}}}}, log));
+    BOOST_TEST(log.str().find("apt-get install gnuplot-nox") != std::string::npos);
+    BOOST_TEST_MESSAGE("skipped the drawing checks: gnuplot is not installed");
+    return;
+  }
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("attograd_plot_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const double nan = std::nan("");
+  const Heatmap mask{"it's masked", "query", "key", {"p", "q"}, {"p", "q"}, {1, nan, 0.25, 0.75}};
+  const Heatmap other{"second panel", "query", "key", {"p", "q"}, {"p", "q"}, {1, nan, 0.5, 0.5}};
+  const std::string one = (dir / "one").string(), two = (dir / "two").string();
+  std::ostringstream log;
+  BOOST_TEST(write_heatmaps(
+      {{one, "", {mask}, 1, 0, 1, true}, {two, "both of them", {mask, other}, 2}}, log));
+  for (const std::string& stem : {one, two})
+    BOOST_TEST(std::filesystem::file_size(stem + ".png") > 0u);
+  auto svg = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string s1 = svg(one + ".svg"), s2 = svg(two + ".svg");
+  BOOST_TEST(s1.find("it's masked") != std::string::npos);  // a quote in a title is kept
+  BOOST_TEST(s1.find("0.75") != std::string::npos);         // values printed on the cells
+  BOOST_TEST(s1.find(">nan<") == std::string::npos);        // but none on a NaN cell
+  BOOST_TEST(s2.find("both of them") != std::string::npos);
+  BOOST_TEST(s2.find("second panel") != std::string::npos);
+  BOOST_TEST(s2.find("0.75") == std::string::npos);  // show_values off
+  std::filesystem::remove_all(dir);
+}
+
+// A heatmap goes through the same checks as the training plots: an empty file from a gnuplot
+// that exits 0 is an error, and no temporary is left.
+BOOST_AUTO_TEST_CASE(an_empty_heatmap_is_an_error_and_leaves_no_temporary) {
+  const RunDir dir;
+  const std::string gnuplot = dir.fake_gnuplot("for f in $OUTPUTS; do : > \"$f\"; done; exit 0");
+  std::ostringstream log;
+  const Heatmap panel{"t", "query", "key", {"a"}, {"a"}, {1}};
+  expect_throw_with<std::runtime_error>(
+      [&] {
+        write_heatmaps({{(dir.path / "map").string(), "", {panel}}}, log, gnuplot);
+      },
+      "gnuplot exited 0 but map.png is empty in " + dir.path.string() + " (is the disk full?)");
+  BOOST_TEST(dir.others().empty());
+}

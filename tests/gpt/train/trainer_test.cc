@@ -1,0 +1,577 @@
+// Training: perplexity bookkeeping, bit-exact resume, NaN handling, logs and plots, and pico
+// learning real text.
+#define BOOST_TEST_MODULE trainer
+#include <sys/resource.h>
+#include <unistd.h>
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "autograd/allocator.h"
+#include "autograd/ops.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/text/corpus.h"
+#include "gpt/train/trainer.h"
+#include "tests/gpt/field_count.h"
+#include "tests/test_util.h"
+
+using namespace attograd;
+using namespace attograd::gpt;
+using attograd::testing::data_available;
+using attograd::testing::expect_throw_with;
+using attograd::testing::shared_data;
+
+namespace {
+
+std::filesystem::path temp_dir(const std::string& name) {
+  return attograd::testing::fresh_temp_dir("trainer_" + name);
+}
+
+// A small synthetic corpus: repeated words, learnable quickly.
+std::vector<int64_t> toy_tokens() {
+  const std::string text = [] {
+    std::string s;
+    for (int i = 0; i < 300; ++i)
+      s += (i % 3 == 0) ? "the cat sat. " : (i % 3 == 1) ? "a dog ran! " : "we sing; ";
+    return s;
+  }();
+  return CharTokenizer::from_text(text).encode(text);
+}
+
+int64_t toy_vocab_size() {
+  const std::vector<int64_t> t = toy_tokens();
+  return *std::max_element(t.begin(), t.end()) + 1;
+}
+
+TrainOptions small_options() {
+  TrainOptions o;
+  o.max_steps = 3;
+  o.batch_size = 4;
+  o.warmup_steps = 1;
+  o.learning_rate = 1e-2;
+  o.min_lr = 1e-3;
+  o.eval_interval = 0;
+  o.eval_iters = 2;
+  o.log_interval = 1;
+  o.seed = 77;
+  return o;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(perplexity_is_exp_of_the_token_mean) {
+  PerplexityMeter m;
+  m.add(0.5 + 1.0 + 1.5, 3);  // a batch of three tokens
+  m.add(3.0, 1);              // a batch of one
+  BOOST_TEST(std::abs(m.mean_nll() - 1.5) < 1e-15);
+  BOOST_TEST(std::abs(m.perplexity() - 4.481689) <
+             1e-6);  // not e^2 (mean of batch means), not 11.40 (mean of ppls)
+  expect_throw_with<std::logic_error>([] { PerplexityMeter().mean_nll(); }, "no tokens");
+}
+
+// Counts outside gpt/model/limits.h and rates that are not finite are refused, naming the range.
+BOOST_AUTO_TEST_CASE(options_out_of_range_are_refused) {
+  auto refused = [](auto change, const std::string& message) {
+    TrainOptions o = small_options();
+    change(o);
+    expect_throw_with<std::invalid_argument>([&] { o.validate(); }, message);
+  };
+  refused([](TrainOptions& o) { o.batch_size = 2305843009213693952; },
+          "batch size must be in [1, 65536], got 2305843009213693952");
+  refused([](TrainOptions& o) { o.grad_accum = 0; }, "grad_accum must be in [1, 65536], got 0");
+  refused([](TrainOptions& o) { o.max_steps = -1; },
+          "steps must be in [1, 9223372036854775807], got -1");
+  refused([](TrainOptions& o) { o.warmup_steps = -5; },
+          "warmup must be in [0, 9223372036854775807], got -5");
+  refused([](TrainOptions& o) { o.block_size = int64_t{1} << 40; },
+          "block_size must be in [0, 131072]");
+  refused([](TrainOptions& o) { o.learning_rate = std::numeric_limits<double>::infinity(); },
+          "learning rate must be a finite number > 0, got inf");
+  refused([](TrainOptions& o) { o.weight_decay = std::numeric_limits<double>::infinity(); },
+          "weight_decay must be a finite number >= 0, got inf");
+  refused([](TrainOptions& o) { o.grad_clip = std::nan(""); },
+          "grad_clip must be a finite number >= 0, got nan");
+  BOOST_CHECK_NO_THROW(small_options().validate());
+}
+
+BOOST_AUTO_TEST_CASE(resume_is_bit_exact) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  c.dropout = 0.1;  // dropout's generator must be restored too
+  // Straight: 3 steps.
+  GPT a(c, 5);
+  Trainer ta(a, data, small_options(), "char", "", "");
+  for (int i = 0; i < 3; ++i) ta.train_step();
+  // Interrupted: 2 steps, save, load into a fresh model and trainer, 1 step.
+  const auto dir = temp_dir("resume");
+  const std::string path = (dir / "ckpt.safetensors").string();
+  {
+    GPT b(c, 5);
+    Trainer tb(b, data, small_options(), "char", "", "");
+    tb.train_step();
+    tb.train_step();
+    tb.save(path);
+  }
+  const SafetensorsFile file = SafetensorsFile::read(path);
+  const CheckpointInfo info = read_checkpoint_info(file);
+  BOOST_REQUIRE(info.training.has_value());
+  BOOST_TEST(info.training->step == 2);
+  const auto b = load_model(file);
+  Trainer tb(*b, data, TrainOptions::from_json(info.training->train_options), "char", "", "");
+  tb.restore(*info.training);
+  tb.train_step();
+  BOOST_TEST(tb.step() == 3);
+  BOOST_TEST(b->arena().params().to_vector() == a.arena().params().to_vector());  // bit for bit
+  std::filesystem::remove_all(dir);
+}
+
+// grad_accum micro-batches accumulate the gradient of the mean loss over all of them.
+BOOST_AUTO_TEST_CASE(gradient_accumulation_equals_the_mean_over_micro_batches) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  TrainOptions o = small_options();
+  o.grad_accum = 2;
+  o.grad_clip = 0;  // compare raw gradients
+  GPT model(c, 9);
+  GPT reference(c, 9);
+  // The trainer draws its two micro-batches from Generator(seed); draw the same two by hand.
+  Generator gen(o.seed);
+  const Batch b1 = data.get_batch(Split::train, o.batch_size, 8, gen);
+  const Batch b2 = data.get_batch(Split::train, o.batch_size, 8, gen);
+  const Tensor l1 = reference.forward(b1.x, b1.y).loss, l2 = reference.forward(b2.x, b2.y).loss;
+  mul_scalar(add(l1, l2), 0.5).backward();
+  Trainer t(model, data, o, "char", "", "");
+  const double loss = t.train_step();
+  BOOST_TEST(std::abs(loss - 0.5 * (l1.item() + l2.item())) < 1e-6);
+  // The optimizer has already stepped, but the gradient buffers still hold what it used.
+  BOOST_TEST(attograd::testing::allclose(model.arena().grads().to_vector(),
+                                         reference.arena().grads().to_vector(), 1e-6, 0));
+}
+
+// The design goal of the storage cache: after warm-up a training step allocates nothing.
+BOOST_AUTO_TEST_CASE(training_steps_after_warm_up_allocate_nothing) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  GPT model(c, 12);
+  Trainer t(model, data, small_options(), "char", "", "");
+  t.train_step();
+  t.train_step();
+  const size_t misses = allocator_stats().misses;
+  t.train_step();
+  t.train_step();
+  BOOST_TEST(allocator_stats().misses == misses);
+}
+
+BOOST_AUTO_TEST_CASE(non_finite_loss_stops_without_touching_parameters_or_checkpoint) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  GPT model(c, 6);
+  const auto dir = temp_dir("nan");
+  TrainOptions o = small_options();
+  Trainer t(model, data, o, "char", "", dir.string());
+  t.train_step();
+  t.save(t.checkpoint_path());
+  std::ifstream in(t.checkpoint_path(), std::ios::binary);
+  const std::string before_bytes((std::istreambuf_iterator<char>(in)), {});
+  model.ln_f->weight.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<double> before = model.arena().params().to_vector();
+  expect_throw_with<NonFiniteLoss>([&] { t.train_step(); }, "stopped before updating");
+  const std::vector<double> after = model.arena().params().to_vector();
+  for (size_t i = 0; i < before.size(); ++i)
+    if (!std::isnan(before[i])) BOOST_TEST(after[i] == before[i]);
+  std::ostringstream log;
+  BOOST_CHECK_THROW(t.run(log), NonFiniteLoss);
+  std::ifstream in2(t.checkpoint_path(), std::ios::binary);
+  BOOST_TEST(std::string((std::istreambuf_iterator<char>(in2)), {}) == before_bytes);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(run_writes_logs_checkpoint_and_plots) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  GPT model(c, 7);
+  const auto dir = temp_dir("run");
+  TrainOptions o = small_options();
+  o.max_steps = 20;
+  o.eval_interval = 10;
+  o.log_interval = 5;
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  const EvalResult r = t.run(log);
+  BOOST_TEST_MESSAGE(log.str());
+  BOOST_TEST(r.step == 20);
+  BOOST_TEST(std::abs(r.val_ppl - std::exp(r.val_loss)) < 1e-9);
+  BOOST_TEST(log.str().find("step 20/20 | loss") != std::string::npos);
+  BOOST_TEST(log.str().find("tok/s") != std::string::npos);
+  std::ifstream eval_csv(dir / "eval_log.csv");
+  std::string header, row0, row1, row2, extra;
+  std::getline(eval_csv, header);
+  std::getline(eval_csv, row0);
+  std::getline(eval_csv, row1);
+  std::getline(eval_csv, row2);
+  BOOST_TEST(header == "step,train_loss,val_loss,train_ppl,val_ppl");
+  BOOST_TEST(row0.rfind("0,", 0) == 0);  // the untrained model, so the curves start at step 0
+  BOOST_TEST(row1.rfind("10,", 0) == 0);
+  BOOST_TEST(row2.rfind("20,", 0) == 0);
+  BOOST_TEST(!std::getline(eval_csv, extra));
+  BOOST_TEST(std::filesystem::exists(dir / "ckpt.safetensors"));
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    for (const char* f : {"loss.png", "loss.svg", "perplexity.png", "perplexity.svg"}) {
+      BOOST_TEST_INFO(f);
+      BOOST_TEST(std::filesystem::file_size(dir / f) > 1000u);
+    }
+  } else {
+    BOOST_TEST(log.str().find("apt-get install gnuplot-nox") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The README's main job in miniature: pico on real text beats the unigram baseline.
+BOOST_AUTO_TEST_CASE(pico_on_real_text_beats_the_unigram_baseline) {
+  const std::filesystem::path shakespeare = shared_data("tinyshakespeare.txt");
+  if (!data_available(shakespeare, "../shared is not beside this checkout")) return;
+  const Corpus corpus = load_corpus(shakespeare.string());
+  const CharTokenizer tok = CharTokenizer::from_text(corpus.text);
+  const Dataset data(tok.encode(corpus.text), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = tok.vocab_size();
+  GPT model(c, 1337);
+  TrainOptions o;  // the example's settings (examples/train_pico.sh)
+  o.max_steps = 1500;
+  o.batch_size = 32;
+  o.learning_rate = 1e-2;
+  o.min_lr = 1e-3;
+  o.warmup_steps = 100;
+  o.eval_interval = 0;
+  o.eval_iters = 50;
+  Trainer t(model, data, o, "char", tok.to_string(), "");
+  for (int64_t i = 0; i < o.max_steps; ++i) t.train_step();
+  const EvalResult r = t.evaluate();
+  const double unigram = unigram_entropy(data.tokens(Split::val));
+  BOOST_TEST_MESSAGE("pico after 1500 steps: val loss " << r.val_loss << " vs unigram " << unigram);
+  BOOST_TEST(std::abs(unigram - 3.337) < 1e-3);
+  BOOST_TEST(r.val_loss < unigram);
+  BOOST_TEST(r.val_loss < 2.6);  // measured 2.529; the add-one bigram baseline is 2.482
+}
+
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The step (first field) of every line after the header.
+std::vector<int64_t> logged_steps(const std::filesystem::path& path) {
+  std::istringstream in(read_text(path));
+  std::string line;
+  std::getline(in, line);
+  std::vector<int64_t> steps;
+  while (std::getline(in, line)) steps.push_back(std::stoll(line));
+  return steps;
+}
+
+// A pico run of 4 steps into `dir`, evaluated every 2, checkpointed at the end.
+void train_four_steps(const std::filesystem::path& dir, const Dataset& data, double grad_clip) {
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  TrainOptions o = small_options();
+  o.max_steps = 4;
+  o.eval_interval = 2;
+  o.grad_clip = grad_clip;
+  GPT model(c, 3);
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  t.run(log);
+}
+
+// Resumes the run in `dir` from its checkpoint, as `train --resume --steps max_steps` does.
+void resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t max_steps) {
+  const SafetensorsFile file = SafetensorsFile::read((dir / "ckpt.safetensors").string());
+  const CheckpointInfo info = read_checkpoint_info(file);
+  const auto model = load_model(file);
+  TrainOptions more = TrainOptions::from_json(info.training->train_options);
+  more.max_steps = max_steps;
+  Trainer t(*model, data, more, "char", "", dir.string());
+  t.restore(*info.training);
+  std::ostringstream log;
+  t.run(log);
+}
+
+}  // namespace
+
+// A kill -9 can cut the last row of a log short, and leaves rows logged after the checkpoint;
+// resuming keeps only complete rows up to the checkpoint's step, so each step is logged once.
+BOOST_AUTO_TEST_CASE(resume_keeps_the_complete_log_rows_up_to_the_checkpoint) {
+  const Dataset data(toy_tokens(), 8);
+  const auto dir = temp_dir("log_rows");
+  train_four_steps(dir, data, /*grad_clip=*/0);  // grad_norm stays empty: a complete field there
+  const std::string train_header = "step,loss,lr,grad_norm,tokens_per_s\n";
+  const std::string kept = read_text(dir / "train_log.csv");
+  BOOST_TEST(kept.rfind(train_header, 0) == 0);
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4}));
+  BOOST_TEST(kept.find("\n1,") != std::string::npos);
+  BOOST_TEST(kept.find(",,") != std::string::npos);  // the empty grad_norm
+  // What a crash leaves: rows past the checkpoint (step 4), torn and malformed rows, and a last
+  // row without its newline (its last number may be cut short).
+  std::ofstream(dir / "train_log.csv", std::ios::app)
+      << "5,2.1,0.01,,900\n"  // after the checkpoint
+         "6,2.0\n"            // too few fields
+         "x,1,1,,1\n"         // no step
+         "3,1,1,1,1,1\n"      // too many fields
+         "2,1,,1,1\n"         // lr empty
+         "3,1.5e,1,,1\n"      // not a number
+         "4,1,1,,12";         // no newline
+  std::ofstream(dir / "eval_log.csv", std::ios::app) << "2,1,1,1\n4,1,1,1,1,\n6,1,1,1,1\n4,1";
+  resume_to(dir, data, 6);
+  const std::string after = read_text(dir / "train_log.csv");
+  BOOST_TEST(after.rfind(kept, 0) == 0);  // the rows up to step 4 exactly as they were
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{0, 2, 4, 6}));
+  BOOST_TEST(after.find("900") == std::string::npos);  // the stale row 5 was dropped, not kept
+  std::filesystem::remove_all(dir);
+}
+
+// A log whose lines end in CRLF (saved again by a Windows tool) loses no row on resume: every
+// row was dropped as torn before. The rows come back with LF, as the trainer writes them.
+BOOST_AUTO_TEST_CASE(resume_keeps_the_rows_of_a_crlf_log) {
+  const Dataset data(toy_tokens(), 8);
+  const auto dir = temp_dir("crlf_log");
+  train_four_steps(dir, data, /*grad_clip=*/1);
+  for (const char* name : {"train_log.csv", "eval_log.csv"}) {
+    const std::string lf = read_text(dir / name);
+    std::string crlf;
+    for (char ch : lf) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+    std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << crlf;
+  }
+  resume_to(dir, data, 6);
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{0, 2, 4, 6}));
+  BOOST_TEST(read_text(dir / "train_log.csv").find('\r') == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// The example: --lr 1e30 makes the parameters huge or infinite after one finite step;
+// no checkpoint may be written from them.
+BOOST_AUTO_TEST_CASE(a_diverged_model_is_never_checkpointed) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  const auto dir = temp_dir("diverged");
+  {
+    GPT model(c, 6);
+    Trainer t(model, data, small_options(), "char", "", dir.string());
+    t.train_step();
+    model.ln_f->weight.data<float>()[0] = std::numeric_limits<float>::infinity();
+    model.wte->weight.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+    expect_throw_with<NonFiniteLoss>([&] { t.save(t.checkpoint_path()); },
+                                     "the parameters are no longer finite after step 1 (2 of " +
+                                         std::to_string(model.num_parameters()) +
+                                         " are NaN or infinite)");
+    BOOST_TEST(!std::filesystem::exists(t.checkpoint_path()));
+    BOOST_TEST(!t.last_saved_step().has_value());
+  }
+  TrainOptions o = small_options();
+  o.learning_rate = 1e30;
+  o.min_lr = 0;
+  o.warmup_steps = 0;
+  o.eval_interval = 1;
+  GPT model(c, 6);
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  expect_throw_with<NonFiniteLoss>([&] { t.run(log); },
+                                   "so no checkpoint was written at this step");
+  BOOST_TEST(!std::filesystem::exists(t.checkpoint_path()));
+  BOOST_TEST(
+      (logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1}));  // the logs are written
+  std::filesystem::remove_all(dir);
+}
+
+// A full disk (here the file-size limit, EFBIG) while logging stops the run before the
+// checkpoint is touched: a checkpoint never gets ahead of its logs.
+BOOST_AUTO_TEST_CASE(a_log_that_cannot_be_written_stops_the_run_before_the_checkpoint) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  const auto dir = temp_dir("log_full");
+  TrainOptions o = small_options();
+  o.max_steps = 2;
+  GPT model(c, 4);
+  Trainer t(model, data, o, "char", "", dir.string());
+  std::ostringstream log;
+  t.run(log);
+  const std::string ckpt_before = read_text(t.checkpoint_path());
+  const std::string log_before = read_text(dir / "train_log.csv");
+  // Room for the logs as they are, not for one more train row (nor for a checkpoint). The eval
+  // log, with its step-0 row, is the longer one, and its rewrite on resume must fit.
+  rlimit saved{};
+  ::getrlimit(RLIMIT_FSIZE, &saved);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = std::max(log_before.size(), read_text(dir / "eval_log.csv").size()) + 8;
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  TrainOptions longer = o;
+  longer.max_steps = 4;
+  Trainer more(model, data, longer, "char", "", dir.string());
+  more.restore([&] {
+    const SafetensorsFile file = SafetensorsFile::read(t.checkpoint_path());
+    return *read_checkpoint_info(file).training;
+  }());
+  expect_throw_with<std::runtime_error>([&] { more.run(log); },
+                                        "cannot write the log " + (dir / "train_log.csv").string() +
+                                            ": File too large; the checkpoint was not updated");
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous_handler);
+  BOOST_TEST(read_text(t.checkpoint_path()) == ckpt_before);
+  BOOST_TEST(read_text(dir / "train_log.csv").rfind(log_before, 0) == 0);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(training_options_from_a_checkpoint_are_read_strictly) {
+  TrainOptions o;
+  o.seed = 18446744073709551615ull;  // every seed round-trips, the largest included
+  const std::string good = o.to_json();
+  const TrainOptions back = TrainOptions::from_json(good);
+  BOOST_TEST(back.seed == o.seed);
+  BOOST_TEST(back.batch_size == o.batch_size);
+  BOOST_TEST(back.to_json() == good);
+  const auto with = [&](const std::string& from, const std::string& to) {
+    const size_t at = good.find(from);
+    BOOST_REQUIRE_MESSAGE(at != std::string::npos, from + " not in " + good);
+    return good.substr(0, at) + to + good.substr(at + from.size());
+  };
+  const std::string what = "the training options in the checkpoint";
+  // {edit, what the error must say}: never truncated (3.9), cast (2^64, -1) or ignored.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with("\"batch_size\":32", "\"batch_size\":3.9"),
+       what + ": batch_size is 3.9, expected an integer in [1, "},
+      {with("\"max_steps\":2000", "\"max_steps\":1e30"),
+       what + ": max_steps is 1e+30, expected an integer"},
+      {with("\"max_steps\":2000", "\"max_steps\":9223372036854775808"),
+       "max_steps is 9223372036854775808"},
+      {with("\"seed\":18446744073709551615", "\"seed\":-1"),
+       what + ": seed is -1, expected an integer in [0, "},
+      {with("\"seed\":18446744073709551615", "\"seed\":18446744073709551616"),
+       "seed is 1.8446744073709552e+19"},
+      {with("\"beta1\":0.9", "\"beta1\":\"0.9\""), what + ": beta1 is \"0.9\", expected a number"},
+      {with("\"learning_rate\":0.01", "\"learning_rate\":-0.01"),
+       "learning_rate is -0.01, expected a number in [0.0, "},
+      {with("\"block_size\":0", "\"block_size\":0,\"keep_crlf\":true"),
+       what + " has an unknown field 'keep_crlf'"},
+      {std::string(100'000, '[') + std::string(100'000, ']'),
+       what + " nests deeper than 32 levels"},
+      {"{", what + " is not valid JSON"},
+  };
+  for (const auto& [text, needle] : cases) {
+    BOOST_TEST_CONTEXT(text.substr(0, 200)) {
+      expect_throw_with<std::runtime_error>([&] { TrainOptions::from_json(text); }, needle);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_batch_rng_names_the_metadata_key) {
+  GPT model(preset("femto"), 1);
+  const Dataset data(std::vector<int64_t>(200, 1), 8);
+  Trainer trainer(model, data, TrainOptions{}, "char", "", "");
+  TrainingState s;
+  s.adam_m = Tensor::zeros({model.arena().params().numel()});
+  s.adam_v = Tensor::zeros({model.arena().params().numel()});
+  s.batch_rng = "garbage";
+  expect_throw_with<std::runtime_error>(
+      [&] { trainer.restore(s); },
+      "checkpoint metadata 'batch_rng': Generator::set_state: malformed generator state");
+}
+
+// A training state that attograd never writes (a damaged or edited checkpoint) is refused on
+// resume with what is wrong, instead of a run that silently takes another path or diverges
+// with a message blaming the learning rate.
+BOOST_AUTO_TEST_CASE(a_damaged_training_state_is_refused_on_resume) {
+  GPT model(preset("femto"), 1);
+  const Dataset data(std::vector<int64_t>(200, 1), 8);
+  Trainer trainer(model, data, TrainOptions{}, "char", "", "");
+  const int64_t n = model.arena().params().numel();
+  TrainingState s;
+  s.adam_m = Tensor::zeros({n});
+  s.adam_v = Tensor::zeros({n});
+  s.batch_rng = Generator(5).state();
+  s.step = 3;
+  s.adam_t = 7;
+  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
+                                        "checkpoint metadata 'adam_t' is 7 but 'step' is 3");
+  s.adam_t = 3;
+  s.adam_v = Tensor::full({n}, -1.0);
+  expect_throw_with<std::runtime_error>([&] { trainer.restore(s); },
+                                        "has " + std::to_string(n) + " of " + std::to_string(n) +
+                                            " moments that no AdamW step produces");
+  s.adam_v = Tensor::zeros({n});
+  trainer.restore(s);  // a consistent state is accepted
+  BOOST_TEST(trainer.step() == 3);
+  model.arena().params().data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  expect_throw_with<std::runtime_error>(
+      [&] { trainer.restore(s); },
+      "checkpoint: 1 of its " + std::to_string(n) + " weights are not finite");
+}
+
+// TrainOptions' JSON fields are listed once (trainer.cc); to_json writes a key for every field of
+// the struct and from_json reads each back.
+BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
+  TrainOptions o;  // every field away from its default
+  o.max_steps = 7, o.batch_size = 3, o.block_size = 5, o.grad_accum = 2;
+  o.learning_rate = 0.25, o.min_lr = 0.125, o.warmup_steps = 4, o.lr_decay_steps = 6;
+  o.weight_decay = 0.5, o.beta1 = 0.75, o.beta2 = 0.875, o.grad_clip = 2.5, o.seed = 99;
+  o.eval_interval = 8, o.eval_iters = 9, o.checkpoint_interval = 10, o.log_interval = 11;
+  o.corpus = "book.txt", o.corpus_sha256 = "ab12", o.keep_cr = true, o.ranks = 12;
+  const nlohmann::json written = nlohmann::json::parse(o.to_json());
+  const nlohmann::json defaults = nlohmann::json::parse(TrainOptions().to_json());
+  BOOST_TEST(written.size() == attograd::testing::field_count<TrainOptions>());
+  BOOST_TEST(defaults.size() == written.size());
+  for (const auto& [key, value] : written.items()) BOOST_TEST_CONTEXT(key) {
+      BOOST_TEST((value != defaults.at(key)), "the test leaves " << key << " at its default");
+    }
+  BOOST_TEST((TrainOptions::from_json(o.to_json()) == o));
+  // A checkpoint written before the corpus was recorded still loads, with the defaults.
+  nlohmann::json old = written;
+  for (const char* key : {"corpus", "corpus_sha256", "keep_cr"}) old.erase(key);
+  TrainOptions expected = o;
+  expected.corpus = expected.corpus_sha256 = "", expected.keep_cr = false;
+  BOOST_TEST((TrainOptions::from_json(old.dump()) == expected));
+  // Every other field is required.
+  nlohmann::json missing = written;
+  missing.erase("eval_iters");
+  expect_throw_with<std::runtime_error>(
+      [&] { TrainOptions::from_json(missing.dump()); },
+      "the training options in the checkpoint has no 'eval_iters'");
+}
+
+// Data-parallel runs record their ranks: a resume on another number of ranks keeps the global
+// batch, or is refused naming the counts that fit. Checkpoints from before have one rank.
+BOOST_AUTO_TEST_CASE(global_batch_survives_a_change_of_ranks) {
+  TrainOptions o = small_options();
+  o.ranks = 2;
+  o.grad_accum = 3;
+  BOOST_TEST(o.global_batch() == 2 * 4 * 3);
+  const TrainOptions one = o.on_ranks(1), four = o.on_ranks(4);
+  BOOST_TEST(one.batch_size == 8);
+  BOOST_TEST(one.ranks == 1);
+  BOOST_TEST(four.batch_size == 2);
+  BOOST_TEST(four.global_batch() == o.global_batch());
+  expect_throw_with<std::invalid_argument>(
+      [&] { o.on_ranks(3); },
+      "this run's global batch is 2 ranks x batch size 4 = 8 sequences per micro-batch, which 3 "
+      "ranks cannot share evenly; resume it on a number of ranks that divides 8 (1, 2, 4, 8)");
+  nlohmann::json old = nlohmann::json::parse(o.to_json());
+  BOOST_TEST(old.at("ranks") == 2);
+  old.erase("ranks");
+  BOOST_TEST(TrainOptions::from_json(old.dump()).ranks == 1);
+}
