@@ -24,12 +24,20 @@
       return reply.ok;
     };
     // Bytes in and out of the module's in-memory file system, where the engine reads and writes
-    // its files exactly as the CLI does on disk.
-    const withFile = (bytes, use) => {
-      const path = '/tmp/attograd_in_' + Math.random().toString(36).slice(2);
+    // its files exactly as the CLI does on disk. A dropped file keeps its name there, so that the
+    // engine's messages name the file the student chose.
+    const withFile = (bytes, name, use) => {
+      const dir = '/uploads';
+      if (!module.FS.analyzePath(dir).exists) module.FS.mkdir(dir);
+      name = String(name || 'file').replace(/[\/\0]/g, '_') || 'file';
+      const path = dir + '/' + name;
       module.FS.writeFile(path, bytes);
       try {
         return use(path);
+      } catch (e) {
+        // The engine names the file by its path in the module; the student knows it by its name.
+        if (e instanceof AttogradError) throw new AttogradError(e.message.split(path).join(name));
+        throw e;
       } finally {
         module.FS.unlink(path);
       }
@@ -41,12 +49,20 @@
       info: () => call({cmd: 'info'}),
       /** The workbench: {Q, K, V} as text ("1,0; 0,1"), {scale, causal, softmax_by}. */
       attention: (options) => call(Object.assign({cmd: 'attention'}, options)),
+      /** nn::sinusoidal_table(T, n_embd): {T, n_embd, table}. */
+      positions: (T, n_embd) => call({cmd: 'positions', T, n_embd}),
+      /** q and k (text: one row of an even length, "1, 0.5") rotated to positions m and n. */
+      rope: (q, k, m, n) => call({cmd: 'rope', q, k, m, n}),
+      /** The lecture's toy embeddings of `words` (dog, bites, man), with or without the
+       *  sinusoidal table: their mean and unmasked self-attention's output per word. */
+      order: (words, positions) => call({cmd: 'order', words, positions}),
       /** A fresh model on a text: {kind, preset, n_layer, n_head, n_embd, block_size, text,
        *  seed, batch_size, learning_rate, ...}; returns its config and the baselines. */
       newModel: (options) => call(Object.assign({cmd: 'model_new'}, options)),
-      /** The same from the bytes of a file (checked as UTF-8 by the engine). */
-      newModelFromBytes: (bytes, options) =>
-          withFile(bytes, (path) => call(Object.assign({cmd: 'model_new', text_file: path}, options))),
+      /** The same from the bytes of a file named `name` (checked as UTF-8 by the engine). */
+      newModelFromBytes: (bytes, options, name) =>
+          withFile(bytes, name || 'text.txt',
+                   (path) => call(Object.assign({}, options, {cmd: 'model_new', text_file: path}))),
       /** `steps` optimizer steps; each step's training loss. */
       train: (steps) => call({cmd: 'train', steps}),
       /** Train and val loss and perplexity over fixed batches. */
@@ -67,8 +83,9 @@
         module.FS.unlink(path);
         return bytes;
       },
-      /** A checkpoint's bytes (one the CLI wrote, or saveCheckpoint's). */
-      loadCheckpoint: (bytes) => withFile(bytes, (path) => call({cmd: 'load', path})),
+      /** A checkpoint's bytes (one the CLI wrote, or saveCheckpoint's), from a file `name`. */
+      loadCheckpoint: (bytes, name) =>
+          withFile(bytes, name || 'ckpt.safetensors', (path) => call({cmd: 'load', path})),
     };
   }
 

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -27,12 +28,14 @@
 #include <string>
 #include <vector>
 
+#include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/kernels/targets.h"
 #include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "examples/lecture/attention_by_hand.h"
+#include "gpt/io/utf8.h"
 #include "gpt/model/baselines.h"
 #include "gpt/model/config.h"
 #include "gpt/model/language_model.h"
@@ -43,6 +46,8 @@
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
 #include "gpt/train/trainer.h"
+#include "nn/layers.h"
+#include "web/attograd_api.h"
 
 namespace attograd::web {
 namespace {
@@ -146,6 +151,66 @@ json attention(const json& request) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Part 2, positions: the library's sinusoidal table, its rotary embedding, and the lecture's
+// order example.
+
+// An integer field in [lo, hi], refused otherwise with its name and range.
+int64_t int_in(const json& request, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+  const int64_t v = field(request, key, fallback);
+  if (v < lo || v > hi)
+    throw std::invalid_argument(std::string(key) + " must be " + std::to_string(lo) + " to " +
+                                std::to_string(hi) + ", got " + std::to_string(v));
+  return v;
+}
+
+// {"cmd": "positions", "T", "n_embd"}: nn::sinusoidal_table (T, n_embd), the table a GPT with
+// pos_encoding sinusoidal adds to its token embeddings.
+json positions(const json& request) {
+  const int64_t T = int_in(request, "T", 32, 1, 512);
+  const int64_t C = int_in(request, "n_embd", 16, 2, 512);
+  return {{"T", T}, {"n_embd", C}, {"table", matrix_json(nn::sinusoidal_table(T, C, DType::f64))}};
+}
+
+// {"cmd": "rope", "q": "1, 0.5", "k": "0.7, -0.2", "m", "n"}: q rotated to position m and k to
+// position n by nn::apply_rope (one row each, of the same even length d, read by the workbench's
+// parser), and their dot product, which depends on m and n only through m - n; beside it the dot
+// product without rotation.
+json rope(const json& request) {
+  const Tensor Q = lecture::parse_matrix(required<std::string>(request, "q"), "q");
+  const Tensor K = lecture::parse_matrix(required<std::string>(request, "k"), "k");
+  const int64_t d = Q.size(1);
+  if (Q.size(0) != 1 || K.size(0) != 1 || K.size(1) != d || d % 2 != 0 || d > 64)
+    throw std::invalid_argument(
+        "q and k need one row each of the same even length, 2 to 64 (RoPE rotates pairs of "
+        "channels); q is " +
+        std::to_string(Q.size(0)) + "x" + std::to_string(d) + " and k is " +
+        std::to_string(K.size(0)) + "x" + std::to_string(K.size(1)));
+  const int64_t m = int_in(request, "m", 0, 0, 100000), n = int_in(request, "n", 0, 0, 100000);
+  const Tensor rq = nn::apply_rope(Q, m), rk = nn::apply_rope(K, n);
+  return {{"q_rotated", vector_json(reshape(rq, {d}))},
+          {"k_rotated", vector_json(reshape(rk, {d}))},
+          {"score", sum(mul(rq, rk)).item()},
+          {"score_without_rope", sum(mul(Q, K)).item()}};
+}
+
+// {"cmd": "order", "words": ["dog", "bites", "man"], "positions": bool}: the lecture's order
+// argument on its toy embeddings (lecture::embed_words), plus the sinusoidal table when
+// `positions`: the mean over the tokens, and unmasked self-attention with q = k = v = x
+// (lecture::self_attention), one output row per word.
+json order(const json& request) {
+  const std::vector<std::string> words = required<std::vector<std::string>>(request, "words");
+  if (words.empty() || words.size() > 16)
+    throw std::invalid_argument("give 1 to 16 words, got " + std::to_string(words.size()));
+  Tensor x = lecture::embed_words(words);
+  if (field(request, "positions", false))
+    x = add(x, nn::sinusoidal_table(x.size(0), x.size(1), DType::f64));
+  return {{"words", words},
+          {"x", matrix_json(x)},
+          {"mean", vector_json(mean(x, {0}))},
+          {"attention", matrix_json(lecture::self_attention(x, false))}};
+}
+
+// ---------------------------------------------------------------------------------------------
 // Parts 3 and 4: one model, its tokenizer, and (when it was made here) its data and trainer.
 struct Workspace {
   std::unique_ptr<gpt::LanguageModel> model;
@@ -184,14 +249,22 @@ json config_json(const gpt::LanguageModel& model) {
 //  training options "batch_size", "learning_rate", "min_lr", "warmup_steps", "max_steps",
 //  "eval_iters", "weight_decay", "grad_clip"}
 json model_new(const json& request) {
-  // A file the student dropped is passed as bytes in the module's file system ("text_file"), so
-  // that its UTF-8 is checked here, by the tokenizer, with the byte offset of a bad sequence.
-  const std::string text = request.contains("text_file")
+  // A file the student dropped is passed as bytes in the module's file system ("text_file", at
+  // a path named after the file), so that its UTF-8 is checked here, with the byte offset of a
+  // bad sequence.
+  const bool from_file = request.contains("text_file");
+  const std::string source =
+      from_file
+          ? std::filesystem::path(required<std::string>(request, "text_file")).filename().string()
+          : "the text";
+  const std::string text = from_file
                                ? gpt::read_text_file(required<std::string>(request, "text_file"),
                                                      "text file", "drop a UTF-8 text file")
                                : required<std::string>(request, "text");
-  auto tokenizer =
-      std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(text));  // checks UTF-8
+  if (const auto bad = gpt::find_utf8_error(text))
+    throw std::invalid_argument(source + " is not UTF-8 text: " + bad->message() +
+                                "; save it as UTF-8 (an editor's \"Save as\" offers the encoding)");
+  auto tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(text));
   const gpt::ModelKind kind = gpt::parse_model_kind(field<std::string>(request, "kind", "gpt"));
   gpt::GPTConfig config = gpt::preset(field<std::string>(request, "preset", "femto"));
   config.n_layer = field(request, "n_layer", config.n_layer);
@@ -233,14 +306,16 @@ json model_new(const json& request) {
   w.trainer = std::make_unique<gpt::Trainer>(*w.model, *w.data, options, tokenizer->kind(),
                                              tokenizer->serialize(), "");
   w.tokenizer = std::move(tokenizer);
-  // The counted baselines the curves are drawn against (gpt/text/dataset.h): the val loss of a
-  // model that knows only character frequencies, and of the add-one bigram.
+  // The counted baselines the curves are drawn against, as `attograd train` prints them
+  // (gpt/text/dataset.h): the val split's unigram entropy (a model that knows only character
+  // frequencies, and has seen the answer) and the val loss of the add-one bigram counted on
+  // train.
   const auto& train = w.data->tokens(gpt::Split::train);
   const auto& val = w.data->tokens(gpt::Split::val);
   return {{"config", config_json(*w.model)},
           {"train_tokens", train.size()},
           {"val_tokens", val.size()},
-          {"unigram_loss", gpt::unigram_entropy(train)},
+          {"unigram_loss", gpt::unigram_entropy(val)},
           {"bigram_loss", gpt::bigram_cross_entropy(train, val, config.vocab_size)}};
 }
 
@@ -360,6 +435,50 @@ json sample(const json& request) {
   return {{"text", w.tokenizer->decode(generated)}, {"steps", steps}};
 }
 
+// {"cmd": "batch_loss", "text", "rows"}: the loss of the model on one fixed batch, and the
+// gradient of that loss for every parameter, in eval mode (no dropout): the numbers the parity
+// test (tests/web/parity_test.js) compares between this module and the same file built natively
+// (api_native.cc). The batch is cut from `text` encoded by the model's tokenizer: `rows` (B)
+// windows of block_size + 1 tokens, window b starting at token b * (block_size + 1); each
+// window's first block_size tokens are the input and its last block_size the targets.
+// Returns {"loss", "gradients": {name: [values, row-major]}, "max_abs_gradient"}.
+json batch_loss(const json& request) {
+  Workspace& w = require_model();
+  const int64_t B = field(request, "rows", int64_t{4});
+  const int64_t T = w.model->config().block_size;
+  const std::vector<int64_t> ids = w.tokenizer->encode(required<std::string>(request, "text"));
+  if (B < 1 || B > 1024)
+    throw std::invalid_argument("rows must be 1 to 1024, got " + std::to_string(B));
+  if (static_cast<int64_t>(ids.size()) < B * (T + 1))
+    throw std::invalid_argument(
+        "the text is " + std::to_string(ids.size()) + " tokens; " + std::to_string(B) +
+        " rows of block_size + 1 = " + std::to_string(T + 1) + " tokens need " +
+        std::to_string(B * (T + 1)) + ": give a longer text or fewer rows");
+  std::vector<int64_t> x, y;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto start = ids.begin() + static_cast<std::ptrdiff_t>(b * (T + 1));
+    x.insert(x.end(), start, start + T);
+    y.insert(y.end(), start + 1, start + T + 1);
+  }
+  w.model->eval();
+  w.model->zero_grad();
+  const Tensor loss =
+      w.model->forward(Tensor::from_ids(x, {B, T}), Tensor::from_ids(y, {B, T})).loss;
+  loss.backward();
+  json gradients = json::object();
+  double largest = 0;
+  for (const auto& [name, p] : w.model->named_parameters()) {
+    const std::vector<double> g = p.grad().to_vector();
+    for (const double v : g) largest = std::max(largest, std::abs(v));
+    gradients[name] = g;
+  }
+  // The trainer's next step starts from zero gradients as it always does (it zeroes them
+  // itself); the model goes back to training mode as train() expects.
+  w.model->zero_grad();
+  w.model->train();
+  return {{"loss", loss.item()}, {"gradients", gradients}, {"max_abs_gradient", largest}};
+}
+
 // {"cmd": "save", "path"}: the CLI's checkpoint (Trainer::save: weights, config, tokenizer,
 // optimizer state) written to `path` in the module's file system.
 json save(const json& request) {
@@ -477,26 +596,28 @@ json dispatch(const json& request) {
   if (!request.is_object()) throw std::invalid_argument("a request is a JSON object");
   const std::string cmd = required<std::string>(request, "cmd");
   if (cmd == "attention") return attention(request);
+  if (cmd == "positions") return positions(request);
+  if (cmd == "rope") return rope(request);
+  if (cmd == "order") return order(request);
   if (cmd == "model_new") return model_new(request);
   if (cmd == "train") return train(request);
   if (cmd == "evaluate") return evaluate(request);
   if (cmd == "forward") return forward(request);
   if (cmd == "sample") return sample(request);
+  if (cmd == "batch_loss") return batch_loss(request);
   if (cmd == "save") return save(request);
   if (cmd == "load") return load(request);
   if (cmd == "ops") return ops(request);
   if (cmd == "gradcheck") return gradcheck(request);
   if (cmd == "info") return info(request);
   throw std::invalid_argument("unknown request '" + cmd +
-                              "' (attention, model_new, train, evaluate, forward, sample, save, "
-                              "load, ops, gradcheck, info)");
+                              "' (attention, positions, rope, order, model_new, train, evaluate, "
+                              "forward, sample, batch_loss, save, load, ops, gradcheck, info)");
 }
 
 }  // namespace
 }  // namespace attograd::web
 
-/// The page's one entry point: `request` is a JSON object {"cmd": ..., fields}; returns
-/// {"ok": answer} or {"error": message}, UTF-8 JSON valid until the next call. Never throws.
 extern "C" const char* attograd_call(const char* request) {
   static std::string reply;
   using attograd::web::json;

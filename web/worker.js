@@ -52,7 +52,8 @@ const methods = {
   info: () => engine.info(),
   newModel(options) {
     run = null;
-    return options.bytes ? engine.newModelFromBytes(options.bytes, options) : engine.newModel(options);
+    const {bytes, name, ...request} = options;  // a dropped file's bytes and name, or a text
+    return bytes ? engine.newModelFromBytes(bytes, request, name) : engine.newModel(request);
   },
   start({target, chunk, evalEvery, tokensPerStep}) {
     if (run && run.running) return {step: run.step};
@@ -68,9 +69,9 @@ const methods = {
   forward: ({prompt}) => engine.forward(prompt),
   sample: (options) => engine.sample(options),
   save: () => engine.saveCheckpoint(),
-  load({bytes}) {
+  load({bytes, name}) {
     run = null;
-    return engine.loadCheckpoint(bytes);
+    return engine.loadCheckpoint(bytes, name);
   },
 };
 
