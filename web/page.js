@@ -125,6 +125,103 @@ function setupWorkbench() {
   });
 }
 
+// ---- Part 2: positions ------------------------------------------------------------------------
+// A (rows, cols) matrix as crisp coloured cells: blue for positive, red for negative, the
+// strength |x| / scale; each cell's value in its title (hover) and data-w.
+function heatTable(id, rows, scale, rowLabel, colLabel) {
+  let html = `<table id="${id}" class="heat"><tr><th></th>` +
+      rows[0].map((_, c) => `<th>${colLabel(c)}</th>`).join('') + '</tr>';
+  rows.forEach((row, r) => {
+    html += `<tr><th>${rowLabel(r)}</th>` + row.map((x) => {
+      const a = Math.min(1, Math.abs(x) / scale).toFixed(3);
+      const color = x >= 0 ? `rgba(48, 96, 192, ${a})` : `rgba(192, 48, 64, ${a})`;
+      return `<td title="${x}" data-w="${x}" style="background: ${color}"></td>`;
+    }).join('') + '</tr>';
+  });
+  return html + '</table>';
+}
+
+function drawPositions() {
+  showError('pe-error', null);
+  try {
+    const r = engine.positions(+$('pe-T').value, +$('pe-C').value);
+    $('pe-map').innerHTML = `<div class="map"><h4>sinusoidal table <span class="shape">(${r.T}, ${r.n_embd})</span></h4>` +
+        heatTable('pe-table', r.table, 1, (p) => p, (c) => c) + '</div>';
+  } catch (e) {
+    showError('pe-error', e);
+  }
+}
+
+let ropeGrid = [];  // [m, n, score] of the last table, for the tests
+function drawRope() {
+  showError('rope-error', null);
+  $('rope-m-v').textContent = $('rope-m').value;
+  $('rope-n-v').textContent = $('rope-n').value;
+  const q = $('rope-q').value, k = $('rope-k').value;
+  try {
+    const r = engine.rope(q, k, +$('rope-m').value, +$('rope-n').value);
+    $('rope-result').textContent = `q at m = ${$('rope-m').value}: [${r.q_rotated.map((x) => fmt(x, 4)).join(', ')}]; ` +
+        `k at n = ${$('rope-n').value}: [${r.k_rotated.map((x) => fmt(x, 4)).join(', ')}]; ` +
+        `score q·k = ${fmt(r.score, 6)} (without RoPE ${fmt(r.score_without_rope, 6)}), m − n = ` +
+        `${$('rope-m').value - $('rope-n').value}.`;
+    const N = 8, rows = [];
+    ropeGrid = [];
+    for (let m = 0; m < N; ++m) {
+      rows.push([]);
+      for (let n = 0; n < N; ++n) {
+        const score = engine.rope(q, k, m, n).score;
+        rows[m].push(score);
+        ropeGrid.push([m, n, score]);
+      }
+    }
+    const scale = Math.max(...ropeGrid.map((g) => Math.abs(g[2])), 1e-12);
+    $('rope-map').innerHTML = '<div class="map"><h4>score of q at m (rows) with k at n (columns)</h4>' +
+        heatTable('rope-table', rows, scale, (m) => 'm=' + m, (n) => n) + '</div>';
+  } catch (e) {
+    showError('rope-error', e);
+    $('rope-result').textContent = '';
+    $('rope-map').innerHTML = '';
+  }
+}
+
+// "dog bites man" against "man bites dog": the mean over the tokens, and each word's output of
+// self-attention, with or without positions (every number from the engine's `order`).
+const ORDERS = [['dog', 'bites', 'man'], ['man', 'bites', 'dog']];
+const sameVector = (a, b) => a.every((x, i) => Math.abs(x - b[i]) <= 1e-12 * Math.max(1, Math.abs(x)));
+function orderResults(positions) {
+  const [a, b] = ORDERS.map((words) => engine.order(words, positions));
+  const word = (r, w) => r.attention[r.words.indexOf(w)];
+  return {
+    a, b,
+    mean_same: sameVector(a.mean, b.mean),
+    attention_same: ['dog', 'bites', 'man'].every((w) => sameVector(word(a, w), word(b, w))),
+  };
+}
+
+function drawOrder() {
+  const positions = $('ord-pos').checked;
+  const r = orderResults(positions);
+  const vec = (v) => '[' + v.map((x) => fmt(x, 4)).join(', ') + ']';
+  $('ord-result').innerHTML = [r.a, r.b].map((o) =>
+      `<div class="step"><h4>“${o.words.join(' ')}”${positions ? ' + positions' : ''}</h4>` +
+      `<p>mean over the tokens: ${vec(o.mean)}</p><table class="matrix"><tr><th>word</th><th>attention output</th></tr>` +
+      o.words.map((w, t) => `<tr><td>${w}</td><td>${vec(o.attention[t])}</td></tr>`).join('') +
+      '</table></div>').join('');
+  $('ord-verdict').textContent = (r.mean_same ? 'The mean is the same in both orders' : 'The means differ') +
+      (r.attention_same ? '; each word gets the same attention output wherever it stands: ' +
+                          'without positions, attention cannot tell the orders apart.'
+                        : '; with positions, each word\'s attention output changes with the order.');
+}
+
+function setupPositions() {
+  for (const id of ['pe-T', 'pe-C']) $(id).addEventListener('input', drawPositions);
+  for (const id of ['rope-q', 'rope-k', 'rope-m', 'rope-n']) $(id).addEventListener('input', drawRope);
+  $('ord-pos').addEventListener('change', drawOrder);
+  drawPositions();
+  drawRope();
+  drawOrder();
+}
+
 // ---- Part 3: training, curves, sampling --------------------------------------------------------
 let baselines = null;
 let history = {train: [], val: []};  // [step, loss]
@@ -154,7 +251,10 @@ async function buildModel() {
   showError('tr-error', null);
   const request = trainingRequest();
   const file = $('tr-file').files[0];
-  if (file) request.bytes = new Uint8Array(await file.arrayBuffer());
+  if (file) {
+    request.bytes = new Uint8Array(await file.arrayBuffer());
+    request.name = file.name;
+  }
   else request.text = shippedText || (shippedText = await (await fetch('genesis.txt')).text());
   try {
     const r = await workerCall('newModel', request);
@@ -196,6 +296,7 @@ function onProgress(p) {
   if (p.done) {
     $('tr-pause').disabled = true;
     $('tr-start').disabled = false;
+    if (window.page.onDone) window.page.onDone(p);  // bench/page_pico.py times runs with it
   }
   drawChart();
 }
@@ -286,7 +387,7 @@ function setupTraining() {
     if (!file) return;
     showError('tr-error', null);
     try {
-      const r = await workerCall('load', {bytes: new Uint8Array(await file.arrayBuffer())});
+      const r = await workerCall('load', {bytes: new Uint8Array(await file.arrayBuffer()), name: file.name});
       const c = r.config;
       baselines = null;
       $('tr-info').textContent = `loaded ${file.name}: ${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
@@ -316,7 +417,8 @@ function setupTraining() {
         top_k: +$('sm-topk').value, top_p: +$('sm-topp').value, bars: 8,
       });
       $('sm-text').textContent = $('sm-prompt').value + r.text;
-      const first = r.steps[0] || [];
+      // The tokens top-k and top-p left a chance (the others' bars would be empty).
+      const first = (r.steps[0] || []).filter((b) => b.p > 0);
       $('sm-bars').innerHTML = '<p>Next-token probabilities at the first generated step:</p>' +
           first.map((b) => `<div class="bar"><span class="tok">${JSON.stringify(b.token)}</span>` +
                            `<span class="fill" style="width:${(b.p * 300).toFixed(1)}px"></span>${fmt(b.p, 4)}</div>`).join('');
@@ -343,7 +445,7 @@ function setupLookInside() {
             r.tokens.map((t) => `<th>${label(t)}</th>`).join('') + '</tr>';
         rows.forEach((row, q) => {
           html += `<tr><th>${label(r.tokens[q])}</th>` + row.map((w) =>
-              `<td title="${w}" style="background: rgba(48, 96, 192, ${w.toFixed(3)})"></td>`).join('') + '</tr>';
+              `<td title="${w}" data-w="${w}" style="background: rgba(48, 96, 192, ${w.toFixed(3)})"></td>`).join('') + '</tr>';
         });
         html += '</table></div>';
       }));
@@ -391,10 +493,20 @@ let engine = null;
 window.page = {
   workerCall,
   get engine() { return engine; },
+  // For the browser test (tests/web/browser_test.py): the last step the worker reported, the
+  // RoPE table's [m, n, score] entries, and the order experiment with and without positions.
+  trainingStep: () => (lastProgress ? lastProgress.step : 0),
+  ropeScores: () => ropeGrid,
+  orderExperiment() {
+    const off = orderResults(false), on = orderResults(true);
+    return {mean_same: off.mean_same && on.mean_same, attention_without_positions_same: off.attention_same,
+            attention_with_positions_same: on.attention_same};
+  },
   ready: loadAttograd().then((e) => {
     engine = e;
     $('status').textContent = `Engine ready (Highway target ${engine.info().target}).`;
     setupWorkbench();
+    setupPositions();
     setupTraining();
     setupLookInside();
     setupGradients();
