@@ -1,7 +1,7 @@
 // The page's trainer, in a Web Worker so that the page never freezes (part 3). It owns one
 // engine (attograd.js) and answers messages {id, method, args} with {id, result} or
-// {id, error}; while a run is going it trains in chunks and posts {progress} between them, so
-// that pause, evaluate and sample requests are served between chunks.
+// {id, error}; while a run is going it trains in chunks of about 50 ms and posts {progress}
+// after each, so that pause, evaluate and sample requests are served between chunks.
 importScripts('attograd_module.js', 'attograd.js');
 
 let engine = null;
@@ -17,35 +17,51 @@ function evaluate() {
   return r;
 }
 
-// One chunk of steps, then yield to the message queue and go on while running.
+// Yielding to the message queue between chunks, so that pause, evaluate and sample requests
+// are served: through a MessageChannel rather than setTimeout(0), which browsers clamp to 4 ms
+// once timers nest (the pico homework's 20,000 steps would wait 8 s in timers).
+const channel = new MessageChannel();
+channel.port1.onmessage = () => trainChunk();
+const yieldThenTrain = () => channel.port2.postMessage(null);
+
+// Steps in calls of at most run.chunk, for about 50 ms or up to the next evaluation, then one
+// progress message and a yield; while running.
 function trainChunk() {
   if (!run || !run.running) return;
   const before = performance.now();
-  const steps = Math.min(run.chunk, run.target - run.step);
-  let result;
+  const losses = [];
+  let evaluation = null;
   try {
-    result = engine.train(steps);
+    do {
+      const toEval = run.evalEvery - (run.step % run.evalEvery);
+      const result = engine.train(Math.min(run.chunk, run.target - run.step, toEval));
+      run.step = result.step;
+      losses.push(...result.losses);
+      if (run.step % run.evalEvery === 0 || run.step >= run.target) {
+        evaluation = evaluate();
+        break;
+      }
+    } while (performance.now() - before < 50);
   } catch (e) {
     run.running = false;
     post({progress: {error: e.message}});
     return;
   }
   const seconds = (performance.now() - before) / 1000;
-  run.step = result.step;
   const progress = {
-    step: result.step,
+    step: run.step,
     target: run.target,
-    losses: result.losses,
-    tokens_per_second: (steps * run.tokensPerStep) / seconds,
-    seconds_per_step: seconds / steps,
+    losses,
+    tokens_per_second: (losses.length * run.tokensPerStep) / seconds,
+    seconds_per_step: seconds / losses.length,
   };
-  if (run.step % run.evalEvery === 0 || run.step >= run.target) progress.eval = evaluate();
+  if (evaluation) progress.eval = evaluation;
   if (run.step >= run.target) {
     run.running = false;
     progress.done = true;
   }
   post({progress});
-  if (run.running) setTimeout(trainChunk, 0);
+  if (run.running) yieldThenTrain();
 }
 
 const methods = {
@@ -58,7 +74,7 @@ const methods = {
   start({target, chunk, evalEvery, tokensPerStep}) {
     if (run && run.running) return {step: run.step};
     run = Object.assign(run || {step: 0}, {target, chunk, evalEvery, tokensPerStep, running: true});
-    setTimeout(trainChunk, 0);
+    yieldThenTrain();
     return {step: run.step};
   },
   pause() {
