@@ -1,6 +1,8 @@
 #include "autograd/allocator.h"
 
 #include <unistd.h>
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -52,7 +54,10 @@ size_t cache_limit_bytes() {
   static const size_t limit = [] {
     const char* env = std::getenv("ATTOGRAD_STORAGE_CACHE_MB");
     const long long mb = env != nullptr ? std::atoll(env) : 4096;
-    return static_cast<size_t>(mb < 0 ? 0 : mb) << 20;
+    // In 64 bits, then clamped: 4096 MB is 2^32 bytes, which a 32-bit size_t (WebAssembly)
+    // wrapped to 0, turning the cache off there.
+    const uint64_t bytes = static_cast<uint64_t>(std::clamp<long long>(mb, 0, 1LL << 40)) << 20;
+    return static_cast<size_t>(std::min<uint64_t>(bytes, std::numeric_limits<size_t>::max()));
   }();
   return limit;
 }

@@ -1,5 +1,6 @@
 #include "autograd/random.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <numbers>
@@ -7,6 +8,50 @@
 #include <stdexcept>
 
 namespace attograd {
+
+void Mt19937_64::seed_with(uint64_t seed) {
+  words_[0] = seed;
+  for (int i = 1; i < kWords; ++i)
+    words_[i] =
+        6364136223846793005ULL * (words_[i - 1] ^ (words_[i - 1] >> 62)) + static_cast<uint64_t>(i);
+  next_ = kWords;
+}
+
+void Mt19937_64::twist() {
+  constexpr int kShift = 156;  // m
+  constexpr uint64_t kUpper = ~uint64_t{0} << 31, kLower = ~kUpper;
+  constexpr uint64_t kMatrix = 0xB5026F5AA96619E9ULL;
+  const auto mix = [&](uint64_t upper_of, uint64_t lower_of, uint64_t with) {
+    const uint64_t y = (upper_of & kUpper) | (lower_of & kLower);
+    return with ^ (y >> 1) ^ ((y & 1) ? kMatrix : 0);
+  };
+  for (int k = 0; k < kWords - kShift; ++k)
+    words_[k] = mix(words_[k], words_[k + 1], words_[k + kShift]);
+  for (int k = kWords - kShift; k < kWords - 1; ++k)
+    words_[k] = mix(words_[k], words_[k + 1], words_[k + kShift - kWords]);
+  words_[kWords - 1] = mix(words_[kWords - 1], words_[0], words_[kShift - 1]);
+  next_ = 0;
+}
+
+std::string Mt19937_64::text() const {
+  std::ostringstream os;
+  for (int i = 0; i < kWords; ++i) os << words_[i] << ' ';
+  os << next_;
+  return os.str();
+}
+
+void Mt19937_64::read(std::istream& is) {
+  uint64_t words[kWords];
+  int next = -1;
+  for (uint64_t& w : words) is >> w;
+  is >> next;
+  if (is.fail() || next < 0 || next > kWords) {
+    is.setstate(std::ios::failbit);
+    return;
+  }
+  std::copy(words, words + kWords, words_);
+  next_ = next;
+}
 
 uint64_t Generator::below(uint64_t n) {
   if (n == 0) throw std::invalid_argument("Generator::below: n must be positive");
@@ -35,16 +80,17 @@ double Generator::normal() {
 std::string Generator::state() const {
   std::ostringstream os;
   os.precision(17);
-  os << engine_ << ' ' << has_spare_ << ' ' << std::hexfloat << spare_;
+  os << engine_.text() << ' ' << has_spare_ << ' ' << std::hexfloat << spare_;
   return os.str();
 }
 
 void Generator::set_state(const std::string& state) {
   std::istringstream is(state);
-  std::mt19937_64 engine;
+  Mt19937_64 engine;
   bool has_spare = false;
   std::string spare_text;
-  is >> engine >> has_spare >> spare_text;
+  engine.read(is);
+  is >> has_spare >> spare_text;
   // The state comes from a file: all of it must parse, the spare normal included (strtod
   // reads the hexfloat exactly), with nothing after it.
   char* end = nullptr;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages attograd builds with, skipping those already present.
 # Runs apt-get directly as root, through sudo otherwise. With --fuzz, also what the clang
-# build of scripts/fuzz.sh needs; with --format, only the formatter of scripts/format.sh.
+# build of scripts/fuzz.sh needs; with --format, only the formatter of scripts/format.sh; with
+# --wasm, only what the WebAssembly build (scripts/wasm.sh) needs; with --browser, only the
+# headless browser of the page's tests.
 set -euo pipefail
 
 packages=(
@@ -26,6 +28,21 @@ packages=(
 if [ "${1:-}" = "--format" ]; then
   packages=(
     clang-format-14           # scripts/format.sh: the one version whose output the check expects
+  )
+elif [ "${1:-}" = "--wasm" ]; then
+  packages=(
+    cmake ninja-build         # the build
+    libhwy-dev libboost-dev libboost-test-dev nlohmann-json3-dev libcli11-dev  # their headers
+    emscripten                # emcc 3.1.6: C++ to WebAssembly (scripts/wasm.sh)
+    nodejs                    # node: runs emcc's optimizer and the wasm test programs
+    node-acorn                # the JavaScript parser Debian's emcc loads from NODE_PATH
+    python3                   # scripts/playground.sh serves the page with python3 -m http.server
+  )
+elif [ "${1:-}" = "--browser" ]; then
+  packages=(
+    chromium                  # the page's tests run in headless Chromium (scripts/browser_test.py)
+    chromium-driver           # chromedriver, through which Selenium drives it
+    python3-selenium          # the tests' WebDriver client
   )
 elif [ "${1:-}" = "--fuzz" ]; then
   packages+=(

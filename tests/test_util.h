@@ -1,5 +1,5 @@
 // Small assertions shared by the tests: allclose (tests/allclose.h), tensors, exceptions, data
-// and temporary files.
+// and temporary files; skipping a case is tests/skip.h.
 #pragma once
 
 #include <unistd.h>
@@ -16,6 +16,7 @@
 #include "autograd/tensor.h"
 #include "tests/allclose.h"
 #include "tests/files.h"
+#include "tests/skip.h"
 
 namespace attograd::testing {
 
@@ -51,19 +52,6 @@ void expect_throw_with(F&& f, const std::string& needle) {
     return;
   }
   BOOST_FAIL("expected an exception whose message contains '" + needle + "'");
-}
-
-/// Skips the running test case, saying `why`: CTest runs each case that may be skipped as its own
-/// test (attograd_case_tests in tests/CMakeLists.txt) with ATTOGRAD_SKIP_EXIT_CODE set, and this
-/// ends the program with that code, so that CTest shows the case as skipped, never as passed. Run
-/// by hand, the case logs why and the caller returns.
-inline void skip_case(const std::string& why) {
-  BOOST_TEST_MESSAGE("skipped: " + why);
-  if (const char* code = std::getenv("ATTOGRAD_SKIP_EXIT_CODE")) {
-    // _Exit skips Boost's log; CTest shows stderr with -V.
-    std::cerr << "skipped: " << why << std::endl;
-    std::_Exit(std::atoi(code));
-  }
 }
 
 /// Whether data from outside the checkout (../shared/data, a Debian package's file) is there for

@@ -57,6 +57,42 @@ constexpr auto* for_element_type(F32* f32, F64* f64) {
   (*::attograd::kernels::for_element_type<T>(&HWY_DYNAMIC_DISPATCH(name##_f32), \
                                              &HWY_DYNAMIC_DISPATCH(name##_f64)))
 
+// Highway 1.0.3's WASM target has no f64 vectors (HWY_HAVE_FLOAT64 is 0 there), so the
+// WebAssembly build (cmake/wasm.cmake) defines ATTOGRAD_KERNELS_F64_REFERENCE: each kernel's
+// double instance is then its scalar reference twin (reference::name in <family>_ref.h, the
+// same parameters), and only the float instance is a Highway kernel. f64 is what gradient checks
+// run in, where exactness matters and speed does not; f32 training keeps its SIMD kernels.
+#if defined(ATTOGRAD_KERNELS_F64_REFERENCE)
+
+#include "autograd/kernels/attention_ref.h"
+#include "autograd/kernels/cross_entropy_ref.h"
+#include "autograd/kernels/elementwise_ref.h"
+#include "autograd/kernels/gelu_ref.h"
+#include "autograd/kernels/layer_norm_ref.h"
+#include "autograd/kernels/matmul_ref.h"
+#include "autograd/kernels/optimizer_ref.h"
+#include "autograd/kernels/reduce_ref.h"
+#include "autograd/kernels/softmax_ref.h"
+
+#define ATTOGRAD_KERNEL_TARGET(name) constexpr auto& name##_impl_f32 = name##_impl<float>
+
+#define ATTOGRAD_KERNEL(ret, name, params, args)         \
+  HWY_EXPORT(name##_impl_f32);                           \
+  template <typename T>                                  \
+  ret name params {                                      \
+    if constexpr (std::is_same_v<T, double>) {           \
+      return ::attograd::kernels::reference::name args;  \
+    } else {                                             \
+      return HWY_DYNAMIC_DISPATCH(name##_impl_f32) args; \
+    }                                                    \
+  }                                                      \
+  template <typename T>                                  \
+  using name##_signature = ret params;                   \
+  template name##_signature<float> name<float>;          \
+  template name##_signature<double> name<double>
+
+#else
+
 // The two names HWY_EXPORT needs, for the per-target part: name##_impl_f32 and name##_impl_f64,
 // references to name##_impl<float> and name##_impl<double>.
 #define ATTOGRAD_KERNEL_TARGET(name)                    \
@@ -78,3 +114,5 @@ constexpr auto* for_element_type(F32* f32, F64* f64) {
   using name##_signature = ret params;                     \
   template name##_signature<float> name<float>;            \
   template name##_signature<double> name<double>
+
+#endif  // ATTOGRAD_KERNELS_F64_REFERENCE

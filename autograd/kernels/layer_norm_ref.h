@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace attograd::kernels::reference {
 
@@ -29,9 +30,16 @@ void layer_norm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, cons
 
 /// dbeta += dy;  dgamma += dy * xhat;  g = dy * gamma;
 /// dx += rstd * (g - mean(g) - xhat * mean(g * xhat)).  Any of dx, dgamma, dbeta may be null.
+/// dgamma and dbeta get their sums over the rows added once, as the kernel adds them: from zero,
+/// two calls then give exactly twice one (the accumulation tests/kernels/layer_norm_test.cc
+/// checks), also where this twin is the double kernel itself (the WebAssembly build,
+/// ATTOGRAD_KERNELS_F64_REFERENCE). Adding row by row into a gradient that already holds one
+/// call's sum rounds differently.
 template <typename T>
 void layer_norm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                          const T* rstd, const T* gamma, int64_t rows, int64_t C) {
+  std::vector<T> dgamma_sum(dgamma ? static_cast<size_t>(C) : 0);
+  std::vector<T> dbeta_sum(dbeta ? static_cast<size_t>(C) : 0);
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * C;
     const T* dyr = dy + r * C;
@@ -48,10 +56,14 @@ void layer_norm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, co
     for (int64_t c = 0; c < C; ++c) {
       const T xhat = (xr[c] - mean[r]) * rstd[r];
       const T g = dyr[c] * gamma[c];
-      if (dbeta) dbeta[c] += dyr[c];
-      if (dgamma) dgamma[c] += dyr[c] * xhat;
+      if (dbeta) dbeta_sum[c] += dyr[c];
+      if (dgamma) dgamma_sum[c] += dyr[c] * xhat;
       if (dx) dx[r * C + c] += rstd[r] * (g - g_mean - xhat * g_xhat_mean);
     }
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    if (dbeta) dbeta[c] += dbeta_sum[c];
+    if (dgamma) dgamma[c] += dgamma_sum[c];
   }
 }
 

@@ -75,6 +75,10 @@ constexpr int64_t kSlices = 64;
 
 template <typename T>
 double sum_squares_double_impl(const T* x, int64_t n) {
+#if !HWY_HAVE_FLOAT64
+  // A target without f64 lanes (Highway 1.0.3's WASM): the plain double loop of the twin.
+  return ::attograd::kernels::reference::sum_squares_double(x, n);
+#else
   const hn::ScalableTag<double> dd;
   const int64_t N = static_cast<int64_t>(hn::Lanes(dd));
   const int64_t per_slice =
@@ -102,6 +106,7 @@ double sum_squares_double_impl(const T* x, int64_t n) {
   double sum = 0;
   for (const double t : totals) sum += t;
   return sum;
+#endif
 }
 
 }  // namespace

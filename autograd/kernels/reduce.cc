@@ -245,6 +245,10 @@ void broadcast_axis_acc_impl(T* dx, const T* dy, T alpha, int64_t outer, int64_t
 // the rounding unless the split were fixed; a fixed split can come when a caller needs it.
 template <typename T>
 double sum_all_double_impl(const T* x, int64_t n) {
+#if !HWY_HAVE_FLOAT64
+  // A target without f64 lanes (Highway 1.0.3's WASM): the plain double loop of the twin.
+  return ::attograd::kernels::reference::sum_all_double(x, n);
+#else
   const hn::ScalableTag<double> dd;
   const hn::Rebind<T, decltype(dd)> dt;  // as many T lanes as dd has double lanes
   const int64_t N = static_cast<int64_t>(hn::Lanes(dd));
@@ -260,6 +264,7 @@ double sum_all_double_impl(const T* x, int64_t n) {
   double s = hn::GetLane(hn::SumOfLanes(dd, acc));
   for (; i < n; ++i) s += static_cast<double>(x[i]);
   return s;
+#endif
 }
 
 }  // namespace

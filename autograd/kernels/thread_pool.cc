@@ -79,7 +79,16 @@ bool spin_until(int microseconds, const Done& done) {
   }
 }
 
+// A loop run on the caller alone (one thread, a nested loop, another caller's job under way, or
+// no worker could start, as in the WebAssembly build) is still a parallel_for: its body is inside
+// one, so set_num_threads refuses there as in a body the pool runs (restored after, also when
+// the body throws).
 void run_inline(int64_t count, void (*chunk)(const void*, int64_t, int64_t), const void* context) {
+  struct Restore {
+    bool outer = t_in_pool;
+    ~Restore() { t_in_pool = outer; }
+  } restore;
+  t_in_pool = true;
   chunk(context, 0, count);
 }
 

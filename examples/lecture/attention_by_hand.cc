@@ -1,13 +1,14 @@
 #include "examples/lecture/attention_by_hand.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
+#include "gpt/io/decimal.h"
 
 namespace attograd::lecture {
 
@@ -194,14 +195,12 @@ Tensor parse_matrix(const std::string& text, const std::string& name) {
     const std::vector<std::string_view> fields = split(rows[r], ',');
     for (std::string_view f : fields) {
       f = trim(f);
-      if (f.size() > 1 && f.front() == '+') f.remove_prefix(1);  // from_chars refuses a '+' sign
-      double v = 0;
-      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-      if (f.empty() || ec != std::errc() || end != f.data() + f.size() || !std::isfinite(v))
+      const std::optional<double> v = gpt::parse_decimal(f);
+      if (!v)
         throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + ": '" +
                                     std::string(f.substr(0, 40)) + "' is not a finite number" +
                                     how);
-      values.push_back(v);
+      values.push_back(*v);
     }
     if (r == 0)
       cols = fields.size();

@@ -101,7 +101,8 @@ AttentionCost attention_cost(int64_t T, int64_t head_dim, int64_t bytes_per_elem
 /// Reads the reader's matrix text: rows separated by ';', numbers by ',', spaces allowed around
 /// both ("1,0; 0,1; 1,1" is (3, 2)). `name` (e.g. "--Q") starts every error message. Returns
 /// an f64 (rows, cols) tensor. Throws std::invalid_argument for an empty matrix or row, a
-/// field that is not a finite decimal number, or rows of different lengths.
+/// field that is not a finite decimal number (gpt::parse_decimal: no hex, inf, nan or blanks
+/// inside, no value beyond a double), or rows of different lengths.
 Tensor parse_matrix(const std::string& text, const std::string& name);
 
 /// Checks that Q (T, d_k), K (T, d_k) and V (T, d_v) fit together for causal self-attention;

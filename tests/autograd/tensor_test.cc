@@ -1,6 +1,7 @@
 // Tensor basics: creation, strides and views, element access, printing, the generator.
 #define BOOST_TEST_MODULE tensor
 #include <boost/test/unit_test.hpp>
+#include <random>
 #include <sstream>
 
 #include "autograd/ops.h"
@@ -102,6 +103,44 @@ BOOST_AUTO_TEST_CASE(generator_is_seeded_and_restorable) {
   d.set_state(spare_pending + " \n");  // trailing white space is harmless
   d.set_state(st);
   BOOST_TEST(d.normal() == next1);
+}
+
+// The engine is written out (autograd/random.h) so that its state reads the same in every
+// build; its outputs must still be std::mt19937_64's, and its text libstdc++'s, which the
+// checkpoints written before hold.
+BOOST_AUTO_TEST_CASE(mersenne_twister_is_the_standard_one_with_portable_state) {
+  Mt19937_64 fresh;
+  for (int i = 1; i < 10000; ++i) fresh();
+  BOOST_TEST(fresh() == 9981545732273789042ULL);  // the C++ standard's check value
+  for (const uint64_t seed : {uint64_t{0}, uint64_t{42}, uint64_t{1337}, ~uint64_t{0}}) {
+    Mt19937_64 ours(seed);
+    std::mt19937_64 std_engine(seed);
+    for (int i = 0; i < 1000; ++i) {
+      BOOST_TEST_INFO("seed " << seed << ", draw " << i);
+      BOOST_TEST(ours() == std_engine());
+    }
+#if defined(__GLIBCXX__)
+    std::ostringstream libstdcxx;
+    libstdcxx << std_engine;
+    BOOST_TEST(ours.text() == libstdcxx.str());
+#endif
+    // Read back mid-block, it goes on where it was.
+    std::istringstream is(ours.text());
+    Mt19937_64 copy(7);
+    copy.read(is);
+    BOOST_TEST(!is.fail());
+    for (int i = 0; i < 500; ++i) BOOST_TEST(copy() == ours());
+  }
+  for (const std::string& bad : {std::string("1 2 3"), std::string(400, '1')}) {
+    std::istringstream is(bad);
+    Mt19937_64 m;
+    m.read(is);
+    BOOST_TEST(is.fail());
+  }
+  Mt19937_64 m;
+  std::istringstream index_too_big(m.text().substr(0, m.text().rfind(' ')) + " 313");
+  m.read(index_too_big);
+  BOOST_TEST(index_too_big.fail());
 }
 
 // The public writes that nn/ and gpt/ use instead of Tensor's insides.

@@ -17,6 +17,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "tests/allclose.h"
+#include "tests/skip.h"
 
 namespace attograd::kernels::testing {
 
@@ -95,6 +96,40 @@ std::string describe(const Args&... args) {
   std::ostringstream s;
   ((s << args), ...);
   return s.str();
+}
+
+/// Whether the kernels for T are Highway code in this build, so that a case comparing them with
+/// their scalar twins can fail: `if (!kernels_are_simd<T>()) return;` opens such a case. In the
+/// WebAssembly build the double kernels are the twins themselves (Highway 1.0.3's WASM target
+/// has no f64 vectors; autograd/kernels/dispatch.h, ATTOGRAD_KERNELS_F64_REFERENCE), and the
+/// comparison would hold by construction: the case is skipped (attograd::testing::skip_case;
+/// tests/wasm/CMakeLists.txt runs it as its own CTest test, shown as skipped there).
+template <typename T>
+bool kernels_are_simd() {
+#if defined(ATTOGRAD_KERNELS_F64_REFERENCE)
+  if constexpr (std::is_same_v<T, double>) {
+    attograd::testing::skip_case(
+        "this build's double kernels are their scalar twins (ATTOGRAD_KERNELS_F64_REFERENCE): "
+        "comparing them could not fail");
+    return false;
+  }
+#endif
+  return true;
+}
+
+/// Whether parallel loops can run on more than one thread in this build, so that a case
+/// comparing runs on 1 and n threads can fail: `if (!build_has_threads()) return;`. The
+/// WebAssembly build has no threads (no -pthread): every run is on the calling thread, and the
+/// case is skipped as above.
+inline bool build_has_threads() {
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+  attograd::testing::skip_case(
+      "this build runs every parallel loop on the calling thread (WebAssembly without "
+      "threads): runs on 1 and n threads could not differ");
+  return false;
+#else
+  return true;
+#endif
 }
 
 }  // namespace attograd::kernels::testing

@@ -96,6 +96,7 @@ BOOST_AUTO_TEST_CASE(many_short_jobs_each_complete_with_any_spin) {
 // With 2 threads both take part: index 0 waits (yielding, at most a minute) until another
 // thread has run an index, which only a worker can do while the caller waits there.
 BOOST_AUTO_TEST_CASE(a_worker_takes_part) {
+  if (!build_has_threads()) return;
   KeepSettings keep;
   k::set_num_threads(2);
   const std::thread::id caller = std::this_thread::get_id();
@@ -120,6 +121,7 @@ BOOST_AUTO_TEST_CASE(a_worker_takes_part) {
 // A matmul large enough to be cut into pieces (300^3 and a tall, thin-edged one: packed and
 // thin paths) and a row kernel (softmax over 4096 rows) give the same bits on 1, 2, 3, 4 threads.
 BOOST_AUTO_TEST_CASE_TEMPLATE(kernels_are_bit_identical_on_1_to_4_threads, T, Types) {
+  if (!build_has_threads()) return;
   KeepSettings keep;
   std::mt19937_64 rng(71);
   struct Shape {
@@ -204,6 +206,20 @@ BOOST_AUTO_TEST_CASE(the_pool_resizes_between_loops) {
   });
   BOOST_TEST(refused.load() == 8);
   BOOST_TEST(k::num_threads() == 2);
+  // The same on one thread, where the body runs on the caller without the pool's workers.
+  k::set_num_threads(1);
+  refused = 0;
+  k::parallel_for(8, [&](int64_t) {
+    try {
+      k::set_num_threads(3);
+    } catch (const std::logic_error& e) {
+      if (std::string(e.what()).find("inside a parallel_for body") != std::string::npos) ++refused;
+    }
+  });
+  BOOST_TEST(refused.load() == 8);
+  BOOST_TEST(k::num_threads() == 1);
+  k::set_num_threads(2);  // and outside a body it works again
+  BOOST_TEST(k::num_threads() == 2);
 }
 
 BOOST_AUTO_TEST_CASE(empty_and_one_element_ranges) {
@@ -251,6 +267,7 @@ BOOST_AUTO_TEST_CASE(an_exception_in_a_body_reaches_the_caller) {
 // Two threads of the program calling parallel_for at once: one job has the pool, the other runs
 // inline; both complete, every index once.
 BOOST_AUTO_TEST_CASE(two_callers_at_once_both_complete) {
+  if (!build_has_threads()) return;
   KeepSettings keep;
   k::set_num_threads(2);
   std::atomic<int64_t> wrong{0};

@@ -1,0 +1,159 @@
+// The page's JavaScript API (web/attograd.js over the WebAssembly module) under node, as CTest
+// test `web_api_test` of the wasm build (label `wasm`): the workbench's numbers, training femto
+// below the unigram baseline, checkpoints through bytes, gradient checks, and each bad input's
+// message. The browser tests (tests/web/browser_test.py) check the same through the page.
+//   node --no-experimental-fetch tests/web/api_test.js build-wasm/page
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const webDir = path.resolve(process.argv[2] || 'build-wasm/page');
+const createAttogradModule = require(path.join(webDir, 'attograd_module.js'));
+const {loadAttograd, AttogradError} = require(path.join(webDir, 'attograd.js'));
+const text = fs.readFileSync(path.join(webDir, 'genesis.txt'), 'utf8');
+const close = (a, b, tol) => Math.abs(a - b) <= tol;
+
+let engine;
+test.before(async () => {
+  engine = await loadAttograd({factory: createAttogradModule});
+});
+
+test('the lecture preset gives 10 and 19.820138, rows summing to 1', () => {
+  const r = engine.attention({Q: '1; 2', K: '1; 3', V: '10; 20'});
+  assert.deepStrictEqual([r.T, r.d_k, r.d_v], [2, 1, 1]);
+  assert.deepStrictEqual(r.scores, [[1, 3], [2, 6]]);
+  assert.strictEqual(r.masked[0][1], null);  // -inf above the diagonal
+  assert.strictEqual(r.weights[0][1], 0);
+  assert.ok(close(r.out[0][0], 10, 1e-12));
+  assert.strictEqual(r.out[1][0].toFixed(6), '19.820138');
+  r.row_sums.forEach((s) => assert.ok(close(s, 1, 1e-12)));
+  assert.deepStrictEqual(r.out_outside_range_of_V, []);
+});
+
+test('column softmax: columns sum to 1, rows do not, and Z leaves the range of V', () => {
+  const r = engine.attention({Q: '1, 0; 0, 1; 1, 1', K: '1, 0; 0, 1; 1, 1', V: '1, 2; 3, 4; 5, 6',
+                              softmax_by: 'column'});
+  r.column_sums.forEach((s) => assert.ok(close(s, 1, 1e-12)));
+  // docs/03-attention.md's figures (tests/examples/attention_by_hand_test.cc).
+  [0.4011121, 0.6977758, 1.9011121].forEach((v, i) => assert.ok(close(r.row_sums[i], v, 1e-7)));
+  assert.ok(close(r.out[2][0], 6.9011121, 1e-7) && close(r.out[2][1], 8.8022242, 1e-7));
+  // Z[0] = 0.4011121 (1, 2) falls below V's columns' minima (1, 2) and Z[2] above their maxima
+  // (5, 6); Z[1] = (1.6977758, 2.3955516) stays inside.
+  assert.deepStrictEqual(r.out_outside_range_of_V.map((o) => [o.t, o.c]), [[0, 0], [2, 0], [0, 1], [2, 1]]);
+  assert.ok(close(r.out[0][0], 0.4011121, 1e-7) && close(r.out[1][1], 2.3955516, 1e-7));
+});
+
+test('without the scale and the mask, every key is seen', () => {
+  const r = engine.attention({Q: '1; 2', K: '1; 3', V: '10; 20', scale: false, causal: false});
+  assert.deepStrictEqual(r.masked, [[1, 3], [2, 6]]);
+  const e = Math.exp(2);  // row 0: softmax(1, 3) = (1, e^2) / (1 + e^2)
+  assert.ok(close(r.weights[0][1], e / (1 + e), 1e-12));
+});
+
+test('a ragged Q is refused with the parser\'s message', () => {
+  assert.throws(() => engine.attention({Q: '1, 2; 3', K: '1; 3', V: '10; 20'}),
+                (e) => e instanceof AttogradError && /Q/.test(e.message) && /row/.test(e.message));
+  assert.throws(() => engine.attention({Q: '1; 2', K: '1; 3; 4', V: '10; 20'}),
+                (e) => e instanceof AttogradError && /K/.test(e.message));
+});
+
+// femto (n_layer 1, n_head 1, n_embd 2) is the lecture's dimension exercise more than a model:
+// a LayerNorm over 2 numbers leaves one bit ((a - b) / |a - b| times gamma, plus beta), so each
+// position's output is one of two distributions. In 300 steps it learns the character
+// frequencies, from ln V to the unigram, and stays there: on Genesis its val loss is 3.03 to 3.07
+// by seed, against a val unigram entropy of 3.031 (the train-counted unigram scores 3.043 on val).
+// pico (n_embd 6) uses its context and falls far below the unigram in the same 300 steps.
+test('femto learns the unigram in 300 steps; pico falls below it', () => {
+  const made = engine.newModel({preset: 'femto', text, max_steps: 300, warmup_steps: 30, seed: 7});
+  assert.deepStrictEqual([made.config.n_layer, made.config.n_head, made.config.n_embd], [1, 1, 2]);
+  assert.strictEqual(made.config.vocab_size, 70);
+  assert.ok(close(made.unigram_loss, 3.0311, 1e-4), `val unigram entropy ${made.unigram_loss}`);
+  assert.ok(close(made.bigram_loss, 2.2913, 1e-4), `bigram ${made.bigram_loss}`);
+  const first = engine.evaluate();
+  assert.ok(close(first.val_loss, Math.log(70), 0.05), `untrained val loss ${first.val_loss}`);
+  assert.strictEqual(engine.train(300).losses.length, 300);
+  const femto = engine.evaluate();
+  assert.strictEqual(femto.step, 300);
+  assert.ok(femto.val_loss < made.unigram_loss + 0.05 && femto.val_loss > made.bigram_loss,
+            `femto val loss ${femto.val_loss}, unigram ${made.unigram_loss}`);
+
+  const pico = engine.newModel({preset: 'pico', text, max_steps: 300, warmup_steps: 30, seed: 7});
+  engine.train(300);
+  const picoEval = engine.evaluate();
+  assert.ok(picoEval.val_loss < pico.unigram_loss - 0.3,
+            `pico val loss ${picoEval.val_loss} should fall below the unigram ${pico.unigram_loss}`);
+});
+
+test('forward, checkpoints through bytes, sampling, and their bad inputs', () => {
+  engine.newModel({preset: 'pico', text, max_steps: 100, warmup_steps: 10, seed: 3});
+  engine.train(100);
+  const before = engine.forward('In the');
+  assert.deepStrictEqual(before.tokens, ['I', 'n', ' ', 't', 'h', 'e']);
+  assert.strictEqual(before.attention.length, 3);  // 3 layers of 3 heads, each (T, T)
+  for (const heads of before.attention) {
+    assert.strictEqual(heads.length, 3);
+    for (const A of heads) {
+      A.forEach((row, q) => {
+        assert.ok(close(row.reduce((a, b) => a + b, 0), 1, 1e-6));
+        row.forEach((w, k) => k > q && assert.strictEqual(w, 0));
+      });
+    }
+  }
+  assert.ok(close(before.next_token_probabilities.reduce((a, b) => a + b, 0), 1, 1e-9));
+  const bytes = engine.saveCheckpoint();
+  assert.ok(bytes.length > 2028 * 4, `${bytes.length} bytes`);
+  const loaded = engine.loadCheckpoint(bytes);
+  assert.strictEqual(loaded.config.parameters, 2028 + 70 * 6 - 73 * 6);  // V = 70 here, 73 in the docs
+  const after = engine.forward('In the');
+  assert.deepStrictEqual(after.next_token_probabilities, before.next_token_probabilities);
+
+  assert.throws(() => engine.loadCheckpoint(bytes.slice(0, Math.floor(bytes.length / 2))),
+                (e) => e instanceof AttogradError && /^safetensors file .*ckpt.safetensors.: truncated: /.test(e.message));
+  assert.throws(() => engine.forward('x'.repeat(9)),
+                (e) => /longer than this model's context \(block_size 8\)/.test(e.message));
+  // A character the model has never seen is named, not dropped.
+  assert.throws(() => engine.forward('In the €'), (e) => e instanceof AttogradError && /€|U\+20AC/.test(e.message));
+
+  // Sampling: the same seed gives the same text; each step's bars are the most likely tokens
+  // after temperature and top-k, so with top_k 10 and 12 bars the last two are 0 and the ten
+  // others sum to 1.
+  const a = engine.sample({prompt: 'And', max_new_tokens: 40, temperature: 0.8, top_k: 10, seed: 3, bars: 12});
+  const b = engine.sample({prompt: 'And', max_new_tokens: 40, temperature: 0.8, top_k: 10, seed: 3, bars: 12});
+  assert.strictEqual(a.text, b.text);
+  assert.strictEqual([...a.text].length, 40);
+  assert.strictEqual(a.steps.length, 40);
+  for (const bars of a.steps) {
+    assert.strictEqual(bars.length, 12);
+    assert.ok(close(bars.slice(0, 10).reduce((s, x) => s + x.p, 0), 1, 1e-9));
+    assert.deepStrictEqual(bars.slice(10).map((x) => x.p), [0, 0]);
+    bars.slice(1).forEach((x, i) => assert.ok(x.p <= bars[i].p));
+  }
+});
+
+test('a non-UTF-8 file is refused naming the file, the byte offset and the fix', () => {
+  const bytes = Buffer.concat([Buffer.from('In the beginning'), Buffer.from([0xff, 0xfe]), Buffer.from(' x')]);
+  assert.throws(() => engine.newModelFromBytes(new Uint8Array(bytes), {preset: 'femto'}, 'latin1.txt'),
+                (e) => e.message.startsWith('latin1.txt is not UTF-8 text: invalid UTF-8 at byte offset 16') &&
+                       /save it as UTF-8/.test(e.message));
+  // A truncated checkpoint names the file it came from, not a path inside the module.
+  engine.newModel({preset: 'femto', text, max_steps: 10});
+  const ckpt = engine.saveCheckpoint();
+  assert.throws(() => engine.loadCheckpoint(ckpt.slice(0, 100), 'mine.safetensors'),
+                (e) => /mine\.safetensors/.test(e.message) && /truncated/.test(e.message));
+});
+
+test('gradient checks pass for softmax and layer_norm in f64', () => {
+  const names = engine.ops().map((o) => o.name);
+  for (const op of ['softmax', 'layer_norm', 'matmul']) {
+    assert.ok(names.includes(op));
+    const r = engine.gradcheck(op, 'f64');
+    assert.ok(r.cases.length > 0);
+    for (const c of r.cases) {
+      assert.ok(c.passed, `${op} ${c.label}: ${c.message}`);
+      c.inputs.forEach((i) => assert.ok(i.max_abs_err <= r.atol + 1e-3));
+    }
+  }
+  assert.throws(() => engine.gradcheck('no_such_op'), /unknown op/);
+});

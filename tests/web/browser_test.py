@@ -1,0 +1,326 @@
+#!/usr/bin/python3
+"""The companion page in a real browser: CTest test `browser_test` of the wasm build (label
+`browser`). Debian's headless Chromium, driven by chromedriver through python3-selenium (no
+browser download), loads build-wasm/page/ from a loopback server started here, and the checks
+read the page's DOM as a student would see it:
+
+  - the first load (everything fetched before the engine is ready) is under 5 MB; its time is
+    printed (docs/performance.md records it);
+  - the workbench's lecture preset shows 10 and 19.820138 with rows of A summing to 1, column
+    mode says the row sums are no longer 1 and Z leaves the range of V, predict-then-check
+    reveals the number after the guess, and a ragged Q shows a message and the page recovers;
+  - positions: the sinusoidal table is drawn, the RoPE dial's score depends only on m - n, and
+    with positions off "dog bites man" reordered gives the same mean (with them, it differs);
+  - gradient checks of softmax pass;
+  - a non-UTF-8 file is refused with a message naming it; pico trains 300 steps in the page's Web
+    Worker and its val loss falls below the unigram baseline the page draws, while the page's
+    main thread keeps answering (its event loop is never blocked for long, and the workbench
+    answers input, while the step count rises);
+  - sampling shows text and next-token bars; a prompt longer than the context is refused;
+  - a checkpoint written by the native CLI (FIXTURE_DIR, tests/web/native_fixture.sh) loads, and
+    the attention map of every layer and head has rows summing to 1, zeros above the diagonal,
+    and the weights of `attograd attention`'s CSV within 1e-5; a truncated checkpoint is
+    refused and the page keeps working;
+  - the page asked the server only for its own files, and the browser fetched nothing else;
+  - a screenshot of each part is saved in OUTPUT_DIR and is not blank.
+
+  /usr/bin/python3 tests/web/browser_test.py build-wasm/page OUTPUT_DIR FIXTURE_DIR
+"""
+import http.server
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+import zlib
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+WEB_DIR = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build-wasm/page")
+OUT_DIR = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "browser-test-output")
+FIXTURE_DIR = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else None
+OWN_FILES = set(os.listdir(WEB_DIR))
+requests = []  # every path the browser asked the server for, in order
+failures = []
+passed = []
+
+
+def check(condition, what):
+    print(("ok    " if condition else "FAIL  ") + what, flush=True)
+    (passed if condition else failures).append(what)
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, directory=WEB_DIR, **kwargs)
+
+    def log_message(self, fmt, *args):
+        requests.append(self.path)
+
+
+def png_has_content(png):
+    """True when the PNG's pixels are not one flat colour: its decompressed scanlines hold a
+    variety of byte values (a blank page filters to almost all zeros)."""
+    pos, data = 8, b""
+    while pos < len(png):
+        length = int.from_bytes(png[pos:pos + 4], "big")
+        kind = png[pos + 4:pos + 8]
+        if kind == b"IDAT":
+            data += png[pos + 8:pos + 8 + length]
+        pos += 12 + length
+    raw = zlib.decompress(data)
+    distinct = len(set(raw))
+    nonzero = sum(1 for b in raw[::7] if b not in (0, 255)) / max(1, len(raw[::7]))
+    return distinct > 16 and nonzero > 0.002
+
+
+def read_csv(path, T):
+    """`attograd attention`'s CSV: a header of key tokens, then per query its token and its T
+    weights (the last T fields; a token holding a comma is quoted)."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().strip().split("\n")[1:]
+    return [[float(x) for x in line.split(",")[-T:]] for line in lines]
+
+
+def main():
+    if FIXTURE_DIR is None or not os.path.exists(os.path.join(FIXTURE_DIR, "prompt.txt")):
+        print("browser_test: give the native fixture directory (tests/web/native_fixture.sh)")
+        return 1
+    os.makedirs(OUT_DIR, exist_ok=True)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = "http://127.0.0.1:%d/" % server.server_address[1]
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,2400",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-default-apps", "--disable-sync", "--no-first-run",
+                "--disable-features=Translate,OptimizationHints,MediaRouter"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_script_timeout(300)
+    wait = lambda seconds=60: WebDriverWait(driver, seconds)
+    text = lambda element_id: driver.find_element(By.ID, element_id).text
+    shot = lambda part: driver.find_element(By.ID, part).screenshot(
+        os.path.join(OUT_DIR, part + ".png"))
+    try:
+        # The first load: the page, its engine and the worker's, until the engine is ready.
+        started = time.time()
+        driver.get(base + "index.html")
+        driver.execute_async_script(
+            "const done = arguments[0]; window.page.ready.then(() => done(true));")
+        seconds = time.time() - started
+        loaded = sorted(set(r.split("?")[0].lstrip("/") for r in requests))
+        size = sum(os.path.getsize(os.path.join(WEB_DIR, p)) for p in loaded if p in OWN_FILES)
+        print("first load: %.2f s, %d bytes (%s)" % (seconds, size, ", ".join(loaded)), flush=True)
+        check(size < 5e6, "the first load is under 5 MB: %.2f MB" % (size / 1e6))
+        check("Highway target WASM" in text("status"), "the engine reports its target: %r" % text("status"))
+
+        # Part 1: the lecture's preset, then column mode, predict-then-check, a ragged Q.
+        z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
+        check(z == ["10", "19.820138"], "the workbench preset shows Z = %s (10 and 19.820138)" % z)
+        sums = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-A td.sum")]
+        check(sums == ["1", "1"], "row sums of A are 1: %s" % sums)
+        check(text("wb-warning") == "", "the right softmax raises no warning")
+        shot("part1")
+        Select(driver.find_element(By.ID, "wb-softmax")).select_by_value("column")
+        warning = text("wb-warning")
+        check("no longer sum to 1" in warning and "leaves the range of V" in warning,
+              "column mode flags the row sums and Z: %r" % warning)
+        Select(driver.find_element(By.ID, "wb-softmax")).select_by_value("row")
+        driver.find_element(By.ID, "wb-predict").click()
+        hidden = driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")
+        check(hidden == [] and "hidden until" in text("wb-steps"), "predict mode hides Z")
+        driver.find_element(By.ID, "wb-guess").send_keys("19.8")
+        driver.find_element(By.ID, "wb-check").click()
+        check("it is 19.820138" in text("wb-verdict"), "checking a guess reveals Z: %r" % text("wb-verdict"))
+        driver.find_element(By.ID, "wb-predict").click()
+        q = driver.find_element(By.ID, "wb-Q")
+        q.clear()
+        q.send_keys("1, 2; 3")
+        error = text("wb-error")
+        check(error.startswith("Q: row 2 has 1 number but row 1 has 2"), "a ragged Q is refused: %r" % error)
+        q.clear()
+        q.send_keys("1; 2")
+        z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
+        check(text("wb-error") == "" and z == ["10", "19.820138"], "after a fix the workbench works again")
+
+        # Part 2: positions.
+        cells = driver.find_elements(By.CSS_SELECTOR, "#pe-table td")
+        check(len(cells) >= 16 * 16, "the sinusoidal table is drawn (%d cells)" % len(cells))
+        rope = driver.execute_script("return window.page.ropeScores();")
+        diffs = {}
+        for m, n, s in rope:
+            diffs.setdefault(m - n, []).append(s)
+        spread = max(max(v) - min(v) for v in diffs.values())
+        check(len(diffs) > 3 and spread < 1e-9,
+              "the RoPE score depends only on m - n (spread %.1e over %d offsets)" % (spread, len(diffs)))
+        order = driver.execute_script("return window.page.orderExperiment();")
+        check(order["mean_same"] and order["attention_without_positions_same"]
+              and not order["attention_with_positions_same"],
+              "reordering \"dog bites man\": the mean stays, attention with positions changes: %s" % order)
+        shot("part2")
+
+        # Part 5: gradient checks.
+        Select(driver.find_element(By.ID, "gc-op")).select_by_visible_text("softmax")
+        driver.find_element(By.ID, "gc-go").click()
+        table = text("gc-table")
+        check("PASS" in table and "FAIL" not in table, "softmax's gradient check passes in the page")
+        shot("part5")
+
+        # Part 3: a non-UTF-8 file is refused; then pico trains on the shipped text.
+        bad = os.path.join(tempfile.mkdtemp(), "latin1.txt")
+        with open(bad, "wb") as f:
+            f.write(b"In the beginning \xe9t\xe9\n" * 20)
+        driver.find_element(By.ID, "tr-file").send_keys(bad)
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: text("tr-error") != "")
+        check(text("tr-error").startswith("latin1.txt is not UTF-8 text: invalid UTF-8 at byte offset 17"),
+              "a non-UTF-8 file is refused: %r" % text("tr-error"))
+        driver.execute_script("document.getElementById('tr-file').value = '';")
+        Select(driver.find_element(By.ID, "tr-model")).select_by_value("pico")
+        driver.find_element(By.ID, "tr-steps").clear()
+        driver.find_element(By.ID, "tr-steps").send_keys("300")
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: d.find_element(By.ID, "tr-start").is_enabled())
+        check(text("tr-error") == "", "pico builds on the shipped text after the refusal")
+        unigram = float(re.search(r"unigram ([0-9.]+)", text("tr-info")).group(1))
+        driver.find_element(By.ID, "tr-start").click()
+        # While the worker trains: the main thread's event loop is sampled for a second (400 ms
+        # allows for a loaded machine's pauses), the workbench answers a change of preset while
+        # the step count rises, and the steps go on while the main thread is blocked.
+        probe = driver.execute_async_script("""
+            const done = arguments[0];
+            const step = () => window.page.trainingStep();
+            let first, start, last, worst = 0;
+            // From the worker's first report (its first chunk), for a second.
+            const begin = () => {
+              if (step() === 0) return setTimeout(begin, 5);
+              first = step();
+              start = last = performance.now();
+              setTimeout(tick, 5);
+            };
+            const tick = () => {
+              const now = performance.now();
+              worst = Math.max(worst, now - last);
+              last = now;
+              if (now - start < 1000) return setTimeout(tick, 5);
+              const before = performance.now();
+              const select = document.getElementById('wb-preset');
+              select.value = 't3';
+              select.dispatchEvent(new Event('change'));
+              const rows = document.querySelectorAll('#wb-Z tr').length;
+              const answer = performance.now() - before;
+              // The proof that the training is not on this thread: block it for 0.7 s; the
+              // worker's steps go on meanwhile, and its reports arrive after.
+              const blocked = step(), until = performance.now() + 700;
+              while (performance.now() < until) {}
+              setTimeout(() => done({first, last: step(), worst, rows, answer, blocked,
+                                     after_block: step()}), 100);
+            };
+            begin();""")
+        check(probe["last"] > probe["first"] and probe["worst"] < 400 and probe["rows"] == 3,
+              "the page answers while training runs: steps %d -> %d, longest event-loop gap %.0f ms, "
+              "workbench answered in %.0f ms" % (probe["first"], probe["last"], probe["worst"], probe["answer"]))
+        check(probe["after_block"] >= probe["blocked"] + 20 or probe["after_block"] == 300,
+              "the worker trains while the page's thread is blocked: step %d -> %d" %
+              (probe["blocked"], probe["after_block"]))
+        Select(driver.find_element(By.ID, "wb-preset")).select_by_value("lecture")
+        wait(300).until(lambda d: "done" in text("tr-progress"))
+        progress = text("tr-progress")
+        val = float(re.search(r"val loss ([0-9.]+)", progress).group(1))
+        check("step 300 / 300" in progress, "pico trained 300 steps: %r" % progress)
+        check(val < unigram, "pico's val loss %.4f is below the unigram baseline %.4f" % (val, unigram))
+
+        # Sampling with the sliders: text and the next-token bars.
+        driver.execute_script("const s = document.getElementById('sm-topk'); s.value = 5;"
+                              "s.dispatchEvent(new Event('input'));")
+        driver.find_element(By.ID, "sm-go").click()
+        wait().until(lambda d: len(text("sm-text")) > 50)
+        bars = driver.find_elements(By.CSS_SELECTOR, "#sm-bars .bar")
+        check(text("sm-text").startswith("And God said") and len(bars) == 5,
+              "sampling with top-k 5 shows text and 5 bars (%d)" % len(bars))
+        shot("part3")
+
+        # Part 4: a prompt longer than the context (pico: block_size 8), then the native CLI's
+        # checkpoint and its attention maps.
+        prompt = driver.find_element(By.ID, "li-prompt")
+        prompt.clear()
+        prompt.send_keys("In the beginning")
+        driver.find_element(By.ID, "li-go").click()
+        wait().until(lambda d: text("li-error") != "")
+        check("longer than this model's context (block_size 8)" in text("li-error"),
+              "a prompt longer than the context is refused: %r" % text("li-error"))
+        driver.find_element(By.ID, "tr-load").send_keys(
+            os.path.join(FIXTURE_DIR, "run", "ckpt.safetensors"))
+        wait().until(lambda d: "loaded ckpt.safetensors" in text("tr-info") or text("tr-error") != "")
+        check(text("tr-error") == "", "the native CLI's checkpoint loads: %r" % text("tr-info"))
+        with open(os.path.join(FIXTURE_DIR, "prompt.txt"), encoding="utf-8") as f:
+            fixture_prompt = f.read()
+        prompt.clear()
+        prompt.send_keys(fixture_prompt)
+        driver.find_element(By.ID, "li-go").click()
+        wait().until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#li-maps table.heat")) == 9)
+        T = len(fixture_prompt)
+        maps = driver.execute_script("""
+            return [...document.querySelectorAll('#li-maps .map')].map((m) => ({
+              title: m.querySelector('h4').textContent,
+              rows: [...m.querySelectorAll('table.heat tr')].slice(1).map((tr) =>
+                  [...tr.querySelectorAll('td')].map((td) => +td.dataset.w))}));""")
+        worst, sums_ok, zeros_ok = 0.0, True, True
+        for m in maps:
+            l, h = map(int, re.match(r"layer (\d+), head (\d+)", m["title"]).groups())
+            csv = read_csv(os.path.join(FIXTURE_DIR, "attention", "layer%d_head%d.csv" % (l, h)), T)
+            for qi, row in enumerate(m["rows"]):
+                sums_ok &= abs(sum(row) - 1) < 1e-6
+                zeros_ok &= all(w == 0 for w in row[qi + 1:])
+                worst = max([worst] + [abs(a - b) for a, b in zip(row, csv[qi])])
+        check(len(maps) == 9 and all(len(m["rows"]) == T for m in maps),
+              "9 maps (3 layers x 3 heads) of %d x %d" % (T, T))
+        check(sums_ok and zeros_ok, "every row sums to 1 with zeros above the diagonal")
+        check(worst <= 1e-5, "the maps equal attograd attention's CSV (largest difference %.1e)" % worst)
+        shot("part4")
+
+        # A truncated checkpoint is refused; the loaded model still answers.
+        with open(os.path.join(FIXTURE_DIR, "run", "ckpt.safetensors"), "rb") as f:
+            ckpt = f.read()
+        truncated = os.path.join(tempfile.mkdtemp(), "truncated.safetensors")
+        with open(truncated, "wb") as f:
+            f.write(ckpt[: len(ckpt) // 2])
+        driver.find_element(By.ID, "tr-load").send_keys(truncated)
+        wait().until(lambda d: text("tr-error") != "")
+        check(text("tr-error").startswith("safetensors file 'truncated.safetensors': truncated"),
+              "a truncated checkpoint is refused: %r" % text("tr-error"))
+        driver.find_element(By.ID, "sm-go").click()
+        wait().until(lambda d: len(text("sm-text")) > 50 and text("sm-error") == "")
+        check(text("sm-text").startswith("And God said"), "sampling works after the refusal")
+
+        # Nothing but the page's own files was fetched.
+        entries = driver.execute_script(
+            "return performance.getEntriesByType('resource').map((e) => e.name)"
+            ".concat(performance.getEntriesByType('navigation').map((e) => e.name));")
+        outside = [e for e in entries if not e.startswith(base)]
+        check(outside == [], "the browser fetched only from the page's server: %s" % outside)
+        paths = sorted(set(r.split("?")[0].lstrip("/") for r in requests))
+        check(all(p in OWN_FILES for p in paths), "the server was asked only for its own files: %s" % paths)
+        logs = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+        check(logs == [], "the console shows no error: %s" % logs)
+    finally:
+        driver.quit()
+        server.shutdown()
+
+    for part in ("part1", "part2", "part3", "part4", "part5"):
+        path = os.path.join(OUT_DIR, part + ".png")
+        with open(path, "rb") as f:
+            check(png_has_content(f.read()), "the screenshot %s is not blank" % path)
+    print("%d passed, %d failed" % (len(passed), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,632 @@
+// The companion page's interface to the engine (web/README.md): one C function, JSON in and JSON
+// out, compiled to WebAssembly with the rest of attograd (scripts/wasm.sh) and wrapped for
+// JavaScript by web/attograd.js.
+//
+// Why one extern "C" function and not embind: nothing of C++ crosses the boundary, so every
+// exception the engine throws is caught here and becomes {"error": "<the engine's message>"},
+// which attograd.js turns into a JavaScript Error with that message. Emscripten 3.1.6's embind
+// would hand JavaScript a bare pointer for a C++ exception (its message getter came later), and
+// brings a larger runtime. Numbers travel as JSON: the page's models are tiny (femto 232
+// parameters, pico 2,028) and the workbench's matrices a few rows, so JSON costs nothing next to
+// the maths. Checkpoints travel as files in emscripten's in-memory file system, written and read
+// by the same code as the CLI's (Trainer::save, open_checkpoint), which attograd.js moves to and
+// from JavaScript bytes.
+//
+// The module holds one model at a time (the page trains one, in a Web Worker): "model_new" or
+// "load" replaces it. Requests ({"cmd": ...}, fields below each handler) and their answers are
+// listed in web/README.md. Shapes: T the tokens of a prompt, d_k the width of Q and K, d_v of V,
+// n_head heads, V the vocabulary.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/gradcheck.h"
+#include "autograd/kernels/targets.h"
+#include "autograd/op_registry.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "examples/lecture/attention_by_hand.h"
+#include "gpt/io/utf8.h"
+#include "gpt/model/baselines.h"
+#include "gpt/model/config.h"
+#include "gpt/model/language_model.h"
+#include "gpt/model/model.h"
+#include "gpt/model/sampler.h"
+#include "gpt/model/session.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/text/corpus.h"
+#include "gpt/text/dataset.h"
+#include "gpt/train/trainer.h"
+#include "nn/layers.h"
+#include "web/attograd_api.h"
+
+namespace attograd::web {
+namespace {
+
+using json = nlohmann::json;
+
+// A (rows, cols) tensor as nested arrays; -inf (the causal mask's entries) as null, which JSON
+// cannot spell otherwise.
+json matrix_json(const Tensor& t) {
+  const std::vector<double> v = t.to_vector();
+  const int64_t rows = t.size(0), cols = t.size(1);
+  json out = json::array();
+  for (int64_t r = 0; r < rows; ++r) {
+    json row = json::array();
+    for (int64_t c = 0; c < cols; ++c) {
+      const double x = v[static_cast<size_t>(r * cols + c)];
+      row.push_back(std::isfinite(x) ? json(x) : json(nullptr));
+    }
+    out.push_back(row);
+  }
+  return out;
+}
+
+json vector_json(const Tensor& t) { return t.to_vector(); }
+
+// Field `key` of the request, or `fallback` when absent; a wrong type is nlohmann's type_error,
+// which names the expected type.
+template <class T>
+T field(const json& request, const char* key, const T& fallback) {
+  const auto it = request.find(key);
+  return it == request.end() || it->is_null() ? fallback : it->get<T>();
+}
+
+template <class T>
+T required(const json& request, const char* key) {
+  const auto it = request.find(key);
+  if (it == request.end())
+    throw std::invalid_argument(std::string("request '") + request.value("cmd", "") +
+                                "' needs the field '" + key + "'");
+  return it->get<T>();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 1, the attention workbench: the lecture's steps on the student's Q, K, V, with its
+// toggles. Defaults (scaled, causal, softmax by row) are causal_attention_steps' computation.
+//   {"cmd": "attention", "Q": "1;2", "K": "1;3", "V": "10;20",
+//    "scale": true, "causal": true, "softmax_by": "row" | "column"}
+json attention(const json& request) {
+  // The lecture library's parser and shape check: the same messages as attention_by_hand.
+  const Tensor Q = lecture::parse_matrix(required<std::string>(request, "Q"), "Q");
+  const Tensor K = lecture::parse_matrix(required<std::string>(request, "K"), "K");
+  const Tensor V = lecture::parse_matrix(required<std::string>(request, "V"), "V");
+  lecture::check_attention_shapes(Q, K, V);
+  const bool scale = field(request, "scale", true), causal = field(request, "causal", true);
+  const std::string by = field<std::string>(request, "softmax_by", "row");
+  if (by != "row" && by != "column")
+    throw std::invalid_argument("softmax_by must be 'row' or 'column', got '" + by + "'");
+  const int64_t T = Q.size(0), d_k = Q.size(1), d_v = V.size(1);
+
+  // S = Q Kᵀ / sqrt(d_k); the mask; A = softmax over rows (or, the lecture's bug, columns).
+  const Tensor qk = matmul(Q, transpose(K, -2, -1));
+  const Tensor scores = scale ? mul_scalar(qk, 1.0 / std::sqrt(static_cast<double>(d_k))) : qk;
+  const Tensor masked = causal ? causal_mask(scores) : scores;
+  const Tensor weights = by == "row" ? softmax(masked) : lecture::column_softmax(masked);
+  const Tensor out = matmul(weights, V);
+  for (const double z : out.to_vector())
+    if (!std::isfinite(z))
+      throw std::invalid_argument(
+          "the output Z overflowed to a non-finite number: use smaller values in Q, K or V");
+
+  // Whether each Z[t, c] lies within the range of V's column c, as a weighted average must.
+  const std::vector<double> v = V.to_vector(), z = out.to_vector();
+  json outside = json::array();
+  for (int64_t c = 0; c < d_v; ++c) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (int64_t t = 0; t < T; ++t) {
+      lo = std::min(lo, v[static_cast<size_t>(t * d_v + c)]);
+      hi = std::max(hi, v[static_cast<size_t>(t * d_v + c)]);
+    }
+    const double slack = 1e-9 * std::max(1.0, std::max(std::abs(lo), std::abs(hi)));
+    for (int64_t t = 0; t < T; ++t) {
+      const double x = z[static_cast<size_t>(t * d_v + c)];
+      if (x < lo - slack || x > hi + slack)
+        outside.push_back({{"t", t}, {"c", c}, {"z", x}, {"min", lo}, {"max", hi}});
+    }
+  }
+  return {{"T", T},
+          {"d_k", d_k},
+          {"d_v", d_v},
+          {"Q", matrix_json(Q)},
+          {"K", matrix_json(K)},
+          {"V", matrix_json(V)},
+          {"qk", matrix_json(qk)},
+          {"scores", matrix_json(scores)},
+          {"masked", matrix_json(masked)},
+          {"weights", matrix_json(weights)},
+          {"row_sums", vector_json(sum(weights, {1}))},
+          {"column_sums", vector_json(sum(weights, {0}))},
+          {"out", matrix_json(out)},
+          {"out_outside_range_of_V", outside}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 2, positions: the library's sinusoidal table, its rotary embedding, and the lecture's
+// order example.
+
+// An integer field in [lo, hi], refused otherwise with its name and range.
+int64_t int_in(const json& request, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+  const int64_t v = field(request, key, fallback);
+  if (v < lo || v > hi)
+    throw std::invalid_argument(std::string(key) + " must be " + std::to_string(lo) + " to " +
+                                std::to_string(hi) + ", got " + std::to_string(v));
+  return v;
+}
+
+// {"cmd": "positions", "T", "n_embd"}: nn::sinusoidal_table (T, n_embd), the table a GPT with
+// pos_encoding sinusoidal adds to its token embeddings.
+json positions(const json& request) {
+  const int64_t T = int_in(request, "T", 32, 1, 512);
+  const int64_t C = int_in(request, "n_embd", 16, 2, 512);
+  return {{"T", T}, {"n_embd", C}, {"table", matrix_json(nn::sinusoidal_table(T, C, DType::f64))}};
+}
+
+// {"cmd": "rope", "q": "1, 0.5", "k": "0.7, -0.2", "m", "n"}: q rotated to position m and k to
+// position n by nn::apply_rope (one row each, of the same even length d, read by the workbench's
+// parser), and their dot product, which depends on m and n only through m - n; beside it the dot
+// product without rotation.
+json rope(const json& request) {
+  const Tensor Q = lecture::parse_matrix(required<std::string>(request, "q"), "q");
+  const Tensor K = lecture::parse_matrix(required<std::string>(request, "k"), "k");
+  const int64_t d = Q.size(1);
+  if (Q.size(0) != 1 || K.size(0) != 1 || K.size(1) != d || d % 2 != 0 || d > 64)
+    throw std::invalid_argument(
+        "q and k need one row each of the same even length, 2 to 64 (RoPE rotates pairs of "
+        "channels); q is " +
+        std::to_string(Q.size(0)) + "x" + std::to_string(d) + " and k is " +
+        std::to_string(K.size(0)) + "x" + std::to_string(K.size(1)));
+  const int64_t m = int_in(request, "m", 0, 0, 100000), n = int_in(request, "n", 0, 0, 100000);
+  const Tensor rq = nn::apply_rope(Q, m), rk = nn::apply_rope(K, n);
+  return {{"q_rotated", vector_json(reshape(rq, {d}))},
+          {"k_rotated", vector_json(reshape(rk, {d}))},
+          {"score", sum(mul(rq, rk)).item()},
+          {"score_without_rope", sum(mul(Q, K)).item()}};
+}
+
+// {"cmd": "order", "words": ["dog", "bites", "man"], "positions": bool}: the lecture's order
+// argument on its toy embeddings (lecture::embed_words), plus the sinusoidal table when
+// `positions`: the mean over the tokens, and unmasked self-attention with q = k = v = x
+// (lecture::self_attention), one output row per word.
+json order(const json& request) {
+  const std::vector<std::string> words = required<std::vector<std::string>>(request, "words");
+  if (words.empty() || words.size() > 16)
+    throw std::invalid_argument("give 1 to 16 words, got " + std::to_string(words.size()));
+  Tensor x = lecture::embed_words(words);
+  if (field(request, "positions", false))
+    x = add(x, nn::sinusoidal_table(x.size(0), x.size(1), DType::f64));
+  return {{"words", words},
+          {"x", matrix_json(x)},
+          {"mean", vector_json(mean(x, {0}))},
+          {"attention", matrix_json(lecture::self_attention(x, false))}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parts 3 and 4: one model, its tokenizer, and (when it was made here) its data and trainer.
+struct Workspace {
+  std::unique_ptr<gpt::LanguageModel> model;
+  std::unique_ptr<gpt::Tokenizer> tokenizer;
+  std::unique_ptr<gpt::Dataset> data;     // only for a model made by model_new
+  std::unique_ptr<gpt::Trainer> trainer;  // ditto
+  gpt::TrainOptions options;
+  Generator sample_gen{1337};
+};
+Workspace& workspace() {
+  static Workspace w;
+  return w;
+}
+
+Workspace& require_model() {
+  Workspace& w = workspace();
+  if (!w.model) throw std::logic_error("no model yet: build one (model_new) or load a checkpoint");
+  return w;
+}
+
+json config_json(const gpt::LanguageModel& model) {
+  const gpt::GPTConfig& c = model.config();
+  return {{"kind", gpt::model_kind_name(model.kind())},
+          {"vocab_size", c.vocab_size},
+          {"block_size", c.block_size},
+          {"n_layer", c.n_layer},
+          {"n_head", c.n_head},
+          {"n_embd", c.n_embd},
+          {"pos_encoding", gpt::pos_encoding_name(c.pos_encoding)},
+          {"parameters", gpt::num_parameters(model.kind(), c)}};
+}
+
+// {"cmd": "model_new", "kind": "gpt" | "bigram" | "average", "preset": "femto" | "pico" (or
+//  absent: custom), "n_layer", "n_head", "n_embd", "block_size" (override the preset),
+//  "text": the corpus (or "text_file": its path in the module's file system), "seed", and the
+//  training options "batch_size", "learning_rate", "min_lr", "warmup_steps", "max_steps",
+//  "eval_iters", "weight_decay", "grad_clip"}
+json model_new(const json& request) {
+  // A file the student dropped is passed as bytes in the module's file system ("text_file", at
+  // a path named after the file), so that its UTF-8 is checked here, with the byte offset of a
+  // bad sequence.
+  const bool from_file = request.contains("text_file");
+  const std::string source =
+      from_file
+          ? std::filesystem::path(required<std::string>(request, "text_file")).filename().string()
+          : "the text";
+  const std::string text = from_file
+                               ? gpt::read_text_file(required<std::string>(request, "text_file"),
+                                                     "text file", "drop a UTF-8 text file")
+                               : required<std::string>(request, "text");
+  if (const auto bad = gpt::find_utf8_error(text))
+    throw std::invalid_argument(source + " is not UTF-8 text: " + bad->message() +
+                                "; save it as UTF-8 (an editor's \"Save as\" offers the encoding)");
+  auto tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(text));
+  const gpt::ModelKind kind = gpt::parse_model_kind(field<std::string>(request, "kind", "gpt"));
+  gpt::GPTConfig config = gpt::preset(field<std::string>(request, "preset", "femto"));
+  config.n_layer = field(request, "n_layer", config.n_layer);
+  config.n_head = field(request, "n_head", config.n_head);
+  config.n_embd = field(request, "n_embd", config.n_embd);
+  config.block_size = field(request, "block_size", config.block_size);
+  config.vocab_size = tokenizer->vocab_size();
+  config.validate();
+
+  gpt::TrainOptions options;
+  options.batch_size = field(request, "batch_size", int64_t{32});
+  options.learning_rate = field(request, "learning_rate", 1e-2);
+  options.min_lr = field(request, "min_lr", 1e-3);
+  options.warmup_steps = field(request, "warmup_steps", int64_t{100});
+  options.max_steps = field(request, "max_steps", int64_t{2000});
+  options.eval_iters = field(request, "eval_iters", int64_t{20});
+  options.weight_decay = field(request, "weight_decay", options.weight_decay);
+  options.grad_clip = field(request, "grad_clip", options.grad_clip);
+  options.seed = field(request, "seed", options.seed);
+  options.corpus = "page";
+  options.validate();
+
+  auto data = std::make_unique<gpt::Dataset>(tokenizer->encode(text), config.block_size);
+  // Too short a text is refused now, with the Dataset's message, not at the first step.
+  for (const gpt::Split split : {gpt::Split::train, gpt::Split::val})
+    if (data->num_windows(split, config.block_size) < 1)
+      throw std::invalid_argument("the text is too short: its " +
+                                  std::string(gpt::split_name(split)) + " split has " +
+                                  std::to_string(data->size(split)) + " characters, fewer than " +
+                                  "block_size + 1 = " + std::to_string(config.block_size + 1) +
+                                  "; use a longer text or a smaller block_size");
+  auto model = gpt::make_model(kind, config, field(request, "seed", uint64_t{1337}));
+
+  Workspace& w = workspace();
+  w.trainer.reset();  // it refers to the model and data it replaces
+  w.model = std::move(model);
+  w.data = std::move(data);
+  w.options = options;
+  w.trainer = std::make_unique<gpt::Trainer>(*w.model, *w.data, options, tokenizer->kind(),
+                                             tokenizer->serialize(), "");
+  w.tokenizer = std::move(tokenizer);
+  // The counted baselines the curves are drawn against, as `attograd train` prints them
+  // (gpt/text/dataset.h): the val split's unigram entropy (a model that knows only character
+  // frequencies, and has seen the answer) and the val loss of the add-one bigram counted on
+  // train.
+  const auto& train = w.data->tokens(gpt::Split::train);
+  const auto& val = w.data->tokens(gpt::Split::val);
+  return {{"config", config_json(*w.model)},
+          {"train_tokens", train.size()},
+          {"val_tokens", val.size()},
+          {"unigram_loss", gpt::unigram_entropy(val)},
+          {"bigram_loss", gpt::bigram_cross_entropy(train, val, config.vocab_size)}};
+}
+
+Workspace& require_trainer() {
+  Workspace& w = require_model();
+  if (!w.trainer)
+    throw std::logic_error(
+        "this model was loaded from a checkpoint without its text: build a model from a text "
+        "(model_new) to train or evaluate it");
+  return w;
+}
+
+// {"cmd": "train", "steps": n}: n optimizer steps; each step's training loss.
+json train(const json& request) {
+  Workspace& w = require_trainer();
+  const int64_t steps = field(request, "steps", int64_t{1});
+  if (steps < 1 || steps > 100000)
+    throw std::invalid_argument("steps must be 1 to 100000, got " + std::to_string(steps));
+  json losses = json::array();
+  for (int64_t i = 0; i < steps; ++i) losses.push_back(w.trainer->train_step());
+  return {{"step", w.trainer->step()}, {"losses", losses}, {"lr_max_steps", w.options.max_steps}};
+}
+
+// {"cmd": "evaluate"}: mean loss and perplexity over eval_iters fixed batches of each split.
+json evaluate(const json&) {
+  Workspace& w = require_trainer();
+  const gpt::EvalResult r = w.trainer->evaluate();
+  return {{"step", r.step},
+          {"train_loss", r.train_loss},
+          {"val_loss", r.val_loss},
+          {"train_ppl", r.train_ppl},
+          {"val_ppl", r.val_ppl}};
+}
+
+// The prompt's ids, refused when empty or longer than the model's context.
+std::vector<int64_t> encode_prompt(const Workspace& w, const std::string& prompt,
+                                   bool for_sampling) {
+  std::vector<int64_t> ids = w.tokenizer->encode(prompt);
+  if (ids.empty()) throw std::invalid_argument("the prompt is empty: type at least one character");
+  const int64_t block_size = w.model->config().block_size;
+  if (!for_sampling && static_cast<int64_t>(ids.size()) > block_size)
+    throw std::invalid_argument("the prompt is " + std::to_string(ids.size()) +
+                                " tokens, longer than this model's context (block_size " +
+                                std::to_string(block_size) + "): shorten it to at most " +
+                                std::to_string(block_size) + " characters");
+  return ids;
+}
+
+// {"cmd": "forward", "prompt": text}: its tokens, every layer's attention weights
+// [layer][head][query][key] (a GPT's; none for bigram and average), and the next-token
+// probabilities after the last token.
+json forward(const json& request) {
+  Workspace& w = require_model();
+  const std::vector<int64_t> ids =
+      encode_prompt(w, required<std::string>(request, "prompt"), false);
+  const int64_t T = static_cast<int64_t>(ids.size());
+  NoGradGuard no_grad;
+  w.model->eval();
+  const Tensor idx = Tensor::from_ids(ids, {1, T});
+  std::vector<Tensor> attention;
+  Tensor logits;
+  if (auto* g = dynamic_cast<gpt::GPT*>(w.model.get())) {
+    logits = g->forward(idx, Tensor(), nullptr, &attention).logits;
+  } else {
+    logits = w.model->forward(idx).logits;
+  }
+  w.model->train();
+  json layers = json::array();
+  for (const Tensor& a : attention) {  // (1, n_head, T, T)
+    json heads = json::array();
+    for (int64_t h = 0; h < a.size(1); ++h)
+      heads.push_back(matrix_json(reshape(slice(a, 1, h, h + 1), {T, T})));
+    layers.push_back(heads);
+  }
+  json tokens = json::array();
+  for (const int64_t id : ids) tokens.push_back(w.tokenizer->token_bytes(id));
+  const std::vector<double> last = slice(logits, 1, T - 1, T).to_vector();  // (1, 1, V)
+  return {{"tokens", tokens},
+          {"attention", layers},
+          {"next_token_probabilities", gpt::next_token_probabilities(last, {})}};
+}
+
+// {"cmd": "sample", "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"}: the
+// generated text, and at each step the `bars` most likely next tokens with their
+// probabilities after temperature, top-k and top-p (what the page draws as bars).
+json sample(const json& request) {
+  Workspace& w = require_model();
+  const std::vector<int64_t> prompt =
+      encode_prompt(w, required<std::string>(request, "prompt"), true);
+  gpt::GenerateOptions options;
+  options.max_new_tokens = field(request, "max_new_tokens", int64_t{100});
+  if (options.max_new_tokens < 1 || options.max_new_tokens > 10000)
+    throw std::invalid_argument("max_new_tokens must be 1 to 10000, got " +
+                                std::to_string(options.max_new_tokens));
+  options.sampling.temperature = field(request, "temperature", 1.0);
+  options.sampling.top_k = field(request, "top_k", int64_t{0});
+  options.sampling.top_p = field(request, "top_p", 1.0);
+  options.sampling.validate();
+  const int64_t bars = field(request, "bars", int64_t{8});
+  json steps = json::array();
+  options.on_logits = [&](const std::vector<double>& logits) {
+    const std::vector<double> p = gpt::next_token_probabilities(logits, options.sampling);
+    std::vector<int64_t> order(p.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+    const size_t k = std::min(order.size(), static_cast<size_t>(std::max<int64_t>(bars, 1)));
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    json top = json::array();
+    for (size_t i = 0; i < k; ++i)
+      top.push_back({{"token", w.tokenizer->token_bytes(order[i])}, {"p", p[order[i]]}});
+    steps.push_back(top);
+  };
+  if (request.contains("seed")) w.sample_gen.reseed(request["seed"].get<uint64_t>());
+  const std::vector<int64_t> out = gpt::generate(*w.model, prompt, options, w.sample_gen);
+  const std::vector<int64_t> generated(out.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
+                                       out.end());
+  return {{"text", w.tokenizer->decode(generated)}, {"steps", steps}};
+}
+
+// {"cmd": "batch_loss", "text", "rows"}: the loss of the model on one fixed batch, and the
+// gradient of that loss for every parameter, in eval mode (no dropout): the numbers the parity
+// test (tests/web/parity_test.js) compares between this module and the same file built natively
+// (api_native.cc). The batch is cut from `text` encoded by the model's tokenizer: `rows` (B)
+// windows of block_size + 1 tokens, window b starting at token b * (block_size + 1); each
+// window's first block_size tokens are the input and its last block_size the targets.
+// Returns {"loss", "gradients": {name: [values, row-major]}, "max_abs_gradient"}.
+json batch_loss(const json& request) {
+  Workspace& w = require_model();
+  const int64_t B = field(request, "rows", int64_t{4});
+  const int64_t T = w.model->config().block_size;
+  const std::vector<int64_t> ids = w.tokenizer->encode(required<std::string>(request, "text"));
+  if (B < 1 || B > 1024)
+    throw std::invalid_argument("rows must be 1 to 1024, got " + std::to_string(B));
+  if (static_cast<int64_t>(ids.size()) < B * (T + 1))
+    throw std::invalid_argument(
+        "the text is " + std::to_string(ids.size()) + " tokens; " + std::to_string(B) +
+        " rows of block_size + 1 = " + std::to_string(T + 1) + " tokens need " +
+        std::to_string(B * (T + 1)) + ": give a longer text or fewer rows");
+  std::vector<int64_t> x, y;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto start = ids.begin() + static_cast<std::ptrdiff_t>(b * (T + 1));
+    x.insert(x.end(), start, start + T);
+    y.insert(y.end(), start + 1, start + T + 1);
+  }
+  w.model->eval();
+  w.model->zero_grad();
+  const Tensor loss =
+      w.model->forward(Tensor::from_ids(x, {B, T}), Tensor::from_ids(y, {B, T})).loss;
+  loss.backward();
+  json gradients = json::object();
+  double largest = 0;
+  for (const auto& [name, p] : w.model->named_parameters()) {
+    const std::vector<double> g = p.grad().to_vector();
+    for (const double v : g) largest = std::max(largest, std::abs(v));
+    gradients[name] = g;
+  }
+  // The trainer's next step starts from zero gradients as it always does (it zeroes them
+  // itself); the model goes back to training mode as train() expects.
+  w.model->zero_grad();
+  w.model->train();
+  return {{"loss", loss.item()}, {"gradients", gradients}, {"max_abs_gradient", largest}};
+}
+
+// {"cmd": "save", "path"}: the CLI's checkpoint (Trainer::save: weights, config, tokenizer,
+// optimizer state) written to `path` in the module's file system.
+json save(const json& request) {
+  Workspace& w = require_trainer();
+  const std::string path = required<std::string>(request, "path");
+  w.trainer->save(path);
+  return {{"path", path}, {"step", w.trainer->step()}};
+}
+
+// {"cmd": "load", "path"}: a checkpoint the CLI (or save) wrote, as `attograd sample` opens it.
+// The model can then be looked at and sampled from; training it needs its text (model_new).
+json load(const json& request) {
+  gpt::Session s = gpt::open_checkpoint(required<std::string>(request, "path"));
+  s.require_tokenizer_matches();
+  Workspace& w = workspace();
+  w.trainer.reset();
+  w.data.reset();
+  w.model = std::move(s.model);
+  w.tokenizer = std::move(s.tokenizer);
+  return {{"config", config_json(*w.model)}, {"tokenizer", w.tokenizer->kind()}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 5: the ops and their gradient checks, as `attograd gradcheck` prints them.
+json ops(const json&) {
+  json out = json::array();
+  for (const OpEntry& e : op_registry().entries()) {
+    json cases = json::array();
+    for (const GradcheckCase& c : e.cases) cases.push_back(c.label);
+    out.push_back({{"name", e.name}, {"forward", e.forward}, {"vjp", e.vjp}, {"cases", cases}});
+  }
+  return out;
+}
+
+// {"cmd": "gradcheck", "op", "dtype": "f64" | "f32", "seed"}: each case's analytic VJP against
+// central differences (run_gradcheck), with the largest errors per input.
+json gradcheck(const json& request) {
+  const std::string name = required<std::string>(request, "op");
+  const OpEntry* entry = op_registry().find(name);
+  if (entry == nullptr) throw std::invalid_argument("unknown op '" + name + "'");
+  const std::string dtype_name = field<std::string>(request, "dtype", "f64");
+  if (dtype_name != "f64" && dtype_name != "f32")
+    throw std::invalid_argument("dtype must be f64 or f32, got '" + dtype_name + "'");
+  const DType dtype = dtype_name == "f32" ? DType::f32 : DType::f64;
+  GradcheckOptions options = dtype == DType::f32 ? GradcheckOptions::float32() : GradcheckOptions{};
+  options.seed = field(request, "seed", uint64_t{0});
+  json cases = json::array();
+  for (const GradcheckCase& c : entry->cases) {
+    Generator gen(options.seed);
+    const GradcheckResult r = run_gradcheck(c.fn, c.make_inputs(gen, dtype, {}), options);
+    json inputs = json::array();
+    for (const GradcheckInputReport& in : r.inputs)
+      inputs.push_back({{"index", in.index},
+                        {"shape", std::vector<int64_t>(in.shape.begin(), in.shape.end())},
+                        {"max_abs_err", in.max_abs_err},
+                        {"max_rel_err", in.max_rel_err},
+                        {"passed", in.passed},
+                        {"detail", in.detail}});
+    cases.push_back({{"label", c.label},
+                     {"passed", r.passed},
+                     {"repeat_ok", r.repeat_ok},
+                     {"message", r.message},
+                     {"inputs", inputs}});
+  }
+  return {{"op", name},         {"forward", entry->forward}, {"vjp", entry->vjp},
+          {"eps", options.eps}, {"atol", options.atol},      {"rtol", options.rtol},
+          {"cases", cases}};
+}
+
+// A matrix as the workbench's text, rows separated by ';' (what parse_matrix reads back).
+std::string matrix_text(const Tensor& t) {
+  const std::vector<double> v = t.to_vector();
+  std::string text;
+  for (int64_t r = 0; r < t.size(0); ++r) {
+    for (int64_t c = 0; c < t.size(1); ++c) {
+      const json x = v[static_cast<size_t>(r * t.size(1) + c)];
+      text += (c ? ", " : (r ? "; " : "")) + x.dump();
+    }
+  }
+  return text;
+}
+
+// The workbench's presets: the lecture's worked examples (docs/03-attention.md, asserted by
+// tests/examples/attention_by_hand_test.cc), "dog bites man" from the lecture library's toy
+// embeddings with Q = K = V = x as in its order argument.
+json workbench_presets() {
+  const std::string x = matrix_text(lecture::embed_words({"dog", "bites", "man"}));
+  return json::array({
+      {{"name", "lecture"},
+       {"title", "the lecture's 2 tokens: Q = [1, 2], K = [1, 3], V = [10, 20]"},
+       {"Q", "1; 2"},
+       {"K", "1; 3"},
+       {"V", "10; 20"}},
+      {{"name", "t3"},
+       {"title", "T = 3, d_k = 2 exercise"},
+       {"Q", "1, 0; 0, 1; 1, 1"},
+       {"K", "1, 0; 0, 1; 1, 1"},
+       {"V", "1, 2; 3, 4; 5, 6"}},
+      {{"name", "dog"},
+       {"title", "\"dog bites man\": Q = K = V = the toy embeddings"},
+       {"Q", x},
+       {"K", x},
+       {"V", x}},
+  });
+}
+
+json info(const json&) {
+  return {{"target", kernels::active_target()},
+          {"presets", {"femto", "pico"}},
+          {"model_kinds", {"gpt", "bigram", "average"}},
+          {"workbench_presets", workbench_presets()}};
+}
+
+json dispatch(const json& request) {
+  if (!request.is_object()) throw std::invalid_argument("a request is a JSON object");
+  const std::string cmd = required<std::string>(request, "cmd");
+  if (cmd == "attention") return attention(request);
+  if (cmd == "positions") return positions(request);
+  if (cmd == "rope") return rope(request);
+  if (cmd == "order") return order(request);
+  if (cmd == "model_new") return model_new(request);
+  if (cmd == "train") return train(request);
+  if (cmd == "evaluate") return evaluate(request);
+  if (cmd == "forward") return forward(request);
+  if (cmd == "sample") return sample(request);
+  if (cmd == "batch_loss") return batch_loss(request);
+  if (cmd == "save") return save(request);
+  if (cmd == "load") return load(request);
+  if (cmd == "ops") return ops(request);
+  if (cmd == "gradcheck") return gradcheck(request);
+  if (cmd == "info") return info(request);
+  throw std::invalid_argument("unknown request '" + cmd +
+                              "' (attention, positions, rope, order, model_new, train, evaluate, "
+                              "forward, sample, batch_loss, save, load, ops, gradcheck, info)");
+}
+
+}  // namespace
+}  // namespace attograd::web
+
+extern "C" const char* attograd_call(const char* request) {
+  static std::string reply;
+  using attograd::web::json;
+  try {
+    reply = json{{"ok", attograd::web::dispatch(json::parse(request))}}.dump();
+  } catch (const std::exception& e) {
+    // Non-UTF-8 text inside a message would make dump() throw: replace it.
+    reply =
+        json{{"error", std::string(e.what())}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return reply.c_str();
+}

@@ -1,0 +1,519 @@
+// The companion page: wires the parts of index.html to the engine. The workbench and the
+// gradient checks call an engine on this thread (each answer takes milliseconds); training,
+// sampling and the attention maps go to the Web Worker (worker.js), which owns the model. No
+// maths here: every number shown comes from the engine (attograd.js).
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const fmt = (x, digits = 6) =>
+    x === null ? '−∞' : Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-4) ? x.toExponential(3)
+                                                                                : String(+x.toFixed(digits));
+
+function showError(id, error) {
+  $(id).textContent = error ? String(error.message || error) : '';
+}
+
+// ---- The worker: calls by id, progress messages ----------------------------------------------
+const worker = new Worker('worker.js');
+let nextId = 1;
+const pending = new Map();
+function workerCall(method, args, transfer) {
+  return new Promise((resolve, reject) => {
+    const id = nextId++;
+    pending.set(id, {resolve, reject});
+    worker.postMessage({id, method, args}, transfer || []);
+  });
+}
+worker.onmessage = (event) => {
+  const m = event.data;
+  if (m.progress) return onProgress(m.progress);
+  const p = pending.get(m.id);
+  pending.delete(m.id);
+  if (m.error !== undefined) p.reject(new Error(m.error));
+  else p.resolve(m.result);
+};
+
+// ---- Part 1: the attention workbench ---------------------------------------------------------
+function matrixTable(id, title, shape, rows, extraHeader, extra) {
+  let html = `<div class="step"><h4>${title} <span class="shape">${shape}</span></h4>` +
+      `<table id="${id}" class="matrix">`;
+  if (extraHeader) html += `<tr>${rows[0].map(() => '<th></th>').join('')}<th>${extraHeader}</th></tr>`;
+  rows.forEach((row, i) => {
+    html += '<tr>' + row.map((x) => `<td class="${x === null ? 'masked' : ''}">${fmt(x)}</td>`).join('');
+    if (extra) html += `<td class="sum">${fmt(extra[i])}</td>`;
+    html += '</tr>';
+  });
+  return html + '</table></div>';
+}
+
+let lastWorkbench = null;
+function runWorkbench() {
+  if (!engine) return;
+  const request = {
+    Q: $('wb-Q').value, K: $('wb-K').value, V: $('wb-V').value,
+    scale: $('wb-scale').checked, causal: $('wb-causal').checked,
+    softmax_by: $('wb-softmax').value,
+  };
+  let r;
+  try {
+    r = engine.attention(request);
+  } catch (e) {
+    showError('wb-error', e);
+    $('wb-steps').innerHTML = '';
+    $('wb-warning').textContent = '';
+    return;
+  }
+  showError('wb-error', null);
+  lastWorkbench = r;
+  const T = r.T, dk = r.d_k, dv = r.d_v;
+  const sName = request.scale ? `S = QKᵀ / √d<sub>k</sub> (√${dk})` : 'S = QKᵀ (not scaled)';
+  const maskName = request.causal ? 'mask: −∞ above the diagonal' : 'no mask';
+  const aName = request.softmax_by === 'row' ? 'A = softmax over each row' : 'A = softmax over each column';
+  const masked = r.masked.map((row) => row.map((x) => (x === null ? null : x)));
+  let html = matrixTable('wb-S', sName, `(${T}, ${T})`, r.scores) +
+      matrixTable('wb-mask', maskName, `(${T}, ${T})`, masked) +
+      matrixTable('wb-A', aName, `(${T}, ${T})`, r.weights, 'row sum', r.row_sums);
+  const predicting = $('wb-predict').checked && !revealed;
+  html += predicting ? `<div class="step"><h4>Z = AV <span class="shape">(${T}, ${dv})</span></h4>` +
+      '<p>hidden until you check your prediction</p></div>'
+                     : matrixTable('wb-Z', 'Z = AV', `(${T}, ${dv})`, r.out);
+  $('wb-steps').innerHTML = html;
+  const warnings = [];
+  if (r.row_sums.some((s) => Math.abs(s - 1) > 1e-9))
+    warnings.push('The rows of A no longer sum to 1 (row sums ' + r.row_sums.map((s) => fmt(s, 4)).join(', ') +
+                  '): each output is no longer a weighted average of the rows of V.');
+  if (r.out_outside_range_of_V.length > 0 && !predicting)
+    warnings.push('Z leaves the range of V: ' + r.out_outside_range_of_V.map(
+        (o) => `Z[${o.t}, ${o.c}] = ${fmt(o.z, 4)} is outside [${fmt(o.min, 4)}, ${fmt(o.max, 4)}]`).join('; ') + '.');
+  $('wb-warning').textContent = warnings.join(' ');
+  $('wb-predict-what').textContent = `Z[${T - 1}, 0]`;
+}
+
+let revealed = false;
+function workbenchChanged() {
+  revealed = false;
+  $('wb-verdict').textContent = '';
+  runWorkbench();
+}
+
+function setupWorkbench() {
+  // The presets come from the engine (attograd_api.cc's workbench_presets).
+  const presets = engine.info().workbench_presets;
+  $('wb-preset').innerHTML = presets.map((p) => `<option value="${p.name}">${p.title}</option>`).join('');
+  $('wb-preset').addEventListener('change', () => {
+    const p = presets.find((x) => x.name === $('wb-preset').value);
+    $('wb-Q').value = p.Q;
+    $('wb-K').value = p.K;
+    $('wb-V').value = p.V;
+    workbenchChanged();
+  });
+  for (const id of ['wb-Q', 'wb-K', 'wb-V']) $(id).addEventListener('input', workbenchChanged);
+  for (const id of ['wb-scale', 'wb-causal', 'wb-softmax']) $(id).addEventListener('change', workbenchChanged);
+  $('wb-predict').addEventListener('change', () => {
+    $('wb-predict-box').hidden = !$('wb-predict').checked;
+    workbenchChanged();
+  });
+  $('wb-check').addEventListener('click', () => {
+    if (!lastWorkbench) return;
+    const guess = parseFloat($('wb-guess').value);
+    const actual = lastWorkbench.out[lastWorkbench.T - 1][0];
+    revealed = true;
+    runWorkbench();
+    $('wb-verdict').textContent = Number.isFinite(guess)
+        ? `You said ${guess}; it is ${fmt(actual, 6)} (off by ${fmt(Math.abs(guess - actual), 4)}).`
+        : `Type a number first; it is ${fmt(actual, 6)}.`;
+  });
+}
+
+// ---- Part 2: positions ------------------------------------------------------------------------
+// A (rows, cols) matrix as crisp coloured cells: blue for positive, red for negative, the
+// strength |x| / scale; each cell's value in its title (hover) and data-w.
+function heatTable(id, rows, scale, rowLabel, colLabel) {
+  let html = `<table id="${id}" class="heat"><tr><th></th>` +
+      rows[0].map((_, c) => `<th>${colLabel(c)}</th>`).join('') + '</tr>';
+  rows.forEach((row, r) => {
+    html += `<tr><th>${rowLabel(r)}</th>` + row.map((x) => {
+      const a = Math.min(1, Math.abs(x) / scale).toFixed(3);
+      const color = x >= 0 ? `rgba(48, 96, 192, ${a})` : `rgba(192, 48, 64, ${a})`;
+      return `<td title="${x}" data-w="${x}" style="background: ${color}"></td>`;
+    }).join('') + '</tr>';
+  });
+  return html + '</table>';
+}
+
+function drawPositions() {
+  showError('pe-error', null);
+  try {
+    const r = engine.positions(+$('pe-T').value, +$('pe-C').value);
+    $('pe-map').innerHTML = `<div class="map"><h4>sinusoidal table <span class="shape">(${r.T}, ${r.n_embd})</span></h4>` +
+        heatTable('pe-table', r.table, 1, (p) => p, (c) => c) + '</div>';
+  } catch (e) {
+    showError('pe-error', e);
+  }
+}
+
+let ropeGrid = [];  // [m, n, score] of the last table, for the tests
+function drawRope() {
+  showError('rope-error', null);
+  $('rope-m-v').textContent = $('rope-m').value;
+  $('rope-n-v').textContent = $('rope-n').value;
+  const q = $('rope-q').value, k = $('rope-k').value;
+  try {
+    const r = engine.rope(q, k, +$('rope-m').value, +$('rope-n').value);
+    $('rope-result').textContent = `q at m = ${$('rope-m').value}: [${r.q_rotated.map((x) => fmt(x, 4)).join(', ')}]; ` +
+        `k at n = ${$('rope-n').value}: [${r.k_rotated.map((x) => fmt(x, 4)).join(', ')}]; ` +
+        `score q·k = ${fmt(r.score, 6)} (without RoPE ${fmt(r.score_without_rope, 6)}), m − n = ` +
+        `${$('rope-m').value - $('rope-n').value}.`;
+    const N = 8, rows = [];
+    ropeGrid = [];
+    for (let m = 0; m < N; ++m) {
+      rows.push([]);
+      for (let n = 0; n < N; ++n) {
+        const score = engine.rope(q, k, m, n).score;
+        rows[m].push(score);
+        ropeGrid.push([m, n, score]);
+      }
+    }
+    const scale = Math.max(...ropeGrid.map((g) => Math.abs(g[2])), 1e-12);
+    $('rope-map').innerHTML = '<div class="map"><h4>score of q at m (rows) with k at n (columns)</h4>' +
+        heatTable('rope-table', rows, scale, (m) => 'm=' + m, (n) => n) + '</div>';
+  } catch (e) {
+    showError('rope-error', e);
+    $('rope-result').textContent = '';
+    $('rope-map').innerHTML = '';
+  }
+}
+
+// "dog bites man" against "man bites dog": the mean over the tokens, and each word's output of
+// self-attention, with or without positions (every number from the engine's `order`).
+const ORDERS = [['dog', 'bites', 'man'], ['man', 'bites', 'dog']];
+const sameVector = (a, b) => a.every((x, i) => Math.abs(x - b[i]) <= 1e-12 * Math.max(1, Math.abs(x)));
+function orderResults(positions) {
+  const [a, b] = ORDERS.map((words) => engine.order(words, positions));
+  const word = (r, w) => r.attention[r.words.indexOf(w)];
+  return {
+    a, b,
+    mean_same: sameVector(a.mean, b.mean),
+    attention_same: ['dog', 'bites', 'man'].every((w) => sameVector(word(a, w), word(b, w))),
+  };
+}
+
+function drawOrder() {
+  const positions = $('ord-pos').checked;
+  const r = orderResults(positions);
+  const vec = (v) => '[' + v.map((x) => fmt(x, 4)).join(', ') + ']';
+  $('ord-result').innerHTML = [r.a, r.b].map((o) =>
+      `<div class="step"><h4>“${o.words.join(' ')}”${positions ? ' + positions' : ''}</h4>` +
+      `<p>mean over the tokens: ${vec(o.mean)}</p><table class="matrix"><tr><th>word</th><th>attention output</th></tr>` +
+      o.words.map((w, t) => `<tr><td>${w}</td><td>${vec(o.attention[t])}</td></tr>`).join('') +
+      '</table></div>').join('');
+  $('ord-verdict').textContent = (r.mean_same ? 'The mean is the same in both orders' : 'The means differ') +
+      (r.attention_same ? '; each word gets the same attention output wherever it stands: ' +
+                          'without positions, attention cannot tell the orders apart.'
+                        : '; with positions, each word\'s attention output changes with the order.');
+}
+
+function setupPositions() {
+  for (const id of ['pe-T', 'pe-C']) $(id).addEventListener('input', drawPositions);
+  for (const id of ['rope-q', 'rope-k', 'rope-m', 'rope-n']) $(id).addEventListener('input', drawRope);
+  $('ord-pos').addEventListener('change', drawOrder);
+  drawPositions();
+  drawRope();
+  drawOrder();
+}
+
+// ---- Part 3: training, curves, sampling --------------------------------------------------------
+let baselines = null;
+let history = {train: [], val: []};  // [step, loss]
+let started = 0;
+
+function trainingRequest() {
+  const choice = $('tr-model').value;
+  const r = {
+    kind: choice === 'bigram' || choice === 'average' ? choice : 'gpt',
+    preset: choice === 'pico' ? 'pico' : 'femto',
+    batch_size: +$('tr-batch').value,
+    learning_rate: +$('tr-lr').value,
+    max_steps: +$('tr-steps').value,
+    warmup_steps: Math.min(100, Math.max(1, Math.floor(+$('tr-steps').value / 10))),
+    eval_iters: 10,
+  };
+  if (choice === 'custom') {
+    r.n_layer = +$('tr-n_layer').value;
+    r.n_head = +$('tr-n_head').value;
+    r.n_embd = +$('tr-n_embd').value;
+  }
+  return r;
+}
+
+let shippedText = null;
+async function buildModel() {
+  showError('tr-error', null);
+  const request = trainingRequest();
+  const file = $('tr-file').files[0];
+  if (file) {
+    request.bytes = new Uint8Array(await file.arrayBuffer());
+    request.name = file.name;
+  }
+  else request.text = shippedText || (shippedText = await (await fetch('genesis.txt')).text());
+  try {
+    const r = await workerCall('newModel', request);
+    baselines = r;
+    history = {train: [], val: []};
+    const c = r.config;
+    $('tr-info').textContent = `${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
+        `(V = ${c.vocab_size}, block_size ${c.block_size}, n_layer ${c.n_layer}, n_head ${c.n_head}, ` +
+        `n_embd ${c.n_embd}); ${r.train_tokens.toLocaleString()} train and ${r.val_tokens.toLocaleString()} ` +
+        `val characters. Baselines (val): unigram ${fmt(r.unigram_loss, 4)}, bigram ${fmt(r.bigram_loss, 4)} nats.`;
+    $('tr-start').disabled = false;
+    $('tr-save').disabled = false;
+    for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
+    $('tr-progress').textContent = '';
+    drawChart();
+  } catch (e) {
+    showError('tr-error', e);
+  }
+}
+
+let lastProgress = null;
+function onProgress(p) {
+  if (p.error) {
+    showError('tr-error', p.error);
+    $('tr-pause').disabled = true;
+    $('tr-start').disabled = false;
+    return;
+  }
+  lastProgress = p;
+  const first = p.step - p.losses.length + 1;
+  p.losses.forEach((loss, i) => history.train.push([first + i, loss]));
+  if (p.eval) history.val.push([p.eval.step, p.eval.val_loss, p.eval]);
+  const left = (p.target - p.step) * p.seconds_per_step;
+  const last = history.val[history.val.length - 1];
+  $('tr-progress').textContent = `step ${p.step} / ${p.target}, loss ${fmt(p.losses[p.losses.length - 1], 4)}, ` +
+      `${Math.round(p.tokens_per_second).toLocaleString()} tokens/s, ${left.toFixed(1)} s left` +
+      (last ? `; val loss ${fmt(last[2].val_loss, 4)} (perplexity ${fmt(last[2].val_ppl, 3)}) at step ${last[0]}` : '') +
+      (p.done ? ' — done' : '');
+  if (p.done) {
+    $('tr-pause').disabled = true;
+    $('tr-start').disabled = false;
+    if (window.page.onDone) window.page.onDone(p);  // bench/page_pico.py times runs with it
+  }
+  drawChart();
+}
+
+function drawChart() {
+  const canvas = $('tr-chart');
+  const g = canvas.getContext('2d');
+  const W = canvas.width, H = canvas.height, L = 50, R = 150, Tp = 10, B = 30;
+  g.fillStyle = '#fff';
+  g.fillRect(0, 0, W, H);
+  if (!baselines) return;
+  const points = history.train.concat(history.val);
+  const maxStep = Math.max(10, +$('tr-steps').value, ...points.map((p) => p[0]));
+  const values = points.map((p) => p[1]).concat([baselines.unigram_loss, baselines.bigram_loss]);
+  const log = $('tr-log').checked;
+  const tf = (v) => (log ? Math.log(v) : v);
+  let lo = Math.min(...values), hi = Math.max(...values);
+  if (log) lo = Math.max(lo, 1e-3);
+  const y0 = tf(lo) - 0.05 * (tf(hi) - tf(lo) || 1), y1 = tf(hi) + 0.05 * (tf(hi) - tf(lo) || 1);
+  const X = (s) => L + (W - L - R) * (s / maxStep);
+  const Y = (v) => Tp + (H - Tp - B) * (1 - (tf(Math.max(v, 1e-3)) - y0) / (y1 - y0));
+  g.strokeStyle = '#888';
+  g.strokeRect(L, Tp, W - L - R, H - Tp - B);
+  g.fillStyle = '#333';
+  g.font = '12px sans-serif';
+  for (let k = 0; k <= 4; ++k) {
+    const v = log ? Math.exp(y0 + (y1 - y0) * k / 4) : y0 + (y1 - y0) * k / 4;
+    g.fillText(v.toFixed(2), 4, Y(v) + 4);
+  }
+  g.fillText('step ' + maxStep, W - R - 60, H - 10);
+  g.fillText(log ? 'loss (nats, log axis)' : 'loss (nats)', L, H - 10);
+  const line = (pts, color, width) => {
+    g.strokeStyle = color;
+    g.lineWidth = width;
+    g.beginPath();
+    pts.forEach((p, i) => (i ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1]))));
+    g.stroke();
+  };
+  const hline = (v, color, label) => {
+    g.setLineDash([5, 4]);
+    line([[0, v], [maxStep, v]], color, 1);
+    g.setLineDash([]);
+    g.fillStyle = color;
+    g.fillText(`${label} ${v.toFixed(3)}`, W - R + 6, Y(v) + 4);
+  };
+  hline(baselines.unigram_loss, '#b05000', 'unigram');
+  hline(baselines.bigram_loss, '#007040', 'bigram');
+  line(history.train, '#3060c0', 1);
+  line(history.val, '#c02040', 2);
+  g.fillStyle = '#3060c0';
+  g.fillText('train', W - R + 6, Tp + 12);
+  g.fillStyle = '#c02040';
+  g.fillText('val (perplexity = e^loss)', W - R + 6, Tp + 26);
+}
+
+function setupTraining() {
+  $('tr-model').addEventListener('change', () => ($('tr-custom').hidden = $('tr-model').value !== 'custom'));
+  $('tr-build').addEventListener('click', buildModel);
+  $('tr-start').addEventListener('click', async () => {
+    showError('tr-error', null);
+    const steps = +$('tr-steps').value;
+    const r = trainingRequest();
+    const T = baselines.config.block_size;
+    await workerCall('start', {target: steps, chunk: 10, evalEvery: Math.max(10, Math.round(steps / 10 / 10) * 10),
+                               tokensPerStep: r.batch_size * T});
+    $('tr-start').disabled = true;
+    $('tr-pause').disabled = false;
+  });
+  $('tr-pause').addEventListener('click', async () => {
+    await workerCall('pause');
+    $('tr-pause').disabled = true;
+    $('tr-start').disabled = false;
+  });
+  $('tr-log').addEventListener('change', drawChart);
+  $('tr-save').addEventListener('click', async () => {
+    try {
+      const bytes = await workerCall('save');
+      const a = document.createElement('a');
+      a.href = URL.createObjectURL(new Blob([bytes], {type: 'application/octet-stream'}));
+      a.download = 'ckpt.safetensors';
+      a.click();
+    } catch (e) {
+      showError('tr-error', e);
+    }
+  });
+  $('tr-load').addEventListener('change', async () => {
+    const file = $('tr-load').files[0];
+    if (!file) return;
+    showError('tr-error', null);
+    try {
+      const r = await workerCall('load', {bytes: new Uint8Array(await file.arrayBuffer()), name: file.name});
+      const c = r.config;
+      baselines = null;
+      $('tr-info').textContent = `loaded ${file.name}: ${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
+          `(V = ${c.vocab_size}, block_size ${c.block_size}); sample from it or look inside. ` +
+          'To train, build a model from a text.';
+      $('tr-start').disabled = true;
+      $('tr-save').disabled = true;
+      for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
+      drawChart();
+    } catch (e) {
+      showError('tr-error', e);
+    }
+  });
+  const slider = (id, show) => {
+    const update = () => ($(id + '-v').textContent = show(+$(id).value));
+    $(id).addEventListener('input', update);
+    update();
+  };
+  slider('sm-temperature', (v) => (v === 0 ? '0 (greedy)' : v));
+  slider('sm-topk', (v) => (v === 0 ? 'off' : v));
+  slider('sm-topp', (v) => (v >= 1 ? '1 (off)' : v));
+  $('sm-go').addEventListener('click', async () => {
+    showError('sm-error', null);
+    try {
+      const r = await workerCall('sample', {
+        prompt: $('sm-prompt').value, max_new_tokens: 200, temperature: +$('sm-temperature').value,
+        top_k: +$('sm-topk').value, top_p: +$('sm-topp').value, bars: 8,
+      });
+      $('sm-text').textContent = $('sm-prompt').value + r.text;
+      // The tokens top-k and top-p left a chance (the others' bars would be empty).
+      const first = (r.steps[0] || []).filter((b) => b.p > 0);
+      $('sm-bars').innerHTML = '<p>Next-token probabilities at the first generated step:</p>' +
+          first.map((b) => `<div class="bar"><span class="tok">${JSON.stringify(b.token)}</span>` +
+                           `<span class="fill" style="width:${(b.p * 300).toFixed(1)}px"></span>${fmt(b.p, 4)}</div>`).join('');
+    } catch (e) {
+      showError('sm-error', e);
+    }
+  });
+}
+
+// ---- Part 4: attention maps of the trained model -------------------------------------------------
+function setupLookInside() {
+  $('li-go').addEventListener('click', async () => {
+    showError('li-error', null);
+    try {
+      const r = await workerCall('forward', {prompt: $('li-prompt').value});
+      if (r.attention.length === 0) {
+        $('li-maps').innerHTML = '<p>This model has no attention (bigram or average).</p>';
+        return;
+      }
+      const label = (t) => JSON.stringify(t).slice(1, -1) || '·';
+      let html = '';
+      r.attention.forEach((heads, l) => heads.forEach((rows, h) => {
+        html += `<div class="map"><h4>layer ${l}, head ${h}</h4><table class="heat"><tr><th></th>` +
+            r.tokens.map((t) => `<th>${label(t)}</th>`).join('') + '</tr>';
+        rows.forEach((row, q) => {
+          html += `<tr><th>${label(r.tokens[q])}</th>` + row.map((w) =>
+              `<td title="${w}" data-w="${w}" style="background: rgba(48, 96, 192, ${w.toFixed(3)})"></td>`).join('') + '</tr>';
+        });
+        html += '</table></div>';
+      }));
+      $('li-maps').innerHTML = html;
+    } catch (e) {
+      showError('li-error', e);
+    }
+  });
+}
+
+// ---- Part 5: gradient checks ---------------------------------------------------------------------
+function setupGradients() {
+  const ops = engine.ops();
+  $('gc-op').innerHTML = ops.map((o) => `<option>${o.name}</option>`).join('');
+  const formula = () => {
+    const o = ops.find((x) => x.name === $('gc-op').value);
+    $('gc-formula').textContent = o ? `forward: ${o.forward.replace(/`/g, '')}   VJP: ${o.vjp.replace(/`/g, '')}` : '';
+  };
+  $('gc-op').addEventListener('change', formula);
+  formula();
+  $('gc-go').addEventListener('click', () => {
+    showError('gc-error', null);
+    try {
+      const r = engine.gradcheck($('gc-op').value, $('gc-dtype').value);
+      let html = `<tr><th>case</th><th>input</th><th>shape</th><th>max |analytic − numerical|</th>` +
+          `<th>max relative</th><th>worst element</th><th>result</th></tr>`;
+      for (const c of r.cases) {
+        for (const i of c.inputs) {
+          html += `<tr><td>${c.label}</td><td>${i.index}</td><td>(${i.shape.join(', ')})</td>` +
+              `<td>${i.max_abs_err.toExponential(3)}</td><td>${i.max_rel_err.toExponential(3)}</td>` +
+              `<td>${i.detail}</td><td class="${i.passed ? 'pass' : 'fail'}">${i.passed ? 'PASS' : 'FAIL'}</td></tr>`;
+        }
+      }
+      html += `<tr><td colspan="7">central differences with eps = ${r.eps}, pass when the error ≤ ` +
+          `atol ${r.atol} + rtol ${r.rtol} · |numerical|</td></tr>`;
+      $('gc-table').innerHTML = html;
+    } catch (e) {
+      showError('gc-error', e);
+    }
+  });
+}
+
+// ---- Start -----------------------------------------------------------------------------------------
+let engine = null;
+window.page = {
+  workerCall,
+  get engine() { return engine; },
+  // For the browser test (tests/web/browser_test.py): the last step the worker reported, the
+  // RoPE table's [m, n, score] entries, and the order experiment with and without positions.
+  trainingStep: () => (lastProgress ? lastProgress.step : 0),
+  ropeScores: () => ropeGrid,
+  orderExperiment() {
+    const off = orderResults(false), on = orderResults(true);
+    return {mean_same: off.mean_same && on.mean_same, attention_without_positions_same: off.attention_same,
+            attention_with_positions_same: on.attention_same};
+  },
+  ready: loadAttograd().then((e) => {
+    engine = e;
+    $('status').textContent = `Engine ready (Highway target ${engine.info().target}).`;
+    setupWorkbench();
+    setupPositions();
+    setupTraining();
+    setupLookInside();
+    setupGradients();
+    runWorkbench();
+    return true;
+  }).catch((e) => {
+    $('status').textContent = 'The engine failed to load: ' + e.message;
+    throw e;
+  }),
+};
