@@ -2,7 +2,7 @@
 """The homework's pico run in the companion page against the native CLI on one thread,
 interleaved (native, page, native, page, ...), and the page's first load.
 
-    /usr/bin/python3 bench/page_pico.py build-wasm/page build/examples/attograd --rounds 2
+    /usr/bin/python3 bench/page_pico.py build-wasm/page build/cli/attograd --rounds 2
 
 Both sides train pico with the settings of examples/train_pico.sh (20,000 steps, batch 64, lr
 1e-2 to 1e-3, warmup 200, an evaluation of 50 batches per split every 2,000 steps) on the same

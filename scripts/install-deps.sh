@@ -40,7 +40,7 @@ elif [ "${1:-}" = "--wasm" ]; then
   )
 elif [ "${1:-}" = "--browser" ]; then
   packages=(
-    chromium                  # the page's tests run in headless Chromium (scripts/browser_test.py)
+    chromium                  # the page's tests run in headless Chromium (tests/web/browser_test.py)
     chromium-driver           # chromedriver, through which Selenium drives it
     python3-selenium          # the tests' WebDriver client
   )

@@ -5,7 +5,7 @@
 # as CSV. The page must load that checkpoint and find the same weights (tests/web/parity_test.js,
 # tests/web/browser_test.py).
 #   tests/web/native_fixture.sh NATIVE_BUILD TEXT OUT_DIR
-# NATIVE_BUILD: a native build with examples/attograd and web/attograd_api_native
+# NATIVE_BUILD: a native build with cli/attograd and web/attograd_api_native
 # (scripts/wasm.sh builds the two). Writes OUT_DIR/run/ckpt.safetensors, OUT_DIR/attention/*.csv
 # and OUT_DIR/prompt.txt.
 set -euo pipefail
@@ -15,7 +15,7 @@ if [ -z "$native" ]; then
     "-DATTOGRAD_NATIVE_BUILD=<a native build of this checkout> (scripts/wasm.sh passes build/)" >&2
   exit 1
 fi
-cli=$native/examples/attograd
+cli=$native/cli/attograd
 for program in "$cli" "$native/web/attograd_api_native"; do
   if [ ! -x "$program" ]; then
     echo "native_fixture: $program is missing: build it (scripts/wasm.sh builds the native" \
