@@ -2,35 +2,12 @@
 // non-zero exit code (2 for bad usage or input, 1 for a failed check or a diverged run).
 #include <algorithm>
 #include <exception>
-#include <functional>
 #include <iostream>
 #include <new>
 #include <string>
 #include <string_view>
 
 #include "cli/command.h"
-
-namespace {
-
-// `train --help` (or --version) on a rank of a several-rank job, in the set-up agreement
-// (gpt/train/distributed.h) as a failure to set up: asked on every rank (`mpirun -np 2 attograd
-// train --help`), the text is printed once and the job exits 0; asked on some ranks only
-// (mpirun's `a : b` form), those say so and every rank exits 2.
-int help_on_ranks(const attograd::gpt::Communicator& comm, const std::function<void()>& say_help) {
-  const int asking = comm.agree_on_setup(true);
-  const bool everyone = asking == comm.size();
-  if (everyone && comm.is_root()) say_help();
-  if (!everyone)
-    std::cerr << "attograd: error: rank " + std::to_string(comm.rank()) + " of " +
-                     std::to_string(comm.size()) +
-                     ": --help stops this rank while the others set up to train; run `attograd "
-                     "train --help` without mpirun\n"
-              << std::flush;
-  comm.barrier();  // before any rank exits: mpirun ends the job at the first non-zero exit
-  return everyone ? 0 : 2;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   // Under a launcher (mpirun -np N, srun) every rank runs this same program. Only `train` is
@@ -84,8 +61,18 @@ int main(int argc, char** argv) {
       }
       if (comm != nullptr && comm->size() > 1) {
         const auto say_alone = [&] { app.exit(e); };
-        if (e.get_exit_code() != 0) return comm->fail_setup(e.what(), say_alone, std::cerr);
-        return help_on_ranks(*comm, say_alone);
+        if (e.get_exit_code() != 0) {
+          comm->fail_setup(e.what(), say_alone, std::cerr);
+          return 2;
+        }
+        // --help (or --version) is a failure to set up too: asked on every rank (`mpirun -np 2
+        // attograd train --help`), the text is printed once and the job exits 0; asked on some
+        // ranks only (mpirun's `a : b` form), those say so and every rank exits 2.
+        const int asking = comm->fail_setup(
+            "--help stops this rank while the others set up to train; run `attograd train "
+            "--help` without mpirun",
+            say_alone, std::cerr);
+        return asking == comm->size() ? 0 : 2;
       }
     }
     if (quiet_rank) return e.get_exit_code() == 0 ? 0 : 2;

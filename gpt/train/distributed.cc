@@ -45,14 +45,17 @@ int Communicator::agree_on_setup(bool failed) const {
 int Communicator::fail_setup(const std::string& message, const std::function<void()>& say_alone,
                              std::ostream& err) const {
   const int failed = agree_on_setup(true);
-  if (failed < size())  // one write: mpirun interleaves the ranks' output by writes
-    err << "attograd: error: rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
-               ": " + message + "\n"
-        << std::flush;
+  if (failed < size())
+    err << rank_error(message) << std::flush;
   else if (is_root())
     say_alone();
   barrier();  // before any rank exits: mpirun ends the job at the first non-zero exit
-  return 2;
+  return failed;
+}
+
+std::string Communicator::rank_error(std::string_view message) const {
+  return "attograd: error: rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
+         ": " + std::string(message) + "\n";
 }
 
 uint64_t fingerprint(std::string_view bytes) {

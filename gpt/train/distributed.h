@@ -81,10 +81,13 @@ class Communicator {
   /// The set-up agreement for a rank that failed to set up with the error `message`: joins the
   /// others' agree_on_setup, then reports, one write each: when every rank failed, rank 0 alone,
   /// by calling say_alone (the message as one process would print it); otherwise this rank, as
-  /// "attograd: error: rank r of N: message" on `err`. Waits at a barrier, so that every report
-  /// is out before any rank exits. Returns the exit code, 2.
+  /// rank_error(message) on `err`. Waits at a barrier, so that every report is out before any
+  /// rank exits. Returns how many ranks failed, the same on every rank (size(): all of them).
   int fail_setup(const std::string& message, const std::function<void()>& say_alone,
                  std::ostream& err) const;
+  /// "attograd: error: rank r of N: <message>\n": how a rank says what it alone met, in one
+  /// write (mpirun interleaves the ranks' output by writes).
+  std::string rank_error(std::string_view message) const;
 
  private:
   Communicator(int rank, int size, int local_size, bool mpi)
