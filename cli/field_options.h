@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -25,21 +26,68 @@ inline CLI::Validator range_check(gpt::RealRange r) { return number_in(r); }
 
 namespace detail {
 
+template <class T>
+struct Optional {
+  using Value = T;
+};
+template <class T>
+struct Optional<std::optional<T>> {
+  using Value = T;
+};
+
+// The row's help, followed by its choices and what each is when the table says (--model's
+// "gpt (the GPT-2 transformer), bigram (...) or average (...)").
+template <class F>
+std::string help_of(const F& f, const std::string& prefix) {
+  using R = typename F::Range;
+  std::vector<std::string> described;
+  if constexpr (std::is_same_v<R, gpt::Choices>) {
+    for (size_t i = 0; i < f.range.descriptions.size(); ++i)
+      described.push_back(std::string(f.range.names[i]) + " (" + f.range.descriptions[i] + ")");
+  } else if constexpr (std::is_same_v<R, gpt::Names>) {
+    if (f.range.describe != nullptr)
+      for (const std::string& name : f.range.names())
+        described.push_back(name + " (" + f.range.describe(name) + ")");
+  }
+  return prefix + f.help + (described.empty() ? "" : ": " + gpt::join_names(described));
+}
+
+// The option's check of row f's range; none for AnyValue (but a seed's).
+template <class F>
+void check_range_of(CLI::Option* option, const F& f) {
+  using V = typename Optional<typename F::Type>::Value;
+  using R = typename F::Range;
+  if constexpr (std::is_same_v<R, gpt::IntRange> || std::is_same_v<R, gpt::RealRange>)
+    option->check(range_check(f.range));
+  else if constexpr (std::is_same_v<R, gpt::Choices>)
+    option->check(
+        CLI::IsMember(std::vector<std::string>(f.range.names.begin(), f.range.names.end())));
+  else if constexpr (std::is_same_v<R, gpt::Names>)
+    option->check(CLI::IsMember(f.range.names()));
+  else if constexpr (std::is_same_v<R, gpt::PathToWrite>)
+    option->check(kOutputPath);
+  else if constexpr (std::is_same_v<V, uint64_t>)
+    option->check(kSeed);
+}
+
 // Adds row f as an option writing into target. With `given`, the option records the row's name
 // there when used and shows no default (an override over a preset); without, it shows target's
-// value as the default.
+// value as the default. An optional field is set only when its option is used, and shows none.
 template <class F>
 CLI::Option* add_field_option(CLI::App* cmd, const F& f, typename F::Struct& target,
                               const std::string& help, std::set<std::string>* given) {
   using T = typename F::Type;
+  using V = typename Optional<T>::Value;
   using R = typename F::Range;
+  constexpr bool optional = !std::is_same_v<T, V>;
   const auto m = f.member;
   const std::string name = f.name;
   auto mark = [given, name] {
     if (given != nullptr) given->insert(name);
   };
-  if constexpr (std::is_same_v<T, bool>) {
-    const bool value = !(typename F::Struct{}.*m);  // the flag turns the default around
+  if constexpr (std::is_same_v<V, bool>) {
+    // A flag: it turns the default around (an optional one says yes).
+    const bool value = optional || !(typename F::Struct{}.*m);
     return cmd->add_flag_callback(
         f.flag,
         [&target, m, value, mark] {
@@ -49,35 +97,31 @@ CLI::Option* add_field_option(CLI::App* cmd, const F& f, typename F::Struct& tar
         help);
   } else if constexpr (std::is_same_v<R, gpt::Choices>) {
     const gpt::Choices c = f.range;
-    CLI::Option* option =
-        cmd->add_option_function<std::string>(
-               f.flag,
-               [&target, m, c, mark](const std::string& text) {
-                 for (size_t i = 0; i < c.names.size(); ++i)
-                   if (text == c.names[i]) target.*m = static_cast<T>(i);
-                 mark();
-               },
-               help)
-            ->check(CLI::IsMember(std::vector<std::string>(c.names.begin(), c.names.end())));
-    if (given == nullptr) option->default_str(gpt::choice_name(target.*m, c));
+    CLI::Option* option = cmd->add_option_function<std::string>(
+        f.flag,
+        [&target, m, c, mark](const std::string& text) {
+          for (size_t i = 0; i < c.names.size(); ++i)
+            if (text == c.names[i]) target.*m = static_cast<V>(i);
+          mark();
+        },
+        help);
+    check_range_of(option, f);
+    if (given == nullptr && !optional) option->default_str(gpt::choice_name(target.*m, c));
     return option;
   } else {
     CLI::Option* option = nullptr;
-    if (given == nullptr) {
+    if (given == nullptr && !optional) {
       option = cmd->add_option(f.flag, target.*m, help)->capture_default_str();
     } else {
-      option = cmd->add_option_function<T>(
+      option = cmd->add_option_function<V>(
           f.flag,
-          [&target, m, mark](const T& v) {
+          [&target, m, mark](const V& v) {
             target.*m = v;
             mark();
           },
           help);
     }
-    if constexpr (std::is_same_v<R, gpt::AnyValue> && std::is_same_v<T, uint64_t>)
-      option->check(kSeed);
-    else if constexpr (!std::is_same_v<R, gpt::AnyValue>)
-      option->check(range_check(f.range));
+    check_range_of(option, f);
     return option;
   }
 }
@@ -93,7 +137,7 @@ std::vector<CLI::Option*> add_field_options(CLI::App* cmd, S& s,
   std::vector<CLI::Option*> options;
   S::for_each_field([&](const auto& f) {
     if (f.flag != nullptr && !skip.count(f.name))
-      options.push_back(detail::add_field_option(cmd, f, s, f.help, nullptr));
+      options.push_back(detail::add_field_option(cmd, f, s, detail::help_of(f, ""), nullptr));
   });
   return options;
 }
@@ -106,8 +150,19 @@ void add_override_options(CLI::App* cmd, S& values, std::set<std::string>& given
                           const std::string& help_prefix, const std::set<std::string>& skip = {}) {
   S::for_each_field([&](const auto& f) {
     if (f.flag != nullptr && !skip.count(f.name))
-      detail::add_field_option(cmd, f, values, help_prefix + f.help, &given);
+      detail::add_field_option(cmd, f, values, detail::help_of(f, help_prefix), &given);
   });
+}
+
+/// The names of S's rows whose option (added by add_field_options) was used on `cmd`'s command
+/// line.
+template <class S>
+std::set<std::string> given_fields(const CLI::App& cmd) {
+  std::set<std::string> given;
+  S::for_each_field([&](const auto& f) {
+    if (f.flag != nullptr && cmd.count(f.flag) > 0) given.insert(f.name);
+  });
+  return given;
 }
 
 /// The flags of S's rows that a resumed run may change (kResumable).

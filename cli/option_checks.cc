@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "gpt/io/utf8.h"
+#include "gpt/io/fields.h"
 
 namespace attograd::cli {
 
@@ -80,9 +80,8 @@ CLI::Validator number_in(gpt::RealRange r) {
   return finite_number_check([r](double v) { return r.contains(v); }, gpt::range_str(r));
 }
 
-CLI::Validator integer_in(gpt::IntRange range, const std::string& why) {
-  const std::string expected =
-      "an integer in " + gpt::range_str(range) + (why.empty() ? "" : " (" + why + ")");
+CLI::Validator integer_in(gpt::IntRange range) {
+  const std::string expected = "an integer in " + gpt::range_str(range);
   return CLI::Validator(
       [range, expected](std::string& text) -> std::string {
         const std::optional<int64_t> v = parse_decimal<int64_t>(text);
@@ -101,15 +100,7 @@ const CLI::Validator kSeed = CLI::Validator(
     "INT in [0, 2^64 - 1]");
 
 const CLI::Validator kOutputPath = CLI::Validator(
-    [](std::string& text) -> std::string {
-      for (unsigned char ch : text)
-        if (ch < 0x20 || ch == 0x7F)
-          return "the path \"" + gpt::escape_bytes(text) + "\" holds a control character (" +
-                 gpt::code_point_hex(ch) +
-                 "); choose a name without newlines, tabs or other control characters";
-      return "";
-    },
-    "");
+    [](std::string& text) -> std::string { return gpt::path_to_write_problem(text); }, "");
 
 const CLI::Validator kNotEmpty = CLI::Validator(
     [](std::string& text) -> std::string {

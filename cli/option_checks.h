@@ -23,11 +23,11 @@ CLI::Validator number_in(double min, double max, bool min_open = false);
 CLI::Validator number_in(gpt::RealRange r);
 
 /// An integer option in [range.min, range.max] ("--n-layer: must be an integer in [1, 1024],
-/// got 1000000000"; `why`, when given, follows the range). Only decimal digits with an optional
+/// got 1000000000"; range.why, when set, follows the range). Only decimal digits with an optional
 /// minus sign are read: "1.5", "1e3", "0x10" and values out of range are refused, never
 /// rounded, clamped or wrapped; so is "010", which CLI11 (strtoll in base 0) would read as
 /// octal 8. --help shows the range (INT in [1, 1024]).
-CLI::Validator integer_in(gpt::IntRange range, const std::string& why = "");
+CLI::Validator integer_in(gpt::IntRange range);
 
 /// A seed: an integer in [0, 2^64 - 1] checked as integer_in checks one; "-1" is refused, not
 /// wrapped to 2^64 - 1.

@@ -3,6 +3,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gpt/io/utf8.h"
+
 namespace attograd::gpt {
 
 namespace {
@@ -25,6 +27,11 @@ std::string range_str(IntRange r) {
   s += ", ";
   s += std::to_string(r.max);
   s += ']';
+  if (r.why != nullptr) {
+    s += " (";
+    s += r.why;
+    s += ')';
+  }
   return s;
 }
 
@@ -54,6 +61,15 @@ void check_range(const std::string& owner, const char* field, double v, RealRang
   if (!r.contains(v))
     throw std::invalid_argument(prefix(owner) + field + " must be a finite number " + range_str(r) +
                                 ", got " + number_str(v));
+}
+
+std::string path_to_write_problem(std::string_view path) {
+  for (unsigned char ch : path)
+    if (ch < 0x20 || ch == 0x7F)
+      return "the path \"" + escape_bytes(path) + "\" holds a control character (" +
+             code_point_hex(ch) +
+             "); choose a name without newlines, tabs or other control characters";
+  return "";
 }
 
 std::string join_names(const std::vector<std::string>& names, const std::string& last) {

@@ -12,22 +12,26 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 namespace attograd::gpt {
 
-/// A closed range [min, max] of an integer setting.
+/// A closed range [min, max] of an integer setting, and what its bounds stand for when that is
+/// not plain ("at most 4 x this machine's cores"), which messages say beside them.
 struct IntRange {
   int64_t min;
   int64_t max;
+  const char* why = nullptr;
   bool contains(int64_t v) const { return v >= min && v <= max; }
 };
 
-/// "[1, 1024]"
+/// "[1, 1024]", or "[0, 8] (at most 4 x this machine's cores)" with a why.
 std::string range_str(IntRange r);
 
 /// Throws std::invalid_argument "<owner>: <field> must be in [min, max], got <v>" (owner may be
@@ -53,13 +57,30 @@ std::string range_str(RealRange r);
 /// <v>" (owner may be empty) when v is outside r or not finite.
 void check_range(const std::string& owner, const char* field, double v, RealRange r);
 
-/// The names of an enum whose values are 0, 1, 2, ... in this order.
+/// The names of an enum whose values are 0, 1, 2, ... in this order, and, when given, what each
+/// is in a few words (the CLI's --help lists "name (description)").
 struct Choices {
   std::span<const char* const> names;
+  std::span<const char* const> descriptions = {};
 };
+
+/// A string (or an optional one) that must be one of names(): a list known only at run time (a
+/// build may leave a kind out), and what each is (nullptr: nothing to say).
+struct Names {
+  std::vector<std::string> (*names)();
+  std::string (*describe)(const std::string&) = nullptr;
+};
+
+/// A path the program writes to (an output directory, a cache): one without control
+/// characters, since such a name is almost always a mistake and one printed messages cannot show.
+struct PathToWrite {};
 
 /// A field with no range beyond its type's (a seed, a flag, a string).
 struct AnyValue {};
+
+/// Why `path` cannot be a PathToWrite ("the path \"r\\nrun\" holds a control character (U+000A);
+/// choose a name without newlines, tabs or other control characters"), or "" when it can.
+std::string path_to_write_problem(std::string_view path);
 
 /// "a, b or c" (`last` joins the last two; one name alone is itself).
 std::string join_names(const std::vector<std::string>& names, const std::string& last = "or");
@@ -99,19 +120,53 @@ const char* choice_name(T v, Choices c) {
   return i < c.names.size() ? c.names[i] : "?";
 }
 
+namespace detail {
+
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+
+}  // namespace detail
+
+/// Throws std::invalid_argument as validate_fields() does when `v`, a value of row f (of an
+/// optional field: its value), is outside f's range.
+template <class F, class T>
+void check_field(const F& f, const T& v, const std::string& owner) {
+  using R = typename F::Range;
+  const std::string where = owner.empty() ? std::string() : owner + ": ";
+  if constexpr (std::is_same_v<R, IntRange>) {
+    check_range(owner, f.name, static_cast<int64_t>(v), f.range);
+  } else if constexpr (std::is_same_v<R, RealRange>) {
+    check_range(owner, f.name, static_cast<double>(v), f.range);
+  } else if constexpr (std::is_same_v<R, Choices>) {
+    if (static_cast<size_t>(v) >= f.range.names.size())
+      throw std::invalid_argument(where + f.name + " is not one of its names");
+  } else if constexpr (std::is_same_v<R, Names>) {
+    const std::vector<std::string> names = f.range.names();
+    bool known = false;
+    for (const std::string& n : names) known = known || n == v;
+    if (!known)
+      throw std::invalid_argument(where + f.name + " must be " + join_names(names) + ", got '" + v +
+                                  "'");
+  } else if constexpr (std::is_same_v<R, PathToWrite>) {
+    if (const std::string problem = path_to_write_problem(v); !problem.empty())
+      throw std::invalid_argument(where + f.name + ": " + problem);
+  }
+}
+
 /// Throws std::invalid_argument naming `owner` and the first field of S's table whose value in
-/// `s` is outside its range (check_range's messages; an enum out of its names too). The
+/// `s` is outside its range (check_range's messages; an enum out of its names, a string not in
+/// its Names, a PathToWrite with a control character too; an absent optional passes). The
 /// struct's cross-field rules are its own validate()'s.
 template <class S>
 void validate_fields(const S& s, const std::string& owner) {
   S::for_each_field([&](const auto& f) {
-    using F = std::decay_t<decltype(f)>;
-    if constexpr (std::is_same_v<typename F::Range, IntRange> ||
-                  std::is_same_v<typename F::Range, RealRange>) {
-      check_range(owner, f.name, s.*f.member, f.range);
-    } else if constexpr (std::is_same_v<typename F::Range, Choices>) {
-      if (static_cast<size_t>(s.*f.member) >= f.range.names.size())
-        throw std::invalid_argument(owner + ": " + f.name + " is not one of its names");
+    using T = typename std::decay_t<decltype(f)>::Type;
+    if constexpr (detail::IsOptional<T>::value) {
+      if (const T& v = s.*f.member) check_field(f, *v, owner);
+    } else {
+      check_field(f, s.*f.member, owner);
     }
   });
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/allocator.h"
@@ -80,6 +81,22 @@ std::vector<std::string> model_kind_names() {
   std::vector<std::string> names;
   for (const KindRow& r : kinds()) names.emplace_back(r.name);
   return names;
+}
+
+Choices model_kind_choices() {
+  // Built once from the table above, so that the spans stay valid.
+  static const auto lists = [] {
+    std::pair<std::vector<const char*>, std::vector<const char*>> l;
+    for (int i = 0;; ++i) {
+      const auto it = std::find_if(kinds().begin(), kinds().end(),
+                                   [i](const KindRow& r) { return static_cast<int>(r.kind) == i; });
+      if (it == kinds().end()) break;
+      l.first.push_back(it->name);
+      l.second.push_back(it->description);
+    }
+    return l;
+  }();
+  return Choices{lists.first, lists.second};
 }
 
 ModelKind parse_model_kind(const std::string& name) {

@@ -34,6 +34,8 @@ const char* model_kind_description(ModelKind kind);
 std::vector<std::string> model_kind_names();
 /// Parses a name; throws std::invalid_argument listing the valid names.
 ModelKind parse_model_kind(const std::string& name);
+/// The kinds' names and descriptions in the enum's order, as a field table's range.
+Choices model_kind_choices();
 
 /// The number of trainable parameters of the model of `kind` that `config` builds, from the
 /// sizes alone (nothing is allocated). Throws std::overflow_error if it does not fit int64_t.

@@ -136,6 +136,12 @@ struct CorpusOptions {
   std::function<void(const std::string&)> log;
 };
 
+/// The help of the option that sets CorpusOptions::keep_cr (`--keep-cr` of every command that
+/// reads a corpus).
+inline constexpr const char* kKeepCrHelp =
+    "keep a corpus file's CRLF and CR line ends as they are (by default each becomes LF, so '\\r' "
+    "is never a token)";
+
 /// A loaded corpus: its text and where it came from, for the CLI to print.
 struct Corpus {
   /// "kjv", "shakespeare", or the path as the user gave it.

@@ -138,15 +138,34 @@ void set_threads(int threads, const Communicator& comm, std::ostream& log) {
 
 }  // namespace
 
+void RunRequest::validate() const {
+  validate_fields(*this, "train");
+  if (!resume) return options.validate();
+  std::set<std::string> resumable;
+  TrainOptions::for_each_field([&](const auto& f) {
+    if (f.resumable()) {
+      resumable.insert(f.name);
+      if (options_given.count(f.name)) check_field(f, options.*f.member, "train");
+    }
+  });
+  for (const std::string& name : options_given)
+    if (!resumable.count(name))
+      throw std::invalid_argument(
+          "train: a resumed run keeps the options stored in its "
+          "checkpoint; " +
+          name + " cannot change (only " + join_names({resumable.begin(), resumable.end()}) +
+          " can)");
+}
+
 std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& comm,
                                    std::ostream& rank_log) {
   // Rank 0 alone tells what it does (a stream without a buffer writes nothing).
   std::ostream quiet(nullptr);
   std::ostream& log = comm.is_root() ? rank_log : quiet;
   std::unique_ptr<TrainingRun> run(new TrainingRun(comm));
-  set_threads(rq.threads, comm, log);
   // Checked before out_dir is made: a refused run leaves no empty directory behind.
-  if (!rq.resume) rq.options.validate();
+  rq.validate();
+  set_threads(rq.threads, comm, log);
   const std::filesystem::path out_dir(rq.out_dir);
   if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
     throw std::invalid_argument("--out " + rq.out_dir + " exists and is not a directory");
@@ -169,7 +188,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   std::optional<TrainingState> state;
   TrainOptions& options = run->options_;
   options = rq.options;
-  std::string corpus_spec = rq.corpus.value_or("kjv");
+  std::string corpus_spec = rq.corpus.value_or(RunRequest::kDefaultCorpus);
   bool recorded_corpus = false;  // resumed on the corpus its checkpoint names
   CorpusOptions corpus_options;
   corpus_options.cache_dir = rq.cache_dir;
@@ -192,12 +211,13 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
       recorded_corpus = true;
       if (!rq.keep_cr) corpus_options.keep_cr = options.keep_cr;
     }
-    if (rq.max_steps && *rq.max_steps != options.max_steps) {
-      // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
-      // rather than stretching to the new length and jumping back up.
-      options.lr_decay_steps = options.decay_steps();
-      options.max_steps = *rq.max_steps;
-    }
+    const int64_t stored_steps = options.max_steps;
+    TrainOptions::for_each_field([&](const auto& f) {
+      if (rq.options_given.count(f.name)) options.*f.member = rq.options.*f.member;
+    });
+    // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
+    // rather than stretching to the new length and jumping back up.
+    if (options.max_steps != stored_steps) options.lr_decay_steps = resumed.options.decay_steps();
     // Any number of ranks resumes the run, as long as they can share its global batch.
     options = options.on_ranks(comm.size());
     run->model_ = std::move(resumed.session.model);
@@ -234,7 +254,8 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
                    "weights, gradients and AdamW's two moments", "train --resume");
     log << "resume  step " << state->step << " of " << ckpt << "\n";
   } else {
-    run->tokenizer_ = make_tokenizer(rq.tokenizer.value_or("char"), corpus.text);
+    run->tokenizer_ =
+        make_tokenizer(rq.tokenizer.value_or(RunRequest::kDefaultTokenizer), corpus.text);
     refuse_unused_overrides(rq.config, rq.model);
     const GPTConfig config = build_config(rq.config, run->tokenizer_->vocab_size(), rq.model);
     require_memory(num_parameters(rq.model, config), DType::f32, 4,
@@ -329,10 +350,8 @@ int TrainingRun::train(std::ostream& log, std::ostream& err) {
     if (comm_.size() == 1) throw;
     // An error this rank alone meets while the others train would leave them waiting at the
     // next collective for ever: end them all (rank 0's last checkpoint was written atomically,
-    // so it is intact). One write: mpirun interleaves the ranks' output by writes.
-    err << "attograd: error: rank " + std::to_string(comm_.rank()) + " of " +
-               std::to_string(comm_.size()) + ": " + e.what() + "\n"
-        << std::flush;
+    // so it is intact).
+    err << comm_.rank_error(e.what()) << std::flush;
     comm_.abort(2);
   }
 }

@@ -10,12 +10,16 @@
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
+#include "gpt/io/fields.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/config.h"
 #include "gpt/model/language_model.h"
+#include "gpt/model/limits.h"
 #include "gpt/model/session.h"
+#include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
 #include "gpt/text/tokenizer.h"
 #include "gpt/train/distributed.h"
@@ -39,28 +43,74 @@ ResumedRun resume_run(const std::string& out_dir);
 
 /// What a training run is asked to do: the options of `attograd train`, as any program gives
 /// them. A fresh run uses every field; a resumed one (resume = true) takes its model, tokenizer,
-/// options and corpus from the checkpoint in out_dir, and only the fields marked "resume:" may
-/// change what it does.
+/// options and corpus from the checkpoint in out_dir, and only the rows marked kResumable (of
+/// this table and of TrainOptions') may be given to it.
 struct RunRequest {
   std::string out_dir = "runs/pico";  // logs, plots and kCheckpointFile
   bool resume = false;                // continue the run in out_dir, bit for bit
   bool overwrite = false;             // fresh: replace the run in out_dir
-  /// The corpus (load_corpus's spec). Absent: kjv; resume: the one the checkpoint records, else
-  /// it must hold the same text (its sha256 is compared).
+  /// The corpus (load_corpus's spec). Absent: kDefaultCorpus; resume: the one the checkpoint
+  /// records, else it must hold the same text (its sha256 is compared).
   std::optional<std::string> corpus;
   std::string cache_dir;        // where named corpora are kept; empty: default_cache_dir()
   std::optional<bool> keep_cr;  // keep CR line ends; absent: false, resume: as recorded
-  /// char or gpt2. Absent: char; resume: must name the checkpoint's when given.
+  /// A tokenizer_kinds() name. Absent: kDefaultTokenizer; resume: must name the checkpoint's.
   std::optional<std::string> tokenizer;
   ModelKind model = ModelKind::gpt;
   ConfigOverrides config;  // the preset and its overrides; vocab_size is the tokenizer's
   uint64_t init_seed = 1337;
-  TrainOptions options;  // fresh only (validated); resume: the checkpoint's
-  /// resume: a new max_steps; the learning-rate schedule keeps its end (then min_lr).
-  std::optional<int64_t> max_steps;
+  TrainOptions options;  // fresh: every field (validated); resume: only options_given's
+  /// resume: the TrainOptions rows (by name) to take from `options` rather than the
+  /// checkpoint; each must be a kResumable row (max_steps, the CLI's --steps). A new max_steps
+  /// extends or cuts the run, and the learning-rate schedule keeps its end (then min_lr).
+  std::set<std::string> options_given;
   /// The engine's pool (kernels::set_num_threads). 0: every CPU this process may run on, shared
   /// equally by the ranks of one machine when they are not bound to CPUs of their own.
   int threads = 0;
+
+  static constexpr const char* kDefaultCorpus = "kjv";
+  static constexpr const char* kDefaultTokenizer = "char";
+
+  /// The table of the request's own fields (gpt/io/fields.h): the CLI's options and --help,
+  /// validate() and the options a resumed run accepts come from it. config and options have
+  /// tables of their own (GPTConfig's, TrainOptions').
+  template <class V>
+  static void for_each_field(V&& v) {
+    using R = RunRequest;
+    v(Field(&R::out_dir, "out_dir", "--out", "output directory: logs, plots, ckpt.safetensors",
+            PathToWrite{}, kResumable));
+    v(Field(&R::resume, "resume", "--resume",
+            "continue the run in --out from its checkpoint, bit-exact, with its stored options and "
+            "corpus (--steps may extend it; the learning-rate schedule keeps its end; a --corpus "
+            "given must hold the same text)",
+            AnyValue{}, kResumable));
+    v(Field(&R::overwrite, "overwrite", "--overwrite",
+            "start over even if --out already holds a checkpoint", AnyValue{}));
+    v(Field(&R::corpus, "corpus", "--corpus",
+            "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded once), or a "
+            "UTF-8 text file",
+            AnyValue{}, kResumable));
+    v(Field(&R::cache_dir, "cache_dir", "--cache-dir",
+            "where fetched corpora are kept (default ~/.cache/attograd)", PathToWrite{},
+            kResumable));
+    v(Field(&R::keep_cr, "keep_cr", "--keep-cr", kKeepCrHelp, AnyValue{}, kResumable));
+    v(Field(&R::tokenizer, "tokenizer", "--tokenizer", "the tokenizer (default char)",
+            Names{tokenizer_kinds, tokenizer_description}, kResumable));
+    v(Field(&R::model, "model", "--model", "the model; the config options give its sizes",
+            model_kind_choices()));
+    v(Field(&R::init_seed, "init_seed", "--init-seed", "seed of the weight initialisation",
+            AnyValue{}));
+    v(Field(&R::threads, "threads", "--threads",
+            "threads of the engine's pool (0 = every CPU this process may run on, shared among "
+            "the ranks on one machine)",
+            IntRange{0, max_threads(), "at most 4 x this machine's cores"}, kResumable));
+  }
+
+  /// Throws std::invalid_argument naming the first field outside its table's range (an unknown
+  /// tokenizer, a control character in out_dir, too many threads), the first bad training
+  /// option (TrainOptions::validate; on resume those of options_given), or an options_given
+  /// name that is not a kResumable row.
+  void validate() const;
 };
 
 class TrainingRun;

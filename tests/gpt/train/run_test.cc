@@ -57,7 +57,8 @@ RunRequest resume_to(const std::filesystem::path& out, int64_t max_steps) {
   RunRequest rq;
   rq.out_dir = out.string();
   rq.resume = true;
-  rq.max_steps = max_steps;
+  rq.options.max_steps = max_steps;
+  rq.options_given = {"max_steps"};
   rq.threads = 1;
   return rq;
 }
@@ -122,7 +123,7 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
   write(dir / "other.txt", alternating(199) + "ba");
   train(femto(dir / "ab.txt", dir / "out", 2));
   RunRequest rq = resume_to(dir / "out", 2);
-  rq.max_steps.reset();
+  rq.options_given.clear();
   std::ostringstream log;
   RunRequest other = rq;
   other.corpus = (dir / "other.txt").string();
@@ -185,4 +186,43 @@ BOOST_AUTO_TEST_CASE(a_corpus_too_short_for_a_window_is_refused_before_training)
   bigram.config.set(&GPTConfig::n_layer, int64_t{2});  // a bigram has no blocks
   expect_throw_with<std::invalid_argument>([&] { start(bigram, Communicator::world(), log); },
                                            "--n-layer does not apply to --model bigram");
+}
+
+// RunRequest's table holds its ranges, so a program that fills a request in gets the CLI's
+// refusals, before a directory is made: an unknown tokenizer, a control character in the output
+// path, too many threads, and a training option a resumed run may not change.
+BOOST_AUTO_TEST_CASE(a_request_is_checked_against_its_table_before_anything_is_made) {
+  const auto dir = temp_dir("request");
+  write(dir / "ab.txt", alternating(200));
+  std::ostringstream log;
+  RunRequest bad_tokenizer = femto(dir / "ab.txt", dir / "a", 2);
+  bad_tokenizer.tokenizer = "bytes";
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(bad_tokenizer, Communicator::world(), log); },
+      "train: tokenizer must be char or gpt2, got 'bytes'");
+  RunRequest bad_out = femto(dir / "ab.txt", dir / "b\nc", 2);
+  expect_throw_with<std::invalid_argument>([&] { start(bad_out, Communicator::world(), log); },
+                                           "train: out_dir: the path \"" +
+                                               (dir / "b\\nc").string() +
+                                               "\" holds a control character (U+000A)");
+  RunRequest many_threads = femto(dir / "ab.txt", dir / "d", 2);
+  many_threads.threads = max_threads() + 1;
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(many_threads, Communicator::world(), log); },
+      "train: threads must be in [0, " + std::to_string(max_threads()) + "]");
+  BOOST_TEST(!std::filesystem::exists(dir / "a"));
+  BOOST_TEST(!std::filesystem::exists(dir / "b\nc"));
+  BOOST_TEST(!std::filesystem::exists(dir / "d"));
+
+  train(femto(dir / "ab.txt", dir / "run", 2));
+  RunRequest new_lr = resume_to(dir / "run", 2);
+  new_lr.options.learning_rate = 0.5;
+  new_lr.options_given.insert("learning_rate");
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(new_lr, Communicator::world(), log); },
+      "train: a resumed run keeps the options stored in its checkpoint; learning_rate cannot "
+      "change (only max_steps can)");
+  RunRequest no_steps = resume_to(dir / "run", 0);
+  expect_throw_with<std::invalid_argument>([&] { start(no_steps, Communicator::world(), log); },
+                                           "train: max_steps must be in [1, ");
 }
