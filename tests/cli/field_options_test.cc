@@ -1,4 +1,5 @@
-// Every row of the field tables (GPTConfig::for_each_field, TrainOptions::for_each_field) has one
+// Every row of the field tables (GPTConfig::for_each_field, TrainOptions::for_each_field and,
+// without JSON, RunRequest::for_each_field) has one
 // range, and the three places that apply it agree: the CLI option the row becomes
 // (cli/field_options.h), the struct's validate(), and its JSON in checkpoints. At the ends of
 // its range a value is accepted by all three and round-trips; just outside, all three refuse it
@@ -19,6 +20,7 @@
 #include "cli/field_options.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/config.h"
+#include "gpt/train/run.h"
 #include "gpt/train/trainer.h"
 #include "tests/gpt/field_count.h"
 #include "tests/test_util.h"
@@ -230,4 +232,72 @@ BOOST_AUTO_TEST_CASE(overrides_apply_only_the_fields_set) {
   GPTConfig expected = preset("pico");
   expected.n_layer = 5, expected.pos_encoding = PosEncoding::rope;
   BOOST_TEST((o.applied_to(preset("pico")) == expected));
+}
+
+// RunRequest's rows have no JSON (a request is not stored), but the CLI and validate() apply the
+// same range: the ends of --threads, each tokenizer kind and an unknown one, an output path with
+// and without a control character; an optional row is set only when its option is given.
+BOOST_AUTO_TEST_CASE(every_run_request_option_has_one_range_in_cli_and_validate) {
+  auto parse = [](const std::string& args) {
+    RunRequest rq;
+    CLI::App app;
+    add_field_options(&app, rq);
+    app.parse(args, false);
+    return rq;
+  };
+  int rows = 0;
+  RunRequest::for_each_field([&](const auto& f) {
+    ++rows;
+    using F = std::decay_t<decltype(f)>;
+    using T = typename F::Type;
+    using R = typename F::Range;
+    BOOST_TEST_CONTEXT("RunRequest::" << f.name) {
+      BOOST_TEST_REQUIRE(f.flag != nullptr);
+      const std::string flag = f.flag;
+      auto accepted = [&](const std::string& text, const T& value) {
+        const RunRequest rq = parse(text.empty() ? flag : flag + " " + text);
+        BOOST_TEST((rq.*f.member == value), "the CLI did not set " << f.name << " to " << text);
+        BOOST_CHECK_NO_THROW(rq.validate());
+      };
+      auto refused = [&](const std::string& text, const T& value) {
+        attograd::testing::expect_throw_with<CLI::ParseError>([&] { parse(flag + " " + text); },
+                                                              flag);
+        RunRequest rq;
+        rq.*f.member = value;
+        attograd::testing::expect_throw_with<std::invalid_argument>(
+            [&] { rq.validate(); }, std::string("train: ") + f.name);
+      };
+      if constexpr (std::is_same_v<R, IntRange>) {
+        accepted(text_of(f.range.min), static_cast<T>(f.range.min));
+        accepted(text_of(f.range.max), static_cast<T>(f.range.max));
+        refused(text_of(f.range.min - 1), static_cast<T>(f.range.min - 1));
+        refused(text_of(f.range.max + 1), static_cast<T>(f.range.max + 1));
+      } else if constexpr (std::is_same_v<R, Names>) {
+        for (const std::string& name : f.range.names()) accepted(name, name);
+        refused("bytes", "bytes");
+      } else if constexpr (std::is_same_v<R, PathToWrite>) {
+        accepted("runs/x", "runs/x");
+        const std::string control = std::string("a\x01") + "b";  // CLI11 splits at a newline
+        refused(control, control);
+      } else if constexpr (std::is_same_v<R, Choices>) {
+        for (size_t i = 0; i < f.range.names.size(); ++i)
+          accepted(f.range.names[i], static_cast<T>(i));
+        attograd::testing::expect_throw_with<CLI::ParseError>([&] { parse(flag + " alibi"); },
+                                                              flag);
+      } else if constexpr (std::is_same_v<T, uint64_t>) {
+        accepted("0", 0);
+        accepted(text_of(std::numeric_limits<uint64_t>::max()),
+                 std::numeric_limits<uint64_t>::max());
+      } else if constexpr (std::is_same_v<T, bool>) {
+        accepted("", !(RunRequest{}.*f.member));
+      } else if constexpr (std::is_same_v<T, std::optional<bool>>) {
+        BOOST_TEST(!(RunRequest{}.*f.member).has_value());
+        accepted("", true);
+      } else {
+        accepted("a_value", T("a_value"));
+        if constexpr (!std::is_same_v<T, std::string>) BOOST_TEST(!(RunRequest{}.*f.member));
+      }
+    }
+  });
+  BOOST_TEST(rows == 10);
 }
