@@ -18,6 +18,7 @@
 #include "cli/out_dir.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/utf8.h"
+#include "gpt/model/attribution.h"
 #include "gpt/train/plot.h"
 
 namespace attograd::cli {
@@ -55,60 +56,34 @@ std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const
   return {*pick};
 }
 
-// "Attention is not explanation", measured: for each query t with a next token in the prompt,
-// the most-attended key of each chosen head against the key whose removal from that head changes
-// the query's next-token loss L_t most. Removing key j's contribution A[t,j] v_j from head h's
-// output at t changes L_t by -A[t,j] dL_t/dA[t,j] to first order (gradient x input on the
-// weights: dL_t/dA[t,j] = dL_t/dz_t . v_j), which one backward pass per query gives for every
-// head and key at once. Prints one line per (layer, head, query) for the queries 1 .. T-2 (query
-// 0 has a single key to attend to) and how often the two differ.
+// "Attention is not explanation", measured (gpt/model/attribution.h): one line per (layer, head,
+// query) for the queries 1 .. T-2, and how often the most-attended key is not the one whose
+// removal changes the query's next-token loss most.
 void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
                        const std::vector<int64_t>& layers, const std::vector<int64_t>& heads,
                        const std::vector<std::string>& labels) {
-  const int64_t T = static_cast<int64_t>(ids.size());
   std::printf(
       "\nattribution: per query t, the most-attended key against the key whose removal changes the "
       "loss of\n"
       "predicting token t+1 most (first order: -weight x dloss/dweight, in nats)\n"
       "layer  head  query  most attended (weight)    largest change on removal\n");
-  int64_t compared = 0, differ = 0;
-  model.eval();
-  for (int64_t t = 1; t + 1 < T; ++t) {  // query 0 sees only key 0
-    std::vector<int64_t> target(static_cast<size_t>(T), gpt::kIgnoreTarget);
-    target[static_cast<size_t>(t)] = ids[static_cast<size_t>(t + 1)];
-    std::vector<Tensor> weights;
-    const Tensor loss = model
-                            .forward(Tensor::from_ids(ids, {1, T}),
-                                     Tensor::from_ids(target, {1, T}), nullptr, &weights)
-                            .loss;
-    for (int64_t l : layers) weights[static_cast<size_t>(l)].retain_grad();
-    loss.backward();
-    for (size_t li = 0; li < layers.size(); ++li) {
-      const Tensor& w = weights[static_cast<size_t>(layers[li])];
-      const Tensor g = w.grad();
-      for (int64_t h : heads) {
-        int64_t top = 0, biggest = 0;
-        std::vector<double> d(static_cast<size_t>(t + 1));
-        for (int64_t j = 0; j <= t; ++j) {
-          d[j] = -w.at({0, h, t, j}) * g.at({0, h, t, j});
-          if (w.at({0, h, t, j}) > w.at({0, h, t, top})) top = j;
-          if (std::abs(d[j]) > std::abs(d[biggest])) biggest = j;
-        }
-        ++compared;
-        differ += top != biggest;
-        std::printf("%-6lld %-5lld %-6lld %-3lld %-8s (%.3f)  %-3lld %-8s (%+.4f)%s\n",
-                    static_cast<long long>(layers[li]), static_cast<long long>(h),
-                    static_cast<long long>(t), static_cast<long long>(top),
-                    ("\"" + labels[top] + "\"").c_str(), w.at({0, h, t, top}),
-                    static_cast<long long>(biggest), ("\"" + labels[biggest] + "\"").c_str(),
-                    d[biggest], top != biggest ? "  differ" : "");
-      }
-    }
+  int64_t differ = 0;
+  const std::vector<gpt::AttributionRow> rows =
+      gpt::attention_attribution(model, ids, layers, heads);
+  for (const gpt::AttributionRow& r : rows) {
+    differ += r.differ();
+    std::printf("%-6lld %-5lld %-6lld %-3lld %-8s (%.3f)  %-3lld %-8s (%+.4f)%s\n",
+                static_cast<long long>(r.layer), static_cast<long long>(r.head),
+                static_cast<long long>(r.query), static_cast<long long>(r.most_attended),
+                ("\"" + labels[r.most_attended] + "\"").c_str(), r.weight,
+                static_cast<long long>(r.largest_change),
+                ("\"" + labels[r.largest_change] + "\"").c_str(), r.change,
+                r.differ() ? "  differ" : "");
   }
   std::printf(
-      "the most-attended key is not the one whose removal changes the loss most for %lld of %lld "
+      "the most-attended key is not the one whose removal changes the loss most for %lld of %zu "
       "(layer, head, query)\n",
-      static_cast<long long>(differ), static_cast<long long>(compared));
+      static_cast<long long>(differ), rows.size());
 }
 
 int run(const AttentionArgs& a) {
