@@ -70,15 +70,14 @@ void adamw_step_impl(T* param, const T* grad, T* m, T* v, int64_t n, int64_t n_d
   adamw_range<T, false>(param, grad, m, v, n_decay, n, s);
 }
 
-// Fixed slices of the sum of squares: their totals are added in slice order.
-constexpr int64_t kSlices = 64;
-
 template <typename T>
 double sum_squares_double_impl(const T* x, int64_t n) {
 #if !HWY_HAVE_FLOAT64
   // A target without f64 lanes (Highway 1.0.3's WASM): the plain double loop of the twin.
   return ::attograd::kernels::reference::sum_squares_double(x, n);
 #else
+  // Fixed slices of the sum: their totals are added in slice order, whatever the thread count.
+  constexpr int64_t kSlices = 64;
   const hn::ScalableTag<double> dd;
   const int64_t N = static_cast<int64_t>(hn::Lanes(dd));
   const int64_t per_slice =
