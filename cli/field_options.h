@@ -165,6 +165,16 @@ std::set<std::string> given_fields(const CLI::App& cmd) {
   return given;
 }
 
+/// The flags of S's rows.
+template <class S>
+std::set<std::string> field_flags() {
+  std::set<std::string> flags;
+  S::for_each_field([&](const auto& f) {
+    if (f.flag != nullptr) flags.insert(f.flag);
+  });
+  return flags;
+}
+
 /// The flags of S's rows that a resumed run may change (kResumable).
 template <class S>
 std::set<std::string> resumable_flags() {

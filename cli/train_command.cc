@@ -19,26 +19,25 @@ namespace attograd::cli {
 
 namespace {
 
-// The run the command line asks for, checked as far as it can be here: a resumed run may be given
-// only the options of the rows marked kResumable in RunRequest's and TrainOptions' tables (where
-// to find the run, its corpus, its threads; --steps). Every other option, a new one too, is
-// refused with --resume: the run keeps what its checkpoint stored rather than silently
-// ignoring what was asked.
+// The run the command line asks for, checked as far as it can be here. A resumed run may be
+// given the options of RunRequest's rows marked kResumable (where to find the run, its corpus,
+// its threads) and TrainOptions' rows, which the library compares with the checkpoint's
+// (gpt/train/run.h). Every other option, a new one too, is refused with --resume: the run keeps
+// what its checkpoint stored rather than silently ignoring what was asked.
 gpt::RunRequest request_of(gpt::RunRequest rq, const CLI::App& cmd) {
   rq.options_given = given_fields<gpt::TrainOptions>(cmd);
   if (!rq.resume) return rq;
-  std::set<std::string> allowed = resumable_flags<gpt::RunRequest>();
-  allowed.merge(resumable_flags<gpt::TrainOptions>());
-  allowed.erase("--resume");  // not worth listing in the message
-  std::vector<std::string> ignored;
-  for (const CLI::Option* opt : cmd.get_options())
-    if (opt->count() > 0 && opt->get_name() != "--resume" && !allowed.count(opt->get_name()))
-      ignored.push_back(opt->get_name());
-  if (!ignored.empty())
+  const std::set<std::string> allowed = resumable_flags<gpt::RunRequest>();
+  std::vector<std::string> refused;
+  for (const CLI::Option* opt : cmd.get_options()) {
+    const std::string& name = opt->get_name();
+    if (opt->count() > 0 && !allowed.count(name) && !field_flags<gpt::TrainOptions>().count(name))
+      refused.push_back(name);
+  }
+  if (!refused.empty())
     throw std::invalid_argument(
-        "--resume continues a run with the options stored in its checkpoint; " +
-        gpt::join_names(ignored, "and") + " cannot change (with --resume only " +
-        gpt::join_names({allowed.begin(), allowed.end()}) + " may be given)");
+        "--resume continues a run with the model and corpus stored in its checkpoint; " +
+        gpt::join_names(refused, "and") + " cannot change");
   return rq;
 }
 

@@ -89,7 +89,8 @@ std::string join_names(const std::vector<std::string>& names, const std::string&
 enum FieldTraits : unsigned {
   kRequired = 0,
   kOptionalInFiles = 1,  // may be absent from a file written before the field existed
-  kResumable = 2,        // a resumed run may change it (the CLI allows its flag with --resume)
+  kResumable = 2,        // a resumed run may change it: the weights it trains to stay the same
+                         // (more steps; the logging, evaluation and checkpoint intervals)
 };
 
 /// One row of a struct's table: the member, its name (the JSON key, and the name errors use),

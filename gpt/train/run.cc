@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -141,21 +143,48 @@ void set_threads(int threads, const Communicator& comm, std::ostream& log) {
 void RunRequest::validate() const {
   validate_fields(*this, "train");
   if (!resume) return options.validate();
-  std::set<std::string> resumable;
+  std::set<std::string> rows;
   TrainOptions::for_each_field([&](const auto& f) {
-    if (f.resumable()) {
-      resumable.insert(f.name);
-      if (options_given.count(f.name)) check_field(f, options.*f.member, "train");
-    }
+    rows.insert(f.name);
+    if (options_given.count(f.name)) check_field(f, options.*f.member, "train");
   });
   for (const std::string& name : options_given)
-    if (!resumable.count(name))
-      throw std::invalid_argument(
-          "train: a resumed run keeps the options stored in its "
-          "checkpoint; " +
-          name + " cannot change (only " + join_names({resumable.begin(), resumable.end()}) +
-          " can)");
+    if (!rows.count(name))
+      throw std::invalid_argument("train: options_given names '" + name +
+                                  "', which is not a training option");
 }
+
+namespace {
+
+// The options a resumed run trains with: those stored in its checkpoint, with the kResumable
+// rows the request gives. Any other row given must hold the stored value: the run keeps what it
+// was trained with rather than silently ignoring what was asked.
+TrainOptions resumed_options(const TrainOptions& stored, const RunRequest& rq) {
+  TrainOptions options = stored;
+  std::vector<std::string> resumable, changed;
+  TrainOptions::for_each_field([&](const auto& f) {
+    const std::string flag = f.flag != nullptr ? std::string(" (") + f.flag + ")" : "";
+    if (f.resumable()) resumable.push_back(f.name + flag);
+    if (!rq.options_given.count(f.name)) return;
+    if (f.resumable())
+      options.*f.member = rq.options.*f.member;
+    else if (!(rq.options.*f.member == stored.*f.member))
+      changed.push_back(f.name + flag + " was " + nlohmann::json(stored.*f.member).dump());
+  });
+  if (!changed.empty())
+    throw std::invalid_argument(
+        "--resume continues a run with the options stored in its checkpoint, and " +
+        join_names(changed, "and") +
+        " when it was trained; give the same value or leave it "
+        "out (only " +
+        join_names(resumable) + " may change)");
+  // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
+  // rather than stretching to the new length and jumping back up.
+  if (options.max_steps != stored.max_steps) options.lr_decay_steps = stored.decay_steps();
+  return options;
+}
+
+}  // namespace
 
 std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& comm,
                                    std::ostream& rank_log) {
@@ -211,13 +240,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
       recorded_corpus = true;
       if (!rq.keep_cr) corpus_options.keep_cr = options.keep_cr;
     }
-    const int64_t stored_steps = options.max_steps;
-    TrainOptions::for_each_field([&](const auto& f) {
-      if (rq.options_given.count(f.name)) options.*f.member = rq.options.*f.member;
-    });
-    // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
-    // rather than stretching to the new length and jumping back up.
-    if (options.max_steps != stored_steps) options.lr_decay_steps = resumed.options.decay_steps();
+    options = resumed_options(resumed.options, rq);
     // Any number of ranks resumes the run, as long as they can share its global batch.
     options = options.on_ranks(comm.size());
     run->model_ = std::move(resumed.session.model);

@@ -75,13 +75,14 @@ struct TrainOptions {
             l::non_negative));
     v(Field(&O::seed, "seed", "--seed", "seed of the batch sampler", AnyValue{}));
     v(Field(&O::eval_interval, "eval_interval", "--eval-interval", "evaluate every N steps",
-            l::count));
+            l::count, kResumable));
     v(Field(&O::eval_iters, "eval_iters", "--eval-iters", "batches per split per evaluation",
             l::positive_count));
     v(Field(&O::checkpoint_interval, "checkpoint_interval", "--checkpoint-interval",
-            "also checkpoint every N steps (0 = at evaluations and the end)", l::count));
+            "also checkpoint every N steps (0 = at evaluations and the end)", l::count,
+            kResumable));
     v(Field(&O::log_interval, "log_interval", "--log-interval", "progress line every N steps",
-            l::positive_count));
+            l::positive_count, kResumable));
     // Checkpoints written before the corpus was recorded have none of these three, and those
     // written before data-parallel training no ranks (one process).
     v(Field(&O::corpus, "corpus", nullptr, "the corpus spec", AnyValue{}, kOptionalInFiles));

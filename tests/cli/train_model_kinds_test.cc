@@ -93,8 +93,8 @@ BOOST_AUTO_TEST_CASE(each_kind_trains_samples_and_evaluates) {
       run_cli("train --model average --resume --out " + dir / "bigram" + " --corpus " + corpus);
   BOOST_TEST(change.exit_code == 2);
   BOOST_TEST(contains(change.out,
-                      "--model cannot change (with --resume only --cache-dir, --corpus, --keep-cr, "
-                      "--out, --steps, --threads or --tokenizer may be given)"));
+                      "--resume continues a run with the model and corpus stored in its "
+                      "checkpoint; --model cannot change"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_model_options_are_refused) {

@@ -106,7 +106,15 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_is_bit_exact_and_keeps_its_schedule_end) {
   RunRequest first = femto(dir / "ab.txt", dir / "halves", 3);
   first.options.lr_decay_steps = 6;  // the schedule of the whole run, cut in two
   train(first);
-  const auto resumed = train(resume_to(dir / "halves", 6));
+  // The second half evaluates, checkpoints and logs at every step: that changes no number.
+  RunRequest second = resume_to(dir / "halves", 6);
+  second.options.eval_interval = 1, second.options.checkpoint_interval = 1;
+  second.options.log_interval = 1;
+  second.options_given.insert({"eval_interval", "checkpoint_interval", "log_interval"});
+  std::string second_log;
+  const auto resumed = train(second, &second_log);
+  BOOST_TEST(second_log.find("step 5/6") != std::string::npos);
+  BOOST_TEST(resumed->options().eval_interval == 1);
   BOOST_TEST(resumed->options().max_steps == 6);
   BOOST_TEST(resumed->options().lr_decay_steps == 6);
   BOOST_TEST(resumed->result().val_loss == whole_loss);  // bit for bit
@@ -220,8 +228,16 @@ BOOST_AUTO_TEST_CASE(a_request_is_checked_against_its_table_before_anything_is_m
   new_lr.options_given.insert("learning_rate");
   expect_throw_with<std::invalid_argument>(
       [&] { start(new_lr, Communicator::world(), log); },
-      "train: a resumed run keeps the options stored in its checkpoint; learning_rate cannot "
-      "change (only max_steps can)");
+      "--resume continues a run with the options stored in its checkpoint, and learning_rate "
+      "(--lr) was 0.01 when it was trained; give the same value or leave it out (only max_steps "
+      "(--steps), eval_interval (--eval-interval), checkpoint_interval (--checkpoint-interval) "
+      "or log_interval (--log-interval) may change)");
+  new_lr.options.learning_rate = 0.01;  // the value it was trained with: nothing changes
+  BOOST_CHECK_NO_THROW(start(new_lr, Communicator::world(), log));
+  RunRequest unknown = resume_to(dir / "run", 2);
+  unknown.options_given.insert("lr");
+  expect_throw_with<std::invalid_argument>([&] { start(unknown, Communicator::world(), log); },
+                                           "options_given names 'lr', which is not a training");
   RunRequest no_steps = resume_to(dir / "run", 0);
   expect_throw_with<std::invalid_argument>([&] { start(no_steps, Communicator::world(), log); },
                                            "train: max_steps must be in [1, ");
