@@ -6,6 +6,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/command.h"
 
@@ -76,6 +77,20 @@ int main(int argc, char** argv) {
       }
     }
     if (quiet_rank) return e.get_exit_code() == 0 ? 0 : 2;
+    // An unknown option close to a known one: say which (nanoGPT's --batch_size=16).
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      const CLI::App* command = &app;
+      std::vector<std::string> extras = app.remaining();  // an unknown option climbs up to app
+      for (const CLI::App* sub : app.get_subcommands()) {
+        command = sub;
+        for (const std::string& extra : sub->remaining()) extras.push_back(extra);
+      }
+      for (const std::string& extra : extras)
+        if (const std::string hint = attograd::cli::did_you_mean(*command, extra); !hint.empty()) {
+          report("unknown option " + extra.substr(0, extra.find('=')) + hint);
+          return 2;
+        }
+    }
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::bad_alloc&) {
     report(

@@ -1,5 +1,6 @@
 #include "cli/option_checks.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -7,6 +8,9 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "gpt/io/fields.h"
 
@@ -107,6 +111,59 @@ const CLI::Validator kNotEmpty = CLI::Validator(
       return text.empty() ? "is empty: give a value, or leave the option out for its default" : "";
     },
     "");
+
+namespace {
+
+// Levenshtein distance, stopping early once it exceeds `limit` (then limit + 1).
+size_t edit_distance(std::string_view a, std::string_view b, size_t limit) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0], best = row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+      best = std::min(best, row[j]);
+    }
+    if (best > limit) return limit + 1;
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string did_you_mean(const CLI::App& command, const std::string& arg) {
+  if (arg.rfind("--", 0) != 0) return "";
+  std::string name = arg.substr(0, arg.find('='));
+  std::replace(name.begin(), name.end(), '_', '-');
+  // nanoGPT's train.py names (its configurator's --key=value) that differ from ours by more
+  // than spelling.
+  static constexpr std::pair<std::string_view, std::string_view> kNanoGpt[] = {
+      {"--max-iters", "--steps"},
+      {"--learning-rate", "--lr"},
+      {"--out-dir", "--out"},
+      {"--warmup-iters", "--warmup"},
+      {"--lr-decay-iters", "--decay-steps"},
+      {"--dataset", "--corpus"},
+      {"--gradient-accumulation-steps", "--grad-accum"},
+  };
+  for (const auto& [theirs, ours] : kNanoGpt)
+    if (name == theirs && command.get_option_no_throw(std::string(ours)) != nullptr)
+      return " (did you mean " + std::string(ours) + ", attograd's name for nanoGPT's " +
+             arg.substr(2, arg.find('=') - 2) + "?)";
+  constexpr size_t kLimit = 2;
+  std::string best;
+  size_t best_distance = kLimit + 1;
+  for (const CLI::Option* option : command.get_options()) {
+    for (const std::string& long_name : option->get_lnames()) {
+      const size_t d = edit_distance(name, "--" + long_name, kLimit);
+      if (d < best_distance) best_distance = d, best = "--" + long_name;
+    }
+  }
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
 
 void refuse_empty_values(CLI::App& app) {
   for (CLI::Option* option : app.get_options())

@@ -45,4 +45,9 @@ extern const CLI::Validator kOutputPath;
 /// option is added.
 void refuse_empty_values(CLI::App& app);
 
+/// For an unknown option `arg` ("--batch_size=16", "--temprature") of `command`: the option
+/// it most likely meant, by a user of nanoGPT's or argparse's spelling (underscores for dashes)
+/// or a typo (at most 2 letters off), as " (did you mean --batch-size?)"; "" when none is close.
+std::string did_you_mean(const CLI::App& command, const std::string& arg);
+
 }  // namespace attograd::cli

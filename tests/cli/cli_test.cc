@@ -272,6 +272,24 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
   BOOST_TEST(contains(resume_nothing.out, "nothing to resume"));
 }
 
+// An unknown option close to a known one names it: nanoGPT's and argparse's underscores, a
+// typo, nanoGPT's own names; one close to nothing keeps CLI11's message.
+BOOST_AUTO_TEST_CASE(an_unknown_option_suggests_the_one_meant) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train --batch_size=16", "unknown option --batch_size (did you mean --batch-size?)"},
+      {"train --n_layer 2", "unknown option --n_layer (did you mean --n-layer?)"},
+      {"sample --temprature 0.5", "unknown option --temprature (did you mean --temperature?)"},
+      {"train --max_iters=20",
+       "unknown option --max_iters (did you mean --steps, attograd's name for nanoGPT's "
+       "max_iters?)"},
+      {"train --learning_rate=3e-4",
+       "unknown option --learning_rate (did you mean --lr, attograd's name for nanoGPT's "
+       "learning_rate?)"},
+      {"train --frobnicate", "The following argument was not expected: --frobnicate"},
+  };
+  expect_refused(cases);
+}
+
 // Issue 8, kind 1: a size whose products would wrap (T x C, B x T, the parameter count) is
 // refused at once with its range, before anything is allocated, never by a crash or by
 // running out of memory.
