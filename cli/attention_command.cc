@@ -56,21 +56,23 @@ std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const
 }
 
 // "Attention is not explanation", measured: for each query t with a next token in the prompt,
-// the most-attended key of each chosen head against the key whose removal from that head changes
-// the query's next-token loss L_t most. Removing key j's contribution A[t,j] v_j from head h's
-// output at t changes L_t by -A[t,j] dL_t/dA[t,j] to first order (gradient x input on the
-// weights: dL_t/dA[t,j] = dL_t/dz_t . v_j), which one backward pass per query gives for every
-// head and key at once. Prints one line per (layer, head, query) for the queries 1 .. T-2 (query
-// 0 has a single key to attend to) and how often the two differ.
+// the most-attended key of each chosen head against the key whose term, dropped from that head,
+// changes the query's next-token loss L_t most. Dropping key j's term A[t,j] v_j from head h's
+// output at t (the other weights left as they are, not renormalised) changes L_t by -A[t,j]
+// dL_t/dA[t,j] to first order (gradient x input on the weights: dL_t/dA[t,j] = dL_t/dz_t . v_j),
+// which one backward pass per query gives for every head and key at once. Prints one line per
+// (layer, head, query) for the queries 1 .. T-2 (query 0 has a single key to attend to) and how
+// often the two differ.
 void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
                        const std::vector<int64_t>& layers, const std::vector<int64_t>& heads,
                        const std::vector<std::string>& labels) {
   const int64_t T = static_cast<int64_t>(ids.size());
   std::printf(
-      "\nattribution: per query t, the most-attended key against the key whose removal changes the "
-      "loss of\n"
-      "predicting token t+1 most (first order: -weight x dloss/dweight, in nats)\n"
-      "layer  head  query  most attended (weight)    largest change on removal\n");
+      "\nattribution: per query t, the most-attended key against the key whose term weight x "
+      "value,\n"
+      "dropped from the head's output, changes the loss of predicting token t+1 most\n"
+      "(first order: -weight x dloss/dweight, in nats)\n"
+      "layer  head  query  most attended (weight)    largest change, term dropped\n");
   int64_t compared = 0, differ = 0;
   model.eval();
   for (int64_t t = 1; t + 1 < T; ++t) {  // query 0 sees only key 0
@@ -106,7 +108,8 @@ void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
     }
   }
   std::printf(
-      "the most-attended key is not the one whose removal changes the loss most for %lld of %lld "
+      "the most-attended key is not the one whose dropped term changes the loss most for %lld of "
+      "%lld "
       "(layer, head, query)\n",
       static_cast<long long>(differ), static_cast<long long>(compared));
 }
@@ -239,9 +242,9 @@ void add_attention_command(CLI::App& app, int& exit_code) {
       ->check(kOutputPath)
       ->capture_default_str();
   cmd->add_flag("--attribution", a->attribution,
-                "also print, per query, the most-attended key next to the key whose removal "
-                "changes the loss of "
-                "the next prompt token most (first order: -weight x dloss/dweight)");
+                "also print, per query, the most-attended key next to the key whose term "
+                "(weight x value), dropped from the head's output, changes the loss of the next "
+                "prompt token most (first order: -weight x dloss/dweight)");
   cmd->footer(
       "Rows are queries, columns keys: row t is the distribution query t averaged the values with. "
       "Each row sums to 1, and keys after the query get exactly 0 (the causal mask).");
