@@ -3,9 +3,11 @@
 // rows, key columns. The weights come from the model's own forward (GPT::forward records them),
 // so each row is the distribution that query's output was averaged with.
 //
-// Files in --out: layer<L>_head<H>.csv (a header row of key tokens, then one row per query: its
-// token and its T weights), layer<L>_head<H>.png/.svg, and all_heads.png/.svg (every chosen
-// head in a grid, one row per layer) when more than one head is shown.
+// Files in --out: layer<L>_head<H>.csv (a header row of key labels, then one row per query: its
+// label and its T weights; a label is the token's position, a colon and the token, "3: ", so
+// each is unique even where the prompt repeats a token), layer<L>_head<H>.png/.svg, and
+// all_heads.png/.svg (every chosen head in a grid, one row per layer) when more than one head is
+// shown.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -32,9 +34,11 @@ struct AttentionArgs {
   bool attribution = false;
 };
 
-// A CSV field: quoted (quotes doubled) when it holds a comma or a quote (RFC 4180).
+// A CSV field: quoted (quotes doubled) when it holds a comma or a quote (RFC 4180), or begins or
+// ends with a space (which some readers would trim).
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"") == std::string::npos) return s;
+  if (s.find_first_of(",\"") == std::string::npos && !s.starts_with(' ') && !s.ends_with(' '))
+    return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
@@ -170,8 +174,11 @@ int run(const AttentionArgs& a) {
     for (int64_t h : heads) {
       const std::string stem = a.out + "/layer" + std::to_string(l) + "_head" + std::to_string(h);
       std::ostringstream csv;
+      // Each label is position:token ("0:A", "3: "): a prompt may repeat a token, and a program
+      // reading the file needs a unique name per column.
+      auto label = [&](int64_t t) { return csv_field(std::to_string(t) + ":" + labels[t]); };
       csv << "query\\key";
-      for (const std::string& key : labels) csv << ',' << csv_field(key);
+      for (int64_t j = 0; j < T; ++j) csv << ',' << label(j);
       csv << '\n';
       gpt::Heatmap map{"layer " + std::to_string(l) + ", head " + std::to_string(h),
                        "query",
@@ -181,7 +188,7 @@ int run(const AttentionArgs& a) {
                        {}};
       double self = 0, previous = 0, first = 0;
       for (int64_t t = 0; t < T; ++t) {
-        csv << csv_field(labels[t]);
+        csv << label(t);
         for (int64_t j = 0; j < T; ++j) {
           const double v = w.at({0, h, t, j});
           char buf[32];
