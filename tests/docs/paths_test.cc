@@ -120,6 +120,27 @@ std::vector<std::string> trimmed_lines(const std::string& text) {
 
 }  // namespace
 
+// docs/README.md's reading path starts with `bash examples/train_pico.sh`, then runs the programs
+// it names under build/: the script must build each of them (the CLI's target is attograd_cli),
+// or a reader who followed the path finds the second step missing.
+BOOST_AUTO_TEST_CASE(train_pico_builds_every_program_of_the_reading_path) {
+  const std::string readme = read_file(kRoot / "docs/README.md");
+  std::string build_line;
+  for (const std::string& line : trimmed_lines(read_file(kRoot / "examples/train_pico.sh")))
+    if (line.starts_with("cmake --build ")) build_line = line + " ";
+  BOOST_REQUIRE_MESSAGE(!build_line.empty(), "examples/train_pico.sh builds nothing");
+  const std::regex program_re(R"(\n(build/(cli|examples)/([A-Za-z0-9_]+)))");
+  std::set<std::string> programs;
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), program_re);
+       it != std::sregex_iterator(); ++it)
+    programs.insert((*it)[2] == "cli" ? std::string((*it)[3]) + "_cli" : std::string((*it)[3]));
+  BOOST_TEST(programs.size() >= 2u);  // attograd and attention_by_hand
+  for (const std::string& target : programs) {
+    BOOST_TEST_INFO("target " << target << " in: " << build_line);
+    BOOST_TEST(build_line.find(" " + target + " ") != std::string::npos);
+  }
+}
+
 // Code the docs quote as a file's own lines is that file's: each line of the ```cpp block that
 // follows `marker` in `doc` is a line of `source` (leading spaces aside).
 BOOST_AUTO_TEST_CASE(quoted_code_is_the_code) {
