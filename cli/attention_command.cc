@@ -3,9 +3,11 @@
 // rows, key columns. The weights come from the model's own forward (GPT::forward records them),
 // so each row is the distribution that query's output was averaged with.
 //
-// Files in --out: layer<L>_head<H>.csv (a header row of key tokens, then one row per query: its
-// token and its T weights), layer<L>_head<H>.png/.svg, and all_heads.png/.svg (every chosen
-// head in a grid, one row per layer) when more than one head is shown.
+// Files in --out: layer<L>_head<H>.csv (a header row of key labels, then one row per query: its
+// label and its T weights; a label is the token's position, a colon and the token, "3: ", so
+// each is unique even where the prompt repeats a token), layer<L>_head<H>.png/.svg, and
+// all_heads.png/.svg (every chosen head in a grid, one row per layer) when more than one head is
+// shown.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -33,9 +35,11 @@ struct AttentionArgs {
   bool attribution = false;
 };
 
-// A CSV field: quoted (quotes doubled) when it holds a comma or a quote (RFC 4180).
+// A CSV field: quoted (quotes doubled) when it holds a comma or a quote (RFC 4180), or begins or
+// ends with a space (which some readers would trim).
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"") == std::string::npos) return s;
+  if (s.find_first_of(",\"") == std::string::npos && !s.starts_with(' ') && !s.ends_with(' '))
+    return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
@@ -58,15 +62,17 @@ std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const
 
 // "Attention is not explanation", measured (gpt/model/attribution.h): one line per (layer, head,
 // query) for the queries 1 .. T-2, and how often the most-attended key is not the one whose
-// removal changes the query's next-token loss most.
+// term, dropped from the head's output (the other weights left as they are, not renormalised),
+// changes the query's next-token loss most.
 void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
                        const std::vector<int64_t>& layers, const std::vector<int64_t>& heads,
                        const std::vector<std::string>& labels) {
   std::printf(
-      "\nattribution: per query t, the most-attended key against the key whose removal changes the "
-      "loss of\n"
-      "predicting token t+1 most (first order: -weight x dloss/dweight, in nats)\n"
-      "layer  head  query  most attended (weight)    largest change on removal\n");
+      "\nattribution: per query t, the most-attended key against the key whose term weight x "
+      "value,\n"
+      "dropped from the head's output, changes the loss of predicting token t+1 most\n"
+      "(first order: -weight x dloss/dweight, in nats)\n"
+      "layer  head  query  most attended (weight)    largest change, term dropped\n");
   int64_t differ = 0;
   const std::vector<gpt::AttributionRow> rows =
       gpt::attention_attribution(model, ids, layers, heads);
@@ -81,7 +87,8 @@ void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
                 r.differ() ? "  differ" : "");
   }
   std::printf(
-      "the most-attended key is not the one whose removal changes the loss most for %lld of %zu "
+      "the most-attended key is not the one whose dropped term changes the loss most for %lld of "
+      "%zu "
       "(layer, head, query)\n",
       static_cast<long long>(differ), rows.size());
 }
@@ -142,8 +149,11 @@ int run(const AttentionArgs& a) {
     for (int64_t h : heads) {
       const std::string stem = a.out + "/layer" + std::to_string(l) + "_head" + std::to_string(h);
       std::ostringstream csv;
+      // Each label is position:token ("0:A", "3: "): a prompt may repeat a token, and a program
+      // reading the file needs a unique name per column.
+      auto label = [&](int64_t t) { return csv_field(std::to_string(t) + ":" + labels[t]); };
       csv << "query\\key";
-      for (const std::string& key : labels) csv << ',' << csv_field(key);
+      for (int64_t j = 0; j < T; ++j) csv << ',' << label(j);
       csv << '\n';
       gpt::Heatmap map{"layer " + std::to_string(l) + ", head " + std::to_string(h),
                        "query",
@@ -153,7 +163,7 @@ int run(const AttentionArgs& a) {
                        {}};
       double self = 0, previous = 0, first = 0;
       for (int64_t t = 0; t < T; ++t) {
-        csv << csv_field(labels[t]);
+        csv << label(t);
         for (int64_t j = 0; j < T; ++j) {
           const double v = w.at({0, h, t, j});
           char buf[32];
@@ -214,9 +224,9 @@ void add_attention_command(CLI::App& app, int& exit_code) {
       ->check(kOutputPath)
       ->capture_default_str();
   cmd->add_flag("--attribution", a->attribution,
-                "also print, per query, the most-attended key next to the key whose removal "
-                "changes the loss of "
-                "the next prompt token most (first order: -weight x dloss/dweight)");
+                "also print, per query, the most-attended key next to the key whose term "
+                "(weight x value), dropped from the head's output, changes the loss of the next "
+                "prompt token most (first order: -weight x dloss/dweight)");
   cmd->footer(
       "Rows are queries, columns keys: row t is the distribution query t averaged the values with. "
       "Each row sums to 1, and keys after the query get exactly 0 (the causal mask).");

@@ -108,7 +108,7 @@ void explanation_example() {
   show("output", lecture::causal_attention_steps(q, K, V).out);
   std::cout
       << "L = sum of the output. Per key:\n"
-         "   key   weight   grad x input   L change if v_j = 0   L change if key j is removed\n";
+         "   key   weight   grad x input   L change if v_j = 0   L change if key j is left out\n";
   const std::vector<lecture::KeyAttribution> a = lecture::attribute_keys(q, K, V);
   for (size_t j = 0; j < a.size(); ++j)
     std::printf("%6zu %8.4f %14.4f %21.4f %30.4f\n", j, a[j].weight, a[j].grad_x_input,

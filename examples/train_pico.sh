@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target attograd_cli
+# attention_by_hand too: docs/README.md's reading path starts with it (chapter 3).
+cmake --build build --target attograd_cli attention_by_hand
 
 out=${OUT:-runs/pico}
 build/cli/attograd train --preset pico --corpus kjv --out "$out" --overwrite \

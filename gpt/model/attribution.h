@@ -1,10 +1,11 @@
 // "Attention is not explanation" (Jain & Wallace, 2019), measured on a GPT: for each query t of a
-// prompt, the key a head attends to most against the key whose removal from that head changes
-// the loss of predicting token t+1 most. Removing key j's contribution A[t,j] v_j from head h's
-// output at t changes L_t by -A[t,j] dL_t/dA[t,j] to first order (gradient x input on the
-// weights: dL_t/dA[t,j] = dL_t/dz_t . v_j), which one backward pass per query gives for every
-// head and key at once. `attograd attention --attribution` prints it; the page's attention part
-// shows it. docs/03-attention.md discusses what it shows.
+// prompt, the key a head attends to most against the key whose term, dropped from that head's
+// output, changes the loss of predicting token t+1 most. Dropping key j's term A[t,j] v_j from
+// head h's output at t (the other weights left as they are, not renormalised: docs/03-attention.md
+// names this apart from leaving a key out of the softmax) changes L_t by -A[t,j] dL_t/dA[t,j] to
+// first order (gradient x input on the weights: dL_t/dA[t,j] = dL_t/dz_t . v_j), which one
+// backward pass per query gives for every head and key at once. `attograd attention
+// --attribution` prints it; the page's attention part shows it.
 #pragma once
 
 #include <cstdint>

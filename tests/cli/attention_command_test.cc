@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include "autograd/engine.h"
@@ -52,13 +53,21 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   return rows;
 }
 
+// The CSV label of each token: its position, a colon, the token as printable text ("3: ").
+std::vector<std::string> positioned(const std::vector<std::string>& tokens) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < tokens.size(); ++i) out.push_back(std::to_string(i) + ":" + tokens[i]);
+  return out;
+}
+
 // Checks that every CSV of `dir` for the model's layers and heads holds the weights `model`
-// records for `ids`: the header is the query\key cell and the token labels, each row the query's
-// token and its weights (exactly 0 after the query, summing to 1).
+// records for `ids`: the header is the query\key cell and the tokens' labels (position:token),
+// each row the query's label and its weights (exactly 0 after the query, summing to 1).
 void expect_csv_matches_forward(const std::string& dir, const GPT& model,
                                 const std::vector<int64_t>& ids,
-                                const std::vector<std::string>& labels) {
+                                const std::vector<std::string>& tokens) {
   const int64_t T = static_cast<int64_t>(ids.size());
+  const std::vector<std::string> labels = positioned(tokens);
   std::vector<Tensor> weights;
   {
     NoGradGuard no_grad;
@@ -133,14 +142,14 @@ BOOST_AUTO_TEST_CASE(equal_scores_give_the_causal_average) {
 
   const auto rows = read_csv(out + "/layer2_head1.csv");
   BOOST_REQUIRE(rows.size() == 7u);
-  // Labels are the tokens as printable text: a quote escaped as \" (then CSV-quoted with the
-  // comma).
-  const std::vector<std::string> header{"query\\key", "a", "b", ",", " ", "d", "\\\""};
+  // Labels are each token's position and the token as printable text: a quote escaped as \"
+  // (then CSV-quoted with the comma and the trailing space).
+  const std::vector<std::string> header{"query\\key", "0:a", "1:b", "2:,", "3: ", "4:d", "5:\\\""};
   BOOST_TEST(rows[0] == header, boost::test_tools::per_element());
-  const std::vector<std::string> row2{",", "0.333333343", "0.333333343", "0.333333343", "0", "0",
+  const std::vector<std::string> row2{"2:,", "0.333333343", "0.333333343", "0.333333343", "0", "0",
                                       "0"};
   BOOST_TEST(rows[3] == row2, boost::test_tools::per_element());  // f32's nearest to 1/3
-  const std::vector<std::string> row1{"b", "0.5", "0.5", "0", "0", "0", "0"};
+  const std::vector<std::string> row1{"1:b", "0.5", "0.5", "0", "0", "0", "0"};
   BOOST_TEST(rows[2] == row1, boost::test_tools::per_element());
   expect_csv_matches_forward(out, *pico.model, pico.tok.encode("ab, d\""),
                              {"a", "b", ",", " ", "d", "\\\""});
@@ -192,6 +201,32 @@ BOOST_AUTO_TEST_CASE(csv_holds_the_forward_weights_and_layer_head_select) {
           : std::vector<std::string>{"layer1_head2.csv"};
   BOOST_TEST(files == expected, boost::test_tools::per_element());
   BOOST_TEST(read_file(one + "/layer1_head2.csv") == read_file(out + "/layer1_head2.csv"));
+}
+
+// A prompt that repeats a token ("a" twice) and holds a bare space twice: the tokens alone would
+// name two columns "a" and two " ", so every label carries its position, and a space is quoted so
+// that no reader trims it. A program can then read the file by column name.
+BOOST_AUTO_TEST_CASE(labels_are_unique_with_repeated_tokens_and_spaces) {
+  const TempDir dir("attention_labels");
+  const CharPico pico(dir, "a d");
+  const std::string out = dir / "maps";
+  const auto r = run_cli("attention --checkpoint " + pico.ckpt + " --prompt 'a a d' --out " + out +
+                         " --layer 0 --head 0");
+  BOOST_TEST_INFO(r.out);
+  BOOST_REQUIRE(r.exit_code == 0);
+  const std::string csv = read_file(out + "/layer0_head0.csv");
+  BOOST_TEST(csv.starts_with("query\\key,0:a,\"1: \",2:a,\"3: \",4:d\n"));
+  const auto rows = read_csv(out + "/layer0_head0.csv");
+  BOOST_REQUIRE(rows.size() == 6u);
+  const std::vector<std::string> header{"query\\key", "0:a", "1: ", "2:a", "3: ", "4:d"};
+  BOOST_TEST(rows[0] == header, boost::test_tools::per_element());
+  BOOST_TEST(std::set<std::string>(rows[0].begin(), rows[0].end()).size() == rows[0].size());
+  std::set<std::string> queries;
+  for (size_t t = 1; t < rows.size(); ++t) {
+    BOOST_TEST(rows[t][0] == header[t]);  // each row is labelled as its column
+    queries.insert(rows[t][0]);
+  }
+  BOOST_TEST(queries.size() == 5u);
 }
 
 BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -38,6 +41,38 @@ void expect_refused(const std::vector<std::pair<std::string, std::string>>& case
 }
 
 }  // namespace
+
+// The README's command table has one row per subcommand that `attograd --help` lists, and no
+// other rows: a new command is documented where a reader looks for the list.
+BOOST_AUTO_TEST_CASE(the_readme_command_table_lists_every_command) {
+  const auto help = run_cli("--help");
+  BOOST_TEST_INFO(help.out);
+  BOOST_REQUIRE(help.exit_code == 0);
+  const size_t at = help.out.find("\nSubcommands:\n");
+  BOOST_REQUIRE(at != std::string::npos);
+  std::set<std::string> commands;
+  std::istringstream lines(help.out.substr(at + 14));
+  for (std::string line; std::getline(lines, line) && line.starts_with("  ");) {
+    if (line.size() < 3 || line[2] == ' ') continue;  // a description's second line
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    commands.insert(name);
+  }
+  BOOST_TEST(commands.size() >= 9u);
+  BOOST_TEST(commands.count("figure") == 1u);
+  const std::string readme = read_file(std::string(ATTOGRAD_SOURCE_DIR) + "/README.md");
+  const size_t table = readme.find("| command | what it does |");
+  BOOST_REQUIRE(table != std::string::npos);
+  std::set<std::string> rows;
+  std::istringstream table_lines(readme.substr(table));
+  std::string line;
+  std::getline(table_lines, line);  // the header
+  std::getline(table_lines, line);  // |---|---|
+  while (std::getline(table_lines, line) && line.starts_with("| `"))
+    rows.insert(line.substr(3, line.find('`', 3) - 3));
+  BOOST_TEST(rows == commands, boost::test_tools::per_element());
+}
 
 BOOST_AUTO_TEST_CASE(info_counts_femto_and_pico) {
   const auto femto = run_cli("info --preset femto");

@@ -3,7 +3,7 @@
 // output directories), then its data checked against the formulas, not its pixels. Also: every
 // image docs/*.md shows is in docs/figures and made by a line of the script, and `attograd
 // attention --attribution` on the trained pico finds queries whose most-attended key is not the
-// one whose removal changes the loss most.
+// one whose dropped term changes the loss most.
 #define BOOST_TEST_MODULE figures_script_test
 #include <boost/test/unit_test.hpp>
 
@@ -199,8 +199,9 @@ BOOST_AUTO_TEST_CASE(docs_images_come_from_the_script) {
 }
 
 // "Attention is not explanation" on a trained pico: per query, the most-attended key against the
-// key whose removal changes the next-token loss most (-weight x dloss/dweight). On this run they
-// differ for some (layer, head, query), and each line marked "differ" names two different keys.
+// key whose term, dropped, changes the next-token loss most (-weight x dloss/dweight). On this run
+// they differ for some (layer, head, query), and each line marked "differ" names two different
+// keys.
 BOOST_AUTO_TEST_CASE(attribution_on_trained_pico) {
   const TempDir dir("figures_attribution");
   const CliRun r =

@@ -139,7 +139,8 @@ BOOST_AUTO_TEST_CASE(hostile_names_are_names_and_prompts_are_text) {
       dir.path);
   BOOST_TEST_INFO(a.out + a.error);
   BOOST_REQUIRE(a.exit_code == 0);
-  BOOST_TEST(contains(read_file(dir.path / maps / "layer0_head0.csv"), "query\\key,o,\\n,b,'"));
+  BOOST_TEST(
+      contains(read_file(dir.path / maps / "layer0_head0.csv"), "query\\key,0:o,1:\\n,2:b,3:'"));
   if (gnuplot) {
     const std::string svg = read_file(dir.path / maps / "layer0_head0.svg");
     BOOST_TEST(contains(svg, ">\\n<"));  // the newline token, drawn as its escape

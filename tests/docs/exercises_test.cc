@@ -5,6 +5,7 @@
 // them as `data` cases, skipped without it.
 #define BOOST_TEST_MODULE exercises
 #include <boost/test/unit_test.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/kernels/targets.h"
+#include "gpt/train/trainer.h"
 #include "tests/cli/cli_run.h"
 #include "tests/test_util.h"
 
@@ -53,6 +56,25 @@ CliRun run_documented(const std::string& command, const TempDir& dir) {
       return attograd::testing::run_program(built, command.substr(typed.size()), true, env);
   BOOST_FAIL("not a program of this build: " + command);
   return {};
+}
+
+// `text` with every run of white space one space: a sentence of the document as it reads,
+// wherever its lines break.
+std::string flat(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      out += c;
+    else if (!out.empty() && out.back() != ' ')
+      out += ' ';
+  return out;
+}
+
+// The integer after `flag ` in `text` (the first such flag); fails the test when there is none.
+int64_t flag_value(const std::string& text, const std::string& flag) {
+  const size_t at = text.find(flag + " ");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, "no " << flag << " in the text");
+  return std::stoll(text.substr(at + flag.size() + 1));
 }
 
 // A line the document shows as output is in the command's output too.
@@ -126,6 +148,25 @@ BOOST_AUTO_TEST_CASE(dimensions_and_parameter_counts) {
   };
   BOOST_TEST(count(73, 2, 1) == 240);
   BOOST_TEST(count(73, 6, 3) == 2028);
+}
+
+// Exercise 7: examples/train_pico.sh's budget (its --steps and --batch-size) against exercise
+// 4's (the command above: its --steps at the CLI's default batch), in sequences of the same
+// block_size, so in tokens.
+BOOST_AUTO_TEST_CASE(the_homework_trains_on_133_times_the_tokens) {
+  const std::string text = read_text(ATTOGRAD_SOURCE_DIR "/examples/train_pico.sh");
+  const size_t train = text.find("\nbuild/cli/attograd train ");  // the command, not the comments
+  BOOST_REQUIRE(train != std::string::npos);
+  const std::string script = text.substr(train);
+  const int64_t homework = flag_value(script, "--steps") * flag_value(script, "--batch-size");
+  BOOST_TEST(!contains(kTrain, "--batch-size"));
+  const int64_t exercise = flag_value(kTrain, "--steps") * attograd::gpt::TrainOptions{}.batch_size;
+  BOOST_TEST(homework == 1280000);
+  BOOST_TEST(exercise == 9600);
+  BOOST_TEST(std::lround(static_cast<double>(homework) / exercise) == 133);
+  BOOST_TEST(contains(flat(doc()),
+                      "20,000 steps of 64 sequences are 133 times exercise 4's tokens (300 steps "
+                      "of 32 sequences, the default batch"));
 }
 
 BOOST_AUTO_TEST_CASE(attention_by_hand_t3_dk2) {
@@ -262,4 +303,12 @@ BOOST_AUTO_TEST_CASE(temperature_from_greedy_to_noise) {
   BOOST_TEST(distinct(one) > distinct(greedy));
   BOOST_TEST(distinct(hot) > distinct(one));
   BOOST_TEST(distinct(hot) >= 40);
+  BOOST_TEST(distinct(hot) < 73u);  // most of the characters, not all
+  // The answer's count, from the run it quotes (AVX3); other SIMD targets round differently.
+  BOOST_TEST(contains(flat(doc()), "its 200 characters show 59 of the 73"));
+  if (attograd::kernels::active_target() == "AVX3")
+    BOOST_TEST(distinct(hot) == 59u);
+  else
+    BOOST_TEST_MESSAGE("SIMD target " << attograd::kernels::active_target()
+                                      << ", not AVX3: the count of 59 is not asserted");
 }

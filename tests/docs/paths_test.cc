@@ -7,6 +7,7 @@
 // (gpt/model/checkpoint.{h,cc} names two files), * matches within a name (tests/kernels/*_test.cc),
 // and a module without its extension names its files (gpt/train/trainer, gpt/train/trainer.*).
 #define BOOST_TEST_MODULE docs_paths
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <fstream>
@@ -102,4 +103,67 @@ BOOST_AUTO_TEST_CASE(every_path_named_in_docs_and_comments_exists) {
     }
   }
   BOOST_TEST(checked > 200u);  // the scan found the tree's many references
+}
+
+namespace {
+
+// The lines of `text`, each without its leading and trailing spaces.
+std::vector<std::string> trimmed_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t a = line.find_first_not_of(' '), b = line.find_last_not_of(' ');
+    out.push_back(a == std::string::npos ? "" : line.substr(a, b - a + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+// docs/README.md's reading path starts with `bash examples/train_pico.sh`, then runs the programs
+// it names under build/: the script must build each of them (the CLI's target is attograd_cli),
+// or a reader who followed the path finds the second step missing.
+BOOST_AUTO_TEST_CASE(train_pico_builds_every_program_of_the_reading_path) {
+  const std::string readme = read_file(kRoot / "docs/README.md");
+  std::string build_line;
+  for (const std::string& line : trimmed_lines(read_file(kRoot / "examples/train_pico.sh")))
+    if (line.starts_with("cmake --build ")) build_line = line + " ";
+  BOOST_REQUIRE_MESSAGE(!build_line.empty(), "examples/train_pico.sh builds nothing");
+  const std::regex program_re(R"(\n(build/(cli|examples)/([A-Za-z0-9_]+)))");
+  std::set<std::string> programs;
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), program_re);
+       it != std::sregex_iterator(); ++it)
+    programs.insert((*it)[2] == "cli" ? std::string((*it)[3]) + "_cli" : std::string((*it)[3]));
+  BOOST_TEST(programs.size() >= 2u);  // attograd and attention_by_hand
+  for (const std::string& target : programs) {
+    BOOST_TEST_INFO("target " << target << " in: " << build_line);
+    BOOST_TEST(build_line.find(" " + target + " ") != std::string::npos);
+  }
+}
+
+// Code the docs quote as a file's own lines is that file's: each line of the ```cpp block that
+// follows `marker` in `doc` is a line of `source` (leading spaces aside).
+BOOST_AUTO_TEST_CASE(quoted_code_is_the_code) {
+  struct Quote {
+    const char *doc, *marker, *source;
+  };
+  for (const Quote& q :
+       {Quote{"docs/04-gpt.md", "The lines of `Block::forward` (`gpt/model/model.cc`)",
+              "gpt/model/model.cc"}}) {
+    BOOST_TEST_INFO(q.doc << ", after: " << q.marker);
+    const std::string doc = read_file(kRoot / q.doc);
+    const size_t at = doc.find(q.marker);
+    BOOST_REQUIRE(at != std::string::npos);
+    const size_t open = doc.find("```cpp\n", at), close = doc.find("\n```", open);
+    BOOST_REQUIRE(open != std::string::npos);
+    BOOST_REQUIRE(close != std::string::npos);
+    const std::vector<std::string> source = trimmed_lines(read_file(kRoot / q.source));
+    const std::vector<std::string> quoted = trimmed_lines(doc.substr(open + 7, close - open - 7));
+    BOOST_TEST(!quoted.empty());
+    for (const std::string& line : quoted) {
+      BOOST_TEST_INFO(q.source << " has no line: " << line);
+      const bool found = std::find(source.begin(), source.end(), line) != source.end();
+      BOOST_TEST(found);
+    }
+  }
 }

@@ -17,9 +17,14 @@ using namespace attograd;
 using attograd::testing::allclose;
 using attograd::testing::expect_tensor;
 
+// docs/03-attention.md, "Averaging the context": the running mean, whose last row is the
+// lecture's mean of the whole sequence, v' = (1/T) sum_t v_t.
 BOOST_AUTO_TEST_CASE(averaging_context_vectors) {
   const Tensor x = Tensor::from_vector({1, 10, 2, 20, 3, 30}, {3, 2}, DType::f64);
-  expect_tensor(lecture::causal_average(x), {3, 2}, {1, 10, 1.5, 15, 2, 20}, 1e-15);
+  const Tensor y = lecture::causal_average(x);
+  expect_tensor(y, {3, 2}, {1, 10, 1.5, 15, 2, 20}, 1e-15);
+  expect_tensor(slice(y, 0, 2, 3), {1, 2}, mean(x, {0}).to_vector(), 1e-15);
+  BOOST_TEST(allclose(mean(x, {0}).to_vector(), {2, 20}, 1e-15, 0));
 }
 
 BOOST_AUTO_TEST_CASE(d_k_1_two_tokens) {
@@ -139,6 +144,25 @@ BOOST_AUTO_TEST_CASE(sqrt_dk_variance_and_peakedness) {
       [] { lecture::measure_scaling({4}, 1, 10, 1); }, "need T >= 2 keys");
 }
 
+// docs/03-attention.md, "Why divide by sqrt(d_k)": a nearly one-hot softmax passes almost no
+// gradient to any score, the winner's included (its Jacobian diag(y) - y y^T tends to 0), where a
+// softmax far from one-hot passes an order-one gradient.
+BOOST_AUTO_TEST_CASE(a_saturated_softmax_passes_no_gradient) {
+  const std::vector<double> dy{1, -1, 0.5};  // any upstream gradient of size <= 1
+  auto score_gradient = [&](std::vector<double> scores) {
+    Tensor s = Tensor::from_vector(scores, {1, 3}, DType::f64);
+    s.set_requires_grad();
+    sum(mul(softmax(s), Tensor::from_vector(dy, {1, 3}, DType::f64))).backward();
+    return s.grad().to_vector();
+  };
+  const std::vector<double> saturated = score_gradient({20, 0, 0}),
+                            soft = score_gradient({1, 0, 0});
+  BOOST_TEST_MESSAGE("gradient to the scores [20, 0, 0]: " << saturated[0] << " " << saturated[1]
+                                                           << " " << saturated[2]);
+  for (double g : saturated) BOOST_TEST(std::abs(g) < 1e-8);
+  BOOST_TEST(std::abs(soft[0]) > 0.1);
+}
+
 // docs/03-attention.md, "Attention is not explanation": weights 0.9 and 0.1, key 0's value 0.
 BOOST_AUTO_TEST_CASE(weight_is_not_contribution) {
   const Tensor q = Tensor::from_vector({1}, {1, 1}, DType::f64);
@@ -162,6 +186,10 @@ BOOST_AUTO_TEST_CASE(attention_cost_is_quadratic_in_T) {
   BOOST_TEST(c8.flops == 16384);
   BOOST_TEST(c1024.bytes == 8388608);  // 8 MiB per head, per sequence
   BOOST_TEST(c1024.flops == 268435456);
+  // GPT-2 small's 12 layers x 12 heads at T = 1024: the weights alone (half of scores + weights)
+  // are 4 MiB per head, 576 MiB per sequence.
+  BOOST_TEST(c1024.bytes / 2 == int64_t{4} << 20);
+  BOOST_TEST(12 * 12 * c1024.bytes / 2 == int64_t{576} << 20);
   attograd::testing::expect_throw_with<std::invalid_argument>(
       [] { lecture::attention_cost(0, 64, 4); }, "must be >= 1");
   attograd::testing::expect_throw_with<std::overflow_error>(

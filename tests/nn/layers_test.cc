@@ -84,6 +84,46 @@ BOOST_AUTO_TEST_CASE(multi_head_attention_equals_per_head_computation) {
   BOOST_TEST(allclose(y.to_vector(), expected.to_vector(), 1e-14, 0));
 }
 
+// docs/03-attention.md, "Q, K and V": the lecture's per-head W_Q, W_K, W_V (each C x HS) are
+// rows of c_attn's weight (3C, C), transposed: head h's W_Q is rows h*HS .. (h+1)*HS - 1, its W_K
+// the same rows of the second C, its W_V of the third. Q = X W_Q + b_Q etc., attention per head,
+// heads side by side, c_proj: equal to the fused op the layer runs, and the weights to the ones
+// the layer records.
+BOOST_AUTO_TEST_CASE(c_attn_rows_are_the_lectures_w_q_w_k_w_v) {
+  const int64_t B = 2, T = 4, C = 6, NH = 3, HS = 2;
+  Generator gen(19);
+  CausalSelfAttention attn(C, NH, true, 0.0, false, 0.02, gen, nullptr, DType::f64);
+  randomize_parameters(attn.parameters(), gen, 0.5);  // far from uniform attention
+  const Tensor x = Tensor::randn({B, T, C}, gen, DType::f64);
+  const Tensor fused = attn.forward(x);  // causal_attention_qkv on c_attn's output
+  Tensor recorded;
+  attn.forward(x, nullptr, &recorded);
+  const Tensor& W = attn.c_attn->weight;  // (3C, C), (out, in)
+  const Tensor& b = attn.c_attn->bias;    // (3C)
+  // part 0, 1, 2 = Q, K, V: X (T, C) @ W_part (C, HS) + b_part (HS)
+  auto project = [&](const Tensor& X, int64_t part, int64_t h) {
+    const int64_t from = part * C + h * HS;
+    return add(matmul(X, transpose(slice(W, 0, from, from + HS), 0, 1)),
+               slice(b, 0, from, from + HS));
+  };
+  for (int64_t s = 0; s < B; ++s) {
+    const Tensor X = reshape(slice(x, 0, s, s + 1), {T, C});
+    std::vector<Tensor> heads;
+    for (int64_t h = 0; h < NH; ++h) {
+      const Tensor Q = project(X, 0, h), K = project(X, 1, h), V = project(X, 2, h);
+      BOOST_TEST((Q.shape() == Shape{T, HS}));
+      const Tensor A =
+          softmax(causal_mask(mul_scalar(matmul(Q, transpose(K, 0, 1)), 1 / std::sqrt(2.0))));
+      const Tensor A_recorded = reshape(slice(slice(recorded, 0, s, s + 1), 1, h, h + 1), {T, T});
+      BOOST_TEST(allclose(A.to_vector(), A_recorded.to_vector(), 1e-14, 0), "head " << h);
+      heads.push_back(matmul(A, V));  // Z = A V, (T, HS)
+    }
+    const Tensor y = attn.c_proj->forward(concat(heads, -1));  // (T, C)
+    BOOST_TEST(allclose(y.to_vector(), slice(fused, 0, s, s + 1).to_vector(), 1e-12, 0),
+               "sequence " << s);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(attention_gradients_pass_gradcheck) {
   for (bool rope : {false, true}) {
     Generator gen(5);

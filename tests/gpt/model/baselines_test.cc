@@ -296,6 +296,9 @@ struct Budget {
 };
 constexpr Budget kShort{1500, 32, 100};  // the CLI's defaults but --steps
 constexpr Budget kLong{20000, 64, 200};  // examples/train_pico.sh
+// docs/05-training.md: "with train_pico.sh's budget (27 times the tokens)", the same block_size.
+static_assert((kLong.steps * kLong.batch_size * 10 / (kShort.steps * kShort.batch_size) + 5) / 10 ==
+              27);
 
 void check_lecture_table(const std::string& corpus_spec, double unigram, double bigram,
                          Budget budget, const std::vector<LectureRow>& rows) {

@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE model
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <tuple>
 
 #include "autograd/allocator.h"
 #include "autograd/engine.h"
@@ -28,12 +29,58 @@ Tensor random_ids(Generator& gen, int64_t B, int64_t T, int64_t V) {
 
 }  // namespace
 
+// docs/04-gpt.md, "The dimension exercise" and "The whole model, checked by finite differences".
 BOOST_AUTO_TEST_CASE(parameter_counts_of_the_teaching_presets) {
   BOOST_TEST(GPT(preset("femto")).num_parameters() == 224);
   BOOST_TEST(GPT(preset("pico")).num_parameters() == 1980);
   GPTConfig rope = preset("pico");
   rope.pos_encoding = PosEncoding::rope;
   BOOST_TEST(GPT(rope).num_parameters() == 1980 - 8 * 6);  // no wpe table
+  // femto, whose gradient check covers every parameter: 224 with learned positions, 208 with
+  // sinusoidal or RoPE ones (no wpe, 8 x 2).
+  for (PosEncoding pos : {PosEncoding::sinusoidal, PosEncoding::rope}) {
+    GPTConfig femto = preset("femto");
+    femto.pos_encoding = pos;
+    BOOST_TEST_INFO(pos_encoding_name(pos));
+    BOOST_TEST(femto.num_parameters() == 208);
+    BOOST_TEST(GPT(femto).num_parameters() == 208);
+  }
+  // The table's shapes: Q, K and V of all heads are (B, NH, T, HS), one head's (T, HS).
+  for (const auto& [name, n_head, head_dim] :
+       {std::tuple{"femto", 1, 2}, std::tuple{"pico", 3, 2}}) {
+    BOOST_TEST_INFO(name);
+    BOOST_TEST(preset(name).n_head == n_head);
+    BOOST_TEST(preset(name).head_dim() == head_dim);
+    BOOST_TEST(preset(name).block_size == 8);
+  }
+}
+
+// docs/04-gpt.md, "Residual connections and layer norm": the block is pre-LN,
+// x1 = x + attn(ln_1(x)), y = x1 + mlp(ln_2(x1)), so with both output projections zero it is
+// exactly the identity and passes the gradient through unchanged (a post-LN block,
+// ln(x + attn(x)), would normalise x instead).
+BOOST_AUTO_TEST_CASE(the_block_is_pre_layer_norm) {
+  Generator gen(21);
+  const Block block(preset("pico"), gen, nullptr, DType::f64);
+  randomize_parameters(block.parameters(), gen, 0.5);
+  const Tensor x = Tensor::randn({2, 5, 6}, gen, DType::f64);
+  const Tensor x1 = add(x, block.attn->forward(block.ln_1->forward(x)));
+  const Tensor pre_ln = add(x1, block.mlp->forward(block.ln_2->forward(x1)));
+  BOOST_TEST(allclose(block.forward(x).to_vector(), pre_ln.to_vector(), 1e-12, 0));
+  const Tensor post_x1 = block.ln_1->forward(add(x, block.attn->forward(x)));
+  const Tensor post_ln = block.ln_2->forward(add(post_x1, block.mlp->forward(post_x1)));
+  BOOST_TEST(!allclose(block.forward(x).to_vector(), post_ln.to_vector(), 1e-3, 0));
+
+  for (const auto& proj : {block.attn->c_proj, block.mlp->c_proj})
+    for (const Tensor* p : {&proj->weight, &proj->bias})
+      std::fill(p->data<double>(), p->data<double>() + p->numel(), 0.0);
+  Tensor leaf = x.detach();
+  leaf.set_requires_grad();
+  const Tensor y = block.forward(leaf);
+  BOOST_TEST(y.to_vector() == x.to_vector(), boost::test_tools::per_element());
+  const Tensor dy = Tensor::randn({2, 5, 6}, gen, DType::f64);
+  sum(mul(y, dy)).backward();
+  BOOST_TEST(leaf.grad().to_vector() == dy.to_vector(), boost::test_tools::per_element());
 }
 
 // GPTConfig::num_parameters counts from the sizes alone what GPT builds, for every combination
@@ -112,6 +159,7 @@ BOOST_AUTO_TEST_CASE(femto_whole_model_gradcheck_in_float64) {
     int64_t checked = 0;
     for (const auto& in : r.inputs) checked += shape_numel(in.shape);
     BOOST_TEST(checked == model.num_parameters());
+    BOOST_TEST(checked == (pe == PosEncoding::learned ? 224 : 208));  // docs/04-gpt.md
   }
 }
 
