@@ -255,7 +255,7 @@ double Trainer::step_on(const Batch* fixed) {
     const Batch b = fixed != nullptr ? *fixed
                                      : data_.get_batch(Split::train, o.batch_size, o.block_size,
                                                        batch_gen_, comm_.rank(), comm_.size());
-    const Tensor loss = model_.forward(b.x, b.y).loss;
+    const Tensor loss = model_.forward(b.x, b.y, o.label_smoothing).loss;
     const double value = loss.item();
     if (!std::isfinite(value)) {
       loss_sum = value;  // reaches every rank through the sum below: all of them stop
