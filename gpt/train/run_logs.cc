@@ -34,10 +34,13 @@ int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
   const std::vector<std::string_view> columns = split_fields(spec.header),
                                       fields = split_fields(line);
   if (fields.size() != columns.size()) return -1;
+  // Digits only, as the trainer writes a step: from_chars alone would also take "-0".
+  if (fields[0].empty() || fields[0].find_first_not_of("0123456789") != std::string_view::npos)
+    return -1;
   int64_t step = -1;
   const auto [end, ec] =
       std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), step);
-  if (ec != std::errc() || end != fields[0].data() + fields[0].size() || step < 0) return -1;
+  if (ec != std::errc() || end != fields[0].data() + fields[0].size()) return -1;
   for (size_t i = 1; i < fields.size(); ++i) {
     if (fields[i].empty()) {
       if (columns[i] != "grad_norm") return -1;

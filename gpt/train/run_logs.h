@@ -10,7 +10,7 @@
 namespace attograd::gpt {
 
 /// One CSV log of a run: its file name in the run directory and its header. A row is complete
-/// when it has one field per column, the step a decimal integer >= 0 and every other field a
+/// when it has one field per column, the step in decimal digits (no sign) and every other field a
 /// number as strtod reads it ("nan" and "inf" included: the writer prints them so); only a
 /// grad_norm column may be empty (it is not computed without clipping).
 struct CsvSpec {
