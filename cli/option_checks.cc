@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -17,6 +19,23 @@
 namespace attograd::cli {
 
 namespace {
+
+// CLI11 stores a floating-point option as (double) strtold(text): rounded twice, first to a long
+// double, that is one double away from the correctly rounded v when the text lies within a long
+// double's rounding error of halfway between two doubles. "0.99999999999999994448884876874" is
+// checked as 0.99999999999999989, inside [0, 1), and would be stored as 1, outside it. The value
+// checked must be the value used, and a check cannot rewrite the text (see leading_zeros
+// below), so such text is refused, naming the value it was checked as.
+std::optional<std::string> rounded_apart(const std::string& text, double v) {
+  const auto stored = static_cast<double>(std::strtold(text.c_str(), nullptr));
+  if (stored == v) return std::nullopt;
+  char checked[32];
+  std::snprintf(checked, sizeof checked, "%.17g", v);
+  return text +
+         " lies too close to halfway between two doubles to be read the same way twice; "
+         "write " +
+         checked;
+}
 
 // A finite double satisfying `ok`; `condition` completes "must be a finite number ..." and,
 // after "NUMBER ", the --help hint.
@@ -46,7 +65,7 @@ CLI::Validator finite_number_check(const std::function<bool(double)>& ok,
         }
         if (!std::isfinite(v) || !ok(v))
           return "must be a finite number " + condition + ", got " + text;
-        return std::string();
+        return rounded_apart(text, v).value_or("");
       },
       "NUMBER " + condition);
 }

@@ -19,7 +19,11 @@ extern const CLI::Validator kNonNegative;  // a finite number >= 0
 /// A finite floating-point number in [min, max], or (min, max] with min_open.
 CLI::Validator number_in(double min, double max, bool min_open = false);
 /// A finite floating-point number in r ("--dropout: must be a finite number in [0, 1), got 1";
-/// with no upper bound "> 0" or ">= 0"), the words gpt::check_range uses.
+/// with no upper bound "> 0" or ">= 0"), the words gpt::check_range uses. Like kPositive and
+/// kNonNegative, it refuses text that CLI11 would store as another double than the one checked
+/// (CLI11 rounds twice, through a long double): "0.99999999999999994448884876874" is checked
+/// as 0.99999999999999989, and stored it would be 1 ("... lies too close to halfway between
+/// two doubles to be read the same way twice; write 0.99999999999999989").
 CLI::Validator number_in(gpt::RealRange r);
 
 /// An integer option in [range.min, range.max] ("--n-layer: must be an integer in [1, 1024],

@@ -15,11 +15,13 @@ BigramModel::BigramModel(const GPTConfig& config, uint64_t seed, DType dtype)
   pack_parameters();
 }
 
-ModelOutput BigramModel::forward(const Tensor& idx, const Tensor& targets) const {
+ModelOutput BigramModel::forward(const Tensor& idx, const Tensor& targets,
+                                 double label_smoothing) const {
   check_inputs(idx, targets);
   ModelOutput out;
   out.logits = wte->forward(idx);  // (B, T, V): the row of each current token
-  if (targets.defined()) out.loss = cross_entropy(out.logits, targets, kIgnoreTarget);
+  if (targets.defined())
+    out.loss = cross_entropy(out.logits, targets, kIgnoreTarget, label_smoothing);
   return out;
 }
 
@@ -60,7 +62,8 @@ AverageModel::AverageModel(const GPTConfig& config, uint64_t seed, DType dtype)
   pack_parameters();
 }
 
-ModelOutput AverageModel::forward(const Tensor& idx, const Tensor& targets) const {
+ModelOutput AverageModel::forward(const Tensor& idx, const Tensor& targets,
+                                  double label_smoothing) const {
   check_inputs(idx, targets);
   const int64_t T = idx.size(1);
   Tensor x = add_positions(wte->forward(idx), wpe.get(), sinusoidal_, 0);  // (B, T, C)
@@ -69,7 +72,7 @@ ModelOutput AverageModel::forward(const Tensor& idx, const Tensor& targets) cons
                           ? causal_mean_
                           : contiguous(slice(slice(causal_mean_, 0, 0, T), 1, 0, T));
   x = matmul(mean, x);  // (T, T) @ (B, T, C) -> (B, T, C)
-  return tied_head(ln_f->forward(x), wte->weight, targets);
+  return tied_head(ln_f->forward(x), wte->weight, targets, label_smoothing);
 }
 
 std::unique_ptr<LanguageModel> make_model(ModelKind kind, const GPTConfig& config, uint64_t seed,

@@ -21,7 +21,8 @@ class BigramModel : public LanguageModel {
   /// a V x V table larger than this machine's memory).
   BigramModel(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);
   ModelKind kind() const override { return ModelKind::bigram; }
-  ModelOutput forward(const Tensor& idx, const Tensor& targets = Tensor()) const override;
+  ModelOutput forward(const Tensor& idx, const Tensor& targets = Tensor(),
+                      double label_smoothing = 0.0) const override;
   std::shared_ptr<nn::Embedding> wte;
 };
 
@@ -44,7 +45,8 @@ class AverageModel : public LanguageModel {
   /// Throws std::invalid_argument for rope positions, else as LanguageModel's constructor.
   AverageModel(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);
   ModelKind kind() const override { return ModelKind::average; }
-  ModelOutput forward(const Tensor& idx, const Tensor& targets = Tensor()) const override;
+  ModelOutput forward(const Tensor& idx, const Tensor& targets = Tensor(),
+                      double label_smoothing = 0.0) const override;
   std::shared_ptr<nn::Embedding> wte, wpe;  // wpe only with learned positions
   std::shared_ptr<nn::LayerNorm> ln_f;
 

@@ -215,15 +215,17 @@ Tensor LanguageModel::add_positions(const Tensor& x, const nn::Embedding* wpe,
   return x;
 }
 
-ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets) {
+ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets,
+                                     double label_smoothing) {
   ModelOutput out;
   if (targets.defined() && grad_enabled()) {
     // Training: the head and the loss as one op, whose (B T, V) logits become their own gradient
     // in the backward, so the largest tensor of the step exists once (ops.h).
-    out.loss = linear_cross_entropy(x, weight, targets, kIgnoreTarget);
+    out.loss = linear_cross_entropy(x, weight, targets, kIgnoreTarget, label_smoothing);
   } else {
     out.logits = linear(x, weight);  // (B, T, V)
-    if (targets.defined()) out.loss = cross_entropy(out.logits, targets, kIgnoreTarget);
+    if (targets.defined())
+      out.loss = cross_entropy(out.logits, targets, kIgnoreTarget, label_smoothing);
   }
   return out;
 }

@@ -74,7 +74,8 @@ struct ModelOutput {
   // under NoGradGuard, to read them.
   Tensor logits;
   Tensor loss;  // scalar mean cross-entropy over the B*T positions whose target is not
-                // kIgnoreTarget (0 if all are); undefined without targets
+                // kIgnoreTarget (0 if all are; label-smoothed when asked); undefined without
+                // targets
 };
 
 /// A next-token language model over token ids [0, config().vocab_size) with contexts of at most
@@ -87,8 +88,11 @@ class LanguageModel : public nn::Module {
   /// idx: i64 (B, T) token ids with 1 <= T <= block_size and ids in [0, vocab_size);
   /// targets: i64 (B, T) in [0, vocab_size) or kIgnoreTarget, or undefined. Both are checked
   /// before any memory is read: std::invalid_argument for a shape problem, std::out_of_range
-  /// for an id.
-  virtual ModelOutput forward(const Tensor& idx, const Tensor& targets = Tensor()) const = 0;
+  /// for an id. label_smoothing ε in [0, 1] (PyTorch's; cross_entropy in autograd/ops.h) makes
+  /// the loss (1 − ε)(−log p_target) + ε mean_c(−log p_c): the trainer's loss only, never an
+  /// evaluation's (a perplexity is of the plain cross-entropy); std::invalid_argument outside.
+  virtual ModelOutput forward(const Tensor& idx, const Tensor& targets = Tensor(),
+                              double label_smoothing = 0.0) const = 0;
 
   const GPTConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
@@ -126,7 +130,9 @@ class LanguageModel : public nn::Module {
                               int64_t past);
   /// The tied head and the loss: logits = x weightᵀ, x (B, T, C), weight (V, C). While training
   /// with targets, the two run as one op (linear_cross_entropy) and the logits stay undefined.
-  static ModelOutput tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets);
+  /// label_smoothing as forward's.
+  static ModelOutput tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets,
+                               double label_smoothing = 0.0);
 
   GPTConfig config_;
   DType dtype_;

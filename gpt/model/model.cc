@@ -75,7 +75,7 @@ void KVCache::reserve(const GPTConfig& config, int64_t B, DType dtype) {
 }
 
 GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
-                       std::vector<Tensor>* attention_weights) const {
+                       std::vector<Tensor>* attention_weights, double label_smoothing) const {
   const GPTConfig& c = config_;
   const int64_t past = cache != nullptr ? cache->length() : 0;
   check_inputs(idx, targets, past);
@@ -99,7 +99,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
                       attention_weights != nullptr ? &(*attention_weights)[i] : nullptr);
   x = ln_f->forward(x);
   // The LM head shares wte's matrix (Press & Wolf 2017): logits = x wteᵀ.
-  return tied_head(x, wte->weight, targets);
+  return tied_head(x, wte->weight, targets, label_smoothing);
 }
 
 }  // namespace attograd::gpt

@@ -86,11 +86,15 @@ class GPT : public LanguageModel {
   /// the forward applied (query rows, key columns; Tk = T, or cache->length() + T with a cache):
   /// each row sums to 1 and entries after the query's position are exactly 0. Recording them
   /// runs attention unfused (see nn::CausalSelfAttention::forward), for inspection, not training.
+  ///
+  /// label_smoothing as LanguageModel::forward's (the training loss's).
   GPTOutput forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
-                    std::vector<Tensor>* attention_weights = nullptr) const;
+                    std::vector<Tensor>* attention_weights = nullptr,
+                    double label_smoothing = 0.0) const;
   /// forward without a cache or attention weights (the LanguageModel interface).
-  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor()) const override {
-    return forward(idx, targets, nullptr, nullptr);
+  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(),
+                    double label_smoothing = 0.0) const override {
+    return forward(idx, targets, nullptr, nullptr, label_smoothing);
   }
   ModelKind kind() const override { return ModelKind::gpt; }
 

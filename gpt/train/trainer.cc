@@ -1,14 +1,11 @@
 #include "gpt/train/trainer.h"
 
-#include <cctype>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -29,6 +26,7 @@
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/limits.h"
 #include "gpt/train/plot.h"
+#include "gpt/train/run_logs.h"
 
 namespace attograd::gpt {
 
@@ -257,7 +255,7 @@ double Trainer::step_on(const Batch* fixed) {
     const Batch b = fixed != nullptr ? *fixed
                                      : data_.get_batch(Split::train, o.batch_size, o.block_size,
                                                        batch_gen_, comm_.rank(), comm_.size());
-    const Tensor loss = model_.forward(b.x, b.y).loss;
+    const Tensor loss = model_.forward(b.x, b.y, o.label_smoothing).loss;
     const double value = loss.item();
     if (!std::isfinite(value)) {
       loss_sum = value;  // reaches every rank through the sum below: all of them stop
@@ -336,77 +334,6 @@ std::string format_duration(double seconds) {
   else
     std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
   return buf;
-}
-
-// The two CSV logs: file name and header. A row is complete when it has one field per column,
-// the step an integer and every other field a number; only grad_norm may be empty (it is not
-// computed without clipping).
-struct CsvSpec {
-  const char* file;
-  const char* header;
-};
-constexpr CsvSpec kTrainLog{"train_log.csv", "step,loss,lr,grad_norm,tokens_per_s"};
-constexpr CsvSpec kEvalLog{"eval_log.csv", "step,train_loss,val_loss,train_ppl,val_ppl"};
-
-std::vector<std::string_view> split_fields(std::string_view line) {
-  std::vector<std::string_view> fields;
-  for (size_t start = 0;;) {
-    const size_t comma = line.find(',', start);
-    fields.push_back(line.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (comma == std::string_view::npos) return fields;
-    start = comma + 1;
-  }
-}
-
-// The step of a complete row of `spec`, or -1 for anything else (a row cut off by a crash).
-int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
-  const std::vector<std::string_view> columns = split_fields(spec.header),
-                                      fields = split_fields(line);
-  if (fields.size() != columns.size()) return -1;
-  int64_t step = -1;
-  const auto [end, ec] =
-      std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), step);
-  if (ec != std::errc() || end != fields[0].data() + fields[0].size() || step < 0) return -1;
-  for (size_t i = 1; i < fields.size(); ++i) {
-    if (fields[i].empty()) {
-      if (columns[i] != "grad_norm") return -1;
-      continue;
-    }
-    const std::string field(fields[i]);  // strtod reads "nan" and "inf" as the writer wrote them
-    char* parsed = nullptr;
-    std::strtod(field.c_str(), &parsed);
-    if (parsed != field.c_str() + field.size() ||
-        std::isspace(static_cast<unsigned char>(field[0])))
-      return -1;
-  }
-  return step;
-}
-
-// Rewrites a CSV log for a run resumed at `step`: its header, then the complete rows up to
-// `step` (a resumed run writes what came after again). A crash can cut the last row short: only
-// rows ending in a newline (LF or CRLF) count, and only those that parse completely. The rewrite is
-// atomic, so a crash during it leaves the old log.
-void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step) {
-  std::string kept = std::string(spec.header) + "\n";
-  // Without this, reading a directory fails inside the stream with "basic_filebuf::underflow".
-  if (std::error_code ec;
-      std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    throw std::runtime_error("cannot write the log " + path.string() +
-                             ": it exists but is not a regular file (a directory?); move it away "
-                             "or choose another --out");
-  std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
-       start = end + 1) {
-    std::string_view line(text.data() + start, end - start);
-    // A log saved again by a Windows tool or a spreadsheet ends its lines in CRLF: the rows are
-    // the same (and are written back with LF), not torn.
-    if (line.ends_with('\r')) line.remove_suffix(1);
-    const int64_t row_step = complete_row_step(line, spec);
-    if (row_step >= 0 && row_step <= step) kept.append(line) += '\n';
-  }
-  write_file_atomically(path, kept);
 }
 
 // An append-only CSV log. Rows collect in memory and reach the file on flush(); sync() also

@@ -46,6 +46,7 @@ struct TrainOptions {
   bool keep_cr = false;             // the corpus kept its CR line ends (CorpusOptions::keep_cr)
   int64_t ranks = 1;  // data-parallel processes, each with batch_size sequences: the Trainer
                       // sets it to its communicator's size (absent in older checkpoints: 1)
+  double label_smoothing = 0.0;  // ε of the training loss only (PyTorch's); 0 = off
 
   /// The table of fields (gpt/io/fields.h): v(Field{member, name = JSON key, CLI flag, help,
   /// range, traits}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the
@@ -91,6 +92,13 @@ struct TrainOptions {
     v(Field(&O::keep_cr, "keep_cr", nullptr, "the corpus kept its CR line ends", AnyValue{},
             kOptionalInFiles));
     v(Field(&O::ranks, "ranks", nullptr, "data-parallel processes", l::ranks, kOptionalInFiles));
+    // The training loss aims at (1 - eps) onehot + eps / V (PyTorch's label_smoothing); an
+    // evaluation's loss and perplexity stay plain cross-entropy, comparable across runs. Older
+    // checkpoints have none: they trained with 0. Not resumable: a resumed run is the same run.
+    v(Field(&O::label_smoothing, "label_smoothing", "--label-smoothing",
+            "label smoothing of the training loss (eval and perplexity stay plain "
+            "cross-entropy)",
+            l::below_one, kOptionalInFiles));
   }
 
   /// The length of the cosine decay: lr_decay_steps, or max_steps when it is 0.
@@ -115,7 +123,8 @@ struct TrainOptions {
   /// Reads to_json's object strictly (see strict_json.h): a missing, mistyped, out-of-range or
   /// unknown field is std::runtime_error naming it, as is malformed JSON. The ranges are
   /// validate()'s, so a value no run could have trained with is refused when the file is read.
-  /// corpus, corpus_sha256, keep_cr and ranks may be absent (older checkpoints): defaults stay.
+  /// corpus, corpus_sha256, keep_cr, ranks and label_smoothing may be absent (older
+  /// checkpoints): defaults stay.
   static TrainOptions from_json(const std::string& json);
 };
 

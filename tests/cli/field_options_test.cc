@@ -208,6 +208,13 @@ BOOST_AUTO_TEST_CASE(dropout_is_below_one_everywhere) {
   attograd::testing::expect_throw_with<std::runtime_error>(
       [&] { config_from_json(doc.dump(), "config"); },
       "config: dropout is 1.0, expected a finite number in [0, 1)");
+  // Checked as 0.99999999999999989 (strtod), this text would be stored as 1 (CLI11 rounds twice,
+  // through a long double): refused (the cli_options fuzz target replays it too,
+  // tests/fuzz/regressions/cli_options/dropout_rounded_twice_to_one).
+  attograd::testing::expect_throw_with<CLI::ParseError>(
+      [&] { ConfigTable::parse(c, "--dropout 0.99999999999999994448884876874"); },
+      "--dropout: 0.99999999999999994448884876874 lies too close to halfway between two doubles "
+      "to be read the same way twice; write 0.99999999999999989");
 }
 
 // A learning rate must be > 0 in the CLI, validate() and JSON alike (a checkpoint once took 0).

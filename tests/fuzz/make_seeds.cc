@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "autograd/ops.h"
 #include "gpt/io/safetensors.h"
@@ -137,6 +138,53 @@ void texts(const fs::path& root) {
         "def");
 }
 
+// The command line's options (cli_options: "--flag=<text>"), typed numbers and the lecture's
+// matrices (decimal: "<Q>" or "<Q>\n--8<--\n<K>\n--8<--\n<V>"), and run logs (csv_log:
+// "<t|e><step>\n<log>").
+void typed(const fs::path& root) {
+  const std::string marker(fuzz::kSplitMarker);
+  const std::pair<const char*, const char*> options[] = {
+      {"lr", "--lr=0.01"},
+      {"dropout_near_one", "--dropout=0.995"},
+      {"label_smoothing", "--label-smoothing=0.1"},
+      {"n_layer", "--n-layer=12"},
+      {"steps_octal", "--steps=010"},
+      {"seed_max", "--seed=18446744073709551615"},
+      {"init_seed_negative", "--init-seed=-1"},
+      {"pos_encoding", "--pos-encoding=rope"},
+      {"top_p", "--top-p=1"},
+      {"temperature_exponent", "--temperature=8e-1"},
+      {"threads", "--threads=2"},
+      {"lr_overflow", "--lr=1e400"},
+      {"grad_clip_nan", "--grad-clip=nan"},
+      {"batch_size_empty", "--batch-size="},
+  };
+  for (const auto& [name, text] : options) write(root / "cli_options" / name, text);
+  write(root / "decimal" / "number", "-2.5e-3");
+  write(root / "decimal" / "hex_float", "0x1p3");
+  write(root / "decimal" / "underflow", "1e-400");
+  write(root / "decimal" / "matrix", "1,0; 0,1; 1,1");
+  write(root / "decimal" / "ragged_matrix", "1,2;3");
+  write(root / "decimal" / "qkv", "1,0;0,1;1,1" + marker + "1,0;0,1;1,1" + marker + "1,2;3,4;5,6");
+  // The example: finite values of V whose weighted sums overflow.
+  write(root / "decimal" / "qkv_overflow",
+        "0;0;0" + marker + "0;0;0" + marker + "1e308;1e308;1e308");
+  const std::string train = "step,loss,lr,grad_norm,tokens_per_s\n";
+  write(root / "csv_log" / "torn_train_log",
+        "t4\n" + train +
+            "1,4.1,0.01,0.9,1000\n2,3.9,0.01,,1000\n3,3.5,0.01,nan,inf\n"
+            "4,3.2,0.01,1.1,1000\n5,3.1,0.01,1.0,1000\n6,3.0\n4,1,1,,12");
+  write(root / "csv_log" / "crlf_eval_log",
+        "e6\r\nstep,train_loss,val_loss,train_ppl,val_ppl\r\n0,4.2,4.2,66.7,66.7\r\n"
+        "2,3.1,3.2,22.2,24.5\r\n4,2.9,3.0,18.2,20.1\r\n");
+  write(root / "csv_log" / "restarted_train_log",
+        "t\n" + train + "1,4,0.1,,10\n2,3,0.1,,10\n3,9,0.1,,10\n2,3,0.1,,10\n3,2.5,0.1,,10\n");
+  write(root / "csv_log" / "fresh_run", "e-1\n" + train + "1,4,0.1,,10\n");
+  write(root / "csv_log" / "nul_and_huge_field", "t9\n" + train +
+                                                     std::string("1,4\0,0.1,,10\n", 13) + "2," +
+                                                     std::string(3000, '9') + ",0.1,,10\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,6 +197,7 @@ int main(int argc, char** argv) {
     checkpoints(root / "safetensors", fuzz::scratch_dir());
     hf_models(root / "hf_import", fuzz::scratch_dir());
     texts(root);
+    typed(root);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_fuzz_seeds: %s\n", e.what());
     return 1;

@@ -14,7 +14,9 @@
 #include <sstream>
 
 #include "autograd/allocator.h"
+#include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "gpt/model/baselines.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/trainer.h"
@@ -155,6 +157,95 @@ BOOST_AUTO_TEST_CASE(gradient_accumulation_equals_the_mean_over_micro_batches) {
   // The optimizer has already stepped, but the gradient buffers still hold what it used.
   BOOST_TEST(attograd::testing::allclose(model.arena().grads().to_vector(),
                                          reference.arena().grads().to_vector(), 1e-6, 0));
+}
+
+namespace {
+
+// The label-smoothed loss of `model` on batch b, by hand from its logits in double (PyTorch's
+// formula, the target distribution (1 − ε) onehot(t) + ε/V): per position, with
+// lse = log Σ_c exp(x_c), (1 − ε)(lse − x_t) + ε (lse − mean_c x_c); then the mean.
+double smoothed_loss_by_hand(const LanguageModel& model, const Batch& b, double eps) {
+  NoGradGuard no_grad;
+  const std::vector<double> logits = model.forward(b.x).logits.to_vector();
+  const std::vector<int64_t> targets = b.y.to_ids();
+  const auto V = static_cast<size_t>(model.config().vocab_size);
+  const size_t rows = logits.size() / V;
+  double total = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const double* x = &logits[r * V];
+    const double top = *std::max_element(x, x + V);
+    double sum_exp = 0, sum_x = 0;
+    for (size_t c = 0; c < V; ++c) sum_exp += std::exp(x[c] - top), sum_x += x[c];
+    const double lse = top + std::log(sum_exp);
+    total += (1 - eps) * (lse - x[static_cast<size_t>(targets[r])]) +
+             eps * (lse - sum_x / static_cast<double>(V));
+  }
+  return total / static_cast<double>(rows);
+}
+
+// A model of `kind` whose logits are far from uniform, where smoothing changes the loss by
+// much (at initialisation every logit is near 0, and −log p_t ≈ mean_c(−log p_c) ≈ ln V): its
+// initial weights times 300 for the bigram, whose logits are its N(0, 0.02²) weights, and 30
+// for the GPT, whose logits grow with the product of its layers' weights.
+std::unique_ptr<LanguageModel> peaked_model(ModelKind kind, const GPTConfig& c) {
+  auto model = make_model(kind, c, 21);
+  const Tensor params = model->arena().params();
+  const float scale = kind == ModelKind::bigram ? 300 : 30;
+  float* p = params.data<float>();
+  for (int64_t i = 0; i < params.numel(); ++i) p[i] *= scale;
+  params.bump_version();
+  return model;
+}
+
+}  // namespace
+
+// --label-smoothing: the training loss (and so its gradient) is the smoothed one, equal to the
+// formula computed by hand; 0 is the plain cross-entropy bit for bit (loss and gradient of
+// forward(x, y), the trainer's call before the option existed); an evaluation ignores it.
+// Through the fused head (GPT) and the plain cross_entropy (bigram) alike.
+BOOST_AUTO_TEST_CASE(label_smoothing_changes_the_training_loss_only) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  Generator gen(3);
+  const Batch b = data.get_batch(Split::train, 4, 8, gen);
+  TrainOptions o = small_options();
+  o.grad_clip = 0;  // compare raw gradients
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::bigram}) {
+    BOOST_TEST_CONTEXT(model_kind_name(kind)) {
+      const double eps = 0.1;
+      const auto reference = peaked_model(kind, c);
+      const double plain = smoothed_loss_by_hand(*reference, b, 0);
+      const double smoothed = smoothed_loss_by_hand(*reference, b, eps);
+      BOOST_TEST_MESSAGE(model_kind_name(kind) << ": plain " << plain << ", smoothed " << smoothed);
+      BOOST_TEST(std::abs(smoothed - plain) > 0.1);  // far apart: ignoring ε cannot pass
+      // ε = 0: the plain loss and gradient of forward(x, y), bit for bit.
+      const Tensor loss = reference->forward(b.x, b.y).loss;
+      loss.backward();
+      const auto model0 = peaked_model(kind, c);
+      Trainer t0(*model0, data, o, "char", "", "");
+      BOOST_TEST(t0.train_step(b) == loss.item());
+      BOOST_TEST(model0->arena().grads().to_vector() == reference->arena().grads().to_vector());
+      BOOST_TEST(std::abs(loss.item() - plain) < 1e-5 * plain);
+      // ε = 0.1: the formula's loss, and the gradient of forward(x, y, ε).
+      reference->arena().zero_grad();
+      reference->forward(b.x, b.y, eps).loss.backward();
+      TrainOptions oe = o;
+      oe.label_smoothing = eps;
+      const auto model_eps = peaked_model(kind, c);
+      Trainer te(*model_eps, data, oe, "char", "", "");
+      const EvalResult before = te.evaluate();
+      const double trained = te.train_step(b);
+      BOOST_TEST(std::abs(trained - smoothed) < 1e-5 * smoothed, trained << " vs " << smoothed);
+      BOOST_TEST(attograd::testing::allclose(model_eps->arena().grads().to_vector(),
+                                             reference->arena().grads().to_vector(), 1e-7, 1e-5));
+      // Evaluation is plain cross-entropy whatever ε: the same as a trainer without it.
+      const auto model_eval = peaked_model(kind, c);
+      const EvalResult plain_eval = Trainer(*model_eval, data, o, "char", "", "").evaluate();
+      BOOST_TEST(before.val_loss == plain_eval.val_loss);
+      BOOST_TEST(before.train_loss == plain_eval.train_loss);
+    }
+  }
 }
 
 // The design goal of the storage cache: after warm-up a training step allocates nothing.
@@ -540,6 +631,7 @@ BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
   o.weight_decay = 0.5, o.beta1 = 0.75, o.beta2 = 0.875, o.grad_clip = 2.5, o.seed = 99;
   o.eval_interval = 8, o.eval_iters = 9, o.checkpoint_interval = 10, o.log_interval = 11;
   o.corpus = "book.txt", o.corpus_sha256 = "ab12", o.keep_cr = true, o.ranks = 12;
+  o.label_smoothing = 0.0625;
   const nlohmann::json written = nlohmann::json::parse(o.to_json());
   const nlohmann::json defaults = nlohmann::json::parse(TrainOptions().to_json());
   BOOST_TEST(written.size() == attograd::testing::field_count<TrainOptions>());
@@ -547,11 +639,13 @@ BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
   // (Each field at the ends of its range, through the CLI and validate() too, is
   // tests/cli/field_options_test.cc's: a new field needs no line here.)
   BOOST_TEST((TrainOptions::from_json(o.to_json()) == o));
-  // A checkpoint written before the corpus was recorded still loads, with the defaults.
+  // A checkpoint written before the corpus was recorded, or before label smoothing, still
+  // loads, with the defaults (it trained without smoothing).
   nlohmann::json old = written;
-  for (const char* key : {"corpus", "corpus_sha256", "keep_cr"}) old.erase(key);
+  for (const char* key : {"corpus", "corpus_sha256", "keep_cr", "label_smoothing"}) old.erase(key);
   TrainOptions expected = o;
   expected.corpus = expected.corpus_sha256 = "", expected.keep_cr = false;
+  expected.label_smoothing = 0;
   BOOST_TEST((TrainOptions::from_json(old.dump()) == expected));
   // Every other field is required.
   nlohmann::json missing = written;

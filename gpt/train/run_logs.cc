@@ -1,0 +1,87 @@
+#include "gpt/train/run_logs.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "gpt/io/atomic_file.h"
+
+namespace attograd::gpt {
+
+namespace {
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    const size_t comma = line.find(',', start);
+    fields.push_back(line.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) return fields;
+    start = comma + 1;
+  }
+}
+
+// The step of a complete row of `spec`, or -1 for anything else (a row cut off by a crash).
+int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
+  const std::vector<std::string_view> columns = split_fields(spec.header),
+                                      fields = split_fields(line);
+  if (fields.size() != columns.size()) return -1;
+  // Digits only, as the trainer writes a step: from_chars alone would also take "-0".
+  if (fields[0].empty() || fields[0].find_first_not_of("0123456789") != std::string_view::npos)
+    return -1;
+  int64_t step = -1;
+  const auto [end, ec] =
+      std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), step);
+  if (ec != std::errc() || end != fields[0].data() + fields[0].size()) return -1;
+  for (size_t i = 1; i < fields.size(); ++i) {
+    if (fields[i].empty()) {
+      if (columns[i] != "grad_norm") return -1;
+      continue;
+    }
+    const std::string field(fields[i]);  // strtod reads "nan" and "inf" as the writer wrote them
+    char* parsed = nullptr;
+    std::strtod(field.c_str(), &parsed);
+    if (parsed != field.c_str() + field.size() ||
+        std::isspace(static_cast<unsigned char>(field[0])))
+      return -1;
+  }
+  return step;
+}
+
+}  // namespace
+
+void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step) {
+  // Without this, reading a directory fails inside the stream with "basic_filebuf::underflow".
+  if (std::error_code ec;
+      std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error("cannot write the log " + path.string() +
+                             ": it exists but is not a regular file (a directory?); move it away "
+                             "or choose another --out");
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::vector<std::pair<int64_t, std::string_view>> kept;  // (step, row), steps increasing
+  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
+       start = end + 1) {
+    std::string_view line(text.data() + start, end - start);
+    // A log saved again by a Windows tool or a spreadsheet ends its lines in CRLF: the rows are
+    // the same (and are written back with LF), not torn.
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    const int64_t row_step = complete_row_step(line, spec);
+    if (row_step < 0 || row_step > step) continue;
+    while (!kept.empty() && kept.back().first >= row_step) kept.pop_back();
+    kept.emplace_back(row_step, line);
+  }
+  std::string out = std::string(spec.header) + "\n";
+  for (const auto& [row_step, line] : kept) out.append(line) += '\n';
+  write_file_atomically(path, out);
+}
+
+}  // namespace attograd::gpt
