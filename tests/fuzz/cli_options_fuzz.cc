@@ -196,9 +196,8 @@ std::vector<Probe> make_probes() {
   probes.push_back(check_probe<double>("--temperature", cli::kNonNegative, RealRange{0, inf}));
   probes.push_back(
       check_probe<double>("--top-p", cli::number_in(0, 1, true), RealRange{0, 1, true}));
-  const IntRange threads{0, gpt::max_threads()};
-  probes.push_back(
-      check_probe<int64_t>("--threads", cli::integer_in(threads, "a reason"), threads));
+  const IntRange threads{0, gpt::max_threads(), "a reason"};
+  probes.push_back(check_probe<int64_t>("--threads", cli::integer_in(threads), threads));
   const IntRange head_dim{1, int64_t{1} << 20};
   probes.push_back(check_probe<int64_t>("--head-dim", cli::integer_in(head_dim), head_dim));
   probes.push_back(check_probe<uint64_t>("--init-seed", cli::kSeed, AnyValue{}));
