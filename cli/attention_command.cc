@@ -7,7 +7,8 @@
 // label and its T weights; a label is the token's position, a colon and the token, "3: ", so
 // each is unique even where the prompt repeats a token), layer<L>_head<H>.png/.svg, and
 // all_heads.png/.svg (every chosen head in a grid, one row per layer) when more than one head is
-// shown.
+// shown. With --attribution, also attribution.csv: the printed comparison's rows at full
+// precision (the page's parity test, tests/web/parity_test.js, compares its own with them).
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -63,10 +64,10 @@ std::vector<int64_t> chosen(const std::optional<int64_t>& pick, int64_t n, const
 // "Attention is not explanation", measured (gpt/model/attribution.h): one line per (layer, head,
 // query) for the queries 1 .. T-2, and how often the most-attended key is not the one whose
 // term, dropped from the head's output (the other weights left as they are, not renormalised),
-// changes the query's next-token loss most.
+// changes the query's next-token loss most; the same rows, unrounded, in `csv_path`.
 void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
                        const std::vector<int64_t>& layers, const std::vector<int64_t>& heads,
-                       const std::vector<std::string>& labels) {
+                       const std::vector<std::string>& labels, const std::string& csv_path) {
   std::printf(
       "\nattribution: per query t, the most-attended key against the key whose term weight x "
       "value,\n"
@@ -76,8 +77,16 @@ void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
   int64_t differ = 0;
   const std::vector<gpt::AttributionRow> rows =
       gpt::attention_attribution(model, ids, layers, heads);
+  std::ostringstream csv;
+  csv << "layer,head,query,most_attended,weight,largest_change,change,differ\n";
   for (const gpt::AttributionRow& r : rows) {
     differ += r.differ();
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%lld,%lld,%lld,%lld,%.9g,%lld,%.9g,%d\n",
+                  static_cast<long long>(r.layer), static_cast<long long>(r.head),
+                  static_cast<long long>(r.query), static_cast<long long>(r.most_attended),
+                  r.weight, static_cast<long long>(r.largest_change), r.change, r.differ() ? 1 : 0);
+    csv << buf;
     std::printf("%-6lld %-5lld %-6lld %-3lld %-8s (%.3f)  %-3lld %-8s (%+.4f)%s\n",
                 static_cast<long long>(r.layer), static_cast<long long>(r.head),
                 static_cast<long long>(r.query), static_cast<long long>(r.most_attended),
@@ -91,6 +100,7 @@ void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
       "%zu "
       "(layer, head, query)\n",
       static_cast<long long>(differ), rows.size());
+  gpt::write_file_atomically(csv_path, csv.str());
 }
 
 int run(const AttentionArgs& a) {
@@ -194,11 +204,12 @@ int run(const AttentionArgs& a) {
     }
   }
   if (a.attribution) {
-    print_attribution(model, ids, layers, heads, labels);
+    print_attribution(model, ids, layers, heads, labels, a.out + "/attribution.csv");
   }
   const size_t n_maps = grid.panels.size();
   if (n_maps > 1) figures.push_back(std::move(grid));
-  std::printf("\nwrote %s/layer<L>_head<H>.csv for %zu head(s)\n", a.out.c_str(), n_maps);
+  std::printf("\nwrote %s/layer<L>_head<H>.csv for %zu head(s)%s\n", a.out.c_str(), n_maps,
+              a.attribution ? " and attribution.csv" : "");
   if (gpt::write_heatmaps(figures, std::cerr))
     std::printf("heatmaps: %s/layer<L>_head<H>.png and .svg%s\n", a.out.c_str(),
                 n_maps > 1 ? ", all of them in all_heads.png and .svg" : "");
@@ -226,7 +237,8 @@ void add_attention_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--attribution", a->attribution,
                 "also print, per query, the most-attended key next to the key whose term "
                 "(weight x value), dropped from the head's output, changes the loss of the next "
-                "prompt token most (first order: -weight x dloss/dweight)");
+                "prompt token most (first order: -weight x dloss/dweight), and write the rows to "
+                "attribution.csv");
   cmd->footer(
       "Rows are queries, columns keys: row t is the distribution query t averaged the values with. "
       "Each row sums to 1, and keys after the query get exactly 0 (the causal mask).");

@@ -67,7 +67,9 @@
       train: (steps) => call({cmd: 'train', steps}),
       /** Train and val loss and perplexity over fixed batches. */
       evaluate: () => call({cmd: 'evaluate'}),
-      /** Tokens, attention weights [layer][head][query][key], next-token probabilities. */
+      /** Tokens, attention weights [layer][head][query][key], next-token probabilities, and
+       *  attribution: {rows: [{layer, head, query, most_attended, weight, largest_change,
+       *  change, differ}], differ, reason} (attograd attention --attribution's comparison). */
       forward: (prompt) => call({cmd: 'forward', prompt}),
       /** {prompt, max_new_tokens, temperature, top_k, top_p, seed, bars}: text and per-step bars. */
       sample: (options) => call(Object.assign({cmd: 'sample'}, options)),

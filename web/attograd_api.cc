@@ -36,6 +36,7 @@
 #include "autograd/random.h"
 #include "examples/lecture/attention_by_hand.h"
 #include "gpt/io/utf8.h"
+#include "gpt/model/attribution.h"
 #include "gpt/model/baselines.h"
 #include "gpt/model/config.h"
 #include "gpt/model/language_model.h"
@@ -364,24 +365,67 @@ std::vector<int64_t> encode_prompt(const Workspace& w, const std::string& prompt
   return ids;
 }
 
+// "Attention is not explanation" for the prompt `ids` (gpt/model/attribution.h, what `attograd
+// attention --attribution` prints): per (layer, head, query) for the queries 1 .. T-2, the
+// most-attended key against the key whose dropped term changes the loss of predicting token t+1
+// most, and how many differ; or, for a model without attention or a prompt under 3 tokens,
+// no rows and the reason.
+json attribution_json(Workspace& w, const std::vector<int64_t>& ids) {
+  auto* g = dynamic_cast<gpt::GPT*>(w.model.get());
+  const auto none = [](const std::string& reason) {
+    return json{{"rows", json::array()}, {"differ", 0}, {"reason", reason}};
+  };
+  if (g == nullptr)
+    return none(std::string("this model has no attention (") +
+                gpt::model_kind_name(w.model->kind()) + "), so there is nothing to attribute");
+  if (ids.size() < 3)
+    return none("the prompt has " + std::to_string(ids.size()) +
+                " token(s): the comparison needs at least 3 (query t is scored on the loss of "
+                "predicting token t+1, and query 0 sees only itself)");
+  std::vector<int64_t> layers, heads;
+  for (int64_t l = 0; l < g->config().n_layer; ++l) layers.push_back(l);
+  for (int64_t h = 0; h < g->config().n_head; ++h) heads.push_back(h);
+  json rows = json::array();
+  int64_t differ = 0;
+  for (const gpt::AttributionRow& r : gpt::attention_attribution(*g, ids, layers, heads)) {
+    differ += r.differ();
+    rows.push_back({{"layer", r.layer},
+                    {"head", r.head},
+                    {"query", r.query},
+                    {"most_attended", r.most_attended},
+                    {"weight", r.weight},
+                    {"largest_change", r.largest_change},
+                    {"change", r.change},
+                    {"differ", r.differ()}});
+  }
+  return {{"rows", rows}, {"differ", differ}, {"reason", nullptr}};
+}
+
 // {"cmd": "forward", "prompt": text}: its tokens, every layer's attention weights
-// [layer][head][query][key] (a GPT's; none for bigram and average), and the next-token
-// probabilities after the last token.
+// [layer][head][query][key] (a GPT's; none for bigram and average), the next-token
+// probabilities after the last token, and "attribution" (attribution_json: {"rows": [{layer,
+// head, query, most_attended, weight, largest_change, change, differ}] in the order (query,
+// layer, head), "differ": how many rows differ, "reason": why there are no rows, or null}).
 json forward(const json& request) {
   Workspace& w = require_model();
   const std::vector<int64_t> ids =
       encode_prompt(w, required<std::string>(request, "prompt"), false);
   const int64_t T = static_cast<int64_t>(ids.size());
-  NoGradGuard no_grad;
-  w.model->eval();
-  const Tensor idx = Tensor::from_ids(ids, {1, T});
   std::vector<Tensor> attention;
   Tensor logits;
-  if (auto* g = dynamic_cast<gpt::GPT*>(w.model.get())) {
-    logits = g->forward(idx, Tensor(), nullptr, &attention).logits;
-  } else {
-    logits = w.model->forward(idx).logits;
+  {
+    NoGradGuard no_grad;
+    w.model->eval();
+    const Tensor idx = Tensor::from_ids(ids, {1, T});
+    if (auto* g = dynamic_cast<gpt::GPT*>(w.model.get())) {
+      logits = g->forward(idx, Tensor(), nullptr, &attention).logits;
+    } else {
+      logits = w.model->forward(idx).logits;
+    }
   }
+  // One backward pass per query, in eval mode, with the gradients the trainer accumulates set
+  // aside (attention_attribution restores them).
+  const json attribution = attribution_json(w, ids);
   w.model->train();
   json layers = json::array();
   for (const Tensor& a : attention) {  // (1, n_head, T, T)
@@ -395,7 +439,8 @@ json forward(const json& request) {
   const std::vector<double> last = slice(logits, 1, T - 1, T).to_vector();  // (1, 1, V)
   return {{"tokens", tokens},
           {"attention", layers},
-          {"next_token_probabilities", gpt::next_token_probabilities(last, {})}};
+          {"next_token_probabilities", gpt::next_token_probabilities(last, {})},
+          {"attribution", attribution}};
 }
 
 // {"cmd": "sample", "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"}: the

@@ -5,6 +5,8 @@
 'use strict';
 
 const $ = (id) => document.getElementById(id);
+// Text made safe inside HTML and its attributes (a token may be a quote or a '<').
+const esc = (text) => String(text).replace(/[&<>"]/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'})[c]);
 const fmt = (x, digits = 6) =>
     x === null ? '−∞' : Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-4) ? x.toExponential(3)
                                                                                 : String(+x.toFixed(digits));
@@ -429,27 +431,62 @@ function setupTraining() {
 }
 
 // ---- Part 4: attention maps of the trained model -------------------------------------------------
+// Each head's map, and on it the engine's "attention is not explanation" rows (the forward
+// request's attribution, gpt/model/attribution.h): per query row t = 1 .. T-2, an outline on the
+// key t attends to most and a dot on the key whose term, dropped from the head's output, changes
+// the loss of predicting token t+1 most; hover a cell for its numbers. Then how often the two differ, as
+// `attograd attention --attribution` prints it.
+let lastAttribution = null;  // the last forward's attribution, for the tests
 function setupLookInside() {
   $('li-go').addEventListener('click', async () => {
     showError('li-error', null);
     try {
       const r = await workerCall('forward', {prompt: $('li-prompt').value});
+      lastAttribution = r.attribution;
       if (r.attention.length === 0) {
         $('li-maps').innerHTML = '<p>This model has no attention (bigram or average).</p>';
+        $('li-legend').hidden = true;
+        $('li-summary').textContent = '';
         return;
       }
       const label = (t) => JSON.stringify(t).slice(1, -1) || '·';
+      const marks = new Map(r.attribution.rows.map((a) => [`${a.layer},${a.head},${a.query}`, a]));
+      const nats = (x) => (x >= 0 ? '+' : '−') + Math.abs(x).toFixed(4);
       let html = '';
       r.attention.forEach((heads, l) => heads.forEach((rows, h) => {
         html += `<div class="map"><h4>layer ${l}, head ${h}</h4><table class="heat"><tr><th></th>` +
-            r.tokens.map((t) => `<th>${label(t)}</th>`).join('') + '</tr>';
+            r.tokens.map((t) => `<th>${esc(label(t))}</th>`).join('') + '</tr>';
         rows.forEach((row, q) => {
-          html += `<tr><th>${label(r.tokens[q])}</th>` + row.map((w) =>
-              `<td title="${w}" data-w="${w}" style="background: rgba(48, 96, 192, ${w.toFixed(3)})"></td>`).join('') + '</tr>';
+          const a = marks.get(`${l},${h},${q}`);
+          html += `<tr><th>${esc(label(r.tokens[q]))}</th>` + row.map((w, k) => {
+            const most = a && k === a.most_attended, change = a && k === a.largest_change;
+            let title = String(w), cls = '', data = '', dot = '';
+            if (most) {
+              title += `\nmost-attended key of query ${q}: weight ${a.weight.toFixed(4)}`;
+              cls += ' most';
+              data += ' data-most="1"';
+            }
+            if (change) {
+              title += `\nremoving this key changes the loss of predicting “${label(r.tokens[q + 1])}” ` +
+                  `most: ${nats(a.change)} nats`;
+              cls += ' change';
+              data += ` data-change="${a.change}"`;
+              dot = '<span class="dot"></span>';
+            }
+            const marked = most || change ? ` aria-label="${esc(title.replace(/\n/g, '; '))}"` : '';
+            return `<td class="${cls.trim()}" title="${esc(title)}"${marked} data-w="${w}"${data} ` +
+                `style="background: rgba(48, 96, 192, ${w.toFixed(3)})">${dot}</td>`;
+          }).join('') + '</tr>';
         });
         html += '</table></div>';
       }));
       $('li-maps').innerHTML = html;
+      const rows = r.attribution.rows;
+      $('li-legend').hidden = rows.length === 0;
+      $('li-summary').textContent = rows.length > 0
+          ? `The most-attended key is not the one whose dropped term changes the loss most for ` +
+            `${r.attribution.differ} of ${rows.length} (layer, head, query).`
+          : `No outlines or dots: ${r.attribution.reason}.`;
     } catch (e) {
       showError('li-error', e);
     }
@@ -494,8 +531,10 @@ window.page = {
   workerCall,
   get engine() { return engine; },
   // For the browser test (tests/web/browser_test.py): the last step the worker reported, the
-  // RoPE table's [m, n, score] entries, and the order experiment with and without positions.
+  // attribution rows part 4 last drew, the RoPE table's [m, n, score] entries, and the order
+  // experiment with and without positions.
   trainingStep: () => (lastProgress ? lastProgress.step : 0),
+  lastAttribution: () => lastAttribution,
   ropeScores: () => ropeGrid,
   orderExperiment() {
     const off = orderResults(false), on = orderResults(true);

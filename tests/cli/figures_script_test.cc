@@ -221,12 +221,27 @@ BOOST_AUTO_TEST_CASE(attribution_on_trained_pico) {
   // "0      0     1      0   "A"      (0.652)  1   "n"      (-0.0481)  differ"
   const std::regex line(
       R"((\d+) +(\d+) +(\d+) +(\d+) +"[^"]*" +\(([0-9.]+)\) +(\d+) +"[^"]*" +\(([-+0-9.]+)\)( +differ)?)");
+  // attribution.csv holds the same rows unrounded: "layer,head,query,most_attended,weight,
+  // largest_change,change,differ".
+  const auto csv = read_csv(fs::path(dir / "out") / "attribution.csv");
+  BOOST_REQUIRE_EQUAL(csv.size(), 1u + 54u);
+  BOOST_TEST(csv[0] == (std::vector<std::string>{"layer", "head", "query", "most_attended",
+                                                 "weight", "largest_change", "change", "differ"}),
+             boost::test_tools::per_element());
   int lines = 0, differ = 0;
   for (std::sregex_iterator m(r.out.begin(), r.out.end(), line), end; m != end; ++m, ++lines) {
     const bool marked = (*m)[8].matched;
     BOOST_TEST(marked == ((*m)[4] != (*m)[6]));
     BOOST_TEST(std::stoi((*m)[4]) <= std::stoi((*m)[3]));  // a key at or before the query
     differ += marked;
+    if (lines + 1 >= static_cast<int>(csv.size())) continue;
+    const std::vector<std::string>& row = csv[static_cast<size_t>(lines) + 1];
+    BOOST_REQUIRE_EQUAL(row.size(), 8u);
+    for (const int i : {1, 2, 3, 4, 6})
+      BOOST_TEST(row[static_cast<size_t>(i - 1)] == (*m)[i].str());
+    BOOST_TEST(row[7] == (marked ? "1" : "0"));
+    BOOST_TEST(std::abs(std::stod(row[4]) - std::stod((*m)[5])) <= 5e-4);  // printed as %.3f
+    BOOST_TEST(std::abs(std::stod(row[6]) - std::stod((*m)[7])) <= 5e-5);  // printed as %+.4f
   }
   BOOST_TEST(lines == 54);
   BOOST_TEST(differ == std::stoi(summary[1]));

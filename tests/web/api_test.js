@@ -132,6 +132,55 @@ test('forward, checkpoints through bytes, sampling, and their bad inputs', () =>
   }
 });
 
+// "Attention is not explanation" (gpt/model/attribution.h) in the forward request: one row per
+// (query, layer, head) for the queries 1 .. T-2, whose most-attended key is the argmax of the
+// attention row the same request returns. tests/web/parity_test.js compares the rows with the
+// native CLI's `attograd attention --attribution`.
+test('forward returns the attribution rows, consistent with its attention maps', () => {
+  engine.newModel({preset: 'pico', text, max_steps: 100, warmup_steps: 10, seed: 3});
+  engine.train(100);
+  const r = engine.forward('In the');
+  const T = r.tokens.length, layers = r.attention.length, heads = r.attention[0].length;
+  const a = r.attribution;
+  assert.strictEqual(a.reason, null);
+  assert.strictEqual(a.rows.length, (T - 2) * layers * heads);  // 4 x 3 x 3
+  assert.strictEqual(a.rows.length, 36);
+  let i = 0, differ = 0;
+  for (let query = 1; query <= T - 2; ++query) {
+    for (let layer = 0; layer < layers; ++layer) {
+      for (let head = 0; head < heads; ++head) {
+        const row = a.rows[i++];
+        assert.deepStrictEqual([row.layer, row.head, row.query], [layer, head, query]);
+        const A = r.attention[layer][head][query];
+        const argmax = A.reduce((best, w, k) => (w > A[best] ? k : best), 0);  // the first on a tie
+        assert.strictEqual(row.most_attended, argmax, `layer ${layer} head ${head} query ${query}`);
+        assert.strictEqual(row.weight, A[argmax]);
+        assert.ok(row.largest_change >= 0 && row.largest_change <= query);
+        assert.ok(Number.isFinite(row.change) && row.change !== 0);
+        assert.strictEqual(row.differ, row.most_attended !== row.largest_change);
+        differ += row.differ;
+      }
+    }
+  }
+  assert.strictEqual(a.differ, differ);
+
+  // The backward passes leave training as it was: the next steps' losses are those of a twin
+  // model that was not looked into.
+  const next = engine.train(5).losses;
+  engine.newModel({preset: 'pico', text, max_steps: 100, warmup_steps: 10, seed: 3});
+  engine.train(100);
+  assert.deepStrictEqual(engine.train(5).losses, next);
+
+  // No rows, and the reason, for a prompt under 3 tokens and for a model without attention.
+  const short = engine.forward('In').attribution;
+  assert.deepStrictEqual([short.rows, short.differ], [[], 0]);
+  assert.match(short.reason, /the prompt has 2 token\(s\): the comparison needs at least 3/);
+  engine.newModel({kind: 'bigram', text, max_steps: 10});
+  const bigram = engine.forward('In the');
+  assert.deepStrictEqual([bigram.attention, bigram.attribution.rows], [[], []]);
+  assert.match(bigram.attribution.reason, /this model has no attention \(bigram\)/);
+});
+
 test('a non-UTF-8 file is refused naming the file, the byte offset and the fix', () => {
   const bytes = Buffer.concat([Buffer.from('In the beginning'), Buffer.from([0xff, 0xfe]), Buffer.from(' x')]);
   assert.throws(() => engine.newModelFromBytes(new Uint8Array(bytes), {preset: 'femto'}, 'latin1.txt'),

@@ -21,6 +21,12 @@ read the page's DOM as a student would see it:
     the attention map of every layer and head has rows summing to 1, zeros above the diagonal,
     and the weights of `attograd attention`'s CSV within 1e-5; a truncated checkpoint is
     refused and the page keeps working;
+  - "attention is not explanation" on the pico trained in the page and on the native checkpoint:
+    every map marks, in each query row 1 .. T-2, one most-attended key (an outline) and one
+    key whose dropped term changes the loss most (a dot), the keys and the numbers in their titles
+    those of the engine's forward request (and, for the checkpoint, of `attograd attention
+    --attribution`'s attribution.csv), with a legend, and the summary says "X of Y" with the
+    engine's counts; the link to docs/03-attention.md's section is served with the page;
   - the page asked the server only for its own files, and the browser fetched nothing else;
   - a screenshot of each part is saved in OUTPUT_DIR and is not blank.
 
@@ -33,6 +39,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 import zlib
 
 from selenium import webdriver
@@ -84,6 +92,68 @@ def read_csv(path, T):
     with open(path, encoding="utf-8") as f:
         lines = f.read().strip().split("\n")[1:]
     return [[float(x) for x in line.split(",")[-T:]] for line in lines]
+
+
+def check_attribution(driver, what, prompt, expect_rows, cli_rows=None):
+    """Part 4's marks and summary for `prompt` (already shown) against the engine's own answer to
+    the same forward request (and the CLI's rows when given)."""
+    api = driver.execute_async_script(
+        "const done = arguments[1];"
+        "window.page.workerCall('forward', {prompt: arguments[0]}).then((r) => done(r.attribution));",
+        prompt)
+    rows = api["rows"]
+    T = len(prompt)
+    drawn = driver.execute_script("""
+        return [...document.querySelectorAll('#li-maps .map')].map((m) => ({
+          title: m.querySelector('h4').textContent,
+          rows: [...m.querySelectorAll('table.heat tr')].slice(1).map((tr) =>
+              [...tr.querySelectorAll('td')].map((td) => ({
+                most: td.dataset.most === '1', change: td.dataset.change,
+                outline: getComputedStyle(td).boxShadow !== 'none',
+                dot: td.querySelector('.dot') !== null, title: td.title,
+                label: td.getAttribute('aria-label')})))}));""")
+    by_key = {(r["layer"], r["head"], r["query"]): r for r in rows}
+    problems = []
+    for m in drawn:
+        l, h = map(int, re.match(r"layer (\d+), head (\d+)", m["title"]).groups())
+        for q, cells in enumerate(m["rows"]):
+            most = [k for k, c in enumerate(cells) if c["most"]]
+            change = [k for k, c in enumerate(cells) if c["change"] is not None]
+            a = by_key.get((l, h, q))
+            if a is None:
+                if most or change:
+                    problems.append("layer %d head %d query %d is marked" % (l, h, q))
+                continue
+            if most != [a["most_attended"]] or change != [a["largest_change"]]:
+                problems.append("layer %d head %d query %d: marks %s %s, engine %d %d" %
+                                (l, h, q, most, change, a["most_attended"], a["largest_change"]))
+                continue
+            cm, cc = cells[most[0]], cells[change[0]]
+            if not (cm["outline"] and cc["dot"] and cm["label"] and cc["label"]):
+                problems.append("layer %d head %d query %d: outline/dot/label missing" % (l, h, q))
+            if ("weight %.4f" % a["weight"]) not in cm["title"]:
+                problems.append("weight %.4f not in %r" % (a["weight"], cm["title"]))
+            nats = ("+" if a["change"] >= 0 else "\u2212") + "%.4f nats" % abs(a["change"])
+            if nats not in cc["title"] or float(cc["change"]) != a["change"]:
+                problems.append("change %s not in %r" % (nats, cc["title"]))
+    check(len(rows) == expect_rows and len(by_key) == len(rows) and api["reason"] is None,
+          "%s: the engine gives %d attribution rows (%d expected)" % (what, len(rows), expect_rows))
+    check(problems == [], "%s: every map marks the engine's keys, with their weight and change in "
+          "the titles (%d rows; %s)" % (what, len(rows), problems[:3]))
+    summary = driver.find_element(By.ID, "li-summary").text
+    differ = sum(1 for r in rows if r["differ"])
+    want = ("The most-attended key is not the one whose dropped term changes the loss most for "
+            "%d of %d (layer, head, query)." % (differ, len(rows)))
+    check(summary == want and api["differ"] == differ, "%s: the summary %r" % (what, summary))
+    check(driver.find_element(By.ID, "li-legend").is_displayed(), "%s: the legend is shown" % what)
+    if cli_rows is not None:
+        ours = [(r["layer"], r["head"], r["query"], r["most_attended"], r["largest_change"]) for r in rows]
+        theirs = [tuple(int(x) for x in (c[0], c[1], c[2], c[3], c[5])) for c in cli_rows]
+        worst = max(abs(r["change"] - float(c[6])) / abs(float(c[6])) for r, c in zip(rows, cli_rows))
+        check(ours == theirs and worst <= 1e-5,
+              "%s: the rows are attograd attention --attribution's (changes within %.1e relative)"
+              % (what, worst))
+    return differ, len(rows)
 
 
 def main():
@@ -247,9 +317,20 @@ def main():
               "sampling with top-k 5 shows text and 5 bars (%d)" % len(bars))
         shot("part3")
 
-        # Part 4: a prompt longer than the context (pico: block_size 8), then the native CLI's
-        # checkpoint and its attention maps.
+        # Part 4: the pico trained here, its maps marked; a prompt longer than the context
+        # (pico: block_size 8), then the native CLI's checkpoint and its attention maps.
         prompt = driver.find_element(By.ID, "li-prompt")
+        prompt.clear()
+        prompt.send_keys("In the")
+        driver.find_element(By.ID, "li-go").click()
+        wait().until(lambda d: text("li-summary") != "")
+        check_attribution(driver, "the pico trained in the page", "In the", 4 * 9)
+        prompt.clear()
+        prompt.send_keys("In")
+        driver.find_element(By.ID, "li-go").click()
+        wait().until(lambda d: "No outlines" in text("li-summary"))
+        check("at least 3" in text("li-summary") and not driver.find_elements(By.CSS_SELECTOR, "#li-maps .dot"),
+              "a 2-token prompt: maps without marks, and the reason: %r" % text("li-summary"))
         prompt.clear()
         prompt.send_keys("In the beginning")
         driver.find_element(By.ID, "li-go").click()
@@ -265,8 +346,10 @@ def main():
         prompt.clear()
         prompt.send_keys(fixture_prompt)
         driver.find_element(By.ID, "li-go").click()
-        wait().until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#li-maps table.heat")) == 9)
         T = len(fixture_prompt)
+        # The maps of the short prompts above are replaced by 9 of T + 1 rows (a header, T queries).
+        wait().until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#li-maps table.heat")) == 9 and
+                     len(d.find_elements(By.CSS_SELECTOR, "#li-maps table.heat tr")) == 9 * (T + 1))
         maps = driver.execute_script("""
             return [...document.querySelectorAll('#li-maps .map')].map((m) => ({
               title: m.querySelector('h4').textContent,
@@ -284,6 +367,19 @@ def main():
               "9 maps (3 layers x 3 heads) of %d x %d" % (T, T))
         check(sums_ok and zeros_ok, "every row sums to 1 with zeros above the diagonal")
         check(worst <= 1e-5, "the maps equal attograd attention's CSV (largest difference %.1e)" % worst)
+        with open(os.path.join(FIXTURE_DIR, "attention", "attribution.csv"), encoding="utf-8") as f:
+            cli_rows = [line.split(",") for line in f.read().strip().split("\n")[1:]]
+        differ, total = check_attribution(driver, "the native CLI's checkpoint", fixture_prompt,
+                                          (T - 2) * 9, cli_rows)
+        print("attribution on the checkpoint: %d of %d differ" % (differ, total), flush=True)
+        # The link to the chapter's section: the chapter is served with the page.
+        href = driver.find_element(By.ID, "li-docs").get_attribute("href")
+        path = urllib.parse.urlparse(href).path.lstrip("/")
+        with urllib.request.urlopen(base + path) as reply:
+            chapter = reply.read().decode("utf-8")
+        check(href.endswith("#attention-is-not-explanation") and
+              "\n## Attention is not explanation\n" in chapter,
+              "the link %s is served and holds the section" % href)
         shot("part4")
 
         # A truncated checkpoint is refused; the loaded model still answers.
@@ -307,7 +403,8 @@ def main():
         outside = [e for e in entries if not e.startswith(base)]
         check(outside == [], "the browser fetched only from the page's server: %s" % outside)
         paths = sorted(set(r.split("?")[0].lstrip("/") for r in requests))
-        check(all(p in OWN_FILES for p in paths), "the server was asked only for its own files: %s" % paths)
+        check(all(os.path.isfile(os.path.join(WEB_DIR, p)) for p in paths),
+              "the server was asked only for its own files: %s" % paths)
         logs = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
         check(logs == [], "the console shows no error: %s" % logs)
     finally:

@@ -3,11 +3,12 @@
 # tests/wasm/CMakeLists.txt): the native CLI of this checkout trains a small GPT on the page's
 # shipped text and writes its checkpoint and the attention weights `attograd attention` prints
 # as CSV. The page must load that checkpoint and find the same weights (tests/web/parity_test.js,
-# tests/web/browser_test.py).
+# tests/web/browser_test.py), and its "attention is not explanation" rows (`--attribution`: the
+# printed lines in attention.log, unrounded in attention/attribution.csv) the page's.
 #   tests/web/native_fixture.sh NATIVE_BUILD TEXT OUT_DIR
 # NATIVE_BUILD: a native build with cli/attograd and web/attograd_api_native
 # (scripts/wasm.sh builds the two). Writes OUT_DIR/run/ckpt.safetensors, OUT_DIR/attention/*.csv
-# and OUT_DIR/prompt.txt.
+# (layer<L>_head<H>.csv and attribution.csv), OUT_DIR/attention.log and OUT_DIR/prompt.txt.
 set -euo pipefail
 native=$1 text=$2 out=$3
 if [ -z "$native" ]; then
@@ -32,6 +33,6 @@ mkdir -p "$out"
 prompt="In the beginning"  # 16 characters: the whole context
 printf '%s' "$prompt" >"$out/prompt.txt"
 "$cli" attention --checkpoint "$out/run/ckpt.safetensors" --prompt "$prompt" \
-  --out "$out/attention" >"$out/attention.log" 2>&1
-ls "$out"/attention/layer*_head*.csv >/dev/null
+  --attribution --out "$out/attention" >"$out/attention.log" 2>&1
+ls "$out"/attention/layer*_head*.csv "$out/attention/attribution.csv" >/dev/null
 echo "native_fixture: $out/run/ckpt.safetensors and $(ls "$out"/attention/*.csv | wc -l) CSV files"

@@ -5,7 +5,11 @@
 //     gradient within 1e-4 of the largest: the same requests go to the module and to
 //     attograd_api_native, the page's API compiled natively (web/api_native.cc);
 //   - its attention weights for the fixture's prompt, every layer and head, have rows that sum to
-//     1 and exact zeros above the diagonal, and equal the CSV of `attograd attention` within 1e-5.
+//     1 and exact zeros above the diagonal, and equal the CSV of `attograd attention` within 1e-5;
+//   - its "attention is not explanation" rows (the forward request's attribution) are the lines
+//     `attograd attention --attribution` prints, row for row: the same (layer, head, query), the
+//     same most-attended and largest-change keys, the same count of rows where they differ, and
+//     each change within 1e-5 relative of the CLI's unrounded one (attribution.csv).
 // The two builds run different kernels (Highway's WASM target, 4 f32 lanes, against the native
 // AVX2/AVX3 ones), so agreement to f32 rounding is what is asked, not equal bits.
 //   node --no-experimental-fetch tests/web/parity_test.js WEB_DIR FIXTURE_DIR NATIVE_BUILD
@@ -103,4 +107,58 @@ test('the native CLI\'s checkpoint shows attograd attention\'s weights', () => {
   assert.strictEqual(maps, 9);
   assert.ok(worst <= 1e-5, `attention differs from the CLI's CSV by ${worst}`);
   console.log(`# 9 maps of ${T} x ${T}: largest difference from the CLI's CSV ${worst.toExponential(2)}`);
+});
+
+// `attograd attention --attribution`'s printed rows (attention.log): "layer head query
+// most_attended "token" (weight) largest_change "token" (change)[  differ]", and its summary.
+function readPrintedAttribution(file) {
+  const line = /^(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+".*?"\s+\(([0-9.]+)\)\s+(\d+)\s+".*?"\s+\(([-+][0-9.]+)\)(  differ)?$/;
+  const rows = [];
+  let summary = null;
+  for (const l of fs.readFileSync(file, 'utf8').split('\n')) {
+    const m = line.exec(l);
+    if (m) {
+      rows.push({layer: +m[1], head: +m[2], query: +m[3], most_attended: +m[4], weight: +m[5],
+                 largest_change: +m[6], change: +m[7], differ: m[8] !== undefined});
+    }
+    const s = /the one whose dropped term changes the loss most for (\d+) of (\d+) /.exec(l);
+    if (s) summary = {differ: +s[1], of: +s[2]};
+  }
+  return {rows, summary};
+}
+
+test('the attribution rows equal attograd attention --attribution\'s', () => {
+  engine.loadCheckpoint(fs.readFileSync(checkpoint));
+  const r = engine.forward(prompt);
+  const T = prompt.length, layers = r.attention.length, heads = r.attention[0].length;
+  const got = r.attribution;
+  assert.strictEqual(got.reason, null);
+  assert.strictEqual(got.rows.length, (T - 2) * layers * heads);
+  const printed = readPrintedAttribution(path.join(fixtureDir, 'attention.log'));
+  const csv = fs.readFileSync(path.join(fixtureDir, 'attention', 'attribution.csv'), 'utf8')
+                  .trim().split('\n').slice(1).map((line) => line.split(',').map(Number));
+  assert.strictEqual(printed.rows.length, got.rows.length);
+  assert.strictEqual(csv.length, got.rows.length);
+  assert.deepStrictEqual(printed.summary, {differ: got.differ, of: got.rows.length});
+  let worst = 0, where = '';
+  got.rows.forEach((row, i) => {
+    const p = printed.rows[i], [l, h, q, most, weight, largest, change, differ] = csv[i];
+    const name = `row ${i} (layer ${row.layer}, head ${row.head}, query ${row.query})`;
+    // The printed line and the CSV are the same row of the CLI's.
+    assert.deepStrictEqual([l, h, q, most, largest, differ === 1],
+                           [p.layer, p.head, p.query, p.most_attended, p.largest_change, p.differ], name);
+    assert.ok(Math.abs(p.weight - weight) <= 5e-4 && Math.abs(p.change - change) <= 5e-5, name);
+    // The page's row against the CLI's.
+    assert.deepStrictEqual(
+        [row.layer, row.head, row.query, row.most_attended, row.largest_change, row.differ],
+        [p.layer, p.head, p.query, p.most_attended, p.largest_change, p.differ], name);
+    assert.ok(Math.abs(row.weight - weight) <= 1e-5 * Math.abs(weight), `${name}: weight`);
+    const rel = Math.abs(row.change - change) / Math.abs(change);
+    if (rel > worst) (worst = rel), (where = `${name}: wasm ${row.change}, native ${change}`);
+  });
+  assert.ok(worst <= 1e-5, `the changes differ by ${worst} relative at ${where}`);
+  assert.ok(got.differ > 0 && got.differ < got.rows.length, `${got.differ} of ${got.rows.length} differ`);
+  console.log(`# ${got.rows.length} attribution rows ((${T} - 2) x ${layers} x ${heads}), the CLI's ` +
+              `indices in every one, ${got.differ} differ; largest relative difference of a change ` +
+              `${worst.toExponential(2)}`);
 });
