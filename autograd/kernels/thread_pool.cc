@@ -52,19 +52,6 @@ constexpr int64_t kMaxChunks = 64;
 constexpr int kMaxSpinMicroseconds = 1000000;
 constexpr uint64_t kLeftMask = 0xffffffffu;  // ticket_'s low half: chunks left to claim
 
-// Stalls. When another process shares the cores, the scheduler may take a worker off its core
-// in the middle of a chunk; the caller, done with every other chunk, then waits for it until the
-// scheduler gives it back (a time slice, milliseconds), and short loops, a step's hundreds of
-// small kernels, come out slower on 2 threads than on 1. A wait longer than kStallChunks of the
-// caller's own chunks (plus kStallSlack) is taken for such a stall, and the next jobs run on the
-// caller alone: kFirstBackoff of them, twice as many after each further stall (at most
-// kMaxBackoff), none once a job runs without one. Which jobs run inline never changes a result
-// (chunks are cut by count alone).
-constexpr int64_t kStallChunks = 4;
-constexpr auto kStallSlack = std::chrono::microseconds(50);
-constexpr int kFirstBackoff = 8;
-constexpr int kMaxBackoff = 4096;
-
 // True on pool workers always, and on a caller while it runs chunks: a parallel_for called
 // there runs inline (the pool serves one job at a time).
 thread_local bool t_in_pool = false;
@@ -122,7 +109,6 @@ class Pool {
   void resize(int n) {
     std::lock_guard<std::mutex> lock(job_mutex_);  // after a running job
     threads_.store(n, std::memory_order_relaxed);
-    inline_left_ = backoff_ = 0;  // a new size starts with no stall held against it
     if (static_cast<int>(workers_.size()) != n - 1) stop_workers();  // started again on demand
   }
 
@@ -133,10 +119,6 @@ class Pool {
     if (count < 2 || t_in_pool || threads() == 1) return run_inline(count, chunk, context);
     std::unique_lock<std::mutex> lock(job_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return run_inline(count, chunk, context);  // another thread's job
-    if (inline_left_ > 0) {                                           // backing off after a stall
-      --inline_left_;
-      return run_inline(count, chunk, context);
-    }
     if (static_cast<int>(workers_.size()) != threads() - 1) start_workers(threads() - 1);
     if (workers_.empty()) return run_inline(count, chunk, context);  // no thread could start
 
@@ -155,41 +137,21 @@ class Pool {
     if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
 
     t_in_pool = true;
-    const auto start = std::chrono::steady_clock::now();
-    int64_t ran = 0;
-    while (claim_and_run()) ++ran;
+    while (claim_and_run()) {
+    }
     t_in_pool = false;
 
     // The chunks other threads still run: spin, then sleep until the last one wakes us.
-    const auto claimed = std::chrono::steady_clock::now();
-    if (unfinished_.load(std::memory_order_acquire) == 0) {
-      backoff_ = 0;
-    } else {
-      if (!spin_until(spin(), [&] { return unfinished_.load(std::memory_order_acquire) == 0; })) {
-        caller_sleeping_.store(true, std::memory_order_seq_cst);
-        for (int32_t left; (left = unfinished_.load(std::memory_order_seq_cst)) != 0;)
-          unfinished_.wait(left, std::memory_order_seq_cst);
-        caller_sleeping_.store(false, std::memory_order_relaxed);
-      }
-      note_wait(claimed - start, ran, std::chrono::steady_clock::now() - claimed);
+    if (!spin_until(spin(), [&] { return unfinished_.load(std::memory_order_acquire) == 0; })) {
+      caller_sleeping_.store(true, std::memory_order_seq_cst);
+      for (int32_t left; (left = unfinished_.load(std::memory_order_seq_cst)) != 0;)
+        unfinished_.wait(left, std::memory_order_seq_cst);
+      caller_sleeping_.store(false, std::memory_order_relaxed);
     }
     if (failed_.load(std::memory_order_relaxed)) std::rethrow_exception(error_);
   }
 
  private:
-  // After a job: whether the caller's wait for the others' last chunks was a stall (see
-  // kStallChunks), given the time it spent on its own `ran` chunks; sets the backoff.
-  void note_wait(std::chrono::steady_clock::duration own, int64_t ran,
-                 std::chrono::steady_clock::duration wait) {
-    const bool stalled = ran > 0 && wait > own * kStallChunks / ran + kStallSlack;
-    if (!stalled) {
-      backoff_ = 0;
-      return;
-    }
-    backoff_ = std::min(kMaxBackoff, backoff_ == 0 ? kFirstBackoff : 2 * backoff_);
-    inline_left_ = backoff_;
-  }
-
   // Claims one chunk of the current job and runs it; false when none is left to claim.
   bool claim_and_run() {
     uint64_t t = ticket_.load(std::memory_order_acquire);
@@ -267,10 +229,6 @@ class Pool {
   void (*chunk_)(const void*, int64_t, int64_t) = nullptr;
   const void* context_ = nullptr;
   uint32_t generation_ = 0;
-  // Under job_mutex_: the jobs still to run inline after a stall, and the length of the
-  // current backoff (0: no recent stall).
-  int inline_left_ = 0;
-  int backoff_ = 0;
   std::mutex error_mutex_;
   std::exception_ptr error_;
   std::atomic<bool> failed_{false};

@@ -17,10 +17,6 @@
 //     never on the thread count. Threads claim chunks one at a time from an atomic counter, the
 //     calling thread too, so a thread that another process keeps off its core simply takes fewer
 //     chunks instead of holding everyone back; the caller returns when every chunk is done.
-//   - A caller that waits much longer for another thread's last chunk than its own chunks took
-//     (the scheduler took that thread off its core mid-chunk, for another process) runs the
-//     next few jobs alone, more after each further stall, so that 2 threads on a shared machine
-//     are not slower than 1.
 //   - Each index is run whole by one thread with the same code, so a kernel whose indices do not
 //     share sums gives bit-identical results for any thread count (and any chunking).
 // The pool serves one job at a time: a parallel_for inside a body (nested), or one called while

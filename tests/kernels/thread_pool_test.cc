@@ -1,6 +1,5 @@
 // Tests autograd/kernels/thread_pool.cc: every index run exactly once for many counts, thread
-// counts and spin settings; kernels bit-identical on 1 to 4 threads; a stalled worker sets the
-// pool back to the caller alone for a while; nested loops run inline;
+// counts and spin settings; kernels bit-identical on 1 to 4 threads; nested loops run inline;
 // resizing; empty and one-element ranges; an exception reaches the caller and the pool lives on;
 // two threads calling at once.
 #define BOOST_TEST_MODULE thread_pool
@@ -117,47 +116,6 @@ BOOST_AUTO_TEST_CASE(a_worker_takes_part) {
   });
   BOOST_TEST(other_ran.load());
   BOOST_TEST(ids.size() == 2u);
-}
-
-// A worker held up in the middle of a chunk (as when the scheduler gives its core to another
-// process) makes the caller wait far longer than its own chunks took: the next job runs on the
-// caller alone, and a few jobs later the worker takes part again.
-BOOST_AUTO_TEST_CASE(after_a_stall_the_next_jobs_run_on_the_caller_alone) {
-  if (!build_has_threads()) return;
-  KeepSettings keep;
-  k::set_num_threads(2);
-  const std::thread::id caller = std::this_thread::get_id();
-  bool stalled = false;  // a worker took a chunk and slept 50 ms in it
-  for (int attempt = 0; attempt < 100 && !stalled; ++attempt) {
-    std::atomic<bool> slept{false};
-    k::parallel_for(64, [&](int64_t) {
-      if (std::this_thread::get_id() != caller && !slept.exchange(true))
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      else  // long enough for a worker to wake and claim a chunk
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-    });
-    stalled = slept.load();
-  }
-  BOOST_TEST_REQUIRE(stalled);
-  // Each index gives another thread 1 ms to show up; none does.
-  std::atomic<int> on_others{0};
-  k::parallel_for(16, [&](int64_t) {
-    if (std::this_thread::get_id() != caller) ++on_others;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  });
-  BOOST_TEST(on_others.load() == 0);
-  // Once the backoff has passed, index 0 waits (at most 100 ms a job) until a worker has run one.
-  bool back = false;
-  for (int job = 0; job < 100 && !back; ++job) {
-    std::atomic<bool> other_ran{false};
-    k::parallel_for(64, [&](int64_t i) {
-      if (std::this_thread::get_id() != caller) other_ran = true;
-      for (int tries = 0; i == 0 && !other_ran && tries < 100; ++tries)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    });
-    back = other_ran.load();
-  }
-  BOOST_TEST(back);
 }
 
 // A matmul large enough to be cut into pieces (300^3 and a tall, thin-edged one: packed and
