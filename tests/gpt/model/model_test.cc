@@ -163,6 +163,29 @@ BOOST_AUTO_TEST_CASE(femto_whole_model_gradcheck_in_float64) {
   }
 }
 
+// femto's ln_f normalizes C = 2 numbers (a, b): y = (a - b) / sqrt((a - b)^2 + 4 eps) and -y,
+// whose derivative 4 eps / ((a - b)^2 + 4 eps)^(3/2) vanishes once a and b are apart
+// (docs/04-gpt.md: why femto stops at the unigram). The engine's backward gives exactly that.
+BOOST_AUTO_TEST_CASE(layer_norm_over_two_channels_passes_almost_no_gradient) {
+  const double eps = 1e-5;
+  for (double d : {1.0, 0.1, 0.01}) {
+    const Tensor x = Tensor::from_vector({0.3 + d, 0.3}, {1, 2}, DType::f64).set_requires_grad();
+    const Tensor gamma = Tensor::full({2}, 1.0, DType::f64),
+                 beta = Tensor::full({2}, 0.0, DType::f64);
+    const Tensor y = layer_norm(x, gamma, beta, eps);
+    const double expected_y = d / std::sqrt(d * d + 4 * eps);
+    BOOST_TEST(y.at({0, 0}) == expected_y, boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(y.at({0, 1}) == -expected_y, boost::test_tools::tolerance(1e-12));
+    sum(mul(y, Tensor::from_vector({1.0, 0.0}, {1, 2}, DType::f64))).backward();
+    const double expected = 4 * eps / std::pow(d * d + 4 * eps, 1.5);
+    BOOST_TEST_INFO("a - b = " << d);
+    BOOST_TEST(x.grad().at({0, 0}) == expected, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(x.grad().at({0, 1}) == -expected, boost::test_tools::tolerance(1e-9));
+  }
+  const double at_one = 4 * eps / std::pow(1 + 4 * eps, 1.5);
+  BOOST_TEST(at_one == 4.0e-5, boost::test_tools::tolerance(1e-3));  // the docs' figure
+}
+
 BOOST_AUTO_TEST_CASE(pico_loss_at_init_is_near_log_vocab) {
   GPT model(preset("pico"), 7);
   Generator gen(2);
