@@ -27,7 +27,8 @@ namespace {
 gpt::RunRequest request_of(gpt::RunRequest rq, const CLI::App& cmd) {
   rq.options_given = given_fields<gpt::TrainOptions>(cmd);
   if (!rq.resume) return rq;
-  const std::set<std::string> allowed = resumable_flags<gpt::RunRequest>();
+  std::set<std::string> allowed = resumable_flags<gpt::RunRequest>();
+  allowed.insert("--overwrite");  // refused by the library, with a message of its own
   std::vector<std::string> refused;
   for (const CLI::Option* opt : cmd.get_options()) {
     const std::string& name = opt->get_name();
@@ -36,8 +37,8 @@ gpt::RunRequest request_of(gpt::RunRequest rq, const CLI::App& cmd) {
   }
   if (!refused.empty())
     throw std::invalid_argument(
-        "--resume continues a run with the model and corpus stored in its checkpoint; " +
-        gpt::join_names(refused, "and") + " cannot change");
+        "--resume continues a run with the model stored in its checkpoint; " +
+        gpt::join_names(refused, "and") + " cannot be given with it");
   return rq;
 }
 

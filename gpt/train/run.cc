@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -169,13 +171,13 @@ TrainOptions resumed_options(const TrainOptions& stored, const RunRequest& rq) {
     if (f.resumable())
       options.*f.member = rq.options.*f.member;
     else if (!(rq.options.*f.member == stored.*f.member))
-      changed.push_back(f.name + flag + " was " + nlohmann::json(stored.*f.member).dump());
+      changed.push_back(f.name + flag + " is " + nlohmann::json(stored.*f.member).dump());
   });
   if (!changed.empty())
     throw std::invalid_argument(
         "--resume continues a run with the options stored in its checkpoint, and " +
         join_names(changed, "and") +
-        " when it was trained; give the same value or leave it "
+        " in its checkpoint; give the same value or leave it "
         "out (only " +
         join_names(resumable) + " may change)");
   // Extending a run keeps its schedule: the cosine still ends where it did (then min_lr),
@@ -183,6 +185,25 @@ TrainOptions resumed_options(const TrainOptions& stored, const RunRequest& rq) {
   if (options.max_steps != stored.max_steps) options.lr_decay_steps = stored.decay_steps();
   return options;
 }
+
+// The run directory start() made, removed with the lock file in it unless keep() is called: a
+// run refused during its set-up leaves nothing behind. A directory that existed is left alone.
+class MadeDirectory {
+ public:
+  explicit MadeDirectory(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  MadeDirectory(const MadeDirectory&) = delete;
+  MadeDirectory& operator=(const MadeDirectory&) = delete;
+  ~MadeDirectory() {
+    if (dir_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove(dir_ / ".lock", ignored);
+    std::filesystem::remove(dir_, ignored);  // only if nothing else was written there
+  }
+  void keep() { dir_.clear(); }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 }  // namespace
 
@@ -192,14 +213,30 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   std::ostream quiet(nullptr);
   std::ostream& log = comm.is_root() ? rank_log : quiet;
   std::unique_ptr<TrainingRun> run(new TrainingRun(comm));
-  // Checked before out_dir is made: a refused run leaves no empty directory behind.
+  // Checked before out_dir is made; a run refused later removes the directory it made.
   rq.validate();
+  if (rq.resume && rq.overwrite)
+    throw std::invalid_argument(
+        "--resume continues the run in --out and --overwrite starts it over: choose one");
+  if (rq.resume && !rq.config.given.empty())
+    throw std::invalid_argument(
+        "train: a resumed run keeps the model its checkpoint stores; " +
+        join_names({rq.config.given.begin(), rq.config.given.end()}, "and") +
+        " cannot be overridden");
   set_threads(rq.threads, comm, log);
   const std::filesystem::path out_dir(rq.out_dir);
   if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
     throw std::invalid_argument("--out " + rq.out_dir + " exists and is not a directory");
+  std::optional<MadeDirectory> made;
   if (comm.is_root()) {  // the one writer: the other ranks only read the checkpoint to resume
-    std::filesystem::create_directories(out_dir);
+    if (!std::filesystem::exists(out_dir)) {
+      std::error_code error;
+      std::filesystem::create_directories(out_dir, error);
+      if (error)
+        throw std::invalid_argument("--out " + rq.out_dir + ": cannot create the directory (" +
+                                    error.message() + "); choose another --out");
+      made.emplace(out_dir);
+    }
     run->lock_fd_ = lock_output_dir(out_dir);
     // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
     // only with our process, so those of processes that no longer exist are stale.
@@ -238,8 +275,9 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
                                     "checkpoint); pass the same --corpus to resume it");
       corpus_spec = options.corpus;
       recorded_corpus = true;
-      if (!rq.keep_cr) corpus_options.keep_cr = options.keep_cr;
     }
+    // The text is read as it was trained on: with its CR line ends when the run kept them.
+    if (!rq.keep_cr) corpus_options.keep_cr = options.keep_cr;
     options = resumed_options(resumed.options, rq);
     // Any number of ranks resumes the run, as long as they can share its global batch.
     options = options.on_ranks(comm.size());
@@ -262,6 +300,11 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
     const std::string digest = sha256_hex(corpus.text);
     if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest) {
       const std::string trained = "(sha256 " + options.corpus_sha256.substr(0, 16) + "...)";
+      if (rq.keep_cr.value_or(false) && !options.keep_cr)
+        throw std::invalid_argument(
+            "--keep-cr reads the corpus with its CR line ends, but this run was trained on it "
+            "with them made LF (keep_cr false in " +
+            ckpt + "); leave --keep-cr out to resume");
       if (recorded_corpus)
         throw std::invalid_argument("the corpus '" + corpus_spec + "' recorded in " + ckpt +
                                     " has changed since the run was trained on it " + trained +
@@ -321,6 +364,11 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
         "peak %g\n",
         static_cast<long long>(options.warmup_steps), static_cast<long long>(options.max_steps),
         options.learning_rate);
+  if (options.label_smoothing > 0)
+    log << format(
+        "note    label smoothing %g: the step losses and train_log.csv are of the smoothed "
+        "loss; evaluations, eval_log.csv and perplexities are plain cross-entropy\n",
+        options.label_smoothing);
   log << "model   " << describe_model(*run->model_) << "\n";
   run->unigram_ = unigram_entropy(data.tokens(Split::val));
   run->bigram_ =
@@ -350,6 +398,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
     state.reset();  // the optimizer holds its own copy of the moments now: free these (two
                     // model sizes)
   }
+  if (made) made->keep();
   return run;
 }
 

@@ -43,8 +43,10 @@ ResumedRun resume_run(const std::string& out_dir);
 
 /// What a training run is asked to do: the options of `attograd train`, as any program gives
 /// them. A fresh run uses every field; a resumed one (resume = true) takes its model, tokenizer,
-/// options and corpus from the checkpoint in out_dir, and only the rows marked kResumable (of
-/// this table and of TrainOptions') may be given to it.
+/// options and corpus from the checkpoint in out_dir: it reads this table's kResumable rows, the
+/// TrainOptions rows named in options_given (kResumable ones replace the checkpoint's, others
+/// must equal them), and ignores model, init_seed and config.preset; config overrides and
+/// overwrite are refused with it.
 struct RunRequest {
   std::string out_dir = "runs/pico";  // logs, plots and kCheckpointFile
   bool resume = false;                // continue the run in out_dir, bit for bit

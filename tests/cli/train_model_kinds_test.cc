@@ -93,8 +93,8 @@ BOOST_AUTO_TEST_CASE(each_kind_trains_samples_and_evaluates) {
       run_cli("train --model average --resume --out " + dir / "bigram" + " --corpus " + corpus);
   BOOST_TEST(change.exit_code == 2);
   BOOST_TEST(contains(change.out,
-                      "--resume continues a run with the model and corpus stored in its "
-                      "checkpoint; --model cannot change"));
+                      "--resume continues a run with the model stored in its checkpoint; "
+                      "--model cannot be given with it"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_model_options_are_refused) {

@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(a_request_is_checked_against_its_table_before_anything_is_m
   expect_throw_with<std::invalid_argument>(
       [&] { start(new_lr, Communicator::world(), log); },
       "--resume continues a run with the options stored in its checkpoint, and learning_rate "
-      "(--lr) was 0.01 when it was trained; give the same value or leave it out (only max_steps "
+      "(--lr) is 0.01 in its checkpoint; give the same value or leave it out (only max_steps "
       "(--steps), eval_interval (--eval-interval), checkpoint_interval (--checkpoint-interval) "
       "or log_interval (--log-interval) may change)");
   new_lr.options.learning_rate = 0.01;  // the value it was trained with: nothing changes
@@ -241,4 +241,64 @@ BOOST_AUTO_TEST_CASE(a_request_is_checked_against_its_table_before_anything_is_m
   RunRequest no_steps = resume_to(dir / "run", 0);
   expect_throw_with<std::invalid_argument>([&] { start(no_steps, Communicator::world(), log); },
                                            "train: max_steps must be in [1, ");
+}
+
+// A run refused during its set-up removes the directory it made (with its lock file); one that
+// existed stays. An --out below a file says so. (Found by a newcomer's review: a refused run
+// used to leave a directory holding .lock.)
+BOOST_AUTO_TEST_CASE(a_refused_set_up_leaves_no_directory_behind) {
+  const auto dir = temp_dir("refused");
+  write(dir / "ab.txt", alternating(200));
+  std::ostringstream log;
+  RunRequest huge = femto(dir / "ab.txt", dir / "huge", 2);
+  huge.config.preset = "huge";
+  expect_throw_with<std::invalid_argument>([&] { start(huge, Communicator::world(), log); },
+                                           "huge");
+  BOOST_TEST(!std::filesystem::exists(dir / "huge"));
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(resume_to(dir / "nothing", 2), Communicator::world(), log); },
+      "nothing to resume");
+  BOOST_TEST(!std::filesystem::exists(dir / "nothing"));
+  std::filesystem::create_directories(dir / "existing");
+  RunRequest missing = femto(dir / "missing.txt", dir / "existing", 2);
+  BOOST_CHECK_THROW(start(missing, Communicator::world(), log), std::exception);
+  BOOST_TEST(std::filesystem::is_directory(dir / "existing"));
+  RunRequest below_file = femto(dir / "ab.txt", dir / "ab.txt" / "run", 2);
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(below_file, Communicator::world(), log); },
+      "/ab.txt/run: cannot create the directory (Not a directory); choose another --out");
+}
+
+// A resumed run reads its corpus as it was trained on it: with the CR line ends it kept, also
+// when --corpus names the file; --keep-cr on a run trained without it is named as the cause.
+// On resume, config overrides and overwrite are refused.
+BOOST_AUTO_TEST_CASE(resume_reads_the_corpus_with_its_recorded_line_ends) {
+  const auto dir = temp_dir("keep_cr");
+  std::string crlf;
+  for (int i = 0; i < 100; ++i) crlf += "ab\r\n";
+  write(dir / "crlf.txt", crlf);
+  RunRequest kept = femto(dir / "crlf.txt", dir / "kept", 2);
+  kept.keep_cr = true;
+  train(kept);
+  RunRequest again = resume_to(dir / "kept", 3);
+  again.corpus = (dir / "crlf.txt").string();
+  BOOST_TEST(train(again)->options().keep_cr);
+
+  train(femto(dir / "crlf.txt", dir / "lf", 2));
+  RunRequest with_cr = resume_to(dir / "lf", 3);
+  with_cr.keep_cr = true;
+  std::ostringstream log;
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(with_cr, Communicator::world(), log); },
+      "--keep-cr reads the corpus with its CR line ends, but this run was trained on it with them "
+      "made LF");
+  RunRequest override = resume_to(dir / "lf", 3);
+  override.config.set(&GPTConfig::n_embd, int64_t{4});
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(override, Communicator::world(), log); },
+      "a resumed run keeps the model its checkpoint stores; n_embd cannot be overridden");
+  RunRequest both = resume_to(dir / "lf", 3);
+  both.overwrite = true;
+  expect_throw_with<std::invalid_argument>([&] { start(both, Communicator::world(), log); },
+                                           "choose one");
 }
