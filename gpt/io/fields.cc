@@ -1,5 +1,6 @@
 #include "gpt/io/fields.h"
 
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -64,11 +65,17 @@ void check_range(const std::string& owner, const char* field, double v, RealRang
 }
 
 std::string path_to_write_problem(std::string_view path) {
-  for (unsigned char ch : path)
-    if (ch < 0x20 || ch == 0x7F)
+  // Messages print the path: it must be text a terminal shows as it is.
+  if (const std::optional<Utf8Error> error = find_utf8_error(path))
+    return "the path \"" + escape_bytes(path) + "\" is not valid UTF-8 (" + error->message() +
+           "); choose a name in UTF-8";
+  for (size_t offset = 0; offset < path.size();) {
+    const char32_t cp = decode_next(path, offset);
+    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))  // C0, DEL and C1
       return "the path \"" + escape_bytes(path) + "\" holds a control character (" +
-             code_point_hex(ch) +
+             code_point_hex(cp) +
              "); choose a name without newlines, tabs or other control characters";
+  }
   return "";
 }
 

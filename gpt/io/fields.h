@@ -78,8 +78,9 @@ struct PathToWrite {};
 /// A field with no range beyond its type's (a seed, a flag, a string).
 struct AnyValue {};
 
-/// Why `path` cannot be a PathToWrite ("the path \"r\\nrun\" holds a control character (U+000A);
-/// choose a name without newlines, tabs or other control characters"), or "" when it can.
+/// Why `path` cannot be a PathToWrite, not valid UTF-8 or holding a C0 or C1 control character
+/// or DEL ("the path \"r\\nrun\" holds a control character (U+000A); choose a name without
+/// newlines, tabs or other control characters"), or "" when it can.
 std::string path_to_write_problem(std::string_view path);
 
 /// "a, b or c" (`last` joins the last two; one name alone is itself).

@@ -213,6 +213,17 @@ BOOST_AUTO_TEST_CASE(a_request_is_checked_against_its_table_before_anything_is_m
                                            "train: out_dir: the path \"" +
                                                (dir / "b\\nc").string() +
                                                "\" holds a control character (U+000A)");
+  // A C1 control (U+0085, NEL) and bytes that are not UTF-8 print no better than a newline.
+  RunRequest c1 = femto(dir / "ab.txt",
+                        dir /
+                            "e\xc2\x85"
+                            "f",
+                        2);
+  expect_throw_with<std::invalid_argument>([&] { start(c1, Communicator::world(), log); },
+                                           "holds a control character (U+0085)");
+  RunRequest not_utf8 = femto(dir / "ab.txt", dir / "bad\xffname", 2);
+  expect_throw_with<std::invalid_argument>([&] { start(not_utf8, Communicator::world(), log); },
+                                           "is not valid UTF-8");
   RunRequest many_threads = femto(dir / "ab.txt", dir / "d", 2);
   many_threads.threads = max_threads() + 1;
   expect_throw_with<std::invalid_argument>(
