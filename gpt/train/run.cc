@@ -145,6 +145,13 @@ void set_threads(int threads, const Communicator& comm, std::ostream& log) {
 void RunRequest::validate() const {
   validate_fields(*this, "train");
   if (!resume) return options.validate();
+  if (overwrite)
+    throw std::invalid_argument(
+        "--resume continues the run in --out and --overwrite starts it over: choose one");
+  if (!config.given.empty())
+    throw std::invalid_argument("train: a resumed run keeps the model its checkpoint stores; " +
+                                join_names({config.given.begin(), config.given.end()}, "and") +
+                                " cannot be overridden");
   std::set<std::string> rows;
   TrainOptions::for_each_field([&](const auto& f) {
     rows.insert(f.name);
@@ -215,14 +222,6 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   std::unique_ptr<TrainingRun> run(new TrainingRun(comm));
   // Checked before out_dir is made; a run refused later removes the directory it made.
   rq.validate();
-  if (rq.resume && rq.overwrite)
-    throw std::invalid_argument(
-        "--resume continues the run in --out and --overwrite starts it over: choose one");
-  if (rq.resume && !rq.config.given.empty())
-    throw std::invalid_argument(
-        "train: a resumed run keeps the model its checkpoint stores; " +
-        join_names({rq.config.given.begin(), rq.config.given.end()}, "and") +
-        " cannot be overridden");
   set_threads(rq.threads, comm, log);
   const std::filesystem::path out_dir(rq.out_dir);
   if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))

@@ -110,8 +110,8 @@ struct RunRequest {
 
   /// Throws std::invalid_argument naming the first field outside its table's range (an unknown
   /// tokenizer, a control character in out_dir, too many threads), the first bad training
-  /// option (TrainOptions::validate; on resume those of options_given), or an options_given
-  /// name that is not a kResumable row.
+  /// option (TrainOptions::validate; on resume those of options_given), an options_given name
+  /// that is no training option, and on resume config overrides or overwrite.
   void validate() const;
 };
 
