@@ -4,18 +4,22 @@
 The same GPT-2 as attograd's (pre-LayerNorm blocks, tanh GELU, tied lm_head, learned positions,
 dropout 0), the same configs, and the same step: zero_grad, forward, cross-entropy, backward,
 clip_grad_norm_(1.0), AdamW (betas 0.9 / 0.95, weight decay 0.1 on the 2-D weights only).
-PyTorch runs in its best CPU settings here: the caller preloads jemalloc and sets
-OMP_WAIT_POLICY=passive, OpenBLAS uses its AVX-512 kernels (OPENBLAS_CORETYPE unset), and AdamW
-takes whichever of its two CPU paths measured faster for the model: the multi-tensor (foreach)
-one below a million parameters (pico: 6.9 vs 7.1 ms/step), the per-tensor loop above it (nano:
-64.5 vs 66.6 ms; GPT-2 small: 1886 vs 2087 ms; 1 thread, this machine).
+PyTorch runs in its best CPU settings here: the caller (bench/compare.py) sets the allocator
+(jemalloc with its decay disabled, or glibc's malloc) and OMP_WAIT_POLICY=passive, OpenBLAS uses
+its AVX-512 kernels (OPENBLAS_CORETYPE unset), and --foreach chooses AdamW's CPU path: the
+multi-tensor (foreach) one or the per-tensor loop. compare.py starts every variant, times them
+side by side and keeps the fastest; which one wins depends on the model and the day (issue 7
+saw foreach ahead below a million parameters, the loop above).
 
-    /usr/bin/python3 bench/torch_reference.py --serve nano --threads 1
+    /usr/bin/python3 bench/torch_reference.py --serve nano --threads 1 --foreach off
 
-answers "steps K" on stdin with the seconds K steps took, "quit" ends: the protocol of
+prints "ready nano params N foreach off torch_gemm_gflops X openblas_gemm_gflops Y", where X and
+Y are this process's own matmul rates at one GPT-2 shape (gemm_rates below), then answers
+"steps K" on stdin with the seconds K steps took; "quit" ends: the protocol of
 bench/train_bench.cc's --serve mode.
 """
 import argparse
+import ctypes
 import math
 import resource
 import sys
@@ -80,8 +84,47 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+# The GEMM both rates are measured at: GPT-2 small's c_fc at B T = 256, (256, 768) @ (768, 3072).
+GEMM_M, GEMM_K, GEMM_N = 256, 768, 3072
+
+
+def gemm_rates(threads, seconds=0.3):
+    """This process's f32 matmul rates in GFLOP/s, best of repeated calls for about `seconds`
+    each: PyTorch's own (torch.mm, as its Linear layers run) and OpenBLAS's cblas_sgemm called
+    directly through the same loaded library with the same thread count. The two should agree
+    within noise when PyTorch is set up well; compare.py refuses a ratio when they do not.
+    OpenBLAS's rate is None when libopenblas.so.0 cannot be loaded."""
+    a = torch.randn(GEMM_M, GEMM_K)
+    b = torch.randn(GEMM_K, GEMM_N)
+    c = torch.empty(GEMM_M, GEMM_N)
+    flops = 2.0 * GEMM_M * GEMM_K * GEMM_N
+
+    def best(call):
+        call()  # warm-up: packing buffers, threads
+        fastest, deadline = math.inf, time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            call()
+            fastest = min(fastest, time.perf_counter() - start)
+        return flops / fastest / 1e9
+
+    torch_rate = best(lambda: torch.mm(a, b, out=c))
+    try:
+        blas = ctypes.CDLL("libopenblas.so.0")
+    except OSError:
+        return torch_rate, None
+    blas.openblas_set_num_threads(ctypes.c_int(threads))
+    ptr = ctypes.POINTER(ctypes.c_float)
+    pa, pb, pc = (ctypes.cast(t.data_ptr(), ptr) for t in (a, b, c))
+    row_major, no_trans = 101, 111  # CblasRowMajor, CblasNoTrans
+    one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    blas_rate = best(lambda: blas.cblas_sgemm(row_major, no_trans, no_trans, GEMM_M, GEMM_N, GEMM_K, one, pa,
+                                              GEMM_K, pb, GEMM_N, zero, pc, GEMM_N))
+    return torch_rate, blas_rate
+
+
 def main():
-    args = serve_args(__doc__, CONFIGS)
+    args = serve_args(__doc__, CONFIGS, foreach=True)
     torch.manual_seed(1337)
     V, L, H, C, T, B = CONFIGS[args.serve]
     model = GPT(V, L, H, C, T)
@@ -89,7 +132,7 @@ def main():
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=3e-4, betas=(0.9, 0.95), eps=1e-8, foreach=params < 1_000_000)
+                            lr=3e-4, betas=(0.9, 0.95), eps=1e-8, foreach=args.foreach == "on")
     data = torch.randint(0, V, (max(100000, 20 * T * B),))
 
     def step():
@@ -108,15 +151,21 @@ def main():
             step()
         return time.perf_counter() - start
 
-    print(f"ready {args.serve} params {params}", flush=True)
+    torch_gflops, blas_gflops = gemm_rates(args.threads)
+    print(f"ready {args.serve} params {params} foreach {args.foreach} torch_gemm_gflops {torch_gflops:.1f} "
+          f"openblas_gemm_gflops {-1 if blas_gflops is None else round(blas_gflops, 1)}", flush=True)
     return serve_steps("torch_reference", steps)
 
 
-def serve_args(doc, configs):
-    """Parses "--serve NAME --threads N" (NAME a key of configs) and sets PyTorch's thread count."""
+def serve_args(doc, configs, foreach=False):
+    """Parses "--serve NAME --threads N" (NAME a key of configs), and "--foreach on|off" when
+    foreach is True, and sets PyTorch's thread count."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--serve", required=True, choices=sorted(configs))
     ap.add_argument("--threads", type=int, default=1)
+    if foreach:
+        ap.add_argument("--foreach", choices=["on", "off"], default="off",
+                        help="AdamW's multi-tensor path (on) or its per-tensor loop (off)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     return args
