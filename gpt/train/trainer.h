@@ -70,8 +70,9 @@ struct TrainOptions {
             "cosine decay length (0 = --steps)", l::count));
     v(Field(&O::weight_decay, "weight_decay", "--weight-decay", "AdamW decay of 2-D weights",
             l::non_negative));
-    v(Field(&O::beta1, "beta1", nullptr, "AdamW's first-moment decay", l::below_one));
-    v(Field(&O::beta2, "beta2", nullptr, "AdamW's second-moment decay", l::below_one));
+    v(Field(&O::beta1, "beta1", "--beta1", "AdamW's first-moment decay (β₁)", l::below_one));
+    v(Field(&O::beta2, "beta2", "--beta2",
+            "AdamW's second-moment decay (β₂; nanoGPT's char config uses 0.99)", l::below_one));
     v(Field(&O::grad_clip, "grad_clip", "--grad-clip", "max global gradient norm (0 = off)",
             l::non_negative));
     v(Field(&O::seed, "seed", "--seed", "seed of the batch sampler", AnyValue{}));

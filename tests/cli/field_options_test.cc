@@ -217,6 +217,18 @@ BOOST_AUTO_TEST_CASE(dropout_is_below_one_everywhere) {
       "to be read the same way twice; write 0.99999999999999989");
 }
 
+// AdamW's betas are options under nanoGPT's names (its char config trains with β₂ = 0.99), in
+// [0, 1) like PyTorch's.
+BOOST_AUTO_TEST_CASE(adamw_betas_are_options) {
+  TrainOptions o;
+  OptionsTable::parse(o, "--beta1 0.8 --beta2 0.99");
+  BOOST_TEST(o.beta1 == 0.8);
+  BOOST_TEST(o.beta2 == 0.99);
+  attograd::testing::expect_throw_with<CLI::ParseError>(
+      [&] { OptionsTable::parse(o, "--beta2 1"); },
+      "--beta2: must be a finite number in [0, 1), got 1");
+}
+
 // A learning rate must be > 0 in the CLI, validate() and JSON alike (a checkpoint once took 0).
 BOOST_AUTO_TEST_CASE(a_learning_rate_of_zero_is_refused_everywhere) {
   nlohmann::json doc = nlohmann::json::parse(TrainOptions().to_json());

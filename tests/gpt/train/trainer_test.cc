@@ -159,6 +159,39 @@ BOOST_AUTO_TEST_CASE(gradient_accumulation_equals_the_mean_over_micro_batches) {
                                          reference.arena().grads().to_vector(), 1e-6, 0));
 }
 
+// --beta1/--beta2 reach AdamW: with both 0 the moments are the step's gradient g and g², so a
+// step moves each weight by exactly -lr·g/(|g| + ε) (no weight decay, no clipping, a constant
+// lr), which nanoGPT's defaults (0.9, 0.95) do not at step 2. The gradient buffers still hold
+// the g the last step used; weights whose |g| < 1e-6 are left out.
+BOOST_AUTO_TEST_CASE(adamw_betas_of_the_options_reach_the_optimizer) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  // The largest gap between the second step's move and -lr·g/(|g| + ε), in units of lr.
+  auto gap_from_sign_step = [&](double beta1, double beta2) {
+    TrainOptions o = small_options();
+    o.beta1 = beta1, o.beta2 = beta2;
+    o.weight_decay = 0, o.grad_clip = 0, o.warmup_steps = 0, o.min_lr = o.learning_rate;
+    GPT model(c, 9);
+    Trainer t(model, data, o, "char", "", "");
+    t.train_step();
+    const std::vector<double> before = model.arena().params().to_vector();
+    t.train_step();
+    const std::vector<double> after = model.arena().params().to_vector();
+    const std::vector<double> g = model.arena().grads().to_vector();
+    double gap = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double expected = -g[i] / (std::abs(g[i]) + 1e-8);
+      // Below 1e-6, where ε weighs, a float's rounding of g moves the expected step too much.
+      if (std::abs(g[i]) < 1e-6) continue;
+      gap = std::max(gap, std::abs((after[i] - before[i]) / o.learning_rate - expected));
+    }
+    return gap;
+  };
+  BOOST_TEST(gap_from_sign_step(0.0, 0.0) < 1e-4);
+  BOOST_TEST(gap_from_sign_step(0.9, 0.95) > 0.1);
+}
+
 namespace {
 
 // The label-smoothed loss of `model` on batch b, by hand from its logits in double (PyTorch's
