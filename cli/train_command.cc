@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/field_options.h"
+#include "gpt/train/interrupt.h"
 #include "gpt/train/run.h"
 
 namespace attograd::cli {
@@ -82,7 +83,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
     try {
       const std::unique_ptr<gpt::TrainingRun> run = gpt::set_up_together(
           comm, std::cerr, [&] { return gpt::start(request_of(*rq, *cmd), comm, std::cout); });
-      exit_code = run->train(std::cout, std::cerr);
+      // Ctrl-C or SIGTERM while training: finish the step, checkpoint, exit 130 or 143.
+      const gpt::StopOnSignals stop;
+      exit_code = run->train(std::cout, std::cerr, &gpt::StopOnSignals::signal());
       if (exit_code == 0 && comm.is_root()) print_result(*run);
     } catch (const gpt::SetupFailed& e) {  // said by the rank that failed
       exit_code = e.exit_code();

@@ -1,6 +1,7 @@
 #include "gpt/train/run.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdarg>
@@ -25,6 +26,7 @@
 #include "gpt/io/utf8.h"
 #include "gpt/model/baselines.h"
 #include "gpt/text/corpus.h"
+#include "gpt/train/interrupt.h"
 
 namespace attograd::gpt {
 
@@ -41,6 +43,18 @@ ResumedRun resume_run(const std::string& out_dir) {
 }
 
 namespace {
+
+// `path` as one word of a POSIX shell command: as it is when it holds only characters no shell
+// treats specially, else in single quotes (each ' written '\'').
+std::string shell_quoted(const std::string& path) {
+  const bool plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./-+,:@%=", c) != nullptr;
+  });
+  if (plain) return path;
+  std::string quoted = "'";
+  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
 
 // printf's formatting into a string: the set-up lines keep the CLI's exact figures.
 [[gnu::format(printf, 1, 2)]] std::string format(const char* fmt, ...) {
@@ -405,10 +419,25 @@ TrainingRun::~TrainingRun() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock on the run directory
 }
 
-int TrainingRun::train(std::ostream& log, std::ostream& err) {
+int TrainingRun::train(std::ostream& log, std::ostream& err, const std::atomic<int>* stop) {
+  trainer_->stop_on(stop);
   try {
     result_ = trainer_->run(log);
     return 0;
+  } catch (const Interrupted& e) {  // every rank at the same step, the checkpoint written
+    if (comm_.is_root()) {
+      const std::filesystem::path dir = std::filesystem::path(checkpoint_path_).parent_path();
+      std::string message = "\nattograd: " + std::string(e.what());
+      if (trainer_->last_saved_step() == e.step())
+        message += "; its checkpoint is saved: " + checkpoint_path_ +
+                   "\nresume with: attograd train --out " + shell_quoted(dir.string()) +
+                   " --resume\n";
+      else
+        message += "; no checkpoint was written (no output directory)\n";
+      err << message << std::flush;
+    }
+    comm_.barrier();
+    return e.exit_code();
   } catch (const CollectiveError& e) {
     // Every rank meets it at the same step (the loss, the gradients, the evaluation and the
     // replica checks are reduced before they are judged): rank 0 speaks for all, and the others

@@ -141,7 +141,12 @@ class TrainingRun {
   /// rank 0 wrote failure_report() to `err` and the ranks met at a barrier. An error that one
   /// rank of several meets alone ends the job (Communicator::abort(2)) after it is written to
   /// `err`: the others would wait for it for ever; on one process it is thrown.
-  int train(std::ostream& log, std::ostream& err);
+  ///
+  /// With a stop flag (Trainer::stop_on; StopOnSignals::signal() for Ctrl-C and SIGTERM), the
+  /// run stops after the step during which the flag was set, writes its checkpoint, and rank 0
+  /// says on `err` where it is and the command that resumes it; the result is 128 + the
+  /// signal's number (130 for Ctrl-C, 143 for SIGTERM).
+  int train(std::ostream& log, std::ostream& err, const std::atomic<int>* stop = nullptr);
   /// What to say when training failed with `e`: the error, then which checkpoint of this run is
   /// intact (the last one saved, or the one resumed from), or that none was written.
   std::string failure_report(const CollectiveError& e) const;

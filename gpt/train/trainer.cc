@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "gpt/io/strict_json.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/limits.h"
+#include "gpt/train/interrupt.h"
 #include "gpt/train/plot.h"
 #include "gpt/train/run_logs.h"
 
@@ -401,6 +403,16 @@ void append_field(std::string& row, double v) {
 
 }  // namespace
 
+int Trainer::stop_signal() const {
+  if (stop_ == nullptr) return 0;
+  const int mine = stop_->load(std::memory_order_relaxed);
+  if (comm_.size() == 1) return mine == 0 || mine == SIGINT ? mine : SIGTERM;
+  // How many ranks have SIGINT, how many another signal: one all-reduce of two numbers.
+  double counts[2] = {mine == SIGINT ? 1.0 : 0.0, mine != 0 && mine != SIGINT ? 1.0 : 0.0};
+  comm_.all_reduce_sum(counts, 2);
+  return counts[0] > 0 ? SIGINT : counts[1] > 0 ? SIGTERM : 0;
+}
+
 EvalResult Trainer::run(std::ostream& log) {
   check_ranks_agree();  // before any rank writes a file
   const TrainOptions& o = options_;
@@ -523,6 +535,20 @@ EvalResult Trainer::run(std::ostream& log) {
       train_csv->sync();
       eval_csv->sync();
       save(checkpoint_path());
+    }
+    // Ctrl-C or SIGTERM (stop_on): the step is done; its checkpoint too, then stop. At the last
+    // step the run simply ends.
+    if (const int signal = step_ < o.max_steps ? stop_signal() : 0; signal != 0) {
+      if (!ckpt_now && !out_dir_.empty()) {
+        check_finite_parameters();
+        if (!log_now) check_replicas();
+      }
+      if (files && !ckpt_now) {
+        train_csv->sync();
+        eval_csv->sync();
+        save(checkpoint_path());
+      }
+      throw Interrupted(signal, step_, o.max_steps);
     }
   }
   if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice

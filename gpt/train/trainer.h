@@ -3,6 +3,7 @@
 // evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints, and bit-exact resume.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -219,7 +220,17 @@ class Trainer {
   /// resumed run have each step once and no holes. Throws std::runtime_error, before the
   /// checkpoint is touched, if a log cannot be written (a full disk), and after training if
   /// the plots fail (see write_plots).
+  ///
+  /// Stopping: after stop_on(flag), run() reads the flag after every step; once it is non-zero
+  /// it writes the checkpoint at that step (with an output directory) and throws Interrupted.
   EvalResult run(std::ostream& log);
+
+  /// Makes run() stop cleanly, between two steps, once `*signal` is non-zero: a signal number,
+  /// as StopOnSignals::signal() (gpt/train/interrupt.h) records Ctrl-C or SIGTERM; another
+  /// non-zero value counts as SIGTERM. nullptr (the default): never. With several ranks the
+  /// flag is summed over them after every step (one small collective), so all stop at the same
+  /// step: every rank must call stop_on alike, with a flag or with nullptr.
+  void stop_on(const std::atomic<int>* signal) { stop_ = signal; }
 
   /// Saves model + training state to `path` (atomically). Throws NonFiniteLoss, writing
   /// nothing, when any parameter is NaN or infinite (a diverged update): a checkpoint is
@@ -241,6 +252,9 @@ class Trainer {
  private:
   // train_step's body: one micro-batch `fixed`, or grad_accum drawn ones when it is null.
   double step_on(const Batch* fixed);
+  // The signal stop_on's flag holds, agreed over the ranks (SIGINT when any rank has SIGINT,
+  // else SIGTERM when any has a signal); 0 when none has, or without a flag.
+  int stop_signal() const;
   // Throws NonFiniteLoss when a parameter is NaN or infinite (save() writes no such state).
   void check_finite_parameters() const;
   // Throws RanksDisagree, on every rank, when the ranks were started with different training
@@ -262,6 +276,7 @@ class Trainer {
   int64_t step_ = 0;
   double last_grad_norm_ = 0;
   std::optional<int64_t> last_saved_step_;
+  const std::atomic<int>* stop_ = nullptr;  // stop_on's flag
 };
 
 }  // namespace attograd::gpt

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpt/io/atomic_file.h"
@@ -224,6 +225,44 @@ BOOST_AUTO_TEST_CASE(temporaries_of_killed_runs_are_removed_at_the_next_start) {
   BOOST_TEST(contains(resumed.out, "cleanup removed " + stale + ", left by an interrupted run"));
   BOOST_TEST(temporaries(out) == std::vector<std::string>{fs::path(live).filename().string()},
              boost::test_tools::per_element());
+}
+
+// Ctrl-C (SIGINT) or SIGTERM during training: the run finishes its step, writes the checkpoint of
+// that step with every log row up to it, says where it is and how to resume, and exits 130 or
+// 143 as a shell reports those signals; --resume then goes on from that step.
+BOOST_AUTO_TEST_CASE(ctrl_c_and_sigterm_checkpoint_the_step_and_exit_130_or_143) {
+  for (const auto& [signal, code] : {std::pair{SIGINT, 130}, std::pair{SIGTERM, 143}}) {
+    BOOST_TEST_CONTEXT("signal " << signal) {
+      const TempDir dir("crash_signal" + std::to_string(signal));
+      const std::string corpus = write_corpus(dir), out = dir / "run";
+      const fs::path log = dir / "first.log";
+      // No evaluations and no checkpoints before the signal: it alone writes one.
+      const pid_t pid = spawn_cli(
+          train_args(corpus, out,
+                     {"--steps", "1000000", "--eval-interval", "0", "--log-interval", "1"}),
+          log);
+      BOOST_REQUIRE(wait_until(pid, [&] { return contains(read_text(log), "step 20/1000000"); }));
+      ::kill(pid, signal);
+      BOOST_TEST(wait_exit(pid) == code);
+      const std::string said = read_text(log);
+      BOOST_TEST_INFO(said);
+      const int64_t step = checkpoint_step(fs::path(out) / "ckpt.safetensors");
+      BOOST_TEST(step >= 20);
+      const std::string name = signal == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM";
+      BOOST_TEST(contains(
+          said, "attograd: interrupted by " + name + " after step " + std::to_string(step) +
+                    " of 1000000; its checkpoint is saved: " + out +
+                    "/ckpt.safetensors\nresume with: attograd train --out " + out + " --resume\n"));
+      BOOST_TEST(complete_row_steps(fs::path(out) / "train_log.csv") == one_to(step),
+                 boost::test_tools::per_element());
+      const CliRun resumed =
+          run_cli("train --out " + out + " --resume --steps " + std::to_string(step + 3));
+      BOOST_TEST_INFO(resumed.out);
+      BOOST_TEST(resumed.exit_code == 0);
+      BOOST_TEST(complete_row_steps(fs::path(out) / "train_log.csv") == one_to(step + 3),
+                 boost::test_tools::per_element());
+    }
+  }
 }
 
 // The example: the .lock descriptor was inherited by gnuplot, so after a kill -9 while

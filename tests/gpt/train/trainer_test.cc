@@ -2,8 +2,10 @@
 // learning real text.
 #define BOOST_TEST_MODULE trainer
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <csignal>
@@ -19,6 +21,7 @@
 #include "gpt/model/baselines.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
+#include "gpt/train/interrupt.h"
 #include "gpt/train/trainer.h"
 #include "tests/gpt/field_count.h"
 #include "tests/test_util.h"
@@ -64,6 +67,22 @@ TrainOptions small_options() {
   o.seed = 77;
   return o;
 }
+
+// A run resumed from the checkpoint at `path`: its model, and a trainer (no output directory)
+// with the checkpoint's options and training state restored.
+struct Resumed {
+  Resumed(const std::string& path, const Dataset& data) {
+    const SafetensorsFile file = SafetensorsFile::read(path);
+    const CheckpointInfo info = read_checkpoint_info(file);
+    BOOST_REQUIRE(info.training.has_value());
+    model = load_model(file);
+    trainer = std::make_unique<Trainer>(
+        *model, data, TrainOptions::from_json(info.training->train_options), "char", "", "");
+    trainer->restore(*info.training);
+  }
+  std::unique_ptr<LanguageModel> model;
+  std::unique_ptr<Trainer> trainer;
+};
 
 }  // namespace
 
@@ -122,17 +141,88 @@ BOOST_AUTO_TEST_CASE(resume_is_bit_exact) {
     tb.train_step();
     tb.save(path);
   }
-  const SafetensorsFile file = SafetensorsFile::read(path);
-  const CheckpointInfo info = read_checkpoint_info(file);
-  BOOST_REQUIRE(info.training.has_value());
-  BOOST_TEST(info.training->step == 2);
-  const auto b = load_model(file);
-  Trainer tb(*b, data, TrainOptions::from_json(info.training->train_options), "char", "", "");
-  tb.restore(*info.training);
-  tb.train_step();
-  BOOST_TEST(tb.step() == 3);
-  BOOST_TEST(b->arena().params().to_vector() == a.arena().params().to_vector());  // bit for bit
+  Resumed b(path, data);
+  BOOST_TEST(b.trainer->step() == 2);
+  b.trainer->train_step();
+  BOOST_TEST(b.trainer->step() == 3);
+  BOOST_TEST(b.model->arena().params().to_vector() ==
+             a.arena().params().to_vector());  // bit for bit
   std::filesystem::remove_all(dir);
+}
+
+// A stop flag (what Ctrl-C sets through StopOnSignals) ends run() after the step during which it
+// was set, with the checkpoint of that step and every log row up to it written, and Interrupted
+// carrying 128 + the signal; resumed from that checkpoint, the run ends bit for bit where an
+// uninterrupted one does. Set before run(), the flag stops it after step 1.
+BOOST_AUTO_TEST_CASE(a_stop_flag_ends_the_run_after_its_step_with_a_checkpoint) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  TrainOptions o = small_options();
+  o.max_steps = 4;
+  GPT straight(c, 5);
+  {
+    std::ostringstream log;
+    Trainer(straight, data, o, "char", "", "").run(log);
+  }
+  const auto dir = temp_dir("stop");
+  {
+    GPT model(c, 5);
+    Trainer t(model, data, o, "char", "", dir.string());
+    std::atomic<int> flag{SIGTERM};
+    t.stop_on(&flag);
+    std::ostringstream log;
+    try {
+      t.run(log);
+      BOOST_FAIL("run() ended without Interrupted");
+    } catch (const Interrupted& e) {
+      BOOST_TEST(e.step() == 1);
+      BOOST_TEST(e.exit_code() == 143);
+      BOOST_TEST(std::string(e.what()) == "interrupted by SIGTERM after step 1 of 4");
+    }
+    BOOST_TEST((t.last_saved_step() == std::optional<int64_t>(1)));
+  }
+  std::ifstream train_log(dir / "train_log.csv");
+  std::string header, row, extra;
+  std::getline(train_log, header);
+  std::getline(train_log, row);
+  BOOST_TEST(row.rfind("1,", 0) == 0);
+  BOOST_TEST(!std::getline(train_log, extra));
+  Resumed resumed((dir / "ckpt.safetensors").string(), data);
+  BOOST_TEST(resumed.trainer->step() == 1);
+  std::ostringstream log;
+  BOOST_TEST(resumed.trainer->run(log).step == 4);
+  BOOST_TEST(resumed.model->arena().params().to_vector() == straight.arena().params().to_vector());
+  std::filesystem::remove_all(dir);
+}
+
+// StopOnSignals: the first SIGINT or SIGTERM is recorded and the process goes on; a second ends
+// it as the signal would have (checked in a child process); the previous handler is back after.
+BOOST_AUTO_TEST_CASE(stop_on_signals_records_the_first_and_dies_of_the_second) {
+  static std::atomic<int> previous_calls{0};
+  const auto previous = std::signal(SIGTERM, [](int) { ++previous_calls; });
+  {
+    const StopOnSignals stop;
+    BOOST_TEST(StopOnSignals::signal() == 0);
+    std::raise(SIGINT);
+    BOOST_TEST(StopOnSignals::signal() == SIGINT);
+    expect_throw_with<std::logic_error>([] { StopOnSignals again; }, "one is alive already");
+  }
+  std::raise(SIGTERM);  // the handler from before, restored
+  BOOST_TEST(previous_calls == 1);
+  std::signal(SIGTERM, previous);
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    const StopOnSignals stop;
+    std::raise(SIGTERM);
+    std::raise(SIGINT);  // the second: the default action, now
+    std::_Exit(0);
+  }
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_TEST(WIFSIGNALED(status));
+  BOOST_TEST(WTERMSIG(status) == SIGINT);
 }
 
 // grad_accum micro-batches accumulate the gradient of the mean loss over all of them.
