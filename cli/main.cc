@@ -8,7 +8,29 @@
 #include <string_view>
 #include <vector>
 
+#include "autograd/kernels/targets.h"
 #include "cli/command.h"
+
+namespace {
+
+// `attograd --version`: the release, the SIMD target the kernels run on this CPU, and the
+// optional parts of this build: what a bug report needs.
+std::string version_text() {
+  namespace k = attograd::kernels;
+  std::string targets;
+  for (const std::string& t : k::supported_targets()) {
+    if (!targets.empty()) targets += ", ";
+    targets += t;
+  }
+  const auto yes = [](bool with) { return with ? "yes" : "no"; };
+  return std::string("attograd ") + ATTOGRAD_VERSION + "\nkernels  Highway " +
+         k::highway_version() + ", running " + k::active_target() +
+         " (this CPU runs the compiled targets " + targets +
+         ")\nparts    GPT-2 BPE tokenizer: " + yes(ATTOGRAD_WITH_BPE) +
+         ", downloads: " + yes(ATTOGRAD_WITH_DOWNLOAD) + ", MPI: " + yes(ATTOGRAD_WITH_MPI);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Under a launcher (mpirun -np N, srun) every rank runs this same program. Only `train` is
@@ -22,6 +44,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "attograd: a from-scratch C++ autograd engine for learning and teaching transformers"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_text);
   int exit_code = 0;
   attograd::cli::add_train_command(app, exit_code);
   attograd::cli::add_sample_command(app, exit_code);

@@ -30,4 +30,9 @@ std::string active_target() {
   return targets.empty() ? std::string("none") : std::string(hwy::TargetName(targets.front()));
 }
 
+std::string highway_version() {
+  return std::to_string(HWY_MAJOR) + "." + std::to_string(HWY_MINOR) + "." +
+         std::to_string(HWY_PATCH);
+}
+
 }  // namespace attograd::kernels

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/kernels/targets.h"
 #include "tests/cli/cli_run.h"
 
 using attograd::testing::contains;
@@ -519,4 +520,20 @@ BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
                  " is 300,000,000 bytes, over the 268,435,456-byte "
                  "limit for a corpus file (it and its token ids are held in memory); use a smaller "
                  "file or a part of it\n");
+}
+
+// --version: the project's release (CMake's PROJECT_VERSION), the Highway release and the SIMD
+// target the kernels run on this CPU, and the optional parts of the build; exit 0, as CLI11's
+// --help does, with or without a command after it.
+BOOST_AUTO_TEST_CASE(version_names_the_release_the_simd_target_and_the_parts) {
+  namespace k = attograd::kernels;
+  for (const std::string args : {"--version", "--version train"}) {
+    const auto r = run_cli(args);
+    BOOST_TEST_INFO(r.out);
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.rfind(std::string("attograd ") + ATTOGRAD_VERSION + "\nkernels  Highway " +
+                               k::highway_version() + ", running " + k::active_target() + " (",
+                           0) == 0);
+    BOOST_TEST(contains(r.out, "\nparts    GPT-2 BPE tokenizer: "));
+  }
 }
