@@ -18,6 +18,7 @@ struct SampleArgs {
   std::vector<std::string> prompts;
   std::vector<double> temperatures{1.0};
   int64_t max_new_tokens = 200;
+  int64_t num_samples = 1;  // per prompt and temperature (nanoGPT's num_samples)
   int64_t top_k = 0;
   double top_p = 1.0;
   uint64_t seed = 1337;
@@ -56,38 +57,45 @@ int run(const SampleArgs& a) {
   double seconds = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     for (double t : a.temperatures) {
-      std::printf("=== prompt \"%s\" | temperature %g%s ===\n%s", one_line(prompts[i], 40).c_str(),
-                  t, t == 0 ? " (greedy)" : "", prompts[i].c_str());
-      std::fflush(stdout);
       // Within a prompt every temperature gets the same draws, so the differences come from T
-      // alone; each prompt gets its own stream (seed + prompt index).
+      // alone; each prompt gets its own stream (seed + prompt index), and its samples follow
+      // one another in that stream (the first is the one --num-samples 1 prints).
       Generator gen(a.seed + i);
-      gpt::StreamDecoder stream(*session.tokenizer);
-      std::string text;
-      gpt::GenerateOptions g;
-      g.max_new_tokens = a.max_new_tokens;
-      g.sampling = {t, a.top_k, a.top_p};
-      g.use_kv_cache = !a.no_kv_cache;
-      g.on_token = [&](int64_t id) {
-        const std::string piece = stream.push(id);
-        text += piece;
-        std::fputs(piece.c_str(), stdout);
+      for (int64_t n = 1; n <= a.num_samples; ++n) {
+        const std::string of_n = a.num_samples == 1 ? std::string()
+                                                    : " | sample " + std::to_string(n) + " of " +
+                                                          std::to_string(a.num_samples);
+        std::printf("=== prompt \"%s\" | temperature %g%s%s ===\n%s",
+                    one_line(prompts[i], 40).c_str(), t, t == 0 ? " (greedy)" : "", of_n.c_str(),
+                    prompts[i].c_str());
         std::fflush(stdout);
-      };
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        gpt::generate(*session.model, encoded[i], g, gen);
-      } catch (...) {
-        std::printf("\n");  // end the streamed line, so the error starts on its own
-        std::fflush(stdout);
-        throw;
+        gpt::StreamDecoder stream(*session.tokenizer);
+        std::string text;
+        gpt::GenerateOptions g;
+        g.max_new_tokens = a.max_new_tokens;
+        g.sampling = {t, a.top_k, a.top_p};
+        g.use_kv_cache = !a.no_kv_cache;
+        g.on_token = [&](int64_t id) {
+          const std::string piece = stream.push(id);
+          text += piece;
+          std::fputs(piece.c_str(), stdout);
+          std::fflush(stdout);
+        };
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          gpt::generate(*session.model, encoded[i], g, gen);
+        } catch (...) {
+          std::printf("\n");  // end the streamed line, so the error starts on its own
+          std::fflush(stdout);
+          throw;
+        }
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        generated += a.max_new_tokens;
+        const std::string rest = stream.flush();
+        text += rest;
+        std::printf("%s\n\n", rest.c_str());
+        table.emplace_back(prompts[i], t, text);
       }
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      generated += a.max_new_tokens;
-      const std::string rest = stream.flush();
-      text += rest;
-      std::printf("%s\n\n", rest.c_str());
-      table.emplace_back(prompts[i], t, text);
     }
   }
   std::printf("%-20s %-12s %s\n", "prompt", "temperature",
@@ -116,6 +124,10 @@ void add_sample_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate per sample")
       ->check(integer_in(gpt::limits::count))
+      ->capture_default_str();
+  cmd->add_option("--num-samples", a->num_samples,
+                  "samples per prompt and temperature, drawn one after another")
+      ->check(integer_in(gpt::limits::positive_count))
       ->capture_default_str();
   cmd->add_option("--top-k", a->top_k,
                   "keep the k most likely tokens (0 = off; ties at the cut are kept)")

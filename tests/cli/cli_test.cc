@@ -135,6 +135,32 @@ BOOST_AUTO_TEST_CASE(train_sample_resume_end_to_end) {
   BOOST_TEST(g1.out.substr(0, g1.out.find("tokens in")) ==
              g2.out.substr(0, g2.out.find("tokens in")));
 
+  // --num-samples 3: three samples per prompt and temperature, the first the one a single
+  // sample gives, the next ones drawn after it from the same stream (so different at T = 1).
+  const std::string sample_to_be = "sample --checkpoint " + out +
+                                   "/ckpt.safetensors --prompt \"to be\" --temperature 1 "
+                                   "--max-new-tokens 30";
+  const auto one = run_cli(sample_to_be);
+  const auto three = run_cli(sample_to_be + " --num-samples 3");
+  BOOST_TEST_INFO(three.out);
+  BOOST_TEST(three.exit_code == 0);
+  std::vector<std::string> samples;  // the text under each header
+  const std::string header = "=== prompt \"to be\" | temperature 1";
+  for (int n = 1; n <= 3; ++n) {
+    const std::string h = header + " | sample " + std::to_string(n) + " of 3 ===\n";
+    const size_t at = three.out.find(h);
+    BOOST_REQUIRE(at != std::string::npos);
+    samples.push_back(three.out.substr(at + h.size(), three.out.find("\n\n", at) - at - h.size()));
+  }
+  const size_t one_at = one.out.find(header + " ===\n") + header.size() + 5;
+  BOOST_TEST(samples[0] == one.out.substr(one_at, one.out.find("\n\n", one_at) - one_at));
+  BOOST_TEST(samples[1] != samples[0]);
+  BOOST_TEST(samples[2] != samples[1]);
+  BOOST_TEST(contains(three.out, "90 tokens in"));
+  const auto none = run_cli(sample_to_be + " --num-samples 0");
+  BOOST_TEST(none.exit_code == 2);
+  BOOST_TEST(contains(none.out, "--num-samples: must be an integer in [1, "));
+
   const auto unknown = run_cli("sample --checkpoint " + out + "/ckpt.safetensors --prompt \"XYZ\"");
   BOOST_TEST(unknown.exit_code == 2);
   BOOST_TEST(contains(unknown.out, "'X' (U+0058)"));
