@@ -403,6 +403,14 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
     c.n_head = json_n_head;
   } else if (c.n_embd == 768 || c.n_embd == 1024 || c.n_embd == 1280 || c.n_embd == 1600) {
     c.n_head = c.n_embd / 64;  // GPT-2 small, medium, large, xl all use head_dim 64
+  } else if (const auto format = file.metadata().find("format");
+             format != file.metadata().end() && format->second == "attograd-gpt2") {
+    // attograd's own checkpoints share GPT-2's names and layout, so --hf-gpt2 reads them with
+    // --n-head; without it, the fix is the other option, not a number to guess.
+    throw std::runtime_error("'" + file.path() +
+                             "' is an attograd checkpoint (its metadata says format "
+                             "attograd-gpt2), which holds its config: open it with --checkpoint "
+                             "instead of --hf-gpt2");
   } else {
     throw std::runtime_error("'" + file.path() + "': n_head is not stored in the weights, " +
                              (has_config_json ? "the config.json beside the file has none"
