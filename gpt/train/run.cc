@@ -156,6 +156,12 @@ void set_threads(int threads, const Communicator& comm, std::ostream& log) {
 
 }  // namespace
 
+std::string RunRequest::run_dir() const {
+  if (out_dir) return *out_dir;
+  return std::string("runs/") +
+         (model == ModelKind::gpt ? config.preset : std::string(model_kind_name(model)));
+}
+
 void RunRequest::validate() const {
   validate_fields(*this, "train");
   if (!resume) return options.validate();
@@ -211,19 +217,30 @@ TrainOptions resumed_options(const TrainOptions& stored, const RunRequest& rq) {
 // run refused during its set-up leaves nothing behind. A directory that existed is left alone.
 class MadeDirectory {
  public:
-  explicit MadeDirectory(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  /// Creates `dir` and the parents it lacks (runs/ of runs/nano), remembering the topmost.
+  /// Throws std::filesystem::filesystem_error when it cannot.
+  explicit MadeDirectory(std::filesystem::path dir) : dir_(std::move(dir)), top_(dir_) {
+    for (std::filesystem::path p = dir_.parent_path();
+         !p.empty() && !std::filesystem::exists(std::filesystem::symlink_status(p));
+         p = p.parent_path())
+      top_ = p;
+    std::filesystem::create_directories(dir_);
+  }
   MadeDirectory(const MadeDirectory&) = delete;
   MadeDirectory& operator=(const MadeDirectory&) = delete;
   ~MadeDirectory() {
     if (dir_.empty()) return;
     std::error_code ignored;
     std::filesystem::remove(dir_ / ".lock", ignored);
-    std::filesystem::remove(dir_, ignored);  // only if nothing else was written there
+    // Each only if nothing else was written there, up to the topmost one made.
+    for (std::filesystem::path p = dir_;; p = p.parent_path()) {
+      if (!std::filesystem::remove(p, ignored) || p == top_) break;
+    }
   }
   void keep() { dir_.clear(); }
 
  private:
-  std::filesystem::path dir_;
+  std::filesystem::path dir_, top_;
 };
 
 }  // namespace
@@ -237,18 +254,19 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   // Checked before out_dir is made; a run refused later removes the directory it made.
   rq.validate();
   set_threads(rq.threads, comm, log);
-  const std::filesystem::path out_dir(rq.out_dir);
+  const std::string run_dir = rq.run_dir();
+  const std::filesystem::path out_dir(run_dir);
   if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
-    throw std::invalid_argument("--out " + rq.out_dir + " exists and is not a directory");
+    throw std::invalid_argument("--out " + run_dir + " exists and is not a directory");
   std::optional<MadeDirectory> made;
   if (comm.is_root()) {  // the one writer: the other ranks only read the checkpoint to resume
     if (!std::filesystem::exists(out_dir)) {
-      std::error_code error;
-      std::filesystem::create_directories(out_dir, error);
-      if (error)
-        throw std::invalid_argument("--out " + rq.out_dir + ": cannot create the directory (" +
-                                    error.message() + "); choose another --out");
-      made.emplace(out_dir);
+      try {
+        made.emplace(out_dir);
+      } catch (const std::filesystem::filesystem_error& e) {
+        throw std::invalid_argument("--out " + run_dir + ": cannot create the directory (" +
+                                    e.code().message() + "); choose another --out");
+      }
     }
     run->lock_fd_ = lock_output_dir(out_dir);
     // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
@@ -275,7 +293,12 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   corpus_options.log = [&log](const std::string& line) { log << line << "\n" << std::flush; };
   // The checkpoint is read before the corpus: a resumed run takes its corpus from it.
   if (rq.resume) {
-    ResumedRun resumed = resume_run(rq.out_dir);
+    // Without --out the directory is runs/pico, which the run to continue may well not be.
+    if (!rq.out_dir && !std::filesystem::exists(ckpt))
+      throw std::invalid_argument("nothing to resume: " + ckpt +
+                                  " does not exist (--resume without --out continues " + run_dir +
+                                  "; name the run with --out, e.g. --out runs/nano)");
+    ResumedRun resumed = resume_run(run_dir);
     if (rq.tokenizer && *rq.tokenizer != resumed.session.tokenizer->kind())
       throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match " + ckpt +
                                   ", trained with '" + resumed.session.tokenizer->kind() +
@@ -405,7 +428,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   log << "\n\n" << std::flush;
 
   run->trainer_ = std::make_unique<Trainer>(*run->model_, data, options, run->tokenizer_->kind(),
-                                            run->tokenizer_->serialize(), rq.out_dir, comm);
+                                            run->tokenizer_->serialize(), run_dir, comm);
   if (state) {
     run->trainer_->restore(*state);
     state.reset();  // the optimizer holds its own copy of the moments now: free these (two

@@ -48,9 +48,11 @@ ResumedRun resume_run(const std::string& out_dir);
 /// must equal them), and ignores model, init_seed and config.preset; config overrides and
 /// overwrite are refused with it.
 struct RunRequest {
-  std::string out_dir = "runs/pico";  // logs, plots and kCheckpointFile
-  bool resume = false;                // continue the run in out_dir, bit for bit
-  bool overwrite = false;             // fresh: replace the run in out_dir
+  /// Logs, plots and kCheckpointFile. Absent: run_dir()'s default, runs/<preset> (nanoGPT's
+  /// out-<config> habit): runs/pico, runs/nano, or runs/bigram, runs/average for those models.
+  std::optional<std::string> out_dir;
+  bool resume = false;     // continue the run in out_dir, bit for bit
+  bool overwrite = false;  // fresh: replace the run in out_dir
   /// The corpus (load_corpus's spec). Absent: kDefaultCorpus; resume: the one the checkpoint
   /// records, else it must hold the same text (its sha256 is compared).
   std::optional<std::string> corpus;
@@ -70,6 +72,10 @@ struct RunRequest {
   /// equally by the ranks of one machine when they are not bound to CPUs of their own.
   int threads = 0;
 
+  /// The run's directory: out_dir, else runs/<config.preset> for a GPT and runs/<model>
+  /// (bigram, average) for the lecture's models, which have no preset.
+  std::string run_dir() const;
+
   static constexpr const char* kDefaultCorpus = "kjv";
   static constexpr const char* kDefaultTokenizer = "char";
 
@@ -79,7 +85,9 @@ struct RunRequest {
   template <class V>
   static void for_each_field(V&& v) {
     using R = RunRequest;
-    v(Field(&R::out_dir, "out_dir", "--out", "output directory: logs, plots, ckpt.safetensors",
+    v(Field(&R::out_dir, "out_dir", "--out",
+            "output directory: logs, plots, ckpt.safetensors (default runs/<preset>, or "
+            "runs/bigram, runs/average for --model)",
             PathToWrite{}, kResumable));
     v(Field(&R::resume, "resume", "--resume",
             "continue the run in --out from its checkpoint, bit-exact, with its stored options and "

@@ -313,3 +313,34 @@ BOOST_AUTO_TEST_CASE(resume_reads_the_corpus_with_its_recorded_line_ends) {
   expect_throw_with<std::invalid_argument>([&] { start(both, Communicator::world(), log); },
                                            "choose one");
 }
+
+// Without out_dir a run goes to runs/<preset> (nanoGPT's out-<config> habit), or runs/<model>
+// for the lecture's models; --resume without it says which directory it looked in and how to
+// name another, and leaves no directory behind.
+BOOST_AUTO_TEST_CASE(the_run_directory_defaults_to_runs_slash_the_preset) {
+  RunRequest rq;
+  BOOST_TEST(rq.run_dir() == "runs/pico");
+  rq.config.preset = "nano";
+  BOOST_TEST(rq.run_dir() == "runs/nano");
+  rq.model = ModelKind::bigram;
+  BOOST_TEST(rq.run_dir() == "runs/bigram");
+  rq.model = ModelKind::average;
+  BOOST_TEST(rq.run_dir() == "runs/average");
+  rq.out_dir = "elsewhere";
+  BOOST_TEST(rq.run_dir() == "elsewhere");
+
+  const auto dir = temp_dir("default_dir");
+  const std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  RunRequest resume;
+  resume.resume = true;
+  resume.threads = 1;
+  std::ostringstream log;
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(resume, Communicator::world(), log); },
+      "nothing to resume: runs/pico/ckpt.safetensors does not exist (--resume without --out "
+      "continues runs/pico; name the run with --out, e.g. --out runs/nano)");
+  BOOST_TEST(!std::filesystem::exists(dir / "runs"));
+  std::filesystem::current_path(previous);
+  std::filesystem::remove_all(dir);
+}
