@@ -1,10 +1,12 @@
 #include "examples/lecture/attention_by_hand.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
@@ -45,6 +47,50 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
           "(column softmax) V overflows: the mistake's weights sum to up to T per row, so an "
           "output is not a finite number; use smaller entries of --V");
   return s;
+}
+
+namespace {
+
+// A 2-D tensor as a JSON list of rows; -inf (a masked score) as null.
+std::string json_matrix(const Tensor& t) {
+  const std::vector<double> v = t.to_vector();
+  const int64_t rows = t.size(0), cols = t.size(1);
+  std::string out = "[";
+  for (int64_t r = 0; r < rows; ++r) {
+    out += r ? ", [" : "[";
+    for (int64_t c = 0; c < cols; ++c) {
+      const double x = v[static_cast<size_t>(r * cols + c)];
+      if (c) out += ", ";
+      if (std::isinf(x) && x < 0) {
+        out += "null";
+        continue;
+      }
+      char buf[32];
+      out.append(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);  // shortest round trip
+    }
+    out += "]";
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string attention_steps_json(const Tensor& Q, const Tensor& K, const Tensor& V) {
+  const AttentionSteps s = causal_attention_steps(Q, K, V);
+  const std::pair<const char*, const Tensor*> fields[] = {{"Q", &Q},
+                                                          {"K", &K},
+                                                          {"V", &V},
+                                                          {"S", &s.qk},
+                                                          {"S_scaled", &s.scores},
+                                                          {"masked", &s.masked},
+                                                          {"A", &s.weights},
+                                                          {"Z", &s.out},
+                                                          {"column_A", &s.column_weights},
+                                                          {"column_Z", &s.column_out}};
+  std::string out = "{\"d_k\": " + std::to_string(Q.size(1));
+  for (const auto& [name, t] : fields)
+    out += ",\n \"" + std::string(name) + "\": " + json_matrix(*t);
+  return out + "}\n";
 }
 
 Tensor column_softmax(const Tensor& masked) {

@@ -9,7 +9,9 @@
 #include <string>
 
 #include "examples/student/exercises.h"
+#include "tests/cli/cli_run.h"
 #include "tests/examples/student/checks.h"
+#include "tests/skip.h"
 
 namespace {
 
@@ -43,3 +45,22 @@ BOOST_AUTO_TEST_CASE(layer_norm) { report(checks::check_layer_norm(student::laye
 BOOST_AUTO_TEST_CASE(perplexity) { report(checks::check_perplexity(student::perplexity)); }
 
 BOOST_AUTO_TEST_CASE(bigram) { report(checks::check_bigram(student::bigram_cross_entropy)); }
+
+// S8: the NumPy script (NUMPY_SCRIPT: the student's or the answer) against
+// `attention_by_hand --json`, step by step, through examples/student/compare_attention.py, as
+// docs/exercises.md tells the student to run it. Skipped (CTest shows it) without NumPy.
+BOOST_AUTO_TEST_CASE(attention_numpy) {
+  using attograd::testing::run_program;
+  if (run_program("python3", "-c 'import numpy'").exit_code != 0) {
+    attograd::testing::skip_case(
+        "python3 with NumPy is not installed (Debian: apt-get install python3-numpy); the NumPy "
+        "exercise is optional");
+    return;
+  }
+  const auto compared =
+      run_program(ATTENTION_BY_HAND, "--json | python3 " COMPARE_SCRIPT " " NUMPY_SCRIPT " -");
+  const bool agrees = compared.exit_code == 0 &&
+                      attograd::testing::contains(compared.out, "every step agrees with attograd");
+  BOOST_TEST(agrees, compared.out);
+  if (agrees) BOOST_TEST_MESSAGE(compared.out);
+}
