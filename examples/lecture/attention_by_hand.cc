@@ -1,8 +1,9 @@
 #include "examples/lecture/attention_by_hand.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -51,6 +52,16 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
 
 namespace {
 
+// The shortest of %.15g, %.16g, %.17g that reads back to x (%.17g always does): 0.1 stays
+// "0.1", and a program reading the JSON gets the very double printed.
+std::string round_trip(double x) {
+  char buf[32];
+  for (int digits = 15;; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (digits == 17 || std::strtod(buf, nullptr) == x) return buf;
+  }
+}
+
 // A 2-D tensor as a JSON list of rows; -inf (a masked score) as null.
 std::string json_matrix(const Tensor& t) {
   const std::vector<double> v = t.to_vector();
@@ -65,8 +76,7 @@ std::string json_matrix(const Tensor& t) {
         out += "null";
         continue;
       }
-      char buf[32];
-      out.append(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);  // shortest round trip
+      out += round_trip(x);
     }
     out += "]";
   }

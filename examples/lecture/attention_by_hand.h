@@ -46,8 +46,8 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
 ///   {"d_k": 2, "Q": [[1, 0], ...], "K": ..., "V": ..., "S": Q Kᵀ, "S_scaled": S / √d_k,
 ///    "masked": S_scaled with null where the mask puts -inf (JSON has no infinity),
 ///    "A": the row softmax, "Z": A V, "column_A": the column-softmax mistake, "column_Z": its Z}
-/// one matrix a list of rows, each number in the shortest form that reads back to the same
-/// double. Q (T, d_k), K (T, d_k), V (T, d_v), any floating dtype; throws as
+/// one matrix a list of rows, each number with the fewest digits (15 to 17) that read back to
+/// the same double. Q (T, d_k), K (T, d_k), V (T, d_v), any floating dtype; throws as
 /// causal_attention_steps.
 std::string attention_steps_json(const Tensor& Q, const Tensor& K, const Tensor& V);
 

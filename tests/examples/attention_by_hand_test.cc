@@ -288,7 +288,7 @@ BOOST_AUTO_TEST_CASE(program_prints_every_step_and_refuses_bad_matrices) {
   }
 }
 
-// --json: the steps for programs (the NumPy exercise's compare_attention.py). Valid JSON with
+// What --json prints, for programs (the NumPy exercise's compare_attention.py): valid JSON with
 // every step, -inf as null, and every number reads back to the same double.
 BOOST_AUTO_TEST_CASE(json_gives_every_step_exactly) {
   const Tensor Q = Tensor::from_vector({1, 2}, {2, 1}, DType::f64);
@@ -314,7 +314,16 @@ BOOST_AUTO_TEST_CASE(json_gives_every_step_exactly) {
     BOOST_TEST(read == t->to_vector(), boost::test_tools::per_element());
   }
   BOOST_TEST(j["Z"][1].dump() == "[19.820137900379084]");
+  BOOST_TEST(lecture::attention_steps_json(Q, K, V).find("\"Z\": [[10], [19.820137900379084]]") !=
+             std::string::npos);
+}
 
+// The program's --json (not in the WebAssembly build, which has no programs to run).
+BOOST_AUTO_TEST_CASE(program_prints_json) {
+  const Tensor Q = Tensor::from_vector({1, 2}, {2, 1}, DType::f64);
+  const Tensor K = Tensor::from_vector({1, 3}, {2, 1}, DType::f64);
+  const Tensor V = Tensor::from_vector({10, 20}, {2, 1}, DType::f64);
+  const nlohmann::json j = nlohmann::json::parse(lecture::attention_steps_json(Q, K, V));
   const auto run = [](const std::string& args) {
     return attograd::testing::run_program(ATTENTION_BY_HAND, args, false);
   };
