@@ -9,6 +9,9 @@
 //   5. Attention is not explanation: a weight of 0.9 on a zero value contributes nothing.
 //   6. The cost of attention: the T×T scores and weights per head.
 // With --Q, --K and --V it walks the reader's own matrices through example 2's steps instead.
+// With --json it prints those steps (example 2's without --Q, --K, --V) as one JSON object
+// instead of text, for programs (lecture::attention_steps_json; the NumPy exercise's
+// examples/student/compare_attention.py).
 // Bad input: one line on stderr, exit code 2.
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -24,6 +27,10 @@
 using namespace attograd;
 
 namespace {
+
+// Example 2, the lecture's T = 3, d_k = 2 exercise: Q = K (3, 2) and V (3, 2).
+Tensor example2_Q() { return Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2}, DType::f64); }
+Tensor example2_V() { return Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}, DType::f64); }
 
 void show(const std::string& what, const Tensor& t) {
   std::cout << what << "  shape " << shape_str(t.shape()) << "\n" << t << "\n\n";
@@ -145,9 +152,7 @@ void lecture_examples(int64_t head_dim) {
   show("output = weights V", a.out);
 
   std::cout << "== Example 2: T = 3, d_k = 2 ==\n\n";
-  const Tensor Q = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2}, DType::f64);
-  const Tensor V = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}, DType::f64);
-  walk_through(Q, Q, V);
+  walk_through(example2_Q(), example2_Q(), example2_V());
   order_example();
   scaling_example();
   explanation_example();
@@ -174,15 +179,24 @@ int main(int argc, char** argv) {
   // The same checks as the attograd CLI's: "010" is refused, not read as octal 8.
   app.add_option("--head-dim", head_dim, "head_dim for the cost table (example 6)")
       ->check(cli::integer_in(gpt::IntRange{1, int64_t{1} << 20}));
+  bool json = false;
+  app.add_flag("--json", json,
+               "print the steps (of --Q, --K, --V, or else of example 2, T = 3, d_k = 2) as one "
+               "JSON object: d_k, Q, K, V, S, S_scaled, masked (null for -inf), A, Z, column_A, "
+               "column_Z");
   cli::refuse_empty_values(app);
   try {
     app.parse(argc, argv);
-    if (q_opt->count() > 0) {
-      const Tensor Q = lecture::parse_matrix(q_text, "--Q");
-      const Tensor K = lecture::parse_matrix(k_text, "--K");
-      const Tensor V = lecture::parse_matrix(v_text, "--V");
+    if (q_opt->count() > 0 || json) {
+      const bool given = q_opt->count() > 0;
+      const Tensor Q = given ? lecture::parse_matrix(q_text, "--Q") : example2_Q();
+      const Tensor K = given ? lecture::parse_matrix(k_text, "--K") : example2_Q();
+      const Tensor V = given ? lecture::parse_matrix(v_text, "--V") : example2_V();
       lecture::check_attention_shapes(Q, K, V);
-      walk_through(Q, K, V);
+      if (json)
+        std::cout << lecture::attention_steps_json(Q, K, V);
+      else
+        walk_through(Q, K, V);
     } else {
       lecture_examples(head_dim);
     }

@@ -24,6 +24,7 @@ packages=(
   libopenmpi-dev              # Open MPI: data-parallel training, mpirun -np N attograd train (optional at build)
   openmpi-bin                 # mpirun, which starts the ranks (and runs the MPI tests)
   libopenblas-dev             # OpenBLAS: the yardstick bench/ compares matmul against (never linked by the engine)
+  python3-numpy               # NumPy: the student track's NumPy exercise and its answer's test (optional: skipped without)
 )
 if [ "${1:-}" = "--format" ]; then
   packages=(

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
@@ -45,6 +48,59 @@ AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Te
           "(column softmax) V overflows: the mistake's weights sum to up to T per row, so an "
           "output is not a finite number; use smaller entries of --V");
   return s;
+}
+
+namespace {
+
+// The shortest of %.15g, %.16g, %.17g that reads back to x (%.17g always does): 0.1 stays
+// "0.1", and a program reading the JSON gets the very double printed.
+std::string round_trip(double x) {
+  char buf[32];
+  for (int digits = 15;; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (digits == 17 || std::strtod(buf, nullptr) == x) return buf;
+  }
+}
+
+// A 2-D tensor as a JSON list of rows; -inf (a masked score) as null.
+std::string json_matrix(const Tensor& t) {
+  const std::vector<double> v = t.to_vector();
+  const int64_t rows = t.size(0), cols = t.size(1);
+  std::string out = "[";
+  for (int64_t r = 0; r < rows; ++r) {
+    out += r ? ", [" : "[";
+    for (int64_t c = 0; c < cols; ++c) {
+      const double x = v[static_cast<size_t>(r * cols + c)];
+      if (c) out += ", ";
+      if (std::isinf(x) && x < 0) {
+        out += "null";
+        continue;
+      }
+      out += round_trip(x);
+    }
+    out += "]";
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string attention_steps_json(const Tensor& Q, const Tensor& K, const Tensor& V) {
+  const AttentionSteps s = causal_attention_steps(Q, K, V);
+  const std::pair<const char*, const Tensor*> fields[] = {{"Q", &Q},
+                                                          {"K", &K},
+                                                          {"V", &V},
+                                                          {"S", &s.qk},
+                                                          {"S_scaled", &s.scores},
+                                                          {"masked", &s.masked},
+                                                          {"A", &s.weights},
+                                                          {"Z", &s.out},
+                                                          {"column_A", &s.column_weights},
+                                                          {"column_Z", &s.column_out}};
+  std::string out = "{\"d_k\": " + std::to_string(Q.size(1));
+  for (const auto& [name, t] : fields)
+    out += ",\n \"" + std::string(name) + "\": " + json_matrix(*t);
+  return out + "}\n";
 }
 
 Tensor column_softmax(const Tensor& masked) {

@@ -41,6 +41,16 @@ struct AttentionSteps {
 /// near the largest double overflow there first).
 AttentionSteps causal_attention_steps(const Tensor& Q, const Tensor& K, const Tensor& V);
 
+/// Q, K, V and every step of causal_attention_steps(Q, K, V) as one JSON object, for programs
+/// (the NumPy exercise's examples/student/compare_attention.py reads it):
+///   {"d_k": 2, "Q": [[1, 0], ...], "K": ..., "V": ..., "S": Q Kᵀ, "S_scaled": S / √d_k,
+///    "masked": S_scaled with null where the mask puts -inf (JSON has no infinity),
+///    "A": the row softmax, "Z": A V, "column_A": the column-softmax mistake, "column_Z": its Z}
+/// one matrix a list of rows, each number with the fewest digits (15 to 17) that read back to
+/// the same double. Q (T, d_k), K (T, d_k), V (T, d_v), any floating dtype; throws as
+/// causal_attention_steps.
+std::string attention_steps_json(const Tensor& Q, const Tensor& K, const Tensor& V);
+
 /// The common mistake: softmax over each COLUMN of the masked scores (over queries instead of
 /// keys). Columns then sum to 1 and rows do not, so outputs are no longer weighted averages.
 Tensor column_softmax(const Tensor& masked);

@@ -3,9 +3,11 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "examples/lecture/attention_by_hand.h"
@@ -284,6 +286,64 @@ BOOST_AUTO_TEST_CASE(program_prints_every_step_and_refuses_bad_matrices) {
     BOOST_TEST(r.exit_code == 2);
     BOOST_TEST(contains(r.out, message));
   }
+}
+
+// What --json prints, for programs (the NumPy exercise's compare_attention.py): valid JSON with
+// every step, -inf as null, and every number reads back to the same double.
+BOOST_AUTO_TEST_CASE(json_gives_every_step_exactly) {
+  const Tensor Q = Tensor::from_vector({1, 2}, {2, 1}, DType::f64);
+  const Tensor K = Tensor::from_vector({1, 3}, {2, 1}, DType::f64);
+  const Tensor V = Tensor::from_vector({10, 20}, {2, 1}, DType::f64);
+  const nlohmann::json j = nlohmann::json::parse(lecture::attention_steps_json(Q, K, V));
+  const auto s = lecture::causal_attention_steps(Q, K, V);
+  const std::vector<std::string> expected_keys{
+      "d_k", "Q", "K", "V", "S", "S_scaled", "masked", "A", "Z", "column_A", "column_Z"};
+  BOOST_TEST(j.size() == expected_keys.size());
+  for (const std::string& key : expected_keys) BOOST_TEST(j.contains(key), key);
+  BOOST_TEST(j["d_k"] == 1);
+  BOOST_TEST(j["masked"][0][1].is_null());  // -inf: JSON has no infinity
+  BOOST_TEST(j["masked"][0][0] == 1.0);
+  // Bit for bit: 19.820137900379084 is the shortest text of the double the library computed.
+  const std::pair<const char*, const Tensor*> steps[] = {
+      {"S", &s.qk}, {"A", &s.weights}, {"Z", &s.out}, {"column_Z", &s.column_out}};
+  for (const auto& [key, t] : steps) {
+    std::vector<double> read;
+    for (const auto& row : j[key])
+      for (const auto& x : row) read.push_back(x.get<double>());
+    BOOST_TEST_INFO(key);
+    BOOST_TEST(read == t->to_vector(), boost::test_tools::per_element());
+  }
+  BOOST_TEST(j["Z"][1].dump() == "[19.820137900379084]");
+  BOOST_TEST(lecture::attention_steps_json(Q, K, V).find("\"Z\": [[10], [19.820137900379084]]") !=
+             std::string::npos);
+}
+
+// The program's --json (not in the WebAssembly build, which has no programs to run).
+BOOST_AUTO_TEST_CASE(program_prints_json) {
+  const Tensor Q = Tensor::from_vector({1, 2}, {2, 1}, DType::f64);
+  const Tensor K = Tensor::from_vector({1, 3}, {2, 1}, DType::f64);
+  const Tensor V = Tensor::from_vector({10, 20}, {2, 1}, DType::f64);
+  const nlohmann::json j = nlohmann::json::parse(lecture::attention_steps_json(Q, K, V));
+  const auto run = [](const std::string& args) {
+    return attograd::testing::run_program(ATTENTION_BY_HAND, args, false);
+  };
+  // Without matrices: example 2, the lecture's T = 3, d_k = 2 exercise.
+  const auto example = run("--json");
+  BOOST_TEST(example.exit_code == 0);
+  const nlohmann::json e = nlohmann::json::parse(example.out);
+  BOOST_TEST(e["d_k"] == 2);
+  BOOST_TEST(e["V"].dump() == "[[1,2],[3,4],[5,6]]");
+  BOOST_TEST(
+      allclose(e["A"][2].get<std::vector<double>>(), {0.2482551, 0.2482551, 0.5034898}, 1e-7, 0));
+  BOOST_TEST(allclose(e["Z"][2].get<std::vector<double>>(), {3.5104695, 4.5104695}, 1e-7, 0));
+  const auto own = run("--json --Q '1;2' --K '1;3' --V '10;20'");
+  BOOST_TEST(own.exit_code == 0);
+  BOOST_TEST(nlohmann::json::parse(own.out) == j);
+  const auto bad =
+      attograd::testing::run_program(ATTENTION_BY_HAND, "--json --Q '1,0' --K 1 --V 1");
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(
+      attograd::testing::contains(bad.out, "attention_by_hand: error: Q is 1x2 and K is 1x1"));
 }
 
 // Finite inputs whose products overflow are refused rather than printed as NaN weights.
