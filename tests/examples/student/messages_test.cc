@@ -19,6 +19,7 @@
 #include "examples/student/exercises.h"
 #include "tests/cli/cli_run.h"
 #include "tests/examples/student/checks.h"
+#include "tests/examples/student/numpy_python.h"
 #include "tests/files.h"
 
 namespace {
@@ -413,7 +414,8 @@ BOOST_AUTO_TEST_CASE(bigram_mistakes) {
 // compare_attention.py names the NumPy exercise's mistakes too. Skipped without NumPy.
 BOOST_AUTO_TEST_CASE(numpy_mistakes_are_named) {
   using attograd::testing::run_program;
-  if (run_program("python3", "-c 'import numpy'").exit_code != 0) {
+  const std::string python = attograd::testing::numpy_python();
+  if (python.empty()) {
     attograd::testing::skip_case(
         "python3 with NumPy is not installed (apt-get install python3-numpy)");
     return;
@@ -442,7 +444,8 @@ BOOST_AUTO_TEST_CASE(numpy_mistakes_are_named) {
                         " 'Z': A @ V}\n");
   };
   const auto compare = [&](const std::string& path) {
-    return run_program(ATTENTION_BY_HAND, "--json | python3 " COMPARE_SCRIPT " " + path + " -");
+    return run_program(ATTENTION_BY_HAND,
+                       "--json | " + python + " " COMPARE_SCRIPT " " + path + " -");
   };
   const std::pair<std::string, std::string> cases[] = {
       {script("right.py", " / np.sqrt(d_k)", 1, -1), "every step agrees with attograd to 1e-9"},

@@ -11,6 +11,7 @@
 #include "examples/student/exercises.h"
 #include "tests/cli/cli_run.h"
 #include "tests/examples/student/checks.h"
+#include "tests/examples/student/numpy_python.h"
 #include "tests/skip.h"
 
 namespace {
@@ -51,14 +52,15 @@ BOOST_AUTO_TEST_CASE(bigram) { report(checks::check_bigram(student::bigram_cross
 // docs/exercises.md tells the student to run it. Skipped (CTest shows it) without NumPy.
 BOOST_AUTO_TEST_CASE(attention_numpy) {
   using attograd::testing::run_program;
-  if (run_program("python3", "-c 'import numpy'").exit_code != 0) {
+  const std::string python = attograd::testing::numpy_python();
+  if (python.empty()) {
     attograd::testing::skip_case(
         "python3 with NumPy is not installed (Debian: apt-get install python3-numpy); the NumPy "
         "exercise is optional");
     return;
   }
-  const auto compared =
-      run_program(ATTENTION_BY_HAND, "--json | python3 " COMPARE_SCRIPT " " NUMPY_SCRIPT " -");
+  const auto compared = run_program(
+      ATTENTION_BY_HAND, "--json | " + python + " " COMPARE_SCRIPT " " NUMPY_SCRIPT " -");
   const bool agrees = compared.exit_code == 0 &&
                       attograd::testing::contains(compared.out, "every step agrees with attograd");
   BOOST_TEST(agrees, compared.out);
