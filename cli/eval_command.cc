@@ -27,6 +27,7 @@
 
 #include "cli/command.h"
 #include "cli/model_source.h"
+#include "cli/progress.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
 
@@ -125,7 +126,11 @@ int run(const EvalArgs& a) {
     tokens.resize(static_cast<size_t>(a.max_tokens) + 1);
   if (tokens.size() < 2)
     throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
-  const gpt::SequenceLoss r = session.evaluate(tokens);
+  // A corpus split can take minutes (GPT-2 small over KJV's val): say how far it is.
+  ProgressLine progress("eval");
+  const gpt::SequenceLoss r = session.evaluate(
+      tokens, [&](int64_t done, int64_t windows) { progress.update(done, windows, "windows"); });
+  progress.finish();
   std::printf("%s split of %s: %lld tokens\nloss %.9g nats/token\nperplexity %.9g\n",
               a.split.c_str(), corpus.name.c_str(), static_cast<long long>(r.predictions),
               r.mean_nll, r.perplexity);

@@ -67,7 +67,9 @@ void Session::require_tokenizer_matches() const {
                                 std::to_string(tokenizer->vocab_size()) + " tokens (" + path + ")");
 }
 
-SequenceLoss Session::evaluate(const std::vector<int64_t>& tokens) const {
+SequenceLoss Session::evaluate(
+    const std::vector<int64_t>& tokens,
+    const std::function<void(int64_t windows_done, int64_t windows)>& progress) const {
   if (tokens.size() < 2)
     throw std::invalid_argument(
         "a sequence of " + std::to_string(tokens.size()) +
@@ -76,16 +78,29 @@ SequenceLoss Session::evaluate(const std::vector<int64_t>& tokens) const {
   model->eval();
   const int64_t T = config().block_size;
   const int64_t n = static_cast<int64_t>(tokens.size()) - 1;  // predictions available
+  const int64_t full = n / T, windows = full + (n % T > 0 ? 1 : 0);
+  const int64_t per_batch = std::max<int64_t>(1, kEvalTokensPerBatch / T);
   PerplexityMeter meter;
-  SequenceLoss r;
-  for (int64_t start = 0; start < n; start += T, ++r.windows) {
-    const int64_t len = std::min(T, n - start);
-    const std::vector<int64_t> x(tokens.begin() + start, tokens.begin() + start + len);
-    const std::vector<int64_t> y(tokens.begin() + start + 1, tokens.begin() + start + len + 1);
+  std::vector<int64_t> x, y;
+  // Windows [first, first + B) of length len, as one (B, len) batch: the window's total nats
+  // are its mean loss times its tokens.
+  auto add_batch = [&](int64_t first, int64_t B, int64_t len) {
+    x.clear(), y.clear();
+    for (int64_t w = first; w < first + B; ++w) {
+      const auto start = tokens.begin() + w * T;
+      x.insert(x.end(), start, start + len);
+      y.insert(y.end(), start + 1, start + len + 1);
+    }
     const double loss =
-        model->forward(Tensor::from_ids(x, {1, len}), Tensor::from_ids(y, {1, len})).loss.item();
-    meter.add(loss * static_cast<double>(len), len);  // the window's total nats
-  }
+        model->forward(Tensor::from_ids(x, {B, len}), Tensor::from_ids(y, {B, len})).loss.item();
+    meter.add(loss * static_cast<double>(B * len), B * len);
+    if (progress) progress(first + B, windows);
+  };
+  for (int64_t first = 0; first < full; first += per_batch)
+    add_batch(first, std::min(per_batch, full - first), T);
+  if (full < windows) add_batch(full, 1, n - full * T);
+  SequenceLoss r;
+  r.windows = windows;
   // A NaN or infinite loss is not a result to print: the weights are broken.
   if (!std::isfinite(meter.mean_nll()))
     throw std::runtime_error("the loss is " + std::to_string(meter.mean_nll()) +

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,7 +68,17 @@ struct Session {
   /// window by its length. Throws std::invalid_argument for fewer than 2 tokens,
   /// std::out_of_range for an id outside [0, vocab_size) (as forward), and std::runtime_error
   /// naming `path` when the loss is not finite (broken weights).
-  SequenceLoss evaluate(const std::vector<int64_t>& tokens) const;
+  ///
+  /// The full windows go through the model kEvalTokensPerBatch / block_size at a time (one
+  /// forward of (B, T)), the shorter last one alone; `progress`, when given, is called after
+  /// each forward with the windows done and their total (the CLI's progress line).
+  SequenceLoss evaluate(
+      const std::vector<int64_t>& tokens,
+      const std::function<void(int64_t windows_done, int64_t windows)>& progress = {}) const;
+
+  /// Tokens per forward of evaluate(): enough rows to fill the kernels, few enough that a
+  /// GPT-2 small batch's activations stay in hundreds of MiB (8 windows of 1,024 tokens).
+  static constexpr int64_t kEvalTokensPerBatch = 8192;
 };
 
 /// Opens an attograd checkpoint: `path` is the file or a run directory holding

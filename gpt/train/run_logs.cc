@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -82,6 +83,16 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
   std::string out = std::string(spec.header) + "\n";
   for (const auto& [row_step, line] : kept) out.append(line) += '\n';
   write_file_atomically(path, out);
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
+  return buf;
 }
 
 }  // namespace attograd::gpt

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace attograd::gpt {
 
@@ -33,5 +34,9 @@ inline constexpr CsvSpec kEvalLog{"eval_log.csv", "step,train_loss,val_loss,trai
 /// Throws std::runtime_error naming the file when it exists but is not a regular file, or
 /// cannot be written.
 void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step);
+
+/// A duration for progress lines: "m:ss" below an hour, "h:mm:ss" from one hour, rounded to
+/// the second (59.5 s is "1:00").
+std::string format_duration(double seconds);
 
 }  // namespace attograd::gpt

@@ -328,16 +328,6 @@ EvalResult Trainer::evaluate() {
 
 namespace {
 
-std::string format_duration(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
-  return buf;
-}
-
 // An append-only CSV log. Rows collect in memory and reach the file on flush(); sync() also
 // makes them durable. The trainer syncs before every checkpoint, so after a crash the log holds
 // every row up to the checkpoint's step (rows past it are dropped on resume). Write errors (a

@@ -151,6 +151,34 @@ BOOST_AUTO_TEST_CASE(evaluate_gives_the_known_loss_window_by_window) {
       "the weights in known bigram are not finite");
 }
 
+// evaluate() runs the full windows kEvalTokensPerBatch / T at a time and the short last one
+// alone: the same loss as each window through the model by itself, weighted by its length, and
+// a progress call after each forward with the windows done so far.
+BOOST_AUTO_TEST_CASE(batched_windows_give_the_loss_of_one_window_at_a_time) {
+  GPTConfig c = preset("pico");
+  c.vocab_size = 11;
+  c.block_size = 2048;  // 4 windows per forward: a batch of 4, one of 2, then the short window
+  Session s;
+  s.model = std::make_unique<GPT>(c, 3);
+  s.path = "pico";
+  std::vector<int64_t> tokens;
+  for (int64_t i = 0; i < 6 * c.block_size + 100 + 1; ++i) tokens.push_back((i * 7 + i / 5) % 11);
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  const SequenceLoss batched =
+      s.evaluate(tokens, [&](int64_t done, int64_t windows) { calls.emplace_back(done, windows); });
+  BOOST_TEST(batched.windows == 7);
+  BOOST_TEST(batched.predictions == 6 * c.block_size + 100);
+  BOOST_TEST((calls == std::vector<std::pair<int64_t, int64_t>>{{4, 7}, {6, 7}, {7, 7}}));
+  double nats = 0;
+  for (int64_t start = 0; start < batched.predictions; start += c.block_size) {
+    const int64_t len = std::min(c.block_size, batched.predictions - start);
+    const std::vector<int64_t> window(tokens.begin() + start, tokens.begin() + start + len + 1);
+    nats += s.evaluate(window).mean_nll * static_cast<double>(len);
+  }
+  BOOST_TEST(batched.mean_nll == nats / static_cast<double>(batched.predictions),
+             boost::test_tools::tolerance(1e-6));
+}
+
 BOOST_AUTO_TEST_CASE(a_checkpoints_tokenizer_opens_without_its_model) {
   const auto dir = attograd::testing::fresh_temp_dir("session_tokenizer");
   const Session s = session_of(known_bigram(2));
