@@ -50,6 +50,12 @@ Tensor relu(const Tensor& x);
 Tensor pow(const Tensor& x, double p);
 /// y = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))), GPT-2's GELU (Hendrycks & Gimpel 2016).
 Tensor gelu(const Tensor& x);
+/// x.to(dtype): f32 <-> f64 (to nearest; f64 beyond f32's range becomes ±inf, as in torch), i64
+/// -> f32 or f64, and f32 or f64 -> i64 (toward zero, as torch's .to(torch.int64)). The gradient
+/// is cast back to x's dtype (dx = cast(dy, x.dtype)); an i64 output has no gradient. Returns x
+/// itself when it already has that dtype (as torch). Throws std::out_of_range for a value that
+/// i64 cannot hold (NaN, ±inf, beyond ±2^63), naming it and its position.
+Tensor cast(const Tensor& x, DType dtype);
 
 // Derived ops: composed from the primitives above, so they need no VJP of their own.
 /// y = x - s.

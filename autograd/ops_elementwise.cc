@@ -1,7 +1,10 @@
 // Elementwise ops: forward and VJP side by side, one section per op.
 // Binary ops broadcast like NumPy; their VJPs sum the gradient back to each operand's shape.
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "autograd/gradcheck_inputs.h"
 #include "autograd/kernels/elementwise.h"
@@ -29,6 +32,22 @@ void accumulate_broadcast(const Tensor& dgrad, const Tensor& g, double alpha = 1
 
 bool same_shape_contiguous(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous();
+}
+
+// Calls f.template operator()<S>() with S the element type of any dtype (i64 too).
+template <typename F>
+decltype(auto) dispatch_any(DType dtype, F&& f) {
+  if (dtype == DType::i64) return f.template operator()<int64_t>();
+  if (dtype == DType::f32) return f.template operator()<float>();
+  return f.template operator()<double>();
+}
+
+// A value as an error message shows it: 2, 0.5, nan, 1e+20.
+template <typename S>
+std::string value_str(S v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
 }
 
 // A binary op's gradcheck cases: same shapes, b broadcast, both broadcast. A divisor (b of
@@ -331,6 +350,65 @@ Tensor gelu(const Tensor& x) {
       });
 }
 
+// ----- cast -----
+static void register_cast(OpRegistry& r) {
+  r.add({.name = "cast",
+         .forward = "`x` in another dtype (f32 ↔ f64; i64 ↔ either, no gradient)",
+         .vjp = "`dx = cast(dy, x.dtype)`",
+         .tests = "ops_test: values, gradient dtypes, i64 range",
+         // In float64 mode both casts are the identity (a cast to f32 and back would round the
+         // finite differences away); float32 mode runs the f32 -> f64 -> f32 chain, both VJPs.
+         .cases = {unary_case([](const Tensor& x) {
+           const DType wide = DType::f64;
+           return cast(mul(exp(cast(x, wide)), cast(x, wide)), x.dtype());
+         })}});
+}
+
+namespace {
+
+// dst = src converted element by element, both contiguous of one shape; a floating value that
+// i64 cannot hold (NaN, ±inf, beyond [-2^63, 2^63)) throws, naming it and its position.
+void convert_into(const Tensor& dst, const Tensor& src) {
+  dispatch_any(src.dtype(), [&]<typename S>() {
+    dispatch_any(dst.dtype(), [&]<typename D>() {
+      const S* s = src.data<S>();
+      D* d = dst.data<D>();
+      const int64_t n = src.numel();
+      if constexpr (std::is_same_v<D, int64_t> && !std::is_same_v<S, int64_t>) {
+        constexpr double kTwo63 = 9223372036854775808.0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double v = static_cast<double>(s[i]);
+          if (!(v >= -kTwo63 && v < kTwo63))  // NaN fails both
+            throw std::out_of_range("cast: " + std::string(dtype_name(src.dtype())) + " value " +
+                                    value_str(s[i]) + " at position " + std::to_string(i) + " of " +
+                                    shape_str(src.shape()) +
+                                    " does not fit i64 (integers in [-2^63, 2^63)); replace "
+                                    "NaN and infinities first, e.g. with where or clamp");
+          d[i] = static_cast<int64_t>(s[i]);  // toward zero, as torch
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+Tensor cast(const Tensor& x, DType dtype) {
+  if (!x.defined()) throw std::invalid_argument("cast: undefined tensor");
+  if (x.dtype() == dtype) return x;
+  Tensor y = Tensor::empty(x.shape(), dtype);
+  convert_into(y, detail::contiguous_data(x));
+  if (dtype == DType::i64) return y;  // integers carry no gradient (x's stops here, as in torch)
+  // y = cast(x, dtype);  dx = cast(dy, x.dtype)
+  return record(y, "cast", {x}, [](const Tensor& g, std::span<Tensor> gi) {
+    Tensor back = Tensor::empty(g.shape(), gi[0].dtype());
+    convert_into(back, g);
+    detail::accumulate(gi[0], back);
+  });
+}
+
 // ----- derived ops: compositions of the primitives above, no VJP of their own -----
 static void register_derived(OpRegistry& r) {
   r.add({.name = "sub_scalar",
@@ -371,9 +449,9 @@ Tensor operator*(double s, const Tensor& x) { return mul_scalar(x, s); }
 Tensor operator/(double s, const Tensor& x) { return rdiv_scalar(s, x); }
 
 void detail::register_elementwise_ops(OpRegistry& r) {
-  for (auto* section :
-       {register_add, register_sub, register_mul, register_div, register_add_scalar,
-        register_mul_scalar, register_pointwise, register_pow, register_gelu, register_derived})
+  for (auto* section : {register_add, register_sub, register_mul, register_div, register_add_scalar,
+                        register_mul_scalar, register_pointwise, register_pow, register_gelu,
+                        register_cast, register_derived})
     section(r);
 }
 

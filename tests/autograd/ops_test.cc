@@ -768,3 +768,56 @@ BOOST_AUTO_TEST_CASE(label_smoothing_outside_zero_one_is_refused) {
       "cross_entropy: label_smoothing must be in [0, 1], got 1.5 (the weight of the uniform "
       "distribution mixed into the targets: 0 turns smoothing off, 0.1 is the usual choice)");
 }
+
+// ----- the ops users reach for (issue 20), against torch 1.13 in float64 -----
+
+// x.to(dtype): f64 -> f32 rounds to nearest (torch's float32 values below, printed as doubles), the
+// gradient comes back in f64; f32 -> f64 and back; i64 <-> floating (toward zero, no gradient).
+BOOST_AUTO_TEST_CASE(cast_matches_torch) {
+  Tensor x =
+      Tensor::from_vector({0.1, 1.0 / 3, 1e-40, 3.4e38}, {2, 2}, DType::f64).set_requires_grad();
+  const Tensor y = cast(x, DType::f32);
+  BOOST_TEST((y.dtype() == DType::f32));
+  BOOST_TEST(y.requires_grad());
+  expect_tensor(
+      y, {2, 2},
+      {0.10000000149011612, 0.3333333432674408, 9.99994610111476e-41, 3.3999999521443642e+38}, 0);
+  sum(mul(y, Tensor::from_vector({1, 2, 3, 4}, {2, 2}, DType::f32))).backward();
+  BOOST_TEST((x.grad().dtype() == DType::f64));
+  BOOST_TEST(allclose(x.grad().to_vector(), {1, 2, 3, 4}, 0, 0));
+
+  // f32 -> f64 is exact; the f64 gradient 1/3 comes back rounded to f32.
+  Tensor s = Tensor::from_vector({0.5, -2}, {2}, DType::f32).set_requires_grad();
+  const Tensor d = cast(s, DType::f64);
+  BOOST_TEST((d.dtype() == DType::f64));
+  expect_tensor(d, {2}, {0.5, -2}, 0);
+  sum(mul_scalar(d, 1.0 / 3)).backward();
+  BOOST_TEST((s.grad().dtype() == DType::f32));
+  BOOST_TEST(s.grad().to_vector()[0] == static_cast<double>(1.0f / 3));
+  // The same dtype is x itself, as torch's .to; a non-contiguous input is read in its order.
+  BOOST_TEST(detail::impl(cast(x, DType::f64)) == detail::impl(x));
+  expect_tensor(
+      cast(transpose(x, 0, 1), DType::f32), {2, 2},
+      {0.10000000149011612, 9.99994610111476e-41, 0.3333333432674408, 3.3999999521443642e+38}, 0);
+  // f64 beyond f32's range becomes inf, as in torch.
+  BOOST_TEST(cast(Tensor::scalar(1e300, DType::f64), DType::f32).item() ==
+             std::numeric_limits<double>::infinity());
+
+  // torch.tensor([2.7, -2.7, 1e10]).to(torch.int64) -> [2, -2, 10000000000]; no gradient.
+  Tensor f = Tensor::from_vector({2.7, -2.7, 1e10}, {3}, DType::f64).set_requires_grad();
+  const Tensor ids = cast(f, DType::i64);
+  BOOST_TEST((ids.dtype() == DType::i64));
+  BOOST_TEST(!ids.requires_grad());
+  BOOST_TEST((ids.to_ids() == std::vector<int64_t>{2, -2, 10000000000}));
+  expect_tensor(cast(Tensor::from_ids({-3, 7}, {2}), DType::f32), {2}, {-3, 7}, 0);
+  expect_throw_with<std::out_of_range>(
+      [] {
+        cast(Tensor::from_vector({1, std::nan("")}, {2}, DType::f64), DType::i64);
+      },
+      "cast: f64 value nan at position 1 of (2,) does not fit i64 (integers in [-2^63, 2^63)); "
+      "replace NaN and infinities first, e.g. with where or clamp");
+  expect_throw_with<std::out_of_range>([] { cast(Tensor::from_vector({1e19}, {1}), DType::i64); },
+                                       "f32 value 1e+19 at position 0");
+  expect_throw_with<std::invalid_argument>([] { cast(Tensor(), DType::f32); },
+                                           "cast: undefined tensor");
+}
