@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -46,10 +47,20 @@ Tensor tanh(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 /// y = max(x, 0).
 Tensor relu(const Tensor& x);
+/// torch.sigmoid: y = 1 / (1 + exp(−x)), exactly 0 and 1 where it saturates; dx = dy y (1 − y).
+Tensor sigmoid(const Tensor& x);
+/// torch.abs: y = |x|; dx = sign(x) dy, 0 at x = 0 (and at NaN), as in PyTorch.
+Tensor abs(const Tensor& x);
 /// y = x^p (scalar exponent p).
 Tensor pow(const Tensor& x, double p);
 /// y = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))), GPT-2's GELU (Hendrycks & Gimpel 2016).
 Tensor gelu(const Tensor& x);
+/// torch.clamp(x, min, max): x < min becomes min, then above max becomes max, so min > max gives
+/// max everywhere (as torch); NaN stays NaN. Either bound may be std::nullopt (no bound): clamp(x,
+/// 0.0) is torch.clamp(x, min=0), clamp(x, std::nullopt, 1.0) is torch.clamp(x, max=1). dx = dy
+/// where min <= x <= max (the bounds included, as torch's), 0 outside. Throws
+/// std::invalid_argument when both bounds are missing or one is NaN.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
 /// x.to(dtype): f32 <-> f64 (to nearest; f64 beyond f32's range becomes ±inf, as in torch), i64
 /// -> f32 or f64, and f32 or f64 -> i64 (toward zero, as torch's .to(torch.int64)). The gradient
 /// is cast back to x's dtype (dx = cast(dy, x.dtype)); an i64 output has no gradient. Returns x

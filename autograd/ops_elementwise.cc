@@ -1,6 +1,8 @@
 // Elementwise ops: forward and VJP side by side, one section per op.
 // Binary ops broadcast like NumPy; their VJPs sum the gradient back to each operand's shape.
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -248,6 +250,14 @@ static void register_pointwise(OpRegistry& r) {
                return Inputs{param_away_from_zero({s.B, s.T, s.C}, g, d)};
              },
              [](const Inputs& in) { return relu(in[0]); }});
+  pointwise("sigmoid", "`1 / (1 + exp(−x))`", "`dx = dy ⊙ y (1 − y)`",
+            unary_case([](const Tensor& x) { return sigmoid(x); }, -4, 4));
+  pointwise("abs", "`|x|`", "`dx = dy ⊙ sign(x)`, 0 at 0",
+            {"(B, T, C), |x| >= 0.2",
+             [](Generator& g, DType d, const Sizes& s) {
+               return Inputs{param_away_from_zero({s.B, s.T, s.C}, g, d)};
+             },
+             [](const Inputs& in) { return abs(in[0]); }});
 }
 
 namespace {
@@ -264,10 +274,12 @@ UnaryReads unary_reads(UnaryOp op) {
       return {false, false};
     case UnaryOp::log:
     case UnaryOp::relu:
+    case UnaryOp::abs:
       return {true, false};
     case UnaryOp::exp:
     case UnaryOp::tanh:
     case UnaryOp::sqrt:
+    case UnaryOp::sigmoid:
       return {false, true};
   }
   return {true, true};
@@ -299,6 +311,8 @@ Tensor log(const Tensor& x) { return unary(UnaryOp::log, "log", x); }
 Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, "tanh", x); }
 Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, "sqrt", x); }
 Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, "relu", x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, "sigmoid", x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, "abs", x); }
 
 // ----- pow -----
 static void register_pow(OpRegistry& r) {
@@ -348,6 +362,71 @@ Tensor gelu(const Tensor& x) {
           kernels::gelu_backward<T>(gi[0].data<T>(), xc.data<T>(), g.data<T>(), g.numel());
         });
       });
+}
+
+// ----- clamp -----
+namespace {
+
+// A differentiable input uniform in [-2, 2) with every value at least 0.05 from each bound, so
+// that no finite-difference step (5e-3 at most) crosses a kink of clamp.
+Tensor param_off_bounds(const Shape& shape, Generator& g, DType d, std::vector<double> bounds) {
+  std::vector<double> v = Tensor::uniform(shape, g, -2, 2, d).to_vector();
+  for (double& x : v)
+    for (const double b : bounds)
+      if (std::abs(x - b) < 0.05) x = b + (x < b ? -0.1 : 0.1);
+  return Tensor::from_vector(v, shape, d).set_requires_grad();
+}
+
+GradcheckCase clamp_case(const char* label, std::optional<double> lo, std::optional<double> hi) {
+  std::vector<double> bounds;
+  if (lo) bounds.push_back(*lo);
+  if (hi) bounds.push_back(*hi);
+  return {label,
+          [bounds](Generator& g, DType d, const Sizes& s) {
+            return Inputs{param_off_bounds({s.B, s.T, s.C}, g, d, bounds)};
+          },
+          [lo, hi](const Inputs& in) { return clamp(in[0], lo, hi); }};
+}
+
+}  // namespace
+
+static void register_clamp(OpRegistry& r) {
+  r.add({.name = "clamp",
+         .forward = "`min(max(x, lo), hi)`; `lo > hi` gives `hi`",
+         .vjp = "`dx = dy ⊙ [lo ≤ x ≤ hi]`",
+         .kernel = "kernels/elementwise",
+         .tests = "elementwise_test; ops_test: vs torch.clamp",
+         .cases = {clamp_case("(B, T, C), min −0.5, max 1", -0.5, 1.0),
+                   clamp_case("(B, T, C), min 0.3 only", 0.3, std::nullopt),
+                   clamp_case("(B, T, C), max −0.2 only", std::nullopt, -0.2)}});
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  if (!x.defined()) throw std::invalid_argument("clamp: undefined tensor");
+  if (!min && !max)
+    throw std::invalid_argument(
+        "clamp: no bound given; give min, max or both (clamp(x, 0.0) for min only, clamp(x, "
+        "std::nullopt, 1.0) for max only)");
+  if ((min && std::isnan(*min)) || (max && std::isnan(*max)))
+    throw std::invalid_argument(std::string("clamp: the ") +
+                                (min && std::isnan(*min) ? "min" : "max") +
+                                " bound is NaN; give a number, or std::nullopt for no bound");
+  const double inf = std::numeric_limits<double>::infinity();
+  const double lo = min.value_or(-inf), hi = max.value_or(inf);
+  const Tensor xc = detail::contiguous_data(x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), "clamp", [&]<typename T>() {
+    kernels::clamp_forward<T>(y.data<T>(), xc.data<T>(), static_cast<T>(lo), static_cast<T>(hi),
+                              y.numel());
+  });
+  // y = clamp(x, lo, hi);  dx = dy where lo <= x <= hi
+  return record(y, "clamp", {x}, {{"x", xc}},
+                [lo, hi](const Tensor& g, std::span<Tensor> gi, const Tensor& xc) {
+                  dispatch_floating(g.dtype(), "clamp", [&]<typename T>() {
+                    kernels::clamp_backward<T>(gi[0].data<T>(), xc.data<T>(), static_cast<T>(lo),
+                                               static_cast<T>(hi), g.data<T>(), g.numel());
+                  });
+                });
 }
 
 // ----- cast -----
@@ -451,7 +530,7 @@ Tensor operator/(double s, const Tensor& x) { return rdiv_scalar(s, x); }
 void detail::register_elementwise_ops(OpRegistry& r) {
   for (auto* section : {register_add, register_sub, register_mul, register_div, register_add_scalar,
                         register_mul_scalar, register_pointwise, register_pow, register_gelu,
-                        register_cast, register_derived})
+                        register_clamp, register_cast, register_derived})
     section(r);
 }
 

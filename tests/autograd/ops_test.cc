@@ -771,6 +771,82 @@ BOOST_AUTO_TEST_CASE(label_smoothing_outside_zero_one_is_refused) {
 
 // ----- the ops users reach for (issue 20), against torch 1.13 in float64 -----
 
+// torch.sigmoid, torch.abs and torch.clamp at x = [-3, -0.5, 0, 0.25, 2, 40], each backpropagated
+// from L = sum(y * [1, 2, 3, 4, 5, 6]). clamp's bounds pass the gradient (x = -0.5 and x = 2 at
+// min -0.5, max 2), as torch's; min > max gives max everywhere and no gradient.
+BOOST_AUTO_TEST_CASE(sigmoid_abs_clamp_match_torch) {
+  const std::vector<double> xs = {-3, -0.5, 0, 0.25, 2, 40};
+  const std::vector<double> w = {1, 2, 3, 4, 5, 6};
+  struct Case {
+    const char* what;
+    Tensor (*f)(const Tensor&);
+    std::vector<double> y, dx;
+  };
+  const Case cases[] = {
+      {"sigmoid",
+       [](const Tensor& x) { return sigmoid(x); },
+       {0.04742587317756678, 0.3775406687981454, 0.5, 0.5621765008857981, 0.8807970779778823, 1},
+       {0.04517665973091214, 0.470007424403189, 0.75, 0.9845363309503934, 0.524967927017533, 0}},
+      {"abs",
+       [](const Tensor& x) { return abs(x); },
+       {3, 0.5, 0, 0.25, 2, 40},
+       {-1, -2, 0, 4, 5, 6}},
+      {"clamp(x, -0.5, 2)",
+       [](const Tensor& x) { return clamp(x, -0.5, 2.0); },
+       {-0.5, -0.5, 0, 0.25, 2, 2},
+       {0, 2, 3, 4, 5, 0}},
+      {"clamp(x, min=0.1)",
+       [](const Tensor& x) { return clamp(x, 0.1); },
+       {0.1, 0.1, 0.1, 0.25, 2, 40},
+       {0, 0, 0, 4, 5, 6}},
+      {"clamp(x, max=0.1)",
+       [](const Tensor& x) { return clamp(x, std::nullopt, 0.1); },
+       {-3, -0.5, 0, 0.1, 0.1, 0.1},
+       {1, 2, 3, 0, 0, 0}},
+      {"clamp(x, 2, -1)",
+       [](const Tensor& x) { return clamp(x, 2.0, -1.0); },
+       {-1, -1, -1, -1, -1, -1},
+       {0, 0, 0, 0, 0, 0}},
+  };
+  for (const Case& c : cases) {
+    for (DType dt : kBoth) {
+      BOOST_TEST_CONTEXT(c.what << " " << dtype_name(dt)) {
+        Tensor x = Tensor::from_vector(xs, {6}, dt).set_requires_grad();
+        const Tensor y = c.f(x);
+        BOOST_TEST((y.dtype() == dt));
+        // f32: half an ulp of the values (0.1 is 0.100000001490116...)
+        expect_tensor(y, {6}, c.y, dt == DType::f32 ? 1e-7 : 1e-15);
+        sum(mul(y, Tensor::from_vector(w, {6}, dt))).backward();
+        BOOST_TEST(allclose(x.grad().to_vector(), c.dx, tol(dt), 0));
+      }
+    }
+  }
+  // NaN: abs and clamp keep it and give it no gradient (torch: abs'(nan) = 0, clamp's mask is
+  // false); clamp keeps -0.0.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor n = Tensor::from_vector({nan, 0.0, -0.0}, {3}, DType::f64).set_requires_grad();
+  const Tensor a = abs(n), c = clamp(n, -1.0, 1.0);
+  BOOST_TEST(std::isnan(a.at({0})));
+  BOOST_TEST(std::isnan(c.at({0})));
+  BOOST_TEST(std::signbit(c.at({2})));
+  sum(add(a, c)).backward();
+  BOOST_TEST(allclose(n.grad().to_vector(), {0, 1, 1}, 0, 0));
+  // Saturation: exactly 0 and 1, never NaN (exp(-x) overflows to inf for x = -800).
+  BOOST_TEST(allclose(sigmoid(Tensor::from_vector({-800, 800}, {2}, DType::f64)).to_vector(),
+                      {0, 1}, 0, 0));
+  // Errors name the problem and the fix.
+  const Tensor x = Tensor::zeros({2});
+  expect_throw_with<std::invalid_argument>(
+      [&] { clamp(x, std::nullopt, std::nullopt); },
+      "clamp: no bound given; give min, max or both (clamp(x, 0.0) for min only");
+  expect_throw_with<std::invalid_argument>(
+      [&] { clamp(x, 0.0, nan); },
+      "clamp: the max bound is NaN; give a number, or std::nullopt for no bound");
+  expect_throw_with<std::invalid_argument>([] { sigmoid(Tensor::from_ids({1}, {1})); },
+                                           "sigmoid: expected a floating tensor (f32 or f64), got "
+                                           "i64; cast(x, DType::f32) converts one");
+}
+
 // x.to(dtype): f64 -> f32 rounds to nearest (torch's float32 values below, printed as doubles), the
 // gradient comes back in f64; f32 -> f64 and back; i64 <-> floating (toward zero, no gradient).
 BOOST_AUTO_TEST_CASE(cast_matches_torch) {
