@@ -61,6 +61,13 @@ Tensor gelu(const Tensor& x);
 /// where min <= x <= max (the bounds included, as torch's), 0 outside. Throws
 /// std::invalid_argument when both bounds are missing or one is NaN.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
+/// torch.where(cond, a, b): y = a where cond, b elsewhere, the three broadcast together as the
+/// binary ops -> y of the broadcast shape in a's dtype. attograd has no bool dtype: cond is a mask
+/// of any dtype (i64, f32, f64) holding only 0 and 1, what torch's bool tensor holds. a and b are
+/// floating, of one dtype. da = sum_to(dy ⊙ cond), db = sum_to(dy ⊙ (1 − cond)); cond gets no
+/// gradient. Throws std::invalid_argument for shapes that do not broadcast, a and b of different
+/// dtypes, or a value of cond other than 0 and 1 (named, with its position).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 /// x.to(dtype): f32 <-> f64 (to nearest; f64 beyond f32's range becomes ±inf, as in torch), i64
 /// -> f32 or f64, and f32 or f64 -> i64 (toward zero, as torch's .to(torch.int64)). The gradient
 /// is cast back to x's dtype (dx = cast(dy, x.dtype)); an i64 output has no gradient. Returns x
@@ -77,6 +84,10 @@ Tensor div_scalar(const Tensor& x, double s);
 Tensor rsub_scalar(double s, const Tensor& x);
 /// y = s / x.
 Tensor rdiv_scalar(double s, const Tensor& x);
+/// x.masked_fill(mask, value): value where mask is 1, x where it is 0; mask is where's cond (0
+/// and 1, any dtype) and broadcasts with x as in torch. Derived: where(mask, value, x), so dx =
+/// dy where mask is 0. Throws as where.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

@@ -429,6 +429,113 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
                 });
 }
 
+// ----- where -----
+namespace {
+
+// cond as a contiguous mask of `dtype` (cond itself when it already is one), after checking that
+// it holds only 0 and 1: attograd has no bool dtype, and a 0.5 or a 2 is a bug to name, not a
+// value to round.
+Tensor mask_of(const char* op, const char* what, const Tensor& cond, DType dtype) {
+  if (!cond.defined()) throw std::invalid_argument(std::string(op) + ": undefined " + what);
+  const Tensor c = detail::contiguous_data(cond);
+  Tensor mask = c.dtype() == dtype ? c : Tensor::empty(c.shape(), dtype);
+  dispatch_any(c.dtype(), [&]<typename S>() {
+    dispatch_floating(dtype, op, [&]<typename T>() {
+      const S* src = c.data<S>();
+      const int64_t n = c.numel();
+      for (int64_t i = 0; i < n; ++i)
+        if (src[i] != S(0) && src[i] != S(1))
+          throw std::invalid_argument(
+              std::string(op) + ": " + what + " must hold only 0 and 1 (a mask; attograd has no " +
+              "bool dtype), got " + value_str(src[i]) + " at position " + std::to_string(i) +
+              " of " + shape_str(c.shape()) + " " + dtype_name(c.dtype()) +
+              "; make it 1 where the first choice is wanted and 0 elsewhere");
+      if constexpr (!std::is_same_v<S, T>) {  // else mask is cond: nothing to write
+        T* dst = mask.data<T>();
+        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i]);
+      }
+    });
+  });
+  return mask;
+}
+
+// y (shape) = mask ? a : b, each of the three broadcast to shape; mask holds 0 and 1 in a's
+// dtype. A select, never mask * a + (1 - mask) * b: an inf or NaN on the side not chosen must not
+// leak into y. No graph.
+Tensor select_raw(const Tensor& mask, const Tensor& a, const Tensor& b, const Shape& shape) {
+  Tensor y = Tensor::empty(shape, a.dtype());
+  const Tensor em = detail::expand_view(mask, shape), ea = detail::expand_view(a, shape),
+               eb = detail::expand_view(b, shape);
+  dispatch_floating(a.dtype(), "where", [&]<typename T>() {
+    T* py = y.data<T>();
+    const T* pm = em.data<T>();
+    const T* pa = ea.data<T>();
+    const T* pb = eb.data<T>();
+    detail::for_each_row<4>(shape, {y.strides(), em.strides(), ea.strides(), eb.strides()},
+                            [&](auto off, int64_t n, auto inner) {
+                              T* yr = py + off[0];
+                              const T* mr = pm + off[1];
+                              const T* ar = pa + off[2];
+                              const T* br = pb + off[3];
+                              for (int64_t i = 0; i < n; ++i)
+                                yr[i * inner[0]] =
+                                    mr[i * inner[1]] != T(0) ? ar[i * inner[2]] : br[i * inner[3]];
+                            });
+  });
+  return y;
+}
+
+// where, with the op's and the mask's names for its errors (masked_fill calls it too).
+Tensor where_named(const char* op, const char* cond_name, const Tensor& cond, const Tensor& a,
+                   const Tensor& b) {
+  detail::check_floating_pair(op, a, b);
+  const Tensor mask = mask_of(op, cond_name, cond, a.dtype());
+  const Shape shape = detail::broadcast_shapes(
+      cond.shape(), detail::broadcast_shapes(a.shape(), b.shape(), op), op);
+  // y = cond ? a : b;  da = sum_to(cond ? dy : 0), db = sum_to(cond ? 0 : dy)
+  return record(select_raw(mask, a, b, shape), "where", {a, b}, {{"cond", mask}},
+                [](const Tensor& g, std::span<Tensor> gi, const Tensor& mask) {
+                  const Tensor zero = Tensor::zeros({}, g.dtype());
+                  if (gi[0].defined())
+                    accumulate_broadcast(gi[0], select_raw(mask, g, zero, g.shape()));
+                  if (gi[1].defined())
+                    accumulate_broadcast(gi[1], select_raw(mask, zero, g, g.shape()));
+                });
+}
+
+// A 0/1 mask of shape with 1 at every third element, as an i64 or a floating tensor.
+Tensor every_third(const Shape& shape, DType dtype) {
+  std::vector<double> v(static_cast<size_t>(shape_numel(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = i % 3 == 0 ? 1 : 0;
+  if (dtype != DType::i64) return Tensor::from_vector(v, shape, dtype);
+  return Tensor::from_ids(std::vector<int64_t>(v.begin(), v.end()), shape);
+}
+
+}  // namespace
+
+static void register_where(OpRegistry& r) {
+  r.add({.name = "where",
+         .forward = "`cond ? a : b` (broadcast; cond a 0/1 mask)",
+         .vjp = "`da = sum_to(dy ⊙ cond)`, `db = sum_to(dy ⊙ (1 − cond))`",
+         .tests = "ops_test: vs torch.where",
+         .cases = {{"cond i64 (B, T, 1), a (B, T, C), b (C,) broadcast",
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{every_third({s.B, s.T, 1}, DType::i64),
+                                    param({s.B, s.T, s.C}, g, d), param({s.C}, g, d)};
+                    },
+                    [](const Inputs& in) { return where(in[0], in[1], in[2]); }},
+                   {"cond (T, C) in the dtype, a (B, 1, C), b (B, T, C)",
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{every_third({s.T, s.C}, d), param({s.B, 1, s.C}, g, d),
+                                    param({s.B, s.T, s.C}, g, d)};
+                    },
+                    [](const Inputs& in) { return where(in[0], in[1], in[2]); }}}});
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  return where_named("where", "cond", cond, a, b);
+}
+
 // ----- cast -----
 static void register_cast(OpRegistry& r) {
   r.add({.name = "cast",
@@ -506,12 +613,27 @@ static void register_derived(OpRegistry& r) {
          .forward = "`s / x`",
          .vjp = "derived: `mul_scalar(pow(x, −1), s)`",
          .cases = {unary_case([](const Tensor& x) { return rdiv_scalar(2.0, x); }, 0.3, 2)}});
+  r.add(
+      {.name = "masked_fill",
+       .forward = "`value` where mask, `x` elsewhere (broadcast)",
+       .vjp = "derived: `where(mask, value, x)`",
+       .tests = "ops_test: vs torch.masked_fill",
+       .cases = {{"x (B, T, C), mask i64 (T, 1), value 2.5",
+                  [](Generator& g, DType d, const Sizes& s) {
+                    return Inputs{param({s.B, s.T, s.C}, g, d), every_third({s.T, 1}, DType::i64)};
+                  },
+                  [](const Inputs& in) { return masked_fill(in[0], in[1], 2.5); }}}});
 }
 
 Tensor sub_scalar(const Tensor& x, double s) { return add_scalar(x, -s); }
 Tensor div_scalar(const Tensor& x, double s) { return mul_scalar(x, 1.0 / s); }
 Tensor rsub_scalar(double s, const Tensor& x) { return add_scalar(neg(x), s); }
 Tensor rdiv_scalar(double s, const Tensor& x) { return mul_scalar(pow(x, -1.0), s); }
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  if (!x.defined()) throw std::invalid_argument("masked_fill: undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating("masked_fill", x.dtype());
+  return where_named("masked_fill", "mask", mask, Tensor::scalar(value, x.dtype()), x);
+}
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
@@ -530,7 +652,7 @@ Tensor operator/(double s, const Tensor& x) { return rdiv_scalar(s, x); }
 void detail::register_elementwise_ops(OpRegistry& r) {
   for (auto* section : {register_add, register_sub, register_mul, register_div, register_add_scalar,
                         register_mul_scalar, register_pointwise, register_pow, register_gelu,
-                        register_clamp, register_cast, register_derived})
+                        register_clamp, register_where, register_cast, register_derived})
     section(r);
 }
 

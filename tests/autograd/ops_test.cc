@@ -847,6 +847,101 @@ BOOST_AUTO_TEST_CASE(sigmoid_abs_clamp_match_torch) {
                                            "i64; cast(x, DType::f32) converts one");
 }
 
+// torch.where(cond, a, b) with cond (2, 1) and with cond (3,), a (2, 3), b (3,): values and the
+// gradients of L = sum(y * [[1, 2, 3], [4, 5, 6]]), b's summed over the broadcast rows. cond may be
+// i64, f32 or f64, holding 0 and 1.
+BOOST_AUTO_TEST_CASE(where_matches_torch) {
+  const std::vector<double> w = {1, 2, 3, 4, 5, 6};
+  for (DType dt : kBoth) {
+    for (DType cond_dt : {DType::i64, DType::f32, DType::f64}) {
+      BOOST_TEST_CONTEXT(dtype_name(dt) << ", cond " << dtype_name(cond_dt)) {
+        const auto mask = [&](const std::vector<double>& v, const Shape& shape) {
+          return cond_dt == DType::i64
+                     ? Tensor::from_ids(std::vector<int64_t>(v.begin(), v.end()), shape)
+                     : Tensor::from_vector(v, shape, cond_dt);
+        };
+        Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dt).set_requires_grad();
+        Tensor b = Tensor::from_vector({10, 20, 30}, {3}, dt).set_requires_grad();
+        Tensor y = where(mask({1, 0}, {2, 1}), a, b);
+        expect_tensor(y, {2, 3}, {1, 2, 3, 10, 20, 30}, 0);
+        sum(mul(y, Tensor::from_vector(w, {2, 3}, dt))).backward();
+        BOOST_TEST(allclose(a.grad().to_vector(), {1, 2, 3, 0, 0, 0}, 0, 0));
+        BOOST_TEST(allclose(b.grad().to_vector(), {4, 5, 6}, 0, 0));
+        a.zero_grad();
+        b.zero_grad();
+        y = where(mask({1, 0, 1}, {3}), a, b);
+        expect_tensor(y, {2, 3}, {1, 20, 3, 4, 20, 6}, 0);
+        sum(mul(y, Tensor::from_vector(w, {2, 3}, dt))).backward();
+        BOOST_TEST(allclose(a.grad().to_vector(), {1, 0, 3, 4, 0, 6}, 0, 0));
+        BOOST_TEST(allclose(b.grad().to_vector(), {0, 7, 0}, 0, 0));
+      }
+    }
+  }
+  // The side not chosen may hold inf or NaN: it never reaches y or a gradient (a select, not a
+  // product with the mask), as torch.where.
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor a = Tensor::from_vector({1, inf}, {2}, DType::f64).set_requires_grad();
+  Tensor b = Tensor::from_vector({std::nan(""), 2}, {2}, DType::f64).set_requires_grad();
+  const Tensor y = where(Tensor::from_ids({1, 0}, {2}), a, b);
+  expect_tensor(y, {2}, {1, 2}, 0);
+  sum(y).backward();
+  BOOST_TEST(allclose(a.grad().to_vector(), {1, 0}, 0, 0));
+  BOOST_TEST(allclose(b.grad().to_vector(), {0, 1}, 0, 0));
+  // Errors: a mask that is not 0/1, dtypes, shapes.
+  const Tensor x = Tensor::zeros({2, 3}, DType::f64);
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        where(Tensor::from_ids({1, 2}, {2, 1}), x, x);
+      },
+      "where: cond must hold only 0 and 1 (a mask; attograd has no bool dtype), got 2 at position "
+      "1 of (2, 1) i64; make it 1 where the first choice is wanted and 0 elsewhere");
+  expect_throw_with<std::invalid_argument>([&] { where(Tensor::from_vector({0.5}, {1}), x, x); },
+                                           "got 0.5 at position 0 of (1,) f32");
+  expect_throw_with<std::invalid_argument>(
+      [&] { where(Tensor::from_ids({1}, {1}), x, Tensor::zeros({3})); },
+      "where: dtypes differ, f64 (2, 3) vs f32 (3,) (attograd never converts implicitly; "
+      "cast(x, DType::f64) makes them one)");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        where(Tensor::from_ids({1, 0}, {2}), x, x);
+      },
+      "where: shapes (2,) and (2, 3) cannot be broadcast");
+  expect_throw_with<std::invalid_argument>([&] { where(Tensor(), x, x); }, "where: undefined cond");
+}
+
+// x.masked_fill(mask, value), the attention mask's op: -1e9 and -inf where mask is 1, no gradient
+// there; mask broadcasts with x (torch: a (2, 3) mask on a (3,) x gives (2, 3)).
+BOOST_AUTO_TEST_CASE(masked_fill_matches_torch) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dt).set_requires_grad();
+      const Tensor mask = Tensor::from_ids({0, 1, 0}, {3});
+      Tensor y = masked_fill(x, mask, -1e9);
+      expect_tensor(y, {2, 3}, {1, -1e9, 3, 4, -1e9, 6}, 0);
+      sum(mul(y, Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dt))).backward();
+      BOOST_TEST(allclose(x.grad().to_vector(), {1, 0, 3, 4, 0, 6}, 0, 0));
+      // softmax over a row with -inf filled in: the masked entries get probability 0.
+      const Tensor p = softmax(masked_fill(x, mask, -inf));
+      BOOST_TEST(p.at({0, 1}) == 0.0);
+      BOOST_TEST(std::abs(p.at({0, 0}) - 0.11920292202211755) < tol(dt));
+      expect_tensor(masked_fill(Tensor::zeros({3}, dt), Tensor::ones({2, 3}, dt), 1.5), {2, 3},
+                    {1.5, 1.5, 1.5, 1.5, 1.5, 1.5}, 0);
+    }
+  }
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        masked_fill(Tensor::zeros({2}), Tensor::from_vector({1, -1}, {2}), 0);
+      },
+      "masked_fill: mask must hold only 0 and 1 (a mask; attograd has no bool dtype), got -1 at "
+      "position 1 of (2,) f32");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        masked_fill(Tensor::from_ids({1, 2}, {2}), Tensor::from_ids({1, 0}, {2}), 0);
+      },
+      "masked_fill: expected a floating tensor (f32 or f64), got i64");
+}
+
 // x.to(dtype): f64 -> f32 rounds to nearest (torch's float32 values below, printed as doubles), the
 // gradient comes back in f64; f32 -> f64 and back; i64 <-> floating (toward zero, no gradient).
 BOOST_AUTO_TEST_CASE(cast_matches_torch) {
