@@ -111,6 +111,11 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim
 /// Max over one axis. The gradient goes to the first maximal element only (PyTorch's amax
 /// splits ties evenly; ties have measure zero for the continuous inputs gradcheck uses).
 Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
+/// torch.argmax(x, dim, keepdim): the i64 index of the first maximum along dim (a NaN counts as
+/// the maximum, as in torch), dim dropped (kept as 1 with keepdim). No gradient: pick the values
+/// with take_along_dim(x, argmax(x, d, true), d), which has one. For the whole tensor's argmax,
+/// argmax(reshape(x, {-1}), 0). Throws std::invalid_argument for a dim out of range or empty.
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ===== shape and layout; views share storage (ops_shape.cc) =====
 /// Same data in a new shape with the same numel; one dimension may be -1 (inferred). A view

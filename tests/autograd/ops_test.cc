@@ -992,3 +992,34 @@ BOOST_AUTO_TEST_CASE(cast_matches_torch) {
   expect_throw_with<std::invalid_argument>([] { cast(Tensor(), DType::f32); },
                                            "cast: undefined tensor");
 }
+
+// torch.argmax: the first maximum along dim, a NaN counting as the maximum (row 2, column 0);
+// i64, never requiring grad.
+BOOST_AUTO_TEST_CASE(argmax_matches_torch) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({1, 5, 3, 5, 7, 2, 7, 0, nan, 1, 2, 3}, {3, 4}, dt)
+                     .set_requires_grad();
+      const Tensor rows = argmax(x, 1);
+      BOOST_TEST((rows.dtype() == DType::i64));
+      BOOST_TEST(!rows.requires_grad());
+      BOOST_TEST((rows.shape() == Shape{3}));
+      BOOST_TEST((rows.to_ids() == std::vector<int64_t>{1, 0, 0}));
+      BOOST_TEST((argmax(x, 0).to_ids() == std::vector<int64_t>{2, 0, 1, 0}));
+      BOOST_TEST((argmax(x, -1, true).shape() == Shape{3, 1}));
+      // A transposed view: the same answer as the copy.
+      BOOST_TEST((argmax(transpose(x, 0, 1), 0).to_ids() == std::vector<int64_t>{1, 0, 0}));
+    }
+  }
+  const Tensor x = Tensor::zeros({2, 3});
+  expect_throw_with<std::invalid_argument>([&] { argmax(x, 2); },
+                                           "argmax: dimension 2 is out of range for a 2-d tensor");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        argmax(Tensor::zeros({2, 0}), 1);
+      },
+      "argmax: dimension 1 of (2, 0) is empty, so it has no maximum");
+  expect_throw_with<std::invalid_argument>([] { argmax(Tensor::from_ids({1}, {1}), 0); },
+                                           "argmax: expected a floating tensor");
+}
