@@ -125,13 +125,26 @@ Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
 /// y.shape[i] = x.shape[perm[i]] (a view).
 Tensor permute(const Tensor& x, const Shape& perm);
-/// x[..., start:end, ...] along dim (a view; 0 <= start <= end <= size).
-Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);
+/// x[..., start:end:step, ...] along dim (a view; 0 <= start <= end <= size, step >= 1):
+/// ceil((end − start) / step) elements, as torch's x[:, start:end:step]. Throws
+/// std::invalid_argument for a range outside the dimension or a step below 1.
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+/// x.select(dim, index), i.e. x[..., index, ...]: one position along dim, dim removed (a view);
+/// a negative index counts from the end. dx[..., index, ...] = dy. Throws std::out_of_range for
+/// an index outside [−size, size).
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
 /// Joins tensors of equal shape but along dim.
 Tensor concat(std::span<const Tensor> xs, int64_t dim);
 /// concat of a braced list, concat({a, b}, -1), without building a vector (RoPE calls it per step).
 inline Tensor concat(std::initializer_list<Tensor> xs, int64_t dim) {
   return concat(std::span<const Tensor>(xs.begin(), xs.size()), dim);
+}
+/// torch.stack: joins tensors of one shape and dtype along a new dimension dim (in [−n−1, n] for
+/// n-d tensors) -> the shape with len(xs) inserted at dim. Derived: concat of reshapes.
+Tensor stack(std::span<const Tensor> xs, int64_t dim);
+/// stack of a braced list, stack({a, b}, 0).
+inline Tensor stack(std::initializer_list<Tensor> xs, int64_t dim) {
+  return stack(std::span<const Tensor>(xs.begin(), xs.size()), dim);
 }
 /// Splits x along dim into pieces of the given sizes (derived: one slice per piece).
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);

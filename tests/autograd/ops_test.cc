@@ -1023,3 +1023,103 @@ BOOST_AUTO_TEST_CASE(argmax_matches_torch) {
   expect_throw_with<std::invalid_argument>([] { argmax(Tensor::from_ids({1}, {1}), 0); },
                                            "argmax: expected a floating tensor");
 }
+
+// torch.stack([a, b], dim) for every dim of two (2, 2) tensors, and the gradient of
+// L = sum(stack([a, b, a], 1) * arange(12).reshape(2, 3, 2)): a's two uses add up.
+BOOST_AUTO_TEST_CASE(stack_matches_torch) {
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor a = Tensor::from_vector({1, 2, 3, 4}, {2, 2}, dt).set_requires_grad();
+      Tensor b = Tensor::from_vector({5, 6, 7, 8}, {2, 2}, dt).set_requires_grad();
+      expect_tensor(stack({a, b}, 0), {2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}, 0);
+      expect_tensor(stack({a, b}, 1), {2, 2, 2}, {1, 2, 5, 6, 3, 4, 7, 8}, 0);
+      expect_tensor(stack({a, b}, 2), {2, 2, 2}, {1, 5, 2, 6, 3, 7, 4, 8}, 0);
+      expect_tensor(stack({a, b}, -1), {2, 2, 2}, {1, 5, 2, 6, 3, 7, 4, 8}, 0);
+      expect_tensor(stack({a}, -3), {1, 2, 2}, {1, 2, 3, 4}, 0);
+      std::vector<double> ramp(12);
+      for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<double>(i);
+      sum(mul(stack({a, b, a}, 1), Tensor::from_vector(ramp, {2, 3, 2}, dt))).backward();
+      BOOST_TEST(allclose(a.grad().to_vector(), {4, 6, 16, 18}, 0, 0));
+      BOOST_TEST(allclose(b.grad().to_vector(), {2, 3, 8, 9}, 0, 0));
+    }
+  }
+  // Scalars stack into a vector; a vector of tensors works as well as a braced list.
+  const std::vector<Tensor> scalars = {Tensor::scalar(1.5), Tensor::scalar(-2)};
+  expect_tensor(stack(scalars, 0), {2}, {1.5, -2}, 0);
+  const Tensor a = Tensor::zeros({2, 2});
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        stack({a, Tensor::zeros({2, 3})}, 0);
+      },
+      "stack: every tensor must have one shape, but tensor 0 is (2, 2) and tensor 1 is (2, 3); to "
+      "join along an existing dimension, use concat");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        stack({a, a}, 3);
+      },
+      "stack: dimension 3 is out of range for stacking 2-d tensors (the new dimension goes in "
+      "[-3, 2])");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        stack({a, Tensor::zeros({2, 2}, DType::f64)}, 0);
+      },
+      "stack: dtypes differ");
+  expect_throw_with<std::invalid_argument>([] { stack(std::vector<Tensor>{}, 0); },
+                                           "stack: no tensors given");
+}
+
+// x.select(dim, index) on arange(24).reshape(2, 3, 4): a view, a negative index from the end, and
+// the gradient of L = sum(x.select(1, -1) * [[1, 2, 3, 4], [5, 6, 7, 8]]).
+BOOST_AUTO_TEST_CASE(select_matches_torch) {
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      std::vector<double> ramp(24);
+      for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<double>(i);
+      Tensor x = Tensor::from_vector(ramp, {2, 3, 4}, dt).set_requires_grad();
+      const Tensor s = select(x, 1, -1);
+      expect_tensor(s, {2, 4}, {8, 9, 10, 11, 20, 21, 22, 23}, 0);
+      BOOST_TEST(s.shares_storage(x));
+      expect_tensor(select(x, 0, 1), {3, 4}, std::vector<double>(ramp.begin() + 12, ramp.end()), 0);
+      expect_tensor(select(select(x, 2, 3), 0, 0), {3}, {3, 7, 11}, 0);
+      sum(mul(s, Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}, dt))).backward();
+      std::vector<double> dx(24, 0.0);
+      for (int i = 0; i < 4; ++i) dx[8 + i] = 1 + i, dx[20 + i] = 5 + i;
+      BOOST_TEST(allclose(x.grad().to_vector(), dx, 0, 0));
+    }
+  }
+  const Tensor x = Tensor::zeros({2, 3});
+  expect_throw_with<std::out_of_range>(
+      [&] { select(x, 1, 3); },
+      "select: index 3 is out of range for dimension 1 of (2, 3) (size 3; valid: -3 to 2)");
+  expect_throw_with<std::out_of_range>([&] { select(x, 0, -3); }, "select: index -3");
+  expect_throw_with<std::invalid_argument>([&] { select(x, 2, 0); },
+                                           "select: dimension 2 is out of range for a 2-d tensor");
+  expect_throw_with<std::invalid_argument>([] { select(Tensor::scalar(1), 0, 0); },
+                                           "select: a 0-d tensor has no dimension to index");
+}
+
+// Slicing with a step, as torch's x[1:8:3] and x[:, 0:4:2]: views, ceil((end - start) / step)
+// elements, the gradient scattered back to every step-th place.
+BOOST_AUTO_TEST_CASE(slice_with_a_step_matches_torch) {
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {10}, dt).set_requires_grad();
+      const Tensor s = slice(x, 0, 1, 8, 3);
+      expect_tensor(s, {3}, {1, 4, 7}, 0);
+      BOOST_TEST(s.shares_storage(x));
+      sum(mul(s, Tensor::from_vector({1, 2, 3}, {3}, dt))).backward();
+      BOOST_TEST(allclose(x.grad().to_vector(), {0, 1, 0, 0, 2, 0, 0, 3, 0, 0}, 0, 0));
+      const Tensor m = Tensor::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, dt);
+      expect_tensor(slice(m, 1, 0, 4, 2), {3, 2}, {0, 2, 4, 6, 8, 10}, 0);
+      expect_tensor(slice(m, -1, 1, 3, 5), {3, 1}, {1, 5, 9}, 0);
+      expect_tensor(slice(m, 1, 2, 2, 2), {3, 0}, {}, 0);
+      // a stepped slice of a stepped slice, then flattened (a copy: the strides do not allow a
+      // view)
+      expect_tensor(reshape(slice(slice(m, 1, 0, 4, 2), 0, 0, 3, 2), {-1}), {4}, {0, 2, 8, 10}, 0);
+    }
+  }
+  expect_throw_with<std::invalid_argument>(
+      [] { slice(Tensor::zeros({4}), 0, 0, 4, 0); },
+      "slice: step 0 must be at least 1 (as torch's; for the reverse order, index the positions "
+      "with gather)");
+}
