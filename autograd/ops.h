@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -46,10 +47,33 @@ Tensor tanh(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 /// y = max(x, 0).
 Tensor relu(const Tensor& x);
+/// torch.sigmoid: y = 1 / (1 + exp(−x)), exactly 0 and 1 where it saturates; dx = dy y (1 − y).
+Tensor sigmoid(const Tensor& x);
+/// torch.abs: y = |x|; dx = sign(x) dy, 0 at x = 0 (and at NaN), as in PyTorch.
+Tensor abs(const Tensor& x);
 /// y = x^p (scalar exponent p).
 Tensor pow(const Tensor& x, double p);
 /// y = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))), GPT-2's GELU (Hendrycks & Gimpel 2016).
 Tensor gelu(const Tensor& x);
+/// torch.clamp(x, min, max): x < min becomes min, then above max becomes max, so min > max gives
+/// max everywhere (as torch); NaN stays NaN. Either bound may be std::nullopt (no bound): clamp(x,
+/// 0.0) is torch.clamp(x, min=0), clamp(x, std::nullopt, 1.0) is torch.clamp(x, max=1). dx = dy
+/// where min <= x <= max (the bounds included, as torch's), 0 outside. Throws
+/// std::invalid_argument when both bounds are missing or one is NaN.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
+/// torch.where(cond, a, b): y = a where cond, b elsewhere, the three broadcast together as the
+/// binary ops -> y of the broadcast shape in a's dtype. attograd has no bool dtype: cond is a mask
+/// of any dtype (i64, f32, f64) holding only 0 and 1, what torch's bool tensor holds. a and b are
+/// floating, of one dtype. da = sum_to(dy ⊙ cond), db = sum_to(dy ⊙ (1 − cond)); cond gets no
+/// gradient. Throws std::invalid_argument for shapes that do not broadcast, a and b of different
+/// dtypes, or a value of cond other than 0 and 1 (named, with its position).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+/// x.to(dtype): f32 <-> f64 (to nearest; f64 beyond f32's range becomes ±inf, as in torch), i64
+/// -> f32 or f64, and f32 or f64 -> i64 (toward zero, as torch's .to(torch.int64)). The gradient
+/// is cast back to x's dtype (dx = cast(dy, x.dtype)); an i64 output has no gradient. Returns x
+/// itself when it already has that dtype (as torch). Throws std::out_of_range for a value that
+/// i64 cannot hold (NaN, ±inf, beyond ±2^63), naming it and its position.
+Tensor cast(const Tensor& x, DType dtype);
 
 // Derived ops: composed from the primitives above, so they need no VJP of their own.
 /// y = x - s.
@@ -60,6 +84,10 @@ Tensor div_scalar(const Tensor& x, double s);
 Tensor rsub_scalar(double s, const Tensor& x);
 /// y = s / x.
 Tensor rdiv_scalar(double s, const Tensor& x);
+/// x.masked_fill(mask, value): value where mask is 1, x where it is 0; mask is where's cond (0
+/// and 1, any dtype) and broadcasts with x as in torch. Derived: where(mask, value, x), so dx =
+/// dy where mask is 0. Throws as where.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
@@ -83,6 +111,11 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim
 /// Max over one axis. The gradient goes to the first maximal element only (PyTorch's amax
 /// splits ties evenly; ties have measure zero for the continuous inputs gradcheck uses).
 Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
+/// torch.argmax(x, dim, keepdim): the i64 index of the first maximum along dim (a NaN counts as
+/// the maximum, as in torch), dim dropped (kept as 1 with keepdim). No gradient: pick the values
+/// with take_along_dim(x, argmax(x, d, true), d), which has one. For the whole tensor's argmax,
+/// argmax(reshape(x, {-1}), 0). Throws std::invalid_argument for a dim out of range or empty.
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ===== shape and layout; views share storage (ops_shape.cc) =====
 /// Same data in a new shape with the same numel; one dimension may be -1 (inferred). A view
@@ -92,13 +125,26 @@ Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
 /// y.shape[i] = x.shape[perm[i]] (a view).
 Tensor permute(const Tensor& x, const Shape& perm);
-/// x[..., start:end, ...] along dim (a view; 0 <= start <= end <= size).
-Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);
+/// x[..., start:end:step, ...] along dim (a view; 0 <= start <= end <= size, step >= 1):
+/// ceil((end − start) / step) elements, as torch's x[:, start:end:step]. Throws
+/// std::invalid_argument for a range outside the dimension or a step below 1.
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+/// x.select(dim, index), i.e. x[..., index, ...]: one position along dim, dim removed (a view);
+/// a negative index counts from the end. dx[..., index, ...] = dy. Throws std::out_of_range for
+/// an index outside [−size, size).
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
 /// Joins tensors of equal shape but along dim.
 Tensor concat(std::span<const Tensor> xs, int64_t dim);
 /// concat of a braced list, concat({a, b}, -1), without building a vector (RoPE calls it per step).
 inline Tensor concat(std::initializer_list<Tensor> xs, int64_t dim) {
   return concat(std::span<const Tensor>(xs.begin(), xs.size()), dim);
+}
+/// torch.stack: joins tensors of one shape and dtype along a new dimension dim (in [−n−1, n] for
+/// n-d tensors) -> the shape with len(xs) inserted at dim. Derived: concat of reshapes.
+Tensor stack(std::span<const Tensor> xs, int64_t dim);
+/// stack of a braced list, stack({a, b}, 0).
+inline Tensor stack(std::initializer_list<Tensor> xs, int64_t dim) {
+  return stack(std::span<const Tensor>(xs.begin(), xs.size()), dim);
 }
 /// Splits x along dim into pieces of the given sizes (derived: one slice per piece).
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);

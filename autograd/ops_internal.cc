@@ -57,9 +57,11 @@ void check_floating_pair(const char* op, const Tensor& a, const Tensor& b) {
     throw std::invalid_argument(std::string(op) + ": undefined tensor");
   if (a.dtype() == DType::i64 || b.dtype() == DType::i64) throw_not_floating(op, DType::i64);
   if (a.dtype() != b.dtype())
-    throw std::invalid_argument(std::string(op) + ": dtypes differ, " + dtype_name(a.dtype()) +
-                                " " + shape_str(a.shape()) + " vs " + dtype_name(b.dtype()) + " " +
-                                shape_str(b.shape()) + " (attograd never converts implicitly)");
+    throw std::invalid_argument(
+        std::string(op) + ": dtypes differ, " + dtype_name(a.dtype()) + " " + shape_str(a.shape()) +
+        " vs " + dtype_name(b.dtype()) + " " + shape_str(b.shape()) +
+        " (attograd never converts implicitly; cast(x, DType::" + dtype_name(a.dtype()) +
+        ") makes them one)");
 }
 
 namespace {

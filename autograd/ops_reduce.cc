@@ -1,7 +1,9 @@
-// Reductions: sum (and mean, derived from it) over any axes, max over one axis.
+// Reductions: sum (and mean, derived from it) over any axes, max and argmax over one axis.
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "autograd/gradcheck_inputs.h"
 #include "autograd/kernels/reduce.h"
@@ -11,6 +13,8 @@
 
 namespace attograd {
 
+using gradcheck_inputs::Inputs;
+using gradcheck_inputs::Sizes;
 using gradcheck_inputs::unary_case;
 
 namespace {
@@ -153,8 +157,67 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
   });
 }
 
+// ----- argmax -----
+namespace {
+
+// A differentiable input whose rows (along the last axis, n values) are each a shuffle of n levels
+// 4/n apart in [-2, 2), plus a little noise: no finite-difference step (5e-3 at most) can change
+// which element is a row's maximum.
+Tensor param_distinct_rows(const Shape& shape, Generator& g, DType d) {
+  const int64_t n = shape.back();
+  std::vector<double> v(static_cast<size_t>(shape_numel(shape)));
+  for (size_t row = 0; row < v.size(); row += static_cast<size_t>(n)) {
+    std::vector<int64_t> level(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) level[k] = k;
+    for (int64_t k = n - 1; k > 0; --k)  // Fisher-Yates
+      std::swap(level[k], level[g.below(static_cast<uint64_t>(k + 1))]);
+    for (int64_t k = 0; k < n; ++k)
+      v[row + k] = -2 + 4.0 * static_cast<double>(level[k]) / n + 0.1 * g.uniform() / n;
+  }
+  return Tensor::from_vector(v, shape, d).set_requires_grad();
+}
+
+}  // namespace
+
+// No VJP: the output is integers. The case checks the pick it is made for, take_along_dim at
+// argmax, whose gradient goes to each row's maximum.
+static void register_argmax(OpRegistry& r) {
+  r.add({.name = "argmax",
+         .forward = "index of the first maximum over an axis, i64",
+         .vjp = "none (integer output)",
+         .kernel = "kernels/reduce",
+         .tests = "ops_test: vs torch.argmax",
+         .cases = {{"take_along_dim(x, argmax(x, −1, keepdim), −1), x (B, T, C), distinct levels",
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param_distinct_rows({s.B, s.T, s.C}, g, d)};
+                    },
+                    [](const Inputs& in) {
+                      return take_along_dim(in[0], argmax(in[0], -1, true), -1);
+                    }}}});
+}
+
+Tensor argmax(const Tensor& x, int64_t dim_in, bool keepdim) {
+  if (!x.defined()) throw std::invalid_argument("argmax: undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating("argmax", x.dtype());
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "argmax");
+  int64_t outer, n, inner;
+  split_at(x.shape(), dim, outer, n, inner);
+  if (n == 0)
+    throw std::invalid_argument("argmax: dimension " + std::to_string(dim_in) + " of " +
+                                shape_str(x.shape()) + " is empty, so it has no maximum");
+  const Tensor xc = detail::contiguous_data(x);
+  const Shape shape = keepdim ? keepdim_shape(x.shape(), {dim}) : drop_axes(x.shape(), {dim});
+  Tensor index = Tensor::empty(shape, DType::i64);
+  dispatch_floating(x.dtype(), "argmax", [&]<typename T>() {
+    // max_axis's argmax is the first maximum (NaN counting as the largest), as torch.argmax.
+    std::vector<T> values(static_cast<size_t>(outer * inner));
+    kernels::max_axis<T>(values.data(), index.data<int64_t>(), xc.data<T>(), outer, n, inner);
+  });
+  return index;  // not recorded: an integer output has no gradient
+}
+
 void detail::register_reduce_ops(OpRegistry& r) {
-  for (auto* section : {register_sum, register_mean, register_max}) section(r);
+  for (auto* section : {register_sum, register_mean, register_max, register_argmax}) section(r);
 }
 
 }  // namespace attograd

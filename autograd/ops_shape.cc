@@ -1,5 +1,5 @@
-// Shape and layout ops. transpose, permute and slice return views that share storage; their
-// VJPs write the gradient back through the same view of the input's gradient buffer.
+// Shape and layout ops. transpose, permute, slice and select return views that share storage;
+// their VJPs write the gradient back through the same view of the input's gradient buffer.
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -162,24 +162,44 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
 }
 
 namespace {
-Tensor slice_view(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
-  Shape shape = x.shape();
-  shape[dim] = end - start;
-  return detail::view_of(x, shape, x.strides(), start * x.strides()[dim]);
+// x[..., start:end:step, ...] along dim: ceil((end - start) / step) elements, `step` apart.
+Tensor slice_view(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1) {
+  Shape shape = x.shape(), strides = x.strides();
+  shape[dim] = (end - start + step - 1) / step;
+  strides[dim] *= step;
+  return detail::view_of(x, shape, strides, start * x.strides()[dim]);
+}
+
+// x[..., index, ...]: dim dropped.
+Tensor select_view(const Tensor& x, int64_t dim, int64_t index) {
+  Shape shape = x.shape(), strides = x.strides();
+  shape.erase(shape.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  return detail::view_of(x, shape, strides, index * x.strides()[dim]);
 }
 }  // namespace
 
 // ----- slice -----
 static void register_slice(OpRegistry& r) {
   r.add({.name = "slice",
-         .forward = "`x[start:end]` along dim, a view",
-         .vjp = "`dx[start:end] = dy`",
-         .tests = "ops_test: shape ops",
+         .forward = "`x[start:end:step]` along dim, a view",
+         .vjp = "`dx[start:end:step] = dy`",
+         .tests = "ops_test: shape ops; vs torch's steps",
          .cases = {unary_case([](const Tensor& x) { return tanh(slice(x, 1, 1, x.size(1))); }),
-                   unary_case([](const Tensor& x) { return slice(x, -1, 0, 2); })}});
+                   unary_case([](const Tensor& x) { return slice(x, -1, 0, 2); }),
+                   unary_case([](const Tensor& x) {
+                     return exp(slice(x, -1, 1, x.size(-1), 2));  // odd channels
+                   }),
+                   unary_case([](const Tensor& x) {  // every third of a transposed view
+                     return tanh(slice(transpose(x, 0, 2), 0, 0, x.size(2), 3));
+                   }),
+                   unary_case([](const Tensor& x) {  // one strided view used twice
+                     const Tensor even_t = slice(x, 1, 0, x.size(1), 2);
+                     return mul(even_t, even_t);
+                   })}});
 }
 
-Tensor slice(const Tensor& x, int64_t dim_in, int64_t start, int64_t end) {
+Tensor slice(const Tensor& x, int64_t dim_in, int64_t start, int64_t end, int64_t step) {
   if (!x.defined()) throw std::invalid_argument("slice: undefined tensor");
   const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "slice");
   if (start < 0 || start > end || end > x.shape()[dim])
@@ -187,9 +207,45 @@ Tensor slice(const Tensor& x, int64_t dim_in, int64_t start, int64_t end) {
                                 std::to_string(end) + ") is not within dimension " +
                                 std::to_string(dim) + " of " + shape_str(x.shape()) +
                                 " (need 0 <= start <= end <= size)");
-  return record(slice_view(x, dim, start, end), "slice", {x},
-                [dim, start, end](const Tensor& g, std::span<Tensor> gi) {
-                  detail::accumulate(slice_view(gi[0], dim, start, end), g);
+  if (step < 1)
+    throw std::invalid_argument("slice: step " + std::to_string(step) +
+                                " must be at least 1 (as torch's; for the reverse order, "
+                                "index the positions with gather)");
+  // y = x[start:end:step] (a view);  dx[start:end:step] += dy
+  return record(slice_view(x, dim, start, end, step), "slice", {x},
+                [dim, start, end, step](const Tensor& g, std::span<Tensor> gi) {
+                  detail::accumulate(slice_view(gi[0], dim, start, end, step), g);
+                });
+}
+
+// ----- select -----
+static void register_select(OpRegistry& r) {
+  r.add({.name = "select",
+         .forward = "`x[…, index, …]` along dim, dim removed, a view",
+         .vjp = "`dx[…, index, …] = dy`",
+         .tests = "ops_test: vs torch.select",
+         .cases = {unary_case([](const Tensor& x) { return exp(select(x, 1, -1)); }),
+                   unary_case([](const Tensor& x) {
+                     return mul(select(x, 0, 0), select(x, 0, x.size(0) - 1));
+                   })}});
+}
+
+Tensor select(const Tensor& x, int64_t dim_in, int64_t index_in) {
+  if (!x.defined()) throw std::invalid_argument("select: undefined tensor");
+  if (x.dim() == 0)
+    throw std::invalid_argument("select: a 0-d tensor has no dimension to index; use item()");
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "select");
+  const int64_t size = x.shape()[dim];
+  if (index_in < -size || index_in >= size)
+    throw std::out_of_range("select: index " + std::to_string(index_in) +
+                            " is out of range for dimension " + std::to_string(dim) + " of " +
+                            shape_str(x.shape()) + " (size " + std::to_string(size) + "; valid: -" +
+                            std::to_string(size) + " to " + std::to_string(size - 1) + ")");
+  const int64_t index = index_in < 0 ? index_in + size : index_in;
+  // y = x[..., index, ...] (a view);  dx[..., index, ...] += dy
+  return record(select_view(x, dim, index), "select", {x},
+                [dim, index](const Tensor& g, std::span<Tensor> gi) {
+                  detail::accumulate(select_view(gi[0], dim, index), g);
                 });
 }
 
@@ -238,6 +294,56 @@ Tensor concat(std::span<const Tensor> xs, int64_t dim_in) {
                       detail::accumulate(
                           gi[i], slice_view(g, dim, starts[i], starts[i] + gi[i].shape()[dim]));
                 });
+}
+
+// ----- stack -----
+static void register_stack(OpRegistry& r) {
+  r.add({.name = "stack",
+         .forward = "`[x_0, x_1, …]` along a new dim",
+         .vjp = "derived: `concat` of `reshape`s",
+         .tests = "ops_test: vs torch.stack",
+         .cases = {params_case(
+                       "three (B, T, C) along a new dim 1, one of them twice",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, s.T, s.C}, {s.B, s.T, s.C}};
+                       },
+                       [](const Inputs& in) {
+                         return tanh(stack({in[0], in[1], in[0]}, 1));
+                       }),
+                   params_case(
+                       "two (B, T, C) along a new last dim",
+                       [](const Sizes& s) {
+                         return Shapes{{s.B, s.T, s.C}, {s.B, s.T, s.C}};
+                       },
+                       [](const Inputs& in) {
+                         return exp(stack({in[0], in[1]}, -1));
+                       })}});
+}
+
+Tensor stack(std::span<const Tensor> xs, int64_t dim_in) {
+  if (xs.empty()) throw std::invalid_argument("stack: no tensors given; give at least one");
+  if (!xs[0].defined()) throw std::invalid_argument("stack: undefined tensor");
+  // The new dimension may come after the last: n-d tensors take dim in [-n - 1, n].
+  const int64_t n = xs[0].dim();
+  if (dim_in < -n - 1 || dim_in > n)
+    throw std::invalid_argument("stack: dimension " + std::to_string(dim_in) +
+                                " is out of range for stacking " + std::to_string(n) +
+                                "-d tensors (the new dimension goes in [" + std::to_string(-n - 1) +
+                                ", " + std::to_string(n) + "])");
+  const int64_t dim = dim_in < 0 ? dim_in + n + 1 : dim_in;
+  for (size_t i = 1; i < xs.size(); ++i) {
+    detail::check_floating_pair("stack", xs[0], xs[i]);
+    if (xs[i].shape() != xs[0].shape())
+      throw std::invalid_argument("stack: every tensor must have one shape, but tensor 0 is " +
+                                  shape_str(xs[0].shape()) + " and tensor " + std::to_string(i) +
+                                  " is " + shape_str(xs[i].shape()) +
+                                  "; to join along an existing dimension, use concat");
+  }
+  Shape shape = xs[0].shape();
+  shape.insert(shape.begin() + dim, 1);
+  TensorList parts;
+  for (const Tensor& x : xs) parts.push_back(reshape(x, shape));
+  return concat(std::span<const Tensor>(parts.data(), parts.size()), dim);
 }
 
 // ----- split -----
@@ -290,8 +396,9 @@ Tensor contiguous(const Tensor& x) {
 
 // ops.h's order.
 void detail::register_shape_ops(OpRegistry& r) {
-  for (auto* section : {register_reshape, register_transpose, register_permute, register_slice,
-                        register_concat, register_split, register_contiguous})
+  for (auto* section :
+       {register_reshape, register_transpose, register_permute, register_slice, register_select,
+        register_concat, register_stack, register_split, register_contiguous})
     section(r);
 }
 

@@ -37,7 +37,7 @@ const char* dtype_name(DType dtype) {
 
 void throw_not_floating(const char* op, DType dtype) {
   throw std::invalid_argument(std::string(op) + ": expected a floating tensor (f32 or f64), got " +
-                              dtype_name(dtype));
+                              dtype_name(dtype) + "; cast(x, DType::f32) converts one");
 }
 
 std::string shape_str(const Shape& shape) {

@@ -145,6 +145,14 @@ HWY_INLINE V relu(D d, V x) {
   return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x);
 }
 
+// sigmoid(x) = 1 / (1 + exp(-x)): for x << 0, exp(-x) = inf and the quotient is exactly 0; for
+// x >> 0, exp(-x) = 0 and it is 1. exp_ieee keeps those ends (Highway's Exp alone does not).
+template <class D, class V>
+HWY_INLINE V sigmoid(D d, V x) {
+  const V one = hn::Set(d, hn::TFromD<D>(1));
+  return hn::Div(one, hn::Add(one, exp_ieee(d, hn::Neg(x))));
+}
+
 // Calls k(f) with f(d, x) the vector function of `op`.
 template <class K>
 HWY_INLINE void with_unary_op(UnaryOp op, const K& k) {
@@ -161,6 +169,10 @@ HWY_INLINE void with_unary_op(UnaryOp op, const K& k) {
       return k([](auto, auto x) HWY_ATTR { return hn::Sqrt(x); });
     case UnaryOp::relu:
       return k([](auto d, auto x) HWY_ATTR { return relu(d, x); });
+    case UnaryOp::sigmoid:
+      return k([](auto d, auto x) HWY_ATTR { return sigmoid(d, x); });
+    case UnaryOp::abs:
+      return k([](auto, auto x) HWY_ATTR { return hn::Abs(x); });
   }
 }
 
@@ -205,7 +217,43 @@ void unary_backward_impl(UnaryOp op, T* dx, const T* x, const T* y, const T* dy,
       return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
         return hn::IfThenElseZero(hn::Gt(hn::LoadU(d, x + i), hn::Zero(d)), hn::LoadU(d, dy + i));
       });
+    case UnaryOp::sigmoid:  // sigmoid' = y (1 - y)
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        const auto yi = hn::LoadU(d, y + i);
+        return hn::Mul(hn::Mul(hn::LoadU(d, dy + i), yi), hn::Sub(hn::Set(d, T(1)), yi));
+      });
+    case UnaryOp::abs:  // abs' = sign(x): dy where x > 0, -dy where x < 0, 0 at 0 and NaN
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        const auto xi = hn::LoadU(d, x + i), dyi = hn::LoadU(d, dy + i);
+        const auto pos = hn::IfThenElseZero(hn::Gt(xi, hn::Zero(d)), dyi);
+        return hn::IfThenElse(hn::Lt(xi, hn::Zero(d)), hn::Neg(dyi), pos);
+      });
   }
+}
+
+// ---- Clamp ---------------------------------------------------------------------------------
+
+// torch.clamp: lo where x < lo, then hi where that is > hi, so lo > hi gives hi everywhere. Two
+// selects rather than Max/Min, whose result for NaN Highway leaves unspecified: NaN fails both
+// comparisons and stays NaN.
+template <typename T>
+void clamp_forward_impl(T* y, const T* x, T lo, T hi, int64_t n) {
+  elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
+    const auto vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
+    const auto xi = hn::LoadU(d, x + i);
+    const auto v = hn::IfThenElse(hn::Lt(xi, vlo), vlo, xi);
+    hn::StoreU(hn::IfThenElse(hn::Gt(v, vhi), vhi, v), d, y + i);
+  });
+}
+
+// dx += dy where lo <= x <= hi: the bounds pass the gradient (PyTorch's clamp_backward).
+template <typename T>
+void clamp_backward_impl(T* dx, const T* x, T lo, T hi, const T* dy, int64_t n) {
+  add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+    const auto xi = hn::LoadU(d, x + i);
+    const auto inside = hn::And(hn::Ge(xi, hn::Set(d, lo)), hn::Le(xi, hn::Set(d, hi)));
+    return hn::IfThenElseZero(inside, hn::LoadU(d, dy + i));
+  });
 }
 
 // ---- Power, accumulations, fill ------------------------------------------------------------
@@ -275,6 +323,8 @@ ATTOGRAD_KERNEL_TARGET(unary_forward);
 ATTOGRAD_KERNEL_TARGET(unary_backward);
 ATTOGRAD_KERNEL_TARGET(pow_forward);
 ATTOGRAD_KERNEL_TARGET(pow_backward);
+ATTOGRAD_KERNEL_TARGET(clamp_forward);
+ATTOGRAD_KERNEL_TARGET(clamp_backward);
 ATTOGRAD_KERNEL_TARGET(axpy);
 ATTOGRAD_KERNEL_TARGET(mul_acc);
 ATTOGRAD_KERNEL_TARGET(div_backward);
@@ -308,6 +358,11 @@ ATTOGRAD_KERNEL(void, pow_forward, (T * y, const T* x, T p, int64_t n), (y, x, p
 
 ATTOGRAD_KERNEL(void, pow_backward, (T * dx, const T* x, T p, const T* dy, int64_t n),
                 (dx, x, p, dy, n));
+
+ATTOGRAD_KERNEL(void, clamp_forward, (T * y, const T* x, T lo, T hi, int64_t n), (y, x, lo, hi, n));
+
+ATTOGRAD_KERNEL(void, clamp_backward, (T * dx, const T* x, T lo, T hi, const T* dy, int64_t n),
+                (dx, x, lo, hi, dy, n));
 
 ATTOGRAD_KERNEL(void, axpy, (T * out, T alpha, const T* x, int64_t n), (out, alpha, x, n));
 

@@ -14,8 +14,8 @@ namespace attograd::kernels {
 enum class BinaryOp { add, sub, mul, div };
 
 /// The pointwise functions with a closed-form derivative.
-/// relu'(0) is taken as 0, as in PyTorch.
-enum class UnaryOp { neg, exp, log, tanh, sqrt, relu };
+/// relu'(0) is taken as 0, as in PyTorch; so is abs'(0) (and abs'(NaN)): abs' = sign(x).
+enum class UnaryOp { neg, exp, log, tanh, sqrt, relu, sigmoid, abs };
 
 /// out[i] = a[i] op b[i] for i < n. out may alias a or b.
 template <typename T>
@@ -34,7 +34,8 @@ template <typename T>
 void unary_forward(UnaryOp op, T* y, const T* x, int64_t n);
 
 /// dx[i] += dy[i] * f'(x[i]), written with whichever of x (input) and y = f(x) (output) is
-/// cheaper: exp' = y, log' = 1/x, tanh' = 1 - y^2, sqrt' = 1/(2y), relu' = [x > 0], neg' = -1.
+/// cheaper: exp' = y, log' = 1/x, tanh' = 1 - y^2, sqrt' = 1/(2y), relu' = [x > 0], neg' = -1,
+/// sigmoid' = y (1 - y), abs' = [x > 0] - [x < 0].
 template <typename T>
 void unary_backward(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n);
 
@@ -45,6 +46,16 @@ void pow_forward(T* y, const T* x, T p, int64_t n);
 /// dx[i] += dy[i] * p * x[i]^(p-1).
 template <typename T>
 void pow_backward(T* dx, const T* x, T p, const T* dy, int64_t n);
+
+/// y[i] = x[i] clamped to [lo, hi] as torch.clamp: lo where x < lo, then hi where that is > hi
+/// (so lo > hi gives hi everywhere); NaN stays NaN. A missing bound is -inf or +inf.
+template <typename T>
+void clamp_forward(T* y, const T* x, T lo, T hi, int64_t n);
+
+/// dx[i] += dy[i] where lo <= x[i] <= hi (a bound itself passes the gradient, as in PyTorch;
+/// NaN does not).
+template <typename T>
+void clamp_backward(T* dx, const T* x, T lo, T hi, const T* dy, int64_t n);
 
 /// out[i] += alpha * x[i]  (BLAS axpy). The accumulate step of nearly every VJP.
 template <typename T>

@@ -42,6 +42,10 @@ T apply(UnaryOp op, T x) {
       return std::sqrt(x);
     case UnaryOp::relu:
       return x < T(0) ? T(0) : x;
+    case UnaryOp::sigmoid:  // exp(-x) = inf for x << 0 gives exactly 0
+      return T(1) / (T(1) + std::exp(-x));
+    case UnaryOp::abs:
+      return std::abs(x);
   }
   return T(0);  // unreachable
 }
@@ -89,6 +93,12 @@ void unary_backward(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int6
       case UnaryOp::relu:
         dx[i] += x[i] > T(0) ? dy[i] : T(0);
         break;  // relu'(0) = 0
+      case UnaryOp::sigmoid:
+        dx[i] += dy[i] * y[i] * (T(1) - y[i]);
+        break;  // sigmoid' = y (1 - y)
+      case UnaryOp::abs:
+        dx[i] += x[i] > T(0) ? dy[i] : x[i] < T(0) ? -dy[i] : T(0);
+        break;  // abs' = sign(x), 0 at 0 and NaN
     }
   }
 }
@@ -104,6 +114,23 @@ template <typename T>
 void pow_backward(T* dx, const T* x, T p, const T* dy, int64_t n) {
   if (p == T(0)) return;
   for (int64_t i = 0; i < n; ++i) dx[i] += dy[i] * p * std::pow(x[i], p - T(1));
+}
+
+/// torch.clamp: the lower bound first, then the upper, so lo > hi gives hi; NaN fails both
+/// comparisons and stays NaN.
+template <typename T>
+void clamp_forward(T* y, const T* x, T lo, T hi, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i] < lo ? lo : x[i];
+    y[i] = v > hi ? hi : v;
+  }
+}
+
+/// The gradient passes where lo <= x <= hi, bounds included (PyTorch's clamp_backward).
+template <typename T>
+void clamp_backward(T* dx, const T* x, T lo, T hi, const T* dy, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] >= lo && x[i] <= hi) dx[i] += dy[i];
 }
 
 template <typename T>

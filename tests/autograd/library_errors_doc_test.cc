@@ -134,6 +134,14 @@ const std::map<std::string, std::function<void(Inputs&)>> kCalls = {
      [](Inputs& in) { nll_loss(in.logits, in.targets, -1, -0.1); }},
     {"linear_cross_entropy(logits, head, targets, -1, NAN);",
      [](Inputs& in) { linear_cross_entropy(in.logits, in.head, in.targets, -1, NAN); }},
+    {"where(Tensor::from_ids({1, 2}, {2}), v, v);",
+     [](Inputs& in) {
+       where(Tensor::from_ids({1, 2}, {2}), in.v, in.v);
+     }},
+    {"add(v, Tensor::zeros({2}));", [](Inputs& in) { add(in.v, Tensor::zeros({2})); }},
+    {"cast(Tensor::scalar(NAN, DType::f64), DType::i64);",
+     [](Inputs&) { cast(Tensor::scalar(NAN, DType::f64), DType::i64); }},
+    {"select(weight, 0, 3);", [](Inputs& in) { select(in.weight, 0, 3); }},
 };
 
 }  // namespace

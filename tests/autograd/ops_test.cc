@@ -768,3 +768,358 @@ BOOST_AUTO_TEST_CASE(label_smoothing_outside_zero_one_is_refused) {
       "cross_entropy: label_smoothing must be in [0, 1], got 1.5 (the weight of the uniform "
       "distribution mixed into the targets: 0 turns smoothing off, 0.1 is the usual choice)");
 }
+
+// ----- the ops users reach for (issue 20), against torch 1.13 in float64 -----
+
+// torch.sigmoid, torch.abs and torch.clamp at x = [-3, -0.5, 0, 0.25, 2, 40], each backpropagated
+// from L = sum(y * [1, 2, 3, 4, 5, 6]). clamp's bounds pass the gradient (x = -0.5 and x = 2 at
+// min -0.5, max 2), as torch's; min > max gives max everywhere and no gradient.
+BOOST_AUTO_TEST_CASE(sigmoid_abs_clamp_match_torch) {
+  const std::vector<double> xs = {-3, -0.5, 0, 0.25, 2, 40};
+  const std::vector<double> w = {1, 2, 3, 4, 5, 6};
+  struct Case {
+    const char* what;
+    Tensor (*f)(const Tensor&);
+    std::vector<double> y, dx;
+  };
+  const Case cases[] = {
+      {"sigmoid",
+       [](const Tensor& x) { return sigmoid(x); },
+       {0.04742587317756678, 0.3775406687981454, 0.5, 0.5621765008857981, 0.8807970779778823, 1},
+       {0.04517665973091214, 0.470007424403189, 0.75, 0.9845363309503934, 0.524967927017533, 0}},
+      {"abs",
+       [](const Tensor& x) { return abs(x); },
+       {3, 0.5, 0, 0.25, 2, 40},
+       {-1, -2, 0, 4, 5, 6}},
+      {"clamp(x, -0.5, 2)",
+       [](const Tensor& x) { return clamp(x, -0.5, 2.0); },
+       {-0.5, -0.5, 0, 0.25, 2, 2},
+       {0, 2, 3, 4, 5, 0}},
+      {"clamp(x, min=0.1)",
+       [](const Tensor& x) { return clamp(x, 0.1); },
+       {0.1, 0.1, 0.1, 0.25, 2, 40},
+       {0, 0, 0, 4, 5, 6}},
+      {"clamp(x, max=0.1)",
+       [](const Tensor& x) { return clamp(x, std::nullopt, 0.1); },
+       {-3, -0.5, 0, 0.1, 0.1, 0.1},
+       {1, 2, 3, 0, 0, 0}},
+      {"clamp(x, 2, -1)",
+       [](const Tensor& x) { return clamp(x, 2.0, -1.0); },
+       {-1, -1, -1, -1, -1, -1},
+       {0, 0, 0, 0, 0, 0}},
+  };
+  for (const Case& c : cases) {
+    for (DType dt : kBoth) {
+      BOOST_TEST_CONTEXT(c.what << " " << dtype_name(dt)) {
+        Tensor x = Tensor::from_vector(xs, {6}, dt).set_requires_grad();
+        const Tensor y = c.f(x);
+        BOOST_TEST((y.dtype() == dt));
+        // f32: half an ulp of the values (0.1 is 0.100000001490116...)
+        expect_tensor(y, {6}, c.y, dt == DType::f32 ? 1e-7 : 1e-15);
+        sum(mul(y, Tensor::from_vector(w, {6}, dt))).backward();
+        BOOST_TEST(allclose(x.grad().to_vector(), c.dx, tol(dt), 0));
+      }
+    }
+  }
+  // NaN: abs and clamp keep it and give it no gradient (torch: abs'(nan) = 0, clamp's mask is
+  // false); clamp keeps -0.0.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor n = Tensor::from_vector({nan, 0.0, -0.0}, {3}, DType::f64).set_requires_grad();
+  const Tensor a = abs(n), c = clamp(n, -1.0, 1.0);
+  BOOST_TEST(std::isnan(a.at({0})));
+  BOOST_TEST(std::isnan(c.at({0})));
+  BOOST_TEST(std::signbit(c.at({2})));
+  sum(add(a, c)).backward();
+  BOOST_TEST(allclose(n.grad().to_vector(), {0, 1, 1}, 0, 0));
+  // Saturation: exactly 0 and 1, never NaN (exp(-x) overflows to inf for x = -800).
+  BOOST_TEST(allclose(sigmoid(Tensor::from_vector({-800, 800}, {2}, DType::f64)).to_vector(),
+                      {0, 1}, 0, 0));
+  // Errors name the problem and the fix.
+  const Tensor x = Tensor::zeros({2});
+  expect_throw_with<std::invalid_argument>(
+      [&] { clamp(x, std::nullopt, std::nullopt); },
+      "clamp: no bound given; give min, max or both (clamp(x, 0.0) for min only");
+  expect_throw_with<std::invalid_argument>(
+      [&] { clamp(x, 0.0, nan); },
+      "clamp: the max bound is NaN; give a number, or std::nullopt for no bound");
+  expect_throw_with<std::invalid_argument>([] { sigmoid(Tensor::from_ids({1}, {1})); },
+                                           "sigmoid: expected a floating tensor (f32 or f64), got "
+                                           "i64; cast(x, DType::f32) converts one");
+}
+
+// torch.where(cond, a, b) with cond (2, 1) and with cond (3,), a (2, 3), b (3,): values and the
+// gradients of L = sum(y * [[1, 2, 3], [4, 5, 6]]), b's summed over the broadcast rows. cond may be
+// i64, f32 or f64, holding 0 and 1.
+BOOST_AUTO_TEST_CASE(where_matches_torch) {
+  const std::vector<double> w = {1, 2, 3, 4, 5, 6};
+  for (DType dt : kBoth) {
+    for (DType cond_dt : {DType::i64, DType::f32, DType::f64}) {
+      BOOST_TEST_CONTEXT(dtype_name(dt) << ", cond " << dtype_name(cond_dt)) {
+        const auto mask = [&](const std::vector<double>& v, const Shape& shape) {
+          return cond_dt == DType::i64
+                     ? Tensor::from_ids(std::vector<int64_t>(v.begin(), v.end()), shape)
+                     : Tensor::from_vector(v, shape, cond_dt);
+        };
+        Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dt).set_requires_grad();
+        Tensor b = Tensor::from_vector({10, 20, 30}, {3}, dt).set_requires_grad();
+        Tensor y = where(mask({1, 0}, {2, 1}), a, b);
+        expect_tensor(y, {2, 3}, {1, 2, 3, 10, 20, 30}, 0);
+        sum(mul(y, Tensor::from_vector(w, {2, 3}, dt))).backward();
+        BOOST_TEST(allclose(a.grad().to_vector(), {1, 2, 3, 0, 0, 0}, 0, 0));
+        BOOST_TEST(allclose(b.grad().to_vector(), {4, 5, 6}, 0, 0));
+        a.zero_grad();
+        b.zero_grad();
+        y = where(mask({1, 0, 1}, {3}), a, b);
+        expect_tensor(y, {2, 3}, {1, 20, 3, 4, 20, 6}, 0);
+        sum(mul(y, Tensor::from_vector(w, {2, 3}, dt))).backward();
+        BOOST_TEST(allclose(a.grad().to_vector(), {1, 0, 3, 4, 0, 6}, 0, 0));
+        BOOST_TEST(allclose(b.grad().to_vector(), {0, 7, 0}, 0, 0));
+      }
+    }
+  }
+  // The side not chosen may hold inf or NaN: it never reaches y or a gradient (a select, not a
+  // product with the mask), as torch.where.
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor a = Tensor::from_vector({1, inf}, {2}, DType::f64).set_requires_grad();
+  Tensor b = Tensor::from_vector({std::nan(""), 2}, {2}, DType::f64).set_requires_grad();
+  const Tensor y = where(Tensor::from_ids({1, 0}, {2}), a, b);
+  expect_tensor(y, {2}, {1, 2}, 0);
+  sum(y).backward();
+  BOOST_TEST(allclose(a.grad().to_vector(), {1, 0}, 0, 0));
+  BOOST_TEST(allclose(b.grad().to_vector(), {0, 1}, 0, 0));
+  // Errors: a mask that is not 0/1, dtypes, shapes.
+  const Tensor x = Tensor::zeros({2, 3}, DType::f64);
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        where(Tensor::from_ids({1, 2}, {2, 1}), x, x);
+      },
+      "where: cond must hold only 0 and 1 (a mask; attograd has no bool dtype), got 2 at position "
+      "1 of (2, 1) i64; make it 1 where the first choice is wanted and 0 elsewhere");
+  expect_throw_with<std::invalid_argument>([&] { where(Tensor::from_vector({0.5}, {1}), x, x); },
+                                           "got 0.5 at position 0 of (1,) f32");
+  expect_throw_with<std::invalid_argument>(
+      [&] { where(Tensor::from_ids({1}, {1}), x, Tensor::zeros({3})); },
+      "where: dtypes differ, f64 (2, 3) vs f32 (3,) (attograd never converts implicitly; "
+      "cast(x, DType::f64) makes them one)");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        where(Tensor::from_ids({1, 0}, {2}), x, x);
+      },
+      "where: shapes (2,) and (2, 3) cannot be broadcast");
+  expect_throw_with<std::invalid_argument>([&] { where(Tensor(), x, x); }, "where: undefined cond");
+}
+
+// x.masked_fill(mask, value), the attention mask's op: -1e9 and -inf where mask is 1, no gradient
+// there; mask broadcasts with x (torch: a (2, 3) mask on a (3,) x gives (2, 3)).
+BOOST_AUTO_TEST_CASE(masked_fill_matches_torch) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dt).set_requires_grad();
+      const Tensor mask = Tensor::from_ids({0, 1, 0}, {3});
+      Tensor y = masked_fill(x, mask, -1e9);
+      expect_tensor(y, {2, 3}, {1, -1e9, 3, 4, -1e9, 6}, 0);
+      sum(mul(y, Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dt))).backward();
+      BOOST_TEST(allclose(x.grad().to_vector(), {1, 0, 3, 4, 0, 6}, 0, 0));
+      // softmax over a row with -inf filled in: the masked entries get probability 0.
+      const Tensor p = softmax(masked_fill(x, mask, -inf));
+      BOOST_TEST(p.at({0, 1}) == 0.0);
+      BOOST_TEST(std::abs(p.at({0, 0}) - 0.11920292202211755) < tol(dt));
+      expect_tensor(masked_fill(Tensor::zeros({3}, dt), Tensor::ones({2, 3}, dt), 1.5), {2, 3},
+                    {1.5, 1.5, 1.5, 1.5, 1.5, 1.5}, 0);
+    }
+  }
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        masked_fill(Tensor::zeros({2}), Tensor::from_vector({1, -1}, {2}), 0);
+      },
+      "masked_fill: mask must hold only 0 and 1 (a mask; attograd has no bool dtype), got -1 at "
+      "position 1 of (2,) f32");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        masked_fill(Tensor::from_ids({1, 2}, {2}), Tensor::from_ids({1, 0}, {2}), 0);
+      },
+      "masked_fill: expected a floating tensor (f32 or f64), got i64");
+}
+
+// x.to(dtype): f64 -> f32 rounds to nearest (torch's float32 values below, printed as doubles), the
+// gradient comes back in f64; f32 -> f64 and back; i64 <-> floating (toward zero, no gradient).
+BOOST_AUTO_TEST_CASE(cast_matches_torch) {
+  Tensor x =
+      Tensor::from_vector({0.1, 1.0 / 3, 1e-40, 3.4e38}, {2, 2}, DType::f64).set_requires_grad();
+  const Tensor y = cast(x, DType::f32);
+  BOOST_TEST((y.dtype() == DType::f32));
+  BOOST_TEST(y.requires_grad());
+  expect_tensor(
+      y, {2, 2},
+      {0.10000000149011612, 0.3333333432674408, 9.99994610111476e-41, 3.3999999521443642e+38}, 0);
+  sum(mul(y, Tensor::from_vector({1, 2, 3, 4}, {2, 2}, DType::f32))).backward();
+  BOOST_TEST((x.grad().dtype() == DType::f64));
+  BOOST_TEST(allclose(x.grad().to_vector(), {1, 2, 3, 4}, 0, 0));
+
+  // f32 -> f64 is exact; the f64 gradient 1/3 comes back rounded to f32.
+  Tensor s = Tensor::from_vector({0.5, -2}, {2}, DType::f32).set_requires_grad();
+  const Tensor d = cast(s, DType::f64);
+  BOOST_TEST((d.dtype() == DType::f64));
+  expect_tensor(d, {2}, {0.5, -2}, 0);
+  sum(mul_scalar(d, 1.0 / 3)).backward();
+  BOOST_TEST((s.grad().dtype() == DType::f32));
+  BOOST_TEST(s.grad().to_vector()[0] == static_cast<double>(1.0f / 3));
+  // The same dtype is x itself, as torch's .to; a non-contiguous input is read in its order.
+  BOOST_TEST(detail::impl(cast(x, DType::f64)) == detail::impl(x));
+  expect_tensor(
+      cast(transpose(x, 0, 1), DType::f32), {2, 2},
+      {0.10000000149011612, 9.99994610111476e-41, 0.3333333432674408, 3.3999999521443642e+38}, 0);
+  // f64 beyond f32's range becomes inf, as in torch.
+  BOOST_TEST(cast(Tensor::scalar(1e300, DType::f64), DType::f32).item() ==
+             std::numeric_limits<double>::infinity());
+
+  // torch.tensor([2.7, -2.7, 1e10]).to(torch.int64) -> [2, -2, 10000000000]; no gradient.
+  Tensor f = Tensor::from_vector({2.7, -2.7, 1e10}, {3}, DType::f64).set_requires_grad();
+  const Tensor ids = cast(f, DType::i64);
+  BOOST_TEST((ids.dtype() == DType::i64));
+  BOOST_TEST(!ids.requires_grad());
+  BOOST_TEST((ids.to_ids() == std::vector<int64_t>{2, -2, 10000000000}));
+  expect_tensor(cast(Tensor::from_ids({-3, 7}, {2}), DType::f32), {2}, {-3, 7}, 0);
+  expect_throw_with<std::out_of_range>(
+      [] {
+        cast(Tensor::from_vector({1, std::nan("")}, {2}, DType::f64), DType::i64);
+      },
+      "cast: f64 value nan at position 1 of (2,) does not fit i64 (integers in [-2^63, 2^63)); "
+      "replace NaN and infinities first, e.g. with where or clamp");
+  expect_throw_with<std::out_of_range>([] { cast(Tensor::from_vector({1e19}, {1}), DType::i64); },
+                                       "f32 value 1e+19 at position 0");
+  expect_throw_with<std::invalid_argument>([] { cast(Tensor(), DType::f32); },
+                                           "cast: undefined tensor");
+}
+
+// torch.argmax: the first maximum along dim, a NaN counting as the maximum (row 2, column 0);
+// i64, never requiring grad.
+BOOST_AUTO_TEST_CASE(argmax_matches_torch) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({1, 5, 3, 5, 7, 2, 7, 0, nan, 1, 2, 3}, {3, 4}, dt)
+                     .set_requires_grad();
+      const Tensor rows = argmax(x, 1);
+      BOOST_TEST((rows.dtype() == DType::i64));
+      BOOST_TEST(!rows.requires_grad());
+      BOOST_TEST((rows.shape() == Shape{3}));
+      BOOST_TEST((rows.to_ids() == std::vector<int64_t>{1, 0, 0}));
+      BOOST_TEST((argmax(x, 0).to_ids() == std::vector<int64_t>{2, 0, 1, 0}));
+      BOOST_TEST((argmax(x, -1, true).shape() == Shape{3, 1}));
+      // A transposed view: the same answer as the copy.
+      BOOST_TEST((argmax(transpose(x, 0, 1), 0).to_ids() == std::vector<int64_t>{1, 0, 0}));
+    }
+  }
+  const Tensor x = Tensor::zeros({2, 3});
+  expect_throw_with<std::invalid_argument>([&] { argmax(x, 2); },
+                                           "argmax: dimension 2 is out of range for a 2-d tensor");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        argmax(Tensor::zeros({2, 0}), 1);
+      },
+      "argmax: dimension 1 of (2, 0) is empty, so it has no maximum");
+  expect_throw_with<std::invalid_argument>([] { argmax(Tensor::from_ids({1}, {1}), 0); },
+                                           "argmax: expected a floating tensor");
+}
+
+// torch.stack([a, b], dim) for every dim of two (2, 2) tensors, and the gradient of
+// L = sum(stack([a, b, a], 1) * arange(12).reshape(2, 3, 2)): a's two uses add up.
+BOOST_AUTO_TEST_CASE(stack_matches_torch) {
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor a = Tensor::from_vector({1, 2, 3, 4}, {2, 2}, dt).set_requires_grad();
+      Tensor b = Tensor::from_vector({5, 6, 7, 8}, {2, 2}, dt).set_requires_grad();
+      expect_tensor(stack({a, b}, 0), {2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}, 0);
+      expect_tensor(stack({a, b}, 1), {2, 2, 2}, {1, 2, 5, 6, 3, 4, 7, 8}, 0);
+      expect_tensor(stack({a, b}, 2), {2, 2, 2}, {1, 5, 2, 6, 3, 7, 4, 8}, 0);
+      expect_tensor(stack({a, b}, -1), {2, 2, 2}, {1, 5, 2, 6, 3, 7, 4, 8}, 0);
+      expect_tensor(stack({a}, -3), {1, 2, 2}, {1, 2, 3, 4}, 0);
+      std::vector<double> ramp(12);
+      for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<double>(i);
+      sum(mul(stack({a, b, a}, 1), Tensor::from_vector(ramp, {2, 3, 2}, dt))).backward();
+      BOOST_TEST(allclose(a.grad().to_vector(), {4, 6, 16, 18}, 0, 0));
+      BOOST_TEST(allclose(b.grad().to_vector(), {2, 3, 8, 9}, 0, 0));
+    }
+  }
+  // Scalars stack into a vector; a vector of tensors works as well as a braced list.
+  const std::vector<Tensor> scalars = {Tensor::scalar(1.5), Tensor::scalar(-2)};
+  expect_tensor(stack(scalars, 0), {2}, {1.5, -2}, 0);
+  const Tensor a = Tensor::zeros({2, 2});
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        stack({a, Tensor::zeros({2, 3})}, 0);
+      },
+      "stack: every tensor must have one shape, but tensor 0 is (2, 2) and tensor 1 is (2, 3); to "
+      "join along an existing dimension, use concat");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        stack({a, a}, 3);
+      },
+      "stack: dimension 3 is out of range for stacking 2-d tensors (the new dimension goes in "
+      "[-3, 2])");
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        stack({a, Tensor::zeros({2, 2}, DType::f64)}, 0);
+      },
+      "stack: dtypes differ");
+  expect_throw_with<std::invalid_argument>([] { stack(std::vector<Tensor>{}, 0); },
+                                           "stack: no tensors given");
+}
+
+// x.select(dim, index) on arange(24).reshape(2, 3, 4): a view, a negative index from the end, and
+// the gradient of L = sum(x.select(1, -1) * [[1, 2, 3, 4], [5, 6, 7, 8]]).
+BOOST_AUTO_TEST_CASE(select_matches_torch) {
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      std::vector<double> ramp(24);
+      for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<double>(i);
+      Tensor x = Tensor::from_vector(ramp, {2, 3, 4}, dt).set_requires_grad();
+      const Tensor s = select(x, 1, -1);
+      expect_tensor(s, {2, 4}, {8, 9, 10, 11, 20, 21, 22, 23}, 0);
+      BOOST_TEST(s.shares_storage(x));
+      expect_tensor(select(x, 0, 1), {3, 4}, std::vector<double>(ramp.begin() + 12, ramp.end()), 0);
+      expect_tensor(select(select(x, 2, 3), 0, 0), {3}, {3, 7, 11}, 0);
+      sum(mul(s, Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}, dt))).backward();
+      std::vector<double> dx(24, 0.0);
+      for (int i = 0; i < 4; ++i) dx[8 + i] = 1 + i, dx[20 + i] = 5 + i;
+      BOOST_TEST(allclose(x.grad().to_vector(), dx, 0, 0));
+    }
+  }
+  const Tensor x = Tensor::zeros({2, 3});
+  expect_throw_with<std::out_of_range>(
+      [&] { select(x, 1, 3); },
+      "select: index 3 is out of range for dimension 1 of (2, 3) (size 3; valid: -3 to 2)");
+  expect_throw_with<std::out_of_range>([&] { select(x, 0, -3); }, "select: index -3");
+  expect_throw_with<std::invalid_argument>([&] { select(x, 2, 0); },
+                                           "select: dimension 2 is out of range for a 2-d tensor");
+  expect_throw_with<std::invalid_argument>([] { select(Tensor::scalar(1), 0, 0); },
+                                           "select: a 0-d tensor has no dimension to index");
+}
+
+// Slicing with a step, as torch's x[1:8:3] and x[:, 0:4:2]: views, ceil((end - start) / step)
+// elements, the gradient scattered back to every step-th place.
+BOOST_AUTO_TEST_CASE(slice_with_a_step_matches_torch) {
+  for (DType dt : kBoth) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      Tensor x = Tensor::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {10}, dt).set_requires_grad();
+      const Tensor s = slice(x, 0, 1, 8, 3);
+      expect_tensor(s, {3}, {1, 4, 7}, 0);
+      BOOST_TEST(s.shares_storage(x));
+      sum(mul(s, Tensor::from_vector({1, 2, 3}, {3}, dt))).backward();
+      BOOST_TEST(allclose(x.grad().to_vector(), {0, 1, 0, 0, 2, 0, 0, 3, 0, 0}, 0, 0));
+      const Tensor m = Tensor::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, dt);
+      expect_tensor(slice(m, 1, 0, 4, 2), {3, 2}, {0, 2, 4, 6, 8, 10}, 0);
+      expect_tensor(slice(m, -1, 1, 3, 5), {3, 1}, {1, 5, 9}, 0);
+      expect_tensor(slice(m, 1, 2, 2, 2), {3, 0}, {}, 0);
+      // a stepped slice of a stepped slice, then flattened (a copy: the strides do not allow a
+      // view)
+      expect_tensor(reshape(slice(slice(m, 1, 0, 4, 2), 0, 0, 3, 2), {-1}), {4}, {0, 2, 8, 10}, 0);
+    }
+  }
+  expect_throw_with<std::invalid_argument>(
+      [] { slice(Tensor::zeros({4}), 0, 0, 4, 0); },
+      "slice: step 0 must be at least 1 (as torch's; for the reverse order, index the positions "
+      "with gather)");
+}

@@ -24,8 +24,9 @@ namespace {
 
 const k::BinaryOp kBinaryOps[] = {k::BinaryOp::add, k::BinaryOp::sub, k::BinaryOp::mul,
                                   k::BinaryOp::div};
-const k::UnaryOp kUnaryOps[] = {k::UnaryOp::neg,  k::UnaryOp::exp,  k::UnaryOp::log,
-                                k::UnaryOp::tanh, k::UnaryOp::sqrt, k::UnaryOp::relu};
+const k::UnaryOp kUnaryOps[] = {k::UnaryOp::neg,     k::UnaryOp::exp,  k::UnaryOp::log,
+                                k::UnaryOp::tanh,    k::UnaryOp::sqrt, k::UnaryOp::relu,
+                                k::UnaryOp::sigmoid, k::UnaryOp::abs};
 
 const char* name(k::BinaryOp op) {
   switch (op) {
@@ -55,12 +56,16 @@ const char* name(k::UnaryOp op) {
       return "sqrt";
     case k::UnaryOp::relu:
       return "relu";
+    case k::UnaryOp::sigmoid:
+      return "sigmoid";
+    case k::UnaryOp::abs:
+      return "abs";
   }
   return "?";
 }
 
-// Inputs in each function's domain: positive for log and sqrt, a wide range for exp; relu gets
-// exact zeros too (relu'(0) = 0).
+// Inputs in each function's domain: positive for log and sqrt, a wide range for exp and sigmoid
+// (its saturated ends too); relu and abs get exact zeros too (their derivative is 0 there).
 template <typename T>
 Buffer<T> unary_input(k::UnaryOp op, int64_t n, int64_t offset, std::mt19937_64& rng) {
   switch (op) {
@@ -71,7 +76,10 @@ Buffer<T> unary_input(k::UnaryOp op, int64_t n, int64_t offset, std::mt19937_64&
       return uniform<T>(n, offset, rng, -20, 20);
     case k::UnaryOp::tanh:
       return uniform<T>(n, offset, rng, -6, 6);
-    case k::UnaryOp::relu: {
+    case k::UnaryOp::sigmoid:
+      return uniform<T>(n, offset, rng, -40, 40);
+    case k::UnaryOp::relu:
+    case k::UnaryOp::abs: {
       Buffer<T> x = uniform<T>(n, offset, rng);
       for (int64_t i = 0; i < n; i += 5) x[i] = 0;
       return x;
@@ -251,6 +259,74 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(pow_edges, T, Types) {
   });
 }
 
+// clamp with both bounds, one bound (the other infinite) and lo > hi (torch gives hi), on inputs
+// that hold the bounds themselves (their gradient passes) and NaN (it stays NaN, no gradient).
+BOOST_AUTO_TEST_CASE_TEMPLATE(clamp_matches_reference, T, Types) {
+  if (!kernels_are_simd<T>()) return;  // the f64 kernels are their twins in wasm
+  std::mt19937_64 rng(7);
+  const T inf = std::numeric_limits<T>::infinity();
+  const T bounds[][2] = {{T(-0.5), T(1)}, {-inf, T(0.25)}, {T(-1), inf}, {T(1), T(-1)}};
+  for_each_target([&] {
+    for (const auto& b : bounds) {
+      for (const int64_t n : kSizes) {
+        for (const int64_t offset : kOffsets) {
+          const auto what = describe("clamp [", b[0], ", ", b[1], "] n=", n, " offset=", offset);
+          Buffer<T> x = uniform<T>(n, offset, rng);
+          for (int64_t i = 0; i < n; i += 7) x[i] = b[0];
+          for (int64_t i = 3; i < n; i += 7) x[i] = b[1];
+          for (int64_t i = 5; i < n; i += 7) x[i] = std::numeric_limits<T>::quiet_NaN();
+          Buffer<T> y(n, offset), y_ref(n, offset);
+          k::clamp_forward(y.data(), x.data(), b[0], b[1], n);
+          ref::clamp_forward(y_ref.data(), x.data(), b[0], b[1], n);
+          // exactly: a select never rounds (a NaN matches only a NaN)
+          BOOST_TEST(allclose(y, y_ref, 0, 0), what + " clamp_forward");
+
+          const Buffer<T> dy = uniform<T>(n, offset, rng);
+          Buffer<T> dx = uniform<T>(n, offset, rng);
+          Buffer<T> dx_ref = dx;
+          k::clamp_backward(dx.data(), x.data(), b[0], b[1], dy.data(), n);
+          ref::clamp_backward(dx_ref.data(), x.data(), b[0], b[1], dy.data(), n);
+          check_equal(dx.data(), dx_ref.data(), n, what + " clamp_backward");
+        }
+      }
+    }
+  });
+}
+
+// Known values, independent of the twin: torch.clamp(x, -0.5, 2) and its gradient (values from
+// torch 1.13), torch.sigmoid at its saturated ends (exactly 0 and 1), and abs' at 0 and NaN
+// (torch: 0).
+BOOST_AUTO_TEST_CASE_TEMPLATE(clamp_sigmoid_abs_known_values, T, Types) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const std::vector<T> x = {T(-3), T(-0.5), T(0), T(0.25), T(2), T(40), nan};
+  const std::vector<T> dy = {1, 2, 3, 4, 5, 6, 7};
+  const int64_t n = static_cast<int64_t>(x.size());
+  for_each_target([&] {
+    std::vector<T> y(x.size()), dx(x.size(), T(0));
+    k::clamp_forward(y.data(), x.data(), T(-0.5), T(2), n);
+    const std::vector<T> want = {T(-0.5), T(-0.5), T(0), T(0.25), T(2), T(2)};
+    for (size_t i = 0; i < want.size(); ++i) BOOST_TEST(y[i] == want[i]);
+    BOOST_TEST(std::isnan(y[6]));
+    k::clamp_backward(dx.data(), x.data(), T(-0.5), T(2), dy.data(), n);
+    BOOST_TEST(allclose(dx, std::vector<T>{0, 2, 3, 4, 5, 0, 0}, 0, 0));
+
+    const std::vector<T> s = {T(-800), T(0), T(800)};  // exp(800) overflows in f64 too
+    std::vector<T> sy(3);
+    k::unary_forward(k::UnaryOp::sigmoid, sy.data(), s.data(), 3);
+    BOOST_TEST(allclose(sy, std::vector<T>{0, T(0.5), 1}, 0, 0));
+
+    std::vector<T> ax = {T(0), T(-0.0), nan, T(-2)}, adx(4, T(0)), ay(4);
+    k::unary_forward(k::UnaryOp::abs, ay.data(), ax.data(), 4);
+    BOOST_TEST(ay[1] == T(0));
+    BOOST_TEST(!std::signbit(ay[1]));
+    BOOST_TEST(std::isnan(ay[2]));
+    BOOST_TEST(ay[3] == T(2));
+    k::unary_backward(k::UnaryOp::abs, adx.data(), ax.data(), ay.data(),
+                      std::vector<T>(4, T(1)).data(), 4);
+    BOOST_TEST(allclose(adx, std::vector<T>{0, 0, 0, -1}, 0, 0));
+  });
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(accumulations_match_reference, T, Types) {
   std::mt19937_64 rng(4);
   for_each_target([&] {
@@ -317,6 +393,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(backward_kernels_accumulate, T, Types) {
     }
     twice_is_double([&](T* dx) { k::pow_backward(dx, x.data(), T(3), dy.data(), n); },
                     "pow_backward");
+    twice_is_double([&](T* dx) { k::clamp_backward(dx, x.data(), T(0.5), T(1.5), dy.data(), n); },
+                    "clamp_backward");
     twice_is_double([&](T* dx) { k::axpy(dx, T(0.5), x.data(), n); }, "axpy");
     twice_is_double([&](T* dx) { k::mul_acc(dx, x.data(), dy.data(), n); }, "mul_acc");
     T* const no_db = nullptr;
