@@ -1,7 +1,9 @@
 #include "gpt/train/run_logs.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -83,6 +85,24 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
   std::string out = std::string(spec.header) + "\n";
   for (const auto& [row_step, line] : kept) out.append(line) += '\n';
   write_file_atomically(path, out);
+}
+
+std::optional<double> lowest_val_loss(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::vector<std::string_view> columns = split_fields(kEvalLog.header);
+  const size_t val =
+      static_cast<size_t>(std::find(columns.begin(), columns.end(), "val_loss") - columns.begin());
+  std::optional<double> lowest;
+  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
+       start = end + 1) {
+    std::string_view line(text.data() + start, end - start);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (complete_row_step(line, kEvalLog) <= 0) continue;  // the header, torn rows, step 0
+    const double loss = std::strtod(std::string(split_fields(line)[val]).c_str(), nullptr);
+    if (std::isfinite(loss) && (!lowest || loss < *lowest)) lowest = loss;
+  }
+  return lowest;
 }
 
 std::string format_duration(double seconds) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace attograd::gpt {
@@ -34,6 +35,11 @@ inline constexpr CsvSpec kEvalLog{"eval_log.csv", "step,train_loss,val_loss,trai
 /// Throws std::runtime_error naming the file when it exists but is not a regular file, or
 /// cannot be written.
 void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step);
+
+/// The lowest val_loss of the complete rows of the eval log at `path` after step 0 (step 0 has
+/// no checkpoint), or nullopt when it has none or does not exist: where a resumed run's best
+/// checkpoint (kBestCheckpointFile) stands.
+std::optional<double> lowest_val_loss(const std::filesystem::path& path);
 
 /// A duration for progress lines: "m:ss" below an hour, "h:mm:ss" from one hour, rounded to
 /// the second (59.5 s is "1:00").

@@ -393,6 +393,25 @@ void append_field(std::string& row, double v) {
 
 }  // namespace
 
+namespace {
+
+// Makes <dir>/kBestCheckpointFile the checkpoint just written: a hard link (no copy; the next
+// save replaces kCheckpointFile by a rename and leaves the linked file alone), renamed into
+// place, so the previous best stays until the new one is whole. A copy where the file system
+// has no hard links. The temporary is named as AtomicFile's, so a crash leaves nothing that the
+// next run would not remove.
+void keep_as_best(const std::filesystem::path& dir) {
+  const std::filesystem::path tmp =
+      dir / (std::string(kBestCheckpointFile) + ".tmp." + std::to_string(::getpid()) + ".linked");
+  std::error_code error;
+  std::filesystem::remove(tmp, error);
+  std::filesystem::create_hard_link(dir / kCheckpointFile, tmp, error);
+  if (error) std::filesystem::copy_file(dir / kCheckpointFile, tmp);
+  std::filesystem::rename(tmp, dir / kBestCheckpointFile);
+}
+
+}  // namespace
+
 int Trainer::stop_signal() const {
   if (stop_ == nullptr) return 0;
   const int mine = stop_->load(std::memory_order_relaxed);
@@ -431,6 +450,14 @@ EvalResult Trainer::run(std::ostream& log) {
   };
   const int64_t decay = o.decay_steps();
 
+  // Progress lines come every log_interval steps, and by time too (one process: with several
+  // ranks a progress line is a collective, and their clocks differ): the first within
+  // first_line_s_ of the start, then at least every line_s_ (log_by_time), so a slow model says
+  // how it is doing whatever log_interval is.
+  double last_line = 0;        // when the last line, progress or evaluation, was printed
+  bool any_step_line = false;  // whether a progress line was (the first one comes sooner)
+  auto line_printed = [&] { last_line = elapsed(); };
+
   auto do_eval = [&] {
     const EvalResult r = evaluate();
     char buf[256];
@@ -439,6 +466,7 @@ EvalResult Trainer::run(std::ostream& log) {
         "eval at step %lld: train loss %.4f (perplexity %.2f), val loss %.4f (perplexity %.2f)\n",
         static_cast<long long>(r.step), r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
     out << buf << std::flush;
+    line_printed();
     if (files) {
       std::string& row = eval_csv->pending();
       row += std::to_string(r.step);
@@ -460,6 +488,16 @@ EvalResult Trainer::run(std::ostream& log) {
     append_field(rows += "\nbigram,", bigram_cross_entropy(train, val, model_.config().vocab_size));
     write_file_atomically(dir / kBaselinesFile, rows + "\n");
   }
+  // The best checkpoint (kBestCheckpointFile) of this run: a fresh run drops the one an
+  // overwritten run left; a resumed run goes on from its eval log while the file is there.
+  std::optional<double> best_val;
+  if (files) {
+    const std::filesystem::path best = dir / kBestCheckpointFile;
+    if (step_ == 0)
+      std::filesystem::remove(best);
+    else if (std::filesystem::exists(best))
+      best_val = lowest_val_loss(dir / kEvalLog.file);
+  }
   EvalResult last;
   // The untrained model's loss too (about ln vocab_size), so every curve starts where training
   // does.
@@ -480,7 +518,9 @@ EvalResult Trainer::run(std::ostream& log) {
       append_field(row += ',', tok_s);
       row += '\n';
     }
-    const bool log_now = step_ % o.log_interval == 0 || step_ == o.max_steps;
+    const bool log_now =
+        step_ % o.log_interval == 0 || step_ == o.max_steps ||
+        (comm_.size() == 1 && secs - last_line >= (any_step_line ? line_s_ : first_line_s_));
     if (log_now) {
       check_replicas();  // every log_interval steps: the ranks still hold one model
       const double left =
@@ -497,6 +537,8 @@ EvalResult Trainer::run(std::ostream& log) {
                     tok_s, ranks.c_str(), format_duration(secs).c_str(),
                     format_duration(left).c_str());
       out << buf << std::flush;
+      line_printed();
+      any_step_line = true;
       if (files) train_csv->flush();  // the log file keeps up with the progress lines
     }
     const bool eval_now =
@@ -525,6 +567,10 @@ EvalResult Trainer::run(std::ostream& log) {
       train_csv->sync();
       eval_csv->sync();
       save(checkpoint_path());
+      if (eval_now && (!best_val || last.val_loss < *best_val)) {
+        best_val = last.val_loss;
+        keep_as_best(dir);
+      }
     }
     // Ctrl-C or SIGTERM (stop_on): the step is done; its checkpoint too, then stop. At the last
     // step the run simply ends.

@@ -221,9 +221,20 @@ class Trainer {
   /// checkpoint is touched, if a log cannot be written (a full disk), and after training if
   /// the plots fail (see write_plots).
   ///
+  /// Progress lines: every log_interval steps, and with one process also by time (log_by_time),
+  /// the first kFirstLineSeconds after the start and then at least every kLineSeconds.
+  ///
+  /// The best checkpoint: at each evaluation whose val loss is the lowest of the run so far,
+  /// kBestCheckpointFile becomes the checkpoint of that step as well (a hard link; nanoGPT's
+  /// always_save_checkpoint = False). A fresh run removes one an earlier run left.
+  ///
   /// Stopping: after stop_on(flag), run() reads the flag after every step; once it is non-zero
   /// it writes the checkpoint at that step (with an output directory) and throws Interrupted.
   EvalResult run(std::ostream& log);
+  static constexpr double kFirstLineSeconds = 3, kLineSeconds = 60;
+  /// Progress lines by time: the first `first` seconds after run() starts, then at least every
+  /// `every` seconds (defaults kFirstLineSeconds, kLineSeconds; infinity: by steps only).
+  void log_by_time(double first, double every) { first_line_s_ = first, line_s_ = every; }
 
   /// Makes run() stop cleanly, between two steps, once `*signal` is non-zero: a signal number,
   /// as StopOnSignals::signal() (gpt/train/interrupt.h) records Ctrl-C or SIGTERM; another
@@ -276,7 +287,8 @@ class Trainer {
   int64_t step_ = 0;
   double last_grad_norm_ = 0;
   std::optional<int64_t> last_saved_step_;
-  const std::atomic<int>* stop_ = nullptr;  // stop_on's flag
+  const std::atomic<int>* stop_ = nullptr;                           // stop_on's flag
+  double first_line_s_ = kFirstLineSeconds, line_s_ = kLineSeconds;  // log_by_time
 };
 
 }  // namespace attograd::gpt

@@ -22,6 +22,7 @@
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
+#include "gpt/train/run_logs.h"
 #include "gpt/train/trainer.h"
 #include "tests/gpt/field_count.h"
 #include "tests/test_util.h"
@@ -82,6 +83,14 @@ struct Resumed {
   }
   std::unique_ptr<LanguageModel> model;
   std::unique_ptr<Trainer> trainer;
+};
+
+// pico over the toy corpus, with small_options(): what most cases below start from.
+struct ToyPico {
+  ToyPico() { c.vocab_size = toy_vocab_size(); }
+  const Dataset data{toy_tokens(), 8};
+  GPTConfig c = preset("pico");
+  TrainOptions o = small_options();
 };
 
 }  // namespace
@@ -154,11 +163,7 @@ BOOST_AUTO_TEST_CASE(resume_is_bit_exact) {
 // was set, with the checkpoint of that step and every log row up to it written, and Interrupted
 // carrying 128 + the signal; resumed from that checkpoint, the run ends bit for bit where an
 // uninterrupted one does. Set before run(), the flag stops it after step 1.
-BOOST_AUTO_TEST_CASE(a_stop_flag_ends_the_run_after_its_step_with_a_checkpoint) {
-  const Dataset data(toy_tokens(), 8);
-  GPTConfig c = preset("pico");
-  c.vocab_size = toy_vocab_size();
-  TrainOptions o = small_options();
+BOOST_FIXTURE_TEST_CASE(a_stop_flag_ends_the_run_after_its_step_with_a_checkpoint, ToyPico) {
   o.max_steps = 4;
   GPT straight(c, 5);
   {
@@ -225,6 +230,95 @@ BOOST_AUTO_TEST_CASE(stop_on_signals_records_the_first_and_dies_of_the_second) {
   BOOST_TEST(WTERMSIG(status) == SIGINT);
 }
 
+// best.safetensors is the checkpoint of the evaluation with the lowest val loss after step 0
+// (a fresh run's step 0 has none); a fresh run over the directory drops the old one until its
+// own first evaluation; a resumed run keeps comparing with the eval log's best.
+BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_is_the_lowest_val_loss_so_far, ToyPico) {
+  o.max_steps = 24;
+  o.eval_interval = 2;
+  o.learning_rate = 0.3;  // high enough that the val loss goes up and down
+  o.min_lr = 0.3;
+  const auto dir = temp_dir("best");
+  const auto best_step = [&] {
+    return read_checkpoint_info(SafetensorsFile::read((dir / kBestCheckpointFile).string()),
+                                Moments::skip)
+        .training->step;
+  };
+  // The eval log's step with the lowest val loss, after step 0.
+  const auto lowest_step = [&] {
+    std::ifstream in(dir / "eval_log.csv");
+    std::string row;
+    std::getline(in, row);
+    int64_t step = -1;
+    double lowest = INFINITY;
+    while (std::getline(in, row)) {
+      std::istringstream fields(row);
+      std::string s, train, val;
+      std::getline(fields, s, ',');
+      std::getline(fields, train, ',');
+      std::getline(fields, val, ',');
+      if (std::stoll(s) > 0 && std::stod(val) < lowest)
+        lowest = std::stod(val), step = std::stoll(s);
+    }
+    return step;
+  };
+  {
+    GPT model(c, 5);
+    std::ostringstream log;
+    Trainer(model, data, o, "char", "", dir.string()).run(log);
+  }
+  BOOST_TEST_INFO(std::ifstream(dir / "eval_log.csv").rdbuf());
+  BOOST_TEST(lowest_step() != 24);  // else this test could not tell best from last
+  BOOST_TEST(best_step() == lowest_step());
+  BOOST_TEST(lowest_val_loss(dir / "eval_log.csv").has_value());
+  // Resumed to 40 steps: the best is still the lowest of all the evaluations.
+  {
+    Resumed resumed((dir / "ckpt.safetensors").string(), data);
+    TrainOptions more = TrainOptions::from_json(
+        read_checkpoint_info(SafetensorsFile::read((dir / "ckpt.safetensors").string()),
+                             Moments::skip)
+            .training->train_options);
+    more.max_steps = 40;
+    Trainer t(*resumed.model, data, more, "char", "", dir.string());
+    t.restore(*read_checkpoint_info(SafetensorsFile::read((dir / "ckpt.safetensors").string()),
+                                    Moments::load)
+                   .training);
+    std::ostringstream log;
+    t.run(log);
+  }
+  BOOST_TEST(best_step() == lowest_step());
+  // A fresh run in the same directory (--overwrite): the old best is gone, and there is no
+  // new one before its first evaluation after step 0 (this run stops after step 1, without).
+  {
+    GPT model(c, 6);
+    TrainOptions fresh = o;
+    fresh.eval_interval = 0;
+    std::atomic<int> stop{SIGINT};
+    Trainer t(model, data, fresh, "char", "", dir.string());
+    t.stop_on(&stop);
+    std::ostringstream log;
+    BOOST_CHECK_THROW(t.run(log), Interrupted);
+  }
+  BOOST_TEST(!std::filesystem::exists(dir / kBestCheckpointFile));
+  std::filesystem::remove_all(dir);
+}
+
+// Progress lines by time as well as by steps: with log_interval far away, a line still comes
+// after the first `first` seconds (0 here: after the first step), then every `every` seconds.
+BOOST_FIXTURE_TEST_CASE(progress_lines_come_by_time_whatever_the_log_interval, ToyPico) {
+  o.max_steps = 5;
+  o.log_interval = 1000;
+  GPT model(c, 5);
+  Trainer t(model, data, o, "char", "", "");
+  t.log_by_time(0, INFINITY);
+  std::ostringstream log;
+  t.run(log);
+  BOOST_TEST_INFO(log.str());
+  BOOST_TEST(log.str().find("step 1/5 | loss") != std::string::npos);  // by time
+  BOOST_TEST(log.str().find("step 2/5") == std::string::npos);         // no second: every = inf
+  BOOST_TEST(log.str().find("step 5/5 | loss") != std::string::npos);  // the last, as always
+}
+
 // grad_accum micro-batches accumulate the gradient of the mean loss over all of them.
 BOOST_AUTO_TEST_CASE(gradient_accumulation_equals_the_mean_over_micro_batches) {
   const Dataset data(toy_tokens(), 8);
@@ -253,13 +347,9 @@ BOOST_AUTO_TEST_CASE(gradient_accumulation_equals_the_mean_over_micro_batches) {
 // step moves each weight by exactly -lr·g/(|g| + ε) (no weight decay, no clipping, a constant
 // lr), which nanoGPT's defaults (0.9, 0.95) do not at step 2. The gradient buffers still hold
 // the g the last step used; weights whose |g| < 1e-6 are left out.
-BOOST_AUTO_TEST_CASE(adamw_betas_of_the_options_reach_the_optimizer) {
-  const Dataset data(toy_tokens(), 8);
-  GPTConfig c = preset("pico");
-  c.vocab_size = toy_vocab_size();
+BOOST_FIXTURE_TEST_CASE(adamw_betas_of_the_options_reach_the_optimizer, ToyPico) {
   // The largest gap between the second step's move and -lr·g/(|g| + ε), in units of lr.
   auto gap_from_sign_step = [&](double beta1, double beta2) {
-    TrainOptions o = small_options();
     o.beta1 = beta1, o.beta2 = beta2;
     o.weight_decay = 0, o.grad_clip = 0, o.warmup_steps = 0, o.min_lr = o.learning_rate;
     GPT model(c, 9);
