@@ -246,9 +246,11 @@ json config_json(const gpt::LanguageModel& model) {
 
 // {"cmd": "model_new", "kind": "gpt" | "bigram" | "average", "preset": "femto" | "pico" (or
 //  absent: custom), "n_layer", "n_head", "n_embd", "block_size" (override the preset),
-//  "text": the corpus (or "text_file": its path in the module's file system), "seed", and the
-//  training options "batch_size", "learning_rate", "min_lr", "warmup_steps", "max_steps",
-//  "eval_iters", "weight_decay", "grad_clip"}
+//  "text": the corpus (or "text_file": its path in the module's file system), "seed" (of the
+//  weights and the batches), and any training option of `attograd train` under its JSON name
+//  (TrainOptions' table: "batch_size", "learning_rate", "min_lr", "warmup_steps", "max_steps",
+//  "eval_iters", "weight_decay", "beta1", "beta2", "grad_clip", "label_smoothing", ...)}
+// Answers the config, the splits' sizes, the counted baselines and the options it trains with.
 json model_new(const json& request) {
   // A file the student dropped is passed as bytes in the module's file system ("text_file", at
   // a path named after the file), so that its UTF-8 is checked here, with the byte offset of a
@@ -275,16 +277,12 @@ json model_new(const json& request) {
   config.vocab_size = tokenizer->vocab_size();
   config.validate();
 
+  // Every training option `attograd train` takes (TrainOptions' rows with a flag), under its
+  // JSON name and with its default: one list, so a new option reaches the page by itself.
   gpt::TrainOptions options;
-  options.batch_size = field(request, "batch_size", int64_t{32});
-  options.learning_rate = field(request, "learning_rate", 1e-2);
-  options.min_lr = field(request, "min_lr", 1e-3);
-  options.warmup_steps = field(request, "warmup_steps", int64_t{100});
-  options.max_steps = field(request, "max_steps", int64_t{2000});
-  options.eval_iters = field(request, "eval_iters", int64_t{20});
-  options.weight_decay = field(request, "weight_decay", options.weight_decay);
-  options.grad_clip = field(request, "grad_clip", options.grad_clip);
-  options.seed = field(request, "seed", options.seed);
+  gpt::TrainOptions::for_each_field([&](const auto& f) {
+    if (f.flag != nullptr) options.*f.member = field(request, f.name, options.*f.member);
+  });
   options.corpus = "page";
   options.validate();
 
@@ -314,6 +312,7 @@ json model_new(const json& request) {
   const auto& train = w.data->tokens(gpt::Split::train);
   const auto& val = w.data->tokens(gpt::Split::val);
   return {{"config", config_json(*w.model)},
+          {"options", json::parse(w.options.to_json())},
           {"train_tokens", train.size()},
           {"val_tokens", val.size()},
           {"unigram_loss", gpt::unigram_entropy(val)},

@@ -86,6 +86,18 @@ test('femto learns the unigram in 300 steps; pico falls below it', () => {
             `pico val loss ${picoEval.val_loss} should fall below the unigram ${pico.unigram_loss}`);
 });
 
+// The page takes every option of `attograd train` under its JSON name (TrainOptions' table), with
+// the CLI's defaults and ranges.
+test('model_new takes the training options of attograd train', () => {
+  const made = engine.newModel({preset: 'femto', text, max_steps: 10, beta2: 0.99, label_smoothing: 0.1});
+  assert.strictEqual(made.options.beta2, 0.99);
+  assert.strictEqual(made.options.label_smoothing, 0.1);
+  assert.strictEqual(made.options.max_steps, 10);
+  assert.strictEqual(made.options.batch_size, 32);  // the default, as the CLI's
+  assert.throws(() => engine.newModel({preset: 'femto', text, label_smoothing: 1}),
+                /label_smoothing must be a finite number in \[0, 1\), got 1/);
+});
+
 test('forward, checkpoints through bytes, sampling, and their bad inputs', () => {
   engine.newModel({preset: 'pico', text, max_steps: 100, warmup_steps: 10, seed: 3});
   engine.train(100);
