@@ -108,11 +108,25 @@ int main(int argc, char** argv) {
         command = sub;
         for (const std::string& extra : sub->remaining()) extras.push_back(extra);
       }
-      for (const std::string& extra : extras)
-        if (const std::string hint = attograd::cli::did_you_mean(*command, extra); !hint.empty()) {
-          report("unknown option " + extra.substr(0, extra.find('=')) + hint);
-          return 2;
+      // Every unknown option, each with its hint, once one has a hint at all: a nanoGPT
+      // command line often holds several (--batch_size=16 --max_iters=2000).
+      std::vector<std::string> unknown;
+      bool hinted = false;
+      for (const std::string& extra : extras) {
+        if (extra.rfind("--", 0) != 0) continue;  // a value, or a word of a value
+        const std::string hint = attograd::cli::did_you_mean(*command, extra);
+        hinted |= !hint.empty();
+        unknown.push_back(extra.substr(0, extra.find('=')) + hint);
+      }
+      if (hinted) {
+        std::string listed;
+        for (const std::string& u : unknown) {
+          if (!listed.empty()) listed += "; ";
+          listed += u;
         }
+        report((unknown.size() == 1 ? "unknown option " : "unknown options ") + listed);
+        return 2;
+      }
     }
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::bad_alloc&) {

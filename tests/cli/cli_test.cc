@@ -341,6 +341,9 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_one_line_errors) {
 BOOST_AUTO_TEST_CASE(an_unknown_option_suggests_the_one_meant) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"train --batch_size=16", "unknown option --batch_size (did you mean --batch-size?)"},
+      {"train --batch_size 16 --stepps 3 --max_iters=2",
+       "unknown options --batch_size (did you mean --batch-size?); --stepps (did you mean "
+       "--steps?); --max_iters (did you mean --steps, attograd's name for nanoGPT's max_iters?)"},
       {"train --n_layer 2", "unknown option --n_layer (did you mean --n-layer?)"},
       {"sample --temprature 0.5", "unknown option --temprature (did you mean --temperature?)"},
       {"train --max_iters=20",
