@@ -112,8 +112,8 @@ void Optimizer::set_lr(double lr) {
 // ----- SGD:  g = grad + wd p;  buf = momentum buf + g;  p -= lr buf -----
 
 SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& options)
-    : Optimizer(std::move(groups), options.lr, options.weight_decay, "SGD"), options_(options) {
-  if (options.momentum != 0) momentum_buffer_ = Tensor::zeros({numel_}, dtype_);
+    : Optimizer(std::move(groups), options.lr(), options.weight_decay(), "SGD"), options_(options) {
+  if (options.momentum() != 0) momentum_buffer_ = Tensor::zeros({numel_}, dtype_);
 }
 
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
@@ -122,7 +122,7 @@ SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
 void SGD::step() {
   dispatch_floating(dtype_, "SGD", [&]<typename T>() {
     T* buffers = momentum_buffer_.defined() ? momentum_buffer_.data<T>() : nullptr;
-    const T momentum = static_cast<T>(options_.momentum);
+    const T momentum = static_cast<T>(options_.momentum());
     for_each_range<T>(Writes::params, [&](const Range& r, T* p, const T* grad) {
       const T lr = static_cast<T>(groups_[r.group].lr),
               wd = static_cast<T>(groups_[r.group].weight_decay);
@@ -145,7 +145,7 @@ void SGD::step(double lr) {
 // ----- AdamW: one kernel pass per range (kernels/optimizer.h) -----
 
 AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& options)
-    : Optimizer(std::move(groups), options.lr, options.weight_decay, "AdamW"),
+    : Optimizer(std::move(groups), options.lr(), options.weight_decay(), "AdamW"),
       options_(options),
       m_(Tensor::zeros({numel_}, dtype_)),
       v_(Tensor::zeros({numel_}, dtype_)) {}
@@ -163,17 +163,18 @@ void AdamW::step(double lr, double grad_scale) {
 void AdamW::update(double grad_scale) {
   ++t_;
   const AdamWOptions& o = options_;
-  const double bias_correction1 = 1 - std::pow(o.beta1, static_cast<double>(t_));
-  const double bias_correction2 = 1 - std::pow(o.beta2, static_cast<double>(t_));
+  const double beta1 = o.betas().first, beta2 = o.betas().second;
+  const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(t_));
+  const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(t_));
   dispatch_floating(dtype_, "AdamW", [&]<typename T>() {
     T* m = m_.data<T>();
     T* v = v_.data<T>();
     for_each_range<T>(Writes::params, [&](const Range& r, T* p, const T* g) {
       const GroupOptions& group = groups_[r.group];
       const kernels::AdamWStep s{.lr = group.lr,
-                                 .beta1 = o.beta1,
-                                 .beta2 = o.beta2,
-                                 .eps = o.eps,
+                                 .beta1 = beta1,
+                                 .beta2 = beta2,
+                                 .eps = o.eps(),
                                  .weight_decay = group.weight_decay,
                                  .bias_correction1 = bias_correction1,
                                  .bias_correction2 = bias_correction2,

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -102,11 +103,23 @@ class Optimizer {
   int64_t numel_ = 0;
 };
 
-/// Hyper-parameters of SGD, as torch.optim.SGD's (momentum without dampening or Nesterov).
-struct SGDOptions {
-  double lr = 1e-3;  // default of the groups that set none
-  double momentum = 0.0;
-  double weight_decay = 0.0;  // L2, added to the gradient: g + wd p (default of the groups)
+/// Hyper-parameters of SGD, as torch.optim.SGD's (momentum without dampening or Nesterov),
+/// written as libtorch writes them, in any order: SGDOptions(0.05).momentum(0.9). Each setter
+/// returns the options; the getter of the same name reads the value. lr and weight_decay are
+/// the defaults of the groups that set none; weight_decay is L2, added to the gradient (g + wd p).
+class SGDOptions {
+ public:
+  SGDOptions() = default;
+  explicit SGDOptions(double lr) : lr_(lr) {}
+  SGDOptions& lr(double v) { return lr_ = v, *this; }
+  SGDOptions& momentum(double v) { return momentum_ = v, *this; }
+  SGDOptions& weight_decay(double v) { return weight_decay_ = v, *this; }
+  double lr() const { return lr_; }
+  double momentum() const { return momentum_; }
+  double weight_decay() const { return weight_decay_; }
+
+ private:
+  double lr_ = 1e-3, momentum_ = 0.0, weight_decay_ = 0.0;
 };
 
 /// Stochastic gradient descent, as torch.optim.SGD computes it, per element in the parameters'
@@ -126,15 +139,28 @@ class SGD : public Optimizer {
   Tensor momentum_buffer_;  // (numel(),), zero until the first step
 };
 
-/// Hyper-parameters of AdamW; the defaults are nanoGPT's for GPT-2 (torch's are betas
-/// (0.9, 0.999) and weight_decay 0.01). Members in this order, so {b1, b2, eps, wd} still reads
-/// as before lr existed.
-struct AdamWOptions {
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weight_decay = 0.1;  // default of the groups that set none
-  double lr = 1e-3;           // default of the groups that set none
+/// Hyper-parameters of AdamW, written as libtorch writes them, in any order:
+/// AdamWOptions(3e-4).betas({0.9, 0.99}).weight_decay(0.1). Each setter returns the options; the
+/// getter of the same name reads the value. The defaults are nanoGPT's for GPT-2: lr 1e-3, betas
+/// (0.9, 0.95), eps 1e-8, weight_decay 0.1 (torch's: betas (0.9, 0.999), weight_decay 0.01). lr
+/// and weight_decay are the defaults of the groups that set none.
+class AdamWOptions {
+ public:
+  AdamWOptions() = default;
+  explicit AdamWOptions(double lr) : lr_(lr) {}
+  AdamWOptions& lr(double v) { return lr_ = v, *this; }
+  AdamWOptions& betas(std::pair<double, double> v) { return betas_ = v, *this; }
+  AdamWOptions& eps(double v) { return eps_ = v, *this; }
+  AdamWOptions& weight_decay(double v) { return weight_decay_ = v, *this; }
+  double lr() const { return lr_; }
+  std::pair<double, double> betas() const { return betas_; }
+  double eps() const { return eps_; }
+  double weight_decay() const { return weight_decay_; }
+
+ private:
+  double lr_ = 1e-3;
+  std::pair<double, double> betas_{0.9, 0.95};
+  double eps_ = 1e-8, weight_decay_ = 0.1;
 };
 
 /// Adam with decoupled weight decay (Loshchilov & Hutter 2019, algorithm 2), computed as

@@ -114,7 +114,7 @@ Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& 
       out_dir_(std::move(out_dir)),
       comm_(comm),
       optimizer_(model.param_groups(options.weight_decay),
-                 nn::AdamWOptions{options.beta1, options.beta2, 1e-8}),
+                 nn::AdamWOptions().betas({options.beta1, options.beta2}).eps(1e-8)),
       batch_gen_(options.seed) {
   options_.ranks = comm_.size();  // stored in checkpoints: a resume keeps the global batch
   options_.validate();

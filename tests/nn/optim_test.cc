@@ -43,7 +43,7 @@ BOOST_AUTO_TEST_CASE(adamw_one_step_by_hand) {
   WeightAndBias m;
   arena.allocate(m);
   set_grads(m);
-  AdamW opt(decay_weight_only(m, 0.1), AdamWOptions{0.9, 0.95, 1e-8});
+  AdamW opt(decay_weight_only(m, 0.1), AdamWOptions().betas({0.9, 0.95}).eps(1e-8));
   BOOST_TEST(opt.num_ranges() == 2u);  // one per group: W and b are neighbours in the arena
   opt.step(0.1);
   // (eps = 1e-8 shifts each update by lr * eps / |g| = 1e-8.)
@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(sgd_with_momentum) {
   ParameterArena arena;
   WeightAndBias m;
   arena.allocate(m);
-  SGD opt(m.parameters(), SGDOptions{.momentum = 0.9});
+  SGD opt(m.parameters(), SGDOptions().momentum(0.9));
   set_grads(m);
   opt.step(1.0);  // v = 0.1
   set_grads(m);
@@ -167,9 +167,7 @@ struct TorchProblem {
 
 BOOST_AUTO_TEST_CASE(adamw_param_groups_on_plain_tensors_match_torch) {
   const TorchProblem p;
-  AdamW opt(
-      p.groups(),
-      AdamWOptions{.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.0, .lr = 0.05});
+  AdamW opt(p.groups(), AdamWOptions(0.05).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.0));
   BOOST_TEST(opt.param_groups().at(0).lr == 0.1);
   BOOST_TEST(opt.param_groups().at(1).lr == 0.05);  // the default
   BOOST_TEST(opt.num_ranges() == 3u);               // separate tensors: one range each
@@ -184,7 +182,7 @@ BOOST_AUTO_TEST_CASE(adamw_param_groups_on_plain_tensors_match_torch) {
 
 BOOST_AUTO_TEST_CASE(sgd_param_groups_on_plain_tensors_match_torch) {
   const TorchProblem p;
-  SGD opt(p.groups(), SGDOptions{.lr = 0.05, .momentum = 0.9});
+  SGD opt(p.groups(), SGDOptions(0.05).momentum(0.9));
   BOOST_TEST(opt.param_groups().at(0).weight_decay == 0.1);
   BOOST_TEST(allclose(p.train(opt), {1.615, 0.5255697499999998, 0.16070624066250006}, 1e-14, 0));
   BOOST_TEST(allclose(p.W.to_vector(),
@@ -282,7 +280,7 @@ BOOST_AUTO_TEST_CASE(cosine_schedule_values) {
 BOOST_AUTO_TEST_CASE(optimizer_steps_between_backward_and_forward_are_legitimate) {
   for (const int micro_batches : {1, 2}) {
     Tensor w = Tensor::scalar(0, DType::f64).set_requires_grad();
-    SGD opt({w}, SGDOptions{.lr = 0.1});
+    SGD opt({w}, SGDOptions(0.1));
     for (int step = 0; step < 50; ++step) {
       opt.zero_grad();
       for (int micro = 0; micro < micro_batches; ++micro) {
@@ -303,7 +301,7 @@ BOOST_AUTO_TEST_CASE(adamw_steps_over_an_arena_are_legitimate) {
   ParameterArena arena;
   WeightAndBias m;
   arena.allocate(m);
-  AdamW opt(m.parameters(), AdamWOptions{.weight_decay = 0.0, .lr = 0.01});
+  AdamW opt(m.parameters(), AdamWOptions(0.01).weight_decay(0.0));
   const Tensor x = Tensor::from_vector({1, 1}, {2, 1}, DType::f64);
   for (int step = 0; step < 20; ++step) {
     arena.zero_grad();
@@ -321,11 +319,36 @@ BOOST_AUTO_TEST_CASE(a_step_between_forward_and_backward_is_refused) {
   ParameterArena arena;
   WeightAndBias m;
   arena.allocate(m);
-  AdamW opt(m.parameters(), AdamWOptions{.lr = 0.01});
+  AdamW opt(m.parameters(), AdamWOptions(0.01));
   const Tensor x = Tensor::from_vector({1, 2}, {2, 1}, DType::f64).set_requires_grad();
   sum(matmul(m.W, x)).backward();
   const Tensor loss = sum(matmul(m.W, x));  // saves W, for dx
   opt.step();
   expect_throw_with<std::logic_error>([&] { loss.backward(); },
                                       "backward: 'matmul' saved its tensor 'a' (1, 2) f64");
+}
+
+// The options read as libtorch writes them: setters in any order, each returning the options,
+// getters of the same names; the defaults are nanoGPT's, torch's spelled out in one line.
+BOOST_AUTO_TEST_CASE(options_read_as_libtorch_writes_them) {
+  const AdamWOptions defaults;
+  BOOST_TEST(defaults.lr() == 1e-3);
+  BOOST_TEST((defaults.betas() == std::pair<double, double>{0.9, 0.95}));
+  BOOST_TEST(defaults.eps() == 1e-8);
+  BOOST_TEST(defaults.weight_decay() == 0.1);
+  const AdamWOptions torch = AdamWOptions(1e-3).weight_decay(0.01).betas({0.9, 0.999});
+  BOOST_TEST((torch.betas() == std::pair<double, double>{0.9, 0.999}));
+  BOOST_TEST(torch.weight_decay() == 0.01);
+  BOOST_TEST(torch.lr() == 1e-3);
+  const SGDOptions sgd = SGDOptions().momentum(0.9).lr(0.05);
+  BOOST_TEST(sgd.lr() == 0.05);
+  BOOST_TEST(sgd.momentum() == 0.9);
+  BOOST_TEST(sgd.weight_decay() == 0.0);
+  // The optimizer takes them: one AdamW step with torch's betas moves w = 1 (g = 2) by
+  // lr·(1 + wd) = 0.1·1.01 (the decay first, then a bias-corrected step of lr·sign(g)).
+  Tensor w = Tensor::from_vector({1.0}, {1}, DType::f64).requires_grad_();
+  AdamW opt({w}, AdamWOptions(0.1).betas({0.9, 0.999}).weight_decay(0.1));
+  mean(mul_scalar(w, 2.0)).backward();  // dL/dw = 2
+  opt.step();
+  BOOST_TEST(w.item() == 1.0 - 0.1 * 0.1 - 0.1, boost::test_tools::tolerance(1e-9));
 }

@@ -255,7 +255,7 @@ BOOST_AUTO_TEST_CASE(pico_memorises_a_fixed_sequence) {
       y.push_back(s[w * 8 + t + 1]);
     }
   const Tensor idx = Tensor::from_ids(x, {8, 8}), targets = Tensor::from_ids(y, {8, 8});
-  nn::AdamW opt(model.param_groups(0.0), nn::AdamWOptions{0.9, 0.95, 1e-8});
+  nn::AdamW opt(model.param_groups(0.0), nn::AdamWOptions().betas({0.9, 0.95}).eps(1e-8));
   double loss = 0;
   int step = 0;
   for (; step < 300; ++step) {
