@@ -151,6 +151,20 @@ int64_t ParameterArena::num_non_finite() const {
   });
 }
 
+namespace {
+
+// g *= scale, in place (one SIMD pass over a contiguous gradient), as a new version of g.
+void scale_in_place(const Tensor& g, double scale) {
+  dispatch_floating(g.dtype(), "clip_grad_norm", [&]<typename T>() {
+    T* data = g.data<T>();
+    kernels::binary_scalar_right<T>(kernels::BinaryOp::mul, data, data, static_cast<T>(scale),
+                                    g.numel());
+  });
+  g.bump_version();
+}
+
+}  // namespace
+
 double clip_scale(double norm, double max_norm) {
   return max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
 }
@@ -158,14 +172,34 @@ double clip_scale(double norm, double max_norm) {
 double ParameterArena::clip_grad_norm(double max_norm) {
   const double norm = grad_norm();
   const double scale = clip_scale(norm, max_norm);
-  if (scale < 1) {
-    dispatch_floating(grads_.dtype(), "clip_grad_norm", [&]<typename T>() {
-      T* g = grads_.data<T>();
-      kernels::binary_scalar_right<T>(kernels::BinaryOp::mul, g, g, static_cast<T>(scale),
-                                      grads_.numel());
+  if (scale < 1) scale_in_place(grads_, scale);
+  return norm;
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  std::vector<Tensor> grads;
+  double sum_squares = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].requires_grad())
+      throw std::invalid_argument("clip_grad_norm: tensor " + std::to_string(i) +
+                                  " of the list does not require grad, so it has no gradient to "
+                                  "clip; pass the parameters (module.parameters())");
+    const Tensor g = params[i].grad();
+    if (!g.defined()) continue;
+    // The engine allocates gradients whole (or as slices of an arena's flat buffer); one set
+    // by hand may be a view, which one pass over numel() elements would misread.
+    if (!g.is_contiguous())
+      throw std::invalid_argument("clip_grad_norm: the gradient of tensor " + std::to_string(i) +
+                                  " is a strided view; set_grad() a contiguous tensor");
+    sum_squares += dispatch_floating(g.dtype(), "clip_grad_norm", [&]<typename T>() {
+      return kernels::sum_squares_double<T>(g.data<T>(), g.numel());
     });
-    grads_.bump_version();
+    grads.push_back(g);
   }
+  const double norm = std::sqrt(sum_squares);
+  const double scale = clip_scale(norm, max_norm);
+  if (scale < 1)
+    for (const Tensor& g : grads) scale_in_place(g, scale);
   return norm;
 }
 

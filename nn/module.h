@@ -139,4 +139,13 @@ class ParameterArena {
 /// (norm + 1e-6)) (the 1e-6 keeps a zero norm finite); 1 when max_norm <= 0 (no clipping).
 double clip_scale(double norm, double max_norm);
 
+/// torch.nn.utils.clip_grad_norm_(params, max_norm) for any list of tensors, no ParameterArena
+/// needed: the L2 norm of all their gradients together (accumulated in double), then every
+/// gradient scaled in place by clip_scale(norm, max_norm); returns the norm before clipping.
+/// A tensor without a gradient yet is skipped (torch skips a None grad); f32 and f64 may mix.
+/// Throws std::invalid_argument naming the position of a tensor that does not require grad
+/// (it can never have one: a list of the wrong tensors). A model's arena does the same in one
+/// pass over its flat buffer (ParameterArena::clip_grad_norm), the fast path for training.
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
 }  // namespace attograd::nn

@@ -352,3 +352,26 @@ BOOST_AUTO_TEST_CASE(options_read_as_libtorch_writes_them) {
   opt.step();
   BOOST_TEST(w.item() == 1.0 - 0.1 * 0.1 - 0.1, boost::test_tools::tolerance(1e-9));
 }
+
+// clip_grad_norm on a list of tensors, as torch.nn.utils.clip_grad_norm_: gradients 3 and 4 (two
+// tensors, one f32 and one f64) have norm 5; clipped to 1 they become 3 and 4 times 1 / (5 +
+// 1e-6) (torch's 1e-6 keeps a zero norm finite); a tensor without a gradient yet is skipped; a
+// norm below max_norm leaves them alone; a tensor that cannot have a gradient is named.
+BOOST_AUTO_TEST_CASE(clip_grad_norm_of_a_list_of_tensors_as_torch) {
+  Tensor a = Tensor::from_vector({1.0}, {1}, DType::f32).requires_grad_();
+  Tensor b = Tensor::from_vector({1.0}, {1}, DType::f64).requires_grad_();
+  Tensor unused = Tensor::from_vector({1.0, 2.0}, {2}, DType::f64).requires_grad_();
+  mean(mul_scalar(a, 3.0)).backward();
+  mean(mul_scalar(b, 4.0)).backward();
+  BOOST_TEST(clip_grad_norm({a, b, unused}, 1.0) == 5.0, boost::test_tools::tolerance(1e-12));
+  const double scale = 1.0 / (5.0 + 1e-6);
+  BOOST_TEST(a.grad().item() == 3.0 * scale, boost::test_tools::tolerance(1e-7));
+  BOOST_TEST(b.grad().item() == 4.0 * scale, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(clip_grad_norm({a, b}, 10.0) == 1.0, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(b.grad().item() == 4.0 * scale, boost::test_tools::tolerance(1e-12));  // untouched
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        clip_grad_norm({a, Tensor::from_vector({1.0}, {1}, DType::f64)}, 1.0);
+      },
+      "clip_grad_norm: tensor 1 of the list does not require grad");
+}
