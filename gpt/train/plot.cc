@@ -108,8 +108,11 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
          // NaN cells are not drawn, so this grey background shows through them.
          "set object 1 rectangle from graph 0,0 to graph 1,1 behind fillcolor rgb '#d9d9d9' "
          "fillstyle solid noborder\n"
+         // `pixels`: every cell its own filled rectangle (an SVG <polygon>, crisp edges), not
+         // one small bitmap that a viewer scales up and blurs, bleeding colour into the masked
+         // cells and making row 0 look two cells wide.
          "plot " +
-         data + " matrix with image";
+         data + " matrix with image pixels";
     // Values in white on dark cells, black on light ones; NaN cells stay empty ($3 == $3 is false
     // for NaN).
     if (f.show_values)

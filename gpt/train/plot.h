@@ -32,7 +32,9 @@ inline constexpr const char* kBaselinesFile = "baselines.csv";
 bool write_plots(const std::string& out_dir, std::ostream& log,
                  const std::string& gnuplot = "gnuplot");
 
-/// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left.
+/// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left. Each cell is its
+/// own filled rectangle (gnuplot's `with image pixels`: in the SVG one <polygon> per cell with a
+/// value, none for a NaN cell), so edges stay crisp at any zoom.
 struct Heatmap {
   std::string title;                                // above the panel, e.g. "layer 0, head 1"
   std::string row_axis, col_axis;                   // axis titles, e.g. "query", "key"

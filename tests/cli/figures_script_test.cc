@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "tests/cli/cli_run.h"
+#include "tests/svg_cells.h"
 #include "tests/test_util.h"
 
 using namespace attograd::testing;
@@ -70,6 +71,50 @@ const fs::path& trained_pico() {
     return fs::path(out);
   }();
   return run;
+}
+
+// A heatmap SVG the script keeps, against the matrices it draws (one per panel, rows x cols
+// row-major, NaN for a masked cell): no embedded <image>, and per panel one crisp rectangle per
+// cell with a value, at its row and column, in its value's colour, and none for a masked cell.
+void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<double>>& panels,
+                       int64_t rows, int64_t cols, double zmin, bool diverging) {
+  BOOST_TEST_CONTEXT(svg_path.filename()) {
+    const std::string svg = read_text(svg_path);
+    BOOST_TEST(svg.find("<image") == std::string::npos);
+    const auto drawn = heatmap_panels(svg, rows, cols);
+    BOOST_REQUIRE_EQUAL(drawn.size(), panels.size());
+    for (size_t k = 0; k < panels.size(); ++k) {
+      const std::vector<double>& want = panels[k];
+      std::vector<int> count(want.size(), 0);
+      int wrong_colour = 0, off_grid = 0;
+      for (const SvgCell& c : drawn[k]) {
+        if (c.row < 0) {
+          ++off_grid;
+          continue;
+        }
+        const size_t at = static_cast<size_t>(c.row * cols + c.col);
+        ++count[at];
+        if (!std::isnan(want[at]) && !has_colour(c, want[at], zmin, 1, diverging)) ++wrong_colour;
+      }
+      int missing = 0, masked_drawn = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        (std::isnan(want[i]) ? masked_drawn : missing) += count[i] != !std::isnan(want[i]);
+      BOOST_TEST_INFO("panel " << k);
+      BOOST_TEST((off_grid == 0 && wrong_colour == 0 && missing == 0 && masked_drawn == 0),
+                 off_grid << " polygons off the cell grid, " << wrong_colour
+                          << " cells of the wrong colour, " << missing << " cells not drawn once, "
+                          << masked_drawn << " masked cells drawn");
+    }
+  }
+}
+
+// An attention CSV (layer<L>_head<H>.csv) as the map draws it: row-major, NaN after the query.
+std::vector<double> attention_cells(const fs::path& csv) {
+  const auto a = read_csv(csv);
+  std::vector<double> cells;
+  for (size_t t = 1; t < a.size(); ++t)
+    for (size_t j = 1; j < a[t].size(); ++j) cells.push_back(j > t ? std::nan("") : num(a[t][j]));
+  return cells;
 }
 
 }  // namespace
@@ -161,6 +206,25 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
   BOOST_TEST(baselines[2][0] == "bigram");
   BOOST_TEST(num(baselines[2][1]) <
              num(baselines[1][1]));  // the bigram knows more than the unigram
+
+  // The heatmaps the docs show, cell by cell: crisp rectangles, the masked cells left grey.
+  std::vector<double> average;  // the mask figure: softmax(causal_mask(0)), 1/(t+1) on keys <= t
+  for (int t = 0; t < 8; ++t)
+    for (int j = 0; j < 8; ++j) average.push_back(j > t ? std::nan("") : 1.0 / (t + 1));
+  check_heatmap_svg(figures / "causal_mask.svg", {average}, 8, 8, 0, false);
+  std::vector<double> table;
+  for (size_t pos = 1; pos < pe.size(); ++pos)
+    for (size_t j = 1; j < pe[pos].size(); ++j) table.push_back(num(pe[pos][j]));
+  check_heatmap_svg(figures / "sinusoidal.svg", {table}, 64, 32, -1, true);
+  check_heatmap_svg(figures / "pico_attention_layer2_head0.svg",
+                    {attention_cells(work / "attention/layer2_head0.csv")}, 8, 8, 0, false);
+  std::vector<std::vector<double>> heads;  // all_heads: one row of panels per layer
+  for (int l = 0; l < 3; ++l)
+    for (int h = 0; h < 3; ++h)
+      heads.push_back(
+          attention_cells(work / "attention" /
+                          ("layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv")));
+  check_heatmap_svg(figures / "pico_attention.svg", heads, 8, 8, 0, false);
 
   // Every figure the script keeps is one the docs show.
   std::string docs;
