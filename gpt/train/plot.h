@@ -18,13 +18,16 @@
 
 namespace attograd::gpt {
 
-/// The file of horizontal reference lines for the loss plot, in a run's directory: a header
-/// "name,val_loss", then one row per baseline (the trainer writes unigram and bigram).
+/// The file of horizontal reference lines for the loss and perplexity plots, in a run's
+/// directory: a header "name,val_loss", then one row per baseline (the trainer writes unigram
+/// and bigram).
 inline constexpr const char* kBaselinesFile = "baselines.csv";
 
 /// Writes loss.png/.svg and perplexity.png/.svg into out_dir from train_log.csv and
-/// eval_log.csv there (and the dashed lines of baselines.csv when present), running `gnuplot`
-/// (a program name searched on $PATH, or a path).
+/// eval_log.csv there (and the dashed lines of baselines.csv when present: at each val_loss on
+/// the loss plot, at exp(val_loss) on the perplexity plot), running `gnuplot` (a program name
+/// searched on $PATH, or a path). The loss plot has linear axes; the perplexity plot log axes
+/// (steps from 1), with the training loss of every step as exp(loss) beside the evaluations.
 /// Returns false, after saying on `log` how to install gnuplot, when it is missing; the CSV
 /// files are then still there. Throws std::runtime_error, leaving the previous plots in place,
 /// when gnuplot fails (naming its exit status and its last line on stderr) or leaves a plot

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -170,6 +171,51 @@ BOOST_AUTO_TEST_CASE(a_missing_gnuplot_is_a_note_and_the_logs_stay) {
                  "gnuplot not found, so no plots were drawn; install it with: sudo apt-get install "
                  "gnuplot-nox") != std::string::npos);
   BOOST_TEST(dir.others().empty());
+}
+
+// The perplexity plot (docs/figures/pico_perplexity.svg) on log axes, with the run's baselines as
+// perplexities: each is a dashed line at exp(val_loss), where 9.00 against the bigram's 10.26 can
+// be seen, and the training loss of every step as exp(loss). The loss plot keeps linear axes and
+// its lines at the losses themselves. Read from the script the plots are drawn by (a stand-in
+// gnuplot saves it), then drawn by the real gnuplot where installed.
+BOOST_AUTO_TEST_CASE(the_perplexity_plot_has_log_axes_and_the_baselines_as_perplexities) {
+  const RunDir dir;
+  std::ofstream(dir.path / kBaselinesFile) << "name,val_loss\nunigram,3.1\nbigram,2.4\n";
+  const fs::path saved = dir.path / "script.gp", keeper = dir.path / "keep-script";
+  std::ofstream(keeper) << "#!/bin/sh\ncat > '" << saved.string() << "'\nexit 1\n";
+  fs::permissions(keeper, fs::perms::owner_all);
+  std::ostringstream log;
+  BOOST_CHECK_THROW(write_plots(dir.path.string(), log, keeper.string()), std::runtime_error);
+  const std::string script = dir.read("script.gp");
+  // The second `set output` starts the perplexity plot.
+  const size_t first = script.find("set output"), second = script.find("set output", first + 1);
+  BOOST_REQUIRE(second != std::string::npos);
+  const std::string loss = script.substr(0, second), perplexity = script.substr(second);
+  BOOST_TEST(loss.find("logscale") == std::string::npos);
+  BOOST_TEST(perplexity.find("\nset logscale xy\n") != std::string::npos);
+  BOOST_TEST(perplexity.find("using ($1 > 0 ? $1 : NaN):(exp($2)) with lines") !=
+             std::string::npos);  // train_log.csv's loss of every step, as a perplexity
+  // The baselines' dashed lines: ", <y> with lines dt 2 ...".
+  auto lines_at = [](const std::string& part) {
+    std::vector<double> ys;
+    const std::regex item(R"(, ([-+.e0-9]+) with lines dt 2 )");
+    for (std::sregex_iterator m(part.begin(), part.end(), item), end; m != end; ++m)
+      ys.push_back(std::stod((*m)[1]));
+    return ys;
+  };
+  BOOST_TEST(lines_at(loss) == (std::vector<double>{3.1, 2.4}), boost::test_tools::per_element());
+  const std::vector<double> at = lines_at(perplexity);
+  BOOST_REQUIRE_EQUAL(at.size(), 2u);
+  BOOST_TEST(at[0] == std::exp(3.1), boost::test_tools::tolerance(1e-15));
+  BOOST_TEST(at[1] == std::exp(2.4), boost::test_tools::tolerance(1e-15));
+  fs::remove(saved);
+  fs::remove(keeper);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;
+  BOOST_REQUIRE(write_plots(dir.path.string(), log));
+  const std::string svg = dir.read("perplexity.svg");
+  BOOST_TEST(svg.find("unigram baseline (val perplexity 22.20)") != std::string::npos);
+  BOOST_TEST(svg.find("bigram baseline (val perplexity 11.02)") != std::string::npos);
+  BOOST_TEST(dir.read("loss.svg").find("unigram baseline (val 3.100)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(panels_that_do_not_fill_their_labels_are_refused) {
