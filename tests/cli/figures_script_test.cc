@@ -10,11 +10,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numbers>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "examples/lecture/attention_by_hand.h"
 #include "tests/cli/cli_run.h"
 #include "tests/svg_cells.h"
 #include "tests/test_util.h"
@@ -164,6 +166,58 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
     BOOST_TEST(std::min(std::abs(angle - expected),
                         2 * std::numbers::pi - std::abs(angle - expected)) < 1e-9);
   }
+
+  // RoPE's 2-d point (head_dim 2: one pair, turned by pos radians): q = (1, 0.5) at m and
+  // k = (0.8, -0.6) at n, rotated; their dot product is <q, R((n - m)) k>, the same for every
+  // (m, n) with the same m - n, and different for different m - n.
+  const auto qk = read_csv(work / "rope-qk.csv");
+  BOOST_REQUIRE_EQUAL(qk.size(), 1u + 8 * 8);
+  BOOST_TEST(qk[0] == std::vector<std::string>(
+                          {"m", "n", "q_x", "q_y", "k_x", "k_y", "score", "m_minus_n"}),
+             boost::test_tools::per_element());
+  std::map<int, double> score_at;  // m - n -> the score of (m, n) = (m - n, 0) or (0, n - m)
+  for (size_t row = 1; row < qk.size(); ++row) {
+    const int m = std::stoi(qk[row][0]), n = std::stoi(qk[row][1]);
+    const auto& f = qk[row];
+    const double cm = std::cos(m), sm = std::sin(m), cn = std::cos(n), sn = std::sin(n);
+    BOOST_TEST(num(f[2]) == cm * 1 - sm * 0.5, boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(num(f[3]) == sm * 1 + cm * 0.5, boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(num(f[4]) == cn * 0.8 + sn * 0.6, boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(num(f[5]) == sn * 0.8 - cn * 0.6, boost::test_tools::tolerance(1e-12));
+    const double score = num(f[6]), d = n - m;
+    BOOST_TEST(std::stoi(f[7]) == m - n);
+    BOOST_TEST(num(f[2]) * num(f[4]) + num(f[3]) * num(f[5]) == score,
+               boost::test_tools::tolerance(1e-15));
+    // <q, R(d) k> with R(d) k = (cos d 0.8 + sin d 0.6, sin d 0.8 - cos d 0.6).
+    const double relative =
+        1 * (std::cos(d) * 0.8 + std::sin(d) * 0.6) + 0.5 * (std::sin(d) * 0.8 - std::cos(d) * 0.6);
+    BOOST_TEST(std::abs(score - relative) < 1e-12);
+    const auto [it, first] = score_at.emplace(m - n, score);
+    if (!first) BOOST_TEST(std::abs(score - it->second) < 1e-12);
+  }
+  BOOST_TEST(score_at.size() == 15u);  // m - n = -7 .. 7: 64 scores, 15 values
+  BOOST_TEST(std::abs(score_at[1] - score_at[2]) > 0.1);
+
+  // The sqrt(d_k) figure: the lecture program's experiment (examples/lecture), bit for bit, and
+  // the shape chapter 3 describes: unscaled, the peak grows toward 1; scaled, it stays put.
+  const auto scaling = read_csv(work / "scaling.csv");
+  const std::vector<attograd::lecture::ScalingRow> measured =
+      attograd::lecture::ScalingExperiment().measure();
+  BOOST_REQUIRE_EQUAL(scaling.size(), 1 + measured.size());
+  BOOST_TEST(scaling[0] == std::vector<std::string>(
+                               {"d_k", "score_variance", "mean_max_unscaled", "mean_max_scaled"}),
+             boost::test_tools::per_element());
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const auto& f = scaling[i + 1];
+    BOOST_TEST_INFO("d_k " << measured[i].d_k);
+    BOOST_TEST(std::stoll(f[0]) == measured[i].d_k);
+    BOOST_TEST(num(f[1]) == measured[i].score_variance);
+    BOOST_TEST(num(f[2]) == measured[i].mean_max_unscaled);
+    BOOST_TEST(num(f[3]) == measured[i].mean_max_scaled);
+    if (i > 0) BOOST_TEST(num(f[2]) > num(scaling[i][2]));
+    BOOST_TEST((num(f[3]) > 0.32 && num(f[3]) < 0.37));
+  }
+  BOOST_TEST(num(scaling.back()[2]) > 0.95);
 
   // The causal mask (pico's block_size 8): 0 on and below the diagonal, -inf above.
   const auto mask = read_csv(work / "mask.csv");
