@@ -10,7 +10,7 @@
 # scripts/install-deps.sh, unless ATTOGRAD is given).
 # Environment: ATTOGRAD (the binary; default: build it), PICO_RUN, WORK (default runs/figures),
 # FIGURES (default docs/figures). tests/cli/figures_script_test.cc runs this script with a short
-# training of its own and checks the CSV data.
+# training of its own and checks the CSV data, and the heatmaps' SVG cells against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
