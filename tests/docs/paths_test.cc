@@ -210,11 +210,14 @@ std::map<std::string, fs::path> test_sources() {
 
 }  // namespace
 
-// Whether `source` defines the Boost test case `name` (plain, templated or data-driven).
+// Whether `source` defines the Boost test case `name`: BOOST_AUTO_TEST_CASE(name), or with
+// more arguments (BOOST_FIXTURE_TEST_CASE(name, F), BOOST_DATA_TEST_CASE(name, data, ...),
+// BOOST_AUTO_TEST_CASE_TEMPLATE(name, T, Types)).
 bool defines_case(const std::string& source, const std::string& name) {
-  return source.find("TEST_CASE(" + name + ")") != std::string::npos ||
-         source.find("TEST_CASE_TEMPLATE(" + name + ",") != std::string::npos ||
-         source.find("DATA_TEST_CASE(" + name + ",") != std::string::npos;
+  for (const char* opening : {"_TEST_CASE(", "_TEST_CASE_TEMPLATE("})
+    for (const char* after : {")", ","})
+      if (source.find(opening + name + after) != std::string::npos) return true;
+  return false;
 }
 
 // In every docs/*.md: each relative link reaches a file (and, into a Markdown file with
