@@ -10,10 +10,18 @@
 //               the rotated pair, its norm and angle) and the arrows, one panel per pair
 //   mask        causal_mask of zero scores (block_size, block_size): mask.csv (0 or -inf) and
 //               its softmax, the causal average, as a heatmap with the masked cells grey
+//   rope-qk     RoPE's two-dimensional point: a q and a k of one channel pair (head_dim 2)
+//               rotated by their positions m and n, for every m, n < block_size: rope-qk.csv
+//               (m, n, the rotated q and k, their dot product, m - n) and the drawing: two (m, n)
+//               with the same m - n as arrows, and every score against m - n
+//   scaling     chapter 3's sqrt(d_k) experiment (examples/lecture's ScalingExperiment): the
+//               mean largest softmax weight against d_k, with and without the scale:
+//               scaling.csv (d_k, var(q.k), both means) and the plot
 //   blocks      the GPT's block diagram: blocks.csv (every parameter with its shape and count)
 //               and blocks.dot, rendered to blocks.svg when Graphviz is installed
 //
-// Sizes come from --preset and its overrides (--n-embd, --n-head, --block-size ...).
+// Sizes come from --preset and its overrides (--n-embd, --n-head, --block-size ...); scaling has
+// the chapter's fixed sizes.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -26,6 +34,7 @@
 #include "cli/command.h"
 #include "cli/out_dir.h"
 #include "cli/render_dot.h"
+#include "examples/lecture/attention_by_hand.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/model/model.h"
 #include "gpt/train/plot.h"
@@ -139,6 +148,96 @@ void rope(const gpt::GPTConfig& c, const std::string& stem) {
   }
   plot += "unset multiplot\n";
   say_drawn(gpt::write_figure(stem, "unset colorbox\n" + plot, 360 * drawn, 420, std::cerr), stem);
+}
+
+// RoPE's 2-d point: with head_dim 2 there is one channel pair, turned by pos radians
+// (10000^0 = 1). q = (1, 0.5) at position m and k = (0.8, -0.6) at position n, both rotated by
+// nn::apply_rope itself; their dot product depends on m - n alone, as the angle between them does.
+void rope_qk(const gpt::GPTConfig& c, const std::string& stem) {
+  const int64_t T = c.block_size;
+  if (T < 4)
+    throw std::invalid_argument("figure rope-qk: block_size " + std::to_string(T) +
+                                " leaves no two (m, n) with the same m - n to draw; choose "
+                                "--block-size >= 4");
+  std::vector<double> q, k;
+  for (int64_t t = 0; t < T; ++t) q.insert(q.end(), {1.0, 0.5}), k.insert(k.end(), {0.8, -0.6});
+  const Tensor rq = nn::apply_rope(Tensor::from_vector(q, {T, 2}, DType::f64)),
+               rk = nn::apply_rope(Tensor::from_vector(k, {T, 2}, DType::f64));
+  std::string csv = "m,n,q_x,q_y,k_x,k_y,score,m_minus_n\n", scores = "$scores << EOD\n";
+  for (int64_t m = 0; m < T; ++m)
+    for (int64_t n = 0; n < T; ++n) {
+      const double score = rq.at({m, 0}) * rk.at({n, 0}) + rq.at({m, 1}) * rk.at({n, 1});
+      csv += std::to_string(m) + "," + std::to_string(n) + "," + num(rq.at({m, 0})) + "," +
+             num(rq.at({m, 1})) + "," + num(rk.at({n, 0})) + "," + num(rk.at({n, 1})) + "," +
+             num(score) + "," + std::to_string(m - n) + "\n";
+      scores += std::to_string(m - n) + " " + num(score) + "\n";
+    }
+  write_file(stem + ".csv", csv);
+  std::printf(
+      "wrote %s.csv: q (1, 0.5) at m and k (0.8, -0.6) at n rotated by RoPE (head_dim 2), m, n "
+      "< %lld\n",
+      stem.c_str(), static_cast<long long>(T));
+  // Left: (m, n) = (1, 0) solid and (T-2, T-3) dashed, the same m - n = 1: each pair turned by a
+  // different angle, the angle between q and k the same.
+  const int64_t m2 = T - 2, n2 = T - 3;
+  auto arrow = [&](const Tensor& r, int64_t pos, const char* colour, int dash, const char* name) {
+    return "set arrow from 0,0 to " + num(r.at({pos, 0})) + "," + num(r.at({pos, 1})) +
+           " head filled lw 2 dt " + std::to_string(dash) + " lc rgb '" + colour + "'\n" +
+           "set label '" + name + " at " + std::to_string(pos) + "' at " +
+           num(1.18 * r.at({pos, 0})) + "," + num(1.18 * r.at({pos, 1})) + " center tc rgb '" +
+           colour + "'\n";
+  };
+  std::string plot = scores +
+                     "EOD\nset multiplot layout 1,2 title 'RoPE: q turned by m, k by n; "
+                     "their dot product depends only on m - n'\n" +
+                     "set title 'q at m, k at n: (1, 0) solid, (" + std::to_string(m2) + ", " +
+                     std::to_string(n2) +
+                     ") dashed'\nset size ratio -1\nset xrange [-1.5:1.5]\n"
+                     "set yrange [-1.5:1.5]\nset grid\nunset key\nset xlabel 'channel 0'\n"
+                     "set ylabel 'channel 1'\n" +
+                     arrow(rq, 1, "#0000c0", 1, "q") + arrow(rk, 0, "#c00000", 1, "k") +
+                     arrow(rq, m2, "#0000c0", 2, "q") + arrow(rk, n2, "#c00000", 2, "k") +
+                     "plot NaN notitle\nunset arrow\nunset label\n"
+                     "set title 'score <rope(q, m), rope(k, n)> for all " +
+                     std::to_string(T * T) + " (m, n)'\nset size noratio\nset xrange [" +
+                     std::to_string(-T) + ":" + std::to_string(T) +
+                     "]\nset autoscale y\nset xlabel 'm - n'\n"
+                     "set ylabel 'score'\nplot $scores using 1:2 with points pt 7 ps 0.8 "
+                     "lc rgb '#0000c0'\nunset multiplot\n";
+  say_drawn(gpt::write_figure(stem, plot, 900, 440, std::cerr), stem);
+}
+
+// Chapter 3's sqrt(d_k) experiment, as the lecture program prints it: for each d_k, the mean over
+// queries of the largest softmax weight, unscaled and scaled, between 1/T (uniform) and 1
+// (one-hot).
+void scaling(const std::string& stem) {
+  const lecture::ScalingExperiment experiment;
+  std::string csv = "d_k,score_variance,mean_max_unscaled,mean_max_scaled\n",
+              data = "$rows << EOD\n";
+  for (const lecture::ScalingRow& r : experiment.measure()) {
+    const std::string row = std::to_string(r.d_k) + "," + num(r.score_variance) + "," +
+                            num(r.mean_max_unscaled) + "," + num(r.mean_max_scaled);
+    csv += row + "\n";
+    data += row + "\n";
+  }
+  write_file(stem + ".csv", csv);
+  std::printf("wrote %s.csv: var(q.k) and the mean largest softmax weight for d_k %lld .. %lld\n",
+              stem.c_str(), static_cast<long long>(experiment.d_ks.front()),
+              static_cast<long long>(experiment.d_ks.back()));
+  const std::string T = std::to_string(experiment.T);
+  const std::string plot =
+      data + "EOD\nset datafile separator ','\nset logscale x 2\nset xrange [" +
+      std::to_string(experiment.d_ks.front()) + ":" + std::to_string(experiment.d_ks.back()) +
+      "]\nset yrange [0:1.05]\nset grid\nset key bottom right\n"
+      "set title 'the largest softmax weight against d_k (" +
+      std::to_string(experiment.draws) + " queries, T = " + T + " keys, q, k ~ N(0, I))'\n" +
+      "set xlabel 'd_k (log scale)'\nset ylabel 'mean largest weight'\n"
+      "plot $rows using 1:3 with linespoints pt 7 lw 2 lc rgb '#c00000' title 'softmax(q.k): "
+      "saturates', $rows using 1:4 with linespoints pt 7 lw 2 lc rgb '#0000c0' title "
+      "'softmax(q.k / sqrt(d_k))', 1.0 / " +
+      T + " with lines dt 2 lc rgb '#808080' title 'uniform: 1/" + T +
+      "', 1 with lines dt 2 lc rgb '#000000' title 'one-hot: 1'\n";
+  say_drawn(gpt::write_figure(stem, plot, 720, 440, std::cerr), stem);
 }
 
 void mask(const gpt::GPTConfig& c, const std::string& stem) {
@@ -272,6 +371,10 @@ int run(const FigureArgs& a) {
     throw std::invalid_argument("figure " + a.kind + ": n_embd " + std::to_string(c.n_embd) +
                                 " is more channels than a figure can show; choose --n-embd <= " +
                                 std::to_string(kMaxDrawn));
+  if (a.kind == "rope-qk" && c.block_size > 64)
+    throw std::invalid_argument("figure rope-qk: block_size " + std::to_string(c.block_size) +
+                                " would draw " + std::to_string(c.block_size * c.block_size) +
+                                " (m, n) pairs; choose --block-size <= 64");
   if (a.kind == "blocks" && c.n_layer > 48)
     throw std::invalid_argument("figure blocks: n_layer " + std::to_string(c.n_layer) +
                                 " is more blocks than a diagram can show; choose --n-layer <= 48");
@@ -281,6 +384,10 @@ int run(const FigureArgs& a) {
     sinusoidal(c, stem);
   else if (a.kind == "rope")
     rope(c, stem);
+  else if (a.kind == "rope-qk")
+    rope_qk(c, stem);
+  else if (a.kind == "scaling")
+    scaling(stem);
   else if (a.kind == "mask")
     mask(c, stem);
   else
@@ -298,8 +405,10 @@ void add_figure_command(CLI::App& app, int& exit_code) {
                          "blocks, as CSV data and drawings");
   cmd->add_option("kind", a->kind,
                   "sinusoidal (the position table), rope (a q pair rotated at each position), "
-                  "mask (the causal mask) or blocks (the GPT's block diagram)")
-      ->check(CLI::IsMember({"sinusoidal", "rope", "mask", "blocks"}))
+                  "rope-qk (q at m and k at n: the score depends on m - n), scaling (the "
+                  "softmax's peak against d_k, with and without sqrt(d_k)), mask (the causal "
+                  "mask) or blocks (the GPT's block diagram)")
+      ->check(CLI::IsMember({"sinusoidal", "rope", "rope-qk", "scaling", "mask", "blocks"}))
       ->required();
   add_config_options(cmd, a->config, /*with_vocab=*/true);
   cmd->add_option("--out", a->out,
@@ -308,7 +417,8 @@ void add_figure_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->footer(
       "Sizes: sinusoidal uses block_size x n_embd, rope head_dim = n_embd / n_head and positions "
-      "0 .. block_size-1, mask block_size, blocks the whole config.");
+      "0 .. block_size-1, rope-qk positions 0 .. block_size-1 (head_dim 2), scaling chapter 3's "
+      "fixed sizes (d_k 2 .. 512, T = 8), mask block_size, blocks the whole config.");
   cmd->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

@@ -92,12 +92,13 @@ void order_example() {
 }
 
 void scaling_example() {
-  std::cout
-      << "== Example 4: why divide by sqrt(d_k) ==\n\n"
-         "q, k ~ N(0, I), 2000 queries against T = 8 keys each, Generator(1234)\n"
-         "   d_k   var(q.k)   var/d_k   mean max weight: softmax(q.k)   softmax(q.k/sqrt(d_k))\n";
-  for (const lecture::ScalingRow& r :
-       lecture::measure_scaling({2, 4, 8, 16, 32, 64, 128, 256, 512}, 8, 2000, 1234))
+  const lecture::ScalingExperiment experiment;
+  std::cout << "== Example 4: why divide by sqrt(d_k) ==\n\n"
+            << "q, k ~ N(0, I), " << experiment.draws << " queries against T = " << experiment.T
+            << " keys each, Generator(" << experiment.seed << ")\n"
+            << "   d_k   var(q.k)   var/d_k   mean max weight: softmax(q.k)   "
+               "softmax(q.k/sqrt(d_k))\n";
+  for (const lecture::ScalingRow& r : experiment.measure())
     std::printf("%6lld %10.3f %9.4f %32.4f %24.4f\n", static_cast<long long>(r.d_k),
                 r.score_variance, r.score_variance / static_cast<double>(r.d_k),
                 r.mean_max_unscaled, r.mean_max_scaled);

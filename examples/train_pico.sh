@@ -5,6 +5,8 @@
 # prompts at three temperatures. Installs missing packages and builds first; the run itself takes
 # about 30 s on 2 cores (28 s measured; docs/05-training.md, "Expected output", shows what a
 # correct run prints).
+# It evaluates every 100 steps up to step 2,000, where the curves cross the unigram and bigram
+# baselines, then every 2,000 (evaluation has batches of its own: the weights are the same).
 # Extra arguments go to `attograd train` and override the settings below (e.g. --corpus
 # shakespeare, --pos-encoding rope, --steps 5000); set OUT=dir to write somewhere else.
 set -euo pipefail
@@ -18,7 +20,7 @@ cmake --build build --target attograd_cli attention_by_hand
 out=${OUT:-runs/pico}
 build/cli/attograd train --preset pico --corpus kjv --out "$out" --overwrite \
   --steps 20000 --batch-size 64 --lr 1e-2 --min-lr 1e-3 --warmup 200 \
-  --eval-interval 2000 --eval-iters 50 --log-interval 1000 "$@"
+  --eval-interval 2000 --eval-early 100 --eval-iters 50 --log-interval 1000 "$@"
 
 echo
 build/cli/attograd sample --checkpoint "$out/ckpt.safetensors" \

@@ -10,7 +10,7 @@
 # scripts/install-deps.sh, unless ATTOGRAD is given).
 # Environment: ATTOGRAD (the binary; default: build it), PICO_RUN, WORK (default runs/figures),
 # FIGURES (default docs/figures). tests/cli/figures_script_test.cc runs this script with a short
-# training of its own and checks the CSV data.
+# training of its own and checks the CSV data, and the heatmaps' SVG cells against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,11 +40,15 @@ keep() { cp "$WORK/$1" "$FIGURES/$2"; }  # keep FILE_IN_WORK NAME_IN_DOCS
 "$ATTOGRAD" graph --expr neuron --out "$FIGURES/graph_neuron.dot"
 "$ATTOGRAD" graph --expr femto --out "$FIGURES/graph_femto.dot"
 
-# Chapter 3: positions, the mask, pico's attention maps.
+# Chapter 3: positions, the sqrt(d_k) experiment, the mask, pico's attention maps.
 "$ATTOGRAD" figure sinusoidal --block-size 64 --n-embd 32 --n-head 4 --out "$WORK"
 keep sinusoidal.svg sinusoidal.svg
 "$ATTOGRAD" figure rope --n-embd 8 --n-head 1 --out "$WORK"
 keep rope.svg rope.svg
+"$ATTOGRAD" figure rope-qk --out "$WORK"
+keep rope-qk.svg rope_qk.svg
+"$ATTOGRAD" figure scaling --out "$WORK"
+keep scaling.svg softmax_scaling.svg
 "$ATTOGRAD" figure mask --out "$WORK"
 keep mask.svg causal_mask.svg
 "$ATTOGRAD" attention --checkpoint "$PICO_RUN/ckpt.safetensors" --prompt "And God " --attribution \

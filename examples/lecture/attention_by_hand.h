@@ -80,6 +80,18 @@ struct ScalingRow {
 std::vector<ScalingRow> measure_scaling(const std::vector<int64_t>& d_ks, int64_t T, int64_t draws,
                                         uint64_t seed);
 
+/// The chapter's sqrt(d_k) experiment (docs/03-attention.md, "Why divide by √d_k"), written once
+/// for the program, `attograd figure scaling` and the tests: d_k = 2, 4, ... 512, 2,000 queries
+/// against T = 8 keys each, from Generator(1234).
+struct ScalingExperiment {
+  std::vector<int64_t> d_ks{2, 4, 8, 16, 32, 64, 128, 256, 512};
+  int64_t T = 8;
+  int64_t draws = 2000;
+  uint64_t seed = 1234;
+  /// measure_scaling(d_ks, T, draws, seed): one ScalingRow per d_k.
+  std::vector<ScalingRow> measure() const { return measure_scaling(d_ks, T, draws, seed); }
+};
+
 /// How much one key matters to one query, measured four ways. The "loss" is L = Σ_c out_c, the
 /// sum of the query's output channels (any fixed linear read-out would do).
 struct KeyAttribution {

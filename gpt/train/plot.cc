@@ -31,10 +31,11 @@ std::string read_bytes(const std::string& path) {
 }
 
 // The rows "name,val_loss" of baselines.csv in `directory` (none when it is absent), as gnuplot
-// plot items: a dashed horizontal line per baseline, titled through the job's texts. A row that
-// does not parse is skipped: the plot is a view of the logs, and the trainer that writes the file
-// checks its values.
-std::string baseline_lines(const std::string& directory, GnuplotJob& job) {
+// plot items: a dashed horizontal line per baseline, titled through the job's texts; on the
+// perplexity plot (`as_perplexity`) the line is at exp(val_loss), the perplexity of that loss. A
+// row that does not parse is skipped: the plot is a view of the logs, and the trainer that writes
+// the file checks its values.
+std::string baseline_lines(const std::string& directory, GnuplotJob& job, bool as_perplexity) {
   std::ifstream in(directory + "/" + kBaselinesFile);
   std::string line, items;
   const char* colours[] = {"#808080", "#008000"};
@@ -46,14 +47,31 @@ std::string baseline_lines(const std::string& directory, GnuplotJob& job) {
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
     if (end == value.c_str() || *end != '\0' || !std::isfinite(v)) continue;
+    const double y = as_perplexity ? std::exp(v) : v;
+    if (!std::isfinite(y)) continue;
     char item[160];
-    std::snprintf(item, sizeof item, ", %.17g with lines dt 2 lw 2 lc rgb '%s' title ", v,
+    std::snprintf(item, sizeof item, ", %.17g with lines dt 2 lw 2 lc rgb '%s' title ", y,
                   colours[n++ % 2]);
     char title[96];
-    std::snprintf(title, sizeof title, " baseline (val %.3f)", v);
+    if (as_perplexity)
+      std::snprintf(title, sizeof title, " baseline (val perplexity %.2f)", y);
+    else
+      std::snprintf(title, sizeof title, " baseline (val %.3f)", v);
     items += item + job.text(name.substr(0, 40) + title);
   }
   return items;
+}
+
+// "(1, 2, 3, 5, 7, 10, 20, ...)" up to 700,000: ticks for a log axis of perplexities (from 1 to
+// beyond GPT-2's vocabulary), dense enough that a range within one decade shows several.
+std::string log_tics() {
+  std::string tics = "(";
+  for (double decade = 1; decade <= 1e5; decade *= 10)
+    for (int m : {1, 2, 3, 5, 7}) {
+      if (tics.size() > 1) tics += ", ";
+      tics += std::to_string(static_cast<int64_t>(m * decade));
+    }
+  return tics + ")\n";
 }
 
 // The two formats every figure is drawn in: a gnuplot terminal (without its size) and the
@@ -108,8 +126,11 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
          // NaN cells are not drawn, so this grey background shows through them.
          "set object 1 rectangle from graph 0,0 to graph 1,1 behind fillcolor rgb '#d9d9d9' "
          "fillstyle solid noborder\n"
+         // `pixels`: every cell its own filled rectangle (an SVG <polygon>, crisp edges), not
+         // one small bitmap that a viewer scales up and blurs, bleeding colour into the masked
+         // cells and making row 0 look two cells wide.
          "plot " +
-         data + " matrix with image";
+         data + " matrix with image pixels";
     // Values in white on dark cells, black on light ones; NaN cells stay empty ($3 == $3 is false
     // for NaN).
     if (f.show_values)
@@ -211,16 +232,36 @@ bool write_plots(const std::string& out_dir, std::ostream& log, const std::strin
         train + " every ::1 using 1:2 with lines lc rgb '#a0a0ff' title 'train (per step)', " +
         eval + " every ::1 using 1:2 with linespoints lc rgb '#0000c0' title 'train (eval)', " +
         eval + " every ::1 using 1:3 with linespoints lc rgb '#c00000' title 'val (eval)'" +
-        baseline_lines(dir, job) +
+        baseline_lines(dir, job, false) +
         "\n"
+        // Perplexity on log axes: a ratio scale, where 9.00 against the bigram's 10.26 is as
+        // visible as 73 against 20, and the early steps, where the curves cross the baselines,
+        // get as much width as the late ones. Step 0 (the untrained model, perplexity about
+        // vocab_size) has no place on a log step axis, so the curves start at step 1.
         "set output " +
         perplexity +
         "\n"
-        "set title 'attograd: perplexity = exp(mean loss)'\n"
-        "set ylabel 'perplexity'\n"
+        "set title 'attograd: perplexity = exp(mean loss), log axes'\n"
+        "set ylabel 'perplexity (log scale)'\n"
+        "set xlabel 'step (log scale)'\n"
+        "set logscale xy\n"
+        "set autoscale xfix\n"  // the axes end at the data, not at the next power of 10
+        "set autoscale yfix\n"
+        "set offsets 0, 0, graph 0.05, graph 0.05\n"
+        "set ytics " +
+        log_tics() +
+        "set grid xtics ytics mxtics\n"
         "plot " +
-        eval + " every ::1 using 1:4 with linespoints lc rgb '#0000c0' title 'train', " + eval +
-        " every ::1 using 1:5 with linespoints lc rgb '#c00000' title 'val'\n");
+        train +
+        " every ::1 using ($1 > 0 ? $1 : NaN):(exp($2)) with lines lc rgb '#a0a0ff' "
+        "title 'train (per step)', " +
+        eval +
+        " every ::1 using ($1 > 0 ? $1 : NaN):4 with linespoints lc rgb '#0000c0' title "
+        "'train (eval)', " +
+        eval +
+        " every ::1 using ($1 > 0 ? $1 : NaN):5 with linespoints lc rgb '#c00000' title "
+        "'val (eval)'" +
+        baseline_lines(dir, job, true) + "\n");
     if (!job.run(gnuplot, std::string("the ") + ext + " plots in " + dir)) {
       log << "gnuplot not found, so no plots were drawn; install it with: sudo apt-get install "
              "gnuplot-nox\n"

@@ -18,13 +18,16 @@
 
 namespace attograd::gpt {
 
-/// The file of horizontal reference lines for the loss plot, in a run's directory: a header
-/// "name,val_loss", then one row per baseline (the trainer writes unigram and bigram).
+/// The file of horizontal reference lines for the loss and perplexity plots, in a run's
+/// directory: a header "name,val_loss", then one row per baseline (the trainer writes unigram
+/// and bigram).
 inline constexpr const char* kBaselinesFile = "baselines.csv";
 
 /// Writes loss.png/.svg and perplexity.png/.svg into out_dir from train_log.csv and
-/// eval_log.csv there (and the dashed lines of baselines.csv when present), running `gnuplot`
-/// (a program name searched on $PATH, or a path).
+/// eval_log.csv there (and the dashed lines of baselines.csv when present: at each val_loss on
+/// the loss plot, at exp(val_loss) on the perplexity plot), running `gnuplot` (a program name
+/// searched on $PATH, or a path). The loss plot has linear axes; the perplexity plot log axes
+/// (steps from 1), with the training loss of every step as exp(loss) beside the evaluations.
 /// Returns false, after saying on `log` how to install gnuplot, when it is missing; the CSV
 /// files are then still there. Throws std::runtime_error, leaving the previous plots in place,
 /// when gnuplot fails (naming its exit status and its last line on stderr) or leaves a plot
@@ -32,7 +35,9 @@ inline constexpr const char* kBaselinesFile = "baselines.csv";
 bool write_plots(const std::string& out_dir, std::ostream& log,
                  const std::string& gnuplot = "gnuplot");
 
-/// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left.
+/// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left. Each cell is its
+/// own filled rectangle (gnuplot's `with image pixels`: in the SVG one <polygon> per cell with a
+/// value, none for a NaN cell), so edges stay crisp at any zoom.
 struct Heatmap {
   std::string title;                                // above the panel, e.g. "layer 0, head 1"
   std::string row_axis, col_axis;                   // axis titles, e.g. "query", "key"

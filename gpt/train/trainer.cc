@@ -541,8 +541,11 @@ EvalResult Trainer::run(std::ostream& log) {
       any_step_line = true;
       if (files) train_csv->flush();  // the log file keeps up with the progress lines
     }
-    const bool eval_now =
-        step_ == o.max_steps || (o.eval_interval > 0 && step_ % o.eval_interval == 0);
+    // eval_early: also every eval_early steps until the first regular evaluation.
+    const int64_t first_regular = o.eval_interval > 0 ? o.eval_interval : o.max_steps;
+    const bool eval_now = step_ == o.max_steps ||
+                          (o.eval_interval > 0 && step_ % o.eval_interval == 0) ||
+                          (o.eval_early > 0 && step_ < first_regular && step_ % o.eval_early == 0);
     if (eval_now) {
       last = do_eval();
       // Finite parameters can still be too large for a finite loss: such a model is no

@@ -10,12 +10,15 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numbers>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "examples/lecture/attention_by_hand.h"
 #include "tests/cli/cli_run.h"
+#include "tests/svg_cells.h"
 #include "tests/test_util.h"
 
 using namespace attograd::testing;
@@ -72,6 +75,50 @@ const fs::path& trained_pico() {
   return run;
 }
 
+// A heatmap SVG the script keeps, against the matrices it draws (one per panel, rows x cols
+// row-major, NaN for a masked cell): no embedded <image>, and per panel one crisp rectangle per
+// cell with a value, at its row and column, in its value's colour, and none for a masked cell.
+void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<double>>& panels,
+                       int64_t rows, int64_t cols, double zmin, bool diverging) {
+  BOOST_TEST_CONTEXT(svg_path.filename()) {
+    const std::string svg = read_text(svg_path);
+    BOOST_TEST(svg.find("<image") == std::string::npos);
+    const auto drawn = heatmap_panels(svg, rows, cols);
+    BOOST_REQUIRE_EQUAL(drawn.size(), panels.size());
+    for (size_t k = 0; k < panels.size(); ++k) {
+      const std::vector<double>& want = panels[k];
+      std::vector<int> count(want.size(), 0);
+      int wrong_colour = 0, off_grid = 0;
+      for (const SvgCell& c : drawn[k]) {
+        if (c.row < 0) {
+          ++off_grid;
+          continue;
+        }
+        const size_t at = static_cast<size_t>(c.row * cols + c.col);
+        ++count[at];
+        if (!std::isnan(want[at]) && !has_colour(c, want[at], zmin, 1, diverging)) ++wrong_colour;
+      }
+      int missing = 0, masked_drawn = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        (std::isnan(want[i]) ? masked_drawn : missing) += count[i] != !std::isnan(want[i]);
+      BOOST_TEST_INFO("panel " << k);
+      BOOST_TEST((off_grid == 0 && wrong_colour == 0 && missing == 0 && masked_drawn == 0),
+                 off_grid << " polygons off the cell grid, " << wrong_colour
+                          << " cells of the wrong colour, " << missing << " cells not drawn once, "
+                          << masked_drawn << " masked cells drawn");
+    }
+  }
+}
+
+// An attention CSV (layer<L>_head<H>.csv) as the map draws it: row-major, NaN after the query.
+std::vector<double> attention_cells(const fs::path& csv) {
+  const auto a = read_csv(csv);
+  std::vector<double> cells;
+  for (size_t t = 1; t < a.size(); ++t)
+    for (size_t j = 1; j < a[t].size(); ++j) cells.push_back(j > t ? std::nan("") : num(a[t][j]));
+  return cells;
+}
+
 }  // namespace
 
 // Runs the script as the docs' figures are made (only PICO_RUN, WORK and FIGURES point elsewhere)
@@ -120,6 +167,58 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
                         2 * std::numbers::pi - std::abs(angle - expected)) < 1e-9);
   }
 
+  // RoPE's 2-d point (head_dim 2: one pair, turned by pos radians): q = (1, 0.5) at m and
+  // k = (0.8, -0.6) at n, rotated; their dot product is <q, R((n - m)) k>, the same for every
+  // (m, n) with the same m - n, and different for different m - n.
+  const auto qk = read_csv(work / "rope-qk.csv");
+  BOOST_REQUIRE_EQUAL(qk.size(), 1u + 8 * 8);
+  BOOST_TEST(qk[0] == std::vector<std::string>(
+                          {"m", "n", "q_x", "q_y", "k_x", "k_y", "score", "m_minus_n"}),
+             boost::test_tools::per_element());
+  std::map<int, double> score_at;  // m - n -> the score of (m, n) = (m - n, 0) or (0, n - m)
+  for (size_t row = 1; row < qk.size(); ++row) {
+    const int m = std::stoi(qk[row][0]), n = std::stoi(qk[row][1]);
+    const auto& f = qk[row];
+    const double cm = std::cos(m), sm = std::sin(m), cn = std::cos(n), sn = std::sin(n);
+    BOOST_TEST(num(f[2]) == cm * 1 - sm * 0.5, boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(num(f[3]) == sm * 1 + cm * 0.5, boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(num(f[4]) == cn * 0.8 + sn * 0.6, boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(num(f[5]) == sn * 0.8 - cn * 0.6, boost::test_tools::tolerance(1e-12));
+    const double score = num(f[6]), d = n - m;
+    BOOST_TEST(std::stoi(f[7]) == m - n);
+    BOOST_TEST(num(f[2]) * num(f[4]) + num(f[3]) * num(f[5]) == score,
+               boost::test_tools::tolerance(1e-15));
+    // <q, R(d) k> with R(d) k = (cos d 0.8 + sin d 0.6, sin d 0.8 - cos d 0.6).
+    const double relative =
+        1 * (std::cos(d) * 0.8 + std::sin(d) * 0.6) + 0.5 * (std::sin(d) * 0.8 - std::cos(d) * 0.6);
+    BOOST_TEST(std::abs(score - relative) < 1e-12);
+    const auto [it, first] = score_at.emplace(m - n, score);
+    if (!first) BOOST_TEST(std::abs(score - it->second) < 1e-12);
+  }
+  BOOST_TEST(score_at.size() == 15u);  // m - n = -7 .. 7: 64 scores, 15 values
+  BOOST_TEST(std::abs(score_at[1] - score_at[2]) > 0.1);
+
+  // The sqrt(d_k) figure: the lecture program's experiment (examples/lecture), bit for bit, and
+  // the shape chapter 3 describes: unscaled, the peak grows toward 1; scaled, it stays put.
+  const auto scaling = read_csv(work / "scaling.csv");
+  const std::vector<attograd::lecture::ScalingRow> measured =
+      attograd::lecture::ScalingExperiment().measure();
+  BOOST_REQUIRE_EQUAL(scaling.size(), 1 + measured.size());
+  BOOST_TEST(scaling[0] == std::vector<std::string>(
+                               {"d_k", "score_variance", "mean_max_unscaled", "mean_max_scaled"}),
+             boost::test_tools::per_element());
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const auto& f = scaling[i + 1];
+    BOOST_TEST_INFO("d_k " << measured[i].d_k);
+    BOOST_TEST(std::stoll(f[0]) == measured[i].d_k);
+    BOOST_TEST(num(f[1]) == measured[i].score_variance);
+    BOOST_TEST(num(f[2]) == measured[i].mean_max_unscaled);
+    BOOST_TEST(num(f[3]) == measured[i].mean_max_scaled);
+    if (i > 0) BOOST_TEST(num(f[2]) > num(scaling[i][2]));
+    BOOST_TEST((num(f[3]) > 0.32 && num(f[3]) < 0.37));
+  }
+  BOOST_TEST(num(scaling.back()[2]) > 0.95);
+
   // The causal mask (pico's block_size 8): 0 on and below the diagonal, -inf above.
   const auto mask = read_csv(work / "mask.csv");
   BOOST_REQUIRE_EQUAL(mask.size(), 9u);
@@ -161,6 +260,25 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
   BOOST_TEST(baselines[2][0] == "bigram");
   BOOST_TEST(num(baselines[2][1]) <
              num(baselines[1][1]));  // the bigram knows more than the unigram
+
+  // The heatmaps the docs show, cell by cell: crisp rectangles, the masked cells left grey.
+  std::vector<double> average;  // the mask figure: softmax(causal_mask(0)), 1/(t+1) on keys <= t
+  for (int t = 0; t < 8; ++t)
+    for (int j = 0; j < 8; ++j) average.push_back(j > t ? std::nan("") : 1.0 / (t + 1));
+  check_heatmap_svg(figures / "causal_mask.svg", {average}, 8, 8, 0, false);
+  std::vector<double> table;
+  for (size_t pos = 1; pos < pe.size(); ++pos)
+    for (size_t j = 1; j < pe[pos].size(); ++j) table.push_back(num(pe[pos][j]));
+  check_heatmap_svg(figures / "sinusoidal.svg", {table}, 64, 32, -1, true);
+  check_heatmap_svg(figures / "pico_attention_layer2_head0.svg",
+                    {attention_cells(work / "attention/layer2_head0.csv")}, 8, 8, 0, false);
+  std::vector<std::vector<double>> heads;  // all_heads: one row of panels per layer
+  for (int l = 0; l < 3; ++l)
+    for (int h = 0; h < 3; ++h)
+      heads.push_back(
+          attention_cells(work / "attention" /
+                          ("layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv")));
+  check_heatmap_svg(figures / "pico_attention.svg", heads, 8, 8, 0, false);
 
   // Every figure the script keeps is one the docs show.
   std::string docs;

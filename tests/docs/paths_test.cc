@@ -9,8 +9,10 @@
 #define BOOST_TEST_MODULE docs_paths
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -164,6 +166,93 @@ BOOST_AUTO_TEST_CASE(quoted_code_is_the_code) {
       BOOST_TEST_INFO(q.source << " has no line: " << line);
       const bool found = std::find(source.begin(), source.end(), line) != source.end();
       BOOST_TEST(found);
+    }
+  }
+}
+
+namespace {
+
+// GitHub's anchor of a heading: lower case, spaces to '-', only letters, digits, '_' and '-'
+// kept ("Why divide by √d_k" -> "why-divide-by-d_k"; the docs' headings are ASCII but for
+// symbols, which GitHub drops too).
+std::string heading_anchor(const std::string& heading) {
+  std::string anchor;
+  for (unsigned char c : heading) {
+    if (std::isalnum(c) || c == '_' || c == '-')
+      anchor += static_cast<char>(std::tolower(c));
+    else if (c == ' ')
+      anchor += '-';
+  }
+  return anchor;
+}
+
+// The anchors of a Markdown file's headings, outside fenced code blocks.
+std::set<std::string> anchors_of(const fs::path& md) {
+  std::set<std::string> anchors;
+  bool fenced = false;
+  for (const std::string& line : trimmed_lines(read_file(md))) {
+    if (line.starts_with("```")) fenced = !fenced;
+    if (fenced || !line.starts_with("#")) continue;
+    const size_t text = line.find_first_not_of("# ");
+    if (text != std::string::npos) anchors.insert(heading_anchor(line.substr(text)));
+  }
+  return anchors;
+}
+
+// Every test source under tests/ by its file name without .cc ("layers_test").
+std::map<std::string, fs::path> test_sources() {
+  std::map<std::string, fs::path> sources;
+  for (const auto& e : fs::recursive_directory_iterator(kRoot / "tests"))
+    if (e.is_regular_file() && e.path().extension() == ".cc")
+      sources[e.path().stem().string()] = e.path();
+  return sources;
+}
+
+}  // namespace
+
+// Whether `source` defines the Boost test case `name`: BOOST_AUTO_TEST_CASE(name), or with
+// more arguments (BOOST_FIXTURE_TEST_CASE(name, F), BOOST_DATA_TEST_CASE(name, data, ...),
+// BOOST_AUTO_TEST_CASE_TEMPLATE(name, T, Types)).
+bool defines_case(const std::string& source, const std::string& name) {
+  for (const char* opening : {"_TEST_CASE(", "_TEST_CASE_TEMPLATE("})
+    for (const char* after : {")", ","})
+      if (source.find(opening + name + after) != std::string::npos) return true;
+  return false;
+}
+
+// In every docs/*.md: each relative link reaches a file (and, into a Markdown file with
+// #anchor, one of its headings), and each test the text names as `file_test: case` is a test
+// case of a file_test.cc somewhere under the tests folder. docs/lecture-map.md, the lecture's
+// topics mapped to the companion, is made of such links and names.
+BOOST_AUTO_TEST_CASE(links_and_cited_tests_in_docs_resolve) {
+  const std::string map = read_file(kRoot / "docs/lecture-map.md");
+  BOOST_TEST(map.find("CMU 07-280, Lecture 20") != std::string::npos);
+  BOOST_TEST(read_file(kRoot / "docs/README.md").find("](lecture-map.md)") != std::string::npos);
+  const std::map<std::string, fs::path> sources = test_sources();
+  const std::regex link(R"(\]\(([^)#\s]+)(?:#([^)\s]+))?\))"), cited(R"(`(\w+_test): (\w+)`)");
+  for (const auto& e : fs::directory_iterator(kRoot / "docs")) {
+    if (e.path().extension() != ".md") continue;
+    const std::string doc = e.path().filename().string(), text = read_file(e.path());
+    size_t links = 0, tests = 0;
+    for (std::sregex_iterator m(text.begin(), text.end(), link), end; m != end; ++m) {
+      const std::string target = (*m)[1], anchor = (*m)[2];
+      if (target.starts_with("http://") || target.starts_with("https://")) continue;
+      ++links;
+      BOOST_TEST_INFO(doc << " links to " << target << (anchor.empty() ? "" : "#") << anchor);
+      const fs::path file = kRoot / "docs" / target;
+      BOOST_TEST(fs::exists(file));
+      if (!anchor.empty() && file.extension() == ".md" && fs::exists(file))
+        BOOST_TEST(anchors_of(file).count(anchor) == 1u);
+    }
+    for (std::sregex_iterator m(text.begin(), text.end(), cited), end; m != end; ++m, ++tests) {
+      const std::string file = (*m)[1], test_case = (*m)[2];
+      BOOST_TEST_INFO(doc << " names " << file << ": " << test_case);
+      const auto source = sources.find(file);
+      BOOST_TEST((source != sources.end() && defines_case(read_file(source->second), test_case)));
+    }
+    if (doc == "lecture-map.md") {
+      BOOST_TEST(links >= 30u);  // the map is read, not skipped
+      BOOST_TEST(tests >= 25u);
     }
   }
 }

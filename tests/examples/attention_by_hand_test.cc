@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(order_mean_invariant_attention_equivariant_positions_break_
 // docs/03-attention.md, "Why divide by sqrt(d_k)": the printed table's numbers, and the
 // claims: var(q·k) ≈ d_k, the unscaled softmax peaks toward one-hot, the scaled one stays put.
 BOOST_AUTO_TEST_CASE(sqrt_dk_variance_and_peakedness) {
-  const auto rows = lecture::measure_scaling({2, 4, 8, 16, 32, 64, 128, 256, 512}, 8, 2000, 1234);
+  const auto rows = lecture::ScalingExperiment().measure();  // d_k 2 ... 512, T = 8, 2000 draws
   BOOST_REQUIRE_EQUAL(rows.size(), 9u);
   for (size_t i = 0; i < rows.size(); ++i) {
     BOOST_TEST_INFO("d_k " << rows[i].d_k);

@@ -2,7 +2,8 @@
 // an error that leaves the previous plots, gnuplot inherits none of our descriptors, and a missing
 // gnuplot is a note, not an error. (trainer_test draws real plots when gnuplot exists.) Heatmaps:
 // bad panels are refused before gnuplot runs, and each figure is drawn as PNG and SVG with its
-// titles and tick labels (checked in the SVG's text, not its pixels).
+// titles and tick labels (checked in the SVG's text, not its pixels), every cell its own crisp
+// rectangle of its colour and a NaN cell none.
 #define BOOST_TEST_MODULE plot
 #include <boost/test/unit_test.hpp>
 
@@ -14,14 +15,19 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
 #include "gpt/train/plot.h"
+#include "tests/svg_cells.h"
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
 using attograd::testing::expect_throw_with;
+using attograd::testing::has_colour;
+using attograd::testing::heatmap_panels;
+using attograd::testing::SvgCell;
 namespace fs = std::filesystem;
 
 namespace {
@@ -167,6 +173,51 @@ BOOST_AUTO_TEST_CASE(a_missing_gnuplot_is_a_note_and_the_logs_stay) {
   BOOST_TEST(dir.others().empty());
 }
 
+// The perplexity plot (docs/figures/pico_perplexity.svg) on log axes, with the run's baselines as
+// perplexities: each is a dashed line at exp(val_loss), where 9.00 against the bigram's 10.26 can
+// be seen, and the training loss of every step as exp(loss). The loss plot keeps linear axes and
+// its lines at the losses themselves. Read from the script the plots are drawn by (a stand-in
+// gnuplot saves it), then drawn by the real gnuplot where installed.
+BOOST_AUTO_TEST_CASE(the_perplexity_plot_has_log_axes_and_the_baselines_as_perplexities) {
+  const RunDir dir;
+  std::ofstream(dir.path / kBaselinesFile) << "name,val_loss\nunigram,3.1\nbigram,2.4\n";
+  const fs::path saved = dir.path / "script.gp", keeper = dir.path / "keep-script";
+  std::ofstream(keeper) << "#!/bin/sh\ncat > '" << saved.string() << "'\nexit 1\n";
+  fs::permissions(keeper, fs::perms::owner_all);
+  std::ostringstream log;
+  BOOST_CHECK_THROW(write_plots(dir.path.string(), log, keeper.string()), std::runtime_error);
+  const std::string script = dir.read("script.gp");
+  // The second `set output` starts the perplexity plot.
+  const size_t first = script.find("set output"), second = script.find("set output", first + 1);
+  BOOST_REQUIRE(second != std::string::npos);
+  const std::string loss = script.substr(0, second), perplexity = script.substr(second);
+  BOOST_TEST(loss.find("logscale") == std::string::npos);
+  BOOST_TEST(perplexity.find("\nset logscale xy\n") != std::string::npos);
+  BOOST_TEST(perplexity.find("using ($1 > 0 ? $1 : NaN):(exp($2)) with lines") !=
+             std::string::npos);  // train_log.csv's loss of every step, as a perplexity
+  // The baselines' dashed lines: ", <y> with lines dt 2 ...".
+  auto lines_at = [](const std::string& part) {
+    std::vector<double> ys;
+    const std::regex item(R"(, ([-+.e0-9]+) with lines dt 2 )");
+    for (std::sregex_iterator m(part.begin(), part.end(), item), end; m != end; ++m)
+      ys.push_back(std::stod((*m)[1]));
+    return ys;
+  };
+  BOOST_TEST(lines_at(loss) == (std::vector<double>{3.1, 2.4}), boost::test_tools::per_element());
+  const std::vector<double> at = lines_at(perplexity);
+  BOOST_REQUIRE_EQUAL(at.size(), 2u);
+  BOOST_TEST(at[0] == std::exp(3.1), boost::test_tools::tolerance(1e-15));
+  BOOST_TEST(at[1] == std::exp(2.4), boost::test_tools::tolerance(1e-15));
+  fs::remove(saved);
+  fs::remove(keeper);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;
+  BOOST_REQUIRE(write_plots(dir.path.string(), log));
+  const std::string svg = dir.read("perplexity.svg");
+  BOOST_TEST(svg.find("unigram baseline (val perplexity 22.20)") != std::string::npos);
+  BOOST_TEST(svg.find("bigram baseline (val perplexity 11.02)") != std::string::npos);
+  BOOST_TEST(dir.read("loss.svg").find("unigram baseline (val 3.100)") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(panels_that_do_not_fill_their_labels_are_refused) {
   std::ostringstream log;
   const Heatmap short_of_values{"short", "row", "col", {"a", "b"}, {"x", "y"}, {1, 2, 3}};
@@ -215,6 +266,69 @@ BOOST_AUTO_TEST_CASE(figures_are_drawn_with_their_titles_and_labels) {
   BOOST_TEST(s2.find("second panel") != std::string::npos);
   BOOST_TEST(s2.find("0.75") == std::string::npos);  // show_values off
   std::filesystem::remove_all(dir);
+}
+
+// Each cell is its own rectangle (`with image pixels`), not a small bitmap scaled up (which a
+// viewer blurs, so that colour leaked into the masked cells and row 0 looked two cells wide): the
+// SVG holds no <image>, one polygon per cell with a value, exactly one cell in size and at its
+// row and column, in the colour of its value, and none for a NaN (masked) cell, where the grey
+// background shows. For one panel with its colour box and for two panels, on both palettes.
+BOOST_AUTO_TEST_CASE(heatmap_cells_are_crisp_rectangles_and_masked_cells_stay_grey) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    BOOST_TEST_MESSAGE("skipped: gnuplot is not installed");
+    return;
+  }
+  const RunDir dir;
+  const double nan = std::nan("");
+  // A causal 4 x 4 map and a 3 x 5 signed one.
+  const Heatmap causal{
+      "causal",
+      "query",
+      "key",
+      {"a", "b", "c", "d"},
+      {"a", "b", "c", "d"},
+      {1, nan, nan, nan, 0.5, 0.5, nan, nan, 0.2, 0.3, 0.5, nan, 0.1, 0.2, 0.3, 0.4}};
+  Heatmap signed_map{"signed", "r", "c", {"0", "1", "2"}, {"0", "1", "2", "3", "4"}, {}};
+  for (int i = 0; i < 15; ++i) signed_map.values.push_back(std::sin(1.7 * i));
+  const std::string one = (dir.path / "one").string(), two = (dir.path / "two").string(),
+                    three = (dir.path / "three").string();
+  HeatmapFigure signed_figure{three, "", {signed_map}, 1, -1, 1, false, true};
+  std::ostringstream log;
+  BOOST_REQUIRE(write_heatmaps({{one, "", {causal}, 1, 0, 1, true},
+                                {two, "both", {causal, causal}, 2, 0, 1, false},
+                                signed_figure},
+                               log));
+  auto check = [&](const std::string& path, const Heatmap& h, size_t n_panels, double zmin,
+                   bool diverging) {
+    BOOST_TEST_CONTEXT(path) {
+      const std::string svg = dir.read(fs::path(path).filename().string());
+      BOOST_TEST(svg.find("<image") == std::string::npos);
+      const int64_t rows = static_cast<int64_t>(h.row_labels.size()),
+                    cols = static_cast<int64_t>(h.col_labels.size());
+      const auto panels = heatmap_panels(svg, rows, cols);
+      BOOST_REQUIRE_EQUAL(panels.size(), n_panels);
+      size_t with_value = 0;
+      for (double v : h.values) with_value += !std::isnan(v);
+      for (const std::vector<SvgCell>& cells : panels) {
+        BOOST_TEST(cells.size() == with_value);
+        std::vector<int> drawn(h.values.size(), 0);
+        for (const SvgCell& c : cells) {
+          BOOST_REQUIRE(c.row >= 0);  // one cell in size, on the grid
+          const size_t at = static_cast<size_t>(c.row * cols + c.col);
+          ++drawn[at];
+          BOOST_TEST(!std::isnan(h.values[at]), "row " << c.row << ", col " << c.col);
+          if (!std::isnan(h.values[at]))
+            BOOST_TEST(has_colour(c, h.values[at], zmin, 1, diverging),
+                       "row " << c.row << ", col " << c.col << ": rgb(" << c.r << ", " << c.g
+                              << ", " << c.b << ") for " << h.values[at]);
+        }
+        for (size_t i = 0; i < drawn.size(); ++i) BOOST_TEST(drawn[i] == !std::isnan(h.values[i]));
+      }
+    }
+  };
+  check(one + ".svg", causal, 1, 0, false);
+  check(two + ".svg", causal, 2, 0, false);
+  check(three + ".svg", signed_map, 1, -1, true);
 }
 
 // A heatmap goes through the same checks as the training plots: an empty file from a gnuplot

@@ -241,8 +241,8 @@ BOOST_AUTO_TEST_CASE(a_request_is_checked_against_its_table_before_anything_is_m
       [&] { start(new_lr, Communicator::world(), log); },
       "--resume continues a run with the options stored in its checkpoint, and learning_rate "
       "(--lr) is 0.01 in its checkpoint; give the same value or leave it out (only max_steps "
-      "(--steps), eval_interval (--eval-interval), checkpoint_interval (--checkpoint-interval) "
-      "or log_interval (--log-interval) may change)");
+      "(--steps), eval_interval (--eval-interval), eval_early (--eval-early), "
+      "checkpoint_interval (--checkpoint-interval) or log_interval (--log-interval) may change)");
   new_lr.options.learning_rate = 0.01;  // the value it was trained with: nothing changes
   BOOST_CHECK_NO_THROW(start(new_lr, Communicator::world(), log));
   RunRequest unknown = resume_to(dir / "run", 2);

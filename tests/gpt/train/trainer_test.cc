@@ -542,6 +542,64 @@ BOOST_AUTO_TEST_CASE(run_writes_logs_checkpoint_and_plots) {
   std::filesystem::remove_all(dir);
 }
 
+// --eval-early: more evaluations before the first --eval-interval step (with --eval-interval 0,
+// before the end), and the same training. Evaluation draws its own fixed batches and runs in eval
+// mode, so with dropout on, the weights, every training loss and the evaluations both runs make
+// are bit for bit those of the run without it (examples/train_pico.sh relies on this: its
+// numbers in chapter 5 were measured before it evaluated early).
+BOOST_AUTO_TEST_CASE(eval_early_adds_evaluations_and_changes_no_weight) {
+  const Dataset data(toy_tokens(), 8);
+  GPTConfig c = preset("pico");
+  c.vocab_size = toy_vocab_size();
+  c.dropout = 0.1;
+  struct Run {
+    std::vector<double> params;
+    std::vector<std::string> eval_steps, eval_rows, train_losses;
+  };
+  auto run = [&](int64_t eval_interval, int64_t eval_early) {
+    GPT model(c, 7);
+    const auto dir = temp_dir("eval_early");
+    TrainOptions o = small_options();
+    o.max_steps = 20, o.eval_interval = eval_interval, o.eval_early = eval_early;
+    o.log_interval = 100;
+    Trainer t(model, data, o, "char", "", dir.string());
+    std::ostringstream log;
+    t.run(log);
+    Run r;
+    r.params = model.arena().params().to_vector();
+    std::ifstream eval_csv(dir / "eval_log.csv"), train_csv(dir / "train_log.csv");
+    std::string line;
+    std::getline(eval_csv, line);  // the headers
+    while (std::getline(eval_csv, line)) {
+      r.eval_steps.push_back(line.substr(0, line.find(',')));
+      r.eval_rows.push_back(line);
+    }
+    std::getline(train_csv, line);
+    while (std::getline(train_csv, line)) {  // step,loss,lr,... (tokens/s, a timing, left out)
+      const size_t lr = line.find(',', line.find(',') + 1);
+      r.train_losses.push_back(line.substr(0, lr));
+    }
+    std::filesystem::remove_all(dir);
+    return r;
+  };
+  const Run plain = run(10, 0), early = run(10, 3), early_to_end = run(0, 7);
+  using Steps = std::vector<std::string>;
+  BOOST_TEST(plain.eval_steps == (Steps{"0", "10", "20"}), boost::test_tools::per_element());
+  BOOST_TEST(early.eval_steps == (Steps{"0", "3", "6", "9", "10", "20"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(early_to_end.eval_steps == (Steps{"0", "7", "14", "20"}),
+             boost::test_tools::per_element());
+  for (const Run* r : {&early, &early_to_end}) {
+    BOOST_TEST(r->params == plain.params);  // bit for bit
+    BOOST_TEST(r->train_losses == plain.train_losses, boost::test_tools::per_element());
+    BOOST_REQUIRE_EQUAL(r->train_losses.size(), 20u);
+  }
+  BOOST_TEST(early.eval_rows[0] == plain.eval_rows[0]);
+  BOOST_TEST(early.eval_rows[4] == plain.eval_rows[1]);  // step 10
+  BOOST_TEST(early.eval_rows[5] == plain.eval_rows[2]);  // step 20
+  BOOST_TEST(early_to_end.eval_rows[3] == plain.eval_rows[2]);
+}
+
 // The README's main job in miniature: pico on real text beats the unigram baseline.
 BOOST_AUTO_TEST_CASE(pico_on_real_text_beats_the_unigram_baseline) {
   const std::filesystem::path shakespeare = shared_data("tinyshakespeare.txt");
@@ -842,7 +900,8 @@ BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
   o.max_steps = 7, o.batch_size = 3, o.block_size = 5, o.grad_accum = 2;
   o.learning_rate = 0.25, o.min_lr = 0.125, o.warmup_steps = 4, o.lr_decay_steps = 6;
   o.weight_decay = 0.5, o.beta1 = 0.75, o.beta2 = 0.875, o.grad_clip = 2.5, o.seed = 99;
-  o.eval_interval = 8, o.eval_iters = 9, o.checkpoint_interval = 10, o.log_interval = 11;
+  o.eval_interval = 8, o.eval_early = 4, o.eval_iters = 9, o.checkpoint_interval = 10;
+  o.log_interval = 11;
   o.corpus = "book.txt", o.corpus_sha256 = "ab12", o.keep_cr = true, o.ranks = 12;
   o.label_smoothing = 0.0625;
   const nlohmann::json written = nlohmann::json::parse(o.to_json());
@@ -852,13 +911,15 @@ BOOST_AUTO_TEST_CASE(every_training_option_is_written_and_read_back) {
   // (Each field at the ends of its range, through the CLI and validate() too, is
   // tests/cli/field_options_test.cc's: a new field needs no line here.)
   BOOST_TEST((TrainOptions::from_json(o.to_json()) == o));
-  // A checkpoint written before the corpus was recorded, or before label smoothing, still
-  // loads, with the defaults (it trained without smoothing).
+  // A checkpoint written before the corpus was recorded, before label smoothing or before
+  // --eval-early, still loads, with the defaults (it trained without smoothing, and evaluated
+  // only every eval_interval steps).
   nlohmann::json old = written;
-  for (const char* key : {"corpus", "corpus_sha256", "keep_cr", "label_smoothing"}) old.erase(key);
+  for (const char* key : {"corpus", "corpus_sha256", "keep_cr", "label_smoothing", "eval_early"})
+    old.erase(key);
   TrainOptions expected = o;
   expected.corpus = expected.corpus_sha256 = "", expected.keep_cr = false;
-  expected.label_smoothing = 0;
+  expected.label_smoothing = 0, expected.eval_early = 0;
   BOOST_TEST((TrainOptions::from_json(old.dump()) == expected));
   // Every other field is required.
   nlohmann::json missing = written;
