@@ -182,7 +182,8 @@ BOOST_AUTO_TEST_CASE(ten_adamw_steps_match_pytorch) {
   const std::vector<double> expected = f.ref.tensor("adamw_losses", DType::f64).to_vector();
   BOOST_REQUIRE_EQUAL(expected.size(), 10u);
   // torch.optim.AdamW with two groups: weight decay 0.1 on the 2-D weights, 0 on the rest.
-  attograd::nn::AdamW opt(f.model->param_groups(0.1), {0.9, 0.95, 1e-8});
+  attograd::nn::AdamW opt(f.model->param_groups(0.1),
+                          attograd::nn::AdamWOptions().betas({0.9, 0.95}).eps(1e-8));
   BOOST_TEST(opt.num_ranges() == 2u);  // each group is one range of the arena: the fused path
   std::vector<double> losses;
   for (size_t step = 0; step < expected.size(); ++step) {
