@@ -10,9 +10,6 @@
 
 namespace attograd::gpt {
 
-namespace {
-
-// The checkpoint file `path` names: itself, or the checkpoint inside a run directory.
 std::string checkpoint_file(const std::string& path) {
   if (!std::filesystem::is_directory(path)) return path;
   const std::filesystem::path file = std::filesystem::path(path) / kCheckpointFile;
@@ -22,6 +19,8 @@ std::string checkpoint_file(const std::string& path) {
         ": pass a checkpoint file or the --out directory of an attograd train run");
   return file.string();
 }
+
+namespace {
 
 std::unique_ptr<Tokenizer> tokenizer_of(const SafetensorsFile& file) {
   const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);

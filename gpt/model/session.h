@@ -81,6 +81,10 @@ struct Session {
   static constexpr int64_t kEvalTokensPerBatch = 8192;
 };
 
+/// The checkpoint file `path` names: itself, or <path>/kCheckpointFile when it is a run
+/// directory. Throws std::invalid_argument for a directory without kCheckpointFile.
+std::string checkpoint_file(const std::string& path);
+
 /// Opens an attograd checkpoint: `path` is the file or a run directory holding
 /// kCheckpointFile. Builds the model kind the checkpoint holds (see load_language_model),
 /// without the optimizer moments. Throws std::invalid_argument for a directory without
