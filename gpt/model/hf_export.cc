@@ -68,29 +68,30 @@ std::string hf_gpt2_config_json(const GPTConfig& c, const std::string& tokenizer
 namespace {
 
 // GPT-2's tensors in the order and under the names (without "transformer.") Hugging Face uses,
-// with their shapes in the file: Conv1D weights (in, out).
-std::vector<std::pair<std::string, Shape>> hf_gpt2_tensors(const GPTConfig& c) {
+// with their shapes in the file: Conv1D weights (in, out). (Plain vectors: gcc 12 warns of a
+// false overread when small_vector shapes are moved through this table.)
+std::vector<std::pair<std::string, std::vector<int64_t>>> hf_gpt2_tensors(const GPTConfig& c) {
   const int64_t C = c.n_embd;
-  std::vector<std::pair<std::string, Shape>> t = {{"wte.weight", {c.vocab_size, C}},
-                                                  {"wpe.weight", {c.block_size, C}}};
-  for (int64_t i = 0; i < c.n_layer; ++i) {
-    const std::string h = "h." + std::to_string(i) + ".";
-    const std::pair<std::string, Shape> block[] = {{"ln_1.weight", {C}},
-                                                   {"ln_1.bias", {C}},
-                                                   {"attn.c_attn.weight", {C, 3 * C}},
-                                                   {"attn.c_attn.bias", {3 * C}},
-                                                   {"attn.c_proj.weight", {C, C}},
-                                                   {"attn.c_proj.bias", {C}},
-                                                   {"ln_2.weight", {C}},
-                                                   {"ln_2.bias", {C}},
-                                                   {"mlp.c_fc.weight", {C, 4 * C}},
-                                                   {"mlp.c_fc.bias", {4 * C}},
-                                                   {"mlp.c_proj.weight", {4 * C, C}},
-                                                   {"mlp.c_proj.bias", {C}}};
-    for (const auto& [name, shape] : block) t.emplace_back(h + name, shape);
-  }
-  t.emplace_back("ln_f.weight", Shape{C});
-  t.emplace_back("ln_f.bias", Shape{C});
+  std::vector<std::pair<std::string, std::vector<int64_t>>> t = {{"wte.weight", {c.vocab_size, C}},
+                                                                 {"wpe.weight", {c.block_size, C}}};
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> block = {
+      {"ln_1.weight", {C}},
+      {"ln_1.bias", {C}},
+      {"attn.c_attn.weight", {C, 3 * C}},
+      {"attn.c_attn.bias", {3 * C}},
+      {"attn.c_proj.weight", {C, C}},
+      {"attn.c_proj.bias", {C}},
+      {"ln_2.weight", {C}},
+      {"ln_2.bias", {C}},
+      {"mlp.c_fc.weight", {C, 4 * C}},
+      {"mlp.c_fc.bias", {4 * C}},
+      {"mlp.c_proj.weight", {4 * C, C}},
+      {"mlp.c_proj.bias", {C}}};
+  for (int64_t i = 0; i < c.n_layer; ++i)
+    for (const auto& [name, shape] : block)
+      t.emplace_back("h." + std::to_string(i) + "." + name, shape);
+  t.push_back({"ln_f.weight", {C}});
+  t.push_back({"ln_f.bias", {C}});
   return t;
 }
 
@@ -108,7 +109,8 @@ HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
   SafetensorsWriter w;
   w.metadata["format"] = "pt";  // from_pretrained refuses a safetensors file without it
   HfExport result;
-  for (const auto& [name, shape] : hf_gpt2_tensors(c)) {
+  for (const auto& [name, dims] : hf_gpt2_tensors(c)) {
+    const Shape shape(dims.begin(), dims.end());
     const auto it = params.find(name);
     Tensor t;
     if (it != params.end()) {
