@@ -389,7 +389,10 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
                                   init.session.path + ", whose model reads the '" +
                                   init.session.tokenizer->kind() +
                                   "' tokenizer's ids; drop --tokenizer");
-    init.session.require_tokenizer_fits();
+    init.session.require_tokenizer_fits(
+        init.hf_gpt2 ? " (a Hugging Face file carries no tokenizer and is read with GPT-2's BPE: "
+                       "fine-tune a char model from its attograd checkpoint)"
+                     : "");
     const int64_t context = init.session.config().block_size;
     if (given.has("block_size") && given.values.block_size > context)
       throw std::invalid_argument(

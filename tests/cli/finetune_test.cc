@@ -112,6 +112,19 @@ BOOST_AUTO_TEST_CASE(step_zero_is_the_hf_files_val_loss_and_training_lowers_it) 
   BOOST_TEST(run->result().val_loss == trained, boost::test_tools::tolerance(1e-8));
   BOOST_TEST(recorded_options(run->checkpoint_path()).init_from ==
              std::filesystem::absolute(hf).lexically_normal().string());
+
+  // attograd, exported to Hugging Face, fine-tuned again from the directory: the same weights,
+  // so the new run's step 0 is this run's final evaluation, bit for bit.
+  const auto exported =
+      run_cli("export --checkpoint " + (dir / "run") + " --out " + (dir / "exported"));
+  BOOST_TEST_INFO(exported.out);
+  BOOST_TEST_REQUIRE(exported.exit_code == 0);
+  std::ostringstream again_log;
+  const auto again = start(fine_tune(dir / "exported", corpus, dir / "again", 1),
+                           Communicator::world(), again_log);
+  BOOST_TEST(contains(again_log.str(), "Hugging Face GPT-2 file " + (dir / "exported") +
+                                           "/model.safetensors, gpt2 tokenizer"));
+  BOOST_TEST(again->trainer().evaluate().val_loss == run->result().val_loss);
 }
 
 BOOST_AUTO_TEST_CASE(a_fine_tuning_run_resumes_bit_for_bit) {
