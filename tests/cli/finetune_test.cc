@@ -190,3 +190,28 @@ BOOST_AUTO_TEST_CASE(an_attograd_run_continues_with_its_tokenizer_from_its_last_
   BOOST_TEST(at_start.val_loss == first->result().val_loss);
   BOOST_TEST(at_start.train_loss == first->result().train_loss);
 }
+
+// Through the real binary, llm.c's way: GPT-2 keeps its context (block_size 16 here) and trains
+// on shorter sequences (--block-size 8, llm.c's T); a refused run leaves no --out behind.
+BOOST_AUTO_TEST_CASE(the_command_line_fine_tunes_on_shorter_sequences_than_the_context) {
+  const TempDir dir("finetune_cli");
+  std::filesystem::create_directories(dir.path / "hf");
+  attograd::testing::write_small_hf_gpt2(dir.path / "hf");
+  const std::string hf = dir / "hf/model.safetensors", corpus = one_window_val_corpus(dir);
+  const auto r = run_cli("train --init-from " + (dir / "hf") + " --corpus " + corpus + " --out " +
+                         (dir / "run") +
+                         " --block-size 8 --batch-size 2 --steps 2 --eval-iters 1 --threads 1");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(contains(r.out, "init    weights of the Hugging Face GPT-2 file " + hf));
+  BOOST_TEST(contains(r.out, "block_size 16, vocab_size 50257"));  // the model keeps its context
+  BOOST_TEST(contains(r.out, "train   2 steps, batch 2 x 8 tokens"));
+  const TrainOptions recorded = recorded_options(dir / "run/ckpt.safetensors");
+  BOOST_TEST(recorded.block_size == 8);
+  BOOST_TEST(recorded.max_steps == 2);
+  const auto refused = run_cli("train --init-from " + hf + " --n-embd 16 --corpus " + corpus +
+                               " --out " + (dir / "refused"));
+  BOOST_TEST(refused.exit_code == 2);
+  BOOST_TEST(contains(refused.out, "--n-embd would change its architecture"));
+  BOOST_TEST(!std::filesystem::exists(dir.path / "refused"));
+}
