@@ -27,6 +27,16 @@ namespace {
 // what its checkpoint stored rather than silently ignoring what was asked.
 gpt::RunRequest request_of(gpt::RunRequest rq, const CLI::App& cmd) {
   rq.options_given = given_fields<gpt::TrainOptions>(cmd);
+  if (rq.init_from && !rq.resume) {
+    // The file decides the model: these would be ignored (the library refuses the config
+    // options that would change its architecture, naming them).
+    std::vector<std::string> refused;
+    for (const char* name : {"--preset", "--model", "--init-seed"})
+      if (cmd.get_option(name)->count() > 0) refused.push_back(name);
+    if (!refused.empty())
+      throw std::invalid_argument("--init-from takes the model from " + *rq.init_from + "; " +
+                                  gpt::join_names(refused, "and") + " cannot be given with it");
+  }
   if (!rq.resume) return rq;
   std::set<std::string> allowed = resumable_flags<gpt::RunRequest>();
   allowed.insert("--overwrite");  // refused by the library, with a message of its own

@@ -444,18 +444,22 @@ void refuse_unconvertible_dtypes(const SafetensorsFile& file, DType dtype) {
 
 }  // namespace
 
-std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override,
-                                  DType dtype) {
+std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override, DType dtype,
+                                  std::optional<double> dropout) {
   refuse_unconvertible_dtypes(file, dtype);
-  auto model = std::make_unique<GPT>(infer_hf_gpt2_config(file, n_head_override), 0, dtype);
+  GPTConfig c = infer_hf_gpt2_config(file, n_head_override);
+  if (dropout) c.dropout = *dropout;
+  auto model = std::make_unique<GPT>(c, 0, dtype);
   load_weights(*model, file);
   return model;
 }
 
-std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, DType dtype) {
-  const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
+std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, DType dtype,
+                                                   std::optional<double> dropout) {
+  CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
   check_config_against_tensors(info.kind, info.config, file, "its config");
   refuse_unconvertible_dtypes(file, dtype);
+  if (dropout) info.config.dropout = *dropout;
   std::unique_ptr<LanguageModel> model = make_model(info.kind, info.config, 0, dtype);
   load_weights(*model, file);
   auto it = file.metadata().find("dropout_rng");

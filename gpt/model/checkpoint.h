@@ -114,9 +114,11 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file);
 GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override = 0);
 
 /// Loads a Hugging Face GPT-2 model.safetensors (124M and larger, F32/F16/BF16) into a new
-/// model, transposing exactly the Conv1D weights (see load_weights).
+/// model, transposing exactly the Conv1D weights (see load_weights). The model's dropout is 0,
+/// or `dropout` when given (train --init-from --dropout: a rate changes no weight).
 std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0,
-                                  DType dtype = DType::f32);
+                                  DType dtype = DType::f32,
+                                  std::optional<double> dropout = std::nullopt);
 
 /// Builds the model a checkpoint holds, of the kind its metadata names (GPT, BigramModel or
 /// AverageModel), and loads its weights (and dropout state), not the optimizer moments. Before
@@ -125,8 +127,11 @@ std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_ov
 /// exactly with learned positions, blocks h.0 .. h.{n_layer-1} for a GPT (none otherwise), and
 /// enough values in the file for every parameter; a mismatch is std::runtime_error naming both
 /// values. Otherwise throws std::runtime_error as read_checkpoint_info and load_weights.
+/// `dropout`, when given, replaces the config's dropout rate (train --init-from --dropout);
+/// GPTConfig::validate checks it (std::invalid_argument outside [0, 1)).
 std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file,
-                                                   DType dtype = DType::f32);
+                                                   DType dtype = DType::f32,
+                                                   std::optional<double> dropout = std::nullopt);
 
 /// load_language_model for a caller that needs a GPT (its attention, its KV cache): throws
 /// std::runtime_error naming the kind the checkpoint holds when it is not a GPT.

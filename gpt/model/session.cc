@@ -10,9 +10,6 @@
 
 namespace attograd::gpt {
 
-namespace {
-
-// The checkpoint file `path` names: itself, or the checkpoint inside a run directory.
 std::string checkpoint_file(const std::string& path) {
   if (!std::filesystem::is_directory(path)) return path;
   const std::filesystem::path file = std::filesystem::path(path) / kCheckpointFile;
@@ -22,6 +19,8 @@ std::string checkpoint_file(const std::string& path) {
         ": pass a checkpoint file or the --out directory of an attograd train run");
   return file.string();
 }
+
+namespace {
 
 std::unique_ptr<Tokenizer> tokenizer_of(const SafetensorsFile& file) {
   const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
@@ -126,6 +125,52 @@ Session open_hf_gpt2(const std::string& path, int64_t n_head_override) {
   s.model = load_hf_gpt2(SafetensorsFile::read(path), n_head_override);
   s.tokenizer = load_tokenizer("gpt2", "gpt2");  // HF files carry no tokenizer: GPT-2's own BPE
   return s;
+}
+
+InitWeights open_init_weights(const std::string& path, int64_t n_head_override,
+                              std::optional<double> dropout) {
+  std::string file_path = path;
+  if (std::filesystem::is_directory(path)) {
+    const std::filesystem::path dir(path);
+    if (std::filesystem::exists(dir / kCheckpointFile))
+      file_path = (dir / kCheckpointFile).string();
+    else if (std::filesystem::exists(dir / "model.safetensors"))
+      file_path = (dir / "model.safetensors").string();
+    else
+      throw std::invalid_argument("--init-from '" + path + "' is a directory without " +
+                                  kCheckpointFile +
+                                  " (an attograd run) or model.safetensors (a Hugging Face "
+                                  "GPT-2): name the file");
+  }
+  const SafetensorsFile file = SafetensorsFile::read(file_path);
+  InitWeights w;
+  w.session.path = file.path();
+  // An attograd checkpoint holds its config in the metadata; a Hugging Face file has none.
+  w.hf_gpt2 = file.metadata().count("config") == 0;
+  if (w.hf_gpt2) {
+    w.session.model = load_hf_gpt2(file, n_head_override, DType::f32, dropout);
+    w.session.tokenizer = load_tokenizer("gpt2", "gpt2");
+    return w;
+  }
+  if (n_head_override > 0)
+    throw std::invalid_argument("--n-head is for a Hugging Face file without config.json; '" +
+                                file.path() +
+                                "' is an attograd checkpoint, whose config fixes n_head: drop "
+                                "--n-head");
+  const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
+  if (info.training) w.step = info.training->step;
+  w.session.tokenizer = load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
+  w.session.model = load_language_model(file, DType::f32, dropout);
+  w.session.require_tokenizer_matches();
+  return w;
+}
+
+std::string InitWeights::describe() const {
+  const std::string from = hf_gpt2 ? "the Hugging Face GPT-2 file " : "the attograd checkpoint ";
+  const std::string trained =
+      step ? " (trained " + std::to_string(*step) + " steps)" : std::string();
+  return "weights of " + from + session.path + trained + ", " + session.tokenizer->kind() +
+         " tokenizer; step 0, fresh AdamW state";
 }
 
 void ModelSource::validate() const {

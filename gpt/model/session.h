@@ -81,6 +81,10 @@ struct Session {
   static constexpr int64_t kEvalTokensPerBatch = 8192;
 };
 
+/// The checkpoint file `path` names: itself, or <path>/kCheckpointFile when it is a run
+/// directory. Throws std::invalid_argument for a directory without kCheckpointFile.
+std::string checkpoint_file(const std::string& path);
+
 /// Opens an attograd checkpoint: `path` is the file or a run directory holding
 /// kCheckpointFile. Builds the model kind the checkpoint holds (see load_language_model),
 /// without the optimizer moments. Throws std::invalid_argument for a directory without
@@ -98,6 +102,26 @@ std::unique_ptr<Tokenizer> open_checkpoint_tokenizer(const std::string& path);
 
 /// Opens a Hugging Face GPT-2 model.safetensors (see load_hf_gpt2) with GPT-2's BPE tokenizer.
 Session open_hf_gpt2(const std::string& path, int64_t n_head_override = 0);
+
+/// The weights `attograd train --init-from` starts from, with the tokenizer they read.
+struct InitWeights {
+  Session session;       // the model (f32) and its tokenizer; session.path is the file read
+  bool hf_gpt2 = false;  // a Hugging Face GPT-2 file (GPT-2's BPE), else an attograd checkpoint
+  std::optional<int64_t> step;  // the checkpoint's training steps, when it records them
+  /// One line for the run's log: what the file is and what it holds.
+  std::string describe() const;
+};
+
+/// Opens what train --init-from names: an attograd checkpoint (a file whose metadata holds its
+/// config, or a run directory holding kCheckpointFile), with its stored config and tokenizer,
+/// or a Hugging Face GPT-2 model.safetensors (a file, or a directory holding one), with its
+/// config from its tensors and the config.json beside it (n_head_override as load_hf_gpt2) and
+/// GPT-2's BPE. Only the weights are read, never the optimizer moments. `dropout`, when given,
+/// replaces the model's rate. Throws std::invalid_argument for a directory holding neither
+/// file, or an n_head_override for an attograd checkpoint (its config fixes n_head); otherwise
+/// as open_checkpoint and open_hf_gpt2.
+InitWeights open_init_weights(const std::string& path, int64_t n_head_override = 0,
+                              std::optional<double> dropout = std::nullopt);
 
 /// open_checkpoint or open_hf_gpt2, whichever the source names (checked by validate()).
 Session open_model(const ModelSource& source);

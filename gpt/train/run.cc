@@ -164,6 +164,30 @@ std::string RunRequest::run_dir() const {
 
 void RunRequest::validate() const {
   validate_fields(*this, "train");
+  if (init_from) {
+    if (resume)
+      throw std::invalid_argument(
+          "--init-from starts a new run from a file's weights and --resume continues a run: "
+          "choose one");
+    if (model != ModelKind::gpt)
+      throw std::invalid_argument("--model " + std::string(model_kind_name(model)) +
+                                  " cannot be given with --init-from: the model is the one in " +
+                                  *init_from);
+    // A rate and the length of the training sequences change no weight; every other field would
+    // build a model the file's weights do not fit.
+    std::vector<std::string> refused;
+    GPTConfig::for_each_field([&](const auto& f) {
+      if (config.has(f.name) && f.name != "n_head" && f.name != "dropout" && f.name != "block_size")
+        refused.push_back(f.flag);
+    });
+    if (!refused.empty())
+      throw std::invalid_argument(
+          "train --init-from takes the model's config from " + *init_from + "; " +
+          join_names(refused, "and") +
+          " would change its architecture and cannot be given with it (--n-head for a Hugging "
+          "Face file without config.json, --dropout and --block-size, the length of the "
+          "training sequences, can)");
+  }
   if (!resume) return options.validate();
   if (overwrite)
     throw std::invalid_argument(
@@ -355,6 +379,34 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
     require_memory(run->model_->num_parameters(), run->model_->dtype(), 4,
                    "weights, gradients and AdamW's two moments", "train --resume");
     log << "resume  step " << state->step << " of " << ckpt << "\n";
+  } else if (rq.init_from) {
+    const ConfigOverrides& given = rq.config;
+    InitWeights init = open_init_weights(
+        *rq.init_from, given.has("n_head") ? given.values.n_head : 0,
+        given.has("dropout") ? std::optional<double>(given.values.dropout) : std::nullopt);
+    if (rq.tokenizer && *rq.tokenizer != init.session.tokenizer->kind())
+      throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match --init-from " +
+                                  init.session.path + ", whose model reads the '" +
+                                  init.session.tokenizer->kind() +
+                                  "' tokenizer's ids; drop --tokenizer");
+    init.session.require_tokenizer_fits(
+        init.hf_gpt2 ? " (a Hugging Face file carries no tokenizer and is read with GPT-2's BPE: "
+                       "fine-tune a char model from its attograd checkpoint)"
+                     : "");
+    const int64_t context = init.session.config().block_size;
+    if (given.has("block_size") && given.values.block_size > context)
+      throw std::invalid_argument(
+          "--block-size " + std::to_string(given.values.block_size) +
+          " with --init-from sets the length of the training sequences, which cannot exceed "
+          "the context of the model in " +
+          init.session.path + " (block_size " + std::to_string(context) + ")");
+    if (given.has("block_size")) options.block_size = given.values.block_size;
+    require_memory(init.session.model->num_parameters(), DType::f32, 4,
+                   "weights, gradients and AdamW's two moments", "train --init-from");
+    log << "init    " << init.describe() << "\n";
+    options.init_from = std::filesystem::absolute(init.session.path).lexically_normal().string();
+    run->model_ = std::move(init.session.model);
+    run->tokenizer_ = std::move(init.session.tokenizer);
   } else {
     run->tokenizer_ =
         make_tokenizer(rq.tokenizer.value_or(RunRequest::kDefaultTokenizer), corpus.text);
@@ -363,6 +415,8 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
     require_memory(num_parameters(rq.model, config), DType::f32, 4,
                    "weights, gradients and AdamW's two moments", "train");
     run->model_ = make_model(rq.model, config, rq.init_seed);
+  }
+  if (!rq.resume) {
     options.ranks = comm.size();  // as the Trainer records it; the header's global batch
     options.corpus = recorded_corpus_spec(corpus_spec);
     options.keep_cr = corpus_options.keep_cr;

@@ -60,6 +60,14 @@ struct RunRequest {
   std::optional<bool> keep_cr;  // keep CR line ends; absent: false, resume: as recorded
   /// A tokenizer_kinds() name. Absent: kDefaultTokenizer; resume: must name the checkpoint's.
   std::optional<std::string> tokenizer;
+  /// Fine-tuning: the run starts from the weights of this file (open_init_weights: a Hugging
+  /// Face GPT-2 model.safetensors, or an attograd checkpoint or run directory) at step 0 with a
+  /// fresh optimizer, its config and tokenizer. Of the config overrides only n_head (a Hugging
+  /// Face file without config.json), dropout (a rate) and block_size (then the length T of the
+  /// training sequences, at most the model's context, as llm.c's T) may be given with it;
+  /// model must be gpt (the file decides), resume is refused. Recorded in the checkpoint as
+  /// TrainOptions::init_from.
+  std::optional<std::string> init_from;
   ModelKind model = ModelKind::gpt;
   ConfigOverrides config;  // the preset and its overrides; vocab_size is the tokenizer's
   uint64_t init_seed = 1337;
@@ -106,6 +114,12 @@ struct RunRequest {
     v(Field(&R::keep_cr, "keep_cr", "--keep-cr", kKeepCrHelp, AnyValue{}, kResumable));
     v(Field(&R::tokenizer, "tokenizer", "--tokenizer", "the tokenizer (default char)",
             Names{tokenizer_kinds, tokenizer_description}, kResumable));
+    v(Field(&R::init_from, "init_from", "--init-from",
+            "fine-tune: start from the weights of a Hugging Face GPT-2 model.safetensors (with "
+            "GPT-2's BPE) or an attograd checkpoint or run directory (with its tokenizer), at step "
+            "0 with a fresh optimizer; its config is the model's (only --n-head, --dropout and "
+            "--block-size, the training sequence length, may be given)",
+            AnyValue{}));
     v(Field(&R::model, "model", "--model", "the model; the config options give its sizes",
             model_kind_choices()));
     v(Field(&R::init_seed, "init_seed", "--init-seed", "seed of the weight initialisation",
@@ -119,7 +133,8 @@ struct RunRequest {
   /// Throws std::invalid_argument naming the first field outside its table's range (an unknown
   /// tokenizer, a control character in out_dir, too many threads), the first bad training
   /// option (TrainOptions::validate; on resume those of options_given), an options_given name
-  /// that is no training option, and on resume config overrides or overwrite.
+  /// that is no training option, on resume config overrides or overwrite, and with init_from
+  /// resume, a model other than gpt or a config override that changes the architecture.
   void validate() const;
 };
 

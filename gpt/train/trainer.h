@@ -50,6 +50,7 @@ struct TrainOptions {
   int64_t ranks = 1;  // data-parallel processes, each with batch_size sequences: the Trainer
                       // sets it to its communicator's size (absent in older checkpoints: 1)
   double label_smoothing = 0.0;  // ε of the training loss only (PyTorch's); 0 = off
+  std::string init_from;         // the file the weights started from (train --init-from), or ""
 
   /// The table of fields (gpt/io/fields.h): v(Field{member, name = JSON key, CLI flag, help,
   /// range, traits}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the
@@ -109,6 +110,11 @@ struct TrainOptions {
             "label smoothing of the training loss (eval and perplexity stay plain "
             "cross-entropy)",
             l::below_one, kOptionalInFiles));
+    // Where a fine-tuning run's weights came from (RunRequest::init_from, made absolute): set
+    // by the run, kept by --resume; "" for a run from random weights and in older checkpoints.
+    v(Field(&O::init_from, "init_from", nullptr,
+            "the file the run's weights started from (train --init-from)", AnyValue{},
+            kOptionalInFiles));
   }
 
   /// The length of the cosine decay: lr_decay_steps, or max_steps when it is 0.
@@ -133,7 +139,7 @@ struct TrainOptions {
   /// Reads to_json's object strictly (see strict_json.h): a missing, mistyped, out-of-range or
   /// unknown field is std::runtime_error naming it, as is malformed JSON. The ranges are
   /// validate()'s, so a value no run could have trained with is refused when the file is read.
-  /// corpus, corpus_sha256, keep_cr, ranks and label_smoothing may be absent (older
+  /// corpus, corpus_sha256, keep_cr, ranks, label_smoothing and init_from may be absent (older
   /// checkpoints): defaults stay.
   static TrainOptions from_json(const std::string& json);
 };

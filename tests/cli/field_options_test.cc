@@ -318,5 +318,5 @@ BOOST_AUTO_TEST_CASE(every_run_request_option_has_one_range_in_cli_and_validate)
       }
     }
   });
-  BOOST_TEST(rows == 10);
+  BOOST_TEST(rows == 11);
 }

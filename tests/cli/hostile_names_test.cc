@@ -81,6 +81,7 @@ BOOST_AUTO_TEST_CASE(output_paths_with_control_characters_are_refused) {
       {"figure", "mask", "--out", newline_out},
       {"graph", "--expr", "sum", "--out", "g\n.dot"},
       {"attention", "--checkpoint", "none", "--prompt", "a", "--out", "a\tb"},
+      {"export", "--checkpoint", "none", "--out", "h\nf"},
       {"gradcheck", "--op", "gelu", "--markdown", "d\x1b[2J.md"},
       {"tokenize", "--corpus", corpus, "--cache-dir", "x\ny"},
       {"eval", "--checkpoint", "none", "--cache-dir", "x\ny"}};

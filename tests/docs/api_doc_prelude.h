@@ -14,6 +14,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "gpt/model/hf_export.h"
 #include "gpt/model/model.h"
 #include "gpt/model/sampler.h"
 #include "gpt/train/run.h"

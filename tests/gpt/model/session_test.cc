@@ -2,9 +2,13 @@
 // Face GPT-2 file gives the model that was saved, logit for logit; resume_run returns its training
 // state and options; evaluate gives the known loss of a sequence, window by window.
 #define BOOST_TEST_MODULE session
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "autograd/engine.h"
 #include "gpt/model/baselines.h"
@@ -12,6 +16,7 @@
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/train/run.h"
 #include "tests/gpt/model/hf_fixture.h"
+#include "tests/skip.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -186,4 +191,95 @@ BOOST_AUTO_TEST_CASE(a_checkpoints_tokenizer_opens_without_its_model) {
   const std::unique_ptr<Tokenizer> tok = open_checkpoint_tokenizer(dir.string());
   BOOST_TEST(tok->kind() == "char");
   BOOST_TEST(tok->encode("dcba") == (std::vector<int64_t>{3, 2, 1, 0}));
+}
+
+namespace {
+
+// Drops the clean pages of `path` from the page cache (a hint the kernel honours for files on
+// disk, not on tmpfs).
+void evict_from_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// The fraction of the pages of bytes [begin, end) of `path` that are in the page cache
+// (mincore on a mapping of the file reports the page cache, whoever read the pages).
+double cached_fraction(const std::string& path, uint64_t begin, uint64_t end) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  const auto size = static_cast<size_t>(std::filesystem::file_size(path));
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  BOOST_REQUIRE(map != MAP_FAILED);
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t first = begin / page, last = (end + page - 1) / page;
+  std::vector<unsigned char> resident(last);
+  ::mincore(map, last * page, resident.data());
+  ::munmap(map, size);
+  size_t cached = 0;
+  for (uint64_t i = first; i < last; ++i) cached += resident[i] & 1;
+  return static_cast<double>(cached) / static_cast<double>(last - first);
+}
+
+}  // namespace
+
+// sample, eval and export open a training checkpoint with open_checkpoint, whose moments
+// (two thirds of the file) are checked from the header and never read: the file is mapped and
+// only the weights' pages are touched. Resuming (Moments::load) reads them, which shows the
+// measure can see a read.
+BOOST_AUTO_TEST_CASE(opening_a_checkpoint_reads_its_weights_not_its_optimizer_moments) {
+  const auto dir = attograd::testing::fresh_temp_dir("session_moments");
+  std::string chars;
+  for (char ch = '0'; ch < '0' + 64; ++ch) chars += ch;
+  const auto tokenizer = make_tokenizer("char", chars);
+  GPTConfig c;
+  c.vocab_size = 64;
+  c.block_size = 32;
+  c.n_layer = 8;
+  c.n_head = 6;
+  c.n_embd = 384;
+  GPT model(c, 1);
+  // 14 M parameters: 57 MB of weights and 113 MB of moments, so that the kernel's read-around
+  // of the weights stored beside the moments (ln_f before them, wpe after them: the file is in
+  // name order) covers a small part of them: 8 MB windows on this machine (read_ahead_kb).
+  const int64_t n = model.num_parameters();
+  TrainingState state;
+  state.step = 1;
+  state.batch_rng = Generator(1).state();
+  state.adam_m = Tensor::full({n}, 0.5f);
+  state.adam_v = Tensor::full({n}, 0.25f);
+  state.adam_t = 1;
+  state.train_options = TrainOptions().to_json();
+  const std::string path = (dir / "ckpt.safetensors").string();
+  save_checkpoint(path, model, tokenizer->kind(), tokenizer->serialize(), &state);
+
+  // Byte ranges in the file: the data section starts after the 8-byte length and the header.
+  uint64_t header = 0;
+  std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(&header), 8);
+  const SafetensorsFile file = SafetensorsFile::read(path);
+  const auto range = [&](const std::string& name) {
+    const SafetensorsEntry& e = file.entries().at(name);
+    return std::pair{8 + header + e.begin, 8 + header + e.end};
+  };
+  const auto [m_begin, m_end] = range("optimizer.m");
+  const auto [v_begin, v_end] = range("optimizer.v");
+  BOOST_TEST_REQUIRE(m_end == v_begin);  // the moments are one stretch of the file
+  const auto [wte_begin, wte_end] = range("wte.weight");
+
+  evict_from_page_cache(path);
+  if (cached_fraction(path, 0, std::filesystem::file_size(path)) > 0.05)
+    return attograd::testing::skip_case(
+        "the page cache keeps this file (tmpfs?): what is read cannot be seen");
+  const Session session = open_checkpoint(dir.string());
+  BOOST_TEST(session.model->num_parameters() == n);
+  BOOST_TEST(cached_fraction(path, wte_begin, wte_end) > 0.9);  // the weights were read
+  const double moments = cached_fraction(path, m_begin, v_end);
+  BOOST_TEST_MESSAGE("cached after open_checkpoint: " << moments << " of the moments");
+  BOOST_TEST(moments < 0.3);  // the kernel's read-around of the neighbouring weights at most
+
+  evict_from_page_cache(path);
+  const CheckpointInfo info = read_checkpoint_info(file, Moments::load);
+  BOOST_TEST(info.training->adam_m.numel() == n);
+  BOOST_TEST(cached_fraction(path, m_begin, v_end) > 0.9);
+  std::filesystem::remove_all(dir);
 }

@@ -11,11 +11,13 @@
 #include <string>
 
 #include "gpt/train/run.h"
+#include "tests/gpt/train/train_run.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
 using namespace attograd::gpt;
 using attograd::testing::expect_throw_with;
+using attograd::testing::train_to_end;
 
 namespace {
 
@@ -63,23 +65,13 @@ RunRequest resume_to(const std::filesystem::path& out, int64_t max_steps) {
   return rq;
 }
 
-// Sets up and trains to the end; returns the run for its numbers.
-std::unique_ptr<TrainingRun> train(const RunRequest& rq, std::string* log_text = nullptr) {
-  std::ostringstream log, err;
-  std::unique_ptr<TrainingRun> run = start(rq, Communicator::world(), log);
-  BOOST_TEST_REQUIRE(run->train(log, err) == 0);
-  BOOST_TEST(err.str().empty());
-  if (log_text) *log_text = log.str();
-  return run;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_fresh_run_sets_up_says_what_it_did_and_trains) {
   const auto dir = temp_dir("fresh");
   write(dir / "ab.txt", alternating(200));
   std::string log;
-  const auto run = train(femto(dir / "ab.txt", dir / "out", 3), &log);
+  const auto run = train_to_end(femto(dir / "ab.txt", dir / "out", 3), &log);
   // The char tokenizer of a two-letter corpus, femto's sizes around it (config.h's table).
   BOOST_TEST(run->tokenizer().vocab_size() == 2);
   BOOST_TEST(run->model().config().n_embd == 2);
@@ -99,20 +91,20 @@ BOOST_AUTO_TEST_CASE(a_fresh_run_sets_up_says_what_it_did_and_trains) {
 BOOST_AUTO_TEST_CASE(a_resumed_run_is_bit_exact_and_keeps_its_schedule_end) {
   const auto dir = temp_dir("resume");
   write(dir / "ab.txt", alternating(200));
-  auto whole = train(femto(dir / "ab.txt", dir / "whole", 6));
+  auto whole = train_to_end(femto(dir / "ab.txt", dir / "whole", 6));
   const double whole_loss = whole->result().val_loss;
   whole.reset();  // its lock on the run directory goes with it
 
   RunRequest first = femto(dir / "ab.txt", dir / "halves", 3);
   first.options.lr_decay_steps = 6;  // the schedule of the whole run, cut in two
-  train(first);
+  train_to_end(first);
   // The second half evaluates, checkpoints and logs at every step: that changes no number.
   RunRequest second = resume_to(dir / "halves", 6);
   second.options.eval_interval = 1, second.options.checkpoint_interval = 1;
   second.options.log_interval = 1;
   second.options_given.insert({"eval_interval", "checkpoint_interval", "log_interval"});
   std::string second_log;
-  const auto resumed = train(second, &second_log);
+  const auto resumed = train_to_end(second, &second_log);
   BOOST_TEST(second_log.find("step 5/6") != std::string::npos);
   BOOST_TEST(resumed->options().eval_interval == 1);
   BOOST_TEST(resumed->options().max_steps == 6);
@@ -120,7 +112,7 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_is_bit_exact_and_keeps_its_schedule_end) {
   BOOST_TEST(resumed->result().val_loss == whole_loss);  // bit for bit
 
   // Extending a run whose decay followed max_steps (0) pins the decay to the old end.
-  const auto extended = train(resume_to(dir / "whole", 8));
+  const auto extended = train_to_end(resume_to(dir / "whole", 8));
   BOOST_TEST(extended->options().lr_decay_steps == 6);
   BOOST_TEST(extended->options().max_steps == 8);
 }
@@ -129,7 +121,7 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
   const auto dir = temp_dir("corpus");
   write(dir / "ab.txt", alternating(200));
   write(dir / "other.txt", alternating(199) + "ba");
-  train(femto(dir / "ab.txt", dir / "out", 2));
+  train_to_end(femto(dir / "ab.txt", dir / "out", 2));
   RunRequest rq = resume_to(dir / "out", 2);
   rq.options_given.clear();
   std::ostringstream log;
@@ -165,7 +157,7 @@ BOOST_AUTO_TEST_CASE(the_run_directory_is_guarded) {
   // The lock goes with the run: now a run may start there (its files are replaced).
   RunRequest overwrite = femto(dir / "ab.txt", dir / "out", 2);
   overwrite.overwrite = true;
-  train(overwrite);
+  train_to_end(overwrite);
   // A fresh run refuses a directory holding a checkpoint, or files but no checkpoint.
   expect_throw_with<std::invalid_argument>(
       [&] { start(femto(dir / "ab.txt", dir / "out", 2), Communicator::world(), log); },
@@ -233,7 +225,7 @@ BOOST_AUTO_TEST_CASE(a_request_is_checked_against_its_table_before_anything_is_m
   BOOST_TEST(!std::filesystem::exists(dir / "b\nc"));
   BOOST_TEST(!std::filesystem::exists(dir / "d"));
 
-  train(femto(dir / "ab.txt", dir / "run", 2));
+  train_to_end(femto(dir / "ab.txt", dir / "run", 2));
   RunRequest new_lr = resume_to(dir / "run", 2);
   new_lr.options.learning_rate = 0.5;
   new_lr.options_given.insert("learning_rate");
@@ -290,12 +282,12 @@ BOOST_AUTO_TEST_CASE(resume_reads_the_corpus_with_its_recorded_line_ends) {
   write(dir / "crlf.txt", crlf);
   RunRequest kept = femto(dir / "crlf.txt", dir / "kept", 2);
   kept.keep_cr = true;
-  train(kept);
+  train_to_end(kept);
   RunRequest again = resume_to(dir / "kept", 3);
   again.corpus = (dir / "crlf.txt").string();
-  BOOST_TEST(train(again)->options().keep_cr);
+  BOOST_TEST(train_to_end(again)->options().keep_cr);
 
-  train(femto(dir / "crlf.txt", dir / "lf", 2));
+  train_to_end(femto(dir / "crlf.txt", dir / "lf", 2));
   RunRequest with_cr = resume_to(dir / "lf", 3);
   with_cr.keep_cr = true;
   std::ostringstream log;

@@ -1,0 +1,69 @@
+// Exporting a GPT to Hugging Face: a directory that transformers' GPT2LMHeadModel.from_pretrained
+// loads as it is, the reverse of load_hf_gpt2 (checkpoint.h).
+//
+// The directory holds two files, each written atomically (a temporary renamed into place):
+//   model.safetensors  the weights only (no optimizer state), F32, under the names
+//                      GPT2LMHeadModel.save_pretrained writes: "transformer.wte.weight",
+//                      "transformer.h.0.attn.c_attn.weight", ..., "transformer.ln_f.bias";
+//                      Conv1D weights (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) in HF's
+//                      (in, out) layout; no lm_head.weight (tied to wte, which transformers ties
+//                      again on load) and no attn.bias mask buffers (transformers builds them);
+//                      metadata {"format": "pt"}, which from_pretrained requires.
+//   config.json        GPT2Config's fields: model_type gpt2, architectures [GPT2LMHeadModel],
+//                      the sizes (n_positions = n_ctx = block_size), activation_function
+//                      gelu_new (GELU's tanh form), layer_norm_epsilon 1e-5, n_inner null
+//                      (4 * n_embd), the model's dropout as resid/embd/attn_pdrop,
+//                      tie_word_embeddings true; bos/eos 50256 (<|endoftext|>) for a model with
+//                      GPT-2's BPE, null for attograd's char tokenizer.
+// No generation_config.json: transformers derives one from config.json when it is absent.
+//
+// A model trained without biases (--no-bias) is written with zero biases: GPT-2 always has them,
+// and a zero bias computes exactly what no bias does.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpt/model/language_model.h"
+#include "gpt/model/session.h"
+
+namespace attograd::gpt {
+
+/// The files of a Hugging Face GPT-2 directory.
+inline constexpr char kHfWeightsFile[] = "model.safetensors";
+inline constexpr char kHfConfigFile[] = "config.json";
+
+/// Throws std::invalid_argument, naming `what` (the file the model came from) and why, unless
+/// a model of this kind and config can be written as Hugging Face's GPT-2: a GPT (not the
+/// bigram or average model, which have no GPT-2 counterpart) with learned positions (GPT-2's
+/// wpe table; RoPE and sinusoidal positions have none in GPT2LMHeadModel). Reads nothing but
+/// its arguments, so a checkpoint can be refused before its weights are loaded.
+void require_hf_gpt2_exportable(ModelKind kind, const GPTConfig& config, const std::string& what);
+
+/// The config.json of `config` (see the file comment), pretty-printed JSON with keys sorted.
+/// tokenizer_kind ("char" or "gpt2") sets bos_token_id / eos_token_id.
+std::string hf_gpt2_config_json(const GPTConfig& config, const std::string& tokenizer_kind);
+
+/// What export_hf_gpt2 wrote.
+struct HfExport {
+  std::vector<std::string> files;  // the paths written, model.safetensors first
+  int64_t tensors = 0;             // tensors in model.safetensors
+  int64_t parameters = 0;          // values in them (zero biases of a --no-bias model included)
+};
+
+/// Writes `model` as a Hugging Face GPT-2 directory `dir` (created with its parents when
+/// absent; files of other names in it are left alone, those of ours replaced). Throws
+/// std::invalid_argument as require_hf_gpt2_exportable (`what` names the source) or when `dir`
+/// exists and is not a directory, std::runtime_error naming the path on an I/O failure (each
+/// file is then left as it was).
+HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
+                        const std::string& dir, const std::string& what);
+
+/// `attograd export`: the attograd checkpoint `checkpoint` (a file or a run directory) written
+/// as a Hugging Face GPT-2 directory `dir`. Its kind and config are checked from the metadata
+/// (require_hf_gpt2_exportable) before any weight is read, and only the weights are loaded, never
+/// the optimizer moments. Throws as open_checkpoint and export_hf_gpt2.
+HfExport export_checkpoint_to_hf(const std::string& checkpoint, const std::string& dir);
+
+}  // namespace attograd::gpt

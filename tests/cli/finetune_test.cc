@@ -1,0 +1,217 @@
+// `attograd train --init-from`: fine-tuning from a Hugging Face GPT-2 file (random weights written
+// in HF's layout by tests/gpt/model/hf_fixture.h) or from an attograd run, set up in-process as the
+// CLI sets it up (gpt/train/run.h), with `attograd eval` run as the independent measure. llm.c's
+// CPU quick start is this: GPT-2's val loss at step 0, then after N steps.
+//
+// The trainer evaluates eval_iters random batches of batch_size windows; `eval` evaluates every
+// window of the split once. They coincide exactly when the val split is one window (block_size + 1
+// tokens) and one batch of one row is drawn: the corpus is cut to that length below.
+#define BOOST_TEST_MODULE finetune
+#include <boost/test/unit_test.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "gpt/model/session.h"
+#include "gpt/text/bpe_tokenizer.h"
+#include "gpt/train/run.h"
+#include "tests/cli/cli_run.h"
+#include "tests/files.h"
+#include "tests/gpt/model/hf_fixture.h"
+#include "tests/gpt/train/train_run.h"
+
+using namespace attograd;
+using namespace attograd::gpt;
+using attograd::testing::contains;
+using attograd::testing::run_cli;
+using attograd::testing::TempDir;
+using attograd::testing::train_to_end;
+
+namespace {
+
+// A corpus whose GPT-2 BPE encoding has 161 to 170 tokens, so that its val split (the last
+// ceil(10%)) is 17 tokens: one window of the fixture's block_size 16.
+std::string one_window_val_corpus(const TempDir& dir) {
+  const char* words[] = {" the", " cat", " sat", " on", " a", " mat", "."};
+  const BpeTokenizer bpe = BpeTokenizer::gpt2();
+  std::string text = "Once";
+  for (size_t i = 0; bpe.encode(text).size() < 161; ++i) text += words[i % 7];
+  return dir.file("corpus.txt", text);
+}
+
+// Fine-tuning the fixture's GPT-2 on `corpus` into `out`: one thread, batches of one sequence,
+// one evaluation batch, evaluations only at the start and the end.
+RunRequest fine_tune(const std::string& init_from, const std::string& corpus,
+                     const std::string& out, int64_t steps) {
+  RunRequest rq;
+  rq.init_from = init_from;
+  rq.corpus = corpus;
+  rq.out_dir = out;
+  rq.threads = 1;
+  rq.options.max_steps = steps;
+  rq.options.batch_size = 1;
+  rq.options.eval_iters = 1;
+  rq.options.eval_interval = 0;
+  rq.options.warmup_steps = 0;
+  rq.options.learning_rate = 1e-2;
+  rq.options.log_interval = 1000;
+  return rq;
+}
+
+// The value after "loss " in `attograd eval`'s output (printed with %.9g); NaN on failure.
+double eval_loss(const attograd::testing::CliRun& r) {
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 0);
+  const size_t at = r.out.find("\nloss ");
+  return at == std::string::npos ? std::nan("") : std::stod(r.out.substr(at + 6));
+}
+
+TrainOptions recorded_options(const std::string& checkpoint) {
+  return TrainOptions::from_json(SafetensorsFile::read(checkpoint).metadata().at("train_options"));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(step_zero_is_the_hf_files_val_loss_and_training_lowers_it) {
+  const TempDir dir("finetune_hf");
+  std::filesystem::create_directories(dir.path / "hf");
+  attograd::testing::write_small_hf_gpt2(dir.path / "hf");
+  const std::string hf = dir / "hf/model.safetensors";
+  const std::string corpus = one_window_val_corpus(dir);
+
+  std::ostringstream log, err;
+  const auto run = start(fine_tune(hf, corpus, dir / "run", 40), Communicator::world(), log);
+  BOOST_TEST(contains(log.str(), "init    weights of the Hugging Face GPT-2 file " + hf +
+                                     ", gpt2 tokenizer; step 0, fresh AdamW state"));
+  BOOST_TEST(run->tokenizer().kind() == "gpt2");
+  BOOST_TEST(run->model().config().n_head == 2);           // from the config.json beside the file
+  BOOST_TEST_REQUIRE(run->data().size(Split::val) == 17);  // one window of block_size 16
+
+  // The trainer's step-0 evaluation is the loss of the file's own weights, bit for bit: the
+  // same window through the same forward as Session::evaluate on the Hugging Face file...
+  const EvalResult at_start = run->trainer().evaluate();
+  const SequenceLoss hf_loss = open_hf_gpt2(hf).evaluate(run->data().tokens(Split::val));
+  BOOST_TEST(at_start.val_loss == hf_loss.mean_nll);
+  // ... and what `attograd eval --hf-gpt2` prints for the same split (9 significant digits).
+  const double cli = eval_loss(run_cli("eval --hf-gpt2 " + hf + " --corpus " + corpus));
+  BOOST_TEST(at_start.val_loss == cli, boost::test_tools::tolerance(1e-8));
+
+  BOOST_TEST_REQUIRE(run->train(log, err) == 0);
+  char step0[64];
+  std::snprintf(step0, sizeof step0, "val loss %.4f", at_start.val_loss);
+  BOOST_TEST(contains(log.str(), "eval at step 0: train loss"));
+  BOOST_TEST(contains(log.str(), step0));
+  // Training lowers it: 40 steps on the repeated phrase the val window continues.
+  BOOST_TEST_MESSAGE("val loss " << at_start.val_loss << " -> " << run->result().val_loss);
+  BOOST_TEST(run->result().val_loss < at_start.val_loss - 1.0);
+  // The checkpoint holds the trained weights (eval --checkpoint gives the final evaluation) and
+  // records where they started.
+  const double trained =
+      eval_loss(run_cli("eval --checkpoint " + (dir / "run") + " --corpus " + corpus));
+  BOOST_TEST(run->result().val_loss == trained, boost::test_tools::tolerance(1e-8));
+  BOOST_TEST(recorded_options(run->checkpoint_path()).init_from ==
+             std::filesystem::absolute(hf).lexically_normal().string());
+
+  // attograd, exported to Hugging Face, fine-tuned again from the directory: the same weights,
+  // so the new run's step 0 is this run's final evaluation, bit for bit.
+  const auto exported =
+      run_cli("export --checkpoint " + (dir / "run") + " --out " + (dir / "exported"));
+  BOOST_TEST_INFO(exported.out);
+  BOOST_TEST_REQUIRE(exported.exit_code == 0);
+  std::ostringstream again_log;
+  const auto again = start(fine_tune(dir / "exported", corpus, dir / "again", 1),
+                           Communicator::world(), again_log);
+  BOOST_TEST(contains(again_log.str(), "Hugging Face GPT-2 file " + (dir / "exported") +
+                                           "/model.safetensors, gpt2 tokenizer"));
+  BOOST_TEST(again->trainer().evaluate().val_loss == run->result().val_loss);
+}
+
+BOOST_AUTO_TEST_CASE(a_fine_tuning_run_resumes_bit_for_bit) {
+  const TempDir dir("finetune_resume");
+  std::filesystem::create_directories(dir.path / "hf");
+  attograd::testing::write_small_hf_gpt2(dir.path / "hf");
+  const std::string hf = dir / "hf/model.safetensors", corpus = one_window_val_corpus(dir);
+  auto whole = train_to_end(fine_tune(hf, corpus, dir / "whole", 6));
+  const double whole_loss = whole->result().val_loss;
+  whole.reset();  // its lock on the run directory goes with it
+
+  RunRequest first = fine_tune(hf, corpus, dir / "halves", 3);
+  first.options.lr_decay_steps = 6;  // the schedule of the whole run, cut in two
+  train_to_end(first);
+  RunRequest second;
+  second.out_dir = dir / "halves";
+  second.resume = true;
+  second.threads = 1;
+  second.options.max_steps = 6;
+  second.options_given = {"max_steps"};
+  std::string second_log;
+  const auto resumed = train_to_end(second, &second_log);
+  BOOST_TEST(contains(second_log, "resume  step 3 of "));
+  BOOST_TEST(resumed->tokenizer().kind() == "gpt2");
+  BOOST_TEST(resumed->result().val_loss == whole_loss);  // bit for bit
+  BOOST_TEST(recorded_options(resumed->checkpoint_path()).init_from ==
+             std::filesystem::absolute(hf).lexically_normal().string());
+}
+
+BOOST_AUTO_TEST_CASE(an_attograd_run_continues_with_its_tokenizer_from_its_last_evaluation) {
+  const TempDir dir("finetune_run");
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "to be or not to be, that is the question.\n";
+  const std::string corpus = dir.file("corpus.txt", text);
+  RunRequest source;
+  source.corpus = corpus;
+  source.out_dir = dir / "source";
+  source.config.preset = "pico";
+  source.threads = 1;
+  source.options.max_steps = 5;
+  source.options.batch_size = 2;
+  source.options.eval_iters = 2;
+  source.options.eval_interval = 0;
+  source.options.log_interval = 1000;
+  const auto first = train_to_end(source);
+
+  // The same evaluation batches (same seed, batch size and eval_iters) on the same weights: the
+  // new run's step 0 is the source run's final evaluation, exactly.
+  RunRequest tune = source;
+  tune.config = ConfigOverrides();
+  tune.out_dir = dir / "tuned";
+  tune.init_from = dir / "source";
+  tune.options.max_steps = 3;
+  std::ostringstream log;
+  const auto tuned = start(tune, Communicator::world(), log);
+  BOOST_TEST(contains(log.str(), "init    weights of the attograd checkpoint " +
+                                     (dir / "source/ckpt.safetensors") +
+                                     " (trained 5 steps), char tokenizer; step 0"));
+  BOOST_TEST(tuned->tokenizer().serialize() == first->tokenizer().serialize());
+  BOOST_TEST((tuned->model().config() == first->model().config()));
+  const EvalResult at_start = tuned->trainer().evaluate();
+  BOOST_TEST(at_start.step == 0);
+  BOOST_TEST(at_start.val_loss == first->result().val_loss);
+  BOOST_TEST(at_start.train_loss == first->result().train_loss);
+}
+
+// Through the real binary, llm.c's way: GPT-2 keeps its context (block_size 16 here) and trains
+// on shorter sequences (--block-size 8, llm.c's T); a refused run leaves no --out behind.
+BOOST_AUTO_TEST_CASE(the_command_line_fine_tunes_on_shorter_sequences_than_the_context) {
+  const TempDir dir("finetune_cli");
+  std::filesystem::create_directories(dir.path / "hf");
+  attograd::testing::write_small_hf_gpt2(dir.path / "hf");
+  const std::string hf = dir / "hf/model.safetensors", corpus = one_window_val_corpus(dir);
+  const auto r = run_cli("train --init-from " + (dir / "hf") + " --corpus " + corpus + " --out " +
+                         (dir / "run") +
+                         " --block-size 8 --batch-size 2 --steps 2 --eval-iters 1 --threads 1");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(contains(r.out, "init    weights of the Hugging Face GPT-2 file " + hf));
+  BOOST_TEST(contains(r.out, "block_size 16, vocab_size 50257"));  // the model keeps its context
+  BOOST_TEST(contains(r.out, "train   2 steps, batch 2 x 8 tokens"));
+  const TrainOptions recorded = recorded_options(dir / "run/ckpt.safetensors");
+  BOOST_TEST(recorded.block_size == 8);
+  BOOST_TEST(recorded.max_steps == 2);
+  const auto refused = run_cli("train --init-from " + hf + " --n-embd 16 --corpus " + corpus +
+                               " --out " + (dir / "refused"));
+  BOOST_TEST(refused.exit_code == 2);
+  BOOST_TEST(contains(refused.out, "--n-embd would change its architecture"));
+  BOOST_TEST(!std::filesystem::exists(dir.path / "refused"));
+}
