@@ -125,10 +125,44 @@ class Engine {
     }
   }
 
-  static void run(const Tensor& root, const Tensor& grad_output, bool retain_graph);
+  // The pass. With `wanted` (grad()), the gradients of those tensors go into *found, in
+  // their order, and nothing is added into any grad() or retained gradient.
+  static void run(const Tensor& root, const Tensor& grad_output, bool retain_graph,
+                  const std::vector<Tensor>* wanted = nullptr,
+                  std::vector<Tensor>* found = nullptr);
 };
 
-void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
+namespace {
+
+// g after `hooks` (register_hook), each given the previous one's result; a replacement must
+// have g's shape and dtype, and is copied, so that no gradient buffer aliases a hook's tensor.
+Tensor apply_hooks(const std::vector<GradHook>& hooks, Tensor g) {
+  for (const GradHook& hook : hooks) {
+    const Tensor r = hook(g);
+    if (!r.defined()) continue;
+    if (r.shape() != g.shape() || r.dtype() != g.dtype())
+      throw std::invalid_argument("register_hook: a hook returned a gradient of shape " +
+                                  shape_str(r.shape()) + " " + dtype_name(r.dtype()) +
+                                  ", expected " + shape_str(g.shape()) + " " +
+                                  dtype_name(g.dtype()) +
+                                  " (return an undefined Tensor to keep "
+                                  "the gradient unchanged)");
+    g = r.clone();
+  }
+  return g;
+}
+
+// The position of t's impl among `tensors`, or -1.
+int64_t position_of(const std::vector<Tensor>& tensors, const detail::TensorImpl* t) {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (detail::impl(tensors[i]) == t) return static_cast<int64_t>(i);
+  return -1;
+}
+
+}  // namespace
+
+void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_graph,
+                 const std::vector<Tensor>* wanted, std::vector<Tensor>* found) {
   if (!root.requires_grad())
     throw std::logic_error(
         "backward: the tensor does not require grad and has no grad_fn "
@@ -166,7 +200,12 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   };
 
   if (root.is_leaf()) {
-    add_into_grad(*detail::impl(root), seed);
+    TensorImpl& impl = *detail::impl(root);
+    seed = apply_hooks(impl.hooks, seed);
+    if (!wanted)
+      add_into_grad(impl, seed);
+    else if (const int64_t i = position_of(*wanted, &impl); i >= 0)
+      (*found)[static_cast<size_t>(i)] = seed;
     return;
   }
 
@@ -191,21 +230,41 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   // Every saved tensor is checked before the first VJP runs, so a refused backward has added
   // nothing to any gradient. One integer comparison per saved tensor.
   for (const std::shared_ptr<Node>& n : lists.order) n->check_saved_versions();
+  // Leaves with hooks, or (grad()) wanted leaves: their gradient of this pass is summed apart,
+  // then hooked, then added into grad() or returned. Held by the pass only.
+  std::vector<std::pair<TensorImpl*, Tensor>> apart;
+  auto apart_buffer = [&](const Tensor& leaf) -> Tensor& {
+    TensorImpl* impl = detail::impl(leaf);
+    for (auto& [who, g] : apart)
+      if (who == impl) return g;
+    return apart.emplace_back(impl, Tensor::zeros(leaf.shape(), leaf.dtype())).second;
+  };
   for (auto it = lists.order.rbegin(); it != lists.order.rend(); ++it) {
     Node* node = it->get();
     Tensor grad_out = std::move(node->grad_);
     node->grad_ = Tensor();
-    // retain_grad(): grad_out is complete here (every consumer of the output has run); the
-    // tensor keeps a copy, since the VJP below may still read grad_out.
-    if (const std::shared_ptr<TensorImpl> out = node->retained_.lock())
+    // grad_out is complete here (every consumer of the output has run): the output's hooks,
+    // then retain_grad(), which keeps a copy, since the VJP below may still read grad_out.
+    if (!node->hooks_.empty()) grad_out = apply_hooks(node->hooks_, std::move(grad_out));
+    if (wanted) {
+      for (size_t i = 0; i < wanted->size(); ++i)
+        if (!(*wanted)[i].is_leaf() && (*wanted)[i].grad_fn().get() == node)
+          (*found)[i] = grad_out.clone();
+    } else if (const std::shared_ptr<TensorImpl> out = node->retained_.lock()) {
       add_into_grad(*out, out->grad ? grad_out : grad_out.clone());
+    }
 
     const TensorList& inputs = node->inputs();
     TensorList grad_inputs(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& in = inputs[i];
       if (!in.requires_grad()) continue;
-      if (in.is_leaf()) {
+      if (in.is_leaf() && wanted) {
+        // grad(): only the wanted leaves get a gradient, summed apart.
+        if (position_of(*wanted, detail::impl(in)) >= 0) grad_inputs[i] = apart_buffer(in);
+      } else if (in.is_leaf() && !detail::impl(in)->hooks.empty()) {
+        grad_inputs[i] = apart_buffer(in);
+      } else if (in.is_leaf()) {
         // Accumulate straight into the leaf's buffer: backward twice without zero_grad sums.
         TensorImpl* impl = detail::impl(in);
         if (!impl->grad) impl->grad = detail::impl_ptr(Tensor::zeros(in.shape(), in.dtype()));
@@ -220,10 +279,35 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     node->apply(grad_out, std::span<Tensor>(grad_inputs.data(), grad_inputs.size()));
     if (!retain_graph) node->release();
   }
+  for (auto& [impl, g] : apart) {
+    Tensor hooked = apply_hooks(impl->hooks, std::move(g));
+    if (wanted)
+      (*found)[static_cast<size_t>(position_of(*wanted, impl))] = std::move(hooked);
+    else
+      add_into_grad(*impl, hooked);
+  }
 }
 
 void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   Engine::run(root, grad_output, retain_graph);
+}
+
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,
+                         const Tensor& grad_output, bool retain_graph) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined() || !inputs[i].requires_grad())
+      throw std::invalid_argument("grad: input " + std::to_string(i) +
+                                  " does not require grad, so it has no gradient (mark a leaf "
+                                  "with set_requires_grad() before computing from it)");
+  if (!output.defined()) throw std::invalid_argument("grad: the output is an undefined tensor");
+  std::vector<Tensor> found(inputs.size());
+  Engine::run(output, grad_output, retain_graph, &inputs, &found);
+  for (size_t i = 0; i < found.size(); ++i)
+    if (!found[i].defined())
+      throw std::invalid_argument("grad: input " + std::to_string(i) +
+                                  " was not used to compute the output, so it has no gradient "
+                                  "(torch's allow_unused=False)");
+  return found;
 }
 
 }  // namespace attograd

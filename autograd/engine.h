@@ -37,6 +37,7 @@
 #include <span>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "autograd/allocator.h"
 #include "autograd/tensor.h"
@@ -94,6 +95,8 @@ class Node {
   bool retains_grad_of(const detail::TensorImpl* output) const {
     return output && retained_.lock().get() == output;
   }
+  /// A register_hook() of this node's output: run on its gradient once complete.
+  void add_hook(GradHook hook) { hooks_.push_back(std::move(hook)); }
 
  protected:
   Node(const char* name, TensorList inputs) : name_(name), inputs_(std::move(inputs)) {}
@@ -110,6 +113,7 @@ class Node {
   uint64_t visited_in_pass_ = 0;
   Tensor grad_;
   std::weak_ptr<detail::TensorImpl> retained_;  // the output whose gradient retain_grad() keeps
+  std::vector<GradHook> hooks_;                 // the output's register_hook()s
 };
 
 /// The node of an op whose VJP is the closure F, given the N saved tensors after the gradients:
@@ -193,5 +197,15 @@ Tensor record(Tensor output, const char* name, TensorList inputs, F&& backward) 
 
 /// Runs reverse mode from root with upstream gradient grad_output (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);
+
+/// torch.autograd.grad(output, inputs): the gradient of `output` with respect to each of
+/// `inputs` (leaves or intermediate tensors), returned in their order instead of added into
+/// grad(): no tensor's grad() changes, and retain_grad() tensors keep theirs. grad_output and
+/// retain_graph as Tensor::backward's; hooks run as in backward. The whole graph below output
+/// is walked (no pruning to the inputs' paths). Throws std::invalid_argument naming the position
+/// of an input that does not require grad or that output was not computed from (torch's
+/// allow_unused=False), and what backward throws.
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,
+                         const Tensor& grad_output = Tensor(), bool retain_graph = false);
 
 }  // namespace attograd

@@ -444,6 +444,18 @@ void Tensor::retain_grad() const {
   if (impl_->grad_fn) impl_->grad_fn->retain_grad_of(impl_);
 }
 
+void Tensor::register_hook(GradHook hook) const {
+  check_defined("register_hook");
+  if (!impl_->requires_grad)
+    throw std::logic_error(
+        "register_hook: the tensor does not require grad, so no gradient ever reaches it "
+        "(compute it from a leaf marked with set_requires_grad())");
+  if (impl_->grad_fn)
+    impl_->grad_fn->add_hook(std::move(hook));
+  else
+    impl_->hooks.push_back(std::move(hook));
+}
+
 bool Tensor::retains_grad() const {
   check_defined("retains_grad");
   return impl_->grad_fn && impl_->grad_fn->retains_grad_of(impl_.get());

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -53,6 +54,11 @@ Shape contiguous_strides(const Shape& shape);
 
 /// A handle to a tensor: cheap to copy (copies share data and graph, like a PyTorch tensor).
 /// A default-constructed Tensor is "undefined" (no data); most calls on it throw.
+class Tensor;
+/// A gradient hook (Tensor::register_hook): given the gradient, returns a replacement or an
+/// undefined Tensor to keep it.
+using GradHook = std::function<Tensor(const Tensor& grad)>;
+
 class Tensor {
  public:
   Tensor() = default;
@@ -167,6 +173,15 @@ class Tensor {
   void retain_grad() const;
   /// True for a non-leaf after retain_grad() (false for leaves, as in torch).
   bool retains_grad() const;
+  /// Calls `hook` with this tensor's gradient in every backward pass (and grad()) that reaches
+  /// it, as torch's register_hook: for a leaf once per pass with the pass's total, before it is
+  /// added into grad(); for a non-leaf once its gradient is complete, before it flows to the
+  /// inputs (and before retain_grad() keeps it). The hook may return a tensor of the same
+  /// shape and dtype to use instead (gradient surgery, clipping one tensor), or an undefined
+  /// Tensor to keep the gradient as it is; hooks run in the order registered, each given the
+  /// previous one's result. Throws std::logic_error on a tensor that does not require grad;
+  /// backward throws std::invalid_argument when a hook returns another shape or dtype.
+  void register_hook(GradHook hook) const;
   /// True for tensors not produced by a recorded op.
   bool is_leaf() const;
   const std::shared_ptr<Node>& grad_fn() const;

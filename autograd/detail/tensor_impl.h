@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "autograd/tensor.h"
 
@@ -45,6 +46,7 @@ struct TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf, same shape, contiguous
   std::shared_ptr<Node> grad_fn;     // the op that produced this tensor; null for leaves
+  std::vector<GradHook> hooks;       // a leaf's register_hook()s (a non-leaf's are on grad_fn)
 
   /// A new, empty impl from the small-object pool (allocator.h): creating a tensor or a view in a
   /// training step calls malloc for none of its parts.

@@ -290,3 +290,96 @@ BOOST_AUTO_TEST_CASE(writes_through_data_count_after_bump_version) {
   w.bump_version();
   expect_throw_with<std::logic_error>([&] { y.backward(); }, "'mul' saved its tensor 'a'");
 }
+
+// register_hook on a leaf: called once per pass with the pass's total over both uses of x
+// (d/dx [sum(x·x) + sum(3x)] = 2x + 3), and its return replaces what grad() gets; a second
+// pass adds the hooked gradient again.
+BOOST_AUTO_TEST_CASE(a_leaf_hook_sees_the_total_and_may_replace_it) {
+  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}, DType::f64).requires_grad_();
+  std::vector<std::vector<double>> seen;
+  x.register_hook([&](const Tensor& g) {
+    seen.push_back(g.to_vector());
+    return mul_scalar(g, 2.0);
+  });
+  add(sum(mul(x, x)), sum(mul_scalar(x, 3.0))).backward();
+  BOOST_TEST(seen.size() == 1u);
+  BOOST_TEST(seen[0] == (std::vector<double>{5.0, 7.0}), boost::test_tools::per_element());
+  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{10.0, 14.0}),
+             boost::test_tools::per_element());
+  sum(x).backward();  // the hook again: 2 · 1 added
+  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{12.0, 16.0}),
+             boost::test_tools::per_element());
+}
+
+// register_hook on a non-leaf: its complete gradient, before it flows to the inputs and before
+// retain_grad() keeps it; hooks chain in order; an undefined return keeps the gradient; a
+// wrong shape is refused by name; a tensor without grad cannot take a hook.
+BOOST_AUTO_TEST_CASE(a_non_leaf_hook_changes_what_flows_below) {
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}, DType::f64).requires_grad_();
+  Tensor h = mul_scalar(x, 2.0);
+  h.retain_grad();
+  int calls = 0;
+  h.register_hook([&](const Tensor&) {
+    ++calls;
+    return Tensor();  // keep
+  });
+  h.register_hook([](const Tensor& g) { return mul_scalar(g, 10.0); });
+  sum(mul(h, h)).backward();  // dL/dh = 2h = (4, -8), hooked to (40, -80); dL/dx = 2 · that
+  BOOST_TEST(calls == 1);
+  BOOST_TEST(h.grad().to_vector() == (std::vector<double>{40.0, -80.0}),
+             boost::test_tools::per_element());
+  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{80.0, -160.0}),
+             boost::test_tools::per_element());
+  Tensor y = mul_scalar(x, 3.0);
+  y.register_hook([](const Tensor&) { return Tensor::zeros({3}, DType::f64); });
+  expect_throw_with<std::invalid_argument>(
+      [&] { sum(y).backward(); },
+      "register_hook: a hook returned a gradient of shape (3,) f64, expected (2,) f64");
+  expect_throw_with<std::logic_error>(
+      [] {
+        Tensor::from_vector({1.0}, {1}, DType::f64).register_hook([](const Tensor&) {
+          return Tensor();
+        });
+      },
+      "register_hook: the tensor does not require grad");
+}
+
+// grad(output, inputs), torch.autograd.grad: the gradients returned in the inputs' order, of
+// leaves and of an intermediate tensor, with grad() of every tensor left alone (retain_grad's
+// too); hooks still run; an input the output does not use, or one without grad, is named.
+BOOST_AUTO_TEST_CASE(grad_returns_gradients_without_touching_grad) {
+  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}, DType::f64).requires_grad_();
+  Tensor w = Tensor::from_vector({3.0, -1.0}, {2}, DType::f64).requires_grad_();
+  Tensor unused = Tensor::from_vector({5.0}, {1}, DType::f64).requires_grad_();
+  Tensor h = mul(x, w);  // L = sum(h · x) = sum(w x²): dL/dx = 2wx, dL/dw = x², dL/dh = x
+  h.retain_grad();
+  const Tensor L = sum(mul(h, x));
+  const std::vector<Tensor> g = grad(L, {w, x, h}, Tensor(), /*retain_graph=*/true);
+  BOOST_TEST(g[0].to_vector() == (std::vector<double>{1.0, 4.0}), boost::test_tools::per_element());
+  BOOST_TEST(g[1].to_vector() == (std::vector<double>{6.0, -4.0}),
+             boost::test_tools::per_element());
+  BOOST_TEST(g[2].to_vector() == (std::vector<double>{1.0, 2.0}), boost::test_tools::per_element());
+  BOOST_TEST(!x.grad().defined());
+  BOOST_TEST(!w.grad().defined());
+  BOOST_TEST(!h.grad().defined());
+  int calls = 0;
+  w.register_hook([&](const Tensor& gw) {
+    ++calls;
+    return mul_scalar(gw, -1.0);
+  });
+  BOOST_TEST(grad(L, {w}, Tensor(), true)[0].to_vector() == (std::vector<double>{-1.0, -4.0}),
+             boost::test_tools::per_element());
+  BOOST_TEST(calls == 1);
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        grad(L, {x, unused}, Tensor(), true);
+      },
+      "grad: input 1 was not used to compute the output");
+  expect_throw_with<std::invalid_argument>(
+      [&] { grad(L, {Tensor::from_vector({1.0}, {1}, DType::f64)}); },
+      "grad: input 0 does not require grad");
+  // And backward afterwards accumulates as usual, the graph kept by retain_graph above.
+  L.backward();
+  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{6.0, -4.0}),
+             boost::test_tools::per_element());
+}
