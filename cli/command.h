@@ -25,6 +25,8 @@ void add_sample_command(CLI::App& app, int& exit_code);
 void add_eval_command(CLI::App& app, int& exit_code);
 /// `attograd export`: a checkpoint's GPT as a Hugging Face GPT-2 directory.
 void add_export_command(CLI::App& app, int& exit_code);
+/// `attograd ngram`: val loss of counted n-gram models on a corpus's splits.
+void add_ngram_command(CLI::App& app, int& exit_code);
 /// `attograd tokenize`: text to token ids (GPT-2 BPE or char), or ids to text with --decode.
 void add_tokenize_command(CLI::App& app, int& exit_code);
 /// `attograd info`: a config's parameter shapes and counts, and attention's tensor shapes.

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   attograd::cli::add_sample_command(app, exit_code);
   attograd::cli::add_eval_command(app, exit_code);
   attograd::cli::add_export_command(app, exit_code);
+  attograd::cli::add_ngram_command(app, exit_code);
   attograd::cli::add_info_command(app, exit_code);
   attograd::cli::add_tokenize_command(app, exit_code);
   attograd::cli::add_gradcheck_command(app, exit_code);

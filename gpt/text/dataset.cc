@@ -146,4 +146,48 @@ double bigram_cross_entropy(const std::vector<int64_t>& train, const std::vector
   return total / static_cast<double>(val.size() - 1);
 }
 
+NgramLoss ngram_cross_entropy(const std::vector<int64_t>& train, const std::vector<int64_t>& val,
+                              int64_t vocab_size, int64_t n, double k) {
+  const int64_t V = vocab_size;
+  if (V < 1 || n < 1 || !(k > 0))
+    throw std::invalid_argument(
+        "ngram_cross_entropy: need vocab_size >= 1, n >= 1 and k > 0, got " + std::to_string(V) +
+        ", " + std::to_string(n) + " and " + std::to_string(k));
+  if (static_cast<int64_t>(train.size()) < n || static_cast<int64_t>(val.size()) < n)
+    throw std::invalid_argument("ngram_cross_entropy: a " + std::to_string(n) +
+                                "-gram needs at least " + std::to_string(n) +
+                                " train and val tokens, got " + std::to_string(train.size()) +
+                                " and " + std::to_string(val.size()));
+  int64_t keys = 1;  // V^n: every n-gram's key below it
+  for (int64_t i = 0; i < n; ++i) keys = checked_mul(keys, V, "ngram_cross_entropy: keys V^n");
+  check_ids(train, "train", V);
+  check_ids(val, "val", V);
+  // The key of the n − 1 tokens before position i (base V), and of the n-gram ending at i.
+  const auto context_key = [&](const std::vector<int64_t>& s, size_t i) {
+    int64_t key = 0;
+    for (size_t j = i + 1 - static_cast<size_t>(n); j < i; ++j) key = key * V + s[j];
+    return key;
+  };
+  std::unordered_map<int64_t, int64_t> gram_counts, context_counts;
+  for (size_t i = static_cast<size_t>(n - 1); i < train.size(); ++i) {
+    const int64_t c = context_key(train, i);
+    ++context_counts[c];
+    ++gram_counts[c * V + train[i]];
+  }
+  NgramLoss r;
+  r.contexts = static_cast<int64_t>(context_counts.size());
+  double total = 0;
+  for (size_t i = static_cast<size_t>(n - 1); i < val.size(); ++i) {
+    const int64_t c = context_key(val, i);
+    const auto seen = context_counts.find(c);
+    const auto gram = gram_counts.find(c * V + val[i]);
+    const double count = gram == gram_counts.end() ? 0.0 : static_cast<double>(gram->second);
+    const double row = seen == context_counts.end() ? 0.0 : static_cast<double>(seen->second);
+    total -= std::log((count + k) / (row + k * static_cast<double>(V)));
+    ++r.predictions;
+  }
+  r.loss = total / static_cast<double>(r.predictions);
+  return r;
+}
+
 }  // namespace attograd::gpt

@@ -107,4 +107,23 @@ double unigram_entropy(const std::vector<int64_t>& tokens);
 double bigram_cross_entropy(const std::vector<int64_t>& train, const std::vector<int64_t>& val,
                             int64_t vocab_size);
 
+/// A counted n-gram model's val loss and size (ngram_cross_entropy).
+struct NgramLoss {
+  double loss = 0;          // nats per scored val token
+  int64_t contexts = 0;     // distinct (n − 1)-token contexts seen in train: the table's rows
+  int64_t predictions = 0;  // val tokens scored: m − (n − 1)
+};
+
+/// Cross-entropy, in nats per token, of `val` under an n-gram model counted on `train` with
+/// add-k smoothing over V = vocab_size tokens (k = 1: Laplace's add-one, as the bigram's):
+///   P(b | c) = (count_train(c, b) + k) / (count_train(c, .) + k V),  c the n − 1 tokens before b
+///   loss = -(1 / (m − n + 1)) sum_{i=n-1}^{m-1} ln P(val[i] | val[i-n+1 .. i-1])
+/// A context train never shows gets the uniform 1 / V. n = 2 is bigram_cross_entropy's model.
+/// The lecture's comparison with attention: the table has one row per context seen, up to
+/// V^(n-1), and a context longer than n − 1 tokens is invisible to it. Throws
+/// std::invalid_argument for n < 1, k <= 0, too short sequences or an id outside [0, V), and
+/// std::overflow_error when V^n does not fit int64_t (the n-gram keys).
+NgramLoss ngram_cross_entropy(const std::vector<int64_t>& train, const std::vector<int64_t>& val,
+                              int64_t vocab_size, int64_t n, double k = 1.0);
+
 }  // namespace attograd::gpt

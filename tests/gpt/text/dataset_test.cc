@@ -202,6 +202,51 @@ BOOST_AUTO_TEST_CASE(bigram_cross_entropy_by_hand) {
       "2 val tokens");
 }
 
+// The val losses of the counted 3-, 4- and 5-grams on `data`'s splits, add-one and add-0.01, as
+// docs/05-training.md quotes them (4 decimals).
+static void check_ngrams(const Dataset& data, int64_t V, const std::vector<double>& add_one,
+                         const std::vector<double>& add_hundredth) {
+  for (int64_t n = 3; n <= 5; ++n) {
+    const auto i = static_cast<size_t>(n - 3);
+    BOOST_TEST_CONTEXT("n = " << n) {
+      const std::pair<double, double> cases[] = {{1.0, add_one[i]}, {0.01, add_hundredth[i]}};
+      for (const auto& [k, expected] : cases) {
+        const double loss =
+            ngram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), V, n, k).loss;
+        BOOST_TEST(std::abs(loss - expected) < 5e-5, "k = " << k << ": " << loss);
+      }
+    }
+  }
+}
+
+// The counted n-gram by hand: train 0 1 0 1 0 1 (V = 2) has the trigram contexts (0, 1) and
+// (1, 0), each twice and each followed by the same token; val 0 1 0 scores its last token from
+// (0, 1): add-one gives (2 + 1) / (2 + 2) = 3/4, add-0.5 (2.5) / (3); an unseen context is
+// uniform; n = 2 is the bigram baseline's model exactly.
+BOOST_AUTO_TEST_CASE(ngram_cross_entropy_by_hand) {
+  const std::vector<int64_t> train{0, 1, 0, 1, 0, 1};
+  const NgramLoss tri = ngram_cross_entropy(train, {0, 1, 0}, 2, 3);
+  BOOST_TEST(tri.contexts == 2);
+  BOOST_TEST(tri.predictions == 1);
+  BOOST_TEST(std::abs(tri.loss + std::log(0.75)) < 1e-12);
+  BOOST_TEST(std::abs(ngram_cross_entropy(train, {0, 1, 0}, 2, 3, 0.5).loss + std::log(2.5 / 3.0)) <
+             1e-12);
+  BOOST_TEST(std::abs(ngram_cross_entropy(train, {1, 1, 1}, 2, 3).loss - std::log(2.0)) < 1e-12);
+  const std::vector<int64_t> a{0, 1, 0, 1, 2, 2, 1}, b{0, 1, 1, 2, 0};
+  BOOST_TEST(std::abs(ngram_cross_entropy(a, b, 3, 2).loss - bigram_cross_entropy(a, b, 3)) <
+             1e-12);
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        ngram_cross_entropy({0, 1}, {0, 1}, 2, 3);
+      },
+      "a 3-gram needs at least 3 train and val tokens");
+  expect_throw_with<std::overflow_error>(
+      [] {
+        ngram_cross_entropy({0, 1, 2}, {0, 1, 2}, int64_t{1} << 32, 3);
+      },
+      "ngram_cross_entropy: keys V^n");
+}
+
 BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
   const std::filesystem::path path = shared_data("tinyshakespeare.txt");
   if (!data_available(path, "../shared is not beside this checkout")) return;
@@ -222,6 +267,8 @@ BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
                      << " nats; uniform ln V = " << std::log(65.0));
   BOOST_TEST(std::abs(unigram - 3.337) < 1e-3);
   BOOST_TEST(std::abs(bigram - 2.482) < 1e-3);
+  // docs/05-training.md's counted n-grams (`attograd ngram`), add-one and add-0.01.
+  check_ngrams(data, tok.vocab_size(), {2.0684, 1.9526, 2.1737}, {2.0658, 1.7959, 1.7704});
 }
 
 // The default corpus's baselines, which `attograd train` prints and docs/05-training.md quotes.
@@ -240,4 +287,5 @@ BOOST_AUTO_TEST_CASE(king_james_bible_baselines) {
   BOOST_TEST(std::abs(attograd::gpt::bigram_cross_entropy(data.tokens(Split::train),
                                                           data.tokens(Split::val), 73) -
                       2.328) < 1e-3);
+  check_ngrams(data, 73, {1.8738, 1.5888, 1.5933}, {1.8655, 1.5275, 1.3878});
 }
