@@ -4,6 +4,7 @@
 #
 #   bash scripts/figures.sh                      # trains pico first with examples/train_pico.sh
 #   PICO_RUN=runs/pico bash scripts/figures.sh   # reuses a finished train_pico.sh run
+#   TIMINGS=1 bash scripts/figures.sh            # also the timed figure (bench/attention_cost.py)
 #
 # Time on the 2-core reference VM, built: about 30 s for train_pico.sh, under 10 seconds for
 # the rest (1.9 s measured with PICO_RUN). Needs gnuplot and Graphviz (installed first, by
@@ -64,5 +65,13 @@ keep blocks.svg pico_blocks.svg
 cp "$PICO_RUN/loss.svg" "$FIGURES/pico_loss.svg"
 cp "$PICO_RUN/perplexity.svg" "$FIGURES/pico_perplexity.svg"
 cp "$PICO_RUN/eval_log.csv" "$PICO_RUN/baselines.csv" "$WORK/"
+
+# Chapter 3, timed (only with TIMINGS=1: its numbers change with the machine and its load, so a
+# default run keeps the committed one and every figure it writes comes out byte for byte): the
+# T×T cost of attention, measured on one head (needs build/bench/kernels_bench).
+if [[ -n ${TIMINGS:-} ]]; then
+  cmake --build build --target kernels_bench
+  /usr/bin/python3 bench/attention_cost.py --out "$FIGURES" --work "$WORK"
+fi
 
 echo "figures in $FIGURES, their data in $WORK"

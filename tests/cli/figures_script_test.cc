@@ -292,8 +292,8 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
 }
 
 // Every image docs/*.md shows is in docs/figures and is made by a line of scripts/figures.sh:
-// written there by a command ("$FIGURES/<name>", or its .dot for a graph rendered beside it) or
-// copied there by `keep <file> <name>`.
+// written there by a command ("$FIGURES/<name>", or its .dot for a graph rendered beside it),
+// copied there by `keep <file> <name>`, or (a timing) drawn by bench/<name>.py --out "$FIGURES".
 BOOST_AUTO_TEST_CASE(docs_images_come_from_the_script) {
   const std::string script = read_text(kSource / "scripts/figures.sh");
   const std::regex image(R"(!\[[^\]]*\]\(figures/([^)]+)\))");
@@ -309,9 +309,11 @@ BOOST_AUTO_TEST_CASE(docs_images_come_from_the_script) {
     BOOST_TEST_INFO("docs show figures/" << name);
     BOOST_TEST(fs::exists(kSource / "docs/figures" / name));
     const std::string stem = fs::path(name).stem().string();
+    // ... or, for a timing (TIMINGS=1), drawn there by the bench script of its name.
     const bool made = script.find("\"$FIGURES/" + name + "\"") != std::string::npos ||
                       script.find("\"$FIGURES/" + stem + ".dot\"") != std::string::npos ||
-                      std::regex_search(script, std::regex("\nkeep \\S+ " + name + "\n"));
+                      std::regex_search(script, std::regex("\nkeep \\S+ " + name + "\n")) ||
+                      script.find("bench/" + stem + ".py --out \"$FIGURES\"") != std::string::npos;
     BOOST_TEST(made);
   }
 }
