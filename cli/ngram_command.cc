@@ -35,13 +35,18 @@ int run(const NgramArgs& a) {
   const gpt::Dataset data(tok.encode(corpus.text), 1);
   const auto& train = data.tokens(gpt::Split::train);
   const auto& val = data.tokens(gpt::Split::val);
+  // Every row first, so that a corpus too short for one N prints nothing but the error.
+  std::vector<gpt::NgramLoss> rows;
+  for (const int64_t n : a.n)
+    rows.push_back(gpt::ngram_cross_entropy(train, val, tok.vocab_size(), n, a.k));
   std::printf(
       "counted n-grams on %s: char tokenizer (V %lld), %zu train / %zu val tokens, add-%g "
       "smoothing\n%-3s %18s %22s %10s %11s\n",
       corpus.name.c_str(), static_cast<long long>(tok.vocab_size()), train.size(), val.size(), a.k,
       "N", "contexts in train", "table (contexts x V)", "val loss", "perplexity");
-  for (const int64_t n : a.n) {
-    const gpt::NgramLoss r = gpt::ngram_cross_entropy(train, val, tok.vocab_size(), n, a.k);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t n = a.n[i];
+    const gpt::NgramLoss& r = rows[i];
     std::printf("%-3lld %18lld %22lld %10.4f %11.2f\n", static_cast<long long>(n),
                 static_cast<long long>(r.contexts),
                 static_cast<long long>(r.contexts * tok.vocab_size()), r.loss, std::exp(r.loss));

@@ -3,10 +3,12 @@
 // scores (T, T) -> (T, T): keep scores[t][j] for keys j <= t, put -inf where j > t, so that the
 // softmax gives the future exactly 0 (docs/03-attention.md, "The causal mask").
 //
-// Two ways, both fine: read the values with scores.to_vector() (row-major: scores[t][j] is
-// element t * T + j), change them and return Tensor::from_vector(values, scores.shape(),
-// scores.dtype()); or build a (T, T) tensor of 0 and -inf and add() it to the scores, which
-// keeps the result in the graph. -inf is -std::numeric_limits<double>::infinity().
+// Build a (T, T) tensor of 0 and -inf (Tensor::from_vector(values, {T, T}, scores.dtype()),
+// row-major: element t * T + j is row t, column j) and add() it to the scores: the result stays
+// in the graph, so S3's attention can train through it. Changing scores.to_vector() and
+// returning a new Tensor::from_vector of it gives the right numbers but leaves the graph: no
+// gradient would reach the scores, and the check says so. -inf is
+// -std::numeric_limits<double>::infinity().
 //
 // Check: ctest --test-dir build -C student -L student -R causal_mask --output-on-failure
 #include <stdexcept>

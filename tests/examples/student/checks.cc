@@ -290,6 +290,10 @@ Verdict check_causal_mask(const UnaryFn& causal_mask) {
               fail(at(t, j) + " holds " + num(got) +
                    ", not -inf: a large negative number leaves a tiny weight where the softmax "
                    "must give exactly 0; use -std::numeric_limits<double>::infinity()");
+            if (got == 0 && was != 0)
+              fail(at(t, j) +
+                   " holds 0, not -inf: a score of 0 still gets the weight e^0 / Σ "
+                   "in the softmax; only -inf gives exactly 0");
             if (masked_above == 0 && masked_below == 0)
               fail(
                   "nothing is masked: put -inf at every position (t, j) with key j > t, above "
@@ -327,6 +331,12 @@ Verdict check_causal_mask(const UnaryFn& causal_mask) {
           "causal_mask differs from the library's causal_mask (autograd/ops.h) on random (5, 5) "
           "scores");
     passed.push_back("equals the library's causal_mask on random (5, 5) scores");
+    // S3 builds attention on this mask and trains through it: the scores must stay in the graph.
+    const Tensor leaf = Tensor::randn({3, 3}, gen, DType::f64).requires_grad_();
+    expect_gradient_reaches("causal_mask(scores (3, 3))",
+                            call("causal_mask(scores (3, 3))", [&] { return causal_mask(leaf); }),
+                            {{"scores", leaf}});
+    passed.push_back("keeps the scores in the graph: backward reaches them (S3 trains through it)");
     expect_dtype(apply(Tensor::randn({3, 3}, gen, DType::f32)), DType::f32,
                  "causal_mask(scores (3, 3))");
     passed.push_back("keeps f32 scores f32");

@@ -94,6 +94,13 @@ BOOST_AUTO_TEST_CASE(causal_mask_mistakes) {
       "position (0, 1) holds -1e+09, not -inf");
   expect_problem(checks::check_causal_mask([](const Tensor& s) { return s; }),
                  "nothing is masked: put -inf at every position (t, j) with key j > t");
+  expect_problem(
+      checks::check_causal_mask([](const Tensor& s) { return mask_where(s, causal, 0.0); }),
+      "position (0, 1) holds 0, not -inf: a score of 0 still gets the weight e^0");
+  // The right numbers through to_vector(): correct values, but out of the graph (S3 would fail).
+  expect_problem(checks::check_causal_mask([](const Tensor& s) { return mask_where(s, causal); }),
+                 "causal_mask(scores (3, 3)): no gradient reaches scores: the result left the "
+                 "graph, e.g. through to_vector() and Tensor::from_vector");
   expect_problem(checks::check_causal_mask([](const Tensor& s) {
                    s.data<double>()[1] = -kInf;  // writes into the caller's scores
                    return mask_where(s, causal);

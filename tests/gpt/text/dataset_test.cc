@@ -288,4 +288,8 @@ BOOST_AUTO_TEST_CASE(king_james_bible_baselines) {
                                                           data.tokens(Split::val), 73) -
                       2.328) < 1e-3);
   check_ngrams(data, 73, {1.8738, 1.5888, 1.5933}, {1.8655, 1.5275, 1.3878});
+  // `attograd ngram`'s N = 1 row: the unigram counted on train (add-one), scored on val.
+  BOOST_TEST(
+      std::abs(ngram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), 73, 1).loss -
+               3.0308) < 5e-5);
 }
