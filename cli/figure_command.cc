@@ -157,7 +157,7 @@ void rope_qk(const gpt::GPTConfig& c, const std::string& stem) {
   const int64_t T = c.block_size;
   if (T < 4)
     throw std::invalid_argument("figure rope-qk: block_size " + std::to_string(T) +
-                                " leaves no two (m, n) with the same m - n to draw; choose "
+                                " gives too few positions to draw the score against m - n; choose "
                                 "--block-size >= 4");
   std::vector<double> q, k;
   for (int64_t t = 0; t < T; ++t) q.insert(q.end(), {1.0, 0.5}), k.insert(k.end(), {0.8, -0.6});

@@ -55,10 +55,24 @@ def main(argv):
     if len(argv) != 3:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    import numpy as np
+    try:
+        import numpy as np
+    except ImportError:
+        print(f"{sys.executable} cannot import NumPy: install Debian's python3-numpy and run "
+              "this with /usr/bin/python3 (a pyenv or venv python3 first on PATH may lack it)",
+              file=sys.stderr)
+        return 2
 
     script, source = argv[1], argv[2]
-    ours_json = json.load(sys.stdin if source == "-" else open(source, encoding="utf-8"))
+    try:
+        ours_json = json.load(sys.stdin if source == "-" else open(source, encoding="utf-8"))
+        for name in ["Q", "K", "V"] + STEPS:
+            ours_json[name]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"{source}: not attention_by_hand --json's output ({type(e).__name__}: {e}); is "
+              "build/examples/attention_by_hand built? (cmake --build build --target "
+              "attention_by_hand)", file=sys.stderr)
+        return 2
 
     def matrix(name):
         return np.array([[-math.inf if v is None else v for v in row] for row in ours_json[name]],
