@@ -31,8 +31,9 @@ Tensor param_away_from_zero(const Shape& shape, Generator& gen, DType dtype);
 /// i64 ids of `shape`, each uniform in [0, n): indices and targets.
 Tensor random_ids(const Shape& shape, int64_t n, Generator& gen);
 
-/// Targets in [0, V) of `shape` (at least 2 elements) with the second and the last set to -1,
-/// the losses' default ignore_index.
+/// Targets in [0, V) of `shape` with the second and the last set to -1, the losses' default
+/// ignore_index; with a single target (`attograd gradcheck -B 1 -T 1`) none is ignored, since a
+/// loss with every target ignored has no gradient to check.
 Tensor targets_with_ignored(const Shape& shape, int64_t V, Generator& gen);
 
 /// The heads the attention cases split C channels into: 2, or 1 when C is odd

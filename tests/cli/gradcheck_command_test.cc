@@ -134,3 +134,14 @@ BOOST_AUTO_TEST_CASE(markdown_without_markers_or_file_is_a_clear_error) {
   BOOST_TEST(both.exit_code == 2);
   BOOST_TEST(has(both.out, "excludes"));
 }
+
+// The smallest sizes the command accepts, B = T = 1 (one target: none of it ignored), check every
+// op, the losses included; their targets once indexed a second element that was not there.
+BOOST_AUTO_TEST_CASE(the_smallest_sizes_check_every_op) {
+  const Run r = run("gradcheck -B 1 -T 1");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(has(r.out, "cross_entropy"));
+  BOOST_TEST(!has(r.out, "FAIL"));
+  BOOST_TEST(!has(r.out, "error"));
+}
