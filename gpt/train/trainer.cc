@@ -557,7 +557,10 @@ EvalResult Trainer::run(std::ostream& log) {
             ": the model diverged, so no checkpoint was written at this step. Try a lower --lr "
             "or a --grad-clip");
     }
-    const bool ckpt_now = step_ == o.max_steps || eval_now ||
+    // Ctrl-C or SIGTERM (stop_on): the step is done; it gets its checkpoint like any other,
+    // then the run stops. At the last step the run simply ends.
+    const int signal = step_ < o.max_steps ? stop_signal() : 0;
+    const bool ckpt_now = step_ == o.max_steps || eval_now || signal != 0 ||
                           (o.checkpoint_interval > 0 && step_ % o.checkpoint_interval == 0);
     if (ckpt_now && !out_dir_.empty()) {
       // Every rank checks, so that all stop together; the parameters are the same on all (the
@@ -575,20 +578,7 @@ EvalResult Trainer::run(std::ostream& log) {
         keep_as_best(dir);
       }
     }
-    // Ctrl-C or SIGTERM (stop_on): the step is done; its checkpoint too, then stop. At the last
-    // step the run simply ends.
-    if (const int signal = step_ < o.max_steps ? stop_signal() : 0; signal != 0) {
-      if (!ckpt_now && !out_dir_.empty()) {
-        check_finite_parameters();
-        if (!log_now) check_replicas();
-      }
-      if (files && !ckpt_now) {
-        train_csv->sync();
-        eval_csv->sync();
-        save(checkpoint_path());
-      }
-      throw Interrupted(signal, step_, o.max_steps);
-    }
+    if (signal != 0) throw Interrupted(signal, step_, o.max_steps);
   }
   if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice
     last = evaluate();
