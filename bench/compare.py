@@ -105,12 +105,14 @@ def torch_variants(choice):
 
 
 def turns(servers, k, rounds):
-    """Median seconds per step of each server over `rounds` turns of k steps, A B C A B C ..."""
-    times = [[] for _ in servers]
+    """Each server's (median seconds per step, median allocations per step, last peak RSS MiB)
+    over `rounds` turns of k steps, A B C A B C ..."""
+    results = [[] for _ in servers]
     for _ in range(rounds):
         for i, server in enumerate(servers):
-            times[i].append(server.steps(k)[0])
-    return [statistics.median(t) for t in times]
+            results[i].append(server.steps(k))
+    return [(statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), rs[-1][2])
+            for rs in results]
 
 
 def measure(config, threads, rounds, bench, seconds_per_round, variant=None):
@@ -129,7 +131,7 @@ def measure(config, threads, rounds, bench, seconds_per_round, variant=None):
         tried = ""
         if len(candidates) > 1:
             # The variants' race: a few shorter turns side by side, then the fastest stays.
-            probe = turns([s for _, s in candidates], max(1, k // 2), 3)
+            probe = [t for t, _, _ in turns([s for _, s in candidates], max(1, k // 2), 3)]
             tried = ", ".join(f"{n} {1e3 * t:.3g}" for (n, _), t in zip(candidates, probe))
             best = min(range(len(candidates)), key=lambda i: probe[i])
             for i, (_, server) in enumerate(candidates):
@@ -137,17 +139,11 @@ def measure(config, threads, rounds, bench, seconds_per_round, variant=None):
                     server.close()
             candidates = [candidates[best]]
         name, theirs = candidates[0]
-        a_times, b_times, allocs = [], [], []
-        for _ in range(rounds):
-            t, n, rss_a = ours.steps(k)
-            a_times.append(t)
-            allocs.append(n)
-            t, _, rss_b = theirs.steps(k)
-            b_times.append(t)
+        (a_time, allocs, rss_a), (b_time, _, rss_b) = turns([ours, theirs], k, rounds)
         info = theirs.info()
         return {
-            "ours_ms": 1e3 * statistics.median(a_times), "torch_ms": 1e3 * statistics.median(b_times),
-            "allocs": statistics.median(allocs), "rss_ours": rss_a, "rss_torch": rss_b, "steps": k,
+            "ours_ms": 1e3 * a_time, "torch_ms": 1e3 * b_time,
+            "allocs": allocs, "rss_ours": rss_a, "rss_torch": rss_b, "steps": k,
             "header": ours.header.split(), "variant": name, "tried": tried,
             "torch_gemm": float(info["torch_gemm_gflops"]), "blas_gemm": float(info["openblas_gemm_gflops"]),
         }
@@ -170,8 +166,8 @@ def measure_generation(threads, rounds, bench, seconds_per_round):
         a, _, _ = ours.steps(3)
         b, _, _ = theirs.steps(3)
         k = max(1, int(seconds_per_round / max(a, b, 1e-6)))
-        a_time, b_time = turns([ours, theirs], k, rounds)
-        return {"ours_ms": 1e3 * a_time, "torch_ms": 1e3 * b_time, "allocs": ours.steps(k)[1],
+        (a_time, allocs, _), (b_time, _, _) = turns([ours, theirs], k, rounds)
+        return {"ours_ms": 1e3 * a_time, "torch_ms": 1e3 * b_time, "allocs": allocs,
                 "header": ours.header.split()}
     finally:
         ours.close()
