@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "autograd/allocator.h"
@@ -69,16 +70,19 @@ TrainOptions small_options() {
   return o;
 }
 
-// A run resumed from the checkpoint at `path`: its model, and a trainer (no output directory)
-// with the checkpoint's options and training state restored.
+// A run resumed from the checkpoint at `path`: its model, and a trainer writing into `out_dir`
+// (none by default) with the checkpoint's options, max_steps replaced when given (--resume
+// --steps), and training state restored.
 struct Resumed {
-  Resumed(const std::string& path, const Dataset& data) {
+  Resumed(const std::string& path, const Dataset& data, const std::string& out_dir = "",
+          std::optional<int64_t> max_steps = std::nullopt) {
     const SafetensorsFile file = SafetensorsFile::read(path);
     const CheckpointInfo info = read_checkpoint_info(file);
     BOOST_REQUIRE(info.training.has_value());
     model = load_model(file);
-    trainer = std::make_unique<Trainer>(
-        *model, data, TrainOptions::from_json(info.training->train_options), "char", "", "");
+    TrainOptions options = TrainOptions::from_json(info.training->train_options);
+    if (max_steps) options.max_steps = *max_steps;
+    trainer = std::make_unique<Trainer>(*model, data, options, "char", "", out_dir);
     trainer->restore(*info.training);
   }
   std::unique_ptr<LanguageModel> model;
@@ -273,18 +277,9 @@ BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_is_the_lowest_val_loss_so_far, ToyPi
   BOOST_TEST(lowest_val_loss(dir / "eval_log.csv").has_value());
   // Resumed to 40 steps: the best is still the lowest of all the evaluations.
   {
-    Resumed resumed((dir / "ckpt.safetensors").string(), data);
-    TrainOptions more = TrainOptions::from_json(
-        read_checkpoint_info(SafetensorsFile::read((dir / "ckpt.safetensors").string()),
-                             Moments::skip)
-            .training->train_options);
-    more.max_steps = 40;
-    Trainer t(*resumed.model, data, more, "char", "", dir.string());
-    t.restore(*read_checkpoint_info(SafetensorsFile::read((dir / "ckpt.safetensors").string()),
-                                    Moments::load)
-                   .training);
+    Resumed resumed((dir / "ckpt.safetensors").string(), data, dir.string(), 40);
     std::ostringstream log;
-    t.run(log);
+    resumed.trainer->run(log);
   }
   BOOST_TEST(best_step() == lowest_step());
   // A fresh run in the same directory (--overwrite): the old best is gone, and there is no
