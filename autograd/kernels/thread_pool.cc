@@ -98,8 +98,15 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
   // At exit (a function-local static): workers are stopped and joined, so none outlives the
-  // objects it uses and no thread-local scratch is left to a leak checker.
+  // objects it uses and no thread-local scratch is left to a leak checker. If a job still holds
+  // the pool (exit() called on another thread mid-loop, or a test framework that turned a crash
+  // inside a chunk into a jump to exit), waiting for it would hang the exit forever: the workers
+  // are left to the process's end instead.
   ~Pool() {
+    if (job_running_.load(std::memory_order_seq_cst)) {
+      for (std::thread& w : workers_) w.detach();
+      return;
+    }
     std::lock_guard<std::mutex> lock(job_mutex_);
     stop_workers();
   }
@@ -121,6 +128,11 @@ class Pool {
     if (!lock.owns_lock()) return run_inline(count, chunk, context);  // another thread's job
     if (static_cast<int>(workers_.size()) != threads() - 1) start_workers(threads() - 1);
     if (workers_.empty()) return run_inline(count, chunk, context);  // no thread could start
+    job_running_.store(true, std::memory_order_seq_cst);
+    struct JobEnd {
+      std::atomic<bool>& running;
+      ~JobEnd() { running.store(false, std::memory_order_seq_cst); }
+    } job_end{job_running_};
 
     // The job, then the ticket that publishes it.
     count_ = count;
@@ -218,7 +230,8 @@ class Pool {
     stop_.store(false, std::memory_order_relaxed);
   }
 
-  std::mutex job_mutex_;  // held by a caller for its whole job, and by resize
+  std::mutex job_mutex_;                  // held by a caller for its whole job, and by resize
+  std::atomic<bool> job_running_{false};  // a caller is inside run(), holding job_mutex_
   std::vector<std::thread> workers_;
   std::atomic<int> threads_;
   std::atomic<int> spin_{kDefaultSpinMicroseconds};

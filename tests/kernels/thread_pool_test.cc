@@ -1,13 +1,15 @@
 // Tests autograd/kernels/thread_pool.cc: every index run exactly once for many counts, thread
 // counts and spin settings; kernels bit-identical on 1 to 4 threads; nested loops run inline;
 // resizing; empty and one-element ranges; an exception reaches the caller and the pool lives on;
-// two threads calling at once.
+// two threads calling at once; a process that exits inside a loop exits.
 #define BOOST_TEST_MODULE thread_pool
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -16,6 +18,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/softmax.h"
@@ -282,4 +287,39 @@ BOOST_AUTO_TEST_CASE(two_callers_at_once_both_complete) {
   caller();
   other.join();
   BOOST_TEST(wrong.load() == 0);
+}
+
+// exit() inside a parallel loop (a body that ends the program, or a test framework that turns a
+// crash in a chunk into a jump to exit) used to hang the process: the pool's destructor, run by
+// exit, waited for the job that was still running. Now the exit completes with its status.
+BOOST_AUTO_TEST_CASE(exiting_inside_a_loop_ends_the_process) {
+  if (!build_has_threads()) return;
+  const int threads = k::num_threads();
+  k::set_num_threads(1);  // no workers in this process, so the child starts its own
+  std::cout.flush();      // else the child's exit prints the framework's buffered lines again
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    k::set_num_threads(2);
+    static std::atomic<bool> first{true};
+    k::parallel_for(64, [](int64_t) {
+      if (first.exchange(false)) std::exit(7);
+      for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    std::_Exit(1);  // not reached
+  }
+  k::set_num_threads(threads);
+  int status = 0;
+  pid_t done = 0;
+  for (int waited_ms = 0; waited_ms < 30000 && done == 0; waited_ms += 10) {
+    done = ::waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    BOOST_FAIL("the process that called exit inside a parallel_for still ran after 30 s");
+  }
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 7);
 }
