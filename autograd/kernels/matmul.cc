@@ -94,6 +94,9 @@ constexpr int64_t kParallelMinWork = 1 << 20;
 // another process keeps off its core leave most of its share to the others. The cut changes no
 // sum (see the top of this file), so it may depend on the thread count.
 constexpr int64_t kMaxPieces = 8;
+// The largest operand packed once for all pieces (pack_all): GPT-2 small's lm_head gradient at
+// B*T = 256 needs 54 MB; a larger one is packed piece by piece, as on one thread.
+constexpr int64_t kPackAllBytes = int64_t{64} << 20;
 inline int64_t pieces_of(int64_t work, int64_t units) {
   if (num_threads() == 1) return 1;
   return std::clamp<int64_t>(work / (kParallelMinWork / 2), 1, std::min(units, kMaxPieces));
@@ -243,6 +246,44 @@ void pack_b(T* dst, const Problem<T>& pr, int64_t NR, int64_t k0, int64_t kc, in
   pack_panels(dst, NR, pr.b + k0 * pr.b_row + j0 * pr.b_col, pr.b_col, pr.b_row, nc, kc);
 }
 
+// All of one operand (lines = M for A, N for B, all of K) packed once for every piece of a
+// threaded product: k blocks of kKC one after the other, block pc at dst + pc * round_up(lines,
+// width), and in it the panel of line l (a multiple of width) at + l * kc, as pack_a/pack_b lay
+// out a block. Without it each piece of C packed the other operand again: 8 pieces at 2 threads
+// spent 36% more time packing than OpenMP's one piece per thread (nano, perf), and GPT-2 small's
+// dx = dy W of the lm_head (K = 50,257) copied its 51 MB dy eight times a step. The packing runs
+// as its own parallel loop, in groups of 8 panels per k block.
+struct PackedAllTag {};
+
+inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// An operand packed by pack_all (data null: none).
+template <typename T>
+struct PackedAll {
+  const T* data = nullptr;
+  int64_t lines_padded = 0;
+  // The packed block of k block pc, from line l.
+  const T* block(int64_t pc, int64_t l, int64_t kc) const {
+    return data + pc * lines_padded + l * kc;
+  }
+};
+
+template <typename T>
+PackedAll<T> pack_all(int64_t width, const T* src, int64_t line_stride, int64_t k_stride,
+                      int64_t lines, int64_t K) {
+  const int64_t lines_padded = round_up(lines, width);
+  T* dst = thread_scratch<T, PackedAllTag>(static_cast<size_t>(lines_padded * K));
+  const int64_t group = 8 * width;
+  const int64_t groups = (lines + group - 1) / group, blocks = (K + kKC - 1) / kKC;
+  for_range(groups * blocks, true, [&](int64_t t) HWY_ATTR {
+    const int64_t pc = t / groups * kKC, l0 = t % groups * group;
+    const int64_t kc = std::min(kKC, K - pc);
+    pack_panels(dst + pc * lines_padded + l0 * kc, width, src + pc * k_stride + l0 * line_stride,
+                line_stride, k_stride, std::min(group, lines - l0), kc);
+  });
+  return {dst, lines_padded};
+}
+
 // ---- Micro-kernel ------------------------------------------------------------------------------
 
 // How a finished tile meets C: the first k block overwrites C (or adds to it when the caller
@@ -330,10 +371,11 @@ void edge_tile(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t ro
 struct PackedA {};
 struct PackedB {};
 
-// C[i_begin : i_end, j_begin : j_end], all of K: one thread's rectangle.
+// C[i_begin : i_end, j_begin : j_end], all of K: one thread's rectangle. a_all (all of A, as
+// pack_all lays it out) or b_all, when given, replaces packing that operand here.
 template <typename T>
 void gemm_rectangle(const Problem<T>& pr, int64_t i_begin, int64_t i_end, int64_t j_begin,
-                    int64_t j_end) {
+                    int64_t j_end, PackedAll<T> a_all = {}, PackedAll<T> b_all = {}) {
   const hn::ScalableTag<T> d;
   const Blocking<T> bl = blocking<T>();
   const int64_t NR = bl.NR;
@@ -351,21 +393,31 @@ void gemm_rectangle(const Problem<T>& pr, int64_t i_begin, int64_t i_end, int64_
     for (int64_t pc = 0; pc < pr.K; pc += kKC) {
       const int64_t kc = std::min(kKC, pr.K - pc);
       const StoreMode mode{pc > 0 || pr.accumulate, pc == 0 && pr.bias != nullptr};
-      pack_b(b_pack, pr, NR, pc, kc, jc, nc);
+      const T* b_block = b_pack;
+      if (b_all.data != nullptr) {
+        b_block = b_all.block(pc, jc, kc);
+      } else {
+        pack_b(b_pack, pr, NR, pc, kc, jc, nc);
+      }
       for (int64_t ic = i_begin; ic < i_end; ic += bl.MC) {
         const int64_t mc = std::min(bl.MC, i_end - ic);
-        pack_a(a_pack, pr, ic, mc, pc, kc);
+        const T* a_block = a_pack;
+        if (a_all.data != nullptr) {
+          a_block = a_all.block(pc, ic, kc);
+        } else {
+          pack_a(a_pack, pr, ic, mc, pc, kc);
+        }
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int64_t cols = std::min(NR, nc - jr);
-          const T* b_panel = b_pack + jr * kc;
+          const T* b_panel = b_block + jr * kc;
           const T* bias = pr.bias != nullptr ? pr.bias + jc + jr : nullptr;
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t rows = std::min(kMR, mc - ir);
             T* c = pr.c + (ic + ir) * pr.N + jc + jr;
             if (rows == kMR && cols == NR) {
-              micro_kernel(d, kc, a_pack + ir * kc, b_panel, c, pr.N, bias, mode);
+              micro_kernel(d, kc, a_block + ir * kc, b_panel, c, pr.N, bias, mode);
             } else {
-              edge_tile(kc, a_pack + ir * kc, b_panel, c, pr.N, rows, cols, bias, mode);
+              edge_tile(kc, a_block + ir * kc, b_panel, c, pr.N, rows, cols, bias, mode);
             }
           }
         }
@@ -579,12 +631,21 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
   const int64_t unit = split_m ? kMR : NR;
   const int64_t units = ((split_m ? M : n_packed) + unit - 1) / unit;
   const int64_t parts = pieces_of(M * n_packed * K, units);
+  // With several pieces, the operand that every piece reads whole (B when the pieces are row
+  // blocks, A when they are column blocks) is packed once, up to kPackAllBytes (a copy of it).
+  const int64_t shared_bytes =
+      (split_m ? round_up(n_packed, NR) : round_up(M, kMR)) * K * static_cast<int64_t>(sizeof(T));
+  const bool pack_once = parts > 1 && shared_bytes <= kPackAllBytes;
+  const PackedAll<T> a_all =
+      pack_once && !split_m ? pack_all(kMR, pr.a, pr.a_row, pr.a_col, M, K) : PackedAll<T>{};
+  const PackedAll<T> b_all =
+      pack_once && split_m ? pack_all(NR, pr.b, pr.b_col, pr.b_row, n_packed, K) : PackedAll<T>{};
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
     const int64_t u0 = units * p / parts, u1 = units * (p + 1) / parts;
     if (split_m) {
-      gemm_rectangle(pr, u0 * kMR, std::min(M, u1 * kMR), 0, n_packed);
+      gemm_rectangle(pr, u0 * kMR, std::min(M, u1 * kMR), 0, n_packed, a_all, b_all);
     } else {
-      gemm_rectangle(pr, 0, M, u0 * NR, std::min(n_packed, u1 * NR));
+      gemm_rectangle(pr, 0, M, u0 * NR, std::min(n_packed, u1 * NR), a_all, b_all);
     }
   });
 }

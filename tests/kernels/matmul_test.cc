@@ -52,6 +52,11 @@ std::vector<Shape> shapes() {
   result.push_back({65, 1024, 6});
   // Packed columns, then the last N % NR (here 1) on the thin path.
   result.push_back({70, 33, 65});
+  // Threaded products whose shared operand is packed once for all pieces (pack_all): pieces
+  // of columns sharing A over two A blocks and two K blocks, then pieces of rows sharing B
+  // over two B panels, with a thin tail.
+  result.push_back({600, 300, 700});
+  result.push_back({1100, 300, 601});
   return result;
 }
 
@@ -182,25 +187,28 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_with_empty_inner_dimension, T, Types) {
 
 // Above ~1e6 multiply-adds C is cut into pieces for the threads, and every C[i, j] is computed
 // the same way whoever computes it: bit-identical with 1 and 2 threads. 300 crosses
-// the 256-long K blocks, so the blocked sum is covered too.
+// the 256-long K blocks, so the blocked sum is covered too; the other two shapes have their
+// shared operand packed once for all pieces, A (pieces of columns) and B (pieces of rows).
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
   if (!build_has_threads()) return;
   std::mt19937_64 rng(22);
-  const int64_t n = 300;
-  const Buffer<T> a = uniform<T>(n * n, 1, rng);
-  const Buffer<T> b = uniform<T>(n * n, 1, rng);
   const int threads = k::num_threads();
-  for (const Layout& layout : kLayouts) {
-    std::vector<T> results[2];
-    for (const int nthreads : {1, 2}) {
-      k::set_num_threads(nthreads);
-      std::vector<T>& c = results[nthreads - 1];
-      c.assign(static_cast<size_t>(n * n), T(0));
-      k::matmul(c.data(), a.data(), b.data(), n, n, n, layout.a_trans, layout.b_trans, false);
+  for (const Shape& s : {Shape{300, 300, 300}, Shape{600, 300, 700}, Shape{1100, 300, 601}}) {
+    const Buffer<T> a = uniform<T>(s.M * s.K, 1, rng);
+    const Buffer<T> b = uniform<T>(s.K * s.N, 1, rng);
+    for (const Layout& layout : kLayouts) {
+      std::vector<T> results[2];
+      for (const int nthreads : {1, 2}) {
+        k::set_num_threads(nthreads);
+        std::vector<T>& c = results[nthreads - 1];
+        c.assign(static_cast<size_t>(s.M * s.N), T(0));
+        k::matmul(c.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans, layout.b_trans,
+                  false);
+      }
+      check_equal(results[1].data(), results[0].data(), s.M * s.N,
+                  describe("matmul M=", s.M, " K=", s.K, " N=", s.N, " a_trans=", layout.a_trans,
+                           " b_trans=", layout.b_trans, ", 2 threads vs 1"));
     }
-    check_equal(results[1].data(), results[0].data(), n * n,
-                describe("matmul 300^3 a_trans=", layout.a_trans, " b_trans=", layout.b_trans,
-                         ", 2 threads vs 1"));
   }
   k::set_num_threads(threads);
 }
