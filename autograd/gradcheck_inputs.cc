@@ -19,6 +19,17 @@ Tensor param_away_from_zero(const Shape& shape, Generator& gen, DType dtype) {
   return Tensor::from_vector(v, shape, dtype).set_requires_grad();
 }
 
+Tensor param_distinct(const Shape& shape, Generator& gen, DType dtype, double gap) {
+  const int64_t n = shape_numel(shape);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = gap * (static_cast<double>(i) - static_cast<double>(n - 1) / 2);
+  for (int64_t i = n - 1; i > 0; --i)  // Fisher-Yates
+    std::swap(v[static_cast<size_t>(i)],
+              v[static_cast<size_t>(gen.below(static_cast<uint64_t>(i) + 1))]);
+  return Tensor::from_vector(v, shape, dtype).set_requires_grad();
+}
+
 Tensor random_ids(const Shape& shape, int64_t n, Generator& gen) {
   std::vector<int64_t> ids(static_cast<size_t>(shape_numel(shape)));
   for (int64_t& v : ids) v = static_cast<int64_t>(gen.below(static_cast<uint64_t>(n)));

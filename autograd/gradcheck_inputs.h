@@ -28,6 +28,12 @@ Tensor param_in(const Shape& shape, Generator& gen, DType dtype, double low, dou
 /// from its kink at 0 and a divisor away from 0.
 Tensor param_away_from_zero(const Shape& shape, Generator& gen, DType dtype);
 
+/// A differentiable input whose values are all different, at least `gap` apart (a random
+/// permutation of gap * (i - (numel - 1) / 2)): for max, whose gradient goes to the largest of
+/// a row, so that x ± eps never changes which one that is (with N(0, 1) inputs, near ties in a
+/// 16-wide row flipped within f32's step, eps = 5e-3, and the check failed).
+Tensor param_distinct(const Shape& shape, Generator& gen, DType dtype, double gap);
+
 /// i64 ids of `shape`, each uniform in [0, n): indices and targets.
 Tensor random_ids(const Shape& shape, int64_t n, Generator& gen);
 

@@ -145,3 +145,13 @@ BOOST_AUTO_TEST_CASE(the_smallest_sizes_check_every_op) {
   BOOST_TEST(!has(r.out, "FAIL"));
   BOOST_TEST(!has(r.out, "error"));
 }
+
+// max in f32 at the largest sizes: with N(0, 1) inputs, two values of a 16-wide row closer than
+// the f32 step (eps = 5e-3) swapped places within x ± eps and the check failed; its inputs are
+// now all 0.05 apart.
+BOOST_AUTO_TEST_CASE(max_in_float32_at_the_largest_sizes_passes) {
+  const Run r = run("gradcheck --op max --dtype f32 -B 16 -T 16 -C 16");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(has(r.out, "2 passed, 0 failed"));
+}
