@@ -252,6 +252,40 @@ BOOST_AUTO_TEST_CASE(attograd_train_under_mpirun_matches_one_process) {
   BOOST_TEST(eval_two == one.out.substr(one.out.find("eval at step 20:"), 80));
 }
 
+// Fine-tuning under mpirun: `mpirun -np 2 attograd train --init-from RUN --batch-size 4` and one
+// process with --batch-size 8 start from the same weights (each rank reads the file) and make the
+// same run: the same step-0 loss, and parameters within summation-order noise after 10 steps.
+BOOST_AUTO_TEST_CASE(init_from_under_mpirun_matches_one_process) {
+  if (!mpi_available()) return;
+  TempDir dir("distributed_init_from");
+  const std::string corpus = write_corpus(dir);
+  const std::string settings =
+      " --steps 10 --warmup 2 --eval-interval 10 --eval-iters 2 "
+      "--log-interval 10 --threads 1 --out ";
+  BOOST_REQUIRE_EQUAL(
+      run_program(ATTOGRAD_CLI, "train --corpus " + corpus + " --preset femto --batch-size 8" +
+                                    settings + (dir / "base"))
+          .exit_code,
+      0);
+  const std::string tune = "train --corpus " + corpus + " --init-from " + (dir / "base") + settings;
+  const CliRun two =
+      run_program(mpirun(2) + ATTOGRAD_CLI, tune + (dir / "two") + " --batch-size 4");
+  BOOST_TEST_INFO(two.out);
+  BOOST_REQUIRE_EQUAL(two.exit_code, 0);
+  const CliRun one = run_program(ATTOGRAD_CLI, tune + (dir / "one") + " --batch-size 8");
+  BOOST_TEST_INFO(one.out);
+  BOOST_REQUIRE_EQUAL(one.exit_code, 0);
+  BOOST_TEST(contains(two.out, "| 2 ranks, global batch 8 |"));
+  BOOST_TEST(contains(two.out, "init    weights of the attograd checkpoint"));
+  for (const std::string eval : {"eval at step 0:", "eval at step 10:"}) {
+    BOOST_TEST_INFO(eval);
+    BOOST_REQUIRE(contains(two.out, eval) && contains(one.out, eval));
+    BOOST_TEST(two.out.substr(two.out.find(eval), 80) == one.out.substr(one.out.find(eval), 80));
+  }
+  check_parameters(checkpoint_params(dir / "two"), checkpoint_params(dir / "one"), 2, 1e-5,
+                   key_bias_bound(10));
+}
+
 // Only train is data-parallel: every other command refuses to run once per rank, and says so
 // once (rank 0), before it reads anything.
 BOOST_AUTO_TEST_CASE(commands_other_than_train_refuse_several_ranks) {
