@@ -230,11 +230,16 @@ ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, cons
   return out;
 }
 
+bool reads_field(ModelKind kind, const std::string& name) {
+  const KindRow& row = row_of(kind);
+  return row.reads.empty() ||
+         std::find(row.reads.begin(), row.reads.end(), name) != row.reads.end();
+}
+
 void refuse_unused_overrides(const ConfigOverrides& a, ModelKind kind) {
   const KindRow& row = row_of(kind);
-  if (row.reads.empty()) return;
   GPTConfig::for_each_field([&](const auto& f) {
-    if (a.has(f.name) && std::find(row.reads.begin(), row.reads.end(), f.name) == row.reads.end())
+    if (a.has(f.name) && !reads_field(kind, f.name))
       throw std::invalid_argument(std::string(f.flag) + " does not apply to --model " + row.name +
                                   " (" + row.unused_why + "); drop it, or train --model gpt");
   });

@@ -46,6 +46,9 @@ int64_t num_parameters(ModelKind kind, const GPTConfig& config);
 /// pos_encoding and the bias; the GPT reads them all.
 void refuse_unused_overrides(const ConfigOverrides& overrides, ModelKind kind);
 
+/// Whether the model of `kind` reads the GPTConfig field `name` (the GPT reads every field).
+bool reads_field(ModelKind kind, const std::string& name);
+
 /// The preset with the overrides applied; vocab_size from the tokenizer (`tokenizer_vocab`)
 /// unless overridden. For the bigram and average models, which have no heads, n_head is 1 (so
 /// any n_embd is valid). Throws std::invalid_argument for an unknown preset or an inconsistent

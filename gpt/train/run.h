@@ -101,9 +101,9 @@ struct RunRequest {
             "continue the run in --out from its checkpoint, bit-exact, with its stored options and "
             "corpus (--steps may extend it; the learning-rate schedule keeps its end; a --corpus "
             "given must hold the same text)",
-            AnyValue{}, kResumable));
+            AnyValue{}, kResumable | kNotInConfigFiles));
     v(Field(&R::overwrite, "overwrite", "--overwrite",
-            "start over even if --out already holds a checkpoint", AnyValue{}));
+            "start over even if --out already holds a checkpoint", AnyValue{}, kNotInConfigFiles));
     v(Field(&R::corpus, "corpus", "--corpus",
             "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded once), or a "
             "UTF-8 text file",

@@ -487,6 +487,7 @@ EvalResult Trainer::run(std::ostream& log) {
     append_field(rows += "unigram,", unigram_entropy(val));
     append_field(rows += "\nbigram,", bigram_cross_entropy(train, val, model_.config().vocab_size));
     write_file_atomically(dir / kBaselinesFile, rows + "\n");
+    for (const auto& [name, contents] : start_files_) write_file_atomically(dir / name, contents);
   }
   // The best checkpoint (kBestCheckpointFile) of this run: a fresh run drops the one an
   // overwritten run left; a resumed run goes on from its eval log while the file is there.

@@ -10,6 +10,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/random.h"
 #include "gpt/io/fields.h"
@@ -257,6 +259,14 @@ class Trainer {
   /// step: every rank must call stop_on alike, with a flag or with nullptr.
   void stop_on(const std::atomic<int>* signal) { stop_ = signal; }
 
+  /// A file run() writes into the output directory (rank 0, atomically) once the ranks agree,
+  /// before the first step, as it writes baselines.csv: the run's effective config
+  /// (kRunConfigFile, gpt/train/run_config.h), which start() gives it. A run refused before
+  /// training so leaves none.
+  void write_on_start(std::string file_name, std::string contents) {
+    start_files_.emplace_back(std::move(file_name), std::move(contents));
+  }
+
   /// Saves model + training state to `path` (atomically). Throws NonFiniteLoss, writing
   /// nothing, when any parameter is NaN or infinite (a diverged update): a checkpoint is
   /// always a state worth resuming.
@@ -301,6 +311,7 @@ class Trainer {
   int64_t step_ = 0;
   double last_grad_norm_ = 0;
   std::optional<int64_t> last_saved_step_;
+  std::vector<std::pair<std::string, std::string>> start_files_;     // write_on_start
   const std::atomic<int>* stop_ = nullptr;                           // stop_on's flag
   double first_line_s_ = kFirstLineSeconds, line_s_ = kLineSeconds;  // log_by_time
 };

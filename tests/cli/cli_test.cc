@@ -20,15 +20,9 @@ using attograd::testing::contains;
 using attograd::testing::read_file;
 using attograd::testing::run_cli;
 using attograd::testing::TempDir;
+using attograd::testing::write_corpus;
 
 namespace {
-
-std::string write_corpus(const TempDir& dir) {
-  const std::string file = dir / "corpus.txt";
-  std::ofstream out(file);
-  for (int i = 0; i < 200; ++i) out << "to be or not to be, that is the question.\n";
-  return file;
-}
 
 // Runs each (arguments, message) case: exit code 2 and the message in the output.
 void expect_refused(const std::vector<std::pair<std::string, std::string>>& cases) {
