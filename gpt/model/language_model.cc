@@ -230,6 +230,13 @@ ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, cons
   return out;
 }
 
+double gpt_flops_per_token(const GPTConfig& c, int64_t T) {
+  const int64_t wpe = c.pos_encoding == PosEncoding::learned ? c.block_size * c.n_embd : 0;
+  const auto n = static_cast<double>(c.num_parameters() - wpe);
+  return 6 * n + 12 * static_cast<double>(c.n_layer) * static_cast<double>(c.n_embd) *
+                     static_cast<double>(T);
+}
+
 bool reads_field(ModelKind kind, const std::string& name) {
   const KindRow& row = row_of(kind);
   return row.reads.empty() ||
