@@ -32,10 +32,10 @@
 
 namespace attograd::gpt {
 
-ResumedRun resume_run(const std::string& out_dir) {
+ResumedRun resume_run(const std::string& out_dir, const std::string& hint) {
   const std::string path = (std::filesystem::path(out_dir) / kCheckpointFile).string();
   if (!std::filesystem::exists(path))
-    throw std::invalid_argument("nothing to resume: " + path + " does not exist");
+    throw std::invalid_argument("nothing to resume: " + path + " does not exist" + hint);
   const SafetensorsFile file = SafetensorsFile::read(path);
   CheckpointInfo info = read_checkpoint_info(file, Moments::load);
   if (!info.training) throw std::invalid_argument(path + " holds no training state to resume");
@@ -389,11 +389,10 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   // The checkpoint is read before the corpus: a resumed run takes its corpus from it.
   if (rq.resume) {
     // Without --out the directory is runs/pico, which the run to continue may well not be.
-    if (!rq.out_dir && !std::filesystem::exists(ckpt))
-      throw std::invalid_argument("nothing to resume: " + ckpt +
-                                  " does not exist (--resume without --out continues " + run_dir +
-                                  "; name the run with --out, e.g. --out runs/nano)");
-    ResumedRun resumed = resume_run(run_dir);
+    ResumedRun resumed =
+        resume_run(run_dir, rq.out_dir ? std::string()
+                                       : " (--resume without --out continues " + run_dir +
+                                             "; name the run with --out, e.g. --out runs/nano)");
     if (rq.tokenizer && *rq.tokenizer != resumed.session.tokenizer->kind())
       throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match " + ckpt +
                                   ", trained with '" + resumed.session.tokenizer->kind() +
