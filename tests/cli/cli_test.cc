@@ -560,3 +560,18 @@ BOOST_AUTO_TEST_CASE(version_names_the_release_the_simd_target_and_the_parts) {
     BOOST_TEST(contains(r.out, "\nparts    GPT-2 BPE tokenizer: "));
   }
 }
+
+// A figure reads only the sizes it draws: sinusoidal takes any --n-embd, whatever the preset's
+// head count (pico's 3 does not divide 8), and its table holds sin(pos / 10000^(2i / C)).
+BOOST_AUTO_TEST_CASE(a_figure_reads_only_its_own_sizes) {
+  const TempDir dir("cli_figure");
+  const auto r = run_cli("figure sinusoidal --n-embd 8 --block-size 4 --out " + (dir / "f"));
+  BOOST_TEST_INFO(r.out);
+  BOOST_REQUIRE(r.exit_code == 0);
+  std::istringstream csv(read_file(dir / "f/sinusoidal.csv"));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  BOOST_REQUIRE(lines.size() == 5u);  // the header and positions 0 .. 3
+  BOOST_TEST(lines[0] == "pos,pe0,pe1,pe2,pe3,pe4,pe5,pe6,pe7");
+  BOOST_TEST(lines[2].starts_with("1,0.8414709848078965,0.54030230586813977,"));  // sin 1, cos 1
+}
