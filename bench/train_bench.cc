@@ -101,11 +101,8 @@ struct Run {
   }
   // nanoGPT's estimate_mfu: 6 N + 12 L C T flops per trained token.
   double flops_per_step() const {
-    const auto& c = model.config();
-    const double n =
-        static_cast<double>(model.num_parameters() - c.block_size * c.n_embd);  // without wpe
-    const double per_token = 6 * n + 12.0 * static_cast<double>(c.n_layer * c.n_embd * config.T);
-    return per_token * static_cast<double>(config.T * config.B);
+    return gpt::gpt_flops_per_token(model.config(), config.T) *
+           static_cast<double>(config.T * config.B);
   }
 
   BenchConfig config;

@@ -26,15 +26,6 @@ inline CLI::Validator range_check(gpt::RealRange r) { return number_in(r); }
 
 namespace detail {
 
-template <class T>
-struct Optional {
-  using Value = T;
-};
-template <class T>
-struct Optional<std::optional<T>> {
-  using Value = T;
-};
-
 // The row's help, followed by its choices and what each is when the table says (--model's
 // "gpt (the GPT-2 transformer), bigram (...) or average (...)").
 template <class F>
@@ -55,7 +46,7 @@ std::string help_of(const F& f, const std::string& prefix) {
 // The option's check of row f's range; none for AnyValue (but a seed's).
 template <class F>
 void check_range_of(CLI::Option* option, const F& f) {
-  using V = typename Optional<typename F::Type>::Value;
+  using V = typename gpt::detail::ValueOf<typename F::Type>::type;
   using R = typename F::Range;
   if constexpr (std::is_same_v<R, gpt::IntRange> || std::is_same_v<R, gpt::RealRange>)
     option->check(range_check(f.range));
@@ -77,7 +68,7 @@ template <class F>
 CLI::Option* add_field_option(CLI::App* cmd, const F& f, typename F::Struct& target,
                               const std::string& help, std::set<std::string>* given) {
   using T = typename F::Type;
-  using V = typename Optional<T>::Value;
+  using V = typename gpt::detail::ValueOf<T>::type;
   using R = typename F::Range;
   constexpr bool optional = !std::is_same_v<T, V>;
   const auto m = f.member;

@@ -21,7 +21,8 @@
 //               and blocks.dot, rendered to blocks.svg when Graphviz is installed
 //
 // Sizes come from --preset and its overrides (--n-embd, --n-head, --block-size ...); scaling has
-// the chapter's fixed sizes.
+// the chapter's fixed sizes. A figure refuses the options it does not read (figure_kinds).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -29,6 +30,8 @@
 #include <map>
 #include <numbers>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "cli/command.h"
@@ -47,8 +50,54 @@ namespace {
 struct FigureArgs {
   std::string kind;
   gpt::ConfigOverrides config;
+  bool preset_given = false;
   std::string out = "runs/figures";
 };
+
+// The figures, one row each: the name, what it shows (--help) and the config fields it reads
+// (GPTConfig's names; "*": every field). An option for a field a figure does not read is refused
+// rather than checked and ignored.
+struct FigureKind {
+  const char* name;
+  const char* help;
+  std::vector<std::string> reads;
+};
+const std::vector<FigureKind>& figure_kinds() {
+  static const std::vector<FigureKind> kinds = {
+      {"sinusoidal", "the position table", {"block_size", "n_embd"}},
+      {"rope", "a q pair rotated at each position", {"block_size", "n_embd", "n_head"}},
+      {"rope-qk", "q at m and k at n: the score depends on m - n", {"block_size"}},
+      {"scaling", "the softmax's peak against d_k, with and without sqrt(d_k)", {}},
+      {"mask", "the causal mask", {"block_size"}},
+      {"blocks", "the GPT's block diagram", {"*"}},
+  };
+  return kinds;
+}
+
+bool reads(const FigureKind& kind, const std::string& field) {
+  return std::find(kind.reads.begin(), kind.reads.end(), "*") != kind.reads.end() ||
+         std::find(kind.reads.begin(), kind.reads.end(), field) != kind.reads.end();
+}
+
+// Throws std::invalid_argument when `a` gives a size option (or, to scaling, --preset) that the
+// figure does not read, naming those it reads.
+void refuse_unread_options(const FigureKind& kind, const FigureArgs& a) {
+  std::vector<std::string> unread, read;
+  if (a.preset_given && kind.reads.empty()) unread.push_back("--preset");
+  gpt::GPTConfig::for_each_field([&](const auto& f) {
+    if (reads(kind, f.name))
+      read.push_back(f.flag);
+    else if (a.config.has(f.name))
+      unread.push_back(f.flag);
+  });
+  if (unread.empty()) return;
+  throw std::invalid_argument(
+      std::string("figure ") + kind.name + " reads " +
+      (read.empty() ? std::string("no size option (it has the chapter's fixed sizes)")
+                    : "only " + gpt::join_names(read, "and") + " (over --preset's)") +
+      "; " + gpt::join_names(unread, "and") + (unread.size() == 1 ? " is" : " are") +
+      " not used by it: drop " + (unread.size() == 1 ? "it" : "them"));
+}
 
 // A number as the CSV files write it: enough digits to read the double back exactly.
 std::string num(double v) {
@@ -361,7 +410,13 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
 constexpr int64_t kMaxDrawn = 1024;
 
 int run(const FigureArgs& a) {
-  const gpt::GPTConfig c = build_config(a.config, std::nullopt);
+  const FigureKind& kind = *std::find_if(figure_kinds().begin(), figure_kinds().end(),
+                                         [&](const FigureKind& k) { return a.kind == k.name; });
+  refuse_unread_options(kind, a);
+  // A figure without heads draws any n_embd: the preset's head count must not divide it.
+  gpt::ConfigOverrides overrides = a.config;
+  if (!reads(kind, "n_head")) overrides.set(&gpt::GPTConfig::n_head, int64_t{1});
+  const gpt::GPTConfig c = build_config(overrides, std::nullopt);
   if (a.kind != "blocks" && c.block_size > kMaxDrawn)
     throw std::invalid_argument(
         "figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
@@ -403,12 +458,13 @@ void add_figure_command(CLI::App& app, int& exit_code) {
       app.add_subcommand("figure",
                          "the docs' figures of positions, the causal mask and the GPT's "
                          "blocks, as CSV data and drawings");
-  cmd->add_option("kind", a->kind,
-                  "sinusoidal (the position table), rope (a q pair rotated at each position), "
-                  "rope-qk (q at m and k at n: the score depends on m - n), scaling (the "
-                  "softmax's peak against d_k, with and without sqrt(d_k)), mask (the causal "
-                  "mask) or blocks (the GPT's block diagram)")
-      ->check(CLI::IsMember({"sinusoidal", "rope", "rope-qk", "scaling", "mask", "blocks"}))
+  std::vector<std::string> names, described;
+  for (const FigureKind& k : figure_kinds()) {
+    names.push_back(k.name);
+    described.push_back(std::string(k.name) + " (" + k.help + ")");
+  }
+  cmd->add_option("kind", a->kind, gpt::join_names(described))
+      ->check(CLI::IsMember(names))
       ->required();
   add_config_options(cmd, a->config, /*with_vocab=*/true);
   cmd->add_option("--out", a->out,
@@ -419,7 +475,10 @@ void add_figure_command(CLI::App& app, int& exit_code) {
       "Sizes: sinusoidal uses block_size x n_embd, rope head_dim = n_embd / n_head and positions "
       "0 .. block_size-1, rope-qk positions 0 .. block_size-1 (head_dim 2), scaling chapter 3's "
       "fixed sizes (d_k 2 .. 512, T = 8), mask block_size, blocks the whole config.");
-  cmd->callback([a, &exit_code] { exit_code = run(*a); });
+  cmd->callback([a, cmd, &exit_code] {
+    a->preset_given = cmd->count("--preset") > 0;
+    exit_code = run(*a);
+  });
 }
 
 }  // namespace attograd::cli

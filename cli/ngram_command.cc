@@ -25,6 +25,7 @@ struct NgramArgs {
 };
 
 int run(const NgramArgs& a) {
+  refuse_repeated(a.n, "--n", "each N is one row of the table");
   gpt::CorpusOptions options;
   options.cache_dir = a.cache_dir;
   options.keep_cr = a.keep_cr;

@@ -131,28 +131,6 @@ const CLI::Validator kNotEmpty = CLI::Validator(
     },
     "");
 
-namespace {
-
-// Levenshtein distance, stopping early once it exceeds `limit` (then limit + 1).
-size_t edit_distance(std::string_view a, std::string_view b, size_t limit) {
-  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0], best = row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-      best = std::min(best, row[j]);
-    }
-    if (best > limit) return limit + 1;
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 std::string did_you_mean(const CLI::App& command, const std::string& arg) {
   if (arg.rfind("--", 0) != 0) return "";
   std::string name = arg.substr(0, arg.find('='));
@@ -172,15 +150,10 @@ std::string did_you_mean(const CLI::App& command, const std::string& arg) {
     if (name == theirs && command.get_option_no_throw(std::string(ours)) != nullptr)
       return " (did you mean " + std::string(ours) + ", attograd's name for nanoGPT's " +
              arg.substr(2, arg.find('=') - 2) + "?)";
-  constexpr size_t kLimit = 2;
-  std::string best;
-  size_t best_distance = kLimit + 1;
-  for (const CLI::Option* option : command.get_options()) {
-    for (const std::string& long_name : option->get_lnames()) {
-      const size_t d = edit_distance(name, "--" + long_name, kLimit);
-      if (d < best_distance) best_distance = d, best = "--" + long_name;
-    }
-  }
+  std::vector<std::string> names;
+  for (const CLI::Option* option : command.get_options())
+    for (const std::string& long_name : option->get_lnames()) names.push_back("--" + long_name);
+  const std::string best = gpt::nearest_name(name, names);
   return best.empty() ? "" : " (did you mean " + best + "?)";
 }
 

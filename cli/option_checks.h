@@ -4,7 +4,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "gpt/model/limits.h"
 
@@ -48,6 +51,24 @@ extern const CLI::Validator kOutputPath;
 /// `tokenize --checkpoint ''` once fell back silently to GPT-2's BPE. Call it once, after every
 /// option is added.
 void refuse_empty_values(CLI::App& app);
+
+/// Throws std::invalid_argument when the values of the repeatable option `option` hold one value
+/// twice ("--n 3 is given twice; each N is one row of the table: give it once"), `why` saying
+/// what a repeat would only repeat. The options that take one value take the last of several
+/// (a script's default overridden); a list option's repeat is a slip, refused rather than
+/// printed twice or silently dropped.
+template <class T>
+void refuse_repeated(const std::vector<T>& values, const std::string& option,
+                     const std::string& why) {
+  for (size_t i = 0; i < values.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (values[j] == values[i]) {
+        std::ostringstream value;
+        value << values[i];
+        throw std::invalid_argument(option + " " + value.str() + " is given twice; " + why +
+                                    ": give it once");
+      }
+}
 
 /// For an unknown option `arg` ("--batch_size=16", "--temprature") of `command`: the option
 /// it most likely meant, by a user of nanoGPT's or argparse's spelling (underscores for dashes)

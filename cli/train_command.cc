@@ -15,43 +15,11 @@
 #include "cli/field_options.h"
 #include "gpt/train/interrupt.h"
 #include "gpt/train/run.h"
+#include "gpt/train/run_config.h"
 
 namespace attograd::cli {
 
 namespace {
-
-// The run the command line asks for, checked as far as it can be here. A resumed run may be
-// given the options of RunRequest's rows marked kResumable (where to find the run, its corpus,
-// its threads) and TrainOptions' rows, which the library compares with the checkpoint's
-// (gpt/train/run.h). Every other option, a new one too, is refused with --resume: the run keeps
-// what its checkpoint stored rather than silently ignoring what was asked.
-gpt::RunRequest request_of(gpt::RunRequest rq, const CLI::App& cmd) {
-  rq.options_given = given_fields<gpt::TrainOptions>(cmd);
-  if (rq.init_from && !rq.resume) {
-    // The file decides the model: these would be ignored (the library refuses the config
-    // options that would change its architecture, naming them).
-    std::vector<std::string> refused;
-    for (const char* name : {"--preset", "--model", "--init-seed"})
-      if (cmd.get_option(name)->count() > 0) refused.push_back(name);
-    if (!refused.empty())
-      throw std::invalid_argument("--init-from takes the model from " + *rq.init_from + "; " +
-                                  gpt::join_names(refused, "and") + " cannot be given with it");
-  }
-  if (!rq.resume) return rq;
-  std::set<std::string> allowed = resumable_flags<gpt::RunRequest>();
-  allowed.insert("--overwrite");  // refused by the library, with a message of its own
-  std::vector<std::string> refused;
-  for (const CLI::Option* opt : cmd.get_options()) {
-    const std::string& name = opt->get_name();
-    if (opt->count() > 0 && !allowed.count(name) && !field_flags<gpt::TrainOptions>().count(name))
-      refused.push_back(name);
-  }
-  if (!refused.empty())
-    throw std::invalid_argument(
-        "--resume continues a run with the model stored in its checkpoint; " +
-        gpt::join_names(refused, "and") + " cannot be given with it");
-  return rq;
-}
 
 // The end of a run that trained to its last step: the final losses against the baselines.
 void print_result(const gpt::TrainingRun& run) {
@@ -76,6 +44,7 @@ void print_result(const gpt::TrainingRun& run) {
 
 void add_train_command(CLI::App& app, int& exit_code) {
   auto rq = std::make_shared<gpt::RunRequest>();
+  auto config_file = std::make_shared<std::string>();
   CLI::App* cmd =
       app.add_subcommand("train",
                          "train a GPT (or a bigram or average baseline) on a corpus (char or "
@@ -88,11 +57,24 @@ void add_train_command(CLI::App& app, int& exit_code) {
   // --resume, ...) and of TrainOptions' (--steps, --lr, ...), with its range and default.
   add_field_options(cmd, *rq);
   add_field_options(cmd, rq->options);
-  cmd->callback([rq, cmd, &exit_code] {
+  cmd->add_option(
+      "--config", *config_file,
+      "a JSON file of settings: sections \"run\", \"model\" and \"train\" keyed by the "
+      "options' names (max_steps for --steps); a flag given overrides the file's value. "
+      "Every run writes its effective config to <out>/" +
+          std::string(gpt::kRunConfigFile) + ", which --config repeats");
+  cmd->callback([rq, cmd, config_file, &exit_code] {
     const gpt::Communicator& comm = gpt::Communicator::world();
+    // What the command line gave, over the config file's values.
+    const auto request = [&] {
+      gpt::RunConfig flags{*rq, given_fields<gpt::RunRequest>(*cmd),
+                           given_fields<gpt::TrainOptions>(*cmd), cmd->count("--preset") > 0};
+      if (config_file->empty()) return flags.checked_request();
+      return gpt::overlay(gpt::read_run_config(*config_file), flags).checked_request();
+    };
     try {
       const std::unique_ptr<gpt::TrainingRun> run = gpt::set_up_together(
-          comm, std::cerr, [&] { return gpt::start(request_of(*rq, *cmd), comm, std::cout); });
+          comm, std::cerr, [&] { return gpt::start(request(), comm, std::cout); });
       // Ctrl-C or SIGTERM while training: finish the step, checkpoint, exit 130 or 143.
       const gpt::StopOnSignals stop;
       exit_code = run->train(std::cout, std::cerr, &gpt::StopOnSignals::signal());

@@ -42,7 +42,7 @@ keep() { cp "$WORK/$1" "$FIGURES/$2"; }  # keep FILE_IN_WORK NAME_IN_DOCS
 "$ATTOGRAD" graph --expr femto --out "$FIGURES/graph_femto.dot"
 
 # Chapter 3: positions, the sqrt(d_k) experiment, the mask, pico's attention maps.
-"$ATTOGRAD" figure sinusoidal --block-size 64 --n-embd 32 --n-head 4 --out "$WORK"
+"$ATTOGRAD" figure sinusoidal --block-size 64 --n-embd 32 --out "$WORK"
 keep sinusoidal.svg sinusoidal.svg
 "$ATTOGRAD" figure rope --n-embd 8 --n-head 1 --out "$WORK"
 keep rope.svg rope.svg

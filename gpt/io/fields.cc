@@ -1,5 +1,6 @@
 #include "gpt/io/fields.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -92,6 +93,34 @@ std::string join_names(const std::vector<std::string>& names, const std::string&
     s += names[i];
   }
   return s;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b, size_t limit) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0], best = row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+      best = std::min(best, row[j]);
+    }
+    if (best > limit) return limit + 1;
+  }
+  return row[b.size()];
+}
+
+std::string nearest_name(std::string_view name, const std::vector<std::string>& names,
+                         size_t limit) {
+  std::string best;
+  size_t best_distance = limit + 1;
+  for (const std::string& candidate : names) {
+    const size_t d = edit_distance(name, candidate, limit);
+    if (d < best_distance) best_distance = d, best = candidate;
+  }
+  return best;
 }
 
 }  // namespace attograd::gpt

@@ -86,12 +86,22 @@ std::string path_to_write_problem(std::string_view path);
 /// "a, b or c" (`last` joins the last two; one name alone is itself).
 std::string join_names(const std::vector<std::string>& names, const std::string& last = "or");
 
+/// Levenshtein distance between a and b, stopping early once it exceeds `limit` (then limit + 1).
+size_t edit_distance(std::string_view a, std::string_view b, size_t limit);
+
+/// The name of `names` nearest to `name` (a typo: at most `limit` edits away, the first of equal
+/// ones), or "" when none is that close: what "did you mean" messages suggest.
+std::string nearest_name(std::string_view name, const std::vector<std::string>& names,
+                         size_t limit = 2);
+
 /// What a field allows besides its value, or-ed together.
 enum FieldTraits : unsigned {
   kRequired = 0,
-  kOptionalInFiles = 1,  // may be absent from a file written before the field existed
-  kResumable = 2,        // a resumed run may change it: the weights it trains to stay the same
-                         // (more steps; the logging, evaluation and checkpoint intervals)
+  kOptionalInFiles = 1,   // may be absent from a file written before the field existed
+  kResumable = 2,         // a resumed run may change it: the weights it trains to stay the same
+                          // (more steps; the logging, evaluation and checkpoint intervals)
+  kNotInConfigFiles = 4,  // said on each command line, never in a config file (what to do with
+                          // an existing run directory: --resume, --overwrite)
 };
 
 /// One row of a struct's table: the member, its name (the JSON key, and the name errors use),
@@ -113,6 +123,9 @@ struct Field {
   unsigned traits;
   bool optional_in_files() const { return traits & kOptionalInFiles; }
   bool resumable() const { return traits & kResumable; }
+  /// Whether a config file (gpt/train/run_config.h) holds this row: one with a flag (the others
+  /// the run sets itself) and without kNotInConfigFiles.
+  bool in_config_files() const { return flag != nullptr && !(traits & kNotInConfigFiles); }
 };
 
 /// The enum value `v` as its name in `c` ("?" when out of range).
@@ -128,6 +141,16 @@ template <class T>
 struct IsOptional : std::false_type {};
 template <class T>
 struct IsOptional<std::optional<T>> : std::true_type {};
+
+// The value type of a row's member: T, or T of a std::optional<T>.
+template <class T>
+struct ValueOf {
+  using type = T;
+};
+template <class T>
+struct ValueOf<std::optional<T>> {
+  using type = T;
+};
 
 }  // namespace detail
 

@@ -8,11 +8,14 @@
 // .cc files include this header.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -180,6 +183,107 @@ std::vector<JsonField<S>> json_fields() {
   std::vector<JsonField<S>> fields;
   S::for_each_field([&](const auto& f) { fields.push_back(json_field_of(f)); });
   return fields;
+}
+
+namespace detail {
+
+// v as a value of row f (an optional row: of its value type), into `out`; returns "" or what
+// was expected instead ("an integer in [1, 65536]", "learned, sinusoidal or rope"). The ranges
+// are those validate() and the flags apply, in their words (range_str).
+template <class F, class V>
+std::string json_to_field(const nlohmann::json& v, const F& f, V& out) {
+  using R = typename F::Range;
+  if constexpr (std::is_same_v<V, bool>) {
+    if (!v.is_boolean()) return "true or false";
+    out = v.get<bool>();
+  } else if constexpr (std::is_same_v<R, IntRange>) {
+    const std::string expected = "an integer in " + range_str(f.range);
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() &&
+         v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())))
+      return expected;
+    const int64_t x = v.get<int64_t>();
+    if (!f.range.contains(x)) return expected;
+    out = static_cast<V>(x);
+  } else if constexpr (std::is_same_v<R, RealRange>) {
+    if (!v.is_number() || !f.range.contains(v.get<double>()))
+      return "a finite number " + range_str(f.range);
+    out = v.get<double>();
+  } else if constexpr (std::is_same_v<R, Choices>) {
+    const std::vector<std::string> names(f.range.names.begin(), f.range.names.end());
+    const auto it =
+        v.is_string() ? std::find(names.begin(), names.end(), v.get<std::string>()) : names.end();
+    if (it == names.end()) return join_names(names);
+    out = static_cast<V>(it - names.begin());
+  } else if constexpr (std::is_same_v<V, uint64_t>) {
+    const std::optional<uint64_t> x = json_uint(v, std::numeric_limits<uint64_t>::max());
+    if (!x) return "an integer in [0, 18446744073709551615]";
+    out = *x;
+  } else {
+    static_assert(std::is_same_v<V, std::string>, "a row of a type config files cannot hold");
+    if (!v.is_string()) return "a string";
+    if constexpr (std::is_same_v<R, Names>) {
+      const std::vector<std::string> names = f.range.names();
+      if (std::find(names.begin(), names.end(), v.get<std::string>()) == names.end())
+        return join_names(names);
+    } else if constexpr (std::is_same_v<R, PathToWrite>) {
+      const std::string problem = path_to_write_problem(v.get<std::string>());
+      if (!problem.empty()) return "a path to write (" + problem + ")";
+    }
+    out = v.get<std::string>();
+  }
+  return "";
+}
+
+}  // namespace detail
+
+/// The rows of S's table that a config file holds (Field::in_config_files) and `keep` accepts,
+/// as one JSON object in the table's order: each row's name its key, an enum written by name, an
+/// absent optional left out. The section of a settings file that read_config_section reads back.
+template <class S, class Keep>
+nlohmann::ordered_json config_section_to_json(const S& s, Keep keep) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  S::for_each_field([&](const auto& f) {
+    if (!f.in_config_files() || !keep(f)) return;
+    using T = typename std::decay_t<decltype(f)>::Type;
+    const auto write = [&](const auto& v) {
+      if constexpr (std::is_same_v<typename std::decay_t<decltype(f)>::Range, Choices>)
+        j[f.name] = choice_name(v, f.range);
+      else
+        j[f.name] = v;
+    };
+    if constexpr (detail::IsOptional<T>::value) {
+      if (const T& v = s.*f.member) write(*v);
+    } else {
+      write(s.*f.member);
+    }
+  });
+  return j;
+}
+
+/// Reads into `s` the keys of the JSON object `section` that are rows of S's table held by
+/// config files and accepted by `keep`, each optional, strictly: a value of another type, a
+/// non-integer where an integer belongs, a value outside the row's range (as validate() and the
+/// flags have it) is std::invalid_argument "<what>: batch_size (--batch-size) is 0, expected an
+/// integer in [1, 65536]". Returns the names read; a key that is no such row is left unread for
+/// the caller to refuse (it knows the file's other names to suggest).
+template <class S, class Keep>
+std::set<std::string> read_config_section(const nlohmann::json& section, S& s,
+                                          const std::string& what, Keep keep) {
+  std::set<std::string> given;
+  S::for_each_field([&](const auto& f) {
+    if (!f.in_config_files() || !keep(f) || !section.contains(f.name)) return;
+    using T = typename std::decay_t<decltype(f)>::Type;
+    typename detail::ValueOf<T>::type value{};
+    const nlohmann::json& v = section.at(f.name);
+    const std::string expected = detail::json_to_field(v, f, value);
+    if (!expected.empty())
+      throw std::invalid_argument(what + ": " + f.name + " (" + f.flag + ") is " + json_excerpt(v) +
+                                  ", expected " + expected);
+    s.*f.member = value;
+    given.insert(f.name);
+  });
+  return given;
 }
 
 }  // namespace attograd::gpt

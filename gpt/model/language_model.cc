@@ -230,11 +230,23 @@ ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, cons
   return out;
 }
 
+double gpt_flops_per_token(const GPTConfig& c, int64_t T) {
+  const int64_t wpe = c.pos_encoding == PosEncoding::learned ? c.block_size * c.n_embd : 0;
+  const auto n = static_cast<double>(c.num_parameters() - wpe);
+  return 6 * n + 12 * static_cast<double>(c.n_layer) * static_cast<double>(c.n_embd) *
+                     static_cast<double>(T);
+}
+
+bool reads_field(ModelKind kind, const std::string& name) {
+  const KindRow& row = row_of(kind);
+  return row.reads.empty() ||
+         std::find(row.reads.begin(), row.reads.end(), name) != row.reads.end();
+}
+
 void refuse_unused_overrides(const ConfigOverrides& a, ModelKind kind) {
   const KindRow& row = row_of(kind);
-  if (row.reads.empty()) return;
   GPTConfig::for_each_field([&](const auto& f) {
-    if (a.has(f.name) && std::find(row.reads.begin(), row.reads.end(), f.name) == row.reads.end())
+    if (a.has(f.name) && !reads_field(kind, f.name))
       throw std::invalid_argument(std::string(f.flag) + " does not apply to --model " + row.name +
                                   " (" + row.unused_why + "); drop it, or train --model gpt");
   });

@@ -41,10 +41,22 @@ Choices model_kind_choices();
 /// sizes alone (nothing is allocated). Throws std::overflow_error if it does not fit int64_t.
 int64_t num_parameters(ModelKind kind, const GPTConfig& config);
 
+/// The floating-point operations one trained token costs a GPT of config `c` on sequences of T
+/// tokens, forward and backward: 6 N + 12 n_layer n_embd T, N the parameters but the learned
+/// position table wpe (a lookup, not a matmul). 6 N is the matmuls (2 N forward, 4 N backward:
+/// the gradients of the inputs and of the weights), 12 n_layer n_embd T attention's Q Kᵀ and
+/// A V over the T positions (PaLM, Chowdhery et al. 2022, appendix B; nanoGPT's estimate_mfu,
+/// which counts the causal mask's skipped half too). An estimate: the norms, GELU, softmax and
+/// AdamW are left out. Throws std::overflow_error as GPTConfig::num_parameters.
+double gpt_flops_per_token(const GPTConfig& c, int64_t T);
+
 /// Throws std::invalid_argument naming the first override the model of `kind` would ignore: a
 /// bigram reads only block_size (and the vocabulary); the average model also n_embd,
 /// pos_encoding and the bias; the GPT reads them all.
 void refuse_unused_overrides(const ConfigOverrides& overrides, ModelKind kind);
+
+/// Whether the model of `kind` reads the GPTConfig field `name` (the GPT reads every field).
+bool reads_field(ModelKind kind, const std::string& name);
 
 /// The preset with the overrides applied; vocab_size from the tokenizer (`tokenizer_vocab`)
 /// unless overridden. For the bigram and average models, which have no heads, n_head is 1 (so

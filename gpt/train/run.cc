@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -27,13 +28,14 @@
 #include "gpt/model/baselines.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
+#include "gpt/train/run_config.h"
 
 namespace attograd::gpt {
 
-ResumedRun resume_run(const std::string& out_dir) {
+ResumedRun resume_run(const std::string& out_dir, const std::string& hint) {
   const std::string path = (std::filesystem::path(out_dir) / kCheckpointFile).string();
   if (!std::filesystem::exists(path))
-    throw std::invalid_argument("nothing to resume: " + path + " does not exist");
+    throw std::invalid_argument("nothing to resume: " + path + " does not exist" + hint);
   const SafetensorsFile file = SafetensorsFile::read(path);
   CheckpointInfo info = read_checkpoint_info(file, Moments::load);
   if (!info.training) throw std::invalid_argument(path + " holds no training state to resume");
@@ -267,6 +269,75 @@ class MadeDirectory {
   std::filesystem::path dir_, top_;
 };
 
+// The text of <out_dir>/kRunConfigFile: the effective config of the run start() set up, every
+// setting after its config file and flags, which `train --config` reads back to repeat it. A
+// fresh run's model section is the model built (the rows its kind reads), a fine-tuning run's
+// the overrides given with --init-from (the file decides the rest); a resumed run keeps the
+// model, model kind and init_seed of the file its first start() wrote (the checkpoint holds
+// neither the preset nor the seed), and has none (nullopt, said on `log`) when that file is
+// missing or unreadable.
+std::optional<std::string> effective_run_config(const RunRequest& rq, const TrainOptions& options,
+                                                const LanguageModel& model,
+                                                const std::string& tokenizer_kind,
+                                                const std::filesystem::path& out_dir,
+                                                std::ostream& log) {
+  const std::filesystem::path path = out_dir / kRunConfigFile;
+  RunConfig c;
+  RunRequest& e = c.request;
+  e.out_dir = out_dir.string();
+  e.corpus = options.corpus;  // as recorded: a relative path made absolute
+  e.cache_dir = rq.cache_dir;
+  e.keep_cr = options.keep_cr;
+  e.tokenizer = tokenizer_kind;
+  if (!options.init_from.empty()) e.init_from = options.init_from;
+  e.model = model.kind();
+  e.init_seed = rq.init_seed;
+  e.threads = rq.threads;
+  e.options = options;
+  RunRequest::for_each_field([&](const auto& f) {
+    if (f.in_config_files()) c.run_given.insert(f.name);
+  });
+  TrainOptions::for_each_field([&](const auto& f) {
+    if (f.in_config_files()) c.train_given.insert(f.name);
+  });
+  if (!e.init_from) c.run_given.erase("init_from");
+  if (rq.resume) {
+    if (!std::filesystem::exists(path)) {
+      log << "note    " << path.string()
+          << " is missing (a run started by an older attograd): the effective config is not "
+             "written\n";
+      return std::nullopt;
+    }
+    RunConfig base;
+    try {
+      base = read_run_config(path.string());
+    } catch (const std::invalid_argument& error) {
+      log << "note    " << error.what() << ": not rewritten\n";
+      return std::nullopt;
+    }
+    e.config = base.request.config;
+    c.preset_given = base.preset_given;
+    e.model = base.request.model;
+    e.init_seed = base.request.init_seed;
+    for (const char* row : {"model", "init_seed"})
+      if (!base.run_given.count(row)) c.run_given.erase(row);
+  } else if (e.init_from) {
+    e.config = rq.config;  // the overrides --init-from accepts; no preset
+    c.run_given.erase("model");
+    c.run_given.erase("init_seed");
+  } else {
+    c.preset_given = true;
+    e.config.preset = rq.config.preset;
+    e.config.values = model.config();
+    GPTConfig::for_each_field([&](const auto& f) {
+      if (f.in_config_files() && std::string_view(f.name) != "vocab_size" &&
+          reads_field(model.kind(), f.name))
+        e.config.given.insert(f.name);
+    });
+  }
+  return run_config_json(c);
+}
+
 }  // namespace
 
 std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& comm,
@@ -318,11 +389,10 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   // The checkpoint is read before the corpus: a resumed run takes its corpus from it.
   if (rq.resume) {
     // Without --out the directory is runs/pico, which the run to continue may well not be.
-    if (!rq.out_dir && !std::filesystem::exists(ckpt))
-      throw std::invalid_argument("nothing to resume: " + ckpt +
-                                  " does not exist (--resume without --out continues " + run_dir +
-                                  "; name the run with --out, e.g. --out runs/nano)");
-    ResumedRun resumed = resume_run(run_dir);
+    ResumedRun resumed =
+        resume_run(run_dir, rq.out_dir ? std::string()
+                                       : " (--resume without --out continues " + run_dir +
+                                             "; name the run with --out, e.g. --out runs/nano)");
     if (rq.tokenizer && *rq.tokenizer != resumed.session.tokenizer->kind())
       throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match " + ckpt +
                                   ", trained with '" + resumed.session.tokenizer->kind() +
@@ -488,6 +558,10 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
     state.reset();  // the optimizer holds its own copy of the moments now: free these (two
                     // model sizes)
   }
+  // Written by the trainer once the ranks agree: a run refused before its first step leaves none.
+  if (const std::optional<std::string> config =
+          effective_run_config(rq, options, *run->model_, run->tokenizer_->kind(), out_dir, log))
+    run->trainer_->write_on_start(kRunConfigFile, *config);
   if (made) made->keep();
   return run;
 }

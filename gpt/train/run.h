@@ -36,10 +36,11 @@ struct ResumedRun {
 };
 
 /// Reads <out_dir>/kCheckpointFile for `attograd train --resume`. Throws std::invalid_argument
-/// when it does not exist ("nothing to resume") or holds no training state (written by
-/// save_checkpoint without one), std::runtime_error as open_checkpoint and
+/// when it does not exist ("nothing to resume: <path> does not exist", then `hint`: start()'s
+/// says which directory --resume without --out continues) or holds no training state (written
+/// by save_checkpoint without one), std::runtime_error as open_checkpoint and
 /// TrainOptions::from_json for a damaged file.
-ResumedRun resume_run(const std::string& out_dir);
+ResumedRun resume_run(const std::string& out_dir, const std::string& hint = "");
 
 /// What a training run is asked to do: the options of `attograd train`, as any program gives
 /// them. A fresh run uses every field; a resumed one (resume = true) takes its model, tokenizer,
@@ -101,9 +102,9 @@ struct RunRequest {
             "continue the run in --out from its checkpoint, bit-exact, with its stored options and "
             "corpus (--steps may extend it; the learning-rate schedule keeps its end; a --corpus "
             "given must hold the same text)",
-            AnyValue{}, kResumable));
+            AnyValue{}, kResumable | kNotInConfigFiles));
     v(Field(&R::overwrite, "overwrite", "--overwrite",
-            "start over even if --out already holds a checkpoint", AnyValue{}));
+            "start over even if --out already holds a checkpoint", AnyValue{}, kNotInConfigFiles));
     v(Field(&R::corpus, "corpus", "--corpus",
             "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded once), or a "
             "UTF-8 text file",

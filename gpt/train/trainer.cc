@@ -1,5 +1,6 @@
 #include "gpt/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -40,6 +42,16 @@ std::string non_finite_str(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return std::to_string(v);
+}
+
+// A count of floating-point operations with its SI prefix, 3 significant digits: "1.20 GFLOP".
+std::string flop_str(double flops) {
+  static constexpr const char* kPrefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  size_t i = 0;
+  while (flops >= 999.5 && i + 1 < std::size(kPrefixes)) flops /= 1000, ++i;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %sFLOP", flops, kPrefixes[i]);
+  return buf;
 }
 
 }  // namespace
@@ -458,6 +470,31 @@ EvalResult Trainer::run(std::ostream& log) {
   bool any_step_line = false;  // whether a progress line was (the first one comes sooner)
   auto line_printed = [&] { last_line = elapsed(); };
 
+  // The estimate of the run's time (estimate_after), timed from the end of the first step.
+  std::optional<double> measured_from;  // elapsed() then
+  bool estimated = false;
+  auto estimate = [&](double secs) {
+    const auto measured = static_cast<double>(step_ - first_step - 1);
+    const double per_step = (secs - *measured_from) / measured;
+    const double total = secs + per_step * static_cast<double>(o.max_steps - step_);
+    // Seconds with a decimal for a short run, whose m:ss would read 0:00.
+    char short_run[32];
+    std::snprintf(short_run, sizeof short_run, "%.1f s", total);
+    const std::string duration = total < 59.95 ? short_run : format_duration(total);
+    char buf[320];
+    const int n = std::snprintf(
+        buf, sizeof buf, "estimate about %s for %lld steps (%.3g %s/step measured over %.0f steps",
+        duration.c_str(), static_cast<long long>(o.max_steps - first_step),
+        per_step >= 1 ? per_step : per_step * 1e3, per_step >= 1 ? "s" : "ms", measured);
+    std::string line(buf, static_cast<size_t>(std::max(n, 0)));
+    if (model_.kind() == ModelKind::gpt) {
+      const double flops =
+          gpt_flops_per_token(model_.config(), o.block_size) * static_cast<double>(tokens_per_step);
+      line += "; model " + flop_str(flops) + "/step, " + flop_str(flops / per_step) + "/s";
+    }
+    out << line << ")\n" << std::flush;
+  };
+
   auto do_eval = [&] {
     const EvalResult r = evaluate();
     char buf[256];
@@ -487,6 +524,7 @@ EvalResult Trainer::run(std::ostream& log) {
     append_field(rows += "unigram,", unigram_entropy(val));
     append_field(rows += "\nbigram,", bigram_cross_entropy(train, val, model_.config().vocab_size));
     write_file_atomically(dir / kBaselinesFile, rows + "\n");
+    for (const auto& [name, contents] : start_files_) write_file_atomically(dir / name, contents);
   }
   // The best checkpoint (kBestCheckpointFile) of this run: a fresh run drops the one an
   // overwritten run left; a resumed run goes on from its eval log while the file is there.
@@ -508,6 +546,14 @@ EvalResult Trainer::run(std::ostream& log) {
     const double secs = elapsed();
     const double tok_s = static_cast<double>(step_ - first_step) *
                          static_cast<double>(tokens_per_step) / std::max(secs, 1e-9);
+    if (!measured_from) {
+      measured_from = secs;
+    } else if (!estimated && step_ < o.max_steps &&
+               (step_ - first_step - 1 >= estimate_steps_ ||
+                secs - *measured_from >= estimate_s_)) {
+      estimate(secs);
+      estimated = true;
+    }
     if (files) {  // grad_norm is left empty when it was not computed (no clipping)
       std::string& row = train_csv->pending();
       row += std::to_string(step_);

@@ -10,6 +10,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/random.h"
 #include "gpt/io/fields.h"
@@ -249,6 +251,17 @@ class Trainer {
   /// Progress lines by time: the first `first` seconds after run() starts, then at least every
   /// `every` seconds (defaults kFirstLineSeconds, kLineSeconds; infinity: by steps only).
   void log_by_time(double first, double every) { first_line_s_ = first, line_s_ = every; }
+  static constexpr int64_t kEstimateSteps = 10;
+  static constexpr double kEstimateSeconds = 5;
+  /// The estimate of the run's time, one line early in run(): "estimate about 3:20 for 5000
+  /// steps (40.1 ms/step measured over 10 steps; model 1.20 GFLOP/step, 29.9 GFLOP/s)" (the
+  /// FLOPs for a GPT only: gpt_flops_per_token; "about 12.5 s" below a minute). The step time is
+  /// measured from the end of the run's first step, which pays for the warm-up, over `steps` steps
+  /// or `seconds` seconds, whichever ends first (defaults kEstimateSteps, kEstimateSeconds);
+  /// evaluations are not counted. No line when the run ends first.
+  void estimate_after(int64_t steps, double seconds) {
+    estimate_steps_ = steps, estimate_s_ = seconds;
+  }
 
   /// Makes run() stop cleanly, between two steps, once `*signal` is non-zero: a signal number,
   /// as StopOnSignals::signal() (gpt/train/interrupt.h) records Ctrl-C or SIGTERM; another
@@ -256,6 +269,14 @@ class Trainer {
   /// flag is summed over them after every step (one small collective), so all stop at the same
   /// step: every rank must call stop_on alike, with a flag or with nullptr.
   void stop_on(const std::atomic<int>* signal) { stop_ = signal; }
+
+  /// A file run() writes into the output directory (rank 0, atomically) once the ranks agree,
+  /// before the first step, as it writes baselines.csv: the run's effective config
+  /// (kRunConfigFile, gpt/train/run_config.h), which start() gives it. A run refused before
+  /// training so leaves none.
+  void write_on_start(std::string file_name, std::string contents) {
+    start_files_.emplace_back(std::move(file_name), std::move(contents));
+  }
 
   /// Saves model + training state to `path` (atomically). Throws NonFiniteLoss, writing
   /// nothing, when any parameter is NaN or infinite (a diverged update): a checkpoint is
@@ -301,8 +322,11 @@ class Trainer {
   int64_t step_ = 0;
   double last_grad_norm_ = 0;
   std::optional<int64_t> last_saved_step_;
+  std::vector<std::pair<std::string, std::string>> start_files_;     // write_on_start
   const std::atomic<int>* stop_ = nullptr;                           // stop_on's flag
   double first_line_s_ = kFirstLineSeconds, line_s_ = kLineSeconds;  // log_by_time
+  int64_t estimate_steps_ = kEstimateSteps;                          // estimate_after
+  double estimate_s_ = kEstimateSeconds;
 };
 
 }  // namespace attograd::gpt

@@ -44,6 +44,15 @@ inline CliRun run_cli(const std::string& args, bool merge_stderr = true,
 }
 #endif
 
+/// Writes the CLI tests' corpus to <dir>/corpus.txt and returns its path: 200 lines of "to be or
+/// not to be, that is the question." (8,400 bytes, 16 characters).
+inline std::string write_corpus(const TempDir& dir) {
+  const std::string file = dir / "corpus.txt";
+  std::ofstream out(file);
+  for (int i = 0; i < 200; ++i) out << "to be or not to be, that is the question.\n";
+  return file;
+}
+
 inline bool contains(const std::string& s, const std::string& needle) {
   return s.find(needle) != std::string::npos;
 }

@@ -20,15 +20,9 @@ using attograd::testing::contains;
 using attograd::testing::read_file;
 using attograd::testing::run_cli;
 using attograd::testing::TempDir;
+using attograd::testing::write_corpus;
 
 namespace {
-
-std::string write_corpus(const TempDir& dir) {
-  const std::string file = dir / "corpus.txt";
-  std::ofstream out(file);
-  for (int i = 0; i < 200; ++i) out << "to be or not to be, that is the question.\n";
-  return file;
-}
 
 // Runs each (arguments, message) case: exit code 2 and the message in the output.
 void expect_refused(const std::vector<std::pair<std::string, std::string>>& cases) {
@@ -565,4 +559,19 @@ BOOST_AUTO_TEST_CASE(version_names_the_release_the_simd_target_and_the_parts) {
                            0) == 0);
     BOOST_TEST(contains(r.out, "\nparts    GPT-2 BPE tokenizer: "));
   }
+}
+
+// A figure reads only the sizes it draws: sinusoidal takes any --n-embd, whatever the preset's
+// head count (pico's 3 does not divide 8), and its table holds sin(pos / 10000^(2i / C)).
+BOOST_AUTO_TEST_CASE(a_figure_reads_only_its_own_sizes) {
+  const TempDir dir("cli_figure");
+  const auto r = run_cli("figure sinusoidal --n-embd 8 --block-size 4 --out " + (dir / "f"));
+  BOOST_TEST_INFO(r.out);
+  BOOST_REQUIRE(r.exit_code == 0);
+  std::istringstream csv(read_file(dir / "f/sinusoidal.csv"));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  BOOST_REQUIRE(lines.size() == 5u);  // the header and positions 0 .. 3
+  BOOST_TEST(lines[0] == "pos,pe0,pe1,pe2,pe3,pe4,pe5,pe6,pe7");
+  BOOST_TEST(lines[2].starts_with("1,0.8414709848078965,0.54030230586813977,"));  // sin 1, cos 1
 }

@@ -30,16 +30,11 @@ using attograd::testing::CliRun;
 using attograd::testing::contains;
 using attograd::testing::run_cli;
 using attograd::testing::TempDir;
+using attograd::testing::write_corpus;
 namespace fs = std::filesystem;
 namespace gpt = attograd::gpt;
 
 namespace {
-
-std::string write_corpus(const TempDir& dir) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question.\n";
-  return dir.file("corpus.txt", text);
-}
 
 // Starts `attograd args...` with its output in `log` and `env` ("NAME=value") added to ours
 // (replacing a variable of the same name); returns its pid.

@@ -1,9 +1,10 @@
 // Every row of the field tables (GPTConfig::for_each_field, TrainOptions::for_each_field and,
 // without JSON, RunRequest::for_each_field) has one
-// range, and the three places that apply it agree: the CLI option the row becomes
-// (cli/field_options.h), the struct's validate(), and its JSON in checkpoints. At the ends of
-// its range a value is accepted by all three and round-trips; just outside, all three refuse it
-// with a message naming the field (its flag on the command line, its name elsewhere). The test
+// range, and the places that apply it agree: the CLI option the row becomes
+// (cli/field_options.h), the struct's validate(), its JSON in checkpoints and its key in a config
+// file (`train --config`, gpt/train/run_config.h). At the ends of its range a value is accepted
+// by all and round-trips; just outside, all refuse it with a message naming the field (its flag
+// on the command line, its name elsewhere). The test
 // walks the tables, so a new row is covered without a line here.
 #define BOOST_TEST_MODULE field_options_test
 #include <CLI/CLI.hpp>
@@ -21,6 +22,7 @@
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/config.h"
 #include "gpt/train/run.h"
+#include "gpt/train/run_config.h"
 #include "gpt/train/trainer.h"
 #include "tests/gpt/field_count.h"
 #include "tests/test_util.h"
@@ -56,6 +58,9 @@ struct ConfigTable {
   static std::string to_json(const S& s) { return config_to_json(s); }
   static S from_json(const std::string& text) { return config_from_json(text, "config"); }
   // Parses `args` as the CLI does (over a preset: ConfigOverrides), into `s`.
+  // The config file's section of the struct, and the struct a parsed file holds.
+  static constexpr const char* kSection = "model";
+  static S of(const RunConfig& c) { return c.request.config.applied_to(base()); }
   static void parse(S& s, const std::string& args) {
     CLI::App app;
     ConfigOverrides overrides;
@@ -76,6 +81,8 @@ struct OptionsTable {
   static void validate(const S& s) { s.validate(); }
   static std::string to_json(const S& s) { return s.to_json(); }
   static S from_json(const std::string& text) { return TrainOptions::from_json(text); }
+  static constexpr const char* kSection = "train";
+  static S of(const RunConfig& c) { return c.request.options; }
   static void parse(S& s, const std::string& args) {
     CLI::App app;
     add_field_options(&app, s);
@@ -99,6 +106,12 @@ Ends ends(RealRange r) {
     e.outside.push_back(r.max_open ? r.max : r.max + 1e-6);
   }
   return e;
+}
+
+// Whether row f is a key of a config file: a row with a flag, but vocab_size (the tokenizer's).
+template <class F>
+bool in_config_files(const F& f) {
+  return f.in_config_files() && std::string(f.name) != "vocab_size";
 }
 
 template <class Table>
@@ -129,6 +142,13 @@ void check_table(const std::string& owner) {
           S back = Table::base();
           BOOST_CHECK_NO_THROW(back = Table::from_json(Table::to_json(s)));
           BOOST_TEST((back == s), "the JSON round trip changed " << f.name);
+          if (in_config_files(f)) {  // the same value as a config file's key
+            nlohmann::json file;
+            file[Table::kSection][f.name] = nlohmann::json::parse(Table::to_json(s))[f.name];
+            RunConfig c;
+            BOOST_CHECK_NO_THROW(c = parse_run_config(file.dump(), "c.json"));
+            BOOST_TEST((Table::of(c).*f.member == value), "the config file did not set " << f.name);
+          }
         }
       };
       // Refused: CLI (naming the flag), validate() and JSON (naming the field).
@@ -149,6 +169,13 @@ void check_table(const std::string& owner) {
           doc[f.name] = j;
           attograd::testing::expect_throw_with<std::runtime_error>(
               [&] { Table::from_json(doc.dump()); }, std::string(f.name) + " is ");
+          if (in_config_files(f)) {
+            nlohmann::json file;
+            file[Table::kSection][f.name] = j;
+            attograd::testing::expect_throw_with<std::invalid_argument>(
+                [&] { parse_run_config(file.dump(), "c.json"); },
+                std::string(f.name) + " (" + f.flag + ") is ");
+          }
         }
       };
       if constexpr (std::is_same_v<R, IntRange>) {

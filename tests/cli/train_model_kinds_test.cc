@@ -16,7 +16,7 @@ using attograd::testing::TempDir;
 namespace {
 
 // 4,000 characters (16 distinct) of a counting rhyme: a bigram model has something to learn.
-std::string write_corpus(const TempDir& dir) {
+std::string write_rhyme(const TempDir& dir) {
   std::string text;
   while (text.size() < 4000) text += "one two three four\nfive six seven eight\n";
   return dir.file("corpus.txt", text);
@@ -31,7 +31,7 @@ std::string read_text(const std::string& path) {
 
 BOOST_AUTO_TEST_CASE(each_kind_trains_samples_and_evaluates) {
   const TempDir dir("model_kinds");
-  const std::string corpus = write_corpus(dir);
+  const std::string corpus = write_rhyme(dir);
   const std::pair<const char*, const char*> kinds[] = {
       {"gpt",
        "model   gpt: n_layer 3, n_head 3, n_embd 6, block_size 8, vocab_size 16, learned "
@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(each_kind_trains_samples_and_evaluates) {
 
 BOOST_AUTO_TEST_CASE(bad_model_options_are_refused) {
   const TempDir dir("model_kinds_bad");
-  const std::string corpus = write_corpus(dir);
+  const std::string corpus = write_rhyme(dir);
   const auto unknown = run_cli("train --model trigram --corpus " + corpus + " --out " + dir / "r");
   BOOST_TEST(unknown.exit_code == 2);
   BOOST_TEST(contains(unknown.out, "--model: trigram not in {gpt,bigram,average}"));
@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(bad_model_options_are_refused) {
 BOOST_AUTO_TEST_CASE(the_average_model_takes_any_width) {
   const TempDir dir("model_kinds_width");
   const auto r = run_cli("train --model average --n-embd 4 --steps 1 --eval-iters 1 --corpus " +
-                         write_corpus(dir) + " --out " + dir / "r");
+                         write_rhyme(dir) + " --out " + dir / "r");
   BOOST_TEST_INFO(r.out);
   BOOST_TEST(r.exit_code == 0);
   BOOST_TEST(contains(r.out,

@@ -33,6 +33,7 @@ using attograd::testing::contains;
 using attograd::testing::is_key_bias;
 using attograd::testing::run_program;
 using attograd::testing::TempDir;
+using attograd::testing::write_corpus;
 namespace gpt = attograd::gpt;
 
 extern char** environ;
@@ -201,12 +202,6 @@ namespace {
 bool said_once(const std::string& out, const std::string& message) {
   const size_t first = out.find(message);
   return first != std::string::npos && first == out.rfind(message);
-}
-
-std::string write_corpus(const TempDir& dir) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question.\n";
-  return dir.file("corpus.txt", text);
 }
 
 }  // namespace

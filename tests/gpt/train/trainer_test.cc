@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -312,6 +313,61 @@ BOOST_FIXTURE_TEST_CASE(progress_lines_come_by_time_whatever_the_log_interval, T
   BOOST_TEST(log.str().find("step 1/5 | loss") != std::string::npos);  // by time
   BOOST_TEST(log.str().find("step 2/5") == std::string::npos);         // no second: every = inf
   BOOST_TEST(log.str().find("step 5/5 | loss") != std::string::npos);  // the last, as always
+}
+
+// PaLM's count (nanoGPT's estimate_mfu) by hand. pico at V 65 has 1,980 parameters, 48 of them
+// the learned wpe (block_size 8 x n_embd 6): 6 x 1,932 + 12 x 3 layers x 6 x T 8 = 11,592 + 1,728.
+// GPT-2 small has 124,439,808, 786,432 of them wpe (1024 x 768): 6 x 123,653,376 + 12 x 12 x 768
+// x 1024 = 741,920,256 + 113,246,208.
+BOOST_AUTO_TEST_CASE(flops_per_token_are_six_n_plus_attention) {
+  GPTConfig pico = preset("pico");
+  pico.vocab_size = 65;
+  BOOST_TEST(pico.num_parameters() == 1980);
+  BOOST_TEST(gpt_flops_per_token(pico, 8) == 13320.0);
+  BOOST_TEST(gpt_flops_per_token(pico, 4) == 11592.0 + 864.0);  // attention's term is linear in T
+  pico.pos_encoding = PosEncoding::rope;  // no table to leave out: the same count
+  BOOST_TEST(pico.num_parameters() == 1932);
+  BOOST_TEST(gpt_flops_per_token(pico, 8) == 13320.0);
+  const GPTConfig gpt2 = preset("gpt2");
+  BOOST_TEST(gpt2.num_parameters() == 124439808);
+  BOOST_TEST(gpt_flops_per_token(gpt2, 1024) == 855166464.0);
+}
+
+// One line early in the run estimates its time from the steps after the first (which pays for
+// the warm-up): here over steps 2 and 3, so it comes before the last step's line; and the
+// model's FLOPs per step are gpt_flops_per_token x B x T.
+BOOST_FIXTURE_TEST_CASE(the_runs_time_is_estimated_from_its_first_steps, ToyPico) {
+  o.max_steps = 5;
+  o.log_interval = 1000;
+  GPT model(c, 5);
+  Trainer t(model, data, o, "char", "", "");
+  t.log_by_time(INFINITY, INFINITY);
+  t.estimate_after(2, INFINITY);
+  std::ostringstream log;
+  t.run(log);
+  const std::string text = log.str();
+  BOOST_TEST_INFO(text);
+  const size_t at = text.find("estimate about ");
+  BOOST_REQUIRE(at != std::string::npos);
+  BOOST_TEST(text.find("estimate", at + 1) == std::string::npos);  // once
+  BOOST_TEST(at < text.find("step 5/5 | loss"));
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  BOOST_TEST(line.find(" for 5 steps (") != std::string::npos);
+  BOOST_TEST(line.find("/step measured over 2 steps; model ") != std::string::npos);
+  const double flops = gpt_flops_per_token(c, 8) * static_cast<double>(o.batch_size * 8);
+  BOOST_REQUIRE((flops >= 1e3 && flops < 1e6));
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "model %.3g kFLOP/step, ", flops / 1e3);
+  BOOST_TEST(line.find(expected) != std::string::npos);
+  BOOST_TEST(line.find("FLOP/s)") != std::string::npos);
+  // A run too short to measure has no estimate.
+  GPT short_model(c, 5);
+  o.max_steps = 2;
+  Trainer short_run(short_model, data, o, "char", "", "");
+  short_run.estimate_after(2, INFINITY);
+  std::ostringstream short_log;
+  short_run.run(short_log);
+  BOOST_TEST(short_log.str().find("estimate") == std::string::npos);
 }
 
 // grad_accum micro-batches accumulate the gradient of the mean loss over all of them.

@@ -1,0 +1,188 @@
+#include "gpt/train/run_config.h"
+
+#include <algorithm>
+#include <iterator>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpt/io/strict_json.h"
+#include "gpt/text/corpus.h"
+
+namespace attograd::gpt {
+
+namespace {
+
+constexpr const char* kSections[] = {"run", "model", "train"};
+
+// The model section holds every GPTConfig row of a config file but vocab_size: the vocabulary is
+// the tokenizer's, and `train` has no --vocab-size.
+constexpr auto kModelRow = [](const auto& f) { return std::string_view(f.name) != "vocab_size"; };
+constexpr auto kEveryRow = [](const auto&) { return true; };
+
+// The keys a section of S's rows (those `keep` accepts) may hold.
+template <class S, class Keep>
+std::vector<std::string> keys_of(Keep keep) {
+  std::vector<std::string> keys;
+  S::for_each_field([&](const auto& f) {
+    if (f.in_config_files() && keep(f)) keys.push_back(f.name);
+  });
+  return keys;
+}
+
+// Throws for a key of `section` (named `name`) that is not one of `known`, suggesting the
+// nearest, or for a section that is not an object.
+void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
+                         const std::vector<std::string>& known, const std::string& what) {
+  if (!section.is_object())
+    throw std::invalid_argument(what + ": the section \"" + name + "\" is " +
+                                json_excerpt(section) + ", not a JSON object of settings");
+  for (auto it = section.begin(); it != section.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) != known.end()) continue;
+    if (name == "model" && it.key() == "vocab_size")
+      throw std::invalid_argument(what +
+                                  ": \"model\" cannot set vocab_size: the vocabulary is "
+                                  "the tokenizer's (set \"tokenizer\" in \"run\")");
+    const std::string near = nearest_name(it.key(), known);
+    throw std::invalid_argument(what + ": \"" + name + "\" has no key '" + it.key() + "'" +
+                                (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                                "; its keys are " + join_names(known));
+  }
+}
+
+// The rows of S named in `names` copied from `from` into `to`.
+template <class S>
+void copy_rows(S& to, const S& from, const std::set<std::string>& names) {
+  S::for_each_field([&](const auto& f) {
+    if (names.count(f.name)) to.*f.member = from.*f.member;
+  });
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const std::string& text, const std::string& what) {
+  nlohmann::json doc;
+  try {
+    doc = parse_json(text, what);
+  } catch (const std::runtime_error& e) {  // a user's file: bad input, as a bad flag is
+    throw std::invalid_argument(e.what());
+  }
+  const std::vector<std::string> sections(std::begin(kSections), std::end(kSections));
+  if (!doc.is_object())
+    throw std::invalid_argument(what + " is " + json_excerpt(doc) +
+                                ", not a JSON object with the sections " +
+                                join_names(sections, "and"));
+  for (auto it = doc.begin(); it != doc.end(); ++it)
+    if (std::find(sections.begin(), sections.end(), it.key()) == sections.end()) {
+      const std::string near = nearest_name(it.key(), sections);
+      throw std::invalid_argument(what + " has no section '" + it.key() + "'" +
+                                  (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                                  "; its sections are " + join_names(sections, "and"));
+    }
+  const nlohmann::json empty = nlohmann::json::object();
+  const auto section = [&](const char* name) -> const nlohmann::json& {
+    return doc.contains(name) ? doc.at(name) : empty;
+  };
+  std::vector<std::string> model_keys = keys_of<GPTConfig>(kModelRow);
+  model_keys.insert(model_keys.begin(), "preset");
+  refuse_unknown_keys(section("run"), "run", keys_of<RunRequest>(kEveryRow), what);
+  refuse_unknown_keys(section("model"), "model", model_keys, what);
+  refuse_unknown_keys(section("train"), "train", keys_of<TrainOptions>(kEveryRow), what);
+
+  RunConfig c;
+  c.run_given = read_config_section(section("run"), c.request, what + ": run", kEveryRow);
+  c.request.config.given =
+      read_config_section(section("model"), c.request.config.values, what + ": model", kModelRow);
+  if (section("model").contains("preset")) {
+    const nlohmann::json& p = section("model").at("preset");
+    const std::vector<std::string> names = preset_names();
+    if (!p.is_string() ||
+        std::find(names.begin(), names.end(), p.get<std::string>()) == names.end())
+      throw std::invalid_argument(what + ": model: preset (--preset) is " + json_excerpt(p) +
+                                  ", expected " + join_names(names));
+    c.request.config.preset = p.get<std::string>();
+    c.preset_given = true;
+  }
+  c.train_given =
+      read_config_section(section("train"), c.request.options, what + ": train", kEveryRow);
+  return c;
+}
+
+RunConfig read_run_config(const std::string& path) {
+  std::string text;
+  try {
+    text = read_text_file(path, "config file", "give --config a JSON file of settings", 1 << 20);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+  return parse_run_config(text, "config file '" + path + "'");
+}
+
+RunConfig overlay(const RunConfig& under, const RunConfig& over) {
+  RunConfig r = under;
+  copy_rows(r.request, over.request, over.run_given);
+  copy_rows(r.request.options, over.request.options, over.train_given);
+  copy_rows(r.request.config.values, over.request.config.values, over.request.config.given);
+  if (over.preset_given) r.request.config.preset = over.request.config.preset;
+  r.run_given.insert(over.run_given.begin(), over.run_given.end());
+  r.train_given.insert(over.train_given.begin(), over.train_given.end());
+  r.request.config.given.insert(over.request.config.given.begin(), over.request.config.given.end());
+  r.preset_given = under.preset_given || over.preset_given;
+  return r;
+}
+
+RunRequest RunConfig::checked_request() const {
+  RunRequest rq = request;
+  rq.options_given = train_given;
+  std::vector<std::string> refused;
+  if (rq.init_from && !rq.resume) {
+    // The file decides the model: these would be ignored (validate() refuses the config
+    // options that would change its architecture, naming them).
+    if (preset_given) refused.push_back("--preset");
+    RunRequest::for_each_field([&](const auto& f) {
+      const std::string_view name = f.name;
+      if (run_given.count(f.name) && (name == "model" || name == "init_seed"))
+        refused.push_back(f.flag);
+    });
+    if (!refused.empty())
+      throw std::invalid_argument("--init-from takes the model from " + *rq.init_from + "; " +
+                                  join_names(refused, "and") + " cannot be given with it");
+  }
+  if (!rq.resume) return rq;
+  // A resumed run keeps what its checkpoint stored rather than silently ignoring what was
+  // asked: the model's settings, and the request's rows that are not kResumable (overwrite is
+  // refused by validate(), with a message of its own). TrainOptions' rows are compared with the
+  // checkpoint's by start().
+  if (preset_given) refused.push_back("--preset");
+  GPTConfig::for_each_field([&](const auto& f) {
+    if (request.config.has(f.name)) refused.push_back(f.flag);
+  });
+  RunRequest::for_each_field([&](const auto& f) {
+    if (run_given.count(f.name) && !f.resumable() && std::string_view(f.name) != "overwrite")
+      refused.push_back(f.flag);
+  });
+  if (!refused.empty())
+    throw std::invalid_argument(
+        "--resume continues a run with the model stored in its checkpoint; " +
+        join_names(refused, "and") + " cannot be given with it");
+  return rq;
+}
+
+std::string run_config_json(const RunConfig& c) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::object();
+  doc["run"] = config_section_to_json(c.request,
+                                      [&](const auto& f) { return c.run_given.count(f.name) > 0; });
+  nlohmann::ordered_json model = nlohmann::ordered_json::object();
+  if (c.preset_given) model["preset"] = c.request.config.preset;
+  model.update(config_section_to_json(c.request.config.values, [&](const auto& f) {
+    return kModelRow(f) && c.request.config.has(f.name);
+  }));
+  doc["model"] = model;
+  doc["train"] = config_section_to_json(
+      c.request.options, [&](const auto& f) { return c.train_given.count(f.name) > 0; });
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace attograd::gpt
