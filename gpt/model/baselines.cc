@@ -19,9 +19,9 @@ ModelOutput BigramModel::forward(const Tensor& idx, const Tensor& targets,
                                  double label_smoothing) const {
   check_inputs(idx, targets);
   ModelOutput out;
-  out.logits = wte->forward(idx);  // (B, T, V): the row of each current token
+  out.set_logits(wte->forward(idx));  // (B, T, V): the row of each current token
   if (targets.defined())
-    out.loss = cross_entropy(out.logits, targets, kIgnoreTarget, label_smoothing);
+    out.loss = cross_entropy(out.logits(), targets, kIgnoreTarget, label_smoothing);
   return out;
 }
 

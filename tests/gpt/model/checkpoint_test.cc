@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(save_and_load_give_identical_logits) {
     BOOST_TEST(!info.training.has_value());
     const auto loaded = load_model(file);
     const Tensor x = ids({1, 5, 9, 2, 64, 0, 3, 3});
-    BOOST_TEST(loaded->forward(x).logits.to_vector() == model.forward(x).logits.to_vector());
+    BOOST_TEST(loaded->forward(x).logits().to_vector() == model.forward(x).logits().to_vector());
   }
   std::filesystem::remove_all(dir);
 }
