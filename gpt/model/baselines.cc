@@ -58,7 +58,9 @@ AverageModel::AverageModel(const GPTConfig& config, uint64_t seed, DType dtype)
   for (int64_t t = 0; t < T; ++t)
     for (int64_t s = 0; s <= t; ++s)
       mean[static_cast<size_t>(t * T + s)] = 1.0 / static_cast<double>(t + 1);
-  causal_mean_ = Tensor::from_vector(mean, {T, T}, dtype);
+  // Computed from block_size: a buffer no checkpoint holds.
+  causal_mean_ = register_buffer("causal_mean", Tensor::from_vector(mean, {T, T}, dtype),
+                                 /*persistent=*/false);
   pack_parameters();
 }
 

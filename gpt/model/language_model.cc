@@ -149,8 +149,11 @@ Tensor LanguageModel::register_embeddings(Generator& gen, std::shared_ptr<nn::Em
   if (c.pos_encoding == PosEncoding::learned)
     wpe = register_module("wpe",
                           std::make_shared<nn::Embedding>(c.block_size, c.n_embd, gen, dtype_));
+  // A table computed from the config: a buffer that checkpoints need not hold (torch's
+  // register_buffer(..., persistent=False)), named as the PyTorch tutorial's PositionalEncoding.
   return c.pos_encoding == PosEncoding::sinusoidal
-             ? nn::sinusoidal_table(c.block_size, c.n_embd, dtype_)
+             ? register_buffer("pe", nn::sinusoidal_table(c.block_size, c.n_embd, dtype_),
+                               /*persistent=*/false)
              : Tensor();
 }
 

@@ -142,7 +142,8 @@ class LanguageModel : public nn::Module {
                 std::string label);
   /// The input layer GPT and AverageModel share: registers wte (vocab_size, n_embd) and, with
   /// learned positions, wpe (block_size, n_embd), drawing their init from `gen` in that order,
-  /// and returns the (block_size, n_embd) table with sinusoidal positions (else undefined).
+  /// and returns the (block_size, n_embd) table with sinusoidal positions, registered as the
+  /// non-persistent buffer "pe" (else undefined).
   Tensor register_embeddings(Generator& gen, std::shared_ptr<nn::Embedding>& wte,
                              std::shared_ptr<nn::Embedding>& wpe);
   /// Allocates the arena (open since this constructor) with the registered parameters, decayed
