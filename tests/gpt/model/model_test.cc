@@ -280,6 +280,23 @@ BOOST_AUTO_TEST_CASE(training_logits_are_computed_when_read) {
   expect_throw_with<std::logic_error>([] { (void)GPTOutput().logits(); }, "no logits");
 }
 
+// The sinusoidal table is a buffer computed from the config: listed by named_buffers(), left
+// out of the state dict (torch's persistent=False), so a checkpoint holds only the parameters.
+BOOST_AUTO_TEST_CASE(the_position_table_is_a_buffer_no_checkpoint_holds) {
+  GPTConfig c = preset("pico");
+  c.pos_encoding = PosEncoding::sinusoidal;
+  GPT model(c, 1);
+  const auto buffers = model.named_buffers();
+  BOOST_REQUIRE_EQUAL(buffers.size(), 1u);
+  BOOST_TEST(buffers[0].first == "pe");
+  BOOST_TEST((buffers[0].second.shape() == Shape{8, 6}));
+  BOOST_TEST(buffers[0].second.to_vector() == nn::sinusoidal_table(8, 6, DType::f32).to_vector());
+  const auto state = model.state_dict();
+  BOOST_TEST(state.size() == model.named_parameters().size());
+  for (const auto& [key, t] : state) BOOST_TEST(key != "pe");
+  BOOST_TEST(GPT(preset("pico"), 1).named_buffers().empty());  // learned positions: no table
+}
+
 BOOST_AUTO_TEST_CASE(pico_memorises_a_fixed_sequence) {
   // 64 tokens cut into 8 windows of block_size 8, trained as one batch with AdamW.
   GPT model(preset("pico"), 11);
