@@ -5,12 +5,14 @@ torch.nn.Module with the same names, and a file torch's state_dict makes loads i
 safetensors (the Python package) is not installed here, so the files are read and written by
 hand (tests/safetensors_io.py), as safetensors.torch.load_file / save_file do:
 
-  torch_module_check.py IN_FILE OUT_FILE
+  torch_module_check.py IN_FILE OUT_FILE [WRONG_FILE]
 
 Loads IN_FILE into Net (below) with load_state_dict(strict=True) and prints Net(x) for the x
 below; then seeds torch with 0, builds a second Net, writes its state_dict to OUT_FILE (F64)
 and prints its Net(x) on a second line. Values are printed with repr (17 significant digits).
-Exit 1 with the reason when IN_FILE is not what torch's module expects.
+With WRONG_FILE, a third line holds what load_state_dict(strict=True) says of it (the
+RuntimeError's message on one line), or "loaded". One run for all, since importing torch takes
+seconds. Exit 1 with the reason when IN_FILE is not what torch's module expects.
 """
 import os
 import sys
@@ -36,6 +38,15 @@ class Net(nn.Module):
         return self.fc2(torch.tanh(self.norm(self.fc1(x)))) * self.scale
 
 
+def strict_load_error(path):
+    """What Net().load_state_dict(file, strict=True) raises, on one line; None if it loads."""
+    try:
+        Net().load_state_dict(read_safetensors(path)[1], strict=True)
+    except RuntimeError as e:
+        return str(e).replace("\n", " ")
+    return None
+
+
 def main():
     in_file, out_file = sys.argv[1], sys.argv[2]
     x = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], dtype=torch.float64)
@@ -44,12 +55,12 @@ def main():
         print(f"torch_module_check: metadata format is {meta.get('format')!r}, expected 'pt'",
               file=sys.stderr)
         sys.exit(1)
-    net = Net()
-    try:
-        net.load_state_dict(tensors, strict=True)
-    except RuntimeError as e:
-        print("torch_module_check: " + str(e).replace("\n", " "), file=sys.stderr)
+    error = strict_load_error(in_file)
+    if error is not None:
+        print("torch_module_check: " + error, file=sys.stderr)
         sys.exit(1)
+    net = Net()
+    net.load_state_dict(tensors, strict=True)
     with torch.no_grad():
         print(" ".join(repr(v) for v in net(x).flatten().tolist()))
         torch.manual_seed(0)
@@ -57,6 +68,8 @@ def main():
         other.scale.fill_(3.0)
         write_safetensors(out_file, other.state_dict(), {"format": "pt"})
         print(" ".join(repr(v) for v in other(x).flatten().tolist()))
+    if len(sys.argv) > 3:
+        print(strict_load_error(sys.argv[3]) or "loaded")
 
 
 if __name__ == "__main__":
