@@ -195,6 +195,15 @@ Tensor record(Tensor output, const char* name, TensorList inputs, F&& backward) 
   return output;
 }
 
+/// For a VJP of one's own (see record()): adds `value` into `grad_input`, the buffer gi[i] the
+/// engine hands the VJP for input i, summing `value` over the dimensions the input was
+/// broadcast along when value's shape is the broadcast one (torch's sum_to_size), so that an op
+/// broadcasting (3,) against (2, 3) adds a (2, 3) gradient into a (3,) buffer. A no-op when
+/// grad_input is undefined (the input needs no gradient: skip computing value then). Adds,
+/// never overwrites: an input used twice gets both contributions. Throws std::invalid_argument
+/// for an undefined value, another dtype, or a shape that does not broadcast to value's.
+void accumulate_grad(const Tensor& grad_input, const Tensor& value);
+
 /// Runs reverse mode from root with upstream gradient grad_output (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);
 

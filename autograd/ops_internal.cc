@@ -165,3 +165,29 @@ Tensor binary_raw(kernels::BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 }  // namespace attograd::detail
+
+namespace attograd {
+
+void accumulate_grad(const Tensor& grad_input, const Tensor& value) {
+  if (!grad_input.defined()) return;
+  if (!value.defined())
+    throw std::invalid_argument("accumulate_grad: the value to add is undefined");
+  if (value.dtype() != grad_input.dtype())
+    throw std::invalid_argument(std::string("accumulate_grad: the value is ") +
+                                dtype_name(value.dtype()) + " but the gradient is " +
+                                dtype_name(grad_input.dtype()) + "; cast() it first");
+  const Shape &to = grad_input.shape(), &from = value.shape();
+  // Aligned from the right, each of the gradient's dimensions is value's or 1 (broadcast).
+  bool sums_to = from.size() >= to.size();
+  for (size_t i = 1; sums_to && i <= to.size(); ++i)
+    sums_to = to[to.size() - i] == 1 || to[to.size() - i] == from[from.size() - i];
+  if (!sums_to)
+    throw std::invalid_argument("accumulate_grad: a value " + shape_str(from) +
+                                " cannot be added into a gradient " + shape_str(to) +
+                                ": it must have the gradient's shape, or the shape that one "
+                                "broadcasts to (it is then summed back)");
+  // A gradient (3,) seen as (2, 3) with stride 0 along the first axis: accumulate sums the rows.
+  detail::accumulate(to == from ? grad_input : detail::expand_view(grad_input, from), value);
+}
+
+}  // namespace attograd

@@ -33,6 +33,13 @@ void Mt19937_64::twist() {
   next_ = 0;
 }
 
+Generator& default_generator() {
+  static Generator gen;
+  return gen;
+}
+
+void manual_seed(uint64_t seed) { default_generator().reseed(seed); }
+
 std::string Mt19937_64::text() const {
   std::ostringstream os;
   for (int i = 0; i < kWords; ++i) os << words_[i] << ' ';

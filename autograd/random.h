@@ -73,4 +73,13 @@ class Generator {
   double spare_ = 0;
 };
 
+/// The process's default generator (torch.default_generator): what draws a layer's init when
+/// the layer is built without a Generator of its own (`nn::Linear(in, out)`). Seeded 1337 at
+/// start, as Generator(), so a program that never seeds still runs the same every time. One per
+/// process and not thread-safe: build such layers on one thread, or pass each its own Generator.
+Generator& default_generator();
+
+/// Reseeds default_generator() (torch.manual_seed(seed)).
+void manual_seed(uint64_t seed);
+
 }  // namespace attograd

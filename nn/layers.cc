@@ -21,10 +21,31 @@ void require_positive(int64_t v, const char* what) {
 std::function<void(Tensor&)> normal_init(Generator& gen, double std) {
   return [&gen, std](Tensor& p) { p.normal_(gen, std); };
 }
+// U(-bound, bound), element by element in row-major order.
+std::function<void(Tensor&)> uniform_init(Generator& gen, double bound) {
+  return [&gen, bound](Tensor& p) {
+    p.copy_from(Tensor::uniform(p.shape(), gen, -bound, bound, p.dtype()));
+  };
+}
 std::function<void(Tensor&)> constant_init(double value) {
   return [value](Tensor& p) { p.fill_(value); };
 }
 }  // namespace
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, DType dtype)
+    : Linear(in_features, out_features, has_bias, default_generator(), dtype) {}
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, Generator& gen,
+               DType dtype) {
+  require_positive(in_features, "Linear: in_features");
+  require_positive(out_features, "Linear: out_features");
+  // torch's reset_parameters: kaiming_uniform_(a = sqrt(5)) on W, whose bound
+  // sqrt(2 / (1 + a²)) * sqrt(3 / fan_in) is 1 / sqrt(fan_in), and the bias U(±1 / sqrt(fan_in)).
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  weight =
+      register_parameter("weight", {out_features, in_features}, dtype, uniform_init(gen, bound));
+  if (has_bias) bias = register_parameter("bias", {out_features}, dtype, uniform_init(gen, bound));
+}
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, Generator& gen,
                DType dtype, double init_std) {
@@ -75,7 +96,8 @@ Tensor Dropout::forward(const Tensor& x) const {
 MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& gen,
          Generator* dropout_gen, DType dtype) {
   const int64_t hidden = checked_mul<int64_t>(4, n_embd, "MLP: hidden width 4 * n_embd");
-  c_fc = register_module("c_fc", std::make_shared<Linear>(n_embd, hidden, bias, gen, dtype));
+  c_fc = register_module("c_fc",
+                         std::make_shared<Linear>(n_embd, hidden, bias, gen, dtype, kGpt2InitStd));
   c_proj = register_module(
       "c_proj", std::make_shared<Linear>(hidden, n_embd, bias, gen, dtype, proj_init_std));
   drop = register_module("dropout", std::make_shared<Dropout>(p, dropout_gen));
@@ -229,7 +251,7 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd_, int64_t n_head_, bool 
   c_attn = register_module(
       "c_attn", std::make_shared<Linear>(
                     n_embd, checked_mul<int64_t>(3, n_embd, "CausalSelfAttention: 3 * n_embd"),
-                    bias, gen, dtype));
+                    bias, gen, dtype, kGpt2InitStd));
   c_proj = register_module(
       "c_proj", std::make_shared<Linear>(n_embd, n_embd, bias, gen, dtype, proj_init_std));
   attn_dropout = register_module("attn_dropout", std::make_shared<Dropout>(p, dropout_gen));

@@ -1,9 +1,11 @@
 // The layers of a GPT, as Modules built from autograd ops. Shapes: B batch, T time,
 // C = n_embd channels, NH = n_head, HS = head_dim = C / NH.
 //
-// Initialisation follows GPT-2 (Radford et al. 2019, section 2.3, and its released code):
-// weights N(0, 0.02²) (standard deviation 0.02), biases 0, LayerNorm gamma 1 and beta 0. The GPT
-// model rescales the residual projections by 1/sqrt(2 n_layer): N(0, (0.02/sqrt(2 n_layer))²).
+// Initialisation: a Linear built as torch.nn.Linear (`Linear(in, out)`) gets torch's default
+// init; the GPT's layers (MLP, CausalSelfAttention, Embedding) follow GPT-2 (Radford et al.
+// 2019, section 2.3, and its released code): weights N(0, 0.02²) (standard deviation
+// kGpt2InitStd), biases 0, LayerNorm gamma 1 and beta 0. The GPT model rescales the residual
+// projections by 1/sqrt(2 n_layer): N(0, (0.02/sqrt(2 n_layer))²).
 #pragma once
 
 #include <memory>
@@ -13,13 +15,26 @@
 
 namespace attograd::nn {
 
+/// GPT-2's init standard deviation of its weights (Radford et al. 2019; its released code).
+inline constexpr double kGpt2InitStd = 0.02;
+
 /// y = x Wᵀ + b with W (out_features, in_features) (PyTorch's and llm.c's layout: each
 /// output is a dot product of two contiguous rows). x (..., in) -> y (..., out).
 class Linear : public Module {
  public:
-  /// W ~ N(0, init_std²); b = 0. Throws std::invalid_argument for non-positive sizes.
+  /// torch.nn.Linear(in_features, out_features, bias): W and b ~ U(-1/sqrt(in_features),
+  /// 1/sqrt(in_features)), torch's default (reset_parameters: kaiming_uniform_ with a = sqrt(5)
+  /// gives the bound gain * sqrt(3 / fan_in) = sqrt(1/3) * sqrt(3 / in_features), and the bias
+  /// the same bound), drawn from default_generator() (seeded by manual_seed): W row by row,
+  /// then b. Throws std::invalid_argument for non-positive sizes.
+  Linear(int64_t in_features, int64_t out_features, bool bias = true, DType dtype = DType::f32);
+  /// torch's default init as above, drawn from `gen` (which must live until a ParameterArena
+  /// open around this constructor is allocated).
+  Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen,
+         DType dtype = DType::f32);
+  /// GPT-2's init: W ~ N(0, init_std²) (kGpt2InitStd, or the scaled residual std), b = 0.
   Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen, DType dtype,
-         double init_std = 0.02);
+         double init_std);
   /// Throws std::invalid_argument when x's last dimension is not in_features.
   Tensor forward(const Tensor& x) const;
   Tensor weight, bias;  // bias undefined when constructed without one
@@ -30,7 +45,7 @@ class Embedding : public Module {
  public:
   /// weight ~ N(0, init_std²), shape (num_embeddings, embedding_dim).
   Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype,
-            double init_std = 0.02);
+            double init_std = kGpt2InitStd);
   /// Throws std::out_of_range for an id outside [0, num_embeddings).
   Tensor forward(const Tensor& ids) const;
   Tensor weight;

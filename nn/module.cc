@@ -2,23 +2,31 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
+#include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/optimizer.h"
+#include "autograd/ops.h"
 
 namespace attograd::nn {
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
-  std::vector<std::pair<std::string, Tensor>> out;
-  collect("", out);
+  Named out;
+  collect("", &Module::params_, out);
   return out;
 }
 
-void Module::collect(const std::string& prefix,
-                     std::vector<std::pair<std::string, Tensor>>& out) const {
-  for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+  Named out;
+  collect("", &Module::buffers_, out);
+  return out;
+}
+
+void Module::collect(const std::string& prefix, Named Module::*pick, Named& out) const {
+  for (const auto& [name, t] : this->*pick) out.emplace_back(prefix + name, t);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", pick, out);
 }
 
 std::vector<Tensor> Module::parameters() const {
@@ -42,8 +50,23 @@ void Module::zero_grad() {
   for (const Tensor& t : parameters()) t.zero_grad();
 }
 
+void Module::check_new_name(const char* what, const std::string& name, bool allow_dots) const {
+  if (name.empty()) throw std::invalid_argument(std::string(what) + ": the name is empty");
+  if (!allow_dots && name.find('.') != std::string::npos)
+    throw std::invalid_argument(std::string(what) + ": '" + name +
+                                "' holds a dot, which would split its state dict key; "
+                                "use a child module for a nested name");
+  auto taken = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& kv) { return kv.first == name; });
+  };
+  if (taken(params_) || taken(buffers_) || taken(children_))
+    throw std::invalid_argument(std::string(what) + ": this module already has a '" + name +
+                                "' (a parameter, buffer or child); each name is registered once");
+}
+
 Tensor Module::register_parameter(const std::string& name, const Shape& shape, DType dtype,
                                   std::function<void(Tensor&)> init) {
+  check_new_name("register_parameter", name, false);
   ParameterArena* arena = ParameterArena::open_arena();
   Tensor p = arena != nullptr ? Tensor::unallocated(shape, dtype) : Tensor::empty(shape, dtype);
   p.set_requires_grad(true);
@@ -57,12 +80,168 @@ Tensor Module::register_parameter(const std::string& name, const Shape& shape, D
 }
 
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  check_new_name("register_parameter", name, false);
+  if (!value.defined())
+    throw std::invalid_argument("register_parameter: '" + name + "' is an undefined tensor");
   if (ParameterArena::open_arena() != nullptr)
     return register_parameter(name, value.shape(), value.dtype(),
                               [value](Tensor& p) { p.copy_from(value); });
   value.set_requires_grad(true);
   params_.emplace_back(name, value);
   return value;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
+  check_new_name("register_buffer", name, false);
+  if (!tensor.defined())
+    throw std::invalid_argument("register_buffer: '" + name + "' is an undefined tensor");
+  if (tensor.requires_grad())
+    throw std::invalid_argument("register_buffer: '" + name +
+                                "' requires grad; a buffer is never trained: register it with "
+                                "register_parameter, or pass tensor.detach()");
+  buffers_.emplace_back(name, tensor);
+  if (!persistent) non_persistent_.push_back(name);
+  return tensor;
+}
+
+template <typename M>
+void Module::collect_modules(M& module, const std::string& prefix,
+                             std::vector<std::pair<std::string, M*>>& out) {
+  out.emplace_back(prefix, &module);
+  for (const auto& [name, child] : module.children_)
+    collect_modules<M>(*child, prefix.empty() ? name : prefix + "." + name, out);
+}
+
+std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+  std::vector<std::pair<std::string, Module*>> out;
+  collect_modules<Module>(*this, "", out);
+  return out;
+}
+
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out;
+  collect_modules<const Module>(*this, "", out);
+  return out;
+}
+
+Module& Module::apply(const std::function<void(Module&)>& fn) {
+  for (auto& [name, child] : children_) child->apply(fn);
+  fn(*this);
+  return *this;
+}
+
+void Module::collect_state(const std::string& prefix, Named& out) const {
+  for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t.detach());
+  for (const auto& [name, t] : buffers_)
+    if (std::find(non_persistent_.begin(), non_persistent_.end(), name) == non_persistent_.end())
+      out.emplace_back(prefix + name, t.detach());
+  for (const auto& [name, child] : children_) child->collect_state(prefix + name + ".", out);
+}
+
+StateDict Module::state_dict() const {
+  Named out;
+  collect_state("", out);
+  return out;
+}
+
+namespace {
+
+// "'fc.weight' (4, 3) f32": a key as every problem names it.
+std::string described(const std::string& key, const Shape& shape, const std::string& dtype) {
+  return "'" + key + "' " + shape_str(shape) + " " + dtype;
+}
+
+// "a, b, c" with at most `limit` items, then how many more: a model of a thousand tensors
+// loaded into the wrong module must not make a message of a thousand lines.
+std::string listed(const std::vector<std::string>& items, size_t limit = 20) {
+  std::string s;
+  for (size_t i = 0; i < items.size() && i < limit; ++i) s += (i ? ", " : "") + items[i];
+  if (items.size() > limit) s += " and " + std::to_string(items.size() - limit) + " more";
+  return s;
+}
+
+}  // namespace
+
+LoadStateDictResult Module::check_state_dict(const std::vector<StateDictEntry>& entries,
+                                             bool strict, const std::string& what,
+                                             const std::string& fix) const {
+  const StateDict mine = state_dict();
+  std::map<std::string, const Tensor*> by_key;
+  for (const auto& [key, t] : mine) by_key.emplace(key, &t);
+  std::map<std::string, const StateDictEntry*> given;
+  LoadStateDictResult result;
+  std::vector<std::string> twice, mismatched, unexpected_described, missing_described;
+  for (const StateDictEntry& e : entries) {
+    if (!given.emplace(e.key, &e).second) {
+      twice.push_back("'" + e.key + "'");
+      continue;
+    }
+    const auto it = by_key.find(e.key);
+    const std::string stored = e.layout.empty() ? "" : " (" + e.layout + ")";
+    if (it == by_key.end()) {
+      result.unexpected_keys.push_back(e.key);
+      unexpected_described.push_back(described(e.key, e.shape, e.dtype) + stored);
+      continue;
+    }
+    const Tensor& t = *it->second;
+    if (e.shape != t.shape())
+      mismatched.push_back("'" + e.key + "' is " + shape_str(e.shape) + stored + " in " + what +
+                           " but " + shape_str(t.shape()) + " in the module");
+    else if (!e.converts_to || !e.converts_to(t.dtype()))
+      mismatched.push_back("'" + e.key + "' is " + e.dtype + " in " + what +
+                           ", which does not convert to the module's " + dtype_name(t.dtype()));
+  }
+  for (const auto& [key, t] : mine)
+    if (!given.count(key)) {
+      result.missing_keys.push_back(key);
+      missing_described.push_back(described(key, t.shape(), dtype_name(t.dtype())));
+    }
+  std::vector<std::string> problems;
+  if (strict && !missing_described.empty())
+    problems.push_back(std::to_string(missing_described.size()) +
+                       " missing (in the module, not in " + what +
+                       "): " + listed(missing_described));
+  if (strict && !unexpected_described.empty())
+    problems.push_back(std::to_string(unexpected_described.size()) + " unexpected (in " + what +
+                       ", not in the module): " + listed(unexpected_described));
+  if (!mismatched.empty())
+    problems.push_back(std::to_string(mismatched.size()) + " mismatched: " + listed(mismatched));
+  if (!twice.empty())
+    problems.push_back(std::to_string(twice.size()) + " given twice: " + listed(twice));
+  if (problems.empty()) return result;
+  std::string message = "load_state_dict: nothing was loaded from " + what + ": ";
+  for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
+  if (!fix.empty())
+    message += "; " + fix;
+  else if (strict && mismatched.empty() && twice.empty())
+    message += " (strict = false loads the keys both have and returns the others)";
+  throw std::invalid_argument(message);
+}
+
+LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict) {
+  std::vector<StateDictEntry> entries;
+  for (const auto& [key, t] : state) {
+    if (!t.defined())
+      throw std::invalid_argument("load_state_dict: '" + key + "' is an undefined tensor");
+    const bool floating = t.dtype() != DType::i64;
+    entries.push_back(
+        {.key = key,
+         .shape = t.shape(),
+         .dtype = dtype_name(t.dtype()),
+         .converts_to = [floating](DType to) { return floating == (to != DType::i64); },
+         .layout = {}});
+  }
+  LoadStateDictResult result = check_state_dict(entries, strict);
+  std::map<std::string, const Tensor*> source;
+  for (const auto& [key, t] : state) source.emplace(key, &t);
+  NoGradGuard no_grad;  // cast below is part of no graph
+  for (auto& [key, dst] : state_dict()) {
+    const auto it = source.find(key);
+    if (it == source.end()) continue;
+    const Tensor& src = *it->second;
+    dst.copy_from(src.dtype() == dst.dtype() ? src : cast(src, dst.dtype()));
+  }
+  return result;
 }
 
 ParameterArena*& ParameterArena::open_arena() {

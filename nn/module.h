@@ -11,10 +11,18 @@
 // old data. The parameters lie in the order given to allocate(); a model that puts each optimizer
 // group's parameters side by side (GPT: the decayed weights first) gets each group updated as one
 // range (optim.h).
+//
+// State dicts (torch.nn.Module.state_dict / load_state_dict): a module's parameters and buffers
+// (tensors saved with it but never trained: a table computed once, running statistics) under
+// dotted names. load_state_dict checks every key, shape and dtype first and writes only when all
+// pass, naming every problem in one error; check_state_dict is that check for sources that are
+// not tensors yet (a file's header: gpt/io/module_file.h streams each tensor from the file
+// straight into its place once the check has passed, with no copy of the whole state).
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +30,30 @@
 #include "autograd/tensor.h"
 
 namespace attograd::nn {
+
+/// A state dict: tensors under dotted names ("h.0.attn.c_attn.weight"), in order.
+using StateDict = std::vector<std::pair<std::string, Tensor>>;
+
+/// One tensor of a state dict as a loader sees it before reading it (a safetensors header
+/// entry, say): its key, shape, dtype as the source names it ("f32", "F16"), and whether its
+/// values convert to a given dtype. A source that stores a tensor in another layout than the
+/// module's (GPT-2 files store Conv1D weights transposed) gives the shape in the module's
+/// layout and says how it is stored in `layout`, which messages quote.
+struct StateDictEntry {
+  std::string key;
+  Shape shape;
+  std::string dtype;
+  std::function<bool(DType)> converts_to;
+  std::string layout;
+};
+
+/// What load_state_dict left out when not strict (torch's _IncompatibleKeys): the module's keys
+/// the state dict lacks (those tensors keep their values) and the state dict's keys the module
+/// has no place for (ignored), each in its own order.
+struct LoadStateDictResult {
+  std::vector<std::string> missing_keys;
+  std::vector<std::string> unexpected_keys;
+};
 
 /// Base class of every layer and model.
 class Module {
@@ -56,19 +88,76 @@ class Module {
   /// requiring grad); with one, a new parameter that gets a copy when the arena is allocated.
   Tensor register_parameter(const std::string& name, Tensor value);
 
+  /// Adds a buffer (torch's register_buffer): a tensor that belongs to the module but is not a
+  /// parameter: no gradient, not in parameters(), never touched by an optimizer or the arena.
+  /// A persistent buffer is saved and loaded with the module (state_dict); one that is not (a
+  /// table the constructor computes from the config) is listed by named_buffers() only.
+  /// Returns it (the same storage: load_state_dict writes into it in place). Throws
+  /// std::invalid_argument for an undefined tensor or one that requires grad (register it as a
+  /// parameter instead), and for a name as register_parameter.
+  Tensor register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  /// Every buffer, recursively, with dotted names, in the order of named_parameters().
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+
+  /// This module (named "") and every module below it, depth first in registration order, with
+  /// dotted names ("h.0.attn"), as torch's named_modules(). The pointers live as long as this
+  /// module does.
+  std::vector<std::pair<std::string, Module*>> named_modules();
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
+  /// Calls fn on every module below this one, then on this one (children first, as torch's
+  /// apply), e.g. to re-initialise every Linear (dynamic_cast<Linear*>(&m)). Returns *this.
+  Module& apply(const std::function<void(Module&)>& fn);
+
+  /// Parameters and buffers under dotted names: each module's parameters, then its buffers,
+  /// then its children's, in registration order (torch's state_dict order). The tensors are
+  /// detached views of the module's own (no copy): they change when the module does.
+  StateDict state_dict() const;
+  /// Copies `state` into this module's parameters and buffers (torch's load_state_dict), all or
+  /// nothing: every key is checked first (see check_state_dict) and nothing is written unless
+  /// every check passes. Values convert between f32 and f64 (never to or from i64). Not strict,
+  /// keys missing from `state` keep their values and unknown keys are ignored; both are
+  /// returned. A wrong shape or dtype is an error either way (as in torch). Throws
+  /// std::invalid_argument naming every problem.
+  LoadStateDictResult load_state_dict(const StateDict& state, bool strict = true);
+  /// load_state_dict's check alone, for a source that is not tensors yet. Throws
+  /// std::invalid_argument listing, in one message, every key given twice, every shape that
+  /// differs from the module's, every dtype that does not convert to the module's, and with
+  /// `strict` every missing and every unexpected key; `what` (e.g. "the file") names where the
+  /// entries come from in the message, and `fix` what to do about it (empty: when only missing or
+  /// unexpected keys refuse a strict load, that strict = false loads the others). Returns the
+  /// missing and unexpected keys.
+  LoadStateDictResult check_state_dict(const std::vector<StateDictEntry>& entries, bool strict,
+                                       const std::string& what = "the state dict",
+                                       const std::string& fix = "") const;
+
  protected:
   Module() = default;
-  /// Adds a child module and returns it.
+  /// Adds a child module and returns it. Throws std::invalid_argument for an empty name, a name
+  /// this module already uses, or a null module.
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    check_new_name("register_module", name, /*allow_dots=*/true);
+    if (module == nullptr)
+      throw std::invalid_argument("register_module: module '" + name + "' is null");
     children_.emplace_back(name, module);
     return module;
   }
 
  private:
-  void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  using Named = std::vector<std::pair<std::string, Tensor>>;
+  // Appends, under `prefix`, the tensors `pick` chooses of each module, recursively.
+  void collect(const std::string& prefix, Named Module::*pick, Named& out) const;
+  void collect_state(const std::string& prefix, Named& out) const;
+  template <typename M>
+  static void collect_modules(M& module, const std::string& prefix,
+                              std::vector<std::pair<std::string, M*>>& out);
+  // Throws std::invalid_argument for an empty name, a dot in a tensor's name (it would split
+  // its key in a state dict) or a name this module already has.
+  void check_new_name(const char* what, const std::string& name, bool allow_dots) const;
 
-  std::vector<std::pair<std::string, Tensor>> params_;
+  Named params_;
+  Named buffers_;
+  std::vector<std::string> non_persistent_;  // names of buffers_ left out of state_dict()
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -417,9 +417,9 @@ json forward(const json& request) {
     w.model->eval();
     const Tensor idx = Tensor::from_ids(ids, {1, T});
     if (auto* g = dynamic_cast<gpt::GPT*>(w.model.get())) {
-      logits = g->forward(idx, Tensor(), nullptr, &attention).logits;
+      logits = g->forward(idx, Tensor(), nullptr, &attention).logits();
     } else {
-      logits = w.model->forward(idx).logits;
+      logits = w.model->forward(idx).logits();
     }
   }
   // One backward pass per query, in eval mode, with the gradients the trainer accumulates set

@@ -19,9 +19,9 @@ ModelOutput BigramModel::forward(const Tensor& idx, const Tensor& targets,
                                  double label_smoothing) const {
   check_inputs(idx, targets);
   ModelOutput out;
-  out.logits = wte->forward(idx);  // (B, T, V): the row of each current token
+  out.set_logits(wte->forward(idx));  // (B, T, V): the row of each current token
   if (targets.defined())
-    out.loss = cross_entropy(out.logits, targets, kIgnoreTarget, label_smoothing);
+    out.loss = cross_entropy(out.logits(), targets, kIgnoreTarget, label_smoothing);
   return out;
 }
 
@@ -58,7 +58,9 @@ AverageModel::AverageModel(const GPTConfig& config, uint64_t seed, DType dtype)
   for (int64_t t = 0; t < T; ++t)
     for (int64_t s = 0; s <= t; ++s)
       mean[static_cast<size_t>(t * T + s)] = 1.0 / static_cast<double>(t + 1);
-  causal_mean_ = Tensor::from_vector(mean, {T, T}, dtype);
+  // Computed from block_size: a buffer no checkpoint holds.
+  causal_mean_ = register_buffer("causal_mean", Tensor::from_vector(mean, {T, T}, dtype),
+                                 /*persistent=*/false);
   pack_parameters();
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -237,8 +238,8 @@ void save_checkpoint(const std::string& path, LanguageModel& model,
   w.metadata["tokenizer"] =
       nlohmann::json{{"kind", tokenizer_kind}, {"data", tokenizer_data}}.dump();
   w.metadata["dropout_rng"] = model.dropout_generator().state();
-  for (const auto& [name, t] : model.named_parameters())
-    w.add(name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
+  for (const auto& [name, t] : model.state_dict())  // what load_weights reads back
+    w.add(name, is_conv1d_weight(name) ? transpose(t, 0, 1) : t);
   if (training != nullptr) {
     w.metadata["step"] = std::to_string(training->step);
     w.metadata["batch_rng"] = training->batch_rng;
@@ -297,45 +298,22 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file) {
         "'" + file.path() + "' holds the model kind '" + model_kind_name(kind) +
         "' (checkpoint metadata 'model'), not '" + model_kind_name(model.kind()) +
         "'; load it with load_language_model, which builds the kind the file holds");
-  const auto named = model.named_parameters();
-  // Pass 1, from the header alone: every name, shape and dtype must check out before any
-  // parameter is written, so a bad file leaves the model as it was.
-  std::vector<std::string> keys;
-  std::set<std::string> used;
-  for (const auto& [name, param] : named) {
-    std::string key = name;
-    if (!file.contains(key)) key = "transformer." + name;
-    if (!file.contains(key))
-      throw std::runtime_error("'" + file.path() + "': missing tensor '" + name +
-                               "' (expected shape " + shape_str(param.shape()) +
-                               "); is this checkpoint for a different config?");
-    const bool conv1d = is_conv1d_weight(name);
-    Shape expected = param.shape();
-    if (conv1d) std::swap(expected[0], expected[1]);
-    const SafetensorsEntry& entry = file.entries().at(key);
-    if (entry.shape != expected)
-      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' has shape " +
-                               shape_str(entry.shape) + " but the model expects " +
-                               shape_str(expected) +
-                               (conv1d ? " (GPT-2 Conv1D layout, (in, out))" : "") +
-                               "; the checkpoint and the model config disagree");
-    if (!safetensors_converts(entry.dtype, model.dtype()))
-      throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' is " + entry.dtype +
-                               ", which cannot be loaded into an " + dtype_name(model.dtype()) +
-                               " model");
-    keys.push_back(key);
-    used.insert(key);
-  }
-  // Beyond the parameters a file may hold only what is known and checked: each block's causal
-  // mask buffers (attn.bias, attn.masked_bias: constants that GPT-2 recomputes), an output
-  // head tied to wte (lm_head.weight with wte's very bytes) and a checkpoint's AdamW moments
-  // (read by read_checkpoint_info). Anything else is refused by name, never dropped in silence.
-  const std::string& wte_key = keys[static_cast<size_t>(
-      std::find_if(named.begin(), named.end(),
-                   [](const auto& kv) { return kv.first == "wte.weight"; }) -
-      named.begin())];
+  std::set<std::string> module_keys;
+  for (const auto& [key, t] : model.state_dict()) module_keys.insert(key);
+  // The file's tensors as the model's state dict names and lays them out, checked as any
+  // state dict is (nn::Module::check_state_dict: every key, shape and dtype before anything is
+  // written, every problem named). A key may carry Hugging Face's "transformer." prefix; a
+  // Conv1D weight is stored (in, out), the transpose of the model's (out, in). Beyond the state
+  // dict a file may hold only what is known and checked here: each block's causal mask
+  // buffers (attn.bias, attn.masked_bias: constants that GPT-2 recomputes), an output head tied
+  // to wte (lm_head.weight with wte's very bytes, checked below) and a checkpoint's AdamW
+  // moments (read by read_checkpoint_info). Anything else is refused by name, never dropped in
+  // silence.
+  std::vector<nn::StateDictEntry> entries;
+  std::map<std::string, std::string> file_key;  // the model's key -> the file's
+  bool has_lm_head = false;
   for (const auto& [key, entry] : file.entries()) {
-    if (used.count(key) || key == "optimizer.m" || key == "optimizer.v") continue;
+    if (key == "optimizer.m" || key == "optimizer.v") continue;
     if (const int64_t n = block_index(key);
         model.kind() == ModelKind::gpt && n >= 0 && n < model.config().n_layer) {
       const std::string block =
@@ -343,27 +321,48 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file) {
       if (key == block + ".attn.bias" || key == block + ".attn.masked_bias") continue;
     }
     if (key == "lm_head.weight") {
-      const SafetensorsEntry& wte = file.entries().at(wte_key);
-      if (entry.dtype == wte.dtype && entry.shape == wte.shape &&
-          file.bytes(key) == file.bytes(wte_key))
-        continue;
+      has_lm_head = true;
+      continue;
+    }
+    std::string name = key;
+    if (key.starts_with("transformer.") && module_keys.count(key.substr(12))) name = key.substr(12);
+    nn::StateDictEntry e{
+        .key = name,
+        .shape = entry.shape,
+        .dtype = entry.dtype,
+        .converts_to = [dtype = entry.dtype](DType to) { return safetensors_converts(dtype, to); },
+        .layout = {}};
+    if (is_conv1d_weight(name) && e.shape.size() == 2) {
+      e.layout = "stored " + shape_str(e.shape) + ", GPT-2's Conv1D layout (in, out)";
+      std::swap(e.shape[0], e.shape[1]);
+    }
+    file_key[name] = key;
+    entries.push_back(std::move(e));
+  }
+  try {
+    model.check_state_dict(entries, /*strict=*/true, "the file",
+                           "is this checkpoint for a different config?");
+  } catch (const std::invalid_argument& e) {
+    // A file's problem, as SafetensorsFile::read's, named by its path.
+    throw std::runtime_error("'" + file.path() + "': " + e.what());
+  }
+  if (has_lm_head) {
+    const std::string& wte_key = file_key.at("wte.weight");
+    const SafetensorsEntry &head = file.entries().at("lm_head.weight"),
+                           &wte = file.entries().at(wte_key);
+    if (head.dtype != wte.dtype || head.shape != wte.shape ||
+        file.bytes("lm_head.weight") != file.bytes(wte_key))
       throw std::runtime_error(
-          "'" + file.path() + "': lm_head.weight " + shape_str(entry.shape) + " " + entry.dtype +
+          "'" + file.path() + "': lm_head.weight " + shape_str(head.shape) + " " + head.dtype +
           " is not a byte-for-byte copy of " + wte_key + " " + shape_str(wte.shape) + " " +
           wte.dtype +
           ": the file has an untied output head, and attograd's GPT ties the head to wte, so "
           "it cannot evaluate this model faithfully (only tied GPT-2 heads load)");
-    }
-    throw std::runtime_error(
-        "'" + file.path() + "': unexpected tensor '" + key + "' " + shape_str(entry.shape) +
-        " that the model has no place for; is this checkpoint for a different config?");
   }
-  // Pass 2: each tensor straight from the file into its parameter in the arena; a Conv1D
-  // weight through a transposed view of it.
-  for (size_t i = 0; i < named.size(); ++i) {
-    const Tensor p = named[i].second.detach();
-    file.read_into(keys[i], is_conv1d_weight(named[i].first) ? transpose(p, 0, 1) : p);
-  }
+  // Each tensor straight from the file into its place in the arena; a Conv1D weight through a
+  // transposed view of it.
+  for (const auto& [name, t] : model.state_dict())
+    file.read_into(file_key.at(name), is_conv1d_weight(name) ? transpose(t, 0, 1) : t);
 }
 
 GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override) {

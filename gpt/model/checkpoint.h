@@ -87,17 +87,19 @@ enum class Moments { load, skip };
 /// an attograd checkpoint (no config in its metadata) or is malformed/truncated.
 CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments = Moments::load);
 
-/// Copies the weights of `file` into `model`, all or nothing: every expected name, shape and
-/// dtype is checked from the header before any parameter is written; then each tensor is
-/// converted straight from the file's mapping into its parameter (no full-size temporary).
-/// Accepts keys with or without the "transformer." prefix. Every other tensor must be known
-/// and is checked, never dropped in silence: GPT-2's h.N.attn.bias / h.N.attn.masked_bias
-/// buffers (N < n_layer), an lm_head.weight tied to wte (the same dtype, shape and bytes) and
-/// a checkpoint's optimizer.m / optimizer.v. Throws std::runtime_error naming the key (and
-/// both shapes on a mismatch) for a missing, unexpected, wrongly shaped or unconvertible
-/// tensor, and for an lm_head.weight that differs from wte (an untied head, which attograd's
-/// GPT cannot compute), and for an attograd checkpoint of another model kind than `model`
-/// ("holds the model kind 'bigram' ..., not 'gpt'"); the model is then unchanged.
+/// Copies the weights of `file` into `model`'s state dict, all or nothing, through the check
+/// every state dict load makes (nn::Module::check_state_dict): every name, shape and dtype is
+/// checked from the header before any parameter is written; then each tensor is converted
+/// straight from the file's mapping into its parameter (no full-size temporary). Accepts keys
+/// with or without the "transformer." prefix. Every other tensor must be known and is checked,
+/// never dropped in silence: GPT-2's h.N.attn.bias / h.N.attn.masked_bias buffers
+/// (N < n_layer), an lm_head.weight tied to wte (the same dtype, shape and bytes) and a
+/// checkpoint's optimizer.m / optimizer.v. Throws std::runtime_error naming, in one message,
+/// every missing, unexpected, wrongly shaped (both shapes, and the stored one of a Conv1D
+/// weight) or unconvertible tensor; for an lm_head.weight that differs from wte (an untied
+/// head, which attograd's GPT cannot compute); and for an attograd checkpoint of another model
+/// kind than `model` ("holds the model kind 'bigram' ..., not 'gpt'"); the model is then
+/// unchanged.
 void load_weights(LanguageModel& model, const SafetensorsFile& file);
 
 /// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and

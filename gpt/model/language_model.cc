@@ -149,8 +149,11 @@ Tensor LanguageModel::register_embeddings(Generator& gen, std::shared_ptr<nn::Em
   if (c.pos_encoding == PosEncoding::learned)
     wpe = register_module("wpe",
                           std::make_shared<nn::Embedding>(c.block_size, c.n_embd, gen, dtype_));
+  // A table computed from the config: a buffer that checkpoints need not hold (torch's
+  // register_buffer(..., persistent=False)), named as the PyTorch tutorial's PositionalEncoding.
   return c.pos_encoding == PosEncoding::sinusoidal
-             ? nn::sinusoidal_table(c.block_size, c.n_embd, dtype_)
+             ? register_buffer("pe", nn::sinusoidal_table(c.block_size, c.n_embd, dtype_),
+                               /*persistent=*/false)
              : Tensor();
 }
 
@@ -215,17 +218,40 @@ Tensor LanguageModel::add_positions(const Tensor& x, const nn::Embedding* wpe,
   return x;
 }
 
+void ModelOutput::defer_logits(const Tensor& head_input, const Tensor& head_weight) {
+  head_input_ = head_input;
+  head_weight_ = head_weight;
+  head_input_version_ = head_input.version();
+  head_weight_version_ = head_weight.version();
+}
+
+const Tensor& ModelOutput::logits() const {
+  if (logits_.defined()) return logits_;
+  if (!head_input_.defined())
+    throw std::logic_error("ModelOutput: no logits (an output no forward filled)");
+  if (head_input_.version() != head_input_version_ ||
+      head_weight_.version() != head_weight_version_)
+    throw std::logic_error(
+        "ModelOutput::logits: this training forward fused the head into the loss, and its weights "
+        "(or the head's input) were changed in place since (an optimizer step?), so its logits "
+        "can no longer be computed; read logits() before step(), or run forward again");
+  logits_ = linear(head_input_, head_weight_);  // (B, T, V): what the unfused head computes
+  return logits_;
+}
+
 ModelOutput LanguageModel::tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets,
                                      double label_smoothing) {
   ModelOutput out;
   if (targets.defined() && grad_enabled()) {
     // Training: the head and the loss as one op, whose (B T, V) logits become their own gradient
-    // in the backward, so the largest tensor of the step exists once (ops.h).
+    // in the backward, so the largest tensor of the step exists once (ops.h). logits() computes
+    // them again if asked.
     out.loss = linear_cross_entropy(x, weight, targets, kIgnoreTarget, label_smoothing);
+    out.defer_logits(x, weight);
   } else {
-    out.logits = linear(x, weight);  // (B, T, V)
+    out.set_logits(linear(x, weight));  // (B, T, V)
     if (targets.defined())
-      out.loss = cross_entropy(out.logits, targets, kIgnoreTarget, label_smoothing);
+      out.loss = cross_entropy(out.logits(), targets, kIgnoreTarget, label_smoothing);
   }
   return out;
 }

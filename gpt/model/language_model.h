@@ -78,16 +78,42 @@ void require_memory(int64_t num_params, DType dtype, int copies, const std::stri
 /// cross_entropy in autograd/ops.h.
 constexpr int64_t kIgnoreTarget = -1;
 
-/// The output of a forward pass.
-struct ModelOutput {
-  // (B, T, vocab_size), dtype of the model. May be undefined when training (targets given while
-  // the graph is recorded): a tied head then computes the logits inside the loss node
-  // (linear_cross_entropy), which turns them into their gradient; call forward(idx), or forward
-  // under NoGradGuard, to read them.
-  Tensor logits;
-  Tensor loss;  // scalar mean cross-entropy over the B*T positions whose target is not
-                // kIgnoreTarget (0 if all are; label-smoothed when asked); undefined without
-                // targets
+/// The output of a forward pass: logits() and loss, as nanoGPT's `logits, loss = model(x, y)`.
+class ModelOutput {
+ public:
+  /// Scalar mean cross-entropy over the B*T positions whose target is not kIgnoreTarget (0 if all
+  /// are; label-smoothed when asked); undefined without targets.
+  Tensor loss;
+
+  /// The logits (B, T, vocab_size), in the model's dtype, part of the graph when it was
+  /// recorded. A training forward (targets given, grad mode on) of a model with a tied head
+  /// computes the head inside the loss (linear_cross_entropy), so that the (B T, V) logits, the
+  /// largest tensor of a step, exist once and become their own gradient; the logits are then
+  /// computed here on the first call, from the head's input and weight that forward saw: what
+  /// the unfused head computes (forward(idx) gives the same numbers when dropout is off) and,
+  /// in grad mode before backward(), a graph to backpropagate through. The cost is paid only
+  /// when read: one more (B T, C) x (C, V)
+  /// product and the (B, T, V) tensor (GPT-2 small at B = 8, T = 1024: 2 * 8192 * 768 * 50257
+  /// = 0.63 TFLOP, a third of the head's share of a step, and 1.6 GB in f32), which is why the
+  /// forward does not compute them unasked. Throws std::logic_error when the
+  /// weights or the head's input were changed in place since that forward (an optimizer step:
+  /// the logits it computed are gone; read them before step(), or run forward again), and for
+  /// an output without logits (a default-constructed one).
+  const Tensor& logits() const;
+  /// True when logits() returns without computing anything (they were computed in the forward,
+  /// or read once already).
+  bool has_logits() const { return logits_.defined(); }
+
+  /// For a model's forward: the logits it computed.
+  void set_logits(Tensor logits) { logits_ = std::move(logits); }
+  /// For a model's forward that fused its head into the loss: logits() computes
+  /// linear(head_input, head_weight) on demand, if neither has changed by then.
+  void defer_logits(const Tensor& head_input, const Tensor& head_weight);
+
+ private:
+  mutable Tensor logits_;
+  Tensor head_input_, head_weight_;
+  uint64_t head_input_version_ = 0, head_weight_version_ = 0;
 };
 
 /// A next-token language model over token ids [0, config().vocab_size) with contexts of at most
@@ -128,7 +154,8 @@ class LanguageModel : public nn::Module {
                 std::string label);
   /// The input layer GPT and AverageModel share: registers wte (vocab_size, n_embd) and, with
   /// learned positions, wpe (block_size, n_embd), drawing their init from `gen` in that order,
-  /// and returns the (block_size, n_embd) table with sinusoidal positions (else undefined).
+  /// and returns the (block_size, n_embd) table with sinusoidal positions, registered as the
+  /// non-persistent buffer "pe" (else undefined).
   Tensor register_embeddings(Generator& gen, std::shared_ptr<nn::Embedding>& wte,
                              std::shared_ptr<nn::Embedding>& wpe);
   /// Allocates the arena (open since this constructor) with the registered parameters, decayed
@@ -141,7 +168,8 @@ class LanguageModel : public nn::Module {
   static Tensor add_positions(const Tensor& x, const nn::Embedding* wpe, const Tensor& sinusoidal,
                               int64_t past);
   /// The tied head and the loss: logits = x weightᵀ, x (B, T, C), weight (V, C). While training
-  /// with targets, the two run as one op (linear_cross_entropy) and the logits stay undefined.
+  /// with targets, the two run as one op (linear_cross_entropy) and the logits are computed only
+  /// if read (ModelOutput::logits).
   /// label_smoothing as forward's.
   static ModelOutput tied_head(const Tensor& x, const Tensor& weight, const Tensor& targets,
                                double label_smoothing = 0.0);

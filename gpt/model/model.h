@@ -31,7 +31,7 @@ class Block : public nn::Module {
   std::shared_ptr<nn::MLP> mlp;
 };
 
-/// The output of GPT::forward (logits undefined when training, see ModelOutput).
+/// The output of GPT::forward (while training, logits computed when read: ModelOutput::logits).
 using GPTOutput = ModelOutput;
 
 /// Cached keys and values of every layer, for generation that feeds one new token at a time

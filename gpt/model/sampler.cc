@@ -138,8 +138,8 @@ std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& 
     }
     const std::vector<int64_t> x(ids.end() - feed, ids.end());
     const Tensor idx = Tensor::from_ids(x, {1, feed});
-    const Tensor logits = cached != nullptr ? cached->forward(idx, Tensor(), &cache).logits
-                                            : model.forward(idx).logits;
+    const Tensor logits = cached != nullptr ? cached->forward(idx, Tensor(), &cache).logits()
+                                            : model.forward(idx).logits();
     const std::vector<double> last = last_logits(logits);
     if (options.on_logits) options.on_logits(last);
     const int64_t next = sample_index(next_token_probabilities(last, options.sampling), gen);

@@ -383,3 +383,43 @@ BOOST_AUTO_TEST_CASE(grad_returns_gradients_without_touching_grad) {
   BOOST_TEST(x.grad().to_vector() == (std::vector<double>{6.0, -4.0}),
              boost::test_tools::per_element());
 }
+
+// accumulate_grad, the public way a VJP of one's own adds into an input's gradient: an op
+// a (3,) + s * b (2, 3) broadcasting a, written with record(). a's gradient (3,) sums dy over the
+// broadcast rows; an input used twice (b as both operands of a second call) gets both
+// contributions; an input that needs no gradient gets an undefined buffer, which is skipped.
+BOOST_AUTO_TEST_CASE(accumulate_grad_sums_broadcast_dimensions_back) {
+  auto add_scaled = [](const Tensor& a, const Tensor& b, double s) {
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      y = a + b * s;
+    }
+    return record(y, "add_scaled", {a, b}, [s](const Tensor& g, std::span<Tensor> gi) {
+      accumulate_grad(gi[0], g);  // (2, 3) into (3,): the rows summed
+      accumulate_grad(gi[1], g * s);
+    });
+  };
+  const Tensor a = Tensor::from_vector({1, 2, 3}, {3}, DType::f64).requires_grad_();
+  const Tensor b = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, DType::f64).requires_grad_();
+  const Tensor dy = Tensor::from_vector({1, 10, 100, 2, 20, 200}, {2, 3}, DType::f64);
+  add_scaled(a, b, 0.5).backward(dy);
+  BOOST_TEST(a.grad().to_vector() == (std::vector<double>{3, 30, 300}));
+  BOOST_TEST(b.grad().to_vector() == (std::vector<double>{0.5, 5, 50, 1, 10, 100}));
+  b.zero_grad();
+  sum(add_scaled(b, b, 2.0)).backward();  // d/db (b + 2 b) = 3
+  BOOST_TEST(b.grad().to_vector() == std::vector<double>(6, 3.0));
+  const Tensor c = Tensor::from_vector({1, 1, 1}, {3}, DType::f64);  // needs no gradient
+  sum(add_scaled(c, b, 1.0)).backward();
+  BOOST_TEST(!c.grad().defined());
+  const Tensor g3 = Tensor::zeros({3}, DType::f64);
+  accumulate_grad(Tensor(), g3);  // undefined buffer: nothing to do
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        accumulate_grad(g3, Tensor::zeros({2, 4}, DType::f64));
+      },
+      "a value (2, 4) cannot be added into a gradient (3,)");
+  expect_throw_with<std::invalid_argument>(
+      [&] { accumulate_grad(g3, Tensor::zeros({3}, DType::f32)); },
+      "the value is f32 but the gradient is f64; cast() it first");
+}

@@ -77,7 +77,7 @@ std::string write_first_window_logits(const TempDir& dir, const std::string& che
   std::ifstream in(ids_path);
   std::vector<int64_t> ids(16);
   for (int64_t& id : ids) in >> id;
-  const Tensor logits = model->forward(Tensor::from_ids(ids, {1, 16})).logits.contiguous();
+  const Tensor logits = model->forward(Tensor::from_ids(ids, {1, 16})).logits().contiguous();
   const std::string path = dir / "logits.f32";
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(logits.data<float>()),

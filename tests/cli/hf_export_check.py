@@ -23,34 +23,19 @@ import argparse
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from safetensors_io import read_safetensors  # noqa: E402 (tests/safetensors_io.py)
+
 
 def fail(why):
     print("hf_export_check: " + why, file=sys.stderr)
     sys.exit(1)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    meta = header.pop("__metadata__", {})
-    tensors = {}
-    for name, e in header.items():
-        if e["dtype"] != "F32":
-            fail(f"{name} is {e['dtype']}, expected F32")
-        begin, end = e["data_offsets"]
-        a = np.frombuffer(body[begin:end], dtype="<f4").reshape(e["shape"])
-        tensors[name] = torch.from_numpy(a.copy())
-    return meta, tensors
 
 
 def expected_shapes(cfg):
@@ -113,7 +98,10 @@ def main():
         if key not in cfg:
             fail(f"config.json has no {key}")
 
-    meta, w = read_safetensors(os.path.join(a.dir, "model.safetensors"))
+    try:
+        meta, w = read_safetensors(os.path.join(a.dir, "model.safetensors"), dtypes=("F32",))
+    except ValueError as e:
+        fail(str(e))
     if meta != {"format": "pt"}:
         fail(f"metadata is {meta}, expected {{'format': 'pt'}} (from_pretrained needs it)")
     shapes = expected_shapes(cfg)

@@ -8,12 +8,16 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "autograd/engine.h"
+#include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "gpt/io/module_file.h"
 #include "gpt/model/hf_export.h"
 #include "gpt/model/model.h"
 #include "gpt/model/sampler.h"

@@ -45,7 +45,8 @@ void check_model(const GPT& model, const SafetensorsFile& file) {
   for (int64_t t = 0; t < T; ++t) ids.push_back(t % c.vocab_size);
   NoGradGuard no_grad;
   const GPTOutput out = model.forward(Tensor::from_ids(ids, {1, T}));
-  FUZZ_CHECK(out.logits.shape() == (Shape{1, T, c.vocab_size}), "the logits have the wrong shape");
+  FUZZ_CHECK(out.logits().shape() == (Shape{1, T, c.vocab_size}),
+             "the logits have the wrong shape");
 }
 
 }  // namespace

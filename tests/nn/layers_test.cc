@@ -1,5 +1,7 @@
 // The nn layers: values against hand computations, gradients against finite differences.
 #define BOOST_TEST_MODULE layers
+#include <algorithm>
+#include <array>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
@@ -22,6 +24,7 @@ BOOST_AUTO_TEST_CASE(linear_is_x_w_transpose_plus_b) {
   lin.weight.data<double>()[0] = 1, lin.weight.data<double>()[1] = 2;
   lin.weight.data<double>()[2] = 3, lin.weight.data<double>()[3] = 4;
   lin.weight.data<double>()[4] = 5, lin.weight.data<double>()[5] = 6;
+  lin.bias.fill_(0);
   lin.bias.data<double>()[1] = 0.5;
   const Tensor y = lin.forward(Tensor::from_vector({1, 1, 2, 0}, {2, 2}, DType::f64));
   BOOST_TEST(allclose(y.to_vector(), {3, 7.5, 11, 2, 6.5, 10}, 0, 0));
@@ -53,7 +56,7 @@ BOOST_AUTO_TEST_CASE(copying_into_a_linear_weight_before_backward_is_refused) {
 
 BOOST_AUTO_TEST_CASE(gpt2_init_statistics) {
   Generator gen(3);
-  Linear lin(256, 256, true, gen, DType::f64);
+  Linear lin(256, 256, true, gen, DType::f64, kGpt2InitStd);
   double s = 0, s2 = 0;
   for (double v : lin.weight.to_vector()) s += v, s2 += v * v;
   const double n = 256.0 * 256.0;
@@ -63,6 +66,46 @@ BOOST_AUTO_TEST_CASE(gpt2_init_statistics) {
   LayerNorm ln(4, DType::f32);
   BOOST_TEST(ln.weight.to_vector() == std::vector<double>(4, 1.0));
   BOOST_TEST(ln.bias.to_vector() == std::vector<double>(4, 0.0));
+}
+
+// Linear(in, out) is torch.nn.Linear(in, out): W and b ~ U(-1/sqrt(in), 1/sqrt(in)) (torch's
+// kaiming_uniform_ with a = sqrt(5)). For U(-k, k): mean 0, variance k²/3. With n = 131,072
+// weights the sample mean has standard deviation k / sqrt(3 n) = 1.0e-4 and the sample
+// variance a relative one of sqrt(0.8 / n) = 0.25%: the bounds below are 4 of those.
+BOOST_AUTO_TEST_CASE(linear_has_torchs_default_init) {
+  Generator gen(5);
+  const int64_t in = 256, out = 512;
+  const double k = 1.0 / std::sqrt(static_cast<double>(in));  // 1/16
+  Linear lin(in, out, true, gen, DType::f64);
+  auto moments = [](const std::vector<double>& v) {
+    double s = 0, s2 = 0, lo = v[0], hi = v[0];
+    for (double x : v) s += x, s2 += x * x, lo = std::min(lo, x), hi = std::max(hi, x);
+    const double n = static_cast<double>(v.size()), mean = s / n;
+    return std::array<double, 4>{mean, s2 / n - mean * mean, lo, hi};
+  };
+  const auto [mean, var, lo, hi] = moments(lin.weight.to_vector());
+  BOOST_TEST(std::abs(mean) < 4 * k / std::sqrt(3.0 * in * out));
+  BOOST_TEST(std::abs(var / (k * k / 3) - 1) < 4 * std::sqrt(0.8 / (in * out)));
+  BOOST_TEST(lo >= -k);  // within the bound, and reaching near it
+  BOOST_TEST(hi < k);
+  BOOST_TEST(lo < -0.999 * k);
+  BOOST_TEST(hi > 0.999 * k);
+  const auto [bmean, bvar, blo, bhi] = moments(lin.bias.to_vector());
+  BOOST_TEST(blo >= -k);
+  BOOST_TEST(bhi < k);
+  BOOST_TEST(std::abs(bmean) < 4 * k / std::sqrt(3.0 * out));
+  BOOST_TEST(bvar > 0.5 * k * k / 3);  // not the constant 0 of GPT-2's init
+  // Without a generator: the default one, which manual_seed reseeds (torch.manual_seed), and
+  // draws the same numbers as a Generator of that seed.
+  manual_seed(5);
+  Linear a(in, out, true, DType::f64);
+  BOOST_TEST(a.weight.to_vector() == lin.weight.to_vector());
+  BOOST_TEST(a.bias.to_vector() == lin.bias.to_vector());
+  Linear b(3, 4);  // torch.nn.Linear(3, 4): f32, with a bias
+  BOOST_TEST((b.weight.shape() == Shape{4, 3}));
+  BOOST_TEST((b.weight.dtype() == DType::f32));
+  BOOST_TEST(b.bias.defined());
+  for (double v : b.weight.to_vector()) BOOST_TEST(std::abs(v) < 1 / std::sqrt(3.0));
 }
 
 BOOST_AUTO_TEST_CASE(multi_head_attention_equals_per_head_computation) {

@@ -120,3 +120,175 @@ BOOST_AUTO_TEST_CASE(arena_refuses_a_missing_parameter_and_a_second_allocate) {
   BOOST_TEST(!after.first->weight.shares_storage(second.params()));
   BOOST_TEST(after.first->weight.to_vector().size() == 12u);
 }
+
+namespace {
+// A module with buffers beside its parameters, as torch's BatchNorm1d: a running mean (f64) and
+// a count of batches (i64, torch's num_batches_tracked), then a child Linear.
+class Scaled : public Module {
+ public:
+  explicit Scaled(Generator& gen) {
+    scale = register_parameter("scale", Tensor::full({3}, 2.0, DType::f64));
+    running_mean = register_buffer("running_mean", Tensor::zeros({3}, DType::f64));
+    num_batches_tracked = register_buffer("num_batches_tracked", Tensor::from_ids({0}, {}));
+    table = register_buffer("table", Tensor::ones({2}, DType::f64), /*persistent=*/false);
+    head = register_module("head", std::make_shared<Linear>(3, 2, true, gen, DType::f64));
+  }
+  Tensor scale, running_mean, num_batches_tracked, table;
+  std::shared_ptr<Linear> head;
+};
+
+// The values of a state dict, key by key, for comparisons.
+std::vector<std::pair<std::string, std::vector<double>>> values_of(const StateDict& state) {
+  std::vector<std::pair<std::string, std::vector<double>>> out;
+  for (const auto& [key, t] : state) out.emplace_back(key, t.to_vector());
+  return out;
+}
+}  // namespace
+
+// Buffers belong to the module but are not parameters: no gradient, not in parameters() (so no
+// optimizer or arena sees them), listed by named_buffers(); a non-persistent one stays out of
+// state_dict(). The state dict is each module's parameters, then its buffers, then its
+// children's, under dotted names (torch's order), as detached views of the module's tensors.
+BOOST_AUTO_TEST_CASE(buffers_and_the_state_dict_in_torchs_order) {
+  Generator gen(0);
+  Scaled m(gen);
+  BOOST_TEST(m.parameters().size() == 3u);  // scale, head.weight, head.bias
+  BOOST_TEST(m.num_parameters() == 3 + 6 + 2);
+  const auto buffers = m.named_buffers();
+  BOOST_REQUIRE_EQUAL(buffers.size(), 3u);
+  BOOST_TEST(buffers[0].first == "running_mean");
+  BOOST_TEST(buffers[2].first == "table");
+  BOOST_TEST(!buffers[0].second.requires_grad());
+  const StateDict state = m.state_dict();
+  std::vector<std::string> keys;
+  for (const auto& [key, t] : state) keys.push_back(key);
+  BOOST_TEST((keys == std::vector<std::string>{"scale", "running_mean", "num_batches_tracked",
+                                               "head.weight", "head.bias"}));
+  BOOST_TEST(!state[0].second.requires_grad());         // detached ...
+  BOOST_TEST(state[0].second.shares_storage(m.scale));  // ... views, no copy
+  BOOST_TEST((state[2].second.dtype() == DType::i64));
+  // A buffer is never trained: one that requires grad, a dotted name, a name taken, refused.
+  Tensor w = Tensor::zeros({2}, DType::f64).requires_grad_();
+  expect_throw_with<std::invalid_argument>([&] { m.register_buffer("w", w); },
+                                           "'w' requires grad; a buffer is never trained");
+  expect_throw_with<std::invalid_argument>([&] { m.register_buffer("a.b", Tensor::zeros({1})); },
+                                           "'a.b' holds a dot");
+  expect_throw_with<std::invalid_argument>([&] { m.register_buffer("head", Tensor::zeros({1})); },
+                                           "already has a 'head'");
+  expect_throw_with<std::invalid_argument>(
+      [&] { m.register_parameter("scale", Tensor::zeros({1})); }, "already has a 'scale'");
+}
+
+// named_modules: the module itself as "", then depth first with dotted names; apply: children
+// first, then the module (torch's order), e.g. to re-initialise every Linear.
+BOOST_AUTO_TEST_CASE(named_modules_and_apply_children_first) {
+  class Outer : public Module {
+   public:
+    explicit Outer(Generator& gen) {
+      inner = register_module("inner", std::make_shared<TwoLayer>(gen));
+      last = register_module("last", std::make_shared<Linear>(2, 1, true, gen, DType::f64));
+    }
+    std::shared_ptr<TwoLayer> inner;
+    std::shared_ptr<Linear> last;
+  };
+  Generator gen(1);
+  Outer m(gen);
+  std::vector<std::string> names;
+  for (const auto& [name, module] : m.named_modules()) names.push_back(name);
+  BOOST_TEST(
+      (names == std::vector<std::string>{"", "inner", "inner.first", "inner.second", "last"}));
+  BOOST_TEST(m.named_modules()[2].second == m.inner->first.get());
+  std::vector<const Module*> order;
+  int linears = 0;
+  m.apply([&](Module& module) {
+    order.push_back(&module);
+    if (auto* linear = dynamic_cast<Linear*>(&module)) {
+      linear->weight.fill_(0.5);
+      ++linears;
+    }
+  });
+  BOOST_TEST(linears == 3);
+  BOOST_REQUIRE_EQUAL(order.size(), 5u);
+  BOOST_TEST(order[0] == m.inner->first.get());  // children first ...
+  BOOST_TEST(order[2] == m.inner.get());
+  BOOST_TEST(order[4] == &m);  // ... the module last
+  for (double v : m.last->weight.to_vector()) BOOST_TEST(v == 0.5);
+}
+
+// load_state_dict copies every tensor into place, converting f32 to f64, into the parameters of
+// an arena and into the buffers, and returns nothing left out.
+BOOST_AUTO_TEST_CASE(load_state_dict_round_trips_into_an_arena) {
+  Generator gen_a(1), gen_b(2);
+  Scaled a(gen_a);
+  a.running_mean.fill_(0.25);
+  a.num_batches_tracked.fill_(7);
+  ParameterArena arena;
+  Scaled b(gen_b);
+  arena.allocate(b);
+  BOOST_TEST((values_of(b.state_dict()) != values_of(a.state_dict())));
+  StateDict state = a.state_dict();
+  state[3].second = cast(state[3].second, DType::f32);  // head.weight in f32: converted
+  const LoadStateDictResult r = b.load_state_dict(state);
+  BOOST_TEST(r.missing_keys.empty());
+  BOOST_TEST(r.unexpected_keys.empty());
+  BOOST_TEST(b.head->weight.shares_storage(arena.params()));  // written in place
+  BOOST_TEST(allclose(b.head->weight.to_vector(), a.head->weight.to_vector(), 1e-7, 1e-7));
+  BOOST_TEST(b.head->bias.to_vector() == a.head->bias.to_vector());
+  BOOST_TEST(b.running_mean.to_vector() == std::vector<double>(3, 0.25));
+  BOOST_TEST(b.num_batches_tracked.to_ids() == std::vector<int64_t>{7});
+}
+
+// Strict by default: one error names every missing, unexpected, mis-shaped and unconvertible
+// key, and nothing is written (all or nothing). Not strict, the keys both have load and the
+// others come back as torch's missing_keys and unexpected_keys; a wrong shape is an error still.
+BOOST_AUTO_TEST_CASE(load_state_dict_names_every_problem_and_writes_nothing) {
+  Generator gen(3);
+  Scaled m(gen);
+  const auto before = values_of(m.state_dict());
+  const StateDict bad{
+      {"scale", Tensor::full({3}, 9.0, DType::f64)},             // fine, but not written
+      {"running_mean", Tensor::zeros({4}, DType::f64)},          // mis-shaped
+      {"num_batches_tracked", Tensor::scalar(1.0, DType::f64)},  // f64 into i64
+      {"head.weight", Tensor::zeros({2, 3}, DType::f64)},        // fine
+      {"head.weight_typo", Tensor::zeros({2}, DType::f64)},      // unexpected
+      {"extra", Tensor::zeros({1}, DType::f32)},                 // unexpected
+  };                                                             // head.bias: missing
+  try {
+    m.load_state_dict(bad);
+    BOOST_FAIL("expected std::invalid_argument");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(what);
+    for (const char* needle :
+         {"nothing was loaded from the state dict",
+          "1 missing (in the module, not in the state dict): 'head.bias' (2,) f64",
+          "2 unexpected (in the state dict, not in the module): 'head.weight_typo' (2,) f64, "
+          "'extra' (1,) f32",
+          "2 mismatched: 'running_mean' is (4,) in the state dict but (3,) in the module, "
+          "'num_batches_tracked' is f64 in the state dict, which does not convert to the "
+          "module's i64"})
+      BOOST_TEST(what.find(needle) != std::string::npos, "missing: " << needle);
+  }
+  BOOST_TEST((values_of(m.state_dict()) == before));  // nothing written
+  // Not strict: the mismatches still refuse.
+  expect_throw_with<std::invalid_argument>([&] { m.load_state_dict(bad, false); }, "2 mismatched");
+  BOOST_TEST((values_of(m.state_dict()) == before));
+  // Not strict, with only missing and unexpected keys: loaded, and the keys returned.
+  const StateDict partial{{"scale", Tensor::full({3}, 9.0, DType::f64)},
+                          {"extra", Tensor::zeros({1}, DType::f32)}};
+  expect_throw_with<std::invalid_argument>(
+      [&] { m.load_state_dict(partial); },
+      "(strict = false loads the keys both have and returns the others)");
+  const LoadStateDictResult r = m.load_state_dict(partial, /*strict=*/false);
+  BOOST_TEST((r.missing_keys == std::vector<std::string>{"running_mean", "num_batches_tracked",
+                                                         "head.weight", "head.bias"}));
+  BOOST_TEST((r.unexpected_keys == std::vector<std::string>{"extra"}));
+  BOOST_TEST(m.scale.to_vector() == std::vector<double>(3, 9.0));
+  BOOST_TEST((values_of(m.state_dict())[3] == before[3]));  // head.weight kept its values
+  // A key given twice is refused too.
+  expect_throw_with<std::invalid_argument>(
+      [&] {
+        m.load_state_dict({partial[0], partial[0]}, false);
+      },
+      "1 given twice: 'scale'");
+}

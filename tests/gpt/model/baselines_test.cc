@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(model_kinds_have_names) {
 
 BOOST_AUTO_TEST_CASE(the_bigram_model_is_a_table_of_logits) {
   BigramModel model(tiny_config(5, 2, 4), 3, DType::f64);
-  const Tensor logits = model.forward(Tensor::from_ids({4, 0, 4}, {1, 3})).logits;
+  const Tensor logits = model.forward(Tensor::from_ids({4, 0, 4}, {1, 3})).logits();
   BOOST_TEST((logits.shape() == Shape{1, 3, 5}));
   const std::vector<double> w = model.wte->weight.to_vector(), l = logits.to_vector();
   for (int64_t t = 0; t < 3; ++t)
@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(the_average_model_forward_equals_the_hand_computation) {
   fill(model.ln_f->weight, {1, 1});
   fill(model.ln_f->bias, {0.1, -0.2});
   const std::vector<double> got =
-      model.forward(Tensor::from_ids({0, 1, 2}, {1, 3})).logits.to_vector();
+      model.forward(Tensor::from_ids({0, 1, 2}, {1, 3})).logits().to_vector();
   const double s = 0.75 / std::sqrt(0.5625 + 1e-5);
   const std::vector<double> want = {s + 0.1, -s - 0.2, -0.1, 0.1, -0.2, -0.1, 0.1, -0.2, -0.1};
   BOOST_REQUIRE(got.size() == want.size());
@@ -148,9 +148,9 @@ BOOST_AUTO_TEST_CASE(the_average_model_forward_equals_the_hand_computation) {
 BOOST_AUTO_TEST_CASE(the_average_model_cannot_tell_the_order_of_its_context) {
   AverageModel model(tiny_config(7, 4, 3), 5, DType::f64);
   const std::vector<double> a =
-      model.forward(Tensor::from_ids({1, 5, 3}, {1, 3})).logits.to_vector();
+      model.forward(Tensor::from_ids({1, 5, 3}, {1, 3})).logits().to_vector();
   const std::vector<double> b =
-      model.forward(Tensor::from_ids({3, 5, 1}, {1, 3})).logits.to_vector();
+      model.forward(Tensor::from_ids({3, 5, 1}, {1, 3})).logits().to_vector();
   for (size_t v = 0; v < 7; ++v) BOOST_TEST(std::abs(a[14 + v] - b[14 + v]) < 1e-12);
   BOOST_TEST(std::abs(a[0] - b[0]) > 1e-6);  // the first position sees only its own token
   GPTConfig rope = tiny_config(7, 4, 3);

@@ -205,7 +205,7 @@ BOOST_AUTO_TEST_CASE(changing_token_t_leaves_earlier_logits_bit_identical) {
     const int64_t t = 5;
     ids[t] = (ids[t] + 1) % 65;
     const Tensor b = Tensor::from_ids(ids, {1, 8});
-    const Tensor la = model.forward(a).logits, lb = model.forward(b).logits;
+    const Tensor la = model.forward(a).logits(), lb = model.forward(b).logits();
     BOOST_TEST(slice(la, 1, 0, t).to_vector() == slice(lb, 1, 0, t).to_vector());  // exact
     BOOST_TEST(slice(la, 1, t, t + 1).to_vector() != slice(lb, 1, t, t + 1).to_vector());
   }
@@ -240,6 +240,61 @@ BOOST_AUTO_TEST_CASE(tied_weights_gradient_is_the_sum_of_both_paths) {
   double emb_norm = 0;
   for (double v : emb) emb_norm += std::abs(v);
   BOOST_TEST(emb_norm > 0);  // both paths really contribute
+}
+
+// `logits, loss = model(x, y)` while training: the forward fuses the tied head into the loss,
+// so the logits are computed when read, from the head's input that forward saw. They are the
+// logits forward(x) gives, bit for bit, the loss is their cross-entropy, and they carry the
+// graph: backpropagating through them gives the gradients of the unfused forward's logits.
+// After the weights change in place (an optimizer step) they can no longer be computed, and
+// reading them says so.
+BOOST_AUTO_TEST_CASE(training_logits_are_computed_when_read) {
+  GPT model(preset("pico"), 11, DType::f64);
+  Generator gen(6);
+  const Tensor idx = random_ids(gen, 2, 8, 65), targets = random_ids(gen, 2, 8, 65);
+  const GPTOutput out = model.forward(idx, targets);
+  BOOST_TEST(!out.has_logits());  // not computed by the forward
+  const Tensor logits = out.logits();
+  BOOST_TEST(out.has_logits());  // computed once, then kept
+  BOOST_TEST((logits.shape() == Shape{2, 8, 65}));
+  const GPTOutput plain = model.forward(idx);
+  BOOST_TEST(logits.to_vector() == plain.logits().to_vector());
+  BOOST_TEST(std::abs(cross_entropy(logits, targets).item() - out.loss.item()) < 1e-12);
+  // The graph: d(sum of squared logits)/dθ as through the unfused forward's logits.
+  auto grads_of = [&](const Tensor& l) {
+    model.zero_grad();
+    sum(mul(l, l)).backward();
+    std::vector<double> g;
+    for (const Tensor& p : model.parameters())
+      for (double v : p.grad().to_vector()) g.push_back(v);
+    return g;
+  };
+  BOOST_TEST(allclose(grads_of(logits), grads_of(plain.logits()), 1e-12, 1e-12));
+  // An optimizer step between the forward and the read: the logits are gone.
+  const GPTOutput stale = model.forward(idx, targets);
+  stale.loss.backward();
+  nn::AdamW opt(model.param_groups(0.1), nn::AdamWOptions(1e-2));
+  opt.step();
+  expect_throw_with<std::logic_error>([&] { (void)stale.logits(); },
+                                      "were changed in place since (an optimizer step?)");
+  expect_throw_with<std::logic_error>([] { (void)GPTOutput().logits(); }, "no logits");
+}
+
+// The sinusoidal table is a buffer computed from the config: listed by named_buffers(), left
+// out of the state dict (torch's persistent=False), so a checkpoint holds only the parameters.
+BOOST_AUTO_TEST_CASE(the_position_table_is_a_buffer_no_checkpoint_holds) {
+  GPTConfig c = preset("pico");
+  c.pos_encoding = PosEncoding::sinusoidal;
+  GPT model(c, 1);
+  const auto buffers = model.named_buffers();
+  BOOST_REQUIRE_EQUAL(buffers.size(), 1u);
+  BOOST_TEST(buffers[0].first == "pe");
+  BOOST_TEST((buffers[0].second.shape() == Shape{8, 6}));
+  BOOST_TEST(buffers[0].second.to_vector() == nn::sinusoidal_table(8, 6, DType::f32).to_vector());
+  const auto state = model.state_dict();
+  BOOST_TEST(state.size() == model.named_parameters().size());
+  for (const auto& [key, t] : state) BOOST_TEST(key != "pe");
+  BOOST_TEST(GPT(preset("pico"), 1).named_buffers().empty());  // learned positions: no table
 }
 
 BOOST_AUTO_TEST_CASE(pico_memorises_a_fixed_sequence) {
@@ -282,7 +337,7 @@ BOOST_AUTO_TEST_CASE(ignored_targets_pad_the_batch) {
   {
     NoGradGuard no_grad;
     BOOST_TEST(std::abs(model.forward(idx, padded).loss.item() - loss.item()) < 1e-6);
-    const Tensor logp = log_softmax(model.forward(idx).logits);  // (1, 4, V)
+    const Tensor logp = log_softmax(model.forward(idx).logits());  // (1, 4, V)
     picked = {logp.at({0, 0, 2}), logp.at({0, 2, 4})};
   }
   BOOST_TEST(std::abs(loss.item() + (picked[0] + picked[1]) / 2) < 1e-6);
@@ -330,8 +385,8 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_come_from_the_forward_pass) {
     const int64_t B = 2, T = 7;
     const Tensor idx = random_ids(gen, B, T, c.vocab_size);
     std::vector<Tensor> weights;
-    const Tensor logits = model.forward(idx, Tensor(), nullptr, &weights).logits;
-    BOOST_TEST(allclose(logits.to_vector(), model.forward(idx).logits.to_vector(), 1e-12, 0));
+    const Tensor logits = model.forward(idx, Tensor(), nullptr, &weights).logits();
+    BOOST_TEST(allclose(logits.to_vector(), model.forward(idx).logits().to_vector(), 1e-12, 0));
     BOOST_REQUIRE(weights.size() == 3u);
 
     // The blocks run by hand from the embeddings: layer l's weights are those its attention

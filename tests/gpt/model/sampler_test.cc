@@ -165,7 +165,7 @@ BOOST_AUTO_TEST_CASE(context_is_cropped_to_block_size) {
       const size_t T = std::min<size_t>(i, 4);
       const std::vector<int64_t> ctx(out.begin() + (i - T), out.begin() + i);
       const Tensor logits =
-          model.forward(Tensor::from_ids(ctx, {1, static_cast<int64_t>(T)})).logits;
+          model.forward(Tensor::from_ids(ctx, {1, static_cast<int64_t>(T)})).logits();
       const std::vector<double> last = slice(logits, 1, T - 1, T).to_vector();
       BOOST_TEST(out[i] == std::max_element(last.begin(), last.end()) - last.begin());
     }
@@ -249,12 +249,12 @@ BOOST_AUTO_TEST_CASE(kv_cache_steps_reuse_their_buffers) {
   for (int64_t t = 0; t < c.block_size; ++t) context[t] = (t + 1) % 13;
   cache.clear();
   const Tensor rebuilt =
-      model.forward(Tensor::from_ids(context, {1, c.block_size}), Tensor(), &cache).logits;
+      model.forward(Tensor::from_ids(context, {1, c.block_size}), Tensor(), &cache).logits();
   BOOST_TEST(cache.length() == c.block_size);
   same_buffers();
   BOOST_TEST(allclose(
       rebuilt.to_vector(),
-      model.forward(Tensor::from_ids(context, {1, c.block_size})).logits.to_vector(), 1e-5, 0));
+      model.forward(Tensor::from_ids(context, {1, c.block_size})).logits().to_vector(), 1e-5, 0));
   // Another batch size with positions cached is refused (the cache is remade empty for it).
   cache.clear();
   model.forward(Tensor::from_ids({1, 2}, {1, 2}), Tensor(), &cache);

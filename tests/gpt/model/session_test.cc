@@ -29,7 +29,7 @@ namespace {
 std::vector<float> logits_of(const LanguageModel& model, const std::vector<int64_t>& idx) {
   NoGradGuard no_grad;
   const Tensor logits =
-      model.forward(Tensor::from_ids(idx, {1, static_cast<int64_t>(idx.size())})).logits;
+      model.forward(Tensor::from_ids(idx, {1, static_cast<int64_t>(idx.size())})).logits();
   const float* p = logits.data<float>();
   return std::vector<float>(p, p + logits.numel());
 }

@@ -430,7 +430,7 @@ namespace {
 // lse = log Σ_c exp(x_c), (1 − ε)(lse − x_t) + ε (lse − mean_c x_c); then the mean.
 double smoothed_loss_by_hand(const LanguageModel& model, const Batch& b, double eps) {
   NoGradGuard no_grad;
-  const std::vector<double> logits = model.forward(b.x).logits.to_vector();
+  const std::vector<double> logits = model.forward(b.x).logits().to_vector();
   const std::vector<int64_t> targets = b.y.to_ids();
   const auto V = static_cast<size_t>(model.config().vocab_size);
   const size_t rows = logits.size() / V;
