@@ -123,7 +123,8 @@ struct Blocking {
 template <class Tiles>
 Blocking blocking() {
   const hn::ScalableTag<typename Tiles::Acc> d;
-  constexpr size_t kPanelK = Tiles::kBlockK * sizeof(typename Tiles::Packed);
+  // bytes of one packed line of a k block
+  constexpr size_t kPanelK = Tiles::kBlockK / Tiles::kGroup * sizeof(typename Tiles::Packed);
   const int64_t NR = kNV * static_cast<int64_t>(hn::Lanes(d));
   const int64_t mc = static_cast<int64_t>(kABlockBytes / kPanelK);
   const int64_t nc = static_cast<int64_t>(kBPanelBytes / kPanelK);
@@ -277,22 +278,25 @@ HWY_NOINLINE void pack_panels(T* HWY_RESTRICT dst, int64_t width, const T* src, 
 }
 
 // ---- Packing to bf16 ----------------------------------------------------------------------------
-// pack_panels' layout with every value rounded to bf16 on the way and the k's in pairs: for each
-// pair of k's (2q, 2q + 1) a panel holds its `width` lines as (value at 2q, value at 2q + 1),
-// adjacent, and an odd kc is padded with a zero k. That is vdpbf16ps' operand layout (lane i
-// multiplies elements 2i and 2i + 1 of its two operands and adds both products to f32 lane i), so
-// a B vector is the k pair of 16 columns and an A broadcast the k pair of one row.
+// pack_panels' layout with every value rounded to bf16 on the way and the k's in pairs: a packed
+// element is a uint32_t holding one line's bf16 at k (lower half) and k + 1 (upper half), k even,
+// and a panel holds, pair by pair, its `width` lines' pairs contiguous; an odd kc is padded with a
+// zero k. That is vdpbf16ps' operand layout (f32 lane i multiplies elements 2i and 2i + 1 of its
+// two operands and adds both products), so a B vector is one pair of 16 columns and an A
+// broadcast one pair of a row.
 
-// Scalar: panel[(k / 2) * 2 width + 2 w + k % 2] = bf16_from_f32(line w at k) for lines [w0, w1)
-// and k's [k0, k1), k0 even; zero for a line >= n or a k >= kc (the padding). The specification
-// of pack_bf16_panels, and its edges.
-void pack_bf16_block(uint16_t* HWY_RESTRICT panel, int64_t width, const float* HWY_RESTRICT s,
+// Scalar: panel[q * width + w] = the bf16 pair of line w at k's 2q, 2q + 1 (bf16_from_f32), for
+// lines [w0, w1) and pairs [q0, q1); zero for a line >= n or a k >= kc (the padding). The
+// specification of pack_bf16_panels, and its edges.
+void pack_bf16_block(uint32_t* HWY_RESTRICT panel, int64_t width, const float* HWY_RESTRICT s,
                      int64_t line_stride, int64_t k_stride, int64_t n, int64_t kc, int64_t w0,
-                     int64_t w1, int64_t k0, int64_t k1) {
-  for (int64_t k = k0; k < k1; ++k)
+                     int64_t w1, int64_t q0, int64_t q1) {
+  auto bf16_at = [&](int64_t w, int64_t k) -> uint32_t {
+    return w < n && k < kc ? bf16_from_f32(s[w * line_stride + k * k_stride]) : 0u;
+  };
+  for (int64_t q = q0; q < q1; ++q)
     for (int64_t w = w0; w < w1; ++w)
-      panel[(k / 2) * 2 * width + 2 * w + k % 2] =
-          w < n && k < kc ? bf16_from_f32(s[w * line_stride + k * k_stride]) : uint16_t{0};
+      panel[q * width + w] = bf16_at(w, 2 * q) | bf16_at(w, 2 * q + 1) << 16;
 }
 
 #if HWY_TARGET != HWY_SCALAR
@@ -306,31 +310,37 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<D>> bf16_in_upper_half(D /*d*/, hn::Vec<
   return hn::IfThenElse(hn::RebindMask(du, hn::Eq(x, x)), rounded, hn::Set(du, 0x7FC00000u));
 }
 
-// The bf16 pairs (even: value at k, in the lower half; odd: at k + 1, in the upper) of the same
-// lines, as 32-bit lanes stored as 16-bit ones to dst (2 Lanes(d) bf16).
+// The bf16 pairs of the lanes of `even` (at k) and `odd` (at k + 1), stored to dst.
 template <class D>
-HWY_INLINE void store_bf16_pairs(D d, hn::Vec<D> even, hn::Vec<D> odd, uint16_t* dst) {
+HWY_INLINE void store_bf16_pairs(D d, hn::Vec<D> even, hn::Vec<D> odd, uint32_t* dst) {
   const hn::RebindToUnsigned<D> du;
-  const hn::Repartition<uint16_t, D> d16;
-  const auto pairs = hn::Or(hn::ShiftRight<16>(bf16_in_upper_half(d, even)),
-                            hn::And(bf16_in_upper_half(d, odd), hn::Set(du, 0xFFFF0000u)));
-  hn::StoreU(hn::BitCast(d16, pairs), d16, dst);
+  hn::StoreU(hn::Or(hn::ShiftRight<16>(bf16_in_upper_half(d, even)),
+                    hn::And(bf16_in_upper_half(d, odd), hn::Set(du, 0xFFFF0000u))),
+             du, dst);
 }
+
+// The pairs of one panel's lines, line by line (staged[w * pairs + q]), before their transpose.
+struct StagedPairs {};
 #endif
 
 // Packs `lines` lines, kc k's each, into bf16 micro-panels of `width` lines (the layout above),
-// with pack_panels' arguments and its two cases: vectors along the lines when the values of one
-// k are contiguous, else 4 x 4 blocks transposed in registers.
-HWY_NOINLINE void pack_bf16_panels(uint16_t* HWY_RESTRICT dst, int64_t width, const float* src,
+// with pack_panels' arguments and its two cases:
+//   line_stride == 1 (the values of one k contiguous): vectors along the lines, the values at k
+//     and k + 1 rounded and paired;
+//   k_stride == 1 (each line along k): each line rounded and paired along k in whole vectors
+//     (LoadInterleaved2 splits even and odd k's) into a per-thread buffer that stays in L1, then
+//     the pairs transposed 4 x 4 into the panel (transpose_copy on 32-bit pairs: half the
+//     shuffles of transposing the f32 values, and the rounding runs on full vectors).
+HWY_NOINLINE void pack_bf16_panels(uint32_t* HWY_RESTRICT dst, int64_t width, const float* src,
                                    int64_t line_stride, int64_t k_stride, int64_t lines,
                                    int64_t kc) {
-  const int64_t kc_pairs = (kc + 1) / 2 * 2;
+  const int64_t pairs = (kc + 1) / 2;
   for (int64_t p = 0; p < lines; p += width) {
     const int64_t n = std::min(width, lines - p);
-    uint16_t* panel = dst + p * kc_pairs;
+    uint32_t* panel = dst + p * pairs;
     const float* s = src + p * line_stride;
 #if HWY_TARGET == HWY_SCALAR
-    pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, 0, width, 0, kc_pairs);
+    pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, 0, width, 0, pairs);
 #else
     if (line_stride == 1) {
       // Whole vectors, then narrower ones (an A panel is 14 rows: 8 + 4 + 2 floats on AVX-512).
@@ -338,23 +348,26 @@ HWY_NOINLINE void pack_bf16_panels(uint16_t* HWY_RESTRICT dst, int64_t width, co
         const float* even = s + k * k_stride;
         for_each_vector<float>(0, n, [&](auto dv, int64_t w) HWY_ATTR {
           const auto odd = k + 1 < kc ? hn::LoadU(dv, even + k_stride + w) : hn::Zero(dv);
-          store_bf16_pairs(dv, hn::LoadU(dv, even + w), odd, panel + k * width + 2 * w);
+          store_bf16_pairs(dv, hn::LoadU(dv, even + w), odd, panel + k / 2 * width + w);
         });
       }
-      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, kc_pairs);
+      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
     } else {
-      const hn::Full128<float> d;
-      const int64_t n_4 = n / 4 * 4, kc_4 = kc / 4 * 4;
-      for (int64_t w = 0; w < n_4; w += 4) {
-        for (int64_t k = 0; k < kc_4; k += 4) {
-          hn::Vec<decltype(d)> t[4];  // t[i]: lines w .. w + 3 at k + i
-          transpose_4x4(d, s + w * line_stride + k, line_stride, t);
-          store_bf16_pairs(d, t[0], t[1], panel + k * width + 2 * w);
-          store_bf16_pairs(d, t[2], t[3], panel + (k + 2) * width + 2 * w);
+      const hn::ScalableTag<float> d;
+      const int64_t V = static_cast<int64_t>(hn::Lanes(d)), kc_v = kc / (2 * V) * (2 * V);
+      uint32_t* staged = thread_scratch<uint32_t, StagedPairs>(static_cast<size_t>(n * pairs));
+      for (int64_t w = 0; w < n; ++w) {
+        const float* line = s + w * line_stride;
+        uint32_t* to = staged + w * pairs;
+        for (int64_t k = 0; k < kc_v; k += 2 * V) {
+          hn::Vec<decltype(d)> even, odd;
+          hn::LoadInterleaved2(d, line + k, even, odd);
+          store_bf16_pairs(d, even, odd, to + k / 2);
         }
+        pack_bf16_block(to, 1, line, 0, 1, 1, kc, 0, 1, kc_v / 2, pairs);
       }
-      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, 0, n_4, kc_4, kc_pairs);
-      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n_4, width, 0, kc_pairs);
+      transpose_copy(panel, width, staged, pairs, n, pairs);
+      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
     }
 #endif
   }
@@ -390,6 +403,18 @@ HWY_INLINE void store_row(D d, V v0, V v1, T* HWY_RESTRICT c_row, const T* bias,
   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 static_assert(kMR <= 14, "ATTOGRAD_GEMM_TILE_ROWS lists 14 rows");
 
+// Row r of a Highway register tile (micro_kernel_fma, micro_kernel_bf16_widen): its two
+// accumulators c<r>0, c<r>1 zeroed, and stored to C's row r (store_row) at the end.
+#define ATTOGRAD_GEMM_ZERO(r) \
+  auto c##r##0 = hn::Zero(d); \
+  auto c##r##1 = hn::Zero(d);
+#define ATTOGRAD_GEMM_STORE(r) \
+  if constexpr (r < kMR) store_row(d, c##r##0, c##r##1, c + r * ldc, bias, mode);
+// Row r's two accumulators += a_r (a broadcast) times the two vectors of B.
+#define ATTOGRAD_GEMM_MUL_ADD(r, a_r, b0, b1) \
+  c##r##0 = hn::MulAdd(a_r, b0, c##r##0);     \
+  c##r##1 = hn::MulAdd(a_r, b1, c##r##1);
+
 // tile (kMR x 2 Lanes, row stride ldc) (+)=
 //     A micro-panel (kc x kMR) @ B micro-panel (kc x 2 Lanes).
 // Row r keeps its two accumulators c<r>0, c<r>1 in registers for the whole k loop.
@@ -397,45 +422,29 @@ template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void micro_kernel_fma(D d, int64_t kc, const T* HWY_RESTRICT a, const T* HWY_RESTRICT b,
                                  T* HWY_RESTRICT c, int64_t ldc, const T* bias, StoreMode mode) {
   const size_t N = hn::Lanes(d);
-#define ATTOGRAD_GEMM_ZERO(r) \
-  auto c##r##0 = hn::Zero(d); \
-  auto c##r##1 = hn::Zero(d);
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
-#undef ATTOGRAD_GEMM_ZERO
   for (int64_t k = 0; k < kc; ++k) {
     const auto b0 = hn::Load(d, b);
     const auto b1 = hn::Load(d, b + N);
-#define ATTOGRAD_GEMM_FMA(r)                \
-  if constexpr (r < kMR) {                  \
-    const auto a_r = hn::Set(d, a[r]);      \
-    c##r##0 = hn::MulAdd(a_r, b0, c##r##0); \
-    c##r##1 = hn::MulAdd(a_r, b1, c##r##1); \
+#define ATTOGRAD_GEMM_FMA(r)                           \
+  if constexpr (r < kMR) {                             \
+    ATTOGRAD_GEMM_MUL_ADD(r, hn::Set(d, a[r]), b0, b1) \
   }
     ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_FMA)
 #undef ATTOGRAD_GEMM_FMA
     a += kMR;
     b += 2 * N;
   }
-#define ATTOGRAD_GEMM_STORE(r) \
-  if constexpr (r < kMR) store_row(d, c##r##0, c##r##1, c + r * ldc, bias, mode);
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_STORE)
-#undef ATTOGRAD_GEMM_STORE
 }
 
-// The bf16 pair of k's at p (two adjacent bf16) as one 32-bit value, even k in the lower half.
-HWY_INLINE uint32_t bf16_pair(const uint16_t* p) {
-  uint32_t pair;
-  std::memcpy(&pair, p, sizeof pair);
-  return pair;
-}
-
-// The same tile from bf16 micro-panels (pack_bf16_panels; kc even), on any target: each bf16
-// widened to f32 (its bits moved to the upper half: Highway's PromoteTo, done on the pair) and
-// fed to FMAs, k in order. A product of two bf16 is exact in f32, so for one k block this is the
-// scalar twin's sum bit for bit.
+// The same tile from bf16 micro-panels (pack_bf16_panels, `pairs` pairs of k's), on any target:
+// each bf16 widened to f32 (its bits moved to the upper half: Highway's PromoteTo, done on the
+// pair) and fed to FMAs, k in order. A product of two bf16 is exact in f32, so for one k block
+// this is the scalar twin's sum bit for bit.
 template <class D>
-HWY_INLINE void micro_kernel_bf16_widen(D d, int64_t kc, const uint16_t* HWY_RESTRICT a,
-                                        const uint16_t* HWY_RESTRICT b, float* HWY_RESTRICT c,
+HWY_INLINE void micro_kernel_bf16_widen(D d, int64_t pairs, const uint32_t* HWY_RESTRICT a,
+                                        const uint32_t* HWY_RESTRICT b, float* HWY_RESTRICT c,
                                         int64_t ldc, const float* bias, StoreMode mode) {
   const hn::RebindToUnsigned<D> du;
   const size_t N = hn::Lanes(d);
@@ -443,37 +452,28 @@ HWY_INLINE void micro_kernel_bf16_widen(D d, int64_t kc, const uint16_t* HWY_RES
   const auto even_of = [&](auto pairs)
                            HWY_ATTR { return hn::BitCast(d, hn::ShiftLeft<16>(pairs)); };
   const auto odd_of = [&](auto pairs) HWY_ATTR { return hn::BitCast(d, hn::And(pairs, upper)); };
-#define ATTOGRAD_GEMM_ZERO(r) \
-  auto c##r##0 = hn::Zero(d); \
-  auto c##r##1 = hn::Zero(d);
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
-#undef ATTOGRAD_GEMM_ZERO
-  for (int64_t k = 0; k < kc; k += 2) {
-    // 2 N columns, each a pair of k's: the B micro-panel's 4 N bf16 of this pair
-    const auto b0 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(b));
-    const auto b1 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(b) + N);
+  for (int64_t q = 0; q < pairs; ++q) {
+    const auto b0 = hn::LoadU(du, b), b1 = hn::LoadU(du, b + N);  // 2 N columns' pairs
     const auto b0_even = even_of(b0), b1_even = even_of(b1);
     const auto b0_odd = odd_of(b0), b1_odd = odd_of(b1);
-#define ATTOGRAD_GEMM_FMA(r)                            \
-  if constexpr (r < kMR) {                              \
-    const auto a_r = hn::Set(du, bf16_pair(a + 2 * r)); \
-    const auto a_even = even_of(a_r);                   \
-    c##r##0 = hn::MulAdd(a_even, b0_even, c##r##0);     \
-    c##r##1 = hn::MulAdd(a_even, b1_even, c##r##1);     \
-    const auto a_odd = odd_of(a_r);                     \
-    c##r##0 = hn::MulAdd(a_odd, b0_odd, c##r##0);       \
-    c##r##1 = hn::MulAdd(a_odd, b1_odd, c##r##1);       \
+#define ATTOGRAD_GEMM_FMA(r)                                 \
+  if constexpr (r < kMR) {                                   \
+    const auto a_r = hn::Set(du, a[r]);                      \
+    ATTOGRAD_GEMM_MUL_ADD(r, even_of(a_r), b0_even, b1_even) \
+    ATTOGRAD_GEMM_MUL_ADD(r, odd_of(a_r), b0_odd, b1_odd)    \
   }
     ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_FMA)
 #undef ATTOGRAD_GEMM_FMA
-    a += 2 * kMR;
-    b += 4 * N;
+    a += kMR;
+    b += 2 * N;
   }
-#define ATTOGRAD_GEMM_STORE(r) \
-  if constexpr (r < kMR) store_row(d, c##r##0, c##r##1, c + r * ldc, bias, mode);
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_STORE)
-#undef ATTOGRAD_GEMM_STORE
 }
+
+#undef ATTOGRAD_GEMM_ZERO
+#undef ATTOGRAD_GEMM_STORE
+#undef ATTOGRAD_GEMM_MUL_ADD
 
 #if HWY_TARGET <= HWY_AVX3
 // The same tile with AVX512-BF16's vdpbf16ps (_mm512_dpbf16_ps; Highway 1.0.3 has no op for it):
@@ -484,28 +484,28 @@ HWY_INLINE void micro_kernel_bf16_widen(D d, int64_t kc, const uint16_t* HWY_RES
 // vdpbf16ps flushes subnormal inputs and results to zero and may round its two additions in
 // another order than the twin, which adds k before k + 1.
 __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void micro_kernel_dpbf16(
-    int64_t kc, const uint16_t* HWY_RESTRICT a, const uint16_t* HWY_RESTRICT b,
+    int64_t pairs, const uint32_t* HWY_RESTRICT a, const uint32_t* HWY_RESTRICT b,
     float* HWY_RESTRICT c, int64_t ldc, const float* bias, StoreMode mode) {
   const hn::Full512<float> d;
-  constexpr int64_t N = 16;  // f32 lanes; a B vector holds the pairs of N columns
+  constexpr int64_t N = 16;  // f32 lanes; a B vector holds one pair of N columns
 #define ATTOGRAD_GEMM_ZERO(r)           \
   __m512 c##r##0 = _mm512_setzero_ps(); \
   __m512 c##r##1 = _mm512_setzero_ps();
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
 #undef ATTOGRAD_GEMM_ZERO
-  for (int64_t k = 0; k < kc; k += 2) {
+  for (int64_t q = 0; q < pairs; ++q) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
-    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 2 * N);
-#define ATTOGRAD_GEMM_DP(r)                                                                   \
-  if constexpr (r < kMR) {                                                                    \
-    const __m512bh a_r = (__m512bh)_mm512_set1_epi32(static_cast<int>(bf16_pair(a + 2 * r))); \
-    c##r##0 = _mm512_dpbf16_ps(c##r##0, a_r, b0);                                             \
-    c##r##1 = _mm512_dpbf16_ps(c##r##1, a_r, b1);                                             \
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + N);
+#define ATTOGRAD_GEMM_DP(r)                                                   \
+  if constexpr (r < kMR) {                                                    \
+    const __m512bh a_r = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r])); \
+    c##r##0 = _mm512_dpbf16_ps(c##r##0, a_r, b0);                             \
+    c##r##1 = _mm512_dpbf16_ps(c##r##1, a_r, b1);                             \
   }
     ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_DP)
 #undef ATTOGRAD_GEMM_DP
-    a += 2 * kMR;
-    b += 4 * N;
+    a += kMR;
+    b += 2 * N;
   }
 #define ATTOGRAD_GEMM_STORE(r) \
   if constexpr (r < kMR)       \
@@ -519,10 +519,11 @@ __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void micro_kernel_dpbf16(
 // ------------------------------------------------ The five loops (gemm_rectangle) are the same for
 // every precision; a kind of tiles says how panels are packed and multiplied:
 //   Packed, Acc   the element of a packed panel, and of C and the register tile;
-//   kGroup        k's per packed group (a panel of kc k's holds kc rounded up to kGroup);
+//   kGroup        k's per packed element (a line of kc k's is ceil(kc / kGroup) elements);
 //   kBlockK       k's per cache block, the blocks C's sums are split in (top of this file);
 //   pack(dst, width, src, line_stride, k_stride, lines, kc)   as pack_panels;
-//   micro_kernel(kc, a, b, c, ldc, bias, mode)   a whole kMR x NR tile, kc a multiple of kGroup.
+//   micro_kernel(steps, a, b, c, ldc, bias, mode)   a whole kMR x NR tile from panels of
+//                 `steps` packed elements per line.
 
 // f32 or f64, packed as they are, one k per step: matmul.
 template <typename T>
@@ -543,21 +544,21 @@ struct PlainTiles {
 
 // f32 operands rounded to bf16 pairs, products summed in f32: matmul_bf16.
 struct Bf16Tiles {
-  using Packed = uint16_t;  // bf16 bits
+  using Packed = uint32_t;  // a pair of bf16 (pack_bf16_panels)
   using Acc = float;
   static constexpr int64_t kGroup = 2;
   static constexpr int64_t kBlockK = kKC;
   bool avx512_bf16;  // micro_kernel_dpbf16 (AVX3 only), else micro_kernel_bf16_widen
-  void pack(uint16_t* dst, int64_t width, const float* src, int64_t line_stride, int64_t k_stride,
+  void pack(uint32_t* dst, int64_t width, const float* src, int64_t line_stride, int64_t k_stride,
             int64_t lines, int64_t kc) const {
     pack_bf16_panels(dst, width, src, line_stride, k_stride, lines, kc);
   }
-  void micro_kernel(int64_t kc, const uint16_t* a, const uint16_t* b, float* c, int64_t ldc,
+  void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
                     const float* bias, StoreMode mode) const {
 #if HWY_TARGET <= HWY_AVX3
-    if (avx512_bf16) return micro_kernel_dpbf16(kc, a, b, c, ldc, bias, mode);
+    if (avx512_bf16) return micro_kernel_dpbf16(pairs, a, b, c, ldc, bias, mode);
 #endif
-    micro_kernel_bf16_widen(hn::ScalableTag<float>(), kc, a, b, c, ldc, bias, mode);
+    micro_kernel_bf16_widen(hn::ScalableTag<float>(), pairs, a, b, c, ldc, bias, mode);
   }
 };
 
@@ -578,13 +579,13 @@ void pack_b(const Tiles& tiles, typename Tiles::Packed* dst, const Problem<T>& p
 // A tile at the bottom or right edge of C (rows < kMR or cols < NR): computed whole into a
 // buffer from the zero-padded panels, then only its valid part is stored.
 template <class Tiles, typename T = typename Tiles::Acc, typename P = typename Tiles::Packed>
-void edge_tile(const Tiles& tiles, int64_t kc, const P* a, const P* b, T* c, int64_t ldc,
+void edge_tile(const Tiles& tiles, int64_t kp, const P* a, const P* b, T* c, int64_t ldc,
                int64_t rows, int64_t cols, const T* bias, StoreMode mode) {
   const hn::ScalableTag<T> d;
   constexpr size_t kMaxNR = kNV * hn::MaxLanes(hn::ScalableTag<T>());
   HWY_ALIGN T tile[kMR * kMaxNR];
   const int64_t NR = kNV * static_cast<int64_t>(hn::Lanes(d));
-  tiles.micro_kernel(kc, a, b, tile, NR, static_cast<const T*>(nullptr), StoreMode{false, false});
+  tiles.micro_kernel(kp, a, b, tile, NR, static_cast<const T*>(nullptr), StoreMode{false, false});
   for (int64_t r = 0; r < rows; ++r) {
     T* c_row = c + r * ldc;
     for (int64_t j = 0; j < cols; ++j) {
@@ -612,7 +613,7 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
   // larger one, in the middle of training.
   const int64_t mc_max = std::min(bl.MC, (pr.M + kMR - 1) / kMR * kMR);
   const int64_t nc_max = std::min(bl.NC, (pr.N + NR - 1) / NR * NR);
-  const int64_t kc_max = (std::min(KC, pr.K) + G - 1) / G * G;
+  const int64_t kc_max = (std::min(KC, pr.K) + G - 1) / G;  // packed elements per line
   P* a_pack = thread_scratch<P, PackedA>(static_cast<size_t>(mc_max * kc_max));
   P* b_pack = thread_scratch<P, PackedB>(static_cast<size_t>(nc_max * kc_max));
 
@@ -620,7 +621,7 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
     const int64_t nc = std::min(bl.NC, j_end - jc);
     for (int64_t pc = 0; pc < pr.K; pc += KC) {
       const int64_t kc = std::min(KC, pr.K - pc);
-      const int64_t kcg = (kc + G - 1) / G * G;  // k's per packed line, padding included
+      const int64_t kp = (kc + G - 1) / G;  // packed elements per line
       const StoreMode mode{pc > 0 || pr.accumulate, pc == 0 && pr.bias != nullptr};
       pack_b(tiles, b_pack, pr, NR, pc, kc, jc, nc);
       for (int64_t ic = i_begin; ic < i_end; ic += bl.MC) {
@@ -628,15 +629,15 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
         pack_a(tiles, a_pack, pr, ic, mc, pc, kc);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int64_t cols = std::min(NR, nc - jr);
-          const P* b_panel = b_pack + jr * kcg;
+          const P* b_panel = b_pack + jr * kp;
           const T* bias = pr.bias != nullptr ? pr.bias + jc + jr : nullptr;
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t rows = std::min(kMR, mc - ir);
             T* c = pr.c + (ic + ir) * pr.N + jc + jr;
             if (rows == kMR && cols == NR) {
-              tiles.micro_kernel(kcg, a_pack + ir * kcg, b_panel, c, pr.N, bias, mode);
+              tiles.micro_kernel(kp, a_pack + ir * kp, b_panel, c, pr.N, bias, mode);
             } else {
-              edge_tile(tiles, kcg, a_pack + ir * kcg, b_panel, c, pr.N, rows, cols, bias, mode);
+              edge_tile(tiles, kp, a_pack + ir * kp, b_panel, c, pr.N, rows, cols, bias, mode);
             }
           }
         }
