@@ -15,6 +15,13 @@
 //
 // --smoke: tiny shapes, one repetition each: what CI runs, to show the benchmark still works.
 //
+// matmul-bf16/...: matmul_bf16 (bf16 operands, f32 sums) against attograd's own f32 matmul at
+// GPT-2 small's and baby's largest products, interleaved the same way, with a third side,
+// bf16-portable, that forbids vdpbf16ps (the widening path the CPUs without AVX512-BF16 run).
+// The second table gives each side's median GFLOP/s (2 M K N per product, whatever the
+// precision) and the ratio f32 time / bf16 time. Only these:
+//   build/bench/kernels_bench --benchmark_filter=matmul-bf16
+//
 // attention/...: the fused causal attention kernel (attention.h) on one head of head_dim 64 at
 // T = 8 ... 1024, forward alone and forward + backward, at 1 thread: the time grows as T², the
 // cost chapter 3 computes (docs/03-attention.md#the-cost-of-attention). Only these:
@@ -34,6 +41,7 @@
 #include <vector>
 
 #include "autograd/kernels/attention.h"
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
 #include "autograd/kernels/thread_pool.h"
@@ -96,6 +104,15 @@ std::vector<GemmCase> gpt_cases() {
   return cases;
 }
 
+// The products bf16 is measured on: GPT-2 small's MLP and lm_head, baby's MLP.
+std::vector<GemmCase> bf16_cases() {
+  std::vector<GemmCase> cases;
+  add_linear(cases, "gpt2 c_fc", 256, 768, 3072);
+  add_linear(cases, "gpt2 lm_head", 256, 768, 50257);
+  add_linear(cases, "baby c_fc", 2048, 384, 1536);
+  return cases;
+}
+
 std::vector<GemmCase> f64_cases() {
   return {{"square", 512, 512, 512, false, false},
           {"gpt2 c_fc", 256, 768, 3072, false, true},
@@ -149,6 +166,53 @@ void check_agreement(const GemmCase& g) {
                                std::to_string(ours[i]) + " vs " + std::to_string(theirs[i]));
 }
 
+// matmul_bf16 must equal attograd's f32 matmul run on the operands rounded to bf16 up to the
+// order of the f32 additions: the same 1e-4 sqrt(K) as above.
+void check_bf16_agreement(const GemmCase& g) {
+  Operands<float> ops(g);
+  std::vector<float> ours(ops.c.size()), theirs(ops.c.size());
+  k::matmul_bf16(ours.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans, g.b_trans,
+                 false);
+  for (float& v : ops.a) v = k::round_to_bf16(v);
+  for (float& v : ops.b) v = k::round_to_bf16(v);
+  k::matmul<float>(theirs.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans, g.b_trans,
+                   false);
+  const double tol = 1e-4 * std::sqrt(static_cast<double>(g.K));
+  for (size_t i = 0; i < ours.size(); ++i)
+    if (!(std::abs(static_cast<double>(ours[i]) - theirs[i]) <= tol))
+      throw std::runtime_error(std::string("matmul_bf16 disagrees with matmul on bf16 values: ") +
+                               g.what + " " + layout_name(g) + " at " + std::to_string(i) + ": " +
+                               std::to_string(ours[i]) + " vs " + std::to_string(theirs[i]));
+}
+
+// 2 M K N: the floating-point operations of one product, for the GFLOP/s counters and tables.
+double flops_of(const GemmCase& g) {
+  return 2.0 * static_cast<double>(g.M) * static_cast<double>(g.K) * static_cast<double>(g.N);
+}
+
+// The three sides of a matmul-bf16 case.
+enum class Precision { kF32, kBf16, kBf16Portable };
+
+void bench_bf16(benchmark::State& state, GemmCase g, Precision precision, int threads) {
+  Operands<float> ops(g);
+  attograd::kernels::set_num_threads(threads);
+  k::allow_avx512_bf16(precision != Precision::kBf16Portable);  // each run sets its own side
+  for (auto _ : state) {
+    if (precision == Precision::kF32) {
+      k::matmul<float>(ops.c.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans,
+                       g.b_trans, false);
+    } else {
+      k::matmul_bf16(ops.c.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans, g.b_trans,
+                     false);
+    }
+    benchmark::DoNotOptimize(ops.c.data());
+    benchmark::ClobberMemory();
+  }
+  k::allow_avx512_bf16(true);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops_of(g) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 template <typename T>
 void bench_gemm(benchmark::State& state, GemmCase g, bool blas, int threads) {
   Operands<T> ops(g);
@@ -164,10 +228,8 @@ void bench_gemm(benchmark::State& state, GemmCase g, bool blas, int threads) {
     benchmark::DoNotOptimize(ops.c.data());
     benchmark::ClobberMemory();
   }
-  const double flops =
-      2.0 * static_cast<double>(g.M) * static_cast<double>(g.K) * static_cast<double>(g.N);
   state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(flops_of(g) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // One causal attention head (B = NH = 1, Tq = Tk = T), forward alone or forward + backward,
@@ -214,9 +276,13 @@ void register_attention(const std::vector<int64_t>& lengths, int64_t HS) {
 }
 
 // Collects every repetition and, at the end, prints one line per case: median ms of each side
-// and their ratio. Benchmarks are named ".../attograd" and ".../openblas"; the rest is the case.
+// and their ratio. Benchmarks are named ".../attograd" and ".../openblas" (or ".../f32",
+// ".../bf16" and ".../bf16-portable" for the matmul-bf16 cases); the rest is the case.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
+  // The floating-point operations of one iteration of a case, for the bf16 table's GFLOP/s.
+  void set_flops(const std::string& name, double flops) { flops_[name] = flops; }
+
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
@@ -247,10 +313,38 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::printf(
           "ratio = OpenBLAS time / attograd time (> 1: attograd faster); min %.2fx, median %.2fx\n",
           *std::min_element(ratios.begin(), ratios.end()), median(ratios));
+    print_bf16_table(median);
   }
 
  private:
+  template <class Median>
+  void print_bf16_table(const Median& median) {
+    bool header = false;
+    for (const auto& [name, sides] : times_) {
+      const auto f32 = sides.find("f32"), bf16 = sides.find("bf16");
+      const auto portable = sides.find("bf16-portable");
+      if (f32 == sides.end() || bf16 == sides.end() || portable == sides.end()) continue;
+      if (!header) {
+        std::printf("\n%-44s %9s %9s %9s %8s %9s %8s\n", "case (median GFLOP/s)", "f32", "bf16",
+                    "portable", "ratio", "f32 ms", "bf16 ms");
+        header = true;
+      }
+      const double t_f32 = median(f32->second), t_bf16 = median(bf16->second);
+      const double t_portable = median(portable->second), flops = flops_[name];
+      // times are in the benchmarks' unit, ms
+      std::printf("%-44s %9.1f %9.1f %9.1f %7.2fx %9.3f %8.3f\n", name.c_str(),
+                  flops / (t_f32 * 1e6), flops / (t_bf16 * 1e6), flops / (t_portable * 1e6),
+                  t_f32 / t_bf16, t_f32, t_bf16);
+    }
+    if (header)
+      std::printf(
+          "ratio = f32 time / bf16 time (> 1: bf16 faster); portable = bf16 without "
+          "vdpbf16ps (vdpbf16ps used here: %s)\n",
+          k::matmul_bf16_uses_avx512_bf16() ? "yes" : "no");
+  }
+
   std::map<std::string, std::map<std::string, std::vector<double>>> times_;
+  std::map<std::string, double> flops_;
 };
 
 template <typename T>
@@ -268,6 +362,28 @@ void register_cases(const std::vector<GemmCase>& cases, const char* dtype,
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
       }
+  }
+}
+
+void register_bf16_cases(const std::vector<GemmCase>& cases, const std::vector<int>& thread_counts,
+                         RatioReporter& reporter) {
+  char name[160];
+  const std::pair<Precision, const char*> sides[] = {{Precision::kF32, "f32"},
+                                                     {Precision::kBf16, "bf16"},
+                                                     {Precision::kBf16Portable, "bf16-portable"}};
+  for (const GemmCase& g : cases) {
+    check_bf16_agreement(g);
+    for (const int t : thread_counts) {
+      std::snprintf(name, sizeof name, "matmul-bf16/%s/%s/%lldx%lldx%lld/t%d", g.what,
+                    layout_name(g), static_cast<long long>(g.M), static_cast<long long>(g.K),
+                    static_cast<long long>(g.N), t);
+      reporter.set_flops(name, flops_of(g));
+      for (const auto& [precision, side] : sides)
+        benchmark::RegisterBenchmark((std::string(name) + "/" + side).c_str(), bench_bf16, g,
+                                     precision, t)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
   }
 }
 
@@ -297,26 +413,28 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
 
-  std::printf("attograd kernels: Highway target %s; OpenBLAS core %s%s\n",
-              k::active_target().c_str(), openblas_get_corename(),
-              std::getenv("OPENBLAS_CORETYPE") != nullptr
-                  ? " (forced by OPENBLAS_CORETYPE: unset it)"
-                  : "");
+  std::printf(
+      "attograd kernels: Highway target %s%s; OpenBLAS core %s%s\n", k::active_target().c_str(),
+      k::matmul_bf16_uses_avx512_bf16() ? " with AVX512-BF16" : "", openblas_get_corename(),
+      std::getenv("OPENBLAS_CORETYPE") != nullptr ? " (forced by OPENBLAS_CORETYPE: unset it)"
+                                                  : "");
+  RatioReporter reporter;
   try {
     if (smoke) {
       register_cases<float>(smoke_cases(), "f32", {1, 2});
       register_cases<double>(smoke_cases(), "f64", {1});
+      register_bf16_cases(smoke_cases(), {1}, reporter);
       register_attention({8, 16}, 64);
     } else {
       register_cases<float>(gpt_cases(), "f32", {1, 2});
       register_cases<double>(f64_cases(), "f64", {1, 2});
+      register_bf16_cases(bf16_cases(), {1, 2}, reporter);
       register_attention({8, 16, 32, 64, 128, 256, 512, 1024}, 64);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernels_bench: %s\n", e.what());
     return 1;
   }
-  RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

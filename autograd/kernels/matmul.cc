@@ -27,14 +27,27 @@
 // writes. Every C[i, j] is the same sum in the same order (k blocks of KC in order, k in order
 // inside a block) whatever the piece, tile or thread, so results do not depend on the number of
 // threads.
+//
+// bf16 (matmul_bf16): the same loops with other tiles (Bf16Tiles below). Packing rounds each f32
+// to bf16 and stores the k's in pairs, the operand layout of AVX512-BF16's vdpbf16ps, which the
+// micro-kernel runs on where the CPU has it; elsewhere the micro-kernel widens the pairs back to
+// f32 and runs FMAs. Either way packed panels are half the bytes of f32 ones.
 #include "autograd/kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/dispatch.h"
+
+namespace attograd::kernels::detail {
+// Whether the AVX3 target may run matmul_bf16 on vdpbf16ps: the CPU has AVX512-BF16 and
+// allow_avx512_bf16 has not turned it off. Defined once, in the HWY_ONCE part below.
+bool avx512_bf16_enabled();
+}  // namespace attograd::kernels::detail
 
 // Highway's per-target includes, in the order its skeleton.cc gives (foreach_target.h
 // re-includes this file once per target): never sorted.
@@ -102,19 +115,22 @@ inline int64_t pieces_of(int64_t work, int64_t units) {
   return std::clamp<int64_t>(work / (kParallelMinWork / 2), 1, std::min(units, kMaxPieces));
 }
 
-template <typename T>
 struct Blocking {
   int64_t NR;  // columns of the register tile
   int64_t MC;  // rows of an A block, a multiple of kMR
   int64_t NC;  // columns of a B panel, a multiple of NR
 };
 
-template <typename T>
-Blocking<T> blocking() {
-  const hn::ScalableTag<T> d;
+// The blocks of a kind of tiles (PlainTiles, Bf16Tiles below): the same bytes of packed data
+// whatever the packed element, the register tile as wide as two vectors of C's element.
+template <class Tiles>
+Blocking blocking() {
+  const hn::ScalableTag<typename Tiles::Acc> d;
+  // bytes of one packed line of a k block
+  constexpr size_t kPanelK = Tiles::kBlockK / Tiles::kGroup * sizeof(typename Tiles::Packed);
   const int64_t NR = kNV * static_cast<int64_t>(hn::Lanes(d));
-  const int64_t mc = static_cast<int64_t>(kABlockBytes / (kKC * sizeof(T)));
-  const int64_t nc = static_cast<int64_t>(kBPanelBytes / (kKC * sizeof(T)));
+  const int64_t mc = static_cast<int64_t>(kABlockBytes / kPanelK);
+  const int64_t nc = static_cast<int64_t>(kBPanelBytes / kPanelK);
   return {NR, std::max<int64_t>(kMR, mc / kMR * kMR), std::max<int64_t>(NR, nc / NR * NR)};
 }
 
@@ -142,6 +158,24 @@ struct Problem {
   }
 };
 
+// The problem of matmul's arguments (matmul.h).
+template <typename T>
+Problem<T> problem_of(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
+                      bool b_trans, bool accumulate, const T* bias) {
+  return {c,
+          a,
+          b,
+          bias,
+          M,
+          K,
+          N,
+          a_trans ? 1 : K,
+          a_trans ? M : 1,  // A(i, k)
+          b_trans ? 1 : N,
+          b_trans ? K : 1,  // B(k, j)
+          accumulate};
+}
+
 // ---- Packing -----------------------------------------------------------------------------------
 
 // dst[k * ld_dst + r] = src[r * ld_src + k] for r < rows, k < kc: the transposing copy that packs
@@ -153,6 +187,28 @@ void transpose_copy_scalar(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RES
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < kc; ++k) dst[k * ld_dst + r] = src[r * ld_src + k];
 }
+
+#if HWY_TARGET != HWY_SCALAR
+// The 4 x 4 block src[r * ld + k] (r, k < 4) of 32-bit lanes, transposed in registers: t[k]
+// holds rows 0..3 at k.
+template <class D>
+HWY_INLINE void transpose_4x4(D d, const hn::TFromD<D>* HWY_RESTRICT src, int64_t ld,
+                              hn::Vec<D> t[4]) {
+  static_assert(hn::MaxLanes(D()) == 4, "one 128-bit vector of 32-bit lanes per row");
+  // rows a, b, c, e of 4 k's each -> 4 k's of 4 rows each
+  const auto a = hn::LoadU(d, src), b = hn::LoadU(d, src + ld);
+  const auto c = hn::LoadU(d, src + 2 * ld), e = hn::LoadU(d, src + 3 * ld);
+  const hn::Repartition<uint64_t, D> d64;
+  const auto ab_lo = hn::BitCast(d64, hn::InterleaveLower(d, a, b));  // a0 b0 a1 b1
+  const auto ce_lo = hn::BitCast(d64, hn::InterleaveLower(d, c, e));  // c0 e0 c1 e1
+  const auto ab_hi = hn::BitCast(d64, hn::InterleaveUpper(d, a, b));  // a2 b2 a3 b3
+  const auto ce_hi = hn::BitCast(d64, hn::InterleaveUpper(d, c, e));  // c2 e2 c3 e3
+  t[0] = hn::BitCast(d, hn::InterleaveLower(d64, ab_lo, ce_lo));
+  t[1] = hn::BitCast(d, hn::InterleaveUpper(d64, ab_lo, ce_lo));
+  t[2] = hn::BitCast(d, hn::InterleaveLower(d64, ab_hi, ce_hi));
+  t[3] = hn::BitCast(d, hn::InterleaveUpper(d64, ab_hi, ce_hi));
+}
+#endif
 
 // The same, L x L blocks at a time with one 128-bit vector per row of a block (L = 4 floats or 2
 // doubles): L loads, an in-register transpose, L stores; the leftover rows and k's go through
@@ -173,18 +229,9 @@ void transpose_copy(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RESTRICT s
     T* o = dst + r;
     for (int64_t k = 0; k < kc_l; k += L) {
       if constexpr (L == 4) {
-        // rows a, b, c, e of 4 k's each -> 4 k's of 4 rows each
-        const auto a = hn::LoadU(d, s + k), b = hn::LoadU(d, s + ld_src + k);
-        const auto c = hn::LoadU(d, s + 2 * ld_src + k), e = hn::LoadU(d, s + 3 * ld_src + k);
-        const hn::Repartition<uint64_t, decltype(d)> d64;
-        const auto ab_lo = hn::BitCast(d64, hn::InterleaveLower(d, a, b));  // a0 b0 a1 b1
-        const auto ce_lo = hn::BitCast(d64, hn::InterleaveLower(d, c, e));  // c0 e0 c1 e1
-        const auto ab_hi = hn::BitCast(d64, hn::InterleaveUpper(d, a, b));  // a2 b2 a3 b3
-        const auto ce_hi = hn::BitCast(d64, hn::InterleaveUpper(d, c, e));  // c2 e2 c3 e3
-        hn::StoreU(hn::BitCast(d, hn::InterleaveLower(d64, ab_lo, ce_lo)), d, o + (k + 0) * ld_dst);
-        hn::StoreU(hn::BitCast(d, hn::InterleaveUpper(d64, ab_lo, ce_lo)), d, o + (k + 1) * ld_dst);
-        hn::StoreU(hn::BitCast(d, hn::InterleaveLower(d64, ab_hi, ce_hi)), d, o + (k + 2) * ld_dst);
-        hn::StoreU(hn::BitCast(d, hn::InterleaveUpper(d64, ab_hi, ce_hi)), d, o + (k + 3) * ld_dst);
+        hn::Vec<decltype(d)> t[4];
+        transpose_4x4(d, s + k, ld_src, t);
+        for (int64_t i = 0; i < 4; ++i) hn::StoreU(t[i], d, o + (k + i) * ld_dst);
       } else {
         static_assert(L == 2, "128-bit blocks of float or double");
         const auto a = hn::LoadU(d, s + k), b = hn::LoadU(d, s + ld_src + k);
@@ -233,55 +280,100 @@ HWY_NOINLINE void pack_panels(T* HWY_RESTRICT dst, int64_t width, const T* src, 
   }
 }
 
-// A[i0 : i0+mc, k0 : k0+kc] into micro-panels of kMR rows, k-major.
-template <typename T>
-void pack_a(T* dst, const Problem<T>& pr, int64_t i0, int64_t mc, int64_t k0, int64_t kc) {
-  pack_panels(dst, kMR, pr.a + i0 * pr.a_row + k0 * pr.a_col, pr.a_row, pr.a_col, mc, kc);
+// ---- Packing to bf16 ----------------------------------------------------------------------------
+// pack_panels' layout with every value rounded to bf16 on the way and the k's in pairs: a packed
+// element is a uint32_t holding one line's bf16 at k (lower half) and k + 1 (upper half), k even,
+// and a panel holds, pair by pair, its `width` lines' pairs contiguous; an odd kc is padded with a
+// zero k. That is vdpbf16ps' operand layout (f32 lane i multiplies elements 2i and 2i + 1 of its
+// two operands and adds both products), so a B vector is one pair of 16 columns and an A
+// broadcast one pair of a row.
+
+// Scalar: panel[q * width + w] = the bf16 pair of line w at k's 2q, 2q + 1 (bf16_from_f32), for
+// lines [w0, w1) and pairs [q0, q1); zero for a line >= n or a k >= kc (the padding). The
+// specification of pack_bf16_panels, and its edges.
+void pack_bf16_block(uint32_t* HWY_RESTRICT panel, int64_t width, const float* HWY_RESTRICT s,
+                     int64_t line_stride, int64_t k_stride, int64_t n, int64_t kc, int64_t w0,
+                     int64_t w1, int64_t q0, int64_t q1) {
+  auto bf16_at = [&](int64_t w, int64_t k) -> uint32_t {
+    return w < n && k < kc ? bf16_from_f32(s[w * line_stride + k * k_stride]) : 0u;
+  };
+  for (int64_t q = q0; q < q1; ++q)
+    for (int64_t w = w0; w < w1; ++w)
+      panel[q * width + w] = bf16_at(w, 2 * q) | bf16_at(w, 2 * q + 1) << 16;
 }
 
-// B[k0 : k0+kc, j0 : j0+nc] into micro-panels of NR columns, k-major.
-template <typename T>
-void pack_b(T* dst, const Problem<T>& pr, int64_t NR, int64_t k0, int64_t kc, int64_t j0,
-            int64_t nc) {
-  pack_panels(dst, NR, pr.b + k0 * pr.b_row + j0 * pr.b_col, pr.b_col, pr.b_row, nc, kc);
+#if HWY_TARGET != HWY_SCALAR
+// bf16_from_f32 of each lane, in the upper 16 bits of a 32-bit lane (the lower 16 are left over).
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<D>> bf16_in_upper_half(D /*d*/, hn::Vec<D> x) {
+  const hn::RebindToUnsigned<D> du;
+  const auto bits = hn::BitCast(du, x);
+  const auto lowest_kept = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const auto rounded = hn::Add(bits, hn::Add(lowest_kept, hn::Set(du, 0x7FFFu)));
+  return hn::IfThenElse(hn::RebindMask(du, hn::Eq(x, x)), rounded, hn::Set(du, 0x7FC00000u));
 }
 
-// All of one operand (lines = M for A, N for B, all of K) packed once for every piece of a
-// threaded product: k blocks of kKC one after the other, block pc at dst + pc * round_up(lines,
-// width), and in it the panel of line l (a multiple of width) at + l * kc, as pack_a/pack_b lay
-// out a block. Without it each piece of C packed the other operand again: 8 pieces at 2 threads
-// spent 36% more time packing than OpenMP's one piece per thread (nano, perf), and GPT-2 small's
-// dx = dy W of the lm_head (K = 50,257) copied its 51 MB dy eight times a step. The packing runs
-// as its own parallel loop, in groups of 8 panels per k block.
-struct PackedAllTag {};
+// The bf16 pairs of the lanes of `even` (at k) and `odd` (at k + 1), stored to dst.
+template <class D>
+HWY_INLINE void store_bf16_pairs(D d, hn::Vec<D> even, hn::Vec<D> odd, uint32_t* dst) {
+  const hn::RebindToUnsigned<D> du;
+  hn::StoreU(hn::Or(hn::ShiftRight<16>(bf16_in_upper_half(d, even)),
+                    hn::And(bf16_in_upper_half(d, odd), hn::Set(du, 0xFFFF0000u))),
+             du, dst);
+}
 
-inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+// The pairs of one panel's lines, line by line (staged[w * pairs + q]), before their transpose.
+struct StagedPairs {};
+#endif
 
-// An operand packed by pack_all (data null: none).
-template <typename T>
-struct PackedAll {
-  const T* data = nullptr;
-  int64_t lines_padded = 0;
-  // The packed block of k block pc, from line l.
-  const T* block(int64_t pc, int64_t l, int64_t kc) const {
-    return data + pc * lines_padded + l * kc;
+// Packs `lines` lines, kc k's each, into bf16 micro-panels of `width` lines (the layout above),
+// with pack_panels' arguments and its two cases:
+//   line_stride == 1 (the values of one k contiguous): vectors along the lines, the values at k
+//     and k + 1 rounded and paired;
+//   k_stride == 1 (each line along k): each line rounded and paired along k in whole vectors
+//     (LoadInterleaved2 splits even and odd k's) into a per-thread buffer that stays in L1, then
+//     the pairs transposed 4 x 4 into the panel (transpose_copy on 32-bit pairs: half the
+//     shuffles of transposing the f32 values, and the rounding runs on full vectors).
+HWY_NOINLINE void pack_bf16_panels(uint32_t* HWY_RESTRICT dst, int64_t width, const float* src,
+                                   int64_t line_stride, int64_t k_stride, int64_t lines,
+                                   int64_t kc) {
+  const int64_t pairs = (kc + 1) / 2;
+  for (int64_t p = 0; p < lines; p += width) {
+    const int64_t n = std::min(width, lines - p);
+    uint32_t* panel = dst + p * pairs;
+    const float* s = src + p * line_stride;
+#if HWY_TARGET == HWY_SCALAR
+    pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, 0, width, 0, pairs);
+#else
+    if (line_stride == 1) {
+      // Whole vectors, then narrower ones (an A panel is 14 rows: 8 + 4 + 2 floats on AVX-512).
+      for (int64_t k = 0; k < kc; k += 2) {
+        const float* even = s + k * k_stride;
+        for_each_vector<float>(0, n, [&](auto dv, int64_t w) HWY_ATTR {
+          const auto odd = k + 1 < kc ? hn::LoadU(dv, even + k_stride + w) : hn::Zero(dv);
+          store_bf16_pairs(dv, hn::LoadU(dv, even + w), odd, panel + k / 2 * width + w);
+        });
+      }
+      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
+    } else {
+      const hn::ScalableTag<float> d;
+      const int64_t V = static_cast<int64_t>(hn::Lanes(d)), kc_v = kc / (2 * V) * (2 * V);
+      uint32_t* staged = thread_scratch<uint32_t, StagedPairs>(static_cast<size_t>(n * pairs));
+      for (int64_t w = 0; w < n; ++w) {
+        const float* line = s + w * line_stride;
+        uint32_t* to = staged + w * pairs;
+        for (int64_t k = 0; k < kc_v; k += 2 * V) {
+          hn::Vec<decltype(d)> even, odd;
+          hn::LoadInterleaved2(d, line + k, even, odd);
+          store_bf16_pairs(d, even, odd, to + k / 2);
+        }
+        pack_bf16_block(to, 1, line, 0, 1, 1, kc, 0, 1, kc_v / 2, pairs);
+      }
+      transpose_copy(panel, width, staged, pairs, n, pairs);
+      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
+    }
+#endif
   }
-};
-
-template <typename T>
-PackedAll<T> pack_all(int64_t width, const T* src, int64_t line_stride, int64_t k_stride,
-                      int64_t lines, int64_t K) {
-  const int64_t lines_padded = round_up(lines, width);
-  T* dst = thread_scratch<T, PackedAllTag>(static_cast<size_t>(lines_padded * K));
-  const int64_t group = 8 * width;
-  const int64_t groups = (lines + group - 1) / group, blocks = (K + kKC - 1) / kKC;
-  for_range(groups * blocks, true, [&](int64_t t) HWY_ATTR {
-    const int64_t pc = t / groups * kKC, l0 = t % groups * group;
-    const int64_t kc = std::min(kKC, K - pc);
-    pack_panels(dst + pc * lines_padded + l0 * kc, width, src + pc * k_stride + l0 * line_stride,
-                line_stride, k_stride, std::min(group, lines - l0), kc);
-  });
-  return {dst, lines_padded};
 }
 
 // ---- Micro-kernel ------------------------------------------------------------------------------
@@ -314,48 +406,189 @@ HWY_INLINE void store_row(D d, V v0, V v1, T* HWY_RESTRICT c_row, const T* bias,
   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 static_assert(kMR <= 14, "ATTOGRAD_GEMM_TILE_ROWS lists 14 rows");
 
+// Row r of a Highway register tile (micro_kernel_fma, micro_kernel_bf16_widen): its two
+// accumulators c<r>0, c<r>1 zeroed, and stored to C's row r (store_row) at the end.
+#define ATTOGRAD_GEMM_ZERO(r) \
+  auto c##r##0 = hn::Zero(d); \
+  auto c##r##1 = hn::Zero(d);
+#define ATTOGRAD_GEMM_STORE(r) \
+  if constexpr (r < kMR) store_row(d, c##r##0, c##r##1, c + r * ldc, bias, mode);
+// Row r's two accumulators += a_r (a broadcast) times the two vectors of B.
+#define ATTOGRAD_GEMM_MUL_ADD(r, a_r, b0, b1) \
+  c##r##0 = hn::MulAdd(a_r, b0, c##r##0);     \
+  c##r##1 = hn::MulAdd(a_r, b1, c##r##1);
+
 // tile (kMR x 2 Lanes, row stride ldc) (+)=
 //     A micro-panel (kc x kMR) @ B micro-panel (kc x 2 Lanes).
 // Row r keeps its two accumulators c<r>0, c<r>1 in registers for the whole k loop.
 template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void micro_kernel(D d, int64_t kc, const T* HWY_RESTRICT a, const T* HWY_RESTRICT b,
-                             T* HWY_RESTRICT c, int64_t ldc, const T* bias, StoreMode mode) {
+HWY_INLINE void micro_kernel_fma(D d, int64_t kc, const T* HWY_RESTRICT a, const T* HWY_RESTRICT b,
+                                 T* HWY_RESTRICT c, int64_t ldc, const T* bias, StoreMode mode) {
   const size_t N = hn::Lanes(d);
-#define ATTOGRAD_GEMM_ZERO(r) \
-  auto c##r##0 = hn::Zero(d); \
-  auto c##r##1 = hn::Zero(d);
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
-#undef ATTOGRAD_GEMM_ZERO
   for (int64_t k = 0; k < kc; ++k) {
     const auto b0 = hn::Load(d, b);
     const auto b1 = hn::Load(d, b + N);
-#define ATTOGRAD_GEMM_FMA(r)                \
-  if constexpr (r < kMR) {                  \
-    const auto a_r = hn::Set(d, a[r]);      \
-    c##r##0 = hn::MulAdd(a_r, b0, c##r##0); \
-    c##r##1 = hn::MulAdd(a_r, b1, c##r##1); \
+#define ATTOGRAD_GEMM_FMA(r)                           \
+  if constexpr (r < kMR) {                             \
+    ATTOGRAD_GEMM_MUL_ADD(r, hn::Set(d, a[r]), b0, b1) \
   }
     ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_FMA)
 #undef ATTOGRAD_GEMM_FMA
     a += kMR;
     b += 2 * N;
   }
+  ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_STORE)
+}
+
+// The same tile from bf16 micro-panels (pack_bf16_panels, `pairs` pairs of k's), on any target:
+// each bf16 widened to f32 (its bits moved to the upper half: Highway's PromoteTo, done on the
+// pair) and fed to FMAs, k in order. A product of two bf16 is exact in f32, so for one k block
+// this is the scalar twin's sum bit for bit.
+template <class D>
+HWY_INLINE void micro_kernel_bf16_widen(D d, int64_t pairs, const uint32_t* HWY_RESTRICT a,
+                                        const uint32_t* HWY_RESTRICT b, float* HWY_RESTRICT c,
+                                        int64_t ldc, const float* bias, StoreMode mode) {
+  const hn::RebindToUnsigned<D> du;
+  const size_t N = hn::Lanes(d);
+  const auto upper = hn::Set(du, 0xFFFF0000u);
+  const auto even_of = [&](auto pairs)
+                           HWY_ATTR { return hn::BitCast(d, hn::ShiftLeft<16>(pairs)); };
+  const auto odd_of = [&](auto pairs) HWY_ATTR { return hn::BitCast(d, hn::And(pairs, upper)); };
+  ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
+  for (int64_t q = 0; q < pairs; ++q) {
+    const auto b0 = hn::LoadU(du, b), b1 = hn::LoadU(du, b + N);  // 2 N columns' pairs
+    const auto b0_even = even_of(b0), b1_even = even_of(b1);
+    const auto b0_odd = odd_of(b0), b1_odd = odd_of(b1);
+#define ATTOGRAD_GEMM_FMA(r)                                 \
+  if constexpr (r < kMR) {                                   \
+    const auto a_r = hn::Set(du, a[r]);                      \
+    ATTOGRAD_GEMM_MUL_ADD(r, even_of(a_r), b0_even, b1_even) \
+    ATTOGRAD_GEMM_MUL_ADD(r, odd_of(a_r), b0_odd, b1_odd)    \
+  }
+    ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_FMA)
+#undef ATTOGRAD_GEMM_FMA
+    a += kMR;
+    b += 2 * N;
+  }
+  ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_STORE)
+}
+
+#undef ATTOGRAD_GEMM_ZERO
+#undef ATTOGRAD_GEMM_STORE
+#undef ATTOGRAD_GEMM_MUL_ADD
+
+#if HWY_TARGET <= HWY_AVX3
+// The same tile with AVX512-BF16's vdpbf16ps (_mm512_dpbf16_ps; Highway 1.0.3 has no op for it):
+// f32 lane i of the accumulator += a[2i] b[2i] + a[2i + 1] b[2i + 1], the two k's of a pair for
+// one (row, column), so one instruction does the multiply-adds of two FMAs. Compiled for this
+// target plus avx512bf16 (the function's own target attribute: the rest of the file must run
+// without it), and called only where detail::avx512_bf16_enabled() said the CPU has it.
+// vdpbf16ps flushes subnormal inputs and results to zero and may round its two additions in
+// another order than the twin, which adds k before k + 1.
+__attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void micro_kernel_dpbf16(
+    int64_t pairs, const uint32_t* HWY_RESTRICT a, const uint32_t* HWY_RESTRICT b,
+    float* HWY_RESTRICT c, int64_t ldc, const float* bias, StoreMode mode) {
+  const hn::Full512<float> d;
+  constexpr int64_t N = 16;  // f32 lanes; a B vector holds one pair of N columns
+#define ATTOGRAD_GEMM_ZERO(r)           \
+  __m512 c##r##0 = _mm512_setzero_ps(); \
+  __m512 c##r##1 = _mm512_setzero_ps();
+  ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
+#undef ATTOGRAD_GEMM_ZERO
+  for (int64_t q = 0; q < pairs; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + N);
+#define ATTOGRAD_GEMM_DP(r)                                                   \
+  if constexpr (r < kMR) {                                                    \
+    const __m512bh a_r = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r])); \
+    c##r##0 = _mm512_dpbf16_ps(c##r##0, a_r, b0);                             \
+    c##r##1 = _mm512_dpbf16_ps(c##r##1, a_r, b1);                             \
+  }
+    ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_DP)
+#undef ATTOGRAD_GEMM_DP
+    a += kMR;
+    b += 2 * N;
+  }
 #define ATTOGRAD_GEMM_STORE(r) \
-  if constexpr (r < kMR) store_row(d, c##r##0, c##r##1, c + r * ldc, bias, mode);
+  if constexpr (r < kMR)       \
+    store_row(d, hn::Vec512<float>{c##r##0}, hn::Vec512<float>{c##r##1}, c + r * ldc, bias, mode);
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_STORE)
 #undef ATTOGRAD_GEMM_STORE
+}
+#endif
+
+// ---- Tiles: what the five loops pack and multiply
+// ------------------------------------------------ The five loops (gemm_rectangle) are the same for
+// every precision; a kind of tiles says how panels are packed and multiplied:
+//   Packed, Acc   the element of a packed panel, and of C and the register tile;
+//   kGroup        k's per packed element (a line of kc k's is ceil(kc / kGroup) elements);
+//   kBlockK       k's per cache block, the blocks C's sums are split in (top of this file);
+//   pack(dst, width, src, line_stride, k_stride, lines, kc)   as pack_panels;
+//   micro_kernel(steps, a, b, c, ldc, bias, mode)   a whole kMR x NR tile from panels of
+//                 `steps` packed elements per line.
+
+// f32 or f64, packed as they are, one k per step: matmul.
+template <typename T>
+struct PlainTiles {
+  using Packed = T;
+  using Acc = T;
+  static constexpr int64_t kGroup = 1;
+  static constexpr int64_t kBlockK = kKC;
+  void pack(T* dst, int64_t width, const T* src, int64_t line_stride, int64_t k_stride,
+            int64_t lines, int64_t kc) const {
+    pack_panels(dst, width, src, line_stride, k_stride, lines, kc);
+  }
+  void micro_kernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, const T* bias,
+                    StoreMode mode) const {
+    micro_kernel_fma(hn::ScalableTag<T>(), kc, a, b, c, ldc, bias, mode);
+  }
+};
+
+// f32 operands rounded to bf16 pairs, products summed in f32: matmul_bf16.
+struct Bf16Tiles {
+  using Packed = uint32_t;  // a pair of bf16 (pack_bf16_panels)
+  using Acc = float;
+  static constexpr int64_t kGroup = 2;
+  static constexpr int64_t kBlockK = kKC;
+  bool avx512_bf16;  // micro_kernel_dpbf16 (AVX3 only), else micro_kernel_bf16_widen
+  void pack(uint32_t* dst, int64_t width, const float* src, int64_t line_stride, int64_t k_stride,
+            int64_t lines, int64_t kc) const {
+    pack_bf16_panels(dst, width, src, line_stride, k_stride, lines, kc);
+  }
+  void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
+                    const float* bias, StoreMode mode) const {
+#if HWY_TARGET <= HWY_AVX3
+    if (avx512_bf16) return micro_kernel_dpbf16(pairs, a, b, c, ldc, bias, mode);
+#endif
+    micro_kernel_bf16_widen(hn::ScalableTag<float>(), pairs, a, b, c, ldc, bias, mode);
+  }
+};
+
+// A[i0 : i0+mc, k0 : k0+kc] into micro-panels of kMR rows, k-major.
+template <class Tiles, typename T>
+void pack_a(const Tiles& tiles, typename Tiles::Packed* dst, const Problem<T>& pr, int64_t i0,
+            int64_t mc, int64_t k0, int64_t kc) {
+  tiles.pack(dst, kMR, pr.a + i0 * pr.a_row + k0 * pr.a_col, pr.a_row, pr.a_col, mc, kc);
+}
+
+// B[k0 : k0+kc, j0 : j0+nc] into micro-panels of NR columns, k-major.
+template <class Tiles, typename T>
+void pack_b(const Tiles& tiles, typename Tiles::Packed* dst, const Problem<T>& pr, int64_t NR,
+            int64_t k0, int64_t kc, int64_t j0, int64_t nc) {
+  tiles.pack(dst, NR, pr.b + k0 * pr.b_row + j0 * pr.b_col, pr.b_col, pr.b_row, nc, kc);
 }
 
 // A tile at the bottom or right edge of C (rows < kMR or cols < NR): computed whole into a
 // buffer from the zero-padded panels, then only its valid part is stored.
-template <typename T>
-void edge_tile(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t rows, int64_t cols,
-               const T* bias, StoreMode mode) {
+template <class Tiles, typename T = typename Tiles::Acc, typename P = typename Tiles::Packed>
+void edge_tile(const Tiles& tiles, int64_t kp, const P* a, const P* b, T* c, int64_t ldc,
+               int64_t rows, int64_t cols, const T* bias, StoreMode mode) {
   const hn::ScalableTag<T> d;
   constexpr size_t kMaxNR = kNV * hn::MaxLanes(hn::ScalableTag<T>());
   HWY_ALIGN T tile[kMR * kMaxNR];
   const int64_t NR = kNV * static_cast<int64_t>(hn::Lanes(d));
-  micro_kernel(d, kc, a, b, tile, NR, static_cast<const T*>(nullptr), StoreMode{false, false});
+  tiles.micro_kernel(kp, a, b, tile, NR, static_cast<const T*>(nullptr), StoreMode{false, false});
   for (int64_t r = 0; r < rows; ++r) {
     T* c_row = c + r * ldc;
     for (int64_t j = 0; j < cols; ++j) {
@@ -363,6 +596,60 @@ void edge_tile(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t ro
       c_row[j] = mode.add ? c_row[j] + v : v;
     }
   }
+}
+
+// All of one operand (lines = M for A, N for B, all of K) packed once for every piece of a
+// threaded product: its k blocks one after the other, each as pack_a/pack_b lay out a block (the
+// panel of line l, a multiple of width, at l * kp packed elements, kp per line), block pc at
+// (pc / kBlockK) * lines_padded * ceil(kBlockK / kGroup). Without it each piece of C packed the
+// other operand again: 8 pieces at 2 threads spent 36% more time packing than OpenMP's one piece
+// per thread (nano, perf), and GPT-2 small's dx = dy W of the lm_head (K = 50,257) copied its
+// 51 MB dy eight times a step. The packing runs as its own parallel loop, in groups of 8 panels
+// per k block.
+struct PackedAllTag {};
+
+inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// An operand packed by pack_all (data null: none).
+template <typename P>
+struct PackedAll {
+  const P* data = nullptr;
+  int64_t block_stride = 0;  // packed elements per k block: lines_padded * ceil(kBlockK / kGroup)
+  int64_t block_k = 1;       // k's per block (kBlockK)
+  // k block pc's panels from line l, kp packed elements per line.
+  const P* block(int64_t pc, int64_t l, int64_t kp) const {
+    return data + pc / block_k * block_stride + l * kp;
+  }
+};
+
+// Bytes pack_all needs for `lines` lines of K k's.
+template <class Tiles>
+int64_t pack_all_bytes(int64_t width, int64_t lines, int64_t K) {
+  constexpr int64_t KC = Tiles::kBlockK, G = Tiles::kGroup;
+  const int64_t blocks = (K + KC - 1) / KC;
+  return blocks * round_up(lines, width) * ((KC + G - 1) / G) *
+         static_cast<int64_t>(sizeof(typename Tiles::Packed));
+}
+
+template <class Tiles, typename T>
+PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, int64_t width, const T* src,
+                                           int64_t line_stride, int64_t k_stride, int64_t lines,
+                                           int64_t K) {
+  using P = typename Tiles::Packed;
+  constexpr int64_t KC = Tiles::kBlockK, G = Tiles::kGroup;
+  const int64_t block_stride = round_up(lines, width) * ((KC + G - 1) / G);
+  const int64_t blocks = (K + KC - 1) / KC;
+  P* dst = thread_scratch<P, PackedAllTag>(static_cast<size_t>(blocks * block_stride));
+  const int64_t group = 8 * width;
+  const int64_t groups = (lines + group - 1) / group;
+  for_range(groups * blocks, true, [&](int64_t t) HWY_ATTR {
+    const int64_t pc = t / groups * KC, l0 = t % groups * group;
+    const int64_t kc = std::min(KC, K - pc), kp = (kc + G - 1) / G;
+    tiles.pack(dst + t / groups * block_stride + l0 * kp, width,
+               src + pc * k_stride + l0 * line_stride, line_stride, k_stride,
+               std::min(group, lines - l0), kc);
+  });
+  return {dst, block_stride, KC};
 }
 
 // ---- The five loops ----------------------------------------------------------------------------
@@ -373,57 +660,88 @@ struct PackedB {};
 
 // C[i_begin : i_end, j_begin : j_end], all of K: one thread's rectangle. a_all (all of A, as
 // pack_all lays it out) or b_all, when given, replaces packing that operand here.
-template <typename T>
-void gemm_rectangle(const Problem<T>& pr, int64_t i_begin, int64_t i_end, int64_t j_begin,
-                    int64_t j_end, PackedAll<T> a_all = {}, PackedAll<T> b_all = {}) {
-  const hn::ScalableTag<T> d;
-  const Blocking<T> bl = blocking<T>();
-  const int64_t NR = bl.NR;
+template <class Tiles, typename T>
+void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, int64_t i_end,
+                    int64_t j_begin, int64_t j_end, PackedAll<typename Tiles::Packed> a_all = {},
+                    PackedAll<typename Tiles::Packed> b_all = {}) {
+  using P = typename Tiles::Packed;
+  const Blocking bl = blocking<Tiles>();
+  const int64_t NR = bl.NR, KC = Tiles::kBlockK, G = Tiles::kGroup;
   // The packing buffers are sized for the whole C, not this piece: any thread may take any
   // piece, and a buffer sized by the piece would grow again the first time a thread took a
   // larger one, in the middle of training.
   const int64_t mc_max = std::min(bl.MC, (pr.M + kMR - 1) / kMR * kMR);
   const int64_t nc_max = std::min(bl.NC, (pr.N + NR - 1) / NR * NR);
-  const int64_t kc_max = std::min(kKC, pr.K);
-  T* a_pack = thread_scratch<T, PackedA>(static_cast<size_t>(mc_max * kc_max));
-  T* b_pack = thread_scratch<T, PackedB>(static_cast<size_t>(nc_max * kc_max));
+  const int64_t kc_max = (std::min(KC, pr.K) + G - 1) / G;  // packed elements per line
+  P* a_pack = thread_scratch<P, PackedA>(static_cast<size_t>(mc_max * kc_max));
+  P* b_pack = thread_scratch<P, PackedB>(static_cast<size_t>(nc_max * kc_max));
 
   for (int64_t jc = j_begin; jc < j_end; jc += bl.NC) {
     const int64_t nc = std::min(bl.NC, j_end - jc);
-    for (int64_t pc = 0; pc < pr.K; pc += kKC) {
-      const int64_t kc = std::min(kKC, pr.K - pc);
+    for (int64_t pc = 0; pc < pr.K; pc += KC) {
+      const int64_t kc = std::min(KC, pr.K - pc);
+      const int64_t kp = (kc + G - 1) / G;  // packed elements per line
       const StoreMode mode{pc > 0 || pr.accumulate, pc == 0 && pr.bias != nullptr};
-      const T* b_block = b_pack;
+      const P* b_block = b_pack;
       if (b_all.data != nullptr) {
-        b_block = b_all.block(pc, jc, kc);
+        b_block = b_all.block(pc, jc, kp);
       } else {
-        pack_b(b_pack, pr, NR, pc, kc, jc, nc);
+        pack_b(tiles, b_pack, pr, NR, pc, kc, jc, nc);
       }
       for (int64_t ic = i_begin; ic < i_end; ic += bl.MC) {
         const int64_t mc = std::min(bl.MC, i_end - ic);
-        const T* a_block = a_pack;
+        const P* a_block = a_pack;
         if (a_all.data != nullptr) {
-          a_block = a_all.block(pc, ic, kc);
+          a_block = a_all.block(pc, ic, kp);
         } else {
-          pack_a(a_pack, pr, ic, mc, pc, kc);
+          pack_a(tiles, a_pack, pr, ic, mc, pc, kc);
         }
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int64_t cols = std::min(NR, nc - jr);
-          const T* b_panel = b_block + jr * kc;
+          const P* b_panel = b_block + jr * kp;
           const T* bias = pr.bias != nullptr ? pr.bias + jc + jr : nullptr;
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t rows = std::min(kMR, mc - ir);
             T* c = pr.c + (ic + ir) * pr.N + jc + jr;
             if (rows == kMR && cols == NR) {
-              micro_kernel(d, kc, a_block + ir * kc, b_panel, c, pr.N, bias, mode);
+              tiles.micro_kernel(kp, a_block + ir * kp, b_panel, c, pr.N, bias, mode);
             } else {
-              edge_tile(kc, a_block + ir * kc, b_panel, c, pr.N, rows, cols, bias, mode);
+              edge_tile(tiles, kp, a_block + ir * kp, b_panel, c, pr.N, rows, cols, bias, mode);
             }
           }
         }
       }
     }
   }
+}
+
+// The packed kernel on columns [0, n) of C, in pieces for the threads cut along the longer side
+// of C in whole tiles (so a piece's edge tiles are only those of C itself).
+template <class Tiles, typename T>
+void gemm_packed(const Tiles& tiles, const Problem<T>& pr, int64_t n) {
+  const int64_t NR = blocking<Tiles>().NR, M = pr.M;
+  const bool split_m = M >= n;
+  const int64_t unit = split_m ? kMR : NR;
+  const int64_t units = ((split_m ? M : n) + unit - 1) / unit;
+  const int64_t parts = pieces_of(M * n * pr.K, units);
+  // With several pieces, the operand that every piece reads whole (B when the pieces are row
+  // blocks, A when they are column blocks) is packed once, up to kPackAllBytes (a copy of it).
+  using Packed = PackedAll<typename Tiles::Packed>;
+  const bool pack_once =
+      parts > 1 && (split_m ? pack_all_bytes<Tiles>(NR, n, pr.K)
+                            : pack_all_bytes<Tiles>(kMR, M, pr.K)) <= kPackAllBytes;
+  const Packed a_all =
+      pack_once && !split_m ? pack_all(tiles, kMR, pr.a, pr.a_row, pr.a_col, M, pr.K) : Packed{};
+  const Packed b_all =
+      pack_once && split_m ? pack_all(tiles, NR, pr.b, pr.b_col, pr.b_row, n, pr.K) : Packed{};
+  for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
+    const int64_t u0 = units * p / parts, u1 = units * (p + 1) / parts;
+    if (split_m) {
+      gemm_rectangle(tiles, pr, u0 * kMR, std::min(M, u1 * kMR), 0, n, a_all, b_all);
+    } else {
+      gemm_rectangle(tiles, pr, 0, M, u0 * NR, std::min(n, u1 * NR), a_all, b_all);
+    }
+  });
 }
 
 // K = 0: the product is empty, C = bias (or 0), or C += bias when accumulating.
@@ -573,18 +891,7 @@ template <typename T>
 void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
                  bool b_trans, bool accumulate, const T* bias) {
   if (M == 0 || N == 0) return;
-  const Problem<T> pr{c,
-                      a,
-                      b,
-                      bias,
-                      M,
-                      K,
-                      N,
-                      a_trans ? 1 : K,
-                      a_trans ? M : 1,  // A(i, k)
-                      b_trans ? 1 : N,
-                      b_trans ? K : 1,  // B(k, j)
-                      accumulate};
+  const Problem<T> pr = problem_of(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
   if (K == 0) return gemm_empty_k(pr);
   switch (M) {
     case 1:
@@ -615,7 +922,7 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
         break;
     }
   }
-  const int64_t NR = blocking<T>().NR;
+  const int64_t NR = blocking<PlainTiles<T>>().NR;
   // Thin (all of C, or the last N % NR columns when they would leave most of a micro-panel
   // empty): rows enough for a vector, and a K long enough to pay for the column-by-column stores
   // (measured: with K = 6 the packed path stays faster). nano's lm_head (N = 65 = 2 NR + 1):
@@ -624,30 +931,19 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
   const bool thin_ok = M >= V && K >= V;
   const int64_t n_packed = !thin_ok ? N : N < NR ? 0 : N % NR <= NR / 2 ? N - N % NR : N;
   if (n_packed < N) thin_gemm(pr, n_packed, N);
-  if (n_packed == 0) return;
-  // Pieces cut along the longer side of C in whole tiles (so a piece's edge tiles are only
-  // those of C itself).
-  const bool split_m = M >= n_packed;
-  const int64_t unit = split_m ? kMR : NR;
-  const int64_t units = ((split_m ? M : n_packed) + unit - 1) / unit;
-  const int64_t parts = pieces_of(M * n_packed * K, units);
-  // With several pieces, the operand that every piece reads whole (B when the pieces are row
-  // blocks, A when they are column blocks) is packed once, up to kPackAllBytes (a copy of it).
-  const int64_t shared_bytes =
-      (split_m ? round_up(n_packed, NR) : round_up(M, kMR)) * K * static_cast<int64_t>(sizeof(T));
-  const bool pack_once = parts > 1 && shared_bytes <= kPackAllBytes;
-  const PackedAll<T> a_all =
-      pack_once && !split_m ? pack_all(kMR, pr.a, pr.a_row, pr.a_col, M, K) : PackedAll<T>{};
-  const PackedAll<T> b_all =
-      pack_once && split_m ? pack_all(NR, pr.b, pr.b_col, pr.b_row, n_packed, K) : PackedAll<T>{};
-  for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
-    const int64_t u0 = units * p / parts, u1 = units * (p + 1) / parts;
-    if (split_m) {
-      gemm_rectangle(pr, u0 * kMR, std::min(M, u1 * kMR), 0, n_packed, a_all, b_all);
-    } else {
-      gemm_rectangle(pr, 0, M, u0 * NR, std::min(n_packed, u1 * NR), a_all, b_all);
-    }
-  });
+  if (n_packed > 0) gemm_packed(PlainTiles<T>{}, pr, n_packed);
+}
+
+// Whether this target's matmul_bf16 runs on vdpbf16ps (matmul_bf16_uses_avx512_bf16).
+bool uses_avx512_bf16_impl() { return HWY_TARGET <= HWY_AVX3 && detail::avx512_bf16_enabled(); }
+
+// matmul_bf16 (matmul.h): every shape on the packed kernel, with bf16 tiles.
+void matmul_bf16_impl(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
+                      bool a_trans, bool b_trans, bool accumulate, const float* bias) {
+  if (M == 0 || N == 0) return;
+  const Problem<float> pr = problem_of(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
+  if (K == 0) return gemm_empty_k(pr);
+  gemm_packed(Bf16Tiles{uses_avx512_bf16_impl()}, pr, N);
 }
 
 }  // namespace
@@ -669,6 +965,40 @@ ATTOGRAD_KERNEL(void, matmul,
                 (T * c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
                  bool b_trans, bool accumulate, const T* bias),
                 (c, a, b, M, K, N, a_trans, b_trans, accumulate, bias));
+
+// bf16 is for f32 only: exported by name, not through ATTOGRAD_KERNEL's float/double pair.
+HWY_EXPORT(matmul_bf16_impl);
+HWY_EXPORT(uses_avx512_bf16_impl);
+
+void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
+                 bool a_trans, bool b_trans, bool accumulate, const float* bias) {
+  HWY_DYNAMIC_DISPATCH(matmul_bf16_impl)(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
+}
+
+bool matmul_bf16_uses_avx512_bf16() { return HWY_DYNAMIC_DISPATCH(uses_avx512_bf16_impl)(); }
+
+namespace {
+std::atomic<bool> avx512_bf16_allowed{true};
+
+// Asked once: cpuid does not change while the process runs. (The OS's saving of the AVX-512
+// registers, which AVX512-BF16 uses too, is what Highway checked before choosing AVX3.)
+bool cpu_has_avx512_bf16() {
+#if HWY_ARCH_X86
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+void allow_avx512_bf16(bool allowed) {
+  avx512_bf16_allowed.store(allowed, std::memory_order_relaxed);
+}
+
+bool detail::avx512_bf16_enabled() {
+  return cpu_has_avx512_bf16() && avx512_bf16_allowed.load(std::memory_order_relaxed);
+}
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

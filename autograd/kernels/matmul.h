@@ -4,6 +4,10 @@
 // dA = dC Bᵀ and dB = Aᵀ dC: the same product with the transpose flags flipped. The flags let
 // a transposed VIEW (a Tensor whose last two strides are swapped) go straight in, no copy.
 // Scalar reference twin: matmul_ref.h.
+//
+// matmul_bf16 is the same product in bf16 mixed precision (bf16.h): the operands rounded to bf16
+// as they are packed, their products summed in f32. On a CPU with AVX512-BF16 its inner loop is
+// vdpbf16ps, two bf16 multiply-adds per f32 lane per instruction where an FMA does one.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +27,29 @@ namespace attograd::kernels {
 template <typename T>
 void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
             bool b_trans, bool accumulate, const T* bias = nullptr);
+
+/// C (M, N) (+)= bf16(op(A)) @ bf16(op(B)) + bias in bf16 mixed precision, all buffers f32, same
+/// layouts, aliasing rule and K = 0 as matmul: every element of A and B is rounded to the nearest
+/// bf16 (bf16_from_f32: ties to even, as PyTorch's `.to(torch.bfloat16)`), the products (exact
+/// in f32) are summed in f32 in the same blocks of 256 k's, and C, the bias and the accumulation
+/// stay f32 (unlike PyTorch's autocast, whose product is rounded to bf16 again).
+/// Where the dispatched target is AVX3 and the CPU has AVX512-BF16 (matmul_bf16_uses_avx512_bf16),
+/// the multiply-adds are vdpbf16ps, which flushes subnormal inputs and results to zero (|x| <
+/// 1.2e-38); on every other target the bf16 values are widened to f32 and fed to FMAs, which
+/// gives the scalar twin's sum exactly for K <= 256. Every shape takes the packed kernel (no
+/// few-row or thin path: those would need their own rounding), so M <= 4 or N < 32 cost more
+/// than with matmul. Results do not depend on the number of threads.
+void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
+                 bool a_trans, bool b_trans, bool accumulate, const float* bias = nullptr);
+
+/// Whether matmul_bf16 runs on vdpbf16ps here: the dispatched Highway target is AVX3, the CPU
+/// has AVX512-BF16 (asked once, `__builtin_cpu_supports`), and allow_avx512_bf16 has not turned
+/// it off. Otherwise it runs on the portable widening path.
+bool matmul_bf16_uses_avx512_bf16();
+
+/// For tests and benchmarks: false makes matmul_bf16 take the portable widening path even where
+/// vdpbf16ps is available, so that both paths can be checked and timed on one machine; true (the
+/// default) allows it again. Not meant to change while a matmul_bf16 runs.
+void allow_avx512_bf16(bool allowed);
 
 }  // namespace attograd::kernels

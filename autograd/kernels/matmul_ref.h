@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "autograd/kernels/bf16.h"
 
 namespace attograd::kernels::reference {
 
@@ -22,6 +25,16 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool 
       c[i * N + j] = accumulate ? c[i * N + j] + s : s;
     }
   }
+}
+
+/// matmul.h's matmul_bf16: every element of A and B rounded to the nearest bf16 (bf16.h), then
+/// the f32 triple loop above: exact products, summed in f32 k by k; bias and C stay f32.
+inline void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
+                        bool a_trans, bool b_trans, bool accumulate, const float* bias = nullptr) {
+  std::vector<float> a_bf16(static_cast<size_t>(M * K)), b_bf16(static_cast<size_t>(K * N));
+  for (size_t i = 0; i < a_bf16.size(); ++i) a_bf16[i] = round_to_bf16(a[i]);
+  for (size_t i = 0; i < b_bf16.size(); ++i) b_bf16[i] = round_to_bf16(b[i]);
+  matmul<float>(c, a_bf16.data(), b_bf16.data(), M, K, N, a_trans, b_trans, accumulate, bias);
 }
 
 }  // namespace attograd::kernels::reference

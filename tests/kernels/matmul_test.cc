@@ -1,13 +1,18 @@
 // Tests autograd/kernels/matmul.cc against matmul_ref.h for all four transpose layouts, under
 // every Highway target, for float and double, with odd shapes and misaligned buffers, with and
 // without the fused bias; a small hand-computed example per layout; accumulation; K = 0;
-// thread-count independence.
+// thread-count independence. The same for matmul_bf16 on both of its paths (vdpbf16ps where the
+// CPU has it, and the portable widening), plus its rounding of special values and a PyTorch value.
 #define BOOST_TEST_MODULE matmul
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/kernels/matmul.h"
@@ -72,47 +77,100 @@ struct Layout {
 };
 const Layout kLayouts[] = {{false, false}, {false, true}, {true, false}, {true, true}};
 
+// One product of a *_matches_reference case: random operands, C's starting values and bias.
+template <typename T>
+struct Product {
+  Shape s;
+  Layout layout;
+  bool accumulate;
+  Buffer<T> a, b, bias_buf, c;
+  std::string what;
+  const T* bias() const { return bias_buf.size() > 0 ? bias_buf.data() : nullptr; }
+};
+
+// Calls f(product) for every shape x layout x offset x (accumulate, bias) of the reference tests
+// (the large shapes test a path and its thread split: one offset and two modes do).
+template <typename T, class F>
+void for_each_product(std::mt19937_64& rng, const char* name, const F& f) {
+  for (const Shape& s : shapes()) {
+    for (const Layout& layout : kLayouts) {
+      for (const int64_t offset : kOffsets) {
+        for (const int mode : {0, 1, 2, 3}) {
+          const bool accumulate = (mode & 1) != 0, with_bias = (mode & 2) != 0;
+          const bool large = s.M * s.K * s.N > 100000;
+          if (large && (offset != 0 || mode == 1 || mode == 2)) continue;
+          Buffer<T> a = uniform<T>(s.M * s.K, offset, rng);
+          Buffer<T> b = uniform<T>(s.K * s.N, offset, rng);
+          Buffer<T> bias = with_bias ? uniform<T>(s.N, offset, rng) : Buffer<T>(0, 0);
+          Buffer<T> c = uniform<T>(s.M * s.N, offset, rng);
+          f(Product<T>{
+              s, layout, accumulate, std::move(a), std::move(b), std::move(bias), std::move(c),
+              describe(name, " M=", s.M, " K=", s.K, " N=", s.N, " a_trans=", layout.a_trans,
+                       " b_trans=", layout.b_trans, " offset=", offset, " accumulate=", accumulate,
+                       " bias=", with_bias)});
+        }
+      }
+    }
+  }
+}
+
+// C of p through `product` (a kernel or its twin: matmul's parameters), from p's starting C.
+template <typename T, class F>
+Buffer<T> product_of(const Product<T>& p, F* product) {
+  Buffer<T> c = p.c;
+  product(c.data(), p.a.data(), p.b.data(), p.s.M, p.s.K, p.s.N, p.layout.a_trans, p.layout.b_trans,
+          p.accumulate, p.bias());
+  return c;
+}
+
+// `product` (matmul's parameters) of random matrices in every layout, on 1 and 2 threads:
+// bit-identical, for three shapes (see matmul_is_thread_count_independent).
+template <typename T, class F>
+void check_thread_count_independence(F* product, const char* name, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int threads = k::num_threads();
+  for (const Shape& s : {Shape{300, 300, 300}, Shape{600, 300, 700}, Shape{1100, 300, 601}}) {
+    const Buffer<T> a = uniform<T>(s.M * s.K, 1, rng);
+    const Buffer<T> b = uniform<T>(s.K * s.N, 1, rng);
+    for (const Layout& layout : kLayouts) {
+      std::vector<T> results[2];
+      for (const int nthreads : {1, 2}) {
+        k::set_num_threads(nthreads);
+        std::vector<T>& c = results[nthreads - 1];
+        c.assign(static_cast<size_t>(s.M * s.N), T(0));
+        product(c.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans, layout.b_trans, false,
+                nullptr);
+      }
+      check_equal(results[1].data(), results[0].data(), s.M * s.N,
+                  describe(name, " M=", s.M, " K=", s.K, " N=", s.N, " a_trans=", layout.a_trans,
+                           " b_trans=", layout.b_trans, ", 2 threads vs 1"));
+    }
+  }
+  k::set_num_threads(threads);
+}
+
+// Per-element atol for a sum in another order: rtol times 1 + sum_k |A(i,k) B(k,j)|, the size of
+// the terms whose rounding errors add up (the reference run on absolute values).
+template <typename T>
+std::vector<double> order_atol(const Product<T>& p) {
+  std::vector<T> scale(static_cast<size_t>(p.s.M * p.s.N), T(1));
+  ref::matmul(scale.data(), absolute(p.a).data(), absolute(p.b).data(), p.s.M, p.s.K, p.s.N,
+              p.layout.a_trans, p.layout.b_trans, true);
+  std::vector<double> atol(scale.size());
+  for (size_t i = 0; i < scale.size(); ++i) atol[i] = kRtol<T> * static_cast<double>(scale[i]);
+  return atol;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_matches_reference, T, Types) {
   if (!kernels_are_simd<T>()) return;  // the f64 kernels are their twins in wasm
   std::mt19937_64 rng(21);
   for_each_target([&] {
-    for (const Shape& s : shapes()) {
-      for (const Layout& layout : kLayouts) {
-        for (const int64_t offset : kOffsets) {
-          for (const int mode : {0, 1, 2, 3}) {
-            const bool accumulate = (mode & 1) != 0, with_bias = (mode & 2) != 0;
-            // The large shapes test a path and its thread split: one offset and two modes do.
-            const bool large = s.M * s.K * s.N > 100000;
-            if (large && (offset != 0 || mode == 1 || mode == 2)) continue;
-            const auto what =
-                describe("matmul M=", s.M, " K=", s.K, " N=", s.N, " a_trans=", layout.a_trans,
-                         " b_trans=", layout.b_trans, " offset=", offset,
-                         " accumulate=", accumulate, " bias=", with_bias);
-            const Buffer<T> a = uniform<T>(s.M * s.K, offset, rng);
-            const Buffer<T> b = uniform<T>(s.K * s.N, offset, rng);
-            const Buffer<T> bias_buf = uniform<T>(s.N, offset, rng);
-            const T* bias = with_bias ? bias_buf.data() : nullptr;
-            Buffer<T> c = uniform<T>(s.M * s.N, offset, rng);
-            Buffer<T> want = c;
-            k::matmul(c.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans, layout.b_trans,
-                      accumulate, bias);
-            ref::matmul(want.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans,
-                        layout.b_trans, accumulate, bias);
-            // Per-element scale 1 + sum_k |A(i,k) B(k,j)|: the size of the terms whose rounding
-            // errors add up (the reference run on absolute values), times rtol, is the atol.
-            std::vector<T> scale(static_cast<size_t>(s.M * s.N), T(1));
-            ref::matmul(scale.data(), absolute(a).data(), absolute(b).data(), s.M, s.K, s.N,
-                        layout.a_trans, layout.b_trans, true);
-            std::vector<double> atol(scale.size());
-            for (size_t i = 0; i < scale.size(); ++i)
-              atol[i] = kRtol<T> * static_cast<double>(scale[i]);
-            BOOST_TEST(allclose(c, want, atol, kRtol<T>), what);
-          }
-        }
-      }
-    }
+    for_each_product<T>(rng, "matmul", [&](const Product<T>& p) {
+      const Buffer<T> c = product_of(p, &k::matmul<T>), want = product_of(p, &ref::matmul<T>);
+      BOOST_TEST(allclose(c, want, order_atol(p), kRtol<T>), p.what);
+    });
   });
 }
 
@@ -186,29 +244,182 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_with_empty_inner_dimension, T, Types) {
 }
 
 // Above ~1e6 multiply-adds C is cut into pieces for the threads, and every C[i, j] is computed
-// the same way whoever computes it: bit-identical with 1 and 2 threads. 300 crosses
-// the 256-long K blocks, so the blocked sum is covered too; the other two shapes have their
-// shared operand packed once for all pieces, A (pieces of columns) and B (pieces of rows).
+// the same way whoever computes it: bit-identical with 1 and 2 threads. 300 crosses the 256-long
+// K blocks, so the blocked sum is covered too; the other two shapes have their shared operand
+// packed once for all pieces, A (pieces of columns) and B (pieces of rows).
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
   if (!build_has_threads()) return;
-  std::mt19937_64 rng(22);
-  const int threads = k::num_threads();
-  for (const Shape& s : {Shape{300, 300, 300}, Shape{600, 300, 700}, Shape{1100, 300, 601}}) {
-    const Buffer<T> a = uniform<T>(s.M * s.K, 1, rng);
-    const Buffer<T> b = uniform<T>(s.K * s.N, 1, rng);
-    for (const Layout& layout : kLayouts) {
-      std::vector<T> results[2];
-      for (const int nthreads : {1, 2}) {
-        k::set_num_threads(nthreads);
-        std::vector<T>& c = results[nthreads - 1];
-        c.assign(static_cast<size_t>(s.M * s.N), T(0));
-        k::matmul(c.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans, layout.b_trans,
-                  false);
+  check_thread_count_independence<T>(&k::matmul<T>, "matmul", 22);
+}
+
+// ---- bf16
+// ----------------------------------------------------------------------------------------
+
+namespace {
+
+// Runs f() with matmul_bf16 on each of its paths that this CPU has under every target: once as
+// dispatched, and once more with vdpbf16ps forbidden where the dispatched target would use it,
+// so the portable widening path is also tested at AVX-512's width. f(dpbf16) is told which.
+template <class F>
+void for_each_bf16_path(const F& f) {
+  struct Restore {
+    ~Restore() { k::allow_avx512_bf16(true); }
+  } restore;
+  for_each_target([&] {
+    k::allow_avx512_bf16(true);
+    const bool dpbf16 = k::matmul_bf16_uses_avx512_bf16();
+    BOOST_TEST_CONTEXT("vdpbf16ps " << dpbf16) { f(dpbf16); }
+    if (!dpbf16) return;
+    k::allow_avx512_bf16(false);
+    BOOST_TEST_REQUIRE(!k::matmul_bf16_uses_avx512_bf16());
+    BOOST_TEST_CONTEXT("vdpbf16ps forbidden") { f(false); }
+    k::allow_avx512_bf16(true);
+  });
+}
+
+// Whether got and want are the same floats, NaN matching NaN.
+bool same_or_both_nan(float got, float want) {
+  return std::isnan(want) ? std::isnan(got) : got == want;
+}
+
+}  // namespace
+
+// matmul_bf16 against its twin (the operands rounded to bf16, then the f32 triple loop), with the
+// tolerance of a different order of f32 additions only: the rounding of the operands is the same
+// on both sides. The portable path adds k by k as the twin does, so within one k block (K <= 256)
+// it must give the twin's sums exactly; vdpbf16ps adds two products per step, in its own order.
+BOOST_AUTO_TEST_CASE(matmul_bf16_matches_reference) {
+  std::mt19937_64 rng(24);
+  bool tested_dpbf16 = false;
+  for_each_bf16_path([&](bool dpbf16) {
+    tested_dpbf16 = tested_dpbf16 || dpbf16;
+    for_each_product<float>(rng, "matmul_bf16", [&](const Product<float>& p) {
+      const Buffer<float> c = product_of(p, &k::matmul_bf16);
+      const Buffer<float> want = product_of(p, &ref::matmul_bf16);
+      if (!dpbf16 && p.s.K <= 256) {
+        check_equal(c.data(), want.data(), p.s.M * p.s.N, p.what);
+      } else {
+        BOOST_TEST(allclose(c, want, order_atol(p), kRtol<float>), p.what);
       }
-      check_equal(results[1].data(), results[0].data(), s.M * s.N,
-                  describe("matmul M=", s.M, " K=", s.K, " N=", s.N, " a_trans=", layout.a_trans,
-                           " b_trans=", layout.b_trans, ", 2 threads vs 1"));
+    });
+  });
+  if (!tested_dpbf16)
+    BOOST_TEST_MESSAGE("this CPU has no AVX512-BF16: only the portable bf16 path was tested");
+}
+
+// The SIMD rounding while packing, on every packing path, against bf16.h's scalar rounding: a
+// value x at k = 0 of A times 1 at k = 0 of B (the other k's 0) gives C = bf16(x) exactly, and
+// the same with the roles of A and B swapped. The values: ties to even, NaN and infinities,
+// overflow, the largest bf16 (no subnormals: vdpbf16ps flushes them to zero), 37 of them so that
+// the 16-lane vectors, the 4 x 4 transposes and their scalar edges all see some.
+BOOST_AUTO_TEST_CASE(matmul_bf16_rounds_operands_like_bf16_from_f32) {
+  auto from_bits = [](uint32_t bits) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    return x;
+  };
+  std::vector<float> values = {from_bits(0x3F808000),  // 1 + 2^-8 -> 1
+                               from_bits(0x3F80C000),  // 1 + 3 2^-9 -> 1 + 2^-7
+                               from_bits(0x3F818000),  // 1 + 2^-7 + 2^-8 -> 1 + 2^-6
+                               from_bits(0xBF80C000),  // -(1 + 3 2^-9)
+                               std::numeric_limits<float>::quiet_NaN(),
+                               from_bits(0xFF800001),  // a negative signalling NaN
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::max(),  // -> inf
+                               from_bits(0x7F7F0000),              // the largest bf16
+                               0.1f,
+                               1e-30f};
+  std::mt19937_64 rng(25);
+  std::uniform_real_distribution<float> dist(-100, 100);
+  while (values.size() < 37) values.push_back(dist(rng));
+  const int64_t n = static_cast<int64_t>(values.size()), K = 4, rows = 17;
+  std::vector<float> want(values.size());
+  for (int64_t i = 0; i < n; ++i) want[i] = k::round_to_bf16(values[i]);
+  for_each_bf16_path([&](bool) {
+    for (const Layout& layout : kLayouts) {
+      // A (n, K) = [x_i, 0, 0, 0] rows, B (K, rows) = e_0 rows of ones: C (n, rows), C[i, j] = x_i
+      std::vector<float> a(n * K, 0.0f), b(K * rows, 0.0f), c(n * rows);
+      for (int64_t i = 0; i < n; ++i) a[layout.a_trans ? i : i * K] = values[i];
+      for (int64_t j = 0; j < rows; ++j) b[layout.b_trans ? j * K : j] = 1.0f;
+      k::matmul_bf16(c.data(), a.data(), b.data(), n, K, rows, layout.a_trans, layout.b_trans,
+                     false);
+      // A (rows, K) = e_0 rows of ones, B (K, n) = [x_j, 0, 0, 0] columns: C[i, j] = x_j
+      std::vector<float> a2(rows * K, 0.0f), b2(K * n, 0.0f), c2(rows * n);
+      for (int64_t i = 0; i < rows; ++i) a2[layout.a_trans ? i : i * K] = 1.0f;
+      for (int64_t j = 0; j < n; ++j) b2[layout.b_trans ? j * K : j] = values[j];
+      k::matmul_bf16(c2.data(), a2.data(), b2.data(), rows, K, n, layout.a_trans, layout.b_trans,
+                     false);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < rows; ++j) {
+          if (same_or_both_nan(c[i * rows + j], want[i]) &&
+              same_or_both_nan(c2[j * n + i], want[i]))
+            continue;
+          if (++bad <= 3)
+            BOOST_ERROR("a_trans=" << layout.a_trans << " b_trans=" << layout.b_trans
+                                   << ": x = " << values[i] << " gave " << c[i * rows + j]
+                                   << " as A, " << c2[j * n + i] << " as B; bf16(x) = " << want[i]);
+        }
+      BOOST_TEST(bad == 0);
     }
-  }
-  k::set_num_threads(threads);
+  });
+}
+
+// PyTorch: (torch.tensor([.1, .2, .3]).bfloat16().float() @ torch.tensor([.4, .5, .6])
+// .bfloat16().float()).item() = 0.32111454010009766, where f32 gives 0.32000002: the operands
+// are rounded (0.1 -> 0.10009765625, ...), the products and their sum are exact or f32.
+BOOST_AUTO_TEST_CASE(matmul_bf16_known_value) {
+  const float x[] = {0.1f, 0.2f, 0.3f}, w[] = {0.4f, 0.5f, 0.6f};
+  for_each_bf16_path([&](bool) {
+    float y = 0;
+    k::matmul_bf16(&y, x, w, 1, 3, 1, false, true, false);
+    BOOST_TEST(y == 0.32111454010009766f);
+    float y_f32 = 0;
+    k::matmul(&y_f32, x, w, 1, 3, 1, false, true, false);
+    BOOST_TEST(std::abs(y_f32 - 0.32f) < 1e-7f);
+  });
+}
+
+// K = 0 writes the bias (or 0), or adds it; M = 0 or N = 0 write nothing; accumulating twice
+// from zero gives exactly twice once (the products are the same sums both times).
+BOOST_AUTO_TEST_CASE(matmul_bf16_edges) {
+  std::mt19937_64 rng(26);
+  const int64_t M = 37, K = 17, N = 45;
+  const Buffer<float> a = uniform<float>(M * K, 1, rng);
+  const Buffer<float> b = uniform<float>(K * N, 1, rng);
+  for_each_bf16_path([&](bool) {
+    for (const Layout& layout : kLayouts) {
+      std::vector<float> c(3 * 37, 5.0f), bias(37);
+      for (int64_t j = 0; j < 37; ++j) bias[j] = static_cast<float>(j);
+      k::matmul_bf16(c.data(), nullptr, nullptr, 3, 0, 37, layout.a_trans, layout.b_trans, true);
+      for (const float v : c) BOOST_TEST(v == 5.0f);
+      k::matmul_bf16(c.data(), nullptr, nullptr, 3, 0, 37, layout.a_trans, layout.b_trans, false,
+                     bias.data());
+      k::matmul_bf16(c.data(), nullptr, nullptr, 3, 0, 37, layout.a_trans, layout.b_trans, true,
+                     bias.data());
+      for (int64_t i = 0; i < 3 * 37; ++i) BOOST_TEST(c[i] == static_cast<float>(2 * (i % 37)));
+      k::matmul_bf16(c.data(), a.data(), b.data(), 0, K, 37, layout.a_trans, layout.b_trans, false);
+      k::matmul_bf16(c.data(), a.data(), b.data(), 3, K, 0, layout.a_trans, layout.b_trans, false);
+      for (int64_t i = 0; i < 3 * 37; ++i) BOOST_TEST(c[i] == static_cast<float>(2 * (i % 37)));
+
+      Buffer<float> once(M * N, 1), twice(M * N, 1);
+      k::matmul_bf16(once.data(), a.data(), b.data(), M, K, N, layout.a_trans, layout.b_trans,
+                     true);
+      for (int call = 0; call < 2; ++call)
+        k::matmul_bf16(twice.data(), a.data(), b.data(), M, K, N, layout.a_trans, layout.b_trans,
+                       true);
+      for (int64_t i = 0; i < M * N; ++i) once[i] *= 2;
+      check_equal(
+          twice.data(), once.data(), M * N,
+          describe("matmul_bf16 twice a_trans=", layout.a_trans, " b_trans=", layout.b_trans));
+    }
+  });
+}
+
+// As matmul's: C split over 2 threads is bit-identical to 1 thread, on both paths.
+BOOST_AUTO_TEST_CASE(matmul_bf16_is_thread_count_independent) {
+  if (!build_has_threads()) return;
+  for_each_bf16_path(
+      [&](bool) { check_thread_count_independence<float>(&k::matmul_bf16, "matmul_bf16", 27); });
 }
