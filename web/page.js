@@ -248,6 +248,18 @@ function trainingRequest() {
   return r;
 }
 
+// The model changed (built or loaded): whatever trained before is gone with its run (the worker
+// drops it), so its progress line and steps go too, and the buttons follow the new model: Train
+// only for a model built from a text here (a loaded checkpoint has no text to train on), Pause
+// only while a run goes.
+function modelChanged(trainable) {
+  lastProgress = null;
+  history = {train: [], val: []};
+  $('tr-progress').textContent = '';
+  $('tr-start').disabled = !trainable;
+  $('tr-pause').disabled = true;
+}
+
 let shippedText = null;
 async function buildModel() {
   showError('tr-error', null);
@@ -261,16 +273,14 @@ async function buildModel() {
   try {
     const r = await workerCall('newModel', request);
     baselines = r;
-    history = {train: [], val: []};
+    modelChanged(true);
     const c = r.config;
     $('tr-info').textContent = `${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
         `(V = ${c.vocab_size}, block_size ${c.block_size}, n_layer ${c.n_layer}, n_head ${c.n_head}, ` +
         `n_embd ${c.n_embd}); ${r.train_tokens.toLocaleString()} train and ${r.val_tokens.toLocaleString()} ` +
         `val characters. Baselines (val): unigram ${fmt(r.unigram_loss, 4)}, bigram ${fmt(r.bigram_loss, 4)} nats.`;
-    $('tr-start').disabled = false;
     $('tr-save').disabled = false;
     for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
-    $('tr-progress').textContent = '';
     drawChart();
   } catch (e) {
     showError('tr-error', e);
@@ -282,7 +292,7 @@ function onProgress(p) {
   if (p.error) {
     showError('tr-error', p.error);
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = false;
+    $('tr-start').disabled = !baselines;
     return;
   }
   lastProgress = p;
@@ -297,7 +307,7 @@ function onProgress(p) {
       (p.done ? ' — done' : '');
   if (p.done) {
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = false;
+    $('tr-start').disabled = !baselines;
     if (window.page.onDone) window.page.onDone(p);  // bench/page_pico.py times runs with it
   }
   drawChart();
@@ -359,18 +369,28 @@ function setupTraining() {
   $('tr-build').addEventListener('click', buildModel);
   $('tr-start').addEventListener('click', async () => {
     showError('tr-error', null);
+    if (!baselines) {
+      showError('tr-error', 'This model was loaded from a checkpoint, which holds no text to train on: ' +
+                'sample from it or look inside, or press Build to train a model on a text.');
+      return;
+    }
     const steps = +$('tr-steps').value;
     const r = trainingRequest();
     const T = baselines.config.block_size;
-    await workerCall('start', {target: steps, chunk: 10, evalEvery: Math.max(10, Math.round(steps / 10 / 10) * 10),
-                               tokensPerStep: r.batch_size * T});
+    try {
+      const evalEvery = Math.max(10, Math.round(steps / 10 / 10) * 10);
+      await workerCall('start', {target: steps, chunk: 10, evalEvery, tokensPerStep: r.batch_size * T});
+    } catch (e) {
+      showError('tr-error', e);
+      return;
+    }
     $('tr-start').disabled = true;
     $('tr-pause').disabled = false;
   });
   $('tr-pause').addEventListener('click', async () => {
     await workerCall('pause');
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = false;
+    $('tr-start').disabled = !baselines;
   });
   $('tr-log').addEventListener('change', drawChart);
   $('tr-save').addEventListener('click', async () => {
@@ -392,10 +412,10 @@ function setupTraining() {
       const r = await workerCall('load', {bytes: new Uint8Array(await file.arrayBuffer()), name: file.name});
       const c = r.config;
       baselines = null;
+      modelChanged(false);
       $('tr-info').textContent = `loaded ${file.name}: ${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
           `(V = ${c.vocab_size}, block_size ${c.block_size}); sample from it or look inside. ` +
           'To train, build a model from a text.';
-      $('tr-start').disabled = true;
       $('tr-save').disabled = true;
       for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
       drawChart();

@@ -306,6 +306,23 @@ def main():
         val = float(re.search(r"val loss ([0-9.]+)", progress).group(1))
         check("step 300 / 300" in progress, "pico trained 300 steps: %r" % progress)
         check(val < unigram, "pico's val loss %.4f is below the unigram baseline %.4f" % (val, unigram))
+        # Train again at the end of the run, then with fewer steps: the page says what to do.
+        for steps in ("300", "150"):
+            driver.find_element(By.ID, "tr-steps").clear()
+            driver.find_element(By.ID, "tr-steps").send_keys(steps)
+            driver.find_element(By.ID, "tr-start").click()
+            wait().until(lambda d: text("tr-error") != "")
+            want = ("This model has trained 300 steps, and Steps is %s: the run has reached its step "
+                    "count. To go on training it, raise Steps above 300 and press Train; Build starts a "
+                    "new model." % steps)
+            check(text("tr-error") == want and driver.find_element(By.ID, "tr-start").is_enabled() and
+                  not driver.find_element(By.ID, "tr-pause").is_enabled(),
+                  "Train with Steps %s after 300 steps says how to go on: %r" % (steps, text("tr-error")))
+        driver.find_element(By.ID, "tr-steps").clear()
+        driver.find_element(By.ID, "tr-steps").send_keys("320")
+        driver.find_element(By.ID, "tr-start").click()
+        wait(300).until(lambda d: "step 320 / 320" in text("tr-progress") and "done" in text("tr-progress"))
+        check(text("tr-error") == "", "raising Steps to 320 trains on: %r" % text("tr-progress"))
 
         # Sampling with the sliders: text and the next-token bars.
         driver.execute_script("const s = document.getElementById('sm-topk'); s.value = 5;"
@@ -337,10 +354,23 @@ def main():
         wait().until(lambda d: text("li-error") != "")
         check("longer than this model's context (block_size 8)" in text("li-error"),
               "a prompt longer than the context is refused: %r" % text("li-error"))
+        # The checkpoint is loaded while the pico trains on: the run ends with the model it
+        # trained, its progress line goes, and neither Train nor Pause is offered (a checkpoint
+        # has no text to train on).
+        driver.find_element(By.ID, "tr-steps").clear()
+        driver.find_element(By.ID, "tr-steps").send_keys("5000")
+        driver.find_element(By.ID, "tr-start").click()
+        wait().until(lambda d: d.execute_script("return window.page.trainingStep();") > 320)
         driver.find_element(By.ID, "tr-load").send_keys(
             os.path.join(FIXTURE_DIR, "run", "ckpt.safetensors"))
         wait().until(lambda d: "loaded ckpt.safetensors" in text("tr-info") or text("tr-error") != "")
         check(text("tr-error") == "", "the native CLI's checkpoint loads: %r" % text("tr-info"))
+        time.sleep(0.5)  # a report of the old run would arrive by now
+        check(text("tr-progress") == "" and driver.execute_script("return window.page.trainingStep();") == 0
+              and not driver.find_element(By.ID, "tr-start").is_enabled()
+              and not driver.find_element(By.ID, "tr-pause").is_enabled(),
+              "loading during training clears the progress line and disables Train and Pause: %r"
+              % text("tr-progress"))
         with open(os.path.join(FIXTURE_DIR, "prompt.txt"), encoding="utf-8") as f:
             fixture_prompt = f.read()
         prompt.clear()
@@ -395,6 +425,26 @@ def main():
         driver.find_element(By.ID, "sm-go").click()
         wait().until(lambda d: len(text("sm-text")) > 50 and text("sm-error") == "")
         check(text("sm-text").startswith("And God said"), "sampling works after the refusal")
+
+        # Build during training: the old run ends, Pause goes, Train starts the new model at 0.
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: d.find_element(By.ID, "tr-start").is_enabled())
+        driver.find_element(By.ID, "tr-start").click()
+        wait().until(lambda d: d.execute_script("return window.page.trainingStep();") > 0)
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: d.find_element(By.ID, "tr-start").is_enabled())
+        time.sleep(0.5)
+        check(text("tr-progress") == "" and text("tr-error") == "" and
+              not driver.find_element(By.ID, "tr-pause").is_enabled(),
+              "Build during training clears the progress line and disables Pause: %r" % text("tr-progress"))
+        driver.find_element(By.ID, "tr-start").click()
+        wait().until(lambda d: text("tr-progress").startswith("step "))
+        step = int(re.match(r"step (\d+) / 5000", text("tr-progress")).group(1))
+        driver.find_element(By.ID, "tr-pause").click()
+        wait().until(lambda d: d.find_element(By.ID, "tr-start").is_enabled())
+        check(step < 1000 and text("tr-error") == "" and
+              not driver.find_element(By.ID, "tr-pause").is_enabled(),
+              "the new model trains from step 0 (step %d at its first report) and pauses" % step)
 
         # Nothing but the page's own files was fetched.
         entries = driver.execute_script(
