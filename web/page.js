@@ -48,6 +48,30 @@ function matrixTable(id, title, shape, rows, extraHeader, extra) {
   return html + '</table></div>';
 }
 
+// The workbench's size limit: at most 64 rows (T) and 64 numbers a row (d_k, d_v). The lecture's
+// matrices are 2 or 3 rows and the page's models see 8 tokens (block_size 8), so 64 leaves ample
+// room for a student's own. Beyond it the page stopped being a workbench: the steps are drawn
+// as tables of T x T cells each, rebuilt on every keystroke, and T = 400 froze the page for 13.5
+// s, T = 1000 for two minutes (3 million cells), T = 8000 ran the engine out of memory. At 64,
+// the three (T, T) tables hold 12,288 cells, drawn in a fraction of a second. Checked on the
+// text, before the engine is called (rows are separated by ';', numbers by ',', as the engine's
+// lecture::parse_matrix reads them).
+const WORKBENCH_MAX = 64;
+function workbenchTooLarge(request) {
+  for (const name of ['Q', 'K', 'V']) {
+    const rows = request[name].split(';');
+    const widest = Math.max(...rows.map((row) => row.split(',').length));
+    if (rows.length > WORKBENCH_MAX)
+      return `${name} has ${rows.length} rows: the workbench takes at most ${WORKBENCH_MAX} rows (T ≤ ` +
+          `${WORKBENCH_MAX}), so that its tables stay readable and the page answers at once. Remove rows.`;
+    if (widest > WORKBENCH_MAX)
+      return `${name} has a row of ${widest} numbers: the workbench takes at most ${WORKBENCH_MAX} numbers ` +
+          `a row (d_k and d_v ≤ ${WORKBENCH_MAX}), so that its tables stay readable and the page answers ` +
+          'at once. Remove columns.';
+  }
+  return null;
+}
+
 let lastWorkbench = null;
 function runWorkbench() {
   if (!engine) return;
@@ -58,9 +82,12 @@ function runWorkbench() {
   };
   let r;
   try {
+    const tooLarge = workbenchTooLarge(request);
+    if (tooLarge) throw new Error(tooLarge);
     r = engine.attention(request);
   } catch (e) {
     showError('wb-error', e);
+    lastWorkbench = null;
     $('wb-steps').innerHTML = '';
     $('wb-warning').textContent = '';
     return;

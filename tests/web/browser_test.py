@@ -219,6 +219,43 @@ def main():
         q.send_keys("1; 2")
         z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
         check(text("wb-error") == "" and z == ["10", "19.820138"], "after a fix the workbench works again")
+        # The size limit (T, d_k, d_v <= 64), checked on the text before the engine is called
+        # (its calls are counted): 65 rows and a row of 65 numbers are refused, 64 rows work.
+        sized = lambda q, k, v: driver.execute_script("""
+            const e = window.page.engine, attention = e.attention;
+            let calls = 0;
+            e.attention = (r) => { ++calls; return attention(r); };
+            const [q, k, v] = arguments;
+            document.getElementById('wb-Q').value = q;
+            document.getElementById('wb-K').value = k;
+            const box = document.getElementById('wb-V');
+            box.value = v;
+            const before = performance.now();
+            box.dispatchEvent(new Event('input'));
+            const ms = performance.now() - before;
+            e.attention = attention;
+            return {calls, ms, error: document.getElementById('wb-error').textContent,
+                    z: document.querySelectorAll('#wb-Z tr').length};""", q, k, v)
+        rows = lambda n: "; ".join(["1"] * n)
+        r = sized(rows(65), rows(65), rows(65))
+        check(r["calls"] == 0 and r["z"] == 0 and r["error"] ==
+              "Q has 65 rows: the workbench takes at most 64 rows (T \u2264 64), so that its tables stay "
+              "readable and the page answers at once. Remove rows.",
+              "65 rows are refused before the engine runs: %r (%.0f ms)" % (r["error"], r["ms"]))
+        r = sized(rows(8000), rows(8000), rows(8000))
+        check(r["calls"] == 0 and r["error"].startswith("Q has 8000 rows: the workbench takes at most 64"),
+              "8000 rows are refused before the engine runs (%.0f ms)" % r["ms"])
+        r = sized("1;2", ", ".join(["1"] * 65) + "; " + ", ".join(["1"] * 65), "10;20")
+        check(r["calls"] == 0 and r["error"].startswith("K has a row of 65 numbers: the workbench takes "
+                                                         "at most 64 numbers a row (d_k and d_v \u2264 64)"),
+              "a row of 65 numbers is refused: %r" % r["error"])
+        r = sized(rows(64), rows(64), rows(64))
+        check(r["calls"] == 1 and r["error"] == "" and r["z"] == 64,
+              "64 rows are shown: Z has %d rows (drawn in %.0f ms)" % (r["z"], r["ms"]))
+        Select(driver.find_element(By.ID, "wb-preset")).select_by_value("t3")
+        Select(driver.find_element(By.ID, "wb-preset")).select_by_value("lecture")
+        z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
+        check(text("wb-error") == "" and z == ["10", "19.820138"], "the preset works again after the limit")
 
         # Part 2: positions.
         cells = driver.find_elements(By.CSS_SELECTOR, "#pe-table td")
