@@ -287,6 +287,24 @@ function modelChanged(trainable) {
   $('tr-pause').disabled = true;
 }
 
+// The shipped text, genesis.txt, from the page's own server; fetched at the first Build, so a
+// server stopped since the page loaded (or a page opened offline) shows up here.
+async function fetchShippedText() {
+  const fix = 'Start the page\'s server again (bash scripts/playground.sh) and reload, or choose a text ' +
+      'file of your own above.';
+  let reply;
+  try {
+    reply = await fetch('genesis.txt');
+  } catch (e) {
+    throw new Error(`The shipped text genesis.txt could not be fetched (${e.message}): the page's server ` +
+                    `is not answering. ${fix}`);
+  }
+  if (!reply.ok)
+    throw new Error(`The shipped text genesis.txt could not be fetched: the server answered ${reply.status} ` +
+                    `${reply.statusText}. ${fix}`);
+  return reply.text();
+}
+
 let shippedText = null;
 async function buildModel() {
   showError('tr-error', null);
@@ -296,8 +314,8 @@ async function buildModel() {
     request.bytes = new Uint8Array(await file.arrayBuffer());
     request.name = file.name;
   }
-  else request.text = shippedText || (shippedText = await (await fetch('genesis.txt')).text());
   try {
+    if (!file) request.text = shippedText || (shippedText = await fetchShippedText());
     const r = await workerCall('newModel', request);
     baselines = r;
     modelChanged(true);

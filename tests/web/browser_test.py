@@ -291,6 +291,20 @@ def main():
               "a non-UTF-8 file is refused: %r" % text("tr-error"))
         driver.execute_script("document.getElementById('tr-file').value = '';")
         Select(driver.find_element(By.ID, "tr-model")).select_by_value("pico")
+        # The shipped text cannot be fetched (the server gone, or it answers 404): a message.
+        fix = ("Start the page's server again (bash scripts/playground.sh) and reload, or choose a "
+               "text file of your own above.")
+        for fake, want in (("Promise.reject(new TypeError('Failed to fetch'))",
+                            "The shipped text genesis.txt could not be fetched (Failed to fetch): the "
+                            "page's server is not answering. " + fix),
+                           ("Promise.resolve(new Response('', {status: 404, statusText: 'File not found'}))",
+                            "The shipped text genesis.txt could not be fetched: the server answered 404 "
+                            "File not found. " + fix)):
+            driver.execute_script("window.realFetch = window.fetch; window.fetch = () => %s;" % fake)
+            driver.find_element(By.ID, "tr-build").click()
+            wait().until(lambda d: text("tr-error") != "")
+            driver.execute_script("window.fetch = window.realFetch;")
+            check(text("tr-error") == want, "Build without the shipped text says so: %r" % text("tr-error"))
         driver.find_element(By.ID, "tr-steps").clear()
         driver.find_element(By.ID, "tr-steps").send_keys("300")
         driver.find_element(By.ID, "tr-build").click()
