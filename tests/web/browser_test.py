@@ -273,6 +273,15 @@ def main():
               "reordering \"dog bites man\": the mean stays, attention with positions changes: %s" % order)
         shot("part2")
 
+        # The JS API refuses numbers JSON cannot carry (they would become null, a default).
+        for t in ("Infinity", "NaN", "-Infinity"):
+            got = driver.execute_script(
+                "try { window.page.engine.sample({prompt: 'In', temperature: %s}); return 'no error'; }"
+                " catch (e) { return e.name + ': ' + e.message; }" % t)
+            check(got == "AttogradError: sample: temperature is %s: give a finite number (JSON, which "
+                  "carries requests to the engine, has no Infinity or NaN)" % t,
+                  "a temperature of %s is refused by the JS API: %r" % (t, got))
+
         # Part 5: gradient checks.
         Select(driver.find_element(By.ID, "gc-op")).select_by_visible_text("softmax")
         driver.find_element(By.ID, "gc-go").click()
