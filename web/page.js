@@ -144,13 +144,18 @@ function setupWorkbench() {
   });
   $('wb-check').addEventListener('click', () => {
     if (!lastWorkbench) return;
+    // The answer stays hidden until there is a guess: predicting first is the point of the mode.
     const guess = parseFloat($('wb-guess').value);
+    if (!Number.isFinite(guess)) {
+      const what = $('wb-predict-what').textContent;
+      $('wb-verdict').textContent = `Type the number you expect for ${what} first, then press Check.`;
+      return;
+    }
     const actual = lastWorkbench.out[lastWorkbench.T - 1][0];
     revealed = true;
     runWorkbench();
-    $('wb-verdict').textContent = Number.isFinite(guess)
-        ? `You said ${guess}; it is ${fmt(actual, 6)} (off by ${fmt(Math.abs(guess - actual), 4)}).`
-        : `Type a number first; it is ${fmt(actual, 6)}.`;
+    $('wb-verdict').textContent =
+        `You said ${guess}; it is ${fmt(actual, 6)} (off by ${fmt(Math.abs(guess - actual), 4)}).`;
   });
 }
 

@@ -206,6 +206,10 @@ def main():
         driver.find_element(By.ID, "wb-predict").click()
         hidden = driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")
         check(hidden == [] and "hidden until" in text("wb-steps"), "predict mode hides Z")
+        driver.find_element(By.ID, "wb-check").click()
+        check(text("wb-verdict") == "Type the number you expect for Z[1, 0] first, then press Check."
+              and driver.find_elements(By.CSS_SELECTOR, "#wb-Z td") == [],
+              "Check without a guess asks for one and keeps Z hidden: %r" % text("wb-verdict"))
         driver.find_element(By.ID, "wb-guess").send_keys("19.8")
         driver.find_element(By.ID, "wb-check").click()
         check("it is 19.820138" in text("wb-verdict"), "checking a guess reveals Z: %r" % text("wb-verdict"))
