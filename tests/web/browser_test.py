@@ -8,19 +8,25 @@ read the page's DOM as a student would see it:
     printed (docs/performance.md records it);
   - the workbench's lecture preset shows 10 and 19.820138 with rows of A summing to 1, column
     mode says the row sums are no longer 1 and Z leaves the range of V, predict-then-check
-    reveals the number after the guess, and a ragged Q shows a message and the page recovers;
+    asks for a guess and reveals the number only after one, a ragged Q shows a message and the
+    page recovers, and matrices beyond 64 rows or columns are refused before the engine runs;
+  - the JS API refuses a temperature of Infinity, NaN or -Infinity, naming it;
   - positions: the sinusoidal table is drawn, the RoPE dial's score depends only on m - n, and
     with positions off "dog bites man" reordered gives the same mean (with them, it differs);
   - gradient checks of softmax pass;
-  - a non-UTF-8 file is refused with a message naming it; pico trains 300 steps in the page's Web
-    Worker and its val loss falls below the unigram baseline the page draws, while the page's
-    main thread keeps answering (its event loop is never blocked for long, and the workbench
-    answers input, while the step count rises);
+  - a non-UTF-8 file is refused with a message naming it, and so is a Build whose shipped text
+    cannot be fetched (no server, a 404); pico trains 300 steps in the page's Web Worker and its
+    val loss falls below the unigram baseline the page draws, while the page's main thread keeps
+    answering (its event loop is never blocked for long, and the workbench answers input, while
+    the step count rises); Train at the end of the run says to raise Steps, and raised, it
+    trains on;
   - sampling shows text and next-token bars; a prompt longer than the context is refused;
   - a checkpoint written by the native CLI (FIXTURE_DIR, tests/web/native_fixture.sh) loads, and
     the attention map of every layer and head has rows summing to 1, zeros above the diagonal,
-    and the weights of `attograd attention`'s CSV within 1e-5; a truncated checkpoint is
-    refused and the page keeps working;
+    and the weights of `attograd attention`'s CSV within 1e-5; loaded while the pico trains, it
+    ends the run, clears the progress line and disables Train and Pause; a truncated checkpoint
+    is refused and the page keeps working; Build during training clears the progress line and
+    disables Pause, and the new model trains from step 0;
   - "attention is not explanation" on the pico trained in the page and on the native checkpoint:
     every map marks, in each query row 1 .. T-2, one most-attended key (an outline) and one
     key whose dropped term changes the loss most (a dot), the keys and the numbers in their titles
