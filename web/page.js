@@ -315,6 +315,12 @@ async function buildModel() {
   showError('tr-error', null);
   const request = trainingRequest();
   const file = $('tr-file').files[0];
+  // An empty file, in the page's words (the engine's would name its tokenizer's function).
+  if (file && file.size === 0) {
+    showError('tr-error', `${file.name} is empty: choose a file with the text to train on (a few ` +
+              'thousand characters at least), or clear the choice to train on the shipped text.');
+    return;
+  }
   if (file) {
     request.bytes = new Uint8Array(await file.arrayBuffer());
     request.name = file.name;

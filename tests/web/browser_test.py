@@ -14,8 +14,8 @@ read the page's DOM as a student would see it:
   - positions: the sinusoidal table is drawn, the RoPE dial's score depends only on m - n, and
     with positions off "dog bites man" reordered gives the same mean (with them, it differs);
   - gradient checks of softmax pass;
-  - a non-UTF-8 file is refused with a message naming it, and so is a Build whose shipped text
-    cannot be fetched (no server, a 404); pico trains 300 steps in the page's Web Worker and its
+  - a non-UTF-8 file is refused with a message naming it, an empty file in the page's words, and
+    so is a Build whose shipped text cannot be fetched (no server, a 404); pico trains 300 steps in the page's Web Worker and its
     val loss falls below the unigram baseline the page draws, while the page's main thread keeps
     answering (its event loop is never blocked for long, and the workbench answers input, while
     the step count rises); Train at the end of the run says to raise Steps, and raised, it
@@ -308,6 +308,15 @@ def main():
         wait().until(lambda d: text("tr-error") != "")
         check(text("tr-error").startswith("latin1.txt is not UTF-8 text: invalid UTF-8 at byte offset 17"),
               "a non-UTF-8 file is refused: %r" % text("tr-error"))
+        empty = os.path.join(os.path.dirname(bad), "empty.txt")
+        open(empty, "wb").close()
+        driver.execute_script("document.getElementById('tr-file').value = '';")
+        driver.find_element(By.ID, "tr-file").send_keys(empty)
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: text("tr-error") != "")
+        check(text("tr-error") == "empty.txt is empty: choose a file with the text to train on (a few "
+              "thousand characters at least), or clear the choice to train on the shipped text.",
+              "an empty file is refused in the page's words: %r" % text("tr-error"))
         driver.execute_script("document.getElementById('tr-file').value = '';")
         Select(driver.find_element(By.ID, "tr-model")).select_by_value("pico")
         # The shipped text cannot be fetched (the server gone, or it answers 404): a message.
