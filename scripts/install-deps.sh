@@ -38,6 +38,7 @@ elif [ "${1:-}" = "--wasm" ]; then
     nodejs                    # node: runs emcc's optimizer and the wasm test programs
     node-acorn                # the JavaScript parser Debian's emcc loads from NODE_PATH
     python3                   # scripts/playground.sh serves the page with python3 -m http.server
+    bible-kjv                 # `bible`: the page's shipped text, Genesis (web/CMakeLists.txt stops without it)
   )
 elif [ "${1:-}" = "--browser" ]; then
   packages=(

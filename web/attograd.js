@@ -16,8 +16,21 @@
     }
   }
 
+  // JSON has no Infinity or NaN: JSON.stringify writes them as null, which the engine would read
+  // as "not given" and answer with a default (a temperature of Infinity sampled at 1). So every
+  // number of a request must be finite; the path names the field ("sample: temperature").
+  function checkFinite(value, path) {
+    if (typeof value === 'number' && !Number.isFinite(value))
+      throw new AttogradError(`${path} is ${value}: give a finite number (JSON, which carries ` +
+                              'requests to the engine, has no Infinity or NaN)');
+    if (value !== null && typeof value === 'object' && !ArrayBuffer.isView(value))
+      for (const [k, v] of Object.entries(value))
+        checkFinite(v, Array.isArray(value) ? `${path}[${k}]` : `${path}.${k}`);
+  }
+
   function wrap(module) {
     const call = (request) => {
+      for (const [k, v] of Object.entries(request)) checkFinite(v, `${request.cmd}: ${k}`);
       const reply = JSON.parse(
           module.ccall('attograd_call', 'string', ['string'], [JSON.stringify(request)]));
       if (Object.prototype.hasOwnProperty.call(reply, 'error')) throw new AttogradError(reply.error);

@@ -48,6 +48,30 @@ function matrixTable(id, title, shape, rows, extraHeader, extra) {
   return html + '</table></div>';
 }
 
+// The workbench's size limit: at most 64 rows (T) and 64 numbers a row (d_k, d_v). The lecture's
+// matrices are 2 or 3 rows and the page's models see 8 tokens (block_size 8), so 64 leaves ample
+// room for a student's own. Beyond it the page stopped being a workbench: the steps are drawn
+// as tables of T x T cells each, rebuilt on every keystroke, and T = 400 froze the page for 13.5
+// s, T = 1000 for two minutes (3 million cells), T = 8000 ran the engine out of memory. At 64,
+// the three (T, T) tables hold 12,288 cells, drawn in a fraction of a second. Checked on the
+// text, before the engine is called (rows are separated by ';', numbers by ',', as the engine's
+// lecture::parse_matrix reads them).
+const WORKBENCH_MAX = 64;
+function workbenchTooLarge(request) {
+  for (const name of ['Q', 'K', 'V']) {
+    const rows = request[name].split(';');
+    const widest = Math.max(...rows.map((row) => row.split(',').length));
+    if (rows.length > WORKBENCH_MAX)
+      return `${name} has ${rows.length} rows: the workbench takes at most ${WORKBENCH_MAX} rows (T ≤ ` +
+          `${WORKBENCH_MAX}), so that its tables stay readable and the page answers at once. Remove rows.`;
+    if (widest > WORKBENCH_MAX)
+      return `${name} has a row of ${widest} numbers: the workbench takes at most ${WORKBENCH_MAX} numbers ` +
+          `a row (d_k and d_v ≤ ${WORKBENCH_MAX}), so that its tables stay readable and the page answers ` +
+          'at once. Remove columns.';
+  }
+  return null;
+}
+
 let lastWorkbench = null;
 function runWorkbench() {
   if (!engine) return;
@@ -58,9 +82,12 @@ function runWorkbench() {
   };
   let r;
   try {
+    const tooLarge = workbenchTooLarge(request);
+    if (tooLarge) throw new Error(tooLarge);
     r = engine.attention(request);
   } catch (e) {
     showError('wb-error', e);
+    lastWorkbench = null;
     $('wb-steps').innerHTML = '';
     $('wb-warning').textContent = '';
     return;
@@ -117,13 +144,18 @@ function setupWorkbench() {
   });
   $('wb-check').addEventListener('click', () => {
     if (!lastWorkbench) return;
+    // The answer stays hidden until there is a guess: predicting first is the point of the mode.
     const guess = parseFloat($('wb-guess').value);
+    if (!Number.isFinite(guess)) {
+      const what = $('wb-predict-what').textContent;
+      $('wb-verdict').textContent = `Type the number you expect for ${what} first, then press Check.`;
+      return;
+    }
     const actual = lastWorkbench.out[lastWorkbench.T - 1][0];
     revealed = true;
     runWorkbench();
-    $('wb-verdict').textContent = Number.isFinite(guess)
-        ? `You said ${guess}; it is ${fmt(actual, 6)} (off by ${fmt(Math.abs(guess - actual), 4)}).`
-        : `Type a number first; it is ${fmt(actual, 6)}.`;
+    $('wb-verdict').textContent =
+        `You said ${guess}; it is ${fmt(actual, 6)} (off by ${fmt(Math.abs(guess - actual), 4)}).`;
   });
 }
 
@@ -248,29 +280,63 @@ function trainingRequest() {
   return r;
 }
 
+// The model changed (built or loaded): whatever trained before is gone with its run (the worker
+// drops it), so its progress line and steps go too, and the buttons follow the new model: Train
+// only for a model built from a text here (a loaded checkpoint has no text to train on), Pause
+// only while a run goes.
+function modelChanged(trainable) {
+  lastProgress = null;
+  history = {train: [], val: []};
+  $('tr-progress').textContent = '';
+  $('tr-start').disabled = !trainable;
+  $('tr-pause').disabled = true;
+}
+
+// The shipped text, genesis.txt, from the page's own server; fetched at the first Build, so a
+// server stopped since the page loaded (or a page opened offline) shows up here.
+async function fetchShippedText() {
+  const fix = 'Start the page\'s server again (bash scripts/playground.sh) and reload, or choose a text ' +
+      'file of your own above.';
+  let reply;
+  try {
+    reply = await fetch('genesis.txt');
+  } catch (e) {
+    throw new Error(`The shipped text genesis.txt could not be fetched (${e.message}): the page's server ` +
+                    `is not answering. ${fix}`);
+  }
+  if (!reply.ok)
+    throw new Error(`The shipped text genesis.txt could not be fetched: the server answered ${reply.status} ` +
+                    `${reply.statusText}. ${fix}`);
+  return reply.text();
+}
+
 let shippedText = null;
 async function buildModel() {
   showError('tr-error', null);
   const request = trainingRequest();
   const file = $('tr-file').files[0];
+  // An empty file, in the page's words (the engine's would name its tokenizer's function).
+  if (file && file.size === 0) {
+    showError('tr-error', `${file.name} is empty: choose a file with the text to train on (a few ` +
+              'thousand characters at least), or clear the choice to train on the shipped text.');
+    return;
+  }
   if (file) {
     request.bytes = new Uint8Array(await file.arrayBuffer());
     request.name = file.name;
   }
-  else request.text = shippedText || (shippedText = await (await fetch('genesis.txt')).text());
   try {
+    if (!file) request.text = shippedText || (shippedText = await fetchShippedText());
     const r = await workerCall('newModel', request);
     baselines = r;
-    history = {train: [], val: []};
+    modelChanged(true);
     const c = r.config;
     $('tr-info').textContent = `${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
         `(V = ${c.vocab_size}, block_size ${c.block_size}, n_layer ${c.n_layer}, n_head ${c.n_head}, ` +
         `n_embd ${c.n_embd}); ${r.train_tokens.toLocaleString()} train and ${r.val_tokens.toLocaleString()} ` +
         `val characters. Baselines (val): unigram ${fmt(r.unigram_loss, 4)}, bigram ${fmt(r.bigram_loss, 4)} nats.`;
-    $('tr-start').disabled = false;
     $('tr-save').disabled = false;
     for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
-    $('tr-progress').textContent = '';
     drawChart();
   } catch (e) {
     showError('tr-error', e);
@@ -282,7 +348,7 @@ function onProgress(p) {
   if (p.error) {
     showError('tr-error', p.error);
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = false;
+    $('tr-start').disabled = !baselines;
     return;
   }
   lastProgress = p;
@@ -297,7 +363,7 @@ function onProgress(p) {
       (p.done ? ' — done' : '');
   if (p.done) {
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = false;
+    $('tr-start').disabled = !baselines;
     if (window.page.onDone) window.page.onDone(p);  // bench/page_pico.py times runs with it
   }
   drawChart();
@@ -359,18 +425,28 @@ function setupTraining() {
   $('tr-build').addEventListener('click', buildModel);
   $('tr-start').addEventListener('click', async () => {
     showError('tr-error', null);
+    if (!baselines) {
+      showError('tr-error', 'This model was loaded from a checkpoint, which holds no text to train on: ' +
+                'sample from it or look inside, or press Build to train a model on a text.');
+      return;
+    }
     const steps = +$('tr-steps').value;
     const r = trainingRequest();
     const T = baselines.config.block_size;
-    await workerCall('start', {target: steps, chunk: 10, evalEvery: Math.max(10, Math.round(steps / 10 / 10) * 10),
-                               tokensPerStep: r.batch_size * T});
+    try {
+      const evalEvery = Math.max(10, Math.round(steps / 10 / 10) * 10);
+      await workerCall('start', {target: steps, chunk: 10, evalEvery, tokensPerStep: r.batch_size * T});
+    } catch (e) {
+      showError('tr-error', e);
+      return;
+    }
     $('tr-start').disabled = true;
     $('tr-pause').disabled = false;
   });
   $('tr-pause').addEventListener('click', async () => {
     await workerCall('pause');
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = false;
+    $('tr-start').disabled = !baselines;
   });
   $('tr-log').addEventListener('change', drawChart);
   $('tr-save').addEventListener('click', async () => {
@@ -392,10 +468,10 @@ function setupTraining() {
       const r = await workerCall('load', {bytes: new Uint8Array(await file.arrayBuffer()), name: file.name});
       const c = r.config;
       baselines = null;
+      modelChanged(false);
       $('tr-info').textContent = `loaded ${file.name}: ${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
           `(V = ${c.vocab_size}, block_size ${c.block_size}); sample from it or look inside. ` +
           'To train, build a model from a text.';
-      $('tr-start').disabled = true;
       $('tr-save').disabled = true;
       for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
       drawChart();

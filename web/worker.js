@@ -66,13 +66,23 @@ function trainChunk() {
 
 const methods = {
   info: () => engine.info(),
+  // A new model (built or loaded) ends the run of the old one; a refused one leaves the old model
+  // and its run as they were (the engine replaces its model only on success), so the run is
+  // dropped only after the engine has answered.
   newModel(options) {
-    run = null;
     const {bytes, name, ...request} = options;  // a dropped file's bytes and name, or a text
-    return bytes ? engine.newModelFromBytes(bytes, request, name) : engine.newModel(request);
+    const result = bytes ? engine.newModelFromBytes(bytes, request, name) : engine.newModel(request);
+    run = null;
+    return result;
   },
   start({target, chunk, evalEvery, tokensPerStep}) {
     if (run && run.running) return {step: run.step};
+    // A run that has reached its step count (or a count lowered below the steps done) has no
+    // step left to take: say so and how to go on, rather than ask the engine for 0 or -150 steps.
+    if (run && target <= run.step)
+      throw new Error(`This model has trained ${run.step} steps, and Steps is ${target}: the run has ` +
+                      `reached its step count. To go on training it, raise Steps above ${run.step} and ` +
+                      'press Train; Build starts a new model.');
     run = Object.assign(run || {step: 0}, {target, chunk, evalEvery, tokensPerStep, running: true});
     yieldThenTrain();
     return {step: run.step};
@@ -86,8 +96,9 @@ const methods = {
   sample: (options) => engine.sample(options),
   save: () => engine.saveCheckpoint(),
   load({bytes, name}) {
+    const result = engine.loadCheckpoint(bytes, name);
     run = null;
-    return engine.loadCheckpoint(bytes, name);
+    return result;
   },
 };
 

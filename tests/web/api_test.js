@@ -142,6 +142,15 @@ test('forward, checkpoints through bytes, sampling, and their bad inputs', () =>
     assert.deepStrictEqual(bars.slice(10).map((x) => x.p), [0, 0]);
     bars.slice(1).forEach((x, i) => assert.ok(x.p <= bars[i].p));
   }
+  // Numbers JSON cannot carry are refused (JSON.stringify would send null, and the engine would
+  // sample at its default temperature 1), naming the field.
+  for (const t of [Infinity, NaN, -Infinity])
+    assert.throws(() => engine.sample({prompt: 'And', max_new_tokens: 4, temperature: t}),
+                  (e) => e instanceof AttogradError &&
+                      e.message === `sample: temperature is ${t}: give a finite number (JSON, which ` +
+                          'carries requests to the engine, has no Infinity or NaN)');
+  assert.throws(() => engine.newModel({preset: 'femto', text, learning_rate: NaN}),
+                (e) => e instanceof AttogradError && e.message.startsWith('model_new: learning_rate is NaN: '));
 });
 
 // "Attention is not explanation" (gpt/model/attribution.h) in the forward request: one row per

@@ -8,19 +8,25 @@ read the page's DOM as a student would see it:
     printed (docs/performance.md records it);
   - the workbench's lecture preset shows 10 and 19.820138 with rows of A summing to 1, column
     mode says the row sums are no longer 1 and Z leaves the range of V, predict-then-check
-    reveals the number after the guess, and a ragged Q shows a message and the page recovers;
+    asks for a guess and reveals the number only after one, a ragged Q shows a message and the
+    page recovers, and matrices beyond 64 rows or columns are refused before the engine runs;
+  - the JS API refuses a temperature of Infinity, NaN or -Infinity, naming it;
   - positions: the sinusoidal table is drawn, the RoPE dial's score depends only on m - n, and
     with positions off "dog bites man" reordered gives the same mean (with them, it differs);
   - gradient checks of softmax pass;
-  - a non-UTF-8 file is refused with a message naming it; pico trains 300 steps in the page's Web
-    Worker and its val loss falls below the unigram baseline the page draws, while the page's
-    main thread keeps answering (its event loop is never blocked for long, and the workbench
-    answers input, while the step count rises);
+  - a non-UTF-8 file is refused with a message naming it, an empty file in the page's words, and
+    so is a Build whose shipped text cannot be fetched (no server, a 404); pico trains 300 steps in the page's Web Worker and its
+    val loss falls below the unigram baseline the page draws, while the page's main thread keeps
+    answering (its event loop is never blocked for long, and the workbench answers input, while
+    the step count rises); Train at the end of the run says to raise Steps, and raised, it
+    trains on;
   - sampling shows text and next-token bars; a prompt longer than the context is refused;
   - a checkpoint written by the native CLI (FIXTURE_DIR, tests/web/native_fixture.sh) loads, and
     the attention map of every layer and head has rows summing to 1, zeros above the diagonal,
-    and the weights of `attograd attention`'s CSV within 1e-5; a truncated checkpoint is
-    refused and the page keeps working;
+    and the weights of `attograd attention`'s CSV within 1e-5; loaded while the pico trains, it
+    ends the run, clears the progress line and disables Train and Pause; a truncated checkpoint
+    is refused and the page keeps working; Build during training clears the progress line and
+    disables Pause, and the new model trains from step 0;
   - "attention is not explanation" on the pico trained in the page and on the native checkpoint:
     every map marks, in each query row 1 .. T-2, one most-attended key (an outline) and one
     key whose dropped term changes the loss most (a dot), the keys and the numbers in their titles
@@ -206,6 +212,10 @@ def main():
         driver.find_element(By.ID, "wb-predict").click()
         hidden = driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")
         check(hidden == [] and "hidden until" in text("wb-steps"), "predict mode hides Z")
+        driver.find_element(By.ID, "wb-check").click()
+        check(text("wb-verdict") == "Type the number you expect for Z[1, 0] first, then press Check."
+              and driver.find_elements(By.CSS_SELECTOR, "#wb-Z td") == [],
+              "Check without a guess asks for one and keeps Z hidden: %r" % text("wb-verdict"))
         driver.find_element(By.ID, "wb-guess").send_keys("19.8")
         driver.find_element(By.ID, "wb-check").click()
         check("it is 19.820138" in text("wb-verdict"), "checking a guess reveals Z: %r" % text("wb-verdict"))
@@ -219,6 +229,43 @@ def main():
         q.send_keys("1; 2")
         z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
         check(text("wb-error") == "" and z == ["10", "19.820138"], "after a fix the workbench works again")
+        # The size limit (T, d_k, d_v <= 64), checked on the text before the engine is called
+        # (its calls are counted): 65 rows and a row of 65 numbers are refused, 64 rows work.
+        sized = lambda q, k, v: driver.execute_script("""
+            const e = window.page.engine, attention = e.attention;
+            let calls = 0;
+            e.attention = (r) => { ++calls; return attention(r); };
+            const [q, k, v] = arguments;
+            document.getElementById('wb-Q').value = q;
+            document.getElementById('wb-K').value = k;
+            const box = document.getElementById('wb-V');
+            box.value = v;
+            const before = performance.now();
+            box.dispatchEvent(new Event('input'));
+            const ms = performance.now() - before;
+            e.attention = attention;
+            return {calls, ms, error: document.getElementById('wb-error').textContent,
+                    z: document.querySelectorAll('#wb-Z tr').length};""", q, k, v)
+        rows = lambda n: "; ".join(["1"] * n)
+        r = sized(rows(65), rows(65), rows(65))
+        check(r["calls"] == 0 and r["z"] == 0 and r["error"] ==
+              "Q has 65 rows: the workbench takes at most 64 rows (T \u2264 64), so that its tables stay "
+              "readable and the page answers at once. Remove rows.",
+              "65 rows are refused before the engine runs: %r (%.0f ms)" % (r["error"], r["ms"]))
+        r = sized(rows(8000), rows(8000), rows(8000))
+        check(r["calls"] == 0 and r["error"].startswith("Q has 8000 rows: the workbench takes at most 64"),
+              "8000 rows are refused before the engine runs (%.0f ms)" % r["ms"])
+        r = sized("1;2", ", ".join(["1"] * 65) + "; " + ", ".join(["1"] * 65), "10;20")
+        check(r["calls"] == 0 and r["error"].startswith("K has a row of 65 numbers: the workbench takes "
+                                                         "at most 64 numbers a row (d_k and d_v \u2264 64)"),
+              "a row of 65 numbers is refused: %r" % r["error"])
+        r = sized(rows(64), rows(64), rows(64))
+        check(r["calls"] == 1 and r["error"] == "" and r["z"] == 64,
+              "64 rows are shown: Z has %d rows (drawn in %.0f ms)" % (r["z"], r["ms"]))
+        Select(driver.find_element(By.ID, "wb-preset")).select_by_value("t3")
+        Select(driver.find_element(By.ID, "wb-preset")).select_by_value("lecture")
+        z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
+        check(text("wb-error") == "" and z == ["10", "19.820138"], "the preset works again after the limit")
 
         # Part 2: positions.
         cells = driver.find_elements(By.CSS_SELECTOR, "#pe-table td")
@@ -236,6 +283,15 @@ def main():
               "reordering \"dog bites man\": the mean stays, attention with positions changes: %s" % order)
         shot("part2")
 
+        # The JS API refuses numbers JSON cannot carry (they would become null, a default).
+        for t in ("Infinity", "NaN", "-Infinity"):
+            got = driver.execute_script(
+                "try { window.page.engine.sample({prompt: 'In', temperature: %s}); return 'no error'; }"
+                " catch (e) { return e.name + ': ' + e.message; }" % t)
+            check(got == "AttogradError: sample: temperature is %s: give a finite number (JSON, which "
+                  "carries requests to the engine, has no Infinity or NaN)" % t,
+                  "a temperature of %s is refused by the JS API: %r" % (t, got))
+
         # Part 5: gradient checks.
         Select(driver.find_element(By.ID, "gc-op")).select_by_visible_text("softmax")
         driver.find_element(By.ID, "gc-go").click()
@@ -252,8 +308,31 @@ def main():
         wait().until(lambda d: text("tr-error") != "")
         check(text("tr-error").startswith("latin1.txt is not UTF-8 text: invalid UTF-8 at byte offset 17"),
               "a non-UTF-8 file is refused: %r" % text("tr-error"))
+        empty = os.path.join(os.path.dirname(bad), "empty.txt")
+        open(empty, "wb").close()
+        driver.execute_script("document.getElementById('tr-file').value = '';")
+        driver.find_element(By.ID, "tr-file").send_keys(empty)
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: text("tr-error") != "")
+        check(text("tr-error") == "empty.txt is empty: choose a file with the text to train on (a few "
+              "thousand characters at least), or clear the choice to train on the shipped text.",
+              "an empty file is refused in the page's words: %r" % text("tr-error"))
         driver.execute_script("document.getElementById('tr-file').value = '';")
         Select(driver.find_element(By.ID, "tr-model")).select_by_value("pico")
+        # The shipped text cannot be fetched (the server gone, or it answers 404): a message.
+        fix = ("Start the page's server again (bash scripts/playground.sh) and reload, or choose a "
+               "text file of your own above.")
+        for fake, want in (("Promise.reject(new TypeError('Failed to fetch'))",
+                            "The shipped text genesis.txt could not be fetched (Failed to fetch): the "
+                            "page's server is not answering. " + fix),
+                           ("Promise.resolve(new Response('', {status: 404, statusText: 'File not found'}))",
+                            "The shipped text genesis.txt could not be fetched: the server answered 404 "
+                            "File not found. " + fix)):
+            driver.execute_script("window.realFetch = window.fetch; window.fetch = () => %s;" % fake)
+            driver.find_element(By.ID, "tr-build").click()
+            wait().until(lambda d: text("tr-error") != "")
+            driver.execute_script("window.fetch = window.realFetch;")
+            check(text("tr-error") == want, "Build without the shipped text says so: %r" % text("tr-error"))
         driver.find_element(By.ID, "tr-steps").clear()
         driver.find_element(By.ID, "tr-steps").send_keys("300")
         driver.find_element(By.ID, "tr-build").click()
@@ -306,6 +385,23 @@ def main():
         val = float(re.search(r"val loss ([0-9.]+)", progress).group(1))
         check("step 300 / 300" in progress, "pico trained 300 steps: %r" % progress)
         check(val < unigram, "pico's val loss %.4f is below the unigram baseline %.4f" % (val, unigram))
+        # Train again at the end of the run, then with fewer steps: the page says what to do.
+        for steps in ("300", "150"):
+            driver.find_element(By.ID, "tr-steps").clear()
+            driver.find_element(By.ID, "tr-steps").send_keys(steps)
+            driver.find_element(By.ID, "tr-start").click()
+            wait().until(lambda d: text("tr-error") != "")
+            want = ("This model has trained 300 steps, and Steps is %s: the run has reached its step "
+                    "count. To go on training it, raise Steps above 300 and press Train; Build starts a "
+                    "new model." % steps)
+            check(text("tr-error") == want and driver.find_element(By.ID, "tr-start").is_enabled() and
+                  not driver.find_element(By.ID, "tr-pause").is_enabled(),
+                  "Train with Steps %s after 300 steps says how to go on: %r" % (steps, text("tr-error")))
+        driver.find_element(By.ID, "tr-steps").clear()
+        driver.find_element(By.ID, "tr-steps").send_keys("320")
+        driver.find_element(By.ID, "tr-start").click()
+        wait(300).until(lambda d: "step 320 / 320" in text("tr-progress") and "done" in text("tr-progress"))
+        check(text("tr-error") == "", "raising Steps to 320 trains on: %r" % text("tr-progress"))
 
         # Sampling with the sliders: text and the next-token bars.
         driver.execute_script("const s = document.getElementById('sm-topk'); s.value = 5;"
@@ -337,10 +433,23 @@ def main():
         wait().until(lambda d: text("li-error") != "")
         check("longer than this model's context (block_size 8)" in text("li-error"),
               "a prompt longer than the context is refused: %r" % text("li-error"))
+        # The checkpoint is loaded while the pico trains on: the run ends with the model it
+        # trained, its progress line goes, and neither Train nor Pause is offered (a checkpoint
+        # has no text to train on).
+        driver.find_element(By.ID, "tr-steps").clear()
+        driver.find_element(By.ID, "tr-steps").send_keys("5000")
+        driver.find_element(By.ID, "tr-start").click()
+        wait().until(lambda d: d.execute_script("return window.page.trainingStep();") > 320)
         driver.find_element(By.ID, "tr-load").send_keys(
             os.path.join(FIXTURE_DIR, "run", "ckpt.safetensors"))
         wait().until(lambda d: "loaded ckpt.safetensors" in text("tr-info") or text("tr-error") != "")
         check(text("tr-error") == "", "the native CLI's checkpoint loads: %r" % text("tr-info"))
+        time.sleep(0.5)  # a report of the old run would arrive by now
+        check(text("tr-progress") == "" and driver.execute_script("return window.page.trainingStep();") == 0
+              and not driver.find_element(By.ID, "tr-start").is_enabled()
+              and not driver.find_element(By.ID, "tr-pause").is_enabled(),
+              "loading during training clears the progress line and disables Train and Pause: %r"
+              % text("tr-progress"))
         with open(os.path.join(FIXTURE_DIR, "prompt.txt"), encoding="utf-8") as f:
             fixture_prompt = f.read()
         prompt.clear()
@@ -395,6 +504,26 @@ def main():
         driver.find_element(By.ID, "sm-go").click()
         wait().until(lambda d: len(text("sm-text")) > 50 and text("sm-error") == "")
         check(text("sm-text").startswith("And God said"), "sampling works after the refusal")
+
+        # Build during training: the old run ends, Pause goes, Train starts the new model at 0.
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: d.find_element(By.ID, "tr-start").is_enabled())
+        driver.find_element(By.ID, "tr-start").click()
+        wait().until(lambda d: d.execute_script("return window.page.trainingStep();") > 0)
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: d.find_element(By.ID, "tr-start").is_enabled())
+        time.sleep(0.5)
+        check(text("tr-progress") == "" and text("tr-error") == "" and
+              not driver.find_element(By.ID, "tr-pause").is_enabled(),
+              "Build during training clears the progress line and disables Pause: %r" % text("tr-progress"))
+        driver.find_element(By.ID, "tr-start").click()
+        wait().until(lambda d: text("tr-progress").startswith("step "))
+        step = int(re.match(r"step (\d+) / 5000", text("tr-progress")).group(1))
+        driver.find_element(By.ID, "tr-pause").click()
+        wait().until(lambda d: d.find_element(By.ID, "tr-start").is_enabled())
+        check(step < 1000 and text("tr-error") == "" and
+              not driver.find_element(By.ID, "tr-pause").is_enabled(),
+              "the new model trains from step 0 (step %d at its first report) and pauses" % step)
 
         # Nothing but the page's own files was fetched.
         entries = driver.execute_script(
