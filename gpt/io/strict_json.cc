@@ -40,7 +40,12 @@ nlohmann::json parse_json(const std::string& text, const std::string& what) {
   try {
     return nlohmann::json::parse(text, check);
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(what + " is not valid JSON: " + e.what());
+    // e.what() starts with the library's tag ("[json.exception.parse_error.101] "), which names
+    // nothing a reader of the message can act on: the rest says where and what.
+    std::string detail = e.what();
+    if (detail.rfind("[json.exception.", 0) == 0 && detail.find("] ") != std::string::npos)
+      detail.erase(0, detail.find("] ") + 2);
+    throw std::runtime_error(what + " is not valid JSON: " + detail);
   }
 }
 

@@ -42,7 +42,16 @@ BOOST_AUTO_TEST_CASE(duplicate_keys_and_invalid_json_are_named) {
       [] { parse_json(R"({"n_head": 2, "n_head": 3})", "config.json"); },
       "config.json has the key 'n_head' twice");
   expect_throw_with<std::runtime_error>([] { parse_json(R"({"n_head": 2,)", "config.json"); },
-                                        "config.json is not valid JSON: ");
+                                        "config.json is not valid JSON: parse error at line 1");
+  // The library's own tag is dropped: it names nothing the reader can act on.
+  try {
+    parse_json("{\"q\": \"\\ud800\"}", "prompt");  // a lone surrogate
+    BOOST_FAIL("a lone surrogate was accepted");
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST_INFO(e.what());
+    BOOST_TEST(std::string(e.what()).find("[json.exception") == std::string::npos);
+    BOOST_TEST(std::string(e.what()).rfind("prompt is not valid JSON: parse error", 0) == 0);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(integers_are_refused_not_truncated_or_cast) {
