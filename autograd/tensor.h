@@ -100,6 +100,9 @@ class Tensor {
   bool is_contiguous() const;
   /// True when both are views of one storage (one allocation), e.g. parameters in one arena.
   bool shares_storage(const Tensor& other) const;
+  /// True when both are handles to the same tensor (Python's `a is b` on torch tensors): what a
+  /// module's parameters() deduplicates by, so a weight tied between two modules counts once.
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 
   // ----- data access -----
   /// Pointer to the first element (storage + offset). Throws std::invalid_argument if T does

@@ -13,8 +13,16 @@
 namespace attograd::nn {
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
-  Named out;
-  collect("", &Module::params_, out);
+  Named all, out;
+  collect("", &Module::params_, all);
+  // A tensor registered under two names (a tied weight) is listed once, under its first name,
+  // as torch's named_parameters() does: an optimizer given parameters() would otherwise update
+  // it twice a step (AdamW refuses a tensor given twice). state_dict() keeps every name.
+  for (auto& [name, t] : all) {
+    const bool seen = std::any_of(out.begin(), out.end(),
+                                  [&t = t](const auto& entry) { return entry.second.is_same(t); });
+    if (!seen) out.emplace_back(std::move(name), t);
+  }
   return out;
 }
 

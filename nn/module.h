@@ -63,7 +63,9 @@ class Module {
   Module& operator=(const Module&) = delete;
 
   /// Every parameter, recursively, in registration order, with dotted names as in PyTorch's
-  /// state_dict ("h.0.attn.c_attn.weight").
+  /// state_dict ("h.0.attn.c_attn.weight"). A tensor registered under two names (a weight tied
+  /// between modules) is listed once, under its first name, as in torch; state_dict() keeps
+  /// every name.
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   /// The same tensors without names.
   std::vector<Tensor> parameters() const;

@@ -6,6 +6,7 @@
 #include "autograd/ops.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/optim.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -291,4 +292,38 @@ BOOST_AUTO_TEST_CASE(load_state_dict_names_every_problem_and_writes_nothing) {
         m.load_state_dict({partial[0], partial[0]}, false);
       },
       "1 given twice: 'scale'");
+}
+
+// A weight tied between two modules (a parameter registered under a second name) is one
+// parameter: listed once under its first name, counted once, and an optimizer takes the list,
+// as torch's named_parameters() / parameters() give it; the state dict keeps both names.
+BOOST_AUTO_TEST_CASE(a_tied_weight_is_one_parameter_but_two_state_dict_keys) {
+  class Tied : public Module {
+   public:
+    explicit Tied(Generator& gen) {
+      w = register_parameter("w", Tensor::randn({3, 3}, gen, DType::f64));
+      fc = register_module("fc", std::make_shared<Linear>(3, 3, true, gen, DType::f64));
+    }
+    Tensor w;
+    std::shared_ptr<Linear> fc;
+  };
+  class Holder : public Module {
+   public:
+    explicit Holder(Generator& gen) : inner(register_module("inner", std::make_shared<Tied>(gen))) {
+      register_parameter("alias", inner->w);  // the same tensor under a second name
+    }
+    std::shared_ptr<Tied> inner;
+  };
+  Generator gen(3);
+  Holder m(gen);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : m.named_parameters()) names.push_back(name);
+  BOOST_TEST((names == std::vector<std::string>{"alias", "inner.fc.weight", "inner.fc.bias"}));
+  BOOST_TEST(m.num_parameters() == 9 + 9 + 3);  // alias (= inner.w), fc.weight, fc.bias
+  BOOST_TEST(m.parameters()[0].is_same(m.inner->w));
+  BOOST_CHECK_NO_THROW(AdamW(m.parameters(), AdamWOptions(1e-3)));
+  std::vector<std::string> keys;
+  for (const auto& [name, t] : m.state_dict()) keys.push_back(name);
+  BOOST_TEST(
+      (keys == std::vector<std::string>{"alias", "inner.w", "inner.fc.weight", "inner.fc.bias"}));
 }
