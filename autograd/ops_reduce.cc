@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -124,8 +125,8 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) 
 // ----- max -----
 // A (B, T, C) input with every value 0.05 from the next (f32's step is 5e-3): which element is
 // a row's largest never changes within x ± eps.
-static GradcheckCase max_case(std::function<Tensor(const Tensor&)> f) {
-  return {"(B, T, C)",
+static GradcheckCase max_case(std::string label, std::function<Tensor(const Tensor&)> f) {
+  return {std::move(label),
           [](Generator& g, DType d, const Sizes& s) {
             return Inputs{param_distinct({s.B, s.T, s.C}, g, d, 0.05)};
           },
@@ -138,8 +139,9 @@ static void register_max(OpRegistry& r) {
          .vjp = "`dx[first argmax] = dy`",
          .kernel = "kernels/reduce",
          .tests = "ops_test: reductions",
-         .cases = {max_case([](const Tensor& x) { return max(x, -1); }),
-                   max_case([](const Tensor& x) { return max(x, 1, true); })}});
+         .cases = {max_case("(B, T, C) over C", [](const Tensor& x) { return max(x, -1); }),
+                   max_case("(B, T, C) over T, keepdim",
+                            [](const Tensor& x) { return max(x, 1, true); })}});
 }
 
 Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
