@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -32,10 +33,27 @@ std::vector<std::string> keys_of(Keep keep) {
   return keys;
 }
 
+// The key of each of S's rows (those `keep` accepts) under its flag's spelling as a JSON key:
+// "lr" -> "learning_rate" (--lr), "no_bias" -> "bias" (--no-bias). A user who writes the flag's
+// name is told the key (the nearest name by spelling would not find learning_rate from lr).
+template <class S, class Keep>
+std::map<std::string, std::string> flag_keys_of(Keep keep) {
+  std::map<std::string, std::string> keys;
+  S::for_each_field([&](const auto& f) {
+    if (!f.in_config_files() || !keep(f)) return;
+    std::string word = std::string(f.flag).substr(2);  // without "--"
+    std::replace(word.begin(), word.end(), '-', '_');
+    if (word != f.name) keys.emplace(word, f.name);
+  });
+  return keys;
+}
+
 // Throws for a key of `section` (named `name`) that is not one of `known`, suggesting the
 // nearest, or for a section that is not an object.
 void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
-                         const std::vector<std::string>& known, const std::string& what) {
+                         const std::vector<std::string>& known,
+                         const std::map<std::string, std::string>& flag_keys,
+                         const std::string& what) {
   if (!section.is_object())
     throw std::invalid_argument(what + ": the section \"" + name + "\" is " +
                                 json_excerpt(section) + ", not a JSON object of settings");
@@ -45,7 +63,8 @@ void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
       throw std::invalid_argument(what +
                                   ": \"model\" cannot set vocab_size: the vocabulary is "
                                   "the tokenizer's (set \"tokenizer\" in \"run\")");
-    const std::string near = nearest_name(it.key(), known);
+    const auto flag = flag_keys.find(it.key());
+    const std::string near = flag != flag_keys.end() ? flag->second : nearest_name(it.key(), known);
     throw std::invalid_argument(what + ": \"" + name + "\" has no key '" + it.key() + "'" +
                                 (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                                 "; its keys are " + join_names(known));
@@ -87,9 +106,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
   };
   std::vector<std::string> model_keys = keys_of<GPTConfig>(kModelRow);
   model_keys.insert(model_keys.begin(), "preset");
-  refuse_unknown_keys(section("run"), "run", keys_of<RunRequest>(kEveryRow), what);
-  refuse_unknown_keys(section("model"), "model", model_keys, what);
-  refuse_unknown_keys(section("train"), "train", keys_of<TrainOptions>(kEveryRow), what);
+  refuse_unknown_keys(section("run"), "run", keys_of<RunRequest>(kEveryRow),
+                      flag_keys_of<RunRequest>(kEveryRow), what);
+  refuse_unknown_keys(section("model"), "model", model_keys, flag_keys_of<GPTConfig>(kModelRow),
+                      what);
+  refuse_unknown_keys(section("train"), "train", keys_of<TrainOptions>(kEveryRow),
+                      flag_keys_of<TrainOptions>(kEveryRow), what);
 
   RunConfig c;
   c.run_given = read_config_section(section("run"), c.request, what + ": run", kEveryRow);

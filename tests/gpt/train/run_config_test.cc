@@ -66,6 +66,11 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_naming_the_key_and_the_fix) {
   refused("{\"train\": {\"bach_size\": 8}}",
           "config file 'c.json': \"train\" has no key 'bach_size' (did you mean 'batch_size'?)");
   refused("{\"trian\": {}}", "config file 'c.json' has no section 'trian' (did you mean 'train'?)");
+  // A flag's own name is answered with its key, however far the spellings are apart.
+  refused("{\"train\": {\"lr\": 0.001}}",
+          "\"train\" has no key 'lr' (did you mean 'learning_rate'?)");
+  refused("{\"model\": {\"no_bias\": true}}", "has no key 'no_bias' (did you mean 'bias'?)");
+  refused("{\"run\": {\"out\": \"x\"}}", "has no key 'out' (did you mean 'out_dir'?)");
   refused("{\"train\": {\"max_steps\": 5, \"max_steps\": 6}}", "has the key 'max_steps' twice");
   refused("{\"train\": {\"max_steps\": 5,}}", "is not valid JSON");
   refused("[1, 2]", "is [1,2], not a JSON object with the sections run, model and train");
