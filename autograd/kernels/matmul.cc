@@ -622,14 +622,20 @@ struct PackedAll {
   }
 };
 
-// Bytes pack_all needs for `lines` lines of K k's.
-template <class Tiles>
-int64_t pack_all_bytes(int64_t width, int64_t lines, int64_t K) {
-  constexpr int64_t KC = Tiles::kBlockK, G = Tiles::kGroup;
-  const int64_t blocks = (K + KC - 1) / KC;
-  return blocks * round_up(lines, width) * ((KC + G - 1) / G) *
-         static_cast<int64_t>(sizeof(typename Tiles::Packed));
-}
+// pack_all's layout for `lines` lines of K k's: k blocks of block_stride packed elements.
+struct PackAllLayout {
+  int64_t blocks, block_stride;
+  template <class Tiles>
+  static PackAllLayout of(int64_t width, int64_t lines, int64_t K) {
+    constexpr int64_t KC = Tiles::kBlockK, G = Tiles::kGroup;
+    return {(K + KC - 1) / KC, round_up(lines, width) * ((KC + G - 1) / G)};
+  }
+  // Bytes of the copy, for kPackAllBytes.
+  template <class Tiles>
+  int64_t bytes() const {
+    return blocks * block_stride * static_cast<int64_t>(sizeof(typename Tiles::Packed));
+  }
+};
 
 template <class Tiles, typename T>
 PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, int64_t width, const T* src,
@@ -637,8 +643,8 @@ PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, int64_t width, co
                                            int64_t K) {
   using P = typename Tiles::Packed;
   constexpr int64_t KC = Tiles::kBlockK, G = Tiles::kGroup;
-  const int64_t block_stride = round_up(lines, width) * ((KC + G - 1) / G);
-  const int64_t blocks = (K + KC - 1) / KC;
+  const PackAllLayout layout = PackAllLayout::of<Tiles>(width, lines, K);
+  const int64_t blocks = layout.blocks, block_stride = layout.block_stride;
   P* dst = thread_scratch<P, PackedAllTag>(static_cast<size_t>(blocks * block_stride));
   const int64_t group = 8 * width;
   const int64_t groups = (lines + group - 1) / group;
@@ -670,8 +676,8 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
   // The packing buffers are sized for the whole C, not this piece: any thread may take any
   // piece, and a buffer sized by the piece would grow again the first time a thread took a
   // larger one, in the middle of training.
-  const int64_t mc_max = std::min(bl.MC, (pr.M + kMR - 1) / kMR * kMR);
-  const int64_t nc_max = std::min(bl.NC, (pr.N + NR - 1) / NR * NR);
+  const int64_t mc_max = std::min(bl.MC, round_up(pr.M, kMR));
+  const int64_t nc_max = std::min(bl.NC, round_up(pr.N, NR));
   const int64_t kc_max = (std::min(KC, pr.K) + G - 1) / G;  // packed elements per line
   P* a_pack = thread_scratch<P, PackedA>(static_cast<size_t>(mc_max * kc_max));
   P* b_pack = thread_scratch<P, PackedB>(static_cast<size_t>(nc_max * kc_max));
@@ -727,9 +733,9 @@ void gemm_packed(const Tiles& tiles, const Problem<T>& pr, int64_t n) {
   // With several pieces, the operand that every piece reads whole (B when the pieces are row
   // blocks, A when they are column blocks) is packed once, up to kPackAllBytes (a copy of it).
   using Packed = PackedAll<typename Tiles::Packed>;
-  const bool pack_once =
-      parts > 1 && (split_m ? pack_all_bytes<Tiles>(NR, n, pr.K)
-                            : pack_all_bytes<Tiles>(kMR, M, pr.K)) <= kPackAllBytes;
+  const bool pack_once = parts > 1 && (split_m ? PackAllLayout::of<Tiles>(NR, n, pr.K)
+                                               : PackAllLayout::of<Tiles>(kMR, M, pr.K))
+                                              .template bytes<Tiles>() <= kPackAllBytes;
   const Packed a_all =
       pack_once && !split_m ? pack_all(tiles, kMR, pr.a, pr.a_row, pr.a_col, M, pr.K) : Packed{};
   const Packed b_all =
