@@ -54,12 +54,12 @@ function matrixTable(id, title, shape, rows, extraHeader, extra) {
 // as tables of T x T cells each, rebuilt on every keystroke, and T = 400 froze the page for 13.5
 // s, T = 1000 for two minutes (3 million cells), T = 8000 ran the engine out of memory. At 64,
 // the three (T, T) tables hold 12,288 cells, drawn in a fraction of a second. Checked on the
-// text, before the engine is called (rows are separated by ';', numbers by ',', as the engine's
-// lecture::parse_matrix reads them).
+// text, before the engine is called (rows are separated by ';' or line breaks, numbers by ',', as
+// the engine's lecture::parse_matrix reads them; blank lines start no row).
 const WORKBENCH_MAX = 64;
 function workbenchTooLarge(request) {
   for (const name of ['Q', 'K', 'V']) {
-    const rows = request[name].split(';');
+    const rows = request[name].split(/[;\r\n]/).filter((row) => row.trim() !== '');
     const widest = Math.max(...rows.map((row) => row.split(',').length));
     if (rows.length > WORKBENCH_MAX)
       return `${name} has ${rows.length} rows: the workbench takes at most ${WORKBENCH_MAX} rows (T ≤ ` +

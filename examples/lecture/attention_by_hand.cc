@@ -222,9 +222,28 @@ AttentionCost attention_cost(int64_t T, int64_t head_dim, int64_t bytes_per_elem
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
   return s;
+}
+
+// The text with every line break that ends a row turned into ';': a matrix typed one row a line
+// (as a student writes it in the page's boxes) reads as the same matrix. A line break right
+// after a ';' ("1, 0;" then "0, 1") or after another break (a blank line) ends no second row,
+// and those at the ends go with trim.
+std::string rows_on_lines(std::string_view text) {
+  std::string out;
+  char last = ';';  // the last character written that is not blank; ';' at the start
+  for (const char c : trim(text)) {
+    const bool line_break = c == '\n' || c == '\r';
+    out += line_break ? (last == ';' ? ' ' : ';') : c;
+    if (line_break)
+      last = ';';
+    else if (c != ' ' && c != '\t')
+      last = c;
+  }
+  return out;
 }
 
 // Splits on `sep`, keeping empty fields (so "1,,2" reports its empty field).
@@ -242,11 +261,14 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 }  // namespace
 
 Tensor parse_matrix(const std::string& text, const std::string& name) {
-  const std::string how = " (write rows separated by ';' and numbers by ',', e.g. \"1,0;0,1;1,1\")";
+  const std::string how =
+      " (write rows separated by ';' or on separate lines, and numbers by ',', e.g. "
+      "\"1,0;0,1;1,1\")";
   if (trim(text).empty()) throw std::invalid_argument(name + " is empty" + how);
   std::vector<double> values;
   size_t cols = 0;
-  const std::vector<std::string_view> rows = split(text, ';');
+  const std::string rows_text = rows_on_lines(text);
+  const std::vector<std::string_view> rows = split(rows_text, ';');
   for (size_t r = 0; r < rows.size(); ++r) {
     const std::vector<std::string_view> fields = split(rows[r], ',');
     for (std::string_view f : fields) {

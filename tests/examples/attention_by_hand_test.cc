@@ -202,6 +202,12 @@ BOOST_AUTO_TEST_CASE(parse_matrix_reads_rows_and_refuses_bad_text) {
   using attograd::testing::expect_throw_with;
   expect_tensor(lecture::parse_matrix("1,0; 0, 1 ;+1,-2.5e0", "--Q"), {3, 2}, {1, 0, 0, 1, 1, -2.5},
                 0);
+  // One row a line, as a student types a matrix in the page's boxes: the same (3, 2), with a
+  // ';' before a break, a blank line, Windows line ends and a trailing break read alike.
+  for (const char* lines : {"1,0\n 0, 1\n+1,-2.5e0", "1,0;\n0,1;\r\n\n+1,-2.5e0\n"})
+    expect_tensor(lecture::parse_matrix(lines, "--Q"), {3, 2}, {1, 0, 0, 1, 1, -2.5}, 0);
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,0\n0", "--Q"); },
+                                           "--Q: row 2 has 1 number but row 1 has 2");
   expect_throw_with<std::invalid_argument>(
       [] { lecture::parse_matrix("1,0;0", "--Q"); },
       "--Q: row 2 has 1 number but row 1 has 2; every row needs the same count");

@@ -52,6 +52,17 @@ test('without the scale and the mask, every key is seen', () => {
   assert.ok(close(r.weights[0][1], e / (1 + e), 1e-12));
 });
 
+// A matrix typed one row a line, as in the page's boxes, is the matrix with rows separated by ';'.
+test('rows on separate lines are rows', () => {
+  const lines = engine.attention({Q: '1, 0\n0, 1\n1, 1', K: '1, 0;\n0, 1;\r\n\n1, 1\n', V: '1, 2\n3, 4\n5, 6'});
+  const semicolons = engine.attention({Q: '1, 0; 0, 1; 1, 1', K: '1, 0; 0, 1; 1, 1', V: '1, 2; 3, 4; 5, 6'});
+  assert.deepStrictEqual([lines.T, lines.d_k, lines.d_v], [3, 2, 2]);
+  assert.deepStrictEqual(lines.out, semicolons.out);
+  assert.throws(() => engine.attention({Q: '1, 2\n3', K: '1; 3', V: '10; 20'}),
+                (e) => e.message.startsWith('Q: row 2 has 1 number but row 1 has 2; every row needs the same ' +
+                                            'count (write rows separated by \';\' or on separate lines'));
+});
+
 test('a ragged Q is refused with the parser\'s message', () => {
   assert.throws(() => engine.attention({Q: '1, 2; 3', K: '1; 3', V: '10; 20'}),
                 (e) => e instanceof AttogradError && /Q/.test(e.message) && /row/.test(e.message));

@@ -9,7 +9,8 @@ read the page's DOM as a student would see it:
   - the workbench's lecture preset shows 10 and 19.820138 with rows of A summing to 1, column
     mode says the row sums are no longer 1 and Z leaves the range of V, predict-then-check
     asks for a guess and reveals the number only after one, a ragged Q shows a message and the
-    page recovers, and matrices beyond 64 rows or columns are refused before the engine runs;
+    page recovers, rows typed on separate lines are rows, and matrices beyond 64 rows or columns
+    are refused before the engine runs;
   - the JS API refuses a temperature of Infinity, NaN or -Infinity, naming it;
   - positions: the sinusoidal table is drawn, the RoPE dial's score depends only on m - n, and
     with positions off "dog bites man" reordered gives the same mean (with them, it differs);
@@ -229,6 +230,20 @@ def main():
         q.send_keys("1; 2")
         z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
         check(text("wb-error") == "" and z == ["10", "19.820138"], "after a fix the workbench works again")
+        # Rows typed one a line, as a matrix is written by hand, read as rows separated by ';'.
+        for box, lines in (("wb-Q", "1\n2"), ("wb-K", "1;\n3\n"), ("wb-V", "10\n\n20")):
+            driver.find_element(By.ID, box).clear()
+            driver.find_element(By.ID, box).send_keys(lines)
+        z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
+        check(text("wb-error") == "" and z == ["10", "19.820138"],
+              "rows on separate lines are rows: Z = %s (%r)" % (z, text("wb-error")))
+        q.clear()
+        q.send_keys("1, 2\n3")
+        check(text("wb-error").startswith("Q: row 2 has 1 number but row 1 has 2; every row needs the "
+                                          "same count (write rows separated by ';' or on separate lines"),
+              "a ragged Q on lines says the format: %r" % text("wb-error"))
+        q.clear()
+        q.send_keys("1; 2")
         # The size limit (T, d_k, d_v <= 64), checked on the text before the engine is called
         # (its calls are counted): 65 rows and a row of 65 numbers are refused, 64 rows work.
         sized = lambda q, k, v: driver.execute_script("""
