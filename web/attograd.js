@@ -84,7 +84,9 @@
        *  attribution: {rows: [{layer, head, query, most_attended, weight, largest_change,
        *  change, differ}], differ, reason} (attograd attention --attribution's comparison). */
       forward: (prompt) => call({cmd: 'forward', prompt}),
-      /** {prompt, max_new_tokens, temperature, top_k, top_p, seed, bars}: text and per-step bars. */
+      /** {prompt, max_new_tokens, temperature, top_k, top_p, seed, bars}: the text, and per step
+       *  its bars (steps), the token drawn with its probability and rank (chosen) and the rest's
+       *  probability and count (rest). */
       sample: (options) => call(Object.assign({cmd: 'sample'}, options)),
       /** Every op with its formulas and gradcheck cases. */
       ops: () => call({cmd: 'ops'}),

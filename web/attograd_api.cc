@@ -442,9 +442,16 @@ json forward(const json& request) {
           {"attribution", attribution}};
 }
 
-// {"cmd": "sample", "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"}: the
-// generated text, and at each step the `bars` most likely next tokens with their
-// probabilities after temperature, top-k and top-p (what the page draws as bars).
+// {"cmd": "sample", "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
+//  "bars"}: the generated text and, at each step k, what the page draws as bars: "steps"[k],
+// the `bars` most likely next tokens [{token, p}] with their probabilities after temperature,
+// top-k and top-p; "chosen"[k], the token drawn at step k {token, p, rank} (rank 0 is the most
+// likely; it may lie outside the bars, as a sample may); and "rest"[k] {p, tokens}, how many
+// tokens are neither among the bars nor chosen and their total probability, so that each step's
+// bars, its chosen token (when outside them) and its rest sum to 1. The page asks for one token
+// at a time (max_new_tokens 1, the prompt growing), so that the text and the bars follow the
+// generation; the seed, given only with the first, makes that the same text as one request for
+// all of them (one draw from the generator per token).
 json sample(const json& request) {
   Workspace& w = require_model();
   const std::vector<int64_t> prompt =
@@ -458,25 +465,49 @@ json sample(const json& request) {
   options.sampling.top_k = field(request, "top_k", int64_t{0});
   options.sampling.top_p = field(request, "top_p", 1.0);
   options.sampling.validate();
-  const int64_t bars = field(request, "bars", int64_t{8});
-  json steps = json::array();
+  const int64_t bars = int_in(request, "bars", 8, 1, 1000);
+  json steps = json::array(), chosen = json::array(), rest = json::array();
+  std::vector<double> p;    // this step's next-token distribution (V,)
+  std::vector<bool> shown;  // whether each token is among this step's bars
   options.on_logits = [&](const std::vector<double>& logits) {
-    const std::vector<double> p = gpt::next_token_probabilities(logits, options.sampling);
+    p = gpt::next_token_probabilities(logits, options.sampling);
     std::vector<int64_t> order(p.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
-    const size_t k = std::min(order.size(), static_cast<size_t>(std::max<int64_t>(bars, 1)));
+    const size_t k = std::min(order.size(), static_cast<size_t>(bars));
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
                       [&](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
     json top = json::array();
-    for (size_t i = 0; i < k; ++i)
+    shown.assign(p.size(), false);
+    for (size_t i = 0; i < k; ++i) {
       top.push_back({{"token", w.tokenizer->token_bytes(order[i])}, {"p", p[order[i]]}});
+      shown[static_cast<size_t>(order[i])] = true;
+    }
     steps.push_back(top);
+  };
+  // The drawn token, its rank in the bars' order (more likely first, ties by id), and the rest.
+  options.on_token = [&](int64_t id) {
+    const double p_id = p[static_cast<size_t>(id)];
+    int64_t rank = 0, others = 0;
+    double others_p = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      const auto t = static_cast<int64_t>(i);
+      if (p[i] > p_id || (p[i] == p_id && t < id)) ++rank;
+      if (!shown[i] && t != id) {
+        ++others;
+        others_p += p[i];
+      }
+    }
+    chosen.push_back({{"token", w.tokenizer->token_bytes(id)}, {"p", p_id}, {"rank", rank}});
+    rest.push_back({{"p", others_p}, {"tokens", others}});
   };
   if (request.contains("seed")) w.sample_gen.reseed(request["seed"].get<uint64_t>());
   const std::vector<int64_t> out = gpt::generate(*w.model, prompt, options, w.sample_gen);
   const std::vector<int64_t> generated(out.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
                                        out.end());
-  return {{"text", w.tokenizer->decode(generated)}, {"steps", steps}};
+  return {{"text", w.tokenizer->decode(generated)},
+          {"steps", steps},
+          {"chosen", chosen},
+          {"rest", rest}};
 }
 
 // {"cmd": "batch_loss", "text", "rows"}: the loss of the model on one fixed batch, and the

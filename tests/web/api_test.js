@@ -153,6 +153,36 @@ test('forward, checkpoints through bytes, sampling, and their bad inputs', () =>
     assert.deepStrictEqual(bars.slice(10).map((x) => x.p), [0, 0]);
     bars.slice(1).forEach((x, i) => assert.ok(x.p <= bars[i].p));
   }
+  // Each step's drawn token is the text's next character, with its probability and rank in the
+  // bars' order; the bars, the drawn token when outside them (top-k off: it may be) and the rest
+  // sum to 1, the rest's count being the tokens neither shown nor drawn.
+  const V = engine.forward('In').next_token_probabilities.length;
+  const c = engine.sample({prompt: 'And God said', max_new_tokens: 60, temperature: 1.3, seed: 4, bars: 3});
+  assert.strictEqual(c.chosen.map((x) => x.token).join(''), c.text);
+  let outside = 0;
+  c.steps.forEach((bars, k) => {
+    const {p, rank} = c.chosen[k], out = rank >= bars.length;
+    outside += out;
+    if (!out) assert.deepStrictEqual(bars[rank], {token: c.chosen[k].token, p});
+    assert.ok(out ? p <= bars[bars.length - 1].p : true);
+    assert.ok(close(bars.reduce((s, x) => s + x.p, 0) + (out ? p : 0) + c.rest[k].p, 1, 1e-9), `step ${k}`);
+    assert.strictEqual(c.rest[k].tokens, V - bars.length - (out ? 1 : 0));
+  });
+  assert.ok(outside > 0 && outside < 60, `${outside} of 60 drawn tokens outside the 3 bars`);
+  // One token a request (the page's way, the prompt growing), seeded at the first: the same text
+  // and the same bars as one request for all of them.
+  const settings = {temperature: 0.8, top_p: 0.9, bars: 5};
+  let grown = '';
+  const oneByOne = [];
+  for (let k = 0; k < 20; ++k) {
+    const r = engine.sample(Object.assign({prompt: 'And God said' + grown, max_new_tokens: 1}, settings,
+                                          k === 0 ? {seed: 9} : {}));
+    oneByOne.push([r.steps[0], r.chosen[0], r.rest[0]]);
+    grown += r.text;
+  }
+  const all = engine.sample(Object.assign({prompt: 'And God said', max_new_tokens: 20, seed: 9}, settings));
+  assert.strictEqual(grown, all.text);
+  assert.deepStrictEqual(oneByOne, all.steps.map((bars, k) => [bars, all.chosen[k], all.rest[k]]));
   // Numbers JSON cannot carry are refused (JSON.stringify would send null, and the engine would
   // sample at its default temperature 1), naming the field.
   for (const t of [Infinity, NaN, -Infinity])
