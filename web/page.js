@@ -15,6 +15,21 @@ function showError(id, error) {
   $(id).textContent = error ? String(error.message || error) : '';
 }
 
+// ---- Opened as a file --------------------------------------------------------------------------
+// A page opened from disk (file://) may not start a Web Worker or fetch its WebAssembly: the
+// browser refuses both, and the status would say "Loading" for ever. Say what to do instead.
+const OPENED_AS_FILE = location.protocol === 'file:';
+if (OPENED_AS_FILE) {
+  const status = document.getElementById('status');
+  status.className = 'error';
+  status.setAttribute('role', 'alert');
+  status.textContent = 'This page was opened as a file (file://), where the browser will not start ' +
+      'its engine (a Web Worker and WebAssembly need a web server). Run bash scripts/playground.sh ' +
+      'in the attograd checkout and open the address it prints (http://127.0.0.1:8000/), or serve ' +
+      'this folder over http (python3 -m http.server --directory build-wasm/page).';
+  throw new Error('attograd: opened as file://; serve the page over http (bash scripts/playground.sh)');
+}
+
 // ---- The worker: calls by id, progress messages ----------------------------------------------
 const worker = new Worker('worker.js');
 let nextId = 1;

@@ -35,6 +35,7 @@ read the page's DOM as a student would see it:
     --attribution`'s attribution.csv), with a legend, and the summary says "X of Y" with the
     engine's counts; the link to docs/03-attention.md's section is served with the page;
   - the page asked the server only for its own files, and the browser fetched nothing else;
+  - opened as file://, the page says to serve it (bash scripts/playground.sh);
   - a screenshot of each part is saved in OUTPUT_DIR and is not blank.
 
   /usr/bin/python3 tests/web/browser_test.py build-wasm/page OUTPUT_DIR FIXTURE_DIR
@@ -161,6 +162,16 @@ def check_attribution(driver, what, prompt, expect_rows, cli_rows=None):
               "%s: the rows are attograd attention --attribution's (changes within %.1e relative)"
               % (what, worst))
     return differ, len(rows)
+
+
+def check_file_page(driver, web_dir):
+    """The page opened from disk (file://), where its engine cannot start: the status says so
+    and how to serve it."""
+    driver.get("file://" + os.path.join(web_dir, "index.html"))
+    time.sleep(1)
+    status = driver.find_element(By.ID, "status").text
+    check("opened as a file" in status and "bash scripts/playground.sh" in status,
+          "opened as file://, the page says to serve it: %r" % status)
 
 
 def main():
@@ -551,6 +562,7 @@ def main():
               "the server was asked only for its own files: %s" % paths)
         logs = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
         check(logs == [], "the console shows no error: %s" % logs)
+        check_file_page(driver, WEB_DIR)
     finally:
         driver.quit()
         server.shutdown()
