@@ -6,7 +6,7 @@ importScripts('attograd_module.js', 'attograd.js');
 
 let engine = null;
 const ready = loadAttograd().then((e) => (engine = e));
-let run = null;  // {target, chunk, evalEvery, running}
+let run = null;  // {step, target, chunk (most steps a call), steps (the next call's), evalEvery, running}
 
 function post(message) {
   self.postMessage(message);
@@ -24,8 +24,8 @@ const channel = new MessageChannel();
 channel.port1.onmessage = () => trainChunk();
 const yieldThenTrain = () => channel.port2.postMessage(null);
 
-// Steps in calls of at most run.chunk, for about 50 ms or up to the next evaluation, then one
-// progress message and a yield; while running.
+// Steps in calls of run.steps (at most run.chunk), for about 50 ms or up to the next evaluation,
+// then one progress message and a yield; while running.
 function trainChunk() {
   if (!run || !run.running) return;
   const before = performance.now();
@@ -34,7 +34,12 @@ function trainChunk() {
   try {
     do {
       const toEval = run.evalEvery - (run.step % run.evalEvery);
-      const result = engine.train(Math.min(run.chunk, run.target - run.step, toEval));
+      const call = performance.now();
+      const result = engine.train(Math.min(run.steps, run.target - run.step, toEval));
+      // The steps of the next call: as many as take about 10 ms, at most run.chunk, at least one,
+      // so that a bigger model (whose 10 steps may take a second) still answers Pause at once.
+      const perStep = (performance.now() - call) / result.losses.length;
+      run.steps = Math.max(1, Math.min(run.chunk, Math.floor(10 / Math.max(perStep, 1e-3))));
       run.step = result.step;
       losses.push(...result.losses);
       if (run.step % run.evalEvery === 0 || run.step >= run.target) {
@@ -83,7 +88,7 @@ const methods = {
       throw new Error(`This model has trained ${run.step} steps, and Steps is ${target}: the run has ` +
                       `reached its step count. To go on training it, raise Steps above ${run.step} and ` +
                       'press Train; Build starts a new model.');
-    run = Object.assign(run || {step: 0}, {target, chunk, evalEvery, tokensPerStep, running: true});
+    run = Object.assign(run || {step: 0, steps: 1}, {target, chunk, evalEvery, tokensPerStep, running: true});
     yieldThenTrain();
     return {step: run.step};
   },
