@@ -15,6 +15,20 @@ function showError(id, error) {
   $(id).textContent = error ? String(error.message || error) : '';
 }
 
+// A whole number typed in the input `id`, within the input's own min and max (index.html holds
+// each limit once): the browser only marks a number outside them, and would hand it on. Otherwise
+// an Error naming the field (`name`), the range and what was typed; `why` says why the maximum.
+function wholeNumber(id, name, why) {
+  const input = $(id), typed = input.value.trim(), lo = +input.min, hi = +input.max;
+  const v = Number(typed);
+  if (typed === '' || !Number.isInteger(v))
+    throw new Error(`${name} is ${typed === '' ? 'empty (or not a number)' : `'${typed}'`}: type a whole ` +
+                    `number from ${lo} to ${hi}.`);
+  if (v > hi) throw new Error(`${name} is ${v}: this page takes at most ${hi}${why ? `; ${why}` : ''}.`);
+  if (v < lo) throw new Error(`${name} is ${v}: type a whole number from ${lo} to ${hi}.`);
+  return v;
+}
+
 // ---- Opened as a file --------------------------------------------------------------------------
 // A page opened from disk (file://) may not start a Web Worker or fetch its WebAssembly: the
 // browser refuses both, and the status would say "Loading" for ever. Say what to do instead.
@@ -190,13 +204,17 @@ function heatTable(id, rows, scale, rowLabel, colLabel) {
   return html + '</table>';
 }
 
+// The table's size is the inputs' range (index.html): at most 128 x 64 = 8,192 cells, drawn at once.
 function drawPositions() {
   showError('pe-error', null);
   try {
-    const r = engine.positions(+$('pe-T').value, +$('pe-C').value);
+    const why = 'a bigger table stops fitting the page, and the pattern shows at this size';
+    const r = engine.positions(wholeNumber('pe-T', 'positions T', why), wholeNumber('pe-C', 'n_embd', why));
     $('pe-map').innerHTML = `<div class="map"><h4>sinusoidal table <span class="shape">(${r.T}, ${r.n_embd})</span></h4>` +
         heatTable('pe-table', r.table, 1, (p) => p, (c) => c) + '</div>';
   } catch (e) {
+    // The old table goes with its numbers: left drawn, it would look like the answer to these.
+    $('pe-map').innerHTML = '';
     showError('pe-error', e);
   }
 }
@@ -273,24 +291,32 @@ function setupPositions() {
 
 // ---- Part 3: training, curves, sampling --------------------------------------------------------
 let baselines = null;
-let history = {train: [], val: []};  // [step, loss]
-let started = 0;
+let history = {train: [], val: []};  // train: [step, loss]; val: [step, val_loss, evaluation]
 
+// The custom GPT's sizes go up to their inputs' maxima in index.html (n_layer 4, n_head 4,
+// n_embd 32), the batch to 256 and the steps to 20,000 (the pico homework's). Beyond them the
+// page stops being a place to watch a model learn: under node on this machine (busy), a step of
+// batch 32 took 47 ms for pico, 83 ms at the maximum (4, 4, 32) and 0.9 s at (8, 8, 128), whose
+// curves crawl and whose Pause waits for the step under way (the worker answers between steps).
+const TOO_BIG_MODEL = 'a bigger model trains too slowly in the page: train it with the command ' +
+    'line (attograd train), the same engine built natively';
 function trainingRequest() {
   const choice = $('tr-model').value;
+  const steps = wholeNumber('tr-steps', 'steps', 'the pico homework takes 20,000; run a longer training ' +
+                            'with the command line (attograd train)');
   const r = {
     kind: choice === 'bigram' || choice === 'average' ? choice : 'gpt',
     preset: choice === 'pico' ? 'pico' : 'femto',
-    batch_size: +$('tr-batch').value,
+    batch_size: wholeNumber('tr-batch', 'batch', 'a bigger batch makes each step too slow for the page'),
     learning_rate: +$('tr-lr').value,
-    max_steps: +$('tr-steps').value,
-    warmup_steps: Math.min(100, Math.max(1, Math.floor(+$('tr-steps').value / 10))),
+    max_steps: steps,
+    warmup_steps: Math.min(100, Math.max(1, Math.floor(steps / 10))),
     eval_iters: 10,
   };
   if (choice === 'custom') {
-    r.n_layer = +$('tr-n_layer').value;
-    r.n_head = +$('tr-n_head').value;
-    r.n_embd = +$('tr-n_embd').value;
+    r.n_layer = wholeNumber('tr-n_layer', 'n_layer', TOO_BIG_MODEL);
+    r.n_head = wholeNumber('tr-n_head', 'n_head', TOO_BIG_MODEL);
+    r.n_embd = wholeNumber('tr-n_embd', 'n_embd', TOO_BIG_MODEL);
   }
   return r;
 }
@@ -325,23 +351,46 @@ async function fetchShippedText() {
   return reply.text();
 }
 
+// The text file chosen to train on, read as soon as it is chosen into {bytes, name}, and the input
+// emptied: an input fires no change for the file it already holds, so choosing the same file
+// again (edited since) would do nothing, and Chrome refuses to read a file changed after it was
+// chosen. null: the shipped text.
+let chosenText = null;
+async function readChosenFile(input, use) {
+  const file = input.files[0];
+  if (!file) return;
+  try {
+    await use(file, new Uint8Array(await file.arrayBuffer()));
+  } catch (e) {
+    showError('tr-error', e.name === 'NotReadableError'
+                              ? `${file.name} could not be read (${e.message}): choose it again.`
+                              : e);
+  } finally {
+    input.value = '';
+  }
+}
+function showChosenText() {
+  $('tr-file-name').textContent = chosenText
+      ? `training text: ${chosenText.name} (${chosenText.bytes.length.toLocaleString()} bytes)`
+      : 'training text: Genesis (shipped with the page)';
+  $('tr-file-clear').hidden = !chosenText;
+}
+
 let shippedText = null;
 async function buildModel() {
   showError('tr-error', null);
-  const request = trainingRequest();
-  const file = $('tr-file').files[0];
-  // An empty file, in the page's words (the engine's would name its tokenizer's function).
-  if (file && file.size === 0) {
-    showError('tr-error', `${file.name} is empty: choose a file with the text to train on (a few ` +
-              'thousand characters at least), or clear the choice to train on the shipped text.');
-    return;
-  }
-  if (file) {
-    request.bytes = new Uint8Array(await file.arrayBuffer());
-    request.name = file.name;
-  }
   try {
-    if (!file) request.text = shippedText || (shippedText = await fetchShippedText());
+    const request = trainingRequest();
+    if (chosenText) {
+      // An empty file, in the page's words (the engine's would name its tokenizer's function).
+      if (chosenText.bytes.length === 0)
+        throw new Error(`${chosenText.name} is empty: choose a file with the text to train on (a few ` +
+                        'thousand characters at least), or press “use Genesis” to train on the shipped text.');
+      request.bytes = chosenText.bytes;
+      request.name = chosenText.name;
+    } else {
+      request.text = shippedText || (shippedText = await fetchShippedText());
+    }
     const r = await workerCall('newModel', request);
     baselines = r;
     modelChanged(true);
@@ -437,6 +486,16 @@ function drawChart() {
 
 function setupTraining() {
   $('tr-model').addEventListener('change', () => ($('tr-custom').hidden = $('tr-model').value !== 'custom'));
+  $('tr-file').addEventListener('change', () => readChosenFile($('tr-file'), (file, bytes) => {
+    showError('tr-error', null);
+    chosenText = {bytes, name: file.name};
+    showChosenText();
+  }));
+  $('tr-file-clear').addEventListener('click', () => {
+    chosenText = null;
+    showChosenText();
+  });
+  showChosenText();
   $('tr-build').addEventListener('click', buildModel);
   $('tr-start').addEventListener('click', async () => {
     showError('tr-error', null);
@@ -445,12 +504,11 @@ function setupTraining() {
                 'sample from it or look inside, or press Build to train a model on a text.');
       return;
     }
-    const steps = +$('tr-steps').value;
-    const r = trainingRequest();
-    const T = baselines.config.block_size;
     try {
+      const steps = trainingRequest().max_steps;
+      const tokensPerStep = baselines.options.batch_size * baselines.config.block_size;
       const evalEvery = Math.max(10, Math.round(steps / 10 / 10) * 10);
-      await workerCall('start', {target: steps, chunk: 10, evalEvery, tokensPerStep: r.batch_size * T});
+      await workerCall('start', {target: steps, chunk: 10, evalEvery, tokensPerStep});
     } catch (e) {
       showError('tr-error', e);
       return;
@@ -475,25 +533,19 @@ function setupTraining() {
       showError('tr-error', e);
     }
   });
-  $('tr-load').addEventListener('change', async () => {
-    const file = $('tr-load').files[0];
-    if (!file) return;
+  $('tr-load').addEventListener('change', () => readChosenFile($('tr-load'), async (file, bytes) => {
     showError('tr-error', null);
-    try {
-      const r = await workerCall('load', {bytes: new Uint8Array(await file.arrayBuffer()), name: file.name});
-      const c = r.config;
-      baselines = null;
-      modelChanged(false);
-      $('tr-info').textContent = `loaded ${file.name}: ${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
-          `(V = ${c.vocab_size}, block_size ${c.block_size}); sample from it or look inside. ` +
-          'To train, build a model from a text.';
-      $('tr-save').disabled = true;
-      for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
-      drawChart();
-    } catch (e) {
-      showError('tr-error', e);
-    }
-  });
+    const r = await workerCall('load', {bytes, name: file.name});
+    const c = r.config;
+    baselines = null;
+    modelChanged(false);
+    $('tr-info').textContent = `loaded ${file.name}: ${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
+        `(V = ${c.vocab_size}, block_size ${c.block_size}); sample from it or look inside. ` +
+        'To train, build a model from a text.';
+    $('tr-save').disabled = true;
+    for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
+    drawChart();
+  }));
   const slider = (id, show) => {
     const update = () => ($(id + '-v').textContent = show(+$(id).value));
     $(id).addEventListener('input', update);

@@ -12,14 +12,17 @@ read the page's DOM as a student would see it:
     page recovers, rows typed on separate lines are rows, and matrices beyond 64 rows or columns
     are refused before the engine runs;
   - the JS API refuses a temperature of Infinity, NaN or -Infinity, naming it;
-  - positions: the sinusoidal table is drawn, the RoPE dial's score depends only on m - n, and
-    with positions off "dog bites man" reordered gives the same mean (with them, it differs);
+  - positions: the sinusoidal table is drawn (a T out of range clears it and says the range),
+    the RoPE dial's score depends only on m - n, and with positions off "dog bites man"
+    reordered gives the same mean (with them, it differs);
   - gradient checks of softmax pass;
   - a non-UTF-8 file is refused with a message naming it, an empty file in the page's words, and
-    so is a Build whose shipped text cannot be fetched (no server, a 404); pico trains 300 steps in the page's Web Worker and its
-    val loss falls below the unigram baseline the page draws, while the page's main thread keeps
-    answering (its event loop is never blocked for long, and the workbench answers input, while
-    the step count rises); Train at the end of the run says to raise Steps, and raised, it
+    so is a Build whose shipped text cannot be fetched (no server, a 404); a file input is emptied
+    once read, so the same file chosen again is read again; model sizes, steps and batch beyond
+    the page's maxima are refused naming the maximum; pico trains 300 steps in the page's Web
+    Worker and its val loss falls below the unigram baseline the page draws, while the page's
+    main thread keeps answering (its event loop is never blocked for long, and the workbench
+    answers input, while the step count rises); Train at the end of the run says to raise Steps, and raised, it
     trains on;
   - sampling shows text and next-token bars; a prompt longer than the context is refused;
   - a checkpoint written by the native CLI (FIXTURE_DIR, tests/web/native_fixture.sh) loads, and
@@ -164,6 +167,20 @@ def check_attribution(driver, what, prompt, expect_rows, cli_rows=None):
     return differ, len(rows)
 
 
+def start_browser():
+    """Debian's headless Chromium through chromedriver, quiet (no background requests)."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,2400",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-default-apps", "--disable-sync", "--no-first-run",
+                "--disable-features=Translate,OptimizationHints,MediaRouter"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_script_timeout(300)
+    return driver
+
+
 def check_file_page(driver, web_dir):
     """The page opened from disk (file://), where its engine cannot start: the status says so
     and how to serve it."""
@@ -183,15 +200,7 @@ def main():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = "http://127.0.0.1:%d/" % server.server_address[1]
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,2400",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-default-apps", "--disable-sync", "--no-first-run",
-                "--disable-features=Translate,OptimizationHints,MediaRouter"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_script_timeout(300)
+    driver = start_browser()
     wait = lambda seconds=60: WebDriverWait(driver, seconds)
     text = lambda element_id: driver.find_element(By.ID, element_id).text
     shot = lambda part: driver.find_element(By.ID, part).screenshot(
@@ -307,6 +316,20 @@ def main():
         check(order["mean_same"] and order["attention_without_positions_same"]
               and not order["attention_with_positions_same"],
               "reordering \"dog bites man\": the mean stays, attention with positions changes: %s" % order)
+        # A T the table cannot take: the message, and no table left over from the last one.
+        for typed, want in (("0", "positions T is 0: type a whole number from 1 to 128."),
+                             ("1000", "positions T is 1000: this page takes at most 128; a bigger table "
+                                      "stops fitting the page, and the pattern shows at this size."),
+                             ("", "positions T is empty (or not a number): type a whole number from 1 "
+                                  "to 128.")):
+            driver.find_element(By.ID, "pe-T").clear()
+            driver.find_element(By.ID, "pe-T").send_keys(typed)
+            driver.execute_script("document.getElementById('pe-T').dispatchEvent(new Event('input'));")
+            check(text("pe-error") == want and not driver.find_elements(By.CSS_SELECTOR, "#pe-table"),
+                  "positions T %r: the table goes and the page says %r" % (typed, text("pe-error")))
+        driver.find_element(By.ID, "pe-T").send_keys("32")
+        check(text("pe-error") == "" and len(driver.find_elements(By.CSS_SELECTOR, "#pe-table tr")) == 33,
+              "positions T 32 draws the table again")
         shot("part2")
 
         # The JS API refuses numbers JSON cannot carry (they would become null, a default).
@@ -330,20 +353,57 @@ def main():
         with open(bad, "wb") as f:
             f.write(b"In the beginning \xe9t\xe9\n" * 20)
         driver.find_element(By.ID, "tr-file").send_keys(bad)
+        wait().until(lambda d: "latin1.txt" in text("tr-file-name"))
         driver.find_element(By.ID, "tr-build").click()
         wait().until(lambda d: text("tr-error") != "")
         check(text("tr-error").startswith("latin1.txt is not UTF-8 text: invalid UTF-8 at byte offset 17"),
               "a non-UTF-8 file is refused: %r" % text("tr-error"))
+        # The input is emptied once its file is read, so that the same file, edited and chosen
+        # again, is read again (an input fires no change for the file it holds).
+        file_input = lambda: driver.execute_script("return document.getElementById('tr-file').value;")
+        chosen = text("tr-file-name")
+        driver.find_element(By.ID, "tr-file-clear").click()
+        genesis = text("tr-file-name")
+        with open(bad, "ab") as f:
+            f.write(b"and more\n")
+        driver.find_element(By.ID, "tr-file").send_keys(bad)
+        wait().until(lambda d: "latin1.txt" in text("tr-file-name"))
+        check(file_input() == "" and chosen == "training text: latin1.txt (420 bytes)" and
+              genesis == "training text: Genesis (shipped with the page)" and
+              text("tr-file-name") == "training text: latin1.txt (429 bytes)",
+              "a chosen file is read and the input emptied; the same file chosen again is read again: "
+              "%r, %r, %r" % (chosen, genesis, text("tr-file-name")))
         empty = os.path.join(os.path.dirname(bad), "empty.txt")
         open(empty, "wb").close()
-        driver.execute_script("document.getElementById('tr-file').value = '';")
         driver.find_element(By.ID, "tr-file").send_keys(empty)
+        wait().until(lambda d: "empty.txt" in text("tr-file-name"))
         driver.find_element(By.ID, "tr-build").click()
-        wait().until(lambda d: text("tr-error") != "")
+        wait().until(lambda d: text("tr-error").startswith("empty.txt"))
         check(text("tr-error") == "empty.txt is empty: choose a file with the text to train on (a few "
-              "thousand characters at least), or clear the choice to train on the shipped text.",
+              "thousand characters at least), or press \u201cuse Genesis\u201d to train on the shipped text.",
               "an empty file is refused in the page's words: %r" % text("tr-error"))
-        driver.execute_script("document.getElementById('tr-file').value = '';")
+        driver.find_element(By.ID, "tr-file-clear").click()
+        # Sizes beyond the page's maxima are refused before anything is built, naming the maximum.
+        Select(driver.find_element(By.ID, "tr-model")).select_by_value("custom")
+        too_big = ("a bigger model trains too slowly in the page: train it with the command line "
+                   "(attograd train), the same engine built natively.")
+        for element_id, typed, want in (
+                ("tr-n_embd", "64", "n_embd is 64: this page takes at most 32; " + too_big),
+                ("tr-n_layer", "12", "n_layer is 12: this page takes at most 4; " + too_big),
+                ("tr-steps", "30000", "steps is 30000: this page takes at most 20000; the pico homework "
+                                      "takes 20,000; run a longer training with the command line "
+                                      "(attograd train)."),
+                ("tr-batch", "2.5", "batch is '2.5': type a whole number from 1 to 256.")):
+            old = driver.find_element(By.ID, element_id).get_attribute("value")
+            driver.find_element(By.ID, element_id).clear()
+            driver.find_element(By.ID, element_id).send_keys(typed)
+            driver.find_element(By.ID, "tr-build").click()
+            wait().until(lambda d: text("tr-error") != "" and not text("tr-error").startswith("empty"))
+            check(text("tr-error") == want and text("tr-info") == "" and
+                  not driver.find_element(By.ID, "tr-start").is_enabled(),
+                  "%s %s is refused and nothing is built: %r" % (element_id, typed, text("tr-error")))
+            driver.find_element(By.ID, element_id).clear()
+            driver.find_element(By.ID, element_id).send_keys(old)
         Select(driver.find_element(By.ID, "tr-model")).select_by_value("pico")
         # The shipped text cannot be fetched (the server gone, or it answers 404): a message.
         fix = ("Start the page's server again (bash scripts/playground.sh) and reload, or choose a "
@@ -527,6 +587,15 @@ def main():
         wait().until(lambda d: text("tr-error") != "")
         check(text("tr-error").startswith("safetensors file 'truncated.safetensors': truncated"),
               "a truncated checkpoint is refused: %r" % text("tr-error"))
+        # The same file chosen again is read again (the input was emptied after reading it).
+        refused = text("tr-error")
+        load_value = driver.execute_script("return document.getElementById('tr-load').value;")
+        driver.execute_script("document.getElementById('tr-error').textContent = '';")
+        driver.find_element(By.ID, "tr-load").send_keys(truncated)
+        wait().until(lambda d: text("tr-error") != "")
+        check(load_value == "" and text("tr-error") == refused,
+              "the checkpoint input is emptied after reading (%r), and the same file chosen again is "
+              "read again" % load_value)
         driver.find_element(By.ID, "sm-go").click()
         wait().until(lambda d: len(text("sm-text")) > 50 and text("sm-error") == "")
         check(text("sm-text").startswith("And God said"), "sampling works after the refusal")
