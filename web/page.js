@@ -433,55 +433,103 @@ function onProgress(p) {
   drawChart();
 }
 
+// The chart: the train loss of every step, the val loss of each evaluation and the counted
+// baselines (dashed), as loss in nats or as perplexity, e^loss, the number of equally likely
+// characters the model is as unsure as (the CLI writes both, loss.png and perplexity.png); on a
+// linear or a log axis. A val point's perplexity is the engine's (its evaluation's val_ppl). The
+// legend is HTML under the canvas (#tr-legend), which wraps rather than being cut off, and each
+// label drawn on the canvas is measured and its margin made to fit it.
+const CHART = {train: '#3060c0', val: '#c02040', unigram: '#b05000', bigram: '#007040'};
+let chartDrawn = null;  // what drawChart drew last, for the tests (window.page.chart())
+
+function chartSeries() {
+  const perplexity = $('tr-metric').value === 'perplexity';
+  const y = perplexity ? Math.exp : (loss) => loss;
+  return {
+    metric: perplexity ? 'perplexity' : 'loss',
+    train: history.train.map(([step, loss]) => [step, y(loss)]),
+    val: history.val.map(([step, loss, evaluation]) => [step, perplexity ? evaluation.val_ppl : loss]),
+    unigram: y(baselines.unigram_loss),
+    bigram: y(baselines.bigram_loss),
+  };
+}
+
+function drawLegend(metric) {
+  const what = metric === 'perplexity' ? 'perplexity' : 'loss';
+  const key = (color, dashed, width, text) =>
+      `<span class="key"><span class="line" style="border-top: ${width}px ${dashed ? 'dashed' : 'solid'} ` +
+      `${color}"></span>${text}</span>`;
+  $('tr-legend').innerHTML = key(CHART.train, false, 1, `train ${what} (each step)`) +
+      key(CHART.val, false, 2, `val ${what} (each evaluation, on text not trained on)`) +
+      key(CHART.unigram, true, 1, 'unigram baseline (character frequencies)') +
+      key(CHART.bigram, true, 1, 'bigram baseline (counted pairs)');
+}
+
 function drawChart() {
   const canvas = $('tr-chart');
   const g = canvas.getContext('2d');
-  const W = canvas.width, H = canvas.height, L = 50, R = 150, Tp = 10, B = 30;
+  const W = canvas.width, H = canvas.height, Tp = 10, B = 30;
   g.fillStyle = '#fff';
   g.fillRect(0, 0, W, H);
+  drawLegend($('tr-metric').value);
+  chartDrawn = null;
   if (!baselines) return;
-  const points = history.train.concat(history.val);
-  const maxStep = Math.max(10, +$('tr-steps').value, ...points.map((p) => p[0]));
-  const values = points.map((p) => p[1]).concat([baselines.unigram_loss, baselines.bigram_loss]);
-  const log = $('tr-log').checked;
-  const tf = (v) => (log ? Math.log(v) : v);
-  let lo = Math.min(...values), hi = Math.max(...values);
-  if (log) lo = Math.max(lo, 1e-3);
+  const s = chartSeries(), log = $('tr-log').checked;
+  const points = s.train.concat(s.val);
+  const maxStep = Math.max(10, +$('tr-steps').value || 0, ...points.map((p) => p[0]));
+  const values = points.map((p) => p[1]).concat([s.unigram, s.bigram]);
+  const tf = (v) => (log ? Math.log(Math.max(v, 1e-3)) : v);
+  const lo = Math.min(...values), hi = Math.max(...values);
   const y0 = tf(lo) - 0.05 * (tf(hi) - tf(lo) || 1), y1 = tf(hi) + 0.05 * (tf(hi) - tf(lo) || 1);
-  const X = (s) => L + (W - L - R) * (s / maxStep);
-  const Y = (v) => Tp + (H - Tp - B) * (1 - (tf(Math.max(v, 1e-3)) - y0) / (y1 - y0));
-  g.strokeStyle = '#888';
-  g.strokeRect(L, Tp, W - L - R, H - Tp - B);
-  g.fillStyle = '#333';
+  const tick = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  const ticks = [0, 1, 2, 3, 4].map((k) => (log ? Math.exp(y0 + (y1 - y0) * k / 4) : y0 + (y1 - y0) * k / 4));
+  const baseline = [['unigram', s.unigram], ['bigram', s.bigram]].map(([name, v]) => [name, v, `${name} ${tick(v)}`]);
   g.font = '12px sans-serif';
-  for (let k = 0; k <= 4; ++k) {
-    const v = log ? Math.exp(y0 + (y1 - y0) * k / 4) : y0 + (y1 - y0) * k / 4;
-    g.fillText(v.toFixed(2), 4, Y(v) + 4);
-  }
-  g.fillText('step ' + maxStep, W - R - 60, H - 10);
-  g.fillText(log ? 'loss (nats, log axis)' : 'loss (nats)', L, H - 10);
-  const line = (pts, color, width) => {
+  const width = (text) => g.measureText(text).width;
+  // The margins fit the widest tick label (left) and baseline label (right).
+  const L = Math.ceil(Math.max(...ticks.map((v) => width(tick(v))))) + 10;
+  const R = Math.ceil(Math.max(...baseline.map((b) => width(b[2])))) + 14;
+  const X = (step) => L + (W - L - R) * (step / maxStep);
+  const Y = (v) => Tp + (H - Tp - B) * (1 - (tf(v) - y0) / (y1 - y0));
+  const labels = [];
+  const label = (text, x, y, color) => {
+    g.fillStyle = color;
+    g.fillText(text, x, y);
+    const m = g.measureText(text);
+    labels.push({text, left: x, right: x + m.width, top: y - m.actualBoundingBoxAscent,
+                 bottom: y + m.actualBoundingBoxDescent});
+  };
+  g.strokeStyle = '#888';
+  g.lineWidth = 1;
+  g.strokeRect(L, Tp, W - L - R, H - Tp - B);
+  ticks.forEach((v) => label(tick(v), 4, Y(v) + 4, '#333'));
+  label(s.metric === 'perplexity' ? (log ? 'perplexity (e^loss, log axis)' : 'perplexity (e^loss)')
+                                  : (log ? 'loss (nats, log axis)' : 'loss (nats)'), L, H - 10, '#333');
+  const steps = `step ${maxStep}`;
+  label(steps, W - R - width(steps), H - 10, '#333');
+  const line = (pts, color, lineWidth) => {
     g.strokeStyle = color;
-    g.lineWidth = width;
+    g.lineWidth = lineWidth;
     g.beginPath();
     pts.forEach((p, i) => (i ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1]))));
     g.stroke();
   };
-  const hline = (v, color, label) => {
+  // The baselines' labels at the right, kept 13 px apart when the two lines run close.
+  let [uy, by] = [Y(s.unigram) + 4, Y(s.bigram) + 4];
+  if (Math.abs(uy - by) < 13) [uy, by] = uy <= by ? [(uy + by) / 2 - 6.5, (uy + by) / 2 + 6.5]
+                                                 : [(uy + by) / 2 + 6.5, (uy + by) / 2 - 6.5];
+  baseline.forEach(([name, v, text], i) => {
     g.setLineDash([5, 4]);
-    line([[0, v], [maxStep, v]], color, 1);
+    line([[0, v], [maxStep, v]], CHART[name], 1);
     g.setLineDash([]);
-    g.fillStyle = color;
-    g.fillText(`${label} ${v.toFixed(3)}`, W - R + 6, Y(v) + 4);
-  };
-  hline(baselines.unigram_loss, '#b05000', 'unigram');
-  hline(baselines.bigram_loss, '#007040', 'bigram');
-  line(history.train, '#3060c0', 1);
-  line(history.val, '#c02040', 2);
-  g.fillStyle = '#3060c0';
-  g.fillText('train', W - R + 6, Tp + 12);
-  g.fillStyle = '#c02040';
-  g.fillText('val (perplexity = e^loss)', W - R + 6, Tp + 26);
+    label(text, W - R + 6, Math.min(H - B, Math.max(Tp + 10, i === 0 ? uy : by)), CHART[name]);
+  });
+  line(s.train, CHART.train, 1);
+  line(s.val, CHART.val, 2);
+  chartDrawn = Object.assign(s, {
+    log, width: W, height: H, plot: {left: L, top: Tp, right: W - R, bottom: H - B}, labels,
+    val_pixels: s.val.map(([step, v]) => [X(step), Y(v)]),
+  });
 }
 
 function setupTraining() {
@@ -522,6 +570,8 @@ function setupTraining() {
     $('tr-start').disabled = !baselines;
   });
   $('tr-log').addEventListener('change', drawChart);
+  $('tr-metric').addEventListener('change', drawChart);
+  drawChart();
   $('tr-save').addEventListener('click', async () => {
     try {
       const bytes = await workerCall('save');
@@ -674,9 +724,11 @@ window.page = {
   workerCall,
   get engine() { return engine; },
   // For the browser test (tests/web/browser_test.py): the last step the worker reported, the
-  // attribution rows part 4 last drew, the RoPE table's [m, n, score] entries, and the order
-  // experiment with and without positions.
+  // chart, the attribution rows part 4 last drew, the RoPE table's [m, n, score] entries, and
+  // the order experiment with and without positions.
   trainingStep: () => (lastProgress ? lastProgress.step : 0),
+  // What the chart drew last (series, margins, the canvas labels' boxes).
+  chart: () => chartDrawn,
   lastAttribution: () => lastAttribution,
   ropeScores: () => ropeGrid,
   orderExperiment() {

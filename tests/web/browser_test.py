@@ -23,7 +23,8 @@ read the page's DOM as a student would see it:
     Worker and its val loss falls below the unigram baseline the page draws, while the page's
     main thread keeps answering (its event loop is never blocked for long, and the workbench
     answers input, while the step count rises); Train at the end of the run says to raise Steps, and raised, it
-    trains on;
+    trains on; the chart's perplexity view draws e^loss of the run's points (the val points the
+    engine's val_ppl) and the baselines as perplexities, and its legend and labels fit inside it;
   - sampling shows text and next-token bars; a prompt longer than the context is refused;
   - a checkpoint written by the native CLI (FIXTURE_DIR, tests/web/native_fixture.sh) loads, and
     the attention map of every layer and head has rows summing to 1, zeros above the diagonal,
@@ -44,6 +45,7 @@ read the page's DOM as a student would see it:
   /usr/bin/python3 tests/web/browser_test.py build-wasm/page OUTPUT_DIR FIXTURE_DIR
 """
 import http.server
+import math
 import os
 import re
 import sys
@@ -179,6 +181,81 @@ def start_browser():
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     driver.set_script_timeout(300)
     return driver
+
+
+def inside(inner, outer, slack=0.5):
+    """Whether the box `inner` ({left, top, right, bottom}) lies within `outer`."""
+    return (inner["left"] >= outer["left"] - slack and inner["top"] >= outer["top"] - slack and
+            inner["right"] <= outer["right"] + slack and inner["bottom"] <= outer["bottom"] + slack)
+
+
+def check_chart(driver):
+    """Part 3's chart after a run: the perplexity view draws e^loss of the loss view's points
+    (the val points the engine's own perplexities, the last one what evaluate answers now), the
+    baselines as perplexities, the val curve where its points are; the legend lies inside the
+    chart's figure and every label drawn on the canvas inside the canvas, in each view."""
+    metric = Select(driver.find_element(By.ID, "tr-metric"))
+    views = {}
+    for name in ("loss", "perplexity"):
+        metric.select_by_value(name)
+        views[name] = driver.execute_script("return window.page.chart();")
+    loss, ppl = views["loss"], views["perplexity"]
+    rel = lambda a, b: abs(a - b) / abs(b)
+    train_ok = (len(ppl["train"]) == len(loss["train"]) > 0 and
+                all(p[0] == l[0] and rel(p[1], math.exp(l[1])) < 1e-12
+                    for p, l in zip(ppl["train"], loss["train"])))
+    check(ppl["metric"] == "perplexity" and loss["metric"] == "loss" and train_ok,
+          "the perplexity view draws e^loss of each of the %d train points" % len(loss["train"]))
+    val_ok = (len(ppl["val"]) == len(loss["val"]) > 0 and
+              all(p[0] == l[0] and rel(p[1], math.exp(l[1])) < 1e-9
+                  for p, l in zip(ppl["val"], loss["val"])))
+    now = driver.execute_async_script(
+        "const done = arguments[0]; window.page.workerCall('evaluate').then(done);")
+    check(val_ok and ppl["val"][-1] == [now["step"], now["val_ppl"]],
+          "the val perplexities are e^(val loss), the last the engine's val_ppl at step %d: %.4f"
+          % (now["step"], now["val_ppl"]))
+    check(rel(ppl["unigram"], math.exp(loss["unigram"])) < 1e-12 and
+          rel(ppl["bigram"], math.exp(loss["bigram"])) < 1e-12,
+          "the baselines as perplexities: unigram %.3f = e^%.4f, bigram %.3f = e^%.4f" %
+          (ppl["unigram"], loss["unigram"], ppl["bigram"], loss["bigram"]))
+    # The last val point on the canvas: a pixel of the val colour (#c02040) beside it.
+    x, y = ppl["val_pixels"][-1]
+    near = driver.execute_script("""
+        const [x, y] = arguments, g = document.getElementById('tr-chart').getContext('2d');
+        const d = g.getImageData(Math.round(x) - 3, Math.round(y) - 3, 7, 7).data;
+        let best = 1e9;
+        for (let i = 0; i < d.length; i += 4)
+          best = Math.min(best, Math.abs(d[i] - 0xc0) + Math.abs(d[i + 1] - 0x20) + Math.abs(d[i + 2] - 0x40));
+        return best;""", x, y)
+    check(near < 60, "the val perplexity curve passes its last point (%.0f, %.0f): colour distance %d"
+          % (x, y, near))
+    legend_text = driver.find_element(By.ID, "tr-legend").text
+    check("val perplexity" in legend_text and "unigram baseline" in legend_text,
+          "the legend follows the view: %r" % legend_text)
+    for log in (False, True):
+        if driver.find_element(By.ID, "tr-log").is_selected() != log:
+            driver.find_element(By.ID, "tr-log").click()
+        for name in ("loss", "perplexity"):
+            metric.select_by_value(name)
+            boxes = driver.execute_script("""
+                const box = (e) => e.getBoundingClientRect().toJSON();
+                return {figure: box(document.getElementById('tr-figure')),
+                        canvas: box(document.getElementById('tr-chart')),
+                        legend: box(document.getElementById('tr-legend')),
+                        keys: [...document.querySelectorAll('#tr-legend .key')].map(box),
+                        chart: window.page.chart()};""")
+            chart = boxes["chart"]
+            canvas = {"left": 0, "top": 0, "right": chart["width"], "bottom": chart["height"]}
+            outside = [l["text"] for l in chart["labels"] if not inside(l, canvas)]
+            keys_in = all(inside(k, boxes["figure"]) for k in boxes["keys"])
+            check(boxes["keys"] and keys_in and inside(boxes["legend"], boxes["figure"]) and
+                  abs(boxes["figure"]["width"] - boxes["canvas"]["width"]) <= 4 and outside == [],
+                  "%s%s view: the legend's %d keys lie inside the chart (%.0f px wide), and the "
+                  "canvas's %d labels inside the canvas (outside: %s)" %
+                  (name, " (log axis)" if log else "", len(boxes["keys"]), boxes["figure"]["width"],
+                   len(chart["labels"]), outside))
+    driver.find_element(By.ID, "tr-log").click()
+    metric.select_by_value("loss")
 
 
 def check_file_page(driver, web_dir):
@@ -471,6 +548,7 @@ def main():
         val = float(re.search(r"val loss ([0-9.]+)", progress).group(1))
         check("step 300 / 300" in progress, "pico trained 300 steps: %r" % progress)
         check(val < unigram, "pico's val loss %.4f is below the unigram baseline %.4f" % (val, unigram))
+        check_chart(driver)
         # Train again at the end of the run, then with fewer steps: the page says what to do.
         for steps in ("300", "150"):
             driver.find_element(By.ID, "tr-steps").clear()
