@@ -322,15 +322,19 @@ function trainingRequest() {
 }
 
 // The model changed (built or loaded): whatever trained before is gone with its run (the worker
-// drops it), so its progress line and steps go too, and the buttons follow the new model: Train
-// only for a model built from a text here (a loaded checkpoint has no text to train on), Pause
-// only while a run goes.
+// drops it), so its progress line and steps go too, and so does a sample of the old model; the
+// buttons follow the new model: Train only for a model built from a text here (a loaded
+// checkpoint has no text to train on), Pause only while a run goes.
 function modelChanged(trainable) {
   lastProgress = null;
   history = {train: [], val: []};
   $('tr-progress').textContent = '';
   $('tr-start').disabled = !trainable;
   $('tr-pause').disabled = true;
+  sampling = null;
+  $('sm-text').innerHTML = '';
+  $('sm-bars').innerHTML = '';
+  $('sm-stop').disabled = true;
 }
 
 // The shipped text, genesis.txt, from the page's own server; fetched at the first Build, so a
@@ -532,6 +536,134 @@ function drawChart() {
   });
 }
 
+// ---- Sampling: one token a request, bars at every step -----------------------------------------
+// The worker generates (the page stays free) one token a request, the prompt growing by the
+// tokens drawn, so that the text appears as it is generated and the bars follow it: each step's
+// next-token probabilities after temperature, top-k and top-p, the drawn token marked. Every
+// step's bars are kept, so that afterwards hovering or clicking a generated token shows the bars
+// of the step that drew it (a click keeps them).
+let sampling = null;  // {prompt, n, steps: [{text, bars, chosen, rest}], text, pinned, hovered, stopped}
+
+function drawBars(run, k) {
+  const step = run.steps[k];
+  if (!step) return;
+  document.querySelectorAll('#sm-text .tok.current').forEach((t) => t.classList.remove('current'));
+  const span = document.querySelector(`#sm-text .tok[data-step="${k}"]`);
+  if (span) span.classList.add('current');
+  const label = (token) => esc(JSON.stringify(token));
+  const bar = (cls, token, p, text, extra) =>
+      `<div class="bar${cls}" data-token="${esc(token)}" data-p="${p}"${extra || ''}>` +
+      `<span class="tok">${text}</span><span class="fill" style="width:${(p * 300).toFixed(1)}px"></span>` +
+      `${fmt(p, 4)}</div>`;
+  const c = step.chosen, inBars = c.rank < step.bars.length;
+  let html = step.bars.map((b, i) => (b.p > 0 || i === c.rank
+      ? bar(i === c.rank ? ' chosen' : '', b.token, b.p, (i === c.rank ? '▶ ' : '') + label(b.token)) : '')).join('');
+  if (!inBars) html += bar(' chosen', c.token, c.p, `▶ ${label(c.token)}`, ` data-rank="${c.rank}"`);
+  // The rest: every token not drawn above, those of the bars that top-k or top-p left at 0 too.
+  const others = step.rest.tokens + step.bars.filter((b, i) => b.p === 0 && i !== c.rank).length;
+  html += `<div class="bar rest" data-p="${step.rest.p}" data-tokens="${others}">` +
+      `<span class="tok">the other ${others}</span><span class="fill" style="width:` +
+      `${(step.rest.p * 300).toFixed(1)}px"></span>${fmt(step.rest.p, 4)}</div>`;
+  const before = (run.prompt + run.steps.slice(0, k).map((s) => s.text).join('')).slice(-16);
+  $('sm-step').textContent = `Step ${k + 1} of ${run.steps.length}${run.done ? '' : ' so far'}: the ` +
+      `next-token probabilities after ${JSON.stringify(before)}, with temperature, top-k and top-p ` +
+      `applied; ▶ marks the token drawn, ${JSON.stringify(c.token)} (p ${fmt(c.p, 4)}, ` +
+      `${c.rank === 0 ? 'the most likely' : `number ${c.rank + 1} by probability`}). ` +
+      (run.done ? 'Hover or click a generated token for its step.' : '');
+  $('sm-bars').innerHTML = html;
+  $('sm-bars').dataset.step = k;
+}
+
+// The step the bars show when no token is hovered: the one clicked, or the newest.
+const restingStep = (run) => (run.pinned !== null ? run.pinned : run.steps.length - 1);
+
+async function sampleText() {
+  showError('sm-error', null);
+  const run = {prompt: $('sm-prompt').value, steps: [], text: '', pinned: null, hovered: null,
+               stopped: false, done: false};
+  let seed;
+  try {
+    run.n = wholeNumber('sm-length', 'tokens', 'sample a longer text with the command line (attograd sample)');
+    const typed = $('sm-seed').value.trim();
+    seed = typed === '' ? undefined : wholeNumber('sm-seed', 'seed');
+  } catch (e) {
+    showError('sm-error', e);
+    return;
+  }
+  const settings = {temperature: +$('sm-temperature').value, top_k: +$('sm-topk').value,
+                    top_p: +$('sm-topp').value, bars: 8};
+  sampling = run;
+  $('sm-text').innerHTML = `<span class="prompt">${esc(run.prompt)}</span>`;
+  $('sm-bars').innerHTML = '';
+  $('sm-step').textContent = '';
+  $('sm-go').disabled = true;
+  $('sm-stop').disabled = false;
+  try {
+    while (run.steps.length < run.n && !run.stopped && sampling === run) {
+      const request = Object.assign({prompt: run.prompt + run.text, max_new_tokens: 1}, settings);
+      if (run.steps.length === 0 && seed !== undefined) request.seed = seed;
+      const r = await workerCall('sample', request);
+      if (sampling !== run) return;  // the model changed meanwhile
+      const k = run.steps.length;
+      run.steps.push({text: r.text, bars: r.steps[0], chosen: r.chosen[0], rest: r.rest[0]});
+      run.text += r.text;
+      $('sm-text').insertAdjacentHTML('beforeend',
+                                      `<span class="tok" data-step="${k}" tabindex="0">${esc(r.text)}</span>`);
+      if (run.hovered === null) drawBars(run, restingStep(run));
+    }
+  } catch (e) {
+    if (sampling === run) showError('sm-error', e);
+  } finally {
+    if (sampling === run) {
+      run.done = true;
+      if (run.steps.length > 0) drawBars(run, run.hovered !== null ? run.hovered : restingStep(run));
+      $('sm-go').disabled = false;
+      $('sm-stop').disabled = true;
+    }
+  }
+}
+
+function setupSampling() {
+  const slider = (id, show) => {
+    const update = () => ($(id + '-v').textContent = show(+$(id).value));
+    $(id).addEventListener('input', update);
+    update();
+  };
+  slider('sm-temperature', (v) => (v === 0 ? '0 (greedy)' : v));
+  slider('sm-topk', (v) => (v === 0 ? 'off' : v));
+  slider('sm-topp', (v) => (v >= 1 ? '1 (off)' : v));
+  $('sm-go').addEventListener('click', sampleText);
+  $('sm-stop').addEventListener('click', () => {
+    if (sampling) sampling.stopped = true;
+  });
+  const stepOf = (event) => {
+    const t = event.target.closest && event.target.closest('#sm-text .tok');
+    return t ? +t.dataset.step : null;
+  };
+  const text = $('sm-text');
+  const hover = (event) => {
+    const k = stepOf(event);
+    if (!sampling || k === null) return;
+    sampling.hovered = k;
+    drawBars(sampling, k);
+  };
+  text.addEventListener('mouseover', hover);
+  text.addEventListener('focusin', hover);
+  const leave = () => {
+    if (!sampling) return;
+    sampling.hovered = null;
+    drawBars(sampling, restingStep(sampling));
+  };
+  text.addEventListener('mouseleave', leave);
+  text.addEventListener('focusout', leave);
+  text.addEventListener('click', (event) => {
+    const k = stepOf(event);
+    if (!sampling || k === null) return;
+    sampling.pinned = sampling.pinned === k ? null : k;  // a second click lets the bars follow again
+    drawBars(sampling, k);
+  });
+}
+
 function setupTraining() {
   $('tr-model').addEventListener('change', () => ($('tr-custom').hidden = $('tr-model').value !== 'custom'));
   $('tr-file').addEventListener('change', () => readChosenFile($('tr-file'), (file, bytes) => {
@@ -596,31 +728,7 @@ function setupTraining() {
     for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
     drawChart();
   }));
-  const slider = (id, show) => {
-    const update = () => ($(id + '-v').textContent = show(+$(id).value));
-    $(id).addEventListener('input', update);
-    update();
-  };
-  slider('sm-temperature', (v) => (v === 0 ? '0 (greedy)' : v));
-  slider('sm-topk', (v) => (v === 0 ? 'off' : v));
-  slider('sm-topp', (v) => (v >= 1 ? '1 (off)' : v));
-  $('sm-go').addEventListener('click', async () => {
-    showError('sm-error', null);
-    try {
-      const r = await workerCall('sample', {
-        prompt: $('sm-prompt').value, max_new_tokens: 200, temperature: +$('sm-temperature').value,
-        top_k: +$('sm-topk').value, top_p: +$('sm-topp').value, bars: 8,
-      });
-      $('sm-text').textContent = $('sm-prompt').value + r.text;
-      // The tokens top-k and top-p left a chance (the others' bars would be empty).
-      const first = (r.steps[0] || []).filter((b) => b.p > 0);
-      $('sm-bars').innerHTML = '<p>Next-token probabilities at the first generated step:</p>' +
-          first.map((b) => `<div class="bar"><span class="tok">${JSON.stringify(b.token)}</span>` +
-                           `<span class="fill" style="width:${(b.p * 300).toFixed(1)}px"></span>${fmt(b.p, 4)}</div>`).join('');
-    } catch (e) {
-      showError('sm-error', e);
-    }
-  });
+  setupSampling();
 }
 
 // ---- Part 4: attention maps of the trained model -------------------------------------------------
@@ -724,11 +832,13 @@ window.page = {
   workerCall,
   get engine() { return engine; },
   // For the browser test (tests/web/browser_test.py): the last step the worker reported, the
-  // chart, the attribution rows part 4 last drew, the RoPE table's [m, n, score] entries, and
-  // the order experiment with and without positions.
+  // chart and the sampling steps, the attribution rows part 4 last drew, the RoPE table's
+  // [m, n, score] entries, and the order experiment with and without positions.
   trainingStep: () => (lastProgress ? lastProgress.step : 0),
-  // What the chart drew last (series, margins, the canvas labels' boxes).
+  // What the chart drew last (series, margins, the canvas labels' boxes), and the sampling
+  // run's steps as the worker answered them.
   chart: () => chartDrawn,
+  samplingSteps: () => (sampling ? sampling.steps : []),
   lastAttribution: () => lastAttribution,
   ropeScores: () => ropeGrid,
   orderExperiment() {

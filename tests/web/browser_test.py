@@ -25,7 +25,10 @@ read the page's DOM as a student would see it:
     answers input, while the step count rises); Train at the end of the run says to raise Steps, and raised, it
     trains on; the chart's perplexity view draws e^loss of the run's points (the val points the
     engine's val_ppl) and the baselines as perplexities, and its legend and labels fit inside it;
-  - sampling shows text and next-token bars; a prompt longer than the context is refused;
+  - sampling, one token a request, shows the text token by token with the bars following it;
+    afterwards a click or hover on the k-th generated token shows the bars of step k, equal to
+    what one engine request with the same seed reports for step k, the k-th token marked, the
+    bars and the rest summing to 1; a prompt longer than the context is refused;
   - a checkpoint written by the native CLI (FIXTURE_DIR, tests/web/native_fixture.sh) loads, and
     the attention map of every layer and head has rows summing to 1, zeros above the diagonal,
     and the weights of `attograd attention`'s CSV within 1e-5; loaded while the pico trains, it
@@ -58,6 +61,7 @@ import zlib
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -256,6 +260,89 @@ def check_chart(driver):
                    len(chart["labels"]), outside))
     driver.find_element(By.ID, "tr-log").click()
     metric.select_by_value("loss")
+
+
+def check_sampling(driver, wait, text, vocab_size):
+    """Sampling one token a request: the text grows token by token and the bars follow it; then
+    a click (and a hover) on the k-th generated token shows the bars of step k, which are the
+    distribution the engine reports for step k of one request with the same seed and settings:
+    the same tokens and probabilities, the k-th generated token marked as drawn, and the shown
+    bars plus the rest summing to 1."""
+    prompt, n, seed, top_k = "And God said", 40, 11, 5
+    driver.find_element(By.ID, "sm-prompt").clear()
+    driver.find_element(By.ID, "sm-prompt").send_keys(prompt)
+    for element_id, value in (("sm-length", n), ("sm-seed", seed)):
+        driver.find_element(By.ID, element_id).clear()
+        driver.find_element(By.ID, element_id).send_keys(str(value))
+    driver.execute_script("const s = document.getElementById('sm-topk'); s.value = arguments[0];"
+                          "s.dispatchEvent(new Event('input'));", top_k)
+    # Every change of the text and of the bars while it is generated, recorded in the page.
+    driver.execute_script("""
+        window.seen = [];
+        const note = () => window.seen.push([document.querySelectorAll('#sm-text .tok').length,
+                                             document.getElementById('sm-bars').dataset.step]);
+        window.observer = new MutationObserver(note);
+        window.observer.observe(document.getElementById('sm-text'), {childList: true});
+        window.observer.observe(document.getElementById('sm-bars'), {childList: true});""")
+    driver.find_element(By.ID, "sm-go").click()
+    wait(120).until(lambda d: d.find_element(By.ID, "sm-go").is_enabled())
+    seen = driver.execute_script("window.observer.disconnect(); return window.seen;")
+    lengths = sorted(set(c for c, _ in seen if c > 0))
+    followed = sorted(set(int(s) for c, s in seen if s is not None and c < n))
+    check(lengths == list(range(1, n + 1)),
+          "the text appears token by token: each of the lengths 1 to %d was drawn (%d seen)"
+          % (n, len(lengths)))
+    check(followed == list(range(n - 1)),
+          "the bars follow the generation: those of steps 1 to %d were drawn while it ran (%d)"
+          % (n - 1, len(followed)))
+    api = driver.execute_async_script(
+        "const done = arguments[1];"
+        "window.page.workerCall('sample', arguments[0]).then(done, (e) => done({error: e.message}));",
+        {"prompt": prompt, "max_new_tokens": n, "temperature": 1, "top_k": top_k, "top_p": 1,
+         "seed": seed, "bars": 8})
+    shown = driver.execute_script("return document.getElementById('sm-text').textContent;")
+    generated = shown[len(prompt):]
+    check(shown.startswith(prompt) and generated == api.get("text"),
+          "the page's text is the engine's for seed %d: %r" % (seed, generated))
+    tokens = driver.find_elements(By.CSS_SELECTOR, "#sm-text .tok")
+    read_bars = """
+        const bars = [...document.querySelectorAll('#sm-bars .bar')];
+        return {step: document.getElementById('sm-bars').dataset.step,
+                caption: document.getElementById('sm-step').textContent,
+                shown: bars.filter((b) => !b.classList.contains('rest')).map((b) =>
+                    [b.dataset.token, +b.dataset.p, b.classList.contains('chosen')]),
+                rest: bars.filter((b) => b.classList.contains('rest')).map((b) =>
+                    [+b.dataset.p, +b.dataset.tokens])};"""
+    problems = []
+    click = lambda element: driver.execute_script("arguments[0].click();", element)
+    for k in (0, 1, n // 2, n - 1):
+        click(tokens[k])
+        drawn = driver.execute_script(read_bars)
+        want = [[b["token"], b["p"]] for b in api["steps"][k] if b["p"] > 0]
+        chosen = [t for t, p, c in drawn["shown"] if c]
+        total = sum(p for _, p, _ in drawn["shown"]) + sum(p for p, _ in drawn["rest"])
+        if drawn["step"] != str(k) or not drawn["caption"].startswith("Step %d of %d" % (k + 1, n)):
+            problems.append("step %d: the bars show step %s (%r)" % (k, drawn["step"], drawn["caption"]))
+        if [[t, p] for t, p, _ in drawn["shown"]] != want:
+            problems.append("step %d: bars %s, engine %s" % (k, drawn["shown"], want))
+        if chosen != [generated[k]] or api["chosen"][k]["token"] != generated[k]:
+            problems.append("step %d: marked %s, generated %r" % (k, chosen, generated[k]))
+        if abs(total - 1) > 1e-9 or drawn["rest"] != [[api["rest"][k]["p"], vocab_size - len(want)]]:
+            problems.append("step %d: bars + rest = %r, rest %s" % (k, total, drawn["rest"]))
+        click(tokens[k])  # unpinned again
+    check(problems == [], "a click on generated tokens 1, 2, %d and %d shows the engine's bars of "
+          "that step (top-k %d: %d bars and the rest), the token drawn marked, summing to 1: %s"
+          % (n // 2 + 1, n, top_k, top_k, problems[:2]))
+    # Hovering shows a step without a click; leaving the text goes back to the newest.
+    k = next(k for k, c in enumerate(generated) if c.isalpha())
+    ActionChains(driver).move_to_element(tokens[k]).perform()
+    hovered = driver.find_element(By.ID, "sm-bars").get_attribute("data-step")
+    ActionChains(driver).move_to_element(driver.find_element(By.ID, "sm-prompt")).perform()
+    rested = driver.find_element(By.ID, "sm-bars").get_attribute("data-step")
+    check(hovered == str(k) and rested == str(n - 1),
+          "hovering token %d shows its step (%s); leaving the text, the last (%s)"
+          % (k + 1, hovered, rested))
+    driver.find_element(By.ID, "sm-seed").clear()
 
 
 def check_file_page(driver, web_dir):
@@ -567,14 +654,8 @@ def main():
         wait(300).until(lambda d: "step 320 / 320" in text("tr-progress") and "done" in text("tr-progress"))
         check(text("tr-error") == "", "raising Steps to 320 trains on: %r" % text("tr-progress"))
 
-        # Sampling with the sliders: text and the next-token bars.
-        driver.execute_script("const s = document.getElementById('sm-topk'); s.value = 5;"
-                              "s.dispatchEvent(new Event('input'));")
-        driver.find_element(By.ID, "sm-go").click()
-        wait().until(lambda d: len(text("sm-text")) > 50)
-        bars = driver.find_elements(By.CSS_SELECTOR, "#sm-bars .bar")
-        check(text("sm-text").startswith("And God said") and len(bars) == 5,
-              "sampling with top-k 5 shows text and 5 bars (%d)" % len(bars))
+        # Sampling with the sliders: the text token by token, the bars of every step.
+        check_sampling(driver, wait, text, int(re.search(r"V = (\d+)", text("tr-info")).group(1)))
         shot("part3")
 
         # Part 4: the pico trained here, its maps marked; a prompt longer than the context
@@ -675,8 +756,10 @@ def main():
               "the checkpoint input is emptied after reading (%r), and the same file chosen again is "
               "read again" % load_value)
         driver.find_element(By.ID, "sm-go").click()
-        wait().until(lambda d: len(text("sm-text")) > 50 and text("sm-error") == "")
-        check(text("sm-text").startswith("And God said"), "sampling works after the refusal")
+        wait().until(lambda d: d.find_element(By.ID, "sm-go").is_enabled() and
+                     len(d.find_elements(By.CSS_SELECTOR, "#sm-text .tok")) == 40)
+        check(text("sm-text").startswith("And God said") and text("sm-error") == "",
+              "sampling works after the refusal")
 
         # Build during training: the old run ends, Pause goes, Train starts the new model at 0.
         driver.find_element(By.ID, "tr-build").click()
