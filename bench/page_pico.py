@@ -11,8 +11,9 @@ both evaluate the same batches' worth of the same kind of data):
   native  `attograd train --threads 1` (the engine's pool with the calling thread only), the
           wall time of the whole command, checkpoint writes and logs included;
   page    headless Chromium (Debian's chromium and chromedriver, python3-selenium) on a loopback
-          server: the page's Web Worker builds the model and trains it in chunks of 10 steps as
-          the Train button does, from the first step to the end of the last evaluation.
+          server: the page's Web Worker builds the model and trains it in calls of up to 10 steps
+          (as many as take about 10 ms) as the Train button does, from the first step to the end
+          of the last evaluation.
 The first load is measured in a fresh browser each round: from navigation to the engine being
 ready (window.page.ready), and the bytes the server sent until then. Medians over the rounds.
 Nothing here is a test: timings on a shared machine are noisy, so they are measured, not asserted

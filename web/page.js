@@ -300,10 +300,11 @@ let history = {train: [], val: []};  // train: [step, loss]; val: [step, val_los
 // curves crawl and whose Pause waits for the step under way (the worker answers between steps).
 const TOO_BIG_MODEL = 'a bigger model trains too slowly in the page: train it with the command ' +
     'line (attograd train), the same engine built natively';
+const trainingSteps = () => wholeNumber('tr-steps', 'steps', 'the pico homework takes 20,000; run a ' +
+                                        'longer training with the command line (attograd train)');
 function trainingRequest() {
   const choice = $('tr-model').value;
-  const steps = wholeNumber('tr-steps', 'steps', 'the pico homework takes 20,000; run a longer training ' +
-                            'with the command line (attograd train)');
+  const steps = trainingSteps();
   const r = {
     kind: choice === 'bigram' || choice === 'average' ? choice : 'gpt',
     preset: choice === 'pico' ? 'pico' : 'femto',
@@ -685,7 +686,7 @@ function setupTraining() {
       return;
     }
     try {
-      const steps = trainingRequest().max_steps;
+      const steps = trainingSteps();  // the model's other settings were taken at Build
       const tokensPerStep = baselines.options.batch_size * baselines.config.block_size;
       const evalEvery = Math.max(10, Math.round(steps / 10 / 10) * 10);
       await workerCall('start', {target: steps, chunk: 10, evalEvery, tokensPerStep});
