@@ -342,6 +342,22 @@ def check_sampling(driver, wait, text, vocab_size):
     check(hovered == str(k) and rested == str(n - 1),
           "hovering token %d shows its step (%s); leaving the text, the last (%s)"
           % (k + 1, hovered, rested))
+    # Stop ends a long generation where it is: no token comes after, and the bars are the last's.
+    count = lambda: len(driver.find_elements(By.CSS_SELECTOR, "#sm-text .tok"))
+    driver.find_element(By.ID, "sm-length").clear()
+    driver.find_element(By.ID, "sm-length").send_keys("1000")
+    driver.find_element(By.ID, "sm-go").click()
+    wait().until(lambda d: count() >= 5)
+    driver.find_element(By.ID, "sm-stop").click()
+    wait().until(lambda d: d.find_element(By.ID, "sm-go").is_enabled())
+    stopped = count()
+    time.sleep(0.5)
+    check(5 <= stopped == count() < 1000 and
+          not driver.find_element(By.ID, "sm-stop").is_enabled() and
+          text("sm-step").startswith("Step %d of %d:" % (stopped, stopped)),
+          "Stop ends the generation at %d of 1000 tokens: %r" % (stopped, text("sm-step")[:40]))
+    driver.find_element(By.ID, "sm-length").clear()
+    driver.find_element(By.ID, "sm-length").send_keys(str(n))
     driver.find_element(By.ID, "sm-seed").clear()
 
 
