@@ -107,6 +107,15 @@ std::string derivatives_table(const OpRegistry& registry) {
     md += "| " + cell(e.name) + " | " + cell(e.forward) + " | " + cell(e.vjp) + " | " + cell(file) +
           " | " + cell(e.tests) + " |\n";
   }
+  std::string autocast;
+  for (const OpEntry& e : registry.entries())
+    if (!e.autocast.empty()) autocast += "| " + cell(e.name) + " | " + cell(e.autocast) + " |\n";
+  if (!autocast.empty()) {
+    md +=
+        "\n| op | under `AutocastGuard(MatmulPrecision::bf16)`, f32 inputs (autograd/autocast.h) "
+        "|\n|---|---|\n";
+    md += autocast;
+  }
   return md;
 }
 

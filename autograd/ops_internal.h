@@ -5,9 +5,12 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
+#include "autograd/autocast.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/matmul.h"
 #include "autograd/tensor.h"
 
 namespace attograd {
@@ -33,6 +36,25 @@ void register_loss_ops(OpRegistry& registry);
 /// partner was not saved (it did not require grad then).
 inline Tensor saved_if_grad(const Tensor& other, const Tensor& t) {
   return grad_enabled() && other.requires_grad() ? t : Tensor();
+}
+
+/// The precision a matrix product of an op with this dtype takes, decided when its forward runs
+/// (autocast.h): bf16 for f32 under AutocastGuard(MatmulPrecision::bf16), else f32; f64 never
+/// changes. The op captures it for its VJP, so backward repeats the forward's choice.
+inline MatmulPrecision product_precision(DType dtype) {
+  return dtype == DType::f32 ? autocast_precision() : MatmulPrecision::f32;
+}
+
+/// kernels::matmul<T>(c, a, b, ...) (kernels/matmul.h), or kernels::matmul_bf16 with the same
+/// arguments when `precision` is bf16 (only ever so for T = float: product_precision).
+template <typename T>
+void matmul_in(MatmulPrecision precision, T* c, const T* a, const T* b, int64_t M, int64_t K,
+               int64_t N, bool a_trans, bool b_trans, bool accumulate, const T* bias = nullptr) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == MatmulPrecision::bf16)
+      return kernels::matmul_bf16(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
+  }
+  kernels::matmul<T>(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
 }
 
 /// t's data, or nullptr for an undefined tensor (a gradient not needed, a tensor not saved).

@@ -246,6 +246,9 @@ static void register_linear_cross_entropy(OpRegistry& r) {
                 "`dW = dlogitsᵀ @ x`",
          .kernel = "kernels/matmul, kernels/cross_entropy",
          .tests = "ops_test: vs linear + cross_entropy; twice with retain_graph; ignore_index",
+         .autocast = "the logits `bf16(x) @ bf16(W)ᵀ` summed in f32, `dx = bf16(dlogits) @ "
+                     "bf16(W)`, `dW = bf16(dlogits)ᵀ @ bf16(x)`; the logits, the softmax, the "
+                     "loss and dlogits f32",
          .cases = {{"x (B, T, C), weight (7, C), targets (B, T)",
                     [](Generator& g, DType d, const Sizes& s) {
                       const Tensor t = random_ids({s.B, s.T}, 7, g);
@@ -289,10 +292,14 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   const int64_t N = c.t.numel(), count = c.count;
   const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
   Tensor logits = Tensor::empty({N, V}, x.dtype()), lse = Tensor::empty({N}, x.dtype());
-  auto compute_logits = [N, C, V](const Tensor& out, const Tensor& xs, const Tensor& ws) {
+  // The three products take the precision of the forward (autocast.h); the softmax, the loss and
+  // the logits' gradient stay in the logits' dtype.
+  const MatmulPrecision precision = detail::product_precision(x.dtype());
+  auto compute_logits = [N, C, V, precision](const Tensor& out, const Tensor& xs,
+                                             const Tensor& ws) {
     dispatch_floating(out.dtype(), "linear_cross_entropy", [&]<typename T>() {
-      kernels::matmul<T>(out.data<T>(), xs.data<T>(), ws.data<T>(), N, C, V, false, true,
-                         false);  // x Wᵀ
+      detail::matmul_in<T>(precision, out.data<T>(), xs.data<T>(), ws.data<T>(), N, C, V, false,
+                           true, false);  // x Wᵀ
     });
   };
   compute_logits(logits, xc, wc);
@@ -305,7 +312,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   return record(
       loss, "linear_cross_entropy", {x, weight, targets},
       {{"x", xc}, {"weight", wc}, {"targets", c.t}},
-      [N, V, C, count, ignore_index, label_smoothing, logits, lse, compute_logits,
+      [N, V, C, count, ignore_index, label_smoothing, logits, lse, compute_logits, precision,
        logits_intact = true](const Tensor& g, std::span<Tensor> gi, const Tensor& xc,
                              const Tensor& wc, const Tensor& t) mutable {
         // A second backward through a retained graph finds the buffer holding the gradient: redo
@@ -318,10 +325,12 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
                                              per_row_gradient(g, N, count).data<T>(), N, V,
                                              ignore_index, false, static_cast<T>(label_smoothing));
           if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
-            kernels::matmul<T>(gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false, false, true);
+            detail::matmul_in<T>(precision, gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false,
+                                 false, true);
           if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the
                                 // a_trans layout
-            kernels::matmul<T>(gi[1].data<T>(), dlogits, xc.data<T>(), V, N, C, true, false, true);
+            detail::matmul_in<T>(precision, gi[1].data<T>(), dlogits, xc.data<T>(), V, N, C, true,
+                                 false, true);
         });
       });
 }

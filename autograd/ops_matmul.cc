@@ -2,7 +2,9 @@
 //
 // The forward and both VJP products (the formulas: each op's entry below) are the one kernel,
 // kernels::matmul, with transpose flags; an operand that is a transposed view (last two strides
-// swapped) is passed as is, flag set, no copy.
+// swapped) is passed as is, flag set, no copy. Under AutocastGuard(MatmulPrecision::bf16)
+// (autograd/autocast.h) an f32 op takes kernels::matmul_bf16 instead, with the same arguments,
+// for its forward and, recorded in its node, for both VJP products.
 #include <stdexcept>
 
 #include "autograd/gradcheck_inputs.h"
@@ -74,6 +76,9 @@ static void register_matmul(OpRegistry& r) {
          .vjp = "`dA = dC @ Bᵀ`, `dB = Aᵀ @ dC` (summed over broadcast batch)",
          .kernel = "kernels/matmul",
          .tests = "ops_test: transposed view; batched",
+         .autocast = "`C = bf16(A) @ bf16(B)` summed in f32 (kernels::matmul_bf16); "
+                     "`dA = bf16(dC) @ bf16(B)ᵀ`, `dB = bf16(A)ᵀ @ bf16(dC)` likewise, in the "
+                     "precision the forward recorded; C, dA, dB f32",
          .cases = {params_case(
                        "(T, C) @ (C, B)",
                        [](const Sizes& s) {
@@ -139,17 +144,18 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     b_off = BatchOffsets(batch, B.t.shape(), B.t.strides());
   }
   Tensor c = Tensor::empty(out_shape, a.dtype());
+  const MatmulPrecision precision = detail::product_precision(a.dtype());
   dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {
     for (int64_t i = 0; i < a_off.count; ++i)
-      kernels::matmul<T>(c.data<T>() + i * rows * N, A.t.data<T>() + a_off[i],
-                         B.t.data<T>() + b_off[i], rows, K, N, A.trans, B.trans, false);
+      detail::matmul_in<T>(precision, c.data<T>() + i * rows * N, A.t.data<T>() + a_off[i],
+                           B.t.data<T>() + b_off[i], rows, K, N, A.trans, B.trans, false);
   });
 
   // dA reads B and dB reads A: each is saved only when the other operand needs its gradient.
   return record(
       c, "matmul", {a, b},
       {{"a", detail::saved_if_grad(b, A.t)}, {"b", detail::saved_if_grad(a, B.t)}},
-      [a_trans = A.trans, b_trans = B.trans, a_off, b_off, rows, K, N, batch](
+      [a_trans = A.trans, b_trans = B.trans, a_off, b_off, rows, K, N, batch, precision](
           const Tensor& g, std::span<Tensor> gi, const Tensor& A, const Tensor& B) {
         // Gradient buffers are contiguous in each operand's logical shape: batch offsets come from
         // contiguous strides, broadcast dimensions get stride 0 so their products add up.
@@ -162,14 +168,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
           if (gi[0].defined() && B.defined()) {  // dA (rows, K) += dC (rows, N) @ op(B)ᵀ
             const BatchOffsets off = grad_offsets(gi[0]);
             for (int64_t i = 0; i < off.count; ++i)
-              kernels::matmul<T>(gi[0].data<T>() + off[i], dc + i * rows * N,
-                                 B.data<T>() + b_off[i], rows, N, K, false, !b_trans, true);
+              detail::matmul_in<T>(precision, gi[0].data<T>() + off[i], dc + i * rows * N,
+                                   B.data<T>() + b_off[i], rows, N, K, false, !b_trans, true);
           }
           if (gi[1].defined() && A.defined()) {  // dB (K, N) += op(A)ᵀ @ dC (rows, N)
             const BatchOffsets off = grad_offsets(gi[1]);
             for (int64_t i = 0; i < a_off.count; ++i)
-              kernels::matmul<T>(gi[1].data<T>() + off[folded ? 0 : i], A.data<T>() + a_off[i],
-                                 dc + i * rows * N, K, rows, N, !a_trans, false, true);
+              detail::matmul_in<T>(precision, gi[1].data<T>() + off[folded ? 0 : i],
+                                   A.data<T>() + a_off[i], dc + i * rows * N, K, rows, N, !a_trans,
+                                   false, true);
           }
         });
       });
@@ -182,6 +189,9 @@ static void register_linear(OpRegistry& r) {
          .vjp = "`dx = dy @ W`, `dW = dyᵀ @ x` (into W's gradient, no temporary), `db = Σ_rows dy`",
          .kernel = "kernels/matmul",
          .tests = "ops_test: linear vs matmul + add",
+         .autocast = "`y = bf16(x) @ bf16(W)ᵀ + b` summed in f32; `dx = bf16(dy) @ bf16(W)`, "
+                     "`dW = bf16(dy)ᵀ @ bf16(x)` likewise, in the precision the forward "
+                     "recorded; `db`, y and the gradients f32",
          .cases = {params_case(
                        "x (B, T, C), weight (5, C), bias (5,)",
                        [](const Sizes& s) {
@@ -220,10 +230,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
   const Tensor bc = bias.defined() ? detail::contiguous_data(bias) : Tensor();
   Tensor y = Tensor::empty(y_shape, x.dtype());
+  const MatmulPrecision precision = detail::product_precision(x.dtype());
   dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
     // y (rows, out) = x (rows, in) @ Wᵀ, W stored (out, in): the b_trans layout
-    kernels::matmul<T>(y.data<T>(), xc.data<T>(), wc.data<T>(), rows, in, out, false, true, false,
-                       bc.defined() ? bc.data<T>() : nullptr);
+    detail::matmul_in<T>(precision, y.data<T>(), xc.data<T>(), wc.data<T>(), rows, in, out, false,
+                         true, false, bc.defined() ? bc.data<T>() : nullptr);
   });
   TensorList inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
@@ -232,15 +243,17 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return record(
       y, "linear", std::move(inputs),
       {{"x", detail::saved_if_grad(weight, xc)}, {"weight", detail::saved_if_grad(x, wc)}},
-      [rows, in, out](const Tensor& g, std::span<Tensor> gi, const Tensor& xc, const Tensor& wc) {
+      [rows, in, out, precision](const Tensor& g, std::span<Tensor> gi, const Tensor& xc,
+                                 const Tensor& wc) {
         dispatch_floating(g.dtype(), "linear", [&]<typename T>() {
           const T* dy = g.data<T>();
           if (gi[0].defined() && wc.defined())  // dx (rows, in) += dy (rows, out) @ W (out, in)
-            kernels::matmul<T>(gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false, false,
-                               true);
+            detail::matmul_in<T>(precision, gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false,
+                                 false, true);
           if (gi[1].defined() && xc.defined())  // dW (out, in) += dyᵀ @ x: dy stored (rows, out)
                                                 // is Aᵀ, the a_trans layout
-            kernels::matmul<T>(gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true, false, true);
+            detail::matmul_in<T>(precision, gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true,
+                                 false, true);
           if (gi.size() > 2 && gi[2].defined())  // db (out,) += sum over rows of dy (rows, out)
             kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, true);
         });

@@ -4,6 +4,8 @@
     /usr/bin/python3 bench/compare.py                    # every config, 1 and 2 threads
     /usr/bin/python3 bench/compare.py --configs nano baby --threads 1 --rounds 9
     /usr/bin/python3 bench/compare.py --generate         # greedy decoding, GPT-2 small, batch 1
+    /usr/bin/python3 bench/compare.py --configs nano baby gpt2 --precisions bf16
+                                                         # bf16 mixed precision on both sides
 
 For each config and thread count it starts a step server for attograd (build/bench/train_bench
 --serve) and one for every PyTorch variant (bench/torch_reference.py --serve), then asks them in
@@ -23,6 +25,15 @@ PyTorch gets its best CPU settings, and the table proves it:
   not at its best and the row prints no ratio (exit status 1), rather than a flattering one.
 attograd runs with its thread pool's defaults.
 
+--precisions f32 bf16 (the default) adds a bf16 row after each f32 one: attograd's train_bench
+--mixed-precision bf16 (its Linear, matmul and lm_head products with bf16 operands and f32
+sums; attention, layer norm, the loss, the weights, gradients and AdamW f32) against PyTorch's
+step with forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) (f32 master weights
+and AdamW; bf16 Linear layers and attention products with bf16 outputs: PyTorch's recommended
+CPU mixed precision), raced and measured as the f32 rows are. The GEMM column then also names
+PyTorch's bf16 torch.mm rate, the kernel its autocast Linear layers run; the refusal rule stays
+on the f32 rates, which tell whether PyTorch's set-up is at its best.
+
 With --generate the servers are build/bench/generate_bench --serve and bench/torch_generate.py
 --serve, a "step" is one decode step with the KV cache (one token), and the table adds the
 memory-bandwidth bound generate_bench measures (weights read once per token; see its header).
@@ -36,6 +47,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ["femto", "pico", "nano", "baby", "gpt2"]
+# The training step's precisions: train_bench --mixed-precision's names (autograd/autocast.h's
+# kMatmulPrecisionNames); bf16 is torch.autocast on PyTorch's side.
+PRECISIONS = ["f32", "bf16"]
 SHAPES = {  # (V, L, H, C, T, B), as in train_bench.cc and torch_reference.py
     "femto": (65, 1, 1, 2, 16, 32),
     "pico": (65, 3, 3, 6, 32, 32),
@@ -90,12 +104,14 @@ def environments(threads):
     return ours, theirs
 
 
-def torch_variants(choice):
-    """The PyTorch variants to try: (name, extra environment, torch_reference.py arguments)."""
+def torch_variants(choice, precision="f32"):
+    """The PyTorch variants to try: (name, extra environment, torch_reference.py arguments), for
+    the step in `precision` (bf16: under torch.autocast)."""
     allocators = [("glibc", {})]
     if os.path.exists(JEMALLOC):
         allocators.insert(0, ("jemalloc", {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": JEMALLOC_CONF}))
-    variants = [(f"{name}+foreach-{fe}", env, ["--foreach", fe])
+    autocast = ["--autocast", "bf16"] if precision == "bf16" else []
+    variants = [(f"{name}+foreach-{fe}", env, ["--foreach", fe] + autocast)
                 for name, env in allocators for fe in ("on", "off")]
     if choice:
         variants = [v for v in variants if v[0] == choice]
@@ -115,12 +131,13 @@ def turns(servers, k, rounds):
             for rs in results]
 
 
-def measure(config, threads, rounds, bench, seconds_per_round, variant=None):
+def measure(config, threads, rounds, bench, seconds_per_round, variant=None, precision="f32"):
     ours_env, torch_env = environments(threads)
-    ours = Server([str(bench), "--serve", config, "--threads", str(threads)], ours_env)
+    ours = Server([str(bench), "--serve", config, "--threads", str(threads), "--mixed-precision", precision],
+                  ours_env)
     candidates = []
     try:
-        for name, env, argv in torch_variants(variant):
+        for name, env, argv in torch_variants(variant, precision):
             candidates.append((name, Server([sys.executable, str(ROOT / "bench" / "torch_reference.py"), "--serve",
                                              config, "--threads", str(threads)] + argv, dict(torch_env, **env))))
         # Warm-up (caches, allocators, threads), and a step count that makes each turn
@@ -146,6 +163,7 @@ def measure(config, threads, rounds, bench, seconds_per_round, variant=None):
             "allocs": allocs, "rss_ours": rss_a, "rss_torch": rss_b, "steps": k,
             "header": ours.header.split(), "variant": name, "tried": tried,
             "torch_gemm": float(info["torch_gemm_gflops"]), "blas_gemm": float(info["openblas_gemm_gflops"]),
+            "torch_bf16_gemm": float(info.get("torch_bf16_gemm_gflops", "nan")),
         }
     finally:
         ours.close()
@@ -197,6 +215,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", nargs="+", default=CONFIGS, choices=CONFIGS)
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--precisions", nargs="+", default=PRECISIONS, choices=PRECISIONS,
+                    help="f32 rows, and bf16 mixed precision rows against torch.autocast (default both)")
     ap.add_argument("--rounds", type=int, default=7, help="A B pairs per config (default 7)")
     ap.add_argument("--seconds", type=float, default=1.0, help="length of one turn (default 1 s)")
     ap.add_argument("--generate", action="store_true", help="compare greedy decoding instead of training steps")
@@ -209,28 +229,35 @@ def main():
         sys.exit(f"compare.py: {args.bench} not found: build first (cmake --build build)")
     if args.generate:
         return compare_generation(args)
-    print("| model (V, L, H, C, T, B) | threads | attograd ms/step | PyTorch ms/step | ratio | PyTorch variant | "
-          "GEMM GFLOP/s PyTorch / OpenBLAS | attograd allocs/step | peak RSS attograd / PyTorch MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model (V, L, H, C, T, B) | threads | precision | attograd ms/step | PyTorch ms/step | ratio | "
+          "PyTorch variant | GEMM GFLOP/s PyTorch / OpenBLAS | attograd allocs/step | "
+          "peak RSS attograd / PyTorch MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     refused, races = [], []
     for config in args.configs:
         for threads in args.threads:
-            r = measure(config, threads, args.rounds, args.bench, args.seconds, args.torch_variant)
-            shape = ", ".join(str(v) for v in SHAPES[config])
-            ratio = f"{r['torch_ms'] / r['ours_ms']:.2f}x"
-            if r["blas_gemm"] > 0 and r["torch_gemm"] < MIN_TORCH_GEMM_FRACTION * r["blas_gemm"]:
-                refused.append(f"{config} at {threads} thread(s): PyTorch's matmul ran at {r['torch_gemm']:.0f} GFLOP/s "
-                               f"against OpenBLAS's {r['blas_gemm']:.0f} in the same process")
-                ratio = "refused"
-            if r["tried"]:
-                races.append(f"{config} at {threads} thread(s): {r['tried']}")
-            print(f"| {config} ({shape}) | {threads} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | {ratio} | "
-                  f"{r['variant']} | {r['torch_gemm']:.0f} / {r['blas_gemm']:.0f} | {r['allocs']:g} | "
-                  f"{r['rss_ours']:.0f} / {r['rss_torch']:.0f} |", flush=True)
+            for precision in args.precisions:
+                r = measure(config, threads, args.rounds, args.bench, args.seconds, args.torch_variant, precision)
+                shape = ", ".join(str(v) for v in SHAPES[config])
+                ratio = f"{r['torch_ms'] / r['ours_ms']:.2f}x"
+                where = f"{config} at {threads} thread(s) in {precision}"
+                if r["blas_gemm"] > 0 and r["torch_gemm"] < MIN_TORCH_GEMM_FRACTION * r["blas_gemm"]:
+                    refused.append(f"{where}: PyTorch's matmul ran at {r['torch_gemm']:.0f} GFLOP/s "
+                                   f"against OpenBLAS's {r['blas_gemm']:.0f} in the same process")
+                    ratio = "refused"
+                if r["tried"]:
+                    races.append(f"{where}: {r['tried']}")
+                gemm = f"{r['torch_gemm']:.0f} / {r['blas_gemm']:.0f}"
+                if precision == "bf16":
+                    gemm = f"bf16 {r['torch_bf16_gemm']:.0f} (f32 {r['torch_gemm']:.0f}) / f32 {r['blas_gemm']:.0f}"
+                print(f"| {config} ({shape}) | {threads} | {precision} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | "
+                      f"{ratio} | {r['variant']} | {gemm} | {r['allocs']:g} | "
+                      f"{r['rss_ours']:.0f} / {r['rss_torch']:.0f} |", flush=True)
     print("\nratio = PyTorch time / attograd time (> 1: attograd faster); medians of "
           f"{args.rounds} interleaved turns of about {args.seconds} s each, after PyTorch's variants "
           "raced and the fastest stayed. GEMM: each PyTorch server's own f32 matmul rate and OpenBLAS's "
-          "(cblas_sgemm) in the same process, (256, 768) @ (768, 3072).")
+          "(cblas_sgemm) in the same process, (256, 768) @ (768, 3072); in a bf16 row also PyTorch's "
+          "torch.mm on bf16 operands, what its autocast Linear layers run.")
     if races:
         print("PyTorch's variants, ms/step in the race (3 turns side by side):\n  " + "\n  ".join(races))
     if refused:

@@ -12,12 +12,24 @@ side by side and keeps the fastest; which one wins depends on the model and the 
 saw foreach ahead below a million parameters, the loop above).
 
     /usr/bin/python3 bench/torch_reference.py --serve nano --threads 1 --foreach off
+    /usr/bin/python3 bench/torch_reference.py --serve nano --autocast bf16
 
 prints "ready nano params N foreach off torch_gemm_gflops X openblas_gemm_gflops Y", where X and
 Y are this process's own matmul rates at one GPT-2 shape (gemm_rates below), then answers
 "steps K" on stdin with the seconds K steps took; "quit" ends: the protocol of
 bench/train_bench.cc's --serve mode.
+
+With --autocast bf16 the step's forward and loss run under torch.autocast("cpu",
+dtype=torch.bfloat16), PyTorch's recommended CPU mixed precision: the parameters (master
+weights), their gradients and AdamW stay f32, the Linear layers and matmuls (attention's two
+products included) run in bf16 with bf16 outputs, and backward runs outside the context, as
+PyTorch's AMP examples have it. The header then adds "autocast bf16 torch_bf16_gemm_gflops Z":
+Z is torch.mm's rate on bf16 operands at the same shape (oneDNN's bf16 kernel where PyTorch has
+it), the product autocast's Linear layers run. attograd's side is train_bench --mixed-precision
+bf16 (autograd/autocast.h): its products take bf16 operands and give f32 outputs, and its
+attention stays f32.
 """
+import contextlib
 import argparse
 import ctypes
 import math
@@ -88,6 +100,26 @@ class GPT(nn.Module):
 GEMM_M, GEMM_K, GEMM_N = 256, 768, 3072
 
 
+def best_rate(call, seconds):
+    """GFLOP/s of call() at the GEMM shape, best of repeated calls for about `seconds`."""
+    call()  # warm-up: packing buffers, threads
+    fastest, deadline = math.inf, time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        start = time.perf_counter()
+        call()
+        fastest = min(fastest, time.perf_counter() - start)
+    return 2.0 * GEMM_M * GEMM_K * GEMM_N / fastest / 1e9
+
+
+def bf16_gemm_rate(seconds=0.3):
+    """torch.mm's rate on bf16 operands at the GEMM shape, in GFLOP/s: what autocast's Linear
+    layers run."""
+    a = torch.randn(GEMM_M, GEMM_K, dtype=torch.bfloat16)
+    b = torch.randn(GEMM_K, GEMM_N, dtype=torch.bfloat16)
+    c = torch.empty(GEMM_M, GEMM_N, dtype=torch.bfloat16)
+    return best_rate(lambda: torch.mm(a, b, out=c), seconds)
+
+
 def gemm_rates(threads, seconds=0.3):
     """This process's f32 matmul rates in GFLOP/s, best of repeated calls for about `seconds`
     each: PyTorch's own (torch.mm, as its Linear layers run) and OpenBLAS's cblas_sgemm called
@@ -97,18 +129,7 @@ def gemm_rates(threads, seconds=0.3):
     a = torch.randn(GEMM_M, GEMM_K)
     b = torch.randn(GEMM_K, GEMM_N)
     c = torch.empty(GEMM_M, GEMM_N)
-    flops = 2.0 * GEMM_M * GEMM_K * GEMM_N
-
-    def best(call):
-        call()  # warm-up: packing buffers, threads
-        fastest, deadline = math.inf, time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            start = time.perf_counter()
-            call()
-            fastest = min(fastest, time.perf_counter() - start)
-        return flops / fastest / 1e9
-
-    torch_rate = best(lambda: torch.mm(a, b, out=c))
+    torch_rate = best_rate(lambda: torch.mm(a, b, out=c), seconds)
     try:
         blas = ctypes.CDLL("libopenblas.so.0")
     except OSError:
@@ -118,8 +139,8 @@ def gemm_rates(threads, seconds=0.3):
     pa, pb, pc = (ctypes.cast(t.data_ptr(), ptr) for t in (a, b, c))
     row_major, no_trans = 101, 111  # CblasRowMajor, CblasNoTrans
     one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
-    blas_rate = best(lambda: blas.cblas_sgemm(row_major, no_trans, no_trans, GEMM_M, GEMM_N, GEMM_K, one, pa,
-                                              GEMM_K, pb, GEMM_N, zero, pc, GEMM_N))
+    blas_rate = best_rate(lambda: blas.cblas_sgemm(row_major, no_trans, no_trans, GEMM_M, GEMM_N, GEMM_K, one, pa,
+                                                   GEMM_K, pb, GEMM_N, zero, pc, GEMM_N), seconds)
     return torch_rate, blas_rate
 
 
@@ -135,12 +156,18 @@ def main():
                             lr=3e-4, betas=(0.9, 0.95), eps=1e-8, foreach=args.foreach == "on")
     data = torch.randint(0, V, (max(100000, 20 * T * B),))
 
+    def autocast():
+        if args.autocast == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     def step():
         starts = torch.randint(0, data.numel() - T - 1, (B,))
         x = torch.stack([data[s:s + T] for s in starts])
         y = torch.stack([data[s + 1:s + T + 1] for s in starts])
         opt.zero_grad(set_to_none=True)
-        loss = model(x, y)
+        with autocast():
+            loss = model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -152,20 +179,24 @@ def main():
         return time.perf_counter() - start
 
     torch_gflops, blas_gflops = gemm_rates(args.threads)
+    bf16 = f" autocast bf16 torch_bf16_gemm_gflops {bf16_gemm_rate():.1f}" if args.autocast == "bf16" else ""
     print(f"ready {args.serve} params {params} foreach {args.foreach} torch_gemm_gflops {torch_gflops:.1f} "
-          f"openblas_gemm_gflops {-1 if blas_gflops is None else round(blas_gflops, 1)}", flush=True)
+          f"openblas_gemm_gflops {-1 if blas_gflops is None else round(blas_gflops, 1)}{bf16}", flush=True)
     return serve_steps("torch_reference", steps)
 
 
 def serve_args(doc, configs, foreach=False):
-    """Parses "--serve NAME --threads N" (NAME a key of configs), and "--foreach on|off" when
-    foreach is True, and sets PyTorch's thread count."""
+    """Parses "--serve NAME --threads N" (NAME a key of configs), and "--foreach on|off" and
+    "--autocast off|bf16" when foreach is True (the training server), and sets PyTorch's thread
+    count."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--serve", required=True, choices=sorted(configs))
     ap.add_argument("--threads", type=int, default=1)
     if foreach:
         ap.add_argument("--foreach", choices=["on", "off"], default="off",
                         help="AdamW's multi-tensor path (on) or its per-tensor loop (off)")
+        ap.add_argument("--autocast", choices=["off", "bf16"], default="off",
+                        help='forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     return args

@@ -4,6 +4,10 @@
 //   build/bench/train_bench                       Google Benchmark, every config, 1 and 2 threads
 //   build/bench/train_bench --serve nano --threads 1
 //                                                 a step server for bench/compare.py
+//   build/bench/train_bench --mixed-precision bf16 [...]
+//                                                 the same in bf16 mixed precision (the trainer's
+//                                                 --mixed-precision: Linear and matmul products
+//                                                 with bf16 operands, autograd/autocast.h)
 //
 // Counters: ms/step, tokens/s, model GFLOP/s and % of this machine's FMA peak (nanoGPT's
 // estimate_mfu count: 6 N + 12 L C T flops per token, N the parameters without wpe), heap
@@ -20,11 +24,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "autograd/autocast.h"
 #include "autograd/kernels/thread_pool.h"
 #include "autograd/random.h"
 #include "bench/bench_main.h"
@@ -79,11 +85,40 @@ gpt::GPTConfig model_config(const BenchConfig& b) {
   return c;
 }
 
-// A model, random tokens and a trainer with nanoGPT's step: AdamW, clipping at 1.0.
+// The precision of every run of this process: --mixed-precision's value (f32 by default).
+MatmulPrecision g_precision = MatmulPrecision::f32;
+
+// Takes "--mixed-precision NAME" out of argv (NAME one of kMatmulPrecisionNames, the trainer's
+// option's names), setting g_precision; the rest is bench_main's. Throws std::invalid_argument
+// for another name or a missing one.
+void take_precision_flag(int& argc, char** argv) {
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--mixed-precision") != 0) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    const std::string name = i + 1 < argc ? argv[++i] : "";
+    bool known = false;
+    for (size_t p = 0; p < std::size(kMatmulPrecisionNames); ++p)
+      if (name == kMatmulPrecisionNames[p])
+        g_precision = static_cast<MatmulPrecision>(p), known = true;
+    if (!known)
+      throw std::invalid_argument(
+          "--mixed-precision takes " +
+          gpt::join_names({std::begin(kMatmulPrecisionNames), std::end(kMatmulPrecisionNames)}) +
+          ", got '" + name + "'");
+  }
+  argc = kept;
+}
+
+// A model, random tokens and a trainer with nanoGPT's step: AdamW, clipping at 1.0, in
+// g_precision.
 struct Run {
   explicit Run(const BenchConfig& b)
       : config(b), model(model_config(b), 1337), data(tokens(b), b.T) {
     gpt::TrainOptions o;
+    o.mixed_precision = g_precision;
     o.batch_size = b.B;
     o.block_size = b.T;
     o.max_steps = 1000000;
@@ -155,8 +190,9 @@ class PeakReporter : public benchmark::ConsoleReporter {
 int serve(const std::string& name, int threads) {
   attograd::kernels::set_num_threads(threads);
   Run run(find_config(name));
-  std::printf("ready %s params %lld flops_per_step %.6e\n", name.c_str(),
-              static_cast<long long>(run.model.num_parameters()), run.flops_per_step());
+  std::printf("ready %s params %lld flops_per_step %.6e mixed_precision %s\n", name.c_str(),
+              static_cast<long long>(run.model.num_parameters()), run.flops_per_step(),
+              matmul_precision_name(g_precision));
   std::fflush(stdout);
   return bench::serve_steps("train_bench", [&](long long k) {
     testing::malloc_count() = 0;
@@ -174,7 +210,10 @@ void register_benchmarks(bool smoke) {
   for (const BenchConfig& c : kConfigs) {
     if (smoke && std::strcmp(c.name, "femto") != 0) continue;
     for (const int t : {1, 2}) {
-      const std::string name = std::string("train_step/") + c.name + "/t" + std::to_string(t);
+      std::string name = std::string("train_step/") + c.name;
+      if (g_precision != MatmulPrecision::f32)
+        name += std::string("/") + matmul_precision_name(g_precision);
+      name += "/t" + std::to_string(t);
       auto* b = benchmark::RegisterBenchmark(name.c_str(), bench_step, &c, t)
                     ->Unit(benchmark::kMillisecond)
                     ->UseRealTime();
@@ -186,6 +225,12 @@ void register_benchmarks(bool smoke) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  try {
+    take_precision_flag(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_bench: %s\n", e.what());
+    return 2;
+  }
   PeakReporter reporter;
   return attograd::bench::bench_main(argc, argv, "train_bench", serve, register_benchmarks,
                                      reporter);

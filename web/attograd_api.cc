@@ -26,6 +26,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/engine.h"
@@ -35,6 +36,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "examples/lecture/attention_by_hand.h"
+#include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/attribution.h"
 #include "gpt/model/baselines.h"
@@ -249,7 +251,8 @@ json config_json(const gpt::LanguageModel& model) {
 //  "text": the corpus (or "text_file": its path in the module's file system), "seed" (of the
 //  weights and the batches), and any training option of `attograd train` under its JSON name
 //  (TrainOptions' table: "batch_size", "learning_rate", "min_lr", "warmup_steps", "max_steps",
-//  "eval_iters", "weight_decay", "beta1", "beta2", "grad_clip", "label_smoothing", ...)}
+//  "eval_iters", "weight_decay", "beta1", "beta2", "grad_clip", "label_smoothing",
+//  "mixed_precision": "f32" | "bf16", ...)}
 // Answers the config, the splits' sizes, the counted baselines and the options it trains with.
 json model_new(const json& request) {
   // A file the student dropped is passed as bytes in the module's file system ("text_file", at
@@ -280,9 +283,16 @@ json model_new(const json& request) {
   // Every training option `attograd train` takes (TrainOptions' rows with a flag), under its
   // JSON name and with its default: one list, so a new option reaches the page by itself.
   gpt::TrainOptions options;
+  const auto is_enum = [](const auto& f) {
+    return std::is_same_v<typename std::decay_t<decltype(f)>::Range, gpt::Choices>;
+  };
   gpt::TrainOptions::for_each_field([&](const auto& f) {
-    if (f.flag != nullptr) options.*f.member = field(request, f.name, options.*f.member);
+    if constexpr (!std::is_same_v<typename std::decay_t<decltype(f)>::Range, gpt::Choices>)
+      if (f.flag != nullptr) options.*f.member = field(request, f.name, options.*f.member);
   });
+  // An enum row by its name, as the answer's "options" writes it ("mixed_precision": "bf16"),
+  // checked as a config file's key is.
+  gpt::read_config_section(request, options, "model_new", is_enum);
   options.corpus = "page";
   options.validate();
 

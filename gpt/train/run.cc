@@ -24,6 +24,7 @@
 #include "autograd/kernels/thread_pool.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/sha256.h"
+#include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/baselines.h"
 #include "gpt/text/corpus.h"
@@ -224,7 +225,8 @@ TrainOptions resumed_options(const TrainOptions& stored, const RunRequest& rq) {
     if (f.resumable())
       options.*f.member = rq.options.*f.member;
     else if (!(rq.options.*f.member == stored.*f.member))
-      changed.push_back(f.name + flag + " is " + nlohmann::json(stored.*f.member).dump());
+      changed.push_back(f.name + flag + " is " +
+                        json_field_of(f).write(stored).dump());  // an enum by its name
   });
   if (!changed.empty())
     throw std::invalid_argument(

@@ -265,6 +265,9 @@ double Trainer::step_on(const Batch* fixed) {
   seed_dropout();
   const double parts = static_cast<double>(micro_batches) * comm_.size();
   double loss_sum = 0;
+  // Forward and backward; the products record the precision in their nodes, and AdamW below
+  // updates the f32 master weights from f32 gradients.
+  const AutocastGuard autocast(o.mixed_precision);
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
     const Batch b = fixed != nullptr ? *fixed
                                      : data_.get_batch(Split::train, o.batch_size, o.block_size,
@@ -309,6 +312,7 @@ double Trainer::step_on(const Batch* fixed) {
 
 EvalResult Trainer::evaluate() {
   NoGradGuard no_grad;
+  const AutocastGuard f32(MatmulPrecision::f32);  // val losses comparable across precisions
   const bool was_training = model_.is_training();
   model_.eval();
   EvalResult r;

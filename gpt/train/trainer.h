@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/autocast.h"
 #include "autograd/random.h"
 #include "gpt/io/fields.h"
 #include "gpt/model/checkpoint.h"
@@ -53,6 +54,9 @@ struct TrainOptions {
                       // sets it to its communicator's size (absent in older checkpoints: 1)
   double label_smoothing = 0.0;  // ε of the training loss only (PyTorch's); 0 = off
   std::string init_from;         // the file the weights started from (train --init-from), or ""
+  // The precision of the products of forward and backward (autograd/autocast.h): f32, or bf16
+  // mixed precision (bf16 operands, f32 sums; master weights, gradients and AdamW stay f32).
+  MatmulPrecision mixed_precision = MatmulPrecision::f32;
 
   /// The table of fields (gpt/io/fields.h): v(Field{member, name = JSON key, CLI flag, help,
   /// range, traits}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the
@@ -117,6 +121,13 @@ struct TrainOptions {
     v(Field(&O::init_from, "init_from", nullptr,
             "the file the run's weights started from (train --init-from)", AnyValue{},
             kOptionalInFiles));
+    // Training steps run forward and backward under AutocastGuard(mixed_precision); evaluation
+    // stays f32, so that val losses compare across runs of either precision. Not resumable: the
+    // weights a bf16 step trains to differ from an f32 step's, and a resumed run is the same
+    // run (as label_smoothing). Older checkpoints have none: f32.
+    v(Field(&O::mixed_precision, "mixed_precision", "--mixed-precision",
+            "the precision of the training steps' matrix products",
+            Choices{kMatmulPrecisionNames, kMatmulPrecisionDescriptions}, kOptionalInFiles));
   }
 
   /// The length of the cosine decay: lr_decay_steps, or max_steps when it is 0.
@@ -141,8 +152,8 @@ struct TrainOptions {
   /// Reads to_json's object strictly (see strict_json.h): a missing, mistyped, out-of-range or
   /// unknown field is std::runtime_error naming it, as is malformed JSON. The ranges are
   /// validate()'s, so a value no run could have trained with is refused when the file is read.
-  /// corpus, corpus_sha256, keep_cr, ranks, label_smoothing and init_from may be absent (older
-  /// checkpoints): defaults stay.
+  /// corpus, corpus_sha256, keep_cr, ranks, label_smoothing, init_from and mixed_precision may be
+  /// absent (older checkpoints): defaults stay.
   static TrainOptions from_json(const std::string& json);
 };
 
@@ -203,9 +214,10 @@ class Trainer {
   /// Throws std::runtime_error if the state does not fit this model.
   void restore(const TrainingState& state);
 
-  /// One optimizer step over grad_accum micro-batches; returns the mean training loss (over all
-  /// ranks). Throws NonFiniteLoss (parameters untouched) when the loss or gradient is not
-  /// finite, on every rank together when any rank's is not.
+  /// One optimizer step over grad_accum micro-batches, forward and backward under
+  /// AutocastGuard(options.mixed_precision); returns the mean training loss (over all ranks).
+  /// Throws NonFiniteLoss (parameters untouched) when the loss or gradient is not finite, on every
+  /// rank together when any rank's is not.
   double train_step();
   /// One optimizer step on the caller's batch (x, y i64 (B, T), T <= block_size; checked as
   /// GPT::forward checks them) instead of grad_accum drawn ones: an overfit check, or a
@@ -214,10 +226,10 @@ class Trainer {
   double train_step(const Batch& batch);
 
   /// Mean loss and perplexity over eval_iters fixed batches of each split, in eval mode with
-  /// no graph. With several ranks each evaluates its rows of the global batches and the
-  /// token-weighted sums are reduced: every rank returns the same result. The batches come from
-  /// their own generator, so evaluating never changes the training batches (resume stays
-  /// bit-exact).
+  /// no graph, in f32 whatever mixed_precision is (the weights themselves are f32). With several
+  /// ranks each evaluates its rows of the global batches and the token-weighted sums are reduced:
+  /// every rank returns the same result. The batches come from their own generator, so evaluating
+  /// never changes the training batches (resume stays bit-exact).
   EvalResult evaluate();
 
   /// The whole run: steps until max_steps with progress lines on `log`, evaluations (at step 0

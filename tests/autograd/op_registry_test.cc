@@ -153,9 +153,22 @@ BOOST_AUTO_TEST_CASE(table_has_one_row_per_entry_and_escapes_bars) {
   BOOST_TEST(derivatives_table(r) ==
              "| op | forward | VJP | file | extra tests |\n|---|---|---|---|---|\n"
              "| abs | `\\|x\\|` | `dx = dy` | op_registry_test.cc, kernels/elementwise |  |\n");
+  // An entry with an autocast text adds the second table, of those entries only.
+  OpEntry mm = entry_named("mm");
+  mm.autocast = "`bf16(a) @ bf16(b)`";
+  r.add(mm);
+  BOOST_TEST(derivatives_table(r).ends_with(
+      "| mm | `x` | `dx = dy` | op_registry_test.cc |  |\n"
+      "\n| op | under `AutocastGuard(MatmulPrecision::bf16)`, f32 inputs (autograd/autocast.h) "
+      "|\n|---|---|\n| mm | `bf16(a) @ bf16(b)` |\n"));
+  // Every op a row, and the ops autocast changes (matmul, linear, linear_cross_entropy) a row
+  // of the second table, below a blank line and its header.
   const std::string table = derivatives_table(op_registry());
+  long autocast = 0;
+  for (const OpEntry& e : op_registry().entries()) autocast += e.autocast.empty() ? 0 : 1;
+  BOOST_TEST(autocast == 3);
   BOOST_TEST(std::count(table.begin(), table.end(), '\n') ==
-             static_cast<long>(op_registry().entries().size()) + 2);
+             static_cast<long>(op_registry().entries().size()) + 2 + 3 + autocast);
 }
 
 BOOST_AUTO_TEST_CASE(only_the_region_between_the_markers_is_replaced) {

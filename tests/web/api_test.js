@@ -103,6 +103,11 @@ test('model_new takes the training options of attograd train', () => {
   const made = engine.newModel({preset: 'femto', text, max_steps: 10, beta2: 0.99, label_smoothing: 0.1});
   assert.strictEqual(made.options.beta2, 0.99);
   assert.strictEqual(made.options.label_smoothing, 0.1);
+  // An enum option by its name, as the answer writes it back.
+  const bf16 = engine.newModel({preset: 'femto', text, max_steps: 10, mixed_precision: 'bf16'});
+  assert.strictEqual(bf16.options.mixed_precision, 'bf16');
+  assert.throws(() => engine.newModel({preset: 'femto', text, mixed_precision: 'bf15'}),
+                /mixed_precision \(--mixed-precision\) is "bf15", expected f32 or bf16/);
   assert.strictEqual(made.options.max_steps, 10);
   assert.strictEqual(made.options.batch_size, 32);  // the default, as the CLI's
   assert.throws(() => engine.newModel({preset: 'femto', text, label_smoothing: 1}),

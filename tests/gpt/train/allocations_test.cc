@@ -39,7 +39,7 @@ std::vector<int64_t> tokens(int64_t& vocab_size) {
 // fewest of 4 windows of 3 steps. The pool hands chunks out dynamically, so a thread may first
 // meet some kernel's scratch (and make it) only after the warm-up, when another process kept it
 // off its core; an allocation made every step shows in every window.
-long allocations_per_step(GPTConfig c, int64_t batch) {
+long allocations_per_step(GPTConfig c, int64_t batch, MatmulPrecision precision) {
   const std::vector<int64_t> t = tokens(c.vocab_size);
   const Dataset data(t, c.block_size);
   GPT model(c, 3);
@@ -47,6 +47,7 @@ long allocations_per_step(GPTConfig c, int64_t batch) {
   o.max_steps = 100;
   o.batch_size = batch;
   o.warmup_steps = 2;
+  o.mixed_precision = precision;
   Trainer trainer(model, data, o, "char", "", "");
   for (int i = 0; i < 3; ++i) trainer.train_step();
   long fewest = -1;
@@ -81,10 +82,15 @@ BOOST_AUTO_TEST_CASE(a_training_step_after_warm_up_calls_malloc_zero_times) {
   GPTConfig dropout = pico, rope = pico;
   dropout.dropout = 0.1;
   rope.pos_encoding = PosEncoding::rope;
-  for (const auto& [name, config, batch] :
-       {std::tuple{"femto", femto, 32}, std::tuple{"pico", pico, 32},
-        std::tuple{"pico at n_embd 48, T 32", wide, 16},
-        std::tuple{"pico with dropout 0.1", dropout, 32}, std::tuple{"pico with RoPE", rope, 32}}) {
-    BOOST_TEST_CONTEXT(name) { BOOST_TEST(allocations_per_step(config, batch) == 0); }
+  // bf16 mixed precision (--mixed-precision bf16): matmul_bf16's packed operands come from the
+  // same scratch as matmul's.
+  constexpr MatmulPrecision f32 = MatmulPrecision::f32, bf16 = MatmulPrecision::bf16;
+  for (const auto& [name, config, batch, precision] :
+       {std::tuple{"femto", femto, 32, f32}, std::tuple{"pico", pico, 32, f32},
+        std::tuple{"pico at n_embd 48, T 32", wide, 16, f32},
+        std::tuple{"pico with dropout 0.1", dropout, 32, f32},
+        std::tuple{"pico with RoPE", rope, 32, f32},
+        std::tuple{"pico at n_embd 48, T 32, bf16", wide, 16, bf16}}) {
+    BOOST_TEST_CONTEXT(name) { BOOST_TEST(allocations_per_step(config, batch, precision) == 0); }
   }
 }

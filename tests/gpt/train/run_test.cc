@@ -245,6 +245,13 @@ BOOST_AUTO_TEST_CASE(a_request_is_checked_against_its_table_before_anything_is_m
       "checkpoint_interval (--checkpoint-interval) or log_interval (--log-interval) may change)");
   new_lr.options.learning_rate = 0.01;  // the value it was trained with: nothing changes
   BOOST_CHECK_NO_THROW(start(new_lr, Communicator::world(), log));
+  // The products' precision changes the weights a step trains to: kept, by its name.
+  RunRequest bf16 = resume_to(dir / "run", 2);
+  bf16.options.mixed_precision = MatmulPrecision::bf16;
+  bf16.options_given.insert("mixed_precision");
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(bf16, Communicator::world(), log); },
+      "and mixed_precision (--mixed-precision) is \"f32\" in its checkpoint; give the same value");
   RunRequest unknown = resume_to(dir / "run", 2);
   unknown.options_given.insert("lr");
   expect_throw_with<std::invalid_argument>([&] { start(unknown, Communicator::world(), log); },
