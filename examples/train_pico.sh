@@ -27,4 +27,6 @@ build/cli/attograd sample --checkpoint "$out/ckpt.safetensors" \
   --prompt "And God said" --prompt "The LORD is" \
   --temperature 0.5 --temperature 1.0 --temperature 1.5 --max-new-tokens 200
 echo
-echo "plots: $out/loss.png and $out/perplexity.png (SVG beside them); logs: $out/*.csv"
+# Where everything is, once more after the samples (train printed the plots' names before them).
+echo "$out/ holds the run: loss and perplexity plots (PNG, SVG), the CSV logs, ckpt.safetensors" \
+  "(the last step), best.safetensors (the lowest val loss) and run.json (docs/05-training.md)"
