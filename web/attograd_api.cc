@@ -190,10 +190,16 @@ json rope(const json& request) {
         std::to_string(K.size(0)) + "x" + std::to_string(K.size(1)));
   const int64_t m = int_in(request, "m", 0, 0, 100000), n = int_in(request, "n", 0, 0, 100000);
   const Tensor rq = nn::apply_rope(Q, m), rk = nn::apply_rope(K, n);
+  const double score = sum(mul(rq, rk)).item(), plain = sum(mul(Q, K)).item();
+  // As the workbench refuses Z: an infinite score would reach the page as JSON's null.
+  for (const double x : {score, plain})
+    if (!std::isfinite(x))
+      throw std::invalid_argument(
+          "the score q·k overflowed to a non-finite number: use smaller values in q or k");
   return {{"q_rotated", vector_json(reshape(rq, {d}))},
           {"k_rotated", vector_json(reshape(rk, {d}))},
-          {"score", sum(mul(rq, rk)).item()},
-          {"score_without_rope", sum(mul(Q, K)).item()}};
+          {"score", score},
+          {"score_without_rope", plain}};
 }
 
 // {"cmd": "order", "words": ["dog", "bites", "man"], "positions": bool}: the lecture's order
@@ -234,16 +240,22 @@ Workspace& require_model() {
   return w;
 }
 
+// The settings the model's kind reads (reads_field): a bigram has no layers, heads or
+// embedding, so the page must not show it "n_layer 1" that it never used.
 json config_json(const gpt::LanguageModel& model) {
   const gpt::GPTConfig& c = model.config();
-  return {{"kind", gpt::model_kind_name(model.kind())},
-          {"vocab_size", c.vocab_size},
-          {"block_size", c.block_size},
-          {"n_layer", c.n_layer},
-          {"n_head", c.n_head},
-          {"n_embd", c.n_embd},
-          {"pos_encoding", gpt::pos_encoding_name(c.pos_encoding)},
-          {"parameters", gpt::num_parameters(model.kind(), c)}};
+  json j = {{"kind", gpt::model_kind_name(model.kind())},
+            {"parameters", gpt::num_parameters(model.kind(), c)}};
+  const auto put = [&](const char* name, const json& value) {
+    if (gpt::reads_field(model.kind(), name)) j[name] = value;
+  };
+  put("vocab_size", c.vocab_size);
+  put("block_size", c.block_size);
+  put("n_layer", c.n_layer);
+  put("n_head", c.n_head);
+  put("n_embd", c.n_embd);
+  put("pos_encoding", gpt::pos_encoding_name(c.pos_encoding));
+  return j;
 }
 
 // {"cmd": "model_new", "kind": "gpt" | "bigram" | "average", "preset": "femto" | "pico" (or
@@ -253,7 +265,8 @@ json config_json(const gpt::LanguageModel& model) {
 //  (TrainOptions' table: "batch_size", "learning_rate", "min_lr", "warmup_steps", "max_steps",
 //  "eval_iters", "weight_decay", "beta1", "beta2", "grad_clip", "label_smoothing",
 //  "mixed_precision": "f32" | "bf16", ...)}
-// Answers the config, the splits' sizes, the counted baselines and the options it trains with.
+// Answers the config, the splits' sizes, the counted baselines, the options it trains with and
+// "line_ends_made_lf": how many CRLF or CR line ends of a file were made LF.
 json model_new(const json& request) {
   // A file the student dropped is passed as bytes in the module's file system ("text_file", at
   // a path named after the file), so that its UTF-8 is checked here, with the byte offset of a
@@ -263,10 +276,12 @@ json model_new(const json& request) {
       from_file
           ? std::filesystem::path(required<std::string>(request, "text_file")).filename().string()
           : "the text";
-  const std::string text = from_file
-                               ? gpt::read_text_file(required<std::string>(request, "text_file"),
+  std::string text = from_file ? gpt::read_text_file(required<std::string>(request, "text_file"),
                                                      "text file", "drop a UTF-8 text file")
                                : required<std::string>(request, "text");
+  // A file is read as `attograd train --corpus` reads one (load_corpus's rule, without
+  // --keep-cr): no byte order mark, LF line ends, so '\r' is never a token here either.
+  const size_t line_ends_made_lf = from_file ? gpt::normalize_user_text(text) : 0;
   if (const auto bad = gpt::find_utf8_error(text))
     throw std::invalid_argument(source + " is not UTF-8 text: " + bad->message() +
                                 "; save it as UTF-8 (an editor's \"Save as\" offers the encoding)");
@@ -323,6 +338,7 @@ json model_new(const json& request) {
   const auto& val = w.data->tokens(gpt::Split::val);
   return {{"config", config_json(*w.model)},
           {"options", json::parse(w.options.to_json())},
+          {"line_ends_made_lf", line_ends_made_lf},
           {"train_tokens", train.size()},
           {"val_tokens", val.size()},
           {"unigram_loss", gpt::unigram_entropy(val)},
@@ -345,7 +361,15 @@ json train(const json& request) {
   if (steps < 1 || steps > 100000)
     throw std::invalid_argument("steps must be 1 to 100000, got " + std::to_string(steps));
   json losses = json::array();
-  for (int64_t i = 0; i < steps; ++i) losses.push_back(w.trainer->train_step());
+  try {
+    for (int64_t i = 0; i < steps; ++i) losses.push_back(w.trainer->train_step());
+  } catch (const gpt::NonFiniteLoss& e) {
+    // The trainer's fix names the CLI's --lr and --grad-clip; the page has a learning rate box
+    // (read at Build) and no clipping setting.
+    throw std::runtime_error(e.what_happened() +
+                             " Lower the learning rate (part 3's learning rate box, e.g. to a "
+                             "tenth) and press Build to start a new model with it");
+  }
   return {{"step", w.trainer->step()}, {"losses", losses}, {"lr_max_steps", w.options.max_steps}};
 }
 
@@ -363,6 +387,18 @@ json evaluate(const json&) {
 // The prompt's ids, refused when empty or longer than the model's context.
 std::vector<int64_t> encode_prompt(const Workspace& w, const std::string& prompt,
                                    bool for_sampling) {
+  // A character the model's text lacks, in the page's words: the tokenizer's own message names
+  // its C++ function and its "vocabulary".
+  if (const auto* chars = dynamic_cast<const gpt::CharTokenizer*>(w.tokenizer.get())) {
+    size_t offset = 0;
+    for (int64_t position = 1; offset < prompt.size(); ++position)
+      if (const char32_t cp = gpt::decode_next(prompt, offset); !chars->contains(cp))
+        throw std::invalid_argument(
+            "character " + std::to_string(position) + " of the prompt, " +
+            gpt::describe_code_point(cp) +
+            ", is not in this model's text: a character model knows only the characters of the "
+            "text it was trained on. Remove it from the prompt");
+  }
   std::vector<int64_t> ids = w.tokenizer->encode(prompt);
   if (ids.empty()) throw std::invalid_argument("the prompt is empty: type at least one character");
   const int64_t block_size = w.model->config().block_size;

@@ -7,12 +7,21 @@
 const $ = (id) => document.getElementById(id);
 // Text made safe inside HTML and its attributes (a token may be a quote or a '<').
 const esc = (text) => String(text).replace(/[&<>"]/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'})[c]);
+// null is JSON's stand-in for a number it cannot carry: shown as a dash, never as a value (only
+// a masked score is −∞, and matrixTable says so itself).
 const fmt = (x, digits = 6) =>
-    x === null ? '−∞' : Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-4) ? x.toExponential(3)
+    x === null || x === undefined ? '—' : Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-4) ? x.toExponential(3)
                                                                                 : String(+x.toFixed(digits));
 
 function showError(id, error) {
   $(id).textContent = error ? String(error.message || error) : '';
+}
+
+// Part 3's two error lines (training, sampling): an action of the part that succeeds clears both,
+// so that a refusal ("the run has reached its step count") does not stay in red beside a sample
+// that worked.
+function part3Succeeded() {
+  for (const id of ['tr-error', 'sm-error']) showError(id, null);
 }
 
 // A whole number typed in the input `id`, within the input's own min and max (index.html holds
@@ -70,7 +79,7 @@ function matrixTable(id, title, shape, rows, extraHeader, extra) {
       `<table id="${id}" class="matrix">`;
   if (extraHeader) html += `<tr>${rows[0].map(() => '<th></th>').join('')}<th>${extraHeader}</th></tr>`;
   rows.forEach((row, i) => {
-    html += '<tr>' + row.map((x) => `<td class="${x === null ? 'masked' : ''}">${fmt(x)}</td>`).join('');
+    html += '<tr>' + row.map((x) => x === null ? '<td class="masked">−∞</td>' : `<td>${fmt(x)}</td>`).join('');
     if (extra) html += `<td class="sum">${fmt(extra[i])}</td>`;
     html += '</tr>';
   });
@@ -89,7 +98,8 @@ const WORKBENCH_MAX = 64;
 function workbenchTooLarge(request) {
   for (const name of ['Q', 'K', 'V']) {
     const rows = request[name].split(/[;\r\n]/).filter((row) => row.trim() !== '');
-    const widest = Math.max(...rows.map((row) => row.split(',').length));
+    // A ',' after a row's last number ends the row (as the engine's parser reads it).
+    const widest = Math.max(...rows.map((row) => row.replace(/,\s*$/, '').split(',').length));
     if (rows.length > WORKBENCH_MAX)
       return `${name} has ${rows.length} rows: the workbench takes at most ${WORKBENCH_MAX} rows (T ≤ ` +
           `${WORKBENCH_MAX}), so that its tables stay readable and the page answers at once. Remove rows.`;
@@ -174,10 +184,16 @@ function setupWorkbench() {
   $('wb-check').addEventListener('click', () => {
     if (!lastWorkbench) return;
     // The answer stays hidden until there is a guess: predicting first is the point of the mode.
-    const guess = parseFloat($('wb-guess').value);
-    if (!Number.isFinite(guess)) {
-      const what = $('wb-predict-what').textContent;
+    // Number(), not parseFloat: "19.8abc" is no guess of 19.8.
+    const typed = $('wb-guess').value.trim(), guess = Number(typed);
+    const what = $('wb-predict-what').textContent;
+    if (typed === '') {
       $('wb-verdict').textContent = `Type the number you expect for ${what} first, then press Check.`;
+      return;
+    }
+    if (!Number.isFinite(guess)) {
+      $('wb-verdict').textContent = `'${typed}' is not a number: type the number you expect for ${what}, ` +
+          'e.g. 19.8, then press Check.';
       return;
     }
     const actual = lastWorkbench.out[lastWorkbench.T - 1][0];
@@ -209,7 +225,12 @@ function drawPositions() {
   showError('pe-error', null);
   try {
     const why = 'a bigger table stops fitting the page, and the pattern shows at this size';
-    const r = engine.positions(wholeNumber('pe-T', 'positions T', why), wholeNumber('pe-C', 'n_embd', why));
+    const T = wholeNumber('pe-T', 'positions T', why), C = wholeNumber('pe-C', 'n_embd', why);
+    // The browser steps the box by 2 but hands on whatever is typed.
+    if (C % 2 !== 0)
+      throw new Error(`n_embd is ${C}: type an even number. The table's columns come in pairs, a sine and ` +
+                      'a cosine of the same frequency.');
+    const r = engine.positions(T, C);
     $('pe-map').innerHTML = `<div class="map"><h4>sinusoidal table <span class="shape">(${r.T}, ${r.n_embd})</span></h4>` +
         heatTable('pe-table', r.table, 1, (p) => p, (c) => c) + '</div>';
   } catch (e) {
@@ -302,6 +323,15 @@ const TOO_BIG_MODEL = 'a bigger model trains too slowly in the page: train it wi
     'line (attograd train), the same engine built natively';
 const trainingSteps = () => wholeNumber('tr-steps', 'steps', 'the pico homework takes 20,000; run a ' +
                                         'longer training with the command line (attograd train)');
+// The learning rate box, checked as Steps and batch are (the engine's message would name its
+// TrainOptions): a number above 0; the box has no maximum, a rate too high shows as divergence.
+function learningRate() {
+  const typed = $('tr-lr').value.trim(), lr = Number(typed);
+  if (typed === '' || !Number.isFinite(lr))
+    throw new Error('learning rate is empty (or not a number): type a number above 0, e.g. 0.01.');
+  if (lr <= 0) throw new Error(`learning rate is ${lr}: type a number above 0, e.g. 0.01.`);
+  return lr;
+}
 function trainingRequest() {
   const choice = $('tr-model').value;
   const steps = trainingSteps();
@@ -309,7 +339,7 @@ function trainingRequest() {
     kind: choice === 'bigram' || choice === 'average' ? choice : 'gpt',
     preset: choice === 'pico' ? 'pico' : 'femto',
     batch_size: wholeNumber('tr-batch', 'batch', 'a bigger batch makes each step too slow for the page'),
-    learning_rate: +$('tr-lr').value,
+    learning_rate: learningRate(),
     max_steps: steps,
     warmup_steps: Math.min(100, Math.max(1, Math.floor(steps / 10))),
     eval_iters: 10,
@@ -334,6 +364,7 @@ function modelChanged(trainable) {
   $('tr-pause').disabled = true;
   sampling = null;
   $('sm-text').innerHTML = '';
+  delete $('sm-bars').dataset.step;
   $('sm-bars').innerHTML = '';
   $('sm-stop').disabled = true;
 }
@@ -381,6 +412,15 @@ function showChosenText() {
   $('tr-file-clear').hidden = !chosenText;
 }
 
+// "gpt with 1,234 parameters (V = 18, block_size 8, n_layer 1, ...)": only the settings the
+// engine says this kind of model has (a bigram has no layers, heads or embedding).
+function modelLine(c) {
+  const names = [['vocab_size', 'V = '], ['block_size', 'block_size '], ['n_layer', 'n_layer '],
+                 ['n_head', 'n_head '], ['n_embd', 'n_embd ']];
+  const settings = names.filter(([key]) => c[key] !== undefined).map(([key, label]) => label + c[key]);
+  return `${c.kind} with ${c.parameters.toLocaleString()} parameters (${settings.join(', ')})`;
+}
+
 let shippedText = null;
 async function buildModel() {
   showError('tr-error', null);
@@ -397,13 +437,15 @@ async function buildModel() {
       request.text = shippedText || (shippedText = await fetchShippedText());
     }
     const r = await workerCall('newModel', request);
+    part3Succeeded();
     baselines = r;
     modelChanged(true);
     const c = r.config;
-    $('tr-info').textContent = `${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
-        `(V = ${c.vocab_size}, block_size ${c.block_size}, n_layer ${c.n_layer}, n_head ${c.n_head}, ` +
-        `n_embd ${c.n_embd}); ${r.train_tokens.toLocaleString()} train and ${r.val_tokens.toLocaleString()} ` +
-        `val characters. Baselines (val): unigram ${fmt(r.unigram_loss, 4)}, bigram ${fmt(r.bigram_loss, 4)} nats.`;
+    $('tr-info').textContent = `${modelLine(c)}; ${r.train_tokens.toLocaleString()} train and ` +
+        `${r.val_tokens.toLocaleString()} val characters` +
+        (r.line_ends_made_lf ? ` (${r.line_ends_made_lf.toLocaleString()} Windows or old-Mac line ends ` +
+                               'read as plain line breaks, as attograd train reads a file)' : '') +
+        `. Baselines (val): unigram ${fmt(r.unigram_loss, 4)}, bigram ${fmt(r.bigram_loss, 4)} nats.`;
     $('tr-save').disabled = false;
     for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
     drawChart();
@@ -595,6 +637,7 @@ async function sampleText() {
                     top_p: +$('sm-topp').value, bars: 8};
   sampling = run;
   $('sm-text').innerHTML = `<span class="prompt">${esc(run.prompt)}</span>`;
+  delete $('sm-bars').dataset.step;  // the bars of the last sample go, and so does their step
   $('sm-bars').innerHTML = '';
   $('sm-step').textContent = '';
   $('sm-go').disabled = true;
@@ -606,6 +649,7 @@ async function sampleText() {
       const r = await workerCall('sample', request);
       if (sampling !== run) return;  // the model changed meanwhile
       const k = run.steps.length;
+      if (k === 0) part3Succeeded();
       run.steps.push({text: r.text, bars: r.steps[0], chosen: r.chosen[0], rest: r.rest[0]});
       run.text += r.text;
       $('sm-text').insertAdjacentHTML('beforeend',
@@ -690,6 +734,7 @@ function setupTraining() {
       const tokensPerStep = baselines.options.batch_size * baselines.config.block_size;
       const evalEvery = Math.max(10, Math.round(steps / 10 / 10) * 10);
       await workerCall('start', {target: steps, chunk: 10, evalEvery, tokensPerStep});
+      part3Succeeded();
     } catch (e) {
       showError('tr-error', e);
       return;
@@ -719,6 +764,7 @@ function setupTraining() {
   $('tr-load').addEventListener('change', () => readChosenFile($('tr-load'), async (file, bytes) => {
     showError('tr-error', null);
     const r = await workerCall('load', {bytes, name: file.name});
+    part3Succeeded();
     const c = r.config;
     baselines = null;
     modelChanged(false);
@@ -751,7 +797,8 @@ function setupLookInside() {
         $('li-summary').textContent = '';
         return;
       }
-      const label = (t) => JSON.stringify(t).slice(1, -1) || '·';
+      // A token as a header: escapes for the unprintable, '·' for a space (a blank cell says nothing).
+      const label = (t) => JSON.stringify(t).slice(1, -1).replace(/ /g, '·') || '·';
       const marks = new Map(r.attribution.rows.map((a) => [`${a.layer},${a.head},${a.query}`, a]));
       const nats = (x) => (x >= 0 ? '+' : '−') + Math.abs(x).toFixed(4);
       let html = '';
@@ -790,6 +837,11 @@ function setupLookInside() {
             `${r.attribution.differ} of ${rows.length} (layer, head, query).`
           : `No outlines or dots: ${r.attribution.reason}.`;
     } catch (e) {
+      // The maps of the previous prompt go with it: left drawn, they would look like this one's.
+      lastAttribution = null;
+      $('li-maps').innerHTML = '';
+      $('li-legend').hidden = true;
+      $('li-summary').textContent = '';
       showError('li-error', e);
     }
   });

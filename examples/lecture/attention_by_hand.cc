@@ -267,10 +267,14 @@ Tensor parse_matrix(const std::string& text, const std::string& name) {
   if (trim(text).empty()) throw std::invalid_argument(name + " is empty" + how);
   std::vector<double> values;
   size_t cols = 0;
-  const std::string rows_text = rows_on_lines(text);
+  // A ';' after the last row, or a ',' after a row's last number, ends it as a line break does
+  // ("1;2;" as "1" "2" on two lines): a separator typed at the end is no empty row or number.
+  std::string rows_text = rows_on_lines(text);
+  if (rows_text.size() > 1 && rows_text.back() == ';') rows_text.pop_back();
   const std::vector<std::string_view> rows = split(rows_text, ';');
   for (size_t r = 0; r < rows.size(); ++r) {
-    const std::vector<std::string_view> fields = split(rows[r], ',');
+    std::vector<std::string_view> fields = split(rows[r], ',');
+    if (fields.size() > 1 && trim(fields.back()).empty()) fields.pop_back();
     for (std::string_view f : fields) {
       f = trim(f);
       const std::optional<double> v = gpt::parse_decimal(f);

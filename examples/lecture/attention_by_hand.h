@@ -122,7 +122,8 @@ AttentionCost attention_cost(int64_t T, int64_t head_dim, int64_t bytes_per_elem
 
 /// Reads the reader's matrix text: rows separated by ';' or line breaks, numbers by ',', spaces
 /// allowed around both ("1,0; 0,1; 1,1" is (3, 2), and so is "1,0" "0,1" "1,1" on three lines;
-/// a break right after a ';', or a blank line, starts no extra row). `name` (e.g. "--Q") starts
+/// a break right after a ';', or a blank line, starts no extra row; a ';' after the last row and a
+/// ',' after a row's last number are read as no more than its end). `name` (e.g. "--Q") starts
 /// every error message. Returns an f64 (rows, cols) tensor. Throws std::invalid_argument for an
 /// empty matrix or row, a field that is not a finite decimal number (gpt::parse_decimal: no hex,
 /// inf, nan or blanks inside, no value beyond a double), or rows of different lengths.

@@ -244,9 +244,7 @@ Corpus load_file(std::string_view spec, const CorpusOptions& options) {
   corpus.path = fs::path(spec);
   corpus.origin = corpus.path.string();
   corpus.text = read_text_file(corpus.path, "corpus file", kFileFix, options.max_bytes);
-  // A byte order mark only announces the encoding; as a character it would become a token.
-  if (corpus.text.starts_with("\xEF\xBB\xBF")) corpus.text.erase(0, 3);
-  if (!options.keep_cr) corpus.line_ends_normalized = normalize_line_ends(corpus.text);
+  corpus.line_ends_normalized = normalize_user_text(corpus.text, options.keep_cr);
   check_text(corpus.text, "corpus file " + corpus.path.string());
   return corpus;
 }
@@ -344,6 +342,12 @@ std::string Corpus::describe() const {
             " CRLF/CR line ends made LF (--keep-cr keeps them)";
   }
   return line;
+}
+
+size_t normalize_user_text(std::string& text, bool keep_cr) {
+  // A byte order mark only announces the encoding; as a character it would become a token.
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  return keep_cr ? 0 : normalize_line_ends(text);
 }
 
 Corpus load_corpus(std::string_view spec, const CorpusOptions& options) {

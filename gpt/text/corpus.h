@@ -176,6 +176,11 @@ struct Corpus {
 /// has its byte order mark dropped and its line ends made LF (see "A user's file" above).
 Corpus load_corpus(std::string_view spec, const CorpusOptions& options = {});
 
+/// What load_corpus does to a user's file once read (see "A user's file" above), for any other
+/// reader of a user's text (the companion page's file): drops a leading UTF-8 byte order mark
+/// and, unless keep_cr, makes every CRLF and lone CR one LF. Returns how many line ends changed.
+size_t normalize_user_text(std::string& text, bool keep_cr = false);
+
 /// `spec` as a checkpoint records it: a corpus name (kjv, shakespeare) as it is, a file path made
 /// absolute and normal, so that `train --resume` finds the file from any working directory.
 std::string recorded_corpus_spec(std::string_view spec);

@@ -175,8 +175,7 @@ void Trainer::check_finite_parameters() const {
     throw NonFiniteLoss(
         "the parameters are no longer finite after step " + std::to_string(step_) + " (" +
         std::to_string(bad) + " of " + std::to_string(model_.arena().params().numel()) +
-        " are NaN or infinite): the update diverged, so no checkpoint was written at this step. "
-        "Try a lower --lr or a --grad-clip");
+        " are NaN or infinite): the update diverged, so no checkpoint was written at this step.");
 }
 
 void Trainer::check_replicas() const {
@@ -285,10 +284,10 @@ double Trainer::step_on(const Batch* fixed) {
   }
   comm_.all_reduce_sum(&loss_sum, 1);
   if (!std::isfinite(loss_sum))
-    throw NonFiniteLoss(
-        "the training loss became " + non_finite_str(loss_sum) + " at step " +
-        std::to_string(step_) + (comm_.size() > 1 ? " (on at least one rank)" : "") +
-        "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+    throw NonFiniteLoss("the training loss became " + non_finite_str(loss_sum) + " at step " +
+                        std::to_string(step_) +
+                        (comm_.size() > 1 ? " (on at least one rank)" : "") +
+                        "; stopped before updating the parameters.");
   // One flat all-reduce of the arena's gradients: every rank then holds the same mean.
   comm_.all_reduce_sum(model_.arena().grads());
   // The gradient norm is one pass over every gradient: computed only to clip, and then once.
@@ -298,9 +297,8 @@ double Trainer::step_on(const Batch* fixed) {
   if (o.grad_clip > 0) {
     const double norm = model_.arena().grad_norm();
     if (!std::isfinite(norm))
-      throw NonFiniteLoss(
-          "the gradient norm became " + non_finite_str(norm) + " at step " + std::to_string(step_) +
-          "; stopped before updating the parameters. Try a lower --lr or a --grad-clip");
+      throw NonFiniteLoss("the gradient norm became " + non_finite_str(norm) + " at step " +
+                          std::to_string(step_) + "; stopped before updating the parameters.");
     last_grad_norm_ = norm;
     scale = nn::clip_scale(norm, o.grad_clip);
   }
@@ -601,11 +599,10 @@ EvalResult Trainer::run(std::ostream& log) {
       // Finite parameters can still be too large for a finite loss: such a model is no
       // checkpoint either.
       if (!std::isfinite(last.train_loss) || !std::isfinite(last.val_loss))
-        throw NonFiniteLoss(
-            "the evaluation loss became " + non_finite_str(last.val_loss) + " (val) / " +
-            non_finite_str(last.train_loss) + " (train) at step " + std::to_string(step_) +
-            ": the model diverged, so no checkpoint was written at this step. Try a lower --lr "
-            "or a --grad-clip");
+        throw NonFiniteLoss("the evaluation loss became " + non_finite_str(last.val_loss) +
+                            " (val) / " + non_finite_str(last.train_loss) + " (train) at step " +
+                            std::to_string(step_) +
+                            ": the model diverged, so no checkpoint was written at this step.");
     }
     // Ctrl-C or SIGTERM (stop_on): the step is done; it gets its checkpoint like any other,
     // then the run stops. At the last step the run simply ends.

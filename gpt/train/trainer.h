@@ -173,9 +173,17 @@ class CollectiveError : public std::runtime_error {
 
 /// Thrown when the loss or the gradient norm is NaN or infinite (nothing was updated), or when
 /// an evaluation or the parameters are (no checkpoint was written). Exit code 1.
+/// Its message is what happened, then kFix (the CLI's flags); what_happened() is the message
+/// without it, for a program that offers other settings (the companion page).
 class NonFiniteLoss : public CollectiveError {
  public:
-  explicit NonFiniteLoss(const std::string& what) : CollectiveError(what, 1) {}
+  static constexpr const char* kFix = "Try a lower --lr or a --grad-clip";
+  explicit NonFiniteLoss(const std::string& what_happened)
+      : CollectiveError(what_happened + " " + kFix, 1), what_happened_(what_happened) {}
+  const std::string& what_happened() const { return what_happened_; }
+
+ private:
+  std::string what_happened_;
 };
 
 /// Thrown on every rank when the ranks of a data-parallel run do not hold one model: started

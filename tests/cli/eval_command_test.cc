@@ -140,6 +140,19 @@ BOOST_AUTO_TEST_CASE(checkpoint_ids_match_the_hf_file) {
   BOOST_TEST(text.exit_code == 0);
   BOOST_TEST(has(text.out, "val split of"));
   BOOST_TEST(printed_loss(text.out) > 0);
+
+  // A text with a character the checkpoint never saw (as kjv is to a checkpoint saved by the
+  // companion page): the corpus is named, the character, and the fix.
+  const std::string other = dir.file("other.txt", utf8.substr(0, 20) + "Verily");
+  const Run foreign = run("eval --checkpoint " + ckpt + " --corpus " + other);
+  BOOST_TEST_INFO(foreign.out);
+  BOOST_TEST(foreign.exit_code != 0);
+  BOOST_TEST(
+      has(foreign.out, "corpus " + other +
+                           " has characters this checkpoint's tokenizer lacks (the first, "
+                           "'V' (U+0056), is character 11): the model was trained on another "
+                           "text; pass that text with --corpus"));
+  BOOST_TEST(!has(foreign.out, "CharTokenizer"));
 }
 
 BOOST_AUTO_TEST_CASE(gpt2_bpe_corpus_through_both_loaders) {

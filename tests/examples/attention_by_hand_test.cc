@@ -215,8 +215,13 @@ BOOST_AUTO_TEST_CASE(parse_matrix_reads_rows_and_refuses_bad_text) {
                                            "--K: row 1: 'x' is not a finite number");
   expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,,2", "--K"); },
                                            "row 1: '' is not a finite number");
-  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1;2;", "--V"); },
+  // A separator typed at the end, as a trailing line break: "1;2;" is (2, 1), "1,0,;0,1," (2, 2).
+  expect_tensor(lecture::parse_matrix("1;2; ", "--V"), {2, 1}, {1, 2}, 0);
+  expect_tensor(lecture::parse_matrix("1,0,;0,1,\n", "--V"), {2, 2}, {1, 0, 0, 1}, 0);
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1;2;;", "--V"); },
                                            "row 3: '' is not a finite number");
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,0,,", "--V"); },
+                                           "row 1: '' is not a finite number");
   expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("nan", "--V"); },
                                            "'nan' is not a finite number");
   expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1e400", "--V"); },

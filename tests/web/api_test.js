@@ -260,6 +260,42 @@ test('a non-UTF-8 file is refused naming the file, the byte offset and the fix',
                 (e) => /mine\.safetensors/.test(e.message) && /truncated/.test(e.message));
 });
 
+// A chosen file is read as attograd train --corpus reads one (gpt::normalize_user_text): the
+// same text with a byte order mark and Windows line ends is the same model's text, not V + 2.
+test('a file with a byte order mark and CRLF line ends reads as its LF text', () => {
+  const lf = engine.newModel({preset: 'femto', text, max_steps: 10});
+  const windows = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text.replace(/\n/g, '\r\n'))]);
+  const crlf = engine.newModelFromBytes(new Uint8Array(windows), {preset: 'femto', max_steps: 10}, 'windows.txt');
+  assert.strictEqual(lf.config.vocab_size, 70);
+  assert.strictEqual(crlf.config.vocab_size, 70);
+  assert.deepStrictEqual([crlf.train_tokens, crlf.val_tokens, crlf.unigram_loss, crlf.bigram_loss],
+                         [lf.train_tokens, lf.val_tokens, lf.unigram_loss, lf.bigram_loss]);
+  assert.strictEqual(crlf.line_ends_made_lf, text.split('\n').length - 1);
+  assert.strictEqual(lf.line_ends_made_lf, 0);
+});
+
+// The review's cases: every message in the page's words, no CLI flag or C++ name.
+test('overflow, divergence, an unknown character and the model line are said in the page\'s words', () => {
+  assert.throws(() => engine.rope('1e200, 0', '1e200, 0', 0, 0),
+                (e) => e.message === 'the score q·k overflowed to a non-finite number: use smaller values in q or k');
+  engine.newModel({preset: 'pico', text, max_steps: 50, learning_rate: 1e30, warmup_steps: 1});
+  assert.throws(() => engine.train(50),
+                (e) => /^the (training loss|gradient norm) became .* at step \d+; stopped before updating the parameters\. Lower the learning rate \(part 3's learning rate box, e\.g\. to a tenth\) and press Build to start a new model with it$/.test(e.message) &&
+                       !/--lr|--grad-clip/.test(e.message));
+  assert.throws(() => engine.forward('In th@'),
+                (e) => e.message === 'character 6 of the prompt, \'@\' (U+0040), is not in this model\'s text: a ' +
+                                     'character model knows only the characters of the text it was trained on. ' +
+                                     'Remove it from the prompt');
+  assert.throws(() => engine.sample({prompt: 'A€', max_new_tokens: 1}),
+                (e) => /^character 2 of the prompt, '€' \(U\+20AC\), is not in this model's text/.test(e.message));
+  // Only the settings each kind of model has.
+  const keys = (kind) => Object.keys(engine.newModel({kind, text, max_steps: 10}).config).sort();
+  assert.deepStrictEqual(keys('bigram'), ['block_size', 'kind', 'parameters', 'vocab_size']);
+  assert.deepStrictEqual(keys('average'), ['block_size', 'kind', 'n_embd', 'parameters', 'pos_encoding', 'vocab_size']);
+  assert.deepStrictEqual(keys('gpt'), ['block_size', 'kind', 'n_embd', 'n_head', 'n_layer', 'parameters',
+                                       'pos_encoding', 'vocab_size']);
+});
+
 test('gradient checks pass for softmax and layer_norm in f64', () => {
   const names = engine.ops().map((o) => o.name);
   for (const op of ['softmax', 'layer_norm', 'matmul']) {

@@ -8,27 +8,33 @@ read the page's DOM as a student would see it:
     printed (docs/performance.md records it);
   - the workbench's lecture preset shows 10 and 19.820138 with rows of A summing to 1, column
     mode says the row sums are no longer 1 and Z leaves the range of V, predict-then-check
-    asks for a guess and reveals the number only after one, a ragged Q shows a message and the
-    page recovers, rows typed on separate lines are rows, and matrices beyond 64 rows or columns
-    are refused before the engine runs;
+    asks for a guess (refusing "19.8abc") and reveals the number only after one, a ragged Q shows
+    a message and the page recovers, rows typed on separate lines are rows, a trailing ';' or ','
+    ends a row, and matrices beyond 64 rows or columns are refused before the engine runs;
   - the JS API refuses a temperature of Infinity, NaN or -Infinity, naming it;
-  - positions: the sinusoidal table is drawn (a T out of range clears it and says the range),
-    the RoPE dial's score depends only on m - n, and with positions off "dog bites man"
+  - positions: the sinusoidal table is drawn (a T out of range or an odd n_embd clears it and
+    says why), the RoPE dial's score depends only on m - n and an overflowing one is refused
+    (never shown as -inf), and with positions off "dog bites man"
     reordered gives the same mean (with them, it differs);
   - gradient checks of softmax pass;
+  - a file with a byte order mark and CRLF line ends gives its LF text's model line (as
+    attograd train reads a file), and the bigram's and average's lines list only their settings;
   - a non-UTF-8 file is refused with a message naming it, an empty file in the page's words, and
     so is a Build whose shipped text cannot be fetched (no server, a 404); a file input is emptied
     once read, so the same file chosen again is read again; model sizes, steps and batch beyond
-    the page's maxima are refused naming the maximum; pico trains 300 steps in the page's Web
+    the page's maxima are refused naming the maximum, and an empty or zero learning rate in the
+    page's words; pico trains 300 steps in the page's Web
     Worker and its val loss falls below the unigram baseline the page draws, while the page's
     main thread keeps answering (its event loop is never blocked for long, and the workbench
-    answers input, while the step count rises); Train at the end of the run says to raise Steps, and raised, it
-    trains on; the chart's perplexity view draws e^loss of the run's points (the val points the
+    answers input, while the step count rises); Train at the end of the run says to raise Steps (a sample
+    then clears that message), and raised, it trains on; the chart's perplexity view draws e^loss of the run's points (the val points the
     engine's val_ppl) and the baselines as perplexities, and its legend and labels fit inside it;
   - sampling, one token a request, shows the text token by token with the bars following it;
     afterwards a click or hover on the k-th generated token shows the bars of step k, equal to
     what one engine request with the same seed reports for step k, the k-th token marked, the
-    bars and the rest summing to 1; a prompt longer than the context is refused;
+    bars and the rest summing to 1; a prompt longer than the context is refused, and clears the
+    last prompt's maps, legend and summary; a character the text lacks is named in the page's
+    words; a space's header shows '·';
   - a checkpoint written by the native CLI (FIXTURE_DIR, tests/web/native_fixture.sh) loads, and
     the attention map of every layer and head has rows summing to 1, zeros above the diagonal,
     and the weights of `attograd attention`'s CSV within 1e-5; loaded while the pico trains, it
@@ -40,7 +46,8 @@ read the page's DOM as a student would see it:
     key whose dropped term changes the loss most (a dot), the keys and the numbers in their titles
     those of the engine's forward request (and, for the checkpoint, of `attograd attention
     --attribution`'s attribution.csv), with a legend, and the summary says "X of Y" with the
-    engine's counts; the link to docs/03-attention.md's section is served with the page;
+    engine's counts; the page names the section of docs/03-attention.md and links to the chapter
+    as plain text, served with the page;
   - the page asked the server only for its own files, and the browser fetched nothing else;
   - opened as file://, the page says to serve it (bash scripts/playground.sh);
   - a screenshot of each part is saved in OUTPUT_DIR and is not blank.
@@ -417,6 +424,12 @@ def main():
         check(text("wb-verdict") == "Type the number you expect for Z[1, 0] first, then press Check."
               and driver.find_elements(By.CSS_SELECTOR, "#wb-Z td") == [],
               "Check without a guess asks for one and keeps Z hidden: %r" % text("wb-verdict"))
+        driver.find_element(By.ID, "wb-guess").send_keys("19.8abc")
+        driver.find_element(By.ID, "wb-check").click()
+        check(text("wb-verdict") == "'19.8abc' is not a number: type the number you expect for Z[1, 0], e.g. "
+              "19.8, then press Check." and driver.find_elements(By.CSS_SELECTOR, "#wb-Z td") == [],
+              "a guess that is not a number is refused and Z stays hidden: %r" % text("wb-verdict"))
+        driver.find_element(By.ID, "wb-guess").clear()
         driver.find_element(By.ID, "wb-guess").send_keys("19.8")
         driver.find_element(By.ID, "wb-check").click()
         check("it is 19.820138" in text("wb-verdict"), "checking a guess reveals Z: %r" % text("wb-verdict"))
@@ -474,6 +487,13 @@ def main():
         check(r["calls"] == 0 and r["error"].startswith("K has a row of 65 numbers: the workbench takes "
                                                          "at most 64 numbers a row (d_k and d_v \u2264 64)"),
               "a row of 65 numbers is refused: %r" % r["error"])
+        r = sized("1;2;", "1;3;", "10;20;")
+        check(r["calls"] == 1 and r["error"] == "" and r["z"] == 2,
+              "a trailing ';' ends the last row as a trailing line break does: %r" % r["error"])
+        row64 = ", ".join(["1"] * 64) + ","
+        r = sized("1;2", row64 + "; " + row64, "10;20")
+        check(r["calls"] == 1 and r["error"].startswith("Q is 2x1 and K is 2x64"),
+              "64 numbers and a trailing comma are a row of 64, and reach the engine: %r" % r["error"])
         r = sized(rows(64), rows(64), rows(64))
         check(r["calls"] == 1 and r["error"] == "" and r["z"] == 64,
               "64 rows are shown: Z has %d rows (drawn in %.0f ms)" % (r["z"], r["ms"]))
@@ -510,6 +530,28 @@ def main():
         driver.find_element(By.ID, "pe-T").send_keys("32")
         check(text("pe-error") == "" and len(driver.find_elements(By.CSS_SELECTOR, "#pe-table tr")) == 33,
               "positions T 32 draws the table again")
+        # An odd n_embd: the table's columns are sin/cos pairs.
+        set_value = lambda element_id, value: driver.execute_script(
+            "const e = document.getElementById(arguments[0]); e.value = arguments[1];"
+            "e.dispatchEvent(new Event('input'));", element_id, value)
+        set_value("pe-C", "3")
+        check(text("pe-error") == "n_embd is 3: type an even number. The table's columns come in pairs, a sine "
+              "and a cosine of the same frequency." and not driver.find_elements(By.CSS_SELECTOR, "#pe-table"),
+              "an odd n_embd is refused with the reason: %r" % text("pe-error"))
+        set_value("pe-C", "16")
+        check(text("pe-error") == "" and len(driver.find_elements(By.CSS_SELECTOR, "#pe-table tr td")) == 32 * 16,
+              "n_embd 16 draws the table again")
+        # A score that overflows: refused as the workbench refuses Z, never shown as -inf.
+        old_q, old_k = (driver.find_element(By.ID, i).get_attribute("value") for i in ("rope-q", "rope-k"))
+        set_value("rope-q", "1e200, 0")
+        set_value("rope-k", "1e200, 0")
+        check(text("rope-error") == "the score q\u00b7k overflowed to a non-finite number: use smaller values "
+              "in q or k" and text("rope-result") == "" and "\u2212\u221e" not in text("part2"),
+              "an overflowing RoPE score is refused: %r" % text("rope-error"))
+        set_value("rope-q", old_q)
+        set_value("rope-k", old_k)
+        check(text("rope-error") == "" and "score q\u00b7k = " in text("rope-result"),
+              "the RoPE dial works again: %r" % text("rope-result"))
         shot("part2")
 
         # The JS API refuses numbers JSON cannot carry (they would become null, a default).
@@ -573,7 +615,9 @@ def main():
                 ("tr-steps", "30000", "steps is 30000: this page takes at most 20000; the pico homework "
                                       "takes 20,000; run a longer training with the command line "
                                       "(attograd train)."),
-                ("tr-batch", "2.5", "batch is '2.5': type a whole number from 1 to 256.")):
+                ("tr-batch", "2.5", "batch is '2.5': type a whole number from 1 to 256."),
+                ("tr-lr", "", "learning rate is empty (or not a number): type a number above 0, e.g. 0.01."),
+                ("tr-lr", "0", "learning rate is 0: type a number above 0, e.g. 0.01.")):
             old = driver.find_element(By.ID, element_id).get_attribute("value")
             driver.find_element(By.ID, element_id).clear()
             driver.find_element(By.ID, element_id).send_keys(typed)
@@ -584,6 +628,43 @@ def main():
                   "%s %s is refused and nothing is built: %r" % (element_id, typed, text("tr-error")))
             driver.find_element(By.ID, element_id).clear()
             driver.find_element(By.ID, element_id).send_keys(old)
+        # A file with a byte order mark and Windows line ends is read as attograd train reads it:
+        # the same characters as its LF text ('\r' and the mark are no characters of the model).
+        def build_info():
+            driver.execute_script("document.getElementById('tr-info').textContent = '';")
+            driver.find_element(By.ID, "tr-build").click()
+            wait().until(lambda d: text("tr-info") != "" or text("tr-error") != "")
+            return text("tr-info")
+        Select(driver.find_element(By.ID, "tr-model")).select_by_value("femto")
+        with open(os.path.join(WEB_DIR, "genesis.txt"), "rb") as f:
+            genesis_bytes = f.read()
+        files = {}
+        for name, data in (("unix.txt", genesis_bytes),
+                           ("windows.txt", b"\xef\xbb\xbf" + genesis_bytes.replace(b"\n", b"\r\n"))):
+            files[name] = os.path.join(os.path.dirname(bad), name)
+            with open(files[name], "wb") as f:
+                f.write(data)
+            driver.find_element(By.ID, "tr-file").send_keys(files[name])
+            wait().until(lambda d: name in text("tr-file-name"))
+            files[name] = build_info()
+        lines = genesis_bytes.count(b"\n")
+        check(files["unix.txt"].startswith("gpt with") and
+              files["windows.txt"] == files["unix.txt"].replace(
+                  "val characters.", "val characters (%s Windows or old-Mac line ends read as plain line breaks, "
+                  "as attograd train reads a file)." % format(lines, ",")),
+              "a file with a BOM and CRLF line ends has its LF text's characters: %r" % files["windows.txt"])
+        # Each model's line lists only the settings it has (on the file: the shipped text is
+        # fetched at the first Build on it, which the checks below make fail).
+        driver.find_element(By.ID, "tr-file").send_keys(os.path.join(os.path.dirname(bad), "unix.txt"))
+        wait().until(lambda d: "unix.txt" in text("tr-file-name"))
+        for kind, want in (("bigram", r"bigram with [\d,]+ parameters \(V = 70, block_size 8\); "),
+                           ("average", r"average with [\d,]+ parameters \(V = 70, block_size 8, n_embd 2\); "),
+                           ("femto", r"gpt with [\d,]+ parameters \(V = 70, block_size 8, n_layer 1, n_head 1, "
+                                     r"n_embd 2\); ")):
+            Select(driver.find_element(By.ID, "tr-model")).select_by_value(kind)
+            line = build_info()
+            check(re.match(want, line) is not None, "the %s model's line: %r" % (kind, line))
+        driver.find_element(By.ID, "tr-file-clear").click()
         Select(driver.find_element(By.ID, "tr-model")).select_by_value("pico")
         # The shipped text cannot be fetched (the server gone, or it answers 404): a message.
         fix = ("Start the page's server again (bash scripts/playground.sh) and reload, or choose a "
@@ -664,6 +745,12 @@ def main():
             check(text("tr-error") == want and driver.find_element(By.ID, "tr-start").is_enabled() and
                   not driver.find_element(By.ID, "tr-pause").is_enabled(),
                   "Train with Steps %s after 300 steps says how to go on: %r" % (steps, text("tr-error")))
+        # A later action of part 3 that succeeds (a sample) clears the refusal.
+        driver.find_element(By.ID, "sm-go").click()
+        wait().until(lambda d: d.find_element(By.ID, "sm-go").is_enabled() and
+                     len(d.find_elements(By.CSS_SELECTOR, "#sm-text .tok")) > 0)
+        check(text("tr-error") == "" and text("sm-error") == "",
+              "a sample after the refusal clears it: %r" % text("tr-error"))
         driver.find_element(By.ID, "tr-steps").clear()
         driver.find_element(By.ID, "tr-steps").send_keys("320")
         driver.find_element(By.ID, "tr-start").click()
@@ -682,6 +769,8 @@ def main():
         driver.find_element(By.ID, "li-go").click()
         wait().until(lambda d: text("li-summary") != "")
         check_attribution(driver, "the pico trained in the page", "In the", 4 * 9)
+        headers = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#li-maps table.heat tr:first-child th")][:7]
+        check(headers == ["", "I", "n", "\u00b7", "t", "h", "e"], "a space's header shows \u00b7: %s" % headers)
         prompt.clear()
         prompt.send_keys("In")
         driver.find_element(By.ID, "li-go").click()
@@ -694,6 +783,16 @@ def main():
         wait().until(lambda d: text("li-error") != "")
         check("longer than this model's context (block_size 8)" in text("li-error"),
               "a prompt longer than the context is refused: %r" % text("li-error"))
+        check(not driver.find_elements(By.CSS_SELECTOR, "#li-maps table") and text("li-summary") == "" and
+              not driver.find_element(By.ID, "li-legend").is_displayed(),
+              "the refusal clears the last prompt's maps, legend and summary")
+        prompt.clear()
+        prompt.send_keys("In th@")
+        driver.find_element(By.ID, "li-go").click()
+        wait().until(lambda d: text("li-error").startswith("character"))
+        check(text("li-error") == "character 6 of the prompt, '@' (U+0040), is not in this model's text: a "
+              "character model knows only the characters of the text it was trained on. Remove it from the "
+              "prompt", "a character the text lacks is named in the page's words: %r" % text("li-error"))
         # The checkpoint is loaded while the pico trains on: the run ends with the model it
         # trained, its progress line goes, and neither Train nor Pause is offered (a checkpoint
         # has no text to train on).
@@ -747,9 +846,9 @@ def main():
         path = urllib.parse.urlparse(href).path.lstrip("/")
         with urllib.request.urlopen(base + path) as reply:
             chapter = reply.read().decode("utf-8")
-        check(href.endswith("#attention-is-not-explanation") and
-              "\n## Attention is not explanation\n" in chapter,
-              "the link %s is served and holds the section" % href)
+        check(href == base + "docs/03-attention.txt" and "\n## Attention is not explanation\n" in chapter and
+              "section \u201cAttention is not explanation\u201d" in text("part4"),
+              "the link %s is served and holds the section the page names" % href)
         shot("part4")
 
         # A truncated checkpoint is refused; the loaded model still answers.

@@ -403,6 +403,20 @@ BOOST_AUTO_TEST_CASE(line_ends_of_a_users_file_become_lf) {
   BOOST_TEST(load_corpus(unix_file.string()).describe().find("line ends") == std::string::npos);
 }
 
+// The page reads a chosen file with the same rule as load_corpus (its bytes arrive from the
+// browser, not from a path): the byte order mark goes, CRLF and CR become LF, keep_cr keeps them.
+BOOST_AUTO_TEST_CASE(normalize_user_text_is_load_corpus_rule) {
+  std::string text = "\xEF\xBB\xBFone\r\ntwo\rthree\n";
+  BOOST_TEST(normalize_user_text(text) == 2u);
+  BOOST_TEST(text == "one\ntwo\nthree\n");
+  std::string kept = "\xEF\xBB\xBFone\r\n";
+  BOOST_TEST(normalize_user_text(kept, true) == 0u);
+  BOOST_TEST(kept == "one\r\n");
+  std::string inner = "a\xEF\xBB\xBF\n";  // only a leading mark is one
+  BOOST_TEST(normalize_user_text(inner) == 0u);
+  BOOST_TEST(inner == "a\xEF\xBB\xBF\n");
+}
+
 // The example: --corpus /dev/zero read until memory ran out. Devices are refused at
 // once, files over the limit from their size, and pipes at the limit.
 BOOST_AUTO_TEST_CASE(corpus_files_are_size_checked) {
