@@ -846,7 +846,8 @@ def main():
         path = urllib.parse.urlparse(href).path.lstrip("/")
         with urllib.request.urlopen(base + path) as reply:
             chapter = reply.read().decode("utf-8")
-        check(href == base + "docs/03-attention.txt" and "\n## Attention is not explanation\n" in chapter and
+        # (the chapter's copy beside the page, build-wasm/page/docs/03-attention.txt)
+        check(href == base + path and path.split("/") == ["docs", "03-attention.txt"] and "\n## Attention is not explanation\n" in chapter and
               "section \u201cAttention is not explanation\u201d" in text("part4"),
               "the link %s is served and holds the section the page names" % href)
         shot("part4")
