@@ -121,17 +121,15 @@ int run(const EvalArgs& a) {
   const gpt::Corpus corpus = gpt::load_corpus(a.corpus, co);
   // A checkpoint trained on another text (a file, or the companion page's text) meets characters
   // of the default kjv it never saw: name the first and the fix, not the tokenizer's vocabulary.
-  if (const auto* chars = dynamic_cast<const gpt::CharTokenizer*>(session.tokenizer.get())) {
-    size_t offset = 0;
-    for (int64_t position = 1; offset < corpus.text.size(); ++position)
-      if (const char32_t cp = gpt::decode_next(corpus.text, offset); !chars->contains(cp))
-        throw std::invalid_argument(
-            "corpus " + corpus.name +
-            " has characters this checkpoint's tokenizer lacks (the first, " +
-            gpt::describe_code_point(cp) + ", is character " + std::to_string(position) +
-            "): the model was trained on another text; pass that text with --corpus" +
-            (a.corpus == gpt::kDefaultCorpus ? " (without it, eval reads kjv)" : ""));
-  }
+  if (const auto* chars = dynamic_cast<const gpt::CharTokenizer*>(session.tokenizer.get()))
+    if (const auto unknown = chars->first_unknown(corpus.text))
+      throw std::invalid_argument(
+          "corpus " + corpus.name +
+          " has characters this checkpoint's tokenizer lacks (the first, " +
+          gpt::describe_code_point(unknown->code_point) + ", is character " +
+          std::to_string(unknown->position) +
+          "): the model was trained on another text; pass that text with --corpus" +
+          (a.corpus == gpt::kDefaultCorpus ? " (without it, eval reads kjv)" : ""));
   const gpt::Dataset data(session.tokenizer->encode(corpus.text), c.block_size);
   std::vector<int64_t> tokens =
       data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);

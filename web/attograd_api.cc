@@ -389,16 +389,13 @@ std::vector<int64_t> encode_prompt(const Workspace& w, const std::string& prompt
                                    bool for_sampling) {
   // A character the model's text lacks, in the page's words: the tokenizer's own message names
   // its C++ function and its "vocabulary".
-  if (const auto* chars = dynamic_cast<const gpt::CharTokenizer*>(w.tokenizer.get())) {
-    size_t offset = 0;
-    for (int64_t position = 1; offset < prompt.size(); ++position)
-      if (const char32_t cp = gpt::decode_next(prompt, offset); !chars->contains(cp))
-        throw std::invalid_argument(
-            "character " + std::to_string(position) + " of the prompt, " +
-            gpt::describe_code_point(cp) +
-            ", is not in this model's text: a character model knows only the characters of the "
-            "text it was trained on. Remove it from the prompt");
-  }
+  if (const auto* chars = dynamic_cast<const gpt::CharTokenizer*>(w.tokenizer.get()))
+    if (const auto unknown = chars->first_unknown(prompt))
+      throw std::invalid_argument(
+          "character " + std::to_string(unknown->position) + " of the prompt, " +
+          gpt::describe_code_point(unknown->code_point) +
+          ", is not in this model's text: a character model knows only the characters of the "
+          "text it was trained on. Remove it from the prompt");
   std::vector<int64_t> ids = w.tokenizer->encode(prompt);
   if (ids.empty()) throw std::invalid_argument("the prompt is empty: type at least one character");
   const int64_t block_size = w.model->config().block_size;

@@ -73,6 +73,15 @@ int64_t CharTokenizer::find(char32_t cp) const {
   return it - vocab_.begin();
 }
 
+std::optional<CharTokenizer::Unknown> CharTokenizer::first_unknown(
+    std::string_view utf8_text) const {
+  size_t offset = 0;
+  for (int64_t position = 1; offset < utf8_text.size(); ++position)
+    if (const char32_t cp = decode_next(utf8_text, offset); !contains(cp))
+      return Unknown{cp, position};
+  return std::nullopt;
+}
+
 int64_t CharTokenizer::id_of(char32_t cp) const {
   const int64_t id = find(cp);
   if (id < 0) {

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,17 @@ class CharTokenizer : public Tokenizer {
 
   /// True if `cp` is in the vocabulary.
   bool contains(char32_t cp) const { return find(cp) >= 0; }
+
+  /// A character of a text that is not in the vocabulary: its code point and its position, a
+  /// 1-based character (code point) index, as a person counts.
+  struct Unknown {
+    char32_t code_point;
+    int64_t position;
+  };
+  /// The first character of `utf8_text` not in the vocabulary, or nullopt when every one is:
+  /// what a front end checks to word its own message (a prompt, a corpus read with another
+  /// text's checkpoint) before encode's. Throws std::invalid_argument on invalid UTF-8.
+  std::optional<Unknown> first_unknown(std::string_view utf8_text) const;
 
   /// The character of `id` as UTF-8. Throws std::out_of_range naming id and V.
   std::string token_text(int64_t id) const;

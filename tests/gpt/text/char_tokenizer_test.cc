@@ -42,6 +42,24 @@ BOOST_AUTO_TEST_CASE(unknown_character_names_it_and_its_position) {
   expect_throw_with<std::invalid_argument>([&] { tok.id_of(U'z'); }, "'z' (U+007A)");
 }
 
+// first_unknown: what the page's prompt and eval's corpus check word their messages from; its
+// position is 1-based and counts characters, not bytes.
+BOOST_AUTO_TEST_CASE(first_unknown_counts_characters_from_one) {
+  const CharTokenizer tok = CharTokenizer::from_text("hello world");
+  BOOST_TEST(!tok.first_unknown("hello world").has_value());
+  BOOST_TEST(!tok.first_unknown("").has_value());
+  const auto p = tok.first_unknown("help!");
+  BOOST_TEST_REQUIRE(p.has_value());
+  BOOST_TEST(static_cast<uint32_t>(p->code_point) == 0x70u);
+  BOOST_TEST(p->position == 4);
+  const CharTokenizer cafe = CharTokenizer::from_text("caf\xC3\xA9");
+  const auto t = cafe.first_unknown("\xC3\xA9\xC3\xA9t");  // two 2-byte characters, then 't'
+  BOOST_TEST_REQUIRE(t.has_value());
+  BOOST_TEST(static_cast<uint32_t>(t->code_point) == 0x74u);
+  BOOST_TEST(t->position == 3);
+  expect_throw_with<std::invalid_argument>([&] { tok.first_unknown("h\xC3"); }, "UTF-8");
+}
+
 BOOST_AUTO_TEST_CASE(ids_outside_the_vocabulary_name_the_id_and_v) {
   const CharTokenizer tok = CharTokenizer::from_text("hello world");
   expect_throw_with<std::out_of_range>([&] { tok.decode({8}); }, "id 8");
