@@ -24,8 +24,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <iterator>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -99,15 +99,14 @@ void take_precision_flag(int& argc, char** argv) {
       continue;
     }
     const std::string name = i + 1 < argc ? argv[++i] : "";
-    bool known = false;
-    for (size_t p = 0; p < std::size(kMatmulPrecisionNames); ++p)
-      if (name == kMatmulPrecisionNames[p])
-        g_precision = static_cast<MatmulPrecision>(p), known = true;
-    if (!known)
+    const gpt::Choices precisions{kMatmulPrecisionNames};
+    const std::optional<size_t> p = gpt::choice_index(name, precisions);
+    if (!p)
       throw std::invalid_argument(
           "--mixed-precision takes " +
-          gpt::join_names({std::begin(kMatmulPrecisionNames), std::end(kMatmulPrecisionNames)}) +
-          ", got '" + name + "'");
+          gpt::join_names({precisions.names.begin(), precisions.names.end()}) + ", got '" + name +
+          "'");
+    g_precision = static_cast<MatmulPrecision>(*p);
   }
   argc = kept;
 }

@@ -91,8 +91,8 @@ CLI::Option* add_field_option(CLI::App* cmd, const F& f, typename F::Struct& tar
     CLI::Option* option = cmd->add_option_function<std::string>(
         f.flag,
         [&target, m, c, mark](const std::string& text) {
-          for (size_t i = 0; i < c.names.size(); ++i)
-            if (text == c.names[i]) target.*m = static_cast<V>(i);
+          if (const std::optional<size_t> i = gpt::choice_index(text, c))
+            target.*m = static_cast<V>(*i);
           mark();
         },
         help);

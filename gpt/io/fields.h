@@ -135,6 +135,14 @@ const char* choice_name(T v, Choices c) {
   return i < c.names.size() ? c.names[i] : "?";
 }
 
+/// The index of `name` in `c` (the enum value whose name it is), or std::nullopt when it is none
+/// of them: the one lookup behind a CLI option, a JSON field and a bench flag that take a name.
+inline std::optional<size_t> choice_index(std::string_view name, Choices c) {
+  for (size_t i = 0; i < c.names.size(); ++i)
+    if (name == c.names[i]) return i;
+  return std::nullopt;
+}
+
 namespace detail {
 
 template <class T>

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -119,11 +120,9 @@ double JsonFields::number(const std::string& key, RealRange r) {
 
 size_t JsonFields::choice(const std::string& key, Choices c) {
   const nlohmann::json& v = at(key);
-  std::vector<std::string> names(c.names.begin(), c.names.end());
   if (v.is_string())
-    for (size_t i = 0; i < names.size(); ++i)
-      if (v.get<std::string>() == names[i]) return i;
-  refuse(key, join_names(names));
+    if (const std::optional<size_t> i = choice_index(v.get<std::string>(), c)) return *i;
+  refuse(key, join_names({c.names.begin(), c.names.end()}));
 }
 
 bool JsonFields::boolean(const std::string& key) {

@@ -113,3 +113,20 @@ BOOST_AUTO_TEST_CASE(numbers_booleans_strings_and_unknown_fields) {
     BOOST_TEST(std::string(e.what()).size() < 150u);
   }
 }
+
+// A name field: its index among the names (choice_index, the lookup the CLI and the benches
+// share), or an error listing every name; a non-string is refused the same way.
+BOOST_AUTO_TEST_CASE(choices_are_read_by_name) {
+  const char* const names[] = {"f32", "bf16", "f16"};
+  const Choices c{names};
+  BOOST_TEST(choice_index("bf16", c).value() == 1u);
+  BOOST_TEST(choice_index("f16", c).value() == 2u);
+  BOOST_TEST(!choice_index("BF16", c).has_value());
+  BOOST_TEST(!choice_index("", c).has_value());
+  JsonFields f(parse_json(R"({"a": "f32", "b": "f64", "c": 1})", "cfg"), "cfg");
+  BOOST_TEST(f.choice("a", c) == 0u);
+  expect_throw_with<std::runtime_error>([&] { f.choice("b", c); },
+                                        "cfg: b is \"f64\", expected f32, bf16 or f16");
+  expect_throw_with<std::runtime_error>([&] { f.choice("c", c); },
+                                        "cfg: c is 1, expected f32, bf16 or f16");
+}
