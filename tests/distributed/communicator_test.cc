@@ -2,7 +2,7 @@
 // process. The single-process collectives return their input, the fingerprint sees one bit,
 // launched_ranks reads mpirun's and srun's variables, and a command started as several ranks is
 // refused: sample and eval in any build, and train in a build without MPI (the core build of
-// scripts/core.sh, so CI runs both branches).
+// scripts/core.sh, which CI builds under the sanitizers: so CI runs both branches).
 #define BOOST_TEST_MODULE communicator
 #include <boost/test/unit_test.hpp>
 
