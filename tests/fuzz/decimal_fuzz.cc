@@ -9,8 +9,9 @@
 //   signs, '.', 'e', 'E'), as a finite number that is not a nonzero number rounded to 0; and
 //   then it is strtod's double, bit for bit;
 // - parse_matrix(text): std::invalid_argument naming the option, or an f64 (rows, cols) tensor
-//   with one row per ';'-separated part and rows x cols numbers in all, each finite, which
-//   printed back (%.17g, ',' and ';') parses to the same tensor;
+//   with one row per row of the text (rows end at ';' or a line break; a ',' or ';' after a
+//   row's last number adds nothing) and cols numbers in each, all finite, which printed back
+//   (%.17g, ',' and ';') parses to the same tensor;
 // - three matrices that fit together (T <= 256: longer ones cost time, not coverage):
 //   causal_attention_steps refuses an overflow with
 //   std::invalid_argument, or gives finite weights, each row summing to 1 and exactly 0 above
@@ -64,6 +65,33 @@ std::string printed(const Tensor& m) {
   return text;
 }
 
+// How many numbers each row of `text` has, read off the text without parse_matrix's code: a
+// number is a run of characters that are neither separators (',', ';', line breaks) nor blanks,
+// and it ends its row when the next character that is not a blank or ',' is ';', a line break or
+// the end of the text (so a ',' or ';' typed after a row's last number adds nothing). Only
+// meaningful for text parse_matrix accepted, which has no empty field.
+std::vector<int64_t> row_lengths(std::string_view text) {
+  const auto separator = [](char c) { return c == ',' || c == ';' || c == '\n' || c == '\r'; };
+  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  std::vector<int64_t> lengths;
+  int64_t in_row = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (separator(text[i]) || blank(text[i])) {
+      ++i;
+      continue;
+    }
+    while (i < text.size() && !separator(text[i]) && !blank(text[i])) ++i;  // one number
+    ++in_row;
+    size_t next = i;
+    while (next < text.size() && (blank(text[next]) || text[next] == ',')) ++next;
+    if (next == text.size() || text[next] == ';' || text[next] == '\n' || text[next] == '\r') {
+      lengths.push_back(in_row);
+      in_row = 0;
+    }
+  }
+  return lengths;
+}
+
 // The matrix `text` holds, checked; nullopt when parse_matrix refused it as documented.
 std::optional<Tensor> check_matrix(std::string_view text, const std::string& name) {
   std::optional<Tensor> m;
@@ -74,10 +102,12 @@ std::optional<Tensor> check_matrix(std::string_view text, const std::string& nam
     return std::nullopt;
   }
   FUZZ_CHECK(m->dim() == 2 && m->dtype() == DType::f64, "not an f64 matrix");
-  const auto rows = static_cast<int64_t>(std::count(text.begin(), text.end(), ';')) + 1;
-  const auto commas = static_cast<int64_t>(std::count(text.begin(), text.end(), ','));
-  FUZZ_CHECK(m->size(0) == rows, "rows are not the ';'-separated parts");
-  FUZZ_CHECK(m->size(0) * m->size(1) == commas + rows, "rows of different lengths were accepted");
+  const std::vector<int64_t> lengths = row_lengths(text);
+  FUZZ_CHECK(m->size(0) == static_cast<int64_t>(lengths.size()),
+             "the rows are not the text's rows");
+  FUZZ_CHECK(
+      std::all_of(lengths.begin(), lengths.end(), [&](int64_t n) { return n == m->size(1); }),
+      "rows of different lengths were accepted, or a row's numbers were not all kept");
   const std::vector<double> v = m->to_vector();
   FUZZ_CHECK(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }),
              "a matrix entry is not finite");
