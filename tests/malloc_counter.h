@@ -10,23 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 
-// gcc defines __SANITIZE_ADDRESS__; clang (before 18) answers only __has_feature.
-#if defined(__SANITIZE_ADDRESS__)
-#define ATTOGRAD_MALLOC_COUNTER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ATTOGRAD_MALLOC_COUNTER_ASAN 1
-#endif
-#endif
+#include "tests/sanitizers.h"
 
 namespace attograd::testing {
 
 /// False under AddressSanitizer, where malloc is not interposed and nothing is counted.
-#if defined(ATTOGRAD_MALLOC_COUNTER_ASAN)
-inline constexpr bool kCountsMallocs = false;
-#else
-inline constexpr bool kCountsMallocs = true;
-#endif
+inline constexpr bool kCountsMallocs = !kUnderAddressSanitizer;
 
 /// Turns counting on or off, and the number counted since the last reset.
 inline std::atomic<bool>& counting_mallocs() {
@@ -44,7 +33,7 @@ inline void count_malloc() {
 
 }  // namespace attograd::testing
 
-#if !defined(ATTOGRAD_MALLOC_COUNTER_ASAN)
+#if !defined(ATTOGRAD_UNDER_ASAN)
 extern "C" {
 void* __libc_malloc(size_t);
 void* __libc_calloc(size_t, size_t);
@@ -73,4 +62,4 @@ int posix_memalign(void** out, size_t alignment, size_t n) {
   return *out == nullptr && n != 0 ? ENOMEM : 0;
 }
 }
-#endif  // !ATTOGRAD_MALLOC_COUNTER_ASAN
+#endif  // !ATTOGRAD_UNDER_ASAN
