@@ -117,7 +117,7 @@ inline int64_t pieces_of(int64_t work, int64_t units) {
 
 struct Blocking {
   int64_t NR;  // columns of the register tile
-  int64_t MC;  // rows of an A block, a multiple of kMR
+  int64_t MC;  // rows of an A block, a multiple of the tiles' kRows
   int64_t NC;  // columns of a B panel, a multiple of NR
 };
 
@@ -131,7 +131,8 @@ Blocking blocking() {
   const int64_t NR = kNV * static_cast<int64_t>(hn::Lanes(d));
   const int64_t mc = static_cast<int64_t>(kABlockBytes / kPanelK);
   const int64_t nc = static_cast<int64_t>(kBPanelBytes / kPanelK);
-  return {NR, std::max<int64_t>(kMR, mc / kMR * kMR), std::max<int64_t>(NR, nc / NR * NR)};
+  constexpr int64_t MR = Tiles::kRows;
+  return {NR, std::max<int64_t>(MR, mc / MR * MR), std::max<int64_t>(NR, nc / NR * NR)};
 }
 
 // ---- Operands ----------------------------------------------------------------------------------
@@ -334,14 +335,17 @@ struct StagedPairs {};
 //     (LoadInterleaved2 splits even and odd k's) into a per-thread buffer that stays in L1, then
 //     the pairs transposed 4 x 4 into the panel (transpose_copy on 32-bit pairs: half the
 //     shuffles of transposing the f32 values, and the rounding runs on full vectors).
+// `steps` (>= ceil(kc / 2)) is the packed elements per line: pairs past ceil(kc / 2) are zero
+// (AMX's tiles take 16 pairs at a time).
 HWY_NOINLINE void pack_bf16_panels(uint32_t* HWY_RESTRICT dst, int64_t width, const float* src,
-                                   int64_t line_stride, int64_t k_stride, int64_t lines,
-                                   int64_t kc) {
+                                   int64_t line_stride, int64_t k_stride, int64_t lines, int64_t kc,
+                                   int64_t steps) {
   const int64_t pairs = (kc + 1) / 2;
   for (int64_t p = 0; p < lines; p += width) {
     const int64_t n = std::min(width, lines - p);
-    uint32_t* panel = dst + p * pairs;
+    uint32_t* panel = dst + p * steps;
     const float* s = src + p * line_stride;
+    std::fill(panel + pairs * width, panel + steps * width, 0u);
 #if HWY_TARGET == HWY_SCALAR
     pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, 0, width, 0, pairs);
 #else
@@ -522,10 +526,14 @@ __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void micro_kernel_dpbf16(
 // ------------------------------------------------ The five loops (gemm_rectangle) are the same for
 // every precision; a kind of tiles says how panels are packed and multiplied:
 //   Packed, Acc   the element of a packed panel, and of C and the register tile;
-//   kGroup        k's per packed element (a line of kc k's is ceil(kc / kGroup) elements);
+//   kGroup        k's per packed element;
 //   kBlockK       k's per cache block, the blocks C's sums are split in (top of this file);
-//   pack(dst, width, src, line_stride, k_stride, lines, kc)   as pack_panels;
-//   micro_kernel(steps, a, b, c, ldc, bias, mode)   a whole kMR x NR tile from panels of
+//   kRows         rows of C per micro-kernel call (the register tile's kMR, or AMX's 32);
+//   steps(kc)     packed elements per line of kc k's (ceil(kc / kGroup), or more, zero-padded);
+//   pack_a(dst, src, line_stride, k_stride, lines, kc)   A's lines into panels of kRows lines;
+//   pack_b(dst, width, src, line_stride, k_stride, lines, kc)   B's into panels of `width` (NR);
+//                 both with pack_panels' arguments;
+//   micro_kernel(steps, a, b, c, ldc, bias, mode)   a whole kRows x NR tile from panels of
 //                 `steps` packed elements per line.
 
 // f32 or f64, packed as they are, one k per step: matmul.
@@ -535,8 +543,14 @@ struct PlainTiles {
   using Acc = T;
   static constexpr int64_t kGroup = 1;
   static constexpr int64_t kBlockK = kKC;
-  void pack(T* dst, int64_t width, const T* src, int64_t line_stride, int64_t k_stride,
-            int64_t lines, int64_t kc) const {
+  static constexpr int64_t kRows = kMR;
+  static int64_t steps(int64_t kc) { return kc; }
+  void pack_a(T* dst, const T* src, int64_t line_stride, int64_t k_stride, int64_t lines,
+              int64_t kc) const {
+    pack_panels(dst, kRows, src, line_stride, k_stride, lines, kc);
+  }
+  void pack_b(T* dst, int64_t width, const T* src, int64_t line_stride, int64_t k_stride,
+              int64_t lines, int64_t kc) const {
     pack_panels(dst, width, src, line_stride, k_stride, lines, kc);
   }
   void micro_kernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, const T* bias,
@@ -551,10 +565,16 @@ struct Bf16Tiles {
   using Acc = float;
   static constexpr int64_t kGroup = 2;
   static constexpr int64_t kBlockK = kKC;
+  static constexpr int64_t kRows = kMR;
+  static int64_t steps(int64_t kc) { return (kc + 1) / 2; }
   bool avx512_bf16;  // micro_kernel_dpbf16 (AVX3 only), else micro_kernel_bf16_widen
-  void pack(uint32_t* dst, int64_t width, const float* src, int64_t line_stride, int64_t k_stride,
-            int64_t lines, int64_t kc) const {
-    pack_bf16_panels(dst, width, src, line_stride, k_stride, lines, kc);
+  void pack_a(uint32_t* dst, const float* src, int64_t line_stride, int64_t k_stride, int64_t lines,
+              int64_t kc) const {
+    pack_bf16_panels(dst, kRows, src, line_stride, k_stride, lines, kc, steps(kc));
+  }
+  void pack_b(uint32_t* dst, int64_t width, const float* src, int64_t line_stride, int64_t k_stride,
+              int64_t lines, int64_t kc) const {
+    pack_bf16_panels(dst, width, src, line_stride, k_stride, lines, kc, steps(kc));
   }
   void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
                     const float* bias, StoreMode mode) const {
@@ -565,28 +585,28 @@ struct Bf16Tiles {
   }
 };
 
-// A[i0 : i0+mc, k0 : k0+kc] into micro-panels of kMR rows, k-major.
+// A[i0 : i0+mc, k0 : k0+kc] into micro-panels of kRows rows.
 template <class Tiles, typename T>
 void pack_a(const Tiles& tiles, typename Tiles::Packed* dst, const Problem<T>& pr, int64_t i0,
             int64_t mc, int64_t k0, int64_t kc) {
-  tiles.pack(dst, kMR, pr.a + i0 * pr.a_row + k0 * pr.a_col, pr.a_row, pr.a_col, mc, kc);
+  tiles.pack_a(dst, pr.a + i0 * pr.a_row + k0 * pr.a_col, pr.a_row, pr.a_col, mc, kc);
 }
 
 // B[k0 : k0+kc, j0 : j0+nc] into micro-panels of NR columns, k-major.
 template <class Tiles, typename T>
 void pack_b(const Tiles& tiles, typename Tiles::Packed* dst, const Problem<T>& pr, int64_t NR,
             int64_t k0, int64_t kc, int64_t j0, int64_t nc) {
-  tiles.pack(dst, NR, pr.b + k0 * pr.b_row + j0 * pr.b_col, pr.b_col, pr.b_row, nc, kc);
+  tiles.pack_b(dst, NR, pr.b + k0 * pr.b_row + j0 * pr.b_col, pr.b_col, pr.b_row, nc, kc);
 }
 
-// A tile at the bottom or right edge of C (rows < kMR or cols < NR): computed whole into a
+// A tile at the bottom or right edge of C (rows < kRows or cols < NR): computed whole into a
 // buffer from the zero-padded panels, then only its valid part is stored.
 template <class Tiles, typename T = typename Tiles::Acc, typename P = typename Tiles::Packed>
 void edge_tile(const Tiles& tiles, int64_t kp, const P* a, const P* b, T* c, int64_t ldc,
                int64_t rows, int64_t cols, const T* bias, StoreMode mode) {
   const hn::ScalableTag<T> d;
   constexpr size_t kMaxNR = kNV * hn::MaxLanes(hn::ScalableTag<T>());
-  HWY_ALIGN T tile[kMR * kMaxNR];
+  HWY_ALIGN T tile[Tiles::kRows * kMaxNR];
   const int64_t NR = kNV * static_cast<int64_t>(hn::Lanes(d));
   tiles.micro_kernel(kp, a, b, tile, NR, static_cast<const T*>(nullptr), StoreMode{false, false});
   for (int64_t r = 0; r < rows; ++r) {
@@ -601,7 +621,7 @@ void edge_tile(const Tiles& tiles, int64_t kp, const P* a, const P* b, T* c, int
 // All of one operand (lines = M for A, N for B, all of K) packed once for every piece of a
 // threaded product: its k blocks one after the other, each as pack_a/pack_b lay out a block (the
 // panel of line l, a multiple of width, at l * kp packed elements, kp per line), block pc at
-// (pc / kBlockK) * lines_padded * ceil(kBlockK / kGroup). Without it each piece of C packed the
+// (pc / kBlockK) * lines_padded * steps(kBlockK). Without it each piece of C packed the
 // other operand again: 8 pieces at 2 threads spent 36% more time packing than OpenMP's one piece
 // per thread (nano, perf), and GPT-2 small's dx = dy W of the lm_head (K = 50,257) copied its
 // 51 MB dy eight times a step. The packing runs as its own parallel loop, in groups of 8 panels
@@ -614,7 +634,7 @@ inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 template <typename P>
 struct PackedAll {
   const P* data = nullptr;
-  int64_t block_stride = 0;  // packed elements per k block: lines_padded * ceil(kBlockK / kGroup)
+  int64_t block_stride = 0;  // packed elements per k block: lines_padded * steps(kBlockK)
   int64_t block_k = 1;       // k's per block (kBlockK)
   // k block pc's panels from line l, kp packed elements per line.
   const P* block(int64_t pc, int64_t l, int64_t kp) const {
@@ -627,8 +647,8 @@ struct PackAllLayout {
   int64_t blocks, block_stride;
   template <class Tiles>
   static PackAllLayout of(int64_t width, int64_t lines, int64_t K) {
-    constexpr int64_t KC = Tiles::kBlockK, G = Tiles::kGroup;
-    return {(K + KC - 1) / KC, round_up(lines, width) * ((KC + G - 1) / G)};
+    constexpr int64_t KC = Tiles::kBlockK;
+    return {(K + KC - 1) / KC, round_up(lines, width) * Tiles::steps(KC)};
   }
   // Bytes of the copy, for kPackAllBytes.
   template <class Tiles>
@@ -637,12 +657,13 @@ struct PackAllLayout {
   }
 };
 
+// a_side: A's lines (panels of kRows, pack_a), else B's (panels of `width`, pack_b).
 template <class Tiles, typename T>
-PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, int64_t width, const T* src,
-                                           int64_t line_stride, int64_t k_stride, int64_t lines,
-                                           int64_t K) {
+PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, bool a_side, int64_t width,
+                                           const T* src, int64_t line_stride, int64_t k_stride,
+                                           int64_t lines, int64_t K) {
   using P = typename Tiles::Packed;
-  constexpr int64_t KC = Tiles::kBlockK, G = Tiles::kGroup;
+  constexpr int64_t KC = Tiles::kBlockK;
   const PackAllLayout layout = PackAllLayout::of<Tiles>(width, lines, K);
   const int64_t blocks = layout.blocks, block_stride = layout.block_stride;
   P* dst = thread_scratch<P, PackedAllTag>(static_cast<size_t>(blocks * block_stride));
@@ -650,10 +671,14 @@ PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, int64_t width, co
   const int64_t groups = (lines + group - 1) / group;
   for_range(groups * blocks, true, [&](int64_t t) HWY_ATTR {
     const int64_t pc = t / groups * KC, l0 = t % groups * group;
-    const int64_t kc = std::min(KC, K - pc), kp = (kc + G - 1) / G;
-    tiles.pack(dst + t / groups * block_stride + l0 * kp, width,
-               src + pc * k_stride + l0 * line_stride, line_stride, k_stride,
-               std::min(group, lines - l0), kc);
+    const int64_t kc = std::min(KC, K - pc), kp = Tiles::steps(kc);
+    P* to = dst + t / groups * block_stride + l0 * kp;
+    const T* from = src + pc * k_stride + l0 * line_stride;
+    if (a_side) {
+      tiles.pack_a(to, from, line_stride, k_stride, std::min(group, lines - l0), kc);
+    } else {
+      tiles.pack_b(to, width, from, line_stride, k_stride, std::min(group, lines - l0), kc);
+    }
   });
   return {dst, block_stride, KC};
 }
@@ -672,13 +697,13 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
                     PackedAll<typename Tiles::Packed> b_all = {}) {
   using P = typename Tiles::Packed;
   const Blocking bl = blocking<Tiles>();
-  const int64_t NR = bl.NR, KC = Tiles::kBlockK, G = Tiles::kGroup;
+  const int64_t NR = bl.NR, KC = Tiles::kBlockK, MR = Tiles::kRows;
   // The packing buffers are sized for the whole C, not this piece: any thread may take any
   // piece, and a buffer sized by the piece would grow again the first time a thread took a
   // larger one, in the middle of training.
-  const int64_t mc_max = std::min(bl.MC, round_up(pr.M, kMR));
+  const int64_t mc_max = std::min(bl.MC, round_up(pr.M, MR));
   const int64_t nc_max = std::min(bl.NC, round_up(pr.N, NR));
-  const int64_t kc_max = (std::min(KC, pr.K) + G - 1) / G;  // packed elements per line
+  const int64_t kc_max = Tiles::steps(std::min(KC, pr.K));  // packed elements per line
   P* a_pack = thread_scratch<P, PackedA>(static_cast<size_t>(mc_max * kc_max));
   P* b_pack = thread_scratch<P, PackedB>(static_cast<size_t>(nc_max * kc_max));
 
@@ -686,7 +711,7 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
     const int64_t nc = std::min(bl.NC, j_end - jc);
     for (int64_t pc = 0; pc < pr.K; pc += KC) {
       const int64_t kc = std::min(KC, pr.K - pc);
-      const int64_t kp = (kc + G - 1) / G;  // packed elements per line
+      const int64_t kp = Tiles::steps(kc);  // packed elements per line
       const StoreMode mode{pc > 0 || pr.accumulate, pc == 0 && pr.bias != nullptr};
       const P* b_block = b_pack;
       if (b_all.data != nullptr) {
@@ -706,10 +731,10 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
           const int64_t cols = std::min(NR, nc - jr);
           const P* b_panel = b_block + jr * kp;
           const T* bias = pr.bias != nullptr ? pr.bias + jc + jr : nullptr;
-          for (int64_t ir = 0; ir < mc; ir += kMR) {
-            const int64_t rows = std::min(kMR, mc - ir);
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int64_t rows = std::min(MR, mc - ir);
             T* c = pr.c + (ic + ir) * pr.N + jc + jr;
-            if (rows == kMR && cols == NR) {
+            if (rows == MR && cols == NR) {
               tiles.micro_kernel(kp, a_block + ir * kp, b_panel, c, pr.N, bias, mode);
             } else {
               edge_tile(tiles, kp, a_block + ir * kp, b_panel, c, pr.N, rows, cols, bias, mode);
@@ -725,25 +750,27 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
 // of C in whole tiles (so a piece's edge tiles are only those of C itself).
 template <class Tiles, typename T>
 void gemm_packed(const Tiles& tiles, const Problem<T>& pr, int64_t n) {
-  const int64_t NR = blocking<Tiles>().NR, M = pr.M;
+  const int64_t NR = blocking<Tiles>().NR, MR = Tiles::kRows, M = pr.M;
   const bool split_m = M >= n;
-  const int64_t unit = split_m ? kMR : NR;
+  const int64_t unit = split_m ? MR : NR;
   const int64_t units = ((split_m ? M : n) + unit - 1) / unit;
   const int64_t parts = pieces_of(M * n * pr.K, units);
   // With several pieces, the operand that every piece reads whole (B when the pieces are row
   // blocks, A when they are column blocks) is packed once, up to kPackAllBytes (a copy of it).
   using Packed = PackedAll<typename Tiles::Packed>;
   const bool pack_once = parts > 1 && (split_m ? PackAllLayout::of<Tiles>(NR, n, pr.K)
-                                               : PackAllLayout::of<Tiles>(kMR, M, pr.K))
+                                               : PackAllLayout::of<Tiles>(MR, M, pr.K))
                                               .template bytes<Tiles>() <= kPackAllBytes;
-  const Packed a_all =
-      pack_once && !split_m ? pack_all(tiles, kMR, pr.a, pr.a_row, pr.a_col, M, pr.K) : Packed{};
-  const Packed b_all =
-      pack_once && split_m ? pack_all(tiles, NR, pr.b, pr.b_col, pr.b_row, n, pr.K) : Packed{};
+  const Packed a_all = pack_once && !split_m
+                           ? pack_all(tiles, true, MR, pr.a, pr.a_row, pr.a_col, M, pr.K)
+                           : Packed{};
+  const Packed b_all = pack_once && split_m
+                           ? pack_all(tiles, false, NR, pr.b, pr.b_col, pr.b_row, n, pr.K)
+                           : Packed{};
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
     const int64_t u0 = units * p / parts, u1 = units * (p + 1) / parts;
     if (split_m) {
-      gemm_rectangle(tiles, pr, u0 * kMR, std::min(M, u1 * kMR), 0, n, a_all, b_all);
+      gemm_rectangle(tiles, pr, u0 * MR, std::min(M, u1 * MR), 0, n, a_all, b_all);
     } else {
       gemm_rectangle(tiles, pr, 0, M, u0 * NR, std::min(n, u1 * NR), a_all, b_all);
     }
