@@ -31,7 +31,8 @@
 // bf16 (matmul_bf16): the same loops with other tiles (Bf16Tiles below). Packing rounds each f32
 // to bf16 and stores the k's in pairs, the operand layout of AVX512-BF16's vdpbf16ps, which the
 // micro-kernel runs on where the CPU has it; elsewhere the micro-kernel widens the pairs back to
-// f32 and runs FMAs. Either way packed panels are half the bytes of f32 ones.
+// f32 and runs FMAs. Either way packed panels are half the bytes of f32 ones. Where the CPU has
+// AMX, AmxTiles run the same loops on its tile unit, with 32 x 32 tiles of C.
 #include "autograd/kernels/matmul.h"
 
 #include <algorithm>
@@ -43,10 +44,18 @@
 #include "autograd/kernels/bf16.h"
 #include "autograd/kernels/dispatch.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace attograd::kernels::detail {
 // Whether the AVX3 target may run matmul_bf16 on vdpbf16ps: the CPU has AVX512-BF16 and
 // allow_avx512_bf16 has not turned it off. Defined once, in the HWY_ONCE part below.
 bool avx512_bf16_enabled();
+// Whether the AVX3 target may run matmul_bf16 on AMX (matmul_bf16_uses_amx's conditions).
+bool amx_enabled();
 }  // namespace attograd::kernels::detail
 
 // Highway's per-target includes, in the order its skeleton.cc gives (foreach_target.h
@@ -114,6 +123,8 @@ inline int64_t pieces_of(int64_t work, int64_t units) {
   if (num_threads() == 1) return 1;
   return std::clamp<int64_t>(work / (kParallelMinWork / 2), 1, std::min(units, kMaxPieces));
 }
+
+inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 struct Blocking {
   int64_t NR;  // columns of the register tile
@@ -522,6 +533,75 @@ __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void micro_kernel_dpbf16(
 }
 #endif
 
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86_64
+// ---- AMX ---------------------------------------------------------------------------------------
+// Intel's Advanced Matrix Extensions: eight tile registers of up to 16 rows x 64 bytes, and
+// tdpbf16ps, C tile (16 x 16 f32) += A tile (16 rows x 32 bf16 along k) times B tile (16 rows,
+// row q holding 16 columns' bf16 pairs at k's 2q, 2q + 1): the pairs' layout pack_bf16_panels
+// writes for B already. One instruction does 16 x 16 x 32 multiply-adds. The micro-kernel keeps
+// a 32 x 32 tile of C in four tile registers and loads two A tiles and two B tiles per step (all
+// eight registers); 14 rows (one A tile, the register tile's kMR) measured 0.6x the rate. A tile
+// row is one row of A's 32 k's, so A's panel holds each row's pairs contiguous (AmxTiles::pack_a).
+constexpr int64_t kAmxRows = 32;   // rows of C per micro-kernel call: two 16-row tiles
+constexpr int64_t kAmxPairs = 16;  // k pairs per tile step: an A tile row is 64 bytes
+
+// The tile registers' shapes for this thread (ldtilecfg's 64-byte description, palette 1): all
+// eight 16 rows x 64 bytes. The configuration is per thread and stays until changed, so each
+// thread loads it once. Inline assembly, not _tile_loadconfig: gcc 12 does not see that builtin
+// read the description, dropped the stores that fill it, and the first tile instruction faulted.
+inline void configure_amx_tiles() {
+  static thread_local bool configured = false;
+  if (configured) return;
+  struct alignas(64) {
+    uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    uint16_t bytes_per_row[16] = {};
+    uint8_t rows[16] = {};
+  } config;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = 16;
+  }
+  asm volatile("ldtilecfg %0" ::"m"(config));
+  configured = true;
+}
+
+// C (+)= the 32 x 32 tile of A's panel (32 rows of `steps` pairs each: AmxTiles::pack_a) times
+// B's micro-panel (`steps` rows of 32 columns' pairs: pack_bf16_panels); steps is a multiple of
+// kAmxPairs (AmxTiles::steps pads lines with zero pairs). The four C tiles are stored to a buffer
+// and meet C, the bias and the accumulation row by row as every micro-kernel's do (store_row).
+__attribute__((target(HWY_TARGET_STR ",amx-tile,amx-bf16"))) void micro_kernel_amx(
+    int64_t steps, const uint32_t* HWY_RESTRICT a, const uint32_t* HWY_RESTRICT b,
+    float* HWY_RESTRICT c, int64_t ldc, const float* bias, StoreMode mode) {
+  configure_amx_tiles();
+  const int64_t a_row_bytes = steps * static_cast<int64_t>(sizeof(uint32_t));
+  constexpr int64_t kBRowBytes = 32 * sizeof(uint32_t);  // one pair row of 32 columns
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t q = 0; q < steps; q += kAmxPairs) {
+    _tile_loadd(4, a + q, a_row_bytes);               // rows 0-15
+    _tile_loadd(5, a + 16 * steps + q, a_row_bytes);  // rows 16-31
+    _tile_loadd(6, b + q * 32, kBRowBytes);           // columns 0-15
+    _tile_loadd(7, b + q * 32 + 16, kBRowBytes);      // columns 16-31
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  HWY_ALIGN float tile[kAmxRows * 32];
+  constexpr int64_t kTileRowBytes = 32 * sizeof(float);
+  _tile_stored(0, tile, kTileRowBytes);
+  _tile_stored(1, tile + 16, kTileRowBytes);
+  _tile_stored(2, tile + 16 * 32, kTileRowBytes);
+  _tile_stored(3, tile + 16 * 32 + 16, kTileRowBytes);
+  const hn::Full512<float> d;
+  for (int64_t r = 0; r < kAmxRows; ++r)
+    store_row(d, hn::Load(d, tile + r * 32), hn::Load(d, tile + r * 32 + 16), c + r * ldc, bias,
+              mode);
+}
+#endif
+
 // ---- Tiles: what the five loops pack and multiply
 // ------------------------------------------------ The five loops (gemm_rectangle) are the same for
 // every precision; a kind of tiles says how panels are packed and multiplied:
@@ -585,6 +665,40 @@ struct Bf16Tiles {
   }
 };
 
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86_64
+// bf16 pairs on AMX (micro_kernel_amx): B packed as for Bf16Tiles (NR = 32 on AVX3: two B tiles
+// side by side), A packed the same way into a buffer, then transposed into rows of pairs; each
+// line padded with zero pairs to whole tile steps (16 pairs, 32 k's).
+struct AmxStagedA {};  // thread_scratch tag: pack_a's k-major panel
+struct AmxTiles {
+  using Packed = uint32_t;
+  using Acc = float;
+  static constexpr int64_t kGroup = 2;
+  static constexpr int64_t kBlockK = kKC;
+  static constexpr int64_t kRows = kAmxRows;
+  static int64_t steps(int64_t kc) { return round_up((kc + 1) / 2, kAmxPairs); }
+  void pack_a(uint32_t* dst, const float* src, int64_t line_stride, int64_t k_stride, int64_t lines,
+              int64_t kc) const {
+    const int64_t kp = steps(kc);
+    uint32_t* staged = thread_scratch<uint32_t, AmxStagedA>(static_cast<size_t>(kRows * kp));
+    for (int64_t p = 0; p < lines; p += kRows) {
+      pack_bf16_panels(staged, kRows, src + p * line_stride, line_stride, k_stride,
+                       std::min(kRows, lines - p), kc, kp);
+      transpose_copy(dst + p * kp, kp, staged, kRows, kp,
+                     kRows);  // [row * kp + q] = [q * 32 + row]
+    }
+  }
+  void pack_b(uint32_t* dst, int64_t width, const float* src, int64_t line_stride, int64_t k_stride,
+              int64_t lines, int64_t kc) const {
+    pack_bf16_panels(dst, width, src, line_stride, k_stride, lines, kc, steps(kc));
+  }
+  void micro_kernel(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
+                    const float* bias, StoreMode mode) const {
+    micro_kernel_amx(kp, a, b, c, ldc, bias, mode);
+  }
+};
+#endif
+
 // A[i0 : i0+mc, k0 : k0+kc] into micro-panels of kRows rows.
 template <class Tiles, typename T>
 void pack_a(const Tiles& tiles, typename Tiles::Packed* dst, const Problem<T>& pr, int64_t i0,
@@ -627,8 +741,6 @@ void edge_tile(const Tiles& tiles, int64_t kp, const P* a, const P* b, T* c, int
 // 51 MB dy eight times a step. The packing runs as its own parallel loop, in groups of 8 panels
 // per k block.
 struct PackedAllTag {};
-
-inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // An operand packed by pack_all (data null: none).
 template <typename P>
@@ -967,8 +1079,12 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
   if (n_packed > 0) gemm_packed(PlainTiles<T>{}, pr, n_packed);
 }
 
+// Whether this target's matmul_bf16 runs on AMX (matmul_bf16_uses_amx).
+bool uses_amx_impl() { return HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86_64 && detail::amx_enabled(); }
 // Whether this target's matmul_bf16 runs on vdpbf16ps (matmul_bf16_uses_avx512_bf16).
-bool uses_avx512_bf16_impl() { return HWY_TARGET <= HWY_AVX3 && detail::avx512_bf16_enabled(); }
+bool uses_avx512_bf16_impl() {
+  return HWY_TARGET <= HWY_AVX3 && !uses_amx_impl() && detail::avx512_bf16_enabled();
+}
 
 // matmul_bf16 (matmul.h): every shape on the packed kernel, with bf16 tiles.
 void matmul_bf16_impl(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
@@ -976,6 +1092,9 @@ void matmul_bf16_impl(float* c, const float* a, const float* b, int64_t M, int64
   if (M == 0 || N == 0) return;
   const Problem<float> pr = problem_of(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
   if (K == 0) return gemm_empty_k(pr);
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86_64
+  if (uses_amx_impl()) return gemm_packed(AmxTiles{}, pr, N);
+#endif
   gemm_packed(Bf16Tiles{uses_avx512_bf16_impl()}, pr, N);
 }
 
@@ -1002,6 +1121,7 @@ ATTOGRAD_KERNEL(void, matmul,
 // bf16 is for f32 only: exported by name, not through ATTOGRAD_KERNEL's float/double pair.
 HWY_EXPORT(matmul_bf16_impl);
 HWY_EXPORT(uses_avx512_bf16_impl);
+HWY_EXPORT(uses_amx_impl);
 
 void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
                  bool a_trans, bool b_trans, bool accumulate, const float* bias) {
@@ -1009,6 +1129,7 @@ void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int64_t K,
 }
 
 bool matmul_bf16_uses_avx512_bf16() { return HWY_DYNAMIC_DISPATCH(uses_avx512_bf16_impl)(); }
+bool matmul_bf16_uses_amx() { return HWY_DYNAMIC_DISPATCH(uses_amx_impl)(); }
 
 namespace {
 std::atomic<bool> avx512_bf16_allowed{true};
@@ -1023,7 +1144,33 @@ bool cpu_has_avx512_bf16() {
   return false;
 #endif
 }
+
+std::atomic<bool> amx_allowed{true};
+
+// The CPU has AMX-TILE and AMX-BF16 (cpuid leaf 7: EDX bits 24 and 22), and Linux granted this
+// process the tiles' register state: since Linux 5.16 a process asks for it once (arch_prctl
+// ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18), or its first tile instruction faults. Asked
+// while the library loads (amx_permitted below), before a program sets up an alternate signal
+// stack: Linux refuses the permission while one exists that is too small for a signal frame
+// carrying the 8 KiB of tiles.
+bool request_amx() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const bool has_amx = (edx >> 24 & 1) != 0 && (edx >> 22 & 1) != 0;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return has_amx && syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+const bool amx_permitted = request_amx();
 }  // namespace
+
+void allow_amx(bool allowed) { amx_allowed.store(allowed, std::memory_order_relaxed); }
+
+bool detail::amx_enabled() { return amx_permitted && amx_allowed.load(std::memory_order_relaxed); }
 
 void allow_avx512_bf16(bool allowed) {
   avx512_bf16_allowed.store(allowed, std::memory_order_relaxed);

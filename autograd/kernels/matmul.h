@@ -33,19 +33,33 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool 
 /// bf16 (bf16_from_f32: ties to even, as PyTorch's `.to(torch.bfloat16)`), the products (exact
 /// in f32) are summed in f32 in the same blocks of 256 k's, and C, the bias and the accumulation
 /// stay f32 (unlike PyTorch's autocast, whose product is rounded to bf16 again).
-/// Where the dispatched target is AVX3 and the CPU has AVX512-BF16 (matmul_bf16_uses_avx512_bf16),
-/// the multiply-adds are vdpbf16ps, which flushes subnormal inputs and results to zero (|x| <
-/// 1.2e-38); on every other target the bf16 values are widened to f32 and fed to FMAs, which
+/// Where the dispatched target is AVX3 and the CPU has AMX-BF16 (Intel since Sapphire Rapids;
+/// matmul_bf16_uses_amx), the products run on AMX's tile unit (tdpbf16ps: a 16 x 16 f32 tile
+/// += 16 x 32 bf16 times 32 x 16 bf16, 16,384 flops an instruction); else, where the CPU has
+/// AVX512-BF16 (matmul_bf16_uses_avx512_bf16), on vdpbf16ps. Both flush subnormal inputs and
+/// results to zero (|x| < 1.2e-38) and add the two products of a pair of k's in their own order;
+/// on every other target the bf16 values are widened to f32 and fed to FMAs, which
 /// gives the scalar twin's sum exactly for K <= 256. Every shape takes the packed kernel (no
 /// few-row or thin path: those would need their own rounding), so M <= 4 or N < 32 cost more
 /// than with matmul. Results do not depend on the number of threads.
 void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
                  bool a_trans, bool b_trans, bool accumulate, const float* bias = nullptr);
 
-/// Whether matmul_bf16 runs on vdpbf16ps here: the dispatched Highway target is AVX3, the CPU
-/// has AVX512-BF16 (asked once, `__builtin_cpu_supports`), and allow_avx512_bf16 has not turned
-/// it off. Otherwise it runs on the portable widening path.
+/// Whether matmul_bf16 runs on AMX here: the dispatched Highway target is AVX3, the CPU has
+/// AMX-TILE and AMX-BF16 (cpuid, asked once), Linux granted the process the tiles' register
+/// state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once when the library loads: Linux 5.16 and
+/// later; an older kernel or another OS leaves AMX off), and allow_amx has not turned it off.
+bool matmul_bf16_uses_amx();
+
+/// Whether matmul_bf16 runs on vdpbf16ps here: not on AMX (above), the dispatched Highway target
+/// is AVX3, the CPU has AVX512-BF16 (asked once, `__builtin_cpu_supports`), and
+/// allow_avx512_bf16 has not turned it off. Otherwise it runs on the portable widening path.
 bool matmul_bf16_uses_avx512_bf16();
+
+/// For tests and benchmarks: false makes matmul_bf16 leave AMX out (then vdpbf16ps or the
+/// widening path run, as above) so that every path can be checked and timed on one machine; true
+/// (the default) allows it again. Not meant to change while a matmul_bf16 runs.
+void allow_amx(bool allowed);
 
 /// For tests and benchmarks: false makes matmul_bf16 take the portable widening path even where
 /// vdpbf16ps is available, so that both paths can be checked and timed on one machine; true (the

@@ -22,6 +22,10 @@
 #include "tests/kernels/test_support.h"
 #include "tests/sanitizers.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#endif
+
 namespace k = attograd::kernels;
 namespace ref = attograd::kernels::reference;
 using namespace attograd::kernels::testing;
@@ -268,22 +272,35 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
 namespace {
 
 // Runs f() with matmul_bf16 on each of its paths that this CPU has under every target: once as
-// dispatched, and once more with vdpbf16ps forbidden where the dispatched target would use it,
-// so the portable widening path is also tested at AVX-512's width. f(dpbf16) is told which.
+// dispatched, then with AMX left out where the dispatched target would use it, then with
+// vdpbf16ps forbidden too where it would be used, so that the portable widening path is also
+// tested at AVX-512's width. f(fused) is told whether the path adds the two products of a pair
+// of k's in its own order (AMX, vdpbf16ps) rather than k by k as the twin does.
 // With best_target_only, the dispatched target's paths only.
 template <class F>
 void for_each_bf16_path(const F& f, bool best_target_only = false) {
   struct Restore {
-    ~Restore() { k::allow_avx512_bf16(true); }
+    ~Restore() {
+      k::allow_amx(true);
+      k::allow_avx512_bf16(true);
+    }
   } restore;
   const auto paths = [&] {
+    k::allow_amx(true);
     k::allow_avx512_bf16(true);
+    if (k::matmul_bf16_uses_amx()) {
+      BOOST_TEST_CONTEXT("AMX") { f(true); }
+      k::allow_amx(false);
+      BOOST_TEST_REQUIRE(!k::matmul_bf16_uses_amx());
+    }
     const bool dpbf16 = k::matmul_bf16_uses_avx512_bf16();
     BOOST_TEST_CONTEXT("vdpbf16ps " << dpbf16) { f(dpbf16); }
-    if (!dpbf16) return;
-    k::allow_avx512_bf16(false);
-    BOOST_TEST_REQUIRE(!k::matmul_bf16_uses_avx512_bf16());
-    BOOST_TEST_CONTEXT("vdpbf16ps forbidden") { f(false); }
+    if (dpbf16) {
+      k::allow_avx512_bf16(false);
+      BOOST_TEST_REQUIRE(!k::matmul_bf16_uses_avx512_bf16());
+      BOOST_TEST_CONTEXT("vdpbf16ps forbidden") { f(false); }
+    }
+    k::allow_amx(true);
     k::allow_avx512_bf16(true);
   };
   if (best_target_only)
@@ -302,26 +319,29 @@ bool same_or_both_nan(float got, float want) {
 // matmul_bf16 against its twin (the operands rounded to bf16, then the f32 triple loop), with the
 // tolerance of a different order of f32 additions only: the rounding of the operands is the same
 // on both sides. The portable path adds k by k as the twin does, so within one k block (K <= 256)
-// it must give the twin's sums exactly; vdpbf16ps adds two products per step, in its own order.
+// it must give the twin's sums exactly; vdpbf16ps and AMX add two products per step, in their
+// own order.
 BOOST_AUTO_TEST_CASE(matmul_bf16_matches_reference) {
   std::mt19937_64 rng(24);
-  bool tested_dpbf16 = false;
+  bool tested_fused = false;
   // The twin's answer and the tolerance, once per product; then every path under every target.
   for_each_product<float>(rng, "matmul_bf16", [&](const Product<float>& p) {
     const Buffer<float> want = product_of(p, &ref::matmul_bf16);
     const std::vector<double> atol = order_atol(p);
-    for_each_bf16_path([&](bool dpbf16) {
-      tested_dpbf16 = tested_dpbf16 || dpbf16;
+    for_each_bf16_path([&](bool fused) {
+      tested_fused = tested_fused || fused;
       const Buffer<float> c = product_of(p, &k::matmul_bf16);
-      if (!dpbf16 && p.s.K <= 256) {
+      if (!fused && p.s.K <= 256) {
         check_equal(c.data(), want.data(), p.s.M * p.s.N, p.what);
       } else {
         BOOST_TEST(allclose(c, want, atol, kRtol<float>), p.what);
       }
     });
   });
-  if (!tested_dpbf16)
-    BOOST_TEST_MESSAGE("this CPU has no AVX512-BF16: only the portable bf16 path was tested");
+  if (!tested_fused)
+    BOOST_TEST_MESSAGE(
+        "this CPU has neither AMX nor AVX512-BF16: only the portable bf16 path "
+        "was tested");
 }
 
 // The SIMD rounding while packing, on every packing path, against bf16.h's scalar rounding: a
@@ -434,7 +454,27 @@ BOOST_AUTO_TEST_CASE(matmul_bf16_edges) {
   });
 }
 
-// As matmul's: C split over 2 threads is bit-identical to 1 thread, on both paths.
+// Where the CPU has AMX (cpuid leaf 7, EDX bits 24 and 22) on Linux, matmul_bf16 runs on it as
+// dispatched: the library asked Linux for the tiles' state when it loaded, before Boost.Test set
+// up its alternate signal stack (asked later, Linux would refuse: see request_amx in matmul.cc).
+// Elsewhere it does not (and the other paths are the ones tested).
+BOOST_AUTO_TEST_CASE(matmul_bf16_runs_on_amx_where_the_cpu_has_it) {
+  bool cpu_has_amx = false;
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) >= 7) {
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    cpu_has_amx = (edx >> 24 & 1) != 0 && (edx >> 22 & 1) != 0;
+  }
+#endif
+  BOOST_TEST(k::matmul_bf16_uses_amx() == cpu_has_amx);
+  if (cpu_has_amx) BOOST_TEST(!k::matmul_bf16_uses_avx512_bf16());  // AMX first
+  k::allow_amx(false);
+  BOOST_TEST(!k::matmul_bf16_uses_amx());
+  k::allow_amx(true);
+}
+
+// As matmul's: C split over 2 threads is bit-identical to 1 thread, on every path.
 BOOST_AUTO_TEST_CASE(matmul_bf16_is_thread_count_independent) {
   if (!build_has_threads()) return;
   // Under ASan (125 s for every target) the dispatched target's paths: the other targets' memory
