@@ -31,8 +31,22 @@
   function wrap(module) {
     const call = (request) => {
       for (const [k, v] of Object.entries(request)) checkFinite(v, `${request.cmd}: ${k}`);
-      const reply = JSON.parse(
-          module.ccall('attograd_call', 'string', ['string'], [JSON.stringify(request)]));
+      // The request goes through the heap, not as ccall's 'string' argument: emscripten copies
+      // that onto its 5 MB stack unchecked, and a request of 1.3 million characters (a long
+      // paste into a box) overwrote the heap and broke the engine until the page was reloaded.
+      const json = JSON.stringify(request);
+      const size = module.lengthBytesUTF8(json) + 1;
+      const at = module._malloc(size);
+      if (!at) throw new AttogradError(`${request.cmd}: a request of ${size} bytes does not fit in ` +
+                                       "the engine's memory: give it less text");
+      let replyText;
+      try {
+        module.stringToUTF8(json, at, size);
+        replyText = module.ccall('attograd_call', 'string', ['number'], [at]);
+      } finally {
+        module._free(at);
+      }
+      const reply = JSON.parse(replyText);
       if (Object.prototype.hasOwnProperty.call(reply, 'error')) throw new AttogradError(reply.error);
       return reply.ok;
     };

@@ -63,6 +63,26 @@ test('rows on separate lines are rows', () => {
                                             'count (write rows separated by \';\' or on separate lines'));
 });
 
+// A request larger than emscripten's 5 MB stack (a long paste: 2 million blanks before Q's
+// numbers) reaches the engine through the heap: it answers it, and every call after (ccall's own
+// string argument was copied onto the stack unchecked, and broke the engine until a reload).
+test('a request of millions of characters is answered, and the engine keeps working', () => {
+  const padded = engine.attention({Q: ' '.repeat(2000000) + '1; 2', K: '1; 3', V: '10; 20'});
+  assert.strictEqual(padded.out[1][0].toFixed(6), '19.820138');
+  assert.throws(() => engine.forward('a'.repeat(3000000)), (e) => e instanceof AttogradError);
+  assert.strictEqual(engine.attention({Q: '1; 2', K: '1; 3', V: '10; 20'}).out[1][0].toFixed(6),
+                     '19.820138');
+});
+
+// S before the mask may overflow where the mask then hides it: +inf there is "inf", not the
+// mask's null (-inf), which the page drew as −∞.
+test('an overflowed score is +inf, not the mask\'s -inf', () => {
+  const r = engine.attention({Q: '1e200; 1e-200', K: '1; 1e200', V: '1; 2'});
+  assert.strictEqual(r.scores[0][1], 'inf');
+  assert.strictEqual(r.masked[0][1], null);
+  assert.strictEqual(r.out[0][0], 1);
+});
+
 test('a ragged Q is refused with the parser\'s message', () => {
   assert.throws(() => engine.attention({Q: '1, 2; 3', K: '1; 3', V: '10; 20'}),
                 (e) => e instanceof AttogradError && /Q/.test(e.message) && /row/.test(e.message));
