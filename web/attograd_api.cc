@@ -58,7 +58,8 @@ namespace {
 using json = nlohmann::json;
 
 // A (rows, cols) tensor as nested arrays; -inf (the causal mask's entries) as null, which JSON
-// cannot spell otherwise.
+// cannot spell otherwise, and an overflow to +inf or a NaN as the strings "inf" and "nan" (so
+// that the page does not draw them as the mask's -inf).
 json matrix_json(const Tensor& t) {
   const std::vector<double> v = t.to_vector();
   const int64_t rows = t.size(0), cols = t.size(1);
@@ -67,7 +68,10 @@ json matrix_json(const Tensor& t) {
     json row = json::array();
     for (int64_t c = 0; c < cols; ++c) {
       const double x = v[static_cast<size_t>(r * cols + c)];
-      row.push_back(std::isfinite(x) ? json(x) : json(nullptr));
+      row.push_back(std::isfinite(x) ? json(x)
+                    : std::isnan(x)  ? json("nan")
+                    : x > 0          ? json("inf")
+                                     : json(nullptr));
     }
     out.push_back(row);
   }
@@ -707,7 +711,9 @@ json info(const json&) {
   return {{"target", kernels::active_target()},
           {"presets", {"femto", "pico"}},
           {"model_kinds", {"gpt", "bigram", "average"}},
-          {"workbench_presets", workbench_presets()}};
+          {"workbench_presets", workbench_presets()},
+          // `attograd train`'s defaults, for the page's boxes that are derived from them.
+          {"train_defaults", json::parse(gpt::TrainOptions{}.to_json())}};
 }
 
 json dispatch(const json& request) {
@@ -741,6 +747,15 @@ extern "C" const char* attograd_call(const char* request) {
   using attograd::web::json;
   try {
     reply = json{{"ok", attograd::web::dispatch(json::parse(request))}}.dump();
+  } catch (const std::bad_alloc&) {
+    // The page's engine has at most 2 GB (WebAssembly's memory): a 250 MB text, its tokens and
+    // their copies do not fit, though the command line reads it. Said, not "std::bad_alloc".
+    reply = json{{"error",
+                  "the engine ran out of memory: the page's WebAssembly engine has at most 2 GB, "
+                  "and a text of more than about 150 MB with its tokens does not fit. Use a "
+                  "smaller text here, or train on this one with the command line (attograd "
+                  "train --corpus)"}}
+                .dump();
   } catch (const std::exception& e) {
     // Non-UTF-8 text inside a message would make dump() throw: replace it.
     reply =

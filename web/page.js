@@ -79,7 +79,10 @@ function matrixTable(id, title, shape, rows, extraHeader, extra) {
       `<table id="${id}" class="matrix">`;
   if (extraHeader) html += `<tr>${rows[0].map(() => '<th></th>').join('')}<th>${extraHeader}</th></tr>`;
   rows.forEach((row, i) => {
-    html += '<tr>' + row.map((x) => x === null ? '<td class="masked">−∞</td>' : `<td>${fmt(x)}</td>`).join('');
+    // The engine writes -inf (the mask) as null, and an overflow to +inf or a NaN as a string.
+    const cell = (x) => x === null ? '<td class="masked">−∞</td>'
+        : x === 'inf' ? '<td>+∞</td>' : x === 'nan' ? '<td>NaN</td>' : `<td>${fmt(x)}</td>`;
+    html += '<tr>' + row.map(cell).join('');
     if (extra) html += `<td class="sum">${fmt(extra[i])}</td>`;
     html += '</tr>';
   });
@@ -98,11 +101,13 @@ const WORKBENCH_MAX = 64;
 function workbenchTooLarge(request) {
   for (const name of ['Q', 'K', 'V']) {
     const rows = request[name].split(/[;\r\n]/).filter((row) => row.trim() !== '');
-    // A ',' after a row's last number ends the row (as the engine's parser reads it).
-    const widest = Math.max(...rows.map((row) => row.replace(/,\s*$/, '').split(',').length));
     if (rows.length > WORKBENCH_MAX)
       return `${name} has ${rows.length} rows: the workbench takes at most ${WORKBENCH_MAX} rows (T ≤ ` +
           `${WORKBENCH_MAX}), so that its tables stay readable and the page answers at once. Remove rows.`;
+    // A ',' after a row's last number ends the row (as the engine's parser reads it). A loop, not
+    // Math.max(...rows): spread over 200,000 rows overflowed the call stack.
+    let widest = 0;
+    for (const row of rows) widest = Math.max(widest, row.replace(/,\s*$/, '').split(',').length);
     if (widest > WORKBENCH_MAX)
       return `${name} has a row of ${widest} numbers: the workbench takes at most ${WORKBENCH_MAX} numbers ` +
           `a row (d_k and d_v ≤ ${WORKBENCH_MAX}), so that its tables stay readable and the page answers ` +
@@ -313,6 +318,8 @@ function setupPositions() {
 // ---- Part 3: training, curves, sampling --------------------------------------------------------
 let baselines = null;
 let history = {train: [], val: []};  // train: [step, loss]; val: [step, val_loss, evaluation]
+let runSteps = 0;  // the steps of the model's run: Build's, then each Train's
+let builtWith = null;  // the settings Build took (builtSettings), for Train to compare
 
 // The custom GPT's sizes go up to their inputs' maxima in index.html (n_layer 4, n_head 4,
 // n_embd 32), the batch to 256 and the steps to 20,000 (the pico homework's). Beyond them the
@@ -332,18 +339,30 @@ function learningRate() {
   if (lr <= 0) throw new Error(`learning rate is ${lr}: type a number above 0, e.g. 0.01.`);
   return lr;
 }
+// The boxes Build reads besides Steps (model, batch, learning rate, custom sizes), as text: Train
+// compares them with Build's, so that a change made since is not silently ignored.
+function builtSettings() {
+  const ids = ['tr-model', 'tr-batch', 'tr-lr'];
+  if ($('tr-model').value === 'custom') ids.push('tr-n_layer', 'tr-n_head', 'tr-n_embd');
+  return ids.map((id) => `${id.slice(3)} ${$(id).value.trim()}`).join(', ');
+}
 function trainingRequest() {
   const choice = $('tr-model').value;
   const steps = trainingSteps();
+  const lr = learningRate();
   const r = {
     kind: choice === 'bigram' || choice === 'average' ? choice : 'gpt',
     preset: choice === 'pico' ? 'pico' : 'femto',
     batch_size: wholeNumber('tr-batch', 'batch', 'a bigger batch makes each step too slow for the page'),
-    learning_rate: learningRate(),
+    learning_rate: lr,
     max_steps: steps,
     warmup_steps: Math.min(100, Math.max(1, Math.floor(steps / 10))),
     eval_iters: 10,
   };
+  // The cosine decay ends at min_lr (`attograd train`'s default, from the engine); the page has
+  // no box for it, so a learning rate at or below that floor decays to a tenth of itself
+  // (nanoGPT's rule) instead of being refused with a --min-lr the student cannot type here.
+  if (lr <= engine.info().train_defaults.min_lr) r.min_lr = lr / 10;
   if (choice === 'custom') {
     r.n_layer = wholeNumber('tr-n_layer', 'n_layer', TOO_BIG_MODEL);
     r.n_head = wholeNumber('tr-n_head', 'n_head', TOO_BIG_MODEL);
@@ -359,6 +378,8 @@ function trainingRequest() {
 function modelChanged(trainable) {
   lastProgress = null;
   history = {train: [], val: []};
+  runSteps = 0;
+  builtWith = null;
   $('tr-progress').textContent = '';
   $('tr-start').disabled = !trainable;
   $('tr-pause').disabled = true;
@@ -366,7 +387,12 @@ function modelChanged(trainable) {
   $('sm-text').innerHTML = '';
   delete $('sm-bars').dataset.step;
   $('sm-bars').innerHTML = '';
+  $('sm-step').textContent = '';
   $('sm-stop').disabled = true;
+  // Part 4's maps were the old model's: they go, with their legend and comparison.
+  $('li-maps').innerHTML = '';
+  $('li-legend').hidden = true;
+  $('li-summary').textContent = '';
 }
 
 // The shipped text, genesis.txt, from the page's own server; fetched at the first Build, so a
@@ -424,8 +450,15 @@ function modelLine(c) {
 let shippedText = null;
 async function buildModel() {
   showError('tr-error', null);
+  // One build at a time: a second click queued a second model behind the first (a large file
+  // takes a minute), which then replaced the one the student had started to train.
+  const trainable = !$('tr-start').disabled;
+  $('tr-build').disabled = $('tr-start').disabled = true;
+  const info = $('tr-info').textContent;
+  $('tr-info').textContent = 'Building: reading the text, counting the baselines…';
   try {
     const request = trainingRequest();
+    const settings = builtSettings();
     if (chosenText) {
       // An empty file, in the page's words (the engine's would name its tokenizer's function).
       if (chosenText.bytes.length === 0)
@@ -440,6 +473,8 @@ async function buildModel() {
     part3Succeeded();
     baselines = r;
     modelChanged(true);
+    builtWith = settings;
+    runSteps = request.max_steps;
     const c = r.config;
     $('tr-info').textContent = `${modelLine(c)}; ${r.train_tokens.toLocaleString()} train and ` +
         `${r.val_tokens.toLocaleString()} val characters` +
@@ -450,7 +485,13 @@ async function buildModel() {
     for (const id of ['sm-go', 'li-go']) $(id).disabled = false;
     drawChart();
   } catch (e) {
+    if ($('tr-info').textContent.startsWith('Building')) {
+      $('tr-info').textContent = info;  // the model before stays, and so does its Train
+      $('tr-start').disabled = !trainable;
+    }
     showError('tr-error', e);
+  } finally {
+    $('tr-build').disabled = false;
   }
 }
 
@@ -523,7 +564,10 @@ function drawChart() {
   if (!baselines) return;
   const s = chartSeries(), log = $('tr-log').checked;
   const points = s.train.concat(s.val);
-  const maxStep = Math.max(10, +$('tr-steps').value || 0, ...points.map((p) => p[0]));
+  // The axis ends at the run's last step (Build's or Train's Steps), not at what the Steps box
+  // says now: typing 20000 there squeezed a 2,000-step curve into the left tenth.
+  let maxStep = Math.max(10, runSteps);
+  for (const p of points) maxStep = Math.max(maxStep, p[0]);
   const values = points.map((p) => p[1]).concat([s.unigram, s.bigram]);
   const tf = (v) => (log ? Math.log(Math.max(v, 1e-3)) : v);
   const lo = Math.min(...values), hi = Math.max(...values);
@@ -729,11 +773,17 @@ function setupTraining() {
                 'sample from it or look inside, or press Build to train a model on a text.');
       return;
     }
+    if (builtWith !== null && builtSettings() !== builtWith) {
+      showError('tr-error', `The settings changed since Build (${builtWith} then; ${builtSettings()} ` +
+                'now): press Build to make a model with them, or set them back to train this one.');
+      return;
+    }
     try {
       const steps = trainingSteps();  // the model's other settings were taken at Build
       const tokensPerStep = baselines.options.batch_size * baselines.config.block_size;
       const evalEvery = Math.max(10, Math.round(steps / 10 / 10) * 10);
       await workerCall('start', {target: steps, chunk: 10, evalEvery, tokensPerStep});
+      runSteps = steps;
       part3Succeeded();
     } catch (e) {
       showError('tr-error', e);
@@ -768,8 +818,7 @@ function setupTraining() {
     const c = r.config;
     baselines = null;
     modelChanged(false);
-    $('tr-info').textContent = `loaded ${file.name}: ${c.kind} with ${c.parameters.toLocaleString()} parameters ` +
-        `(V = ${c.vocab_size}, block_size ${c.block_size}); sample from it or look inside. ` +
+    $('tr-info').textContent = `loaded ${file.name}: ${modelLine(c)}; sample from it or look inside. ` +
         'To train, build a model from a text.';
     $('tr-save').disabled = true;
     for (const id of ['sm-go', 'li-go']) $(id).disabled = false;

@@ -633,7 +633,8 @@ def main():
         def build_info():
             driver.execute_script("document.getElementById('tr-info').textContent = '';")
             driver.find_element(By.ID, "tr-build").click()
-            wait().until(lambda d: text("tr-info") != "" or text("tr-error") != "")
+            wait().until(lambda d: (text("tr-info") != "" and not text("tr-info").startswith("Building"))
+                         or text("tr-error") != "")
             return text("tr-info")
         Select(driver.find_element(By.ID, "tr-model")).select_by_value("femto")
         with open(os.path.join(WEB_DIR, "genesis.txt"), "rb") as f:
