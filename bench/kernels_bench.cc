@@ -199,7 +199,9 @@ enum class Precision { kF32, kBf16, kBf16Portable };
 void bench_bf16(benchmark::State& state, GemmCase g, Precision precision, int threads) {
   Operands<float> ops(g);
   attograd::kernels::set_num_threads(threads);
-  k::allow_avx512_bf16(precision != Precision::kBf16Portable);  // each run sets its own side
+  // Each run sets its own side: portable is neither AMX nor vdpbf16ps.
+  k::allow_avx512_bf16(precision != Precision::kBf16Portable);
+  k::allow_amx(precision != Precision::kBf16Portable);
   for (auto _ : state) {
     if (precision == Precision::kF32) {
       k::matmul<float>(ops.c.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans,
@@ -212,6 +214,7 @@ void bench_bf16(benchmark::State& state, GemmCase g, Precision precision, int th
     benchmark::ClobberMemory();
   }
   k::allow_avx512_bf16(true);
+  k::allow_amx(true);
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops_of(g) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -341,9 +344,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
     }
     if (header)
       std::printf(
-          "ratio = f32 time / bf16 time (> 1: bf16 faster); portable = bf16 without "
-          "vdpbf16ps (vdpbf16ps used here: %s)\n",
-          k::matmul_bf16_uses_avx512_bf16() ? "yes" : "no");
+          "ratio = f32 time / bf16 time (> 1: bf16 faster); portable = bf16 without AMX or "
+          "vdpbf16ps (bf16 here runs on %s)\n",
+          k::matmul_bf16_uses_amx()           ? "AMX"
+          : k::matmul_bf16_uses_avx512_bf16() ? "vdpbf16ps"
+                                              : "the widening path");
   }
 
   std::map<std::string, std::map<std::string, std::vector<double>>> times_;
@@ -418,7 +423,10 @@ int main(int argc, char** argv) {
 
   std::printf(
       "attograd kernels: Highway target %s%s; OpenBLAS core %s%s\n", k::active_target().c_str(),
-      k::matmul_bf16_uses_avx512_bf16() ? " with AVX512-BF16" : "", openblas_get_corename(),
+      k::matmul_bf16_uses_amx()           ? " with AMX"
+      : k::matmul_bf16_uses_avx512_bf16() ? " with AVX512-BF16"
+                                          : "",
+      openblas_get_corename(),
       std::getenv("OPENBLAS_CORETYPE") != nullptr ? " (forced by OPENBLAS_CORETYPE: unset it)"
                                                   : "");
   RatioReporter reporter;
