@@ -918,6 +918,27 @@ def main():
               not driver.find_element(By.ID, "tr-pause").is_enabled(),
               "the new model trains from step 0 (step %d at its first report) and pauses" % step)
 
+        # A setting changed since Build is not trained silently: Train names it. Build takes it,
+        # and the old model's attention maps and sampling step line go with the old model.
+        prompt = driver.find_element(By.ID, "li-prompt")
+        prompt.clear()
+        prompt.send_keys("In the")
+        driver.find_element(By.ID, "li-go").click()
+        wait().until(lambda d: d.find_elements(By.CSS_SELECTOR, "#li-maps table.heat"))
+        built_model = driver.find_element(By.ID, "tr-model").get_attribute("value")
+        Select(driver.find_element(By.ID, "tr-model")).select_by_value("bigram")
+        driver.find_element(By.ID, "tr-start").click()
+        wait().until(lambda d: text("tr-error") != "")
+        check(text("tr-error").startswith("The settings changed since Build (model %s" % built_model) and
+              "model bigram" in text("tr-error") and "press Build" in text("tr-error"),
+              "Train after the model was changed names the change: %r" % text("tr-error"))
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: text("tr-info").startswith("bigram"))
+        check(text("tr-error") == "" and text("li-summary") == "" and text("sm-step") == "" and
+              not driver.find_elements(By.CSS_SELECTOR, "#li-maps table"),
+              "Build clears the old model's maps, comparison and sampling step line")
+        Select(driver.find_element(By.ID, "tr-model")).select_by_value(built_model)
+
         # Nothing but the page's own files was fetched.
         entries = driver.execute_script(
             "return performance.getEntriesByType('resource').map((e) => e.name)"
