@@ -338,6 +338,24 @@ HWY_INLINE void store_bf16_pairs(D d, hn::Vec<D> even, hn::Vec<D> odd, uint32_t*
 struct StagedPairs {};
 #endif
 
+// One line along k (k_stride 1) rounded to bf16 and paired: to[q] = the pair at k's 2q, 2q + 1,
+// q < ceil(kc / 2) (a missing k + 1 is 0). LoadInterleaved2 splits the even and odd k's of whole
+// vectors; the last pairs go through pack_bf16_block.
+void pair_line(const float* HWY_RESTRICT line, int64_t kc, uint32_t* HWY_RESTRICT to) {
+#if HWY_TARGET == HWY_SCALAR
+  pack_bf16_block(to, 1, line, 0, 1, 1, kc, 0, 1, 0, (kc + 1) / 2);
+#else
+  const hn::ScalableTag<float> d;
+  const int64_t V = static_cast<int64_t>(hn::Lanes(d)), kc_v = kc / (2 * V) * (2 * V);
+  for (int64_t k = 0; k < kc_v; k += 2 * V) {
+    hn::Vec<decltype(d)> even, odd;
+    hn::LoadInterleaved2(d, line + k, even, odd);
+    store_bf16_pairs(d, even, odd, to + k / 2);
+  }
+  pack_bf16_block(to, 1, line, 0, 1, 1, kc, 0, 1, kc_v / 2, (kc + 1) / 2);
+#endif
+}
+
 // Packs `lines` lines, kc k's each, into bf16 micro-panels of `width` lines (the layout above),
 // with pack_panels' arguments and its two cases:
 //   line_stride == 1 (the values of one k contiguous): vectors along the lines, the values at k
@@ -371,19 +389,8 @@ HWY_NOINLINE void pack_bf16_panels(uint32_t* HWY_RESTRICT dst, int64_t width, co
       }
       pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
     } else {
-      const hn::ScalableTag<float> d;
-      const int64_t V = static_cast<int64_t>(hn::Lanes(d)), kc_v = kc / (2 * V) * (2 * V);
       uint32_t* staged = thread_scratch<uint32_t, StagedPairs>(static_cast<size_t>(n * pairs));
-      for (int64_t w = 0; w < n; ++w) {
-        const float* line = s + w * line_stride;
-        uint32_t* to = staged + w * pairs;
-        for (int64_t k = 0; k < kc_v; k += 2 * V) {
-          hn::Vec<decltype(d)> even, odd;
-          hn::LoadInterleaved2(d, line + k, even, odd);
-          store_bf16_pairs(d, even, odd, to + k / 2);
-        }
-        pack_bf16_block(to, 1, line, 0, 1, 1, kc, 0, 1, kc_v / 2, pairs);
-      }
+      for (int64_t w = 0; w < n; ++w) pair_line(s + w * line_stride, kc, staged + w * pairs);
       transpose_copy(panel, width, staged, pairs, n, pairs);
       pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
     }
@@ -680,6 +687,18 @@ struct AmxTiles {
   void pack_a(uint32_t* dst, const float* src, int64_t line_stride, int64_t k_stride, int64_t lines,
               int64_t kc) const {
     const int64_t kp = steps(kc);
+    if (k_stride == 1) {
+      // Each line along k (A stored (M, K): every Linear's x): its pairs are a tile row already,
+      // so they go straight to their row, without the k-major panel and the transpose back.
+      const int64_t padded = round_up(lines, kRows);
+      for (int64_t w = 0; w < padded; ++w) {
+        uint32_t* row = dst + w * kp;
+        const int64_t pairs = w < lines ? (kc + 1) / 2 : 0;
+        if (w < lines) pair_line(src + w * line_stride, kc, row);
+        std::fill(row + pairs, row + kp, 0u);
+      }
+      return;
+    }
     uint32_t* staged = thread_scratch<uint32_t, AmxStagedA>(static_cast<size_t>(kRows * kp));
     for (int64_t p = 0; p < lines; p += kRows) {
       pack_bf16_panels(staged, kRows, src + p * line_stride, line_stride, k_stride,
