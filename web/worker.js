@@ -87,7 +87,8 @@ const methods = {
     if (run && target <= run.step)
       throw new Error(`This model has trained ${run.step} steps, and Steps is ${target}: the run has ` +
                       `reached its step count. To go on training it, raise Steps above ${run.step} and ` +
-                      'press Train; Build starts a new model.');
+                      'press Train (its learning rate stays at the floor its cosine decay reached, as ' +
+                      'attograd train --resume with a larger --steps does); Build starts a new model.');
     run = Object.assign(run || {step: 0, steps: 1}, {target, chunk, evalEvery, tokensPerStep, running: true});
     yieldThenTrain();
     return {step: run.step};

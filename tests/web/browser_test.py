@@ -761,8 +761,9 @@ def main():
             driver.find_element(By.ID, "tr-start").click()
             wait().until(lambda d: text("tr-error") != "")
             want = ("This model has trained 300 steps, and Steps is %s: the run has reached its step "
-                    "count. To go on training it, raise Steps above 300 and press Train; Build starts a "
-                    "new model." % steps)
+                    "count. To go on training it, raise Steps above 300 and press Train (its learning "
+                    "rate stays at the floor its cosine decay reached, as attograd train --resume with a "
+                    "larger --steps does); Build starts a new model." % steps)
             check(text("tr-error") == want and driver.find_element(By.ID, "tr-start").is_enabled() and
                   not driver.find_element(By.ID, "tr-pause").is_enabled(),
                   "Train with Steps %s after 300 steps says how to go on: %r" % (steps, text("tr-error")))
