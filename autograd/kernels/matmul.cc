@@ -341,10 +341,9 @@ struct StagedPairs {};
 // One line along k (k_stride 1) rounded to bf16 and paired: to[q] = the pair at k's 2q, 2q + 1,
 // q < ceil(kc / 2) (a missing k + 1 is 0). LoadInterleaved2 splits the even and odd k's of whole
 // vectors; the last pairs go through pack_bf16_block.
+// (Not on the scalar target, whose pack_bf16_panels is pack_bf16_block throughout.)
+#if HWY_TARGET != HWY_SCALAR
 void pair_line(const float* HWY_RESTRICT line, int64_t kc, uint32_t* HWY_RESTRICT to) {
-#if HWY_TARGET == HWY_SCALAR
-  pack_bf16_block(to, 1, line, 0, 1, 1, kc, 0, 1, 0, (kc + 1) / 2);
-#else
   const hn::ScalableTag<float> d;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d)), kc_v = kc / (2 * V) * (2 * V);
   for (int64_t k = 0; k < kc_v; k += 2 * V) {
@@ -353,8 +352,8 @@ void pair_line(const float* HWY_RESTRICT line, int64_t kc, uint32_t* HWY_RESTRIC
     store_bf16_pairs(d, even, odd, to + k / 2);
   }
   pack_bf16_block(to, 1, line, 0, 1, 1, kc, 0, 1, kc_v / 2, (kc + 1) / 2);
-#endif
 }
+#endif
 
 // Packs `lines` lines, kc k's each, into bf16 micro-panels of `width` lines (the layout above),
 // with pack_panels' arguments and its two cases:
