@@ -74,13 +74,15 @@ worker.onmessage = (event) => {
 };
 
 // ---- Part 1: the attention workbench ---------------------------------------------------------
-function matrixTable(id, title, shape, rows, extraHeader, extra) {
+// isMasked(i, j): whether a null (-inf) at (i, j) is the causal mask's, drawn as masked; any
+// other -inf is an overflow, drawn as a plain −∞.
+function matrixTable(id, title, shape, rows, extraHeader, extra, isMasked) {
   let html = `<div class="step"><h4>${title} <span class="shape">${shape}</span></h4>` +
       `<table id="${id}" class="matrix">`;
   if (extraHeader) html += `<tr>${rows[0].map(() => '<th></th>').join('')}<th>${extraHeader}</th></tr>`;
   rows.forEach((row, i) => {
-    // The engine writes -inf (the mask) as null, and an overflow to +inf or a NaN as a string.
-    const cell = (x) => x === null ? '<td class="masked">−∞</td>'
+    // The engine writes -inf as null, and an overflow to +inf or a NaN as a string.
+    const cell = (x, j) => x === null ? (isMasked && isMasked(i, j) ? '<td class="masked">−∞</td>' : '<td>−∞</td>')
         : x === 'inf' ? '<td>+∞</td>' : x === 'nan' ? '<td>NaN</td>' : `<td>${fmt(x)}</td>`;
     html += '<tr>' + row.map(cell).join('');
     if (extra) html += `<td class="sum">${fmt(extra[i])}</td>`;
@@ -144,7 +146,8 @@ function runWorkbench() {
   const aName = request.softmax_by === 'row' ? 'A = softmax over each row' : 'A = softmax over each column';
   const masked = r.masked.map((row) => row.map((x) => (x === null ? null : x)));
   let html = matrixTable('wb-S', sName, `(${T}, ${T})`, r.scores) +
-      matrixTable('wb-mask', maskName, `(${T}, ${T})`, masked) +
+      matrixTable('wb-mask', maskName, `(${T}, ${T})`, masked, null, null,
+                  (i, j) => request.causal && j > i) +
       matrixTable('wb-A', aName, `(${T}, ${T})`, r.weights, 'row sum', r.row_sums);
   const predicting = $('wb-predict').checked && !revealed;
   html += predicting ? `<div class="step"><h4>Z = AV <span class="shape">(${T}, ${dv})</span></h4>` +
@@ -187,10 +190,16 @@ function setupWorkbench() {
     workbenchChanged();
   });
   $('wb-check').addEventListener('click', () => {
-    if (!lastWorkbench) return;
+    if (!lastWorkbench) {
+      $('wb-verdict').textContent = 'There is no Z to check against: fix Q, K and V first (the message ' +
+          'above says what is wrong).';
+      return;
+    }
     // The answer stays hidden until there is a guess: predicting first is the point of the mode.
-    // Number(), not parseFloat: "19.8abc" is no guess of 19.8.
-    const typed = $('wb-guess').value.trim(), guess = Number(typed);
+    // Number() of a decimal, not parseFloat: "19.8abc" is no guess of 19.8; nor is "0x13" 19 (the
+    // boxes take decimals only).
+    const typed = $('wb-guess').value.trim();
+    const guess = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(typed) ? Number(typed) : NaN;
     const what = $('wb-predict-what').textContent;
     if (typed === '') {
       $('wb-verdict').textContent = `Type the number you expect for ${what} first, then press Check.`;
@@ -339,12 +348,21 @@ function learningRate() {
   if (lr <= 0) throw new Error(`learning rate is ${lr}: type a number above 0, e.g. 0.01.`);
   return lr;
 }
-// The boxes Build reads besides Steps (model, batch, learning rate, custom sizes), as text: Train
-// compares them with Build's, so that a change made since is not silently ignored.
-function builtSettings() {
-  const ids = ['tr-model', 'tr-batch', 'tr-lr'];
-  if ($('tr-model').value === 'custom') ids.push('tr-n_layer', 'tr-n_head', 'tr-n_embd');
-  return ids.map((id) => `${id.slice(3)} ${$(id).value.trim()}`).join(', ');
+// What Build read (the text, model, batch, learning rate, custom sizes, and Steps, whose warmup
+// and cosine decay Build set), written out with numbers as numbers ("0.010" is 0.01): Train
+// compares it with Build's, so that a change made since is not silently ignored. Steps may change
+// once the run has trained (the schedule keeps its end, as the end-of-run message says).
+function builtSettings(withSteps) {
+  const boxes = [['model', 'tr-model', false], ['batch', 'tr-batch', true], ['learning rate', 'tr-lr', true]];
+  if ($('tr-model').value === 'custom')
+    boxes.push(['n_layer', 'tr-n_layer', true], ['n_head', 'tr-n_head', true], ['n_embd', 'tr-n_embd', true]);
+  if (withSteps) boxes.push(['steps', 'tr-steps', true]);
+  const value = (id, numeric) => {
+    const typed = $(id).value.trim();
+    return numeric && typed !== '' && Number.isFinite(Number(typed)) ? String(Number(typed)) : typed;
+  };
+  return [`text ${chosenText ? chosenText.name : 'Genesis'}`]
+      .concat(boxes.map(([label, id, numeric]) => `${label} ${value(id, numeric)}`)).join(', ');
 }
 function trainingRequest() {
   const choice = $('tr-model').value;
@@ -448,17 +466,18 @@ function modelLine(c) {
 }
 
 let shippedText = null;
+let building = false;  // a Build is under way: Train stays off until it ends
 async function buildModel() {
   showError('tr-error', null);
   // One build at a time: a second click queued a second model behind the first (a large file
   // takes a minute), which then replaced the one the student had started to train.
-  const trainable = !$('tr-start').disabled;
+  building = true;
   $('tr-build').disabled = $('tr-start').disabled = true;
   const info = $('tr-info').textContent;
   $('tr-info').textContent = 'Building: reading the text, counting the baselines…';
   try {
     const request = trainingRequest();
-    const settings = builtSettings();
+    const settings = builtSettings(true);
     if (chosenText) {
       // An empty file, in the page's words (the engine's would name its tokenizer's function).
       if (chosenText.bytes.length === 0)
@@ -486,11 +505,13 @@ async function buildModel() {
     drawChart();
   } catch (e) {
     if ($('tr-info').textContent.startsWith('Building')) {
-      $('tr-info').textContent = info;  // the model before stays, and so does its Train
-      $('tr-start').disabled = !trainable;
+      // The model before stays, and so does its Train (unless its run is going: Pause is on).
+      $('tr-info').textContent = info;
+      $('tr-start').disabled = !baselines || !$('tr-pause').disabled;
     }
     showError('tr-error', e);
   } finally {
+    building = false;
     $('tr-build').disabled = false;
   }
 }
@@ -500,7 +521,7 @@ function onProgress(p) {
   if (p.error) {
     showError('tr-error', p.error);
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = !baselines;
+    $('tr-start').disabled = !baselines || building;
     return;
   }
   lastProgress = p;
@@ -515,7 +536,7 @@ function onProgress(p) {
       (p.done ? ' — done' : '');
   if (p.done) {
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = !baselines;
+    $('tr-start').disabled = !baselines || building;
     if (window.page.onDone) window.page.onDone(p);  // bench/page_pico.py times runs with it
   }
   drawChart();
@@ -773,10 +794,16 @@ function setupTraining() {
                 'sample from it or look inside, or press Build to train a model on a text.');
       return;
     }
-    if (builtWith !== null && builtSettings() !== builtWith) {
-      showError('tr-error', `The settings changed since Build (${builtWith} then; ${builtSettings()} ` +
-                'now): press Build to make a model with them, or set them back to train this one.');
-      return;
+    if (builtWith !== null) {
+      // Before the first Train, Steps counts too; after it, Build's steps are not the comparison.
+      const trained = lastProgress !== null;
+      const then = trained ? builtWith.replace(/, steps [^,]*$/, '') : builtWith;
+      const now = builtSettings(!trained);
+      if (now !== then) {
+        showError('tr-error', `The settings changed since Build (${then} then; ${now} now): press Build ` +
+                  'to make a model with them, or set them back to train this one.');
+        return;
+      }
     }
     try {
       const steps = trainingSteps();  // the model's other settings were taken at Build
@@ -795,7 +822,7 @@ function setupTraining() {
   $('tr-pause').addEventListener('click', async () => {
     await workerCall('pause');
     $('tr-pause').disabled = true;
-    $('tr-start').disabled = !baselines;
+    $('tr-start').disabled = !baselines || building;
   });
   $('tr-log').addEventListener('change', drawChart);
   $('tr-metric').addEventListener('change', drawChart);

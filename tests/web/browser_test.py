@@ -430,6 +430,12 @@ def main():
               "19.8, then press Check." and driver.find_elements(By.CSS_SELECTOR, "#wb-Z td") == [],
               "a guess that is not a number is refused and Z stays hidden: %r" % text("wb-verdict"))
         driver.find_element(By.ID, "wb-guess").clear()
+        driver.find_element(By.ID, "wb-guess").send_keys("0x13")  # Number() would read 19
+        driver.find_element(By.ID, "wb-check").click()
+        check(text("wb-verdict").startswith("'0x13' is not a number") and
+              driver.find_elements(By.CSS_SELECTOR, "#wb-Z td") == [],
+              "a hexadecimal guess is no decimal, refused as the boxes refuse 0x10: %r" % text("wb-verdict"))
+        driver.find_element(By.ID, "wb-guess").clear()
         driver.find_element(By.ID, "wb-guess").send_keys("19.8")
         driver.find_element(By.ID, "wb-check").click()
         check("it is 19.820138" in text("wb-verdict"), "checking a guess reveals Z: %r" % text("wb-verdict"))
@@ -930,8 +936,8 @@ def main():
         Select(driver.find_element(By.ID, "tr-model")).select_by_value("bigram")
         driver.find_element(By.ID, "tr-start").click()
         wait().until(lambda d: text("tr-error") != "")
-        check(text("tr-error").startswith("The settings changed since Build (model %s" % built_model) and
-              "model bigram" in text("tr-error") and "press Build" in text("tr-error"),
+        check(re.match(r"The settings changed since Build \(text Genesis, model %s, .* then; "
+                       r"text Genesis, model bigram, .* now\): press Build" % built_model, text("tr-error")),
               "Train after the model was changed names the change: %r" % text("tr-error"))
         driver.find_element(By.ID, "tr-build").click()
         wait().until(lambda d: text("tr-info").startswith("bigram"))
@@ -939,6 +945,23 @@ def main():
               not driver.find_elements(By.CSS_SELECTOR, "#li-maps table"),
               "Build clears the old model's maps, comparison and sampling step line")
         Select(driver.find_element(By.ID, "tr-model")).select_by_value(built_model)
+        # Before the first Train, Steps counts too (Build set the schedule's warmup and decay by
+        # it); a number written otherwise ("0.010" for 0.01) is no change.
+        driver.find_element(By.ID, "tr-build").click()
+        wait().until(lambda d: text("tr-info").startswith("gpt"))
+        driver.find_element(By.ID, "tr-steps").clear()
+        driver.find_element(By.ID, "tr-steps").send_keys("5001")
+        lr = driver.find_element(By.ID, "tr-lr").get_attribute("value")
+        driver.find_element(By.ID, "tr-lr").clear()
+        driver.find_element(By.ID, "tr-lr").send_keys(lr + "0")
+        driver.find_element(By.ID, "tr-start").click()
+        wait().until(lambda d: text("tr-error") != "")
+        check(re.search(r"steps 5000 then; .*steps 5001 now\)", text("tr-error")) and
+              "learning rate %s" % lr in text("tr-error"),
+              "Steps changed before the first Train is named, the learning rate written %s0 is not: %r"
+              % (lr, text("tr-error")))
+        driver.find_element(By.ID, "tr-steps").clear()
+        driver.find_element(By.ID, "tr-steps").send_keys("5000")
 
         # Nothing but the page's own files was fetched.
         entries = driver.execute_script(
