@@ -689,21 +689,20 @@ struct AmxTiles {
     if (k_stride == 1) {
       // Each line along k (A stored (M, K): every Linear's x): its pairs are a tile row already,
       // so they go straight to their row, without the k-major panel and the transpose back.
-      const int64_t padded = round_up(lines, kRows);
-      for (int64_t w = 0; w < padded; ++w) {
+      for (int64_t w = 0; w < lines; ++w) {
         uint32_t* row = dst + w * kp;
-        const int64_t pairs = w < lines ? (kc + 1) / 2 : 0;
-        if (w < lines) pair_line(src + w * line_stride, kc, row);
-        std::fill(row + pairs, row + kp, 0u);
+        pair_line(src + w * line_stride, kc, row);
+        std::fill(row + (kc + 1) / 2, row + kp, 0u);  // to a whole tile step
       }
+      std::fill(dst + lines * kp, dst + round_up(lines, kRows) * kp, 0u);  // the last panel's rows
       return;
     }
     uint32_t* staged = thread_scratch<uint32_t, AmxStagedA>(static_cast<size_t>(kRows * kp));
     for (int64_t p = 0; p < lines; p += kRows) {
       pack_bf16_panels(staged, kRows, src + p * line_stride, line_stride, k_stride,
                        std::min(kRows, lines - p), kc, kp);
-      transpose_copy(dst + p * kp, kp, staged, kRows, kp,
-                     kRows);  // [row * kp + q] = [q * 32 + row]
+      // dst[row * kp + q] = staged[q * kRows + row]
+      transpose_copy(dst + p * kp, kp, staged, kRows, kp, kRows);
     }
   }
   void pack_b(uint32_t* dst, int64_t width, const float* src, int64_t line_stride, int64_t k_stride,
