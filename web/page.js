@@ -328,7 +328,8 @@ function setupPositions() {
 let baselines = null;
 let history = {train: [], val: []};  // train: [step, loss]; val: [step, val_loss, evaluation]
 let runSteps = 0;  // the steps of the model's run: Build's, then each Train's
-let builtWith = null;  // the settings Build took (builtSettings), for Train to compare
+// The settings Build took, for Train to compare: {withSteps, withoutSteps} (builtSettings).
+let builtWith = null;
 
 // The custom GPT's sizes go up to their inputs' maxima in index.html (n_layer 4, n_head 4,
 // n_embd 32), the batch to 256 and the steps to 20,000 (the pico homework's). Beyond them the
@@ -477,7 +478,7 @@ async function buildModel() {
   $('tr-info').textContent = 'Building: reading the text, counting the baselines…';
   try {
     const request = trainingRequest();
-    const settings = builtSettings(true);
+    const settings = {withSteps: builtSettings(true), withoutSteps: builtSettings(false)};
     if (chosenText) {
       // An empty file, in the page's words (the engine's would name its tokenizer's function).
       if (chosenText.bytes.length === 0)
@@ -797,7 +798,7 @@ function setupTraining() {
     if (builtWith !== null) {
       // Before the first Train, Steps counts too; after it, Build's steps are not the comparison.
       const trained = lastProgress !== null;
-      const then = trained ? builtWith.replace(/, steps [^,]*$/, '') : builtWith;
+      const then = trained ? builtWith.withoutSteps : builtWith.withSteps;
       const now = builtSettings(!trained);
       if (now !== then) {
         showError('tr-error', `The settings changed since Build (${then} then; ${now} now): press Build ` +
