@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/nanogpt.py --nanogpt ~/nanoGPT --corpus input.txt
     /usr/bin/python3 bench/nanogpt.py --nanogpt ~/nanoGPT --corpus input.txt --threads 2 --busy
+    /usr/bin/python3 bench/nanogpt.py --nanogpt ~/nanoGPT --corpus input.txt --mixed-precision bf16
 
 nanoGPT is not a dependency: give a copy of its repository (github.com/karpathy/nanoGPT) with
 --nanogpt, and the character corpus its README trains on (Tiny Shakespeare, char-rnn's
@@ -21,14 +22,18 @@ The run is nanoGPT README's CPU command, the same on both sides:
 AdamW betas 0.9 / 0.99, weight decay 0.1, clip 1.0, eval every 250 steps on 20 batches, a
 checkpoint when val improves). Differences that remain: nanoGPT's Linear and LayerNorm layers
 have no biases (its bias = False), attograd's have; the two draw different random batches and
-initial weights.
+initial weights. --mixed-precision bf16 runs attograd's products in bf16 (train
+--mixed-precision bf16: AMX or AVX512-BF16 where the CPU has them), while nanoGPT's train.py on
+the CPU runs f32 whatever its dtype setting says (it enters no autocast on the CPU).
 
 Each round runs nanoGPT, then attograd (A B A B ...). For each process the driver stamps every
 line it prints with the wall time since the process started, so the whole run is counted:
 start-up, data loading, evaluation, checkpoints, plots. The target is the lowest val loss
 nanoGPT reached in that round; time to loss is when the first evaluation at or below it was
 printed. ratio = nanoGPT's time to its loss / attograd's time to the same loss (> 1: attograd
-faster), the median over rounds.
+faster), the median over rounds. The two models differ (above), so attograd may end a little
+above nanoGPT's best; the last column therefore also compares the times to the loss both runs
+reach (the higher of the two bests).
 
 PyTorch runs at its proven best here (bench/compare.py races the variants; this script uses the
 winner measured for nano on this kind of machine unless --torch-allocator says otherwise):
@@ -148,6 +153,8 @@ def main():
     ap.add_argument("--steps", type=int, default=2000, help="iterations (default 2000, the README's; fewer for a quick check)")
     ap.add_argument("--busy", action="store_true", help="keep one competing busy process running throughout")
     ap.add_argument("--torch-allocator", choices=["jemalloc", "glibc"], default="jemalloc")
+    ap.add_argument("--mixed-precision", choices=["f32", "bf16"], default="f32",
+                    help="attograd's train --mixed-precision (default f32)")
     ap.add_argument("--attograd", default=str(ROOT / "build" / "cli" / "attograd"))
     ap.add_argument("--keep", type=Path, help="write both runs' stamped output here (default: a temporary folder)")
     args = ap.parse_args()
@@ -162,12 +169,13 @@ def main():
             work = tmp / "nanogpt"
             work.mkdir()
             vocab = prepare_nanogpt(args.nanogpt.resolve(), args.corpus, work)
-            print(f"corpus {args.corpus} ({vocab} characters); nanoGPT at {args.nanogpt}; "
+            print(f"corpus {args.corpus} ({vocab} characters); nanoGPT at {args.nanogpt}; attograd "
+                  f"--mixed-precision {args.mixed_precision}; "
                   f"{'one busy process running' if busy else 'no other load started'}")
             print("| threads | round | nanoGPT s (to val, total) | nanoGPT best val | attograd s (to that val, total) | "
-                  "attograd best val | ratio |")
-            print("|---|---|---|---|---|---|---|")
-            ratios = {}
+                  "attograd best val | ratio | loss both reach: nanoGPT s / attograd s, ratio |")
+            print("|---|---|---|---|---|---|---|---|")
+            ratios, common_ratios = {}, {}
             for threads in args.threads:
                 torch_env = torch_environment(threads, args.torch_allocator)
                 torch_gemm, blas_gemm = gemm_rates(torch_env, threads)
@@ -180,7 +188,7 @@ def main():
                 if blas_gemm is not None and torch_gemm < MIN_TORCH_GEMM_FRACTION * blas_gemm:
                     sys.exit(f"nanogpt.py: PyTorch is not at its best here ({settings}): no comparison")
                 ours_env, _ = environments(threads)
-                ratios[threads] = []
+                ratios[threads], common_ratios[threads] = [], []
                 for r in range(args.rounds):
                     with open(logs / f"nanogpt_t{threads}_r{r}.log", "w") as log:
                         n_total, n_evals = run_stamped([sys.executable, "-u", "train.py"] + nanogpt_args(args.steps) +
@@ -189,7 +197,8 @@ def main():
                     with open(logs / f"attograd_t{threads}_r{r}.log", "w") as log:
                         a_total, a_evals = run_stamped([args.attograd, "train", "--corpus", str(args.corpus),
                                                         "--out", str(tmp / "run"), "--overwrite", "--threads",
-                                                        str(threads)] + attograd_args(args.steps), ROOT, ours_env,
+                                                        str(threads), "--mixed-precision", args.mixed_precision] +
+                                                       attograd_args(args.steps), ROOT, ours_env,
                                                        ATTOGRAD_EVAL, log)
                     if not n_evals or not a_evals:
                         sys.exit(f"nanogpt.py: no evaluation lines read; see the logs in {logs}")
@@ -199,9 +208,13 @@ def main():
                     ratio = n_time / a_time if a_time else None
                     if ratio:
                         ratios[threads].append(ratio)
+                    common = max(target, a_best)
+                    n_common, a_common = time_to(n_evals, common), time_to(a_evals, common)
+                    common_ratios[threads].append(n_common / a_common)
                     a_cell = f"{a_time:.1f}, {a_total:.1f}" if a_time else f"not reached, {a_total:.1f}"
                     print(f"| {threads} | {r + 1} | {n_time:.1f}, {n_total:.1f} | {target:.4f} | {a_cell} | "
-                          f"{a_best:.4f} | {f'{ratio:.2f}x' if ratio else '-'} |", flush=True)
+                          f"{a_best:.4f} | {f'{ratio:.2f}x' if ratio else '-'} | {common:.4f}: {n_common:.1f} / "
+                          f"{a_common:.1f}, {n_common / a_common:.2f}x |", flush=True)
             print()
             for threads, rs in ratios.items():
                 if rs:
@@ -209,6 +222,8 @@ def main():
                           f"{args.rounds} rounds (nanoGPT's time to its best val loss / attograd's time to the same)")
                 else:
                     print(f"{threads} thread(s): attograd never reached nanoGPT's val loss")
+                print(f"{threads} thread(s): to the loss both runs reach, median ratio "
+                      f"{statistics.median(common_ratios[threads]):.2f}x")
             if args.keep:
                 print(f"stamped output of every run: {logs}")
     finally:
