@@ -144,9 +144,8 @@ function runWorkbench() {
   const sName = request.scale ? `S = QKᵀ / √d<sub>k</sub> (√${dk})` : 'S = QKᵀ (not scaled)';
   const maskName = request.causal ? 'mask: −∞ above the diagonal' : 'no mask';
   const aName = request.softmax_by === 'row' ? 'A = softmax over each row' : 'A = softmax over each column';
-  const masked = r.masked.map((row) => row.map((x) => (x === null ? null : x)));
   let html = matrixTable('wb-S', sName, `(${T}, ${T})`, r.scores) +
-      matrixTable('wb-mask', maskName, `(${T}, ${T})`, masked, null, null,
+      matrixTable('wb-mask', maskName, `(${T}, ${T})`, r.masked, null, null,
                   (i, j) => request.causal && j > i) +
       matrixTable('wb-A', aName, `(${T}, ${T})`, r.weights, 'row sum', r.row_sums);
   const predicting = $('wb-predict').checked && !revealed;
