@@ -135,7 +135,11 @@ def run_stamped(argv, cwd, env, pattern, log):
                 evals.append((now, int(m.group(1)), float(m.group(3))))
     total = time.perf_counter() - start
     if proc.returncode != 0:
-        sys.exit(f"nanogpt.py: {argv[0]} failed with status {proc.returncode}; its output is in {log.name}")
+        log.flush()
+        with open(log.name) as f:
+            tail = "".join(f.readlines()[-15:])
+        sys.exit(f"nanogpt.py: {argv[0]} failed with status {proc.returncode}; the end of its output "
+                 f"(all of it with --keep DIR):\n{tail}")
     return total, evals
 
 
@@ -150,7 +154,10 @@ def main():
     ap.add_argument("--corpus", required=True, type=Path, help="Tiny Shakespeare (char-rnn's input.txt)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
     ap.add_argument("--rounds", type=int, default=3, help="nanoGPT, attograd pairs per thread count (default 3)")
-    ap.add_argument("--steps", type=int, default=2000, help="iterations (default 2000, the README's; fewer for a quick check)")
+    ap.add_argument("--steps", type=int, default=2000,
+                    help="iterations (default 2000, the README's; fewer for a quick check). nanoGPT evaluates "
+                         "every 250 steps and attograd also at its last one: a multiple of 250 compares both at "
+                         "the same steps")
     ap.add_argument("--busy", action="store_true", help="keep one competing busy process running throughout")
     ap.add_argument("--torch-allocator", choices=["jemalloc", "glibc"], default="jemalloc")
     ap.add_argument("--mixed-precision", choices=["f32", "bf16"], default="f32",
@@ -158,6 +165,14 @@ def main():
     ap.add_argument("--attograd", default=str(ROOT / "build" / "cli" / "attograd"))
     ap.add_argument("--keep", type=Path, help="write both runs' stamped output here (default: a temporary folder)")
     args = ap.parse_args()
+    if args.rounds < 1 or args.steps < 1 or min(args.threads) < 1:
+        sys.exit("nanogpt.py: --rounds, --steps and --threads must be at least 1")
+    # attograd runs from the repository's root and nanoGPT from a scratch folder: paths given
+    # relative to where this script was started are made absolute first.
+    args.corpus, args.nanogpt = args.corpus.resolve(), args.nanogpt.resolve()
+    args.attograd = str(Path(args.attograd).resolve())
+    if not args.corpus.is_file():
+        sys.exit(f"nanogpt.py: --corpus {args.corpus} is not a file: give Tiny Shakespeare (char-rnn's input.txt)")
     if not Path(args.attograd).exists():
         sys.exit(f"nanogpt.py: {args.attograd} not found: build first (cmake --build build --target attograd_cli)")
     busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if args.busy else None
@@ -172,10 +187,9 @@ def main():
             print(f"corpus {args.corpus} ({vocab} characters); nanoGPT at {args.nanogpt}; attograd "
                   f"--mixed-precision {args.mixed_precision}; "
                   f"{'one busy process running' if busy else 'no other load started'}")
-            print("| threads | round | nanoGPT s (to val, total) | nanoGPT best val | attograd s (to that val, total) | "
-                  "attograd best val | ratio | loss both reach: nanoGPT s / attograd s, ratio |")
-            print("|---|---|---|---|---|---|---|---|")
-            ratios, common_ratios = {}, {}
+            # PyTorch's settings and GEMM rate per thread count, printed before the table (an HTML
+            # comment between a table's rows would end it in Markdown).
+            torch_envs = {}
             for threads in args.threads:
                 torch_env = torch_environment(threads, args.torch_allocator)
                 torch_gemm, blas_gemm = gemm_rates(torch_env, threads)
@@ -187,6 +201,13 @@ def main():
                 print(f"<!-- {settings} -->", flush=True)
                 if blas_gemm is not None and torch_gemm < MIN_TORCH_GEMM_FRACTION * blas_gemm:
                     sys.exit(f"nanogpt.py: PyTorch is not at its best here ({settings}): no comparison")
+                torch_envs[threads] = torch_env
+            print("| threads | round | nanoGPT s (to val, total) | nanoGPT best val | attograd s (to that val, total) | "
+                  "attograd best val | ratio | loss both reach: nanoGPT s / attograd s, ratio |")
+            print("|---|---|---|---|---|---|---|---|")
+            ratios, common_ratios = {}, {}
+            for threads in args.threads:
+                torch_env = torch_envs[threads]
                 ours_env, _ = environments(threads)
                 ratios[threads], common_ratios[threads] = [], []
                 for r in range(args.rounds):
