@@ -183,7 +183,7 @@ def main():
             logs.mkdir(parents=True, exist_ok=True)
             work = tmp / "nanogpt"
             work.mkdir()
-            vocab = prepare_nanogpt(args.nanogpt.resolve(), args.corpus, work)
+            vocab = prepare_nanogpt(args.nanogpt, args.corpus, work)
             print(f"corpus {args.corpus} ({vocab} characters); nanoGPT at {args.nanogpt}; attograd "
                   f"--mixed-precision {args.mixed_precision}; "
                   f"{'one busy process running' if busy else 'no other load started'}")
@@ -222,7 +222,9 @@ def main():
                                                        attograd_args(args.steps), ROOT, ours_env,
                                                        ATTOGRAD_EVAL, log)
                     if not n_evals or not a_evals:
-                        sys.exit(f"nanogpt.py: no evaluation lines read; see the logs in {logs}")
+                        # without --keep the logs go with the temporary folder when this exits
+                        where = f"see the logs in {logs}" if args.keep else "rerun with --keep DIR to read both runs"
+                        sys.exit(f"nanogpt.py: no evaluation lines read; {where}")
                     target = min(val for _, _, val in n_evals)
                     n_time, a_time = time_to(n_evals, target), time_to(a_evals, target)
                     a_best = min(val for _, _, val in a_evals)
