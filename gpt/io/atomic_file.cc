@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -15,6 +16,8 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "gpt/io/utf8.h"
 
 namespace attograd::gpt {
 namespace fs = std::filesystem;
@@ -135,6 +138,31 @@ void write_file_atomically(const fs::path& path, std::string_view bytes) {
   AtomicFile out(path.string());
   out.write(bytes);
   out.commit();
+}
+
+void refuse_output_that_is_an_input(const fs::path& output, const std::vector<fs::path>& inputs,
+                                    const std::string& option, const fs::path& dir) {
+  for (const fs::path& input : inputs) {
+    std::error_code ec;
+    if (!fs::equivalent(output, input, ec) || ec) continue;
+    throw std::invalid_argument(option + " " + dir.string() + ": " + output.string() + " is " +
+                                input.string() +
+                                ", which this command reads; writing it would destroy it: choose "
+                                "another " +
+                                option);
+  }
+}
+
+std::string directory_listing(const fs::path& dir, std::string_view skip) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename() != skip) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::string listed;
+  for (size_t i = 0; i < names.size() && i < 3; ++i)
+    listed += (i ? ", " : "") + escape_bytes(names[i]);
+  if (names.size() > 3) listed += " and " + std::to_string(names.size() - 3) + " more";
+  return listed;
 }
 
 std::optional<pid_t> temp_file_owner(std::string_view name) {

@@ -66,6 +66,20 @@ class AtomicFile {
 /// and the OS error on failure; no temporary is left behind.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
+/// Throws std::invalid_argument "<option> <dir>: <output> is <input>, which this command reads;
+/// writing it would destroy it: choose another <option>" when the existing file `output` is one
+/// of `inputs`: the same path, a hard link, or a symlink to it (std::filesystem::equivalent).
+/// Missing files are never the same. Commands that read a file and write a directory call it
+/// for each file they will write, before writing any.
+void refuse_output_that_is_an_input(const std::filesystem::path& output,
+                                    const std::vector<std::filesystem::path>& inputs,
+                                    const std::string& option, const std::filesystem::path& dir);
+
+/// The names in `dir` (not in its subdirectories), `skip` left out, sorted and escaped for a
+/// message: "a, b, c and 4 more" (at most three named); "" for an empty directory. For the
+/// refusals of an occupied output directory, which say what is there.
+std::string directory_listing(const std::filesystem::path& dir, std::string_view skip = {});
+
 /// The pid of the process that created `file_name` if it is an AtomicFile temporary
 /// ("<target>.tmp.<pid>.XXXXXX", XXXXXX six letters or digits), else nullopt.
 std::optional<pid_t> temp_file_owner(std::string_view file_name);

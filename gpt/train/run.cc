@@ -13,12 +13,14 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "autograd/kernels/thread_pool.h"
@@ -106,36 +108,11 @@ std::string describe_model(const LanguageModel& model) {
 // A directory holding a checkpoint is left to the caller's own message (resume or overwrite).
 void refuse_occupied_dir(const std::filesystem::path& out) {
   if (std::filesystem::exists(out / kCheckpointFile)) return;
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(out))
-    if (entry.path().filename() != ".lock") names.push_back(entry.path().filename().string());
-  if (names.empty()) return;
-  std::sort(names.begin(), names.end());
-  std::string listed;
-  for (size_t i = 0; i < names.size() && i < 3; ++i)
-    listed += (i ? ", " : "") + escape_bytes(names[i]);
-  if (names.size() > 3) listed += " and " + std::to_string(names.size() - 3) + " more";
+  const std::string listed = directory_listing(out, ".lock");
+  if (listed.empty()) return;
   throw std::invalid_argument("--out " + out.string() + " already holds " + listed +
                               " but no checkpoint: pass --overwrite to start a run there (its "
                               "logs and plots are replaced), or choose another --out");
-}
-
-// An exclusive lock on <out>/.lock, returned as its descriptor: two runs writing the same logs
-// and checkpoint would interleave them.
-int lock_output_dir(const std::filesystem::path& out) {
-  const std::string path = (out / ".lock").string();
-  // O_CLOEXEC: a child (gnuplot) must not inherit the lock, or an orphan outliving a killed
-  // run would keep --resume out.
-  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::invalid_argument("cannot write in --out " + out.string() + ": " +
-                                std::strerror(errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    throw std::invalid_argument("another `attograd train` is writing to " + out.string() +
-                                "; wait for it to finish or choose another --out");
-  }
-  return fd;
 }
 
 // Sizes the engine's pool for this rank: `threads`, or with 0 the CPUs this process may run on:
@@ -241,34 +218,113 @@ TrainOptions resumed_options(const TrainOptions& stored, const RunRequest& rq) {
   return options;
 }
 
-// The run directory start() made, removed with the lock file in it unless keep() is called: a
-// run refused during its set-up leaves nothing behind. A directory that existed is left alone.
-class MadeDirectory {
+// The run directory, made where absent, and the exclusive lock on <out>/.lock: two runs writing
+// the same logs and checkpoint would interleave them. Many runs may start into one new --out at
+// once, so making the directory and taking the lock is one step that none of them can spoil for
+// another:
+//  - a run is the maker of a directory only if its own mkdir(2) created it, and one the lock
+//    refuses touches nothing, neither the directory nor the winner's lock file;
+//  - a run holds the lock only once the descriptor it locked is still the file named
+//    <out>/.lock (fstat against lstat). The holder of a lock that is refused during its set-up
+//    unlinks the lock file before it closes it, so a run that opened the old file in between
+//    would otherwise hold a lock on a file no later run sees; it opens the new name instead.
+// Destroyed without keep(), as when start() throws after the lock is taken: the lock file and
+// the directories this run made (each only if empty) are removed, so a refused run leaves
+// nothing behind. The lock file is opened with O_NOFOLLOW (a symlink named .lock would have us
+// create any file it names, as root anywhere) and O_CLOEXEC (a child, gnuplot, must not inherit
+// the lock, or an orphan outliving a killed run would keep --resume out).
+class RunDirLock {
  public:
-  /// Creates `dir` and the parents it lacks (runs/ of runs/nano), remembering the topmost.
-  /// Throws std::filesystem::filesystem_error when it cannot.
-  explicit MadeDirectory(std::filesystem::path dir) : dir_(std::move(dir)), top_(dir_) {
-    for (std::filesystem::path p = dir_.parent_path();
-         !p.empty() && !std::filesystem::exists(std::filesystem::symlink_status(p));
-         p = p.parent_path())
-      top_ = p;
-    std::filesystem::create_directories(dir_);
-  }
-  MadeDirectory(const MadeDirectory&) = delete;
-  MadeDirectory& operator=(const MadeDirectory&) = delete;
-  ~MadeDirectory() {
-    if (dir_.empty()) return;
-    std::error_code ignored;
-    std::filesystem::remove(dir_ / ".lock", ignored);
-    // Each only if nothing else was written there, up to the topmost one made.
-    for (std::filesystem::path p = dir_;; p = p.parent_path()) {
-      if (!std::filesystem::remove(p, ignored) || p == top_) break;
+  /// Makes `out` and the parents it lacks (runs/ of runs/nano) and locks <out>/.lock. Throws
+  /// std::invalid_argument naming --out and the fix when a directory cannot be made, the lock
+  /// file cannot be opened, or another run holds the lock.
+  explicit RunDirLock(const std::filesystem::path& out) : lock_path_(out / ".lock") {
+    // Bounded: each retry means another run removed the directory or lock file just then.
+    constexpr int kAttempts = 100;
+    for (int attempt = 1;; ++attempt) {
+      make_directories(out);
+      fd_ = ::open(lock_path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0644);
+      if (fd_ < 0) {
+        const int err = errno;
+        if (err == ENOENT && attempt < kAttempts) continue;  // removed since our mkdir
+        remove_made_directories();
+        if (err == ELOOP)
+          throw std::invalid_argument("--out " + out.string() +
+                                      ": .lock is a symbolic link, which a run never makes; "
+                                      "remove it or choose another --out");
+        throw std::invalid_argument("cannot write in --out " + out.string() + ": " +
+                                    std::strerror(err));
+      }
+      if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd_);
+        fd_ = -1;
+        made_.clear();  // the directory is the holder's now, even if we made it
+        throw std::invalid_argument("another `attograd train` is writing to " + out.string() +
+                                    "; wait for it to finish or choose another --out");
+      }
+      struct stat held {
+      }, named{};
+      if (::fstat(fd_, &held) == 0 && ::lstat(lock_path_.c_str(), &named) == 0 &&
+          held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+        return;
+      ::close(fd_);  // a lock on an unlinked file: its holder gave up the directory
+      fd_ = -1;
+      if (attempt == kAttempts)
+        throw std::invalid_argument("--out " + out.string() +
+                                    ": could not take the lock while other runs kept removing "
+                                    "it; start one run there at a time");
     }
   }
-  void keep() { dir_.clear(); }
+  RunDirLock(const RunDirLock&) = delete;
+  RunDirLock& operator=(const RunDirLock&) = delete;
+  ~RunDirLock() {
+    if (fd_ < 0) return;
+    ::unlink(lock_path_.c_str());  // ours: the descriptor we hold names it (checked above)
+    remove_made_directories();
+    ::close(fd_);
+  }
+  /// The run goes ahead: the directory stays, and the caller holds the locked descriptor (the
+  /// lock is released when it is closed).
+  int keep() {
+    made_.clear();
+    return std::exchange(fd_, -1);
+  }
 
  private:
-  std::filesystem::path dir_, top_;
+  // mkdir(2) each missing directory from the top down, remembering those this call created.
+  void make_directories(const std::filesystem::path& out) {
+    std::vector<std::filesystem::path> missing;
+    for (std::filesystem::path p = out; !p.empty(); p = p.parent_path()) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(p, ec)) break;
+      missing.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      if (::mkdir(it->c_str(), 0755) == 0) {
+        made_.push_back(*it);
+        continue;
+      }
+      int err = errno;
+      std::error_code ec;
+      if (err == EEXIST && std::filesystem::is_directory(*it, ec)) continue;  // another run's
+      if (err == EEXIST) err = ENOTDIR;  // a file where a directory of the path should be
+      remove_made_directories();
+      throw std::invalid_argument("--out " + out.string() + ": cannot create the directory (" +
+                                  std::error_code(err, std::generic_category()).message() +
+                                  "); choose another --out");
+    }
+  }
+  // Bottom up, each only if nothing else was written there (rmdir fails on a full one).
+  void remove_made_directories() {
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it)
+      if (::rmdir(it->c_str()) != 0) break;
+    made_.clear();
+  }
+
+  std::filesystem::path lock_path_;
+  std::vector<std::filesystem::path> made_;
+  int fd_ = -1;
 };
 
 // The text of <out_dir>/kRunConfigFile: the effective config of the run start() set up, every
@@ -355,17 +411,9 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   const std::filesystem::path out_dir(run_dir);
   if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
     throw std::invalid_argument("--out " + run_dir + " exists and is not a directory");
-  std::optional<MadeDirectory> made;
+  std::optional<RunDirLock> lock;
   if (comm.is_root()) {  // the one writer: the other ranks only read the checkpoint to resume
-    if (!std::filesystem::exists(out_dir)) {
-      try {
-        made.emplace(out_dir);
-      } catch (const std::filesystem::filesystem_error& e) {
-        throw std::invalid_argument("--out " + run_dir + ": cannot create the directory (" +
-                                    e.code().message() + "); choose another --out");
-      }
-    }
-    run->lock_fd_ = lock_output_dir(out_dir);
+    lock.emplace(out_dir);
     // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
     // only with our process, so those of processes that no longer exist are stale.
     for (const std::filesystem::path& stale : remove_stale_temp_files(out_dir))
@@ -564,7 +612,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   if (const std::optional<std::string> config =
           effective_run_config(rq, options, *run->model_, run->tokenizer_->kind(), out_dir, log))
     run->trainer_->write_on_start(kRunConfigFile, *config);
-  if (made) made->keep();
+  if (lock) run->lock_fd_ = lock->keep();
   return run;
 }
 

@@ -260,6 +260,60 @@ BOOST_AUTO_TEST_CASE(ctrl_c_and_sigterm_checkpoint_the_step_and_exit_130_or_143)
   }
 }
 
+// Issue 31's race: 8 runs with different seeds started at once into one new --out. A run the
+// lock refused used to remove the winner's .lock (and the directory it thought it made) on its
+// way out, so a later one took a fresh lock beside the winner: 2 or 3 trained in 10 of 64
+// tries, the log held every step twice and the checkpoint flipped between seeds. Now exactly
+// one trains, each step is logged once, run.json names the winner's seed, and .lock stays.
+BOOST_AUTO_TEST_CASE(runs_started_together_into_a_new_out_train_one_at_a_time) {
+  const TempDir dir("crash_race");
+  const std::string corpus = write_corpus(dir);
+  constexpr int kRounds = 6, kRuns = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    const fs::path out = dir.path / ("round" + std::to_string(round)) / "run";  // parents too
+    std::vector<pid_t> pids;
+    for (int seed = 1; seed <= kRuns; ++seed)
+      pids.push_back(spawn_cli(
+          train_args(
+              corpus, out.string(),
+              {"--steps", "200", "--eval-interval", "0", "--init-seed", std::to_string(seed)}),
+          dir / ("round" + std::to_string(round) + "_" + std::to_string(seed) + ".log")));
+    std::vector<int> winners;
+    for (int seed = 1; seed <= kRuns; ++seed) {
+      const int code = wait_exit(pids[seed - 1]);
+      const std::string said =
+          read_text(dir / ("round" + std::to_string(round) + "_" + std::to_string(seed) + ".log"));
+      BOOST_TEST_INFO("round " << round << ", seed " << seed << ": " << said);
+      if (code == 0)
+        winners.push_back(seed);
+      else
+        BOOST_TEST(contains(said, "another `attograd train` is writing to " + out.string()));
+    }
+    BOOST_TEST_INFO("round " << round);
+    BOOST_REQUIRE_EQUAL(winners.size(), 1u);
+    BOOST_TEST(complete_row_steps(out / "train_log.csv") == one_to(200),
+               boost::test_tools::per_element());
+    BOOST_TEST(
+        contains(read_text(out / "run.json"), "\"init_seed\": " + std::to_string(winners[0])));
+    BOOST_TEST(fs::is_regular_file(fs::symlink_status(out / ".lock")));
+  }
+}
+
+// Issue 31: <out>/.lock was opened through a symlink, so a link named .lock made a run (as
+// root, anywhere) create the file it names. It is refused, and the target is not created.
+BOOST_AUTO_TEST_CASE(a_lock_file_that_is_a_symlink_is_refused) {
+  const TempDir dir("crash_lock_link");
+  const std::string corpus = write_corpus(dir);
+  fs::create_directories(dir / "run");
+  fs::create_symlink(dir.path / "elsewhere", dir.path / "run" / ".lock");
+  const CliRun r =
+      run_cli("train --corpus " + corpus + " --out " + (dir / "run") + " --preset femto --steps 2");
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.exit_code != 0);
+  BOOST_TEST(contains(r.out, ".lock is a symbolic link, which a run never makes"));
+  BOOST_TEST(!fs::exists(dir / "elsewhere"));
+}
+
 // The issue's example: the .lock descriptor was inherited by gnuplot, so after a kill -9 while
 // plotting, the orphaned gnuplot kept --resume out. gnuplot inherits nothing now.
 BOOST_AUTO_TEST_CASE(an_orphaned_gnuplot_does_not_hold_the_runs_lock) {
