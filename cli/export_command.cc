@@ -14,10 +14,11 @@ namespace {
 struct ExportArgs {
   std::string checkpoint;
   std::string out;
+  bool overwrite = false;
 };
 
 int run(const ExportArgs& a) {
-  const gpt::HfExport r = gpt::export_checkpoint_to_hf(a.checkpoint, a.out);
+  const gpt::HfExport r = gpt::export_checkpoint_to_hf(a.checkpoint, a.out, a.overwrite);
   std::printf("wrote   %s (%lld tensors, %lld parameters, F32)\n", r.files[0].c_str(),
               static_cast<long long>(r.tensors), static_cast<long long>(r.parameters));
   for (size_t i = 1; i < r.files.size(); ++i) std::printf("wrote   %s\n", r.files[i].c_str());
@@ -48,10 +49,13 @@ void add_export_command(CLI::App& app, int& exit_code) {
                   "runs/nano/ckpt.safetensors, or the run directory runs/nano)")
       ->required();
   cmd->add_option("--out", a->out,
-                  "the directory to write model.safetensors and config.json into (created when "
-                  "absent)")
+                  "the directory to write model.safetensors and config.json into: new (created) or "
+                  "empty, unless --overwrite")
       ->required()
       ->check(kOutputPath);
+  cmd->add_flag("--overwrite", a->overwrite,
+                "write into an --out that already holds files (model.safetensors and config.json "
+                "are replaced, others left alone); never over the checkpoint being exported");
   cmd->footer(
       "Only the weights are written (no optimizer state), in Hugging Face's names and Conv1D "
       "layout, with GPT2Config's fields in config.json. A bigram or average model, and a GPT "

@@ -1,15 +1,18 @@
 #include "gpt/model/hf_export.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/safetensors.h"
+#include "gpt/io/utf8.h"
 #include "gpt/model/checkpoint.h"
 #include "nn/layers.h"
 
@@ -97,13 +100,30 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> hf_gpt2_tensors(const 
 
 }  // namespace
 
+void check_hf_export_dir(const std::string& dir, bool overwrite,
+                         const std::vector<std::filesystem::path>& inputs) {
+  const std::filesystem::path out(dir);
+  if (!std::filesystem::exists(out)) return;
+  if (!std::filesystem::is_directory(out))
+    throw std::invalid_argument("--out " + dir + " exists and is not a directory");
+  for (const char* name : {kHfWeightsFile, kHfConfigFile})
+    refuse_output_that_is_an_input(out / name, inputs, "--out", out);
+  if (overwrite) return;
+  const std::string listed = directory_listing(out);
+  if (listed.empty()) return;
+  throw std::invalid_argument("--out " + dir + " already holds " + listed +
+                              ": pass --overwrite to write model.safetensors and config.json "
+                              "there (files of other names are left as they are), or choose an "
+                              "empty or new --out");
+}
+
 HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
-                        const std::string& dir, const std::string& what) {
+                        const std::string& dir, const std::string& what, bool overwrite,
+                        const std::vector<std::filesystem::path>& inputs) {
   const GPTConfig& c = model.config();
   require_hf_gpt2_exportable(model.kind(), c, what);
   const std::filesystem::path out(dir);
-  if (std::filesystem::exists(out) && !std::filesystem::is_directory(out))
-    throw std::invalid_argument("--out " + dir + " exists and is not a directory");
+  check_hf_export_dir(dir, overwrite, inputs);
   std::map<std::string, Tensor> params;
   for (const auto& [name, t] : model.named_parameters()) params.emplace(name, t.detach());
   SafetensorsWriter w;
@@ -143,13 +163,17 @@ HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
   return result;
 }
 
-HfExport export_checkpoint_to_hf(const std::string& checkpoint, const std::string& dir) {
-  const SafetensorsFile file = SafetensorsFile::read(checkpoint_file(checkpoint));
+HfExport export_checkpoint_to_hf(const std::string& checkpoint, const std::string& dir,
+                                 bool overwrite) {
+  const std::string source = checkpoint_file(checkpoint);
+  // Refused before anything is read: an export over its own checkpoint loses the training state.
+  check_hf_export_dir(dir, overwrite, {source});
+  const SafetensorsFile file = SafetensorsFile::read(source);
   const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
   const std::string what = "'" + file.path() + "'";
   require_hf_gpt2_exportable(info.kind, info.config, what);
   const Session session = open_checkpoint_file(file);
-  return export_hf_gpt2(*session.model, session.tokenizer->kind(), dir, what);
+  return export_hf_gpt2(*session.model, session.tokenizer->kind(), dir, what, overwrite, {source});
 }
 
 }  // namespace attograd::gpt

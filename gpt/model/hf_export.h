@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -52,18 +53,31 @@ struct HfExport {
   int64_t parameters = 0;          // values in them (zero biases of a --no-bias model included)
 };
 
+/// Throws std::invalid_argument unless `dir` may receive an export: absent, or a directory that
+/// is empty or, with `overwrite`, holds other files (the message lists up to three and names
+/// --overwrite, as `train` refuses an occupied --out), and in either case whose
+/// model.safetensors and config.json are none of `inputs` (the same file, a hard link or a
+/// symlink to it: writing it would destroy what is being exported). Writes nothing.
+void check_hf_export_dir(const std::string& dir, bool overwrite,
+                         const std::vector<std::filesystem::path>& inputs);
+
 /// Writes `model` as a Hugging Face GPT-2 directory `dir` (created with its parents when
-/// absent; files of other names in it are left alone, those of ours replaced). Throws
-/// std::invalid_argument as require_hf_gpt2_exportable (`what` names the source) or when `dir`
-/// exists and is not a directory, std::runtime_error naming the path on an I/O failure (each
-/// file is then left as it was).
+/// absent). A directory holding anything is refused unless `overwrite`; then files of other
+/// names in it are left alone and those of ours replaced. `inputs` are the files the model came
+/// from, refused as outputs (check_hf_export_dir). Throws std::invalid_argument as
+/// require_hf_gpt2_exportable (`what` names the source) and check_hf_export_dir,
+/// std::runtime_error naming the path on an I/O failure (each file is then left as it was).
 HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
-                        const std::string& dir, const std::string& what);
+                        const std::string& dir, const std::string& what, bool overwrite = false,
+                        const std::vector<std::filesystem::path>& inputs = {});
 
 /// `attograd export`: the attograd checkpoint `checkpoint` (a file or a run directory) written
 /// as a Hugging Face GPT-2 directory `dir`. Its kind and config are checked from the metadata
 /// (require_hf_gpt2_exportable) before any weight is read, and only the weights are loaded, never
-/// the optimizer moments. Throws as open_checkpoint and export_hf_gpt2.
-HfExport export_checkpoint_to_hf(const std::string& checkpoint, const std::string& dir);
+/// the optimizer moments. The directory is checked first (check_hf_export_dir, the checkpoint
+/// as the input), so a refused export reads nothing. Throws as open_checkpoint and
+/// export_hf_gpt2.
+HfExport export_checkpoint_to_hf(const std::string& checkpoint, const std::string& dir,
+                                 bool overwrite = false);
 
 }  // namespace attograd::gpt

@@ -50,7 +50,7 @@ namespace {
 
 const std::string kDoc = ATTOGRAD_ERRORS_DOC;
 // The rows docs/errors.md holds today: removing one is a decision, made here too.
-constexpr size_t kMinRows = 86;
+constexpr size_t kMinRows = 88;
 // Longer than any row needs (the slowest trains pico for a step or two): a row that wrongly
 // starts a long run fails instead of stalling the suite.
 constexpr int kTimeoutSeconds = 60;

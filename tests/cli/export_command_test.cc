@@ -153,6 +153,67 @@ BOOST_AUTO_TEST_CASE(a_bpe_model_gets_gpt2s_special_tokens_and_a_run_directory_e
   BOOST_TEST(contains(onto_file.out, "exists and is not a directory"));
 }
 
+// Issue 31, kinds 2 and 3. `export --checkpoint d/model.safetensors --out d` wrote the export
+// over its own source and then failed: the training state and the char tokenizer were gone.
+// An output that is (or links to) the input is refused, even with --overwrite, before anything
+// is written. And an --out holding another model's files was overwritten without a word,
+// leaving that model's tokenizer beside the new weights: it needs --overwrite now, as in train.
+BOOST_AUTO_TEST_CASE(export_never_writes_over_its_checkpoint_nor_into_an_occupied_out) {
+  namespace fs = std::filesystem;
+  const TempDir dir("export_refusals");
+  const std::string ckpt = write_checkpoint(dir, true);
+  fs::create_directories(dir.path / "d");
+  fs::copy_file(ckpt, dir.path / "d" / "model.safetensors");
+  const std::string before = attograd::testing::read_file(dir.path / "d" / "model.safetensors");
+  for (const std::string flags : {"", " --overwrite"}) {
+    const auto r = run_cli("export --checkpoint " + (dir / "d/model.safetensors") + " --out " +
+                           (dir / "d") + flags);
+    BOOST_TEST_INFO(r.out);
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(contains(r.out,
+                        "/d/model.safetensors, which this command reads; writing it would "
+                        "destroy it: choose another --out"));
+  }
+  // A symlink or a hard link in --out to the checkpoint is the checkpoint too.
+  fs::create_directories(dir.path / "linked");
+  fs::create_symlink(ckpt, dir.path / "linked" / "model.safetensors");
+  fs::create_directories(dir.path / "hard");
+  fs::create_hard_link(ckpt, dir.path / "hard" / "config.json");
+  for (const std::string out : {"linked", "hard"}) {
+    const auto r =
+        run_cli("export --checkpoint " + ckpt + " --out " + (dir / out) + " --overwrite");
+    BOOST_TEST_INFO(r.out);
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(contains(r.out, "which this command reads"));
+  }
+  BOOST_TEST(attograd::testing::read_file(dir.path / "d" / "model.safetensors") == before);
+  BOOST_TEST(attograd::testing::read_file(ckpt) == before);
+  BOOST_TEST(fs::is_symlink(dir.path / "linked" / "model.safetensors"));
+
+  // Another model's directory: refused without --overwrite, its files untouched.
+  fs::create_directories(dir.path / "other");
+  dir.file("other/model.safetensors", "another model");
+  dir.file("other/vocab.json", "{}");
+  const auto refused = run_cli("export --checkpoint " + ckpt + " --out " + (dir / "other"));
+  BOOST_TEST_INFO(refused.out);
+  BOOST_TEST(refused.exit_code == 2);
+  BOOST_TEST(contains(refused.out,
+                      "/other already holds model.safetensors, vocab.json: pass "
+                      "--overwrite to write model.safetensors and config.json there"));
+  BOOST_TEST(attograd::testing::read_file(dir.path / "other" / "model.safetensors") ==
+             "another model");
+  BOOST_TEST(!fs::exists(dir.path / "other" / "config.json"));
+  const auto replaced =
+      run_cli("export --checkpoint " + ckpt + " --out " + (dir / "other") + " --overwrite");
+  BOOST_TEST_INFO(replaced.out);
+  BOOST_TEST(replaced.exit_code == 0);
+  BOOST_TEST(fs::exists(dir.path / "other" / "config.json"));
+  BOOST_TEST(attograd::testing::read_file(dir.path / "other" / "vocab.json") == "{}");
+  // An empty directory needs no --overwrite.
+  fs::create_directories(dir.path / "empty");
+  BOOST_TEST(run_cli("export --checkpoint " + ckpt + " --out " + (dir / "empty")).exit_code == 0);
+}
+
 BOOST_AUTO_TEST_CASE(an_independent_torch_reader_computes_attograds_logits_and_loss) {
   if (run_program("/usr/bin/python3", "-c 'import torch, numpy'").exit_code != 0)
     return attograd::testing::skip_case(
