@@ -125,6 +125,36 @@ class Engine {
     }
   }
 
+  // grad(): marks which nodes of lists.order must run their VJP, and which must have the
+  // gradient of their output, for the gradients of `wanted` and nothing else. A node's VJP runs
+  // when one of its inputs needs a gradient: a wanted leaf, or a tensor whose node needs its
+  // gradient; a node needs its output's gradient when that output is wanted or its VJP runs.
+  // lists.order puts every node after the nodes it consumes, so one forward sweep settles it.
+  // Deciding this here, once, is what keeps every VJP's contract: a buffer is undefined only for
+  // an input that needs no gradient, never for one the op cannot tell apart from a needed one.
+  static void mark_needed(const BackwardLists& lists, const std::vector<Tensor>& wanted) {
+    for (const std::shared_ptr<Node>& node : lists.order) {
+      bool vjp = false;
+      for (const Tensor& in : node->inputs()) {
+        if (!in.defined() || !in.requires_grad()) continue;
+        if (in.is_leaf() ? is_wanted(wanted, in) : in.grad_fn()->grad_needed_) {
+          vjp = true;
+          break;
+        }
+      }
+      node->vjp_needed_ = vjp;
+      node->grad_needed_ = vjp;
+      for (const Tensor& w : wanted)
+        if (!w.is_leaf() && w.grad_fn() == node) node->grad_needed_ = true;
+    }
+  }
+
+  static bool is_wanted(const std::vector<Tensor>& wanted, const Tensor& leaf) {
+    for (const Tensor& w : wanted)
+      if (detail::impl(w) == detail::impl(leaf)) return true;
+    return false;
+  }
+
   // The pass. With `wanted` (grad()), the gradients of those tensors go into *found, in
   // their order, and nothing is added into any grad() or retained gradient.
   static void run(const Tensor& root, const Tensor& grad_output, bool retain_graph,
@@ -152,11 +182,16 @@ Tensor apply_hooks(const std::vector<GradHook>& hooks, Tensor g) {
   return g;
 }
 
-// The position of t's impl among `tensors`, or -1.
-int64_t position_of(const std::vector<Tensor>& tensors, const detail::TensorImpl* t) {
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (detail::impl(tensors[i]) == t) return static_cast<int64_t>(i);
-  return -1;
+// Puts g at every position of t's impl among `wanted` (an input given twice gets it twice),
+// each a tensor of its own.
+void put_found(const std::vector<Tensor>& wanted, const detail::TensorImpl* t, const Tensor& g,
+               std::vector<Tensor>& found) {
+  bool first = true;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (detail::impl(wanted[i]) != t) continue;
+    found[i] = first ? g : g.clone();
+    first = false;
+  }
 }
 
 }  // namespace
@@ -204,8 +239,8 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     seed = apply_hooks(impl.hooks, seed);
     if (!wanted)
       add_into_grad(impl, seed);
-    else if (const int64_t i = position_of(*wanted, &impl); i >= 0)
-      (*found)[static_cast<size_t>(i)] = seed;
+    else
+      put_found(*wanted, &impl, seed, *found);
     return;
   }
 
@@ -215,6 +250,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
         "backward: called from inside a backward pass (higher-order gradients are not supported)");
   lists.running = true;
   topological_order(root.grad_fn(), lists);
+  if (wanted) mark_needed(lists, *wanted);
   // dL/d(output) of each node still to run lives on the node (Node::grad_), dropped as soon as
   // the node has run.
   root.grad_fn()->grad_ = seed;
@@ -245,6 +281,12 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     node->grad_ = Tensor();
     // grad_out is complete here (every consumer of the output has run): the output's hooks,
     // then retain_grad(), which keeps a copy, since the VJP below may still read grad_out.
+    // grad(): a node off every path to the wanted tensors received no gradient and runs
+    // nothing (its graph is still freed below).
+    if (wanted && !node->grad_needed_) {
+      if (!retain_graph) node->release();
+      continue;
+    }
     if (!node->hooks_.empty()) grad_out = apply_hooks(node->hooks_, std::move(grad_out));
     if (wanted) {
       for (size_t i = 0; i < wanted->size(); ++i)
@@ -253,15 +295,20 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     } else if (const std::shared_ptr<TensorImpl> out = node->retained_.lock()) {
       add_into_grad(*out, out->grad ? grad_out : grad_out.clone());
     }
+    if (wanted && !node->vjp_needed_) {  // the output was wanted, nothing below it is
+      if (!retain_graph) node->release();
+      continue;
+    }
 
     const TensorList& inputs = node->inputs();
     TensorList grad_inputs(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& in = inputs[i];
       if (!in.requires_grad()) continue;
-      if (in.is_leaf() && wanted) {
-        // grad(): only the wanted leaves get a gradient, summed apart.
-        if (position_of(*wanted, detail::impl(in)) >= 0) grad_inputs[i] = apart_buffer(in);
+      if (wanted && !(in.is_leaf() ? is_wanted(*wanted, in) : in.grad_fn()->grad_needed_)) {
+        continue;  // grad(): this input leads to no wanted tensor
+      } else if (in.is_leaf() && wanted) {
+        grad_inputs[i] = apart_buffer(in);  // grad(): a wanted leaf's gradient, summed apart
       } else if (in.is_leaf() && !detail::impl(in)->hooks.empty()) {
         grad_inputs[i] = apart_buffer(in);
       } else if (in.is_leaf()) {
@@ -282,7 +329,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   for (auto& [impl, g] : apart) {
     Tensor hooked = apply_hooks(impl->hooks, std::move(g));
     if (wanted)
-      (*found)[static_cast<size_t>(position_of(*wanted, impl))] = std::move(hooked);
+      put_found(*wanted, impl, hooked, *found);
     else
       add_into_grad(*impl, hooked);
   }
@@ -293,7 +340,12 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
 }
 
 std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,
-                         const Tensor& grad_output, bool retain_graph) {
+                         const Tensor& grad_output, bool retain_graph, bool create_graph) {
+  if (create_graph)
+    throw std::invalid_argument(
+        "grad: create_graph=true (double backward, a gradient of a gradient) is not supported: "
+        "the VJPs are not recorded, so the gradients returned have no graph; compute a second "
+        "derivative by finite differences of grad() (autograd/gradcheck.h) instead");
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined() || !inputs[i].requires_grad())
       throw std::invalid_argument("grad: input " + std::to_string(i) +

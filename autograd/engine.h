@@ -109,9 +109,13 @@ class Node {
   TensorList inputs_;
   bool saved_ = true;
   // The engine's bookkeeping during one backward pass: the pass that last visited this node,
-  // and the gradient of its output summed so far.
+  // the gradient of its output summed so far, and (grad() only) whether that gradient is needed
+  // (the output is wanted, or the VJP must run) and whether the VJP must run (an input needs a
+  // gradient: a wanted leaf, or a tensor whose node needs its gradient).
   uint64_t visited_in_pass_ = 0;
   Tensor grad_;
+  bool grad_needed_ = true;
+  bool vjp_needed_ = true;
   std::weak_ptr<detail::TensorImpl> retained_;  // the output whose gradient retain_grad() keeps
   std::vector<GradHook> hooks_;                 // the output's register_hook()s
 };
@@ -210,11 +214,17 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
 /// torch.autograd.grad(output, inputs): the gradient of `output` with respect to each of
 /// `inputs` (leaves or intermediate tensors), returned in their order instead of added into
 /// grad(): no tensor's grad() changes, and retain_grad() tensors keep theirs. grad_output and
-/// retain_graph as Tensor::backward's; hooks run as in backward. The whole graph below output
-/// is walked (no pruning to the inputs' paths). Throws std::invalid_argument naming the position
-/// of an input that does not require grad or that output was not computed from (torch's
-/// allow_unused=False), and what backward throws.
+/// retain_graph as Tensor::backward's; hooks run as in backward, on the gradients computed.
+/// Only the VJPs on a path from output to an input run, and each VJP is handed buffers for the
+/// inputs on such a path only (undefined for the rest, as for an input that needs no gradient):
+/// other trainable leaves in the graph get nothing and cost nothing, as in torch.autograd.grad.
+/// An input given twice gets its gradient twice. Throws
+/// std::invalid_argument naming the position of an input that does not require grad or that
+/// output was not computed from (torch's allow_unused=False), and what backward throws.
+/// create_graph=true (torch's, for a gradient of a gradient) throws std::invalid_argument: the
+/// VJPs are not themselves recorded.
 std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,
-                         const Tensor& grad_output = Tensor(), bool retain_graph = false);
+                         const Tensor& grad_output = Tensor(), bool retain_graph = false,
+                         bool create_graph = false);
 
 }  // namespace attograd

@@ -384,6 +384,36 @@ BOOST_AUTO_TEST_CASE(grad_returns_gradients_without_touching_grad) {
              boost::test_tools::per_element());
 }
 
+// Issue 32's example: grad(sum(x * 2 + y), {y}) threw "Tensor::data: the tensor is undefined"
+// when x was a trainable leaf too: the engine handed mul_scalar's VJP no buffer for x. Only the
+// VJPs on a path to y run now (x's is not called at all), y asked for twice comes back twice,
+// and create_graph is refused by name.
+BOOST_AUTO_TEST_CASE(grad_of_one_leaf_with_other_trainable_leaves_in_the_graph) {
+  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}, DType::f64).requires_grad_();
+  Tensor y = Tensor::from_vector({3.0, 4.0}, {2}, DType::f64).requires_grad_();
+  int x_side_calls = 0;
+  Tensor twice_x = x * 2.0;
+  twice_x.register_hook([&](const Tensor&) {
+    ++x_side_calls;
+    return Tensor();
+  });
+  const Tensor L = sum(twice_x + y);
+  const std::vector<Tensor> g = grad(L, {y, y}, Tensor(), /*retain_graph=*/true);
+  BOOST_REQUIRE_EQUAL(g.size(), 2u);
+  BOOST_TEST(g[0].to_vector() == (std::vector<double>{1.0, 1.0}), boost::test_tools::per_element());
+  BOOST_TEST(g[1].to_vector() == (std::vector<double>{1.0, 1.0}), boost::test_tools::per_element());
+  BOOST_TEST(x_side_calls == 0);  // the branch to x is not walked
+  BOOST_TEST(!x.grad().defined());
+  // Both leaves: x's branch runs now.
+  const std::vector<Tensor> both = grad(L, {x, y}, Tensor(), true);
+  BOOST_TEST(both[0].to_vector() == (std::vector<double>{2.0, 2.0}),
+             boost::test_tools::per_element());
+  BOOST_TEST(x_side_calls == 1);
+  expect_throw_with<std::invalid_argument>(
+      [&] { grad(L, {y}, Tensor(), true, /*create_graph=*/true); },
+      "grad: create_graph=true (double backward, a gradient of a gradient) is not supported");
+}
+
 // accumulate_grad, the public way a VJP of one's own adds into an input's gradient: an op
 // a (3,) + s * b (2, 3) broadcasting a, written with record(). a's gradient (3,) sums dy over the
 // broadcast rows; an input used twice (b as both operands of a second call) gets both

@@ -242,6 +242,32 @@ BOOST_AUTO_TEST_CASE(tied_weights_gradient_is_the_sum_of_both_paths) {
   BOOST_TEST(emb_norm > 0);  // both paths really contribute
 }
 
+// Issue 32: grad(loss, {wte}) on a GPT threw "the tensor is undefined" (every other parameter is
+// a trainable leaf the engine handed no buffer). It equals backward()'s wte gradient, and so does
+// grad(loss, {h.0.ln_1.weight, wte}) for both; no parameter's .grad is written.
+BOOST_AUTO_TEST_CASE(grad_of_some_parameters_equals_backwards) {
+  GPT model(preset("femto"), 5, DType::f64);
+  Generator gen(4);
+  const Tensor idx = random_ids(gen, 2, 8, 65), targets = random_ids(gen, 2, 8, 65);
+  model.forward(idx, targets).loss.backward();
+  const std::vector<double> wte = model.wte->weight.grad().to_vector();
+  const std::vector<double> ln = model.h[0]->ln_1->weight.grad().to_vector();
+  model.zero_grad();
+  const std::vector<Tensor> g = grad(model.forward(idx, targets).loss, {model.wte->weight});
+  BOOST_TEST(allclose(g[0].to_vector(), wte, 1e-15, 1e-13));
+  const std::vector<Tensor> two =
+      grad(model.forward(idx, targets).loss, {model.h[0]->ln_1->weight, model.wte->weight});
+  BOOST_TEST(allclose(two[0].to_vector(), ln, 1e-15, 1e-13));
+  BOOST_TEST(allclose(two[1].to_vector(), wte, 1e-15, 1e-13));
+  for (const auto& [name, p] : model.named_parameters()) {
+    BOOST_TEST_INFO(name);
+    double total = 0;
+    if (p.grad().defined())
+      for (double v : p.grad().to_vector()) total += std::abs(v);
+    BOOST_TEST(total == 0.0);
+  }
+}
+
 // `logits, loss = model(x, y)` while training: the forward fuses the tied head into the loss,
 // so the logits are computed when read, from the head's input that forward saw. They are the
 // logits forward(x) gives, bit for bit, the loss is their cross-entropy, and they carry the
