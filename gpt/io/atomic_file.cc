@@ -182,19 +182,24 @@ std::optional<pid_t> temp_file_owner(std::string_view name) {
   return static_cast<pid_t>(pid);
 }
 
-std::vector<fs::path> remove_stale_temp_files(const fs::path& dir) {
+std::vector<fs::path> remove_stale_temp_files(const fs::path& dir, const StaleSweep& sweep) {
   std::vector<fs::path> removed;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::optional<pid_t> owner = temp_file_owner(it->path().filename().string());
+    const std::string name = it->path().filename().string();
+    const std::optional<pid_t> owner = temp_file_owner(name);
+    if (!owner) continue;
+    const std::string target = name.substr(0, name.rfind(kTempInfix));
+    if (std::find(sweep.targets.begin(), sweep.targets.end(), target) == sweep.targets.end())
+      continue;  // not a name our writers make here
+    const bool may_be_writing =
+        sweep.locked ? *owner == ::getpid() : writer_may_be_alive(*owner, it->path());
     std::error_code type_ec;
-    if (!owner || writer_may_be_alive(*owner, it->path()) || !it->is_regular_file(type_ec) ||
-        it->is_symlink(type_ec))
-      continue;
+    if (may_be_writing || !it->is_regular_file(type_ec) || it->is_symlink(type_ec)) continue;
     if (::unlink(it->path().c_str()) != 0 && errno != ENOENT)  // ENOENT: another cleaner was first
       throw std::runtime_error("cannot remove the stale temporary file " + it->path().string() +
                                " (left by process " + std::to_string(*owner) +
-                               ", which no longer runs): " + std::strerror(errno));
+                               ", which no longer writes it): " + std::strerror(errno));
     removed.push_back(it->path());
   }
   return removed;

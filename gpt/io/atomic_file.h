@@ -84,13 +84,28 @@ std::string directory_listing(const std::filesystem::path& dir, std::string_view
 /// ("<target>.tmp.<pid>.XXXXXX", XXXXXX six letters or digits), else nullopt.
 std::optional<pid_t> temp_file_owner(std::string_view file_name);
 
-/// Deletes the AtomicFile temporaries in `dir` (not in its subdirectories) whose process no
-/// longer exists, and returns their paths: the pid in the name is dead, or belongs to a process
-/// that started after the file was last written (Linux's /proc says when; a pid reused, as PID
-/// 1 after a container restarts). A temporary a live process may still be writing (this one's
-/// included) is kept: it may still be renamed. Only regular files are removed, never a
-/// symlink. A missing directory has nothing to remove. Throws std::runtime_error naming the
-/// file when one cannot be removed.
-std::vector<std::filesystem::path> remove_stale_temp_files(const std::filesystem::path& dir);
+/// Which temporaries remove_stale_temp_files() may delete.
+struct StaleSweep {
+  /// The target names (file names in the directory) whose temporaries are looked at; any other
+  /// file, "notes.txt.tmp.999999.abcdef" included, is never touched: a sweep removes only names
+  /// its own writers make.
+  std::vector<std::string> targets;
+  /// The caller holds the directory's lock, which every writer of these targets holds while it
+  /// writes them: then the temporary of any other process is stale, whatever now runs under its
+  /// pid (a container's PID 1 is alive and old on the host). Without it, only the temporaries
+  /// of processes that are gone are.
+  bool locked = false;
+};
+
+/// Deletes the AtomicFile temporaries of `sweep.targets` in `dir` (not in its subdirectories)
+/// whose writer no longer writes them, and returns their paths. Without the lock: the pid in the
+/// name is dead, or belongs to a process that started after the file was last written (Linux's
+/// /proc says when; a pid reused, as PID 1 after a container restarts). With it: every pid but
+/// this process's own. A temporary a live process may still be writing (this one's included) is
+/// kept: it may still be renamed. Only regular files are removed, never a symlink. A missing
+/// directory has nothing to remove. Throws std::runtime_error naming the file when one cannot be
+/// removed.
+std::vector<std::filesystem::path> remove_stale_temp_files(const std::filesystem::path& dir,
+                                                           const StaleSweep& sweep);
 
 }  // namespace attograd::gpt

@@ -104,7 +104,8 @@ void note(const CorpusOptions& options, const std::string& message) {
 // An earlier run killed while writing the cache leaves its temporary behind (as large as the
 // corpus); the next fetch clears those of processes that are gone.
 void remove_stale_temporaries(const fs::path& dir, const CorpusOptions& options) {
-  for (const fs::path& stale : remove_stale_temp_files(dir))
+  for (const fs::path& stale :
+       remove_stale_temp_files(dir, {.targets = {kKjvCacheName, kShakespeareCacheName}}))
     note(options, "removed " + stale.string() + ", left by an interrupted run");
 }
 

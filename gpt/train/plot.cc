@@ -213,8 +213,8 @@ bool write_plots(const std::string& out_dir, std::ostream& log, const std::strin
     GnuplotJob job;
     const std::string train = job.data("train_log.csv", train_log),
                       eval = job.data("eval_log.csv", eval_log);
-    const std::string loss = job.output(dir + "/loss." + ext, ext),
-                      perplexity = job.output(dir + "/perplexity." + ext, ext);
+    const std::string loss = job.output(dir + "/" + kRunPlotStems[0] + "." + ext, ext),
+                      perplexity = job.output(dir + "/" + kRunPlotStems[1] + "." + ext, ext);
     job.add(
         "set datafile separator ','\n"
         "set key top right\n"

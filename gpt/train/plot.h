@@ -23,6 +23,10 @@ namespace attograd::gpt {
 /// and bigram).
 inline constexpr const char* kBaselinesFile = "baselines.csv";
 
+/// The stems of a run's plots; write_plots writes each as <stem>.png and <stem>.svg.
+inline constexpr const char* kRunPlotStems[] = {"loss", "perplexity"};
+inline constexpr const char* kRunPlotExtensions[] = {"png", "svg"};
+
 /// Writes loss.png/.svg and perplexity.png/.svg into out_dir from train_log.csv and
 /// eval_log.csv there (and the dashed lines of baselines.csv when present: at each val_loss on
 /// the loss plot, at exp(val_loss) on the perplexity plot), running `gnuplot` (a program name

@@ -32,6 +32,7 @@
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
 #include "gpt/train/run_config.h"
+#include "gpt/train/run_dir.h"
 
 namespace attograd::gpt {
 
@@ -108,7 +109,7 @@ std::string describe_model(const LanguageModel& model) {
 // A directory holding a checkpoint is left to the caller's own message (resume or overwrite).
 void refuse_occupied_dir(const std::filesystem::path& out) {
   if (std::filesystem::exists(out / kCheckpointFile)) return;
-  const std::string listed = directory_listing(out, ".lock");
+  const std::string listed = directory_listing(out, kLockFile);
   if (listed.empty()) return;
   throw std::invalid_argument("--out " + out.string() + " already holds " + listed +
                               " but no checkpoint: pass --overwrite to start a run there (its "
@@ -238,7 +239,7 @@ class RunDirLock {
   /// Makes `out` and the parents it lacks (runs/ of runs/nano) and locks <out>/.lock. Throws
   /// std::invalid_argument naming --out and the fix when a directory cannot be made, the lock
   /// file cannot be opened, or another run holds the lock.
-  explicit RunDirLock(const std::filesystem::path& out) : lock_path_(out / ".lock") {
+  explicit RunDirLock(const std::filesystem::path& out) : lock_path_(out / kLockFile) {
     // Bounded: each retry means another run removed the directory or lock file just then.
     constexpr int kAttempts = 100;
     for (int attempt = 1;; ++attempt) {
@@ -414,10 +415,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   std::optional<RunDirLock> lock;
   if (comm.is_root()) {  // the one writer: the other ranks only read the checkpoint to resume
     lock.emplace(out_dir);
-    // A run killed while saving leaves its temporary checkpoint (or plot) behind; ours are gone
-    // only with our process, so those of processes that no longer exist are stale.
-    for (const std::filesystem::path& stale : remove_stale_temp_files(out_dir))
-      log << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
+    refuse_special_run_files(out_dir);
     if (!rq.resume && !rq.overwrite) refuse_occupied_dir(out_dir);
   }
   run->checkpoint_path_ = (out_dir / kCheckpointFile).string();
@@ -426,6 +424,13 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
     throw std::invalid_argument(ckpt +
                                 " already exists: pass --resume to continue that run, "
                                 "--overwrite to start over, or choose another --out");
+  // A run killed while saving leaves its temporary checkpoint (or plot) behind. Every writer of
+  // the run's files holds the lock we now hold, so the temporaries of those files are stale
+  // whatever process now has their writer's pid; files of other names are not ours to touch.
+  if (comm.is_root())
+    for (const std::filesystem::path& stale :
+         remove_stale_temp_files(out_dir, {.targets = run_files(), .locked = true}))
+      log << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
 
   std::optional<TrainingState> state;
   TrainOptions& options = run->options_;

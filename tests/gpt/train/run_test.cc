@@ -3,6 +3,9 @@
 // Each case asserts what the run computed (baselines, schedules, losses bit for bit) or the
 // exact refusal it must give.
 #define BOOST_TEST_MODULE run
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
@@ -10,7 +13,11 @@
 #include <sstream>
 #include <string>
 
+#include "gpt/model/checkpoint.h"
 #include "gpt/train/run.h"
+#include "gpt/train/run_config.h"
+#include "gpt/train/run_dir.h"
+#include "gpt/train/run_logs.h"
 #include "tests/gpt/train/train_run.h"
 #include "tests/test_util.h"
 
@@ -350,4 +357,51 @@ BOOST_AUTO_TEST_CASE(the_run_directory_defaults_to_runs_slash_the_preset) {
   BOOST_TEST(!std::filesystem::exists(dir / "runs"));
   std::filesystem::current_path(previous);
   std::filesystem::remove_all(dir);
+}
+
+// Issue 31, kinds 7 and 8. A FIFO named run.json in --out made `train --resume` wait for ever on
+// its open: every file a run reads or writes there is refused unless regular, before any is
+// opened. A look-alike temporary of a name no attograd writer makes (notes.txt.tmp.<pid>.<6>)
+// was deleted by the sweep, even by a run then refused: only our files' temporaries go now.
+// And a finished run's directory holds exactly run_files() and the lock: the list is complete.
+BOOST_AUTO_TEST_CASE(special_files_are_refused_and_foreign_temporaries_kept) {
+  const auto dir = temp_dir("special");
+  write(dir / "ab.txt", alternating(200));
+  std::ostringstream log;
+  train_to_end(femto(dir / "ab.txt", dir / "run", 2));
+  const std::vector<std::string> known = run_files();
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "run")) {
+    const std::string name = entry.path().filename().string();
+    BOOST_TEST_INFO(name << " is in a run directory but not in run_files()");
+    BOOST_TEST((name == kLockFile || std::find(known.begin(), known.end(), name) != known.end()));
+  }
+  BOOST_TEST(std::filesystem::exists(dir / "run" / kCheckpointFile));
+
+  // A foreign look-alike, and a stale temporary of our checkpoint, by a process that is gone.
+  const std::string notes = "notes.txt.tmp.999999.abcdef";
+  const std::string ours = std::string(kCheckpointFile) + ".tmp.999999.abcdef";
+  write(dir / "run" / notes, "mine");
+  write(dir / "run" / ours, "stale");
+  // A fresh run refused by the existing checkpoint touches neither.
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(femto(dir / "ab.txt", dir / "run", 2), Communicator::world(), log); },
+      "already exists: pass --resume");
+  BOOST_TEST(std::filesystem::exists(dir / "run" / notes));
+  BOOST_TEST(std::filesystem::exists(dir / "run" / ours));
+  // A resumed run removes ours only.
+  train_to_end(resume_to(dir / "run", 3));
+  BOOST_TEST(std::filesystem::exists(dir / "run" / notes));
+  BOOST_TEST(!std::filesystem::exists(dir / "run" / ours));
+
+  std::filesystem::remove(dir / "run" / kRunConfigFile);
+  BOOST_REQUIRE(::mkfifo((dir / "run" / kRunConfigFile).c_str(), 0644) == 0);
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(resume_to(dir / "run", 4), Communicator::world(), log); },
+      "/run/run.json is a FIFO, not a regular file: a run reads and writes it; remove it");
+  std::filesystem::remove(dir / "run" / kRunConfigFile);
+  std::filesystem::remove(dir / "run" / kTrainLog.file);
+  std::filesystem::create_directory(dir / "run" / kTrainLog.file);
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(resume_to(dir / "run", 4), Communicator::world(), log); },
+      "/run/train_log.csv is a directory, not a regular file");
 }
