@@ -156,6 +156,9 @@ HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
   if (ec)
     throw std::runtime_error("--out " + dir + ": cannot create the directory (" + ec.message() +
                              "); choose another --out");
+  // An export interrupted (Ctrl-C, kill) leaves its temporary, as large as the weights: those of
+  // our two names whose process is gone go now (no lock here: a live export's are kept).
+  remove_stale_temp_files(out, {.targets = {kHfWeightsFile, kHfConfigFile}});
   const std::filesystem::path weights = out / kHfWeightsFile, config = out / kHfConfigFile;
   w.write(weights.string());
   write_file_atomically(config, hf_gpt2_config_json(c, tokenizer_kind));

@@ -64,7 +64,8 @@ void check_hf_export_dir(const std::string& dir, bool overwrite,
 /// Writes `model` as a Hugging Face GPT-2 directory `dir` (created with its parents when
 /// absent). A directory holding anything is refused unless `overwrite`; then files of other
 /// names in it are left alone and those of ours replaced. `inputs` are the files the model came
-/// from, refused as outputs (check_hf_export_dir). Throws std::invalid_argument as
+/// from, refused as outputs (check_hf_export_dir). The temporaries of our two files that an
+/// interrupted export left (their process gone) are removed first. Throws std::invalid_argument as
 /// require_hf_gpt2_exportable (`what` names the source) and check_hf_export_dir,
 /// std::runtime_error naming the path on an I/O failure (each file is then left as it was).
 HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,

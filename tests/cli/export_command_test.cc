@@ -209,6 +209,14 @@ BOOST_AUTO_TEST_CASE(export_never_writes_over_its_checkpoint_nor_into_an_occupie
   BOOST_TEST(replaced.exit_code == 0);
   BOOST_TEST(fs::exists(dir.path / "other" / "config.json"));
   BOOST_TEST(attograd::testing::read_file(dir.path / "other" / "vocab.json") == "{}");
+  // Issue 31, kind 6: an export killed while writing (Ctrl-C) left model.safetensors.tmp.* for
+  // ever. The next export into that directory removes the temporaries of dead processes.
+  dir.file("other/model.safetensors.tmp.999999.abcdef", "half an export");
+  dir.file("other/notes.txt.tmp.999999.abcdef", "not ours");
+  BOOST_TEST(run_cli("export --checkpoint " + ckpt + " --out " + (dir / "other") + " --overwrite")
+                 .exit_code == 0);
+  BOOST_TEST(!fs::exists(dir.path / "other" / "model.safetensors.tmp.999999.abcdef"));
+  BOOST_TEST(fs::exists(dir.path / "other" / "notes.txt.tmp.999999.abcdef"));
   // An empty directory needs no --overwrite.
   fs::create_directories(dir.path / "empty");
   BOOST_TEST(run_cli("export --checkpoint " + ckpt + " --out " + (dir / "empty")).exit_code == 0);
