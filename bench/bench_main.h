@@ -5,6 +5,9 @@
 //   <bench> --serve NAME [--threads N]           a server for bench/compare.py: each line
 //                                                "steps K" on stdin gets "<seconds> allocs <n>
 //                                                rss_mib <MiB>" on stdout; "quit" ends
+//   <bench> --peak [--threads N] [--peak-seconds S]  the machine's arithmetic peaks at N
+//                                                threads (bench/peak.h), one line, S seconds
+//                                                per peak (default 1); compare.py reads it
 //
 // compare.py alternates such a server with its PyTorch twin, A B A B, so both see the same
 // machine weather.
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "autograd/kernels/thread_pool.h"
+#include "bench/peak.h"
 
 namespace attograd::bench {
 
@@ -63,7 +67,8 @@ int bench_main(int argc, char** argv, const char* program, Serve&& serve,
                Register&& register_benchmarks, benchmark::BenchmarkReporter& reporter) {
   std::string serve_name;
   int threads = 1;
-  bool smoke = false;
+  bool smoke = false, peak = false;
+  double peak_seconds = 1.0;
   int spin = kernels::kDefaultSpinMicroseconds;
   std::vector<char*> args{argv[0]};
   for (int i = 1; i < argc; ++i) {
@@ -75,12 +80,20 @@ int bench_main(int argc, char** argv, const char* program, Serve&& serve,
       spin = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--smoke") == 0) {
       smoke = true;
+    } else if (std::strcmp(argv[i], "--peak") == 0) {
+      peak = true;
+    } else if (std::strcmp(argv[i], "--peak-seconds") == 0 && i + 1 < argc) {
+      peak_seconds = std::atof(argv[++i]);
     } else {
       args.push_back(argv[i]);
     }
   }
   try {
     kernels::set_spin_microseconds(spin);
+    if (peak) {
+      std::printf("%s\n", peak_line(measure_peak(threads, peak_seconds)).c_str());
+      return 0;
+    }
     if (!serve_name.empty()) return serve(serve_name, threads);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());

@@ -34,6 +34,14 @@ CPU mixed precision), raced and measured as the f32 rows are. The GEMM column th
 PyTorch's bf16 torch.mm rate, the kernel its autocast Linear layers run; the refusal rule stays
 on the f32 rates, which tell whether PyTorch's set-up is at its best.
 
+Every row also states both sides' rates as a share of the machine's limit: train_bench --peak
+measures the core's f32 FMA peak and its bf16 dot-product peak (vdpbf16ps, where the CPU has
+AVX512-BF16) at each thread count in the same run (bench/peak.h), before the rows and again after
+them, and the step's FLOPs are gpt_flops_per_token's (train_bench's flops_per_step: 6 per
+parameter of the products and the attention scores, per token). A f32 row is a share of the FMA
+peak, a bf16 row of the bf16 peak (of the FMA peak on a CPU without vdpbf16ps; AMX's own peak is
+not measured, so on AMX a bf16 share can pass 100%).
+
 With --generate the servers are build/bench/generate_bench --serve and bench/torch_generate.py
 --serve, a "step" is one decode step with the KV cache (one token), and the table adds the
 memory-bandwidth bound generate_bench measures (weights read once per token; see its header).
@@ -129,6 +137,26 @@ def turns(servers, k, rounds):
             results[i].append(server.steps(k))
     return [(statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), rs[-1][2])
             for rs in results]
+
+
+def measure_peak(bench, threads, seconds=1.0):
+    """train_bench --peak: {"f32_fma_gflops": ..., "f64_fma_gflops": ..., "bf16_dot_gflops": ...,
+    "target": "AVX3"} at `threads` threads."""
+    env, _ = environments(threads)
+    out = subprocess.run([str(bench), "--peak", "--threads", str(threads), "--peak-seconds", str(seconds)],
+                         capture_output=True, text=True, env=env, check=True).stdout.split()
+    if out[:1] != ["peak"]:
+        raise RuntimeError(f"{bench} --peak printed {out!r}")
+    values = dict(zip(out[3::2], out[4::2]))
+    return {k: (v if k == "target" else float(v)) for k, v in values.items()}
+
+
+def peak_for(peak, precision):
+    """The limit a row is a share of: the FMA peak for f32, the bf16 dot peak for bf16 (the FMA
+    peak where the CPU has no vdpbf16ps)."""
+    if precision == "bf16" and peak["bf16_dot_gflops"] > 0:
+        return peak["bf16_dot_gflops"]
+    return peak["f32_fma_gflops"]
 
 
 def measure(config, threads, rounds, bench, seconds_per_round, variant=None, precision="f32"):
@@ -229,10 +257,12 @@ def main():
         sys.exit(f"compare.py: {args.bench} not found: build first (cmake --build build)")
     if args.generate:
         return compare_generation(args)
+    peaks = {t: measure_peak(args.bench, t) for t in args.threads}
     print("| model (V, L, H, C, T, B) | threads | precision | attograd ms/step | PyTorch ms/step | ratio | "
+          "attograd GFLOP/s (of peak) | PyTorch GFLOP/s (of peak) | "
           "PyTorch variant | GEMM GFLOP/s PyTorch / OpenBLAS | attograd allocs/step | "
           "peak RSS attograd / PyTorch MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     refused, races = [], []
     for config in args.configs:
         for threads in args.threads:
@@ -240,6 +270,11 @@ def main():
                 r = measure(config, threads, args.rounds, args.bench, args.seconds, args.torch_variant, precision)
                 shape = ", ".join(str(v) for v in SHAPES[config])
                 ratio = f"{r['torch_ms'] / r['ours_ms']:.2f}x"
+                header = dict(zip(r["header"][2::2], r["header"][3::2]))  # ready NAME params N flops_per_step F ...
+                flops, limit = float(header["flops_per_step"]), peak_for(peaks[threads], precision)
+                ours_rate, torch_rate = flops / r["ours_ms"] / 1e6, flops / r["torch_ms"] / 1e6
+                rates = (f"{ours_rate:.1f} ({100 * ours_rate / limit:.0f}%) | "
+                         f"{torch_rate:.1f} ({100 * torch_rate / limit:.0f}%)")
                 where = f"{config} at {threads} thread(s) in {precision}"
                 if r["blas_gemm"] > 0 and r["torch_gemm"] < MIN_TORCH_GEMM_FRACTION * r["blas_gemm"]:
                     refused.append(f"{where}: PyTorch's matmul ran at {r['torch_gemm']:.0f} GFLOP/s "
@@ -251,13 +286,21 @@ def main():
                 if precision == "bf16":
                     gemm = f"bf16 {r['torch_bf16_gemm']:.0f} (f32 {r['torch_gemm']:.0f}) / f32 {r['blas_gemm']:.0f}"
                 print(f"| {config} ({shape}) | {threads} | {precision} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | "
-                      f"{ratio} | {r['variant']} | {gemm} | {r['allocs']:g} | "
+                      f"{ratio} | {rates} | {r['variant']} | {gemm} | {r['allocs']:g} | "
                       f"{r['rss_ours']:.0f} / {r['rss_torch']:.0f} |", flush=True)
+    after = {t: measure_peak(args.bench, t) for t in args.threads}
     print("\nratio = PyTorch time / attograd time (> 1: attograd faster); medians of "
           f"{args.rounds} interleaved turns of about {args.seconds} s each, after PyTorch's variants "
           "raced and the fastest stayed. GEMM: each PyTorch server's own f32 matmul rate and OpenBLAS's "
           "(cblas_sgemm) in the same process, (256, 768) @ (768, 3072); in a bf16 row also PyTorch's "
           "torch.mm on bf16 operands, what its autocast Linear layers run.")
+    print("of peak = the step's FLOPs (gpt_flops_per_token) per second over the machine's peak at that thread "
+          "count, measured by train_bench --peak before the rows (f32 rows: FMA; bf16 rows: vdpbf16ps, or "
+          "FMA without it). The peaks, GFLOP/s, before / after the rows:")
+    for t in args.threads:
+        b, a = peaks[t], after[t]
+        print(f"  {t} thread(s), {b['target']}: f32 FMA {b['f32_fma_gflops']:.1f} / {a['f32_fma_gflops']:.1f}, "
+              f"bf16 dot {b['bf16_dot_gflops']:.1f} / {a['bf16_dot_gflops']:.1f}")
     if races:
         print("PyTorch's variants, ms/step in the race (3 turns side by side):\n  " + "\n  ".join(races))
     if refused:

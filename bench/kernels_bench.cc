@@ -38,6 +38,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/kernels/attention.h"
@@ -45,6 +46,7 @@
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
 #include "autograd/kernels/thread_pool.h"
+#include "bench/peak.h"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" void openblas_set_num_threads(int);
@@ -286,8 +288,10 @@ void register_attention(const std::vector<int64_t>& lengths, int64_t HS) {
 // ".../bf16" and ".../bf16-portable" for the matmul-bf16 cases); the rest is the case.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
-  // The floating-point operations of one iteration of a case, for the bf16 table's GFLOP/s.
+  // The floating-point operations of one iteration of a case, for the tables' GFLOP/s.
   void set_flops(const std::string& name, double flops) { flops_[name] = flops; }
+  // The machine's peaks per thread count (bench/peak.h), for the tables' share of the peak.
+  void set_peaks(std::map<int, attograd::bench::Peak> peaks) { peaks_ = std::move(peaks); }
 
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
@@ -299,8 +303,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
     }
   }
 
-  void Finalize() override {
-    ConsoleReporter::Finalize();
+  // The tables, after Google Benchmark's own output (and after main measured the peaks again).
+  void print_tables() {
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v.empty() ? NAN : (v[(v.size() - 1) / 2] + v[v.size() / 2]) / 2;
@@ -310,20 +314,38 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const auto ours = sides.find("attograd"), theirs = sides.find("openblas");
       if (ours == sides.end() || theirs == sides.end()) continue;
       if (ratios.empty())  // the header once, and only above rows (a bf16-only filter has none)
-        std::printf("\n%-44s %12s %12s %8s\n", "case (median of interleaved repetitions)",
-                    "attograd ms", "openblas ms", "ratio");
+        std::printf("\n%-44s %12s %12s %8s %9s %8s %8s\n",
+                    "case (median of interleaved repetitions)", "attograd ms", "openblas ms",
+                    "ratio", "GFLOP/s", "of peak", "openblas");
       const double a = median(ours->second), b = median(theirs->second);
       ratios.push_back(b / a);
-      std::printf("%-44s %12.4f %12.4f %7.2fx\n", name.c_str(), a, b, b / a);
+      // matmul/<dtype>/.../t<threads>: the FMA peak of that dtype and thread count
+      const double gflops = flops_[name] / (a * 1e6), peak = fma_peak(name);
+      std::printf("%-44s %12.4f %12.4f %7.2fx %9.1f %7.0f%% %7.0f%%\n", name.c_str(), a, b, b / a,
+                  gflops, 100 * gflops / peak, 100 * gflops * (a / b) / peak);
     }
     if (!ratios.empty())
       std::printf(
-          "ratio = OpenBLAS time / attograd time (> 1: attograd faster); min %.2fx, median %.2fx\n",
+          "ratio = OpenBLAS time / attograd time (> 1: attograd faster); min %.2fx, median %.2fx\n"
+          "GFLOP/s = attograd's (2 M K N per product); of peak = its share of the core's FMA peak "
+          "in that dtype at that thread count, measured by this run (bench/peak.h); openblas = "
+          "OpenBLAS's share\n",
           *std::min_element(ratios.begin(), ratios.end()), median(ratios));
+    for (const auto& [threads, peak] : peaks_)
+      std::printf("%s\n", attograd::bench::peak_line(peak).c_str());
     print_bf16_table(median);
   }
 
  private:
+  // The FMA peak for a case named matmul/<f32|f64>/.../t<threads>, NaN when unknown.
+  double fma_peak(const std::string& name) const {
+    const size_t t = name.rfind("/t");
+    if (t == std::string::npos) return NAN;
+    const auto it = peaks_.find(std::atoi(name.c_str() + t + 2));
+    if (it == peaks_.end()) return NAN;
+    return name.find("/f64/") != std::string::npos ? it->second.f64_fma : it->second.f32_fma;
+  }
+
   template <class Median>
   void print_bf16_table(const Median& median) {
     bool header = false;
@@ -332,21 +354,29 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const auto portable = sides.find("bf16-portable");
       if (f32 == sides.end() || bf16 == sides.end() || portable == sides.end()) continue;
       if (!header) {
-        std::printf("\n%-44s %9s %9s %9s %8s %9s %8s\n", "case (median GFLOP/s)", "f32", "bf16",
-                    "portable", "ratio", "f32 ms", "bf16 ms");
+        std::printf("\n%-44s %9s %9s %9s %8s %9s %8s %8s %8s\n", "case (median GFLOP/s)", "f32",
+                    "bf16", "portable", "ratio", "f32 ms", "bf16 ms", "f32 pk", "bf16 pk");
         header = true;
       }
       const double t_f32 = median(f32->second), t_bf16 = median(bf16->second);
       const double t_portable = median(portable->second), flops = flops_[name];
+      const auto peak = peaks_.find(std::atoi(name.c_str() + name.rfind("/t") + 2));
+      const double f32_peak = peak != peaks_.end() ? peak->second.f32_fma : NAN;
+      const double bf16_peak = peak != peaks_.end() && peak->second.bf16_dot > 0
+                                   ? peak->second.bf16_dot
+                                   : f32_peak;  // no vdpbf16ps: the widening path's limit is FMA
       // times are in the benchmarks' unit, ms
-      std::printf("%-44s %9.1f %9.1f %9.1f %7.2fx %9.3f %8.3f\n", name.c_str(),
+      std::printf("%-44s %9.1f %9.1f %9.1f %7.2fx %9.3f %8.3f %7.0f%% %7.0f%%\n", name.c_str(),
                   flops / (t_f32 * 1e6), flops / (t_bf16 * 1e6), flops / (t_portable * 1e6),
-                  t_f32 / t_bf16, t_f32, t_bf16);
+                  t_f32 / t_bf16, t_f32, t_bf16, 100 * flops / (t_f32 * 1e6) / f32_peak,
+                  100 * flops / (t_bf16 * 1e6) / bf16_peak);
     }
     if (header)
       std::printf(
           "ratio = f32 time / bf16 time (> 1: bf16 faster); portable = bf16 without AMX or "
-          "vdpbf16ps (bf16 here runs on %s)\n",
+          "vdpbf16ps (bf16 here runs on %s); f32 pk = the f32 side's share of the FMA peak, "
+          "bf16 pk = the bf16 side's share of the vdpbf16ps peak (of the FMA peak without it; "
+          "AMX's own peak is not measured, so with AMX the share can pass 100%%)\n",
           k::matmul_bf16_uses_amx()           ? "AMX"
           : k::matmul_bf16_uses_avx512_bf16() ? "vdpbf16ps"
                                               : "the widening path");
@@ -354,11 +384,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
   std::map<std::string, std::map<std::string, std::vector<double>>> times_;
   std::map<std::string, double> flops_;
+  std::map<int, attograd::bench::Peak> peaks_;
 };
 
 template <typename T>
 void register_cases(const std::vector<GemmCase>& cases, const char* dtype,
-                    const std::vector<int>& thread_counts) {
+                    const std::vector<int>& thread_counts, RatioReporter& reporter) {
   char name[160];
   for (const GemmCase& g : cases) {
     check_agreement<T>(g);
@@ -367,6 +398,8 @@ void register_cases(const std::vector<GemmCase>& cases, const char* dtype,
         std::snprintf(name, sizeof name, "matmul/%s/%s/%s/%lldx%lldx%lld/t%d/%s", dtype, g.what,
                       layout_name(g), static_cast<long long>(g.M), static_cast<long long>(g.K),
                       static_cast<long long>(g.N), t, blas ? "openblas" : "attograd");
+        const std::string case_name(name);
+        reporter.set_flops(case_name.substr(0, case_name.rfind('/')), flops_of(g));
         benchmark::RegisterBenchmark(name, bench_gemm<T>, g, blas, t)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
@@ -433,13 +466,13 @@ int main(int argc, char** argv) {
   RatioReporter reporter;
   try {
     if (smoke) {
-      register_cases<float>(smoke_cases(), "f32", {1, 2});
-      register_cases<double>(smoke_cases(), "f64", {1});
+      register_cases<float>(smoke_cases(), "f32", {1, 2}, reporter);
+      register_cases<double>(smoke_cases(), "f64", {1}, reporter);
       register_bf16_cases(smoke_cases(), {1}, reporter);
       register_attention({8, 16}, 64);
     } else {
-      register_cases<float>(gpt_cases(), "f32", {1, 2});
-      register_cases<double>(f64_cases(), "f64", {1, 2});
+      register_cases<float>(gpt_cases(), "f32", {1, 2}, reporter);
+      register_cases<double>(f64_cases(), "f64", {1, 2}, reporter);
       register_bf16_cases(bf16_cases(), {1, 2}, reporter);
       register_attention({8, 16, 32, 64, 128, 256, 512, 1024}, 64);
     }
@@ -447,7 +480,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kernels_bench: %s\n", e.what());
     return 1;
   }
+  // The peaks, before and after the cases (the best of both: a busy moment only lowers one);
+  // short in the smoke run.
+  const double peak_seconds = smoke ? 0.03 : 0.6;
+  std::map<int, attograd::bench::Peak> peaks;
+  for (const int t : {1, 2}) peaks[t] = attograd::bench::measure_peak(t, peak_seconds);
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  for (const int t : {1, 2}) {
+    const attograd::bench::Peak again = attograd::bench::measure_peak(t, peak_seconds);
+    attograd::bench::Peak& p = peaks[t];
+    p.f32_fma = std::max(p.f32_fma, again.f32_fma);
+    p.f64_fma = std::max(p.f64_fma, again.f64_fma);
+    p.bf16_dot = std::max(p.bf16_dot, again.bf16_dot);
+  }
+  reporter.set_peaks(peaks);
+  reporter.print_tables();
   benchmark::Shutdown();
   return 0;
 }
