@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Fuzzes each loader with libFuzzer (tests/fuzz/README.md): builds the fuzz targets with clang,
-# ASan and UBSan in build-fuzz/, runs each for ATTOGRAD_FUZZ_SECONDS seconds (default 60) from
+# Fuzzes each loader with libFuzzer (tests/fuzz/README.md): the fuzz targets come from the
+# instrumented build shared with scripts/sanitize.sh (scripts/asan-build.sh: clang, ASan and
+# UBSan, in build-asan/); runs each for ATTOGRAD_FUZZ_SECONDS seconds (default 60) from
 # its seed corpus and saved crash inputs, and prints each target's executions and coverage.
+# What the fuzzing finds and keeps stays in build-fuzz/ (corpus/, crashes/, logs/).
 # A crash fails the run and leaves its input in build-fuzz/crashes/<target>/: fix the bug, then
 # add the input to tests/fuzz/regressions/<target>/, where CTest replays it in every build.
 # Part of CI (.ci/run).
@@ -9,10 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${ATTOGRAD_FUZZ_SECONDS:-60}"
-bash scripts/install-deps.sh --fuzz
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DATTOGRAD_SANITIZE=address,undefined -DATTOGRAD_FUZZ=ON -DATTOGRAD_WERROR=ON >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzzers
+bash scripts/asan-build.sh fuzzers  # nothing to do after scripts/sanitize.sh
+bin=build-asan/tests/fuzz
+mkdir -p build-fuzz
 
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
@@ -30,7 +31,7 @@ trap 'rm -rf "$TMPDIR"' EXIT
 failed=0
 summary=()
 # The targets are listed once, in tests/fuzz/CMakeLists.txt, which writes them here.
-mapfile -t targets < build-fuzz/tests/fuzz/fuzz_targets.txt
+mapfile -t targets < "$bin/fuzz_targets.txt"
 for target in "${targets[@]}"; do
   work="build-fuzz/corpus/$target"      # what this and earlier runs found, grown from the seeds
   crashes="build-fuzz/crashes/$target"
@@ -40,7 +41,7 @@ for target in "${targets[@]}"; do
   [ -f "tests/fuzz/$target.dict" ] && dict=("-dict=tests/fuzz/$target.dict")
   echo "fuzzing $target for $seconds s (log: $log)"
   status=ok
-  if ! "build-fuzz/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 \
+  if ! "$bin/fuzz_$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" \
       "$work" "tests/fuzz/corpus/$target" "tests/fuzz/regressions/$target" >"$log" 2>&1; then
     artifact=$(ls -t "$crashes" | head -n 1)

@@ -7,18 +7,14 @@
 # It is also CI's core build (scripts/core.sh's options: no libcurl, no Open MPI, no benchmarks),
 # so one build checks both: the engine without its optional parts, and the suite under the
 # sanitizers, including the cases about a left-out part that scripts/test.sh shows as skipped.
-# The download and MPI code run under scripts/test.sh's Release build. -O1, as ASan's authors
-# advise: on the 2-core CI machine it halves the compile time of the Highway kernels against
-# -O3 (elementwise.cc: 68 s against 150 s), which was most of CI's 90 minutes.
+# The download and MPI code run under scripts/test.sh's Release build. The build itself, clang
+# at -O1 with the fuzzers' coverage and the kernels for this machine's target, is
+# scripts/asan-build.sh's, shared with scripts/fuzz.sh (why: see there).
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
-  -DATTOGRAD_SANITIZE=address,undefined -DATTOGRAD_WERROR=ON \
-  -DATTOGRAD_DOWNLOAD=OFF -DATTOGRAD_MPI=OFF -DATTOGRAD_BENCH=OFF >/dev/null
-cmake --build build-asan -j "$(nproc)"
+bash scripts/asan-build.sh all fuzzers  # the fuzzers too: scripts/fuzz.sh runs them next
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 # The `data` cases train models for thousands of steps to assert the docs' loss figures; the

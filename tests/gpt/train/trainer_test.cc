@@ -978,7 +978,8 @@ BOOST_AUTO_TEST_CASE(training_options_from_a_checkpoint_are_read_strictly) {
        what + " nests deeper than 32 levels"},
       {"{", what + " is not valid JSON"},
   };
-  for (const auto& [text, needle] : cases) {
+  for (const auto& [text_ref, needle] : cases) {
+    const std::string& text = text_ref;  // a lambda may not capture a binding in clang 14
     BOOST_TEST_CONTEXT(text.substr(0, 200)) {
       expect_throw_with<std::runtime_error>([&] { TrainOptions::from_json(text); }, needle);
     }
