@@ -558,9 +558,9 @@ BOOST_AUTO_TEST_CASE(an_error_one_rank_meets_before_training_stops_both) {
   BOOST_TEST(!std::filesystem::exists(dir / "run/ckpt.safetensors"));
 }
 
-// An error that only rank 0 meets (here its training log is a directory, so it cannot open it)
-// would leave rank 1 waiting at the next collective for ever: rank 0 names it and ends the whole
-// job with MPI_Abort, exit code 2.
+// An error that only rank 0 meets (here its training log is a directory, which rank 0, the one
+// writer, refuses when it takes the run directory) would leave rank 1 waiting at the next
+// collective for ever: rank 0 names it and ends the whole job with MPI_Abort, exit code 2.
 BOOST_AUTO_TEST_CASE(an_error_on_rank_0_alone_ends_the_job) {
   if (!mpi_available()) return;
   TempDir dir("distributed_one_rank_error");
@@ -571,9 +571,9 @@ BOOST_AUTO_TEST_CASE(an_error_on_rank_0_alone_ends_the_job) {
                                    (dir / "run") + " --overwrite");  // past the occupied-dir check
   BOOST_TEST_INFO(r.out);
   BOOST_TEST(r.exit_code == 2);
-  BOOST_TEST(contains(r.out, "attograd: error: rank 0 of 2: cannot write the log " +
-                                 (dir / "run/train_log.csv") +
-                                 ": it exists but is not a regular file"));
+  BOOST_TEST(contains(r.out, "attograd: error: rank 0 of 2: " + (dir / "run/train_log.csv") +
+                                 " is a directory, not a regular file: a run reads and writes "
+                                 "it; remove it, or choose another --out"));
 }
 
 namespace {
