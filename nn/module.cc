@@ -353,17 +353,36 @@ void scale_in_place(const Tensor& g, double scale) {
 }  // namespace
 
 double clip_scale(double norm, double max_norm) {
-  return max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
+  if (!(max_norm > 0)) return 1.0;
+  const double coef = max_norm / (norm + 1e-6);
+  // std::min(1.0, NaN) is 1: a NaN norm would scale by 1, as if nothing were wrong. torch.clamp
+  // keeps the NaN, and so does this.
+  return std::isnan(coef) ? coef : std::min(1.0, coef);
 }
 
-double ParameterArena::clip_grad_norm(double max_norm) {
+namespace {
+
+// torch's error_if_nonfinite=True: refused before any gradient is scaled.
+void check_finite_norm(double norm, bool error_if_nonfinite) {
+  if (!error_if_nonfinite || std::isfinite(norm)) return;
+  throw std::runtime_error(
+      std::string("clip_grad_norm: the total norm of the gradients is ") +
+      (std::isnan(norm) ? "nan" : "inf") +
+      ", so they cannot be clipped; no gradient was changed (error_if_nonfinite=true: without "
+      "it, torch's result, every gradient is multiplied by the nan or 0 factor)");
+}
+
+}  // namespace
+
+double ParameterArena::clip_grad_norm(double max_norm, bool error_if_nonfinite) {
   const double norm = grad_norm();
+  check_finite_norm(norm, error_if_nonfinite);
   const double scale = clip_scale(norm, max_norm);
-  if (scale < 1) scale_in_place(grads_, scale);
+  if (!(scale >= 1)) scale_in_place(grads_, scale);  // a NaN factor is applied, as in torch
   return norm;
 }
 
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, bool error_if_nonfinite) {
   std::vector<Tensor> grads;
   double sum_squares = 0;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -384,8 +403,9 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     grads.push_back(g);
   }
   const double norm = std::sqrt(sum_squares);
+  check_finite_norm(norm, error_if_nonfinite);
   const double scale = clip_scale(norm, max_norm);
-  if (scale < 1)
+  if (!(scale >= 1))  // a NaN factor is applied, as in torch
     for (const Tensor& g : grads) scale_in_place(g, scale);
   return norm;
 }

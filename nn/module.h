@@ -208,9 +208,12 @@ class ParameterArena {
   int64_t num_non_finite() const;
   /// Scales all gradients by clip_scale(norm, max_norm), so their global L2 norm is at most
   /// max_norm (torch's clip_grad_norm_); returns the norm before clipping. max_norm <= 0
-  /// disables clipping. (A training step instead hands clip_scale's factor to AdamW::step,
-  /// which applies it as it reads each gradient: one pass less.)
-  double clip_grad_norm(double max_norm);
+  /// disables clipping. A NaN or infinite norm is torch's case too: with error_if_nonfinite it
+  /// throws std::runtime_error and changes nothing; without, every gradient is multiplied by
+  /// the factor (NaN, or 0 for an infinite norm), never left unscaled. (A training step instead
+  /// hands clip_scale's factor to AdamW::step, which applies it as it reads each gradient: one
+  /// pass less; the trainer stops on a non-finite norm first.)
+  double clip_grad_norm(double max_norm, bool error_if_nonfinite = false);
 
  private:
   friend class Module;  // register_parameter lays parameters out in the open arena
@@ -227,7 +230,8 @@ class ParameterArena {
 };
 
 /// The factor torch.nn.utils.clip_grad_norm_ multiplies every gradient by: min(1, max_norm /
-/// (norm + 1e-6)) (the 1e-6 keeps a zero norm finite); 1 when max_norm <= 0 (no clipping).
+/// (norm + 1e-6)) (the 1e-6 keeps a zero norm finite); 1 when max_norm <= 0 (no clipping). As
+/// torch.clamp, NaN for a NaN norm (std::min(1, NaN) would say 1) and 0 for an infinite one.
 double clip_scale(double norm, double max_norm);
 
 /// torch.nn.utils.clip_grad_norm_(params, max_norm) for any list of tensors, no ParameterArena
@@ -235,8 +239,11 @@ double clip_scale(double norm, double max_norm);
 /// gradient scaled in place by clip_scale(norm, max_norm); returns the norm before clipping.
 /// A tensor without a gradient yet is skipped (torch skips a None grad); f32 and f64 may mix.
 /// Throws std::invalid_argument naming the position of a tensor that does not require grad
-/// (it can never have one: a list of the wrong tensors). A model's arena does the same in one
-/// pass over its flat buffer (ParameterArena::clip_grad_norm), the fast path for training.
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+/// (it can never have one: a list of the wrong tensors). A non-finite norm as
+/// ParameterArena::clip_grad_norm (error_if_nonfinite, torch's option). A model's arena does the
+/// same in one pass over its flat buffer (ParameterArena::clip_grad_norm), the fast path for
+/// training.
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm,
+                      bool error_if_nonfinite = false);
 
 }  // namespace attograd::nn

@@ -4,6 +4,8 @@
 #define BOOST_TEST_MODULE optim
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 
 #include "autograd/ops.h"
 #include "nn/module.h"
@@ -351,6 +353,38 @@ BOOST_AUTO_TEST_CASE(options_read_as_libtorch_writes_them) {
   mean(mul_scalar(w, 2.0)).backward();  // dL/dw = 2
   opt.step();
   BOOST_TEST(w.item() == 1.0 - 0.1 * 0.1 - 0.1, boost::test_tools::tolerance(1e-9));
+}
+
+// Issue 32: with a NaN gradient, clip_grad_norm returned NaN and clipped nothing (std::min(1.0,
+// NaN) is 1), so a 1e6 gradient beside it reached the optimizer unscaled. Now torch's result:
+// torch.nn.utils.clip_grad_norm_([a, b], 1.0) with grads [1e6] and [nan] returns nan and leaves
+// both nan; with an inf gradient the factor is 0 (the finite gradient becomes 0, inf * 0 nan);
+// with error_if_nonfinite it throws and changes nothing.
+BOOST_AUTO_TEST_CASE(clip_grad_norm_of_a_non_finite_norm_as_torch) {
+  const auto grads = [](double big, double bad) {
+    Tensor a = Tensor::from_vector({1.0}, {1}, DType::f64).requires_grad_();
+    Tensor b = Tensor::from_vector({1.0}, {1}, DType::f64).requires_grad_();
+    a.set_grad(Tensor::from_vector({big}, {1}, DType::f64));
+    b.set_grad(Tensor::from_vector({bad}, {1}, DType::f64));
+    return std::vector<Tensor>{a, b};
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<Tensor> p = grads(1e6, nan);
+  BOOST_TEST(std::isnan(clip_grad_norm(p, 1.0)));
+  BOOST_TEST(std::isnan(p[0].grad().item()));  // scaled by nan, never by 1
+  BOOST_TEST(std::isnan(p[1].grad().item()));
+  p = grads(1e6, inf);
+  BOOST_TEST(std::isinf(clip_grad_norm(p, 1.0)));
+  BOOST_TEST(p[0].grad().item() == 0.0);
+  BOOST_TEST(std::isnan(p[1].grad().item()));
+  BOOST_TEST(std::isnan(clip_scale(nan, 1.0)));
+  BOOST_TEST(clip_scale(inf, 1.0) == 0.0);
+  BOOST_TEST(clip_scale(nan, 0.0) == 1.0);  // no clipping asked for
+  p = grads(1e6, nan);
+  expect_throw_with<std::runtime_error>([&] { clip_grad_norm(p, 1.0, true); },
+                                        "clip_grad_norm: the total norm of the gradients is nan");
+  BOOST_TEST(p[0].grad().item() == 1e6);  // untouched
 }
 
 // clip_grad_norm on a list of tensors, as torch.nn.utils.clip_grad_norm_: gradients 3 and 4 (two
