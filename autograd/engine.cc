@@ -136,8 +136,7 @@ class Engine {
     for (const std::shared_ptr<Node>& node : lists.order) {
       bool vjp = false;
       for (const Tensor& in : node->inputs()) {
-        if (!in.defined() || !in.requires_grad()) continue;
-        if (in.is_leaf() ? is_wanted(wanted, in) : in.grad_fn()->grad_needed_) {
+        if (in.defined() && in.requires_grad() && input_needed(wanted, in)) {
           vjp = true;
           break;
         }
@@ -147,6 +146,12 @@ class Engine {
       for (const Tensor& w : wanted)
         if (!w.is_leaf() && w.grad_fn() == node) node->grad_needed_ = true;
     }
+  }
+
+  // Whether grad() needs the gradient of `in`, an input that requires grad: a wanted leaf, or
+  // a tensor whose node needs its gradient (mark_needed set it, the producer coming first).
+  static bool input_needed(const std::vector<Tensor>& wanted, const Tensor& in) {
+    return in.is_leaf() ? is_wanted(wanted, in) : in.grad_fn()->grad_needed_;
   }
 
   static bool is_wanted(const std::vector<Tensor>& wanted, const Tensor& leaf) {
@@ -305,7 +310,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& in = inputs[i];
       if (!in.requires_grad()) continue;
-      if (wanted && !(in.is_leaf() ? is_wanted(*wanted, in) : in.grad_fn()->grad_needed_)) {
+      if (wanted && !input_needed(*wanted, in)) {
         continue;  // grad(): this input leads to no wanted tensor
       } else if (in.is_leaf() && wanted) {
         grad_inputs[i] = apart_buffer(in);  // grad(): a wanted leaf's gradient, summed apart

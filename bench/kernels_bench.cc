@@ -337,13 +337,18 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
 
  private:
+  // The peaks of the thread count a case is named for (".../t<threads>"), or null.
+  const attograd::bench::Peak* peak_of(const std::string& name) const {
+    const size_t t = name.rfind("/t");
+    if (t == std::string::npos) return nullptr;
+    const auto it = peaks_.find(std::atoi(name.c_str() + t + 2));
+    return it == peaks_.end() ? nullptr : &it->second;
+  }
   // The FMA peak for a case named matmul/<f32|f64>/.../t<threads>, NaN when unknown.
   double fma_peak(const std::string& name) const {
-    const size_t t = name.rfind("/t");
-    if (t == std::string::npos) return NAN;
-    const auto it = peaks_.find(std::atoi(name.c_str() + t + 2));
-    if (it == peaks_.end()) return NAN;
-    return name.find("/f64/") != std::string::npos ? it->second.f64_fma : it->second.f32_fma;
+    const attograd::bench::Peak* p = peak_of(name);
+    if (p == nullptr) return NAN;
+    return name.find("/f64/") != std::string::npos ? p->f64_fma : p->f32_fma;
   }
 
   template <class Median>
@@ -360,10 +365,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
       }
       const double t_f32 = median(f32->second), t_bf16 = median(bf16->second);
       const double t_portable = median(portable->second), flops = flops_[name];
-      const auto peak = peaks_.find(std::atoi(name.c_str() + name.rfind("/t") + 2));
-      const double f32_peak = peak != peaks_.end() ? peak->second.f32_fma : NAN;
-      const double bf16_peak = peak != peaks_.end() && peak->second.bf16_dot > 0
-                                   ? peak->second.bf16_dot
+      const attograd::bench::Peak* peak = peak_of(name);
+      const double f32_peak = peak != nullptr ? peak->f32_fma : NAN;
+      const double bf16_peak = peak != nullptr && peak->bf16_dot > 0
+                                   ? peak->bf16_dot
                                    : f32_peak;  // no vdpbf16ps: the widening path's limit is FMA
       // times are in the benchmarks' unit, ms
       std::printf("%-44s %9.1f %9.1f %9.1f %7.2fx %9.3f %8.3f %7.0f%% %7.0f%%\n", name.c_str(),

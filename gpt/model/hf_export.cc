@@ -1,6 +1,5 @@
 #include "gpt/model/hf_export.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -12,7 +11,6 @@
 #include "autograd/ops.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/safetensors.h"
-#include "gpt/io/utf8.h"
 #include "gpt/model/checkpoint.h"
 #include "nn/layers.h"
 
