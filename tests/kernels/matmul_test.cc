@@ -82,42 +82,56 @@ struct Layout {
 };
 const Layout kLayouts[] = {{false, false}, {false, true}, {true, false}, {true, true}};
 
-// One product of a *_matches_reference case: random operands, C's starting values and bias.
+// One product of a *_matches_reference case: random operands, C's starting values and bias,
+// stored in `layout`. The four layouts of one draw hold the same matrices op(A), op(B), C and
+// bias (first_layout marks the first of them), so one oracle answer serves all four.
 template <typename T>
 struct Product {
   Shape s;
   Layout layout;
+  bool first_layout;
   bool accumulate;
   Buffer<T> a, b, bias_buf, c;
   std::string what;
   const T* bias() const { return bias_buf.size() > 0 ? bias_buf.data() : nullptr; }
 };
 
-// Calls f(product) for every shape x layout x offset x (accumulate, bias) of the reference tests
+// The (rows, cols) row-major matrix m stored as `transposed` asks, at m's offset.
+template <typename T>
+Buffer<T> stored(const Buffer<T>& m, int64_t rows, int64_t cols, int64_t offset, bool transposed) {
+  if (!transposed) return m;
+  Buffer<T> t(rows * cols, offset);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = m[i * cols + j];
+  return t;
+}
+
+// Calls f(product) for every shape x offset x (accumulate, bias) x layout of the reference tests
 // (the large shapes test a path and its thread split: one offset and two modes do, one mode
 // under AddressSanitizer).
 template <typename T, class F>
 void for_each_product(std::mt19937_64& rng, const char* name, const F& f) {
   for (const Shape& s : shapes()) {
-    for (const Layout& layout : kLayouts) {
-      for (const int64_t offset : kOffsets) {
-        for (const int mode : {0, 1, 2, 3}) {
-          const bool accumulate = (mode & 1) != 0, with_bias = (mode & 2) != 0;
-          const bool large = s.M * s.K * s.N > 100000;
-          if (large && (offset != 0 || mode == 1 || mode == 2)) continue;
-          // Under ASan, where they took most of the sanitizer suite's 10 minutes, the large
-          // shapes check the memory safety of their paths in the plain product only: accumulate
-          // and bias touch C and the bias as on every other shape. Release checks both modes.
-          if (large && attograd::testing::kUnderAddressSanitizer && mode != 0) continue;
-          Buffer<T> a = uniform<T>(s.M * s.K, offset, rng);
-          Buffer<T> b = uniform<T>(s.K * s.N, offset, rng);
-          Buffer<T> bias = with_bias ? uniform<T>(s.N, offset, rng) : Buffer<T>(0, 0);
-          Buffer<T> c = uniform<T>(s.M * s.N, offset, rng);
-          f(Product<T>{
-              s, layout, accumulate, std::move(a), std::move(b), std::move(bias), std::move(c),
-              describe(name, " M=", s.M, " K=", s.K, " N=", s.N, " a_trans=", layout.a_trans,
-                       " b_trans=", layout.b_trans, " offset=", offset, " accumulate=", accumulate,
-                       " bias=", with_bias)});
+    for (const int64_t offset : kOffsets) {
+      for (const int mode : {0, 1, 2, 3}) {
+        const bool accumulate = (mode & 1) != 0, with_bias = (mode & 2) != 0;
+        const bool large = s.M * s.K * s.N > 100000;
+        if (large && (offset != 0 || mode == 1 || mode == 2)) continue;
+        // Under ASan, where they took most of the sanitizer suite's 10 minutes, the large
+        // shapes check the memory safety of their paths in the plain product only: accumulate
+        // and bias touch C and the bias as on every other shape. Release checks both modes.
+        if (large && attograd::testing::kUnderAddressSanitizer && mode != 0) continue;
+        const Buffer<T> a = uniform<T>(s.M * s.K, offset, rng);  // op(A), (M, K)
+        const Buffer<T> b = uniform<T>(s.K * s.N, offset, rng);  // op(B), (K, N)
+        const Buffer<T> bias = with_bias ? uniform<T>(s.N, offset, rng) : Buffer<T>(0, 0);
+        const Buffer<T> c = uniform<T>(s.M * s.N, offset, rng);
+        for (const Layout& layout : kLayouts) {
+          f(Product<T>{s, layout, &layout == &kLayouts[0], accumulate,
+                       stored(a, s.M, s.K, offset, layout.a_trans),
+                       stored(b, s.K, s.N, offset, layout.b_trans), bias, c,
+                       describe(name, " M=", s.M, " K=", s.K, " N=", s.N, " a_trans=",
+                                layout.a_trans, " b_trans=", layout.b_trans, " offset=", offset,
+                                " accumulate=", accumulate, " bias=", with_bias)});
         }
       }
     }
@@ -176,11 +190,16 @@ std::vector<double> order_atol(const Product<T>& p) {
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_matches_reference, T, Types) {
   if (!kernels_are_simd<T>()) return;  // the f64 kernels are their twins in wasm
   std::mt19937_64 rng(21);
-  // The twin's answer does not depend on the target: computed once per product, it leaves the
-  // kernels as the test's cost (the triple loops at 1100 x 300 x 601 dominated it otherwise).
+  // The twin's answer depends neither on the target nor on the layout: computed once per draw,
+  // it leaves the kernels as the test's cost (the triple loops at 1100 x 300 x 601 dominated
+  // it otherwise).
+  Buffer<T> want(0, 0);
+  std::vector<double> atol;
   for_each_product<T>(rng, "matmul", [&](const Product<T>& p) {
-    const Buffer<T> want = product_of(p, &ref::matmul<T>);
-    const std::vector<double> atol = order_atol(p);
+    if (p.first_layout) {
+      want = product_of(p, &ref::matmul<T>);
+      atol = order_atol(p);
+    }
     for_each_target([&] {
       const Buffer<T> c = product_of(p, &k::matmul<T>);
       BOOST_TEST(allclose(c, want, atol, kRtol<T>), p.what);
@@ -324,10 +343,15 @@ bool same_or_both_nan(float got, float want) {
 BOOST_AUTO_TEST_CASE(matmul_bf16_matches_reference) {
   std::mt19937_64 rng(24);
   bool tested_fused = false;
-  // The twin's answer and the tolerance, once per product; then every path under every target.
+  // The twin's answer and the tolerance, once per draw (all four layouts); then every path
+  // under every target.
+  Buffer<float> want(0, 0);
+  std::vector<double> atol;
   for_each_product<float>(rng, "matmul_bf16", [&](const Product<float>& p) {
-    const Buffer<float> want = product_of(p, &ref::matmul_bf16);
-    const std::vector<double> atol = order_atol(p);
+    if (p.first_layout) {
+      want = product_of(p, &ref::matmul_bf16);
+      atol = order_atol(p);
+    }
     for_each_bf16_path([&](bool fused) {
       tested_fused = tested_fused || fused;
       const Buffer<float> c = product_of(p, &k::matmul_bf16);
