@@ -2,7 +2,8 @@
 # Fuzzes each loader with libFuzzer (tests/fuzz/README.md): the fuzz targets come from the
 # instrumented build shared with scripts/sanitize.sh (scripts/asan-build.sh: clang, ASan and
 # UBSan, in build-asan/); runs each for ATTOGRAD_FUZZ_SECONDS seconds (default 60) from
-# its seed corpus and saved crash inputs, and prints each target's executions and coverage.
+# its seed corpus and saved crash inputs, as many targets at a time as there are cores
+# (ATTOGRAD_FUZZ_JOBS), and prints each target's executions and coverage.
 # What the fuzzing finds and keeps stays in build-fuzz/ (corpus/, crashes/, logs/).
 # A crash fails the run and leaves its input in build-fuzz/crashes/<target>/: fix the bug, then
 # add the input to tests/fuzz/regressions/<target>/, where CTest replays it in every build.
@@ -32,34 +33,59 @@ failed=0
 summary=()
 # The targets are listed once, in tests/fuzz/CMakeLists.txt, which writes them here.
 mapfile -t targets < "$bin/fuzz_targets.txt"
-for target in "${targets[@]}"; do
-  work="build-fuzz/corpus/$target"      # what this and earlier runs found, grown from the seeds
-  crashes="build-fuzz/crashes/$target"
-  log="build-fuzz/logs/$target.log"
-  mkdir -p "$work" "$crashes" "$(dirname "$log")"
-  dict=()
+
+# Fuzzes one target for $seconds and writes its line of the summary to build-fuzz/logs/. One
+# libFuzzer process uses one core, so the targets run $jobs at a time (one per core: on CI's
+# 2 cores, 8 targets x 30 s take 2 minutes, not 4), each in its own TMPDIR subdirectory.
+fuzz_one() {
+  local target=$1
+  local work="build-fuzz/corpus/$target"  # what this and earlier runs found, grown from the seeds
+  local crashes="build-fuzz/crashes/$target"
+  local log="build-fuzz/logs/$target.log"
+  mkdir -p "$work" "$crashes" "$(dirname "$log")" "$TMPDIR/$target"
+  local dict=()
   [ -f "tests/fuzz/$target.dict" ] && dict=("-dict=tests/fuzz/$target.dict")
   echo "fuzzing $target for $seconds s (log: $log)"
-  status=ok
-  if ! "$bin/fuzz_$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" \
+  local status=ok
+  if ! TMPDIR="$TMPDIR/$target" "$bin/fuzz_$target" -max_total_time="$seconds" -timeout=30 \
+      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" \
       "$work" "tests/fuzz/corpus/$target" "tests/fuzz/regressions/$target" >"$log" 2>&1; then
+    local artifact
     artifact=$(ls -t "$crashes" | head -n 1)
     status="FAILED: ${artifact:+crash input $crashes/$artifact, }see $log"
-    failed=1
     tail -n 40 "$log"
   fi
   # libFuzzer's last status line: "#N DONE cov: X ft: Y corp: U/S lim: L exec/s: E rss: R".
+  local done_line runs cov ft corp rate
   done_line=$(grep -E '^#[0-9]+\s+DONE' "$log" | tail -n 1 || true)
   runs=$(sed -n 's/^stat::number_of_executed_units: //p' "$log" | tail -n 1)
   cov=$(grep -oE 'cov: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
   ft=$(grep -oE 'ft: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
   corp=$(grep -oE 'corp: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
   rate=$(grep -oE 'exec/s: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
-  summary+=("$(printf '%-16s %10s %8s %7s %7s %6s  %s' "$target" "${runs:-?}" "$rate" "$cov" "$ft" "$corp" "$status")")
+  printf '%-16s %10s %8s %7s %7s %6s  %s\n' "$target" "${runs:-?}" "$rate" "$cov" "$ft" "$corp" \
+    "$status" >"build-fuzz/logs/$target.summary"
+}
+
+jobs="${ATTOGRAD_FUZZ_JOBS:-$(nproc)}"
+mkdir -p build-fuzz/logs
+for target in "${targets[@]}"; do
+  rm -f "build-fuzz/logs/$target.summary"
+  fuzz_one "$target" &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
 done
+wait
 
 echo
 printf '%-16s %10s %8s %7s %7s %6s  %s\n' target runs exec/s cov ft corpus result
-printf '%s\n' "${summary[@]}"
+failed=0
+for target in "${targets[@]}"; do
+  if [ -f "build-fuzz/logs/$target.summary" ]; then
+    cat "build-fuzz/logs/$target.summary"
+    grep -q '  ok$' "build-fuzz/logs/$target.summary" || failed=1
+  else
+    printf '%-16s %s\n' "$target" "FAILED: no summary (the fuzzing script itself failed)"
+    failed=1
+  fi
+done
 exit "$failed"
