@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "autograd/kernels/dispatch.h"
+#include "autograd/kernels/thread_pool.h"
 
 // Highway's per-target includes, in the order its skeleton.cc gives (foreach_target.h
 // re-includes this file once per target): never sorted.
@@ -42,8 +43,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 // simd-inl.h); only the exported names at the end are visible outside.
 namespace {
 
-// A second thread pays from about 32k multiply-adds of scores (B NH Tq Tk HS) on.
-constexpr int64_t kParallelMinWork = 32768;
+// A second thread pays from kAttentionParallelMin multiply-adds of scores (B NH Tq Tk HS) on
+// (thread_pool.h; at 32768, pico's attention was split, and its 2-thread step was slower).
+constexpr int64_t kParallelMinWork = kAttentionParallelMin;
 
 // The per-thread scratch of one head (thread_scratch tag): kᵀ, vᵀ, and in the backward dkᵀ,
 // dvᵀ, plus a row or two of weights.

@@ -43,6 +43,7 @@
 
 #include "autograd/kernels/bf16.h"
 #include "autograd/kernels/dispatch.h"
+#include "autograd/kernels/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
@@ -103,10 +104,11 @@ constexpr int64_t kKC = 256;
 constexpr size_t kABlockBytes = 512 << 10;
 constexpr size_t kBPanelBytes = 512 << 10;
 
-// A second thread pays from about a million multiply-adds (M * N * K, ~10 us of one core) on:
+// A second thread pays from kMatmulParallelMin multiply-adds (M * N * K) on (thread_pool.h):
 // below it, waking the other core costs more than it saves (pico's 1024 x 65 x 6 products ran
-// 5x slower on 2 threads with a threshold of 2e5).
-constexpr int64_t kParallelMinWork = 1 << 20;
+// 5x slower on 2 threads with a threshold of 2e5; on Zen 5, 1 << 20 left nano no faster than
+// 1 << 24 does).
+constexpr int64_t kParallelMinWork = kMatmulParallelMin;
 
 // How many pieces a product of `work` multiply-adds is cut into for the threads, along a side of
 // `units` tiles: one per half kParallelMinWork (so from kParallelMinWork on there are two), at

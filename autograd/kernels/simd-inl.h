@@ -56,10 +56,10 @@ void for_range(int64_t count, bool parallel, const Body& body) {
 }
 
 // Work (elements touched) from which a second thread pays for the row kernels (softmax,
-// layer_norm, cross_entropy, reductions): rows * n >= kParallelMin. Below it, waking the team
-// costs more than it saves. Elementwise passes and matmul set their own (ElementwiseSplit,
-// matmul.cc).
-constexpr int64_t kParallelMin = 32768;
+// layer_norm, cross_entropy, reductions): rows * n >= kParallelMin (thread_pool.h says how it
+// was measured). Elementwise passes, attention and matmul set their own (ElementwiseSplit,
+// attention.cc, matmul.cc).
+constexpr int64_t kParallelMin = kRowParallelMin;
 
 // ---- Per-thread scratch -------------------------------------------------------------------------
 

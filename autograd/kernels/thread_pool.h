@@ -51,6 +51,23 @@ void set_spin_microseconds(int microseconds);
 int spin_microseconds();
 inline constexpr int kDefaultSpinMicroseconds = 100;
 
+/// Grains: the work from which a kernel splits a loop over threads; below it the loop runs on the
+/// calling thread. Waking the other core and moving the data to its cache cost some microseconds
+/// a loop, so a split pays only for loops of ~50 us of work or more. Measured on the 2-vCPU Zen 5
+/// (2026-12-05) by building train_bench with all three scaled x1, x4, x16 and x64 and timing
+/// 2 threads against 1, interleaved, 9 rounds: at the old grains (x1: 32768, 32768, 1 << 20)
+/// femto's 2-thread step took 1.40x its 1-thread step and pico's 1.22x (cross_entropy over
+/// B*T x V logits, and pico's attention, were split); at x16 femto 0.95-1.05x, pico 1.00x, and
+/// nano kept its gain (0.71x, as at x1; x64 lost it: 0.80x). The kernels' tests size their
+/// thread-count cases from these, so each case crosses its grain.
+///
+/// Elements touched by a row kernel (softmax, layer_norm, cross_entropy, reductions): rows * n.
+inline constexpr int64_t kRowParallelMin = int64_t{1} << 19;
+/// Multiply-adds of attention scores, B * n_head * Tq * Tk * head_dim.
+inline constexpr int64_t kAttentionParallelMin = int64_t{1} << 19;
+/// Multiply-adds of a matmul, M * N * K (about 160 us of one core at 100 GFLOP/s).
+inline constexpr int64_t kMatmulParallelMin = int64_t{1} << 24;
+
 namespace detail {
 // Runs chunk(context, begin, end) over [0, count), cut as parallel_for says.
 void run_parallel(int64_t count, void (*chunk)(const void*, int64_t, int64_t), const void* context);

@@ -142,13 +142,15 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_backward_computes_only_what_is_asked, T,
   check_equal(dk_only.data(), dk_all.data(), size, "dk alone vs with dq and dv");
 }
 
-// Heads are spread over threads, each head done whole by one: bit-identical with 1 and 2.
+// Heads are spread over threads, each head done whole by one, from kAttentionParallelMin
+// multiply-adds of scores on (B = 7 here): bit-identical with 1 and 2.
 BOOST_AUTO_TEST_CASE_TEMPLATE(attention_is_thread_count_independent, T, Types) {
   if (!build_has_threads()) return;
   std::mt19937_64 rng(73);
-  const AttentionDims n{4, 3, 40, 40, 16};
+  const int64_t B = k::kAttentionParallelMin / (3 * 40 * 40 * 16) + 1;
+  const AttentionDims n{B, 3, 40, 40, 16};
   const HeadStrides s = contiguous(n, 40);
-  const int64_t size = 4 * 3 * 40 * 16;
+  const int64_t size = B * 3 * 40 * 16;
   const Buffer<T> q = uniform<T>(size, 0, rng), kk = uniform<T>(size, 0, rng),
                   v = uniform<T>(size, 0, rng);
   const Buffer<T> dy = uniform<T>(size, 0, rng);
@@ -156,7 +158,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_is_thread_count_independent, T, Types) {
   std::vector<T> out[2];
   for (const int nthreads : {1, 2}) {
     k::set_num_threads(nthreads);
-    Buffer<T> y(size, 0), lse(4 * 3 * 40, 0), dq(size, 0), dk(size, 0), dv(size, 0);
+    Buffer<T> y(size, 0), lse(B * 3 * 40, 0), dq(size, 0), dk(size, 0), dv(size, 0);
     k::attention_forward(y.data(), s, lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);
     k::attention_backward(dq.data(), dk.data(), dv.data(), dy.data(), {s, s, s, s}, y.data(), s,
                           lse.data(), q.data(), s, kk.data(), s, v.data(), s, n);

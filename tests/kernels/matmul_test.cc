@@ -50,13 +50,13 @@ std::vector<Shape> shapes() {
   }
   result.push_back({70, 37, 45});
   result.push_back({33, 64, 50});
-  // The few-row path (M <= 4, no packing), large enough to be split over threads.
+  // The few-row path (M <= 4, no packing; its split over threads: thread-count case below).
   result.push_back({1, 769, 300});
   result.push_back({2, 300, 769});
   result.push_back({4, 64, 1000});
   result.push_back({6, 1024, 24});  // up to 8 rows with B stored (K, N)
   result.push_back({8, 37, 45});
-  // The thin path (N below the register tile's width, vectors along M), split over threads too.
+  // The thin path (N below the register tile's width, vectors along M).
   result.push_back({100, 40, 7});
   result.push_back({1024, 65, 6});
   result.push_back({65, 1024, 6});
@@ -91,15 +91,14 @@ struct Product {
   Layout layout;
   bool first_layout;
   bool accumulate;
-  Buffer<T> a, b, bias_buf, c;
+  const Buffer<T>&a, &b, &bias_buf, &c;  // owned by for_each_product, shared by the layouts
   std::string what;
   const T* bias() const { return bias_buf.size() > 0 ? bias_buf.data() : nullptr; }
 };
 
-// The (rows, cols) row-major matrix m stored as `transposed` asks, at m's offset.
+// The (rows, cols) row-major matrix m stored transposed, (cols, rows), at m's offset.
 template <typename T>
-Buffer<T> stored(const Buffer<T>& m, int64_t rows, int64_t cols, int64_t offset, bool transposed) {
-  if (!transposed) return m;
+Buffer<T> transposed(const Buffer<T>& m, int64_t rows, int64_t cols, int64_t offset) {
   Buffer<T> t(rows * cols, offset);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = m[i * cols + j];
@@ -125,10 +124,11 @@ void for_each_product(std::mt19937_64& rng, const char* name, const F& f) {
         const Buffer<T> b = uniform<T>(s.K * s.N, offset, rng);  // op(B), (K, N)
         const Buffer<T> bias = with_bias ? uniform<T>(s.N, offset, rng) : Buffer<T>(0, 0);
         const Buffer<T> c = uniform<T>(s.M * s.N, offset, rng);
+        const Buffer<T> a_t = transposed(a, s.M, s.K, offset);  // A stored (K, M)
+        const Buffer<T> b_t = transposed(b, s.K, s.N, offset);  // B stored (N, K)
         for (const Layout& layout : kLayouts) {
-          f(Product<T>{s, layout, &layout == &kLayouts[0], accumulate,
-                       stored(a, s.M, s.K, offset, layout.a_trans),
-                       stored(b, s.K, s.N, offset, layout.b_trans), bias, c,
+          f(Product<T>{s, layout, &layout == &kLayouts[0], accumulate, layout.a_trans ? a_t : a,
+                       layout.b_trans ? b_t : b, bias, c,
                        describe(name, " M=", s.M, " K=", s.K, " N=", s.N, " a_trans=",
                                 layout.a_trans, " b_trans=", layout.b_trans, " offset=", offset,
                                 " accumulate=", accumulate, " bias=", with_bias)});
@@ -148,12 +148,16 @@ Buffer<T> product_of(const Product<T>& p, F* product) {
 }
 
 // `product` (matmul's parameters) of random matrices in every layout, on 1 and 2 threads:
-// bit-identical, for three shapes (see matmul_is_thread_count_independent).
+// bit-identical, for four shapes (see matmul_is_thread_count_independent).
 template <typename T, class F>
 void check_thread_count_independence(F* product, const char* name, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const int threads = k::num_threads();
-  for (const Shape& s : {Shape{300, 300, 300}, Shape{600, 300, 700}, Shape{1100, 300, 601}}) {
+  static_assert(
+      4 * 2048 * 2049 >= k::kMatmulParallelMin && 300 * 300 * 300 >= k::kMatmulParallelMin,
+      "each shape must be cut into pieces for the threads");
+  for (const Shape& s :
+       {Shape{300, 300, 300}, Shape{600, 300, 700}, Shape{1100, 300, 601}, Shape{4, 2048, 2049}}) {
     const Buffer<T> a = uniform<T>(s.M * s.K, 1, rng);
     const Buffer<T> b = uniform<T>(s.K * s.N, 1, rng);
     for (const Layout& layout : kLayouts) {
@@ -276,10 +280,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_with_empty_inner_dimension, T, Types) {
   });
 }
 
-// Above ~1e6 multiply-adds C is cut into pieces for the threads, and every C[i, j] is computed
-// the same way whoever computes it: bit-identical with 1 and 2 threads. 300 crosses the 256-long
-// K blocks, so the blocked sum is covered too; the other two shapes have their shared operand
-// packed once for all pieces, A (pieces of columns) and B (pieces of rows).
+// From kMatmulParallelMin multiply-adds on C is cut into pieces for the threads, and every
+// C[i, j] is computed the same way whoever computes it: bit-identical with 1 and 2 threads. 300
+// crosses the 256-long K blocks, so the blocked sum is covered too; the next two shapes have
+// their shared operand packed once for all pieces, A (pieces of columns) and B (pieces of rows);
+// 4 x 2048 x 2049 is the few-row path cut into pieces of columns (batch-1 sampling's lm_head).
 BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
   if (!build_has_threads()) return;
   check_thread_count_independence<T>(&k::matmul<T>, "matmul", 22);
