@@ -29,8 +29,6 @@ fi
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
 
-failed=0
-summary=()
 # The targets are listed once, in tests/fuzz/CMakeLists.txt, which writes them here.
 mapfile -t targets < "$bin/fuzz_targets.txt"
 
@@ -68,6 +66,12 @@ fuzz_one() {
 }
 
 jobs="${ATTOGRAD_FUZZ_JOBS:-$(nproc)}"
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: ATTOGRAD_FUZZ_JOBS must be a whole number >= 1 (targets fuzzed at a time), got '$jobs'" >&2
+  exit 2
+fi
+# Ctrl-C or a kill stops the running fuzzers too, and starts no more.
+trap 'kill $(jobs -p) 2>/dev/null; exit 130' INT TERM
 mkdir -p build-fuzz/logs
 for target in "${targets[@]}"; do
   rm -f "build-fuzz/logs/$target.summary"
