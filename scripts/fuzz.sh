@@ -48,9 +48,10 @@ fuzz_one() {
   if ! TMPDIR="$TMPDIR/$target" "$bin/fuzz_$target" -max_total_time="$seconds" -timeout=30 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" \
       "$work" "tests/fuzz/corpus/$target" "tests/fuzz/regressions/$target" >"$log" 2>&1; then
+    # The input this run wrote (libFuzzer names it in its log), not an older one in $crashes.
     local artifact
-    artifact=$(ls -t "$crashes" | head -n 1)
-    status="FAILED: ${artifact:+crash input $crashes/$artifact, }see $log"
+    artifact=$(sed -n 's/^.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+    status="FAILED: ${artifact:+crash input $artifact, }see $log"
     tail -n 40 "$log"
   fi
   # libFuzzer's last status line: "#N DONE cov: X ft: Y corp: U/S lim: L exec/s: E rss: R".
@@ -72,7 +73,6 @@ if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
 fi
 # Ctrl-C or a kill stops the running fuzzers too, and starts no more.
 trap 'kill $(jobs -p) 2>/dev/null; exit 130' INT TERM
-mkdir -p build-fuzz/logs
 for target in "${targets[@]}"; do
   rm -f "build-fuzz/logs/$target.summary"
   fuzz_one "$target" &

@@ -43,10 +43,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 // simd-inl.h); only the exported names at the end are visible outside.
 namespace {
 
-// A second thread pays from kAttentionParallelMin multiply-adds of scores (B NH Tq Tk HS) on
-// (thread_pool.h; at 32768, pico's attention was split, and its 2-thread step was slower).
-constexpr int64_t kParallelMinWork = kAttentionParallelMin;
-
 // The per-thread scratch of one head (thread_scratch tag): kᵀ, vᵀ, and in the backward dkᵀ,
 // dvᵀ, plus a row or two of weights.
 struct HeadScratch {};
@@ -159,7 +155,9 @@ struct QueryBlock {
 template <class Body>
 void for_each_head(const AttentionDims& n, const Body& body) {
   const int64_t heads = n.B * n.NH;
-  for_range(heads, heads * n.Tq * n.Tk * n.HS >= kParallelMinWork,
+  // A second thread pays from kAttentionParallelMin multiply-adds of scores on (thread_pool.h; at
+  // 32768, pico's attention was split, and its 2-thread step was slower).
+  for_range(heads, heads * n.Tq * n.Tk * n.HS >= kAttentionParallelMin,
             [&](int64_t i) HWY_ATTR { body(i / n.NH, i % n.NH); });
 }
 

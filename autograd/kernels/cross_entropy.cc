@@ -39,7 +39,7 @@ namespace {
 template <typename T>
 void cross_entropy_forward_impl(T* losses, T* lse, const T* logits, const int64_t* targets,
                                 int64_t N, int64_t V, int64_t ignore_index, T label_smoothing) {
-  for_range(N, N * V >= kParallelMin, [&](int64_t i) HWY_ATTR {
+  for_range(N, N * V >= kRowParallelMin, [&](int64_t i) HWY_ATTR {
     if (targets[i] == ignore_index) {
       losses[i] = lse[i] = T(0);
       return;
@@ -78,7 +78,7 @@ void cross_entropy_backward_impl(T* dlogits, const T* logits, const T* lse, cons
                                  bool accumulate, T label_smoothing) {
   const hn::CappedTag<T, 1> d1;
   const T smooth = label_smoothing / static_cast<T>(V);  // eps / V, 0 without smoothing
-  for_range(N, N * V >= kParallelMin, [&](int64_t i) HWY_ATTR {
+  for_range(N, N * V >= kRowParallelMin, [&](int64_t i) HWY_ATTR {
     const T* x = logits + i * V;
     T* dx = dlogits + i * V;
     const int64_t t = targets[i];

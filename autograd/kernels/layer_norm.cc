@@ -111,7 +111,7 @@ void layer_norm_forward_impl(T* y, T* mean, T* rstd, const T* x, const T* gamma,
                              int64_t rows, int64_t C, T eps) {
   const int64_t done =
       narrow_rows<T>(C) ? layer_norm_forward_lanes(y, mean, rstd, x, gamma, beta, rows, C, eps) : 0;
-  for_range(rows - done, (rows - done) * C >= kParallelMin, [&, done](int64_t i) HWY_ATTR {
+  for_range(rows - done, (rows - done) * C >= kRowParallelMin, [&, done](int64_t i) HWY_ATTR {
     const int64_t r = done + i;
     const T* xr = x + r * C;
     T* yr = y + r * C;
@@ -184,7 +184,7 @@ void layer_norm_dx(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
                    int64_t rows, int64_t C) {
   const int64_t done =
       narrow_rows<T>(C) ? layer_norm_dx_lanes(dx, dy, x, mean, rstd, gamma, rows, C) : 0;
-  for_range(rows - done, (rows - done) * C >= kParallelMin, [&, done](int64_t i) HWY_ATTR {
+  for_range(rows - done, (rows - done) * C >= kRowParallelMin, [&, done](int64_t i) HWY_ATTR {
     const int64_t r = done + i;
     const T* xr = x + r * C;
     const T* dyr = dy + r * C;
@@ -224,7 +224,7 @@ template <typename T>
 void layer_norm_dparams(T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean, const T* rstd,
                         int64_t rows, int64_t C) {
   const int64_t blocks = (C + kColumnBlock - 1) / kColumnBlock;
-  for_range(blocks, rows * C >= kParallelMin, [&](int64_t b) HWY_ATTR {
+  for_range(blocks, rows * C >= kRowParallelMin, [&](int64_t b) HWY_ATTR {
     const int64_t c0 = b * kColumnBlock;
     const int64_t width = std::min(kColumnBlock, C - c0);
     HWY_ALIGN T sum_dy[kColumnBlock] = {};

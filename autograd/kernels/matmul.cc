@@ -108,10 +108,9 @@ constexpr size_t kBPanelBytes = 512 << 10;
 // below it, waking the other core costs more than it saves (pico's 1024 x 65 x 6 products ran
 // 5x slower on 2 threads with a threshold of 2e5; on Zen 5, 1 << 20 left nano no faster than
 // 1 << 24 does).
-constexpr int64_t kParallelMinWork = kMatmulParallelMin;
-
+//
 // How many pieces a product of `work` multiply-adds is cut into for the threads, along a side of
-// `units` tiles: one per half kParallelMinWork (so from kParallelMinWork on there are two), at
+// `units` tiles: one per half kMatmulParallelMin (so from kMatmulParallelMin on there are two), at
 // most one per unit and at most kMaxPieces; a single one when the pool has one thread. Each
 // piece packs the other operand again (the B panel when the pieces are row blocks), which cost
 // nano's 1-thread step a quarter with 8 pieces, so pieces stay few; 8 still let a thread that
@@ -123,7 +122,7 @@ constexpr int64_t kMaxPieces = 8;
 constexpr int64_t kPackAllBytes = int64_t{64} << 20;
 inline int64_t pieces_of(int64_t work, int64_t units) {
   if (num_threads() == 1) return 1;
-  return std::clamp<int64_t>(work / (kParallelMinWork / 2), 1, std::min(units, kMaxPieces));
+  return std::clamp<int64_t>(work / (kMatmulParallelMin / 2), 1, std::min(units, kMaxPieces));
 }
 
 inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -1020,7 +1019,7 @@ template <typename T>
 void thin_gemm(const Problem<T>& pr, int64_t j_begin, int64_t j_end) {
   const int64_t V = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
   const int64_t block = kTileVectors * V, blocks = (pr.M + block - 1) / block, K = pr.K;
-  const bool parallel = pr.M * (j_end - j_begin) * K >= kParallelMinWork && blocks > 1;
+  const bool parallel = pr.M * (j_end - j_begin) * K >= kMatmulParallelMin && blocks > 1;
   for_range(blocks, parallel, [&](int64_t blk) HWY_ATTR {
     const int64_t i0 = blk * block, rows = std::min(block, pr.M - i0);
     // at[k * ld + r] = A(i0 + r, k)

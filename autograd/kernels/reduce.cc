@@ -94,7 +94,7 @@ void for_column_blocks(int64_t outer, int64_t inner, bool parallel, const Body& 
 
 template <typename T>
 void sum_axis_impl(T* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool accumulate) {
-  const bool parallel = outer * n * inner >= kParallelMin;
+  const bool parallel = outer * n * inner >= kRowParallelMin;
   if (inner == 1) {
     for_range(outer, parallel, [&](int64_t o) HWY_ATTR {
       const T* row = x + o * n;
@@ -178,7 +178,7 @@ HWY_INLINE void max_columns(T* out, const T* x, int64_t n, int64_t inner, int64_
 
 template <typename T>
 void max_axis_impl(T* out, int64_t* argmax, const T* x, int64_t outer, int64_t n, int64_t inner) {
-  const bool parallel = outer * n * inner >= kParallelMin;
+  const bool parallel = outer * n * inner >= kRowParallelMin;
   if (inner == 1) {
     for_range(outer, parallel, [&](int64_t o) HWY_ATTR {
       const T* row = x + o * n;
@@ -219,7 +219,7 @@ void broadcast_axis_acc_impl(T* dx, const T* dy, T alpha, int64_t outer, int64_t
       hn::StoreU(hn::Add(hn::LoadU(dt, dst + i), src(dt, i)), dt, dst + i);
     });
   };
-  const bool parallel = outer * n * inner >= kParallelMin;
+  const bool parallel = outer * n * inner >= kRowParallelMin;
   if (inner == 1) {
     // Row o of dx (n elements) gets the one value alpha * dy[o].
     for_range(outer, parallel, [&](int64_t o) HWY_ATTR {

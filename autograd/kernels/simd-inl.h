@@ -1,8 +1,9 @@
 // Loops and math helpers that every SIMD kernel file (autograd/kernels/*.cc) shares, compiled
-// once per Highway target like the kernels themselves: for_range and kParallelMin (threads),
-// for_each_vector and elementwise (vectors plus a 1-lane tail), sum_of and row_max (horizontal
-// reductions), exp/log with IEEE special values, and row_log_sum_exp (the max and exp-sum shared
-// by softmax, log_softmax and cross_entropy). A kernel file includes it after highway.h:
+// once per Highway target like the kernels themselves: for_range (threads; the grains that
+// decide a split are thread_pool.h's), for_each_vector and elementwise (vectors plus a 1-lane
+// tail), sum_of and row_max (horizontal reductions), exp/log with IEEE special values, and
+// row_log_sum_exp (the max and exp-sum shared by softmax, log_softmax and cross_entropy). A
+// kernel file includes it after highway.h:
 //
 //   #include "hwy/foreach_target.h"  // IWYU pragma: keep
 //   #include "hwy/highway.h"
@@ -54,12 +55,6 @@ void for_range(int64_t count, bool parallel, const Body& body) {
   }
   parallel_for(count, body);
 }
-
-// Work (elements touched) from which a second thread pays for the row kernels (softmax,
-// layer_norm, cross_entropy, reductions): rows * n >= kParallelMin (thread_pool.h says how it
-// was measured). Elementwise passes, attention and matmul set their own (ElementwiseSplit,
-// attention.cc, matmul.cc).
-constexpr int64_t kParallelMin = kRowParallelMin;
 
 // ---- Per-thread scratch -------------------------------------------------------------------------
 

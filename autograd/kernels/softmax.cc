@@ -47,7 +47,7 @@ inline int64_t visible_keys(int64_t r, int64_t n, int64_t causal_tq) {
 // y may alias x: pass 2 reads x_j before writing y_j, and pass 3 reads only y.
 template <typename T>
 void softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n, int64_t causal_tq) {
-  for_range(rows, rows * n >= kParallelMin, [&](int64_t r) HWY_ATTR {
+  for_range(rows, rows * n >= kRowParallelMin, [&](int64_t r) HWY_ATTR {
     const T* xr = x + r * n;
     T* yr = y + r * n;
     const int64_t visible = visible_keys(r, n, causal_tq);
@@ -68,7 +68,7 @@ void softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n, int64_t cau
 // dx += y * (dy - sum(dy * y)). Where y is exactly 0 (masked), the gradient is exactly 0.
 template <typename T>
 void softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
-  for_range(rows, rows * n >= kParallelMin, [&](int64_t r) HWY_ATTR {
+  for_range(rows, rows * n >= kRowParallelMin, [&](int64_t r) HWY_ATTR {
     const T* yr = y + r * n;
     const T* dyr = dy + r * n;
     T* dxr = dx + r * n;
@@ -91,7 +91,7 @@ void softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int64_t
 // y may alias x: pass 3 reads x_j just before writing y_j.
 template <typename T>
 void log_softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n) {
-  for_range(rows, rows * n >= kParallelMin, [&](int64_t r) HWY_ATTR {
+  for_range(rows, rows * n >= kRowParallelMin, [&](int64_t r) HWY_ATTR {
     const T* xr = x + r * n;
     T* yr = y + r * n;
 
@@ -112,7 +112,7 @@ void log_softmax_forward_impl(T* y, const T* x, int64_t rows, int64_t n) {
 // dx += dy - exp(y) * sum(dy)
 template <typename T>
 void log_softmax_backward_impl(T* dx, const T* y, const T* dy, int64_t rows, int64_t n) {
-  for_range(rows, rows * n >= kParallelMin, [&](int64_t r) HWY_ATTR {
+  for_range(rows, rows * n >= kRowParallelMin, [&](int64_t r) HWY_ATTR {
     const T* yr = y + r * n;
     const T* dyr = dy + r * n;
     T* dxr = dx + r * n;
