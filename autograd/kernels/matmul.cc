@@ -223,21 +223,69 @@ HWY_INLINE void transpose_4x4(D d, const hn::TFromD<D>* HWY_RESTRICT src, int64_
 }
 #endif
 
-// The same, L x L blocks at a time with one 128-bit vector per row of a block (L = 4 floats or 2
-// doubles): L loads, an in-register transpose, L stores; the leftover rows and k's go through
-// the scalar version. About 4x fewer memory operations than the scalar copy, which matters
-// because with M = 256 (a GPT-2 batch of 4 x 64 tokens) packing the transposed weight of every
-// forward product would otherwise cost a fifth of its time.
+#if HWY_TARGET != HWY_SCALAR && HWY_MAX_BYTES >= 32
+// The 8 x 8 block src[r * ld + k] (r, k < 8) of 32-bit lanes into dst[k * ld_dst + r], with
+// 256-bit vectors: 8 loads, three rounds of 8 shuffles (32-bit and 64-bit interleaves inside
+// each 128-bit half, then the halves swapped across), 8 stores: a quarter fewer shuffles and
+// half the loads and stores of four 4 x 4 blocks.
+template <typename T>
+HWY_INLINE void transpose_8x8(const T* HWY_RESTRICT src, int64_t ld, T* HWY_RESTRICT dst,
+                              int64_t ld_dst) {
+  static_assert(sizeof(T) == 4, "eight 32-bit lanes per row");
+  const hn::Simd<T, 8, 0> d;
+  const hn::Repartition<uint64_t, decltype(d)> d64;
+  hn::Vec<decltype(d64)> pairs[8];  // rows 2i, 2i + 1 interleaved: k 0 1 | 4 5, then 2 3 | 6 7
+  for (int64_t i = 0; i < 4; ++i) {
+    const auto a = hn::LoadU(d, src + 2 * i * ld), b = hn::LoadU(d, src + (2 * i + 1) * ld);
+    pairs[2 * i] = hn::BitCast(d64, hn::InterleaveLower(d, a, b));
+    pairs[2 * i + 1] = hn::BitCast(d64, hn::InterleaveUpper(d, a, b));
+  }
+  // quads[h][j]: rows 4h .. 4h + 3 at k = j (lower half) and k = j + 4 (upper half)
+  hn::Vec<decltype(d)> quads[2][4];
+  for (int64_t h = 0; h < 2; ++h) {
+    const auto* q = pairs + 4 * h;  // rows 4h, 4h + 1 in q[0], q[1]; 4h + 2, 4h + 3 in q[2], q[3]
+    quads[h][0] = hn::BitCast(d, hn::InterleaveLower(d64, q[0], q[2]));
+    quads[h][1] = hn::BitCast(d, hn::InterleaveUpper(d64, q[0], q[2]));
+    quads[h][2] = hn::BitCast(d, hn::InterleaveLower(d64, q[1], q[3]));
+    quads[h][3] = hn::BitCast(d, hn::InterleaveUpper(d64, q[1], q[3]));
+  }
+  for (int64_t j = 0; j < 4; ++j) {
+    hn::StoreU(hn::ConcatLowerLower(d, quads[1][j], quads[0][j]), d, dst + j * ld_dst);
+    hn::StoreU(hn::ConcatUpperUpper(d, quads[1][j], quads[0][j]), d, dst + (j + 4) * ld_dst);
+  }
+}
+#endif
+
+// The same with vectors, for the blocks that fit, and the scalar copy for the rest: rows in
+// groups of 8 (8 x 8 blocks, with 32-bit lanes on targets of 256-bit vectors or more), then of
+// L (L x L blocks with one 128-bit vector per row: L = 4 floats or 2 doubles), then a last
+// pair of rows of floats (two 128-bit loads interleaved, stored in 64-bit halves); only a last
+// row or the k's past a whole block go one element at a time. Packing transposes the operand
+// of every forward product (x and the weight are both stored along k), so its speed shows: a
+// 14-row A panel copied its last 2 rows element by element, a third of the packing time, and
+// packing was a sixth of GPT-2 small's c_fc forward (perf, Zen 5).
 template <typename T>
 void transpose_copy(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RESTRICT src, int64_t ld_src,
                     int64_t rows, int64_t kc) {
 #if HWY_TARGET == HWY_SCALAR
   transpose_copy_scalar(dst, ld_dst, src, ld_src, rows, kc);
 #else
+  int64_t r = 0;
+#if HWY_MAX_BYTES >= 32
+  if constexpr (sizeof(T) == 4) {
+    const int64_t kc_8 = kc / 8 * 8;
+    for (; r + 8 <= rows; r += 8) {
+      for (int64_t k = 0; k < kc_8; k += 8)
+        transpose_8x8(src + r * ld_src + k, ld_src, dst + k * ld_dst + r, ld_dst);
+      transpose_copy_scalar(dst + kc_8 * ld_dst + r, ld_dst, src + r * ld_src + kc_8, ld_src, 8,
+                            kc - kc_8);
+    }
+  }
+#endif
   const hn::Full128<T> d;
   constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(hn::Full128<T>()));
-  const int64_t rows_l = rows / L * L, kc_l = kc / L * L;
-  for (int64_t r = 0; r < rows_l; r += L) {
+  const int64_t kc_l = kc / L * L;
+  for (; r + L <= rows; r += L) {
     const T* s = src + r * ld_src;
     T* o = dst + r;
     for (int64_t k = 0; k < kc_l; k += L) {
@@ -254,7 +302,24 @@ void transpose_copy(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RESTRICT s
     }
     transpose_copy_scalar(dst + kc_l * ld_dst + r, ld_dst, s + kc_l, ld_src, L, kc - kc_l);
   }
-  transpose_copy_scalar(dst + rows_l, ld_dst, src + rows_l * ld_src, ld_src, rows - rows_l, kc);
+  if constexpr (L == 4) {
+    if (r + 2 <= rows) {
+      const hn::Half<decltype(d)> d2;
+      const T* s = src + r * ld_src;
+      T* o = dst + r;
+      for (int64_t k = 0; k < kc_l; k += 4) {
+        const auto a = hn::LoadU(d, s + k), b = hn::LoadU(d, s + ld_src + k);
+        const auto lo = hn::InterleaveLower(d, a, b), hi = hn::InterleaveUpper(d, a, b);
+        hn::StoreU(hn::LowerHalf(d2, lo), d2, o + (k + 0) * ld_dst);  // a0 b0
+        hn::StoreU(hn::UpperHalf(d2, lo), d2, o + (k + 1) * ld_dst);  // a1 b1
+        hn::StoreU(hn::LowerHalf(d2, hi), d2, o + (k + 2) * ld_dst);  // a2 b2
+        hn::StoreU(hn::UpperHalf(d2, hi), d2, o + (k + 3) * ld_dst);  // a3 b3
+      }
+      transpose_copy_scalar(dst + kc_l * ld_dst + r, ld_dst, s + kc_l, ld_src, 2, kc - kc_l);
+      r += 2;
+    }
+  }
+  transpose_copy_scalar(dst + r, ld_dst, src + r * ld_src, ld_src, rows - r, kc);
 #endif
 }
 
@@ -440,19 +505,26 @@ static_assert(kMR <= 14, "ATTOGRAD_GEMM_TILE_ROWS lists 14 rows");
   c##r##0 = hn::MulAdd(a_r, b0, c##r##0);     \
   c##r##1 = hn::MulAdd(a_r, b1, c##r##1);
 
-// tile (kMR x 2 Lanes, row stride ldc) (+)=
-//     A micro-panel (kc x kMR) @ B micro-panel (kc x 2 Lanes).
-// Row r keeps its two accumulators c<r>0, c<r>1 in registers for the whole k loop.
-template <class D, typename T = hn::TFromD<D>>
+// tile (R x 2 Lanes, row stride ldc) (+)=
+//     A micro-panel (kc x kMR) @ B micro-panel (kc x 2 Lanes), its top R rows,
+// of which the first `rows` are stored. Row r keeps its two accumulators c<r>0, c<r>1 in
+// registers for the whole k loop. A whole tile is R = rows = kMR. C's last row tile, when at
+// most PlainTiles::kTopRows rows are left, takes R = kTopRows: A's panel keeps its kMR-wide
+// layout, zero-padded, and only its first R values per k are read. Computing a whole tile into
+// a buffer for those rows (edge_tile) cost GPT-2 small's products 4% of their time (M = 256 =
+// 18 x 14 + 4: 4 rows in 14).
+template <int64_t R = kMR, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void micro_kernel_fma(D d, int64_t kc, const T* HWY_RESTRICT a, const T* HWY_RESTRICT b,
-                                 T* HWY_RESTRICT c, int64_t ldc, const T* bias, StoreMode mode) {
+                                 T* HWY_RESTRICT c, int64_t ldc, const T* bias, StoreMode mode,
+                                 int64_t rows = R) {
+  static_assert(R <= kMR, "at most the register tile's rows");
   const size_t N = hn::Lanes(d);
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
   for (int64_t k = 0; k < kc; ++k) {
     const auto b0 = hn::Load(d, b);
     const auto b1 = hn::Load(d, b + N);
 #define ATTOGRAD_GEMM_FMA(r)                           \
-  if constexpr (r < kMR) {                             \
+  if constexpr (r < R) {                               \
     ATTOGRAD_GEMM_MUL_ADD(r, hn::Set(d, a[r]), b0, b1) \
   }
     ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_FMA)
@@ -460,7 +532,12 @@ HWY_INLINE void micro_kernel_fma(D d, int64_t kc, const T* HWY_RESTRICT a, const
     a += kMR;
     b += 2 * N;
   }
-  ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_STORE)
+#define ATTOGRAD_GEMM_STORE_ROWS(r)                                        \
+  if constexpr (r < R) {                                                   \
+    if (r < rows) store_row(d, c##r##0, c##r##1, c + r * ldc, bias, mode); \
+  }
+  ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_STORE_ROWS)
+#undef ATTOGRAD_GEMM_STORE_ROWS
 }
 
 // The same tile from bf16 micro-panels (pack_bf16_panels, `pairs` pairs of k's), on any target:
@@ -644,6 +721,13 @@ struct PlainTiles {
                     StoreMode mode) const {
     micro_kernel_fma(hn::ScalableTag<T>(), kc, a, b, c, ldc, bias, mode);
   }
+  // The first `rows` rows of a tile (rows <= kTopRows), for C's last row tile.
+  static constexpr int64_t kTopRows = kMR > 4 ? 4 : 0;
+  void micro_kernel_top(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t rows,
+                        const T* bias, StoreMode mode) const {
+    if constexpr (kTopRows > 0)
+      micro_kernel_fma<kTopRows>(hn::ScalableTag<T>(), kc, a, b, c, ldc, bias, mode, rows);
+  }
 };
 
 // f32 operands rounded to bf16 pairs, products summed in f32: matmul_bf16.
@@ -756,9 +840,13 @@ void edge_tile(const Tiles& tiles, int64_t kp, const P* a, const P* b, T* c, int
 // (pc / kBlockK) * lines_padded * steps(kBlockK). Without it each piece of C packed the
 // other operand again: 8 pieces at 2 threads spent 36% more time packing than OpenMP's one piece
 // per thread (nano, perf), and GPT-2 small's dx = dy W of the lm_head (K = 50,257) copied its
-// 51 MB dy eight times a step. The packing runs as its own parallel loop, in groups of 8 panels
-// per k block.
-struct PackedAllTag {};
+// 51 MB dy eight times a step. The same holds on one thread for A: gemm_rectangle packs an A
+// block again for every B panel of NC columns, so GPT-2 small's x (256 x 768) was transposed six
+// times per c_fc forward (N = 3072) and 99 times per lm_head forward. The packing runs as its
+// own parallel loop, in groups of 8 panels per k block. A and B have buffers of their own, since
+// a product may pack both once.
+struct PackedAllA {};
+struct PackedAllB {};
 
 // An operand packed by pack_all (data null: none).
 template <typename P>
@@ -787,19 +875,21 @@ struct PackAllLayout {
   }
 };
 
-// a_side: A's lines (panels of kRows, pack_a), else B's (panels of `width`, pack_b).
+// a_side: A's lines (panels of kRows, pack_a), else B's (panels of `width`, pack_b). parallel:
+// whether the product runs on several threads (a product below the grain packs on one too).
 template <class Tiles, typename T>
 PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, bool a_side, int64_t width,
                                            const T* src, int64_t line_stride, int64_t k_stride,
-                                           int64_t lines, int64_t K) {
+                                           int64_t lines, int64_t K, bool parallel) {
   using P = typename Tiles::Packed;
   constexpr int64_t KC = Tiles::kBlockK;
   const PackAllLayout layout = PackAllLayout::of<Tiles>(width, lines, K);
   const int64_t blocks = layout.blocks, block_stride = layout.block_stride;
-  P* dst = thread_scratch<P, PackedAllTag>(static_cast<size_t>(blocks * block_stride));
+  const auto size = static_cast<size_t>(blocks * block_stride);
+  P* dst = a_side ? thread_scratch<P, PackedAllA>(size) : thread_scratch<P, PackedAllB>(size);
   const int64_t group = 8 * width;
   const int64_t groups = (lines + group - 1) / group;
-  for_range(groups * blocks, true, [&](int64_t t) HWY_ATTR {
+  for_range(groups * blocks, parallel, [&](int64_t t) HWY_ATTR {
     const int64_t pc = t / groups * KC, l0 = t % groups * group;
     const int64_t kc = std::min(KC, K - pc), kp = Tiles::steps(kc);
     P* to = dst + t / groups * block_stride + l0 * kp;
@@ -828,6 +918,11 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
   using P = typename Tiles::Packed;
   const Blocking bl = blocking<Tiles>();
   const int64_t NR = bl.NR, KC = Tiles::kBlockK, MR = Tiles::kRows;
+  // The rows up to which C's last row tile runs the short kernel (Tiles that have one).
+  constexpr int64_t kTopRows = [] {
+    if constexpr (requires { Tiles::kTopRows; }) return Tiles::kTopRows;
+    return int64_t{0};
+  }();
   // The packing buffers are sized for the whole C, not this piece: any thread may take any
   // piece, and a buffer sized by the piece would grow again the first time a thread took a
   // larger one, in the middle of training.
@@ -866,6 +961,9 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
             T* c = pr.c + (ic + ir) * pr.N + jc + jr;
             if (rows == MR && cols == NR) {
               tiles.micro_kernel(kp, a_block + ir * kp, b_panel, c, pr.N, bias, mode);
+            } else if (cols == NR && rows <= kTopRows) {
+              if constexpr (kTopRows > 0)
+                tiles.micro_kernel_top(kp, a_block + ir * kp, b_panel, c, pr.N, rows, bias, mode);
             } else {
               edge_tile(tiles, kp, a_block + ir * kp, b_panel, c, pr.N, rows, cols, bias, mode);
             }
@@ -880,23 +978,28 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
 // of C in whole tiles (so a piece's edge tiles are only those of C itself).
 template <class Tiles, typename T>
 void gemm_packed(const Tiles& tiles, const Problem<T>& pr, int64_t n) {
-  const int64_t NR = blocking<Tiles>().NR, MR = Tiles::kRows, M = pr.M;
+  const Blocking bl = blocking<Tiles>();
+  const int64_t NR = bl.NR, MR = Tiles::kRows, M = pr.M;
   const bool split_m = M >= n;
   const int64_t unit = split_m ? MR : NR;
   const int64_t units = ((split_m ? M : n) + unit - 1) / unit;
   const int64_t parts = pieces_of(M * n * pr.K, units);
-  // With several pieces, the operand that every piece reads whole (B when the pieces are row
-  // blocks, A when they are column blocks) is packed once, up to kPackAllBytes (a copy of it).
+  // An operand that would be packed more than once is packed once, up to kPackAllBytes (a copy
+  // of it): B when several pieces are row blocks (each reads all of B); A when several pieces
+  // are column blocks, or when a piece spans more than one B panel (gemm_rectangle packs A again
+  // for each).
   using Packed = PackedAll<typename Tiles::Packed>;
-  const bool pack_once = parts > 1 && (split_m ? PackAllLayout::of<Tiles>(NR, n, pr.K)
-                                               : PackAllLayout::of<Tiles>(MR, M, pr.K))
-                                              .template bytes<Tiles>() <= kPackAllBytes;
-  const Packed a_all = pack_once && !split_m
-                           ? pack_all(tiles, true, MR, pr.a, pr.a_row, pr.a_col, M, pr.K)
-                           : Packed{};
-  const Packed b_all = pack_once && split_m
-                           ? pack_all(tiles, false, NR, pr.b, pr.b_col, pr.b_row, n, pr.K)
-                           : Packed{};
+  const bool column_pieces = parts > 1 && !split_m;
+  const bool a_once =
+      (column_pieces || n > bl.NC) &&
+      PackAllLayout::of<Tiles>(MR, M, pr.K).template bytes<Tiles>() <= kPackAllBytes;
+  const bool b_once =
+      parts > 1 && split_m &&
+      PackAllLayout::of<Tiles>(NR, n, pr.K).template bytes<Tiles>() <= kPackAllBytes;
+  const Packed a_all =
+      a_once ? pack_all(tiles, true, MR, pr.a, pr.a_row, pr.a_col, M, pr.K, parts > 1) : Packed{};
+  const Packed b_all =
+      b_once ? pack_all(tiles, false, NR, pr.b, pr.b_col, pr.b_row, n, pr.K, parts > 1) : Packed{};
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
     const int64_t u0 = units * p / parts, u1 = units * (p + 1) / parts;
     if (split_m) {

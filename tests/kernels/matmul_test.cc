@@ -50,6 +50,10 @@ std::vector<Shape> shapes() {
   }
   result.push_back({70, 37, 45});
   result.push_back({33, 64, 50});
+  // A last row tile of at most 4 rows takes the short kernel (micro_kernel_fma_top): GPT-2's
+  // B*T = 256 = 18 x 14 + 4 (42 x 6 + 4 on AVX2), and 43 leaves 1 row on both.
+  result.push_back({256, 40, 70});
+  result.push_back({43, 30, 64});
   // The few-row path (M <= 4, no packing; its split over threads: thread-count case below).
   result.push_back({1, 769, 300});
   result.push_back({2, 300, 769});
