@@ -19,14 +19,16 @@
 // The micro-kernel keeps an MR x NR tile of C in registers (NR = 2 vectors) for a whole KC
 // block: per k, two vector loads of B and MR broadcasts of A feed 2 MR fused multiply-adds.
 // Packing pads partial micro-panels with zeros, so the micro-kernel always runs whole tiles;
-// an edge tile goes through a small buffer and only its valid part reaches C.
+// an edge tile goes through a small buffer and only its valid part reaches C (C's last rows,
+// when at most 4 are left, run a kernel of 4 rows instead).
 //
 // Threads: C is cut into pieces (along whichever of M or N is longer; how many: pieces_of
 // below), which the pool's threads take one at a time (thread_pool.h);
-// each runs the five loops on its piece with its own packing buffers: no barriers, no shared
-// writes. Every C[i, j] is the same sum in the same order (k blocks of KC in order, k in order
-// inside a block) whatever the piece, tile or thread, so results do not depend on the number of
-// threads.
+// each runs the five loops on its piece with its own packing buffers, reading an operand that
+// was packed once for all pieces (pack_all) where one would be packed again: no barriers, no
+// shared writes. Every C[i, j] is the same sum in the same order (k blocks of KC in order, k in
+// order inside a block) whatever the piece, tile or thread, so results do not depend on the
+// number of threads.
 //
 // bf16 (matmul_bf16): the same loops with other tiles (Bf16Tiles below). Packing rounds each f32
 // to bf16 and stores the k's in pairs, the operand layout of AVX512-BF16's vdpbf16ps, which the
