@@ -471,6 +471,19 @@ std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, 
   return model;
 }
 
+void require_training_memory(const SafetensorsFile& file, const std::string& label,
+                             int64_t n_head_override) {
+  int64_t params = 0;
+  if (file.metadata().count("config") == 0) {  // a Hugging Face file: its shapes say it all
+    params = num_parameters(ModelKind::gpt, infer_hf_gpt2_config(file, n_head_override));
+  } else {
+    const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
+    check_config_against_tensors(info.kind, info.config, file, "its config");
+    params = num_parameters(info.kind, info.config);
+  }
+  require_memory(params, DType::f32, 4, "weights, gradients and AdamW's two moments", label);
+}
+
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
   if (const ModelKind kind = checkpoint_kind(file); kind != ModelKind::gpt)
     throw std::runtime_error(

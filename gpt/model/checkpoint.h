@@ -135,6 +135,17 @@ std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file,
                                                    DType dtype = DType::f32,
                                                    std::optional<double> dropout = std::nullopt);
 
+/// Refuses to train the model `file` holds when this machine's memory cannot hold its weights,
+/// gradients and AdamW's two moments (f32: 16 bytes per parameter), from the header alone:
+/// the config of an attograd checkpoint (checked against its tensors first) or the shapes of a
+/// Hugging Face GPT-2 file (n_head_override as in infer_hf_gpt2_config). Called before any
+/// tensor is read: a sparse file of a few KB whose header claims billions of parameters made
+/// `train --resume` read its moments, and `--init-from` its weights, for minutes before the
+/// same check refused (issue 31, kind 4). Throws std::runtime_error (require_memory's message,
+/// which starts with `label`, or that of reading the header).
+void require_training_memory(const SafetensorsFile& file, const std::string& label,
+                             int64_t n_head_override = 0);
+
 /// load_language_model for a caller that needs a GPT (its attention, its KV cache): throws
 /// std::runtime_error naming the kind the checkpoint holds when it is not a GPT.
 std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype = DType::f32);

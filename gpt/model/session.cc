@@ -148,6 +148,7 @@ InitWeights open_init_weights(const std::string& path, int64_t n_head_override,
   // An attograd checkpoint holds its config in the metadata; a Hugging Face file has none.
   w.hf_gpt2 = file.metadata().count("config") == 0;
   if (w.hf_gpt2) {
+    require_training_memory(file, "train --init-from", n_head_override);
     w.session.model = load_hf_gpt2(file, n_head_override, DType::f32, dropout);
     w.session.tokenizer = load_tokenizer("gpt2", "gpt2");
     return w;
@@ -157,6 +158,7 @@ InitWeights open_init_weights(const std::string& path, int64_t n_head_override,
                                 file.path() +
                                 "' is an attograd checkpoint, whose config fixes n_head: drop "
                                 "--n-head");
+  require_training_memory(file, "train --init-from");
   const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
   if (info.training) w.step = info.training->step;
   w.session.tokenizer = load_tokenizer(info.tokenizer_kind, info.tokenizer_data);

@@ -116,10 +116,11 @@ struct InitWeights {
 /// config, or a run directory holding kCheckpointFile), with its stored config and tokenizer,
 /// or a Hugging Face GPT-2 model.safetensors (a file, or a directory holding one), with its
 /// config from its tensors and the config.json beside it (n_head_override as load_hf_gpt2) and
-/// GPT-2's BPE. Only the weights are read, never the optimizer moments. `dropout`, when given,
-/// replaces the model's rate. Throws std::invalid_argument for a directory holding neither
-/// file, or an n_head_override for an attograd checkpoint (its config fixes n_head); otherwise
-/// as open_checkpoint and open_hf_gpt2.
+/// GPT-2's BPE. Only the weights are read, never the optimizer moments, and only once the
+/// header showed that this machine can train the model (require_training_memory). `dropout`,
+/// when given, replaces the model's rate. Throws std::invalid_argument for a directory holding
+/// neither file, or an n_head_override for an attograd checkpoint (its config fixes n_head);
+/// otherwise as require_training_memory, open_checkpoint and open_hf_gpt2.
 InitWeights open_init_weights(const std::string& path, int64_t n_head_override = 0,
                               std::optional<double> dropout = std::nullopt);
 

@@ -41,6 +41,8 @@ ResumedRun resume_run(const std::string& out_dir, const std::string& hint) {
   if (!std::filesystem::exists(path))
     throw std::invalid_argument("nothing to resume: " + path + " does not exist" + hint);
   const SafetensorsFile file = SafetensorsFile::read(path);
+  // From the header, before the moments (two copies of the weights) are read.
+  require_training_memory(file, "train --resume");
   CheckpointInfo info = read_checkpoint_info(file, Moments::load);
   if (!info.training) throw std::invalid_argument(path + " holds no training state to resume");
   ResumedRun r{open_checkpoint_file(file), std::move(*info.training), {}};
@@ -501,8 +503,6 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
                                                          "were made LF needs --keep-cr)")
                                            : std::string()));
     }
-    require_memory(run->model_->num_parameters(), run->model_->dtype(), 4,
-                   "weights, gradients and AdamW's two moments", "train --resume");
     log << "resume  step " << state->step << " of " << ckpt << "\n";
   } else if (rq.init_from) {
     const ConfigOverrides& given = rq.config;
@@ -526,8 +526,6 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
           "the context of the model in " +
           init.session.path + " (block_size " + std::to_string(context) + ")");
     if (given.has("block_size")) options.block_size = given.values.block_size;
-    require_memory(init.session.model->num_parameters(), DType::f32, 4,
-                   "weights, gradients and AdamW's two moments", "train --init-from");
     log << "init    " << init.describe() << "\n";
     options.init_from = std::filesystem::absolute(init.session.path).lexically_normal().string();
     run->model_ = std::move(init.session.model);

@@ -38,8 +38,9 @@ struct ResumedRun {
 /// Reads <out_dir>/kCheckpointFile for `attograd train --resume`. Throws std::invalid_argument
 /// when it does not exist ("nothing to resume: <path> does not exist", then `hint`: start()'s
 /// says which directory --resume without --out continues) or holds no training state (written
-/// by save_checkpoint without one), std::runtime_error as open_checkpoint and
-/// TrainOptions::from_json for a damaged file.
+/// by save_checkpoint without one), std::runtime_error as require_training_memory (checked from
+/// the header, before the moments are read), open_checkpoint and TrainOptions::from_json for a
+/// damaged file or a model this machine cannot train.
 ResumedRun resume_run(const std::string& out_dir, const std::string& hint = "");
 
 /// What a training run is asked to do: the options of `attograd train`, as any program gives

@@ -4,14 +4,22 @@
 #define BOOST_TEST_MODULE session
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
 
+#include "autograd/allocator.h"
 #include "autograd/engine.h"
 #include "gpt/model/baselines.h"
+#include "gpt/model/checkpoint.h"
+#include "gpt/model/limits.h"
 #include "gpt/model/session.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/train/run.h"
@@ -281,5 +289,127 @@ BOOST_AUTO_TEST_CASE(opening_a_checkpoint_reads_its_weights_not_its_optimizer_mo
   const CheckpointInfo info = read_checkpoint_info(file, Moments::load);
   BOOST_TEST(info.training->adam_m.numel() == n);
   BOOST_TEST(cached_fraction(path, m_begin, v_end) > 0.9);
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 31, kind 4: a sparse checkpoint (a few KB on disk) whose header claims a model that
+// this machine cannot train (weights, gradients and AdamW's two moments, 16 bytes a parameter:
+// here 1.5 times its memory) is refused from the header by `train --resume` and by
+// `--init-from`, before any tensor is read. Before, --resume read the moments and --init-from
+// the weights (3 to 9.5 GB, for minutes) and only then refused. Each is tried in a child
+// process whose peak memory must stay within 64 MiB of its start.
+BOOST_AUTO_TEST_CASE(a_model_too_large_to_train_is_refused_from_its_header) {
+  const auto memory = static_cast<double>(physical_memory_bytes());
+  GPTConfig big;  // wte (2^20 x n_embd) is nearly all of it
+  big.vocab_size = 1 << 20;
+  big.block_size = 5;
+  big.n_layer = 1;
+  big.n_head = 1;
+  big.n_embd = static_cast<int64_t>(std::ceil(1.5 * memory / 16 / big.vocab_size));
+  if (memory == 0 || big.n_embd > limits::n_embd.max ||
+      num_parameters(ModelKind::gpt, big) > limits::max_parameters)
+    return attograd::testing::skip_case("no config of the limits exceeds this machine's memory");
+  const int64_t params = num_parameters(ModelKind::gpt, big);
+
+  // The metadata of a real checkpoint with training state, its config replaced by the big one.
+  const auto dir = attograd::testing::fresh_temp_dir("session_too_large");
+  GPTConfig small = big;  // each size distinct, so that every dimension maps to one of big's
+  small.vocab_size = 17;
+  small.n_embd = 8;
+  GPT model(small, 1);
+  const auto tokenizer = make_tokenizer("char", "abcdefghijklmnopq");
+  const int64_t n = model.num_parameters();
+  TrainingState state;
+  state.step = 1;
+  state.batch_rng = Generator(1).state();
+  state.adam_m = Tensor::zeros({n});
+  state.adam_v = Tensor::zeros({n});
+  state.adam_t = 1;
+  state.train_options = TrainOptions().to_json();
+  const std::string path = (dir / kCheckpointFile).string();
+  save_checkpoint(path, model, tokenizer->kind(), tokenizer->serialize(), &state);
+  nlohmann::json header;
+  header["__metadata__"] = SafetensorsFile::read(path).metadata();
+  header["__metadata__"]["config"] = config_to_json(big);
+  // The same tensors at big's shapes, one after the other, and the moments of its parameters.
+  const auto big_dim = [&](int64_t d) {
+    const int64_t C = big.n_embd;
+    switch (d) {
+      case 8:
+        return C;
+      case 17:
+        return big.vocab_size;
+      case 5:
+        return big.block_size;
+      case 24:
+        return 3 * C;
+      case 32:
+        return 4 * C;
+    }
+    BOOST_FAIL("a dimension " << d << " of no known size");
+    return int64_t{0};
+  };
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& [name, t] : model.named_parameters()) {
+    std::vector<int64_t> shape;
+    for (const int64_t d : t.shape()) shape.push_back(big_dim(d));
+    shapes[name] = shape;
+  }
+  shapes["optimizer.m"] = shapes["optimizer.v"] = {params};
+  int64_t offset = 0;
+  for (const auto& [name, shape] : shapes) {
+    int64_t count = 1;
+    for (const int64_t d : shape) count *= d;
+    header[name] = {
+        {"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + 4 * count}}};
+    offset += 4 * count;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data 8-byte aligned, as writers leave it
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    const uint64_t size = text.size();
+    out.write(reinterpret_cast<const char*>(&size), 8);
+    out << text;
+  }
+  std::filesystem::resize_file(path, 8 + text.size() + static_cast<uintmax_t>(offset));  // sparse
+
+  // A process's resident memory in KiB: VmRSS now, or VmHWM, its peak since clear_refs.
+  const auto kib = [](const std::string& field) {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+    return -1LL;
+  };
+  const std::vector<std::pair<std::string, std::function<void()>>> loads{
+      {"train --resume", [&] { resume_run(dir.string()); }},
+      {"train --init-from", [&] { open_init_weights(path); }}};
+  for (const auto& [label, load] : loads) {
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {  // exit 0: refused for its memory, the peak within 64 MiB of the start
+      std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current VmRSS
+      const long long start = kib("VmRSS");
+      int code = 1;
+      try {
+        load();
+      } catch (const std::exception& e) {
+        const std::string what = e.what();
+        code = what.rfind(label + ": the model's " + std::to_string(params) + " parameters need",
+                          0) == 0
+                   ? 0
+                   : 2;
+        if (code == 2) std::fprintf(stderr, "%s: %s\n", label.c_str(), what.c_str());
+      }
+      if (code == 0 && (start < 0 || kib("VmHWM") - start > 64 * 1024)) code = 3;
+      std::_Exit(code);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    BOOST_TEST_CONTEXT(label) {
+      BOOST_TEST(WIFEXITED(status));
+      BOOST_TEST(WEXITSTATUS(status) == 0);  // 1: no error, 2: another error, 3: too much memory
+    }
+  }
   std::filesystem::remove_all(dir);
 }
