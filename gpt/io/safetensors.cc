@@ -458,6 +458,40 @@ std::string_view SafetensorsFile::bytes(const std::string& name) const {
   return {data_ + it->second.begin, static_cast<size_t>(it->second.end - it->second.begin)};
 }
 
+void SafetensorsFile::require_finite(const std::string& name, const std::string& what_to_do) const {
+  const std::string_view raw = bytes(name);
+  const std::string& dtype = entries_.at(name).dtype;
+  // A value is NaN or infinite when its exponent bits are all ones: the mask of those bits and
+  // the width of a value, per floating dtype (IEEE binary32, binary64, binary16, bfloat16).
+  uint64_t exponent = 0;
+  size_t width = 0;
+  if (dtype == "F32") {
+    exponent = 0x7F800000u, width = 4;
+  } else if (dtype == "F64") {
+    exponent = 0x7FF0000000000000u, width = 8;
+  } else if (dtype == "F16") {
+    exponent = 0x7C00u, width = 2;
+  } else if (dtype == "BF16") {
+    exponent = 0x7F80u, width = 2;
+  } else {
+    return;  // integers are always finite
+  }
+  int64_t count = 0, first = -1;
+  const size_t n = raw.size() / width;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, raw.data() + i * width, width);  // little-endian, as stored
+    if ((bits & exponent) == exponent) {
+      if (first < 0) first = static_cast<int64_t>(i);
+      ++count;
+    }
+  }
+  if (count > 0)
+    fail(path_, "tensor '" + name + "' holds " + std::to_string(count) + " NaN or infinite value" +
+                    (count == 1 ? "" : "s") + " (the first at flat index " + std::to_string(first) +
+                    "); " + what_to_do);
+}
+
 namespace {
 
 // Streams t's bytes, row-major: straight from its memory when contiguous, else a block of

@@ -82,6 +82,12 @@ class SafetensorsFile {
   /// mapping valid while this object lives: to compare two tensors without converting them.
   /// Throws std::runtime_error for a missing name.
   std::string_view bytes(const std::string& name) const;
+  /// Refuses a tensor holding NaN or an infinity (F32, F64, F16, BF16, read from its stored
+  /// bits; integer tensors have none): a loaded weight or moment that is not finite would turn
+  /// the first step's loss into NaN, to be blamed on the learning rate, or show only when its
+  /// row is first used. Throws std::runtime_error naming the path, the tensor, how many values
+  /// and the first one's index, and `what_to_do`; also for a missing name.
+  void require_finite(const std::string& name, const std::string& what_to_do) const;
   const std::string& path() const { return path_; }
 
  private:

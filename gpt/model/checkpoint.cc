@@ -283,9 +283,14 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
         throw std::runtime_error("'" + file.path() +
                                  "': the checkpoint has a training state but no '" + name +
                                  "' tensor (a truncated or hand-edited file?)");
-      if (moments == Moments::load)
+      if (moments == Moments::load) {
+        file.require_finite(name,
+                            "AdamW's moments are damaged, or the run diverged before this "
+                            "checkpoint: resume from an earlier one, or start a new run with "
+                            "--init-from this file (which reads the weights only)");
         *moment =
             file.tensor(name, file.entries().at(name).dtype == "F64" ? DType::f64 : DType::f32);
+      }
     }
     info.training = s;
   }
@@ -359,6 +364,11 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file) {
           ": the file has an untied output head, and attograd's GPT ties the head to wte, so "
           "it cannot evaluate this model faithfully (only tied GPT-2 heads load)");
   }
+  // Every value finite, checked from the stored bits before any parameter is written.
+  for (const auto& [name, t] : model.state_dict())
+    file.require_finite(file_key.at(name),
+                        "the file is damaged, or was saved from a run that diverged: load an "
+                        "earlier checkpoint");
   // Each tensor straight from the file into its place in the arena; a Conv1D weight through a
   // transposed view of it.
   for (const auto& [name, t] : model.state_dict())

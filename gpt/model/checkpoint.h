@@ -79,7 +79,8 @@ void save_checkpoint(const std::string& path, LanguageModel& model,
 enum class Moments { load, skip };
 
 /// Reads the config, tokenizer and training state; with Moments::skip the training state's
-/// adam_m and adam_v stay undefined (sampling and evaluation need neither). Every value is
+/// adam_m and adam_v stay undefined (sampling and evaluation need neither), with Moments::load
+/// they are read and must be finite (SafetensorsFile::require_finite). Every value is
 /// read strictly (see strict_json.h): the model kind is one of model_kind_name's, the config's
 /// sizes are integers (3.9 and 2^64 are refused, not truncated or cast) that GPTConfig::validate
 /// accepts, an unknown config or tokenizer field is refused, "step" and "adam_t" are decimal
@@ -97,9 +98,10 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
 /// checkpoint's optimizer.m / optimizer.v. Throws std::runtime_error naming, in one message,
 /// every missing, unexpected, wrongly shaped (both shapes, and the stored one of a Conv1D
 /// weight) or unconvertible tensor; for an lm_head.weight that differs from wte (an untied
-/// head, which attograd's GPT cannot compute); and for an attograd checkpoint of another model
-/// kind than `model` ("holds the model kind 'bigram' ..., not 'gpt'"); the model is then
-/// unchanged.
+/// head, which attograd's GPT cannot compute); for an attograd checkpoint of another model
+/// kind than `model` ("holds the model kind 'bigram' ..., not 'gpt'"); and for a weight that
+/// holds NaN or an infinity (SafetensorsFile::require_finite, before any parameter is written);
+/// the model is then unchanged.
 void load_weights(LanguageModel& model, const SafetensorsFile& file);
 
 /// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -318,6 +319,17 @@ class Fixtures {
               {{"h.0.mlp.c_gate.weight", attograd::Tensor::zeros({6, 24})}});
     copy_with(pico, files_["pico_wrong_shape"] = tmp_ / "pico_wrong_shape.safetensors", {},
               {{"h.0.mlp.c_fc.weight", attograd::Tensor::zeros({6, 12})}});
+    // Non-finite values: the first of h.0.ln_1.weight NaN; the first of AdamW's m infinite.
+    attograd::Tensor gain = file.tensor("h.0.ln_1.weight", attograd::DType::f32);
+    gain.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+    copy_with(pico, files_["pico_nan"] = tmp_ / "pico_nan.safetensors", {},
+              {{"h.0.ln_1.weight", gain}});
+    attograd::Tensor m = file.tensor("optimizer.m", attograd::DType::f32);
+    m.data<float>()[0] = std::numeric_limits<float>::infinity();
+    fs::create_directories(tmp_.path / "pico_inf_moment_run");
+    copy_with(pico,
+              (files_["pico_inf_moment_run"] = tmp_ / "pico_inf_moment_run") + "/ckpt.safetensors",
+              {}, {{"optimizer.m", m}});
     copy_with_header_edit(pico,
                           files_["pico_deep_metadata"] = tmp_ / "pico_deep_metadata.safetensors",
                           R"({"__metadata__":{)",

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -187,6 +188,43 @@ BOOST_AUTO_TEST_CASE(half_bfloat_and_double_files_convert) {
   expect_throw_with<std::runtime_error>([&] { f.tensor("i", DType::f32); },
                                         "is I64, which cannot become an f32");
   expect_throw_with<std::runtime_error>([&] { f.doubles("h"); }, "is F16, expected F64");
+}
+
+// Issue 31, kind 10: require_finite reads NaN and infinities from the stored bits of every
+// floating dtype (exponent all ones), counts them and names the first; the largest finite
+// values and integers pass.
+BOOST_AUTO_TEST_CASE(require_finite_finds_nan_and_infinity_in_every_floating_dtype) {
+  const TempDir dir;
+  const std::string path = (dir / "nf.safetensors");
+  // F16: 1, 65504 (the largest finite), inf, NaN. BF16: -NaN, 1. F32: 3.4e38, -inf. F64: NaN.
+  const std::string data =
+      bytes_of<uint16_t>({0x3C00, 0x7BFF, 0x7C00, 0x7E00}) + bytes_of<uint16_t>({0xFFC0, 0x3F80}) +
+      bytes_of<float>({3.4e38f, -INFINITY}) + bytes_of<double>({NAN}) + bytes_of<int64_t>({-1}) +
+      bytes_of<float>({1.0f, std::numeric_limits<float>::max()});
+  write_raw(path,
+            R"({"h":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},)"
+            R"("bf":{"dtype":"BF16","shape":[2],"data_offsets":[8,12]},)"
+            R"("f":{"dtype":"F32","shape":[2],"data_offsets":[12,20]},)"
+            R"("d":{"dtype":"F64","shape":[1],"data_offsets":[20,28]},)"
+            R"("i":{"dtype":"I64","shape":[1],"data_offsets":[28,36]},)"
+            R"("ok":{"dtype":"F32","shape":[2],"data_offsets":[36,44]}})",
+            data);
+  const SafetensorsFile f = SafetensorsFile::read(path);
+  expect_throw_with<std::runtime_error>(
+      [&] { f.require_finite("h", "do this"); },
+      "'h' holds 2 NaN or infinite values (the first at flat index 2); do this");
+  expect_throw_with<std::runtime_error>(
+      [&] { f.require_finite("bf", "x"); },
+      "'bf' holds 1 NaN or infinite value (the first at flat index 0)");
+  expect_throw_with<std::runtime_error>(
+      [&] { f.require_finite("f", "x"); },
+      "'f' holds 1 NaN or infinite value (the first at flat index 1)");
+  expect_throw_with<std::runtime_error>(
+      [&] { f.require_finite("d", "x"); },
+      "'d' holds 1 NaN or infinite value (the first at flat index 0)");
+  f.require_finite("i", "x");   // integers are finite
+  f.require_finite("ok", "x");  // FLT_MAX is finite
+  expect_throw_with<std::runtime_error>([&] { f.require_finite("none", "x"); }, "no tensor named");
 }
 
 BOOST_AUTO_TEST_CASE(the_mapping_moves_and_outlives_a_replaced_file) {

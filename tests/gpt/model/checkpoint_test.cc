@@ -12,6 +12,7 @@
 #include "autograd/ops.h"
 #include "gpt/model/checkpoint.h"
 #include "tests/gpt/field_count.h"
+#include "tests/gpt/model/training_state_fixture.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -98,6 +99,41 @@ BOOST_AUTO_TEST_CASE(mismatched_checkpoint_names_key_and_shapes_and_leaves_model
   GPT big(four, 3);
   expect_throw_with<std::runtime_error>([&] { load_weights(big, SafetensorsFile::read(path)); },
                                         "missing (in the module, not in the file): 'h.3.");
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 31, kind 10: a checkpoint with a NaN weight or an infinite moment is refused when it is
+// loaded, naming the tensor and the file, before any parameter is written; before, the NaN
+// went into the model, and a resumed run's first loss was blamed on the learning rate.
+BOOST_AUTO_TEST_CASE(a_nan_weight_or_an_infinite_moment_is_refused_at_load) {
+  const auto dir = temp_dir();
+  GPT pico(preset("pico"), 1);
+  const std::string path = (dir / "nan.safetensors").string();
+  // Element (1, 1) of the (18, 6) weight: index 19 of the file's Conv1D layout (6, 18).
+  for (const auto& [name, p] : pico.named_parameters())
+    if (name == "h.1.attn.c_attn.weight") p.data<float>()[7] = NAN;
+  const int64_t n = pico.num_parameters();
+  TrainingState state = attograd::testing::training_state(n, 3);
+  state.adam_v.data<float>()[n - 1] = INFINITY;
+  save_checkpoint(path, pico, "char", "", &state);
+  const SafetensorsFile file = SafetensorsFile::read(path);
+
+  GPT other(preset("pico"), 2);
+  const std::vector<double> before = all_params(other);
+  expect_throw_with<std::runtime_error>(
+      [&] { load_weights(other, file); },
+      "safetensors file '" + path +
+          "': tensor 'h.1.attn.c_attn.weight' holds 1 NaN or infinite value (the first at flat "
+          "index 19); the file is damaged, or was saved from a run that diverged");
+  BOOST_TEST(all_params(other) == before);  // nothing written
+  expect_throw_with<std::runtime_error>([&] { load_language_model(file); },
+                                        "'h.1.attn.c_attn.weight' holds 1 NaN");
+  // The moments are checked where they are read (train --resume), not when only the weights are.
+  expect_throw_with<std::runtime_error>(
+      [&] { read_checkpoint_info(file, Moments::load); },
+      "tensor 'optimizer.v' holds 1 NaN or infinite value (the first at flat index " +
+          std::to_string(n - 1) + "); AdamW's moments are damaged");
+  BOOST_TEST(read_checkpoint_info(file, Moments::skip).training->step == 3);
   std::filesystem::remove_all(dir);
 }
 

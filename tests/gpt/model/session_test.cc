@@ -24,6 +24,7 @@
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/train/run.h"
 #include "tests/gpt/model/hf_fixture.h"
+#include "tests/gpt/model/training_state_fixture.h"
 #include "tests/skip.h"
 #include "tests/test_util.h"
 
@@ -251,13 +252,8 @@ BOOST_AUTO_TEST_CASE(opening_a_checkpoint_reads_its_weights_not_its_optimizer_mo
   // of the weights stored beside the moments (ln_f before them, wpe after them: the file is in
   // name order) covers a small part of them: 8 MB windows on this machine (read_ahead_kb).
   const int64_t n = model.num_parameters();
-  TrainingState state;
-  state.step = 1;
-  state.batch_rng = Generator(1).state();
-  state.adam_m = Tensor::full({n}, 0.5f);
-  state.adam_v = Tensor::full({n}, 0.25f);
-  state.adam_t = 1;
-  state.train_options = TrainOptions().to_json();
+  const TrainingState state =
+      attograd::testing::training_state(n, 1, 0.5f, 0.25f, TrainOptions().to_json());
   const std::string path = (dir / "ckpt.safetensors").string();
   save_checkpoint(path, model, tokenizer->kind(), tokenizer->serialize(), &state);
 
@@ -318,14 +314,8 @@ BOOST_AUTO_TEST_CASE(a_model_too_large_to_train_is_refused_from_its_header) {
   small.n_embd = 8;
   GPT model(small, 1);
   const auto tokenizer = make_tokenizer("char", "abcdefghijklmnopq");
-  const int64_t n = model.num_parameters();
-  TrainingState state;
-  state.step = 1;
-  state.batch_rng = Generator(1).state();
-  state.adam_m = Tensor::zeros({n});
-  state.adam_v = Tensor::zeros({n});
-  state.adam_t = 1;
-  state.train_options = TrainOptions().to_json();
+  const TrainingState state =
+      attograd::testing::training_state(model.num_parameters(), 1, 0, 0, TrainOptions().to_json());
   const std::string path = (dir / kCheckpointFile).string();
   save_checkpoint(path, model, tokenizer->kind(), tokenizer->serialize(), &state);
   nlohmann::json header;
