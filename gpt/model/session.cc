@@ -170,7 +170,8 @@ InitWeights open_init_weights(const std::string& path, int64_t n_head_override,
 std::string InitWeights::describe() const {
   const std::string from = hf_gpt2 ? "the Hugging Face GPT-2 file " : "the attograd checkpoint ";
   const std::string trained =
-      step ? " (trained " + std::to_string(*step) + " steps)" : std::string();
+      step ? " (trained " + std::to_string(*step) + (*step == 1 ? " step)" : " steps)")
+           : std::string();
   return "weights of " + from + session.path + trained + ", " + session.tokenizer->kind() +
          " tokenizer; step 0, fresh AdamW state";
 }

@@ -280,9 +280,13 @@ namespace {
 // as read_text_file documents. A terminal is read like a pipe (tokenize typed by hand).
 std::string read_bounded(int fd, const std::string& what, const std::string& named,
                          const std::string& fix, size_t max_bytes) {
-  const std::string limit =
-      with_commas(max_bytes) + "-byte limit for a " + what +
-      " (it and its token ids are held in memory); use a smaller file or a part of it";
+  // What is tokenized (a corpus, the page's text file, tokenize's input) has its ids held too;
+  // a config file or a Markdown table has none.
+  const bool tokenized =
+      what.find("corpus") != std::string::npos || what == "text file" || what == "tokenize input";
+  const std::string limit = with_commas(max_bytes) + "-byte limit for a " + what +
+                            (tokenized ? " (it and its token ids are" : " (it is") +
+                            " held in memory); use a smaller file or a part of it";
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     throw std::runtime_error("cannot stat " + named + ": " + std::strerror(errno));

@@ -89,6 +89,16 @@ BOOST_AUTO_TEST_CASE(a_bad_file_is_refused_with_the_key_named) {
       BOOST_TEST(contains(r.out, message));
     }
   }
+  // Over the 1 MiB limit (a sparse file): a config is held in memory, but has no token ids
+  // (issue 31, kind 14: the corpus's message was used).
+  const std::string huge = dir.file("huge.json", "");
+  std::filesystem::resize_file(huge, 2'000'000);
+  const auto too_big = run_cli("train --config " + huge + " --out " + (dir / "never"));
+  BOOST_TEST(too_big.exit_code == 2);
+  BOOST_TEST(too_big.out ==
+             "attograd: error: config file " + huge +
+                 " is 2,000,000 bytes, over the 1,048,576-byte limit for a config "
+                 "file (it is held in memory); use a smaller file or a part of it\n");
   const auto missing = run_cli("train --config " + (dir / "none.json"));
   BOOST_TEST(missing.exit_code == 2);
   BOOST_TEST(contains(missing.out, "config file " + (dir / "none.json") + " does not exist"));

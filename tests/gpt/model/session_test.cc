@@ -122,6 +122,22 @@ BOOST_AUTO_TEST_CASE(a_hugging_face_file_gives_the_same_logits_and_gpt2s_tokeniz
   BOOST_TEST(got == expected);  // the Conv1D transposes are exact
 }
 
+// The log line of --init-from counts the steps the file was trained for in English (issue 31,
+// kind 14: "trained 1 steps").
+BOOST_AUTO_TEST_CASE(init_weights_describe_counts_steps) {
+  InitWeights w;
+  w.session = session_of(known_bigram(4));
+  w.session.path = "ckpt.safetensors";
+  w.step = 1;
+  BOOST_TEST(w.describe() ==
+             "weights of the attograd checkpoint ckpt.safetensors (trained 1 step), char "
+             "tokenizer; step 0, fresh AdamW state");
+  w.step = 2;
+  BOOST_TEST(w.describe().find("(trained 2 steps)") != std::string::npos);
+  w.step.reset();
+  BOOST_TEST(w.describe().find("trained") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(opening_refuses_what_is_not_one_model) {
   expect_throw_with<std::invalid_argument>([] { open_model({}); },
                                            "give exactly one of --checkpoint");
