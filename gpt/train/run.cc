@@ -29,6 +29,7 @@
 #include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/baselines.h"
+#include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
 #include "gpt/train/run_config.h"
@@ -546,6 +547,21 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
     options.corpus_sha256 = sha256_hex(corpus.text);
   }
   const GPTConfig& c = run->model_->config();
+  // A model continued (--resume, --init-from) keeps its char tokenizer, which a corpus in other
+  // characters cannot be read with: name the first and the way out, as eval does, not encode's
+  // advice to build another tokenizer (issue 31, kind 14).
+  if (const auto* chars = dynamic_cast<const CharTokenizer*>(run->tokenizer_.get());
+      chars != nullptr && (rq.resume || rq.init_from))
+    if (const auto unknown = chars->first_unknown(corpus.text))
+      throw std::invalid_argument(
+          "corpus " + corpus.name + " has characters that the char tokenizer of the model " +
+          (rq.resume ? "resumed" : "in --init-from") + " lacks (the first, " +
+          describe_code_point(unknown->code_point) + ", is character " +
+          std::to_string(unknown->position) + "; its vocabulary has " +
+          std::to_string(chars->vocab_size()) +
+          "): the model reads only the characters it was trained with; pass a corpus written "
+          "in them, or train a new model" +
+          (rq.resume ? std::string() : std::string(" (without --init-from)")));
   // GPT-2's BPE treats "<|endoftext|>" in the corpus as plain text (encode's default): a
   // corpus file cannot inject document boundaries nobody asked for.
   const auto encode_start = std::chrono::steady_clock::now();
