@@ -64,6 +64,11 @@ std::string json_excerpt(const nlohmann::json& v) {
   return s;
 }
 
+std::string json_key_text(const std::string& key) {
+  const std::string quoted = nlohmann::json(key).dump();  // a parsed key is valid UTF-8
+  return quoted.substr(1, quoted.size() - 2);
+}
+
 JsonFields::JsonFields(nlohmann::json object, std::string what)
     : object_(std::move(object)), what_(std::move(what)) {
   if (!object_.is_object())
@@ -141,7 +146,7 @@ void JsonFields::finish() const {
   for (auto it = object_.begin(); it != object_.end(); ++it)
     if (!read_.count(it.key()))
       throw std::runtime_error(
-          what_ + " has an unknown field '" + it.key() +
+          what_ + " has an unknown field '" + json_key_text(it.key()) +
           "' (written by a newer attograd?); refusing rather than ignoring it");
 }
 

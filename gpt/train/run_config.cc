@@ -65,8 +65,8 @@ void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
                                   "the tokenizer's (set \"tokenizer\" in \"run\")");
     const auto flag = flag_keys.find(it.key());
     const std::string near = flag != flag_keys.end() ? flag->second : nearest_name(it.key(), known);
-    throw std::invalid_argument(what + ": \"" + name + "\" has no key '" + it.key() + "'" +
-                                (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+    throw std::invalid_argument(what + ": \"" + name + "\" has no key '" + json_key_text(it.key()) +
+                                "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                                 "; its keys are " + join_names(known));
   }
 }

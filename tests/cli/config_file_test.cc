@@ -80,6 +80,9 @@ BOOST_AUTO_TEST_CASE(a_bad_file_is_refused_with_the_key_named) {
        "train: batch_size (--batch-size) is 0, expected an integer in [1, 65536]"},
       {R"({"model": {"n_layer": 2.5}})", "model: n_layer (--n-layer) is 2.5, expected an integer"},
       {R"({"train": )", "is not valid JSON"},
+      // A NUL in a key is printed as its escape, and the message goes on after it.
+      {R"({"train": {"bach\u0000size": 4}})",
+       "\"train\" has no key 'bach\\u0000size' (did you mean 'batch_size'?); its keys are"},
   };
   for (const auto& [text, message] : cases) {
     const auto r = run_cli("train --config " + dir.file("bad.json", text) + " --out " +
