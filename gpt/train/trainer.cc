@@ -44,6 +44,10 @@ std::string non_finite_str(double v) {
   return std::to_string(v);
 }
 
+// v for printf: a NaN without its sign bit, which printf writes as "-nan" (an eval line read
+// "val loss -nan" beside the divergence message's "nan"; issue 31, kind 14).
+double unsigned_nan(double v) { return std::isnan(v) ? std::fabs(v) : v; }
+
 // A count of floating-point operations with its SI prefix, 3 significant digits: "1.20 GFLOP".
 std::string flop_str(double flops) {
   static constexpr const char* kPrefixes[] = {"", "k", "M", "G", "T", "P", "E"};
@@ -503,7 +507,8 @@ EvalResult Trainer::run(std::ostream& log) {
     std::snprintf(
         buf, sizeof buf,
         "eval at step %lld: train loss %.4f (perplexity %.2f), val loss %.4f (perplexity %.2f)\n",
-        static_cast<long long>(r.step), r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
+        static_cast<long long>(r.step), unsigned_nan(r.train_loss), unsigned_nan(r.train_ppl),
+        unsigned_nan(r.val_loss), unsigned_nan(r.val_ppl));
     out << buf << std::flush;
     line_printed();
     if (files) {
@@ -633,7 +638,7 @@ EvalResult Trainer::run(std::ostream& log) {
     std::snprintf(buf, sizeof buf,
                   "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
                   static_cast<long long>(last.step), static_cast<long long>(o.max_steps),
-                  last.val_loss, last.val_ppl);
+                  unsigned_nan(last.val_loss), unsigned_nan(last.val_ppl));
     out << buf;
   }
   if (files) {
