@@ -727,8 +727,7 @@ struct PlainTiles {
   static constexpr int64_t kTopRows = kMR > 4 ? 4 : 0;
   void micro_kernel_top(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t rows,
                         const T* bias, StoreMode mode) const {
-    if constexpr (kTopRows > 0)
-      micro_kernel_fma<kTopRows>(hn::ScalableTag<T>(), kc, a, b, c, ldc, bias, mode, rows);
+    micro_kernel_fma<kTopRows>(hn::ScalableTag<T>(), kc, a, b, c, ldc, bias, mode, rows);
   }
 };
 

@@ -461,21 +461,27 @@ std::string_view SafetensorsFile::bytes(const std::string& name) const {
 void SafetensorsFile::require_finite(const std::string& name, const std::string& what_to_do) const {
   const std::string_view raw = bytes(name);
   const std::string& dtype = entries_.at(name).dtype;
-  // A value is NaN or infinite when its exponent bits are all ones: the mask of those bits and
-  // the width of a value, per floating dtype (IEEE binary32, binary64, binary16, bfloat16).
+  // A value is NaN or infinite when its exponent bits are all ones: the mask of those bits per
+  // floating dtype (IEEE binary32, binary64, binary16, bfloat16).
   uint64_t exponent = 0;
-  size_t width = 0;
-  if (dtype == "F32") {
-    exponent = 0x7F800000u, width = 4;
-  } else if (dtype == "F64") {
-    exponent = 0x7FF0000000000000u, width = 8;
-  } else if (dtype == "F16") {
-    exponent = 0x7C00u, width = 2;
-  } else if (dtype == "BF16") {
-    exponent = 0x7F80u, width = 2;
-  } else {
-    return;  // integers are always finite
+  switch (stored_kind(dtype)) {
+    case Stored::f32:
+      exponent = 0x7F800000u;
+      break;
+    case Stored::f64:
+      exponent = 0x7FF0000000000000u;
+      break;
+    case Stored::f16:
+      exponent = 0x7C00u;
+      break;
+    case Stored::bf16:
+      exponent = 0x7F80u;
+      break;
+    case Stored::i64:
+    case Stored::other:
+      return;  // integers are always finite
   }
+  const size_t width = element_size(dtype);
   int64_t count = 0, first = -1;
   const size_t n = raw.size() / width;
   for (size_t i = 0; i < n; ++i) {
