@@ -65,7 +65,8 @@ int markdown(const GradcheckArgs& args) {
   }
   const std::string document = gpt::read_text_file(
       args.markdown, "--markdown file",
-      "give the Markdown file that holds the op table, e.g. docs/derivatives.md");
+      "give the Markdown file that holds the op table, e.g. docs/derivatives.md",
+      gpt::kMaxCorpusBytes, gpt::HeldAs::text);
   std::string updated;
   try {
     updated = replace_generated_region(document, table);

@@ -279,14 +279,11 @@ namespace {
 // The bytes of the open descriptor `fd` (a `what` called `named` in messages), refused or bounded
 // as read_text_file documents. A terminal is read like a pipe (tokenize typed by hand).
 std::string read_bounded(int fd, const std::string& what, const std::string& named,
-                         const std::string& fix, size_t max_bytes) {
-  // What is tokenized (a corpus, the page's text file, tokenize's input) has its ids held too;
-  // a config file or a Markdown table has none.
-  const bool tokenized =
-      what.find("corpus") != std::string::npos || what == "text file" || what == "tokenize input";
-  const std::string limit = with_commas(max_bytes) + "-byte limit for a " + what +
-                            (tokenized ? " (it and its token ids are" : " (it is") +
-                            " held in memory); use a smaller file or a part of it";
+                         const std::string& fix, size_t max_bytes, HeldAs held) {
+  const std::string limit =
+      with_commas(max_bytes) + "-byte limit for a " + what +
+      (held == HeldAs::text_and_ids ? " (it and its token ids are" : " (it is") +
+      " held in memory); use a smaller file or a part of it";
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     throw std::runtime_error("cannot stat " + named + ": " + std::strerror(errno));
@@ -316,7 +313,7 @@ std::string read_bounded(int fd, const std::string& what, const std::string& nam
 }  // namespace
 
 std::string read_text_file(const fs::path& path, const std::string& what, const std::string& fix,
-                           size_t max_bytes) {
+                           size_t max_bytes, HeldAs held) {
   const std::string named = what + " " + path.string();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -328,11 +325,12 @@ std::string read_text_file(const fs::path& path, const std::string& what, const 
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  return read_bounded(fd, what, named, fix, max_bytes);
+  return read_bounded(fd, what, named, fix, max_bytes, held);
 }
 
-std::string read_standard_input(const std::string& what, const std::string& fix, size_t max_bytes) {
-  return read_bounded(STDIN_FILENO, what, what + " (standard input)", fix, max_bytes);
+std::string read_standard_input(const std::string& what, const std::string& fix, size_t max_bytes,
+                                HeldAs held) {
+  return read_bounded(STDIN_FILENO, what, what + " (standard input)", fix, max_bytes, held);
 }
 
 std::string Corpus::describe() const {

@@ -197,19 +197,27 @@ std::filesystem::path default_cache_dir();
 /// continuation lines), or if it holds no verse at all.
 std::string clean_kjv(std::string_view bible_output);
 
+/// What a file read whole is held as, which its size limit's message gives as the reason:
+/// text that is then tokenized (a corpus: the text and its token ids), or the text alone (a
+/// config file, a Markdown table).
+enum class HeldAs { text_and_ids, text };
+
 /// Reads a user's file whole, as bytes: a regular file of at most max_bytes, or a pipe (a FIFO,
 /// `<(zcat corpus.gz)`) until its end or max_bytes. Throws std::runtime_error naming
 /// "<what> <path>": a missing file, a directory, a device (/dev/zero would never end) or a
 /// socket, each followed by `fix`; a file over max_bytes ("is 300,000,000 bytes, over the
-/// 268,435,456-byte limit for a <what> (it and its token ids are held in memory)"), checked from
-/// its size before anything is read; an OS error. Opened close-on-exec.
+/// 268,435,456-byte limit for a <what> (it and its token ids are held in memory)", or "(it is
+/// held in memory)" for HeldAs::text), checked from its size before anything is read; an OS
+/// error. Opened close-on-exec.
 std::string read_text_file(const std::filesystem::path& path, const std::string& what,
-                           const std::string& fix, size_t max_bytes = kMaxCorpusBytes);
+                           const std::string& fix, size_t max_bytes = kMaxCorpusBytes,
+                           HeldAs held = HeldAs::text_and_ids);
 
 /// Reads standard input whole, held to read_text_file's rules: a regular file or a pipe (or a
 /// terminal) until its end or max_bytes, a device such as `< /dev/zero` refused. Throws
 /// std::runtime_error naming "<what> (standard input)", followed by `fix` where one helps.
 std::string read_standard_input(const std::string& what, const std::string& fix,
-                                size_t max_bytes = kMaxCorpusBytes);
+                                size_t max_bytes = kMaxCorpusBytes,
+                                HeldAs held = HeldAs::text_and_ids);
 
 }  // namespace attograd::gpt

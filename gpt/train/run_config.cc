@@ -135,7 +135,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
 RunConfig read_run_config(const std::string& path) {
   std::string text;
   try {
-    text = read_text_file(path, "config file", "give --config a JSON file of settings", 1 << 20);
+    text = read_text_file(path, "config file", "give --config a JSON file of settings", 1 << 20,
+                          HeldAs::text);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());
   }
