@@ -14,15 +14,15 @@ ctest --test-dir build --output-on-failure -j "$(nproc)" | tee build/ctest.log |
 # cases labelled `download` are about a build with downloads or one without, so each build runs
 # one side and skips the other (tests/CMakeLists.txt).
 mapfile -t skipped < <(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' build/ctest.log)
-has_label() {  # has_label LABEL TEST: the test is one of ctest's list for that label
-  ctest --test-dir build -N -L "^$1\$" | awk -v name="$2" '$NF == name { found = 1 } END { exit !found }'
-}
 if ((${#skipped[@]} > 0)); then
+  # The names of each label's tests, listed once (ctest -N prints "  Test  #N: NAME").
+  data_tests=$(ctest --test-dir build -N -L '^data$' | awk '/Test +#/ { print $NF }')
+  download_tests=$(ctest --test-dir build -N -L '^download$' | awk '/Test +#/ { print $NF }')
   echo "note: ${#skipped[@]} test cases were skipped (each one's reason: ctest --test-dir build -V -R NAME):"
   for name in "${skipped[@]}"; do
-    if has_label data "$name" && [ ! -f ../shared/data/tinyshakespeare.txt ]; then
+    if grep -qxF "$name" <<<"$data_tests" && [ ! -f ../shared/data/tinyshakespeare.txt ]; then
       why="needs ../shared/data/tinyshakespeare.txt beside the checkout"
-    elif has_label download "$name"; then
+    elif grep -qxF "$name" <<<"$download_tests"; then
       why="about the other kind of build (with or without downloads)"
     else
       why="see its reason"
