@@ -65,8 +65,24 @@ std::string json_excerpt(const nlohmann::json& v) {
 }
 
 std::string json_key_text(const std::string& key) {
-  const std::string quoted = nlohmann::json(key).dump();  // a parsed key is valid UTF-8
-  return quoted.substr(1, quoted.size() - 2);
+  // dump() escapes C0 controls, quotes and backslashes; a parsed key is valid UTF-8.
+  const std::string quoted = nlohmann::json(key).dump();
+  std::string out;
+  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(quoted[i]);
+    // dump() keeps C1 controls (U+0080 to U+009F, bytes C2 80 to C2 9F) raw, and a raw U+0085
+    // breaks the message's line in some terminals: escaped as JSON would spell them.
+    if (ch == 0xC2 && static_cast<unsigned char>(quoted[i + 1]) <= 0x9F) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      const auto second = static_cast<unsigned char>(quoted[++i]);
+      out += "\\u00";
+      out += kHex[second >> 4];
+      out += kHex[second & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
 }
 
 JsonFields::JsonFields(nlohmann::json object, std::string what)

@@ -45,8 +45,8 @@ std::optional<uint64_t> json_uint(const nlohmann::json& v, uint64_t max);
 std::string json_excerpt(const nlohmann::json& v);
 
 /// A key of a parsed JSON object as an error message can print it whole: control characters
-/// as JSON escapes ("a\u0000b"), the rest as it is, no quotes added. A raw NUL cut the message
-/// short where it was printed as a C string (issue 31, kind 14).
+/// (C0 and C1) as JSON escapes ("a\u0000b", "\u0085"), the rest as it is, no quotes added. A raw
+/// NUL cut the message short where it was printed as a C string (issue 31, kind 14).
 std::string json_key_text(const std::string& key);
 
 /// The fields of a JSON object read strictly: each getter refuses a missing key, a value of

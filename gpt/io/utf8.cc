@@ -225,10 +225,13 @@ std::string describe_code_point(char32_t cp) {
 
 namespace {
 
+constexpr char kHex[] = "0123456789abcdef";
+
 std::string escaped(std::string_view bytes, bool quotes) {
   const bool utf8 = !find_utf8_error(bytes).has_value();
   std::string out;
-  for (unsigned char ch : bytes) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(bytes[i]);
     if (ch == '\n')
       out += "\\n";
     else if (ch == '\t')
@@ -238,10 +241,17 @@ std::string escaped(std::string_view bytes, bool quotes) {
     else if (quotes && (ch == '"' || ch == '\\'))
       out += {'\\', static_cast<char>(ch)};
     else if (ch < 0x20 || ch == 0x7F || (ch >= 0x80 && !utf8)) {
-      static const char hex[] = "0123456789abcdef";
       out += "\\x";
-      out += hex[ch >> 4];
-      out += hex[ch & 15];
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    } else if (utf8 && ch == 0xC2 && i + 1 < bytes.size() &&
+               static_cast<unsigned char>(bytes[i + 1]) <= 0x9F) {
+      // A C1 control (U+0080 to U+009F, two bytes C2 80 to C2 9F): U+0085 (NEL) printed raw
+      // breaks the line in some terminals, the others move the cursor (issue 31, kind 14).
+      const auto second = static_cast<unsigned char>(bytes[++i]);
+      out += "\\u00";
+      out += kHex[second >> 4];
+      out += kHex[second & 15];
     } else {
       out += static_cast<char>(ch);
     }

@@ -92,8 +92,9 @@ std::string code_point_hex(char32_t cp);
 
 /// Bytes (e.g. one token's) as one printable line: newline, tab and carriage return as \n, \t,
 /// \r, a quote or backslash preceded by a backslash, other control bytes, and every byte of a
-/// string that is not valid UTF-8 (a BPE token can end mid-character), as \xNN. Valid UTF-8
-/// characters are kept as they are. Never throws (except std::bad_alloc).
+/// string that is not valid UTF-8 (a BPE token can end mid-character), as \xNN; in valid UTF-8 a
+/// C1 control character (U+0080 to U+009F) as \u0085. Other valid UTF-8 characters are kept as
+/// they are. Never throws (except std::bad_alloc).
 std::string escape_bytes(std::string_view bytes);
 
 /// As escape_bytes, but quotes and backslashes are kept as they are: text for a reader (a figure's

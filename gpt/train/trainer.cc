@@ -405,7 +405,7 @@ class CsvLog {
 // Appends a CSV field the way the logs always wrote them (an ostream's default %g, 6 digits).
 void append_field(std::string& row, double v) {
   std::ostringstream s;
-  s << v;
+  s << unsigned_nan(v);  // "nan", as the lines printed, not "-nan"
   row += s.str();
 }
 

@@ -83,6 +83,10 @@ BOOST_AUTO_TEST_CASE(a_bad_file_is_refused_with_the_key_named) {
       // A NUL in a key is printed as its escape, and the message goes on after it.
       {R"({"train": {"bach\u0000size": 4}})",
        "\"train\" has no key 'bach\\u0000size' (did you mean 'batch_size'?); its keys are"},
+      // So is a C1 control character (U+0085, NEL), which JSON may hold raw and a terminal
+      // would take as a line break.
+      {"{\"train\": {\"bach\u0085size\": 4}}",
+       "\"train\" has no key 'bach\\u0085size'; its keys are"},
   };
   for (const auto& [text, message] : cases) {
     const auto r = run_cli("train --config " + dir.file("bad.json", text) + " --out " +

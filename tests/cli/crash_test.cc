@@ -373,6 +373,9 @@ BOOST_AUTO_TEST_CASE(a_diverged_run_names_only_a_finite_checkpoint) {
   BOOST_TEST(contains(evaluated.out, "no checkpoint of this run was written"));
   BOOST_TEST(!contains(evaluated.out, "untouched"));
   BOOST_TEST(!fs::exists(dir / "a/ckpt.safetensors"));
+  // Its evaluation's row in the log spells NaN as the line does: "nan", not the "-nan" an
+  // ostream writes for NaN's sign bit (issue 31, kind 14).
+  BOOST_TEST(contains(read_text(dir / "a/eval_log.csv"), "\n1,nan,nan,nan,nan\n"));
   // Saved after every step: the one checkpoint written holds finite parameters, and says so.
   const CliRun saved = run_cli("train --corpus " + corpus + " --out " + (dir / "b") + lr +
                                " --eval-interval 0 --checkpoint-interval 1");

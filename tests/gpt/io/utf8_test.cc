@@ -132,6 +132,11 @@ BOOST_AUTO_TEST_CASE(escape_bytes_gives_one_printable_line) {
   BOOST_TEST(escape_bytes("a b") == "a b");
   BOOST_TEST(escape_bytes("\n\t\r\"\\\x01\x7f") == "\\n\\t\\r\\\"\\\\\\x01\\x7f");
   BOOST_TEST(escape_bytes("caf\xc3\xa9") == "caf\xc3\xa9");  // whole characters are kept
+  // C1 controls (U+0080 to U+009F; U+0085 is NEL, a line break to some terminals) as \u00XX,
+  // the characters around them kept; U+00A0, the first after them, is kept too.
+  BOOST_TEST(escape_bytes("a\xc2\x85"
+                          "b\xc2\x80\xc2\x9f\xc2\xa0") == "a\\u0085b\\u0080\\u009f\xc2\xa0");
+  BOOST_TEST(escape_controls("\xc2\x85\"") == "\\u0085\"");
   // A BPE token can end mid-character: then no byte of it is taken for text.
   BOOST_TEST(escape_bytes("\xc3") == "\\xc3");
   BOOST_TEST(escape_bytes("\xc3\xa9\xe2\x82") == "\\xc3\\xa9\\xe2\\x82");
