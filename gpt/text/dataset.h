@@ -120,10 +120,14 @@ struct NgramLoss {
 ///   loss = -(1 / (m − n + 1)) sum_{i=n-1}^{m-1} ln P(val[i] | val[i-n+1 .. i-1])
 /// A context train never shows gets the uniform 1 / V. n = 2 is bigram_cross_entropy's model.
 /// The lecture's comparison with attention: the table has one row per context seen, up to
-/// V^(n-1), and a context longer than n − 1 tokens is invisible to it. Throws
-/// std::invalid_argument for n < 1, k <= 0, too short sequences or an id outside [0, V), and
-/// std::overflow_error when V^n does not fit int64_t (the n-gram keys).
+/// V^(n-1), and a context longer than n − 1 tokens is invisible to it.
+/// Memory: 8 bytes per train token (its n-gram's key, sorted), checked before any is made
+/// against `max_table_bytes` (0: half the machine's physical memory). Throws
+/// std::invalid_argument for n < 1, k <= 0, too short sequences or an id outside [0, V),
+/// std::overflow_error when V^n does not fit int64_t (the n-gram keys), and std::runtime_error
+/// naming the bytes needed and allowed when the keys would not fit.
 NgramLoss ngram_cross_entropy(const std::vector<int64_t>& train, const std::vector<int64_t>& val,
-                              int64_t vocab_size, int64_t n, double k = 1.0);
+                              int64_t vocab_size, int64_t n, double k = 1.0,
+                              size_t max_table_bytes = 0);
 
 }  // namespace attograd::gpt

@@ -1,8 +1,6 @@
 // Checkpoints: round trip, Hugging Face layout, all-or-nothing loading with clear errors, and the
 // optimizer moments read only when resuming.
 #define BOOST_TEST_MODULE checkpoint
-#include <sys/wait.h>
-#include <unistd.h>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include "gpt/model/checkpoint.h"
 #include "tests/gpt/field_count.h"
 #include "tests/gpt/model/training_state_fixture.h"
+#include "tests/peak_memory.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -266,34 +265,20 @@ BOOST_AUTO_TEST_CASE(unconvertible_dtypes_are_refused_before_the_model_is_built)
     out << text;
   }
   std::filesystem::resize_file(path, 8 + text.size() + static_cast<uintmax_t>(offset));  // sparse
-  const pid_t child = ::fork();
-  BOOST_REQUIRE(child >= 0);
-  // A process's resident memory in KiB: VmRSS now, or VmHWM, its peak since clear_refs.
-  const auto kib = [](const std::string& field) {
-    std::ifstream in("/proc/self/status");
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
-    return -1LL;
-  };
-  if (child == 0) {  // exit 0: refused with the dtype named, the peak 64 MiB above the start
-    std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current VmRSS
-    const long long start = kib("VmRSS");
-    int code = 1;
+  // 0: refused with the dtype named; 1: no error, 2: another error.
+  const testing::MeasuredRun run = testing::run_measured([&] {
     try {
       load_hf_gpt2(SafetensorsFile::read(path), 12);
     } catch (const std::runtime_error& e) {
-      code = std::string(e.what()).find("is U8, which cannot be loaded into an f32 model") !=
+      return std::string(e.what()).find("is U8, which cannot be loaded into an f32 model") !=
                      std::string::npos
                  ? 0
                  : 2;
     }
-    if (code == 0 && (start < 0 || kib("VmHWM") - start > 64 * 1024)) code = 3;
-    std::_Exit(code);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  BOOST_TEST(WIFEXITED(status));
-  BOOST_TEST(WEXITSTATUS(status) == 0);  // 1: no error, 2: another error, 3: too much memory
+    return 1;
+  });
+  BOOST_TEST(run.exit_code == 0);
+  BOOST_TEST((run.peak_kib >= 0 && run.peak_kib <= 64 * 1024), run.peak_kib << " KiB");
   std::filesystem::remove_all(dir);
 }
 

@@ -4,7 +4,6 @@
 #define BOOST_TEST_MODULE session
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -25,6 +24,7 @@
 #include "gpt/train/run.h"
 #include "tests/gpt/model/hf_fixture.h"
 #include "tests/gpt/model/training_state_fixture.h"
+#include "tests/peak_memory.h"
 #include "tests/skip.h"
 #include "tests/test_util.h"
 
@@ -380,41 +380,27 @@ BOOST_AUTO_TEST_CASE(a_model_too_large_to_train_is_refused_from_its_header) {
   }
   std::filesystem::resize_file(path, 8 + text.size() + static_cast<uintmax_t>(offset));  // sparse
 
-  // A process's resident memory in KiB: VmRSS now, or VmHWM, its peak since clear_refs.
-  const auto kib = [](const std::string& field) {
-    std::ifstream in("/proc/self/status");
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
-    return -1LL;
-  };
   const std::vector<std::pair<std::string, std::function<void()>>> loads{
       {"train --resume", [&] { resume_run(dir.string()); }},
       {"train --init-from", [&] { open_init_weights(path); }}};
   for (const auto& [label, load] : loads) {
-    const pid_t child = ::fork();
-    BOOST_REQUIRE(child >= 0);
-    if (child == 0) {  // exit 0: refused for its memory, the peak within 64 MiB of the start
-      std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current VmRSS
-      const long long start = kib("VmRSS");
-      int code = 1;
+    // 0: refused for its memory; 1: no error, 2: another error.
+    const testing::MeasuredRun run = testing::run_measured([&, label = label, load = load] {
       try {
         load();
       } catch (const std::exception& e) {
         const std::string what = e.what();
-        code = what.rfind(label + ": the model's " + std::to_string(params) + " parameters need",
-                          0) == 0
-                   ? 0
-                   : 2;
-        if (code == 2) std::fprintf(stderr, "%s: %s\n", label.c_str(), what.c_str());
+        if (what.rfind(label + ": the model's " + std::to_string(params) + " parameters need", 0) ==
+            0)
+          return 0;
+        std::fprintf(stderr, "%s: %s\n", label.c_str(), what.c_str());
+        return 2;
       }
-      if (code == 0 && (start < 0 || kib("VmHWM") - start > 64 * 1024)) code = 3;
-      std::_Exit(code);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
+      return 1;
+    });
     BOOST_TEST_CONTEXT(label) {
-      BOOST_TEST(WIFEXITED(status));
-      BOOST_TEST(WEXITSTATUS(status) == 0);  // 1: no error, 2: another error, 3: too much memory
+      BOOST_TEST(run.exit_code == 0);
+      BOOST_TEST((run.peak_kib >= 0 && run.peak_kib <= 64 * 1024), run.peak_kib << " KiB");
     }
   }
   std::filesystem::remove_all(dir);

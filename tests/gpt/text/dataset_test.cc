@@ -17,6 +17,7 @@
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
+#include "tests/peak_memory.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -245,6 +246,28 @@ BOOST_AUTO_TEST_CASE(ngram_cross_entropy_by_hand) {
         ngram_cross_entropy({0, 1, 2}, {0, 1, 2}, int64_t{1} << 32, 3);
       },
       "ngram_cross_entropy: keys V^n");
+}
+
+// The counted 8-gram of 2 million tokens that are all different n-grams: its table is one
+// sorted int64 key a token (16 MB), where two hash maps took about 85 bytes a token (170 MB; a
+// 10 MB corpus took 860 MB, issue 31, kind 13). A corpus whose keys would not fit is refused
+// before any is made, with the figures.
+BOOST_AUTO_TEST_CASE(ngram_tables_take_8_bytes_a_token_and_are_checked_first) {
+  Generator gen(5);
+  Ids train(2'000'000), val(1000);
+  for (Ids* ids : {&train, &val})
+    for (int64_t& id : *ids) id = static_cast<int64_t>(gen.below(65));
+  const testing::MeasuredRun run = testing::run_measured([&] {
+    const NgramLoss r = ngram_cross_entropy(train, val, 65, 8);
+    // Nearly every 7-token context of random text is new: each scored token is uniform.
+    return r.contexts > 1'990'000 && std::abs(r.loss - std::log(65.0)) < 0.05 ? 0 : 1;
+  });
+  BOOST_TEST(run.exit_code == 0);
+  BOOST_TEST((run.peak_kib >= 0 && run.peak_kib <= 40 * 1024), run.peak_kib << " KiB");
+  expect_throw_with<std::runtime_error>(
+      [&] { ngram_cross_entropy(train, val, 65, 8, 1.0, 1'000'000); },
+      "counting the 8-grams of 2000000 train tokens needs 16.0 MB (8 bytes a token), more than "
+      "the 1.0 MB allowed; use a shorter corpus");
 }
 
 BOOST_AUTO_TEST_CASE(tiny_shakespeare_baselines) {
