@@ -469,6 +469,12 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
       {sample + " --temperature ''", "--temperature: expected a decimal number, got ''"},
       {sample + " --temperature 0x10", "--temperature: expected a decimal number, got '0x10'"},
       {"train --lr 0x1p3", "--lr: expected a decimal number, got '0x1p3'"},
+      // A C1 control character typed into a number (U+0085, NEL: a line break to some
+      // terminals) is echoed as its escape, as a tab or a newline is.
+      {"train --lr \"$(printf '1\\302\\205\\t')\"",
+       "--lr: expected a decimal number, got '1\\u0085\\t'"},
+      {"train --steps \"$(printf '\\302\\205')\"",
+       "--steps: must be an integer in [1, 9223372036854775807], got \\u0085"},
       {"eval --checkpoint " + ckpt + " --max-tokens -1",
        "--max-tokens: must be an integer in " + any_int + ", got -1"},
       {"eval --hf-gpt2 " + ckpt + " --n-head 2.5",
