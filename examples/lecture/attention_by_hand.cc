@@ -12,6 +12,7 @@
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
 #include "gpt/io/decimal.h"
+#include "gpt/io/utf8.h"
 
 namespace attograd::lecture {
 
@@ -272,16 +273,28 @@ Tensor parse_matrix(const std::string& text, const std::string& name) {
   std::string rows_text = rows_on_lines(text);
   if (rows_text.size() > 1 && rows_text.back() == ';') rows_text.pop_back();
   const std::vector<std::string_view> rows = split(rows_text, ';');
+  // Refused before a number is read: a pasted 2,000-row matrix made 570 MB of T x T tables
+  // and a 100 MB answer for the page (issue 31, kind 12).
+  const std::string limit = std::to_string(kMaxMatrixSide);
+  if (rows.size() > kMaxMatrixSide)
+    throw std::invalid_argument(name + " has " + std::to_string(rows.size()) + " rows: at most " +
+                                limit + " are read (T <= " + limit +
+                                "), so that every T x T table of the steps stays readable; "
+                                "remove rows");
   for (size_t r = 0; r < rows.size(); ++r) {
     std::vector<std::string_view> fields = split(rows[r], ',');
     if (fields.size() > 1 && trim(fields.back()).empty()) fields.pop_back();
+    if (fields.size() > kMaxMatrixSide)
+      throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + " has " +
+                                  std::to_string(fields.size()) + " numbers: at most " + limit +
+                                  " are read (d_k and d_v <= " + limit + "); remove columns");
     for (std::string_view f : fields) {
       f = trim(f);
       const std::optional<double> v = gpt::parse_decimal(f);
       if (!v)
         throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + ": '" +
-                                    std::string(f.substr(0, 40)) + "' is not a finite number" +
-                                    how);
+                                    gpt::escape_controls(f.substr(0, 40)) +
+                                    "' is not a finite number" + how);
       values.push_back(*v);
     }
     if (r == 0)

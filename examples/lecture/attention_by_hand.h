@@ -9,6 +9,7 @@
 //   out     = weights V                             (T, d_v)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -120,13 +121,18 @@ struct AttentionCost {
 /// when a count does not fit in int64.
 AttentionCost attention_cost(int64_t T, int64_t head_dim, int64_t bytes_per_element);
 
+/// The most rows (T) and numbers a row (d_k, d_v) parse_matrix reads: the walk-through prints
+/// T x T tables, and the page draws them (its workbench states the same limit, from info).
+inline constexpr size_t kMaxMatrixSide = 64;
+
 /// Reads the reader's matrix text: rows separated by ';' or line breaks, numbers by ',', spaces
 /// allowed around both ("1,0; 0,1; 1,1" is (3, 2), and so is "1,0" "0,1" "1,1" on three lines;
 /// a break right after a ';', or a blank line, starts no extra row; a ';' after the last row and a
 /// ',' after a row's last number are read as no more than its end). `name` (e.g. "--Q") starts
 /// every error message. Returns an f64 (rows, cols) tensor. Throws std::invalid_argument for an
 /// empty matrix or row, a field that is not a finite decimal number (gpt::parse_decimal: no hex,
-/// inf, nan or blanks inside, no value beyond a double), or rows of different lengths.
+/// inf, nan or blanks inside, no value beyond a double), rows of different lengths, or more than
+/// kMaxMatrixSide rows or numbers a row.
 Tensor parse_matrix(const std::string& text, const std::string& name);
 
 /// Checks that Q (T, d_k), K (T, d_k) and V (T, d_v) fit together for causal self-attention;

@@ -215,6 +215,10 @@ BOOST_AUTO_TEST_CASE(parse_matrix_reads_rows_and_refuses_bad_text) {
                                            "--K: row 1: 'x' is not a finite number");
   expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,,2", "--K"); },
                                            "row 1: '' is not a finite number");
+  // The field is echoed with its control characters escaped (U+0085, NEL, breaks a terminal's
+  // line; issue 31, kind 14).
+  expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix("1,\xc2\x85", "--K"); },
+                                           "--K: row 1: '\\u0085' is not a finite number");
   // A separator typed at the end, as a trailing line break: "1;2;" is (2, 1), "1,0,;0,1," (2, 2).
   expect_tensor(lecture::parse_matrix("1;2; ", "--V"), {2, 1}, {1, 2}, 0);
   expect_tensor(lecture::parse_matrix("1,0,;0,1,\n", "--V"), {2, 2}, {1, 0, 0, 1}, 0);
@@ -228,6 +232,24 @@ BOOST_AUTO_TEST_CASE(parse_matrix_reads_rows_and_refuses_bad_text) {
                                            "'1e400' is not a finite number");
   expect_throw_with<std::invalid_argument>([] { lecture::parse_matrix(" ", "--V"); },
                                            "--V is empty");
+  // At most 64 rows (T) and 64 numbers a row (d_k, d_v), refused before a number is read: 2,000
+  // rows made 570 MB of tables (issue 31, kind 12).
+  std::string side = "0";
+  for (int i = 1; i < 64; ++i) side += ",0";
+  std::string square = side;
+  for (int i = 1; i < 64; ++i) square += ";" + side;
+  BOOST_TEST(lecture::parse_matrix(square, "--Q").size(0) == 64);
+  BOOST_TEST(lecture::parse_matrix(square, "--Q").size(1) == 64);
+  expect_throw_with<std::invalid_argument>(
+      [&] { lecture::parse_matrix(square + ";" + side, "--Q"); },
+      "--Q has 65 rows: at most 64 are read (T <= 64), so that every T x T table of the steps "
+      "stays readable; remove rows");
+  expect_throw_with<std::invalid_argument>(
+      [&] { lecture::parse_matrix(std::string(3000, 'x') + std::string(3000, ';'), "--Q"); },
+      "--Q has 3000 rows");
+  expect_throw_with<std::invalid_argument>(
+      [&] { lecture::parse_matrix("1;" + side + ",x", "--K"); },
+      "--K: row 2 has 65 numbers: at most 64 are read (d_k and d_v <= 64); remove columns");
   const Tensor m32 = lecture::parse_matrix("1,0;0,1;1,1", "--Q");
   expect_throw_with<std::invalid_argument>(
       [&] { lecture::check_attention_shapes(m32, lecture::parse_matrix("1;2;3", "--K"), m32); },
