@@ -24,9 +24,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "autograd/engine.h"
@@ -42,6 +45,7 @@
 #include "gpt/model/baselines.h"
 #include "gpt/model/config.h"
 #include "gpt/model/language_model.h"
+#include "gpt/model/limits.h"
 #include "gpt/model/model.h"
 #include "gpt/model/sampler.h"
 #include "gpt/model/session.h"
@@ -80,38 +84,108 @@ json matrix_json(const Tensor& t) {
 
 json vector_json(const Tensor& t) { return t.to_vector(); }
 
-// Field `key` of the request, or `fallback` when absent; a wrong type is nlohmann's type_error,
-// which names the expected type.
-template <class T>
-T field(const json& request, const char* key, const T& fallback) {
-  const auto it = request.find(key);
-  return it == request.end() || it->is_null() ? fallback : it->get<T>();
-}
+// A request's fields, read as strictly as a config file (issue 31, kind 11): through
+// gpt::JsonFields' getters and read_config_section, the readers of --config and the checkpoint
+// metadata. A number where an integer belongs (512.9, 1e300), a value outside its range (seed
+// -5), null, a value of another type and a key the command does not read are refused with the
+// command, the key and the value named; an absent key takes its default. The request's text is
+// read by gpt::parse_json, which refuses a key given twice ("cmd" twice ran the last one).
+// Every handler reads all of its fields, then calls finish() before it changes anything, so a
+// refused request leaves the model as it was.
+class Request {
+ public:
+  /// `request` is the parsed request, whose "cmd" is `cmd`.
+  Request(json request, std::string cmd)
+      : fields_(std::move(request), "request '" + cmd + "'"), cmd_(std::move(cmd)) {}
 
-template <class T>
-T required(const json& request, const char* key) {
-  const auto it = request.find(key);
-  if (it == request.end())
-    throw std::invalid_argument(std::string("request '") + request.value("cmd", "") +
-                                "' needs the field '" + key + "'");
-  return it->get<T>();
-}
+  std::string string(const std::string& key) {
+    if (!has(key)) throw std::invalid_argument(what() + " needs the field '" + key + "'");
+    return fields_.string(key);
+  }
+  std::string string(const std::string& key, const std::string& fallback) {
+    return has(key) ? fields_.string(key) : fallback;
+  }
+  bool boolean(const std::string& key, bool fallback) {
+    return has(key) ? fields_.boolean(key) : fallback;
+  }
+  int64_t integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+    return has(key) ? fields_.integer(key, lo, hi) : fallback;
+  }
+  /// An integer in [0, 2^64), or nullopt when absent.
+  std::optional<uint64_t> seed(const std::string& key) {
+    return has(key) ? std::optional(fields_.unsigned_integer(key)) : std::nullopt;
+  }
+  double number(const std::string& key, double fallback, gpt::RealRange r) {
+    return has(key) ? fields_.number(key, r) : fallback;
+  }
+  /// An array of 1 to `max` strings.
+  std::vector<std::string> strings(const std::string& key, size_t max) {
+    if (!has(key)) throw std::invalid_argument(what() + " needs the field '" + key + "'");
+    const json& v = fields_.object().at(key);
+    const auto is_string = [](const json& x) { return x.is_string(); };
+    if (!v.is_array() || v.empty() || v.size() > max || !std::all_of(v.begin(), v.end(), is_string))
+      throw std::invalid_argument(what() + ": " + key + " is " + gpt::json_excerpt(v) +
+                                  ", expected an array of 1 to " + std::to_string(max) +
+                                  " strings");
+    return v.get<std::vector<std::string>>();
+  }
+  /// The rows of S's table that `keep` accepts and a config file holds, read as --config reads
+  /// them (gpt::read_config_section: "request 'model_new': beta2 (--beta2) is 1, expected a
+  /// finite number in [0, 1)"); returns the names given.
+  template <class S, class Keep>
+  std::set<std::string> section(S& s, Keep keep) {
+    S::for_each_field([&](const auto& f) {
+      if (f.in_config_files() && keep(f)) has(f.name);
+    });
+    return gpt::read_config_section(fields_.object(), s, what(), keep);
+  }
+  /// Whether `key` is given; the command reads it either way (finish does not refuse it).
+  bool has(const std::string& key) {
+    if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.push_back(key);
+    return fields_.has(key);
+  }
+
+  /// Refuses a key no getter asked for, naming the nearest one and every key the command reads.
+  void finish() {
+    finished_ = true;
+    const json& request = fields_.object();
+    for (auto it = request.begin(); it != request.end(); ++it) {
+      if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
+      const std::string near = gpt::nearest_name(it.key(), known_);
+      throw std::invalid_argument(what() + " has no field '" + gpt::json_key_text(it.key()) + "'" +
+                                  (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                                  "; its fields are " + gpt::join_names(known_, "and"));
+    }
+  }
+  bool finished() const { return finished_; }
+
+ private:
+  std::string what() const { return "request '" + cmd_ + "'"; }
+
+  gpt::JsonFields fields_;
+  std::string cmd_;
+  std::vector<std::string> known_{"cmd"};  // the keys the command reads, in the order asked
+  bool finished_ = false;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Part 1, the attention workbench: the lecture's steps on the student's Q, K, V, with its
 // toggles. Defaults (scaled, causal, softmax by row) are causal_attention_steps' computation.
 //   {"cmd": "attention", "Q": "1;2", "K": "1;3", "V": "10;20",
 //    "scale": true, "causal": true, "softmax_by": "row" | "column"}
-json attention(const json& request) {
-  // The lecture library's parser and shape check: the same messages as attention_by_hand.
-  const Tensor Q = lecture::parse_matrix(required<std::string>(request, "Q"), "Q");
-  const Tensor K = lecture::parse_matrix(required<std::string>(request, "K"), "K");
-  const Tensor V = lecture::parse_matrix(required<std::string>(request, "V"), "V");
-  lecture::check_attention_shapes(Q, K, V);
-  const bool scale = field(request, "scale", true), causal = field(request, "causal", true);
-  const std::string by = field<std::string>(request, "softmax_by", "row");
+json attention(Request& r) {
+  const std::string q_text = r.string("Q"), k_text = r.string("K"), v_text = r.string("V");
+  const bool scale = r.boolean("scale", true), causal = r.boolean("causal", true);
+  const std::string by = r.string("softmax_by", "row");
+  r.finish();
   if (by != "row" && by != "column")
     throw std::invalid_argument("softmax_by must be 'row' or 'column', got '" + by + "'");
+  // The lecture library's parser and shape check: the same messages as attention_by_hand, and
+  // its limit of 64 rows (T) and numbers a row (lecture::kMaxMatrixSide).
+  const Tensor Q = lecture::parse_matrix(q_text, "Q");
+  const Tensor K = lecture::parse_matrix(k_text, "K");
+  const Tensor V = lecture::parse_matrix(v_text, "V");
+  lecture::check_attention_shapes(Q, K, V);
   const int64_t T = Q.size(0), d_k = Q.size(1), d_v = V.size(1);
 
   // S = Q Kᵀ / sqrt(d_k); the mask; A = softmax over rows (or, the lecture's bug, columns).
@@ -161,20 +235,12 @@ json attention(const json& request) {
 // Part 2, positions: the library's sinusoidal table, its rotary embedding, and the lecture's
 // order example.
 
-// An integer field in [lo, hi], refused otherwise with its name and range.
-int64_t int_in(const json& request, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
-  const int64_t v = field(request, key, fallback);
-  if (v < lo || v > hi)
-    throw std::invalid_argument(std::string(key) + " must be " + std::to_string(lo) + " to " +
-                                std::to_string(hi) + ", got " + std::to_string(v));
-  return v;
-}
-
 // {"cmd": "positions", "T", "n_embd"}: nn::sinusoidal_table (T, n_embd), the table a GPT with
 // pos_encoding sinusoidal adds to its token embeddings.
-json positions(const json& request) {
-  const int64_t T = int_in(request, "T", 32, 1, 512);
-  const int64_t C = int_in(request, "n_embd", 16, 2, 512);
+json positions(Request& r) {
+  const int64_t T = r.integer("T", 32, 1, 512);
+  const int64_t C = r.integer("n_embd", 16, 2, 512);
+  r.finish();
   return {{"T", T}, {"n_embd", C}, {"table", matrix_json(nn::sinusoidal_table(T, C, DType::f64))}};
 }
 
@@ -182,9 +248,12 @@ json positions(const json& request) {
 // position n by nn::apply_rope (one row each, of the same even length d, read by the workbench's
 // parser), and their dot product, which depends on m and n only through m - n; beside it the dot
 // product without rotation.
-json rope(const json& request) {
-  const Tensor Q = lecture::parse_matrix(required<std::string>(request, "q"), "q");
-  const Tensor K = lecture::parse_matrix(required<std::string>(request, "k"), "k");
+json rope(Request& r) {
+  const std::string q = r.string("q"), k = r.string("k");
+  const int64_t m = r.integer("m", 0, 0, 100000), n = r.integer("n", 0, 0, 100000);
+  r.finish();
+  const Tensor Q = lecture::parse_matrix(q, "q");
+  const Tensor K = lecture::parse_matrix(k, "k");
   const int64_t d = Q.size(1);
   if (Q.size(0) != 1 || K.size(0) != 1 || K.size(1) != d || d % 2 != 0 || d > 64)
     throw std::invalid_argument(
@@ -192,7 +261,6 @@ json rope(const json& request) {
         "channels); q is " +
         std::to_string(Q.size(0)) + "x" + std::to_string(d) + " and k is " +
         std::to_string(K.size(0)) + "x" + std::to_string(K.size(1)));
-  const int64_t m = int_in(request, "m", 0, 0, 100000), n = int_in(request, "n", 0, 0, 100000);
   const Tensor rq = nn::apply_rope(Q, m), rk = nn::apply_rope(K, n);
   const double score = sum(mul(rq, rk)).item(), plain = sum(mul(Q, K)).item();
   // As the workbench refuses Z: an infinite score would reach the page as JSON's null.
@@ -210,13 +278,12 @@ json rope(const json& request) {
 // argument on its toy embeddings (lecture::embed_words), plus the sinusoidal table when
 // `positions`: the mean over the tokens, and unmasked self-attention with q = k = v = x
 // (lecture::self_attention), one output row per word.
-json order(const json& request) {
-  const std::vector<std::string> words = required<std::vector<std::string>>(request, "words");
-  if (words.empty() || words.size() > 16)
-    throw std::invalid_argument("give 1 to 16 words, got " + std::to_string(words.size()));
+json order(Request& r) {
+  const std::vector<std::string> words = r.strings("words", 16);
+  const bool positions = r.boolean("positions", false);
+  r.finish();
   Tensor x = lecture::embed_words(words);
-  if (field(request, "positions", false))
-    x = add(x, nn::sinusoidal_table(x.size(0), x.size(1), DType::f64));
+  if (positions) x = add(x, nn::sinusoidal_table(x.size(0), x.size(1), DType::f64));
   return {{"words", words},
           {"x", matrix_json(x)},
           {"mean", vector_json(mean(x, {0}))},
@@ -262,27 +329,44 @@ json config_json(const gpt::LanguageModel& model) {
   return j;
 }
 
-// {"cmd": "model_new", "kind": "gpt" | "bigram" | "average", "preset": "femto" | "pico" (or
-//  absent: custom), "n_layer", "n_head", "n_embd", "block_size" (override the preset),
+// {"cmd": "model_new", "kind": "gpt" | "bigram" | "average", "preset": "femto" (default) or
+//  any preset, every key of a config file's "model" section but vocab_size ("n_layer",
+//  "n_head", "n_embd", "block_size", "dropout", "bias", "pos_encoding": override the preset),
 //  "text": the corpus (or "text_file": its path in the module's file system), "seed" (of the
-//  weights and the batches), and any training option of `attograd train` under its JSON name
-//  (TrainOptions' table: "batch_size", "learning_rate", "min_lr", "warmup_steps", "max_steps",
-//  "eval_iters", "weight_decay", "beta1", "beta2", "grad_clip", "label_smoothing",
-//  "mixed_precision": "f32" | "bf16", ...)}
+//  weights and the batches), and every key of a config file's "train" section, the training
+//  options of `attograd train` under their JSON names ("batch_size", "learning_rate", "min_lr",
+//  "warmup_steps", "max_steps", "eval_iters", "beta2", "label_smoothing", "mixed_precision":
+//  "f32" | "bf16", ...)}
 // Answers the config, the splits' sizes, the counted baselines, the options it trains with and
 // "line_ends_made_lf": how many CRLF or CR line ends of a file were made LF.
-json model_new(const json& request) {
+json model_new(Request& r) {
   // A file the student dropped is passed as bytes in the module's file system ("text_file", at
   // a path named after the file), so that its UTF-8 is checked here, with the byte offset of a
   // bad sequence.
-  const bool from_file = request.contains("text_file");
+  const bool from_file = r.has("text_file");
+  if (from_file && r.has("text"))
+    throw std::invalid_argument(
+        "request 'model_new' has both 'text' and 'text_file': give the text to train on once");
+  const std::string path = from_file ? r.string("text_file") : "";
+  std::string text = from_file ? "" : r.string("text");
+  const gpt::ModelKind kind = gpt::parse_model_kind(r.string("kind", "gpt"));
+  // The model's settings and the training options as a config file's "model" and "train"
+  // sections hold them (gpt/train/run_config.h), each row under its JSON name with its range:
+  // every option `attograd train` takes reaches the page by itself.
+  gpt::ConfigOverrides overrides;
+  overrides.preset = r.string("preset", "femto");
+  overrides.given = r.section(overrides.values, [](const auto& f) {
+    return std::string_view(f.name) != "vocab_size";  // the vocabulary is the text's
+  });
+  gpt::TrainOptions options;
+  r.section(options, [](const auto&) { return true; });
+  // "seed" (a TrainOptions row, read above) seeds the batches and the weights alike.
+  const uint64_t seed = options.seed;
+  r.finish();
+
   const std::string source =
-      from_file
-          ? std::filesystem::path(required<std::string>(request, "text_file")).filename().string()
-          : "the text";
-  std::string text = from_file ? gpt::read_text_file(required<std::string>(request, "text_file"),
-                                                     "text file", "drop a UTF-8 text file")
-                               : required<std::string>(request, "text");
+      from_file ? std::filesystem::path(path).filename().string() : "the text";
+  if (from_file) text = gpt::read_text_file(path, "text file", "drop a UTF-8 text file");
   // A file is read as `attograd train --corpus` reads one (load_corpus's rule, without
   // --keep-cr): no byte order mark, LF line ends, so '\r' is never a token here either.
   const size_t line_ends_made_lf = from_file ? gpt::normalize_user_text(text) : 0;
@@ -290,28 +374,9 @@ json model_new(const json& request) {
     throw std::invalid_argument(source + " is not UTF-8 text: " + bad->message() +
                                 "; save it as UTF-8 (an editor's \"Save as\" offers the encoding)");
   auto tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(text));
-  const gpt::ModelKind kind = gpt::parse_model_kind(field<std::string>(request, "kind", "gpt"));
-  gpt::GPTConfig config = gpt::preset(field<std::string>(request, "preset", "femto"));
-  config.n_layer = field(request, "n_layer", config.n_layer);
-  config.n_head = field(request, "n_head", config.n_head);
-  config.n_embd = field(request, "n_embd", config.n_embd);
-  config.block_size = field(request, "block_size", config.block_size);
+  gpt::GPTConfig config = overrides.applied_to(gpt::preset(overrides.preset));
   config.vocab_size = tokenizer->vocab_size();
   config.validate();
-
-  // Every training option `attograd train` takes (TrainOptions' rows with a flag), under its
-  // JSON name and with its default: one list, so a new option reaches the page by itself.
-  gpt::TrainOptions options;
-  const auto is_enum = [](const auto& f) {
-    return std::is_same_v<typename std::decay_t<decltype(f)>::Range, gpt::Choices>;
-  };
-  gpt::TrainOptions::for_each_field([&](const auto& f) {
-    if constexpr (!std::is_same_v<typename std::decay_t<decltype(f)>::Range, gpt::Choices>)
-      if (f.flag != nullptr) options.*f.member = field(request, f.name, options.*f.member);
-  });
-  // An enum row by its name, as the answer's "options" writes it ("mixed_precision": "bf16"),
-  // checked as a config file's key is.
-  gpt::read_config_section(request, options, "model_new", is_enum);
   options.corpus = "page";
   options.validate();
 
@@ -324,7 +389,7 @@ json model_new(const json& request) {
                                   std::to_string(data->size(split)) + " characters, fewer than " +
                                   "block_size + 1 = " + std::to_string(config.block_size + 1) +
                                   "; use a longer text or a smaller block_size");
-  auto model = gpt::make_model(kind, config, field(request, "seed", uint64_t{1337}));
+  auto model = gpt::make_model(kind, config, seed);
 
   Workspace& w = workspace();
   w.trainer.reset();  // it refers to the model and data it replaces
@@ -359,11 +424,10 @@ Workspace& require_trainer() {
 }
 
 // {"cmd": "train", "steps": n}: n optimizer steps; each step's training loss.
-json train(const json& request) {
+json train(Request& r) {
+  const int64_t steps = r.integer("steps", 1, 1, 100000);
+  r.finish();
   Workspace& w = require_trainer();
-  const int64_t steps = field(request, "steps", int64_t{1});
-  if (steps < 1 || steps > 100000)
-    throw std::invalid_argument("steps must be 1 to 100000, got " + std::to_string(steps));
   json losses = json::array();
   try {
     for (int64_t i = 0; i < steps; ++i) losses.push_back(w.trainer->train_step());
@@ -378,7 +442,8 @@ json train(const json& request) {
 }
 
 // {"cmd": "evaluate"}: mean loss and perplexity over eval_iters fixed batches of each split.
-json evaluate(const json&) {
+json evaluate(Request& request) {
+  request.finish();
   Workspace& w = require_trainer();
   const gpt::EvalResult r = w.trainer->evaluate();
   return {{"step", r.step},
@@ -452,10 +517,11 @@ json attribution_json(Workspace& w, const std::vector<int64_t>& ids) {
 // probabilities after the last token, and "attribution" (attribution_json: {"rows": [{layer,
 // head, query, most_attended, weight, largest_change, change, differ}] in the order (query,
 // layer, head), "differ": how many rows differ, "reason": why there are no rows, or null}).
-json forward(const json& request) {
+json forward(Request& r) {
+  const std::string prompt = r.string("prompt");
+  r.finish();
   Workspace& w = require_model();
-  const std::vector<int64_t> ids =
-      encode_prompt(w, required<std::string>(request, "prompt"), false);
+  const std::vector<int64_t> ids = encode_prompt(w, prompt, false);
   const int64_t T = static_cast<int64_t>(ids.size());
   std::vector<Tensor> attention;
   Tensor logits;
@@ -499,20 +565,20 @@ json forward(const json& request) {
 // at a time (max_new_tokens 1, the prompt growing), so that the text and the bars follow the
 // generation; the seed, given only with the first, makes that the same text as one request for
 // all of them (one draw from the generator per token).
-json sample(const json& request) {
-  Workspace& w = require_model();
-  const std::vector<int64_t> prompt =
-      encode_prompt(w, required<std::string>(request, "prompt"), true);
+json sample(Request& r) {
+  const std::string prompt_text = r.string("prompt");
   gpt::GenerateOptions options;
-  options.max_new_tokens = field(request, "max_new_tokens", int64_t{100});
-  if (options.max_new_tokens < 1 || options.max_new_tokens > 10000)
-    throw std::invalid_argument("max_new_tokens must be 1 to 10000, got " +
-                                std::to_string(options.max_new_tokens));
-  options.sampling.temperature = field(request, "temperature", 1.0);
-  options.sampling.top_k = field(request, "top_k", int64_t{0});
-  options.sampling.top_p = field(request, "top_p", 1.0);
+  options.max_new_tokens = r.integer("max_new_tokens", 100, 1, 10000);
+  // The ranges of `attograd sample`'s --temperature, --top-k and --top-p.
+  options.sampling.temperature = r.number("temperature", 1.0, gpt::limits::non_negative);
+  options.sampling.top_k = r.integer("top_k", 0, 0, std::numeric_limits<int64_t>::max());
+  options.sampling.top_p = r.number("top_p", 1.0, gpt::RealRange{0, 1, true, false});
+  const int64_t bars = r.integer("bars", 8, 1, 1000);
+  const std::optional<uint64_t> seed = r.seed("seed");
+  r.finish();
   options.sampling.validate();
-  const int64_t bars = int_in(request, "bars", 8, 1, 1000);
+  Workspace& w = require_model();
+  const std::vector<int64_t> prompt = encode_prompt(w, prompt_text, true);
   json steps = json::array(), chosen = json::array(), rest = json::array();
   std::vector<double> p;    // this step's next-token distribution (V,)
   std::vector<bool> shown;  // whether each token is among this step's bars
@@ -547,7 +613,7 @@ json sample(const json& request) {
     chosen.push_back({{"token", w.tokenizer->token_bytes(id)}, {"p", p_id}, {"rank", rank}});
     rest.push_back({{"p", others_p}, {"tokens", others}});
   };
-  if (request.contains("seed")) w.sample_gen.reseed(request["seed"].get<uint64_t>());
+  if (seed) w.sample_gen.reseed(*seed);
   const std::vector<int64_t> out = gpt::generate(*w.model, prompt, options, w.sample_gen);
   const std::vector<int64_t> generated(out.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
                                        out.end());
@@ -564,13 +630,13 @@ json sample(const json& request) {
 // windows of block_size + 1 tokens, window b starting at token b * (block_size + 1); each
 // window's first block_size tokens are the input and its last block_size the targets.
 // Returns {"loss", "gradients": {name: [values, row-major]}, "max_abs_gradient"}.
-json batch_loss(const json& request) {
+json batch_loss(Request& r) {
+  const int64_t B = r.integer("rows", 4, 1, 1024);
+  const std::string text = r.string("text");
+  r.finish();
   Workspace& w = require_model();
-  const int64_t B = field(request, "rows", int64_t{4});
   const int64_t T = w.model->config().block_size;
-  const std::vector<int64_t> ids = w.tokenizer->encode(required<std::string>(request, "text"));
-  if (B < 1 || B > 1024)
-    throw std::invalid_argument("rows must be 1 to 1024, got " + std::to_string(B));
+  const std::vector<int64_t> ids = w.tokenizer->encode(text);
   if (static_cast<int64_t>(ids.size()) < B * (T + 1))
     throw std::invalid_argument(
         "the text is " + std::to_string(ids.size()) + " tokens; " + std::to_string(B) +
@@ -603,17 +669,20 @@ json batch_loss(const json& request) {
 
 // {"cmd": "save", "path"}: the CLI's checkpoint (Trainer::save: weights, config, tokenizer,
 // optimizer state) written to `path` in the module's file system.
-json save(const json& request) {
+json save(Request& r) {
+  const std::string path = r.string("path");
+  r.finish();
   Workspace& w = require_trainer();
-  const std::string path = required<std::string>(request, "path");
   w.trainer->save(path);
   return {{"path", path}, {"step", w.trainer->step()}};
 }
 
 // {"cmd": "load", "path"}: a checkpoint the CLI (or save) wrote, as `attograd sample` opens it.
 // The model can then be looked at and sampled from; training it needs its text (model_new).
-json load(const json& request) {
-  gpt::Session s = gpt::open_checkpoint(required<std::string>(request, "path"));
+json load(Request& r) {
+  const std::string path = r.string("path");
+  r.finish();
+  gpt::Session s = gpt::open_checkpoint(path);
   s.require_tokenizer_matches();
   Workspace& w = workspace();
   w.trainer.reset();
@@ -625,7 +694,8 @@ json load(const json& request) {
 
 // ---------------------------------------------------------------------------------------------
 // Part 5: the ops and their gradient checks, as `attograd gradcheck` prints them.
-json ops(const json&) {
+json ops(Request& r) {
+  r.finish();
   json out = json::array();
   for (const OpEntry& e : op_registry().entries()) {
     json cases = json::array();
@@ -637,16 +707,18 @@ json ops(const json&) {
 
 // {"cmd": "gradcheck", "op", "dtype": "f64" | "f32", "seed"}: each case's analytic VJP against
 // central differences (run_gradcheck), with the largest errors per input.
-json gradcheck(const json& request) {
-  const std::string name = required<std::string>(request, "op");
+json gradcheck(Request& r) {
+  const std::string name = r.string("op");
+  const std::string dtype_name = r.string("dtype", "f64");
+  const uint64_t seed = r.seed("seed").value_or(0);
+  r.finish();
   const OpEntry* entry = op_registry().find(name);
   if (entry == nullptr) throw std::invalid_argument("unknown op '" + name + "'");
-  const std::string dtype_name = field<std::string>(request, "dtype", "f64");
   if (dtype_name != "f64" && dtype_name != "f32")
     throw std::invalid_argument("dtype must be f64 or f32, got '" + dtype_name + "'");
   const DType dtype = dtype_name == "f32" ? DType::f32 : DType::f64;
   GradcheckOptions options = dtype == DType::f32 ? GradcheckOptions::float32() : GradcheckOptions{};
-  options.seed = field(request, "seed", uint64_t{0});
+  options.seed = seed;
   json cases = json::array();
   for (const GradcheckCase& c : entry->cases) {
     Generator gen(options.seed);
@@ -707,36 +779,57 @@ json workbench_presets() {
   });
 }
 
-json info(const json&) {
+json info(Request& r) {
+  r.finish();
   return {{"target", kernels::active_target()},
           {"presets", {"femto", "pico"}},
           {"model_kinds", {"gpt", "bigram", "average"}},
           {"workbench_presets", workbench_presets()},
+          // The most rows (T) and numbers a row (d_k, d_v) the workbench's matrices may have.
+          {"workbench_max", lecture::kMaxMatrixSide},
           // `attograd train`'s defaults, for the page's boxes that are derived from them.
           {"train_defaults", json::parse(gpt::TrainOptions{}.to_json())}};
 }
 
-json dispatch(const json& request) {
-  if (!request.is_object()) throw std::invalid_argument("a request is a JSON object");
-  const std::string cmd = required<std::string>(request, "cmd");
-  if (cmd == "attention") return attention(request);
-  if (cmd == "positions") return positions(request);
-  if (cmd == "rope") return rope(request);
-  if (cmd == "order") return order(request);
-  if (cmd == "model_new") return model_new(request);
-  if (cmd == "train") return train(request);
-  if (cmd == "evaluate") return evaluate(request);
-  if (cmd == "forward") return forward(request);
-  if (cmd == "sample") return sample(request);
-  if (cmd == "batch_loss") return batch_loss(request);
-  if (cmd == "save") return save(request);
-  if (cmd == "load") return load(request);
-  if (cmd == "ops") return ops(request);
-  if (cmd == "gradcheck") return gradcheck(request);
-  if (cmd == "info") return info(request);
-  throw std::invalid_argument("unknown request '" + cmd +
-                              "' (attention, positions, rope, order, model_new, train, evaluate, "
-                              "forward, sample, batch_loss, save, load, ops, gradcheck, info)");
+// The commands, each with its handler: the one list dispatch and its error read.
+constexpr std::pair<const char*, json (*)(Request&)> kCommands[] = {{"attention", attention},
+                                                                    {"positions", positions},
+                                                                    {"rope", rope},
+                                                                    {"order", order},
+                                                                    {"model_new", model_new},
+                                                                    {"train", train},
+                                                                    {"evaluate", evaluate},
+                                                                    {"forward", forward},
+                                                                    {"sample", sample},
+                                                                    {"batch_loss", batch_loss},
+                                                                    {"save", save},
+                                                                    {"load", load},
+                                                                    {"ops", ops},
+                                                                    {"gradcheck", gradcheck},
+                                                                    {"info", info}};
+
+json dispatch(const char* text) {
+  json request = gpt::parse_json(text, "the request");
+  std::vector<std::string> names;
+  for (const auto& command : kCommands) names.emplace_back(command.first);
+  const auto cmd = request.is_object() ? request.find("cmd") : request.end();
+  if (!request.is_object() || cmd == request.end() || !cmd->is_string())
+    throw std::invalid_argument("a request is a JSON object whose \"cmd\" names a command: " +
+                                gpt::join_names(names));
+  const std::string name = cmd->get<std::string>();
+  for (const auto& [command, handler] : kCommands) {
+    if (name != command) continue;
+    Request r(std::move(request), name);
+    json answer = handler(r);
+    // Each handler refuses unknown fields before it changes anything; one that forgot would
+    // accept any typo silently.
+    if (!r.finished()) throw std::logic_error("request '" + name + "' did not check its fields");
+    return answer;
+  }
+  const std::string near = gpt::nearest_name(name, names);
+  throw std::invalid_argument("unknown request '" + gpt::json_key_text(name) + "'" +
+                              (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                              "; the requests are " + gpt::join_names(names, "and"));
 }
 
 }  // namespace
@@ -746,7 +839,7 @@ extern "C" const char* attograd_call(const char* request) {
   static std::string reply;
   using attograd::web::json;
   try {
-    reply = json{{"ok", attograd::web::dispatch(json::parse(request))}}.dump();
+    reply = json{{"ok", attograd::web::dispatch(request)}}.dump();
   } catch (const std::bad_alloc&) {
     // The page's engine has at most 2 GB (WebAssembly's memory): a 250 MB text, its tokens and
     // their copies do not fit, though the command line reads it. Said, not "std::bad_alloc".

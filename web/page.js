@@ -98,9 +98,11 @@ function matrixTable(id, title, shape, rows, extraHeader, extra, isMasked) {
 // s, T = 1000 for two minutes (3 million cells), T = 8000 ran the engine out of memory. At 64,
 // the three (T, T) tables hold 12,288 cells, drawn in a fraction of a second. Checked on the
 // text, before the engine is called (rows are separated by ';' or line breaks, numbers by ',', as
-// the engine's lecture::parse_matrix reads them; blank lines start no row).
-const WORKBENCH_MAX = 64;
+// the engine's lecture::parse_matrix reads them; blank lines start no row). The limit is the
+// engine's (lecture::kMaxMatrixSide, given by info), which refuses larger matrices itself: the
+// page's check only says so in the page's words, without a round trip per keystroke.
 function workbenchTooLarge(request) {
+  const WORKBENCH_MAX = engine.info().workbench_max;
   for (const name of ['Q', 'K', 'V']) {
     const rows = request[name].split(/[;\r\n]/).filter((row) => row.trim() !== '');
     if (rows.length > WORKBENCH_MAX)

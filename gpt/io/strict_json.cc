@@ -9,7 +9,7 @@
 
 namespace attograd::gpt {
 
-nlohmann::json parse_json(const std::string& text, const std::string& what) {
+nlohmann::json parse_json(std::string_view text, const std::string& what) {
   struct Object {
     std::string name;  // the key this object is the value of ("" for the document itself)
     std::set<std::string> keys;
@@ -39,7 +39,7 @@ nlohmann::json parse_json(const std::string& text, const std::string& what) {
     return true;
   };
   try {
-    return nlohmann::json::parse(text, check);
+    return nlohmann::json::parse(text.begin(), text.end(), check);
   } catch (const nlohmann::json::exception& e) {
     // e.what() starts with the library's tag ("[json.exception.parse_error.101] "), which names
     // nothing a reader of the message can act on: the rest says where and what.

@@ -17,6 +17,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -35,7 +36,7 @@ inline constexpr int kMaxJsonDepth = 32;
 /// `what` names the document in errors ("safetensors file 'x': the header"). Throws
 /// std::runtime_error: "<what> is not valid JSON: ...", "<what> has the key 'k' twice [in the
 /// entry 'e']", "<what> nests deeper than 32 levels".
-nlohmann::json parse_json(const std::string& text, const std::string& what);
+nlohmann::json parse_json(std::string_view text, const std::string& what);
 
 /// The value v as an integer in [0, max], or nullopt for anything else: a negative number, a
 /// float even when integral (70.9, 2.0, 1e3), a value above max (2^64), a string, a bool.
@@ -60,6 +61,8 @@ class JsonFields {
   JsonFields(nlohmann::json object, std::string what);
 
   bool has(const std::string& key) const { return object_.contains(key); }
+  /// The object itself, for a reader that walks its keys (the page's requests).
+  const nlohmann::json& object() const { return object_; }
   /// An integer in [min, max].
   int64_t integer(const std::string& key, int64_t min, int64_t max);
   /// An integer in [0, 2^64) (a seed).

@@ -19,6 +19,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "tests/markdown_table.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
@@ -36,56 +37,13 @@ struct Row {
   size_t line = 0;
 };
 
-// The cells of a Markdown table line "| a | b |", trimmed ("\|" is a | inside a cell).
-std::vector<std::string> cells(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  for (size_t i = 1; i < line.size(); ++i) {
-    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
-      cell += '|';
-      ++i;
-    } else if (line[i] == '|') {
-      const size_t b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
-      out.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
-      cell.clear();
-    } else {
-      cell += line[i];
-    }
-  }
-  return out;
-}
-
-// `text` -> text; anything else -> "" (a malformed cell, which no call or message matches).
-std::string code_span(const std::string& cell) {
-  if (cell.size() < 2 || cell.front() != '`' || cell.back() != '`') return "";
-  return cell.substr(1, cell.size() - 2);
-}
-
 // The rows of the section's table, in order.
 std::vector<Row> library_rows() {
-  std::ifstream in(kDoc);
-  BOOST_TEST_REQUIRE(static_cast<bool>(in), "cannot open " << kDoc);
   std::vector<Row> rows;
-  std::string line;
-  bool in_section = false, in_table = false;
-  for (size_t n = 1; std::getline(in, line); ++n) {
-    if (line.rfind("## ", 0) == 0) in_section = line == kSection;
-    if (!in_section || line.empty() || line[0] != '|') {
-      in_table = false;
-      continue;
-    }
-    const std::vector<std::string> c = cells(line);
-    if (!in_table) {  // the header, then the separator line
-      BOOST_TEST_REQUIRE((c == std::vector<std::string>{"bad input", "call", "message"}),
-                         "line " << n << ": a table of another kind in " << kSection);
-      in_table = true;
-      std::getline(in, line);
-      ++n;
-      continue;
-    }
-    BOOST_TEST_REQUIRE(c.size() == 3u, "line " << n << ": " << c.size() << " cells, not 3");
-    rows.push_back({c[0], code_span(c[1]), code_span(c[2]), n});
-  }
+  for (const testing::TableRow& r :
+       testing::section_table(kDoc, kSection, {"bad input", "call", "message"}))
+    rows.push_back({r.cells[0], testing::markdown_code_span(r.cells[1]).value_or(""),
+                    testing::markdown_code_span(r.cells[2]).value_or(""), r.line});
   return rows;
 }
 

@@ -39,6 +39,7 @@
 #include "gpt/model/checkpoint.h"
 #include "tests/cli/cli_run.h"
 #include "tests/gpt/model/hf_fixture.h"
+#include "tests/markdown_table.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -79,46 +80,10 @@ const std::vector<std::string> kRowHeader = {"bad input", "command", "message", 
 const std::vector<std::string> kFixtureHeader = {"placeholder", "what the test writes"};
 // Rows of library calls, not commands: tests/autograd/library_errors_doc_test.cc runs them.
 const std::vector<std::string> kLibraryHeader = {"bad input", "call", "message"};
+// Rows of the page's requests: tests/web/requests_test.cc sends them.
+const std::vector<std::string> kRequestHeader = {"bad input", "request", "message"};
 // {name} or {name:argument}; a brace list such as {femto,pico} is not a placeholder.
 const std::regex kPlaceholder(R"(\{([a-z0-9_]+)(?::([^}]*))?\})");
-
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-// The cells of a table line "| a | b \| c |": split at unescaped pipes, trimmed, "\|" -> "|".
-std::vector<std::string> cells(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  for (size_t i = 1; i < line.size(); ++i) {  // line[0] is the leading pipe
-    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
-      cell += '|';
-      ++i;
-    } else if (line[i] == '|') {
-      out.push_back(trim(cell));
-      cell.clear();
-    } else {
-      cell += line[i];
-    }
-  }
-  if (!trim(cell).empty()) out.push_back(trim(cell));  // a row without its closing pipe
-  return out;
-}
-
-// The text of a cell that is one code span (`x`, or ``x`` around a backtick), as CommonMark
-// reads it: one space of padding on each side is dropped. nullopt for any other cell.
-std::optional<std::string> code_span(const std::string& cell) {
-  const size_t ticks = cell.find_first_not_of('`');
-  if (ticks == 0 || ticks == std::string::npos || cell.size() < 2 * ticks + 1) return std::nullopt;
-  const std::string fence(ticks, '`');
-  if (cell.compare(cell.size() - ticks, ticks, fence) != 0 || cell[cell.size() - ticks - 1] == '`')
-    return std::nullopt;
-  std::string text = cell.substr(ticks, cell.size() - 2 * ticks);
-  if (text.size() >= 2 && text.front() == ' ' && text.back() == ' ' && !trim(text).empty())
-    text = text.substr(1, text.size() - 2);
-  return text;
-}
 
 Doc parse(const std::string& path) {
   Doc doc;
@@ -132,34 +97,35 @@ Doc parse(const std::string& path) {
   bool separator_next = false;
   for (size_t n = 1; std::getline(in, line); ++n) {
     const std::string where = "line " + std::to_string(n) + ": ";
-    if (line.rfind("## ", 0) == 0) section = trim(line.substr(3));
+    if (line.rfind("## ", 0) == 0) section = attograd::testing::trim_spaces(line.substr(3));
     if (line.empty() || line[0] != '|') {
       header.clear();
       continue;
     }
     if (header.empty()) {  // a new table
-      header = cells(line);
+      header = attograd::testing::markdown_cells(line);
       separator_next = true;
-      if (header != kRowHeader && header != kFixtureHeader && header != kLibraryHeader)
+      if (header != kRowHeader && header != kFixtureHeader && header != kLibraryHeader &&
+          header != kRequestHeader)
         doc.problems.push_back(
             where +
             "a table whose header is neither | bad input | command | message | exit code |, "
-            "| placeholder | what the test writes | nor | bad input | call | message |: its rows "
-            "would not be tested");
+            "| placeholder | what the test writes |, | bad input | call | message | nor | bad "
+            "input | request | message |: its rows would not be tested");
       continue;
     }
     if (separator_next) {
       separator_next = false;
       continue;
     }
-    const std::vector<std::string> c = cells(line);
+    const std::vector<std::string> c = attograd::testing::markdown_cells(line);
     if (c.size() != header.size()) {
       doc.problems.push_back(where + std::to_string(c.size()) + " cells, the header has " +
                              std::to_string(header.size()) + " (escape a | inside a cell as \\|)");
       continue;
     }
     if (header == kFixtureHeader) {
-      const auto placeholder = code_span(c[0]);
+      const auto placeholder = attograd::testing::markdown_code_span(c[0]);
       std::smatch m;
       if (!placeholder || !std::regex_match(*placeholder, m, kPlaceholder))
         doc.problems.push_back(where + "the placeholder " + c[0] +
@@ -171,7 +137,8 @@ Doc parse(const std::string& path) {
     }
     if (header != kRowHeader) continue;
     Row row{section, c[0], "", "", -1, n};
-    const auto command = code_span(c[1]), message = code_span(c[2]);
+    const auto command = attograd::testing::markdown_code_span(c[1]),
+               message = attograd::testing::markdown_code_span(c[2]);
     if (!command || !message || message->empty()) {
       doc.problems.push_back(
           where + "the command and the message must each be one code span, the message not empty");

@@ -131,7 +131,7 @@ test('model_new takes the training options of attograd train', () => {
   assert.strictEqual(made.options.max_steps, 10);
   assert.strictEqual(made.options.batch_size, 32);  // the default, as the CLI's
   assert.throws(() => engine.newModel({preset: 'femto', text, label_smoothing: 1}),
-                /label_smoothing must be a finite number in \[0, 1\), got 1/);
+                /request 'model_new': label_smoothing \(--label-smoothing\) is 1, expected a finite number in \[0, 1\)/);
 });
 
 test('forward, checkpoints through bytes, sampling, and their bad inputs', () => {
