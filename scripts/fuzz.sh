@@ -34,7 +34,7 @@ mapfile -t targets < "$bin/fuzz_targets.txt"
 
 # Fuzzes one target for $seconds and writes its line of the summary to build-fuzz/logs/. One
 # libFuzzer process uses one core, so the targets run $jobs at a time (one per core: on CI's
-# 2 cores, 8 targets x 30 s take 2 minutes, not 4), each in its own TMPDIR subdirectory.
+# 2 cores, 10 targets x 25 s take 2 minutes, not 4), each in its own TMPDIR subdirectory.
 fuzz_one() {
   local target=$1
   local work="build-fuzz/corpus/$target"  # what this and earlier runs found, grown from the seeds

@@ -185,6 +185,52 @@ void typed(const fs::path& root) {
                                                      std::string(3000, '9') + ",0.1,,10\n");
 }
 
+// The page's requests (requests: one JSON request, as attograd_call takes it) and config files
+// (config_file: the text of `train --config`).
+void requests(const fs::path& root) {
+  std::string text;
+  for (int i = 0; i < 4; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+  const std::pair<const char*, std::string> requests[] = {
+      {"info", R"({"cmd": "info"})"},
+      {"positions", R"({"cmd": "positions", "T": 4, "n_embd": 6})"},
+      {"rope", R"({"cmd": "rope", "q": "1, 0.5", "k": "0.7, -0.2", "m": 3, "n": 1})"},
+      {"order", R"({"cmd": "order", "words": ["dog", "bites", "man"], "positions": true})"},
+      {"attention",
+       R"({"cmd": "attention", "Q": "1;2", "K": "1;3", "V": "10;20", "softmax_by": "column"})"},
+      {"model_new", R"({"cmd": "model_new", "preset": "pico", "text": ")" + text +
+                        R"(", "max_steps": 4, "batch_size": 2, "eval_iters": 1, "seed": 3})"},
+      {"model_new_bigram",
+       R"({"cmd": "model_new", "kind": "bigram", "text": ")" + text + R"(", "beta2": 0.99})"},
+      {"train", R"({"cmd": "train", "steps": 2})"},
+      {"evaluate", R"({"cmd": "evaluate"})"},
+      {"forward", R"({"cmd": "forward", "prompt": "the qu"})"},
+      {"sample",
+       R"({"cmd": "sample", "prompt": "th", "max_new_tokens": 4, "top_k": 3, "seed": 1})"},
+      {"batch_loss", R"({"cmd": "batch_loss", "text": ")" + text + R"(", "rows": 2})"},
+      {"gradcheck", R"({"cmd": "gradcheck", "op": "relu", "dtype": "f32"})"},
+      {"ops", R"({"cmd": "ops"})"},
+      // The issue's lenient reads (kind 11), now refused.
+      {"T_huge", R"({"cmd": "positions", "T": 1e300})"},
+      {"steps_fraction", R"({"cmd": "train", "steps": 2.99})"},
+      {"cmd_twice", R"({"cmd": "ops", "cmd": "info"})"},
+      {"seed_negative", R"({"cmd": "sample", "prompt": "t", "seed": -5})"},
+  };
+  for (const auto& [name, request] : requests) write(root / "requests" / name, request);
+  const std::pair<const char*, const char*> configs[] = {
+      {"all_sections",
+       R"({"run": {"corpus": "shakespeare", "tokenizer": "char", "init_seed": 7},
+ "model": {"preset": "pico", "n_layer": 2, "dropout": 0.1, "pos_encoding": "rope"},
+ "train": {"max_steps": 100, "batch_size": 8, "learning_rate": 0.001, "beta2": 0.99,
+           "mixed_precision": "bf16"}})"},
+      {"empty", "{}"},
+      {"flag_spelling", R"({"train": {"lr": 0.01}})"},
+      {"vocab_size", R"({"model": {"vocab_size": 65}})"},
+      {"fraction", R"({"model": {"n_layer": 2.5}})"},
+      {"key_twice", R"({"train": {"seed": 1, "seed": 2}})"},
+  };
+  for (const auto& [name, config] : configs) write(root / "config_file" / name, config);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,6 +244,7 @@ int main(int argc, char** argv) {
     hf_models(root / "hf_import", fuzz::scratch_dir());
     texts(root);
     typed(root);
+    requests(root);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_fuzz_seeds: %s\n", e.what());
     return 1;
