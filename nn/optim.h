@@ -141,9 +141,10 @@ class SGD : public Optimizer {
 
 /// Hyper-parameters of AdamW, written as libtorch writes them, in any order:
 /// AdamWOptions(3e-4).betas({0.9, 0.99}).weight_decay(0.1). Each setter returns the options; the
-/// getter of the same name reads the value. The defaults are nanoGPT's for GPT-2: lr 1e-3, betas
-/// (0.9, 0.95), eps 1e-8, weight_decay 0.1 (torch's: betas (0.9, 0.999), weight_decay 0.01). lr
-/// and weight_decay are the defaults of the groups that set none.
+/// getter of the same name reads the value. The defaults are torch.optim.AdamW's: lr 1e-3, betas
+/// (0.9, 0.999), eps 1e-8, weight_decay 0.01 (nanoGPT's for GPT-2, which the trainer sets: betas
+/// (0.9, 0.95), weight_decay 0.1). lr and weight_decay are the defaults of the groups that set
+/// none.
 class AdamWOptions {
  public:
   AdamWOptions() = default;
@@ -158,9 +159,11 @@ class AdamWOptions {
   double weight_decay() const { return weight_decay_; }
 
  private:
+  // torch.optim.AdamW's defaults, so that the same line builds the same optimizer; nanoGPT's
+  // (betas 0.9/0.95, weight decay 0.1) are the GPT trainer's own (TrainOptions), not these.
   double lr_ = 1e-3;
-  std::pair<double, double> betas_{0.9, 0.95};
-  double eps_ = 1e-8, weight_decay_ = 0.1;
+  std::pair<double, double> betas_{0.9, 0.999};
+  double eps_ = 1e-8, weight_decay_ = 0.01;
 };
 
 /// Adam with decoupled weight decay (Loshchilov & Hutter 2019, algorithm 2), computed as
