@@ -70,6 +70,25 @@ void Module::check_new_name(const char* what, const std::string& name, bool allo
   if (taken(params_) || taken(buffers_) || taken(children_))
     throw std::invalid_argument(std::string(what) + ": this module already has a '" + name +
                                 "' (a parameter, buffer or child); each name is registered once");
+  // A key of the state dict is the names on its path joined by dots, so two names of which one
+  // is the other plus ".…" (a child "h" beside a child "h.0") could give two tensors one key:
+  // save would keep one, load write it into both. Refused here, while both names are at hand.
+  auto nests = [&](const std::string& other) {
+    return other.starts_with(name + ".") || name.starts_with(other + ".");
+  };
+  auto clash = [&](const auto& list) {
+    for (const auto& kv : list)
+      if (nests(kv.first)) return kv.first;
+    return std::string();
+  };
+  for (const std::string& other : {clash(params_), clash(buffers_), clash(children_)})
+    if (!other.empty())
+      throw std::invalid_argument(std::string(what) + ": '" + name + "' and '" + other +
+                                  "' of this module would give state dict keys that can "
+                                  "coincide ('" +
+                                  other + "' and '" + name +
+                                  "' joined with the names below them); choose a name that "
+                                  "neither is nor starts with the other plus a dot");
 }
 
 Tensor Module::register_parameter(const std::string& name, const Shape& shape, DType dtype,
@@ -91,9 +110,26 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
   check_new_name("register_parameter", name, false);
   if (!value.defined())
     throw std::invalid_argument("register_parameter: '" + name + "' is an undefined tensor");
-  if (ParameterArena::open_arena() != nullptr)
+  if (ParameterArena* arena = ParameterArena::open_arena()) {
+    if (value.requires_grad() && value.is_leaf()) {
+      // A parameter already (another module's): tied, the same tensor under a second name, as
+      // without an arena. A copy would train apart and be listed twice by named_parameters().
+      const bool pending =
+          std::any_of(arena->pending_.begin(), arena->pending_.end(),
+                      [&](const auto& entry) { return entry.first.is_same(value); });
+      if (!pending)
+        throw std::invalid_argument(
+            "register_parameter: '" + name +
+            "' is a trainable tensor that the open ParameterArena does not hold (a parameter of "
+            "a module built before it was opened, or in another arena), so it can be neither "
+            "tied nor laid out here; build both modules while the arena is open, or register "
+            "value.detach() for a parameter of its own that starts from a copy");
+      params_.emplace_back(name, value);
+      return value;
+    }
     return register_parameter(name, value.shape(), value.dtype(),
                               [value](Tensor& p) { p.copy_from(value); });
+  }
   value.set_requires_grad(true);
   params_.emplace_back(name, value);
   return value;

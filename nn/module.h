@@ -87,7 +87,10 @@ class Module {
   Tensor register_parameter(const std::string& name, const Shape& shape, DType dtype,
                             std::function<void(Tensor&)> init);
   /// Adds a parameter holding value's values. Without an open arena that is `value` itself (now
-  /// requiring grad); with one, a new parameter that gets a copy when the arena is allocated.
+  /// requiring grad); with one, a new parameter that gets a copy when the arena is allocated,
+  /// unless `value` is already a parameter (a trainable leaf): then it is tied, the same tensor
+  /// under a second name (listed once by named_parameters()), when the open arena holds it, and
+  /// refused (std::invalid_argument) when it does not.
   Tensor register_parameter(const std::string& name, Tensor value);
 
   /// Adds a buffer (torch's register_buffer): a tensor that belongs to the module but is not a
@@ -134,8 +137,10 @@ class Module {
 
  protected:
   Module() = default;
-  /// Adds a child module and returns it. Throws std::invalid_argument for an empty name, a name
-  /// this module already uses, or a null module.
+  /// Adds a child module and returns it. Its name may hold dots ("h.0", as GPT-2's blocks).
+  /// Throws std::invalid_argument for an empty name, a name this module already uses, a name
+  /// that is another's plus ".…" or the reverse (a child "h" and a child "h.0": their state dict
+  /// keys could coincide), or a null module.
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     check_new_name("register_module", name, /*allow_dots=*/true);
@@ -154,7 +159,8 @@ class Module {
   static void collect_modules(M& module, const std::string& prefix,
                               std::vector<std::pair<std::string, M*>>& out);
   // Throws std::invalid_argument for an empty name, a dot in a tensor's name (it would split
-  // its key in a state dict) or a name this module already has.
+  // its key in a state dict), a name this module already has, or one that nests with another
+  // ("h" and "h.0").
   void check_new_name(const char* what, const std::string& name, bool allow_dots) const;
 
   Named params_;

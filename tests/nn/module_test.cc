@@ -327,3 +327,79 @@ BOOST_AUTO_TEST_CASE(a_tied_weight_is_one_parameter_but_two_state_dict_keys) {
   BOOST_TEST(
       (keys == std::vector<std::string>{"alias", "inner.w", "inner.fc.weight", "inner.fc.bias"}));
 }
+
+// The same tie inside an open ParameterArena (issue 32): it made a copy, trained apart from the
+// weight it was meant to share and listed twice by named_parameters(). Now the parameter the
+// arena holds is tied, one tensor laid out once; one it does not hold (built before the arena
+// was opened) is refused, since it can be neither tied nor laid out.
+BOOST_AUTO_TEST_CASE(a_weight_tied_inside_an_arena_is_one_tensor) {
+  class Shares : public Module {
+   public:
+    Shares(Generator& gen, const Tensor& other) {
+      fc = register_module("fc", std::make_shared<Linear>(3, 3, false, gen, DType::f64));
+      tied = register_parameter("tied", other.defined() ? other : fc->weight);
+    }
+    std::shared_ptr<Linear> fc;
+    Tensor tied;
+  };
+  Generator gen(4);
+  ParameterArena arena;
+  Shares m(gen, Tensor());
+  BOOST_TEST(m.tied.is_same(m.fc->weight));
+  BOOST_TEST(m.named_parameters().size() == 1u);
+  arena.allocate(m);
+  BOOST_TEST(arena.params().numel() == 9);  // one (3, 3) weight, laid out once
+  BOOST_TEST(m.tied.is_same(m.fc->weight));
+  BOOST_TEST(m.state_dict().size() == 2u);  // fc.weight and tied
+
+  Shares outside(gen, Tensor());  // no arena open now: a module of its own
+  {
+    ParameterArena second;
+    expect_throw_with<std::invalid_argument>(
+        [&] { Shares again(gen, outside.fc->weight); },
+        "register_parameter: 'tied' is a trainable tensor that the open ParameterArena does not "
+        "hold");
+  }
+  // A tensor that is not a parameter is still copied into the arena, as before.
+  ParameterArena third;
+  Shares copied(gen, Tensor::ones({3, 3}, DType::f64));
+  third.allocate(copied);
+  BOOST_TEST(!copied.tied.is_same(copied.fc->weight));
+  BOOST_TEST(copied.tied.to_vector() == std::vector<double>(9, 1.0));
+}
+
+// Two names of one module of which one is the other plus ".…" (a child "h" with a child "0",
+// beside a child "h.0") gave two tensors one state dict key: save kept one, load wrote it into
+// both (issue 32). Refused when the second is registered; GPT-2's "h.0", "h.1" stay legal.
+BOOST_AUTO_TEST_CASE(names_whose_keys_could_coincide_are_refused) {
+  class Inner : public Module {
+   public:
+    explicit Inner(Generator& gen) {
+      register_module("0", std::make_shared<Linear>(2, 2, false, gen, DType::f64));
+    }
+  };
+  class Outer : public Module {
+   public:
+    Outer(Generator& gen, const std::string& second) {
+      register_module("h", std::make_shared<Inner>(gen));
+      register_module(second, std::make_shared<Linear>(2, 2, false, gen, DType::f64));
+    }
+  };
+  Generator gen(5);
+  expect_throw_with<std::invalid_argument>(
+      [&] { Outer m(gen, "h.0"); },
+      "register_module: 'h.0' and 'h' of this module would give state dict keys that can "
+      "coincide");
+  Outer fine(gen, "h0");
+  BOOST_TEST(fine.state_dict().size() == 2u);
+  class Blocks : public Module {
+   public:
+    explicit Blocks(Generator& gen) {
+      for (const char* name : {"h.0", "h.1", "h.10"})
+        register_module(name, std::make_shared<Linear>(2, 2, false, gen, DType::f64));
+      register_parameter("h", Tensor::ones({1}, DType::f64));
+    }
+  };
+  expect_throw_with<std::invalid_argument>([&] { Blocks b(gen); },
+                                           "register_parameter: 'h' and 'h.0' of this module");
+}
