@@ -116,6 +116,31 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
 /// with take_along_dim(x, argmax(x, d, true), d), which has one. For the whole tensor's argmax,
 /// argmax(reshape(x, {-1}), 0). Throws std::invalid_argument for a dim out of range or empty.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+/// The largest element of the whole tensor, a () tensor (torch.max(x)): max(reshape(x, {-1}), 0).
+Tensor max(const Tensor& x);
+/// torch.amax(x, dim, keepdim): the max over one axis, as max(x, axis, keepdim).
+Tensor amax(const Tensor& x, int64_t axis, bool keepdim = false);
+/// torch.amin(x, dim, keepdim): the min over one axis (derived: −amax(−x)); the gradient goes to
+/// the first minimal element.
+Tensor amin(const Tensor& x, int64_t axis, bool keepdim = false);
+/// The min over one axis (torch.min(x, dim).values): amin.
+Tensor min(const Tensor& x, int64_t axis, bool keepdim = false);
+/// The smallest element of the whole tensor, a () tensor (torch.min(x)).
+Tensor min(const Tensor& x);
+/// torch.argmin(x, dim, keepdim): the i64 index of the first minimum along dim (argmax of −x, so
+/// a NaN counts as the minimum, as in torch). No gradient. Throws as argmax.
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+/// torch.var(x, dim, correction, keepdim): Σ (x − mean)² / (n − correction) over `axes` (empty =
+/// all), n the elements reduced; correction 1 (torch's default) is Bessel's unbiased estimate, 0
+/// the population variance. Derived from mean, sub, mul and sum. Throws std::invalid_argument
+/// when n − correction <= 0 (torch would return inf or nan) or correction < 0.
+Tensor var(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
+           bool keepdim = false);
+/// torch.std: sqrt(var(x, axes, correction, keepdim)). Its gradient is infinite where the
+/// variance is 0 (all values equal), as torch's. Call it attograd::std, as libtorch's torch::std:
+/// after `using namespace attograd`, a bare std(x) is ambiguous with the namespace std.
+Tensor std(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
+           bool keepdim = false);
 
 // ===== shape and layout; views share storage (ops_shape.cc) =====
 /// Same data in a new shape with the same numel; one dimension may be -1 (inferred). A view
@@ -133,6 +158,14 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 /// a negative index counts from the end. dx[..., index, ...] = dy. Throws std::out_of_range for
 /// an index outside [−size, size).
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
+/// torch.squeeze(x, dim): x without dimension dim when its size is 1, else x unchanged (a view).
+/// Throws std::invalid_argument for a dim out of range.
+Tensor squeeze(const Tensor& x, int64_t dim);
+/// torch.squeeze(x): x without every dimension of size 1 (a view).
+Tensor squeeze(const Tensor& x);
+/// torch.unsqueeze(x, dim): a dimension of size 1 inserted before dim, dim in [−(n+1), n] for an
+/// n-dimensional x (−1 appends one). A view. Throws std::invalid_argument for a dim out of range.
+Tensor unsqueeze(const Tensor& x, int64_t dim);
 /// Joins tensors of equal shape but along dim.
 Tensor concat(std::span<const Tensor> xs, int64_t dim);
 /// concat of a braced list, concat({a, b}, -1), without building a vector (RoPE calls it per step).
@@ -181,6 +214,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
 Tensor causal_mask(const Tensor& scores);
 /// Softmax over the last axis, max-subtracted.
 Tensor softmax(const Tensor& x);
+/// torch.softmax(x, dim): softmax over any axis (the last-axis kernel on x with dim moved last).
+Tensor softmax(const Tensor& x, int64_t dim);
 /// Fused causal_mask + softmax over (..., Tq, Tk): masked entries are exactly 0 and get
 /// exactly 0 gradient.
 Tensor causal_softmax(const Tensor& scores);
@@ -197,6 +232,8 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v);
 Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head);
 /// log(softmax(x)) over the last axis.
 Tensor log_softmax(const Tensor& x);
+/// torch.log_softmax(x, dim): log_softmax over any axis.
+Tensor log_softmax(const Tensor& x, int64_t dim);
 
 // ===== losses (ops_loss.cc) =====
 /// Mean cross-entropy of logits (..., V) against i64 targets (...) -> scalar; the sum over

@@ -109,13 +109,30 @@ static void register_softmax(OpRegistry& r) {
          .vjp = "`dx = y ⊙ (dy − Σ dy ⊙ y)`",
          .kernel = "kernels/softmax",
          .tests = "fused vs primitives; overflow",
-         .cases = {unary_case([](const Tensor& x) { return softmax(x); }, -3, 3)}});
+         .cases = {unary_case([](const Tensor& x) { return softmax(x); }, -3, 3),
+                   unary_case([](const Tensor& x) { return softmax(x, 1); }, -3, 3)}});
 }
 
 Tensor softmax(const Tensor& x) {
   if (!x.defined() || x.dim() < 1)
     throw std::invalid_argument("softmax: expected a tensor with at least one dimension");
   return softmax_impl(x, 0, "softmax");
+}
+
+namespace {
+// f, a last-axis op, over axis `dim` of x: x's axis swapped to the end (a view), f, and back.
+Tensor over_axis(const Tensor& x, int64_t dim_in, const char* op, Tensor (*f)(const Tensor&)) {
+  if (!x.defined() || x.dim() < 1)
+    throw std::invalid_argument(std::string(op) +
+                                ": expected a tensor with at least one dimension");
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), op);
+  if (dim == x.dim() - 1) return f(x);
+  return transpose(f(transpose(x, dim, -1)), dim, -1);
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) {
+  return over_axis(x, dim, "softmax", [](const Tensor& t) { return softmax(t); });
 }
 
 // ----- causal_softmax: the fused softmax(causal_mask(x)) of attention -----
@@ -299,7 +316,8 @@ static void register_log_softmax(OpRegistry& r) {
          .vjp = "`dx = dy − softmax(x) Σ dy`",
          .kernel = "kernels/softmax",
          .tests = "fused vs primitives",
-         .cases = {unary_case([](const Tensor& x) { return log_softmax(x); }, -3, 3)}});
+         .cases = {unary_case([](const Tensor& x) { return log_softmax(x); }, -3, 3),
+                   unary_case([](const Tensor& x) { return log_softmax(x, 0); }, -3, 3)}});
 }
 
 Tensor log_softmax(const Tensor& x) {
@@ -319,6 +337,10 @@ Tensor log_softmax(const Tensor& x) {
                                                      rows, n);
                   });
                 });
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  return over_axis(x, dim, "log_softmax", [](const Tensor& t) { return log_softmax(t); });
 }
 
 // ops.h's order.

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/engine.h"
 #include "autograd/gradcheck_inputs.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/op_registry.h"
@@ -229,8 +230,115 @@ Tensor argmax(const Tensor& x, int64_t dim_in, bool keepdim) {
   return index;  // not recorded: an integer output has no gradient
 }
 
+Tensor max(const Tensor& x) {
+  if (!x.defined()) throw std::invalid_argument("max: undefined tensor");
+  return max(reshape(x, {-1}), 0);
+}
+
+// ----- amax, amin, min, argmin: the max's and argmax's other names and mirror images -----
+static void register_amax(OpRegistry& r) {
+  r.add({.name = "amax",
+         .forward = "max over an axis (torch's name)",
+         .vjp = "derived: `max(x, axis)`",
+         .cases = {max_case("(B, T, C) over C", [](const Tensor& x) { return amax(x, -1); })}});
+}
+
+Tensor amax(const Tensor& x, int64_t axis, bool keepdim) { return max(x, axis, keepdim); }
+
+static void register_amin(OpRegistry& r) {
+  r.add({.name = "amin",
+         .forward = "min over an axis",
+         .vjp = "derived: `−max(−x, axis)`; `dx[first argmin] = dy`",
+         .cases = {max_case("(B, T, C) over T, keepdim",
+                            [](const Tensor& x) { return amin(x, 1, true); })}});
+}
+
+Tensor amin(const Tensor& x, int64_t axis, bool keepdim) {
+  if (!x.defined()) throw std::invalid_argument("amin: undefined tensor");
+  return neg(max(neg(x), axis, keepdim));
+}
+
+static void register_min(OpRegistry& r) {
+  r.add(
+      {.name = "min",
+       .forward = "min over an axis, or of the whole tensor",
+       .vjp = "derived: `amin`",
+       .cases = {max_case("(B, T, C) over C", [](const Tensor& x) { return min(x, -1); }),
+                 max_case("(B, T, C), the whole tensor", [](const Tensor& x) { return min(x); })}});
+}
+
+Tensor min(const Tensor& x, int64_t axis, bool keepdim) { return amin(x, axis, keepdim); }
+
+Tensor min(const Tensor& x) {
+  if (!x.defined()) throw std::invalid_argument("min: undefined tensor");
+  return amin(reshape(x, {-1}), 0);
+}
+
+// No VJP, as argmax: the case checks the pick, take_along_dim at argmin.
+static void register_argmin(OpRegistry& r) {
+  r.add({.name = "argmin",
+         .forward = "index of the first minimum over an axis, i64",
+         .vjp = "none (integer output)",
+         .tests = "ops_test: argmin of x is argmax of −x",
+         .cases = {
+             {"take_along_dim(x, argmin(x, 1, keepdim), 1), x (B, T, C), distinct levels",
+              [](Generator& g, DType d, const Sizes& s) {
+                return Inputs{param_distinct({s.B, s.T, s.C}, g, d, 0.05)};
+              },
+              [](const Inputs& in) { return take_along_dim(in[0], argmin(in[0], 1, true), 1); }}}});
+}
+
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  if (!x.defined()) throw std::invalid_argument("argmin: undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating("argmin", x.dtype());
+  NoGradGuard no_grad;  // an index has no gradient: −x need not be recorded
+  return argmax(neg(x), dim, keepdim);
+}
+
+// ----- var, std -----
+static void register_var(OpRegistry& r) {
+  r.add({.name = "var",
+         .forward = "`Σ (x − mean)² / (n − correction)` over axes",
+         .vjp = "derived: mean, sub, mul, sum; `dx = 2 (x − mean) dy / (n − correction)`",
+         .tests = "ops_test: vs torch.var",
+         .cases = {unary_case([](const Tensor& x) { return var(x, {-1}); }),
+                   unary_case([](const Tensor& x) {
+                     return var(x, {0, 2}, 0, true);
+                   })}});
+}
+
+Tensor var(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim) {
+  if (!x.defined()) throw std::invalid_argument("var: undefined tensor");
+  int64_t n = 1;
+  for (int64_t a : normalize_axes(axes, x.dim(), "var")) n *= x.shape()[a];
+  if (correction < 0 || n - correction <= 0)
+    throw std::invalid_argument(
+        "var: " + std::to_string(n) + " element(s) reduced with correction " +
+        std::to_string(correction) + " leave n − correction = " + std::to_string(n - correction) +
+        ", and the variance divides by it; reduce over more elements or use correction 0 (the "
+        "population variance)");
+  const Tensor centred = sub(x, mean(x, axes, true));
+  return mul_scalar(sum(mul(centred, centred), axes, keepdim),
+                    1.0 / static_cast<double>(n - correction));
+}
+
+static void register_std(OpRegistry& r) {
+  r.add({.name = "std",
+         .forward = "`sqrt(var)`",
+         .vjp = "derived: `sqrt(var(x))`",
+         .tests = "ops_test: vs torch.std",
+         .cases = {unary_case([](const Tensor& x) { return std(x, {-1}); }),
+                   unary_case([](const Tensor& x) { return std(x); })}});
+}
+
+Tensor std(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim) {
+  return sqrt(var(x, axes, correction, keepdim));
+}
+
 void detail::register_reduce_ops(OpRegistry& r) {
-  for (auto* section : {register_sum, register_mean, register_max, register_argmax}) section(r);
+  for (auto* section : {register_sum, register_mean, register_max, register_argmax, register_amax,
+                        register_amin, register_min, register_argmin, register_var, register_std})
+    section(r);
 }
 
 }  // namespace attograd

@@ -395,10 +395,66 @@ Tensor contiguous(const Tensor& x) {
 }
 
 // ops.h's order.
+// ----- squeeze, unsqueeze: reshapes that drop or add a dimension of size 1 -----
+static void register_squeeze(OpRegistry& r) {
+  r.add({.name = "squeeze",
+         .forward = "dimensions of size 1 removed, a view",
+         .vjp = "derived: `reshape`",
+         .tests = "ops_test: vs torch.squeeze",
+         .cases = {unary_case([](const Tensor& x) { return exp(squeeze(slice(x, 1, 0, 1), 1)); }),
+                   unary_case([](const Tensor& x) { return tanh(squeeze(slice(x, 0, 0, 1))); })}});
+}
+
+Tensor squeeze(const Tensor& x, int64_t dim_in) {
+  if (!x.defined()) throw std::invalid_argument("squeeze: undefined tensor");
+  if (x.dim() == 0) {  // torch: dim 0 or -1 of a 0-d tensor names the tensor itself
+    detail::wrap_dim(dim_in, 1, "squeeze");
+    return x;
+  }
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "squeeze");
+  if (x.shape()[dim] != 1) return x;  // torch leaves a dimension of another size as it is
+  Shape shape = x.shape();
+  shape.erase(shape.begin() + dim);
+  return reshape(x, shape);
+}
+
+Tensor squeeze(const Tensor& x) {
+  if (!x.defined()) throw std::invalid_argument("squeeze: undefined tensor");
+  Shape shape;
+  for (const int64_t d : x.shape())
+    if (d != 1) shape.push_back(d);
+  return reshape(x, shape);
+}
+
+static void register_unsqueeze(OpRegistry& r) {
+  r.add({.name = "unsqueeze",
+         .forward = "a dimension of size 1 inserted, a view",
+         .vjp = "derived: `reshape`",
+         .tests = "ops_test: vs torch.unsqueeze",
+         .cases = {unary_case([](const Tensor& x) {  // (B, T, C) * (B, 1, T, C) broadcast
+                     return mul(x, unsqueeze(x, 1));
+                   }),
+                   unary_case([](const Tensor& x) { return exp(unsqueeze(x, -1)); })}});
+}
+
+Tensor unsqueeze(const Tensor& x, int64_t dim_in) {
+  if (!x.defined()) throw std::invalid_argument("unsqueeze: undefined tensor");
+  // Positions of the result: n + 1 of them, so dim in [−(n + 1), n].
+  const int64_t n = x.dim(), dim = dim_in < 0 ? dim_in + n + 1 : dim_in;
+  if (dim < 0 || dim > n)
+    throw std::invalid_argument("unsqueeze: dimension " + std::to_string(dim_in) +
+                                " is out of range for a " + std::to_string(n) +
+                                "-d tensor (a new dimension goes at 0 to " + std::to_string(n) +
+                                ", or −1 to −" + std::to_string(n + 1) + " from the end)");
+  Shape shape = x.shape();
+  shape.insert(shape.begin() + dim, 1);
+  return reshape(x, shape);
+}
+
 void detail::register_shape_ops(OpRegistry& r) {
-  for (auto* section :
-       {register_reshape, register_transpose, register_permute, register_slice, register_select,
-        register_concat, register_stack, register_split, register_contiguous})
+  for (auto* section : {register_reshape, register_transpose, register_permute, register_slice,
+                        register_select, register_squeeze, register_unsqueeze, register_concat,
+                        register_stack, register_split, register_contiguous})
     section(r);
 }
 

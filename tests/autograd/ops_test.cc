@@ -1123,3 +1123,58 @@ BOOST_AUTO_TEST_CASE(slice_with_a_step_matches_torch) {
       "slice: step 0 must be at least 1 (as torch's; for the reverse order, index the positions "
       "with gather)");
 }
+
+// Issue 32's ops for a custom loss, against torch (values printed by python3-torch 1.13,
+// float64): x = [[1, -2, 3.5], [0.5, 4, -1]].
+BOOST_AUTO_TEST_CASE(var_std_min_squeeze_and_softmax_over_any_dim_match_torch) {
+  const auto input = [] {
+    return Tensor::from_vector({1, -2, 3.5, 0.5, 4, -1}, {2, 3}, DType::f64).set_requires_grad();
+  };
+  const Tensor x = input();
+  BOOST_TEST(allclose(var(x, {0}).to_vector(), {0.125, 18.0, 10.125}, 1e-15, 0));
+  BOOST_TEST(
+      allclose(var(x, {1}, 0).to_vector(), {5.055555555555556, 4.388888888888889}, 1e-15, 0));
+  BOOST_TEST(std::abs(var(x).item() - 5.7) < 1e-14);
+  BOOST_TEST(std::abs(attograd::std(x).item() - 2.3874672772626644) < 1e-14);
+  const Tensor s = attograd::std(x, {1}, 1, true);
+  BOOST_TEST((s.shape() == Shape{2, 1}));
+  BOOST_TEST(allclose(s.to_vector(), {2.753785273643051, 2.565800719723442}, 1e-14, 0));
+  // torch.std(x, dim=1).sum().backward(): x.grad
+  const Tensor y = input();
+  sum(attograd::std(y, {1})).backward();
+  BOOST_TEST(allclose(y.grad().to_vector(),
+                      {0.030261376633440116, -0.5144434027684821, 0.4841820261350419,
+                       -0.1299139604923262, 0.5521343320923862, -0.42222037160006015},
+                      1e-13, 0));
+  expect_throw_with<std::invalid_argument>(
+      [&] { var(x, {0}, 2); },
+      "var: 2 element(s) reduced with correction 2 leave n − correction = 0");
+
+  BOOST_TEST(allclose(amin(x, 1).to_vector(), {-2, -1}, 0, 0));
+  BOOST_TEST(allclose(min(x, 1).to_vector(), {-2, -1}, 0, 0));
+  BOOST_TEST(argmin(x, 0).to_ids() == std::vector<int64_t>({1, 0, 1}));
+  BOOST_TEST(min(x).item() == -2.0);
+  BOOST_TEST(max(x).item() == 4.0);
+  BOOST_TEST(allclose(amax(x, 0).to_vector(), {1, 4, 3.5}, 0, 0));
+
+  BOOST_TEST(allclose(softmax(x, 0).to_vector(),
+                      {0.6224593312018546, 0.0024726231566347748, 0.9890130573694068,
+                       0.37754066879814546, 0.9975273768433653, 0.01098694263059318},
+                      1e-15, 0));
+  BOOST_TEST(allclose(log_softmax(x, 0).to_vector(),
+                      {-0.4740769841801067, -6.00247568513773, -0.011047744848593777,
+                       -0.9740769841801067, -0.002475685137730357, -4.511047744848594},
+                      1e-14, 0));
+
+  BOOST_TEST((squeeze(Tensor::zeros({2, 1, 3, 1})).shape() == Shape{2, 3}));
+  BOOST_TEST((squeeze(Tensor::zeros({2, 1, 3}), 1).shape() == Shape{2, 3}));
+  BOOST_TEST((squeeze(Tensor::zeros({2, 1, 3}), 0).shape() == Shape{2, 1, 3}));  // size 2 stays
+  BOOST_TEST((unsqueeze(Tensor::zeros({2, 3}), -1).shape() == Shape{2, 3, 1}));
+  BOOST_TEST((unsqueeze(Tensor::zeros({2, 3}), 0).shape() == Shape{1, 2, 3}));
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        unsqueeze(Tensor::zeros({2, 3}), 3);
+      },
+      "unsqueeze: dimension 3 is out of range for a 2-d tensor (a new dimension goes at 0 to 2, "
+      "or −1 to −3 from the end)");
+}
