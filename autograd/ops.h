@@ -51,6 +51,11 @@ Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 /// torch.abs: y = |x|; dx = sign(x) dy, 0 at x = 0 (and at NaN), as in PyTorch.
 Tensor abs(const Tensor& x);
+/// y = sin(x) (x in radians); dx = dy cos(x). Highway's Sin (3 ulp) for |x| <= 39000, std::sin
+/// beyond.
+Tensor sin(const Tensor& x);
+/// y = cos(x); dx = −dy sin(x). As sin.
+Tensor cos(const Tensor& x);
 /// y = x^p (scalar exponent p).
 Tensor pow(const Tensor& x, double p);
 /// y = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))), GPT-2's GELU (Hendrycks & Gimpel 2016).

@@ -258,6 +258,10 @@ static void register_pointwise(OpRegistry& r) {
                return Inputs{param_away_from_zero({s.B, s.T, s.C}, g, d)};
              },
              [](const Inputs& in) { return abs(in[0]); }});
+  pointwise("sin", "`sin(x)`", "`dx = dy ⊙ cos(x)`",
+            unary_case([](const Tensor& x) { return sin(x); }, -4, 4));
+  pointwise("cos", "`cos(x)`", "`dx = −dy ⊙ sin(x)`",
+            unary_case([](const Tensor& x) { return cos(x); }, -4, 4));
 }
 
 namespace {
@@ -275,6 +279,8 @@ UnaryReads unary_reads(UnaryOp op) {
     case UnaryOp::log:
     case UnaryOp::relu:
     case UnaryOp::abs:
+    case UnaryOp::sin:
+    case UnaryOp::cos:
       return {true, false};
     case UnaryOp::exp:
     case UnaryOp::tanh:
@@ -313,6 +319,8 @@ Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, "sqrt", x); }
 Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, "relu", x); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, "sigmoid", x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, "abs", x); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::sin, "sin", x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::cos, "cos", x); }
 
 // ----- pow -----
 static void register_pow(OpRegistry& r) {

@@ -153,6 +153,26 @@ HWY_INLINE V sigmoid(D d, V x) {
   return hn::Div(one, hn::Add(one, exp_ieee(d, hn::Neg(x))));
 }
 
+// sin x (or cos x): Highway's Sin and Cos (3 ulp) in their valid range |x| <= 39000; a lane
+// beyond it, or NaN, from std::sin / std::cos, so that no input gets a wrong value.
+template <class D, class V>
+HWY_INLINE V sin_or_cos(D d, V x, bool cosine) {
+  using T = hn::TFromD<D>;
+  constexpr T kValid = 39000;
+  V y = cosine ? hn::Cos(d, x) : hn::Sin(d, x);
+  const auto far = hn::Not(hn::Le(hn::Abs(x), hn::Set(d, kValid)));
+  if (HWY_UNLIKELY(!hn::AllFalse(d, far))) {
+    HWY_ALIGN T xs[HWY_MAX_BYTES / sizeof(T)];
+    HWY_ALIGN T ys[HWY_MAX_BYTES / sizeof(T)];
+    hn::Store(x, d, xs);
+    hn::Store(y, d, ys);
+    for (size_t i = 0; i < hn::Lanes(d); ++i)
+      if (!(std::abs(xs[i]) <= kValid)) ys[i] = cosine ? std::cos(xs[i]) : std::sin(xs[i]);
+    y = hn::Load(d, ys);
+  }
+  return y;
+}
+
 // Calls k(f) with f(d, x) the vector function of `op`.
 template <class K>
 HWY_INLINE void with_unary_op(UnaryOp op, const K& k) {
@@ -173,6 +193,10 @@ HWY_INLINE void with_unary_op(UnaryOp op, const K& k) {
       return k([](auto d, auto x) HWY_ATTR { return sigmoid(d, x); });
     case UnaryOp::abs:
       return k([](auto, auto x) HWY_ATTR { return hn::Abs(x); });
+    case UnaryOp::sin:
+      return k([](auto d, auto x) HWY_ATTR { return sin_or_cos(d, x, false); });
+    case UnaryOp::cos:
+      return k([](auto d, auto x) HWY_ATTR { return sin_or_cos(d, x, true); });
   }
 }
 
@@ -227,6 +251,14 @@ void unary_backward_impl(UnaryOp op, T* dx, const T* x, const T* y, const T* dy,
         const auto xi = hn::LoadU(d, x + i), dyi = hn::LoadU(d, dy + i);
         const auto pos = hn::IfThenElseZero(hn::Gt(xi, hn::Zero(d)), dyi);
         return hn::IfThenElse(hn::Lt(xi, hn::Zero(d)), hn::Neg(dyi), pos);
+      });
+    case UnaryOp::sin:  // sin' = cos x
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        return hn::Mul(hn::LoadU(d, dy + i), sin_or_cos(d, hn::LoadU(d, x + i), true));
+      });
+    case UnaryOp::cos:  // cos' = -sin x
+      return add_into(dx, n, [&](auto d, int64_t i) HWY_ATTR {
+        return hn::Neg(hn::Mul(hn::LoadU(d, dy + i), sin_or_cos(d, hn::LoadU(d, x + i), false)));
       });
   }
 }

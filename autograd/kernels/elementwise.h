@@ -15,7 +15,7 @@ enum class BinaryOp { add, sub, mul, div };
 
 /// The pointwise functions with a closed-form derivative.
 /// relu'(0) is taken as 0, as in PyTorch; so is abs'(0) (and abs'(NaN)): abs' = sign(x).
-enum class UnaryOp { neg, exp, log, tanh, sqrt, relu, sigmoid, abs };
+enum class UnaryOp { neg, exp, log, tanh, sqrt, relu, sigmoid, abs, sin, cos };
 
 /// out[i] = a[i] op b[i] for i < n. out may alias a or b.
 template <typename T>
@@ -35,7 +35,7 @@ void unary_forward(UnaryOp op, T* y, const T* x, int64_t n);
 
 /// dx[i] += dy[i] * f'(x[i]), written with whichever of x (input) and y = f(x) (output) is
 /// cheaper: exp' = y, log' = 1/x, tanh' = 1 - y^2, sqrt' = 1/(2y), relu' = [x > 0], neg' = -1,
-/// sigmoid' = y (1 - y), abs' = [x > 0] - [x < 0].
+/// sigmoid' = y (1 - y), abs' = [x > 0] - [x < 0], sin' = cos x, cos' = -sin x.
 template <typename T>
 void unary_backward(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int64_t n);
 

@@ -46,6 +46,10 @@ T apply(UnaryOp op, T x) {
       return T(1) / (T(1) + std::exp(-x));
     case UnaryOp::abs:
       return std::abs(x);
+    case UnaryOp::sin:
+      return std::sin(x);
+    case UnaryOp::cos:
+      return std::cos(x);
   }
   return T(0);  // unreachable
 }
@@ -99,6 +103,12 @@ void unary_backward(UnaryOp op, T* dx, const T* x, const T* y, const T* dy, int6
       case UnaryOp::abs:
         dx[i] += x[i] > T(0) ? dy[i] : x[i] < T(0) ? -dy[i] : T(0);
         break;  // abs' = sign(x), 0 at 0 and NaN
+      case UnaryOp::sin:
+        dx[i] += dy[i] * std::cos(x[i]);
+        break;  // sin' = cos x
+      case UnaryOp::cos:
+        dx[i] += -(dy[i] * std::sin(x[i]));
+        break;  // cos' = -sin x
     }
   }
 }

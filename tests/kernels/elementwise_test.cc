@@ -24,9 +24,9 @@ namespace {
 
 const k::BinaryOp kBinaryOps[] = {k::BinaryOp::add, k::BinaryOp::sub, k::BinaryOp::mul,
                                   k::BinaryOp::div};
-const k::UnaryOp kUnaryOps[] = {k::UnaryOp::neg,     k::UnaryOp::exp,  k::UnaryOp::log,
-                                k::UnaryOp::tanh,    k::UnaryOp::sqrt, k::UnaryOp::relu,
-                                k::UnaryOp::sigmoid, k::UnaryOp::abs};
+const k::UnaryOp kUnaryOps[] = {
+    k::UnaryOp::neg,  k::UnaryOp::exp,     k::UnaryOp::log, k::UnaryOp::tanh, k::UnaryOp::sqrt,
+    k::UnaryOp::relu, k::UnaryOp::sigmoid, k::UnaryOp::abs, k::UnaryOp::sin,  k::UnaryOp::cos};
 
 const char* name(k::BinaryOp op) {
   switch (op) {
@@ -60,6 +60,10 @@ const char* name(k::UnaryOp op) {
       return "sigmoid";
     case k::UnaryOp::abs:
       return "abs";
+    case k::UnaryOp::sin:
+      return "sin";
+    case k::UnaryOp::cos:
+      return "cos";
   }
   return "?";
 }
@@ -84,6 +88,12 @@ Buffer<T> unary_input(k::UnaryOp op, int64_t n, int64_t offset, std::mt19937_64&
       for (int64_t i = 0; i < n; i += 5) x[i] = 0;
       return x;
     }
+    // The comparison is relative: no zero of the function inside the range but sin's at 0,
+    // where sin x ~ x keeps its relative error small (cos stays >= cos 1.5 = 0.07).
+    case k::UnaryOp::sin:
+      return uniform<T>(n, offset, rng, -3, 3);
+    case k::UnaryOp::cos:
+      return uniform<T>(n, offset, rng, -1.5, 1.5);
     case k::UnaryOp::neg:
       break;
   }
@@ -290,6 +300,34 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(clamp_matches_reference, T, Types) {
         }
       }
     }
+  });
+}
+
+// sin and cos against torch's values (1.13, float64) inside Highway's valid range (|x| <= 39000)
+// and beyond it, where each lane is std::sin's (a fallback inside the vector loop; without it
+// Highway's polynomial gives wrong values there); inf and NaN give NaN, as in torch.
+BOOST_AUTO_TEST_CASE_TEMPLATE(sin_cos_known_values_inside_and_beyond_the_fast_range, T, Types) {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const std::vector<T> x = {T(0.5), T(-2), T(1e5), T(-3e9), inf, nan, T(0.25), T(7)};
+  const std::vector<double> sin_torch = {0.479425538604203, -0.9092974268256817,
+                                         0.03574879797201651, -0.9870048864743554};
+  const std::vector<double> cos_torch = {0.8775825618903728, -0.4161468365471424,
+                                         -0.9993608074382124, -0.16069024262768705};
+  const int64_t n = static_cast<int64_t>(x.size());
+  for_each_target([&] {
+    std::vector<T> s(x.size()), c(x.size());
+    k::unary_forward(k::UnaryOp::sin, s.data(), x.data(), n);
+    k::unary_forward(k::UnaryOp::cos, c.data(), x.data(), n);
+    for (size_t i = 0; i < sin_torch.size(); ++i) {
+      // f32 holds 1e5 and -3e9 exactly, so torch's f64 values are theirs too; the f32 results
+      // are within its rounding (the result's ulp, absolute, beside the argument's reduction).
+      const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+      BOOST_TEST(std::abs(s[i] - sin_torch[i]) <= tol, "sin " << x[i] << " = " << s[i]);
+      BOOST_TEST(std::abs(c[i] - cos_torch[i]) <= tol, "cos " << x[i] << " = " << c[i]);
+    }
+    BOOST_TEST(s[3] == std::sin(x[3]));  // beyond 39000: std::sin's value exactly
+    BOOST_TEST(c[3] == std::cos(x[3]));
+    for (size_t i : {size_t{4}, size_t{5}}) BOOST_TEST((std::isnan(s[i]) && std::isnan(c[i])));
   });
 }
 
