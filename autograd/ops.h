@@ -93,6 +93,24 @@ Tensor rdiv_scalar(double s, const Tensor& x);
 /// and 1, any dtype) and broadcasts with x as in torch. Derived: where(mask, value, x), so dx =
 /// dy where mask is 0. Throws as where.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+/// torch.gt(a, b), i.e. a > b; lt, ge, le, eq and ne likewise: 1 where the comparison holds, 0
+/// elsewhere, a and b broadcast together as the binary ops. The mask is in a's dtype (attograd
+/// has no bool dtype): where's cond, masked_fill's mask, or a factor. IEEE comparisons: a NaN on
+/// either side makes each false but ne. No gradient (the mask is piecewise constant). Throws
+/// std::invalid_argument for shapes that do not broadcast, or dtypes that differ or are i64.
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+/// The same against a number: gt(x, s) is x > s (torch's x > s).
+Tensor gt(const Tensor& x, double s);
+Tensor lt(const Tensor& x, double s);
+Tensor ge(const Tensor& x, double s);
+Tensor le(const Tensor& x, double s);
+Tensor eq(const Tensor& x, double s);
+Tensor ne(const Tensor& x, double s);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

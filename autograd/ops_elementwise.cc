@@ -20,6 +20,7 @@ namespace attograd {
 using gradcheck_inputs::Inputs;
 using gradcheck_inputs::param;
 using gradcheck_inputs::param_away_from_zero;
+using gradcheck_inputs::param_distinct;
 using gradcheck_inputs::Sizes;
 using gradcheck_inputs::unary_case;
 using kernels::BinaryOp;
@@ -643,6 +644,75 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   return where_named("masked_fill", "mask", mask, Tensor::scalar(value, x.dtype()), x);
 }
 
+// ----- comparisons: 0/1 masks, no gradient -----
+// Each case picks with the mask through where, whose gradient goes to the side picked: the mask
+// decides which, so a wrong mask fails the check against the picks it should have made.
+static void register_comparisons(OpRegistry& r) {
+  using F = Tensor (*)(const Tensor&, const Tensor&);
+  const auto comparison = [&r](const char* name, const char* forward, const char* label, F pick,
+                               const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    r.add(
+        {.name = name,
+         .forward = forward,
+         .vjp = "none (a 0/1 mask)",
+         .kernel = "kernels/elementwise",
+         .tests = "elementwise_test; ops_test: vs torch",
+         .cases = {{label,
+                    [](Generator& g, DType d, const Sizes& s) {
+                      return Inputs{param_distinct({s.B, s.T, s.C}, g, d, 0.05),
+                                    param_distinct({s.C}, g, d, 0.05)};
+                    },
+                    // b moved off a's lattice: every |a − b| >= 0.0125, beyond f32's step
+                    [pick](const Inputs& in) { return pick(in[0], add_scalar(in[1], 0.0125)); }}}},
+        file, line);
+  };
+  comparison("gt", "`a > b` as 0/1", "where(gt(a, b), a, b), b (C,) broadcast",
+             [](const Tensor& a, const Tensor& b) { return where(gt(a, b), a, b); });
+  comparison("lt", "`a < b` as 0/1", "where(lt(a, b), a, b), b (C,) broadcast",
+             [](const Tensor& a, const Tensor& b) { return where(lt(a, b), a, b); });
+  comparison("ge", "`a ≥ b` as 0/1", "where(ge(b, a), b, a), b (C,) broadcast",
+             [](const Tensor& a, const Tensor& b) { return where(ge(b, a), b, a); });
+  comparison("le", "`a ≤ b` as 0/1", "where(le(b, a), b, a), b (C,) broadcast",
+             [](const Tensor& a, const Tensor& b) { return where(le(b, a), b, a); });
+  comparison("eq", "`a = b` as 0/1", "where(eq(a, a), a, b): all equal",
+             [](const Tensor& a, const Tensor& b) { return where(eq(a, a), a, b); });
+  comparison("ne", "`a ≠ b` as 0/1", "where(ne(a, b), a, b): none equal",
+             [](const Tensor& a, const Tensor& b) { return where(ne(a, b), a, b); });
+}
+
+namespace {
+Tensor compare(kernels::CompareOp op, const char* name, const Tensor& a, const Tensor& b) {
+  detail::check_floating_pair(name, a, b);
+  const Shape shape = detail::broadcast_shapes(a.shape(), b.shape(), name);
+  const Tensor ea = detail::contiguous_data(detail::expand_view(a, shape));
+  const Tensor eb = detail::contiguous_data(detail::expand_view(b, shape));
+  Tensor mask = Tensor::empty(shape, a.dtype());
+  dispatch_floating(a.dtype(), name, [&]<typename T>() {
+    kernels::compare<T>(op, mask.data<T>(), ea.data<T>(), eb.data<T>(), mask.numel());
+  });
+  return mask;  // not recorded: a mask has no gradient
+}
+Tensor compare(kernels::CompareOp op, const char* name, const Tensor& x, double s) {
+  if (!x.defined()) throw std::invalid_argument(std::string(name) + ": undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating(name, x.dtype());
+  return compare(op, name, x, Tensor::scalar(s, x.dtype()));
+}
+}  // namespace
+
+using kernels::CompareOp;
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(CompareOp::gt, "gt", a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(CompareOp::lt, "lt", a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(CompareOp::ge, "ge", a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(CompareOp::le, "le", a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(CompareOp::eq, "eq", a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(CompareOp::ne, "ne", a, b); }
+Tensor gt(const Tensor& x, double s) { return compare(CompareOp::gt, "gt", x, s); }
+Tensor lt(const Tensor& x, double s) { return compare(CompareOp::lt, "lt", x, s); }
+Tensor ge(const Tensor& x, double s) { return compare(CompareOp::ge, "ge", x, s); }
+Tensor le(const Tensor& x, double s) { return compare(CompareOp::le, "le", x, s); }
+Tensor eq(const Tensor& x, double s) { return compare(CompareOp::eq, "eq", x, s); }
+Tensor ne(const Tensor& x, double s) { return compare(CompareOp::ne, "ne", x, s); }
+
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
@@ -658,9 +728,10 @@ Tensor operator*(double s, const Tensor& x) { return mul_scalar(x, s); }
 Tensor operator/(double s, const Tensor& x) { return rdiv_scalar(s, x); }
 
 void detail::register_elementwise_ops(OpRegistry& r) {
-  for (auto* section : {register_add, register_sub, register_mul, register_div, register_add_scalar,
-                        register_mul_scalar, register_pointwise, register_pow, register_gelu,
-                        register_clamp, register_where, register_cast, register_derived})
+  for (auto* section :
+       {register_add, register_sub, register_mul, register_div, register_add_scalar,
+        register_mul_scalar, register_pointwise, register_pow, register_gelu, register_clamp,
+        register_where, register_cast, register_derived, register_comparisons})
     section(r);
 }
 

@@ -263,6 +263,32 @@ void unary_backward_impl(UnaryOp op, T* dx, const T* x, const T* y, const T* dy,
   }
 }
 
+// ---- Comparisons ---------------------------------------------------------------------------
+
+template <typename T>
+void compare_impl(CompareOp op, T* out, const T* a, const T* b, int64_t n) {
+  const auto run = [&](auto holds) HWY_ATTR {
+    elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
+      const auto mask = holds(hn::LoadU(d, a + i), hn::LoadU(d, b + i));
+      hn::StoreU(hn::IfThenElseZero(mask, hn::Set(d, T(1))), d, out + i);
+    });
+  };
+  switch (op) {
+    case CompareOp::gt:
+      return run([](auto x, auto y) HWY_ATTR { return hn::Gt(x, y); });
+    case CompareOp::lt:
+      return run([](auto x, auto y) HWY_ATTR { return hn::Lt(x, y); });
+    case CompareOp::ge:
+      return run([](auto x, auto y) HWY_ATTR { return hn::Ge(x, y); });
+    case CompareOp::le:
+      return run([](auto x, auto y) HWY_ATTR { return hn::Le(x, y); });
+    case CompareOp::eq:
+      return run([](auto x, auto y) HWY_ATTR { return hn::Eq(x, y); });
+    case CompareOp::ne:  // not Ne: on AVX-512 it is _CMP_NEQ_OQ, false for NaN (C++'s != is true)
+      return run([](auto x, auto y) HWY_ATTR { return hn::Not(hn::Eq(x, y)); });
+  }
+}
+
 // ---- Clamp ---------------------------------------------------------------------------------
 
 // torch.clamp: lo where x < lo, then hi where that is > hi, so lo > hi gives hi everywhere. Two
@@ -348,6 +374,7 @@ void fill_impl(T* out, T value, int64_t n) {
 
 // ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
+ATTOGRAD_KERNEL_TARGET(compare);
 ATTOGRAD_KERNEL_TARGET(binary_forward);
 ATTOGRAD_KERNEL_TARGET(binary_scalar_right);
 ATTOGRAD_KERNEL_TARGET(binary_scalar_left);
@@ -370,6 +397,9 @@ namespace attograd::kernels {
 
 // The public kernels: each forwards to the f32 or f64 export for the best target of this CPU and
 // is instantiated for float and double (ATTOGRAD_KERNEL, dispatch.h).
+
+ATTOGRAD_KERNEL(void, compare, (CompareOp op, T* out, const T* a, const T* b, int64_t n),
+                (op, out, a, b, n));
 
 ATTOGRAD_KERNEL(void, binary_forward, (BinaryOp op, T* out, const T* a, const T* b, int64_t n),
                 (op, out, a, b, n));

@@ -17,6 +17,14 @@ enum class BinaryOp { add, sub, mul, div };
 /// relu'(0) is taken as 0, as in PyTorch; so is abs'(0) (and abs'(NaN)): abs' = sign(x).
 enum class UnaryOp { neg, exp, log, tanh, sqrt, relu, sigmoid, abs, sin, cos };
 
+/// The comparisons of torch.gt, lt, ge, le, eq, ne.
+enum class CompareOp { gt, lt, ge, le, eq, ne };
+
+/// out[i] = 1 where a[i] op b[i] holds, else 0, for i < n: IEEE comparisons, so a NaN on
+/// either side makes every comparison false but ne. out may alias a or b.
+template <typename T>
+void compare(CompareOp op, T* out, const T* a, const T* b, int64_t n);
+
 /// out[i] = a[i] op b[i] for i < n. out may alias a or b.
 template <typename T>
 void binary_forward(BinaryOp op, T* out, const T* a, const T* b, int64_t n);

@@ -55,6 +55,34 @@ T apply(UnaryOp op, T x) {
 }
 
 template <typename T>
+void compare(CompareOp op, T* out, const T* a, const T* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    bool holds = false;
+    switch (op) {
+      case CompareOp::gt:
+        holds = a[i] > b[i];
+        break;
+      case CompareOp::lt:
+        holds = a[i] < b[i];
+        break;
+      case CompareOp::ge:
+        holds = a[i] >= b[i];
+        break;
+      case CompareOp::le:
+        holds = a[i] <= b[i];
+        break;
+      case CompareOp::eq:
+        holds = a[i] == b[i];
+        break;
+      case CompareOp::ne:
+        holds = a[i] != b[i];
+        break;
+    }
+    out[i] = holds ? T(1) : T(0);
+  }
+}
+
+template <typename T>
 void binary_forward(BinaryOp op, T* out, const T* a, const T* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = apply(op, a[i], b[i]);
 }

@@ -1178,3 +1178,30 @@ BOOST_AUTO_TEST_CASE(var_std_min_squeeze_and_softmax_over_any_dim_match_torch) {
       "unsqueeze: dimension 3 is out of range for a 2-d tensor (a new dimension goes at 0 to 2, "
       "or −1 to −3 from the end)");
 }
+
+// The comparisons as torch gives them: torch.gt(a, b).double() etc. for a = [[1, nan, 3]],
+// b = [[2], [1]] broadcast to (2, 3); a NaN compares false but for ne.
+BOOST_AUTO_TEST_CASE(comparisons_match_torch) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor a = Tensor::from_vector({1, nan, 3}, {1, 3}, DType::f64);
+  const Tensor b = Tensor::from_vector({2, 1}, {2, 1}, DType::f64);
+  BOOST_TEST(allclose(gt(a, b).to_vector(), {0, 0, 1, 0, 0, 1}, 0, 0));
+  BOOST_TEST(allclose(lt(a, b).to_vector(), {1, 0, 0, 0, 0, 0}, 0, 0));
+  BOOST_TEST(allclose(ge(a, b).to_vector(), {0, 0, 1, 1, 0, 1}, 0, 0));
+  BOOST_TEST(allclose(le(a, b).to_vector(), {1, 0, 0, 1, 0, 0}, 0, 0));
+  BOOST_TEST(allclose(eq(a, b).to_vector(), {0, 0, 0, 1, 0, 0}, 0, 0));
+  BOOST_TEST(allclose(ne(a, b).to_vector(), {1, 1, 1, 0, 1, 1}, 0, 0));
+  BOOST_TEST((gt(a, b).shape() == Shape{2, 3}));
+  BOOST_TEST(allclose(gt(a, 1.5).to_vector(), {0, 0, 1}, 0, 0));  // a > 1.5
+  // A mask for where and masked_fill: relu by hand, and NaN replaced.
+  const Tensor x = Tensor::from_vector({-1, 2, -3, 4}, {4}, DType::f32).set_requires_grad();
+  const Tensor y = where(gt(x, 0.0), x, Tensor::zeros({}, DType::f32));
+  BOOST_TEST(allclose(y.to_vector(), {0, 2, 0, 4}, 0, 0));
+  sum(y).backward();
+  BOOST_TEST(allclose(x.grad().to_vector(), {0, 1, 0, 1}, 0, 0));
+  BOOST_TEST(!gt(x, 0.0).requires_grad());
+  BOOST_TEST(allclose(masked_fill(a, ne(a, a), 0.0).to_vector(), {1, 0, 3}, 0, 0));
+  expect_throw_with<std::invalid_argument>([&] { gt(a, Tensor::zeros({2}, DType::f64)); },
+                                           "gt: shapes (1, 3) and (2,) cannot be broadcast");
+  expect_throw_with<std::invalid_argument>([&] { eq(a, cast(a, DType::f32)); }, "eq:");
+}
