@@ -212,7 +212,7 @@ bool read_exact(int fd, char* out, size_t n, uint64_t offset, const std::string&
 // One tensor's entry, every number range-checked; data_size bounds the offsets.
 SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, uint64_t data_size,
                              const std::string& path) {
-  const std::string where = "tensor '" + name + "'";
+  const std::string where = "tensor '" + json_key_text(name) + "'";
   if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
     fail(path, where + " has a malformed entry " + json_excerpt(v) +
                    ": expected {\"dtype\", \"shape\", \"data_offsets\"}");
@@ -363,7 +363,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
       // The format keeps metadata as strings (the reference implementation refuses anything else).
       for (auto m = it.value().begin(); m != it.value().end(); ++m) {
         if (!m.value().is_string())
-          fail(path, "__metadata__ '" + m.key() + "' is " + json_excerpt(m.value()) +
+          fail(path, "__metadata__ '" + json_key_text(m.key()) + "' is " + json_excerpt(m.value()) +
                          ", not a string (the format keeps metadata as strings)");
         f.metadata_[m.key()] = m.value().get<std::string>();
       }

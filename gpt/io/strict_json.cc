@@ -1,5 +1,7 @@
 #include "gpt/io/strict_json.h"
 
+#include "gpt/io/utf8.h"
+
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -8,6 +10,20 @@
 #include <vector>
 
 namespace attograd::gpt {
+
+namespace {
+
+// text cut to at most `max` bytes, "..." in place of the rest, never inside a UTF-8 character
+// (a lone lead byte printed by the CLI, a U+FFFD on the page).
+std::string shortened(std::string text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t cut = max - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
+  return text + "...";
+}
+
+}  // namespace
 
 nlohmann::json parse_json(std::string_view text, const std::string& what) {
   struct Object {
@@ -31,10 +47,11 @@ nlohmann::json parse_json(std::string_view text, const std::string& what) {
     if (event == E::key) {
       last_key = parsed.get<std::string>();
       if (!open.back().keys.insert(last_key).second)
-        throw std::runtime_error(
-            what + " has the key '" + last_key + "' twice" +
-            (open.size() > 1 ? " in the entry '" + open.back().name + "'" : std::string()) +
-            " (a JSON parser keeps only one of them: which is ambiguous)");
+        throw std::runtime_error(what + " has the key '" + json_key_text(last_key) + "' twice" +
+                                 (open.size() > 1
+                                      ? " in the entry '" + json_key_text(open.back().name) + "'"
+                                      : std::string()) +
+                                 " (a JSON parser keeps only one of them: which is ambiguous)");
     }
     return true;
   };
@@ -46,7 +63,9 @@ nlohmann::json parse_json(std::string_view text, const std::string& what) {
     std::string detail = e.what();
     if (detail.rfind("[json.exception.", 0) == 0 && detail.find("] ") != std::string::npos)
       detail.erase(0, detail.find("] ") + 2);
-    throw std::runtime_error(what + " is not valid JSON: " + detail);
+    // The parser quotes what it last read, which may be a 50 MB number or hold control bytes.
+    throw std::runtime_error(what +
+                             " is not valid JSON: " + shortened(escape_controls(detail), 300));
   }
 }
 
@@ -59,30 +78,15 @@ std::optional<uint64_t> json_uint(const nlohmann::json& v, uint64_t max) {
 }
 
 std::string json_excerpt(const nlohmann::json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  return shortened(
+      escape_c1_controls(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)), 60);
 }
 
 std::string json_key_text(const std::string& key) {
   // dump() escapes C0 controls, quotes and backslashes; a parsed key is valid UTF-8.
-  const std::string quoted = nlohmann::json(key).dump();
-  std::string out;
-  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
-    const auto ch = static_cast<unsigned char>(quoted[i]);
-    // dump() keeps C1 controls (U+0080 to U+009F, bytes C2 80 to C2 9F) raw, and a raw U+0085
-    // breaks the message's line in some terminals: escaped as JSON would spell them.
-    if (ch == 0xC2 && static_cast<unsigned char>(quoted[i + 1]) <= 0x9F) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      const auto second = static_cast<unsigned char>(quoted[++i]);
-      out += "\\u00";
-      out += kHex[second >> 4];
-      out += kHex[second & 15];
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  return out;
+  const std::string quoted =
+      nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return shortened(escape_c1_controls(quoted.substr(1, quoted.size() - 2)), 80);
 }
 
 JsonFields::JsonFields(nlohmann::json object, std::string what)

@@ -42,11 +42,13 @@ nlohmann::json parse_json(std::string_view text, const std::string& what);
 /// float even when integral (70.9, 2.0, 1e3), a value above max (2^64), a string, a bool.
 std::optional<uint64_t> json_uint(const nlohmann::json& v, uint64_t max);
 
-/// v as text for an error message: at most 60 characters (a huge array stays short).
+/// v as text for an error message: its JSON with control characters (C0 and C1) escaped, at most
+/// 60 bytes (a huge array or a 50 MB string stays short), never cut inside a UTF-8 character.
 std::string json_excerpt(const nlohmann::json& v);
 
 /// A key of a parsed JSON object as an error message can print it whole: control characters
-/// (C0 and C1) as JSON escapes ("a\u0000b", "\u0085"), the rest as it is, no quotes added. A raw
+/// (C0 and C1) as JSON escapes ("a\u0000b", "\u0085"), the rest as it is, no quotes added, at
+/// most 80 bytes ("..." for the rest, never inside a UTF-8 character). A raw
 /// NUL cut the message short where it was printed as a C string (issue 31, kind 14).
 std::string json_key_text(const std::string& key);
 
@@ -238,6 +240,10 @@ std::string json_to_field(const nlohmann::json& v, const F& f, V& out) {
       const std::string problem = path_to_write_problem(v.get<std::string>());
       if (!problem.empty()) return "a path to write (" + problem + ")";
     }
+    // No string a config file sets (a path, a corpus, a name) holds a control character: a NUL
+    // ended a corpus path early where it was opened, training on another file (issue 31).
+    if (!path_to_write_problem(v.get<std::string>()).empty())
+      return "a string without control characters";
     out = v.get<std::string>();
   }
   return "";

@@ -244,11 +244,23 @@ std::string escaped(std::string_view bytes, bool quotes) {
       out += "\\x";
       out += kHex[ch >> 4];
       out += kHex[ch & 15];
-    } else if (utf8 && ch == 0xC2 && i + 1 < bytes.size() &&
-               static_cast<unsigned char>(bytes[i + 1]) <= 0x9F) {
-      // A C1 control (U+0080 to U+009F, two bytes C2 80 to C2 9F): U+0085 (NEL) printed raw
-      // breaks the line in some terminals, the others move the cursor (issue 31, kind 14).
-      const auto second = static_cast<unsigned char>(bytes[++i]);
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return utf8 ? escape_c1_controls(out) : out;
+}
+
+}  // namespace
+
+std::string escape_c1_controls(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(text[i]);
+    // A C1 control (U+0080 to U+009F, two bytes C2 80 to C2 9F): U+0085 (NEL) printed raw
+    // breaks the line in some terminals, the others move the cursor (issue 31, kind 14).
+    if (ch == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      const auto second = static_cast<unsigned char>(text[++i]);
       out += "\\u00";
       out += kHex[second >> 4];
       out += kHex[second & 15];
@@ -258,8 +270,6 @@ std::string escaped(std::string_view bytes, bool quotes) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string escape_bytes(std::string_view bytes) { return escaped(bytes, true); }
 

@@ -97,6 +97,10 @@ std::string code_point_hex(char32_t cp);
 /// they are. Never throws (except std::bad_alloc).
 std::string escape_bytes(std::string_view bytes);
 
+/// `text` (valid UTF-8) with each C1 control character (U+0080 to U+009F) written \u0085, the
+/// rest as it is: what JSON's own escaping (C0 only) leaves for a terminal to misread.
+std::string escape_c1_controls(std::string_view text);
+
 /// As escape_bytes, but quotes and backslashes are kept as they are: text for a reader (a figure's
 /// title or label) rather than for a quoted string. Still one line, with no control byte.
 std::string escape_controls(std::string_view bytes);

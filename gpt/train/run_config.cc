@@ -96,7 +96,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (std::find(sections.begin(), sections.end(), it.key()) == sections.end()) {
       const std::string near = nearest_name(it.key(), sections);
-      throw std::invalid_argument(what + " has no section '" + it.key() + "'" +
+      throw std::invalid_argument(what + " has no section '" + json_key_text(it.key()) + "'" +
                                   (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                                   "; its sections are " + join_names(sections, "and"));
     }

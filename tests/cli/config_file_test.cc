@@ -87,6 +87,18 @@ BOOST_AUTO_TEST_CASE(a_bad_file_is_refused_with_the_key_named) {
       // would take as a line break.
       {"{\"train\": {\"bach\u0085size\": 4}}",
        "\"train\" has no key 'bach\\u0085size'; its keys are"},
+      // A NUL in a path ended it early where it was opened: another file was read.
+      {R"({"run": {"corpus": "/tmp/corpus.txt\u0000junk"}})",
+       R"(run: corpus (--corpus) is "/tmp/corpus.txt\u0000junk", expected a string without )"
+       "control characters"},
+      // Keys and sections named in the reader's own messages are escaped, and values too.
+      {R"({"train": {"a\u0000b": 1, "a\u0000b": 2}})", "has the key 'a\\u0000b' twice"},
+      {R"({"tra\u0000in": {}})", "has no section 'tra\\u0000in'"},
+      {"{\"model\": {\"pos_encoding\": \"r\u0085ope\"}}",
+       "model: pos_encoding (--pos-encoding) is \"r\\u0085ope\", expected"},
+      // A long value is cut, never inside a character: 55 'a' then 'é' (2 bytes) at 56-57.
+      {"{\"train\": {\"batch_size\": \"" + std::string(55, 'a') + "\u00e9\u00e9\"}}",
+       "batch_size (--batch-size) is \"" + std::string(55, 'a') + "...,"},
   };
   for (const auto& [text, message] : cases) {
     const auto r = run_cli("train --config " + dir.file("bad.json", text) + " --out " +
