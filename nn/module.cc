@@ -111,22 +111,22 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
   if (!value.defined())
     throw std::invalid_argument("register_parameter: '" + name + "' is an undefined tensor");
   if (ParameterArena* arena = ParameterArena::open_arena()) {
-    if (value.requires_grad() && value.is_leaf()) {
-      // A parameter already (another module's): tied, the same tensor under a second name, as
-      // without an arena. A copy would train apart and be listed twice by named_parameters().
-      const bool pending =
-          std::any_of(arena->pending_.begin(), arena->pending_.end(),
-                      [&](const auto& entry) { return entry.first.is_same(value); });
-      if (!pending)
-        throw std::invalid_argument(
-            "register_parameter: '" + name +
-            "' is a trainable tensor that the open ParameterArena does not hold (a parameter of "
-            "a module built before it was opened, or in another arena), so it can be neither "
-            "tied nor laid out here; build both modules while the arena is open, or register "
-            "value.detach() for a parameter of its own that starts from a copy");
+    // A parameter the arena holds already (another module's, trainable or frozen): tied, the
+    // same tensor under a second name, as without an arena; its requires_grad stays as set. A
+    // copy would train apart and be listed twice by named_parameters().
+    const bool pending = std::any_of(arena->pending_.begin(), arena->pending_.end(),
+                                     [&](const auto& entry) { return entry.first.is_same(value); });
+    if (pending) {
       params_.emplace_back(name, value);
       return value;
     }
+    if (value.requires_grad() && value.is_leaf())
+      throw std::invalid_argument(
+          "register_parameter: '" + name +
+          "' is a trainable tensor that the open ParameterArena does not hold (a parameter of "
+          "a module built before it was opened, or in another arena), so it can be neither "
+          "tied nor laid out here; build both modules while the arena is open, or register "
+          "value.detach() for a parameter of its own that starts from a copy");
     return register_parameter(name, value.shape(), value.dtype(),
                               [value](Tensor& p) { p.copy_from(value); });
   }

@@ -88,9 +88,9 @@ class Module {
                             std::function<void(Tensor&)> init);
   /// Adds a parameter holding value's values. Without an open arena that is `value` itself (now
   /// requiring grad); with one, a new parameter that gets a copy when the arena is allocated,
-  /// unless `value` is already a parameter (a trainable leaf): then it is tied, the same tensor
-  /// under a second name (listed once by named_parameters()), when the open arena holds it, and
-  /// refused (std::invalid_argument) when it does not.
+  /// unless `value` is a parameter the open arena holds (trainable or frozen): then it is tied,
+  /// the same tensor under a second name (listed once by named_parameters(), its requires_grad
+  /// as set). A trainable leaf the arena does not hold is refused (std::invalid_argument).
   Tensor register_parameter(const std::string& name, Tensor value);
 
   /// Adds a buffer (torch's register_buffer): a tensor that belongs to the module but is not a

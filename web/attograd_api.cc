@@ -61,6 +61,12 @@ namespace {
 
 using json = nlohmann::json;
 
+// x as JSON, which has no NaN or infinity: those as the strings "nan", "inf" and "-inf".
+json number_json(double x) {
+  if (std::isfinite(x)) return x;
+  return std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
+}
+
 // A (rows, cols) tensor as nested arrays; -inf (the causal mask's entries) as null, which JSON
 // cannot spell otherwise, and an overflow to +inf or a NaN as the strings "inf" and "nan" (so
 // that the page does not draw them as the mask's -inf).
@@ -72,10 +78,7 @@ json matrix_json(const Tensor& t) {
     json row = json::array();
     for (int64_t c = 0; c < cols; ++c) {
       const double x = v[static_cast<size_t>(r * cols + c)];
-      row.push_back(std::isfinite(x) ? json(x)
-                    : std::isnan(x)  ? json("nan")
-                    : x > 0          ? json("inf")
-                                     : json(nullptr));
+      row.push_back(std::isinf(x) && x < 0 ? json(nullptr) : number_json(x));
     }
     out.push_back(row);
   }
@@ -105,6 +108,16 @@ class Request {
   std::string string(const std::string& key, const std::string& fallback) {
     return has(key) ? fields_.string(key) : fallback;
   }
+  /// A name (a kind, preset, op, dtype, word) or a path: a string of at most `max` bytes
+  /// without control characters. Every message that names one prints it, and a NUL would cut
+  /// that message, or a path, short (issue 31).
+  std::string name(const std::string& key, const std::string& fallback, size_t max = 256) {
+    return has(key) ? checked_name(key, fields_.string(key), max) : fallback;
+  }
+  std::string name(const std::string& key, size_t max = 256) {
+    if (!has(key)) throw std::invalid_argument(what() + " needs the field '" + key + "'");
+    return checked_name(key, fields_.string(key), max);
+  }
   bool boolean(const std::string& key, bool fallback) {
     return has(key) ? fields_.boolean(key) : fallback;
   }
@@ -127,7 +140,9 @@ class Request {
       throw std::invalid_argument(what() + ": " + key + " is " + gpt::json_excerpt(v) +
                                   ", expected an array of 1 to " + std::to_string(max) +
                                   " strings");
-    return v.get<std::vector<std::string>>();
+    std::vector<std::string> out;
+    for (const json& word : v) out.push_back(checked_name(key, word.get<std::string>(), 256));
+    return out;
   }
   /// The rows of S's table that `keep` accepts and a config file holds, read as --config reads
   /// them (gpt::read_config_section: "request 'model_new': beta2 (--beta2) is 1, expected a
@@ -161,6 +176,13 @@ class Request {
 
  private:
   std::string what() const { return "request '" + cmd_ + "'"; }
+  std::string checked_name(const std::string& key, const std::string& value, size_t max) const {
+    if (value.size() > max || !gpt::path_to_write_problem(value).empty())
+      throw std::invalid_argument(what() + ": " + key + " is " + gpt::json_excerpt(json(value)) +
+                                  ", expected a name of at most " + std::to_string(max) +
+                                  " bytes without control characters");
+    return value;
+  }
 
   gpt::JsonFields fields_;
   std::string cmd_;
@@ -176,7 +198,7 @@ class Request {
 json attention(Request& r) {
   const std::string q_text = r.string("Q"), k_text = r.string("K"), v_text = r.string("V");
   const bool scale = r.boolean("scale", true), causal = r.boolean("causal", true);
-  const std::string by = r.string("softmax_by", "row");
+  const std::string by = r.name("softmax_by", "row");
   r.finish();
   if (by != "row" && by != "column")
     throw std::invalid_argument("softmax_by must be 'row' or 'column', got '" + by + "'");
@@ -347,14 +369,14 @@ json model_new(Request& r) {
   if (from_file && r.has("text"))
     throw std::invalid_argument(
         "request 'model_new' has both 'text' and 'text_file': give the text to train on once");
-  const std::string path = from_file ? r.string("text_file") : "";
+  const std::string path = from_file ? r.name("text_file", 4096) : "";
   std::string text = from_file ? "" : r.string("text");
-  const gpt::ModelKind kind = gpt::parse_model_kind(r.string("kind", "gpt"));
+  const gpt::ModelKind kind = gpt::parse_model_kind(r.name("kind", "gpt"));
   // The model's settings and the training options as a config file's "model" and "train"
   // sections hold them (gpt/train/run_config.h), each row under its JSON name with its range:
   // every option `attograd train` takes reaches the page by itself.
   gpt::ConfigOverrides overrides;
-  overrides.preset = r.string("preset", "femto");
+  overrides.preset = r.name("preset", "femto");
   overrides.given = r.section(overrides.values, [](const auto& f) {
     return std::string_view(f.name) != "vocab_size";  // the vocabulary is the text's
   });
@@ -363,6 +385,8 @@ json model_new(Request& r) {
   // "seed" (a TrainOptions row, read above) seeds the batches and the weights alike.
   const uint64_t seed = options.seed;
   r.finish();
+  // A setting the model's kind never reads (a bigram's n_layer) is refused, as train refuses it.
+  gpt::refuse_unused_overrides(overrides, kind);
 
   const std::string source =
       from_file ? std::filesystem::path(path).filename().string() : "the text";
@@ -374,9 +398,8 @@ json model_new(Request& r) {
     throw std::invalid_argument(source + " is not UTF-8 text: " + bad->message() +
                                 "; save it as UTF-8 (an editor's \"Save as\" offers the encoding)");
   auto tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(text));
-  gpt::GPTConfig config = overrides.applied_to(gpt::preset(overrides.preset));
-  config.vocab_size = tokenizer->vocab_size();
-  config.validate();
+  // As `attograd train` builds it: a bigram or average model has one head.
+  const gpt::GPTConfig config = gpt::build_config(overrides, tokenizer->vocab_size(), kind);
   options.corpus = "page";
   options.validate();
 
@@ -670,7 +693,7 @@ json batch_loss(Request& r) {
 // {"cmd": "save", "path"}: the CLI's checkpoint (Trainer::save: weights, config, tokenizer,
 // optimizer state) written to `path` in the module's file system.
 json save(Request& r) {
-  const std::string path = r.string("path");
+  const std::string path = r.name("path", 4096);
   r.finish();
   Workspace& w = require_trainer();
   w.trainer->save(path);
@@ -680,7 +703,7 @@ json save(Request& r) {
 // {"cmd": "load", "path"}: a checkpoint the CLI (or save) wrote, as `attograd sample` opens it.
 // The model can then be looked at and sampled from; training it needs its text (model_new).
 json load(Request& r) {
-  const std::string path = r.string("path");
+  const std::string path = r.name("path", 4096);
   r.finish();
   gpt::Session s = gpt::open_checkpoint(path);
   s.require_tokenizer_matches();
@@ -708,8 +731,8 @@ json ops(Request& r) {
 // {"cmd": "gradcheck", "op", "dtype": "f64" | "f32", "seed"}: each case's analytic VJP against
 // central differences (run_gradcheck), with the largest errors per input.
 json gradcheck(Request& r) {
-  const std::string name = r.string("op");
-  const std::string dtype_name = r.string("dtype", "f64");
+  const std::string name = r.name("op");
+  const std::string dtype_name = r.name("dtype", "f64");
   const uint64_t seed = r.seed("seed").value_or(0);
   r.finish();
   const OpEntry* entry = op_registry().find(name);

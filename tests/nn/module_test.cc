@@ -360,6 +360,22 @@ BOOST_AUTO_TEST_CASE(a_weight_tied_inside_an_arena_is_one_tensor) {
         "register_parameter: 'tied' is a trainable tensor that the open ParameterArena does not "
         "hold");
   }
+  // A frozen parameter the arena holds is tied as well, and stays frozen (it was copied, and the
+  // copy trained).
+  {
+    ParameterArena frozen_arena;
+    Shares frozen(gen, Tensor());  // fc.weight tied as before; freeze it, then tie it again
+    frozen.fc->weight.set_requires_grad(false);
+    class Again : public Module {
+     public:
+      explicit Again(const Tensor& w) { tied = register_parameter("w", w); }
+      Tensor tied;
+    } again(frozen.fc->weight);
+    BOOST_TEST(again.tied.is_same(frozen.fc->weight));
+    BOOST_TEST(!again.tied.requires_grad());
+    frozen_arena.allocate(frozen);
+    BOOST_TEST(frozen_arena.params().numel() == 9);
+  }
   // A tensor that is not a parameter is still copied into the arena, as before.
   ParameterArena third;
   Shares copied(gen, Tensor::ones({3, 3}, DType::f64));

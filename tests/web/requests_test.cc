@@ -78,6 +78,30 @@ BOOST_AUTO_TEST_CASE(numbers_are_read_as_strictly_as_a_config_file) {
       {R"([{"cmd": "info"}])", "a request is a JSON object whose \"cmd\" names a command"},
       {R"({"cmd": "info")", "the request is not valid JSON"},
   };
+  // Names and paths are printed by the messages that refuse them: a NUL cut the message (and a
+  // path) short, a C1 control was printed raw, and a 50 MB name came back whole.
+  const std::string long_op = R"({"cmd": "gradcheck", "op": ")" + std::string(5000, 'x') + "\"}";
+  const std::pair<std::string, std::string> names[] = {
+      {R"({"cmd": "gradcheck", "op": "x\u0085y\u0000z"})",
+       R"(request 'gradcheck': op is "x\u0085y\u0000z", expected a name of at most 256 bytes )"
+       "without control characters"},
+      {R"({"cmd": "attention", "Q": "1", "K": "1", "V": "1", "softmax_by": "r\u0000"})",
+       R"(request 'attention': softmax_by is "r\u0000", expected a name)"},
+      {R"({"cmd": "load", "path": "/tmp/a.safetensors\u0000junk"})",
+       R"(request 'load': path is "/tmp/a.safetensors\u0000junk", expected a name of at most )"
+       "4096 bytes"},
+      {R"({"cmd": "order", "words": ["dog", "x\u0085"]})", R"(words is "x\u0085", expected)"},
+      {long_op, "request 'gradcheck': op is \"" + std::string(56, 'x') + "..., expected"},
+      {R"({"cmd": "info", "k\u0085)" + std::string(300, 'k') + R"(": 1})",
+       R"(request 'info' has no field 'k\u0085kkkkkkkkkkk)"},
+  };
+  for (const auto& [request, message] : names) {
+    BOOST_TEST_CONTEXT(request.substr(0, 100)) {
+      const std::string error = error_of(call_text(request));
+      BOOST_TEST(error.find(message) != std::string::npos, error);
+      BOOST_TEST(error.size() < 400u);
+    }
+  }
   for (const auto& [request, message] : cases) {
     BOOST_TEST_CONTEXT(request) {
       const std::string error = error_of(call_text(request));
@@ -125,8 +149,20 @@ BOOST_AUTO_TEST_CASE(model_new_reads_the_config_tables_and_a_refusal_keeps_the_m
       BOOST_TEST(error.find(message) != std::string::npos, error);
     }
   }
+  // A setting the model's kind never reads is refused as `train --model bigram` refuses it; a
+  // bigram or average model has one head, so the preset's 3 need not divide its n_embd.
+  const std::string unused =
+      error_of(call({{"cmd", "model_new"}, {"text", text}, {"kind", "bigram"}, {"n_layer", 4}}));
+  BOOST_TEST(unused.find("--n-layer does not apply to --model bigram") != std::string::npos,
+             unused);
   // The model of the first request, 2 steps trained, goes on.
   BOOST_TEST(call({{"cmd", "train"}, {"steps", 1}})["ok"]["step"].get<int64_t>() == 3);
+  const json average = call({{"cmd", "model_new"},
+                             {"text", text},
+                             {"kind", "average"},
+                             {"preset", "pico"},
+                             {"n_embd", 4}});
+  BOOST_TEST(average.contains("ok"), average.dump().substr(0, 300));
   // Every field `attograd train`'s config holds is read, with its name: an enum by its name.
   const json bf16 =
       call({{"cmd", "model_new"}, {"text", text}, {"mixed_precision", "bf16"}, {"n_layer", 2}});
