@@ -8,7 +8,7 @@ namespace attograd::cli {
 
 void add_config_options(CLI::App* cmd, gpt::ConfigOverrides& a, bool with_vocab) {
   cmd->add_option("--preset", a.preset, "model size: " + gpt::join_names(gpt::preset_names()))
-      ->check(CLI::IsMember(gpt::preset_names()))
+      ->check(one_of(gpt::preset_names()))
       ->capture_default_str();
   // Every field of GPTConfig's table, over the preset; vocab_size is the tokenizer's in train.
   add_override_options(cmd, a.values, a.given, "override: ",

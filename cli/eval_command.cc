@@ -170,7 +170,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
           ->check(kOutputPath);
   CLI::Option* keep_cr = add_keep_cr_flag(cmd, a->keep_cr);
   CLI::Option* split = cmd->add_option("--split", a->split, "val (last 10%) or train (first 90%)")
-                           ->check(CLI::IsMember({"val", "train"}))
+                           ->check(one_of({"val", "train"}))
                            ->capture_default_str();
   CLI::Option* max_tokens = cmd->add_option("--max-tokens", a->max_tokens,
                                             "evaluate at most this many predictions (0 = all)")

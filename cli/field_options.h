@@ -51,10 +51,9 @@ void check_range_of(CLI::Option* option, const F& f) {
   if constexpr (std::is_same_v<R, gpt::IntRange> || std::is_same_v<R, gpt::RealRange>)
     option->check(range_check(f.range));
   else if constexpr (std::is_same_v<R, gpt::Choices>)
-    option->check(
-        CLI::IsMember(std::vector<std::string>(f.range.names.begin(), f.range.names.end())));
+    option->check(one_of(std::vector<std::string>(f.range.names.begin(), f.range.names.end())));
   else if constexpr (std::is_same_v<R, gpt::Names>)
-    option->check(CLI::IsMember(f.range.names()));
+    option->check(one_of(f.range.names()));
   else if constexpr (std::is_same_v<R, gpt::PathToWrite>)
     option->check(kOutputPath);
   else if constexpr (std::is_same_v<V, uint64_t>)

@@ -463,9 +463,7 @@ void add_figure_command(CLI::App& app, int& exit_code) {
     names.push_back(k.name);
     described.push_back(std::string(k.name) + " (" + k.help + ")");
   }
-  cmd->add_option("kind", a->kind, gpt::join_names(described))
-      ->check(CLI::IsMember(names))
-      ->required();
+  cmd->add_option("kind", a->kind, gpt::join_names(described))->check(one_of(names))->required();
   add_config_options(cmd, a->config, /*with_vocab=*/true);
   cmd->add_option("--out", a->out,
                   "directory for <kind>.csv and the drawing (<kind>.svg, .png or .dot)")

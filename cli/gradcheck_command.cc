@@ -134,7 +134,7 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dtype", args->dtype,
                   "f64 (PyTorch's eps 1e-6, atol 1e-5, rtol 1e-3) or f32 (wider step)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f64", "f32"}));
+      ->check(one_of({"f64", "f32"}));
   cmd->add_option("--seed", args->seed, "seed for inputs and the random upstream gradient")
       ->check(kSeed)
       ->capture_default_str();

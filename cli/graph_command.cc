@@ -118,7 +118,7 @@ void add_graph_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--expr", a->expr,
                   "neuron (micrograd's, with gradients), sum ((a*b + c).sum()), attention "
                   "(softmax(causal_mask(Q Kᵀ/√2)) V) or femto (a GPT forward and loss)")
-      ->check(CLI::IsMember({"neuron", "sum", "attention", "femto"}))
+      ->check(one_of({"neuron", "sum", "attention", "femto"}))
       ->capture_default_str();
   cmd->add_option("--out", a->out,
                   "the .dot file (the .svg goes beside it), or - for DOT on stdout")

@@ -168,4 +168,16 @@ void refuse_empty_values(CLI::App& app) {
     refuse_empty_values(*command);
 }
 
+CLI::Validator one_of(std::vector<std::string> names) {
+  std::string set = "{";
+  for (size_t i = 0; i < names.size(); ++i) set += (i ? "," : "") + names[i];
+  set += "}";
+  return CLI::Validator(
+      [names = std::move(names), set](std::string& text) -> std::string {
+        if (std::find(names.begin(), names.end(), text) != names.end()) return "";
+        return gpt::escape_controls(text) + " not in " + set;
+      },
+      set);
+}
+
 }  // namespace attograd::cli

@@ -40,6 +40,11 @@ CLI::Validator integer_in(gpt::IntRange range);
 /// wrapped to 2^64 - 1.
 extern const CLI::Validator kSeed;
 
+/// The text must be one of `names`: CLI::IsMember's check and messages ("--model: trigram not in
+/// {gpt,bigram,average}"), with the text echoed escaped (a tab as \t, U+0085 as \u0085), never
+/// raw: a control character printed raw could break the line or move the cursor (issue 31).
+CLI::Validator one_of(std::vector<std::string> names);
+
 /// A path the command writes to (--out, --cache-dir, --markdown): one without control characters
 /// ("--out: the path \"r\nrun\" holds a control character (U+000A); choose a name without
 /// newlines, tabs or other control characters"). Such a name is almost always a mistake, and

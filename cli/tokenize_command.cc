@@ -147,7 +147,7 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tokenizer", a->tokenizer,
                   "gpt2 (default, GPT-2's 50,257-token BPE) or char (needs "
                   "--checkpoint or --corpus); default with --checkpoint: its own")
-      ->check(CLI::IsMember(gpt::tokenizer_kinds()));
+      ->check(one_of(gpt::tokenizer_kinds()));
   // No CLI::ExistingFile: a run directory is a checkpoint too (gpt::checkpoint_file), and a
   // missing path gets open_checkpoint_tokenizer's own message.
   auto* checkpoint = cmd->add_option("--checkpoint", a->checkpoint,

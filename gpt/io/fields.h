@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "gpt/io/utf8.h"
+
 namespace attograd::gpt {
 
 /// A closed range [min, max] of an integer setting, and what its bounds stand for when that is
@@ -180,8 +182,8 @@ void check_field(const F& f, const T& v, const std::string& owner) {
     bool known = false;
     for (const std::string& n : names) known = known || n == v;
     if (!known)
-      throw std::invalid_argument(where + f.name + " must be " + join_names(names) + ", got '" + v +
-                                  "'");
+      throw std::invalid_argument(where + f.name + " must be " + join_names(names) + ", got '" +
+                                  escape_controls(v) + "'");
   } else if constexpr (std::is_same_v<R, PathToWrite>) {
     if (const std::string problem = path_to_write_problem(v); !problem.empty())
       throw std::invalid_argument(where + f.name + ": " + problem);

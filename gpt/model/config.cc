@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "autograd/size_math.h"
+#include "gpt/io/utf8.h"
 #include "gpt/model/limits.h"
 
 namespace attograd::gpt {
@@ -79,8 +80,8 @@ GPTConfig preset(const std::string& name) {
     c.block_size = p.block_size, c.vocab_size = p.vocab_size;
     return c;
   }
-  throw std::invalid_argument("unknown preset '" + name + "' (expected " +
-                              join_names(preset_names()) + ")");
+  throw std::invalid_argument("unknown preset '" + escape_controls(name.substr(0, 40)) +
+                              "' (expected " + join_names(preset_names()) + ")");
 }
 
 std::vector<std::string> preset_names() {

@@ -11,6 +11,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
+#include "gpt/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -107,7 +108,8 @@ ModelKind parse_model_kind(const std::string& name) {
     if (!names.empty()) names += ", ";
     names += r.name;
   }
-  throw std::invalid_argument("unknown model '" + name.substr(0, 40) + "': choose one of " + names);
+  throw std::invalid_argument("unknown model '" + escape_controls(name.substr(0, 40)) +
+                              "': choose one of " + names);
 }
 
 int64_t num_parameters(ModelKind kind, const GPTConfig& c) {

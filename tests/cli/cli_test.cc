@@ -475,6 +475,8 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
        "--lr: expected a decimal number, got '1\\u0085\\t'"},
       {"train --steps \"$(printf '\\302\\205')\"",
        "--steps: must be an integer in [1, 9223372036854775807], got \\u0085"},
+      {"train --pos-encoding \"$(printf 'r\\302\\205')\"",
+       "--pos-encoding: r\\u0085 not in {learned,sinusoidal,rope}"},
       {"eval --checkpoint " + ckpt + " --max-tokens -1",
        "--max-tokens: must be an integer in " + any_int + ", got -1"},
       {"eval --hf-gpt2 " + ckpt + " --n-head 2.5",
