@@ -10,6 +10,8 @@
 
 #include "autograd/kernels/targets.h"
 #include "cli/command.h"
+#include "gpt/io/fields.h"
+#include "gpt/io/utf8.h"
 
 namespace {
 
@@ -65,6 +67,19 @@ int main(int argc, char** argv) {
   const auto registered = [&](std::string_view name) {
     return !app.get_subcommands([&](CLI::App* c) { return c->get_name() == name; }).empty();
   };
+  // A word that names no command (`attograd trian`): the nearest command, as git says it; the
+  // parser would say only "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-' && !registered(argv[1])) {
+    std::vector<std::string> names;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+      names.push_back(c->get_name());
+    const std::string near = attograd::gpt::nearest_name(argv[1], names);
+    report("unknown command '" +
+           attograd::gpt::escape_controls(std::string(argv[1]).substr(0, 40)) + "'" +
+           (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; the commands are " +
+           attograd::gpt::join_names(names, "and"));
+    return 2;
+  }
   if (argc > 1 && std::string_view(argv[1]) != "train" && registered(argv[1]) && !wants_help) {
     try {
       attograd::cli::refuse_several_ranks(argv[1]);

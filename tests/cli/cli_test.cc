@@ -469,6 +469,9 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
       {sample + " --temperature ''", "--temperature: expected a decimal number, got ''"},
       {sample + " --temperature 0x10", "--temperature: expected a decimal number, got '0x10'"},
       {"train --lr 0x1p3", "--lr: expected a decimal number, got '0x1p3'"},
+      // A misspelled command (issue 32, item 7): the parser said only "A subcommand is required".
+      {"trian --steps 10",
+       "unknown command 'trian' (did you mean 'train'?); the commands are train, sample, eval"},
       // A C1 control character typed into a number (U+0085, NEL: a line break to some
       // terminals) is echoed as its escape, as a tab or a newline is.
       {"train --lr \"$(printf '1\\302\\205\\t')\"",
