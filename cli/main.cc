@@ -129,8 +129,20 @@ int main(int argc, char** argv) {
       // command line often holds several (--batch_size=16 --max_iters=2000).
       std::vector<std::string> unknown;
       bool hinted = false;
+      bool after_option = false;  // the word before was an unknown --option without '='
       for (const std::string& extra : extras) {
-        if (extra.rfind("--", 0) != 0) continue;  // a value, or a word of a value
+        if (extra.rfind("--", 0) != 0) {
+          // A word that is no option's value: nanoGPT's positional config or a corpus file.
+          if (!after_option && command->get_option_no_throw("--corpus") != nullptr) {
+            unknown.push_back("'" + attograd::gpt::escape_controls(extra.substr(0, 80)) +
+                              "' (give a corpus as --corpus FILE; --config reads a JSON file "
+                              "of settings, not nanoGPT's Python)");
+            hinted = true;
+          }
+          after_option = false;
+          continue;
+        }
+        after_option = extra.find('=') == std::string::npos;
         const std::string hint = attograd::cli::did_you_mean(*command, extra);
         hinted |= !hint.empty();
         unknown.push_back(extra.substr(0, extra.find('=')) + hint);
@@ -141,7 +153,10 @@ int main(int argc, char** argv) {
           if (!listed.empty()) listed += "; ";
           listed += u;
         }
-        report((unknown.size() == 1 ? "unknown option " : "unknown options ") + listed);
+        const bool words = std::any_of(unknown.begin(), unknown.end(),
+                                       [](const std::string& u) { return u.front() == '\''; });
+        report(std::string(words ? "unknown argument" : "unknown option") +
+               (unknown.size() == 1 ? " " : "s ") + listed);
         return 2;
       }
     }

@@ -149,7 +149,17 @@ std::string did_you_mean(const CLI::App& command, const std::string& arg) {
       {"--lr-decay-iters", "--decay-steps"},
       {"--dataset", "--corpus"},
       {"--gradient-accumulation-steps", "--grad-accum"},
+      {"--start", "--prompt"},  // sample.py's
+      {"--dtype", "--mixed-precision"},
   };
+  // nanoGPT's settings that have no counterpart here, and why.
+  static constexpr std::pair<std::string_view, std::string_view> kNoCounterpart[] = {
+      {"--device", "attograd runs on the CPU, with --threads cores: drop it"},
+      {"--compile",
+       "attograd has no compile step, its kernels are compiled ahead of time: drop it"},
+  };
+  for (const auto& [theirs, why] : kNoCounterpart)
+    if (name == theirs) return " (" + std::string(why) + ")";
   for (const auto& [theirs, ours] : kNanoGpt)
     if (name == theirs && command.get_option_no_throw(std::string(ours)) != nullptr)
       return " (did you mean " + std::string(ours) + ", attograd's name for nanoGPT's " +

@@ -472,6 +472,17 @@ BOOST_AUTO_TEST_CASE(numeric_options_are_refused_out_of_range_never_changed) {
       // A misspelled command (issue 32, item 7): the parser said only "A subcommand is required".
       {"trian --steps 10",
        "unknown command 'trian' (did you mean 'train'?); the commands are train, sample, eval"},
+      // nanoGPT's habits: a positional config or corpus, and settings with no counterpart.
+      {"train config/train_shakespeare_char.py",
+       "unknown argument 'config/train_shakespeare_char.py' (give a corpus as --corpus FILE; "
+       "--config reads a JSON file of settings, not nanoGPT's Python)"},
+      {"train --device cpu --compile=False",
+       "unknown options --device (attograd runs on the CPU, with --threads cores: drop it); "
+       "--compile (attograd has no compile step, its kernels are compiled ahead of time: drop "
+       "it)"},
+      {"sample --start hi",
+       "unknown option --start (did you mean --prompt, attograd's name for "
+       "nanoGPT's start?)"},
       // A C1 control character typed into a number (U+0085, NEL: a line break to some
       // terminals) is echoed as its escape, as a tab or a newline is.
       {"train --lr \"$(printf '1\\302\\205\\t')\"",
