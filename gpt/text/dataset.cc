@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -151,7 +152,18 @@ NgramLoss ngram_cross_entropy(const std::vector<int64_t>& train, const std::vect
                                 " train and val tokens, got " + std::to_string(train.size()) +
                                 " and " + std::to_string(val.size()));
   int64_t keys = 1;  // V^n: every n-gram's key below it
-  for (int64_t i = 0; i < n; ++i) keys = checked_mul(keys, V, "ngram_cross_entropy: keys V^n");
+  for (int64_t i = 0; i < n; ++i) {
+    if (keys > std::numeric_limits<int64_t>::max() / V) {
+      // The largest N whose keys fit, to name the fix: i n-grams' worth fit, i + 1 do not.
+      throw std::overflow_error("ngram_cross_entropy: the keys of " + std::to_string(n) +
+                                "-grams over " + std::to_string(V) + " tokens (V^" +
+                                std::to_string(n) +
+                                ") do not fit in int64; use "
+                                "n <= " +
+                                std::to_string(i) + " for this vocabulary (ngram --n)");
+    }
+    keys *= V;
+  }
   check_ids(train, "train", V);
   check_ids(val, "val", V);
   // The table is train's n-gram keys, one int64 each: estimated and refused before any is made.

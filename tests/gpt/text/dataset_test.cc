@@ -245,7 +245,8 @@ BOOST_AUTO_TEST_CASE(ngram_cross_entropy_by_hand) {
       [] {
         ngram_cross_entropy({0, 1, 2}, {0, 1, 2}, int64_t{1} << 32, 3);
       },
-      "ngram_cross_entropy: keys V^n");
+      "ngram_cross_entropy: the keys of 3-grams over 4294967296 tokens (V^3) do not fit in int64; "
+      "use n <= 1 for this vocabulary (ngram --n)");
 }
 
 // The counted 8-gram of 2 million tokens that are all different n-grams: its table is one
