@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
       std::vector<std::string> unknown;
       bool hinted = false;
       bool after_option = false;  // the word before was an unknown --option without '='
+      bool words = false;         // a word that is no option is among them
       for (const std::string& extra : extras) {
         if (extra.rfind("--", 0) != 0) {
           // A word that is no option's value: nanoGPT's positional config or a corpus file.
@@ -137,7 +138,7 @@ int main(int argc, char** argv) {
             unknown.push_back("'" + attograd::gpt::escape_controls(extra.substr(0, 80)) +
                               "' (give a corpus as --corpus FILE; --config reads a JSON file "
                               "of settings, not nanoGPT's Python)");
-            hinted = true;
+            hinted = words = true;
           }
           after_option = false;
           continue;
@@ -153,8 +154,6 @@ int main(int argc, char** argv) {
           if (!listed.empty()) listed += "; ";
           listed += u;
         }
-        const bool words = std::any_of(unknown.begin(), unknown.end(),
-                                       [](const std::string& u) { return u.front() == '\''; });
         report(std::string(words ? "unknown argument" : "unknown option") +
                (unknown.size() == 1 ? " " : "s ") + listed);
         return 2;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "autograd/engine.h"
@@ -64,31 +65,28 @@ void Module::check_new_name(const char* what, const std::string& name, bool allo
     throw std::invalid_argument(std::string(what) + ": '" + name +
                                 "' holds a dot, which would split its state dict key; "
                                 "use a child module for a nested name");
-  auto taken = [&](const auto& list) {
-    return std::any_of(list.begin(), list.end(), [&](const auto& kv) { return kv.first == name; });
-  };
-  if (taken(params_) || taken(buffers_) || taken(children_))
-    throw std::invalid_argument(std::string(what) + ": this module already has a '" + name +
-                                "' (a parameter, buffer or child); each name is registered once");
-  // A key of the state dict is the names on its path joined by dots, so two names of which one
-  // is the other plus ".…" (a child "h" beside a child "h.0") could give two tensors one key:
-  // save would keep one, load write it into both. Refused here, while both names are at hand.
-  auto nests = [&](const std::string& other) {
-    return other.starts_with(name + ".") || name.starts_with(other + ".");
-  };
-  auto clash = [&](const auto& list) {
+  // The first name of a list that is `name`, or nests with it: a key of the state dict is the
+  // names on its path joined by dots, so two names of which one is the other plus ".…" (a child
+  // "h" beside a child "h.0") could give two tensors one key: save would keep one, load write it
+  // into both. Refused here, while both names are at hand.
+  auto conflict = [&](const auto& list) -> std::optional<std::string> {
     for (const auto& kv : list)
-      if (nests(kv.first)) return kv.first;
-    return std::string();
+      if (kv.first == name || kv.first.starts_with(name + ".") || name.starts_with(kv.first + "."))
+        return kv.first;
+    return std::nullopt;
   };
-  for (const std::string& other : {clash(params_), clash(buffers_), clash(children_)})
-    if (!other.empty())
-      throw std::invalid_argument(std::string(what) + ": '" + name + "' and '" + other +
-                                  "' of this module would give state dict keys that can "
-                                  "coincide ('" +
-                                  other + "' and '" + name +
-                                  "' joined with the names below them); choose a name that "
-                                  "neither is nor starts with the other plus a dot");
+  for (const std::optional<std::string>& other :
+       {conflict(params_), conflict(buffers_), conflict(children_)}) {
+    if (!other) continue;
+    if (*other == name)
+      throw std::invalid_argument(std::string(what) + ": this module already has a '" + name +
+                                  "' (a parameter, buffer or child); each name is registered once");
+    throw std::invalid_argument(std::string(what) + ": '" + name + "' and '" + *other +
+                                "' of this module would give state dict keys that can coincide ('" +
+                                *other + "' and '" + name +
+                                "' joined with the names below them); choose a name that neither "
+                                "is nor starts with the other plus a dot");
+  }
 }
 
 Tensor Module::register_parameter(const std::string& name, const Shape& shape, DType dtype,

@@ -102,7 +102,7 @@ class Request {
       : fields_(std::move(request), "request '" + cmd + "'"), cmd_(std::move(cmd)) {}
 
   std::string string(const std::string& key) {
-    if (!has(key)) throw std::invalid_argument(what() + " needs the field '" + key + "'");
+    need(key);
     return fields_.string(key);
   }
   std::string string(const std::string& key, const std::string& fallback) {
@@ -115,7 +115,7 @@ class Request {
     return has(key) ? checked_name(key, fields_.string(key), max) : fallback;
   }
   std::string name(const std::string& key, size_t max = 256) {
-    if (!has(key)) throw std::invalid_argument(what() + " needs the field '" + key + "'");
+    need(key);
     return checked_name(key, fields_.string(key), max);
   }
   bool boolean(const std::string& key, bool fallback) {
@@ -133,7 +133,7 @@ class Request {
   }
   /// An array of 1 to `max` strings.
   std::vector<std::string> strings(const std::string& key, size_t max) {
-    if (!has(key)) throw std::invalid_argument(what() + " needs the field '" + key + "'");
+    need(key);
     const json& v = fields_.object().at(key);
     const auto is_string = [](const json& x) { return x.is_string(); };
     if (!v.is_array() || v.empty() || v.size() > max || !std::all_of(v.begin(), v.end(), is_string))
@@ -176,6 +176,10 @@ class Request {
 
  private:
   std::string what() const { return "request '" + cmd_ + "'"; }
+  // A field the command cannot do without.
+  void need(const std::string& key) {
+    if (!has(key)) throw std::invalid_argument(what() + " needs the field '" + key + "'");
+  }
   std::string checked_name(const std::string& key, const std::string& value, size_t max) const {
     if (value.size() > max || !gpt::path_to_write_problem(value).empty())
       throw std::invalid_argument(what() + ": " + key + " is " + gpt::json_excerpt(json(value)) +

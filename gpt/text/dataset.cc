@@ -153,15 +153,11 @@ NgramLoss ngram_cross_entropy(const std::vector<int64_t>& train, const std::vect
                                 " and " + std::to_string(val.size()));
   int64_t keys = 1;  // V^n: every n-gram's key below it
   for (int64_t i = 0; i < n; ++i) {
-    if (keys > std::numeric_limits<int64_t>::max() / V) {
-      // The largest N whose keys fit, to name the fix: i n-grams' worth fit, i + 1 do not.
+    if (keys > std::numeric_limits<int64_t>::max() / V)  // V^i fits, V^(i + 1) does not
       throw std::overflow_error("ngram_cross_entropy: the keys of " + std::to_string(n) +
                                 "-grams over " + std::to_string(V) + " tokens (V^" +
-                                std::to_string(n) +
-                                ") do not fit in int64; use "
-                                "n <= " +
+                                std::to_string(n) + ") do not fit in int64; use n <= " +
                                 std::to_string(i) + " for this vocabulary (ngram --n)");
-    }
     keys *= V;
   }
   check_ids(train, "train", V);
