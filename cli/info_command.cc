@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
 #include "cli/command.h"
 #include "gpt/model/model.h"
@@ -75,6 +76,12 @@ int run(const InfoArgs& a) {
   std::printf("  heads merged      (B, T, C)        = (%lld, %lld, %lld)\n", B, TT, C);
   std::printf("  logits            (B, T, V)        = (%lld, %lld, %lld)\n\n", B, TT, V);
   std::printf("SIMD target: %s\n", kernels::active_target().c_str());
+  const kernels::MatmulBlocking m = kernels::matmul_blocking();
+  std::printf(
+      "matmul cache blocks: L1d %zu KiB, L2 %zu KiB, L3 %zu MiB -> A block and B panel %zu KiB "
+      "each, KC %lld k's\n",
+      m.l1d_bytes >> 10, m.l2_bytes >> 10, m.l3_bytes >> 20, m.block_bytes >> 10,
+      static_cast<long long>(m.kc));
   return 0;
 }
 

@@ -50,7 +50,9 @@
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
 #include <sys/syscall.h>
-#include <unistd.h>
+#endif
+#if __has_include(<unistd.h>)
+#include <unistd.h>  // sysconf: the caches' sizes
 #endif
 
 namespace attograd::kernels::detail {
@@ -59,6 +61,8 @@ namespace attograd::kernels::detail {
 bool avx512_bf16_enabled();
 // Whether the AVX3 target may run matmul_bf16 on AMX (matmul_bf16_uses_amx's conditions).
 bool amx_enabled();
+// The bytes of packed data in an A block and in a B panel: matmul_blocking().block_bytes.
+size_t gemm_block_bytes();
 }  // namespace attograd::kernels::detail
 
 // Highway's per-target includes, in the order its skeleton.cc gives (foreach_target.h
@@ -95,16 +99,19 @@ constexpr int64_t kMR = 6;
 // Vectors per row of the register tile: NR = kNV * Lanes columns.
 constexpr int64_t kNV = 2;
 
-// Cache blocks, in bytes of packed data, for this machine's caches (Zen 5: L1d 48 KiB,
-// L2 1 MiB per core, L3 shared): a B micro-panel (KC x NR) fills about 2/3 of L1, and an A block
-// (MC x KC) and a B panel (KC x NC) half of L2 each. BLIS would keep the B panel in L3, for
+// Cache blocks. KC, the k's of a block, is fixed: it decides how each C[i, j] is rounded (its
+// sum is split in blocks of KC, matmul.h), so a constant KC gives the same bits on every machine
+// of one SIMD target whatever its caches, which data-parallel ranks and a checkpoint resumed on
+// another machine rely on. A B micro-panel (KC x NR, 32 KiB of f32 on AVX-512) then fills 2/3 of
+// a 48 KiB L1d. MC and NC change no sum, only which tiles are computed together, so they come
+// from the CPU at run time (matmul_blocking): an A block (MC x KC) and a B panel (KC x NC) take
+// half of the core's L2 each (detail::gemm_block_bytes). BLIS would keep the B panel in L3, for
 // reuse by many A blocks; but at GPT shapes M is often a single A block (B*T = 256 rows for
 // GPT-2 small), so each B panel is used once, and one that stays in L2 between its packing and
-// its use measured faster (lm_head forward: 0.89x -> 0.95x OpenBLAS with 4 MiB -> 512 KiB).
-// Measured on the same shapes, MR 12 vs 14 and KC 192 / 256 / 384 were all within noise (3%).
-constexpr int64_t kKC = 256;
-constexpr size_t kABlockBytes = 512 << 10;
-constexpr size_t kBPanelBytes = 512 << 10;
+// its use measured faster (lm_head forward: 0.89x -> 0.95x OpenBLAS with 4 MiB -> 512 KiB on a
+// 1 MiB L2). Measured on the same shapes (Zen 5), MR 12 vs 14 and KC 192 / 256 / 384 were all
+// within noise (3%).
+constexpr int64_t kKC = kMatmulBlockK;
 
 // A second thread pays from kMatmulParallelMin multiply-adds (M * N * K) on (thread_pool.h):
 // below it, waking the other core costs more than it saves (pico's 1024 x 65 x 6 products ran
@@ -143,8 +150,9 @@ Blocking blocking() {
   // bytes of one packed line of a k block
   constexpr size_t kPanelK = Tiles::kBlockK / Tiles::kGroup * sizeof(typename Tiles::Packed);
   const int64_t NR = kNV * static_cast<int64_t>(hn::Lanes(d));
-  const int64_t mc = static_cast<int64_t>(kABlockBytes / kPanelK);
-  const int64_t nc = static_cast<int64_t>(kBPanelBytes / kPanelK);
+  const size_t block_bytes = detail::gemm_block_bytes();
+  const int64_t mc = static_cast<int64_t>(block_bytes / kPanelK);
+  const int64_t nc = static_cast<int64_t>(block_bytes / kPanelK);
   constexpr int64_t MR = Tiles::kRows;
   return {NR, std::max<int64_t>(MR, mc / MR * MR), std::max<int64_t>(NR, nc / NR * NR)};
 }
@@ -988,12 +996,17 @@ void gemm_packed(const Tiles& tiles, const Problem<T>& pr, int64_t n) {
   // An operand that would be packed more than once is packed once, up to kPackAllBytes (a copy
   // of it): B when several pieces are row blocks (each reads all of B); A when several pieces
   // are column blocks, or when a piece spans more than one B panel (gemm_rectangle packs A again
-  // for each).
+  // for each) and the copy stays in the L3 until its last use. A larger copy goes to memory and
+  // comes back once per B panel: one write and one read more than packing A again from its
+  // source each time, which a transpose in cache costs less than (GPT-2 small's lm_head
+  // gradients at B*T = 256, 51 MB of dlogits over two B panels, one thread: Zen 5, ~10%).
   using Packed = PackedAll<typename Tiles::Packed>;
   const bool column_pieces = parts > 1 && !split_m;
+  const int64_t a_bytes = PackAllLayout::of<Tiles>(MR, M, pr.K).template bytes<Tiles>();
   const bool a_once =
-      (column_pieces || n > bl.NC) &&
-      PackAllLayout::of<Tiles>(MR, M, pr.K).template bytes<Tiles>() <= kPackAllBytes;
+      a_bytes <= kPackAllBytes &&
+      (column_pieces ||
+       (n > bl.NC && a_bytes <= static_cast<int64_t>(matmul_blocking().l3_bytes / 2)));
   const bool b_once =
       parts > 1 && split_m &&
       PackAllLayout::of<Tiles>(NR, n, pr.K).template bytes<Tiles>() <= kPackAllBytes;
@@ -1254,6 +1267,48 @@ bool matmul_bf16_uses_avx512_bf16() { return HWY_DYNAMIC_DISPATCH(uses_avx512_bf
 bool matmul_bf16_uses_amx() { return HWY_DYNAMIC_DISPATCH(uses_amx_impl)(); }
 
 namespace {
+// A cache size sysconf reports (glibc reads it from cpuid), or `fallback` where the system says
+// nothing (0 or -1: another OS, WebAssembly).
+size_t cache_bytes(int name, size_t fallback) {
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+  const long bytes = ::sysconf(name);
+  if (bytes > 0) return static_cast<size_t>(bytes);
+#else
+  (void)name;
+#endif
+  return fallback;
+}
+
+// Where the system does not say: the Zen 5 the constants were first measured on.
+constexpr size_t kFallbackL1d = 48 << 10, kFallbackL2 = 1 << 20, kFallbackL3 = 32 << 20;
+// An A block or B panel of at least 64 KiB (a 256 KiB L2) and at most 4 MiB: past that BLIS's
+// own blocks stop growing, and a bigger panel would only wait longer for its packing.
+constexpr size_t kMinBlockBytes = 64 << 10, kMaxBlockBytes = 4 << 20;
+
+// The CPU's L1d and L2, asked once; set_matmul_l2_bytes' override (0: none).
+const size_t cpu_l1d = cache_bytes(
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    _SC_LEVEL1_DCACHE_SIZE,
+#else
+    0,
+#endif
+    kFallbackL1d);
+const size_t cpu_l2 = cache_bytes(
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    _SC_LEVEL2_CACHE_SIZE,
+#else
+    0,
+#endif
+    kFallbackL2);
+const size_t cpu_l3 = cache_bytes(
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    _SC_LEVEL3_CACHE_SIZE,
+#else
+    0,
+#endif
+    kFallbackL3);
+std::atomic<size_t> l2_override{0};
+
 std::atomic<bool> avx512_bf16_allowed{true};
 
 // Asked once: cpuid does not change while the process runs. (The OS's saving of the AVX-512
@@ -1289,6 +1344,16 @@ bool request_amx() {
 }
 const bool amx_permitted = request_amx();
 }  // namespace
+
+MatmulBlocking matmul_blocking() {
+  const size_t overridden = l2_override.load(std::memory_order_relaxed);
+  const size_t l2 = overridden != 0 ? overridden : cpu_l2;
+  return {kMatmulBlockK, cpu_l1d, l2, cpu_l3, std::clamp(l2 / 2, kMinBlockBytes, kMaxBlockBytes)};
+}
+
+void set_matmul_l2_bytes(size_t bytes) { l2_override.store(bytes, std::memory_order_relaxed); }
+
+size_t detail::gemm_block_bytes() { return matmul_blocking().block_bytes; }
 
 void allow_amx(bool allowed) { amx_allowed.store(allowed, std::memory_order_relaxed); }
 

@@ -10,9 +10,35 @@
 // vdpbf16ps, two bf16 multiply-adds per f32 lane per instruction where an FMA does one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace attograd::kernels {
+
+/// The k's of one cache block of the packed kernel: each C[i, j] is summed in blocks of this many
+/// k's in order, then the blocks' sums in order. Fixed, not read from the caches, because it
+/// decides the rounding: the same bits on every machine of one SIMD target.
+inline constexpr int64_t kMatmulBlockK = 256;
+
+/// The packed kernel's cache blocking on this CPU, as `attograd info` prints it.
+struct MatmulBlocking {
+  int64_t kc;          // k's per block: kMatmulBlockK
+  size_t l1d_bytes;    // the core's L1 data cache (sysconf; 48 KiB where the system says nothing)
+  size_t l2_bytes;     // the core's L2 (sysconf; 1 MiB where the system says nothing)
+  size_t l3_bytes;     // the L3 (sysconf; 32 MiB where the system says nothing): an operand
+                       // packed once for several uses must fit in half of it
+  size_t block_bytes;  // packed bytes of an A block (MC x KC) and of a B panel (KC x NC): half of
+                       // the L2 each, between 64 KiB and 4 MiB
+};
+
+/// matmul's and matmul_bf16's blocks, from the caches' sizes the OS reports (asked once). MC and
+/// NC (rows of an A block, columns of a B panel: block_bytes over a packed line of kc k's) change
+/// no sum, so results do not depend on them: only the speed does.
+MatmulBlocking matmul_blocking();
+
+/// For tests and benchmarks: block as if the core's L2 held `bytes` (0: the CPU's own again).
+/// Results stay the same bits (see matmul_blocking); not meant to change while a matmul runs.
+void set_matmul_l2_bytes(size_t bytes);
 
 /// C (M, N) = op(A) @ op(B) + bias, or C += op(A) @ op(B) + bias when accumulate is true.
 ///   a: row-major (M, K) when !a_trans, or row-major (K, M) when a_trans (A is its transpose).
@@ -22,8 +48,9 @@ namespace attograd::kernels {
 ///   bias: (N,) added to every row of the product, or null (the fused bias of nn.Linear).
 /// Packed and cache-blocked (GotoBLAS/BLIS); C is split over the engine's threads
 /// (thread_pool.h) when M * N * K is large enough to pay for one. Each C[i, j] is summed in blocks
-/// of 256 k's in order, so the result is the same for any number of threads (but a K > 256 sum is
-/// not the plain left-to-right sum of the reference twin: compare with a tolerance).
+/// of kMatmulBlockK (256) k's in order, so the result is the same for any number of threads and
+/// any cache size (but a K > 256 sum is not the plain left-to-right sum of the reference twin:
+/// compare with a tolerance).
 template <typename T>
 void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
             bool b_trans, bool accumulate, const T* bias = nullptr);

@@ -25,6 +25,9 @@
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
 #endif
+#if __has_include(<unistd.h>)
+#include <unistd.h>  // sysconf
+#endif
 
 namespace k = attograd::kernels;
 namespace ref = attograd::kernels::reference;
@@ -293,6 +296,80 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_thread_count_independent, T, Types) {
   check_thread_count_independence<T>(&k::matmul<T>, "matmul", 22);
 }
 
+// ---- Cache blocking
+
+namespace {
+
+// Restores the CPU's own L2 when a case ends, however it ends.
+struct L2Restore {
+  ~L2Restore() { k::set_matmul_l2_bytes(0); }
+};
+
+// `product` (matmul's parameters) blocked for L2 caches of 128 KiB (64 KiB blocks: A blocks of
+// 64 rows, B panels of 64 columns), 512 KiB and 64 MiB (blocks of the 4 MiB cap: one of each here)
+// gives the bits of the CPU's own blocking, in every layout, with and without accumulation and
+// bias: MC and NC change no sum. 200 x 300 x 150 spans several A blocks, K blocks and B panels at
+// the smallest size, and packs A once for its B panels (N > NC).
+template <typename T, class F>
+void check_cache_size_independence(F* product, const char* name, uint64_t seed) {
+  L2Restore restore;
+  std::mt19937_64 rng(seed);
+  const Shape s{200, 300, 150};
+  const Buffer<T> a = uniform<T>(s.M * s.K, 1, rng), b = uniform<T>(s.K * s.N, 1, rng);
+  const Buffer<T> bias = uniform<T>(s.N, 1, rng), c0 = uniform<T>(s.M * s.N, 1, rng);
+  for (const Layout& layout : kLayouts)
+    for (const bool accumulate : {false, true}) {
+      auto run = [&](size_t l2) {
+        k::set_matmul_l2_bytes(l2);
+        std::vector<T> c = c0.vector();
+        product(c.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans, layout.b_trans,
+                accumulate, accumulate ? nullptr : bias.data());
+        return c;
+      };
+      const std::vector<T> own = run(0);
+      for (const size_t l2 : {size_t{128} << 10, size_t{512} << 10, size_t{64} << 20})
+        check_equal(run(l2).data(), own.data(), s.M * s.N,
+                    describe(name, " a_trans=", layout.a_trans, " b_trans=", layout.b_trans,
+                             " accumulate=", accumulate, ", L2 ", l2, " bytes vs the CPU's"));
+    }
+}
+
+}  // namespace
+
+// The blocks follow the L2: half of it each, between 64 KiB and 4 MiB; the CPU's own L2 is what
+// the OS reports, and KC stays the fixed kMatmulBlockK whatever the cache.
+BOOST_AUTO_TEST_CASE(matmul_blocking_follows_the_l2) {
+  L2Restore restore;
+  const k::MatmulBlocking own = k::matmul_blocking();
+  BOOST_TEST(own.kc == 256);
+  BOOST_TEST(own.kc == k::kMatmulBlockK);
+  BOOST_TEST(own.l1d_bytes > 0u);
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+  if (const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0)
+    BOOST_TEST(own.l2_bytes == static_cast<size_t>(l2));
+#endif
+  const std::pair<size_t, size_t> l2_to_block[] = {
+      {1 << 20, 512 << 10},                          // Zen 5
+      {2 << 20, 1 << 20},                            // the Intel Xeon of issue 21
+      {256 << 10, 128 << 10}, {64 << 10, 64 << 10},  // at least 64 KiB
+      {64 << 20, 4 << 20},                           // at most 4 MiB
+  };
+  for (const auto& [l2, block] : l2_to_block) {
+    k::set_matmul_l2_bytes(l2);
+    const k::MatmulBlocking b = k::matmul_blocking();
+    BOOST_TEST(b.l2_bytes == l2);
+    BOOST_TEST(b.block_bytes == block, "L2 " << l2);
+    BOOST_TEST(b.kc == 256);
+  }
+  k::set_matmul_l2_bytes(0);
+  BOOST_TEST(k::matmul_blocking().l2_bytes == own.l2_bytes);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_is_cache_size_independent, T, Types) {
+  if (!kernels_are_simd<T>()) return;
+  for_each_target([&] { check_cache_size_independence<T>(&k::matmul<T>, "matmul", 23); });
+}
+
 // ---- bf16
 // ----------------------------------------------------------------------------------------
 
@@ -514,4 +591,10 @@ BOOST_AUTO_TEST_CASE(matmul_bf16_is_thread_count_independent) {
   for_each_bf16_path(
       [&](bool) { check_thread_count_independence<float>(&k::matmul_bf16, "matmul_bf16", 27); },
       attograd::testing::kUnderAddressSanitizer);
+}
+
+// As matmul's: the same bits whatever the L2, on every path.
+BOOST_AUTO_TEST_CASE(matmul_bf16_is_cache_size_independent) {
+  for_each_bf16_path(
+      [&](bool) { check_cache_size_independence<float>(&k::matmul_bf16, "matmul_bf16", 24); });
 }
