@@ -1,5 +1,6 @@
 #include "autograd/engine.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -83,8 +84,12 @@ namespace {
 struct BackwardLists {
   std::vector<std::shared_ptr<Node>> order;                     // topological order
   std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;  // (node, next input to visit)
-  uint64_t pass = 0;                                            // marks the nodes this pass visited
-  bool running = false;  // a pass is under way on this thread
+  // The fresh buffers (GradBuffers::first_write) handed to the VJP now running and not claimed
+  // by first_gradient yet: zero-filled when it returns.
+  boost::container::small_vector<Tensor, 4> fresh;
+  uint64_t pass = 0;        // marks the nodes this pass visited
+  bool running = false;     // a pass is under way on this thread
+  bool first_write = true;  // detail::set_first_write_enabled
 };
 
 BackwardLists& backward_lists() {
@@ -265,6 +270,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     ~EndOfPass() {
       for (const std::shared_ptr<Node>& n : lists.order) n->grad_ = Tensor();
       lists.order.clear();
+      lists.fresh.clear();
       lists.running = false;
     }
   } end_of_pass{lists};
@@ -306,6 +312,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     }
 
     const TensorList& inputs = node->inputs();
+    const bool first_write = lists.first_write && node->grad_buffers() == GradBuffers::first_write;
     TensorList grad_inputs(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& in = inputs[i];
@@ -323,12 +330,21 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
         grad_inputs[i] = detail::wrap(impl->grad);
         grad_inputs[i].bump_version();  // the VJP below adds into the leaf's gradient
       } else {
+        // An intermediate tensor: its first gradient this pass makes the buffer, which the
+        // producing node's VJP reads when its turn comes.
         Tensor& slot = in.grad_fn()->grad_;
-        if (!slot.defined()) slot = Tensor::zeros(in.shape(), in.dtype());
+        if (!slot.defined() && first_write) {
+          slot = Tensor::empty(in.shape(), in.dtype());
+          lists.fresh.push_back(slot);
+        } else if (!slot.defined()) {
+          slot = Tensor::zeros(in.shape(), in.dtype());
+        }
         grad_inputs[i] = slot;
       }
     }
     node->apply(grad_out, std::span<Tensor>(grad_inputs.data(), grad_inputs.size()));
+    for (Tensor& unclaimed : lists.fresh) unclaimed.fill_(0.0);
+    lists.fresh.clear();
     if (!retain_graph) node->release();
   }
   for (auto& [impl, g] : apart) {
@@ -339,6 +355,19 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
       add_into_grad(*impl, hooked);
   }
 }
+
+bool first_gradient(const Tensor& grad_input) {
+  if (!grad_input.defined()) return false;
+  auto& fresh = backward_lists().fresh;
+  const auto it = std::find_if(fresh.begin(), fresh.end(), [&](const Tensor& t) {
+    return detail::impl(t) == detail::impl(grad_input);
+  });
+  if (it == fresh.end()) return false;
+  fresh.erase(it);
+  return true;
+}
+
+void detail::set_first_write_enabled(bool enabled) { backward_lists().first_write = enabled; }
 
 void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   Engine::run(root, grad_output, retain_graph);

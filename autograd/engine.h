@@ -5,7 +5,10 @@
 // orders the nodes topologically with an explicit stack (never the call stack), then calls each
 // node's VJP once, in reverse order. VJPs ACCUMULATE (+=) into gradient buffers the engine
 // allocates (zero-filled, contiguous, in each input's shape), so fan-out and tied weights need
-// no special case.
+// no special case. An op may declare that its VJP writes the first gradient of an intermediate
+// tensor itself (GradBuffers::first_write): its buffer is then handed over unfilled, and the VJP
+// writes (=) instead of adding, which saves the zero fill and its read (PyTorch's engine has the
+// same saving: the first gradient of a tensor is taken as it is, later ones are added to it).
 //
 // Ownership rule: a node owns its inputs (and whatever its backward saved), never its own
 // output. A VJP that needs the forward's output saves output.detach(), which shares the data
@@ -63,6 +66,25 @@ struct Save {
   const Tensor& tensor;
 };
 
+/// How a VJP meets the gradient buffers the engine hands it (record()'s last argument).
+enum class GradBuffers {
+  /// Every buffer holds zeros or the gradients summed so far: the VJP adds (+=) into it.
+  accumulate,
+  /// The buffer of an intermediate tensor (not a leaf: leaves keep their grad()) is fresh, its
+  /// contents undefined, when this VJP is the first of the pass to give that tensor a gradient.
+  /// Right before writing input i's gradient the VJP asks first_gradient(gi[i]), once, and writes
+  /// (=) when it says true, adds (+=) when false. A fresh buffer it leaves unclaimed is zero-filled
+  /// after it returns.
+  first_write,
+};
+
+/// For a VJP recorded with GradBuffers::first_write: true when grad_input, the buffer the engine
+/// handed it for one input, is fresh (nothing written yet, its contents undefined: write the
+/// gradient into it), false when it holds gradients to add to, or is undefined. Claims the
+/// buffer, so a second call for it says false: an op whose two inputs are one tensor (add(x, x))
+/// writes the first gradient and adds the second. Ask with the buffer itself, not a view of it.
+bool first_gradient(const Tensor& grad_input);
+
 /// One recorded op application: its inputs and, in a subclass, its VJP: given dL/d(output)
 /// (contiguous, the output's shape), add dL/d(input_i) into grad_inputs[i]. grad_inputs[i] is
 /// undefined when input i needs no gradient: computing only what is needed is the per-input
@@ -97,9 +119,12 @@ class Node {
   }
   /// A register_hook() of this node's output: run on its gradient once complete.
   void add_hook(GradHook hook) { hooks_.push_back(std::move(hook)); }
+  /// How the VJP meets its gradient buffers (record()'s argument).
+  GradBuffers grad_buffers() const { return buffers_; }
 
  protected:
-  Node(const char* name, TensorList inputs) : name_(name), inputs_(std::move(inputs)) {}
+  Node(const char* name, TensorList inputs, GradBuffers buffers)
+      : name_(name), inputs_(std::move(inputs)), buffers_(buffers) {}
   virtual void backward(const Tensor& grad_output, std::span<Tensor> grad_inputs) = 0;
   virtual void drop_saved() = 0;
 
@@ -107,6 +132,7 @@ class Node {
   friend class Engine;
   const char* name_;
   TensorList inputs_;
+  GradBuffers buffers_;
   bool saved_ = true;
   // The engine's bookkeeping during one backward pass: the pass that last visited this node,
   // the gradient of its output summed so far, and (grad() only) whether that gradient is needed
@@ -126,8 +152,11 @@ class Node {
 template <class F, size_t N = 0>
 class ClosureNode final : public Node {
  public:
-  ClosureNode(const char* name, TensorList inputs, std::array<SavedTensor, N> saved, F backward)
-      : Node(name, std::move(inputs)), saved_(std::move(saved)), backward_(std::move(backward)) {}
+  ClosureNode(const char* name, TensorList inputs, std::array<SavedTensor, N> saved, F backward,
+              GradBuffers buffers)
+      : Node(name, std::move(inputs), buffers),
+        saved_(std::move(saved)),
+        backward_(std::move(backward)) {}
   std::span<const SavedTensor> saved_tensors() const override {
     return backward_ ? std::span<const SavedTensor>(saved_) : std::span<const SavedTensor>();
   }
@@ -173,29 +202,32 @@ SavedTensor save(const Save& s);
 /// Records `output = name(inputs)` in the graph when grad mode is on and any input requires
 /// grad, with `backward` (see ClosureNode) as its VJP, which reads the tensors of `saved`
 /// (`{{"x", x}, {"output", y}}`) as its parameters after g and gi, in that order; backward()
-/// throws if one of them was changed in place in between. Otherwise returns output untouched
-/// (and backward and saved are dropped unused). Returns output.
+/// throws if one of them was changed in place in between. `buffers`: whether the VJP adds into
+/// its gradient buffers or may write the first gradient (GradBuffers). Otherwise returns output
+/// untouched (and backward and saved are dropped unused). Returns output.
 template <class F, size_t N>
 Tensor record(Tensor output, const char* name, TensorList inputs, const Save (&saved)[N],
-              F&& backward) {
+              F&& backward, GradBuffers buffers = GradBuffers::accumulate) {
   if (!detail::needs_node(inputs)) return output;
   using NodeType = ClosureNode<std::decay_t<F>, N>;
   std::array<SavedTensor, N> slots;
   for (size_t i = 0; i < N; ++i) slots[i] = detail::save(saved[i]);
   detail::attach_node(
       output, std::allocate_shared<NodeType>(PoolAllocator<NodeType>(), name, std::move(inputs),
-                                             std::move(slots), std::forward<F>(backward)));
+                                             std::move(slots), std::forward<F>(backward), buffers));
   return output;
 }
 
 /// record() for a VJP that reads no tensor back (add, reshape, sum, ...): F(g, gi).
 template <class F>
-Tensor record(Tensor output, const char* name, TensorList inputs, F&& backward) {
+Tensor record(Tensor output, const char* name, TensorList inputs, F&& backward,
+              GradBuffers buffers = GradBuffers::accumulate) {
   if (!detail::needs_node(inputs)) return output;
   using NodeType = ClosureNode<std::decay_t<F>, 0>;
-  detail::attach_node(output, std::allocate_shared<NodeType>(
-                                  PoolAllocator<NodeType>(), name, std::move(inputs),
-                                  std::array<SavedTensor, 0>{}, std::forward<F>(backward)));
+  detail::attach_node(
+      output, std::allocate_shared<NodeType>(PoolAllocator<NodeType>(), name, std::move(inputs),
+                                             std::array<SavedTensor, 0>{},
+                                             std::forward<F>(backward), buffers));
   return output;
 }
 
@@ -207,6 +239,13 @@ Tensor record(Tensor output, const char* name, TensorList inputs, F&& backward) 
 /// never overwrites: an input used twice gets both contributions. Throws std::invalid_argument
 /// for an undefined value, another dtype, or a shape that does not broadcast to value's.
 void accumulate_grad(const Tensor& grad_input, const Tensor& value);
+
+namespace detail {
+/// For tests: false makes the engine hand every VJP zero-filled buffers, as if each op were
+/// recorded with GradBuffers::accumulate (first_gradient then always says false), so that a
+/// test can check that writing the first gradient gives the gradients of adding it. Per thread.
+void set_first_write_enabled(bool enabled);
+}  // namespace detail
 
 /// Runs reverse mode from root with upstream gradient grad_output (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);

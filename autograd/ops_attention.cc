@@ -302,11 +302,13 @@ Tensor causal_attention_qkv(const Tensor& qkv, int64_t n_head) {
           const T_* x = xc.data<T_>();
           T_* dx =
               gi[0].data<T_>();  // dqkv (B, T, 3C), contiguous: dq, dk, dv are its head-split views
-          kernels::attention_backward<T_>(
-              dx, dx + C, dx + 2 * C, g.data<T_>(), {ys, heads, heads, heads}, y.data<T_>(), ys,
-              lse.data<T_>(), x, heads, x + C, heads, x + 2 * C, heads, dims);
+          kernels::attention_backward<T_>(dx, dx + C, dx + 2 * C, g.data<T_>(),
+                                          {ys, heads, heads, heads}, y.data<T_>(), ys,
+                                          lse.data<T_>(), x, heads, x + C, heads, x + 2 * C, heads,
+                                          dims, !first_gradient(gi[0]));
         });
-      });
+      },
+      GradBuffers::first_write);
 }
 
 // ----- log_softmax -----

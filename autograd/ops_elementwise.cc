@@ -92,11 +92,24 @@ static void register_add(OpRegistry& r) {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   detail::check_floating_pair("add", a, b);
-  return record(detail::binary_raw(BinaryOp::add, a, b), "add", {a, b},
-                [](const Tensor& g, std::span<Tensor> gi) {
-                  if (gi[0].defined()) accumulate_broadcast(gi[0], g);
-                  if (gi[1].defined()) accumulate_broadcast(gi[1], g);
-                });
+  return record(
+      detail::binary_raw(BinaryOp::add, a, b), "add", {a, b},
+      [](const Tensor& g, std::span<Tensor> gi) {
+        for (Tensor& dgrad : gi.first(2)) {
+          if (!dgrad.defined()) continue;
+          // The first gradient of an input of the output's shape is dy itself: copied, not added
+          // to a zero fill (the residual stream's gradient, twice per GPT block).
+          if (first_gradient(dgrad)) {
+            if (dgrad.shape() == g.shape()) {
+              detail::copy_into(dgrad, g);
+              continue;
+            }
+            dgrad.fill_(0.0);
+          }
+          accumulate_broadcast(dgrad, g);
+        }
+      },
+      GradBuffers::first_write);
 }
 
 // ----- sub -----
@@ -366,11 +379,14 @@ Tensor gelu(const Tensor& x) {
     kernels::gelu_forward<T>(y.data<T>(), xc.data<T>(), y.numel());
   });
   return record(
-      y, "gelu", {x}, {{"x", xc}}, [](const Tensor& g, std::span<Tensor> gi, const Tensor& xc) {
+      y, "gelu", {x}, {{"x", xc}},
+      [](const Tensor& g, std::span<Tensor> gi, const Tensor& xc) {
         dispatch_floating(g.dtype(), "gelu", [&]<typename T>() {
-          kernels::gelu_backward<T>(gi[0].data<T>(), xc.data<T>(), g.data<T>(), g.numel());
+          kernels::gelu_backward<T>(gi[0].data<T>(), xc.data<T>(), g.data<T>(), g.numel(),
+                                    !first_gradient(gi[0]));
         });
-      });
+      },
+      GradBuffers::first_write);
 }
 
 // ----- clamp -----

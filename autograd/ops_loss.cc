@@ -324,15 +324,16 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
           kernels::cross_entropy_backward<T>(dlogits, dlogits, lse.data<T>(), t.data<int64_t>(),
                                              per_row_gradient(g, N, count).data<T>(), N, V,
                                              ignore_index, false, static_cast<T>(label_smoothing));
-          if (gi[0].defined())  // dx (N, C) += dlogits (N, V) @ W (V, C)
+          if (gi[0].defined())  // dx (N, C) (+)= dlogits (N, V) @ W (V, C)
             detail::matmul_in<T>(precision, gi[0].data<T>(), dlogits, wc.data<T>(), N, V, C, false,
-                                 false, true);
-          if (gi[1].defined())  // dW (V, C) += dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the
+                                 false, !first_gradient(gi[0]));
+          if (gi[1].defined())  // dW (V, C) (+)= dlogitsᵀ @ x: dlogits stored (N, V) is Aᵀ, the
                                 // a_trans layout
             detail::matmul_in<T>(precision, gi[1].data<T>(), dlogits, xc.data<T>(), V, N, C, true,
-                                 false, true);
+                                 false, !first_gradient(gi[1]));
         });
-      });
+      },
+      GradBuffers::first_write);
 }
 
 // ops.h's order.

@@ -247,17 +247,18 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                                  const Tensor& wc) {
         dispatch_floating(g.dtype(), "linear", [&]<typename T>() {
           const T* dy = g.data<T>();
-          if (gi[0].defined() && wc.defined())  // dx (rows, in) += dy (rows, out) @ W (out, in)
+          if (gi[0].defined() && wc.defined())  // dx (rows, in) (+)= dy (rows, out) @ W (out, in)
             detail::matmul_in<T>(precision, gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false,
-                                 false, true);
-          if (gi[1].defined() && xc.defined())  // dW (out, in) += dyᵀ @ x: dy stored (rows, out)
+                                 false, !first_gradient(gi[0]));
+          if (gi[1].defined() && xc.defined())  // dW (out, in) (+)= dyᵀ @ x: dy stored (rows, out)
                                                 // is Aᵀ, the a_trans layout
             detail::matmul_in<T>(precision, gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true,
-                                 false, true);
-          if (gi.size() > 2 && gi[2].defined())  // db (out,) += sum over rows of dy (rows, out)
-            kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, true);
+                                 false, !first_gradient(gi[1]));
+          if (gi.size() > 2 && gi[2].defined())  // db (out,) (+)= sum over rows of dy (rows, out)
+            kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, !first_gradient(gi[2]));
         });
-      });
+      },
+      GradBuffers::first_write);
 }
 
 void detail::register_matmul_ops(OpRegistry& r) {

@@ -15,6 +15,7 @@
 // vector (HS 2 in the lecture's pico model) put queries or keys in the lanes instead (below).
 #include "autograd/kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -428,12 +429,24 @@ template <typename T>
 void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& g,
                              const T* y, HeadStrides ys, const T* lse, const T* q, HeadStrides qs,
                              const T* k, HeadStrides ks, const T* v, HeadStrides vs,
-                             const AttentionDims& n) {
+                             const AttentionDims& n, bool accumulate) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   const int64_t HS = n.HS, ld = padded_keys<T>(n.Tk);
   const bool lanes =
       HS < static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>())) && HWY_TARGET != HWY_SCALAR;
   for_each_head(n, [&](int64_t b, int64_t h) HWY_ATTR {
+    // Written, not added: this head's rows start from zero, cleared here while the thread that
+    // sums into them has them in cache (a separate pass would read the whole buffer again).
+    if (!accumulate) {
+      const std::tuple<T*, HeadStrides, int64_t> grads[] = {
+          {dq, g.dq, n.Tq}, {dk, g.dk, n.Tk}, {dv, g.dv, n.Tk}};
+      for (const auto& [grad, strides, rows] : grads)
+        if (grad != nullptr)
+          for (int64_t t = 0; t < rows; ++t) {
+            T* row = head_rows(grad, strides, b, h)[t];
+            std::fill(row, row + HS, T(0));
+          }
+    }
     if (lanes) {
       T* D = thread_scratch<T, DotsScratch>(static_cast<size_t>(n.Tq));
       const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h),
@@ -535,9 +548,9 @@ ATTOGRAD_KERNEL(void, attention_backward,
                 (T * dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides,
                  const T* y, HeadStrides y_strides, const T* lse, const T* q, HeadStrides q_strides,
                  const T* k, HeadStrides k_strides, const T* v, HeadStrides v_strides,
-                 const AttentionDims& dims),
+                 const AttentionDims& dims, bool accumulate),
                 (dq, dk, dv, dy, grad_strides, y, y_strides, lse, q, q_strides, k, k_strides, v,
-                 v_strides, dims));
+                 v_strides, dims, accumulate));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

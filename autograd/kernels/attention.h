@@ -54,6 +54,8 @@ void attention_forward(T* y, HeadStrides y_strides, T* lse, const T* q, HeadStri
 
 /// The VJP of attention_forward, ACCUMULATED into dq (B, NH, Tq, HS), dk, dv (B, NH, Tk, HS) (any
 /// of them may be null when that gradient is not needed; dq, dk, dv must not overlap each other),
+/// or written when !accumulate (their old contents not read: the first gradient of a GPT's qkv,
+/// GradBuffers::first_write in engine.h),
 /// from dy (B, NH, Tq, HS), each with its strides in grad_strides, and the forward's inputs,
 /// output y and lse:
 ///   D_t = dy_t . y_t;  ds_tj = p_tj (dy_t . v_j - D_t)
@@ -63,6 +65,6 @@ template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& grad_strides,
                         const T* y, HeadStrides y_strides, const T* lse, const T* q,
                         HeadStrides q_strides, const T* k, HeadStrides k_strides, const T* v,
-                        HeadStrides v_strides, const AttentionDims& dims);
+                        HeadStrides v_strides, const AttentionDims& dims, bool accumulate = true);
 
 }  // namespace attograd::kernels

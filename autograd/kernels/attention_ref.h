@@ -64,10 +64,18 @@ template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dy, const AttentionGradStrides& g,
                         const T* /* y */, HeadStrides /* ys */, const T* /* lse */, const T* q,
                         HeadStrides qs, const T* k, HeadStrides ks, const T* v, HeadStrides vs,
-                        const AttentionDims& n) {
+                        const AttentionDims& n, bool accumulate = true) {
   const T scale = T(1) / std::sqrt(static_cast<T>(n.HS));
   for (int64_t b = 0; b < n.B; ++b)
     for (int64_t h = 0; h < n.NH; ++h) {
+      if (!accumulate)  // written: the head's rows start from zero
+        for (int64_t d = 0; d < n.HS; ++d) {
+          for (int64_t t = 0; t < n.Tq && dq != nullptr; ++t) dq[head_index(g.dq, b, h, t, d)] = 0;
+          for (int64_t j = 0; j < n.Tk; ++j) {
+            if (dk != nullptr) dk[head_index(g.dk, b, h, j, d)] = 0;
+            if (dv != nullptr) dv[head_index(g.dv, b, h, j, d)] = 0;
+          }
+        }
       const std::vector<T> p = attention_weights(q, qs, k, ks, n, b, h);
       for (int64_t t = 0; t < n.Tq; ++t) {
         std::vector<T> dp(static_cast<size_t>(n.Tk), T(0));

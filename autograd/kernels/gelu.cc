@@ -61,9 +61,9 @@ void gelu_forward_impl(T* y, const T* x, int64_t n) {
   });
 }
 
-// dx += dy * (0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2))
+// dx (+)= dy * (0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2))
 template <typename T>
-void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n) {
+void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n, bool accumulate) {
   elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
     const auto one = hn::Set(d, T(1));
     const auto half = hn::Set(d, T(0.5));
@@ -76,7 +76,7 @@ void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n) {
     const auto left = hn::Mul(half, hn::Add(one, t));  // 0.5 (1 + t)
     const auto right = hn::Mul(hn::Mul(hn::Mul(half, xi), sech2), du_dx);
     const auto grad = hn::Mul(hn::LoadU(d, dy + i), hn::Add(left, right));
-    hn::StoreU(hn::Add(hn::LoadU(d, dx + i), grad), d, dx + i);
+    hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, dx + i), grad) : grad, d, dx + i);
   });
 }
 
@@ -98,7 +98,8 @@ namespace attograd::kernels {
 
 ATTOGRAD_KERNEL(void, gelu_forward, (T * y, const T* x, int64_t n), (y, x, n));
 
-ATTOGRAD_KERNEL(void, gelu_backward, (T * dx, const T* x, const T* dy, int64_t n), (dx, x, dy, n));
+ATTOGRAD_KERNEL(void, gelu_backward, (T * dx, const T* x, const T* dy, int64_t n, bool accumulate),
+                (dx, x, dy, n, accumulate));
 
 }  // namespace attograd::kernels
 #endif  // HWY_ONCE

@@ -12,8 +12,9 @@ namespace attograd::kernels {
 template <typename T>
 void gelu_forward(T* y, const T* x, int64_t n);
 
-/// dx[i] += dy[i] * gelu'(x[i]).
+/// dx[i] += dy[i] * gelu'(x[i]), or dx[i] = dy[i] * gelu'(x[i]) when !accumulate (the first
+/// gradient of dx: GradBuffers::first_write, engine.h; dx's old contents are then not read).
 template <typename T>
-void gelu_backward(T* dx, const T* x, const T* dy, int64_t n);
+void gelu_backward(T* dx, const T* x, const T* dy, int64_t n, bool accumulate = true);
 
 }  // namespace attograd::kernels

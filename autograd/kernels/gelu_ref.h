@@ -23,14 +23,16 @@ void gelu_forward(T* y, const T* x, int64_t n) {
   }
 }
 
-/// dx += dy * (0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2))
+/// dx (+)= dy * (0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2)): added when
+/// accumulate, else written
 template <typename T>
-void gelu_backward(T* dx, const T* x, const T* dy, int64_t n) {
+void gelu_backward(T* dx, const T* x, const T* dy, int64_t n, bool accumulate = true) {
   for (int64_t i = 0; i < n; ++i) {
     const T xi = x[i];
     const T t = std::tanh(kGeluScale<T> * (xi + kGeluCubic<T> * xi * xi * xi));
     const T du_dx = kGeluScale<T> * (T(1) + T(3) * kGeluCubic<T> * xi * xi);
-    dx[i] += dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * du_dx);
+    const T grad = dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * du_dx);
+    dx[i] = accumulate ? dx[i] + grad : grad;
   }
 }
 

@@ -2,8 +2,12 @@
 #define BOOST_TEST_MODULE engine
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "autograd/engine.h"
+#include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "tests/test_util.h"
 
@@ -452,4 +456,127 @@ BOOST_AUTO_TEST_CASE(accumulate_grad_sums_broadcast_dimensions_back) {
   expect_throw_with<std::invalid_argument>(
       [&] { accumulate_grad(g3, Tensor::zeros({3}, DType::f32)); },
       "the value is f32 but the gradient is f64; cast() it first");
+}
+
+// ---- First writes (GradBuffers::first_write) ---------------------------------------------------
+
+namespace {
+
+// The gradients of `leaves` through f (upstream u), with the engine handing first_write VJPs
+// fresh buffers (the default) or, with first_write = false, zero-filled ones as for every other op.
+std::vector<Tensor> gradients(const std::function<Tensor()>& f, const std::vector<Tensor>& leaves,
+                              uint64_t seed, bool first_write) {
+  detail::set_first_write_enabled(first_write);
+  struct Restore {
+    ~Restore() { detail::set_first_write_enabled(true); }
+  } restore;
+  const Tensor y = f();
+  if (!y.requires_grad()) return {};  // a comparison, argmax, ...: no gradient flows
+  Generator gen(seed);
+  const Tensor u = Tensor::randn(y.shape(), gen, y.dtype());
+  return grad(y, leaves, u);
+}
+
+// Each gradient of `a` equals the same one of `b`, element by element (+0 and -0 are equal: a
+// written 0 * x may be -0 where 0 + 0 * x is +0).
+void check_same_gradients(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                          const std::string& what) {
+  BOOST_TEST_REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Tensor x = cast(a[i], DType::f64), y = cast(b[i], DType::f64);
+    BOOST_TEST_REQUIRE(x.shape() == y.shape());
+    int64_t differ = 0;
+    for (int64_t k = 0; k < x.numel(); ++k) differ += x.data<double>()[k] != y.data<double>()[k];
+    BOOST_TEST(differ == 0, what << ": gradient " << i << " differs in " << differ << " of "
+                                 << x.numel() << " elements");
+  }
+}
+
+}  // namespace
+
+// Every op of the registry, on every case, with each differentiable input made an intermediate
+// tensor (x * 1, so that its gradient buffer is the engine's, fresh for a first_write VJP): the
+// leaves' gradients are the same as when every buffer is zero-filled and added into. An op
+// declared first_write that adds into its buffer anyway reads garbage here, and one that writes
+// where it must add loses a gradient in the fan-out case (the input used twice: x' and x' * 1
+// both read it).
+BOOST_AUTO_TEST_CASE(first_writes_give_the_gradients_of_adding_for_every_op) {
+  for (const OpEntry& e : op_registry().entries())
+    for (const GradcheckCase& c : e.cases)
+      for (const DType dtype : {DType::f64, DType::f32})
+        for (const bool fan_out : {false, true}) {
+          Generator gen(5);
+          const std::vector<Tensor> inputs = c.make_inputs(gen, dtype, GradcheckSizes{});
+          std::vector<Tensor> leaves;
+          for (const Tensor& x : inputs)
+            if (x.requires_grad()) leaves.push_back(x);
+          if (leaves.empty()) continue;
+          const auto f = [&] {
+            std::vector<Tensor> interior;
+            for (const Tensor& x : inputs)
+              interior.push_back(x.requires_grad() ? mul_scalar(x, 1.0) : x);
+            Tensor y = c.fn(interior);
+            // Fan-out: the first intermediate input also feeds a second op, summed into y.
+            if (fan_out)
+              for (const Tensor& x : interior)
+                if (x.requires_grad()) {
+                  y = add(y, mul_scalar(sum(x), 0.5));
+                  break;
+                }
+            return y;
+          };
+          const std::string what =
+              e.name + " " + c.label + " " + dtype_name(dtype) + (fan_out ? " fan-out" : "");
+          check_same_gradients(gradients(f, leaves, 9, true), gradients(f, leaves, 9, false), what);
+        }
+}
+
+// The cases the VJPs must tell apart, with known values: add(x, x) writes dy then adds it
+// (dx = 2 dy); gelu's input also added to the output (the writer and an adder of one buffer).
+BOOST_AUTO_TEST_CASE(first_writes_with_known_values) {
+  Tensor x = Tensor::from_vector({0.5, -1.0, 2.0}, {3}, DType::f64);
+  x.set_requires_grad(true);
+  // add(x', x'): one buffer, both inputs of one VJP
+  for (const bool first_write : {true, false}) {
+    const std::vector<Tensor> g = gradients(
+        [&] {
+          const Tensor h = mul_scalar(x, 3.0);
+          return add(h, h);
+        },
+        {x}, 1, first_write);
+    Generator gen(1);
+    const Tensor u = Tensor::randn({3}, gen, DType::f64);
+    for (int64_t i = 0; i < 3; ++i) BOOST_TEST(g[0].data<double>()[i] == 6.0 * u.data<double>()[i]);
+  }
+  // y = gelu(h) + h, h = 2x: dh = u gelu'(h) + u, dx = 2 dh (gelu' at 1, -2, 4 from PyTorch:
+  // torch.nn.functional.gelu(h, approximate='tanh').backward)
+  const double gelu_prime[] = {1.0829640838, -0.0860992566, 1.0003351232};
+  for (const bool first_write : {true, false}) {
+    const std::vector<Tensor> g = gradients(
+        [&] {
+          const Tensor h = mul_scalar(x, 2.0);
+          return add(gelu(h), h);
+        },
+        {x}, 2, first_write);
+    Generator gen(2);
+    const Tensor u = Tensor::randn({3}, gen, DType::f64);
+    for (int64_t i = 0; i < 3; ++i)
+      BOOST_TEST(g[0].data<double>()[i] == 2.0 * u.data<double>()[i] * (gelu_prime[i] + 1.0),
+                 boost::test_tools::tolerance(1e-9));
+  }
+}
+
+// A fresh buffer the VJP leaves unclaimed (an op of one's own, recorded first_write, whose VJP
+// writes nothing) reaches the producer as zeros, not as whatever the memory held: here the pool's
+// last block of that size, filled with NaN just before.
+BOOST_AUTO_TEST_CASE(an_unclaimed_fresh_buffer_reads_as_zeros) {
+  Tensor x = Tensor::from_vector({1.0, 2.0, 3.0, 4.0}, {4}, DType::f64);
+  x.set_requires_grad(true);
+  Tensor::full({4}, std::nan(""), DType::f64);  // freed at once: its block is the next one taken
+  const Tensor h = mul_scalar(x, 1.0);
+  const Tensor y = record(
+      Tensor::zeros({4}, DType::f64), "writes_nothing", {h},
+      [](const Tensor&, std::span<Tensor>) {}, GradBuffers::first_write);
+  y.backward(Tensor::ones({4}, DType::f64));
+  for (int64_t i = 0; i < 4; ++i) BOOST_TEST(x.grad().data<double>()[i] == 0.0);
 }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -87,6 +88,23 @@ void check_forward_and_backward(const AttentionDims& n, bool gpt_layout, int64_t
                           dy.data(), gs, y_ref.data(), ys, lse_ref.data(), q, qs, kp, ks, vp, ks,
                           n);
   BOOST_TEST(allclose(grads, grads_ref, kRtol<T> * 10, kRtol<T> * 10), what + " dq, dk, dv");
+
+  // Written (accumulate = false) over NaNs, which must not be read: exactly the kernel's sums
+  // from zero, and the twin's within tolerance.
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  Buffer<T> from_zero(grads.size(), offset), written(grads.size(), offset, nan),
+      written_ref(grads.size(), offset, nan);
+  for (const bool accumulate : {true, false}) {
+    Buffer<T>& out = accumulate ? from_zero : written;
+    k::attention_backward(out.data(), out.data() + dk_at, out.data() + dv_at, dy.data(), gs,
+                          y.data(), ys, lse.data(), q, qs, kp, ks, vp, ks, n, accumulate);
+  }
+  ref::attention_backward(written_ref.data(), written_ref.data() + dk_at,
+                          written_ref.data() + dv_at, dy.data(), gs, y_ref.data(), ys,
+                          lse_ref.data(), q, qs, kp, ks, vp, ks, n, false);
+  check_equal(written.data(), from_zero.data(), grads.size(), what + " written vs added to zero");
+  BOOST_TEST(allclose(written_ref, from_zero, kRtol<T> * 10, kRtol<T> * 10),
+             what + " twin written");
 }
 
 }  // namespace

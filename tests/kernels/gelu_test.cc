@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -98,6 +99,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gelu_backward_accumulates, T, Types) {
     k::gelu_backward(twice.data(), x.data(), dy.data(), 37);
     for (int64_t i = 0; i < 37; ++i) once[i] *= 2;
     check_equal(twice.data(), once.data(), 37, "gelu_backward twice");
+  });
+}
+
+// Without accumulate the backward writes: over a dx of NaNs (never read), exactly what adding
+// into zeros gives, on every target and the twin.
+BOOST_AUTO_TEST_CASE_TEMPLATE(gelu_backward_writes_when_not_accumulating, T, Types) {
+  std::mt19937_64 rng(54);
+  const Buffer<T> x = uniform<T>(37, 1, rng, -4, 4);
+  const Buffer<T> dy = uniform<T>(37, 1, rng);
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for_each_target([&] {
+    Buffer<T> added(37, 1), written(37, 1, nan), written_ref(37, 1, nan);
+    k::gelu_backward(added.data(), x.data(), dy.data(), 37);
+    k::gelu_backward(written.data(), x.data(), dy.data(), 37, false);
+    ref::gelu_backward(written_ref.data(), x.data(), dy.data(), 37, false);
+    check_equal(written.data(), added.data(), 37, "gelu_backward written vs added into zeros");
+    BOOST_TEST(allclose(written_ref, added, kRtol<T>, kRtol<T>), "the twin, written");
   });
 }
 
