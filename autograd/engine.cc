@@ -1,6 +1,7 @@
 #include "autograd/engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -87,7 +88,6 @@ struct BackwardLists {
   // The fresh buffers (GradBuffers::first_write) handed to the VJP now running and not claimed
   // by first_gradient yet: zero-filled when it returns.
   boost::container::small_vector<Tensor, 4> fresh;
-  uint64_t pass = 0;        // marks the nodes this pass visited
   bool running = false;     // a pass is under way on this thread
   bool first_write = true;  // detail::set_first_write_enabled
 };
@@ -96,6 +96,12 @@ BackwardLists& backward_lists() {
   thread_local BackwardLists lists;
   return lists;
 }
+
+// The number of the next backward pass, which marks the nodes it visits. One count for the whole
+// process, not one per thread: with per-thread counts, a graph walked by one thread at its pass 1
+// and then by another at its own pass 1 looked visited already, and the second backward ran
+// only the root (a helper's finding, 2026-12-06).
+std::atomic<uint64_t> next_pass{1};
 
 }  // namespace
 
@@ -108,7 +114,7 @@ class Engine {
   // graph may be a million-node chain. A node is visited once per pass: it carries the pass
   // number.
   static void topological_order(const std::shared_ptr<Node>& root, BackwardLists& lists) {
-    const uint64_t pass = ++lists.pass;
+    const uint64_t pass = next_pass.fetch_add(1, std::memory_order_relaxed);
     lists.order.clear();
     lists.stack.clear();
     lists.stack.emplace_back(root, 0);

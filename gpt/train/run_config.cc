@@ -48,12 +48,37 @@ std::map<std::string, std::string> flag_keys_of(Keep keep) {
   return keys;
 }
 
-// Throws for a key of `section` (named `name`) that is not one of `known`, suggesting the
-// nearest, or for a section that is not an object.
+// A section of a config file: its name, its keys, and its flag spellings (flag_keys_of).
+struct SectionKeys {
+  std::string name;
+  std::vector<std::string> keys;
+  std::map<std::string, std::string> flag_keys;
+};
+
+// Where a key written in the wrong place (at the top level, or in section `other_than`) belongs:
+// the section that has it, and its name there (a flag's spelling, "lr", is the key
+// "learning_rate"). Empty names when no other section has it.
+struct KeyHome {
+  std::string section, key;
+};
+KeyHome home_of(const std::string& key, const std::vector<SectionKeys>& sections,
+                const std::string& other_than = "") {
+  for (const SectionKeys& s : sections) {
+    if (s.name == other_than) continue;
+    if (std::find(s.keys.begin(), s.keys.end(), key) != s.keys.end()) return {s.name, key};
+    if (const auto flag = s.flag_keys.find(key); flag != s.flag_keys.end())
+      return {s.name, flag->second};
+  }
+  return {};
+}
+
+// Throws for a key of `section` (named `name`) that is not one of `known`, saying which section
+// it belongs in when another has it, else suggesting the nearest; or for a section that is not
+// an object.
 void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
                          const std::vector<std::string>& known,
                          const std::map<std::string, std::string>& flag_keys,
-                         const std::string& what) {
+                         const std::vector<SectionKeys>& sections, const std::string& what) {
   if (!section.is_object())
     throw std::invalid_argument(what + ": the section \"" + name + "\" is " +
                                 json_excerpt(section) + ", not a JSON object of settings");
@@ -63,6 +88,11 @@ void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
       throw std::invalid_argument(what +
                                   ": \"model\" cannot set vocab_size: the vocabulary is "
                                   "the tokenizer's (set \"tokenizer\" in \"run\")");
+    if (const KeyHome home = home_of(it.key(), sections, name); !home.section.empty())
+      throw std::invalid_argument(what + ": \"" + name + "\" has no key '" +
+                                  json_key_text(it.key()) + "': it is a setting of \"" +
+                                  home.section + "\" ({\"" + home.section + "\": {\"" + home.key +
+                                  "\": ...}})");
     const auto flag = flag_keys.find(it.key());
     const std::string near = flag != flag_keys.end() ? flag->second : nearest_name(it.key(), known);
     throw std::invalid_argument(what + ": \"" + name + "\" has no key '" + json_key_text(it.key()) +
@@ -93,8 +123,20 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
     throw std::invalid_argument(what + " is " + json_excerpt(doc) +
                                 ", not a JSON object with the sections " +
                                 join_names(sections, "and"));
+  std::vector<std::string> model_keys = keys_of<GPTConfig>(kModelRow);
+  model_keys.insert(model_keys.begin(), "preset");
+  const std::vector<SectionKeys> section_keys = {
+      {"run", keys_of<RunRequest>(kEveryRow), flag_keys_of<RunRequest>(kEveryRow)},
+      {"model", model_keys, flag_keys_of<GPTConfig>(kModelRow)},
+      {"train", keys_of<TrainOptions>(kEveryRow), flag_keys_of<TrainOptions>(kEveryRow)}};
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (std::find(sections.begin(), sections.end(), it.key()) == sections.end()) {
+      // nanoGPT's configs are flat: a setting at the top level says which section it goes in.
+      if (const KeyHome home = home_of(it.key(), section_keys); !home.section.empty())
+        throw std::invalid_argument(what + ": '" + json_key_text(it.key()) +
+                                    "' is a setting of the \"" + home.section +
+                                    "\" section, not a section: write {\"" + home.section +
+                                    "\": {\"" + home.key + "\": ...}}");
       const std::string near = nearest_name(it.key(), sections);
       throw std::invalid_argument(what + " has no section '" + json_key_text(it.key()) + "'" +
                                   (near.empty() ? "" : " (did you mean '" + near + "'?)") +
@@ -104,14 +146,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
   const auto section = [&](const char* name) -> const nlohmann::json& {
     return doc.contains(name) ? doc.at(name) : empty;
   };
-  std::vector<std::string> model_keys = keys_of<GPTConfig>(kModelRow);
-  model_keys.insert(model_keys.begin(), "preset");
-  refuse_unknown_keys(section("run"), "run", keys_of<RunRequest>(kEveryRow),
-                      flag_keys_of<RunRequest>(kEveryRow), what);
-  refuse_unknown_keys(section("model"), "model", model_keys, flag_keys_of<GPTConfig>(kModelRow),
-                      what);
-  refuse_unknown_keys(section("train"), "train", keys_of<TrainOptions>(kEveryRow),
-                      flag_keys_of<TrainOptions>(kEveryRow), what);
+  for (const SectionKeys& s : section_keys)
+    refuse_unknown_keys(section(s.name.c_str()), s.name, s.keys, s.flag_keys, section_keys, what);
 
   RunConfig c;
   c.run_given = read_config_section(section("run"), c.request, what + ": run", kEveryRow);

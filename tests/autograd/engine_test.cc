@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/engine.h"
@@ -579,4 +580,27 @@ BOOST_AUTO_TEST_CASE(an_unclaimed_fresh_buffer_reads_as_zeros) {
       [](const Tensor&, std::span<Tensor>) {}, GradBuffers::first_write);
   y.backward(Tensor::ones({4}, DType::f64));
   for (int64_t i = 0; i < 4; ++i) BOOST_TEST(x.grad().data<double>()[i] == 0.0);
+}
+
+// A retained graph walked by this thread and then by another: each backward runs every node. The
+// passes' marks on the nodes were numbered per thread, so the other thread's first pass took the
+// nodes this thread's pass had marked for visited and ran only the root: x.grad() stayed 0.
+BOOST_AUTO_TEST_CASE(a_retained_graph_backpropagates_from_another_thread) {
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+  constexpr bool kThreads = false;
+#else
+  constexpr bool kThreads = true;
+#endif
+  if (!attograd::testing::build_has(kThreads, "threads")) return;
+  Tensor x = Tensor::from_vector({1.0, -2.0, 0.5}, {3}, DType::f64);
+  x.set_requires_grad(true);
+  const Tensor loss = sum(mul_scalar(mul_scalar(x, 2.0), 3.0));  // dloss/dx = 6
+  for (int pass = 0; pass < 3; ++pass) {
+    loss.backward(Tensor(), true);
+    x.zero_grad();
+    std::thread other([&] { loss.backward(Tensor(), true); });
+    other.join();
+    for (int64_t i = 0; i < 3; ++i) BOOST_TEST(x.grad().data<double>()[i] == 6.0);
+    x.zero_grad();
+  }
 }

@@ -95,6 +95,16 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_naming_the_key_and_the_fix) {
   refused("{\"run\": {\"out_dir\": \"a\\nb\"}}", "holds a control character");
   refused("{\"run\": {\"threads\": -1}}", "threads (--threads) is -1, expected an integer in [0, ");
   refused("{\"run\": {\"bias\": false}}", "\"run\" has no key 'bias'");
+  // nanoGPT's configs are flat: a setting at the top level, or in another section, is named with
+  // the section it belongs in.
+  refused("{\"n_layer\": 2}",
+          "config file 'c.json': 'n_layer' is a setting of the \"model\" section, not a section: "
+          "write {\"model\": {\"n_layer\": ...}}");
+  refused("{\"learning_rate\": 0.001}", "'learning_rate' is a setting of the \"train\" section");
+  refused("{\"model\": {\"learning_rate\": 0.001}}",
+          "\"model\" has no key 'learning_rate': it is a setting of \"train\" "
+          "({\"train\": {\"learning_rate\": ...}})");
+  refused("{\"train\": {\"out_dir\": \"x\"}}", "it is a setting of \"run\"");
   // What to do with the run directory is said on each command line, never in a file.
   refused("{\"run\": {\"resume\": true}}", "\"run\" has no key 'resume'");
   refused("{\"run\": {\"overwrite\": true}}", "\"run\" has no key 'overwrite'");
