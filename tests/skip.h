@@ -10,6 +10,16 @@
 
 namespace attograd::testing {
 
+/// Whether this build runs code on other threads: false in WebAssembly without threads, where
+/// std::thread cannot start and every parallel loop runs on the calling thread. For a case
+/// about threads, skipped otherwise: `build_has(kBuildHasThreads, "threads")` (test_util.h), or
+/// build_has_threads() in the kernel tests.
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+inline constexpr bool kBuildHasThreads = false;
+#else
+inline constexpr bool kBuildHasThreads = true;
+#endif
+
 /// Skips the running test case, saying `why`: CTest runs each case that may be skipped as its own
 /// test (attograd_case_tests in tests/CMakeLists.txt) with ATTOGRAD_SKIP_EXIT_CODE set, and this
 /// ends the program with that code, so that CTest shows the case as skipped, never as passed. Run

@@ -1267,46 +1267,32 @@ bool matmul_bf16_uses_avx512_bf16() { return HWY_DYNAMIC_DISPATCH(uses_avx512_bf
 bool matmul_bf16_uses_amx() { return HWY_DYNAMIC_DISPATCH(uses_amx_impl)(); }
 
 namespace {
-// A cache size sysconf reports (glibc reads it from cpuid), or `fallback` where the system says
-// nothing (0 or -1: another OS, WebAssembly).
-size_t cache_bytes(int name, size_t fallback) {
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-  const long bytes = ::sysconf(name);
-  if (bytes > 0) return static_cast<size_t>(bytes);
-#else
-  (void)name;
-#endif
-  return fallback;
-}
+// The caches' sizes, in bytes.
+struct CpuCaches {
+  size_t l1d, l2, l3;
+};
 
-// Where the system does not say: the Zen 5 the constants were first measured on.
-constexpr size_t kFallbackL1d = 48 << 10, kFallbackL2 = 1 << 20, kFallbackL3 = 32 << 20;
+// The sizes sysconf reports (glibc reads them from cpuid), each where the system says nothing
+// (0 or -1: another OS, WebAssembly) the Zen 5's the constants were first measured on.
+CpuCaches read_cpu_caches() {
+  CpuCaches c{48 << 10, 1 << 20, 32 << 20};
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+  const auto ask = [](int name, size_t& bytes) {
+    if (const long reported = ::sysconf(name); reported > 0) bytes = static_cast<size_t>(reported);
+  };
+  ask(_SC_LEVEL1_DCACHE_SIZE, c.l1d);
+  ask(_SC_LEVEL2_CACHE_SIZE, c.l2);
+  ask(_SC_LEVEL3_CACHE_SIZE, c.l3);
+#endif
+  return c;
+}
 // An A block or B panel of at least 64 KiB (a 256 KiB L2) and at most 4 MiB: past that BLIS's
 // own blocks stop growing, and a bigger panel would only wait longer for its packing.
 constexpr size_t kMinBlockBytes = 64 << 10, kMaxBlockBytes = 4 << 20;
 
-// The CPU's L1d and L2, asked once; set_matmul_l2_bytes' override (0: none).
-const size_t cpu_l1d = cache_bytes(
-#if defined(_SC_LEVEL1_DCACHE_SIZE)
-    _SC_LEVEL1_DCACHE_SIZE,
-#else
-    0,
-#endif
-    kFallbackL1d);
-const size_t cpu_l2 = cache_bytes(
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-    _SC_LEVEL2_CACHE_SIZE,
-#else
-    0,
-#endif
-    kFallbackL2);
-const size_t cpu_l3 = cache_bytes(
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-    _SC_LEVEL3_CACHE_SIZE,
-#else
-    0,
-#endif
-    kFallbackL3);
+// The CPU's caches, asked once; set_matmul_l2_bytes' override (0: none).
+const CpuCaches cpu_caches = read_cpu_caches();
 std::atomic<size_t> l2_override{0};
 
 std::atomic<bool> avx512_bf16_allowed{true};
@@ -1347,8 +1333,9 @@ const bool amx_permitted = request_amx();
 
 MatmulBlocking matmul_blocking() {
   const size_t overridden = l2_override.load(std::memory_order_relaxed);
-  const size_t l2 = overridden != 0 ? overridden : cpu_l2;
-  return {kMatmulBlockK, cpu_l1d, l2, cpu_l3, std::clamp(l2 / 2, kMinBlockBytes, kMaxBlockBytes)};
+  const size_t l2 = overridden != 0 ? overridden : cpu_caches.l2;
+  return {kMatmulBlockK, cpu_caches.l1d, l2, cpu_caches.l3,
+          std::clamp(l2 / 2, kMinBlockBytes, kMaxBlockBytes)};
 }
 
 void set_matmul_l2_bytes(size_t bytes) { l2_override.store(bytes, std::memory_order_relaxed); }

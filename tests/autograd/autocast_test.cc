@@ -98,12 +98,7 @@ BOOST_AUTO_TEST_CASE(the_guard_sets_and_restores_the_precision) {
 // Per thread, as grad mode: another thread is not in this thread's autocast. (Skipped in the
 // WebAssembly build, which has no threads.)
 BOOST_AUTO_TEST_CASE(the_precision_is_per_thread) {
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-  constexpr bool kThreads = false;
-#else
-  constexpr bool kThreads = true;
-#endif
-  if (!attograd::testing::build_has(kThreads, "threads")) return;
+  if (!attograd::testing::build_has(attograd::testing::kBuildHasThreads, "threads")) return;
   const AutocastGuard bf16(MatmulPrecision::bf16);
   MatmulPrecision seen = MatmulPrecision::bf16;
   std::thread other([&seen] { seen = autocast_precision(); });

@@ -586,12 +586,7 @@ BOOST_AUTO_TEST_CASE(an_unclaimed_fresh_buffer_reads_as_zeros) {
 // passes' marks on the nodes were numbered per thread, so the other thread's first pass took the
 // nodes this thread's pass had marked for visited and ran only the root: x.grad() stayed 0.
 BOOST_AUTO_TEST_CASE(a_retained_graph_backpropagates_from_another_thread) {
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-  constexpr bool kThreads = false;
-#else
-  constexpr bool kThreads = true;
-#endif
-  if (!attograd::testing::build_has(kThreads, "threads")) return;
+  if (!attograd::testing::build_has(attograd::testing::kBuildHasThreads, "threads")) return;
   Tensor x = Tensor::from_vector({1.0, -2.0, 0.5}, {3}, DType::f64);
   x.set_requires_grad(true);
   const Tensor loss = sum(mul_scalar(mul_scalar(x, 2.0), 3.0));  // dloss/dx = 6

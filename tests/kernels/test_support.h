@@ -122,14 +122,11 @@ bool kernels_are_simd() {
 /// WebAssembly build has no threads (no -pthread): every run is on the calling thread, and the
 /// case is skipped as above.
 inline bool build_has_threads() {
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+  if (attograd::testing::kBuildHasThreads) return true;
   attograd::testing::skip_case(
       "this build runs every parallel loop on the calling thread (WebAssembly without "
       "threads): runs on 1 and n threads could not differ");
   return false;
-#else
-  return true;
-#endif
 }
 
 }  // namespace attograd::kernels::testing
