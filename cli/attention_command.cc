@@ -20,9 +20,9 @@
 #include "cli/model_source.h"
 #include "cli/out_dir.h"
 #include "gpt/io/atomic_file.h"
+#include "gpt/io/figures.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/attribution.h"
-#include "gpt/train/plot.h"
 
 namespace attograd::cli {
 

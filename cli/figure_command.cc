@@ -39,8 +39,8 @@
 #include "cli/render_dot.h"
 #include "examples/lecture/attention_by_hand.h"
 #include "gpt/io/atomic_file.h"
+#include "gpt/io/figures.h"
 #include "gpt/model/model.h"
-#include "gpt/train/plot.h"
 #include "nn/layers.h"
 
 namespace attograd::cli {

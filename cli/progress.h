@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-#include "gpt/train/run_logs.h"
+#include "gpt/train/report.h"
 
 namespace attograd::cli {
 

@@ -16,6 +16,7 @@
 #include "gpt/train/interrupt.h"
 #include "gpt/train/run.h"
 #include "gpt/train/run_config.h"
+#include "gpt/train/run_dir.h"
 
 namespace attograd::cli {
 
@@ -26,8 +27,8 @@ void print_result(const gpt::TrainingRun& run) {
   const gpt::EvalResult& r = run.result();
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n",
               r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
-  for (const auto& [name, baseline] : {std::pair{"unigram baseline", run.unigram_baseline()},
-                                       std::pair{"add-one bigram", run.bigram_baseline()}}) {
+  for (const auto& [name, baseline] : {std::pair{"unigram baseline", run.baselines().unigram},
+                                       std::pair{"add-one bigram", run.baselines().bigram}}) {
     // Level within the printed precision (a one-character corpus: both are 0) is neither.
     const double gap = r.val_loss - baseline;
     if (std::abs(gap) < 5e-5)
@@ -62,7 +63,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "a JSON file of settings: sections \"run\", \"model\" and \"train\" keyed by the "
       "options' names (max_steps for --steps); a flag given overrides the file's value. "
       "Every run writes its effective config to <out>/" +
-          std::string(gpt::kRunConfigFile) + ", which --config repeats");
+          std::string(gpt::RunDir::kConfig) + ", which --config repeats");
   cmd->callback([rq, cmd, config_file, &exit_code] {
     const gpt::Communicator& comm = gpt::Communicator::world();
     // What the command line gave, over the config file's values.

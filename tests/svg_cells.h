@@ -1,4 +1,4 @@
-// The cells of the heatmaps in a gnuplot SVG (gpt/train/plot.h's write_heatmaps), read back for
+// The cells of the heatmaps in a gnuplot SVG (gpt/io/figures.h's write_heatmaps), read back for
 // tests: each panel's grey background (the NaN colour, #d9d9d9, one polygon over the whole graph
 // area) and the cell polygons inside it. write_heatmaps draws a heatmap `with image pixels`, so
 // every cell with a value is one <polygon fill = 'rgb(r, g, b)' points = '...'/> of exactly one

@@ -27,12 +27,9 @@
 
 namespace attograd::gpt {
 
-/// The name of the checkpoint inside a run's output directory (what Trainer::run writes).
+/// The name of the checkpoint inside a run's output directory (what Trainer::run writes; the
+/// run directory's other files are named by gpt/train/run_dir.h's RunDir).
 inline constexpr char kCheckpointFile[] = "ckpt.safetensors";
-/// The run's checkpoint at its lowest val loss so far (nanoGPT's always_save_checkpoint = False
-/// keeps only that one; attograd keeps both): a hard link to kCheckpointFile as it was written
-/// at that evaluation, so it costs no space until the next save replaces kCheckpointFile.
-inline constexpr char kBestCheckpointFile[] = "best.safetensors";
 
 /// Everything needed to continue training bit for bit.
 struct TrainingState {

@@ -32,6 +32,8 @@
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
+#include "gpt/train/prepare.h"
+#include "gpt/train/report.h"
 #include "gpt/train/run_config.h"
 #include "gpt/train/run_dir.h"
 
@@ -65,54 +67,14 @@ std::string shell_quoted(const std::string& path) {
   return quoted + "'";
 }
 
-// printf's formatting into a string: the set-up lines keep the CLI's exact figures.
-[[gnu::format(printf, 1, 2)]] std::string format(const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  va_list copy;
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, fmt, copy);
-  va_end(copy);
-  std::string s(static_cast<size_t>(std::max(n, 0)) + 1, '\0');
-  std::vsnprintf(s.data(), s.size(), fmt, args);
-  va_end(args);
-  s.resize(static_cast<size_t>(std::max(n, 0)));
-  return s;
-}
-
-// The "model" line of the set-up: the kind, its sizes and its parameter count.
-std::string describe_model(const LanguageModel& model) {
-  const GPTConfig& c = model.config();
-  const long long n_params = model.num_parameters();
-  switch (model.kind()) {
-    case ModelKind::gpt:
-      return format(
-          "gpt: n_layer %lld, n_head %lld, n_embd %lld, block_size %lld, vocab_size %lld, %s "
-          "positions: %lld parameters",
-          static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head),
-          static_cast<long long>(c.n_embd), static_cast<long long>(c.block_size),
-          static_cast<long long>(c.vocab_size), pos_encoding_name(c.pos_encoding), n_params);
-    case ModelKind::bigram:
-      return format("bigram: a %lld x %lld table of logits, block_size %lld: %lld parameters",
-                    static_cast<long long>(c.vocab_size), static_cast<long long>(c.vocab_size),
-                    static_cast<long long>(c.block_size), n_params);
-    case ModelKind::average:
-      return format(
-          "average (causal mean of the context, no attention): n_embd %lld, block_size %lld, "
-          "vocab_size %lld, %s positions: %lld parameters",
-          static_cast<long long>(c.n_embd), static_cast<long long>(c.block_size),
-          static_cast<long long>(c.vocab_size), pos_encoding_name(c.pos_encoding), n_params);
-  }
-  return model_kind_name(model.kind());
-}
-
 // Fresh runs write their logs, plots and checkpoint into out_dir, replacing files of those
 // names: a directory that holds anything but our lock (the logs of a run killed before its first
 // checkpoint, or files that are not ours) is refused without overwrite, naming what is there.
 // A directory holding a checkpoint is left to the caller's own message (resume or overwrite).
-void refuse_occupied_dir(const std::filesystem::path& out) {
-  if (std::filesystem::exists(out / kCheckpointFile)) return;
-  const std::string listed = directory_listing(out, kLockFile);
+void refuse_occupied_dir(const RunDir& dir) {
+  const std::filesystem::path& out = dir.path();
+  if (std::filesystem::exists(dir.checkpoint())) return;
+  const std::string listed = directory_listing(out, RunDir::kLock);
   if (listed.empty()) return;
   throw std::invalid_argument("--out " + out.string() + " already holds " + listed +
                               " but no checkpoint: pass --overwrite to start a run there (its "
@@ -124,18 +86,12 @@ void refuse_occupied_dir(const std::filesystem::path& out) {
 // --cpus-per-task, --map-by ...:pe=N), and an equal share when ranks on one machine may all run
 // on every CPU (unbound), rather than all CPUs each. More threads than CPUs is said: they would
 // take turns.
-void set_threads(int threads, const Communicator& comm, std::ostream& log) {
+void set_threads(int threads, const Communicator& comm, SetUpReport& report) {
   const int online = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   const int cpus = kernels::available_cpus();
   if (threads == 0) threads = cpus < online ? cpus : std::max(1, cpus / comm.local_size());
   kernels::set_num_threads(threads);
-  if (threads <= cpus) return;
-  log << "note    " << threads << " threads" << (comm.size() > 1 ? " per rank" : "")
-      << ", but this process may run on " << cpus << " CPU" << (cpus == 1 ? "" : "s") << " only"
-      << (comm.size() > 1 ? " (mpirun binds each rank to a core unless told otherwise: add "
-                            "--bind-to none, or --map-by ...:pe=N to give each rank N cores)"
-                          : "")
-      << "\n";
+  if (threads > cpus) report.threads_beyond_cpus(threads, cpus, comm.size());
 }
 
 }  // namespace
@@ -242,7 +198,8 @@ class RunDirLock {
   /// Makes `out` and the parents it lacks (runs/ of runs/nano) and locks <out>/.lock. Throws
   /// std::invalid_argument naming --out and the fix when a directory cannot be made, the lock
   /// file cannot be opened, or another run holds the lock.
-  explicit RunDirLock(const std::filesystem::path& out) : lock_path_(out / kLockFile) {
+  explicit RunDirLock(const RunDir& dir) : lock_path_(dir.lock()) {
+    const std::filesystem::path& out = dir.path();
     // Bounded: each retry means another run removed the directory or lock file just then.
     constexpr int kAttempts = 100;
     for (int attempt = 1;; ++attempt) {
@@ -331,7 +288,7 @@ class RunDirLock {
   int fd_ = -1;
 };
 
-// The text of <out_dir>/kRunConfigFile: the effective config of the run start() set up, every
+// The text of RunDir::kConfig: the effective config of the run start() set up, every
 // setting after its config file and flags, which `train --config` reads back to repeat it. A
 // fresh run's model section is the model built (the rows its kind reads), a fine-tuning run's
 // the overrides given with --init-from (the file decides the rest); a resumed run keeps the
@@ -341,12 +298,11 @@ class RunDirLock {
 std::optional<std::string> effective_run_config(const RunRequest& rq, const TrainOptions& options,
                                                 const LanguageModel& model,
                                                 const std::string& tokenizer_kind,
-                                                const std::filesystem::path& out_dir,
-                                                std::ostream& log) {
-  const std::filesystem::path path = out_dir / kRunConfigFile;
+                                                const RunDir& dir, SetUpReport& report) {
+  const std::filesystem::path path = dir.config();
   RunConfig c;
   RunRequest& e = c.request;
-  e.out_dir = out_dir.string();
+  e.out_dir = dir.path().string();
   e.corpus = options.corpus;  // as recorded: a relative path made absolute
   e.cache_dir = rq.cache_dir;
   e.keep_cr = options.keep_cr;
@@ -365,16 +321,16 @@ std::optional<std::string> effective_run_config(const RunRequest& rq, const Trai
   if (!e.init_from) c.run_given.erase("init_from");
   if (rq.resume) {
     if (!std::filesystem::exists(path)) {
-      log << "note    " << path.string()
-          << " is missing (a run started by an older attograd): the effective config is not "
-             "written\n";
+      report.note(path.string() +
+                  " is missing (a run started by an older attograd): the effective config is not "
+                  "written");
       return std::nullopt;
     }
     RunConfig base;
     try {
       base = read_run_config(path.string());
     } catch (const std::invalid_argument& error) {
-      log << "note    " << error.what() << ": not rewritten\n";
+      report.note(std::string(error.what()) + ": not rewritten");
       return std::nullopt;
     }
     e.config = base.request.config;
@@ -400,29 +356,20 @@ std::optional<std::string> effective_run_config(const RunRequest& rq, const Trai
   return run_config_json(c);
 }
 
-}  // namespace
-
-std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& comm,
-                                   std::ostream& rank_log) {
-  // Rank 0 alone tells what it does (a stream without a buffer writes nothing).
-  std::ostream quiet(nullptr);
-  std::ostream& log = comm.is_root() ? rank_log : quiet;
-  std::unique_ptr<TrainingRun> run(new TrainingRun(comm));
-  // Checked before out_dir is made; a run refused later removes the directory it made.
-  rq.validate();
-  set_threads(rq.threads, comm, log);
-  const std::string run_dir = rq.run_dir();
-  const std::filesystem::path out_dir(run_dir);
-  if (std::filesystem::exists(out_dir) && !std::filesystem::is_directory(out_dir))
-    throw std::invalid_argument("--out " + run_dir + " exists and is not a directory");
-  std::optional<RunDirLock> lock;
-  if (comm.is_root()) {  // the one writer: the other ranks only read the checkpoint to resume
-    lock.emplace(out_dir);
-    refuse_special_run_files(out_dir);
-    if (!rq.resume && !rq.overwrite) refuse_occupied_dir(out_dir);
+// The run directory, claimed: refused when it is a file, locked by rank 0 (the one writer; the
+// other ranks only read the checkpoint to resume) into `lock`, refused where a fresh run would
+// replace files without --overwrite, and swept of the temporaries an interrupted run left.
+void claim_run_dir(const RunRequest& rq, const RunDir& dir, const Communicator& comm,
+                   std::optional<RunDirLock>& lock, SetUpReport& report) {
+  const std::string out = dir.path().string();
+  if (std::filesystem::exists(dir.path()) && !std::filesystem::is_directory(dir.path()))
+    throw std::invalid_argument("--out " + out + " exists and is not a directory");
+  if (comm.is_root()) {
+    lock.emplace(dir);
+    dir.refuse_special_files();
+    if (!rq.resume && !rq.overwrite) refuse_occupied_dir(dir);
   }
-  run->checkpoint_path_ = (out_dir / kCheckpointFile).string();
-  const std::string& ckpt = run->checkpoint_path_;
+  const std::string ckpt = dir.checkpoint().string();
   if (!rq.resume && !rq.overwrite && std::filesystem::exists(ckpt))
     throw std::invalid_argument(ckpt +
                                 " already exists: pass --resume to continue that run, "
@@ -432,205 +379,210 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   // whatever process now has their writer's pid; files of other names are not ours to touch.
   if (comm.is_root())
     for (const std::filesystem::path& stale :
-         remove_stale_temp_files(out_dir, {.targets = run_files(), .locked = true}))
-      log << "cleanup removed " << stale.string() << ", left by an interrupted run\n";
+         remove_stale_temp_files(dir.path(), {.targets = RunDir::files(), .locked = true}))
+      report.removed_stale(stale);
+}
 
-  std::optional<TrainingState> state;
+// The run --resume continues, read before the corpus (it records which): its model, tokenizer,
+// training state and stored options.
+ResumedRun read_resumed_run(const RunRequest& rq, const RunDir& dir) {
+  const std::string run_dir = dir.path().string(), ckpt = dir.checkpoint().string();
+  // Without --out the directory is runs/pico, which the run to continue may well not be.
+  ResumedRun resumed =
+      resume_run(run_dir, rq.out_dir ? std::string()
+                                     : " (--resume without --out continues " + run_dir +
+                                           "; name the run with --out, e.g. --out runs/nano)");
+  if (rq.tokenizer && *rq.tokenizer != resumed.session.tokenizer->kind())
+    throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match " + ckpt +
+                                ", trained with '" + resumed.session.tokenizer->kind() +
+                                "'; drop --tokenizer when resuming");
+  if (!rq.corpus && resumed.options.corpus.empty())
+    throw std::invalid_argument(ckpt +
+                                " does not record the corpus it was trained on (an older "
+                                "checkpoint); pass the same --corpus to resume it");
+  return resumed;
+}
+
+// Where the run's text comes from: --corpus, else the corpus a resumed run records (`recorded`),
+// else the default; read with its CR line ends as --keep-cr says, else as the run was trained.
+struct CorpusSource {
+  std::string spec;
+  bool recorded = false;
+  CorpusOptions options;
+};
+
+CorpusSource corpus_source(const RunRequest& rq, const TrainOptions* resumed_options,
+                           std::ostream& log) {
+  CorpusSource source{rq.corpus.value_or(RunRequest::kDefaultCorpus), false, {}};
+  source.options.cache_dir = rq.cache_dir;
+  source.options.keep_cr = rq.keep_cr.value_or(false);
+  source.options.log = [&log](const std::string& line) { log << line << "\n" << std::flush; };
+  if (resumed_options != nullptr) {
+    if (!rq.corpus) source.spec = resumed_options->corpus, source.recorded = true;
+    if (!rq.keep_cr) source.options.keep_cr = resumed_options->keep_cr;
+  }
+  return source;
+}
+
+Corpus read_corpus(const CorpusSource& source, const std::string& ckpt) {
+  if (!source.recorded) return load_corpus(source.spec, source.options);
+  try {
+    return load_corpus(source.spec, source.options);
+  } catch (const std::runtime_error& e) {  // a file moved since: say where the name came from
+    throw std::runtime_error("the corpus recorded in " + ckpt + ": " + e.what() +
+                             "; or pass --corpus with the same text");
+  }
+}
+
+// A resumed run trains on the text it was trained on: the sha256 its checkpoint records.
+void require_trained_corpus(const RunRequest& rq, const TrainOptions& options,
+                            const CorpusSource& source, const Corpus& corpus,
+                            const std::string& ckpt) {
+  const std::string digest = sha256_hex(corpus.text);
+  if (options.corpus_sha256.empty() || options.corpus_sha256 == digest) return;
+  const std::string trained = "(sha256 " + options.corpus_sha256.substr(0, 16) + "...)";
+  if (rq.keep_cr.value_or(false) && !options.keep_cr)
+    throw std::invalid_argument(
+        "--keep-cr reads the corpus with its CR line ends, but this run was trained on it "
+        "with them made LF (keep_cr false in " +
+        ckpt + "); leave --keep-cr out to resume");
+  if (source.recorded)
+    throw std::invalid_argument("the corpus '" + source.spec + "' recorded in " + ckpt +
+                                " has changed since the run was trained on it " + trained +
+                                "; restore it, or pass --corpus with the text it had");
+  throw std::invalid_argument(
+      "this run was trained on corpus '" + options.corpus + "' " + trained + ", not on '" +
+      source.spec + "'; pass the same --corpus to resume it, or none to use the recorded one" +
+      (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
+                                                     "were made LF needs --keep-cr)")
+                                       : std::string()));
+}
+
+// The weights --init-from names, checked against the request; sets the options' sequence length
+// (--block-size) and records the file in options.init_from.
+Session open_init_from(const RunRequest& rq, TrainOptions& options, SetUpReport& report) {
+  const ConfigOverrides& given = rq.config;
+  InitWeights init = open_init_weights(
+      *rq.init_from, given.has("n_head") ? given.values.n_head : 0,
+      given.has("dropout") ? std::optional<double>(given.values.dropout) : std::nullopt);
+  if (rq.tokenizer && *rq.tokenizer != init.session.tokenizer->kind())
+    throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match --init-from " +
+                                init.session.path + ", whose model reads the '" +
+                                init.session.tokenizer->kind() +
+                                "' tokenizer's ids; drop --tokenizer");
+  init.session.require_tokenizer_fits(
+      init.hf_gpt2 ? " (a Hugging Face file carries no tokenizer and is read with GPT-2's BPE: "
+                     "fine-tune a char model from its attograd checkpoint)"
+                   : "");
+  const int64_t context = init.session.config().block_size;
+  if (given.has("block_size") && given.values.block_size > context)
+    throw std::invalid_argument(
+        "--block-size " + std::to_string(given.values.block_size) +
+        " with --init-from sets the length of the training sequences, which cannot exceed "
+        "the context of the model in " +
+        init.session.path + " (block_size " + std::to_string(context) + ")");
+  if (given.has("block_size")) options.block_size = given.values.block_size;
+  report.init(init.describe());
+  options.init_from = std::filesystem::absolute(init.session.path).lexically_normal().string();
+  return std::move(init.session);
+}
+
+// A model continued (--resume, --init-from) keeps its char tokenizer, which a corpus in other
+// characters cannot be read with: name the first and the way out, as eval does, not encode's
+// advice to build another tokenizer (issue 31, kind 14).
+void require_known_characters(const Tokenizer& tokenizer, const Corpus& corpus, bool resumed) {
+  const auto* chars = dynamic_cast<const CharTokenizer*>(&tokenizer);
+  if (chars == nullptr) return;
+  if (const auto unknown = chars->first_unknown(corpus.text))
+    throw std::invalid_argument(
+        "corpus " + corpus.name + " has characters that the char tokenizer of the model " +
+        (resumed ? "resumed" : "in --init-from") + " lacks (the first, " +
+        describe_code_point(unknown->code_point) + ", is character " +
+        std::to_string(unknown->position) + "; its vocabulary has " +
+        std::to_string(chars->vocab_size()) +
+        "): the model reads only the characters it was trained with; pass a corpus written "
+        "in them, or train a new model" +
+        (resumed ? std::string() : std::string(" (without --init-from)")));
+}
+
+}  // namespace
+
+std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& comm,
+                                   std::ostream& rank_log) {
+  // Rank 0 alone tells what it does (a stream without a buffer writes nothing).
+  std::ostream quiet(nullptr);
+  std::ostream& log = comm.is_root() ? rank_log : quiet;
+  SetUpReport report(log);
+  std::unique_ptr<TrainingRun> run(new TrainingRun(comm));
+  rq.validate();  // before out_dir is made; a run refused later removes the directory it made
+  set_threads(rq.threads, comm, report);
+  const RunDir dir(rq.run_dir());
+  std::optional<RunDirLock> lock;
+  claim_run_dir(rq, dir, comm, lock, report);
+  run->checkpoint_path_ = dir.checkpoint().string();
+  const std::string& ckpt = run->checkpoint_path_;
+
+  // The model's origin: the checkpoint of a resumed run (read first: it names the corpus), the
+  // weights --init-from names, or a new model built for the corpus's tokenizer.
   TrainOptions& options = run->options_;
-  options = rq.options;
-  std::string corpus_spec = rq.corpus.value_or(RunRequest::kDefaultCorpus);
-  bool recorded_corpus = false;  // resumed on the corpus its checkpoint names
-  CorpusOptions corpus_options;
-  corpus_options.cache_dir = rq.cache_dir;
-  corpus_options.keep_cr = rq.keep_cr.value_or(false);
-  corpus_options.log = [&log](const std::string& line) { log << line << "\n" << std::flush; };
-  // The checkpoint is read before the corpus: a resumed run takes its corpus from it.
+  std::optional<ResumedRun> resumed;
   if (rq.resume) {
-    // Without --out the directory is runs/pico, which the run to continue may well not be.
-    ResumedRun resumed =
-        resume_run(run_dir, rq.out_dir ? std::string()
-                                       : " (--resume without --out continues " + run_dir +
-                                             "; name the run with --out, e.g. --out runs/nano)");
-    if (rq.tokenizer && *rq.tokenizer != resumed.session.tokenizer->kind())
-      throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match " + ckpt +
-                                  ", trained with '" + resumed.session.tokenizer->kind() +
-                                  "'; drop --tokenizer when resuming");
-    options = resumed.options;
-    if (!rq.corpus) {
-      if (options.corpus.empty())
-        throw std::invalid_argument(ckpt +
-                                    " does not record the corpus it was trained on (an older "
-                                    "checkpoint); pass the same --corpus to resume it");
-      corpus_spec = options.corpus;
-      recorded_corpus = true;
-    }
-    // The text is read as it was trained on: with its CR line ends when the run kept them.
-    if (!rq.keep_cr) corpus_options.keep_cr = options.keep_cr;
-    options = resumed_options(resumed.options, rq);
+    resumed = read_resumed_run(rq, dir);
     // Any number of ranks resumes the run, as long as they can share its global batch.
-    options = options.on_ranks(comm.size());
-    run->model_ = std::move(resumed.session.model);
-    run->tokenizer_ = std::move(resumed.session.tokenizer);
-    state = std::move(resumed.state);
-    run->resumed_step_ = state->step;
+    options = resumed_options(resumed->options, rq).on_ranks(comm.size());
   }
-  const Corpus corpus = [&] {
-    if (!recorded_corpus) return load_corpus(corpus_spec, corpus_options);
-    try {
-      return load_corpus(corpus_spec, corpus_options);
-    } catch (const std::runtime_error& e) {  // a file moved since: say where the name came from
-      throw std::runtime_error("the corpus recorded in " + ckpt + ": " + e.what() +
-                               "; or pass --corpus with the same text");
-    }
-  }();
-  log << "corpus  " << corpus.describe() << "\n";
-  if (rq.resume) {
-    const std::string digest = sha256_hex(corpus.text);
-    if (!options.corpus_sha256.empty() && options.corpus_sha256 != digest) {
-      const std::string trained = "(sha256 " + options.corpus_sha256.substr(0, 16) + "...)";
-      if (rq.keep_cr.value_or(false) && !options.keep_cr)
-        throw std::invalid_argument(
-            "--keep-cr reads the corpus with its CR line ends, but this run was trained on it "
-            "with them made LF (keep_cr false in " +
-            ckpt + "); leave --keep-cr out to resume");
-      if (recorded_corpus)
-        throw std::invalid_argument("the corpus '" + corpus_spec + "' recorded in " + ckpt +
-                                    " has changed since the run was trained on it " + trained +
-                                    "; restore it, or pass --corpus with the text it had");
-      throw std::invalid_argument(
-          "this run was trained on corpus '" + options.corpus + "' " + trained + ", not on '" +
-          corpus_spec + "'; pass the same --corpus to resume it, or none to use the recorded one" +
-          (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
-                                                         "were made LF needs --keep-cr)")
-                                           : std::string()));
-    }
-    log << "resume  step " << state->step << " of " << ckpt << "\n";
-  } else if (rq.init_from) {
-    const ConfigOverrides& given = rq.config;
-    InitWeights init = open_init_weights(
-        *rq.init_from, given.has("n_head") ? given.values.n_head : 0,
-        given.has("dropout") ? std::optional<double>(given.values.dropout) : std::nullopt);
-    if (rq.tokenizer && *rq.tokenizer != init.session.tokenizer->kind())
-      throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match --init-from " +
-                                  init.session.path + ", whose model reads the '" +
-                                  init.session.tokenizer->kind() +
-                                  "' tokenizer's ids; drop --tokenizer");
-    init.session.require_tokenizer_fits(
-        init.hf_gpt2 ? " (a Hugging Face file carries no tokenizer and is read with GPT-2's BPE: "
-                       "fine-tune a char model from its attograd checkpoint)"
-                     : "");
-    const int64_t context = init.session.config().block_size;
-    if (given.has("block_size") && given.values.block_size > context)
-      throw std::invalid_argument(
-          "--block-size " + std::to_string(given.values.block_size) +
-          " with --init-from sets the length of the training sequences, which cannot exceed "
-          "the context of the model in " +
-          init.session.path + " (block_size " + std::to_string(context) + ")");
-    if (given.has("block_size")) options.block_size = given.values.block_size;
-    log << "init    " << init.describe() << "\n";
-    options.init_from = std::filesystem::absolute(init.session.path).lexically_normal().string();
-    run->model_ = std::move(init.session.model);
-    run->tokenizer_ = std::move(init.session.tokenizer);
+  const CorpusSource source = corpus_source(rq, resumed ? &resumed->options : nullptr, log);
+  const Corpus corpus = read_corpus(source, ckpt);
+  report.corpus(corpus);
+  std::optional<Session> continued;
+  if (resumed) {
+    require_trained_corpus(rq, options, source, corpus, ckpt);
+    report.resumed(resumed->state.step, ckpt);
+    run->resumed_step_ = resumed->state.step;
+    continued = std::move(resumed->session);
   } else {
-    run->tokenizer_ =
-        make_tokenizer(rq.tokenizer.value_or(RunRequest::kDefaultTokenizer), corpus.text);
-    refuse_unused_overrides(rq.config, rq.model);
-    const GPTConfig config = build_config(rq.config, run->tokenizer_->vocab_size(), rq.model);
-    require_memory(num_parameters(rq.model, config), DType::f32, 4,
-                   "weights, gradients and AdamW's two moments", "train");
-    run->model_ = make_model(rq.model, config, rq.init_seed);
-  }
-  if (!rq.resume) {
+    options = rq.options;
+    if (rq.init_from) continued = open_init_from(rq, options, report);
     options.ranks = comm.size();  // as the Trainer records it; the header's global batch
-    options.corpus = recorded_corpus_spec(corpus_spec);
-    options.keep_cr = corpus_options.keep_cr;
+    options.corpus = recorded_corpus_spec(source.spec);
+    options.keep_cr = source.options.keep_cr;
     options.corpus_sha256 = sha256_hex(corpus.text);
   }
-  const GPTConfig& c = run->model_->config();
-  // A model continued (--resume, --init-from) keeps its char tokenizer, which a corpus in other
-  // characters cannot be read with: name the first and the way out, as eval does, not encode's
-  // advice to build another tokenizer (issue 31, kind 14).
-  if (const auto* chars = dynamic_cast<const CharTokenizer*>(run->tokenizer_.get());
-      chars != nullptr && (rq.resume || rq.init_from))
-    if (const auto unknown = chars->first_unknown(corpus.text))
-      throw std::invalid_argument(
-          "corpus " + corpus.name + " has characters that the char tokenizer of the model " +
-          (rq.resume ? "resumed" : "in --init-from") + " lacks (the first, " +
-          describe_code_point(unknown->code_point) + ", is character " +
-          std::to_string(unknown->position) + "; its vocabulary has " +
-          std::to_string(chars->vocab_size()) +
-          "): the model reads only the characters it was trained with; pass a corpus written "
-          "in them, or train a new model" +
-          (rq.resume ? std::string() : std::string(" (without --init-from)")));
-  // GPT-2's BPE treats "<|endoftext|>" in the corpus as plain text (encode's default): a
-  // corpus file cannot inject document boundaries nobody asked for.
-  const auto encode_start = std::chrono::steady_clock::now();
-  std::vector<int64_t> ids = run->tokenizer_->encode(corpus.text);
-  const double encode_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - encode_start).count();
-  log << format(
-      "tokens  %s tokenizer (vocab %lld): %zu tokens, %.2f bytes per token, encoded in "
-      "%.2f s\n",
-      run->tokenizer_->kind().c_str(), static_cast<long long>(run->tokenizer_->vocab_size()),
-      ids.size(),
-      static_cast<double>(corpus.text.size()) /
-          static_cast<double>(std::max<size_t>(ids.size(), 1)),
-      encode_seconds);
-  run->data_ = std::make_unique<Dataset>(std::move(ids), c.block_size);
-  const Dataset& data = *run->data_;
-  // Checked now, not at the first evaluation after all the training: both splits need a window.
-  const int64_t T = options.block_size > 0 ? options.block_size : c.block_size;
-  for (Split split : {Split::train, Split::val})
-    if (data.num_windows(split, T) < 1)
-      throw std::invalid_argument(
-          "the corpus is too short: its " + std::string(split_name(split)) + " split has " +
-          std::to_string(data.size(split)) + " tokens, but a window of block_size " +
-          std::to_string(T) + " needs " + std::to_string(T + 1) +
-          " (the val split is the last 10%); use a longer corpus or a smaller --block-size");
-  if (options.warmup_steps >= options.max_steps)
-    log << format(
-        "note    --warmup %lld >= --steps %lld: the learning rate never reaches its "
-        "peak %g\n",
-        static_cast<long long>(options.warmup_steps), static_cast<long long>(options.max_steps),
-        options.learning_rate);
-  if (options.label_smoothing > 0)
-    log << format(
-        "note    label smoothing %g: the step losses and train_log.csv are of the smoothed "
-        "loss; evaluations, eval_log.csv and perplexities are plain cross-entropy\n",
-        options.label_smoothing);
-  log << "model   " << describe_model(*run->model_) << "\n";
-  run->unigram_ = unigram_entropy(data.tokens(Split::val));
-  run->bigram_ =
-      bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), c.vocab_size);
-  log << format(
-      "data    %lld train / %lld val tokens; baselines on val: uniform %.4f, unigram "
-      "%.4f, add-one bigram %.4f nats\n",
-      static_cast<long long>(data.size(Split::train)),
-      static_cast<long long>(data.size(Split::val)), std::log(static_cast<double>(c.vocab_size)),
-      run->unigram_, run->bigram_);
-  const int threads = kernels::num_threads();
-  log << format("train   %lld steps, batch %lld x %lld tokens, lr %g -> %g, %d thread%s",
-                static_cast<long long>(options.max_steps),
-                static_cast<long long>(options.batch_size), static_cast<long long>(T),
-                options.learning_rate, options.min_lr, threads, threads == 1 ? "" : "s");
-  if (comm.size() > 1)
-    log << format(" per rank; %d ranks: global batch %d x %lld x %lld = %lld sequences per step",
-                  comm.size(), comm.size(), static_cast<long long>(options.batch_size),
-                  static_cast<long long>(options.grad_accum),
-                  static_cast<long long>(options.global_batch()));
-  log << "\n\n" << std::flush;
 
-  run->trainer_ = std::make_unique<Trainer>(*run->model_, data, options, run->tokenizer_->kind(),
-                                            run->tokenizer_->serialize(), run_dir, comm);
-  if (state) {
-    run->trainer_->restore(*state);
-    state.reset();  // the optimizer holds its own copy of the moments now: free these (two
-                    // model sizes)
+  // The tokens, the dataset and the baselines (prepare.h), as the page gets them.
+  Prepared prepared;
+  if (continued) {
+    require_known_characters(*continued->tokenizer, corpus, rq.resume);
+    prepared = prepare(corpus.text, std::move(continued->model), std::move(continued->tokenizer),
+                       options.block_size, report);
+  } else {
+    const ModelRecipe recipe{rq.model, rq.config,
+                             rq.tokenizer.value_or(RunRequest::kDefaultTokenizer), rq.init_seed};
+    prepared = prepare_new(corpus.text, recipe, options.block_size, report);
+  }
+  run->model_ = std::move(prepared.model);
+  run->tokenizer_ = std::move(prepared.tokenizer);
+  run->data_ = std::move(prepared.data);
+  run->baselines_ = prepared.baselines;
+  report.option_notes(options);
+  report.model(*run->model_);
+  report.data(*run->data_, run->baselines_);
+  const int64_t T = options.block_size > 0 ? options.block_size : run->model_->config().block_size;
+  report.plan(options, T, kernels::num_threads(), comm.size());
+
+  run->trainer_ =
+      std::make_unique<Trainer>(*run->model_, *run->data_, options, run->tokenizer_->kind(),
+                                run->tokenizer_->serialize(), dir.path().string(), comm);
+  if (resumed) {
+    run->trainer_->restore(resumed->state);
+    resumed.reset();  // the optimizer holds its own copy of the moments now: free these (two
+                      // model sizes)
   }
   // Written by the trainer once the ranks agree: a run refused before its first step leaves none.
+  run->trainer_->write_on_start(RunDir::kBaselines, run->baselines_.csv());
   if (const std::optional<std::string> config =
-          effective_run_config(rq, options, *run->model_, run->tokenizer_->kind(), out_dir, log))
-    run->trainer_->write_on_start(kRunConfigFile, *config);
+          effective_run_config(rq, options, *run->model_, run->tokenizer_->kind(), dir, report))
+    run->trainer_->write_on_start(RunDir::kConfig, *config);
   if (lock) run->lock_fd_ = lock->keep();
   return run;
 }

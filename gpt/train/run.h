@@ -23,6 +23,7 @@
 #include "gpt/text/dataset.h"
 #include "gpt/text/tokenizer.h"
 #include "gpt/train/distributed.h"
+#include "gpt/train/report.h"
 #include "gpt/train/trainer.h"
 
 namespace attograd::gpt {
@@ -183,10 +184,8 @@ class TrainingRun {
   const Dataset& data() const { return *data_; }
   const TrainOptions& options() const { return options_; }
   Trainer& trainer() { return *trainer_; }
-  /// Mean NLL on the val split, nats per token, of the unigram model and the add-one bigram
-  /// model counted on the train split (dataset.h): the lines the run must get below.
-  double unigram_baseline() const { return unigram_; }
-  double bigram_baseline() const { return bigram_; }
+  /// The val losses the run must get below (report.h): uniform, unigram, add-one bigram.
+  const Baselines& baselines() const { return baselines_; }
   /// <out_dir>/kCheckpointFile.
   const std::string& checkpoint_path() const { return checkpoint_path_; }
 
@@ -203,7 +202,7 @@ class TrainingRun {
   TrainOptions options_;
   std::unique_ptr<Trainer> trainer_;
   std::optional<int64_t> resumed_step_;
-  double unigram_ = 0, bigram_ = 0;
+  Baselines baselines_;
   std::string checkpoint_path_;
   EvalResult result_;
 };

@@ -1,5 +1,5 @@
 // A training run's config file: `attograd train --config run.json`, and the effective config each
-// run writes beside its checkpoint (kRunConfigFile), which --config takes back to repeat the run.
+// run writes beside its checkpoint (RunDir::kConfig), which --config takes back to repeat the run.
 // Its keys are the names of the three field tables (RunRequest's, GPTConfig's, TrainOptions'), so
 // no setting is listed here: a row added to a table is a key of the file with no edit.
 //
@@ -27,11 +27,6 @@
 #include "gpt/train/run.h"
 
 namespace attograd::gpt {
-
-/// The effective config of the run in a run directory: every setting of its last start() (fresh
-/// or resumed), after its config file and flags. `attograd train --config <dir>/run.json` repeats
-/// the run (with another --out, or --overwrite).
-inline constexpr char kRunConfigFile[] = "run.json";
 
 /// A run's settings and which of them were given: by a config file, by the command line, or
 /// both, the command line's over the file's (overlay).

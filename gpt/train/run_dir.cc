@@ -3,19 +3,19 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <unistd.h>
+
 #include "gpt/io/utf8.h"
-#include "gpt/model/checkpoint.h"
-#include "gpt/train/plot.h"
-#include "gpt/train/run_config.h"
 #include "gpt/train/run_logs.h"
 
 namespace attograd::gpt {
 
-std::vector<std::string> run_files() {
-  std::vector<std::string> names{kCheckpointFile, kBestCheckpointFile, kRunConfigFile,
-                                 kTrainLog.file,  kEvalLog.file,       kBaselinesFile};
-  for (const char* stem : kRunPlotStems)
-    for (const char* ext : kRunPlotExtensions) names.push_back(std::string(stem) + "." + ext);
+std::vector<std::string> RunDir::files() {
+  std::vector<std::string> names{kCheckpoint, kBestCheckpoint, kConfig,
+                                 kTrainLog,   kEvalLog,        kBaselines};
+  for (const char* stem : kPlotStems)
+    for (const FigureFormat& format : kFigureFormats)
+      names.push_back(std::string(stem) + "." + format.extension);
   return names;
 }
 
@@ -40,12 +40,12 @@ const char* kind_of(std::filesystem::file_type type) {
 
 }  // namespace
 
-void refuse_special_run_files(const std::filesystem::path& dir) {
-  std::vector<std::string> names = run_files();
-  names.push_back(kLockFile);
+void RunDir::refuse_special_files() const {
+  std::vector<std::string> names = files();
+  names.push_back(kLock);
   for (const std::string& name : names) {
     std::error_code ec;
-    const std::filesystem::path path = dir / name;
+    const std::filesystem::path path = path_ / name;
     const std::filesystem::file_status s = std::filesystem::status(path, ec);  // follows links
     if (ec || s.type() == std::filesystem::file_type::not_found ||
         s.type() == std::filesystem::file_type::regular)
@@ -58,6 +58,27 @@ void refuse_special_run_files(const std::filesystem::path& dir) {
                                      : "") +
                                 ": a run reads and writes it; remove it, or choose another --out");
   }
+}
+
+BestCheckpoint::BestCheckpoint(const RunDir& dir, int64_t step) : dir_(dir) {
+  if (step == 0)
+    std::filesystem::remove(dir.best_checkpoint());
+  else if (std::filesystem::exists(dir.best_checkpoint()))
+    best_val_ = lowest_val_loss(dir.eval_log());
+}
+
+void BestCheckpoint::offer(double val_loss) {
+  if (best_val_ && !(val_loss < *best_val_)) return;
+  best_val_ = val_loss;
+  // The temporary is named as AtomicFile's, so a crash leaves nothing that the next run would
+  // not remove.
+  const std::filesystem::path tmp = dir_.path() / (std::string(RunDir::kBestCheckpoint) + ".tmp." +
+                                                   std::to_string(::getpid()) + ".linked");
+  std::error_code error;
+  std::filesystem::remove(tmp, error);
+  std::filesystem::create_hard_link(dir_.checkpoint(), tmp, error);
+  if (error) std::filesystem::copy_file(dir_.checkpoint(), tmp);
+  std::filesystem::rename(tmp, dir_.best_checkpoint());
 }
 
 }  // namespace attograd::gpt

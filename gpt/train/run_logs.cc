@@ -2,18 +2,24 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "gpt/io/atomic_file.h"
 
@@ -105,14 +111,101 @@ std::optional<double> lowest_val_loss(const std::filesystem::path& path) {
   return lowest;
 }
 
-std::string format_duration(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
-  return buf;
+void append_csv_field(std::string& row, double v) {
+  std::ostringstream s;
+  s << unsigned_nan(v);  // "nan", as the lines printed, not "-nan"
+  row += s.str();
+}
+
+// An append-only CSV log: RunLogs' two files.
+class RunLogs::CsvLog {
+ public:
+  explicit CsvLog(const std::filesystem::path& path) : path_(path.string()) {
+    // The log was just rewritten as a regular file (resume_log). O_NOFOLLOW: a symlink put in
+    // its place since is refused, never written through (into a file outside the run).
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd_ < 0)
+      throw std::runtime_error(
+          "cannot write the log " + path_ + ": " +
+          (errno == ELOOP ? std::string("it became a symbolic link while the run started; remove "
+                                        "it, or choose another --out")
+                          : std::string(std::strerror(errno))));
+  }
+  ~CsvLog() {
+    try {
+      flush();  // an exception (a diverged run) still leaves the rows so far in the log
+    } catch (const std::runtime_error&) {
+      // the exception on its way out already says what went wrong
+    }
+    ::close(fd_);
+  }
+  CsvLog(const CsvLog&) = delete;
+  CsvLog& operator=(const CsvLog&) = delete;
+
+  std::string& pending() { return pending_; }
+  void flush() {
+    size_t done = 0;
+    while (done < pending_.size()) {
+      const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n == 0 ? ENOSPC : errno;
+        pending_.erase(0, done);
+        throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(err) +
+                                 "; the checkpoint was not updated");
+      }
+      done += static_cast<size_t>(n);
+    }
+    pending_.clear();
+  }
+  void sync() {
+    flush();
+    if (::fdatasync(fd_) != 0)
+      throw std::runtime_error("cannot write the log " + path_ + " (fdatasync): " +
+                               std::strerror(errno) + "; the checkpoint was not updated");
+  }
+
+ private:
+  std::string path_, pending_;
+  int fd_ = -1;
+};
+
+RunLogs::RunLogs(const RunDir& dir, int64_t step) {
+  const int64_t keep_through = step > 0 ? step : -1;
+  resume_log(dir.train_log(), kTrainLog, keep_through);
+  resume_log(dir.eval_log(), kEvalLog, keep_through);
+  train_ = std::make_unique<CsvLog>(dir.train_log());
+  eval_ = std::make_unique<CsvLog>(dir.eval_log());
+}
+
+RunLogs::~RunLogs() = default;
+
+void RunLogs::train_row(int64_t step, double loss, double lr, double grad_norm,
+                        double tokens_per_s) {
+  std::string& row = train_->pending();
+  row += std::to_string(step);
+  append_csv_field(row += ',', loss);
+  append_csv_field(row += ',', lr);
+  row += ',';
+  if (std::isfinite(grad_norm)) append_csv_field(row, grad_norm);
+  append_csv_field(row += ',', tokens_per_s);
+  row += '\n';
+}
+
+void RunLogs::eval_row(int64_t step, double train_loss, double val_loss, double train_ppl,
+                       double val_ppl) {
+  std::string& row = eval_->pending();
+  row += std::to_string(step);
+  for (double v : {train_loss, val_loss, train_ppl, val_ppl}) append_csv_field(row += ',', v);
+  row += '\n';
+  eval_->flush();
+}
+
+void RunLogs::flush() { train_->flush(); }
+
+void RunLogs::sync() {
+  train_->sync();
+  eval_->sync();
 }
 
 }  // namespace attograd::gpt

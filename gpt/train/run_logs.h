@@ -1,28 +1,31 @@
-// The CSV logs of a run directory (train_log.csv, eval_log.csv): their names and headers, and
-// what a resumed run keeps of them. The trainer appends rows as it goes (trainer.cc); a crash
+// The CSV logs of a run directory (train_log.csv, eval_log.csv): their headers, what a resumed
+// run keeps of them, and their writer. The trainer appends rows as it goes (RunLogs); a crash
 // can cut the last row short and leaves rows logged after the last checkpoint, so a resumed run
 // first rewrites each log to its complete rows up to its step.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "gpt/train/run_dir.h"
+
 namespace attograd::gpt {
 
-/// One CSV log of a run: its file name in the run directory and its header. A row is complete
-/// when it has one field per column, the step in decimal digits (no sign) and every other field a
-/// number as strtod reads it ("nan" and "inf" included: the writer prints them so); only a
+/// One CSV log of a run (its file named by RunDir: kTrainLog, kEvalLog): its header. A row is
+/// complete when it has one field per column, the step in decimal digits (no sign) and every other
+/// field a number as strtod reads it ("nan" and "inf" included: the writer prints them so); only a
 /// grad_norm column may be empty (it is not computed without clipping).
 struct CsvSpec {
-  const char* file;
   const char* header;
 };
 /// One row per optimizer step.
-inline constexpr CsvSpec kTrainLog{"train_log.csv", "step,loss,lr,grad_norm,tokens_per_s"};
+inline constexpr CsvSpec kTrainLog{"step,loss,lr,grad_norm,tokens_per_s"};
 /// One row per evaluation (step 0 of a fresh run too).
-inline constexpr CsvSpec kEvalLog{"eval_log.csv", "step,train_loss,val_loss,train_ppl,val_ppl"};
+inline constexpr CsvSpec kEvalLog{"step,train_loss,val_loss,train_ppl,val_ppl"};
 
 /// Rewrites the log at `path` (atomically: a crash during it leaves the old log) for a run
 /// resumed at `step`: the header of `spec`, then the complete rows with steps <= `step`, with
@@ -38,11 +41,44 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
 
 /// The lowest val_loss of the complete rows of the eval log at `path` after step 0 (step 0 has
 /// no checkpoint), or nullopt when it has none or does not exist: where a resumed run's best
-/// checkpoint (kBestCheckpointFile) stands.
+/// checkpoint (RunDir::kBestCheckpoint) stands.
 std::optional<double> lowest_val_loss(const std::filesystem::path& path);
 
-/// A duration for progress lines: "m:ss" below an hour, "h:mm:ss" from one hour, rounded to
-/// the second (59.5 s is "1:00").
-std::string format_duration(double seconds);
+/// v for printf and the CSV logs: a NaN without its sign bit, which printf writes as "-nan" (an
+/// eval line read "val loss -nan" beside the divergence message's "nan"; issue 31, kind 14).
+inline double unsigned_nan(double v) { return std::isnan(v) ? std::fabs(v) : v; }
+
+/// Appends `v` to a CSV row the way the logs always wrote numbers (an ostream's default %g, 6
+/// significant digits; NaN as "nan").
+void append_csv_field(std::string& row, double v);
+
+/// The CSV logs of the run being trained in a directory (RunDir::kTrainLog, kEvalLog). Rows
+/// collect in memory and reach the files on flush; sync() also makes them durable. The trainer
+/// syncs before every checkpoint, so after a crash the logs hold every row up to the
+/// checkpoint's step (rows past it are dropped on resume). Write errors (a full disk) throw
+/// std::runtime_error naming the file, before the checkpoint is touched.
+class RunLogs {
+ public:
+  /// Opens the logs in `dir` for a run at `step`: first rewritten by resume_log to their rows up
+  /// to that step (a run from step 0, a fresh one, keeps no row of an earlier run).
+  RunLogs(const RunDir& dir, int64_t step);
+  ~RunLogs();
+  RunLogs(const RunLogs&) = delete;
+  RunLogs& operator=(const RunLogs&) = delete;
+
+  /// A train_log.csv row, kept until the next flush(); grad_norm NaN leaves its field empty (not
+  /// computed without clipping).
+  void train_row(int64_t step, double loss, double lr, double grad_norm, double tokens_per_s);
+  /// An eval_log.csv row, written at once.
+  void eval_row(int64_t step, double train_loss, double val_loss, double train_ppl, double val_ppl);
+  /// Writes the train rows kept so far: the file keeps up with the progress lines.
+  void flush();
+  /// Writes and fdatasyncs both logs (before a checkpoint, and at the end).
+  void sync();
+
+ private:
+  class CsvLog;
+  std::unique_ptr<CsvLog> train_, eval_;
+};
 
 }  // namespace attograd::gpt

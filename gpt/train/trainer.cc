@@ -30,6 +30,8 @@
 #include "gpt/model/limits.h"
 #include "gpt/train/interrupt.h"
 #include "gpt/train/plot.h"
+#include "gpt/train/report.h"
+#include "gpt/train/run_dir.h"
 #include "gpt/train/run_logs.h"
 
 namespace attograd::gpt {
@@ -42,20 +44,6 @@ std::string non_finite_str(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return std::to_string(v);
-}
-
-// v for printf: a NaN without its sign bit, which printf writes as "-nan" (an eval line read
-// "val loss -nan" beside the divergence message's "nan"; issue 31, kind 14).
-double unsigned_nan(double v) { return std::isnan(v) ? std::fabs(v) : v; }
-
-// A count of floating-point operations with its SI prefix, 3 significant digits: "1.20 GFLOP".
-std::string flop_str(double flops) {
-  static constexpr const char* kPrefixes[] = {"", "k", "M", "G", "T", "P", "E"};
-  size_t i = 0;
-  while (flops >= 999.5 && i + 1 < std::size(kPrefixes)) flops /= 1000, ++i;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g %sFLOP", flops, kPrefixes[i]);
-  return buf;
 }
 
 }  // namespace
@@ -306,8 +294,8 @@ double Trainer::step_on(const Batch* fixed) {
     last_grad_norm_ = norm;
     scale = nn::clip_scale(norm, o.grad_clip);
   }
-  const int64_t decay = o.decay_steps();
-  optimizer_.step(nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr), scale);
+  last_lr_ = nn::cosine_lr(step_, o.warmup_steps, o.decay_steps(), o.learning_rate, o.min_lr);
+  optimizer_.step(last_lr_, scale);
   ++step_;
   return loss_sum / parts;
 }
@@ -344,92 +332,6 @@ EvalResult Trainer::evaluate() {
   return r;
 }
 
-namespace {
-
-// An append-only CSV log. Rows collect in memory and reach the file on flush(); sync() also
-// makes them durable. The trainer syncs before every checkpoint, so after a crash the log holds
-// every row up to the checkpoint's step (rows past it are dropped on resume). Write errors (a
-// full disk) throw, naming the file, before the checkpoint is touched.
-class CsvLog {
- public:
-  explicit CsvLog(const std::filesystem::path& path) : path_(path.string()) {
-    // The log was just rewritten as a regular file (resume_log). O_NOFOLLOW: a symlink put in
-    // its place since is refused, never written through (into a file outside the run).
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ < 0)
-      throw std::runtime_error(
-          "cannot write the log " + path_ + ": " +
-          (errno == ELOOP ? std::string("it became a symbolic link while the run started; remove "
-                                        "it, or choose another --out")
-                          : std::string(std::strerror(errno))));
-  }
-  ~CsvLog() {
-    try {
-      flush();  // an exception (a diverged run) still leaves the rows so far in the log
-    } catch (const std::runtime_error&) {
-      // the exception on its way out already says what went wrong
-    }
-    ::close(fd_);
-  }
-  CsvLog(const CsvLog&) = delete;
-  CsvLog& operator=(const CsvLog&) = delete;
-
-  std::string& pending() { return pending_; }
-  void flush() {
-    size_t done = 0;
-    while (done < pending_.size()) {
-      const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int err = n == 0 ? ENOSPC : errno;
-        pending_.erase(0, done);
-        throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(err) +
-                                 "; the checkpoint was not updated");
-      }
-      done += static_cast<size_t>(n);
-    }
-    pending_.clear();
-  }
-  void sync() {
-    flush();
-    if (::fdatasync(fd_) != 0)
-      throw std::runtime_error("cannot write the log " + path_ + " (fdatasync): " +
-                               std::strerror(errno) + "; the checkpoint was not updated");
-  }
-
- private:
-  std::string path_, pending_;
-  int fd_ = -1;
-};
-
-// Appends a CSV field the way the logs always wrote them (an ostream's default %g, 6 digits).
-void append_field(std::string& row, double v) {
-  std::ostringstream s;
-  s << unsigned_nan(v);  // "nan", as the lines printed, not "-nan"
-  row += s.str();
-}
-
-}  // namespace
-
-namespace {
-
-// Makes <dir>/kBestCheckpointFile the checkpoint just written: a hard link (no copy; the next
-// save replaces kCheckpointFile by a rename and leaves the linked file alone), renamed into
-// place, so the previous best stays until the new one is whole. A copy where the file system
-// has no hard links. The temporary is named as AtomicFile's, so a crash leaves nothing that the
-// next run would not remove.
-void keep_as_best(const std::filesystem::path& dir) {
-  const std::filesystem::path tmp =
-      dir / (std::string(kBestCheckpointFile) + ".tmp." + std::to_string(::getpid()) + ".linked");
-  std::error_code error;
-  std::filesystem::remove(tmp, error);
-  std::filesystem::create_hard_link(dir / kCheckpointFile, tmp, error);
-  if (error) std::filesystem::copy_file(dir / kCheckpointFile, tmp);
-  std::filesystem::rename(tmp, dir / kBestCheckpointFile);
-}
-
-}  // namespace
-
 int Trainer::stop_signal() const {
   if (stop_ == nullptr) return 0;
   const int mine = stop_->load(std::memory_order_relaxed);
@@ -443,156 +345,47 @@ int Trainer::stop_signal() const {
 EvalResult Trainer::run(std::ostream& log) {
   check_ranks_agree();  // before any rank writes a file
   const TrainOptions& o = options_;
-  const bool files = !out_dir_.empty() && comm_.is_root();  // rank 0 alone writes
-  const std::filesystem::path dir(out_dir_);
-  std::optional<CsvLog> train_csv, eval_csv;
-  if (files) {
-    std::filesystem::create_directories(dir);
-    // A run from step 0 (a fresh one, e.g. with --overwrite) writes its step-0 evaluation again,
-    // so it keeps no row of an earlier run; a resumed run keeps the rows up to its step.
-    const int64_t keep_through = step_ > 0 ? step_ : -1;
-    resume_log(dir / kTrainLog.file, kTrainLog, keep_through);
-    resume_log(dir / kEvalLog.file, kEvalLog, keep_through);
-    train_csv.emplace(dir / kTrainLog.file);
-    eval_csv.emplace(dir / kEvalLog.file);
-  }
-  // Within limits.h's bounds this fits easily; tokens/s is then computed in double.
-  const int64_t global_batch = o.global_batch();  // ranks x B x grad_accum (ranks: the ctor's)
-  const int64_t tokens_per_step = checked_mul(global_batch, o.block_size, "tokens per step");
-  std::ostream null_log(nullptr);  // the progress lines of ranks other than 0 go nowhere
+  // Rank 0 alone writes files and speaks.
+  std::ostream null_log(nullptr);
   std::ostream& out = comm_.is_root() ? log : null_log;
+  const bool files = !out_dir_.empty() && comm_.is_root();
+  const RunDir dir(out_dir_);
+  std::optional<RunLogs> logs;
+  std::optional<BestCheckpoint> best;
+  if (files) {
+    std::filesystem::create_directories(dir.path());
+    logs.emplace(dir, step_);
+    for (const auto& [name, contents] : start_files_)
+      write_file_atomically(dir.path() / name, contents);
+    best.emplace(dir, step_);
+  }
   const int64_t first_step = step_;
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  const int64_t decay = o.decay_steps();
-
-  // Progress lines come every log_interval steps, and by time too (one process: with several
-  // ranks a progress line is a collective, and their clocks differ): the first within
-  // first_line_s_ of the start, then at least every line_s_ (log_by_time), so a slow model says
-  // how it is doing whatever log_interval is.
-  double last_line = 0;        // when the last line, progress or evaluation, was printed
-  bool any_step_line = false;  // whether a progress line was (the first one comes sooner)
-  auto line_printed = [&] { last_line = elapsed(); };
-
-  // The estimate of the run's time (estimate_after), timed from the end of the first step.
-  std::optional<double> measured_from;  // elapsed() then
-  bool estimated = false;
-  auto estimate = [&](double secs) {
-    const auto measured = static_cast<double>(step_ - first_step - 1);
-    const double per_step = (secs - *measured_from) / measured;
-    const double total = secs + per_step * static_cast<double>(o.max_steps - step_);
-    // Seconds with a decimal for a short run, whose m:ss would read 0:00.
-    char short_run[32];
-    std::snprintf(short_run, sizeof short_run, "%.1f s", total);
-    const std::string duration = total < 59.95 ? short_run : format_duration(total);
-    char buf[320];
-    const int n = std::snprintf(
-        buf, sizeof buf, "estimate about %s for %lld steps (%.3g %s/step measured over %.0f steps",
-        duration.c_str(), static_cast<long long>(o.max_steps - first_step),
-        per_step >= 1 ? per_step : per_step * 1e3, per_step >= 1 ? "s" : "ms", measured);
-    std::string line(buf, static_cast<size_t>(std::max(n, 0)));
-    if (model_.kind() == ModelKind::gpt) {
-      const double flops =
-          gpt_flops_per_token(model_.config(), o.block_size) * static_cast<double>(tokens_per_step);
-      line += "; model " + flop_str(flops) + "/step, " + flop_str(flops / per_step) + "/s";
-    }
-    out << line << ")\n" << std::flush;
-  };
-
-  auto do_eval = [&] {
-    const EvalResult r = evaluate();
-    char buf[256];
-    std::snprintf(
-        buf, sizeof buf,
-        "eval at step %lld: train loss %.4f (perplexity %.2f), val loss %.4f (perplexity %.2f)\n",
-        static_cast<long long>(r.step), unsigned_nan(r.train_loss), unsigned_nan(r.train_ppl),
-        unsigned_nan(r.val_loss), unsigned_nan(r.val_ppl));
-    out << buf << std::flush;
-    line_printed();
-    if (files) {
-      std::string& row = eval_csv->pending();
-      row += std::to_string(r.step);
-      for (double v : {r.train_loss, r.val_loss, r.train_ppl, r.val_ppl})
-        append_field(row += ',', v);
-      row += '\n';
-      eval_csv->flush();
-    }
-    return r;
-  };
-
-  if (files) {
-    // The loss plot's reference lines: what a model that ignores the context (unigram) and one
-    // that sees one token (add-one bigram) reach on val.
-    const std::vector<int64_t>& train = data_.tokens(Split::train);
-    const std::vector<int64_t>& val = data_.tokens(Split::val);
-    std::string rows = std::string("name,val_loss\n");
-    append_field(rows += "unigram,", unigram_entropy(val));
-    append_field(rows += "\nbigram,", bigram_cross_entropy(train, val, model_.config().vocab_size));
-    write_file_atomically(dir / kBaselinesFile, rows + "\n");
-    for (const auto& [name, contents] : start_files_) write_file_atomically(dir / name, contents);
-  }
-  // The best checkpoint (kBestCheckpointFile) of this run: a fresh run drops the one an
-  // overwritten run left; a resumed run goes on from its eval log while the file is there.
-  std::optional<double> best_val;
-  if (files) {
-    const std::filesystem::path best = dir / kBestCheckpointFile;
-    if (step_ == 0)
-      std::filesystem::remove(best);
-    else if (std::filesystem::exists(best))
-      best_val = lowest_val_loss(dir / kEvalLog.file);
-  }
+  TrainingReport report(out, o, first_step, comm_.size(),
+                        model_.kind() == ModelKind::gpt ? std::optional<double>(gpt_flops_per_token(
+                                                              model_.config(), o.block_size))
+                                                        : std::nullopt,
+                        {first_line_s_, line_s_, estimate_steps_, estimate_s_});
   EvalResult last;
+  const auto evaluate_and_log = [&] {
+    last = evaluate();
+    report.eval(last);
+    if (logs)
+      logs->eval_row(last.step, last.train_loss, last.val_loss, last.train_ppl, last.val_ppl);
+  };
   // The untrained model's loss too (about ln vocab_size), so every curve starts where training
   // does.
-  if (step_ == 0 && o.max_steps > 0) last = do_eval();
+  if (step_ == 0 && o.max_steps > 0) evaluate_and_log();
   while (step_ < o.max_steps) {
-    const double lr = nn::cosine_lr(step_, o.warmup_steps, decay, o.learning_rate, o.min_lr);
     const double loss = train_step();
-    const double secs = elapsed();
-    const double tok_s = static_cast<double>(step_ - first_step) *
-                         static_cast<double>(tokens_per_step) / std::max(secs, 1e-9);
-    if (!measured_from) {
-      measured_from = secs;
-    } else if (!estimated && step_ < o.max_steps &&
-               (step_ - first_step - 1 >= estimate_steps_ ||
-                secs - *measured_from >= estimate_s_)) {
-      estimate(secs);
-      estimated = true;
-    }
-    if (files) {  // grad_norm is left empty when it was not computed (no clipping)
-      std::string& row = train_csv->pending();
-      row += std::to_string(step_);
-      append_field(row += ',', loss);
-      append_field(row += ',', lr);
-      row += ',';
-      if (std::isfinite(last_grad_norm_)) append_field(row, last_grad_norm_);
-      append_field(row += ',', tok_s);
-      row += '\n';
-    }
-    const bool log_now =
-        step_ % o.log_interval == 0 || step_ == o.max_steps ||
-        (comm_.size() == 1 && secs - last_line >= (any_step_line ? line_s_ : first_line_s_));
+    const double secs = report.step_done(step_);
+    if (logs)
+      logs->train_row(step_, loss, last_lr_, last_grad_norm_, report.tokens_per_s(step_, secs));
+    const bool log_now = step_ % o.log_interval == 0 || step_ == o.max_steps ||
+                         (comm_.size() == 1 && report.line_due_by_time(secs));
     if (log_now) {
       check_replicas();  // every log_interval steps: the ranks still hold one model
-      const double left =
-          secs / static_cast<double>(step_ - first_step) * static_cast<double>(o.max_steps - step_);
-      // With several ranks, the global batch (ranks x B x grad_accum sequences) too.
-      const std::string ranks = comm_.size() == 1
-                                    ? std::string()
-                                    : " | " + std::to_string(comm_.size()) +
-                                          " ranks, global batch " + std::to_string(global_batch);
-      char buf[320];
-      std::snprintf(buf, sizeof buf,
-                    "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s%s | %s elapsed, %s left\n",
-                    static_cast<long long>(step_), static_cast<long long>(o.max_steps), loss, lr,
-                    tok_s, ranks.c_str(), format_duration(secs).c_str(),
-                    format_duration(left).c_str());
-      out << buf << std::flush;
-      line_printed();
-      any_step_line = true;
-      if (files) train_csv->flush();  // the log file keeps up with the progress lines
+      report.progress(step_, loss, last_lr_, secs);
+      if (logs) logs->flush();  // the log file keeps up with the progress lines
     }
     // eval_early: also every eval_early steps until the first regular evaluation.
     const int64_t first_regular = o.eval_interval > 0 ? o.eval_interval : o.max_steps;
@@ -600,7 +393,7 @@ EvalResult Trainer::run(std::ostream& log) {
                           (o.eval_interval > 0 && step_ % o.eval_interval == 0) ||
                           (o.eval_early > 0 && step_ < first_regular && step_ % o.eval_early == 0);
     if (eval_now) {
-      last = do_eval();
+      evaluate_and_log();
       // Finite parameters can still be too large for a finite loss: such a model is no
       // checkpoint either.
       if (!std::isfinite(last.train_loss) || !std::isfinite(last.val_loss))
@@ -621,29 +414,18 @@ EvalResult Trainer::run(std::ostream& log) {
       if (!log_now) check_replicas();
     }
     if (files && ckpt_now) {
-      // The logs first: a checkpoint at step N promises every row up to N, after any crash.
-      train_csv->sync();
-      eval_csv->sync();
+      logs->sync();  // the logs first: a checkpoint at step N promises every row up to N
       save(checkpoint_path());
-      if (eval_now && (!best_val || last.val_loss < *best_val)) {
-        best_val = last.val_loss;
-        keep_as_best(dir);
-      }
+      if (eval_now) best->offer(last.val_loss);
     }
     if (signal != 0) throw Interrupted(signal, step_, o.max_steps);
   }
   if (step_ == first_step) {  // nothing left to train: report, without logging the same step twice
     last = evaluate();
-    char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  "already at step %lld of %lld: val loss %.4f (perplexity %.2f)\n",
-                  static_cast<long long>(last.step), static_cast<long long>(o.max_steps),
-                  unsigned_nan(last.val_loss), unsigned_nan(last.val_ppl));
-    out << buf;
+    report.already_at(last);
   }
   if (files) {
-    train_csv->sync();
-    eval_csv->sync();
+    logs->sync();
     try {
       write_plots(out_dir_, log);
     } catch (const std::runtime_error& e) {

@@ -240,9 +240,9 @@ class Trainer {
   /// never changes the training batches (resume stays bit-exact).
   EvalResult evaluate();
 
-  /// The whole run: steps until max_steps with progress lines on `log`, evaluations (at step 0
-  /// of a new run too), CSV logs (train_log.csv, eval_log.csv), the val losses of the unigram
-  /// and add-one bigram baselines (baselines.csv), checkpoints (ckpt.safetensors) and plots.
+  /// The whole run: steps until max_steps with progress lines on `log` (report.h's
+  /// TrainingReport), evaluations (at step 0 of a new run too), CSV logs (train_log.csv,
+  /// eval_log.csv), the files given by write_on_start, checkpoints (ckpt.safetensors) and plots.
   /// Returns the last evaluation. With several ranks it first checks that they agree on
   /// options, corpus, model and SIMD kernels, and throws RanksDisagree if not. Throws
   /// NonFiniteLoss after writing the logs when the training
@@ -261,7 +261,7 @@ class Trainer {
   /// the first kFirstLineSeconds after the start and then at least every kLineSeconds.
   ///
   /// The best checkpoint: at each evaluation whose val loss is the lowest of the run so far,
-  /// kBestCheckpointFile becomes the checkpoint of that step as well (a hard link; nanoGPT's
+  /// RunDir::kBestCheckpoint becomes the checkpoint of that step as well (a hard link; nanoGPT's
   /// always_save_checkpoint = False). A fresh run removes one an earlier run left.
   ///
   /// Stopping: after stop_on(flag), run() reads the flag after every step; once it is non-zero
@@ -291,9 +291,9 @@ class Trainer {
   void stop_on(const std::atomic<int>* signal) { stop_ = signal; }
 
   /// A file run() writes into the output directory (rank 0, atomically) once the ranks agree,
-  /// before the first step, as it writes baselines.csv: the run's effective config
-  /// (kRunConfigFile, gpt/train/run_config.h), which start() gives it. A run refused before
-  /// training so leaves none.
+  /// before the first step: start() gives it the run's effective config (RunDir::kConfig,
+  /// gpt/train/run_config.h) and baselines.csv (report.h's Baselines::csv). A run refused
+  /// before training so leaves none.
   void write_on_start(std::string file_name, std::string contents) {
     start_files_.emplace_back(std::move(file_name), std::move(contents));
   }
@@ -308,6 +308,8 @@ class Trainer {
   /// The global L2 norm of the last step's gradients before clipping; NaN when grad_clip is 0
   /// (the norm is computed only to clip).
   double last_grad_norm() const { return last_grad_norm_; }
+  /// The learning rate of the last step (the cosine schedule's, nn::cosine_lr); 0 before one.
+  double last_lr() const { return last_lr_; }
   std::string checkpoint_path() const;
   /// With several ranks, compares a fingerprint of the parameters across them (one collective:
   /// every rank must call it) and throws RanksDisagree (exit code 1) on every rank when any bit
@@ -341,6 +343,7 @@ class Trainer {
   Generator batch_gen_;
   int64_t step_ = 0;
   double last_grad_norm_ = 0;
+  double last_lr_ = 0;
   std::optional<int64_t> last_saved_step_;
   std::vector<std::pair<std::string, std::string>> start_files_;     // write_on_start
   const std::atomic<int>* stop_ = nullptr;                           // stop_on's flag

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpt/train/run_dir.h"
 #include "gpt/train/run_logs.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -80,7 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t newline = input.find('\n');
   const std::string_view first = input.substr(0, newline);
   const std::string_view log = newline == std::string_view::npos ? "" : input.substr(newline + 1);
-  const CsvSpec& spec = !first.empty() && first[0] == 'e' ? kEvalLog : kTrainLog;
+  const bool eval = !first.empty() && first[0] == 'e';
+  const CsvSpec& spec = eval ? kEvalLog : kTrainLog;
+  const char* file = eval ? RunDir::kEvalLog : RunDir::kTrainLog;
   int64_t step = std::numeric_limits<int64_t>::max();
   if (!first.empty()) {
     int64_t parsed = 0;
@@ -88,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (ec == std::errc() && end == first.data() + first.size()) step = parsed;
   }
 
-  const std::filesystem::path path = attograd::fuzz::write_scratch(spec.file, log);
+  const std::filesystem::path path = attograd::fuzz::write_scratch(file, log);
   resume_log(path, spec, step);
   const std::string out = read_all(path);
 
@@ -127,6 +130,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   resume_log(path, spec, step);
   FUZZ_CHECK(read_all(path) == out, "resuming the rewritten log again changed it");
-  attograd::fuzz::remove_scratch(spec.file);
+  attograd::fuzz::remove_scratch(file);
   return 0;
 }

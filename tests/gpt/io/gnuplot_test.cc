@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "gpt/io/figures.h"
 #include "gpt/io/gnuplot.h"
 #include "gpt/train/plot.h"
+#include "gpt/train/run_dir.h"
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
@@ -128,7 +130,7 @@ BOOST_AUTO_TEST_CASE(plots_of_a_run_in_a_hostile_directory) {
       << "step,loss,lr,grad_norm,tokens_per_s\n1,3,0.01,1,100\n2,2.5,0.01,1,100\n";
   std::ofstream(run / "eval_log.csv")
       << "step,train_loss,val_loss,train_ppl,val_ppl\n2,2.5,2.6,12.2,13.5\n";
-  std::ofstream(run / kBaselinesFile)
+  std::ofstream(run / RunDir::kBaselines)
       << "name,val_loss\nuni'\"system(\"touch " + (dir / "PWN8").string() + "\"),3.1\n";
   std::ostringstream log;
   BOOST_REQUIRE(write_plots(run.string(), log));

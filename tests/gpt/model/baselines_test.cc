@@ -18,6 +18,8 @@
 #include "gpt/model/sampler.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
+#include "gpt/train/report.h"
+#include "gpt/train/run_dir.h"
 #include "gpt/train/trainer.h"
 #include "tests/test_util.h"
 
@@ -252,7 +254,8 @@ BOOST_AUTO_TEST_CASE(every_kind_saves_loads_samples_and_refuses_to_load_as_anoth
   std::filesystem::remove_all(dir);
 }
 
-// run() evaluates the untrained model at step 0 and writes the loss plot's baselines.
+// run() evaluates the untrained model at step 0 and writes the files start() hands it: the loss
+// plot's baselines (Baselines::csv, counted once by prepare()) among them.
 BOOST_AUTO_TEST_CASE(a_run_logs_step_0_and_the_baselines) {
   const auto dir = temp_dir("run");
   const Dataset data(markov_tokens(3000), 8);
@@ -263,6 +266,12 @@ BOOST_AUTO_TEST_CASE(a_run_logs_step_0_and_the_baselines) {
   o.eval_interval = 2;
   o.eval_iters = 2;
   Trainer t(model, data, o, "char", "", dir.string());
+  const Baselines baselines = Baselines::of(data, 4);
+  BOOST_TEST(baselines.uniform == std::log(4.0));
+  BOOST_TEST(baselines.unigram == unigram_entropy(data.tokens(Split::val)));
+  BOOST_TEST(baselines.bigram ==
+             bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), 4));
+  t.write_on_start(RunDir::kBaselines, baselines.csv());
   std::ostringstream log;
   t.run(log);
   BOOST_TEST(log.str().find("eval at step 0: train loss 1.38") != std::string::npos,
@@ -273,11 +282,10 @@ BOOST_AUTO_TEST_CASE(a_run_logs_step_0_and_the_baselines) {
   for (std::getline(eval, line); std::getline(eval, line);)
     steps.push_back(line.substr(0, line.find(',')));
   BOOST_TEST((steps == std::vector<std::string>{"0", "2", "4"}));
-  std::ifstream baselines(dir / "baselines.csv");
-  std::stringstream want;
-  want << "name,val_loss\nunigram," << unigram_entropy(data.tokens(Split::val)) << "\nbigram,"
-       << bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val), 4) << "\n";
-  BOOST_TEST(std::string(std::istreambuf_iterator<char>(baselines), {}) == want.str());
+  std::ifstream written(dir / "baselines.csv");
+  std::stringstream want;  // an ostream's default 6 digits, as the CSV logs write numbers
+  want << "name,val_loss\nunigram," << baselines.unigram << "\nbigram," << baselines.bigram << "\n";
+  BOOST_TEST(std::string(std::istreambuf_iterator<char>(written), {}) == want.str());
   std::filesystem::remove_all(dir);
 }
 

@@ -19,7 +19,9 @@
 #include <sstream>
 #include <string>
 
+#include "gpt/io/figures.h"
 #include "gpt/train/plot.h"
+#include "gpt/train/run_dir.h"
 #include "tests/svg_cells.h"
 #include "tests/test_util.h"
 
@@ -32,9 +34,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct RunDir {
+struct LogDir {
   fs::path path = fs::temp_directory_path() / ("attograd_plot_" + std::to_string(::getpid()));
-  RunDir() {
+  LogDir() {
     fs::remove_all(path);
     fs::create_directories(path);
     std::ofstream(path / "train_log.csv")
@@ -42,7 +44,7 @@ struct RunDir {
     std::ofstream(path / "eval_log.csv")
         << "step,train_loss,val_loss,train_ppl,val_ppl\n2,2.5,2.6,12.2,13.5\n";
   }
-  ~RunDir() { fs::remove_all(path); }
+  ~LogDir() { fs::remove_all(path); }
   // A stand-in gnuplot: `body` runs with $OUTPUTS, the files the script sets as outputs.
   std::string fake_gnuplot(const std::string& body) const {
     const fs::path exe = path / "fake-gnuplot";
@@ -51,6 +53,18 @@ struct RunDir {
                        << body << "\n";
     fs::permissions(exe, fs::perms::owner_all);
     return exe.string();
+  }
+  // The gnuplot script write_plots would run, kept by a stand-in gnuplot that exits 1.
+  std::string plot_script() const {
+    const fs::path saved = path / "script.gp", keeper = path / "keep-script";
+    std::ofstream(keeper) << "#!/bin/sh\ncat > '" << saved.string() << "'\nexit 1\n";
+    fs::permissions(keeper, fs::perms::owner_all);
+    std::ostringstream log;
+    BOOST_CHECK_THROW(write_plots(path.string(), log, keeper.string()), std::runtime_error);
+    const std::string script = read("script.gp");
+    fs::remove(saved);
+    fs::remove(keeper);
+    return script;
   }
   std::string read(const std::string& name) const {
     std::ifstream in(path / name, std::ios::binary);
@@ -72,11 +86,11 @@ struct RunDir {
 const std::vector<std::string> kOldPlots{"loss.png", "loss.svg", "perplexity.png",
                                          "perplexity.svg"};
 
-void write_old_plots(const RunDir& dir) {
+void write_old_plots(const LogDir& dir) {
   for (const std::string& name : kOldPlots) std::ofstream(dir.path / name) << "old " << name;
 }
 
-void expect_old_plots(const RunDir& dir) {
+void expect_old_plots(const LogDir& dir) {
   BOOST_TEST(dir.others() == kOldPlots, boost::test_tools::per_element());
   for (const std::string& name : kOldPlots) BOOST_TEST(dir.read(name) == "old " + name);
 }
@@ -85,7 +99,7 @@ void expect_old_plots(const RunDir& dir) {
 
 // The example: on a full disk gnuplot exits 0 and leaves empty files.
 BOOST_AUTO_TEST_CASE(empty_plots_from_a_gnuplot_that_exits_0_are_an_error) {
-  const RunDir dir;
+  const LogDir dir;
   write_old_plots(dir);
   const std::string gnuplot = dir.fake_gnuplot("for f in $OUTPUTS; do : > \"$f\"; done; exit 0");
   std::ostringstream log;
@@ -98,7 +112,7 @@ BOOST_AUTO_TEST_CASE(empty_plots_from_a_gnuplot_that_exits_0_are_an_error) {
 }
 
 BOOST_AUTO_TEST_CASE(cut_off_plots_are_an_error) {
-  const RunDir dir;
+  const LogDir dir;
   write_old_plots(dir);
   // A PNG without its IEND chunk, then (once PNGs pass) an SVG without </svg>.
   const std::string png_cut =
@@ -119,7 +133,7 @@ BOOST_AUTO_TEST_CASE(cut_off_plots_are_an_error) {
 }
 
 BOOST_AUTO_TEST_CASE(a_failing_gnuplot_names_its_status_and_its_last_words) {
-  const RunDir dir;
+  const LogDir dir;
   write_old_plots(dir);
   const std::string gnuplot = dir.fake_gnuplot(
       "echo 'warning: noise' >&2; echo '\"<stdin>\" line 6: cannot write: No space left on device' "
@@ -144,7 +158,7 @@ BOOST_AUTO_TEST_CASE(a_failing_gnuplot_names_its_status_and_its_last_words) {
 // gnuplot inherits no descriptor of ours (the run's lock above all): only its stdin, stdout and
 // stderr.
 BOOST_AUTO_TEST_CASE(gnuplot_inherits_only_stdin_stdout_and_stderr) {
-  const RunDir dir;
+  const LogDir dir;
   const int leaky = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC on purpose
   BOOST_REQUIRE(leaky > 2);
   const std::string fds = (dir.path / "fds").string();
@@ -164,7 +178,7 @@ BOOST_AUTO_TEST_CASE(gnuplot_inherits_only_stdin_stdout_and_stderr) {
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_gnuplot_is_a_note_and_the_logs_stay) {
-  const RunDir dir;
+  const LogDir dir;
   std::ostringstream log;
   BOOST_TEST(!write_plots(dir.path.string(), log, (dir.path / "no-such-gnuplot").string()));
   BOOST_TEST(log.str().find(
@@ -179,14 +193,9 @@ BOOST_AUTO_TEST_CASE(a_missing_gnuplot_is_a_note_and_the_logs_stay) {
 // its lines at the losses themselves. Read from the script the plots are drawn by (a stand-in
 // gnuplot saves it), then drawn by the real gnuplot where installed.
 BOOST_AUTO_TEST_CASE(the_perplexity_plot_has_log_axes_and_the_baselines_as_perplexities) {
-  const RunDir dir;
-  std::ofstream(dir.path / kBaselinesFile) << "name,val_loss\nunigram,3.1\nbigram,2.4\n";
-  const fs::path saved = dir.path / "script.gp", keeper = dir.path / "keep-script";
-  std::ofstream(keeper) << "#!/bin/sh\ncat > '" << saved.string() << "'\nexit 1\n";
-  fs::permissions(keeper, fs::perms::owner_all);
-  std::ostringstream log;
-  BOOST_CHECK_THROW(write_plots(dir.path.string(), log, keeper.string()), std::runtime_error);
-  const std::string script = dir.read("script.gp");
+  const LogDir dir;
+  std::ofstream(dir.path / RunDir::kBaselines) << "name,val_loss\nunigram,3.1\nbigram,2.4\n";
+  const std::string script = dir.plot_script();
   // The second `set output` starts the perplexity plot.
   const size_t first = script.find("set output"), second = script.find("set output", first + 1);
   BOOST_REQUIRE(second != std::string::npos);
@@ -208,9 +217,8 @@ BOOST_AUTO_TEST_CASE(the_perplexity_plot_has_log_axes_and_the_baselines_as_perpl
   BOOST_REQUIRE_EQUAL(at.size(), 2u);
   BOOST_TEST(at[0] == std::exp(3.1), boost::test_tools::tolerance(1e-15));
   BOOST_TEST(at[1] == std::exp(2.4), boost::test_tools::tolerance(1e-15));
-  fs::remove(saved);
-  fs::remove(keeper);
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;
+  std::ostringstream log;
   BOOST_REQUIRE(write_plots(dir.path.string(), log));
   const std::string svg = dir.read("perplexity.svg");
   BOOST_TEST(svg.find("unigram baseline (val perplexity 22.20)") != std::string::npos);
@@ -278,7 +286,7 @@ BOOST_AUTO_TEST_CASE(heatmap_cells_are_crisp_rectangles_and_masked_cells_stay_gr
     BOOST_TEST_MESSAGE("skipped: gnuplot is not installed");
     return;
   }
-  const RunDir dir;
+  const LogDir dir;
   const double nan = std::nan("");
   // A causal 4 x 4 map and a 3 x 5 signed one.
   const Heatmap causal{
@@ -334,7 +342,7 @@ BOOST_AUTO_TEST_CASE(heatmap_cells_are_crisp_rectangles_and_masked_cells_stay_gr
 // A heatmap goes through the same checks as the training plots: an empty file from a gnuplot
 // that exits 0 is an error, and no temporary is left.
 BOOST_AUTO_TEST_CASE(an_empty_heatmap_is_an_error_and_leaves_no_temporary) {
-  const RunDir dir;
+  const LogDir dir;
   const std::string gnuplot = dir.fake_gnuplot("for f in $OUTPUTS; do : > \"$f\"; done; exit 0");
   std::ostringstream log;
   const Heatmap panel{"t", "query", "key", {"a"}, {"a"}, {1}};
@@ -344,4 +352,26 @@ BOOST_AUTO_TEST_CASE(an_empty_heatmap_is_an_error_and_leaves_no_temporary) {
       },
       "gnuplot exited 0 but map.png is empty in " + dir.path.string() + " (is the disk full?)");
   BOOST_TEST(dir.others().empty());
+}
+
+// The plots find their columns by the logs' header names: a log whose columns moved (a column
+// added in front) is still drawn from "step" and "loss", and a log without one is refused by
+// name rather than drawn from the wrong numbers.
+BOOST_AUTO_TEST_CASE(the_plots_find_their_columns_by_header_name) {
+  const LogDir dir;
+  std::ofstream(dir.path / "train_log.csv")
+      << "wall_s,step,lr,loss,grad_norm,tokens_per_s\n0.1,1,0.01,3,1,100\n";
+  const std::string script = dir.plot_script();
+  BOOST_TEST(script.find("every ::1 using 2:4 with lines") != std::string::npos, script);
+  BOOST_TEST(script.find("using ($2 > 0 ? $2 : NaN):(exp($4)) with lines") != std::string::npos);
+  // eval_log.csv as written: step 1, train_loss 2, val_loss 3, train_ppl 4, val_ppl 5.
+  BOOST_TEST(script.find("using 1:3 with linespoints") != std::string::npos);
+  BOOST_TEST(script.find("NaN):5 with linespoints") != std::string::npos);
+
+  std::ofstream(dir.path / "eval_log.csv") << "step,train_loss,train_ppl,val_ppl\n2,2.5,12,13\n";
+  std::ostringstream log;
+  expect_throw_with<std::runtime_error>(
+      [&] { write_plots(dir.path.string(), log, "gnuplot"); },
+      "eval_log.csv has no column 'val_loss' (its header is "
+      "'step,train_loss,train_ppl,val_ppl'), so it cannot be plotted");
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "gpt/train/run_dir.h"
 #include "gpt/train/run_logs.h"
 #include "tests/files.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 std::string resumed(const std::string& log, const CsvSpec& spec, int64_t step) {
   const fs::path dir = attograd::testing::fresh_temp_dir("run_logs");
-  const fs::path path = dir / spec.file;
+  const fs::path path = dir / "log.csv";
   std::ofstream(path, std::ios::binary) << log;
   resume_log(path, spec, step);
   const std::string kept = attograd::testing::read_file(path);
@@ -52,7 +53,7 @@ BOOST_AUTO_TEST_CASE(nothing_but_the_header_when_no_row_fits) {
   BOOST_TEST(resumed("step,loss,lr,grad_norm,tokens_per_s\n1,4,0.1,,10\n", kEvalLog, 10) ==
              eval_header);  // grad_norm may be empty, an eval log's columns may not
   const fs::path dir = attograd::testing::fresh_temp_dir("run_logs_missing");
-  resume_log(dir / kEvalLog.file, kEvalLog, 3);
-  BOOST_TEST(attograd::testing::read_file(dir / kEvalLog.file) == eval_header);
+  resume_log(dir / RunDir::kEvalLog, kEvalLog, 3);
+  BOOST_TEST(attograd::testing::read_file(dir / RunDir::kEvalLog) == eval_header);
   fs::remove_all(dir);
 }

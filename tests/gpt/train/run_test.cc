@@ -86,9 +86,14 @@ BOOST_AUTO_TEST_CASE(a_fresh_run_sets_up_says_what_it_did_and_trains) {
              std::string::npos);
   BOOST_TEST(log.find("tokens  char tokenizer (vocab 2): 400 tokens") != std::string::npos);
   // Both symbols equally frequent in the val split (the last 40 tokens): ln 2.
-  BOOST_TEST(run->unigram_baseline() == std::log(2.0), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(run->baselines().unigram == std::log(2.0), boost::test_tools::tolerance(1e-12));
   // The add-one bigram on a strict alternation: each next symbol has count n + 1 of n + 2.
-  BOOST_TEST(run->bigram_baseline() < 0.01);
+  BOOST_TEST(run->baselines().bigram < 0.01);
+  // Counted once (prepare.h), printed, and written for the loss plot.
+  BOOST_TEST(log.find("baselines on val: uniform 0.6931, unigram 0.6931") != std::string::npos);
+  BOOST_TEST(attograd::testing::read_file(dir / "out" / RunDir::kBaselines) ==
+             run->baselines().csv());
+  BOOST_TEST(run->baselines().csv().starts_with("name,val_loss\nunigram,0.693147\nbigram,"));
   BOOST_TEST(std::isfinite(run->result().val_loss));
   BOOST_TEST(std::filesystem::exists(run->checkpoint_path()));
   BOOST_TEST(run->options().corpus ==
@@ -363,17 +368,18 @@ BOOST_AUTO_TEST_CASE(the_run_directory_defaults_to_runs_slash_the_preset) {
 // its open: every file a run reads or writes there is refused unless regular, before any is
 // opened. A look-alike temporary of a name no attograd writer makes (notes.txt.tmp.<pid>.<6>)
 // was deleted by the sweep, even by a run then refused: only our files' temporaries go now.
-// And a finished run's directory holds exactly run_files() and the lock: the list is complete.
+// And a finished run's directory holds exactly RunDir::files() and the lock: the list is complete.
 BOOST_AUTO_TEST_CASE(special_files_are_refused_and_foreign_temporaries_kept) {
   const auto dir = temp_dir("special");
   write(dir / "ab.txt", alternating(200));
   std::ostringstream log;
   train_to_end(femto(dir / "ab.txt", dir / "run", 2));
-  const std::vector<std::string> known = run_files();
+  const std::vector<std::string> known = RunDir::files();
   for (const auto& entry : std::filesystem::directory_iterator(dir / "run")) {
     const std::string name = entry.path().filename().string();
-    BOOST_TEST_INFO(name << " is in a run directory but not in run_files()");
-    BOOST_TEST((name == kLockFile || std::find(known.begin(), known.end(), name) != known.end()));
+    BOOST_TEST_INFO(name << " is in a run directory but not in RunDir::files()");
+    BOOST_TEST(
+        (name == RunDir::kLock || std::find(known.begin(), known.end(), name) != known.end()));
   }
   BOOST_TEST(std::filesystem::exists(dir / "run" / kCheckpointFile));
 
@@ -393,14 +399,14 @@ BOOST_AUTO_TEST_CASE(special_files_are_refused_and_foreign_temporaries_kept) {
   BOOST_TEST(std::filesystem::exists(dir / "run" / notes));
   BOOST_TEST(!std::filesystem::exists(dir / "run" / ours));
 
-  std::filesystem::remove(dir / "run" / kRunConfigFile);
-  BOOST_REQUIRE(::mkfifo((dir / "run" / kRunConfigFile).c_str(), 0644) == 0);
+  std::filesystem::remove(dir / "run" / RunDir::kConfig);
+  BOOST_REQUIRE(::mkfifo((dir / "run" / RunDir::kConfig).c_str(), 0644) == 0);
   expect_throw_with<std::invalid_argument>(
       [&] { start(resume_to(dir / "run", 4), Communicator::world(), log); },
       "/run/run.json is a FIFO, not a regular file: a run reads and writes it; remove it");
-  std::filesystem::remove(dir / "run" / kRunConfigFile);
-  std::filesystem::remove(dir / "run" / kTrainLog.file);
-  std::filesystem::create_directory(dir / "run" / kTrainLog.file);
+  std::filesystem::remove(dir / "run" / RunDir::kConfig);
+  std::filesystem::remove(dir / "run" / RunDir::kTrainLog);
+  std::filesystem::create_directory(dir / "run" / RunDir::kTrainLog);
   expect_throw_with<std::invalid_argument>(
       [&] { start(resume_to(dir / "run", 4), Communicator::world(), log); },
       "/run/train_log.csv is a directory, not a regular file");

@@ -25,6 +25,7 @@
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
+#include "gpt/train/run_dir.h"
 #include "gpt/train/run_logs.h"
 #include "gpt/train/trainer.h"
 #include "tests/gpt/field_count.h"
@@ -277,7 +278,7 @@ BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_is_the_lowest_val_loss_so_far, ToyPi
   o.min_lr = 0.3;
   const auto dir = temp_dir("best");
   const auto best_step = [&] {
-    return read_checkpoint_info(SafetensorsFile::read((dir / kBestCheckpointFile).string()),
+    return read_checkpoint_info(SafetensorsFile::read((dir / RunDir::kBestCheckpoint).string()),
                                 Moments::skip)
         .training->step;
   };
@@ -327,7 +328,7 @@ BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_is_the_lowest_val_loss_so_far, ToyPi
     std::ostringstream log;
     BOOST_CHECK_THROW(t.run(log), Interrupted);
   }
-  BOOST_TEST(!std::filesystem::exists(dir / kBestCheckpointFile));
+  BOOST_TEST(!std::filesystem::exists(dir / RunDir::kBestCheckpoint));
   std::filesystem::remove_all(dir);
 }
 
