@@ -52,6 +52,7 @@
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
+#include "gpt/train/prepare.h"
 #include "gpt/train/trainer.h"
 #include "nn/layers.h"
 #include "web/attograd_api.h"
@@ -389,9 +390,6 @@ json model_new(Request& r) {
   // "seed" (a TrainOptions row, read above) seeds the batches and the weights alike.
   const uint64_t seed = options.seed;
   r.finish();
-  // A setting the model's kind never reads (a bigram's n_layer) is refused, as train refuses it.
-  gpt::refuse_unused_overrides(overrides, kind);
-
   const std::string source =
       from_file ? std::filesystem::path(path).filename().string() : "the text";
   if (from_file) text = gpt::read_text_file(path, "text file", "drop a UTF-8 text file");
@@ -401,44 +399,32 @@ json model_new(Request& r) {
   if (const auto bad = gpt::find_utf8_error(text))
     throw std::invalid_argument(source + " is not UTF-8 text: " + bad->message() +
                                 "; save it as UTF-8 (an editor's \"Save as\" offers the encoding)");
-  auto tokenizer = std::make_unique<gpt::CharTokenizer>(gpt::CharTokenizer::from_text(text));
-  // As `attograd train` builds it: a bigram or average model has one head.
-  const gpt::GPTConfig config = gpt::build_config(overrides, tokenizer->vocab_size(), kind);
   options.corpus = "page";
   options.validate();
-
-  auto data = std::make_unique<gpt::Dataset>(tokenizer->encode(text), config.block_size);
-  // Too short a text is refused now, with the Dataset's message, not at the first step.
-  for (const gpt::Split split : {gpt::Split::train, gpt::Split::val})
-    if (data->num_windows(split, config.block_size) < 1)
-      throw std::invalid_argument("the text is too short: its " +
-                                  std::string(gpt::split_name(split)) + " split has " +
-                                  std::to_string(data->size(split)) + " characters, fewer than " +
-                                  "block_size + 1 = " + std::to_string(config.block_size + 1) +
-                                  "; use a longer text or a smaller block_size");
-  auto model = gpt::make_model(kind, config, seed);
+  // As `attograd train` sets a new model up (gpt/train/prepare.h): the char tokenizer of the
+  // text, the model (a setting its kind never reads, a bigram's n_layer, is refused), the splits
+  // (too short a text is refused now, not at the first step) and the counted baselines the
+  // curves are drawn against.
+  std::ostream quiet(nullptr);
+  gpt::SetUpReport report(quiet);
+  gpt::Prepared prepared =
+      gpt::prepare_new(text, {kind, overrides, "char", seed}, options.block_size, report);
 
   Workspace& w = workspace();
   w.trainer.reset();  // it refers to the model and data it replaces
-  w.model = std::move(model);
-  w.data = std::move(data);
+  w.model = std::move(prepared.model);
+  w.data = std::move(prepared.data);
   w.options = options;
-  w.trainer = std::make_unique<gpt::Trainer>(*w.model, *w.data, options, tokenizer->kind(),
-                                             tokenizer->serialize(), "");
-  w.tokenizer = std::move(tokenizer);
-  // The counted baselines the curves are drawn against, as `attograd train` prints them
-  // (gpt/text/dataset.h): the val split's unigram entropy (a model that knows only character
-  // frequencies, and has seen the answer) and the val loss of the add-one bigram counted on
-  // train.
-  const auto& train = w.data->tokens(gpt::Split::train);
-  const auto& val = w.data->tokens(gpt::Split::val);
+  w.trainer = std::make_unique<gpt::Trainer>(*w.model, *w.data, options, prepared.tokenizer->kind(),
+                                             prepared.tokenizer->serialize(), "");
+  w.tokenizer = std::move(prepared.tokenizer);
   return {{"config", config_json(*w.model)},
           {"options", json::parse(w.options.to_json())},
           {"line_ends_made_lf", line_ends_made_lf},
-          {"train_tokens", train.size()},
-          {"val_tokens", val.size()},
-          {"unigram_loss", gpt::unigram_entropy(val)},
-          {"bigram_loss", gpt::bigram_cross_entropy(train, val, config.vocab_size)}};
+          {"train_tokens", w.data->size(gpt::Split::train)},
+          {"val_tokens", w.data->size(gpt::Split::val)},
+          {"unigram_loss", prepared.baselines.unigram},
+          {"bigram_loss", prepared.baselines.bigram}};
 }
 
 Workspace& require_trainer() {

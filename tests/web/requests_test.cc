@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "examples/lecture/attention_by_hand.h"
+#include "gpt/train/run.h"
 #include "tests/markdown_table.h"
 #include "web/attograd_api.h"
 
@@ -173,6 +174,40 @@ BOOST_AUTO_TEST_CASE(model_new_reads_the_config_tables_and_a_refusal_keeps_the_m
 
 // The workbench's matrices: at most lecture::kMaxMatrixSide (64) rows and numbers a row, which
 // info gives the page; 2,000 rows made 570 MB of tables and a 100 MB reply (kind 12).
+// The page sets a model up with the library's own call (gpt/train/prepare.h), as `attograd
+// train` does: on the same text the same config, the same splits and the same baselines, to the
+// bit, and too short a text refused with train's message.
+BOOST_AUTO_TEST_CASE(model_new_sets_up_as_attograd_train_does) {
+  const std::string text = training_text();
+  const json made = call({{"cmd", "model_new"}, {"text", text}, {"preset", "femto"}});
+  BOOST_REQUIRE_MESSAGE(made.contains("ok"), made.dump());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("attograd_requests_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "text.txt", std::ios::binary) << text;
+  attograd::gpt::RunRequest rq;
+  rq.corpus = (dir / "text.txt").string();
+  rq.out_dir = (dir / "run").string();
+  rq.config.preset = "femto";
+  rq.threads = 1;
+  std::ostringstream log;
+  const auto run = attograd::gpt::start(rq, attograd::gpt::Communicator::world(), log);
+  const json& ok = made["ok"];
+  BOOST_TEST(ok["config"]["vocab_size"].get<int64_t>() == run->model().config().vocab_size);
+  BOOST_TEST(ok["config"]["n_embd"].get<int64_t>() == run->model().config().n_embd);
+  BOOST_TEST(ok["train_tokens"].get<int64_t>() == run->data().size(attograd::gpt::Split::train));
+  BOOST_TEST(ok["val_tokens"].get<int64_t>() == run->data().size(attograd::gpt::Split::val));
+  BOOST_TEST(ok["unigram_loss"].get<double>() == run->baselines().unigram);
+  BOOST_TEST(ok["bigram_loss"].get<double>() == run->baselines().bigram);
+  std::filesystem::remove_all(dir);
+  // 12 characters: a val split of 2, no window of femto's block_size 8.
+  BOOST_TEST(error_of(call({{"cmd", "model_new"}, {"text", "abcdefghijkl"}})) ==
+             "the corpus is too short: its val split has 2 tokens, but a window of block_size "
+             "8 needs 9 (the val split is the last 10%); use a longer corpus or a smaller "
+             "--block-size");
+}
+
 BOOST_AUTO_TEST_CASE(the_workbench_takes_at_most_64_rows_and_columns) {
   BOOST_TEST(call({{"cmd", "info"}})["ok"]["workbench_max"].get<size_t>() ==
              attograd::lecture::kMaxMatrixSide);
