@@ -104,7 +104,7 @@ MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& g
 }
 
 Tensor MLP::forward(const Tensor& x) const {
-  return drop->forward(c_proj->forward(gelu(c_fc->forward(x))));
+  return (*drop)((*c_proj)(gelu((*c_fc)(x))));  // through operator(): the layers' hooks run
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -121,7 +121,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const Tensor scores = mul_scalar(matmul(q, transpose(k, -2, -1)), 1.0 / std::sqrt(d_k));
   Tensor att = causal_softmax(scores);
   if (weights != nullptr) *weights = att;
-  if (attn_dropout != nullptr) att = attn_dropout->forward(att);
+  if (attn_dropout != nullptr) att = (*attn_dropout)(att);
   return matmul(att, v);
 }
 
@@ -264,7 +264,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache, Tensor
                                 "), got " + shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1), HS = n_embd / n_head;
   const int64_t past = cache != nullptr ? cache->length() : 0;  // positions already cached
-  const Tensor qkv = c_attn->forward(x);                        // (B, T, 3C): q, k, v side by side
+  const Tensor qkv = (*c_attn)(x);                              // (B, T, 3C): q, k, v side by side
   // The fused ops compute exactly scaled_dot_product_attention (tests/nn/layers_test.cc) without
   // storing the (T, T) weights; dropout on those weights needs them, and so does a caller who
   // asks for them, so both take the long way.
@@ -272,7 +272,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache, Tensor
   const bool unfused = weight_dropout || weights != nullptr;
   if (!rope && cache == nullptr && !unfused) {
     // The common case, GPT-2's: one op reads the heads of qkv in place and returns them merged.
-    return resid_dropout->forward(c_proj->forward(causal_attention_qkv(qkv, n_head)));
+    return (*resid_dropout)((*c_proj)(causal_attention_qkv(qkv, n_head)));
   }
   // Otherwise the heads are made explicit: (B, T, 3C) -> q, k, v each (B, T, C) ->
   // (B, T, NH, HS) -> (B, NH, T, HS), all views of qkv
@@ -303,7 +303,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerKVCache* cache, Tensor
   // Re-assemble the heads side by side: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C) (a view
   // for causal_attention's output, which is stored in (B, T, NH, HS) order)
   const Tensor merged = reshape(transpose(y, 1, 2), {B, T, n_embd});
-  return resid_dropout->forward(c_proj->forward(merged));
+  return (*resid_dropout)((*c_proj)(merged));
 }
 
 }  // namespace attograd::nn

@@ -1,4 +1,5 @@
-// The layers of a GPT, as Modules built from autograd ops. Shapes: B batch, T time,
+// The layers of a GPT, as Modules built from autograd ops; those of one input are UnaryModules,
+// called as layer(x) so that forward hooks run (module.h). Shapes: B batch, T time,
 // C = n_embd channels, NH = n_head, HS = head_dim = C / NH.
 //
 // Initialisation: a Linear built as torch.nn.Linear (`Linear(in, out)`) gets torch's default
@@ -20,7 +21,7 @@ inline constexpr double kGpt2InitStd = 0.02;
 
 /// y = x Wᵀ + b with W (out_features, in_features) (PyTorch's and llm.c's layout: each
 /// output is a dot product of two contiguous rows). x (..., in) -> y (..., out).
-class Linear : public Module {
+class Linear : public UnaryModule {
  public:
   /// torch.nn.Linear(in_features, out_features, bias): W and b ~ U(-1/sqrt(in_features),
   /// 1/sqrt(in_features)), torch's default (reset_parameters: kaiming_uniform_ with a = sqrt(5)
@@ -36,18 +37,18 @@ class Linear : public Module {
   Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen, DType dtype,
          double init_std);
   /// Throws std::invalid_argument when x's last dimension is not in_features.
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   Tensor weight, bias;  // bias undefined when constructed without one
 };
 
 /// Token (or position) lookup table: ids i64 (...) -> (..., embedding_dim).
-class Embedding : public Module {
+class Embedding : public UnaryModule {
  public:
   /// weight ~ N(0, init_std²), shape (num_embeddings, embedding_dim).
   Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype,
             double init_std = kGpt2InitStd);
   /// Throws std::out_of_range for an id outside [0, num_embeddings).
-  Tensor forward(const Tensor& ids) const;
+  Tensor forward(const Tensor& ids) const override;
   Tensor weight;
 };
 
@@ -56,21 +57,21 @@ inline constexpr double kGpt2LayerNormEps = 1e-5;
 
 /// Layer norm over the last axis (Ba et al. 2016): x (..., C) -> (..., C); weight (gamma) 1,
 /// bias (beta) 0 at init; eps 1e-5 as GPT-2.
-class LayerNorm : public Module {
+class LayerNorm : public UnaryModule {
  public:
   LayerNorm(int64_t C, DType dtype, bool bias = true, double eps = kGpt2LayerNormEps);
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   Tensor weight, bias;
   double eps;
 };
 
 /// Inverted dropout (Srivastava et al. 2014) with masks drawn from a shared generator;
 /// identity in eval mode or when p = 0.
-class Dropout : public Module {
+class Dropout : public UnaryModule {
  public:
   /// gen must outlive the layer (the model owns it, so that its state is checkpointed).
   Dropout(double p, Generator* gen);
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   double p;
 
  private:
@@ -79,12 +80,12 @@ class Dropout : public Module {
 
 /// The transformer's position-wise feed-forward network, GPT-2 style:
 /// c_fc (C -> 4C), GELU, c_proj (4C -> C), dropout. (B, T, C) -> (B, T, C).
-class MLP : public Module {
+class MLP : public UnaryModule {
  public:
   /// c_proj is initialised with std proj_init_std (GPT-2's residual scaling).
   MLP(int64_t n_embd, bool bias, double dropout, double proj_init_std, Generator& gen,
       Generator* dropout_gen, DType dtype);
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   std::shared_ptr<Linear> c_fc, c_proj;
   std::shared_ptr<Dropout> drop;
 };

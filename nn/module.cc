@@ -444,4 +444,44 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, bool e
   return norm;
 }
 
+Tensor UnaryModule::operator()(const Tensor& x) const {
+  if (hooks_->pre.empty() && hooks_->post.empty()) return forward(x);
+  const Hooks hooks = *hooks_;  // a hook may remove hooks: this call runs those it started with
+  Tensor input = x;
+  for (const auto& [id, hook] : hooks.pre)
+    if (std::optional<Tensor> replaced = hook(*this, input)) input = std::move(*replaced);
+  Tensor output = forward(input);
+  for (const auto& [id, hook] : hooks.post)
+    if (std::optional<Tensor> replaced = hook(*this, input, output)) output = std::move(*replaced);
+  return output;
+}
+
+namespace {
+
+// A handle that erases entry `id` of (hooks->*list), if the hooks still exist.
+template <typename List>
+HookHandle removing(const std::shared_ptr<void>& owner, List* list, int64_t id) {
+  return HookHandle([weak = std::weak_ptr<void>(owner), list, id] {
+    const std::shared_ptr<void> alive = weak.lock();  // the module (its hooks) still exists
+    if (!alive) return;
+    std::erase_if(*list, [id](const auto& entry) { return entry.first == id; });
+  });
+}
+
+}  // namespace
+
+HookHandle UnaryModule::register_forward_pre_hook(ForwardPreHook hook) {
+  if (!hook) throw std::invalid_argument("register_forward_pre_hook: the hook is empty");
+  const int64_t id = hooks_->next_id++;
+  hooks_->pre.emplace_back(id, std::move(hook));
+  return removing(hooks_, &hooks_->pre, id);
+}
+
+HookHandle UnaryModule::register_forward_hook(ForwardHook hook) {
+  if (!hook) throw std::invalid_argument("register_forward_hook: the hook is empty");
+  const int64_t id = hooks_->next_id++;
+  hooks_->post.emplace_back(id, std::move(hook));
+  return removing(hooks_, &hooks_->post, id);
+}
+
 }  // namespace attograd::nn

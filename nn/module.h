@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -168,6 +169,58 @@ class Module {
   std::vector<std::string> non_persistent_;  // names of buffers_ left out of state_dict()
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+};
+
+/// Removes the hook it was returned for (torch's RemovableHandle). remove() is idempotent and
+/// safe after the module is gone; dropping the handle keeps the hook.
+class HookHandle {
+ public:
+  HookHandle() = default;
+  explicit HookHandle(std::function<void()> remove) : remove_(std::move(remove)) {}
+  void remove() {
+    if (remove_) std::exchange(remove_, nullptr)();
+  }
+
+ private:
+  std::function<void()> remove_;
+};
+
+/// A module of one input and one output, x -> forward(x), as most of torch.nn is (Linear,
+/// LayerNorm, Dropout, an MLP, Sequential). Call it as `module(x)`: the call runs the forward
+/// hooks around forward() (torch's Module.__call__); calling forward() itself skips them.
+class UnaryModule : public Module {
+ public:
+  /// torch's forward pre-hook: hook(module, input) before forward(); a Tensor it returns
+  /// replaces the input (std::nullopt keeps it).
+  using ForwardPreHook =
+      std::function<std::optional<Tensor>(const UnaryModule& module, const Tensor& input)>;
+  /// torch's forward hook: hook(module, input, output) after forward(); a Tensor it returns
+  /// replaces the output. Keep an activation with `output.detach()` (a view, no copy).
+  using ForwardHook = std::function<std::optional<Tensor>(
+      const UnaryModule& module, const Tensor& input, const Tensor& output)>;
+
+  /// The module's computation; shapes and errors are each module's.
+  virtual Tensor forward(const Tensor& x) const = 0;
+  /// Pre-hooks (in registration order, each seeing the input the previous one left), forward,
+  /// then hooks (the same way with the output).
+  Tensor operator()(const Tensor& x) const;
+
+  /// torch's register_forward_pre_hook / register_forward_hook. A hook may remove itself or
+  /// another while running: the call in progress runs the hooks it started with.
+  HookHandle register_forward_pre_hook(ForwardPreHook hook);
+  HookHandle register_forward_hook(ForwardHook hook);
+
+ protected:
+  UnaryModule() = default;
+
+ private:
+  struct Hooks {
+    int64_t next_id = 0;
+    std::vector<std::pair<int64_t, ForwardPreHook>> pre;
+    std::vector<std::pair<int64_t, ForwardHook>> post;
+  };
+  // Shared with the handles (weakly), which may outlive the module.
+  std::shared_ptr<Hooks> hooks_ = std::make_shared<Hooks>();
 };
 
 /// One contiguous buffer holding all of a model's parameters, and one for their gradients:

@@ -24,6 +24,7 @@
 #include "gpt/model/sampler.h"
 #include "gpt/train/run.h"
 #include "gpt/train/trainer.h"
+#include "nn/containers.h"
 #include "nn/layers.h"
 #include "nn/optim.h"
 #include "tests/test_util.h"
