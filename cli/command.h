@@ -9,8 +9,8 @@
 
 #include "cli/option_checks.h"
 #include "gpt/model/config.h"
+#include "gpt/model/field_ranges.h"
 #include "gpt/model/language_model.h"
-#include "gpt/model/limits.h"
 #include "gpt/train/distributed.h"
 
 namespace attograd::cli {

@@ -39,7 +39,7 @@
 #include "cli/render_dot.h"
 #include "examples/lecture/attention_by_hand.h"
 #include "gpt/io/atomic_file.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/train/plot.h"
 #include "nn/layers.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 
 namespace attograd::cli {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gpt/io/fields.h"
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 
 namespace attograd::gpt {
 
@@ -66,7 +66,7 @@ struct GPTConfig {
   /// anything is allocated. Throws std::overflow_error if the count does not fit int64_t.
   int64_t num_parameters() const;
   /// Throws std::invalid_argument naming the first bad field: a value outside its range in the
-  /// table (stated in the message: sizes as in gpt/model/limits.h, dropout in [0, 1)), n_head
+  /// table (stated in the message: sizes as in gpt/model/field_ranges.h, dropout in [0, 1)), n_head
   /// not dividing n_embd, an odd head_dim with rope or n_embd with sinusoidal, or more than
   /// limits::max_parameters parameters in all.
   void validate() const;

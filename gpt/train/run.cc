@@ -28,7 +28,7 @@
 #include "gpt/io/sha256.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
-#include "gpt/model/baselines.h"
+#include "gpt/model/bigram_average.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"

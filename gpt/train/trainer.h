@@ -1,5 +1,5 @@
-// Training a language model (a GPT, or the bigram and average models of gpt/model/baselines.h) on a
-// Dataset: AdamW, warmup + cosine learning rate, gradient clipping and accumulation, periodic
+// Training a language model (a GPT, or the bigram and average models of gpt/model/bigram_average.h)
+// on a Dataset: AdamW, warmup + cosine learning rate, gradient clipping and accumulation, periodic
 // evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints, and bit-exact resume.
 #pragma once
 
@@ -17,8 +17,8 @@
 #include "autograd/random.h"
 #include "gpt/io/fields.h"
 #include "gpt/model/checkpoint.h"
-#include "gpt/model/limits.h"
-#include "gpt/model/model.h"
+#include "gpt/model/field_ranges.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/model/perplexity.h"
 #include "gpt/text/dataset.h"
 #include "gpt/train/distributed.h"

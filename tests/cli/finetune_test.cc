@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "gpt/train/run.h"
 #include "tests/cli/cli_run.h"

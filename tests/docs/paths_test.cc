@@ -150,8 +150,8 @@ BOOST_AUTO_TEST_CASE(quoted_code_is_the_code) {
     const char *doc, *marker, *source;
   };
   for (const Quote& q :
-       {Quote{"docs/04-gpt.md", "The lines of `Block::forward` (`gpt/model/model.cc`)",
-              "gpt/model/model.cc"}}) {
+       {Quote{"docs/04-gpt.md", "The lines of `Block::forward` (`gpt/model/gpt2.cc`)",
+              "gpt/model/gpt2.cc"}}) {
     BOOST_TEST_INFO(q.doc << ", after: " << q.marker);
     const std::string doc = read_file(kRoot / q.doc);
     const size_t at = doc.find(q.marker);

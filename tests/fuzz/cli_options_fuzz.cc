@@ -31,7 +31,7 @@
 #include "cli/field_options.h"
 #include "cli/option_checks.h"
 #include "gpt/model/config.h"
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 #include "gpt/train/trainer.h"
 #include "tests/fuzz/fuzz_support.h"
 

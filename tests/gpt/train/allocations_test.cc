@@ -14,7 +14,7 @@
 
 #include "autograd/kernels/thread_pool.h"
 #include "gpt/model/config.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/dataset.h"
 #include "gpt/train/trainer.h"
