@@ -38,7 +38,6 @@
 #include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
-#include "examples/lecture/attention_by_hand.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/attribution.h"
@@ -53,6 +52,7 @@
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
 #include "gpt/train/trainer.h"
+#include "lecture/attention_by_hand.h"
 #include "nn/layers.h"
 #include "web/attograd_api.h"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <tuple>
 
-#include "examples/lecture/attention_by_hand.h"
+#include "lecture/attention_by_hand.h"
 #include "tests/markdown_table.h"
 #include "web/attograd_api.h"
 

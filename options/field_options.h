@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "cli/option_checks.h"
 #include "gpt/io/fields.h"
+#include "options/option_checks.h"
 
 namespace attograd::cli {
 

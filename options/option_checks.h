@@ -1,6 +1,7 @@
 // The checks every option of attograd's programs goes through (the attograd CLI and
 // attention_by_hand): one number parser and one rule for empty values, so that the programs never
-// disagree on what "010", "1e3", "inf" or "" means.
+// disagree on what "010", "1e3", "inf" or "" means. In namespace cli, the command line's, though
+// the floor is options/ below cli/: the lecture's programs use it without standing on the CLI.
 #pragma once
 
 #include <CLI/CLI.hpp>

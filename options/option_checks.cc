@@ -1,4 +1,4 @@
-#include "cli/option_checks.h"
+#include "options/option_checks.h"
 
 #include <algorithm>
 #include <cctype>
