@@ -438,7 +438,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   std::optional<TrainingState> state;
   TrainOptions& options = run->options_;
   options = rq.options;
-  std::string corpus_spec = rq.corpus.value_or(RunRequest::kDefaultCorpus);
+  std::string corpus_spec = rq.corpus.value_or(kDefaultCorpus);
   bool recorded_corpus = false;  // resumed on the corpus its checkpoint names
   CorpusOptions corpus_options;
   corpus_options.cache_dir = rq.cache_dir;

@@ -86,7 +86,6 @@ struct RunRequest {
   /// (bigram, average) for the lecture's models, which have no preset.
   std::string run_dir() const;
 
-  static constexpr const char* kDefaultCorpus = "kjv";
   static constexpr const char* kDefaultTokenizer = "char";
 
   /// The table of the request's own fields (gpt/io/fields.h): the CLI's options and --help,
