@@ -42,18 +42,21 @@ struct GPTConfig {
   bool operator==(const GPTConfig&) const = default;
 
   /// The table of fields (gpt/io/fields.h): v(Field{member, name = JSON key, CLI flag, help,
-  /// range}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the CLI's
-  /// options (over a preset: ConfigOverrides) and the tests walk it; a new field is one row.
+  /// range, traits}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the
+  /// CLI's options (over a preset: ConfigOverrides) and the tests walk it; a new field is one row.
+  /// kKeepsWeights marks the fields train --init-from may be given (no weight depends on them).
   template <class V>
   static void for_each_field(V&& v) {
     using C = GPTConfig;
     v(Field(&C::vocab_size, "vocab_size", "--vocab-size", "vocabulary size V", limits::vocab_size));
     v(Field(&C::block_size, "block_size", "--block-size", "context length in tokens",
-            limits::block_size));
+            limits::block_size, kKeepsWeights));
     v(Field(&C::n_layer, "n_layer", "--n-layer", "number of transformer blocks", limits::n_layer));
-    v(Field(&C::n_head, "n_head", "--n-head", "attention heads per block", limits::n_head));
+    v(Field(&C::n_head, "n_head", "--n-head", "attention heads per block", limits::n_head,
+            kKeepsWeights));
     v(Field(&C::n_embd, "n_embd", "--n-embd", "embedding width C", limits::n_embd));
-    v(Field(&C::dropout, "dropout", "--dropout", "dropout probability", limits::below_one));
+    v(Field(&C::dropout, "dropout", "--dropout", "dropout probability", limits::below_one,
+            kKeepsWeights));
     v(Field(&C::bias, "bias", "--no-bias", "no biases in Linear and LayerNorm", AnyValue{}));
     v(Field(&C::pos_encoding, "pos_encoding", "--pos-encoding",
             "learned (GPT-2), sinusoidal or rope", Choices{kPosEncodingNames}));

@@ -97,7 +97,8 @@ struct RunRequest {
     v(Field(&R::out_dir, "out_dir", "--out",
             "output directory: logs, plots, ckpt.safetensors (default runs/<preset>, or "
             "runs/bigram, runs/average for --model)",
-            PathToWrite{}, kResumable));
+            PathToWrite{}, kResumable)
+          .nanogpt_name("out_dir"));
     v(Field(&R::resume, "resume", "--resume",
             "continue the run in --out from its checkpoint, bit-exact, with its stored options and "
             "corpus (--steps may extend it; the learning-rate schedule keeps its end; a --corpus "
@@ -108,7 +109,8 @@ struct RunRequest {
     v(Field(&R::corpus, "corpus", "--corpus",
             "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded once), or a "
             "UTF-8 text file",
-            AnyValue{}, kResumable));
+            AnyValue{}, kResumable)
+          .nanogpt_name("dataset"));
     v(Field(&R::cache_dir, "cache_dir", "--cache-dir",
             "where fetched corpora are kept (default ~/.cache/attograd)", PathToWrite{},
             kResumable));
