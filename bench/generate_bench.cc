@@ -48,7 +48,7 @@
 #include "autograd/random.h"
 #include "bench/bench_main.h"
 #include "gpt/model/config.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/model/sampler.h"
 
 namespace {

@@ -35,13 +35,13 @@
 #include "autograd/random.h"
 #include "bench/bench_main.h"
 #include "gpt/model/config.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/text/dataset.h"
 #include "gpt/train/trainer.h"
 
 // Every heap allocation of the process is counted while counting_mallocs() is on (operator new
 // calls malloc): tensors, graph nodes, closures, vectors.
-#include "tests/malloc_counter.h"
+#include "instruments/malloc_counter.h"
 
 namespace {
 
@@ -149,20 +149,20 @@ void bench_step(benchmark::State& state, const BenchConfig* config, int threads)
   attograd::kernels::set_num_threads(threads);
   Run run(*config);
   for (int i = 0; i < 3; ++i) run.trainer->train_step();  // warm-up: caches and buffers grow
-  testing::malloc_count() = 0;
-  testing::counting_mallocs() = true;
+  instruments::malloc_count() = 0;
+  instruments::counting_mallocs() = true;
   int64_t steps = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(run.trainer->train_step());
     ++steps;
   }
-  testing::counting_mallocs() = false;
+  instruments::counting_mallocs() = false;
   const double tokens = static_cast<double>(config->T * config->B);
   state.counters["tokens/s"] =
       benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP/s"] = benchmark::Counter(run.flops_per_step() * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["allocs/step"] = static_cast<double>(testing::malloc_count().load()) /
+  state.counters["allocs/step"] = static_cast<double>(instruments::malloc_count().load()) /
                                   static_cast<double>(std::max<int64_t>(steps, 1));
   state.counters["peak_RSS_MiB"] = bench::peak_rss_mib();
 }
@@ -194,14 +194,14 @@ int serve(const std::string& name, int threads) {
               matmul_precision_name(g_precision));
   std::fflush(stdout);
   return bench::serve_steps("train_bench", [&](long long k) {
-    testing::malloc_count() = 0;
-    testing::counting_mallocs() = true;
+    instruments::malloc_count() = 0;
+    instruments::counting_mallocs() = true;
     const auto start = std::chrono::steady_clock::now();
     for (long long i = 0; i < k; ++i) run.trainer->train_step();
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    testing::counting_mallocs() = false;
-    return std::pair<double, int64_t>{secs, testing::malloc_count().load()};
+    instruments::counting_mallocs() = false;
+    return std::pair<double, int64_t>{secs, instruments::malloc_count().load()};
   });
 }
 

@@ -7,11 +7,11 @@
 #include <optional>
 #include <string>
 
-#include "cli/option_checks.h"
 #include "gpt/model/config.h"
+#include "gpt/model/field_ranges.h"
 #include "gpt/model/language_model.h"
-#include "gpt/model/limits.h"
 #include "gpt/train/distributed.h"
+#include "options/option_checks.h"
 
 namespace attograd::cli {
 

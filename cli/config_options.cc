@@ -2,7 +2,7 @@
 #include <string>
 
 #include "cli/command.h"
-#include "cli/field_options.h"
+#include "options/field_options.h"
 
 namespace attograd::cli {
 

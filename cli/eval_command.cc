@@ -40,7 +40,7 @@ namespace {
 struct EvalArgs {
   gpt::ModelSource source;
   std::string ids;
-  std::string corpus = "kjv";
+  std::string corpus = gpt::kDefaultCorpus;
   std::string cache_dir;
   bool keep_cr = false;
   std::string split = "val";
@@ -129,7 +129,9 @@ int run(const EvalArgs& a) {
           gpt::describe_code_point(unknown->code_point) + ", is character " +
           std::to_string(unknown->position) +
           "): the model was trained on another text; pass that text with --corpus" +
-          (a.corpus == gpt::kDefaultCorpus ? " (without it, eval reads kjv)" : ""));
+          (a.corpus == gpt::kDefaultCorpus
+               ? std::string(" (without it, eval reads ") + gpt::kDefaultCorpus + ")"
+               : std::string()));
   const gpt::Dataset data(session.tokenizer->encode(corpus.text), c.block_size);
   std::vector<int64_t> tokens =
       data.tokens(a.split == "train" ? gpt::Split::train : gpt::Split::val);

@@ -14,7 +14,7 @@
 //               rotated by their positions m and n, for every m, n < block_size: rope-qk.csv
 //               (m, n, the rotated q and k, their dot product, m - n) and the drawing: two (m, n)
 //               with the same m - n as arrows, and every score against m - n
-//   scaling     chapter 3's sqrt(d_k) experiment (examples/lecture's ScalingExperiment): the
+//   scaling     chapter 3's sqrt(d_k) experiment (lecture::ScalingExperiment): the
 //               mean largest softmax weight against d_k, with and without the scale:
 //               scaling.csv (d_k, var(q.k), both means) and the plot
 //   blocks      the GPT's block diagram: blocks.csv (every parameter with its shape and count)
@@ -37,10 +37,10 @@
 #include "cli/command.h"
 #include "cli/out_dir.h"
 #include "cli/render_dot.h"
-#include "examples/lecture/attention_by_hand.h"
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/figures.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
+#include "lecture/attention_by_hand.h"
 #include "nn/layers.h"
 
 namespace attograd::cli {

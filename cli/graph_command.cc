@@ -23,7 +23,7 @@
 #include "cli/out_dir.h"
 #include "cli/render_dot.h"
 #include "gpt/io/atomic_file.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 
 namespace attograd::cli {
 

@@ -7,7 +7,7 @@
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
 #include "cli/command.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 
 namespace attograd::cli {
 

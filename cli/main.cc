@@ -12,6 +12,9 @@
 #include "cli/command.h"
 #include "gpt/io/fields.h"
 #include "gpt/io/utf8.h"
+#include "gpt/train/run.h"
+#include "gpt/train/trainer.h"
+#include "options/field_options.h"
 
 namespace {
 
@@ -30,6 +33,19 @@ std::string version_text() {
          " (this CPU runs the compiled targets " + targets +
          ")\nparts    GPT-2 BPE tokenizer: " + yes(ATTOGRAD_WITH_BPE) +
          ", downloads: " + yes(ATTOGRAD_WITH_DOWNLOAD) + ", MPI: " + yes(ATTOGRAD_WITH_MPI);
+}
+
+// nanoGPT's names for attograd's options, for "did you mean": those the option tables' rows carry
+// (Field::nanogpt_name), and sample.py's --start, which names `attograd sample`'s --prompt, an
+// option of no table.
+const std::vector<attograd::cli::FlagAlias>& nanogpt_flags() {
+  static const std::vector<attograd::cli::FlagAlias> flags = [] {
+    std::vector<attograd::cli::FlagAlias> f{{"--start", "--prompt"}};
+    attograd::cli::add_nanogpt_flags<attograd::gpt::TrainOptions>(f);
+    attograd::cli::add_nanogpt_flags<attograd::gpt::RunRequest>(f);
+    return f;
+  }();
+  return flags;
 }
 
 }  // namespace
@@ -144,7 +160,7 @@ int main(int argc, char** argv) {
           continue;
         }
         after_option = extra.find('=') == std::string::npos;
-        const std::string hint = attograd::cli::did_you_mean(*command, extra);
+        const std::string hint = attograd::cli::did_you_mean(*command, extra, nanogpt_flags());
         hinted |= !hint.empty();
         unknown.push_back(extra.substr(0, extra.find('=')) + hint);
       }

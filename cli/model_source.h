@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 
 namespace attograd::cli {
 

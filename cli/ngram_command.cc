@@ -17,7 +17,7 @@ namespace attograd::cli {
 namespace {
 
 struct NgramArgs {
-  std::string corpus = gpt::RunRequest::kDefaultCorpus;
+  std::string corpus = gpt::kDefaultCorpus;
   std::string cache_dir;
   bool keep_cr = false;
   std::vector<int64_t> n{1, 2, 3, 4, 5};

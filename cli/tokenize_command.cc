@@ -13,7 +13,7 @@
 
 #include "cli/command.h"
 #include "gpt/io/utf8.h"
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/field_options.h"
 #include "gpt/train/interrupt.h"
 #include "gpt/train/run.h"
 #include "gpt/train/run_config.h"
 #include "gpt/train/run_dir.h"
+#include "options/field_options.h"
 
 namespace attograd::cli {
 

@@ -20,9 +20,9 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
-#include "cli/option_checks.h"
-#include "examples/lecture/attention_by_hand.h"
+#include "lecture/attention_by_hand.h"
 #include "nn/layers.h"
+#include "options/option_checks.h"
 
 using namespace attograd;
 

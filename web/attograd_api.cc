@@ -38,22 +38,22 @@
 #include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
-#include "examples/lecture/attention_by_hand.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/attribution.h"
-#include "gpt/model/baselines.h"
+#include "gpt/model/bigram_average.h"
 #include "gpt/model/config.h"
+#include "gpt/model/field_ranges.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/model/language_model.h"
-#include "gpt/model/limits.h"
-#include "gpt/model/model.h"
+#include "gpt/model/open_model.h"
 #include "gpt/model/sampler.h"
-#include "gpt/model/session.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
 #include "gpt/train/prepare.h"
 #include "gpt/train/trainer.h"
+#include "lecture/attention_by_hand.h"
 #include "nn/layers.h"
 #include "web/attograd_api.h"
 
@@ -338,21 +338,16 @@ Workspace& require_model() {
   return w;
 }
 
-// The settings the model's kind reads (reads_field): a bigram has no layers, heads or
+// The settings the model's kind reads (reads_field), from GPTConfig's table under their JSON
+// names, as a checkpoint's config writes them (json_fields): a bigram has no layers, heads or
 // embedding, so the page must not show it "n_layer 1" that it never used.
 json config_json(const gpt::LanguageModel& model) {
-  const gpt::GPTConfig& c = model.config();
   json j = {{"kind", gpt::model_kind_name(model.kind())},
-            {"parameters", gpt::num_parameters(model.kind(), c)}};
-  const auto put = [&](const char* name, const json& value) {
-    if (gpt::reads_field(model.kind(), name)) j[name] = value;
-  };
-  put("vocab_size", c.vocab_size);
-  put("block_size", c.block_size);
-  put("n_layer", c.n_layer);
-  put("n_head", c.n_head);
-  put("n_embd", c.n_embd);
-  put("pos_encoding", gpt::pos_encoding_name(c.pos_encoding));
+            {"parameters", gpt::num_parameters(model.kind(), model.config())}};
+  static const auto fields = gpt::json_fields<gpt::GPTConfig>();
+  const json all = gpt::fields_to_json(model.config(), fields);
+  for (const auto& field : all.items())
+    if (gpt::reads_field(model.kind(), field.key())) j[field.key()] = field.value();
   return j;
 }
 

@@ -3,7 +3,7 @@
 // field with its member, name, command-line flag, help and range (the model is gemma.cpp's
 // gemma_args.h ForEach(visitor); llama.cpp's common_arg is its cousin). Every consumer is a
 // visitor of that table: validation (validate_fields below), JSON in checkpoints
-// (json_fields in strict_json.h), the CLI's options and --help (cli/field_options.h) and the
+// (json_fields in strict_json.h), the CLI's options and --help (options/field_options.h) and the
 // resume check. A field added to the struct and to its table reaches all of them.
 //
 // This header knows no GPT: the ranges and the tables live with the structs.
@@ -104,6 +104,9 @@ enum FieldTraits : unsigned {
                           // (more steps; the logging, evaluation and checkpoint intervals)
   kNotInConfigFiles = 4,  // said on each command line, never in a config file (what to do with
                           // an existing run directory: --resume, --overwrite)
+  kKeepsWeights = 8,      // a run started from a file's weights (train --init-from) may be given
+                          // it: no weight depends on it (a rate; n_head, which a Hugging Face
+                          // file does not store; block_size, then the training sequences' length)
 };
 
 /// One row of a struct's table: the member, its name (the JSON key, and the name errors use),
@@ -117,14 +120,23 @@ struct Field {
   using Range = R;
   constexpr Field(T S::*m, const char* n, const char* f, const char* h, R r, unsigned t = kRequired)
       : member(m), name(n), flag(f), help(h), range(r), traits(t) {}
+  /// This row, with nanoGPT's name for it (train.py's "max_iters" for max_steps): a user who types
+  /// that name as a flag (--max_iters, --max-iters) is told the row's flag (cli::did_you_mean).
+  constexpr Field nanogpt_name(const char* theirs) const {
+    Field f = *this;
+    f.nanogpt = theirs;
+    return f;
+  }
   T S::*member;
   const char* name;
   const char* flag;
   const char* help;
   R range;
   unsigned traits;
+  const char* nanogpt = nullptr;  // nanoGPT's name for the field, or nullptr
   bool optional_in_files() const { return traits & kOptionalInFiles; }
   bool resumable() const { return traits & kResumable; }
+  bool keeps_weights() const { return traits & kKeepsWeights; }
   /// Whether a config file (gpt/train/run_config.h) holds this row: one with a flag (the others
   /// the run sets itself) and without kNotInConfigFiles.
   bool in_config_files() const { return flag != nullptr && !(traits & kNotInConfigFiles); }

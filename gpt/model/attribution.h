@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 
 namespace attograd::gpt {
 

@@ -1,14 +1,14 @@
 // GPT checkpoints: safetensors files in Hugging Face GPT-2's layout, plus attograd metadata.
-// The bigram and average models (gpt/model/baselines.h) are stored the same way under their own
-// parameter names, with their kind in the metadata "model" (absent: a GPT).
+// The bigram and average models (gpt/model/bigram_average.h) are stored the same way under their
+// own parameter names, with their kind in the metadata "model" (absent: a GPT).
 //
 // Weights use GPT-2's tensor names (wte.weight, h.0.attn.c_attn.weight, ...) and its Conv1D
 // layout: c_attn, attn.c_proj, c_fc and mlp.c_proj weights are stored (in, out), the
 // transpose of attograd's Linear (out, in). So one loader reads attograd checkpoints and
-// Hugging Face's model.safetensors alike. The config, the tokenizer and (for resuming) the
-// training state live in the metadata, the AdamW moments in tensors "optimizer.m" and
-// "optimizer.v" (in parameter-arena order, in the parameters' dtype: F32; checkpoints written
-// before the moments moved to f32 hold F64 ones, which still load).
+// Hugging Face's model.safetensors alike (hf_import.h infers the latter's config). The config,
+// the tokenizer and (for resuming) the training state live in the metadata, the AdamW moments in
+// tensors "optimizer.m" and "optimizer.v" (in parameter-arena order, in the parameters' dtype:
+// F32; checkpoints written before the moments moved to f32 hold F64 ones, which still load).
 //
 // Memory: saving streams each tensor from the parameter arena and the optimizer into the file,
 // and loading converts each tensor from the file's read-only mapping straight into its
@@ -22,8 +22,8 @@
 
 #include "gpt/io/safetensors.h"
 #include "gpt/model/config.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/model/language_model.h"
-#include "gpt/model/model.h"
 
 namespace attograd::gpt {
 
@@ -101,25 +101,27 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
 /// the model is then unchanged.
 void load_weights(LanguageModel& model, const SafetensorsFile& file);
 
-/// Infers the GPTConfig of a Hugging Face GPT-2 file from its tensor shapes: vocab_size and
-/// n_embd from wte, block_size from wpe, n_layer from the h.N blocks. n_head is not stored in
-/// the weights: it is n_head_override when positive, else "n_head" from a config.json in the
-/// same directory, else the standard GPT-2 size for n_embd (768 -> 12, 1024 -> 16,
-/// 1280 -> 20, 1600 -> 25). Throws std::runtime_error when none applies ("pass --n-head").
-/// A config.json that exists is read strictly, whether or not n_head is overridden: it must be
-/// valid JSON, its n_layer, n_embd, vocab_size, n_positions and n_ctx must equal what the
-/// tensors give, n_head must be an integer, and activation_function, layer_norm_epsilon,
-/// n_inner, scale_attn_weights, scale_attn_by_inverse_layer_idx, tie_word_embeddings and
-/// model_type must describe the GPT-2 attograd computes; else std::runtime_error naming the
-/// field and both values.
-GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override = 0);
+/// A tensor of `file` by its GPT-2 name ("wte.weight"), with or without Hugging Face's
+/// "transformer." prefix; nullptr when it has neither: attograd checkpoints and Hugging Face
+/// files name their tensors the same way (hf_import.h reads the latter).
+const SafetensorsEntry* find_gpt2_tensor(const SafetensorsFile& file, const std::string& name);
 
-/// Loads a Hugging Face GPT-2 model.safetensors (124M and larger, F32/F16/BF16) into a new
-/// model, transposing exactly the Conv1D weights (see load_weights). The model's dropout is 0,
-/// or `dropout` when given (train --init-from --dropout: a rate changes no weight).
-std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0,
-                                  DType dtype = DType::f32,
-                                  std::optional<double> dropout = std::nullopt);
+/// Checks, from the header alone and before a model of `kind` and config c is allocated, that
+/// the file can be that model (`source` says where c came from, "its config"): wte is
+/// (vocab_size, n_embd), wpe (block_size, n_embd) exactly when positions are learned, the blocks
+/// are h.0 .. h.{n_layer-1}, and the file holds at least the values every block needs. So a config
+/// that lies (n_layer 1,000,000 in a 57 KB file) is refused naming both numbers, instead of
+/// allocating until memory runs out; load_weights then checks every tensor's name, shape and dtype.
+/// Throws std::runtime_error naming the file, c's value and what the file holds.
+void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const SafetensorsFile& file,
+                                  const std::string& source);
+
+/// Refuses a file with a tensor attograd cannot convert into `dtype` before any model is built:
+/// a model is allocated from the shapes alone, and a sparse 4 KB file of U8 tensors with GPT-2's
+/// shapes made eval allocate over 1 GB before load_weights named the dtype. The mask buffers
+/// of Hugging Face files (attn.bias, attn.masked_bias) are constants never loaded.
+/// Throws std::runtime_error naming the tensor and its dtype.
+void refuse_unconvertible_dtypes(const SafetensorsFile& file, DType dtype);
 
 /// Builds the model a checkpoint holds, of the kind its metadata names (GPT, BigramModel or
 /// AverageModel), and loads its weights (and dropout state), not the optimizer moments. Before
@@ -137,8 +139,8 @@ std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file,
 /// Refuses to train the model `file` holds when this machine's memory cannot hold its weights,
 /// gradients and AdamW's two moments (f32: 16 bytes per parameter), from the header alone:
 /// the config of an attograd checkpoint (checked against its tensors first) or the shapes of a
-/// Hugging Face GPT-2 file (n_head_override as in infer_hf_gpt2_config). Called before any
-/// tensor is read: a sparse file of a few KB whose header claims billions of parameters made
+/// Hugging Face GPT-2 file (n_head_override as in infer_hf_gpt2_config, hf_import.h). Called before
+/// any tensor is read: a sparse file of a few KB whose header claims billions of parameters made
 /// `train --resume` read its moments, and `--init-from` its weights, for minutes before the
 /// same check refused (issue 31, kind 4). Throws std::runtime_error (require_memory's message,
 /// which starts with `label`, or that of reading the header).

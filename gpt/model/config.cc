@@ -4,7 +4,7 @@
 
 #include "autograd/size_math.h"
 #include "gpt/io/utf8.h"
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 
 namespace attograd::gpt {
 
@@ -24,7 +24,7 @@ int64_t GPTConfig::num_parameters() const {
   auto mul = [](int64_t a, int64_t b) { return checked_mul(a, b, "GPTConfig::num_parameters"); };
   auto add = [](int64_t a, int64_t b) { return checked_add(a, b, "GPTConfig::num_parameters"); };
   const int64_t C = n_embd, with_bias = bias ? 1 : 0;
-  // Mirrors GPT's constructor (tests/gpt/model/model_test.cc compares the two for every preset).
+  // Mirrors GPT's constructor (tests/gpt/model/gpt2_test.cc compares the two for every preset).
   const int64_t layer_norm = mul(C, 1 + with_bias);  // weight (C), bias (C)
   auto linear = [&](int64_t in, int64_t out) { return add(mul(in, out), mul(out, with_bias)); };
   const int64_t attn = add(linear(C, mul(3, C)), linear(C, C));         // c_attn, c_proj

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gpt/io/fields.h"
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 
 namespace attograd::gpt {
 
@@ -42,18 +42,21 @@ struct GPTConfig {
   bool operator==(const GPTConfig&) const = default;
 
   /// The table of fields (gpt/io/fields.h): v(Field{member, name = JSON key, CLI flag, help,
-  /// range}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the CLI's
-  /// options (over a preset: ConfigOverrides) and the tests walk it; a new field is one row.
+  /// range, traits}) once per field, in the JSON's order. validate(), the checkpoint's JSON, the
+  /// CLI's options (over a preset: ConfigOverrides) and the tests walk it; a new field is one row.
+  /// kKeepsWeights marks the fields train --init-from may be given (no weight depends on them).
   template <class V>
   static void for_each_field(V&& v) {
     using C = GPTConfig;
     v(Field(&C::vocab_size, "vocab_size", "--vocab-size", "vocabulary size V", limits::vocab_size));
     v(Field(&C::block_size, "block_size", "--block-size", "context length in tokens",
-            limits::block_size));
+            limits::block_size, kKeepsWeights));
     v(Field(&C::n_layer, "n_layer", "--n-layer", "number of transformer blocks", limits::n_layer));
-    v(Field(&C::n_head, "n_head", "--n-head", "attention heads per block", limits::n_head));
+    v(Field(&C::n_head, "n_head", "--n-head", "attention heads per block", limits::n_head,
+            kKeepsWeights));
     v(Field(&C::n_embd, "n_embd", "--n-embd", "embedding width C", limits::n_embd));
-    v(Field(&C::dropout, "dropout", "--dropout", "dropout probability", limits::below_one));
+    v(Field(&C::dropout, "dropout", "--dropout", "dropout probability", limits::below_one,
+            kKeepsWeights));
     v(Field(&C::bias, "bias", "--no-bias", "no biases in Linear and LayerNorm", AnyValue{}));
     v(Field(&C::pos_encoding, "pos_encoding", "--pos-encoding",
             "learned (GPT-2), sinusoidal or rope", Choices{kPosEncodingNames}));
@@ -66,7 +69,7 @@ struct GPTConfig {
   /// anything is allocated. Throws std::overflow_error if the count does not fit int64_t.
   int64_t num_parameters() const;
   /// Throws std::invalid_argument naming the first bad field: a value outside its range in the
-  /// table (stated in the message: sizes as in gpt/model/limits.h, dropout in [0, 1)), n_head
+  /// table (stated in the message: sizes as in gpt/model/field_ranges.h, dropout in [0, 1)), n_head
   /// not dividing n_embd, an odd head_dim with rope or n_embd with sinusoidal, or more than
   /// limits::max_parameters parameters in all.
   void validate() const;

@@ -1,5 +1,5 @@
 // Exporting a GPT to Hugging Face: a directory that transformers' GPT2LMHeadModel.from_pretrained
-// loads as it is, the reverse of load_hf_gpt2 (checkpoint.h).
+// loads as it is, the reverse of load_hf_gpt2 (hf_import.h).
 //
 // The directory holds two files, each written atomically (a temporary renamed into place):
 //   model.safetensors  the weights only (no optimizer state), F32, under the names
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "gpt/model/language_model.h"
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 
 namespace attograd::gpt {
 

@@ -1,9 +1,10 @@
 // LanguageModel: what the trainer, the sampler, evaluation and checkpoints need of a
 // next-token model, so that the lecture's models train and sample the same way:
-//   gpt      the GPT-2 transformer (gpt/model/model.h)
-//   bigram   a V x V table of logits, logits = W[token] (lecture 19's model, gpt/model/baselines.h)
-//   average  each position's causal mean of the context embeddings, then GPT's LayerNorm and
-//            tied head, with no attention (the lecture's first step, gpt/model/baselines.h)
+//   gpt      the GPT-2 transformer (gpt/model/gpt2.h)
+//   bigram   a V x V table of logits, logits = W[token] (lecture 19's model,
+//   gpt/model/bigram_average.h) average  each position's causal mean of the context embeddings,
+//   then GPT's LayerNorm and
+//            tied head, with no attention (the lecture's first step, gpt/model/bigram_average.h)
 // All three keep their parameters in one arena (decayed weights first), so AdamW, gradient
 // clipping and checkpoints treat them alike.
 #pragma once

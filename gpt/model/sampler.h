@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/random.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 
 namespace attograd::gpt {
 

@@ -102,8 +102,9 @@
 
 namespace attograd::gpt {
 
-/// The corpus used when the user names none: offline, public domain, and a Debian package.
-inline constexpr std::string_view kDefaultCorpus = "kjv";
+/// The corpus used when the user names none (train, eval, ngram and the library's RunRequest):
+/// offline, public domain, and a Debian package.
+inline constexpr char kDefaultCorpus[] = "kjv";
 
 /// Where Tiny Shakespeare is downloaded from by default (Andrej Karpathy's char-rnn repository).
 inline constexpr std::string_view kShakespeareUrl =

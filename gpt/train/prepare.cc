@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpt/model/baselines.h"
+#include "gpt/model/bigram_average.h"
 
 namespace attograd::gpt {
 

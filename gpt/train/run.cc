@@ -28,7 +28,7 @@
 #include "gpt/io/sha256.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
-#include "gpt/model/baselines.h"
+#include "gpt/model/bigram_average.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
@@ -113,12 +113,12 @@ void RunRequest::validate() const {
       throw std::invalid_argument("--model " + std::string(model_kind_name(model)) +
                                   " cannot be given with --init-from: the model is the one in " +
                                   *init_from);
-    // A rate and the length of the training sequences change no weight; every other field would
-    // build a model the file's weights do not fit.
+    // The kKeepsWeights rows (a rate, the length of the training sequences, n_head for a file
+    // without config.json) change no weight; every other field would build a model the file's
+    // weights do not fit.
     std::vector<std::string> refused;
     GPTConfig::for_each_field([&](const auto& f) {
-      if (config.has(f.name) && f.name != "n_head" && f.name != "dropout" && f.name != "block_size")
-        refused.push_back(f.flag);
+      if (config.has(f.name) && !f.keeps_weights()) refused.push_back(f.flag);
     });
     if (!refused.empty())
       throw std::invalid_argument(
@@ -413,7 +413,7 @@ struct CorpusSource {
 
 CorpusSource corpus_source(const RunRequest& rq, const TrainOptions* resumed_options,
                            std::ostream& log) {
-  CorpusSource source{rq.corpus.value_or(RunRequest::kDefaultCorpus), false, {}};
+  CorpusSource source{rq.corpus.value_or(kDefaultCorpus), false, {}};
   source.options.cache_dir = rq.cache_dir;
   source.options.keep_cr = rq.keep_cr.value_or(false);
   source.options.log = [&log](const std::string& line) { log << line << "\n" << std::flush; };

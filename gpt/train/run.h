@@ -16,9 +16,9 @@
 #include "gpt/io/fields.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/config.h"
+#include "gpt/model/field_ranges.h"
 #include "gpt/model/language_model.h"
-#include "gpt/model/limits.h"
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
 #include "gpt/text/tokenizer.h"
@@ -87,7 +87,6 @@ struct RunRequest {
   /// (bigram, average) for the lecture's models, which have no preset.
   std::string run_dir() const;
 
-  static constexpr const char* kDefaultCorpus = "kjv";
   static constexpr const char* kDefaultTokenizer = "char";
 
   /// The table of the request's own fields (gpt/io/fields.h): the CLI's options and --help,
@@ -99,7 +98,8 @@ struct RunRequest {
     v(Field(&R::out_dir, "out_dir", "--out",
             "output directory: logs, plots, ckpt.safetensors (default runs/<preset>, or "
             "runs/bigram, runs/average for --model)",
-            PathToWrite{}, kResumable));
+            PathToWrite{}, kResumable)
+          .nanogpt_name("out_dir"));
     v(Field(&R::resume, "resume", "--resume",
             "continue the run in --out from its checkpoint, bit-exact, with its stored options and "
             "corpus (--steps may extend it; the learning-rate schedule keeps its end; a --corpus "
@@ -110,7 +110,8 @@ struct RunRequest {
     v(Field(&R::corpus, "corpus", "--corpus",
             "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded once), or a "
             "UTF-8 text file",
-            AnyValue{}, kResumable));
+            AnyValue{}, kResumable)
+          .nanogpt_name("dataset"));
     v(Field(&R::cache_dir, "cache_dir", "--cache-dir",
             "where fetched corpora are kept (default ~/.cache/attograd)", PathToWrite{},
             kResumable));

@@ -27,7 +27,7 @@
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/model/checkpoint.h"
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 #include "gpt/train/interrupt.h"
 #include "gpt/train/plot.h"
 #include "gpt/train/report.h"

@@ -1,5 +1,5 @@
-// Training a language model (a GPT, or the bigram and average models of gpt/model/baselines.h) on a
-// Dataset: AdamW, warmup + cosine learning rate, gradient clipping and accumulation, periodic
+// Training a language model (a GPT, or the bigram and average models of gpt/model/bigram_average.h)
+// on a Dataset: AdamW, warmup + cosine learning rate, gradient clipping and accumulation, periodic
 // evaluation (loss and perplexity), CSV logs, plots, atomic checkpoints, and bit-exact resume.
 #pragma once
 
@@ -17,8 +17,8 @@
 #include "autograd/random.h"
 #include "gpt/io/fields.h"
 #include "gpt/model/checkpoint.h"
-#include "gpt/model/limits.h"
-#include "gpt/model/model.h"
+#include "gpt/model/field_ranges.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/model/perplexity.h"
 #include "gpt/text/dataset.h"
 #include "gpt/train/distributed.h"
@@ -66,18 +66,23 @@ struct TrainOptions {
   static void for_each_field(V&& v) {
     using O = TrainOptions;
     namespace l = limits;
-    v(Field(&O::max_steps, "max_steps", "--steps", "optimizer steps", l::steps, kResumable));
+    v(Field(&O::max_steps, "max_steps", "--steps", "optimizer steps", l::steps, kResumable)
+          .nanogpt_name("max_iters"));
     v(Field(&O::batch_size, "batch_size", "--batch-size",
             "sequences per micro-batch (B), per rank under mpirun", l::batch_size));
     v(Field(&O::block_size, "block_size", nullptr, "T of each sequence; 0 = the model's",
             IntRange{0, l::block_size.max}));
-    v(Field(&O::grad_accum, "grad_accum", "--grad-accum", "micro-batches per step", l::grad_accum));
-    v(Field(&O::learning_rate, "learning_rate", "--lr", "peak learning rate", l::positive));
+    v(Field(&O::grad_accum, "grad_accum", "--grad-accum", "micro-batches per step", l::grad_accum)
+          .nanogpt_name("gradient_accumulation_steps"));
+    v(Field(&O::learning_rate, "learning_rate", "--lr", "peak learning rate", l::positive)
+          .nanogpt_name("learning_rate"));
     v(Field(&O::min_lr, "min_lr", "--min-lr", "final learning rate of the cosine decay",
             l::non_negative));
-    v(Field(&O::warmup_steps, "warmup_steps", "--warmup", "linear warmup steps", l::count));
+    v(Field(&O::warmup_steps, "warmup_steps", "--warmup", "linear warmup steps", l::count)
+          .nanogpt_name("warmup_iters"));
     v(Field(&O::lr_decay_steps, "lr_decay_steps", "--decay-steps",
-            "cosine decay length (0 = --steps)", l::count));
+            "cosine decay length (0 = --steps)", l::count)
+          .nanogpt_name("lr_decay_iters"));
     v(Field(&O::weight_decay, "weight_decay", "--weight-decay", "AdamW decay of 2-D weights",
             l::non_negative));
     v(Field(&O::beta1, "beta1", "--beta1", "AdamW's first-moment decay (β₁)", l::below_one));
@@ -127,7 +132,8 @@ struct TrainOptions {
     // run (as label_smoothing). Older checkpoints have none: f32.
     v(Field(&O::mixed_precision, "mixed_precision", "--mixed-precision",
             "the precision of the training steps' matrix products",
-            Choices{kMatmulPrecisionNames, kMatmulPrecisionDescriptions}, kOptionalInFiles));
+            Choices{kMatmulPrecisionNames, kMatmulPrecisionDescriptions}, kOptionalInFiles)
+          .nanogpt_name("dtype"));
   }
 
   /// The length of the cosine decay: lr_decay_steps, or max_steps when it is 0.

@@ -393,7 +393,7 @@ BOOST_AUTO_TEST_CASE(sizes_whose_products_would_overflow_are_refused_at_once) {
   BOOST_TEST(contains(big.out, "total                             18334240768"));
 }
 
-// The bounds live in one table (gpt/model/limits.h) and --help states them.
+// The bounds live in one table (gpt/model/field_ranges.h) and --help states them.
 BOOST_AUTO_TEST_CASE(help_states_the_bounds) {
   const auto info = run_cli("info --help");
   BOOST_TEST_INFO(info.out);

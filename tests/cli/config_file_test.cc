@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 #include "gpt/train/run_config.h"
 #include "tests/cli/cli_run.h"
 

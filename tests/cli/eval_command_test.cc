@@ -23,6 +23,7 @@
 #include "autograd/ops.h"
 #include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
+#include "gpt/model/hf_import.h"
 #include "gpt/text/char_tokenizer.h"
 
 #include "tests/cli/cli_run.h"

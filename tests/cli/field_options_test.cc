@@ -1,11 +1,11 @@
 // Every row of the field tables (GPTConfig::for_each_field, TrainOptions::for_each_field and,
 // without JSON, RunRequest::for_each_field) has one
 // range, and the places that apply it agree: the CLI option the row becomes
-// (cli/field_options.h), the struct's validate(), its JSON in checkpoints and its key in a config
-// file (`train --config`, gpt/train/run_config.h). At the ends of its range a value is accepted
-// by all and round-trips; just outside, all refuse it with a message naming the field (its flag
-// on the command line, its name elsewhere). The test
-// walks the tables, so a new row is covered without a line here.
+// (options/field_options.h), the struct's validate(), its JSON in checkpoints and its key in a
+// config file (`train --config`, gpt/train/run_config.h). At the ends of its range a value is
+// accepted by all and round-trips; just outside, all refuse it with a message naming the field (its
+// flag on the command line, its name elsewhere). The test walks the tables, so a new row is covered
+// without a line here.
 #define BOOST_TEST_MODULE field_options_test
 #include <CLI/CLI.hpp>
 #include <boost/test/unit_test.hpp>
@@ -18,12 +18,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "cli/field_options.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/config.h"
 #include "gpt/train/run.h"
 #include "gpt/train/run_config.h"
 #include "gpt/train/trainer.h"
+#include "options/field_options.h"
 #include "tests/gpt/field_count.h"
 #include "tests/test_util.h"
 

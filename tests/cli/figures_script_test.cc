@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-#include "examples/lecture/attention_by_hand.h"
+#include "lecture/attention_by_hand.h"
 #include "tests/cli/cli_run.h"
 #include "tests/svg_cells.h"
 #include "tests/test_util.h"
@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
   BOOST_TEST(score_at.size() == 15u);  // m - n = -7 .. 7: 64 scores, 15 values
   BOOST_TEST(std::abs(score_at[1] - score_at[2]) > 0.1);
 
-  // The sqrt(d_k) figure: the lecture program's experiment (examples/lecture), bit for bit, and
+  // The sqrt(d_k) figure: the lecture program's experiment (lecture/), bit for bit, and
   // the shape chapter 3 describes: unscaled, the peak grows toward 1; scaled, it stays put.
   const auto scaling = read_csv(work / "scaling.csv");
   const std::vector<attograd::lecture::ScalingRow> measured =

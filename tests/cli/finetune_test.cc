@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "gpt/train/run.h"
 #include "tests/cli/cli_run.h"
@@ -214,4 +214,28 @@ BOOST_AUTO_TEST_CASE(the_command_line_fine_tunes_on_shorter_sequences_than_the_c
   BOOST_TEST(refused.exit_code == 2);
   BOOST_TEST(contains(refused.out, "--n-embd would change its architecture"));
   BOOST_TEST(!std::filesystem::exists(dir.path / "refused"));
+}
+
+// The config options --init-from takes are GPTConfig's rows marked kKeepsWeights, no more and no
+// fewer: RunRequest::validate refuses every other row with a flag, naming it, before any file is
+// read (the list of names in run.cc and the rows are two writings of one fact until run.cc
+// reads the trait).
+BOOST_AUTO_TEST_CASE(init_from_takes_exactly_the_config_rows_that_keep_the_weights) {
+  size_t kept = 0;
+  GPTConfig::for_each_field([&](const auto& f) {
+    if (f.flag == nullptr) return;
+    RunRequest rq;
+    rq.init_from = "model.safetensors";
+    rq.config.given.insert(f.name);
+    std::string refusal;
+    try {
+      rq.validate();
+    } catch (const std::invalid_argument& e) {
+      refusal = e.what();
+    }
+    BOOST_TEST_INFO(f.flag << ": " << refusal);
+    BOOST_TEST(contains(refusal, std::string(f.flag) + " would change") == !f.keeps_weights());
+    kept += f.keeps_weights();
+  });
+  BOOST_TEST(kept == 3u);  // --block-size, --n-head, --dropout
 }

@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(markdown_without_markers_or_file_is_a_clear_error) {
                                   " does not exist; give the Markdown file"));
   const Run empty = run("gradcheck --markdown ''");
   BOOST_TEST(empty.exit_code == 2);
-  // Every option's rule for '' (cli/option_checks.h).
+  // Every option's rule for '' (options/option_checks.h).
   BOOST_TEST(has(empty.out, "--markdown: is empty: give a value, or leave the option out"));
   const Run both = run("gradcheck --list --markdown -");
   BOOST_TEST(both.exit_code == 2);

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <regex>
 
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "tests/cli/cli_run.h"
 
 using namespace attograd;

@@ -9,6 +9,7 @@
 
 #include "autograd/ops.h"
 #include "gpt/model/checkpoint.h"
+#include "gpt/model/hf_import.h"
 #include "gpt/model/sampler.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "tests/cli/cli_run.h"

@@ -22,7 +22,7 @@
 
 #include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 #include "nn/optim.h"
 #include "tests/cli/cli_run.h"
 #include "tests/distributed/key_bias.h"

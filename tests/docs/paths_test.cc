@@ -34,8 +34,8 @@ const fs::path kRoot = ATTOGRAD_SOURCE_DIR;
 std::vector<fs::path> files_to_read() {
   std::vector<fs::path> out{kRoot / "README.md", kRoot / "CMakeLists.txt"};
   const std::set<std::string> exts{".md", ".h", ".cc", ".sh", ".py", ".txt", ".cmake"};
-  for (const char* top :
-       {"autograd", "nn", "gpt", "examples", "tests", "docs", "bench", "scripts", ".ci"}) {
+  for (const char* top : {"autograd", "nn", "gpt", "lecture", "options", "instruments", "examples",
+                          "tests", "docs", "bench", "scripts", ".ci"}) {
     if (!fs::exists(kRoot / top)) continue;
     for (const auto& e : fs::recursive_directory_iterator(kRoot / top)) {
       if (!e.is_regular_file()) continue;
@@ -89,7 +89,7 @@ bool path_exists(const std::string& path) {
 BOOST_AUTO_TEST_CASE(every_path_named_in_docs_and_comments_exists) {
   // group 2: a path; group 1 keeps it from starting inside a longer word or path
   const std::regex path_re(
-      R"((^|[^A-Za-z0-9_./~$-])((?:autograd|nn|gpt|examples|tests|docs|bench|scripts|\.ci)/[A-Za-z0-9_./{},*-]*[A-Za-z0-9_}*]))");
+      R"((^|[^A-Za-z0-9_./~$-])((?:autograd|nn|gpt|lecture|options|instruments|examples|tests|docs|bench|scripts|\.ci)/[A-Za-z0-9_./{},*-]*[A-Za-z0-9_}*]))");
   size_t checked = 0;
   for (const fs::path& file : files_to_read()) {
     const std::string text = read_file(file);
@@ -150,8 +150,8 @@ BOOST_AUTO_TEST_CASE(quoted_code_is_the_code) {
     const char *doc, *marker, *source;
   };
   for (const Quote& q :
-       {Quote{"docs/04-gpt.md", "The lines of `Block::forward` (`gpt/model/model.cc`)",
-              "gpt/model/model.cc"}}) {
+       {Quote{"docs/04-gpt.md", "The lines of `Block::forward` (`gpt/model/gpt2.cc`)",
+              "gpt/model/gpt2.cc"}}) {
     BOOST_TEST_INFO(q.doc << ", after: " << q.marker);
     const std::string doc = read_file(kRoot / q.doc);
     const size_t at = doc.find(q.marker);

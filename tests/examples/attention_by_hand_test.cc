@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/lecture/attention_by_hand.h"
+#include "lecture/attention_by_hand.h"
 #include "nn/layers.h"
 #include "tests/cli/cli_run.h"
 #include "tests/test_util.h"

@@ -1,5 +1,5 @@
-// Fuzz target: the command line's number checks (cli/option_checks.h) and the options the field
-// tables become (cli/field_options.h): every row of TrainOptions' and GPTConfig's tables that
+// Fuzz target: the command line's number checks (options/option_checks.h) and the options the field
+// tables become (options/field_options.h): every row of TrainOptions' and GPTConfig's tables that
 // takes a value, as `attograd train` adds them, and the stand-alone checks other options use
 // (kPositive, kNonNegative, number_in, integer_in with a reason, kSeed).
 //
@@ -28,11 +28,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "cli/field_options.h"
-#include "cli/option_checks.h"
 #include "gpt/model/config.h"
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 #include "gpt/train/trainer.h"
+#include "options/field_options.h"
+#include "options/option_checks.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;

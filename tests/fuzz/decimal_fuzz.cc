@@ -1,5 +1,5 @@
 // Fuzz target: the parser of numbers a user types (gpt/io/decimal.h, parse_decimal), the
-// lecture's matrix parser built on it (lecture::parse_matrix, examples/lecture/attention_by_hand.h:
+// lecture's matrix parser built on it (lecture::parse_matrix, lecture/attention_by_hand.h:
 // attention_by_hand's --Q, --K and --V), and the attention steps those matrices are walked
 // through (lecture::causal_attention_steps).
 //
@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "examples/lecture/attention_by_hand.h"
 #include "gpt/io/decimal.h"
+#include "lecture/attention_by_hand.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;

@@ -1,4 +1,4 @@
-// Fuzz target: the Hugging Face GPT-2 importer (load_hf_gpt2 in gpt/model/checkpoint.h) with the
+// Fuzz target: the Hugging Face GPT-2 importer (load_hf_gpt2 in gpt/model/hf_import.h) with the
 // config.json beside the file, as `attograd sample/eval --hf-gpt2 DIR/model.safetensors` runs it.
 //
 // The input is "<config.json>\n--8<--\n<model.safetensors>"; without the marker line there is
@@ -17,6 +17,7 @@
 #include "autograd/tensor.h"
 #include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
+#include "gpt/model/hf_import.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;

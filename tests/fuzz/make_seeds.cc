@@ -13,7 +13,7 @@
 #include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/config.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/text/char_tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -18,9 +18,9 @@
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/matmul_ref.h"
 #include "autograd/kernels/thread_pool.h"
+#include "instruments/sanitizers.h"
 #include "tests/kernels/for_each_target.h"
 #include "tests/kernels/test_support.h"
-#include "tests/sanitizers.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
@@ -126,7 +126,7 @@ void for_each_product(std::mt19937_64& rng, const char* name, const F& f) {
         // Under ASan, where they took most of the sanitizer suite's 10 minutes, the large
         // shapes check the memory safety of their paths in the plain product only: accumulate
         // and bias touch C and the bias as on every other shape. Release checks both modes.
-        if (large && attograd::testing::kUnderAddressSanitizer && mode != 0) continue;
+        if (large && attograd::instruments::kUnderAddressSanitizer && mode != 0) continue;
         const Buffer<T> a = uniform<T>(s.M * s.K, offset, rng);  // op(A), (M, K)
         const Buffer<T> b = uniform<T>(s.K * s.N, offset, rng);  // op(B), (K, N)
         const Buffer<T> bias = with_bias ? uniform<T>(s.N, offset, rng) : Buffer<T>(0, 0);
@@ -590,7 +590,7 @@ BOOST_AUTO_TEST_CASE(matmul_bf16_is_thread_count_independent) {
   // safety at these shapes is matmul_bf16_matches_reference's, their split is the same code.
   for_each_bf16_path(
       [&](bool) { check_thread_count_independence<float>(&k::matmul_bf16, "matmul_bf16", 27); },
-      attograd::testing::kUnderAddressSanitizer);
+      attograd::instruments::kUnderAddressSanitizer);
 }
 
 // As matmul's: the same bits whatever the L2, on every path.

@@ -30,7 +30,8 @@
 #include "autograd/tensor.h"
 #include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
+#include "gpt/model/hf_import.h"
 #include "gpt/train/trainer.h"
 #include "nn/optim.h"
 

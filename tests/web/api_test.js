@@ -311,9 +311,10 @@ test('overflow, divergence, an unknown character and the model line are said in 
   // Only the settings each kind of model has.
   const keys = (kind) => Object.keys(engine.newModel({kind, text, max_steps: 10}).config).sort();
   assert.deepStrictEqual(keys('bigram'), ['block_size', 'kind', 'parameters', 'vocab_size']);
-  assert.deepStrictEqual(keys('average'), ['block_size', 'kind', 'n_embd', 'parameters', 'pos_encoding', 'vocab_size']);
-  assert.deepStrictEqual(keys('gpt'), ['block_size', 'kind', 'n_embd', 'n_head', 'n_layer', 'parameters',
-                                       'pos_encoding', 'vocab_size']);
+  assert.deepStrictEqual(keys('average'), ['bias', 'block_size', 'kind', 'n_embd', 'parameters', 'pos_encoding',
+                                           'vocab_size']);
+  assert.deepStrictEqual(keys('gpt'), ['bias', 'block_size', 'dropout', 'kind', 'n_embd', 'n_head', 'n_layer',
+                                       'parameters', 'pos_encoding', 'vocab_size']);
 });
 
 test('gradient checks pass for softmax and layer_norm in f64', () => {

@@ -18,8 +18,8 @@
 #include <string>
 #include <tuple>
 
-#include "examples/lecture/attention_by_hand.h"
 #include "gpt/train/run.h"
+#include "lecture/attention_by_hand.h"
 #include "tests/markdown_table.h"
 #include "web/attograd_api.h"
 

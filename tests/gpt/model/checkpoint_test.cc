@@ -9,6 +9,7 @@
 
 #include "autograd/ops.h"
 #include "gpt/model/checkpoint.h"
+#include "gpt/model/hf_import.h"
 #include "tests/gpt/field_count.h"
 #include "tests/gpt/model/training_state_fixture.h"
 #include "tests/peak_memory.h"

@@ -14,11 +14,11 @@
 
 #include "autograd/kernels/thread_pool.h"
 #include "gpt/model/config.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/dataset.h"
 #include "gpt/train/trainer.h"
-#include "tests/malloc_counter.h"
+#include "instruments/malloc_counter.h"
 
 using namespace attograd;
 using namespace attograd::gpt;
@@ -52,11 +52,11 @@ long allocations_per_step(GPTConfig c, int64_t batch, MatmulPrecision precision)
   for (int i = 0; i < 3; ++i) trainer.train_step();
   long fewest = -1;
   for (int window = 0; window < 4; ++window) {
-    testing::malloc_count() = 0;
-    testing::counting_mallocs() = true;
+    instruments::malloc_count() = 0;
+    instruments::counting_mallocs() = true;
     for (int i = 0; i < 3; ++i) trainer.train_step();
-    testing::counting_mallocs() = false;
-    const long n = static_cast<long>(testing::malloc_count().load() / 3);
+    instruments::counting_mallocs() = false;
+    const long n = static_cast<long>(instruments::malloc_count().load() / 3);
     if (fewest < 0 || n < fewest) fewest = n;
   }
   return fewest;
@@ -65,7 +65,7 @@ long allocations_per_step(GPTConfig c, int64_t batch, MatmulPrecision precision)
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_training_step_after_warm_up_calls_malloc_zero_times) {
-  if (!testing::kCountsMallocs) {
+  if (!instruments::kCountsMallocs) {
     BOOST_TEST_MESSAGE("skipped: AddressSanitizer owns malloc, so it cannot be counted here");
     return;
   }

@@ -21,7 +21,7 @@
 #include "autograd/allocator.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "gpt/model/baselines.h"
+#include "gpt/model/bigram_average.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
@@ -955,7 +955,7 @@ BOOST_AUTO_TEST_CASE(training_options_from_a_checkpoint_are_read_strictly) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {with("\"batch_size\":32", "\"batch_size\":3.9"),
        what + ": batch_size is 3.9, expected an integer in [1, "},
-      // In the CLI's range (limits.h), not just int64_t's: 2^61 - 1 once made resuming on 2
+      // In the CLI's range (field_ranges.h), not just int64_t's: 2^61 - 1 once made resuming on 2
       // ranks search its divisors for ever.
       {with("\"batch_size\":32", "\"batch_size\":2305843009213693951"),
        what + ": batch_size is 2305843009213693951, expected an integer in [1, 65536]"},

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "autograd/ops.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 
 int main() {
   using namespace attograd;

@@ -7,16 +7,18 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "cli/option_checks.h"
 #include "gpt/io/fields.h"
+#include "options/option_checks.h"
 
 namespace attograd::cli {
 
@@ -141,6 +143,39 @@ void add_override_options(CLI::App* cmd, S& values, std::set<std::string>& given
   S::for_each_field([&](const auto& f) {
     if (f.flag != nullptr && !skip.count(f.name))
       detail::add_field_option(cmd, f, values, detail::help_of(f, help_prefix), &given);
+  });
+}
+
+/// Adds the option of S's row for `member` (the row's flag and its range's check, as
+/// add_field_options adds it) writing into `value`, a field of another struct that holds the same
+/// quantity: gpt::ModelSource::n_head is GPTConfig's n_head for a file that does not store it, so
+/// its flag and range are that row's, not a second declaration. `help` replaces the row's help.
+/// Throws std::logic_error when S has no row with a flag for `member`.
+template <class S, class T>
+CLI::Option* add_row_option(CLI::App* cmd, T S::*member, T& value, const std::string& help) {
+  CLI::Option* option = nullptr;
+  S::for_each_field([&](const auto& f) {
+    if constexpr (std::is_same_v<decltype(f.member), T S::*>) {
+      if (f.member == member && f.flag != nullptr) {
+        option = cmd->add_option(f.flag, value, help);
+        detail::check_range_of(option, f);
+      }
+    }
+  });
+  if (option == nullptr)
+    throw std::logic_error("add_row_option: no row with a flag for the member");
+  return option;
+}
+
+/// nanoGPT's names of S's rows that have one (Field::nanogpt_name), as flags with the row's:
+/// {"--max-iters", "--steps"}, appended to `out` for did_you_mean.
+template <class S>
+void add_nanogpt_flags(std::vector<FlagAlias>& out) {
+  S::for_each_field([&](const auto& f) {
+    if (f.nanogpt == nullptr || f.flag == nullptr) return;
+    std::string theirs = std::string("--") + f.nanogpt;
+    std::replace(theirs.begin(), theirs.end(), '_', '-');
+    out.push_back({theirs, f.flag});
   });
 }
 

@@ -1,4 +1,4 @@
-#include "cli/option_checks.h"
+#include "options/option_checks.h"
 
 #include <algorithm>
 #include <cctype>
@@ -135,23 +135,11 @@ const CLI::Validator kNotEmpty = CLI::Validator(
     },
     "");
 
-std::string did_you_mean(const CLI::App& command, const std::string& arg) {
+std::string did_you_mean(const CLI::App& command, const std::string& arg,
+                         const std::vector<FlagAlias>& nanogpt) {
   if (arg.rfind("--", 0) != 0) return "";
   std::string name = arg.substr(0, arg.find('='));
   std::replace(name.begin(), name.end(), '_', '-');
-  // nanoGPT's train.py names (its configurator's --key=value) that differ from ours by more
-  // than spelling.
-  static constexpr std::pair<std::string_view, std::string_view> kNanoGpt[] = {
-      {"--max-iters", "--steps"},
-      {"--learning-rate", "--lr"},
-      {"--out-dir", "--out"},
-      {"--warmup-iters", "--warmup"},
-      {"--lr-decay-iters", "--decay-steps"},
-      {"--dataset", "--corpus"},
-      {"--gradient-accumulation-steps", "--grad-accum"},
-      {"--start", "--prompt"},  // sample.py's
-      {"--dtype", "--mixed-precision"},
-  };
   // nanoGPT's settings that have no counterpart here, and why.
   static constexpr std::pair<std::string_view, std::string_view> kNoCounterpart[] = {
       {"--device", "attograd runs on the CPU, with --threads cores: drop it"},
@@ -160,9 +148,9 @@ std::string did_you_mean(const CLI::App& command, const std::string& arg) {
   };
   for (const auto& [theirs, why] : kNoCounterpart)
     if (name == theirs) return " (" + std::string(why) + ")";
-  for (const auto& [theirs, ours] : kNanoGpt)
-    if (name == theirs && command.get_option_no_throw(std::string(ours)) != nullptr)
-      return " (did you mean " + std::string(ours) + ", attograd's name for nanoGPT's " +
+  for (const FlagAlias& alias : nanogpt)
+    if (name == alias.theirs && command.get_option_no_throw(alias.ours) != nullptr)
+      return " (did you mean " + alias.ours + ", attograd's name for nanoGPT's " +
              arg.substr(2, arg.find('=') - 2) + "?)";
   std::vector<std::string> names;
   for (const CLI::Option* option : command.get_options())

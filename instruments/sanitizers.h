@@ -1,6 +1,7 @@
-// Whether this build runs under AddressSanitizer, for the tests that change what they do there:
-// malloc is ASan's (tests/malloc_counter.h counts nothing), and every load is checked, which
-// makes the largest kernel products minutes long (tests/kernels/matmul_test.cc runs fewer).
+// Whether this build runs under AddressSanitizer, for the tests and instruments that change what
+// they do there: malloc is ASan's (instruments/malloc_counter.h counts nothing), and every load is
+// checked, which makes the largest kernel products minutes long (tests/kernels/matmul_test.cc runs
+// fewer).
 #pragma once
 
 // gcc defines __SANITIZE_ADDRESS__; clang (before 18) answers only __has_feature.
@@ -12,7 +13,7 @@
 #endif
 #endif
 
-namespace attograd::testing {
+namespace attograd::instruments {
 
 /// True when compiled with AddressSanitizer (scripts/sanitize.sh, scripts/fuzz.sh).
 #if defined(ATTOGRAD_UNDER_ASAN)
@@ -21,4 +22,4 @@ inline constexpr bool kUnderAddressSanitizer = true;
 inline constexpr bool kUnderAddressSanitizer = false;
 #endif
 
-}  // namespace attograd::testing
+}  // namespace attograd::instruments

@@ -1,6 +1,7 @@
 // The checks every option of attograd's programs goes through (the attograd CLI and
 // attention_by_hand): one number parser and one rule for empty values, so that the programs never
-// disagree on what "010", "1e3", "inf" or "" means.
+// disagree on what "010", "1e3", "inf" or "" means. In namespace cli, the command line's, though
+// the floor is options/ below cli/: the lecture's programs use it without standing on the CLI.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 
 namespace attograd::cli {
 
@@ -75,9 +76,20 @@ void refuse_repeated(const std::vector<T>& values, const std::string& option,
       }
 }
 
+/// Another program's name for an option, as a flag, with the flag it is here:
+/// {"--max-iters", "--steps"} (nanoGPT's max_iters). field_options.h's nanogpt_flags lists the
+/// field tables' (Field::nanogpt_name).
+struct FlagAlias {
+  std::string theirs;
+  std::string ours;
+};
+
 /// For an unknown option `arg` ("--batch_size=16", "--temprature") of `command`: the option
-/// it most likely meant, by a user of nanoGPT's or argparse's spelling (underscores for dashes)
-/// or a typo (at most 2 letters off), as " (did you mean --batch-size?)"; "" when none is close.
-std::string did_you_mean(const CLI::App& command, const std::string& arg);
+/// it most likely meant, by a user of nanoGPT's or argparse's spelling (underscores for dashes;
+/// `nanogpt`'s names for the options `command` has, " (did you mean --steps, attograd's name for
+/// nanoGPT's max_iters?)") or a typo (at most 2 letters off), as " (did you mean --batch-size?)";
+/// "" when none is close.
+std::string did_you_mean(const CLI::App& command, const std::string& arg,
+                         const std::vector<FlagAlias>& nanogpt = {});
 
 }  // namespace attograd::cli

@@ -1,6 +1,8 @@
 // The accepted range of every size, count and rate attograd takes from a user or a file: the
 // tables of GPTConfig and TrainOptions (for_each_field) name these, so validation, the JSON of
-// checkpoints and the CLI's option checks and --help all apply and print the same ranges.
+// checkpoints and the CLI's option checks and --help all apply and print the same ranges. They
+// live in namespace `limits`, one constant a field (limits::n_head is n_head's range); the file is
+// not named limits.h, which C and the standard library both have.
 //
 // Why these bounds: they are generous for teaching and for GPT-2-sized models (GPT-2 small:
 // 12 layers, 12 heads, n_embd 768, block_size 1024, vocab_size 50257; GPT-2 XL: 48 layers,

@@ -1,4 +1,4 @@
-#include "examples/lecture/attention_by_hand.h"
+#include "lecture/attention_by_hand.h"
 
 #include <algorithm>
 #include <cmath>

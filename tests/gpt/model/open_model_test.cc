@@ -1,7 +1,7 @@
-// gpt/model/session: opening a checkpoint the trainer wrote (file or run directory) and a Hugging
-// Face GPT-2 file gives the model that was saved, logit for logit; resume_run returns its training
-// state and options; evaluate gives the known loss of a sequence, window by window.
-#define BOOST_TEST_MODULE session
+// gpt/model/open_model: opening a checkpoint the trainer wrote (file or run directory) and a
+// Hugging Face GPT-2 file gives the model that was saved, logit for logit; resume_run returns its
+// training state and options; evaluate gives the known loss of a sequence, window by window.
+#define BOOST_TEST_MODULE open_model
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -16,10 +16,10 @@
 
 #include "autograd/allocator.h"
 #include "autograd/engine.h"
-#include "gpt/model/baselines.h"
+#include "gpt/model/bigram_average.h"
 #include "gpt/model/checkpoint.h"
-#include "gpt/model/limits.h"
-#include "gpt/model/session.h"
+#include "gpt/model/field_ranges.h"
+#include "gpt/model/open_model.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/train/run.h"
 #include "tests/gpt/model/hf_fixture.h"

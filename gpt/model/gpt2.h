@@ -67,7 +67,7 @@ class GPT : public LanguageModel {
   /// (3C, C), attn.c_proj (C, C), ln_2, mlp.c_fc (4C, C), mlp.c_proj (C, 4C), then ln_f; biases
   /// only with config.bias), computed from the config without allocating a weight: `attograd
   /// info --preset gpt2` needs no 500 MB. Checked equal to a built model's named_parameters()
-  /// by tests/gpt/model/model_test.cc. Throws as GPTConfig::validate.
+  /// by tests/gpt/model/gpt2_test.cc. Throws as GPTConfig::validate.
   static std::vector<std::pair<std::string, Shape>> parameter_shapes(const GPTConfig& config);
 
   /// idx: i64 (B, T) token ids with T <= block_size and ids in [0, vocab_size);

@@ -1,6 +1,6 @@
 // The GPT-2 model: parameter counts, whole-model gradient check, causality, tied weights,
 // loss at init, memorisation.
-#define BOOST_TEST_MODULE model
+#define BOOST_TEST_MODULE gpt2
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <tuple>
@@ -9,7 +9,7 @@
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "nn/optim.h"
 #include "tests/test_util.h"
 
@@ -108,8 +108,8 @@ BOOST_AUTO_TEST_CASE(config_parameter_count_matches_the_built_model) {
              124439808);  // GPT-2 small, as Hugging Face counts it
 }
 
-// Sizes outside gpt/model/limits.h are refused at once, naming the range, and so is a config whose
-// sizes are each in range but make too many parameters, or more than this machine can hold.
+// Sizes outside gpt/model/field_ranges.h are refused at once, naming the range, and so is a config
+// whose sizes are each in range but make too many parameters, or more than this machine can hold.
 BOOST_AUTO_TEST_CASE(absurd_configs_are_refused_before_allocating) {
   // The messages below name 64-bit limits; the WebAssembly build's size_t has 32 (it refuses
   // these configs too, with "parameter bytes: ... exceeds 4294967295").

@@ -1,7 +1,7 @@
-// The lecture's models before attention (gpt/model/baselines.h), trained and stored as the GPT is:
-// the bigram table, the causal-mean model, checkpoints that know their kind, and the KJV and
+// The lecture's models before attention (gpt/model/bigram_average.h), trained and stored as the GPT
+// is: the bigram table, the causal-mean model, checkpoints that know their kind, and the KJV and
 // Tiny Shakespeare figures of docs/05-training.md.
-#define BOOST_TEST_MODULE baselines
+#define BOOST_TEST_MODULE bigram_average
 #include <unistd.h>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -12,9 +12,9 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "gpt/model/baselines.h"
+#include "gpt/model/bigram_average.h"
 #include "gpt/model/checkpoint.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 #include "gpt/model/sampler.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"

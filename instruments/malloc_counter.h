@@ -1,8 +1,9 @@
 // Counts every heap allocation of the process, for tests/gpt/train/allocations_test.cc and
-// bench/train_bench.cc: malloc and its siblings are interposed (operator new calls malloc), and
-// each call is counted while counting_mallocs() is on. Include in exactly one source file of a
-// program. Under AddressSanitizer, which owns malloc, nothing is interposed and
-// kCountsMallocs is false: the count stays 0 (see allocations_test).
+// bench/train_bench.cc (one copy for both, in instruments/, which neither tests/ nor bench/ owns):
+// malloc and its siblings are interposed (operator new calls malloc), and each call is counted
+// while counting_mallocs() is on. Include in exactly one source file of a program. Under
+// AddressSanitizer, which owns malloc, nothing is interposed and kCountsMallocs is false: the
+// count stays 0 (see allocations_test).
 #pragma once
 
 #include <atomic>
@@ -10,9 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tests/sanitizers.h"
+#include "instruments/sanitizers.h"
 
-namespace attograd::testing {
+namespace attograd::instruments {
 
 /// False under AddressSanitizer, where malloc is not interposed and nothing is counted.
 inline constexpr bool kCountsMallocs = !kUnderAddressSanitizer;
@@ -31,7 +32,7 @@ inline void count_malloc() {
     malloc_count().fetch_add(1, std::memory_order_relaxed);
 }
 
-}  // namespace attograd::testing
+}  // namespace attograd::instruments
 
 #if !defined(ATTOGRAD_UNDER_ASAN)
 extern "C" {
@@ -41,23 +42,23 @@ void* __libc_realloc(void*, size_t);
 void* __libc_memalign(size_t, size_t);
 
 void* malloc(size_t n) {
-  attograd::testing::count_malloc();
+  attograd::instruments::count_malloc();
   return __libc_malloc(n);
 }
 void* calloc(size_t n, size_t size) {
-  attograd::testing::count_malloc();
+  attograd::instruments::count_malloc();
   return __libc_calloc(n, size);
 }
 void* realloc(void* p, size_t n) {
-  attograd::testing::count_malloc();
+  attograd::instruments::count_malloc();
   return __libc_realloc(p, n);
 }
 void* aligned_alloc(size_t alignment, size_t n) {
-  attograd::testing::count_malloc();
+  attograd::instruments::count_malloc();
   return __libc_memalign(alignment, n);
 }
 int posix_memalign(void** out, size_t alignment, size_t n) {
-  attograd::testing::count_malloc();
+  attograd::instruments::count_malloc();
   *out = __libc_memalign(alignment, n);
   return *out == nullptr && n != 0 ? ENOMEM : 0;
 }

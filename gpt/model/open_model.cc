@@ -1,4 +1,4 @@
-#include "gpt/model/session.h"
+#include "gpt/model/open_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "gpt/model/limits.h"
+#include "gpt/model/field_ranges.h"
 
 #include <algorithm>
 #include <stdexcept>

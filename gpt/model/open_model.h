@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "gpt/model/checkpoint.h"
+#include "gpt/model/gpt2.h"
+#include "gpt/model/hf_import.h"
 #include "gpt/model/language_model.h"
-#include "gpt/model/model.h"
 #include "gpt/text/tokenizer.h"
 
 namespace attograd::gpt {

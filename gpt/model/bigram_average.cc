@@ -1,9 +1,9 @@
-#include "gpt/model/baselines.h"
+#include "gpt/model/bigram_average.h"
 
 #include <stdexcept>
 
 #include "autograd/ops.h"
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 
 namespace attograd::gpt {
 

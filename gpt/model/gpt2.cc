@@ -1,4 +1,4 @@
-#include "gpt/model/model.h"
+#include "gpt/model/gpt2.h"
 
 #include <optional>
 
