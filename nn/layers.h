@@ -147,7 +147,7 @@ struct LayerKVCache {
 /// Multi-head causal self-attention, GPT-2 style: c_attn (C -> 3C) makes q, k, v; each is
 /// split into n_head heads of head_dim = C / n_head; scaled dot-product attention with the
 /// causal mask per head; heads concatenated; c_proj (C -> C); dropout. (B, T, C) -> (B, T, C).
-class CausalSelfAttention : public Module {
+class CausalSelfAttention : public UnaryModule {
  public:
   /// Throws std::invalid_argument unless n_head divides n_embd (and head_dim is even with rope).
   CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, bool rope,
@@ -164,7 +164,16 @@ class CausalSelfAttention : public Module {
   /// length plus T with a cache. The fused attention never stores them, so asking for them
   /// takes the unfused path (scaled_dot_product_attention on the same q, k, v from c_attn),
   /// which returns the same output up to rounding (tests/nn/layers_test.cc).
-  Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tensor* weights = nullptr) const;
+  Tensor forward(const Tensor& x, LayerKVCache* cache, Tensor* weights = nullptr) const;
+  /// Positions 0 .. T-1, no cache: the call `attn(x)` runs (with the forward hooks).
+  Tensor forward(const Tensor& x) const override { return forward(x, nullptr, nullptr); }
+  /// The call with a cache or recorded weights: the forward above, without hooks (a hook sees
+  /// one input and one output; incremental decoding and attention maps are other calls); with
+  /// neither, attn(x) and its hooks.
+  using UnaryModule::operator();
+  Tensor operator()(const Tensor& x, LayerKVCache* cache, Tensor* weights = nullptr) const {
+    return cache == nullptr && weights == nullptr ? (*this)(x) : forward(x, cache, weights);
+  }
   int64_t n_embd, n_head;
   bool rope;
   std::shared_ptr<Linear> c_attn, c_proj;

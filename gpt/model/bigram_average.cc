@@ -19,7 +19,7 @@ ModelOutput BigramModel::forward(const Tensor& idx, const Tensor& targets,
                                  double label_smoothing) const {
   check_inputs(idx, targets);
   ModelOutput out;
-  out.set_logits(wte->forward(idx));  // (B, T, V): the row of each current token
+  out.set_logits((*wte)(idx));  // (B, T, V): the row of each current token
   if (targets.defined())
     out.loss = cross_entropy(out.logits(), targets, kIgnoreTarget, label_smoothing);
   return out;
@@ -68,13 +68,13 @@ ModelOutput AverageModel::forward(const Tensor& idx, const Tensor& targets,
                                   double label_smoothing) const {
   check_inputs(idx, targets);
   const int64_t T = idx.size(1);
-  Tensor x = add_positions(wte->forward(idx), wpe.get(), sinusoidal_, 0);  // (B, T, C)
+  Tensor x = add_positions((*wte)(idx), wpe.get(), sinusoidal_, 0);  // (B, T, C)
   // The top-left T x T corner of the table is the causal mean of T positions.
   const Tensor mean = T == config_.block_size
                           ? causal_mean_
                           : contiguous(slice(slice(causal_mean_, 0, 0, T), 1, 0, T));
   x = matmul(mean, x);  // (T, T) @ (B, T, C) -> (B, T, C)
-  return tied_head(ln_f->forward(x), wte->weight, targets, label_smoothing);
+  return tied_head((*ln_f)(x), wte->weight, targets, label_smoothing);
 }
 
 std::unique_ptr<LanguageModel> make_model(ModelKind kind, const GPTConfig& config, uint64_t seed,

@@ -27,8 +27,9 @@ Block::Block(const GPTConfig& c, Generator& gen, Generator* dropout_gen, DType d
 }
 
 Tensor Block::forward(const Tensor& x, nn::LayerKVCache* cache, Tensor* attn_weights) const {
-  const Tensor x1 = add(x, attn->forward(ln_1->forward(x), cache, attn_weights));
-  return add(x1, mlp->forward(ln_2->forward(x1)));
+  // Each child through its call, (*m)(x) as torch's m(x), so that forward hooks run.
+  const Tensor x1 = add(x, (*attn)((*ln_1)(x), cache, attn_weights));
+  return add(x1, (*mlp)((*ln_2)(x1)));
 }
 
 std::vector<std::pair<std::string, Shape>> GPT::parameter_shapes(const GPTConfig& config) {
@@ -81,8 +82,10 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
   check_inputs(idx, targets, past);
   const int64_t B = idx.size(0);
 
-  Tensor x = add_positions(wte->forward(idx), wpe.get(), sinusoidal_, past);  // (B, T, C)
-  x = drop->forward(x);
+  // Every module through its call, so that forward hooks run on the whole model (a hook on
+  // h.3, ln_f or wte as in torch; not while decoding with a cache or recording attention).
+  Tensor x = add_positions((*wte)(idx), wpe.get(), sinusoidal_, past);  // (B, T, C)
+  x = (*drop)(x);
   if (cache != nullptr) {
     cache->reserve(c, B, dtype_);  // allocates on first use only
     for (const nn::LayerKVCache& l : cache->layers)
@@ -95,9 +98,9 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
   }
   if (attention_weights != nullptr) attention_weights->assign(h.size(), Tensor());
   for (size_t i = 0; i < h.size(); ++i)
-    x = h[i]->forward(x, cache != nullptr ? &cache->layers[i] : nullptr,
-                      attention_weights != nullptr ? &(*attention_weights)[i] : nullptr);
-  x = ln_f->forward(x);
+    x = (*h[i])(x, cache != nullptr ? &cache->layers[i] : nullptr,
+                attention_weights != nullptr ? &(*attention_weights)[i] : nullptr);
+  x = (*ln_f)(x);
   // The LM head shares wte's matrix (Press & Wolf 2017): logits = x wteᵀ.
   return tied_head(x, wte->weight, targets, label_smoothing);
 }

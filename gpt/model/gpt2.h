@@ -18,14 +18,23 @@ namespace attograd::gpt {
 
 /// One transformer block, pre-LayerNorm as GPT-2:
 ///   x = x + attn(ln_1(x));  x = x + mlp(ln_2(x)).   (B, T, C) -> (B, T, C)
-class Block : public nn::Module {
+class Block : public nn::UnaryModule {
  public:
   Block(const GPTConfig& config, Generator& gen, Generator* dropout_gen, DType dtype);
   /// cache (optional): this block's attention keys and values, see nn::LayerKVCache.
   /// attn_weights (optional): receives this block's attention weights (B, NH, T, Tk), see
   /// nn::CausalSelfAttention::forward.
-  Tensor forward(const Tensor& x, nn::LayerKVCache* cache = nullptr,
-                 Tensor* attn_weights = nullptr) const;
+  Tensor forward(const Tensor& x, nn::LayerKVCache* cache, Tensor* attn_weights = nullptr) const;
+  /// (B, T, C) -> (B, T, C) without a cache; called as block(x), the forward hooks run (a hook
+  /// on h.3 sees the residual stream after layer 3).
+  Tensor forward(const Tensor& x) const override { return forward(x, nullptr, nullptr); }
+  /// As nn::CausalSelfAttention's: with a cache or recorded weights, forward without hooks.
+  using UnaryModule::operator();
+  Tensor operator()(const Tensor& x, nn::LayerKVCache* cache,
+                    Tensor* attn_weights = nullptr) const {
+    return cache == nullptr && attn_weights == nullptr ? (*this)(x)
+                                                       : forward(x, cache, attn_weights);
+  }
   std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
   std::shared_ptr<nn::CausalSelfAttention> attn;
   std::shared_ptr<nn::MLP> mlp;

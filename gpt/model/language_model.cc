@@ -214,7 +214,7 @@ Tensor LanguageModel::add_positions(const Tensor& x, const nn::Embedding* wpe,
   if (wpe != nullptr) {
     Tensor pos = Tensor::empty({T}, DType::i64);
     for (int64_t t = 0; t < T; ++t) pos.data<int64_t>()[t] = past + t;
-    return add(x, wpe->forward(pos));  // (T, C) broadcast over B
+    return add(x, (*wpe)(pos));  // (T, C) broadcast over B
   }
   if (sinusoidal.defined()) return add(x, slice(sinusoidal, 0, past, past + T));
   return x;

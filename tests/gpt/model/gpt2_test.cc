@@ -441,3 +441,38 @@ BOOST_AUTO_TEST_CASE(recorded_attention_weights_come_from_the_forward_pass) {
     }
   }
 }
+
+// The GPT calls its modules through their call, so forward hooks work on it as on torch's: a hook
+// on h.1 sees the residual stream after block 1 (the blocks applied by hand), and one on ln_f
+// that returns zeros makes every logit 0, so the loss is exactly ln vocab_size.
+BOOST_AUTO_TEST_CASE(forward_hooks_on_the_gpts_modules) {
+  const GPTConfig c = preset("pico");
+  GPT model(c, 5, DType::f64);
+  Generator gen(6);
+  randomize_parameters(model.parameters(), gen, 0.5);
+  const Tensor idx = random_ids(gen, 2, 8, c.vocab_size);
+  Tensor residual;
+  nn::HookHandle h1 = model.h[1]->register_forward_hook(
+      [&](const nn::UnaryModule&, const Tensor&, const Tensor& out) {
+        residual = out.detach();
+        return std::optional<Tensor>();
+      });
+  model.forward(idx);
+  BOOST_REQUIRE(residual.defined());
+  std::vector<int64_t> positions(8);
+  for (int64_t t = 0; t < 8; ++t) positions[static_cast<size_t>(t)] = t;
+  Tensor x = add(model.wte->forward(idx), model.wpe->forward(Tensor::from_ids(positions, {8})));
+  x = model.h[1]->forward(model.h[0]->forward(x));
+  BOOST_TEST(allclose(residual.to_vector(), x.to_vector(), 1e-12, 0));
+  h1.remove();
+
+  const Tensor targets = random_ids(gen, 2, 8, c.vocab_size);
+  BOOST_TEST(std::abs(model.forward(idx, targets).loss.item() - std::log(c.vocab_size)) > 1e-3);
+  nn::HookHandle zero = model.ln_f->register_forward_hook(
+      [](const nn::UnaryModule&, const Tensor&, const Tensor& out) {
+        return std::optional(Tensor::zeros(out.shape(), out.dtype()));
+      });
+  BOOST_TEST(model.forward(idx, targets).loss.item() == std::log(static_cast<double>(c.vocab_size)),
+             boost::test_tools::tolerance(1e-12));
+  zero.remove();
+}
