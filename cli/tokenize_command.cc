@@ -26,7 +26,7 @@ namespace {
 struct TokenizeArgs {
   std::vector<std::string> text;
   bool decode = false;
-  std::string tokenizer;  // empty: the checkpoint's, else gpt2
+  std::string tokenizer;  // empty: the checkpoint's, else char with --corpus (train's), else gpt2
   std::string checkpoint;
   std::string corpus;
   std::string cache_dir;
@@ -46,7 +46,8 @@ std::unique_ptr<gpt::Tokenizer> make_tokenizer(const TokenizeArgs& a) {
                                   tok->kind() + "'); drop --tokenizer to use the checkpoint's");
     return tok;
   }
-  if (a.tokenizer == "char") {
+  // train's default is the char tokenizer of its corpus: with --corpus, tokenize's is too.
+  if (a.tokenizer == "char" || (a.tokenizer.empty() && !a.corpus.empty())) {
     if (a.corpus.empty())
       throw std::invalid_argument(
           "--tokenizer char needs a vocabulary: pass --checkpoint PATH (a model trained with "
@@ -145,8 +146,9 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
                   "the text to encode, or the ids to decode (default: read stdin)");
   cmd->add_flag("--decode", a->decode, "read whitespace-separated ids and print their text");
   cmd->add_option("--tokenizer", a->tokenizer,
-                  "gpt2 (default, GPT-2's 50,257-token BPE) or char (needs "
-                  "--checkpoint or --corpus); default with --checkpoint: its own")
+                  "char (needs --checkpoint or --corpus; the default with --corpus, as "
+                  "`attograd train`'s) or gpt2 (GPT-2's 50,257-token BPE, the default "
+                  "without either); default with --checkpoint: its own")
       ->check(one_of(gpt::tokenizer_kinds()));
   // No CLI::ExistingFile: a run directory is a checkpoint too (gpt::checkpoint_file), and a
   // missing path gets open_checkpoint_tokenizer's own message.

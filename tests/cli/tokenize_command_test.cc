@@ -106,6 +106,9 @@ BOOST_AUTO_TEST_CASE(char_tokenizer_from_a_corpus_file) {
   const Run unknown = run("tokenize --tokenizer char --corpus " + corpus.string() + " help");
   BOOST_TEST(unknown.exit_code == 2);
   BOOST_TEST(has(unknown.out, "'p' (U+0070)"));
+  // Without --tokenizer, --corpus means train's default, the char tokenizer of that corpus.
+  BOOST_TEST(run("tokenize --corpus " + corpus.string() + " hold", false).out == "3 5 4 1\n");
+  BOOST_TEST(run("tokenize hold", false).out == "2946\n");  // without a corpus: GPT-2's BPE
   const Run special =
       run("tokenize --tokenizer char --corpus " + corpus.string() + " --allow-special hold");
   BOOST_TEST(special.exit_code == 2);
