@@ -23,12 +23,24 @@ namespace attograd::cli {
 namespace {
 
 // The end of a run that trained to its last step: the final losses against the baselines.
-void print_result(const gpt::TrainingRun& run) {
+void print_result(gpt::TrainingRun& run) {
   const gpt::EvalResult& r = run.result();
   std::printf("\nfinal   train loss %.4f (perplexity %.2f) | val loss %.4f (perplexity %.2f)\n",
               r.train_loss, r.train_ppl, r.val_loss, r.val_ppl);
-  for (const auto& [name, baseline] : {std::pair{"unigram baseline", run.baselines().unigram},
-                                       std::pair{"add-one bigram", run.baselines().bigram}}) {
+  const gpt::Baselines& b = run.baselines();
+  for (const auto& [name, baseline] :
+       {std::pair{"unigram baseline", b.unigram}, std::pair{"add-one bigram", b.bigram}}) {
+    // An add-one bigram above the unigram is no target: its V x V table (2.5 billion cells with
+    // GPT-2's BPE) is so sparse against the corpus that the one count added to every cell
+    // outweighs the counts seen.
+    if (baseline == b.bigram && b.bigram > b.unigram) {
+      std::printf(
+          "        %s %.4f: above the unigram, so no target (add-one smoothing spreads its mass "
+          "over a %lld x %lld table this corpus barely fills)\n",
+          name, baseline, static_cast<long long>(run.model().config().vocab_size),
+          static_cast<long long>(run.model().config().vocab_size));
+      continue;
+    }
     // Level within the printed precision (a one-character corpus: both are 0) is neither.
     const double gap = r.val_loss - baseline;
     if (std::abs(gap) < 5e-5)
