@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
       "attograd: a from-scratch C++ autograd engine for learning and teaching transformers"};
   app.require_subcommand(1);
   app.set_version_flag("--version", version_text);
+  // The parser's usage errors with the prefix of every other error (one way an error reads,
+  // whatever found it), then its hint to run --help.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return "attograd: error: " + CLI::FailureMessage::simple(a, e);
+  });
   int exit_code = 0;
   attograd::cli::add_train_command(app, exit_code);
   attograd::cli::add_sample_command(app, exit_code);
