@@ -142,6 +142,17 @@ InitWeights open_init_weights(const std::string& path, int64_t n_head_override,
                                   " (an attograd run) or model.safetensors (a Hugging Face "
                                   "GPT-2): name the file");
   }
+  // nanoGPT's --init_from names a model its Python downloads; attograd reads a file only.
+  if (std::error_code ec; !std::filesystem::exists(path, ec))
+    for (const char* name : {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"})
+      if (path == name)
+        throw std::invalid_argument(
+            "--init-from " + path + ": there is no file or directory '" + path +
+            "' (nanoGPT downloads its weights by that name; attograd reads them from disk): get "
+            "model.safetensors and config.json from https://huggingface.co/" +
+            path + "/tree/main into a directory, e.g. `huggingface-cli download " + path +
+            " model.safetensors config.json --local-dir " + path + "`, then pass --init-from " +
+            path);
   const SafetensorsFile file = SafetensorsFile::read(file_path);
   InitWeights w;
   w.session.path = file.path();

@@ -405,3 +405,22 @@ BOOST_AUTO_TEST_CASE(a_model_too_large_to_train_is_refused_from_its_header) {
   }
   std::filesystem::remove_all(dir);
 }
+
+// nanoGPT's `--init_from gpt2` downloads the weights; attograd's --init-from gpt2, with no such
+// file or directory here, says which files to get from where and how to name them.
+BOOST_AUTO_TEST_CASE(init_from_a_nanogpt_model_name_says_what_to_download) {
+  const std::filesystem::path previous = std::filesystem::current_path();
+  const std::filesystem::path empty = attograd::testing::fresh_temp_dir("init_from_name");
+  std::filesystem::current_path(empty);  // no file or directory named gpt2 here
+  for (const std::string name : {"gpt2", "gpt2-xl"})
+    attograd::testing::expect_throw_with<std::invalid_argument>(
+        [&] { open_init_weights(name); },
+        "--init-from " + name + ": there is no file or directory '" + name +
+            "' (nanoGPT downloads its weights by that name; attograd reads them from disk): get "
+            "model.safetensors and config.json from https://huggingface.co/" +
+            name + "/tree/main into a directory, e.g. `huggingface-cli download " + name +
+            " model.safetensors config.json --local-dir " + name + "`, then pass --init-from " +
+            name);
+  std::filesystem::current_path(previous);
+  std::filesystem::remove_all(empty);
+}
