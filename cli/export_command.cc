@@ -43,13 +43,14 @@ void add_export_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "export",
       "write a checkpoint's GPT as a Hugging Face GPT-2 directory (model.safetensors, "
-      "config.json) for transformers' GPT2LMHeadModel.from_pretrained");
+      "config.json, generation_config.json and the tokenizer: vocab.json and merges.txt, or "
+      "char_vocab.json) for transformers' GPT2LMHeadModel.from_pretrained");
   cmd->add_option("--checkpoint", a->checkpoint,
                   "an attograd checkpoint of a GPT with learned positions (e.g. "
                   "runs/nano/ckpt.safetensors, or the run directory runs/nano)")
       ->required();
   cmd->add_option("--out", a->out,
-                  "the directory to write model.safetensors and config.json into: new (created) or "
+                  "the directory to write the export into: new (created) or "
                   "empty, unless --overwrite")
       ->required()
       ->check(kOutputPath);

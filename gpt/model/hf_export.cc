@@ -12,6 +12,9 @@
 #include "gpt/io/atomic_file.h"
 #include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
+#include "gpt/text/bpe_tokenizer.h"
+#include "gpt/text/char_tokenizer.h"
+#include "gpt/text/corpus.h"
 #include "nn/layers.h"
 
 namespace attograd::gpt {
@@ -115,8 +118,8 @@ void check_hf_export_dir(const std::string& dir, bool overwrite,
                               "empty or new --out");
 }
 
-HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
-                        const std::string& dir, const std::string& what, bool overwrite,
+HfExport export_hf_gpt2(LanguageModel& model, const Tokenizer& tokenizer, const std::string& dir,
+                        const std::string& what, bool overwrite,
                         const std::vector<std::filesystem::path>& inputs) {
   const GPTConfig& c = model.config();
   require_hf_gpt2_exportable(model.kind(), c, what);
@@ -154,13 +157,37 @@ HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
   if (ec)
     throw std::runtime_error("--out " + dir + ": cannot create the directory (" + ec.message() +
                              "); choose another --out");
+  const bool bpe = tokenizer.kind() == "gpt2";
+  // The tokenizer's files, as bytes under their names here (read before anything is written).
+  std::vector<std::pair<std::string, std::string>> tokenizer_files;
+  if (bpe) {
+    const std::vector<std::filesystem::path> sources = BpeTokenizer::gpt2_files();
+    const std::string fix = "; set ATTOGRAD_DATA_DIR to attograd's data/ folder";
+    tokenizer_files = {{kHfVocabFile, read_text_file(sources[0], "GPT-2 vocabulary file", fix)},
+                       {kHfMergesFile, read_text_file(sources[1], "GPT-2 merges file", fix)}};
+  } else if (const auto* chars = dynamic_cast<const CharTokenizer*>(&tokenizer)) {
+    nlohmann::json vocab = nlohmann::json::array();
+    for (int64_t id = 0; id < chars->vocab_size(); ++id) vocab.push_back(chars->token_text(id));
+    tokenizer_files = {
+        {kCharVocabFile, nlohmann::json{{"type", "char"}, {"vocab", vocab}}.dump(1) + "\n"}};
+  }
+  nlohmann::json generation{{"_from_model_config", true}};
+  if (bpe) generation["bos_token_id"] = generation["eos_token_id"] = BpeTokenizer::kEndOfText;
+  std::vector<std::string> targets{kHfWeightsFile, kHfConfigFile, kHfGenerationConfigFile};
+  for (const auto& [name, bytes] : tokenizer_files) targets.push_back(name);
   // An export interrupted (Ctrl-C, kill) leaves its temporary, as large as the weights: those of
-  // our two names whose process is gone go now (no lock here: a live export's are kept).
-  remove_stale_temp_files(out, {.targets = {kHfWeightsFile, kHfConfigFile}});
-  const std::filesystem::path weights = out / kHfWeightsFile, config = out / kHfConfigFile;
+  // our names whose process is gone go now (no lock here: a live export's are kept).
+  remove_stale_temp_files(out, {.targets = targets});
+  const std::filesystem::path weights = out / kHfWeightsFile;
   w.write(weights.string());
-  write_file_atomically(config, hf_gpt2_config_json(c, tokenizer_kind));
-  result.files = {weights.string(), config.string()};
+  result.files = {weights.string()};
+  const auto write = [&](const std::string& name, const std::string& bytes) {
+    write_file_atomically(out / name, bytes);
+    result.files.push_back((out / name).string());
+  };
+  write(kHfConfigFile, hf_gpt2_config_json(c, tokenizer.kind()));
+  write(kHfGenerationConfigFile, generation.dump(2) + "\n");
+  for (const auto& [name, bytes] : tokenizer_files) write(name, bytes);
   return result;
 }
 
@@ -174,7 +201,7 @@ HfExport export_checkpoint_to_hf(const std::string& checkpoint, const std::strin
   const std::string what = "'" + file.path() + "'";
   require_hf_gpt2_exportable(info.kind, info.config, what);
   const Session session = open_checkpoint_file(file);
-  return export_hf_gpt2(*session.model, session.tokenizer->kind(), dir, what, overwrite, {source});
+  return export_hf_gpt2(*session.model, *session.tokenizer, dir, what, overwrite, {source});
 }
 
 }  // namespace attograd::gpt

@@ -1,7 +1,7 @@
 // Exporting a GPT to Hugging Face: a directory that transformers' GPT2LMHeadModel.from_pretrained
 // loads as it is, the reverse of load_hf_gpt2 (hf_import.h).
 //
-// The directory holds two files, each written atomically (a temporary renamed into place):
+// The directory holds these files, each written atomically (a temporary renamed into place):
 //   model.safetensors  the weights only (no optimizer state), F32, under the names
 //                      GPT2LMHeadModel.save_pretrained writes: "transformer.wte.weight",
 //                      "transformer.h.0.attn.c_attn.weight", ..., "transformer.ln_f.bias";
@@ -15,7 +15,13 @@
 //                      (4 * n_embd), the model's dropout as resid/embd/attn_pdrop,
 //                      tie_word_embeddings true; bos/eos 50256 (<|endoftext|>) for a model with
 //                      GPT-2's BPE, null for attograd's char tokenizer.
-// No generation_config.json: transformers derives one from config.json when it is absent.
+//   generation_config.json   GenerationConfig's: bos/eos 50256 with GPT-2's BPE, none for char.
+// and the tokenizer beside the weights:
+//   vocab.json, merges.txt   with GPT-2's BPE: OpenAI's encoder.json and vocab.bpe, which are
+//                      Hugging Face's GPT2Tokenizer files (GPT2Tokenizer.from_pretrained(dir)).
+//   char_vocab.json    with attograd's char tokenizer: {"type": "char", "vocab": [the V
+//                      characters in id order]}, which a Python user reads with json
+//                      (docs/04-gpt.md shows encode and decode); GPT2Tokenizer does not apply.
 //
 // A model trained without biases (--no-bias) is written with zero biases: GPT-2 always has them,
 // and a zero bias computes exactly what no bias does.
@@ -34,6 +40,10 @@ namespace attograd::gpt {
 /// The files of a Hugging Face GPT-2 directory.
 inline constexpr char kHfWeightsFile[] = "model.safetensors";
 inline constexpr char kHfConfigFile[] = "config.json";
+inline constexpr char kHfGenerationConfigFile[] = "generation_config.json";
+inline constexpr char kHfVocabFile[] = "vocab.json";         // GPT-2's BPE
+inline constexpr char kHfMergesFile[] = "merges.txt";        // GPT-2's BPE
+inline constexpr char kCharVocabFile[] = "char_vocab.json";  // attograd's char tokenizer
 
 /// Throws std::invalid_argument, naming `what` (the file the model came from) and why, unless
 /// a model of this kind and config can be written as Hugging Face's GPT-2: a GPT (not the
@@ -61,15 +71,16 @@ struct HfExport {
 void check_hf_export_dir(const std::string& dir, bool overwrite,
                          const std::vector<std::filesystem::path>& inputs);
 
-/// Writes `model` as a Hugging Face GPT-2 directory `dir` (created with its parents when
-/// absent). A directory holding anything is refused unless `overwrite`; then files of other
-/// names in it are left alone and those of ours replaced. `inputs` are the files the model came
-/// from, refused as outputs (check_hf_export_dir). The temporaries of our two files that an
-/// interrupted export left (their process gone) are removed first. Throws std::invalid_argument as
-/// require_hf_gpt2_exportable (`what` names the source) and check_hf_export_dir,
+/// Writes `model` and its `tokenizer` as a Hugging Face GPT-2 directory `dir` (created with its
+/// parents when absent). A directory holding anything is refused unless `overwrite`; then files of
+/// other names in it are left alone and those of ours replaced. `inputs` are the files the model
+/// came from, refused as outputs (check_hf_export_dir). The temporaries of our two files that an
+/// interrupted export left (their process gone) are removed first. Throws std::runtime_error as
+/// BpeTokenizer::gpt2_files when GPT-2's vocabulary files are missing. Throws std::invalid_argument
+/// as require_hf_gpt2_exportable (`what` names the source) and check_hf_export_dir,
 /// std::runtime_error naming the path on an I/O failure (each file is then left as it was).
-HfExport export_hf_gpt2(LanguageModel& model, const std::string& tokenizer_kind,
-                        const std::string& dir, const std::string& what, bool overwrite = false,
+HfExport export_hf_gpt2(LanguageModel& model, const Tokenizer& tokenizer, const std::string& dir,
+                        const std::string& what, bool overwrite = false,
                         const std::vector<std::filesystem::path>& inputs = {});
 
 /// `attograd export`: the attograd checkpoint `checkpoint` (a file or a run directory) written

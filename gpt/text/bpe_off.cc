@@ -26,6 +26,9 @@ BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
 BpeTokenizer::~BpeTokenizer() = default;
 
 BpeTokenizer BpeTokenizer::gpt2() { refuse("cannot load the gpt2 tokenizer"); }
+std::vector<std::filesystem::path> BpeTokenizer::gpt2_files() {
+  refuse("cannot find the gpt2 tokenizer's files");
+}
 
 BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
                                       const std::filesystem::path&) {

@@ -203,9 +203,10 @@ BpeTokenizer::~BpeTokenizer() = default;
 // ---------------------------------------------------------------------------------------------
 // Loading.
 
-BpeTokenizer BpeTokenizer::gpt2() {
+std::vector<std::filesystem::path> BpeTokenizer::gpt2_files() {
   std::string where;
   const std::filesystem::path dir = current_data_dir(&where) / "gpt2";
+  std::vector<std::filesystem::path> files;
   for (const char* name : {"encoder.json", "vocab.bpe"}) {
     const std::filesystem::path path = dir / name;
     if (!std::filesystem::is_regular_file(path)) {
@@ -214,8 +215,14 @@ BpeTokenizer BpeTokenizer::gpt2() {
           "); set ATTOGRAD_DATA_DIR to the directory holding gpt2/encoder.json "
           "and gpt2/vocab.bpe (attograd's data/ folder)");
     }
+    files.push_back(path);
   }
-  return from_files(dir / "encoder.json", dir / "vocab.bpe");
+  return files;
+}
+
+BpeTokenizer BpeTokenizer::gpt2() {
+  const std::vector<std::filesystem::path> files = gpt2_files();
+  return from_files(files[0], files[1]);
 }
 
 BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,

@@ -106,6 +106,10 @@ class BpeTokenizer : public Tokenizer {
   /// Throws std::runtime_error naming the missing file and ATTOGRAD_DATA_DIR, or as
   /// from_files() for a malformed one.
   static BpeTokenizer gpt2();
+  /// The two files gpt2() reads, {encoder.json, vocab.bpe}: Hugging Face's GPT-2 tokenizer is
+  /// the same pair under the names vocab.json and merges.txt. Throws as gpt2() when one is
+  /// missing.
+  static std::vector<std::filesystem::path> gpt2_files();
 
   /// Loads a vocabulary from OpenAI's two files: `encoder_json`, a JSON object from token (in
   /// the bytes_to_unicode spelling) to id, and `vocab_bpe`, a "#version" line followed by one

@@ -15,6 +15,7 @@
 #include "autograd/engine.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/hf_export.h"
+#include "gpt/text/bpe_tokenizer.h"
 #include "gpt/text/tokenizer.h"
 #include "tests/cli/cli_run.h"
 #include "tests/files.h"
@@ -104,8 +105,33 @@ BOOST_AUTO_TEST_CASE(export_round_trips_through_hf_gpt2_without_n_head) {
       // n_embd 16 is no standard width: n_head 4 can only come from the exported config.json.
       BOOST_TEST(loss_line(run_cli("eval --hf-gpt2 " + (dir / "hf/model.safetensors") + " --ids " +
                                    ids)) == expected);
-      // Only the two files transformers reads, and a safetensors file that is weights only.
+      // The files transformers reads, and a safetensors file that is weights only.
       BOOST_TEST(std::filesystem::exists(dir.path / "hf" / "config.json"));
+      std::ifstream generation(dir.path / "hf" / kHfGenerationConfigFile);
+      BOOST_TEST(nlohmann::json::parse(generation) ==
+                 nlohmann::json({{"_from_model_config", true}}));  // no special tokens in char
+      // The char tokenizer beside the weights: its characters in id order, and docs/04-gpt.md's
+      // Python lines encode and decode with them as attograd does.
+      std::ifstream vocab_file(dir.path / "hf" / kCharVocabFile);
+      const nlohmann::json vocab = nlohmann::json::parse(vocab_file);
+      BOOST_TEST(vocab.at("type") == "char");
+      const auto tokenizer = make_tokenizer("char", kText);
+      BOOST_REQUIRE(vocab.at("vocab").size() == static_cast<size_t>(tokenizer->vocab_size()));
+      for (int64_t id = 0; id < tokenizer->vocab_size(); ++id)
+        BOOST_TEST(vocab.at("vocab")[static_cast<size_t>(id)] == tokenizer->token_bytes(id));
+      const auto python =
+          run_program("/usr/bin/python3",
+                      "-c 'import json, sys\n"
+                      "vocab = json.load(open(sys.argv[1], encoding=\"utf-8\"))[\"vocab\"]\n"
+                      "stoi = {ch: i for i, ch in enumerate(vocab)}\n"
+                      "ids = [stoi[ch] for ch in \"the fox\"]\n"
+                      "print(*ids, \"\".join(vocab[i] for i in ids))' " +
+                          (dir / ("hf/" + std::string(kCharVocabFile))));
+      if (python.exit_code != 127) {  // python3 is Debian's, nearly always there
+        std::string want;
+        for (const int64_t id : tokenizer->encode("the fox")) want += std::to_string(id) + " ";
+        BOOST_TEST(python.out == want + "the fox\n");
+      }
       const SafetensorsFile file = SafetensorsFile::read(dir / "hf/model.safetensors");
       BOOST_TEST((file.metadata() == std::map<std::string, std::string>{{"format", "pt"}}));
       BOOST_TEST(!file.contains("optimizer.m"));
@@ -146,6 +172,17 @@ BOOST_AUTO_TEST_CASE(a_bpe_model_gets_gpt2s_special_tokens_and_a_run_directory_e
   BOOST_TEST(j.at("model_type") == "gpt2");
   BOOST_TEST(j.at("tie_word_embeddings") == true);
   BOOST_TEST(j.at("n_inner").is_null());
+  std::ifstream generation(dir.path / "a/b" / kHfGenerationConfigFile);
+  const nlohmann::json g = nlohmann::json::parse(generation);
+  BOOST_TEST(g.at("bos_token_id") == 50256);
+  BOOST_TEST(g.at("eos_token_id") == 50256);
+  // GPT2Tokenizer's two files are OpenAI's encoder.json and vocab.bpe, byte for byte.
+  const std::vector<std::filesystem::path> bpe = BpeTokenizer::gpt2_files();
+  BOOST_TEST(attograd::testing::read_file(dir.path / "a/b" / kHfVocabFile) ==
+             attograd::testing::read_file(bpe[0]));
+  BOOST_TEST(attograd::testing::read_file(dir.path / "a/b" / kHfMergesFile) ==
+             attograd::testing::read_file(bpe[1]));
+  BOOST_TEST(!std::filesystem::exists(dir.path / "a/b" / kCharVocabFile));
   // --out naming a file is refused before anything is read or written.
   const std::string file = dir.file("taken", "x");
   const auto onto_file = run_cli("export --checkpoint " + (dir / "run") + " --out " + file);
