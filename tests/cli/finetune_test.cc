@@ -44,18 +44,12 @@ std::string one_window_val_corpus(const TempDir& dir) {
 // one evaluation batch, evaluations only at the start and the end.
 RunRequest fine_tune(const std::string& init_from, const std::string& corpus,
                      const std::string& out, int64_t steps) {
-  RunRequest rq;
+  RunRequest rq = attograd::testing::femto(corpus, out, steps);
+  rq.config = ConfigOverrides();  // the file's
   rq.init_from = init_from;
-  rq.corpus = corpus;
-  rq.out_dir = out;
-  rq.threads = 1;
-  rq.options.max_steps = steps;
   rq.options.batch_size = 1;
   rq.options.eval_iters = 1;
-  rq.options.eval_interval = 0;
-  rq.options.warmup_steps = 0;
   rq.options.learning_rate = 1e-2;
-  rq.options.log_interval = 1000;
   return rq;
 }
 

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "gpt/io/sha256.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/train/run.h"
 #include "gpt/train/run_config.h"
@@ -23,7 +24,10 @@
 
 using namespace attograd;
 using namespace attograd::gpt;
+using attograd::testing::contains;
 using attograd::testing::expect_throw_with;
+using attograd::testing::femto;
+using attograd::testing::resume_to;
 using attograd::testing::train_to_end;
 
 namespace {
@@ -44,32 +48,12 @@ std::string alternating(size_t pairs) {
   return s;
 }
 
-// femto on `corpus` into `out`: tiny, one thread, a few steps, no evaluation until the end.
-RunRequest femto(const std::filesystem::path& corpus, const std::filesystem::path& out,
-                 int64_t steps) {
-  RunRequest rq;
-  rq.out_dir = out.string();
-  rq.corpus = corpus.string();
-  rq.config.preset = "femto";
-  rq.threads = 1;
-  rq.options.max_steps = steps;
-  rq.options.batch_size = 4;
-  rq.options.warmup_steps = 0;
-  rq.options.eval_interval = 0;
-  rq.options.eval_iters = 2;
-  rq.options.log_interval = 1000;
-  return rq;
-}
-
-// Resumes the run in `out`, extended (or cut) to max_steps.
-RunRequest resume_to(const std::filesystem::path& out, int64_t max_steps) {
-  RunRequest rq;
-  rq.out_dir = out.string();
-  rq.resume = true;
-  rq.options.max_steps = max_steps;
-  rq.options_given = {"max_steps"};
-  rq.threads = 1;
-  return rq;
+// 200 lines of "to be or not to be, that is the question." (8,400 bytes and 16 characters with LF
+// line ends), the corpus the CLI's tests train on.
+std::string to_be(const std::string& line_end = "\n") {
+  std::string s;
+  for (int i = 0; i < 200; ++i) s += "to be or not to be, that is the question." + line_end;
+  return s;
 }
 
 }  // namespace
@@ -117,16 +101,27 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_is_bit_exact_and_keeps_its_schedule_end) {
   second.options_given.insert({"eval_interval", "checkpoint_interval", "log_interval"});
   std::string second_log;
   const auto resumed = train_to_end(second, &second_log);
+  BOOST_TEST(second_log.find("resume  step 3 of " + (dir / "halves" / kCheckpointFile).string()) !=
+             std::string::npos);
   BOOST_TEST(second_log.find("step 5/6") != std::string::npos);
   BOOST_TEST(resumed->options().eval_interval == 1);
   BOOST_TEST(resumed->options().max_steps == 6);
   BOOST_TEST(resumed->options().lr_decay_steps == 6);
   BOOST_TEST(resumed->result().val_loss == whole_loss);  // bit for bit
 
-  // Extending a run whose decay followed max_steps (0) pins the decay to the old end.
-  const auto extended = train_to_end(resume_to(dir / "whole", 8));
+  // Extending a run whose decay followed max_steps (0) pins the decay to the old end: past it
+  // the rate stays at min_lr (1e-3), not a jump back up.
+  RunRequest extend = resume_to(dir / "whole", 8);
+  extend.options.log_interval = 1;
+  extend.options_given.insert("log_interval");
+  std::string extended_log;
+  const auto extended = train_to_end(extend, &extended_log);
   BOOST_TEST(extended->options().lr_decay_steps == 6);
   BOOST_TEST(extended->options().max_steps == 8);
+  const size_t step7 = extended_log.find("step 7/8 | loss ");
+  BOOST_REQUIRE(step7 != std::string::npos);
+  BOOST_TEST(extended_log.substr(step7, extended_log.find('\n', step7) - step7)
+                 .find(" | lr 1.00e-03 | ") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
@@ -139,15 +134,26 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
   std::ostringstream log;
   RunRequest other = rq;
   other.corpus = (dir / "other.txt").string();
+  // Each message names the files and the fix; the checkpoint records the text's sha256.
+  const std::string corpus = (dir / "ab.txt").string();
+  const std::string ckpt = (dir / "out" / kCheckpointFile).string();
+  const std::string sha = "(sha256 " + sha256_hex(alternating(200)).substr(0, 16) + "...)";
   expect_throw_with<std::invalid_argument>(
       [&] { start(other, Communicator::world(), log); },
-      "pass the same --corpus to resume it, or none to use the recorded one");
+      "this run was trained on corpus '" + corpus + "' " + sha + ", not on '" + *other.corpus +
+          "'; pass the same --corpus to resume it, or none to use the recorded one");
   write(dir / "ab.txt", alternating(199) + "ba");  // the recorded file, changed since
-  expect_throw_with<std::invalid_argument>([&] { start(rq, Communicator::world(), log); },
-                                           "has changed since the run was trained on it");
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(rq, Communicator::world(), log); },
+      "the corpus '" + corpus + "' recorded in " + ckpt +
+          " has changed since the run was trained on it " + sha +
+          "; restore it, or pass --corpus with the text it had");
   std::filesystem::remove(dir / "ab.txt");
-  expect_throw_with<std::runtime_error>([&] { start(rq, Communicator::world(), log); },
-                                        "the corpus recorded in");
+  expect_throw_with<std::runtime_error>(
+      [&] { start(rq, Communicator::world(), log); },
+      "the corpus recorded in " + ckpt + ": corpus file " + corpus +
+          " does not exist; pass kjv, shakespeare or the path of a UTF-8 text file; or pass "
+          "--corpus with the same text");
   RunRequest gpt2 = rq;
   gpt2.tokenizer = "gpt2";
   expect_throw_with<std::invalid_argument>([&] { start(gpt2, Communicator::world(), log); },
@@ -166,19 +172,40 @@ BOOST_AUTO_TEST_CASE(the_run_directory_is_guarded) {
     expect_throw_with<std::invalid_argument>([&] { start(again, Communicator::world(), log); },
                                              "is writing to");
   }
-  // The lock goes with the run: now a run may start there (its files are replaced).
+  // The lock goes with the run: now a run may start there (its files are replaced), and again:
+  // the logs start afresh, with one step-0 evaluation, not one per run.
   RunRequest overwrite = femto(dir / "ab.txt", dir / "out", 2);
   overwrite.overwrite = true;
+  overwrite.options.eval_interval = 1;
   train_to_end(overwrite);
+  train_to_end(overwrite);
+  const std::string evals = attograd::testing::read_file(dir / "out" / RunDir::kEvalLog);
+  BOOST_TEST(evals.find("\n0,") != std::string::npos);
+  BOOST_TEST(evals.find("\n0,") == evals.rfind("\n0,"));
   // A fresh run refuses a directory holding a checkpoint, or files but no checkpoint.
   expect_throw_with<std::invalid_argument>(
       [&] { start(femto(dir / "ab.txt", dir / "out", 2), Communicator::world(), log); },
       "already exists: pass --resume to continue that run, --overwrite to start over");
+  // Logs but no checkpoint (a run killed before its first save) are not written over without
+  // overwrite; with it, files that are not ours stay.
+  const std::string rows = "step,loss,lr,grad_norm,tokens_per_s\n1,4,1,1,1\n";
   std::filesystem::create_directories(dir / "busy");
   write(dir / "busy" / "notes.txt", "mine");
+  write(dir / "busy" / RunDir::kTrainLog, rows);
   expect_throw_with<std::invalid_argument>(
       [&] { start(femto(dir / "ab.txt", dir / "busy", 2), Communicator::world(), log); },
-      "already holds notes.txt but no checkpoint");
+      "--out " + (dir / "busy").string() +
+          " already holds notes.txt, train_log.csv but no checkpoint: pass --overwrite to start "
+          "a run there");
+  BOOST_TEST(attograd::testing::read_file(dir / "busy" / RunDir::kTrainLog) == rows);
+  RunRequest busy = femto(dir / "ab.txt", dir / "busy", 2);
+  busy.overwrite = true;
+  train_to_end(busy);
+  BOOST_TEST(attograd::testing::read_file(dir / "busy" / "notes.txt") == "mine");
+  // A file as --out.
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(femto(dir / "ab.txt", dir / "ab.txt", 2), Communicator::world(), log); },
+      "--out " + (dir / "ab.txt").string() + " exists and is not a directory");
   // Nothing to resume.
   const RunRequest resume = resume_to(dir / "empty", 2);
   // resume_run's message, the one there is; its hint about --out only when --out is absent (the
@@ -304,17 +331,26 @@ BOOST_AUTO_TEST_CASE(a_refused_set_up_leaves_no_directory_behind) {
 // On resume, config overrides and overwrite are refused.
 BOOST_AUTO_TEST_CASE(resume_reads_the_corpus_with_its_recorded_line_ends) {
   const auto dir = temp_dir("keep_cr");
-  std::string crlf;
-  for (int i = 0; i < 100; ++i) crlf += "ab\r\n";
-  write(dir / "crlf.txt", crlf);
-  RunRequest kept = femto(dir / "crlf.txt", dir / "kept", 2);
+  const std::string crlf = (dir / "crlf.txt").string(), copy = (dir / "copy.txt").string();
+  write(crlf, to_be("\r\n"));
+  write(copy, to_be("\r\n"));
+  RunRequest kept = femto(crlf, dir / "kept", 2);
   kept.keep_cr = true;
   train_to_end(kept);
-  RunRequest again = resume_to(dir / "kept", 3);
-  again.corpus = (dir / "crlf.txt").string();
+  std::string resumed;
+  train_to_end(resume_to(dir / "kept", 3), &resumed);
+  BOOST_TEST(contains(resumed, "corpus  " + crlf + ": 8,600 bytes from " + crlf + "\n"));  // CRs
+  BOOST_TEST(contains(resumed, "resume  step 2 of "));
+  BOOST_TEST(contains(resumed, "step 3/3 | loss"));
+  // The same text under another name resumes too, with keep_cr given or as recorded.
+  RunRequest same = resume_to(dir / "kept", 4);
+  same.corpus = copy, same.keep_cr = true;
+  train_to_end(same);
+  RunRequest again = resume_to(dir / "kept", 5);
+  again.corpus = copy;
   BOOST_TEST(train_to_end(again)->options().keep_cr);
 
-  train_to_end(femto(dir / "crlf.txt", dir / "lf", 2));
+  train_to_end(femto(crlf, dir / "lf", 2));
   RunRequest with_cr = resume_to(dir / "lf", 3);
   with_cr.keep_cr = true;
   std::ostringstream log;
@@ -410,4 +446,55 @@ BOOST_AUTO_TEST_CASE(special_files_are_refused_and_foreign_temporaries_kept) {
   expect_throw_with<std::invalid_argument>(
       [&] { start(resume_to(dir / "run", 4), Communicator::world(), log); },
       "/run/train_log.csv is a directory, not a regular file");
+}
+
+// A relative corpus path is recorded as an absolute one: the run resumes from any directory.
+BOOST_AUTO_TEST_CASE(a_relative_corpus_path_resumes_from_another_directory) {
+  const auto dir = temp_dir("relative");
+  write(dir / "rel.txt", std::string(40, 'x') + "\n" + std::string(4000, 'y') + "\n");
+  const std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  train_to_end(femto("rel.txt", dir / "run", 2));
+  std::filesystem::current_path("/");
+  std::string log;
+  train_to_end(resume_to(dir / "run", 3), &log);
+  std::filesystem::current_path(previous);
+  BOOST_TEST(contains(log, "corpus  " + (dir / "rel.txt").string() + ":"));
+}
+
+// A CRLF corpus no longer makes '\r' a token (and says so), keep_cr keeps it; an empty file, one
+// that is not UTF-8, or one over the size limit is refused with the reason.
+BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
+  const auto dir = temp_dir("line_ends");
+  const std::string corpus = (dir / "crlf.txt").string();
+  write(corpus, to_be("\r\n"));
+  std::string lf, cr;
+  train_to_end(femto(corpus, dir / "lf", 1), &lf);
+  BOOST_TEST(contains(lf, "corpus  " + corpus + ": 8,400 bytes from " + corpus +
+                              ", 200 CRLF/CR line ends made LF (--keep-cr keeps them)"));
+  BOOST_TEST(contains(lf, "char tokenizer (vocab 16): 8400 tokens"));
+  RunRequest kept = femto(corpus, dir / "cr", 1);
+  kept.keep_cr = true;
+  train_to_end(kept, &cr);
+  BOOST_TEST(contains(cr, "corpus  " + corpus + ": 8,600 bytes from " + corpus + "\n"));
+  BOOST_TEST(contains(cr, "char tokenizer (vocab 17): 8600 tokens"));  // '\r' is a token
+
+  std::ostringstream log;
+  write(dir / "empty.txt", "");
+  expect_throw_with<std::runtime_error>(
+      [&] { start(femto(dir / "empty.txt", dir / "r", 1), Communicator::world(), log); },
+      " is empty; a corpus needs text to learn from");
+  write(dir / "latin1.txt", "caf\xe9 au lait");
+  expect_throw_with<std::runtime_error>(
+      [&] { start(femto(dir / "latin1.txt", dir / "r", 1), Communicator::world(), log); },
+      " is not valid UTF-8: ");
+  const std::string huge = (dir / "huge.txt").string();
+  write(huge, "");
+  std::filesystem::resize_file(huge, 300'000'000);  // sparse: no disk space
+  expect_throw_with<std::runtime_error>(
+      [&] { start(femto(huge, dir / "r", 1), Communicator::world(), log); },
+      "corpus file " + huge +
+          " is 300,000,000 bytes, over the 268,435,456-byte limit for a corpus file (it and its "
+          "token ids are held in memory); use a smaller file or a part of it");
+  BOOST_TEST(!std::filesystem::exists(dir / "r"));
 }
