@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "gpt/io/atomic_file.h"
 #include "gpt/io/sha256.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/train/run.h"
@@ -202,10 +204,16 @@ BOOST_AUTO_TEST_CASE(the_run_directory_is_guarded) {
   busy.overwrite = true;
   train_to_end(busy);
   BOOST_TEST(attograd::testing::read_file(dir / "busy" / "notes.txt") == "mine");
-  // A file as --out.
+  // A file as --out, and a .lock that is a symlink (it would have us create the file it names).
   expect_throw_with<std::invalid_argument>(
       [&] { start(femto(dir / "ab.txt", dir / "ab.txt", 2), Communicator::world(), log); },
       "--out " + (dir / "ab.txt").string() + " exists and is not a directory");
+  std::filesystem::create_directories(dir / "linked");
+  std::filesystem::create_symlink(dir / "elsewhere", dir / "linked" / RunDir::kLock);
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(femto(dir / "ab.txt", dir / "linked", 2), Communicator::world(), log); },
+      "--out " + (dir / "linked").string() + ": .lock is a symbolic link, which a run never makes");
+  BOOST_TEST(!std::filesystem::exists(dir / "elsewhere"));
   // Nothing to resume.
   const RunRequest resume = resume_to(dir / "empty", 2);
   // resume_run's message, the one there is; its hint about --out only when --out is absent (the
@@ -497,4 +505,79 @@ BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
           " is 300,000,000 bytes, over the 268,435,456-byte limit for a corpus file (it and its "
           "token ids are held in memory); use a smaller file or a part of it");
   BOOST_TEST(!std::filesystem::exists(dir / "r"));
+}
+
+// A run that diverges (lr 1e30) fails with exit code 1 and names only a checkpoint whose
+// parameters are finite: none when the evaluation after step 1 is already NaN (that state is
+// never saved), else the last one saved.
+BOOST_AUTO_TEST_CASE(a_diverged_run_names_only_a_finite_checkpoint) {
+  const auto dir = temp_dir("diverge");
+  write(dir / "to_be.txt", to_be());
+  const auto diverging = [&](const std::string& out) {
+    RunRequest rq = femto(dir / "to_be.txt", dir / out, 30);
+    rq.config.preset = "pico";
+    rq.options.eval_iters = 1;
+    rq.options.learning_rate = 1e30;
+    rq.options.min_lr = 0;
+    return rq;
+  };
+  RunRequest evaluated = diverging("a");
+  evaluated.options.eval_interval = 1;
+  std::ostringstream log, a_err, b_err;
+  BOOST_TEST(start(evaluated, Communicator::world(), log)->train(log, a_err) == 1);
+  BOOST_TEST_INFO(a_err.str());
+  BOOST_TEST(contains(a_err.str(),
+                      "at step 1: the model diverged, so no checkpoint was written at this step"));
+  BOOST_TEST(contains(a_err.str(), "no checkpoint of this run was written"));
+  BOOST_TEST(!contains(a_err.str(), "untouched"));
+  BOOST_TEST(!std::filesystem::exists(dir / "a" / kCheckpointFile));
+  // Its evaluation's row in the log spells NaN as the line does: "nan", not the "-nan" an
+  // ostream writes for NaN's sign bit (issue 31, kind 14).
+  BOOST_TEST(contains(attograd::testing::read_file(dir / "a" / RunDir::kEvalLog),
+                      "\n1,nan,nan,nan,nan\n"));
+  // Saved after every step: the one checkpoint written holds finite parameters, and says so.
+  RunRequest saved = diverging("b");
+  saved.options.checkpoint_interval = 1;
+  BOOST_TEST(start(saved, Communicator::world(), log)->train(log, b_err) == 1);
+  BOOST_TEST_INFO(b_err.str());
+  BOOST_TEST(contains(b_err.str(),
+                      "the last checkpoint, step 1 (all parameters finite), is "
+                      "untouched: " +
+                          (dir / "b" / kCheckpointFile).string()));
+  const auto model = load_model(SafetensorsFile::read((dir / "b" / kCheckpointFile).string()));
+  BOOST_TEST(model->arena().num_non_finite() == 0);
+}
+
+// On a full disk gnuplot exits 0 and leaves empty plots (here a stand-in gnuplot, first on
+// PATH, empties its outputs): the run fails after its checkpoint and logs are saved, says so,
+// and leaves no temporary.
+BOOST_AUTO_TEST_CASE(empty_plots_fail_the_run_after_saving_everything_else) {
+  const auto dir = temp_dir("plots");
+  write(dir / "ab.txt", alternating(200));
+  std::filesystem::create_directories(dir / "bin");
+  write(dir / "bin" / "gnuplot",
+        "#!/bin/sh\nfor f in $(sed -n \"s/^set output '\\(.*\\)'$/\\1/p\"); do : > \"$f\"; "
+        "done; exit 0\n");
+  std::filesystem::permissions(dir / "bin" / "gnuplot", std::filesystem::perms::owner_all);
+  const std::string path = std::getenv("PATH");
+  ::setenv("PATH", ((dir / "bin").string() + ":" + path).c_str(), 1);
+  std::ostringstream log, err;
+  const auto run = start(femto(dir / "ab.txt", dir / "run", 3), Communicator::world(), log);
+  std::string said;
+  try {
+    run->train(log, err);
+  } catch (const std::runtime_error& e) {
+    said = e.what();
+  }
+  ::setenv("PATH", path.c_str(), 1);
+  BOOST_TEST_INFO(said);
+  BOOST_TEST(contains(said, "gnuplot exited 0 but loss.png is empty in "));
+  BOOST_TEST(contains(said, "(is the disk full?)"));
+  BOOST_TEST(contains(said, "the training itself finished: " + run->checkpoint_path() +
+                                " and the CSV logs are saved"));
+  const SafetensorsFile ckpt = SafetensorsFile::read(run->checkpoint_path());
+  BOOST_TEST(read_checkpoint_info(ckpt, Moments::skip).training->step == 3);
+  BOOST_TEST(!std::filesystem::exists(dir / "run" / "loss.png"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "run"))
+    BOOST_TEST(!temp_file_owner(entry.path().filename().string()));
 }
