@@ -581,3 +581,36 @@ BOOST_AUTO_TEST_CASE(empty_plots_fail_the_run_after_saving_everything_else) {
   for (const auto& entry : std::filesystem::directory_iterator(dir / "run"))
     BOOST_TEST(!temp_file_owner(entry.path().filename().string()));
 }
+
+// --tokenizer gpt2: GPT-2's BPE and vocabulary, recorded in the checkpoint, which a resumed run
+// reloads (and a resumed run's --tokenizer must name).
+BOOST_AUTO_TEST_CASE(a_gpt2_bpe_run_writes_and_resumes_a_gpt2_checkpoint) {
+  const auto dir = temp_dir("gpt2");
+  std::string text;  // ~3 KB, ~900 tokens
+  for (int i = 0; i < 40; ++i)
+    text += "First Citizen:\nBefore we proceed any further, hear me speak. Verse " +
+            std::to_string(i) + ".\n\n";
+  write(dir / "corpus.txt", text);
+  RunRequest rq = femto(dir / "corpus.txt", dir / "run", 3);
+  rq.tokenizer = "gpt2";
+  rq.options.batch_size = 2, rq.options.eval_iters = 1;
+  std::string log;
+  const std::string ckpt = train_to_end(rq, &log)->checkpoint_path();  // the lock goes with it
+  BOOST_TEST(contains(log, "gpt2 tokenizer (vocab 50257)"));
+  BOOST_TEST(contains(log, "vocab_size 50257"));
+  const CheckpointInfo info = read_checkpoint_info(SafetensorsFile::read(ckpt), Moments::skip);
+  BOOST_TEST(info.tokenizer_kind == "gpt2");
+  BOOST_TEST(info.tokenizer_data == "gpt2");
+  BOOST_TEST(info.config.vocab_size == 50257);
+
+  RunRequest resume = resume_to(dir / "run", 4);
+  resume.corpus = (dir / "corpus.txt").string();
+  std::string resumed;
+  BOOST_TEST(train_to_end(resume, &resumed)->tokenizer().kind() == "gpt2");
+  BOOST_TEST(contains(resumed, "resume  step 3"));
+  RunRequest wrong = resume_to(dir / "run", 5);
+  wrong.tokenizer = "char";
+  std::ostringstream refused;
+  expect_throw_with<std::invalid_argument>([&] { start(wrong, Communicator::world(), refused); },
+                                           "drop --tokenizer when resuming");
+}
