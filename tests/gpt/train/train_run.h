@@ -1,6 +1,6 @@
 // Setting up and training a run in-process to its last step, as `attograd train` does, and the
 // requests of small runs: shared by the tests of gpt/train/run (run_test) and of fine-tuning
-// (tests/cli/finetune_test).
+// (finetune_test).
 #pragma once
 
 #include <boost/test/unit_test.hpp>
