@@ -1,6 +1,6 @@
 // Setting up and training a run in-process to its last step, as `attograd train` does, and the
-// requests of small runs: shared by the tests of gpt/train/run (run_test) and of fine-tuning
-// (finetune_test).
+// requests of small runs: shared by the tests of gpt/train/run (run_test, model_kinds_test) and of
+// fine-tuning (finetune_test), and by the CLI tests that need a checkpoint of a run.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gpt/train/run.h"
+#include "tests/files.h"
 
 namespace attograd::testing {
 
@@ -53,6 +54,14 @@ inline gpt::RunRequest resume_to(const std::filesystem::path& out, int64_t max_s
   rq.options_given = {"max_steps"};
   rq.threads = 1;
   return rq;
+}
+
+/// Writes 4,000 characters (16 distinct) of a counting rhyme to <dir>/corpus.txt, a corpus a
+/// bigram model has something to learn from, and returns its path.
+inline std::string write_rhyme(const TempDir& dir) {
+  std::string text;
+  while (text.size() < 4000) text += "one two three four\nfive six seven eight\n";
+  return dir.file("corpus.txt", text);
 }
 
 }  // namespace attograd::testing
