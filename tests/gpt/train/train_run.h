@@ -1,6 +1,7 @@
 // Setting up and training a run in-process to its last step, as `attograd train` does, and the
-// requests of small runs: shared by the tests of gpt/train/run (run_test, model_kinds_test) and of
-// fine-tuning (finetune_test), and by the CLI tests that need a checkpoint of a run.
+// requests of small runs: shared by the tests of gpt/train/run (run_test, model_kinds_test), of
+// fine-tuning (finetune_test) and of config files (run_config_test), and by the CLI tests that need
+// a checkpoint of a run.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
