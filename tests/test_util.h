@@ -41,6 +41,11 @@ inline void randomize_parameters(const std::vector<Tensor>& parameters, Generato
   }
 }
 
+/// Whether `needle` occurs in `s` (a line of a log, a message).
+inline bool contains(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
+
 /// Runs f and checks it throws E with a message containing `needle`.
 template <typename E, typename F>
 void expect_throw_with(F&& f, const std::string& needle) {

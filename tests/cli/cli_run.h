@@ -53,8 +53,4 @@ inline std::string write_corpus(const TempDir& dir) {
   return file;
 }
 
-inline bool contains(const std::string& s, const std::string& needle) {
-  return s.find(needle) != std::string::npos;
-}
-
 }  // namespace attograd::testing

@@ -1,15 +1,13 @@
 // `attograd train --config FILE` (gpt/train/run_config.h) through the real binary: the file's
-// values under the flags, its errors, the effective config each run writes (run.json) repeating
-// the run bit for bit, and the resume rules.
+// values under the flags, the effective config the run writes (run.json), and the file's errors.
+// That run.json repeats a run, and the resume rules, are run_config_test's (in-process).
 #define BOOST_TEST_MODULE config_file
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "gpt/model/open_model.h"
 #include "gpt/train/run_config.h"
 #include "tests/cli/cli_run.h"
 
@@ -23,25 +21,6 @@ std::string small_config(const std::string& corpus) {
   "model": {"preset": "pico", "n_embd": 12},
   "train": {"max_steps": 6, "batch_size": 4, "warmup_steps": 2, "eval_interval": 0,
             "eval_iters": 1, "log_interval": 2}})";
-}
-
-// The loss column of a train_log.csv (step,loss,lr,grad_norm,tokens_per_s): every step's loss
-// as the log prints it.
-std::vector<std::string> losses(const std::string& log) {
-  std::vector<std::string> out;
-  std::istringstream lines(log);
-  std::string line;
-  std::getline(lines, line);  // the header
-  while (std::getline(lines, line)) {
-    const size_t a = line.find(','), b = line.find(',', a + 1);
-    out.push_back(line.substr(a + 1, b - a - 1));
-  }
-  return out;
-}
-
-// The parameters of the checkpoint in a run directory, as doubles.
-std::vector<double> weights(const std::string& dir) {
-  return attograd::gpt::open_checkpoint(dir).model->arena().params().to_vector();
 }
 
 }  // namespace
@@ -122,60 +101,4 @@ BOOST_AUTO_TEST_CASE(a_bad_file_is_refused_with_the_key_named) {
   BOOST_TEST(missing.exit_code == 2);
   BOOST_TEST(contains(missing.out, "config file " + (dir / "none.json") + " does not exist"));
   BOOST_TEST(!std::filesystem::exists(dir / "never"));
-}
-
-// The run.json a run writes, given back to --config, repeats the run: the same loss at every
-// step and the same weights, bit for bit.
-BOOST_AUTO_TEST_CASE(the_written_config_repeats_the_run) {
-  const TempDir dir("config_file");
-  const std::string corpus = write_corpus(dir);
-  const std::string config = dir.file("c.json", small_config(corpus));
-  const auto first =
-      run_cli("train --config " + config + " --lr 0.02 --init-seed 5 --out " + (dir / "a"));
-  BOOST_TEST_INFO(first.out);
-  BOOST_REQUIRE(first.exit_code == 0);
-  const auto again = run_cli("train --config " + (dir / "a/run.json") + " --out " + (dir / "b"));
-  BOOST_TEST_INFO(again.out);
-  BOOST_REQUIRE(again.exit_code == 0);
-  const std::vector<std::string> a = losses(read_file(dir / "a/train_log.csv"));
-  const std::vector<std::string> b = losses(read_file(dir / "b/train_log.csv"));
-  BOOST_TEST(a.size() == 6u);
-  BOOST_TEST(a == b, boost::test_tools::per_element());
-  const std::vector<double> wa = weights(dir / "a"), wb = weights(dir / "b");
-  BOOST_TEST(wa == wb, boost::test_tools::per_element());
-  // Without the flags it would have been another run: another seed gives other weights.
-  const auto other = run_cli("train --config " + config + " --lr 0.02 --out " + (dir / "c"));
-  BOOST_REQUIRE(other.exit_code == 0);
-  BOOST_TEST((weights(dir / "c") != wa));
-}
-
-// With --resume a file obeys the rules of the flags: resumable rows change the run, a model
-// setting or a changed non-resumable option is refused; run.json follows the resumed run.
-BOOST_AUTO_TEST_CASE(resume_takes_a_files_resumable_rows_only) {
-  const TempDir dir("config_file");
-  const std::string corpus = write_corpus(dir);
-  const std::string out = dir / "a";
-  BOOST_REQUIRE(
-      run_cli("train --config " + dir.file("c.json", small_config(corpus)) + " --out " + out)
-          .exit_code == 0);
-  const auto more = run_cli("train --resume --out " + out + " --config " +
-                            dir.file("more.json", R"({"train": {"max_steps": 8}})"));
-  BOOST_TEST_INFO(more.out);
-  BOOST_TEST(more.exit_code == 0);
-  BOOST_TEST(contains(more.out, "resume  step 6"));
-  BOOST_TEST(contains(more.out, "step 8/8 | loss"));
-  const attograd::gpt::RunConfig written = attograd::gpt::read_run_config(out + "/run.json");
-  BOOST_TEST(written.request.options.max_steps == 8);
-  BOOST_TEST(written.request.config.values.n_embd == 12);  // the model, kept from the first run
-  BOOST_TEST(written.request.init_seed == 1337u);
-  const auto model = run_cli("train --resume --out " + out + " --config " +
-                             dir.file("model.json", R"({"model": {"n_layer": 2}})"));
-  BOOST_TEST(model.exit_code == 2);
-  BOOST_TEST(contains(model.out,
-                      "--resume continues a run with the model stored in its checkpoint; "
-                      "--n-layer cannot be given with it"));
-  const auto lr = run_cli("train --resume --out " + out + " --config " +
-                          dir.file("lr.json", R"({"train": {"learning_rate": 0.5}})"));
-  BOOST_TEST(lr.exit_code == 2);
-  BOOST_TEST(contains(lr.out, "learning_rate (--lr) is 0.01 in its checkpoint"));
 }

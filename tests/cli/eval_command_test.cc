@@ -131,6 +131,13 @@ BOOST_AUTO_TEST_CASE(checkpoint_ids_match_the_hf_file) {
   BOOST_TEST_INFO(ids.out);
   BOOST_TEST(ids.exit_code == 0);
   BOOST_TEST(std::abs(printed_loss(ids.out) - r.loss_seq0) <= 1e-5);
+  // --checkpoint takes the run directory as well as the file in it.
+  const std::string four = dir.file("four.txt", "1 2 3 4");
+  const Run by_dir = run("eval --checkpoint " + dir.path.string() + " --ids " + four);
+  BOOST_TEST_INFO(by_dir.out);
+  BOOST_TEST(by_dir.exit_code == 0);
+  BOOST_TEST(has(by_dir.out, ckpt + ": 3 predictions from 4 token ids"));
+  BOOST_TEST(by_dir.out == run("eval --checkpoint " + ckpt + " --ids " + four).out);
 
   // Corpus mode goes through load_tokenizer(kind, data): a UTF-8 corpus of those characters.
   std::string corpus;

@@ -1,5 +1,5 @@
-// `attograd tokenize` and `attograd train --tokenizer gpt2` end to end: the real binary, its
-// output, its errors and exit codes, and the checkpoint a GPT-2-tokenized run writes.
+// `attograd tokenize` end to end: the real binary, its output, its errors and exit codes, with
+// GPT-2's BPE, a corpus's characters, or a checkpoint's tokenizer.
 #define BOOST_TEST_MODULE tokenize_command
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "gpt/model/checkpoint.h"
 
 #include "tests/cli/cli_run.h"
+#include "tests/gpt/model/hf_fixture.h"
 
 namespace fs = std::filesystem;
 
@@ -122,36 +123,35 @@ BOOST_AUTO_TEST_CASE(char_tokenizer_from_a_corpus_file) {
   BOOST_TEST(has(special.out, "--allow-special applies to the gpt2 tokenizer only"));
 }
 
-BOOST_AUTO_TEST_CASE(train_with_gpt2_bpe_writes_a_gpt2_checkpoint) {
+// The final lines are the CLI's own printing: with GPT-2's BPE the add-one bigram (a 50257 x
+// 50257 table on ~900 tokens) is worse than the unigram, and is said to be no target.
+BOOST_AUTO_TEST_CASE(a_gpt2_run_names_its_bigram_no_target) {
   const TempDir dir("train_gpt2");
   std::string text;
   for (int i = 0; i < 40; ++i)
     text += "First Citizen:\nBefore we proceed any further, hear me speak. Verse " +
             std::to_string(i) + ".\n\n";
   const fs::path corpus = dir.file("corpus.txt", text);  // ~3 KB, ~900 tokens
-  const fs::path out = dir.path / "run";
   const Run r = run("train --tokenizer gpt2 --preset femto --corpus " + corpus.string() +
-                    " --steps 3 --out " + out.string() +
+                    " --steps 1 --out " + (dir.path / "run").string() +
                     " --eval-iters 1 --batch-size 2 --block-size 8 --threads 1");
   BOOST_TEST_INFO(r.out);
   BOOST_TEST(r.exit_code == 0);
-  BOOST_TEST(has(r.out, "gpt2 tokenizer (vocab 50257)"));
-  BOOST_TEST(has(r.out, "vocab_size 50257"));
-  // GPT-2's 50257 x 50257 bigram table on ~900 tokens is worse than the unigram: said, not a
-  // target the model is compared with.
   BOOST_TEST(has(r.out, "add-one bigram "));
   BOOST_TEST(has(r.out,
                  ": above the unigram, so no target (add-one smoothing spreads its mass "
                  "over a 50257 x 50257 table this corpus barely fills)"));
-  const fs::path ckpt = out / "ckpt.safetensors";
-  BOOST_REQUIRE(fs::exists(ckpt));
-  const attograd::gpt::CheckpointInfo info =
-      attograd::gpt::read_checkpoint_info(attograd::gpt::SafetensorsFile::read(ckpt.string()));
-  BOOST_TEST(info.tokenizer_kind == "gpt2");
-  BOOST_TEST(info.tokenizer_data == "gpt2");
-  BOOST_TEST(info.config.vocab_size == 50257);
+}
 
-  // The checkpoint's tokenizer is what `tokenize --checkpoint` uses.
+// A checkpoint of the gpt2 tokenizer (the Hugging Face fixture's GPT-2 saved as an attograd
+// checkpoint; training one is run_test's a_gpt2_bpe_run_writes_and_resumes_a_gpt2_checkpoint):
+// its tokenizer is what `tokenize --checkpoint` uses.
+BOOST_AUTO_TEST_CASE(a_gpt2_checkpoint_tokenizes_with_gpt2s_bpe) {
+  const TempDir dir("tokenize_gpt2");
+  const auto model = attograd::testing::write_small_hf_gpt2(dir.path);
+  const fs::path out = dir.path / "run", ckpt = out / "ckpt.safetensors";
+  fs::create_directories(out);
+  attograd::gpt::save_checkpoint(ckpt.string(), *model, "gpt2", "gpt2");
   BOOST_TEST(run("tokenize --checkpoint " + ckpt.string() + " 'hello  world'", false).out ==
              "31373 220 995\n");
   // The run directory names the same checkpoint, as it does for sample and eval.
@@ -160,14 +160,4 @@ BOOST_AUTO_TEST_CASE(train_with_gpt2_bpe_writes_a_gpt2_checkpoint) {
   const Run mismatch = run("tokenize --tokenizer char --checkpoint " + ckpt.string() + " hello");
   BOOST_TEST(mismatch.exit_code == 2);
   BOOST_TEST(has(mismatch.out, "does not match the tokenizer of"));
-  // Resuming reloads the BPE tokenizer from the checkpoint and continues.
-  const Run resumed = run("train --resume --corpus " + corpus.string() + " --steps 4 --out " +
-                          out.string() + " --threads 1");
-  BOOST_TEST_INFO(resumed.out);
-  BOOST_TEST(resumed.exit_code == 0);
-  BOOST_TEST(has(resumed.out, "resume  step 3"));
-  const Run wrong = run("train --resume --tokenizer char --corpus " + corpus.string() +
-                        " --steps 5 --out " + out.string());
-  BOOST_TEST(wrong.exit_code == 2);
-  BOOST_TEST(has(wrong.out, "drop --tokenizer when resuming"));
 }

@@ -1,15 +1,19 @@
 // gpt/train/run_config.h: a training run's config file read strictly through the three field
-// tables, laid under the command line, written back and read again.
+// tables, laid under the command line, written back and read again; and the run.json a run
+// writes (gpt::start, in-process as `attograd train --config` runs it) repeating the run.
 #define BOOST_TEST_MODULE run_config
 #include <boost/test/unit_test.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "gpt/model/open_model.h"
 #include "gpt/train/run_config.h"
+#include "tests/gpt/train/train_run.h"
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
-using attograd::testing::expect_throw_with;
-using attograd::testing::TempDir;
+using namespace attograd::testing;  // expect_throw_with, TempDir, train_to_end, read_file
 
 namespace {
 
@@ -27,6 +31,47 @@ void refused(const std::string& text, const std::string& needle) {
     expect_throw_with<std::invalid_argument>(
         [&] { parse_run_config(text, "config file 'c.json'"); }, needle);
   }
+}
+
+// A small run on "to be or not to be" (200 lines): pico with n_embd 12, 6 steps of 4 sequences,
+// one evaluation at the end; the same settings as config_file_test's through the binary.
+RunConfig small_run(const TempDir& dir) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question.\n";
+  return parse_run_config(
+      R"({"run": {"corpus": ")" + dir.file("corpus.txt", text) + R"(", "threads": 1},
+          "model": {"preset": "pico", "n_embd": 12}, "train": {"max_steps": 6, "batch_size": 4,
+          "warmup_steps": 2, "eval_interval": 0, "eval_iters": 1, "log_interval": 2}})",
+      "c.json");
+}
+
+// The flags of `train --out <out>` (and --resume), to lay over a file as the CLI does.
+RunConfig out_flag(const std::string& out, bool resume = false) {
+  RunConfig flags;
+  flags.request.out_dir = out;
+  flags.request.resume = resume;
+  flags.run_given = {"out_dir"};
+  if (resume) flags.run_given.insert("resume");
+  return flags;
+}
+
+// The loss column of a train_log.csv (step,loss,lr,grad_norm,tokens_per_s): every step's loss
+// as the log prints it.
+std::vector<std::string> losses(const std::string& log) {
+  std::vector<std::string> out;
+  std::istringstream lines(log);
+  std::string line;
+  std::getline(lines, line);  // the header
+  while (std::getline(lines, line)) {
+    const size_t a = line.find(','), b = line.find(',', a + 1);
+    out.push_back(line.substr(a + 1, b - a - 1));
+  }
+  return out;
+}
+
+// The parameters of the checkpoint in a run directory, as doubles.
+std::vector<double> weights(const std::string& dir) {
+  return open_checkpoint(dir).model->arena().params().to_vector();
 }
 
 }  // namespace
@@ -205,4 +250,56 @@ BOOST_AUTO_TEST_CASE(resumable_rows_pass_with_resume) {
       [&] { c.checked_request(); },
       "--init-from takes the model from gpt2.safetensors; --preset and --init-seed cannot be "
       "given with it");
+}
+
+// The run.json a run writes, given back as its config, repeats the run: the same loss at every
+// step and the same weights, bit for bit. (`train --config FILE --lr 0.02 --init-seed 5`.)
+BOOST_AUTO_TEST_CASE(the_written_config_repeats_the_run) {
+  const TempDir dir("run_config_repeat");
+  const RunConfig file = small_run(dir);
+  RunConfig flags = out_flag(dir / "a");
+  flags.request.options.learning_rate = 0.02;
+  flags.train_given = {"learning_rate"};
+  flags.request.init_seed = 5;
+  flags.run_given.insert("init_seed");
+  train_to_end(overlay(file, flags).checked_request());
+  train_to_end(overlay(read_run_config(dir / "a/run.json"), out_flag(dir / "b")).checked_request());
+  const std::vector<std::string> a = losses(read_file(dir / "a/train_log.csv"));
+  const std::vector<std::string> b = losses(read_file(dir / "b/train_log.csv"));
+  BOOST_TEST(a.size() == 6u);
+  BOOST_TEST(a == b, boost::test_tools::per_element());
+  const std::vector<double> wa = weights(dir / "a"), wb = weights(dir / "b");
+  BOOST_TEST(wa == wb, boost::test_tools::per_element());
+  // Without the seed it would have been another run: another seed gives other weights.
+  flags = out_flag(dir / "c");
+  flags.request.options.learning_rate = 0.02;
+  flags.train_given = {"learning_rate"};
+  train_to_end(overlay(file, flags).checked_request());
+  BOOST_TEST((weights(dir / "c") != wa));
+}
+
+// With resume a file obeys the rules of the flags: resumable rows change the run, a changed
+// non-resumable option is refused (a model row: resume_and_init_from_refuse_what_the_flags_refuse);
+// run.json follows the resumed run and keeps the model and seed of the first.
+BOOST_AUTO_TEST_CASE(resume_takes_a_files_resumable_rows_only) {
+  const TempDir dir("run_config_resume");
+  const std::string out = dir / "a";
+  train_to_end(overlay(small_run(dir), out_flag(out)).checked_request());
+  std::string log;
+  train_to_end(
+      overlay(parse_run_config(R"({"train": {"max_steps": 8}})", "more.json"), out_flag(out, true))
+          .checked_request(),
+      &log);
+  BOOST_TEST(log.find("resume  step 6") != std::string::npos);
+  BOOST_TEST(log.find("step 8/8 | loss") != std::string::npos);
+  const RunConfig written = read_run_config(out + "/run.json");
+  BOOST_TEST(written.request.options.max_steps == 8);
+  BOOST_TEST(written.request.config.values.n_embd == 12);  // the model, kept from the first run
+  BOOST_TEST(written.request.init_seed == 1337u);
+  const RunRequest lr = overlay(parse_run_config(R"({"train": {"learning_rate": 0.5}})", "lr.json"),
+                                out_flag(out, true))
+                            .checked_request();
+  std::ostringstream refused;
+  expect_throw_with<std::invalid_argument>([&] { start(lr, Communicator::world(), refused); },
+                                           "learning_rate (--lr) is 0.01 in its checkpoint");
 }

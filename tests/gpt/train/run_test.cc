@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "gpt/io/atomic_file.h"
+#include "gpt/io/sha256.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/train/run.h"
 #include "gpt/train/run_config.h"
@@ -23,7 +26,10 @@
 
 using namespace attograd;
 using namespace attograd::gpt;
+using attograd::testing::contains;
 using attograd::testing::expect_throw_with;
+using attograd::testing::femto;
+using attograd::testing::resume_to;
 using attograd::testing::train_to_end;
 
 namespace {
@@ -44,32 +50,12 @@ std::string alternating(size_t pairs) {
   return s;
 }
 
-// femto on `corpus` into `out`: tiny, one thread, a few steps, no evaluation until the end.
-RunRequest femto(const std::filesystem::path& corpus, const std::filesystem::path& out,
-                 int64_t steps) {
-  RunRequest rq;
-  rq.out_dir = out.string();
-  rq.corpus = corpus.string();
-  rq.config.preset = "femto";
-  rq.threads = 1;
-  rq.options.max_steps = steps;
-  rq.options.batch_size = 4;
-  rq.options.warmup_steps = 0;
-  rq.options.eval_interval = 0;
-  rq.options.eval_iters = 2;
-  rq.options.log_interval = 1000;
-  return rq;
-}
-
-// Resumes the run in `out`, extended (or cut) to max_steps.
-RunRequest resume_to(const std::filesystem::path& out, int64_t max_steps) {
-  RunRequest rq;
-  rq.out_dir = out.string();
-  rq.resume = true;
-  rq.options.max_steps = max_steps;
-  rq.options_given = {"max_steps"};
-  rq.threads = 1;
-  return rq;
+// 200 lines of "to be or not to be, that is the question." (8,400 bytes and 16 characters with LF
+// line ends), the corpus the CLI's tests train on.
+std::string to_be(const std::string& line_end = "\n") {
+  std::string s;
+  for (int i = 0; i < 200; ++i) s += "to be or not to be, that is the question." + line_end;
+  return s;
 }
 
 }  // namespace
@@ -117,16 +103,27 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_is_bit_exact_and_keeps_its_schedule_end) {
   second.options_given.insert({"eval_interval", "checkpoint_interval", "log_interval"});
   std::string second_log;
   const auto resumed = train_to_end(second, &second_log);
+  BOOST_TEST(second_log.find("resume  step 3 of " + (dir / "halves" / kCheckpointFile).string()) !=
+             std::string::npos);
   BOOST_TEST(second_log.find("step 5/6") != std::string::npos);
   BOOST_TEST(resumed->options().eval_interval == 1);
   BOOST_TEST(resumed->options().max_steps == 6);
   BOOST_TEST(resumed->options().lr_decay_steps == 6);
   BOOST_TEST(resumed->result().val_loss == whole_loss);  // bit for bit
 
-  // Extending a run whose decay followed max_steps (0) pins the decay to the old end.
-  const auto extended = train_to_end(resume_to(dir / "whole", 8));
+  // Extending a run whose decay followed max_steps (0) pins the decay to the old end: past it
+  // the rate stays at min_lr (1e-3), not a jump back up.
+  RunRequest extend = resume_to(dir / "whole", 8);
+  extend.options.log_interval = 1;
+  extend.options_given.insert("log_interval");
+  std::string extended_log;
+  const auto extended = train_to_end(extend, &extended_log);
   BOOST_TEST(extended->options().lr_decay_steps == 6);
   BOOST_TEST(extended->options().max_steps == 8);
+  const size_t step7 = extended_log.find("step 7/8 | loss ");
+  BOOST_REQUIRE(step7 != std::string::npos);
+  BOOST_TEST(extended_log.substr(step7, extended_log.find('\n', step7) - step7)
+                 .find(" | lr 1.00e-03 | ") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
@@ -139,15 +136,26 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
   std::ostringstream log;
   RunRequest other = rq;
   other.corpus = (dir / "other.txt").string();
+  // Each message names the files and the fix; the checkpoint records the text's sha256.
+  const std::string corpus = (dir / "ab.txt").string();
+  const std::string ckpt = (dir / "out" / kCheckpointFile).string();
+  const std::string sha = "(sha256 " + sha256_hex(alternating(200)).substr(0, 16) + "...)";
   expect_throw_with<std::invalid_argument>(
       [&] { start(other, Communicator::world(), log); },
-      "pass the same --corpus to resume it, or none to use the recorded one");
+      "this run was trained on corpus '" + corpus + "' " + sha + ", not on '" + *other.corpus +
+          "'; pass the same --corpus to resume it, or none to use the recorded one");
   write(dir / "ab.txt", alternating(199) + "ba");  // the recorded file, changed since
-  expect_throw_with<std::invalid_argument>([&] { start(rq, Communicator::world(), log); },
-                                           "has changed since the run was trained on it");
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(rq, Communicator::world(), log); },
+      "the corpus '" + corpus + "' recorded in " + ckpt +
+          " has changed since the run was trained on it " + sha +
+          "; restore it, or pass --corpus with the text it had");
   std::filesystem::remove(dir / "ab.txt");
-  expect_throw_with<std::runtime_error>([&] { start(rq, Communicator::world(), log); },
-                                        "the corpus recorded in");
+  expect_throw_with<std::runtime_error>(
+      [&] { start(rq, Communicator::world(), log); },
+      "the corpus recorded in " + ckpt + ": corpus file " + corpus +
+          " does not exist; pass kjv, shakespeare or the path of a UTF-8 text file; or pass "
+          "--corpus with the same text");
   RunRequest gpt2 = rq;
   gpt2.tokenizer = "gpt2";
   expect_throw_with<std::invalid_argument>([&] { start(gpt2, Communicator::world(), log); },
@@ -166,19 +174,46 @@ BOOST_AUTO_TEST_CASE(the_run_directory_is_guarded) {
     expect_throw_with<std::invalid_argument>([&] { start(again, Communicator::world(), log); },
                                              "is writing to");
   }
-  // The lock goes with the run: now a run may start there (its files are replaced).
+  // The lock goes with the run: now a run may start there (its files are replaced), and again:
+  // the logs start afresh, with one step-0 evaluation, not one per run.
   RunRequest overwrite = femto(dir / "ab.txt", dir / "out", 2);
   overwrite.overwrite = true;
+  overwrite.options.eval_interval = 1;
   train_to_end(overwrite);
+  train_to_end(overwrite);
+  const std::string evals = attograd::testing::read_file(dir / "out" / RunDir::kEvalLog);
+  BOOST_TEST(evals.find("\n0,") != std::string::npos);
+  BOOST_TEST(evals.find("\n0,") == evals.rfind("\n0,"));
   // A fresh run refuses a directory holding a checkpoint, or files but no checkpoint.
   expect_throw_with<std::invalid_argument>(
       [&] { start(femto(dir / "ab.txt", dir / "out", 2), Communicator::world(), log); },
       "already exists: pass --resume to continue that run, --overwrite to start over");
+  // Logs but no checkpoint (a run killed before its first save) are not written over without
+  // overwrite; with it, files that are not ours stay.
+  const std::string rows = "step,loss,lr,grad_norm,tokens_per_s\n1,4,1,1,1\n";
   std::filesystem::create_directories(dir / "busy");
   write(dir / "busy" / "notes.txt", "mine");
+  write(dir / "busy" / RunDir::kTrainLog, rows);
   expect_throw_with<std::invalid_argument>(
       [&] { start(femto(dir / "ab.txt", dir / "busy", 2), Communicator::world(), log); },
-      "already holds notes.txt but no checkpoint");
+      "--out " + (dir / "busy").string() +
+          " already holds notes.txt, train_log.csv but no checkpoint: pass --overwrite to start "
+          "a run there");
+  BOOST_TEST(attograd::testing::read_file(dir / "busy" / RunDir::kTrainLog) == rows);
+  RunRequest busy = femto(dir / "ab.txt", dir / "busy", 2);
+  busy.overwrite = true;
+  train_to_end(busy);
+  BOOST_TEST(attograd::testing::read_file(dir / "busy" / "notes.txt") == "mine");
+  // A file as --out, and a .lock that is a symlink (it would have us create the file it names).
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(femto(dir / "ab.txt", dir / "ab.txt", 2), Communicator::world(), log); },
+      "--out " + (dir / "ab.txt").string() + " exists and is not a directory");
+  std::filesystem::create_directories(dir / "linked");
+  std::filesystem::create_symlink(dir / "elsewhere", dir / "linked" / RunDir::kLock);
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(femto(dir / "ab.txt", dir / "linked", 2), Communicator::world(), log); },
+      "--out " + (dir / "linked").string() + ": .lock is a symbolic link, which a run never makes");
+  BOOST_TEST(!std::filesystem::exists(dir / "elsewhere"));
   // Nothing to resume.
   const RunRequest resume = resume_to(dir / "empty", 2);
   // resume_run's message, the one there is; its hint about --out only when --out is absent (the
@@ -304,17 +339,26 @@ BOOST_AUTO_TEST_CASE(a_refused_set_up_leaves_no_directory_behind) {
 // On resume, config overrides and overwrite are refused.
 BOOST_AUTO_TEST_CASE(resume_reads_the_corpus_with_its_recorded_line_ends) {
   const auto dir = temp_dir("keep_cr");
-  std::string crlf;
-  for (int i = 0; i < 100; ++i) crlf += "ab\r\n";
-  write(dir / "crlf.txt", crlf);
-  RunRequest kept = femto(dir / "crlf.txt", dir / "kept", 2);
+  const std::string crlf = (dir / "crlf.txt").string(), copy = (dir / "copy.txt").string();
+  write(crlf, to_be("\r\n"));
+  write(copy, to_be("\r\n"));
+  RunRequest kept = femto(crlf, dir / "kept", 2);
   kept.keep_cr = true;
   train_to_end(kept);
-  RunRequest again = resume_to(dir / "kept", 3);
-  again.corpus = (dir / "crlf.txt").string();
+  std::string resumed;
+  train_to_end(resume_to(dir / "kept", 3), &resumed);
+  BOOST_TEST(contains(resumed, "corpus  " + crlf + ": 8,600 bytes from " + crlf + "\n"));  // CRs
+  BOOST_TEST(contains(resumed, "resume  step 2 of "));
+  BOOST_TEST(contains(resumed, "step 3/3 | loss"));
+  // The same text under another name resumes too, with keep_cr given or as recorded.
+  RunRequest same = resume_to(dir / "kept", 4);
+  same.corpus = copy, same.keep_cr = true;
+  train_to_end(same);
+  RunRequest again = resume_to(dir / "kept", 5);
+  again.corpus = copy;
   BOOST_TEST(train_to_end(again)->options().keep_cr);
 
-  train_to_end(femto(dir / "crlf.txt", dir / "lf", 2));
+  train_to_end(femto(crlf, dir / "lf", 2));
   RunRequest with_cr = resume_to(dir / "lf", 3);
   with_cr.keep_cr = true;
   std::ostringstream log;
@@ -410,4 +454,163 @@ BOOST_AUTO_TEST_CASE(special_files_are_refused_and_foreign_temporaries_kept) {
   expect_throw_with<std::invalid_argument>(
       [&] { start(resume_to(dir / "run", 4), Communicator::world(), log); },
       "/run/train_log.csv is a directory, not a regular file");
+}
+
+// A relative corpus path is recorded as an absolute one: the run resumes from any directory.
+BOOST_AUTO_TEST_CASE(a_relative_corpus_path_resumes_from_another_directory) {
+  const auto dir = temp_dir("relative");
+  write(dir / "rel.txt", std::string(40, 'x') + "\n" + std::string(4000, 'y') + "\n");
+  const std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  train_to_end(femto("rel.txt", dir / "run", 2));
+  std::filesystem::current_path("/");
+  std::string log;
+  train_to_end(resume_to(dir / "run", 3), &log);
+  std::filesystem::current_path(previous);
+  BOOST_TEST(contains(log, "corpus  " + (dir / "rel.txt").string() + ":"));
+}
+
+// A CRLF corpus no longer makes '\r' a token (and says so), keep_cr keeps it; an empty file, one
+// that is not UTF-8, or one over the size limit is refused with the reason.
+BOOST_AUTO_TEST_CASE(corpus_line_ends_and_sizes) {
+  const auto dir = temp_dir("line_ends");
+  const std::string corpus = (dir / "crlf.txt").string();
+  write(corpus, to_be("\r\n"));
+  std::string lf, cr;
+  train_to_end(femto(corpus, dir / "lf", 1), &lf);
+  BOOST_TEST(contains(lf, "corpus  " + corpus + ": 8,400 bytes from " + corpus +
+                              ", 200 CRLF/CR line ends made LF (--keep-cr keeps them)"));
+  BOOST_TEST(contains(lf, "char tokenizer (vocab 16): 8400 tokens"));
+  RunRequest kept = femto(corpus, dir / "cr", 1);
+  kept.keep_cr = true;
+  train_to_end(kept, &cr);
+  BOOST_TEST(contains(cr, "corpus  " + corpus + ": 8,600 bytes from " + corpus + "\n"));
+  BOOST_TEST(contains(cr, "char tokenizer (vocab 17): 8600 tokens"));  // '\r' is a token
+
+  std::ostringstream log;
+  write(dir / "empty.txt", "");
+  expect_throw_with<std::runtime_error>(
+      [&] { start(femto(dir / "empty.txt", dir / "r", 1), Communicator::world(), log); },
+      " is empty; a corpus needs text to learn from");
+  write(dir / "latin1.txt", "caf\xe9 au lait");
+  expect_throw_with<std::runtime_error>(
+      [&] { start(femto(dir / "latin1.txt", dir / "r", 1), Communicator::world(), log); },
+      " is not valid UTF-8: ");
+  const std::string huge = (dir / "huge.txt").string();
+  write(huge, "");
+  std::filesystem::resize_file(huge, 300'000'000);  // sparse: no disk space
+  expect_throw_with<std::runtime_error>(
+      [&] { start(femto(huge, dir / "r", 1), Communicator::world(), log); },
+      "corpus file " + huge +
+          " is 300,000,000 bytes, over the 268,435,456-byte limit for a corpus file (it and its "
+          "token ids are held in memory); use a smaller file or a part of it");
+  BOOST_TEST(!std::filesystem::exists(dir / "r"));
+}
+
+// A run that diverges (lr 1e30) fails with exit code 1 and names only a checkpoint whose
+// parameters are finite: none when the evaluation after step 1 is already NaN (that state is
+// never saved), else the last one saved.
+BOOST_AUTO_TEST_CASE(a_diverged_run_names_only_a_finite_checkpoint) {
+  const auto dir = temp_dir("diverge");
+  write(dir / "to_be.txt", to_be());
+  const auto diverging = [&](const std::string& out) {
+    RunRequest rq = femto(dir / "to_be.txt", dir / out, 30);
+    rq.config.preset = "pico";
+    rq.options.eval_iters = 1;
+    rq.options.learning_rate = 1e30;
+    rq.options.min_lr = 0;
+    return rq;
+  };
+  RunRequest evaluated = diverging("a");
+  evaluated.options.eval_interval = 1;
+  std::ostringstream log, a_err, b_err;
+  BOOST_TEST(start(evaluated, Communicator::world(), log)->train(log, a_err) == 1);
+  BOOST_TEST_INFO(a_err.str());
+  BOOST_TEST(contains(a_err.str(),
+                      "at step 1: the model diverged, so no checkpoint was written at this step"));
+  BOOST_TEST(contains(a_err.str(), "no checkpoint of this run was written"));
+  BOOST_TEST(!contains(a_err.str(), "untouched"));
+  BOOST_TEST(!std::filesystem::exists(dir / "a" / kCheckpointFile));
+  // Its evaluation's row in the log spells NaN as the line does: "nan", not the "-nan" an
+  // ostream writes for NaN's sign bit (issue 31, kind 14).
+  BOOST_TEST(contains(attograd::testing::read_file(dir / "a" / RunDir::kEvalLog),
+                      "\n1,nan,nan,nan,nan\n"));
+  // Saved after every step: the one checkpoint written holds finite parameters, and says so.
+  RunRequest saved = diverging("b");
+  saved.options.checkpoint_interval = 1;
+  BOOST_TEST(start(saved, Communicator::world(), log)->train(log, b_err) == 1);
+  BOOST_TEST_INFO(b_err.str());
+  BOOST_TEST(contains(b_err.str(),
+                      "the last checkpoint, step 1 (all parameters finite), is "
+                      "untouched: " +
+                          (dir / "b" / kCheckpointFile).string()));
+  const auto model = load_model(SafetensorsFile::read((dir / "b" / kCheckpointFile).string()));
+  BOOST_TEST(model->arena().num_non_finite() == 0);
+}
+
+// On a full disk gnuplot exits 0 and leaves empty plots (here a stand-in gnuplot, first on
+// PATH, empties its outputs): the run fails after its checkpoint and logs are saved, says so,
+// and leaves no temporary.
+BOOST_AUTO_TEST_CASE(empty_plots_fail_the_run_after_saving_everything_else) {
+  const auto dir = temp_dir("plots");
+  write(dir / "ab.txt", alternating(200));
+  std::filesystem::create_directories(dir / "bin");
+  write(dir / "bin" / "gnuplot",
+        "#!/bin/sh\nfor f in $(sed -n \"s/^set output '\\(.*\\)'$/\\1/p\"); do : > \"$f\"; "
+        "done; exit 0\n");
+  std::filesystem::permissions(dir / "bin" / "gnuplot", std::filesystem::perms::owner_all);
+  const std::string path = std::getenv("PATH");
+  ::setenv("PATH", ((dir / "bin").string() + ":" + path).c_str(), 1);
+  std::ostringstream log, err;
+  const auto run = start(femto(dir / "ab.txt", dir / "run", 3), Communicator::world(), log);
+  std::string said;
+  try {
+    run->train(log, err);
+  } catch (const std::runtime_error& e) {
+    said = e.what();
+  }
+  ::setenv("PATH", path.c_str(), 1);
+  BOOST_TEST_INFO(said);
+  BOOST_TEST(contains(said, "gnuplot exited 0 but loss.png is empty in "));
+  BOOST_TEST(contains(said, "(is the disk full?)"));
+  BOOST_TEST(contains(said, "the training itself finished: " + run->checkpoint_path() +
+                                " and the CSV logs are saved"));
+  const SafetensorsFile ckpt = SafetensorsFile::read(run->checkpoint_path());
+  BOOST_TEST(read_checkpoint_info(ckpt, Moments::skip).training->step == 3);
+  BOOST_TEST(!std::filesystem::exists(dir / "run" / "loss.png"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "run"))
+    BOOST_TEST(!temp_file_owner(entry.path().filename().string()));
+}
+
+// --tokenizer gpt2: GPT-2's BPE and vocabulary, recorded in the checkpoint, which a resumed run
+// reloads (and a resumed run's --tokenizer must name).
+BOOST_AUTO_TEST_CASE(a_gpt2_bpe_run_writes_and_resumes_a_gpt2_checkpoint) {
+  const auto dir = temp_dir("gpt2");
+  std::string text;  // ~3 KB, ~900 tokens
+  for (int i = 0; i < 40; ++i)
+    text += "First Citizen:\nBefore we proceed any further, hear me speak. Verse " +
+            std::to_string(i) + ".\n\n";
+  write(dir / "corpus.txt", text);
+  RunRequest rq = femto(dir / "corpus.txt", dir / "run", 3);
+  rq.tokenizer = "gpt2";
+  rq.options.batch_size = 2, rq.options.eval_iters = 1;
+  std::string log;
+  const std::string ckpt = train_to_end(rq, &log)->checkpoint_path();  // the lock goes with it
+  BOOST_TEST(contains(log, "gpt2 tokenizer (vocab 50257)"));
+  BOOST_TEST(contains(log, "vocab_size 50257"));
+  const CheckpointInfo info = read_checkpoint_info(SafetensorsFile::read(ckpt), Moments::skip);
+  BOOST_TEST(info.tokenizer_kind == "gpt2");
+  BOOST_TEST(info.tokenizer_data == "gpt2");
+  BOOST_TEST(info.config.vocab_size == 50257);
+
+  RunRequest resume = resume_to(dir / "run", 4);
+  resume.corpus = (dir / "corpus.txt").string();
+  std::string resumed;
+  BOOST_TEST(train_to_end(resume, &resumed)->tokenizer().kind() == "gpt2");
+  BOOST_TEST(contains(resumed, "resume  step 3"));
+  RunRequest wrong = resume_to(dir / "run", 5);
+  wrong.tokenizer = "char";
+  std::ostringstream refused;
+  expect_throw_with<std::invalid_argument>([&] { start(wrong, Communicator::world(), refused); },
+                                           "drop --tokenizer when resuming");
 }

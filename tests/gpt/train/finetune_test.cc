@@ -1,11 +1,12 @@
-// `attograd train --init-from`: fine-tuning from a Hugging Face GPT-2 file (random weights written
-// in HF's layout by tests/gpt/model/hf_fixture.h) or from an attograd run, set up in-process as the
-// CLI sets it up (gpt/train/run.h), with `attograd eval` run as the independent measure. llm.c's
+// Fine-tuning (gpt/train/run.h's init_from, `attograd train --init-from`) from a Hugging Face
+// GPT-2 file (random weights written in HF's layout by tests/gpt/model/hf_fixture.h) or from an
+// attograd run, set up in-process as the CLI sets it up, with the model opened again from the
+// files (Session::evaluate, what `attograd eval` prints) as the independent measure. llm.c's
 // CPU quick start is this: GPT-2's val loss at step 0, then after N steps.
 //
-// The trainer evaluates eval_iters random batches of batch_size windows; `eval` evaluates every
-// window of the split once. They coincide exactly when the val split is one window (block_size + 1
-// tokens) and one batch of one row is drawn: the corpus is cut to that length below.
+// The trainer evaluates eval_iters random batches of batch_size windows; Session::evaluate (and
+// `eval`) every window of the split once. They coincide exactly when the val split is one window
+// (block_size + 1 tokens) and one batch of one row is drawn: the corpus is cut to that length.
 #define BOOST_TEST_MODULE finetune
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
@@ -13,18 +14,17 @@
 #include <sstream>
 #include <string>
 
+#include "gpt/model/hf_export.h"
 #include "gpt/model/open_model.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "gpt/train/run.h"
-#include "tests/cli/cli_run.h"
 #include "tests/files.h"
 #include "tests/gpt/model/hf_fixture.h"
 #include "tests/gpt/train/train_run.h"
+#include "tests/test_util.h"
 
-using namespace attograd;
 using namespace attograd::gpt;
 using attograd::testing::contains;
-using attograd::testing::run_cli;
 using attograd::testing::TempDir;
 using attograd::testing::train_to_end;
 
@@ -44,27 +44,13 @@ std::string one_window_val_corpus(const TempDir& dir) {
 // one evaluation batch, evaluations only at the start and the end.
 RunRequest fine_tune(const std::string& init_from, const std::string& corpus,
                      const std::string& out, int64_t steps) {
-  RunRequest rq;
+  RunRequest rq = attograd::testing::femto(corpus, out, steps);
+  rq.config = ConfigOverrides();  // the file's
   rq.init_from = init_from;
-  rq.corpus = corpus;
-  rq.out_dir = out;
-  rq.threads = 1;
-  rq.options.max_steps = steps;
   rq.options.batch_size = 1;
   rq.options.eval_iters = 1;
-  rq.options.eval_interval = 0;
-  rq.options.warmup_steps = 0;
   rq.options.learning_rate = 1e-2;
-  rq.options.log_interval = 1000;
   return rq;
-}
-
-// The value after "loss " in `attograd eval`'s output (printed with %.9g); NaN on failure.
-double eval_loss(const attograd::testing::CliRun& r) {
-  BOOST_TEST_INFO(r.out);
-  BOOST_TEST(r.exit_code == 0);
-  const size_t at = r.out.find("\nloss ");
-  return at == std::string::npos ? std::nan("") : std::stod(r.out.substr(at + 6));
 }
 
 TrainOptions recorded_options(const std::string& checkpoint) {
@@ -89,13 +75,11 @@ BOOST_AUTO_TEST_CASE(step_zero_is_the_hf_files_val_loss_and_training_lowers_it) 
   BOOST_TEST_REQUIRE(run->data().size(Split::val) == 17);  // one window of block_size 16
 
   // The trainer's step-0 evaluation is the loss of the file's own weights, bit for bit: the
-  // same window through the same forward as Session::evaluate on the Hugging Face file...
+  // same window through the same forward as Session::evaluate on the Hugging Face file (what
+  // `attograd eval --hf-gpt2 --corpus` prints for the val split).
   const EvalResult at_start = run->trainer().evaluate();
   const SequenceLoss hf_loss = open_hf_gpt2(hf).evaluate(run->data().tokens(Split::val));
   BOOST_TEST(at_start.val_loss == hf_loss.mean_nll);
-  // ... and what `attograd eval --hf-gpt2` prints for the same split (9 significant digits).
-  const double cli = eval_loss(run_cli("eval --hf-gpt2 " + hf + " --corpus " + corpus));
-  BOOST_TEST(at_start.val_loss == cli, boost::test_tools::tolerance(1e-8));
 
   BOOST_TEST_REQUIRE(run->train(log, err) == 0);
   char step0[64];
@@ -105,20 +89,17 @@ BOOST_AUTO_TEST_CASE(step_zero_is_the_hf_files_val_loss_and_training_lowers_it) 
   // Training lowers it: 40 steps on the repeated phrase the val window continues.
   BOOST_TEST_MESSAGE("val loss " << at_start.val_loss << " -> " << run->result().val_loss);
   BOOST_TEST(run->result().val_loss < at_start.val_loss - 1.0);
-  // The checkpoint holds the trained weights (eval --checkpoint gives the final evaluation) and
-  // records where they started.
-  const double trained =
-      eval_loss(run_cli("eval --checkpoint " + (dir / "run") + " --corpus " + corpus));
-  BOOST_TEST(run->result().val_loss == trained, boost::test_tools::tolerance(1e-8));
+  // The checkpoint holds the trained weights (opened from the run directory, as eval
+  // --checkpoint does, they give the final evaluation) and records where they started.
+  const SequenceLoss trained =
+      open_checkpoint(dir / "run").evaluate(run->data().tokens(Split::val));
+  BOOST_TEST(run->result().val_loss == trained.mean_nll);
   BOOST_TEST(recorded_options(run->checkpoint_path()).init_from ==
              std::filesystem::absolute(hf).lexically_normal().string());
 
   // attograd, exported to Hugging Face, fine-tuned again from the directory: the same weights,
   // so the new run's step 0 is this run's final evaluation, bit for bit.
-  const auto exported =
-      run_cli("export --checkpoint " + (dir / "run") + " --out " + (dir / "exported"));
-  BOOST_TEST_INFO(exported.out);
-  BOOST_TEST_REQUIRE(exported.exit_code == 0);
+  export_checkpoint_to_hf(dir / "run", dir / "exported");
   std::ostringstream again_log;
   const auto again = start(fine_tune(dir / "exported", corpus, dir / "again", 1),
                            Communicator::world(), again_log);
@@ -139,14 +120,8 @@ BOOST_AUTO_TEST_CASE(a_fine_tuning_run_resumes_bit_for_bit) {
   RunRequest first = fine_tune(hf, corpus, dir / "halves", 3);
   first.options.lr_decay_steps = 6;  // the schedule of the whole run, cut in two
   train_to_end(first);
-  RunRequest second;
-  second.out_dir = dir / "halves";
-  second.resume = true;
-  second.threads = 1;
-  second.options.max_steps = 6;
-  second.options_given = {"max_steps"};
   std::string second_log;
-  const auto resumed = train_to_end(second, &second_log);
+  const auto resumed = train_to_end(attograd::testing::resume_to(dir / "halves", 6), &second_log);
   BOOST_TEST(contains(second_log, "resume  step 3 of "));
   BOOST_TEST(resumed->tokenizer().kind() == "gpt2");
   BOOST_TEST(resumed->result().val_loss == whole_loss);  // bit for bit
@@ -191,28 +166,31 @@ BOOST_AUTO_TEST_CASE(an_attograd_run_continues_with_its_tokenizer_from_its_last_
   BOOST_TEST(at_start.train_loss == first->result().train_loss);
 }
 
-// Through the real binary, llm.c's way: GPT-2 keeps its context (block_size 16 here) and trains
-// on shorter sequences (--block-size 8, llm.c's T); a refused run leaves no --out behind.
-BOOST_AUTO_TEST_CASE(the_command_line_fine_tunes_on_shorter_sequences_than_the_context) {
-  const TempDir dir("finetune_cli");
+// llm.c's way: GPT-2 keeps its context (block_size 16 here) and trains on shorter sequences
+// (block_size 8, llm.c's T); an override that changes the architecture is refused and leaves no
+// out_dir behind.
+BOOST_AUTO_TEST_CASE(a_fine_tuning_run_trains_on_shorter_sequences_than_the_context) {
+  const TempDir dir("finetune_short");
   std::filesystem::create_directories(dir.path / "hf");
   attograd::testing::write_small_hf_gpt2(dir.path / "hf");
   const std::string hf = dir / "hf/model.safetensors", corpus = one_window_val_corpus(dir);
-  const auto r = run_cli("train --init-from " + (dir / "hf") + " --corpus " + corpus + " --out " +
-                         (dir / "run") +
-                         " --block-size 8 --batch-size 2 --steps 2 --eval-iters 1 --threads 1");
-  BOOST_TEST_INFO(r.out);
-  BOOST_TEST(r.exit_code == 0);
-  BOOST_TEST(contains(r.out, "init    weights of the Hugging Face GPT-2 file " + hf));
-  BOOST_TEST(contains(r.out, "block_size 16, vocab_size 50257"));  // the model keeps its context
-  BOOST_TEST(contains(r.out, "train   2 steps, batch 2 x 8 tokens"));
+  RunRequest rq = fine_tune(dir / "hf", corpus, dir / "run", 2);
+  rq.options.batch_size = 2;
+  rq.config.set(&GPTConfig::block_size, int64_t{8});
+  std::string log;
+  train_to_end(rq, &log);
+  BOOST_TEST(contains(log, "init    weights of the Hugging Face GPT-2 file " + hf));
+  BOOST_TEST(contains(log, "block_size 16, vocab_size 50257"));  // the model keeps its context
+  BOOST_TEST(contains(log, "train   2 steps, batch 2 x 8 tokens"));
   const TrainOptions recorded = recorded_options(dir / "run/ckpt.safetensors");
   BOOST_TEST(recorded.block_size == 8);
   BOOST_TEST(recorded.max_steps == 2);
-  const auto refused = run_cli("train --init-from " + hf + " --n-embd 16 --corpus " + corpus +
-                               " --out " + (dir / "refused"));
-  BOOST_TEST(refused.exit_code == 2);
-  BOOST_TEST(contains(refused.out, "--n-embd would change its architecture"));
+  RunRequest wider = fine_tune(hf, corpus, dir / "refused", 2);
+  wider.config.set(&GPTConfig::n_embd, int64_t{16});
+  std::ostringstream refused;
+  attograd::testing::expect_throw_with<std::invalid_argument>(
+      [&] { start(wider, Communicator::world(), refused); },
+      "--n-embd would change its architecture");
   BOOST_TEST(!std::filesystem::exists(dir.path / "refused"));
 }
 
