@@ -21,6 +21,7 @@
 #include "gpt/io/figures.h"
 #include "gpt/io/gnuplot.h"
 #include "gpt/train/run_dir.h"
+#include "gpt/train/run_logs.h"
 
 namespace attograd::gpt {
 
@@ -76,14 +77,8 @@ class LogColumns {
   /// gnuplot's number of column `name` (1 for the first), as text. Throws std::runtime_error
   /// naming the file and its header when it has no such column.
   std::string at(std::string_view name) const {
-    size_t number = 1;
-    for (size_t begin = 0;; ++number) {
-      const size_t end = std::min(header_.find(',', begin), header_.size());
-      if (std::string_view(header_).substr(begin, end - begin) == name)
-        return std::to_string(number);
-      if (end == header_.size()) break;
-      begin = end + 1;
-    }
+    if (const std::optional<size_t> index = csv_column(header_, name))
+      return std::to_string(*index + 1);
     throw std::runtime_error(path_.string() + " has no column '" + std::string(name) +
                              "' (its header is '" + header_ +
                              "'), so it cannot be plotted; is it a log of attograd train?");

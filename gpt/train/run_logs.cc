@@ -93,12 +93,17 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
   write_file_atomically(path, out);
 }
 
+std::optional<size_t> csv_column(std::string_view header, std::string_view name) {
+  const std::vector<std::string_view> columns = split_fields(header);
+  const auto it = std::find(columns.begin(), columns.end(), name);
+  if (it == columns.end()) return std::nullopt;
+  return static_cast<size_t>(it - columns.begin());
+}
+
 std::optional<double> lowest_val_loss(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
-  const std::vector<std::string_view> columns = split_fields(kEvalLog.header);
-  const size_t val =
-      static_cast<size_t>(std::find(columns.begin(), columns.end(), "val_loss") - columns.begin());
+  const size_t val = *csv_column(kEvalLog.header, "val_loss");
   std::optional<double> lowest;
   for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
        start = end + 1) {

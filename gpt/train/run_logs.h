@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "gpt/train/run_dir.h"
 
@@ -43,6 +44,10 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
 /// no checkpoint), or nullopt when it has none or does not exist: where a resumed run's best
 /// checkpoint (RunDir::kBestCheckpoint) stands.
 std::optional<double> lowest_val_loss(const std::filesystem::path& path);
+
+/// The index (0 for the first) of column `name` in a CSV header line ("step,loss,..."), or
+/// nullopt when it has none: how the logs' readers (lowest_val_loss, the plots) find a column.
+std::optional<size_t> csv_column(std::string_view header, std::string_view name);
 
 /// v for printf and the CSV logs: a NaN without its sign bit, which printf writes as "-nan" (an
 /// eval line read "val loss -nan" beside the divergence message's "nan"; issue 31, kind 14).
