@@ -74,14 +74,14 @@ class LogColumns {
       : header_(csv.substr(0, csv.find('\n'))), path_(path) {
     if (!header_.empty() && header_.back() == '\r') header_.pop_back();
   }
-  /// gnuplot's number of column `name` (1 for the first), as text. Throws std::runtime_error
-  /// naming the file and its header when it has no such column.
-  std::string at(std::string_view name) const {
+  /// gnuplot's number of column `name` (1 for the first), as text; "" when the header has no
+  /// such column, which is then added to `missing` as a sentence naming the file and its header.
+  std::string at(std::string_view name, std::string& missing) const {
     if (const std::optional<size_t> index = csv_column(header_, name))
       return std::to_string(*index + 1);
-    throw std::runtime_error(path_.string() + " has no column '" + std::string(name) +
-                             "' (its header is '" + header_ +
-                             "'), so it cannot be plotted; is it a log of attograd train?");
+    missing += (missing.empty() ? "" : "; ") + path_.filename().string() + " has no column '" +
+               std::string(name) + "' (its header is '" + header_ + "')";
+    return "";
   }
 
  private:
@@ -109,10 +109,21 @@ bool write_plots(const std::string& out_dir, std::ostream& log, const std::strin
   // gnuplot's column numbers, found by the logs' header names (run_logs.h's kTrainLog, kEvalLog).
   const LogColumns train_columns(train_log, dir.train_log()),
       eval_columns(eval_log, dir.eval_log());
-  const std::string step = train_columns.at("step"), loss = train_columns.at("loss");
-  const std::string eval_step = eval_columns.at("step"), train_loss = eval_columns.at("train_loss"),
-                    val_loss = eval_columns.at("val_loss"),
-                    train_ppl = eval_columns.at("train_ppl"), val_ppl = eval_columns.at("val_ppl");
+  std::string missing;
+  const std::string step = train_columns.at("step", missing),
+                    loss = train_columns.at("loss", missing);
+  const std::string eval_step = eval_columns.at("step", missing),
+                    train_loss = eval_columns.at("train_loss", missing),
+                    val_loss = eval_columns.at("val_loss", missing),
+                    train_ppl = eval_columns.at("train_ppl", missing),
+                    val_ppl = eval_columns.at("val_ppl", missing);
+  // Logs whose header was edited (or a log removed) are not drawn from the wrong numbers; the
+  // plots are a view of the logs, so this is a note and the run's work stands.
+  if (!missing.empty()) {
+    log << "the plots were not drawn: " << missing << " in " << dir.path().string()
+        << "; a resumed run (--resume) writes the logs' headers again\n";
+    return false;
+  }
   for (const auto& [terminal, ext] : kFigureFormats) {
     // The logs are copied into the job's directory: gnuplot reads them under names of ours.
     GnuplotJob job;

@@ -24,10 +24,12 @@ namespace attograd::gpt {
 /// the loss plot, at exp(val_loss) on the perplexity plot), running `gnuplot` (a program name
 /// searched on $PATH, or a path). The loss plot has linear axes; the perplexity plot log axes
 /// (steps from 1), with the training loss of every step as exp(loss) beside the evaluations.
-/// Returns false, after saying on `log` how to install gnuplot, when it is missing; the CSV
-/// files are then still there. Throws std::runtime_error, leaving the previous plots in place,
-/// when gnuplot fails (naming its exit status and its last line on stderr) or leaves a plot
-/// empty or incomplete (naming the file and its size: "is the disk full?").
+/// Returns false, after saying on `log` how to install gnuplot, when it is missing, and after
+/// naming the file and its header, when a log lacks a column the plots draw (its header was
+/// edited, or the file removed): the CSV files are then still there, untouched. Throws
+/// std::runtime_error, leaving the previous plots in place, when gnuplot fails (naming its exit
+/// status and its last line on stderr) or leaves a plot empty or incomplete (naming the file and
+/// its size: "is the disk full?").
 bool write_plots(const std::string& out_dir, std::ostream& log,
                  const std::string& gnuplot = "gnuplot");
 

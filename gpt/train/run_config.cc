@@ -1,6 +1,7 @@
 #include "gpt/train/run_config.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <iterator>
 #include <map>
 #include <set>
@@ -169,6 +170,14 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
 }
 
 RunConfig read_run_config(const std::string& path) {
+  // `--config pico` (nanoGPT's config/*.py habit, or a preset's name): the size is --preset's.
+  const std::vector<std::string> presets = preset_names();
+  if (std::error_code ec; std::find(presets.begin(), presets.end(), path) != presets.end() &&
+                          !std::filesystem::exists(path, ec))
+    throw std::invalid_argument("config file " + path +
+                                " does not exist; --config reads a JSON file of settings, and the "
+                                "model size " +
+                                path + " is chosen with --preset " + path);
   std::string text;
   try {
     text = read_text_file(path, "config file", "give --config a JSON file of settings", 1 << 20,

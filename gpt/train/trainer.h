@@ -299,7 +299,9 @@ class Trainer {
   /// A file run() writes into the output directory (rank 0, atomically) once the ranks agree,
   /// before the first step: start() gives it the run's effective config (RunDir::kConfig,
   /// gpt/train/run_config.h) and baselines.csv (report.h's Baselines::csv). A run refused
-  /// before training so leaves none.
+  /// before training so leaves none. A Trainer made by hand gets the plots' baseline lines the
+  /// same way: `trainer.write_on_start(RunDir::kBaselines, Baselines::of(data, vocab_size).csv())`
+  /// (the baselines are counted where the data is prepared, gpt/train/prepare.h, not here).
   void write_on_start(std::string file_name, std::string contents) {
     start_files_.emplace_back(std::move(file_name), std::move(contents));
   }

@@ -3,6 +3,7 @@
 // writes (gpt::start, in-process as `attograd train --config` runs it) repeating the run.
 #define BOOST_TEST_MODULE run_config
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -166,6 +167,12 @@ BOOST_AUTO_TEST_CASE(a_missing_file_is_named) {
                                            "is a directory");
   const std::string file = dir.file("c.json", "{\"train\": {\"max_steps\": 9}}");
   BOOST_TEST(read_run_config(file).request.options.max_steps == 9);
+  // A preset's name where a file is wanted: the flag that takes it is named.
+  BOOST_REQUIRE(!std::filesystem::exists("pico"));
+  expect_throw_with<std::invalid_argument>(
+      [&] { read_run_config("pico"); },
+      "config file pico does not exist; --config reads a JSON file of settings, and the model "
+      "size pico is chosen with --preset pico");
 }
 
 // The command line over the file: each row it gives wins, the file keeps the others.

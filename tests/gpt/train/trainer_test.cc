@@ -25,6 +25,7 @@
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/train/interrupt.h"
+#include "gpt/train/report.h"
 #include "gpt/train/run_dir.h"
 #include "gpt/train/run_logs.h"
 #include "gpt/train/trainer.h"
@@ -596,10 +597,15 @@ BOOST_AUTO_TEST_CASE(run_writes_logs_checkpoint_and_plots) {
   o.eval_interval = 10;
   o.log_interval = 5;
   Trainer t(model, data, o, "char", "", dir.string());
+  // A Trainer made by hand draws the baselines on its loss plot when given them, as start() does.
+  const std::string baselines = Baselines::of(data, c.vocab_size).csv();
+  t.write_on_start(RunDir::kBaselines, baselines);
   std::ostringstream log;
   const EvalResult r = t.run(log);
   BOOST_TEST_MESSAGE(log.str());
   BOOST_TEST(r.step == 20);
+  BOOST_TEST(attograd::testing::read_file(dir / RunDir::kBaselines) == baselines);
+  BOOST_TEST(baselines.rfind("name,val_loss\nunigram,", 0) == 0);
   BOOST_TEST(std::abs(r.val_ppl - std::exp(r.val_loss)) < 1e-9);
   BOOST_TEST(log.str().find("step 20/20 | loss") != std::string::npos);
   BOOST_TEST(log.str().find("tok/s") != std::string::npos);
@@ -858,6 +864,26 @@ BOOST_AUTO_TEST_CASE(resume_keeps_the_rows_of_a_crlf_log) {
   BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{0, 2, 4, 6}));
   BOOST_TEST(read_text(dir / "train_log.csv").find('\r') == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// A log whose header was edited during the run (a column renamed in a spreadsheet): the plots
+// are not drawn from it (plot_test), and a resumed run writes the header again, keeping the rows,
+// which are the trainer's own in the trainer's column order.
+BOOST_AUTO_TEST_CASE(resume_writes_an_edited_header_again) {
+  const Dataset data(toy_tokens(), 8);
+  const auto dir = temp_dir("edited_header");
+  train_four_steps(dir, data, /*grad_clip=*/1);
+  const std::string eval = read_text(dir / "eval_log.csv");
+  const std::string header = "step,train_loss,val_loss,train_ppl,val_ppl\n";
+  BOOST_REQUIRE(eval.rfind(header, 0) == 0);
+  std::ofstream(dir / "eval_log.csv", std::ios::binary | std::ios::trunc)
+      << "step,train_loss,VAL LOSS,train_ppl,val_ppl\n"
+      << eval.substr(header.size());
+  resume_to(dir, data, 6);
+  const std::string after = read_text(dir / "eval_log.csv");
+  BOOST_TEST(after.rfind(eval, 0) == 0);  // header and rows up to step 4 as the trainer wrote them
+  BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{0, 2, 4, 6}));
   std::filesystem::remove_all(dir);
 }
 
