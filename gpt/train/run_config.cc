@@ -166,6 +166,11 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
   }
   c.train_given =
       read_config_section(section("train"), c.request.options, what + ": train", kEveryRow);
+  for (const auto& [name, given] : {std::pair{"run", &c.run_given},
+                                    {"model", &c.request.config.given},
+                                    {"train", &c.train_given}})
+    for (const std::string& key : *given) c.from_file[std::string(name) + "." + key] = what;
+  if (c.preset_given) c.from_file["model.preset"] = what;
   return c;
 }
 
@@ -198,43 +203,66 @@ RunConfig overlay(const RunConfig& under, const RunConfig& over) {
   r.train_given.insert(over.train_given.begin(), over.train_given.end());
   r.request.config.given.insert(over.request.config.given.begin(), over.request.config.given.end());
   r.preset_given = under.preset_given || over.preset_given;
+  // A row the command line gives is the command line's; over's own file rows stay named.
+  for (const auto& [name, given] : {std::pair{"run", &over.run_given},
+                                    {"model", &over.request.config.given},
+                                    {"train", &over.train_given}})
+    for (const std::string& key : *given) r.from_file.erase(std::string(name) + "." + key);
+  if (over.preset_given) r.from_file.erase("model.preset");
+  r.from_file.insert(over.from_file.begin(), over.from_file.end());
   return r;
 }
 
 RunRequest RunConfig::checked_request() const {
   RunRequest rq = request;
   rq.options_given = train_given;
+  // The refused rows: a flag by its name, a config file's key as "model.n_layer" with its file.
   std::vector<std::string> refused;
+  std::map<std::string, std::vector<std::string>> refused_keys;  // file -> keys
+  const auto refuse = [&](const std::string& key, std::string_view flag) {
+    if (const auto it = from_file.find(key); it != from_file.end())
+      refused_keys[it->second].push_back(key);
+    else
+      refused.emplace_back(flag);
+  };
+  const auto refusal = [&](const std::string& because, const std::string& file_fix) {
+    std::vector<std::string> named = refused;
+    for (const auto& [file, keys] : refused_keys)
+      named.push_back(join_names(keys, "and") + " of " + file);
+    return std::invalid_argument(because + "; " + join_names(named, "and") +
+                                 " cannot be given with it" +
+                                 (refused_keys.empty() ? "" : " (" + file_fix + ")"));
+  };
   if (rq.init_from && !rq.resume) {
     // The file decides the model: these would be ignored (validate() refuses the config
     // options that would change its architecture, naming them).
-    if (preset_given) refused.push_back("--preset");
+    if (preset_given) refuse("model.preset", "--preset");
     RunRequest::for_each_field([&](const auto& f) {
       const std::string_view name = f.name;
       if (run_given.count(f.name) && (name == "model" || name == "init_seed"))
-        refused.push_back(f.flag);
+        refuse("run." + std::string(name), f.flag);
     });
-    if (!refused.empty())
-      throw std::invalid_argument("--init-from takes the model from " + *rq.init_from + "; " +
-                                  join_names(refused, "and") + " cannot be given with it");
+    if (!refused.empty() || !refused_keys.empty())
+      throw refusal("--init-from takes the model from " + *rq.init_from,
+                    "remove them from the file");
   }
   if (!rq.resume) return rq;
   // A resumed run keeps what its checkpoint stored rather than silently ignoring what was
   // asked: the model's settings, and the request's rows that are not kResumable (overwrite is
   // refused by validate(), with a message of its own). TrainOptions' rows are compared with the
   // checkpoint's by start().
-  if (preset_given) refused.push_back("--preset");
+  if (preset_given) refuse("model.preset", "--preset");
   GPTConfig::for_each_field([&](const auto& f) {
-    if (request.config.has(f.name)) refused.push_back(f.flag);
+    if (request.config.has(f.name)) refuse("model." + std::string(f.name), f.flag);
   });
   RunRequest::for_each_field([&](const auto& f) {
     if (run_given.count(f.name) && !f.resumable() && std::string_view(f.name) != "overwrite")
-      refused.push_back(f.flag);
+      refuse("run." + std::string(f.name), f.flag);
   });
-  if (!refused.empty())
-    throw std::invalid_argument(
-        "--resume continues a run with the model stored in its checkpoint; " +
-        join_names(refused, "and") + " cannot be given with it");
+  if (!refused.empty() || !refused_keys.empty())
+    throw refusal("--resume continues a run with the model stored in its checkpoint",
+                  "remove them from the file; --resume --out DIR alone continues a run with the "
+                  "settings its checkpoint stored");
   return rq;
 }
 

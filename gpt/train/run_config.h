@@ -21,6 +21,7 @@
 // an unknown key (with the nearest known one suggested) or section is refused.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -35,11 +36,16 @@ struct RunConfig {
   std::set<std::string> run_given;    // RunRequest rows given (their names)
   std::set<std::string> train_given;  // TrainOptions rows given; the model's: request.config.given
   bool preset_given = false;
+  /// The rows a config file gave and the command line did not, as "section.key" ("model.n_layer",
+  /// "model.preset"), each with the file's name as parse_run_config was given it: a refusal names
+  /// a row by the key the user wrote, not by a flag they did not type.
+  std::map<std::string, std::string> from_file;
 
   /// The request to start(), checked as the command line's options are: with init_from, no
   /// preset, model or init_seed (the file decides the model); with resume, only the resumable
   /// rows of RunRequest's table, TrainOptions' rows (the library compares them with the
-  /// checkpoint's) and no model setting. Throws std::invalid_argument naming the flags.
+  /// checkpoint's) and no model setting. Throws std::invalid_argument naming the flags given and
+  /// the keys of the config file (from_file).
   /// options_given is train_given.
   RunRequest checked_request() const;
 };

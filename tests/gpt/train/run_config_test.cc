@@ -235,8 +235,28 @@ BOOST_AUTO_TEST_CASE(resume_and_init_from_refuse_what_the_flags_refuse) {
   c.run_given.insert("resume");
   expect_throw_with<std::invalid_argument>(
       [&] { c.checked_request(); },
-      "--resume continues a run with the model stored in its checkpoint; --n-layer and "
-      "--init-seed cannot be given with it");
+      "--resume continues a run with the model stored in its checkpoint; model.n_layer and "
+      "run.init_seed of c.json cannot be given with it (remove them from the file; --resume "
+      "--out DIR alone continues a run with the settings its checkpoint stored)");
+  // The same rows from the command line are named by their flags; a flag over a file's row
+  // takes it over, and the file's other rows keep their keys.
+  RunConfig flags;
+  flags.request.init_seed = 4;
+  flags.run_given.insert("init_seed");
+  flags.request.config.values.n_head = 1;
+  flags.request.config.given.insert("n_head");
+  RunConfig both = overlay(c, flags);
+  expect_throw_with<std::invalid_argument>(
+      [&] { both.checked_request(); },
+      "checkpoint; --n-head, --init-seed and model.n_layer of c.json cannot be given with it");
+  flags.request.resume = true;
+  flags.run_given.insert("resume");
+  flags.request.config.values.n_layer = 1;
+  flags.request.config.given.insert("n_layer");
+  both = overlay(parse_run_config(R"({"train": {"max_steps": 9}})", "c.json"), flags);
+  expect_throw_with<std::invalid_argument>(
+      [&] { both.checked_request(); },
+      "checkpoint; --n-layer, --n-head and --init-seed cannot be given with it");
   // The keys are the tables' names: --lr's is learning_rate.
   refused(R"({"train": {"lr": 1}})", "\"train\" has no key 'lr'");
 }
