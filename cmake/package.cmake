@@ -56,7 +56,8 @@ function(attograd_package_component component)
         endif()
       elseif(TARGET ${link} AND NOT link MATCHES "::")
         message(FATAL_ERROR "${target} (package component ${component}) links ${link}, which no "
-                            "component declared before it installs (cmake/package.cmake)")
+                            "package component installs: name it in this component's "
+                            "attograd_package_component call (CMakeLists.txt) or in one before it")
       elseif(link MATCHES "^[A-Za-z0-9_.+-]+::[A-Za-z0-9_.+-]+$")
         # An imported target, found by a find_package in the subdirectory that links it (so not
         # necessarily a target here): attograd-dependencies.cmake must know it.
