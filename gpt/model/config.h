@@ -84,6 +84,14 @@ struct GPTConfig {
 /// Throws std::invalid_argument for an unknown name, listing the presets.
 GPTConfig preset(const std::string& name);
 
+/// T, the length of the sequences a model trains on: the training option block_size
+/// (`train --block-size`, TrainOptions::block_size), or the model's own block_size when that
+/// option is 0. Any T up to the model's block_size trains the same weights (the learned position
+/// embeddings past T are simply not used).
+inline int64_t sequence_length(int64_t block_size_option, const GPTConfig& model) {
+  return block_size_option > 0 ? block_size_option : model.block_size;
+}
+
 /// The presets' names, in order ("femto", "pico", "nano", "gpt2"): the list the CLI checks
 /// --preset against and shows in --help.
 std::vector<std::string> preset_names();

@@ -39,18 +39,18 @@ struct Prepared {
 /// reads, refuse_unused_overrides), refused when weights, gradients and AdamW's moments would
 /// not fit in memory; then as prepare() below. Says the "tokens" line on `report`. Throws
 /// std::invalid_argument naming the setting or the split that is too short, with the fix.
-Prepared prepare_new(const std::string& text, const ModelRecipe& recipe, int64_t T,
+Prepared prepare_new(const std::string& text, const ModelRecipe& recipe, int64_t block_size,
                      SetUpReport& report);
 
 /// The data for a model that exists (resumed, or fine-tuned from a file's weights): `text`
 /// encoded by `tokenizer` ("<|endoftext|>" in a corpus is plain text: a corpus file cannot
 /// inject document boundaries nobody asked for), said on `report` ("tokens"), split 90/10 into
-/// a Dataset of the model's block_size, both splits checked to hold a window of T tokens (T: the
-/// training sequences' length; 0 for the model's block_size), and the baselines counted. Throws
-/// std::invalid_argument when a split is too short: "the corpus is too short: its val split has
-/// 4 tokens, but a window of block_size 8 needs 9 (...); use a longer corpus or a smaller
-/// --block-size".
+/// a Dataset of the model's block_size, both splits checked to hold a window of T tokens (T:
+/// sequence_length(block_size, the model's config), block_size being TrainOptions'), and the
+/// baselines counted. Throws std::invalid_argument when a split is too short: "the corpus is too
+/// short: its val split has 4 tokens, but a window of block_size 8 needs 9 (...); use a longer
+/// corpus or a smaller block_size" (the setting's name, not a flag: the page has no flags).
 Prepared prepare(const std::string& text, std::unique_ptr<LanguageModel> model,
-                 std::unique_ptr<Tokenizer> tokenizer, int64_t T, SetUpReport& report);
+                 std::unique_ptr<Tokenizer> tokenizer, int64_t block_size, SetUpReport& report);
 
 }  // namespace attograd::gpt

@@ -567,8 +567,8 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   report.option_notes(options);
   report.model(*run->model_);
   report.data(*run->data_, run->baselines_);
-  const int64_t T = options.block_size > 0 ? options.block_size : run->model_->config().block_size;
-  report.plan(options, T, kernels::num_threads(), comm.size());
+  report.plan(options, sequence_length(options.block_size, run->model_->config()),
+              kernels::num_threads(), comm.size());
 
   run->trainer_ =
       std::make_unique<Trainer>(*run->model_, *run->data_, options, run->tokenizer_->kind(),

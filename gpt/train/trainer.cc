@@ -122,7 +122,7 @@ Trainer::Trainer(LanguageModel& model, const Dataset& data, const TrainOptions& 
       batch_gen_(options.seed) {
   options_.ranks = comm_.size();  // stored in checkpoints: a resume keeps the global batch
   options_.validate();
-  if (options_.block_size == 0) options_.block_size = model.config().block_size;
+  options_.block_size = sequence_length(options_.block_size, model.config());
   if (options_.block_size > model.config().block_size)
     throw std::invalid_argument("training block_size " + std::to_string(options_.block_size) +
                                 " exceeds the model's block_size " +

@@ -205,7 +205,7 @@ BOOST_AUTO_TEST_CASE(model_new_sets_up_as_attograd_train_does) {
   BOOST_TEST(error_of(call({{"cmd", "model_new"}, {"text", "abcdefghijkl"}})) ==
              "the corpus is too short: its val split has 2 tokens, but a window of block_size "
              "8 needs 9 (the val split is the last 10%); use a longer corpus or a smaller "
-             "--block-size");
+             "block_size");
 }
 
 BOOST_AUTO_TEST_CASE(the_workbench_takes_at_most_64_rows_and_columns) {
