@@ -141,12 +141,15 @@ class Module {
   /// Adds a child module and returns it. Its name may hold dots ("h.0", as GPT-2's blocks).
   /// Throws std::invalid_argument for an empty name, a name this module already uses, a name
   /// that is another's plus ".…" or the reverse (a child "h" and a child "h.0": their state dict
-  /// keys could coincide), or a null module.
+  /// keys could coincide), a null module, or a module that is this one or holds it below (see
+  /// check_not_inside). A module may be registered under several parents (a shared layer): the
+  /// tree is then a graph without cycles, and every walk of it ends.
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     check_new_name("register_module", name, /*allow_dots=*/true);
     if (module == nullptr)
       throw std::invalid_argument("register_module: module '" + name + "' is null");
+    check_not_inside(name, *module);
     children_.emplace_back(name, module);
     return module;
   }
@@ -163,6 +166,13 @@ class Module {
   // its key in a state dict), a name this module already has, or one that nests with another
   // ("h" and "h.0").
   void check_new_name(const char* what, const std::string& name, bool allow_dots) const;
+  // Throws std::invalid_argument when `module`, about to be registered as `name`, is this module
+  // or holds it among the modules below it: this module would then be inside itself
+  // (`s->push_back(s)`, or a holds b and b takes a), every walk of the tree (parameters(),
+  // state_dict(), train(), apply()) would recurse without end until the stack overflows, and
+  // the shared_ptrs of the cycle would never be freed. Registration is the one place children
+  // are added, so every container gets the check.
+  void check_not_inside(const std::string& name, const Module& module) const;
 
   Named params_;
   Named buffers_;
