@@ -468,12 +468,16 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, bool e
 }
 
 Tensor UnaryModule::operator()(const Tensor& x) const {
-  if (hooks_->pre.empty() && hooks_->post.empty()) return forward(x);
-  const Hooks hooks = *hooks_;  // a hook may remove hooks: this call runs those it started with
-  Tensor input = x;
+  return call_with_hooks(x, [this](const Tensor& input) { return forward(input); });
+}
+
+Tensor UnaryModule::run_pre_hooks(const Hooks& hooks, Tensor input) const {
   for (const auto& [id, hook] : hooks.pre)
     if (std::optional<Tensor> replaced = hook(*this, input)) input = std::move(*replaced);
-  Tensor output = forward(input);
+  return input;
+}
+
+Tensor UnaryModule::run_hooks(const Hooks& hooks, const Tensor& input, Tensor output) const {
   for (const auto& [id, hook] : hooks.post)
     if (std::optional<Tensor> replaced = hook(*this, input, output)) output = std::move(*replaced);
   return output;

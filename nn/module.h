@@ -198,6 +198,12 @@ class HookHandle {
 /// A module of one input and one output, x -> forward(x), as most of torch.nn is (Linear,
 /// LayerNorm, Dropout, an MLP, Sequential). Call it as `module(x)`: the call runs the forward
 /// hooks around forward() (torch's Module.__call__); calling forward() itself skips them.
+///
+/// A module whose forward also takes state (attention and GPT-2's Block with a KV cache, or a
+/// place to record attention weights) has a call of its own for it, `attn(x, cache)`, which runs
+/// the same hooks around that forward (call_with_hooks): a hook runs on every call of a module,
+/// as torch's do, so a hook that edits a block's output acts the same in training and in cached
+/// decoding. With a cache, its input and output are the new positions only, (B, T_new, C).
 class UnaryModule : public Module {
  public:
   /// torch's forward pre-hook: hook(module, input) before forward(); a Tensor it returns
@@ -222,6 +228,16 @@ class UnaryModule : public Module {
 
  protected:
   UnaryModule() = default;
+  /// The call of a forward that takes more than x: the pre-hooks, f(input), then the hooks, as
+  /// operator() runs them around forward(x). A module with such a forward calls it only through
+  /// here, e.g. `call_with_hooks(x, [&](const Tensor& in) { return forward(in, cache); })`.
+  template <typename F>
+  Tensor call_with_hooks(const Tensor& x, F&& f) const {
+    if (hooks_->pre.empty() && hooks_->post.empty()) return f(x);
+    const Hooks hooks = *hooks_;  // a hook may remove hooks: this call runs those it started with
+    const Tensor input = run_pre_hooks(hooks, x);
+    return run_hooks(hooks, input, f(input));
+  }
 
  private:
   struct Hooks {
@@ -229,6 +245,10 @@ class UnaryModule : public Module {
     std::vector<std::pair<int64_t, ForwardPreHook>> pre;
     std::vector<std::pair<int64_t, ForwardHook>> post;
   };
+  // The input after hooks.pre, each seeing what the previous one left.
+  Tensor run_pre_hooks(const Hooks& hooks, Tensor input) const;
+  // The output after hooks.post, the same way.
+  Tensor run_hooks(const Hooks& hooks, const Tensor& input, Tensor output) const;
   // Shared with the handles (weakly), which may outlive the module.
   std::shared_ptr<Hooks> hooks_ = std::make_shared<Hooks>();
 };
