@@ -38,6 +38,7 @@
 #include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/attribution.h"

@@ -3,7 +3,7 @@
 // field with its member, name, command-line flag, help and range (the model is gemma.cpp's
 // gemma_args.h ForEach(visitor); llama.cpp's common_arg is its cousin). Every consumer is a
 // visitor of that table: validation (validate_fields below), JSON in checkpoints
-// (json_fields in strict_json.h), the CLI's options and --help (options/field_options.h) and the
+// (json_fields in json_fields.h), the CLI's options and --help (options/field_options.h) and the
 // resume check. A field added to the struct and to its table reaches all of them.
 //
 // This header knows no GPT: the ranges and the tables live with the structs.

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "autograd/ops.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/model/bigram_average.h"
 #include "gpt/model/hf_import.h"

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "gpt/io/json_fields.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/model/checkpoint.h"
 #include "nn/layers.h"

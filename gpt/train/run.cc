@@ -25,8 +25,8 @@
 
 #include "autograd/kernels/thread_pool.h"
 #include "gpt/io/atomic_file.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/io/sha256.h"
-#include "gpt/io/strict_json.h"
 #include "gpt/io/utf8.h"
 #include "gpt/model/bigram_average.h"
 #include "gpt/text/char_tokenizer.h"

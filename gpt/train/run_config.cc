@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpt/io/json_fields.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/text/corpus.h"
 

@@ -25,6 +25,7 @@
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
 #include "gpt/io/atomic_file.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/io/strict_json.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/field_ranges.h"

@@ -1,7 +1,6 @@
 // Strict JSON from files (gpt/io/strict_json.h): the nesting bound that keeps a 100,000-deep value
-// from overflowing the stack, duplicate keys, and typed fields that refuse what a lenient
-// reader would truncate (3.9), cast (2^63, 2^64) or ignore (an unknown field), each error
-// naming the document, the key and the value.
+// from overflowing the stack, duplicate keys, and the helpers that read a size and quote a value
+// or a key in an error, each error naming the document and the key.
 #define BOOST_TEST_MODULE strict_json
 #include <boost/test/unit_test.hpp>
 
@@ -54,79 +53,34 @@ BOOST_AUTO_TEST_CASE(duplicate_keys_and_invalid_json_are_named) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(integers_are_refused_not_truncated_or_cast) {
-  const auto field = [](const std::string& value) {
-    JsonFields f(parse_json("{\"n\": " + value + "}", "cfg"), "cfg");
-    return f.integer("n", 1, 100);
-  };
-  BOOST_TEST(field("7") == 7);
-  // {as written, as the message shows it}
-  const std::pair<std::string, std::string> bad[] = {
-      {"3.9", "3.9"},
-      {"70.0", "70.0"},
-      {"1e1", "10.0"},
-      {"0", "0"},
-      {"101", "101"},
-      {"-1", "-1"},
-      {"\"7\"", "\"7\""},
-      {"true", "true"},
-      {"null", "null"},
-      {"[7]", "[7]"},
-      {"9223372036854775808", "9223372036854775808"},
-      {"18446744073709551616", "1.8446744073709552e+19"}};
-  for (const auto& pair : bad) {
-    // Not a structured binding: clang 14 (the WebAssembly build's) cannot capture one.
-    const auto& value = pair.first;
-    expect_throw_with<std::runtime_error>(
-        [&] { field(value); }, "cfg: n is " + pair.second + ", expected an integer in [1, 100]");
-  }
-  JsonFields big(
-      parse_json(R"({"n": 9223372036854775807, "seed": 18446744073709551615, "neg": -1})", "cfg"),
-      "cfg");
-  BOOST_TEST(big.integer("n", 0, INT64_MAX) == INT64_MAX);
-  BOOST_TEST(big.unsigned_integer("seed") == UINT64_MAX);
-  expect_throw_with<std::runtime_error>(
-      [&] { big.unsigned_integer("neg"); },
-      "cfg: neg is -1, expected an integer in [0, 18446744073709551615]");
-}
+// json_uint takes an integer in [0, max] and nothing else; json_excerpt and json_key_text quote a
+// value or a key so that a message stays one short line: control characters escaped (a NUL
+// would end a C string early, a C1 control garble a terminal), cut with "..." on a character
+// boundary.
+BOOST_AUTO_TEST_CASE(sizes_values_and_keys_as_errors_quote_them) {
+  const nlohmann::json j = parse_json(
+      R"({"a": 7, "b": -1, "c": 7.0, "d": "7", "e": 18446744073709551615, "f": 1e3})", "doc");
+  BOOST_TEST(json_uint(j["a"], 7).value() == 7u);
+  BOOST_TEST(!json_uint(j["a"], 6).has_value());
+  for (const char* key : {"b", "c", "d", "f"})
+    BOOST_TEST(!json_uint(j[key], UINT64_MAX).has_value());
+  BOOST_TEST(json_uint(j["e"], UINT64_MAX).value() == UINT64_MAX);
 
-BOOST_AUTO_TEST_CASE(numbers_booleans_strings_and_unknown_fields) {
-  JsonFields f(parse_json(R"({"p": 0.5, "q": 2, "b": 1, "s": 3, "x": true})", "cfg"), "cfg");
-  BOOST_TEST(f.number("p", 0, 1) == 0.5);
-  expect_throw_with<std::runtime_error>([&] { f.number("q", 0, 1); },
-                                        "cfg: q is 2, expected a number in [0.0, 1.0]");
-  expect_throw_with<std::runtime_error>([&] { f.boolean("b"); },
-                                        "cfg: b is 1, expected true or false");
-  expect_throw_with<std::runtime_error>([&] { f.string("s"); }, "cfg: s is 3, expected a string");
-  expect_throw_with<std::runtime_error>([&] { f.string("missing"); }, "cfg has no 'missing'");
-  expect_throw_with<std::runtime_error>([&] { f.finish(); }, "cfg has an unknown field 'x'");
-  f.boolean("x");
-  f.finish();  // every field read now
-  expect_throw_with<std::runtime_error>([] { JsonFields(parse_json("[1, 2]", "cfg"), "cfg"); },
-                                        "cfg is [1,2], not a JSON object");
-  // Long values are cut short in messages.
-  JsonFields l(parse_json("{\"v\": \"" + std::string(1000, 'z') + "\"}", "cfg"), "cfg");
-  try {
-    l.integer("v", 0, 1);
-    BOOST_FAIL("no error");
-  } catch (const std::runtime_error& e) {
-    BOOST_TEST(std::string(e.what()).size() < 150u);
-  }
-}
+  BOOST_TEST(json_excerpt(nlohmann::json("a\u0085b")) == "\"a\\u0085b\"");  // a C1 control
+  BOOST_TEST(json_excerpt(nlohmann::json(std::string("a\x01"
+                                                     "b"))) == "\"a\\u0001b\"");  // C0
+  const std::string long_value = json_excerpt(nlohmann::json(std::string(100, 'z')));
+  BOOST_TEST(long_value == "\"" + std::string(56, 'z') + "...");  // 60 bytes
+  // The cut falls inside the ninth "é": the eight before it are kept whole, the ninth dropped.
+  std::string accents(39, 'x');
+  for (int i = 0; i < 10; ++i) accents += "\u00e9";
+  std::string eight(39, 'x');
+  for (int i = 0; i < 8; ++i) eight += "\u00e9";
+  BOOST_TEST(json_excerpt(nlohmann::json(accents)) == "\"" + eight + "...");
 
-// A name field: its index among the names (choice_index, the lookup the CLI and the benches
-// share), or an error listing every name; a non-string is refused the same way.
-BOOST_AUTO_TEST_CASE(choices_are_read_by_name) {
-  const char* const names[] = {"f32", "bf16", "f16"};
-  const Choices c{names};
-  BOOST_TEST(choice_index("bf16", c).value() == 1u);
-  BOOST_TEST(choice_index("f16", c).value() == 2u);
-  BOOST_TEST(!choice_index("BF16", c).has_value());
-  BOOST_TEST(!choice_index("", c).has_value());
-  JsonFields f(parse_json(R"({"a": "f32", "b": "f64", "c": 1})", "cfg"), "cfg");
-  BOOST_TEST(f.choice("a", c) == 0u);
-  expect_throw_with<std::runtime_error>([&] { f.choice("b", c); },
-                                        "cfg: b is \"f64\", expected f32, bf16 or f16");
-  expect_throw_with<std::runtime_error>([&] { f.choice("c", c); },
-                                        "cfg: c is 1, expected f32, bf16 or f16");
+  BOOST_TEST(json_key_text(std::string("a\0b", 3)) == "a\\u0000b");
+  BOOST_TEST(json_key_text("tab\there") == "tab\\there");
+  const std::string long_key = json_key_text(std::string(200, 'k'));
+  BOOST_TEST(long_key.size() == 80u);
+  BOOST_TEST(long_key.ends_with("k..."));
 }
