@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -195,7 +195,7 @@ void check_field(const F& f, const T& v, const std::string& owner) {
     for (const std::string& n : names) known = known || n == v;
     if (!known)
       throw std::invalid_argument(where + f.name + " must be " + join_names(names) + ", got '" +
-                                  escape_controls(v) + "'");
+                                  nn::escape_controls(v) + "'");
   } else if constexpr (std::is_same_v<R, PathToWrite>) {
     if (const std::string problem = path_to_write_problem(v); !problem.empty())
       throw std::invalid_argument(where + f.name + ": " + problem);

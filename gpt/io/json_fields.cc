@@ -11,7 +11,7 @@ namespace attograd::gpt {
 JsonFields::JsonFields(nlohmann::json object, std::string what)
     : object_(std::move(object)), what_(std::move(what)) {
   if (!object_.is_object())
-    throw std::runtime_error(what_ + " is " + json_excerpt(object_) + ", not a JSON object");
+    throw std::runtime_error(what_ + " is " + nn::json_excerpt(object_) + ", not a JSON object");
 }
 
 const nlohmann::json& JsonFields::at(const std::string& key) {
@@ -22,7 +22,7 @@ const nlohmann::json& JsonFields::at(const std::string& key) {
 }
 
 void JsonFields::refuse(const std::string& key, const std::string& expected) const {
-  throw std::runtime_error(what_ + ": " + key + " is " + json_excerpt(object_.at(key)) +
+  throw std::runtime_error(what_ + ": " + key + " is " + nn::json_excerpt(object_.at(key)) +
                            ", expected " + expected);
 }
 
@@ -40,7 +40,7 @@ int64_t JsonFields::integer(const std::string& key, int64_t min, int64_t max) {
 }
 
 uint64_t JsonFields::unsigned_integer(const std::string& key) {
-  const auto x = json_uint(at(key), std::numeric_limits<uint64_t>::max());
+  const auto x = nn::json_uint(at(key), std::numeric_limits<uint64_t>::max());
   if (!x) refuse(key, "an integer in [0, 18446744073709551615]");
   return *x;
 }
@@ -85,7 +85,7 @@ void JsonFields::finish() const {
   for (auto it = object_.begin(); it != object_.end(); ++it)
     if (!read_.count(it.key()))
       throw std::runtime_error(
-          what_ + " has an unknown field '" + json_key_text(it.key()) +
+          what_ + " has an unknown field '" + nn::json_key_text(it.key()) +
           "' (written by a newer attograd?); refusing rather than ignoring it");
 }
 

@@ -4,7 +4,7 @@
 // fields_to_json and fields_from_json both walk; and the visitors of a field table
 // (gpt/io/fields.h) that checkpoints and config files use: json_fields, config_section_to_json
 // and read_config_section. The parsing underneath (duplicate keys, the nesting bound) is
-// gpt/io/strict_json.h's.
+// nn/io/strict_json.h's.
 //
 // This header knows no GPT: the ranges and the tables live with the structs.
 #pragma once
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "gpt/io/fields.h"
-#include "gpt/io/strict_json.h"
+#include "nn/io/strict_json.h"
 
 namespace attograd::gpt {
 
@@ -200,7 +200,7 @@ std::string json_to_field(const nlohmann::json& v, const F& f, V& out) {
     if (it == names.end()) return join_names(names);
     out = static_cast<V>(it - names.begin());
   } else if constexpr (std::is_same_v<V, uint64_t>) {
-    const std::optional<uint64_t> x = json_uint(v, std::numeric_limits<uint64_t>::max());
+    const std::optional<uint64_t> x = nn::json_uint(v, std::numeric_limits<uint64_t>::max());
     if (!x) return "an integer in [0, 18446744073709551615]";
     out = *x;
   } else {
@@ -266,8 +266,8 @@ std::set<std::string> read_config_section(const nlohmann::json& section, S& s,
     const nlohmann::json& v = section.at(f.name);
     const std::string expected = detail::json_to_field(v, f, value);
     if (!expected.empty())
-      throw std::invalid_argument(what + ": " + f.name + " (" + f.flag + ") is " + json_excerpt(v) +
-                                  ", expected " + expected);
+      throw std::invalid_argument(what + ": " + f.name + " (" + f.flag + ") is " +
+                                  nn::json_excerpt(v) + ", expected " + expected);
     s.*f.member = value;
     given.insert(f.name);
   });

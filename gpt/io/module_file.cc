@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gpt/io/safetensors.h"
+#include "nn/io/safetensors.h"
 
 namespace attograd::gpt {
 
@@ -13,7 +13,7 @@ void save_module(const nn::Module& module, const std::string& path,
   if (state.empty())
     throw std::invalid_argument("save_module: the module has no parameters or buffers to save ('" +
                                 path + "')");
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   w.metadata = std::move(metadata);
   w.metadata.emplace("format", "pt");
   for (const auto& [key, t] : state) w.add(key, t);
@@ -21,14 +21,14 @@ void save_module(const nn::Module& module, const std::string& path,
 }
 
 nn::LoadStateDictResult load_module(nn::Module& module, const std::string& path, bool strict) {
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
   std::vector<nn::StateDictEntry> entries;
   for (const auto& [key, e] : file.entries())
     entries.push_back(
         {.key = key,
          .shape = e.shape,
          .dtype = e.dtype,
-         .converts_to = [dtype = e.dtype](DType to) { return safetensors_converts(dtype, to); },
+         .converts_to = [dtype = e.dtype](DType to) { return nn::safetensors_converts(dtype, to); },
          .layout = {}});
   nn::LoadStateDictResult result;
   try {

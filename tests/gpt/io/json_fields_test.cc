@@ -10,11 +10,12 @@
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
+namespace nn = attograd::nn;
 using attograd::testing::expect_throw_with;
 
 BOOST_AUTO_TEST_CASE(integers_are_refused_not_truncated_or_cast) {
   const auto field = [](const std::string& value) {
-    JsonFields f(parse_json("{\"n\": " + value + "}", "cfg"), "cfg");
+    JsonFields f(nn::parse_json("{\"n\": " + value + "}", "cfg"), "cfg");
     return f.integer("n", 1, 100);
   };
   BOOST_TEST(field("7") == 7);
@@ -39,7 +40,8 @@ BOOST_AUTO_TEST_CASE(integers_are_refused_not_truncated_or_cast) {
         [&] { field(value); }, "cfg: n is " + pair.second + ", expected an integer in [1, 100]");
   }
   JsonFields big(
-      parse_json(R"({"n": 9223372036854775807, "seed": 18446744073709551615, "neg": -1})", "cfg"),
+      nn::parse_json(R"({"n": 9223372036854775807, "seed": 18446744073709551615, "neg": -1})",
+                     "cfg"),
       "cfg");
   BOOST_TEST(big.integer("n", 0, INT64_MAX) == INT64_MAX);
   BOOST_TEST(big.unsigned_integer("seed") == UINT64_MAX);
@@ -49,7 +51,7 @@ BOOST_AUTO_TEST_CASE(integers_are_refused_not_truncated_or_cast) {
 }
 
 BOOST_AUTO_TEST_CASE(numbers_booleans_strings_and_unknown_fields) {
-  JsonFields f(parse_json(R"({"p": 0.5, "q": 2, "b": 1, "s": 3, "x": true})", "cfg"), "cfg");
+  JsonFields f(nn::parse_json(R"({"p": 0.5, "q": 2, "b": 1, "s": 3, "x": true})", "cfg"), "cfg");
   BOOST_TEST(f.number("p", 0, 1) == 0.5);
   expect_throw_with<std::runtime_error>([&] { f.number("q", 0, 1); },
                                         "cfg: q is 2, expected a number in [0.0, 1.0]");
@@ -60,10 +62,10 @@ BOOST_AUTO_TEST_CASE(numbers_booleans_strings_and_unknown_fields) {
   expect_throw_with<std::runtime_error>([&] { f.finish(); }, "cfg has an unknown field 'x'");
   f.boolean("x");
   f.finish();  // every field read now
-  expect_throw_with<std::runtime_error>([] { JsonFields(parse_json("[1, 2]", "cfg"), "cfg"); },
+  expect_throw_with<std::runtime_error>([] { JsonFields(nn::parse_json("[1, 2]", "cfg"), "cfg"); },
                                         "cfg is [1,2], not a JSON object");
   // Long values are cut short in messages.
-  JsonFields l(parse_json("{\"v\": \"" + std::string(1000, 'z') + "\"}", "cfg"), "cfg");
+  JsonFields l(nn::parse_json("{\"v\": \"" + std::string(1000, 'z') + "\"}", "cfg"), "cfg");
   try {
     l.integer("v", 0, 1);
     BOOST_FAIL("no error");
@@ -81,7 +83,7 @@ BOOST_AUTO_TEST_CASE(choices_are_read_by_name) {
   BOOST_TEST(choice_index("f16", c).value() == 2u);
   BOOST_TEST(!choice_index("BF16", c).has_value());
   BOOST_TEST(!choice_index("", c).has_value());
-  JsonFields f(parse_json(R"({"a": "f32", "b": "f64", "c": 1})", "cfg"), "cfg");
+  JsonFields f(nn::parse_json(R"({"a": "f32", "b": "f64", "c": 1})", "cfg"), "cfg");
   BOOST_TEST(f.choice("a", c) == 0u);
   expect_throw_with<std::runtime_error>([&] { f.choice("b", c); },
                                         "cfg: b is \"f64\", expected f32, bf16 or f16");

@@ -13,7 +13,7 @@
 
 #include "autograd/ops.h"
 #include "gpt/io/module_file.h"
-#include "gpt/io/safetensors.h"
+#include "nn/io/safetensors.h"
 #include "nn/layers.h"
 #include "tests/cli/cli_run.h"
 #include "tests/test_util.h"
@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(a_module_round_trips_bit_for_bit) {
   a.scale.fill_(0.5);
   save_module(a, dir / "net.safetensors", {{"note", "kept"}});
   BOOST_TEST((dir.entries() == std::vector<std::string>{"net.safetensors"}));  // no temporary
-  const SafetensorsFile file = SafetensorsFile::read(dir / "net.safetensors");
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(dir / "net.safetensors");
   BOOST_TEST(file.metadata().at("format") == "pt");
   BOOST_TEST(file.metadata().at("note") == "kept");
   BOOST_TEST(file.entries().size() == 7u);  // scale, fc1 (2), norm (2), fc2 (2)
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_file_is_refused_naming_every_key) {
       [&] { load_module(net, dir / "wider.safetensors", /*strict=*/false); }, "2 mismatched");
   BOOST_TEST((values_of(net) == before));
   nn::Linear fc2(4, 2, true, DType::f32);  // f32 values, loaded into f64 ones
-  SafetensorsWriter some;
+  nn::SafetensorsWriter some;
   some.add("fc2.weight", fc2.weight);
   some.add("fc2.bias", fc2.bias);
   some.add("head.weight", Tensor::zeros({1}, DType::f64));
@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_file_is_refused_naming_every_key) {
   BOOST_TEST(net.fc2->weight.to_vector() == fc2.weight.to_vector());  // f32 -> f64 exactly
   BOOST_TEST((values_of(net)[1] == before[1]));                       // fc1.weight kept
   // An I64 tensor where a float is expected does not convert.
-  SafetensorsWriter ids;
+  nn::SafetensorsWriter ids;
   ids.add("scale", Tensor::from_ids({1, 2}, {2}));
   ids.write(dir / "ids.safetensors");
   expect_throw_with<std::runtime_error>([&] { load_module(net, dir / "ids.safetensors", false); },

@@ -1,13 +1,13 @@
-#include "gpt/io/strict_json.h"
+#include "nn/io/strict_json.h"
 
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <vector>
 
-namespace attograd::gpt {
+namespace attograd::nn {
 
 namespace {
 
@@ -87,4 +87,4 @@ std::string json_key_text(const std::string& key) {
   return shortened(escape_c1_controls(quoted.substr(1, quoted.size() - 2)), 80);
 }
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn

@@ -1,4 +1,4 @@
-// Strict JSON from files (gpt/io/strict_json.h): the nesting bound that keeps a 100,000-deep value
+// Strict JSON from files (nn/io/strict_json.h): the nesting bound that keeps a 100,000-deep value
 // from overflowing the stack, duplicate keys, and the helpers that read a size and quote a value
 // or a key in an error, each error naming the document and the key.
 #define BOOST_TEST_MODULE strict_json
@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "gpt/io/strict_json.h"
+#include "nn/io/strict_json.h"
 #include "tests/test_util.h"
 
-using namespace attograd::gpt;
+using namespace attograd::nn;
 using attograd::testing::expect_throw_with;
 
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace attograd::gpt {
+namespace attograd::nn {
 
 /// The deepest nesting parse_json accepts (the document itself is level 1). attograd's
 /// deepest legitimate document nests 3 levels (a safetensors header: object, entry, shape);
@@ -44,4 +44,4 @@ std::string json_excerpt(const nlohmann::json& v);
 /// NUL cut the message short where it was printed as a C string (issue 31, kind 14).
 std::string json_key_text(const std::string& key);
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn
