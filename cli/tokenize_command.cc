@@ -67,7 +67,7 @@ std::unique_ptr<gpt::Tokenizer> make_tokenizer(const TokenizeArgs& a) {
   return std::make_unique<gpt::BpeTokenizer>(gpt::BpeTokenizer::gpt2());
 }
 
-// Token bytes as a quoted, one-line string (see gpt::escape_bytes).
+// Token bytes as a quoted, one-line string (see nn::escape_bytes).
 std::string quote(const std::string& bytes) { return "\"" + nn::escape_bytes(bytes) + "\""; }
 
 // Whitespace-separated integers. Throws std::invalid_argument naming the first word that is not

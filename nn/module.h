@@ -16,7 +16,7 @@
 // (tensors saved with it but never trained: a table computed once, running statistics) under
 // dotted names. load_state_dict checks every key, shape and dtype first and writes only when all
 // pass, naming every problem in one error; check_state_dict is that check for sources that are
-// not tensors yet (a file's header: gpt/io/module_file.h streams each tensor from the file
+// not tensors yet (a file's header: nn/serialize.h streams each tensor from the file
 // straight into its place once the check has passed, with no copy of the whole state).
 #pragma once
 

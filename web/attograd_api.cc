@@ -94,7 +94,7 @@ json vector_json(const Tensor& t) { return t.to_vector(); }
 // metadata. A number where an integer belongs (512.9, 1e300), a value outside its range (seed
 // -5), null, a value of another type and a key the command does not read are refused with the
 // command, the key and the value named; an absent key takes its default. The request's text is
-// read by gpt::parse_json, which refuses a key given twice ("cmd" twice ran the last one).
+// read by nn::parse_json, which refuses a key given twice ("cmd" twice ran the last one).
 // Every handler reads all of its fields, then calls finish() before it changes anything, so a
 // refused request leaves the model as it was.
 class Request {
