@@ -19,10 +19,10 @@
 #include "cli/command.h"
 #include "cli/model_source.h"
 #include "cli/out_dir.h"
-#include "gpt/io/atomic_file.h"
 #include "gpt/io/figures.h"
-#include "gpt/io/utf8.h"
 #include "gpt/model/attribution.h"
+#include "nn/io/atomic_file.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::cli {
 
@@ -100,7 +100,7 @@ void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
       "%zu "
       "(layer, head, query)\n",
       static_cast<long long>(differ), rows.size());
-  gpt::write_file_atomically(csv_path, csv.str());
+  nn::write_file_atomically(csv_path, csv.str());
 }
 
 int run(const AttentionArgs& a) {
@@ -113,7 +113,7 @@ int run(const AttentionArgs& a) {
   const std::vector<int64_t> ids = m.tokenizer->encode(a.prompt);  // names an unknown character
   const int64_t T = static_cast<int64_t>(ids.size());
   if (T == 0)
-    throw std::invalid_argument("--prompt \"" + gpt::escape_bytes(a.prompt) +
+    throw std::invalid_argument("--prompt \"" + nn::escape_bytes(a.prompt) +
                                 "\" encodes to no tokens");
   if (T > c.block_size)
     throw std::invalid_argument(
@@ -134,7 +134,7 @@ int run(const AttentionArgs& a) {
   // " the" would otherwise look like "the").
   std::vector<std::string> labels, drawn;
   for (int64_t id : ids) {
-    labels.push_back(gpt::escape_bytes(m.tokenizer->token_bytes(id)));
+    labels.push_back(nn::escape_bytes(m.tokenizer->token_bytes(id)));
     std::string d;
     for (char ch : labels.back()) d += ch == ' ' ? std::string("\u2423") : std::string(1, ch);
     drawn.push_back(d);
@@ -190,7 +190,7 @@ int run(const AttentionArgs& a) {
         }
       }
       // Through an AtomicFile: a symlink named like the CSV is replaced, never written through.
-      gpt::write_file_atomically(stem + ".csv", csv.str());
+      nn::write_file_atomically(stem + ".csv", csv.str());
       if (T > 1) {
         const double n = static_cast<double>(T - 1);
         std::printf("%-6lld %-5lld %-7.3f %-9.3f %.3f\n", static_cast<long long>(l),

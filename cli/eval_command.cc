@@ -28,10 +28,10 @@
 #include "cli/command.h"
 #include "cli/model_source.h"
 #include "cli/progress.h"
-#include "gpt/io/utf8.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::cli {
 
@@ -126,7 +126,7 @@ int run(const EvalArgs& a) {
       throw std::invalid_argument(
           "corpus " + corpus.name +
           " has characters this checkpoint's tokenizer lacks (the first, " +
-          gpt::describe_code_point(unknown->code_point) + ", is character " +
+          nn::describe_code_point(unknown->code_point) + ", is character " +
           std::to_string(unknown->position) +
           "): the model was trained on another text; pass that text with --corpus" +
           (a.corpus == gpt::kDefaultCorpus

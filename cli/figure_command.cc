@@ -37,10 +37,10 @@
 #include "cli/command.h"
 #include "cli/out_dir.h"
 #include "cli/render_dot.h"
-#include "gpt/io/atomic_file.h"
 #include "gpt/io/figures.h"
 #include "gpt/model/gpt2.h"
 #include "lecture/attention_by_hand.h"
+#include "nn/io/atomic_file.h"
 #include "nn/layers.h"
 
 namespace attograd::cli {
@@ -109,7 +109,7 @@ std::string num(double v) {
 
 // Through an AtomicFile: a symlink named like the output is replaced, never written through.
 void write_file(const std::string& path, const std::string& text) {
-  gpt::write_file_atomically(path, text);
+  nn::write_file_atomically(path, text);
 }
 
 // Tick labels 0 .. n-1, every `step`-th shown (the rest blank) so that long axes stay legible.

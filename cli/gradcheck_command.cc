@@ -11,8 +11,8 @@
 #include "autograd/gradcheck.h"
 #include "autograd/op_registry.h"
 #include "cli/command.h"
-#include "gpt/io/atomic_file.h"
 #include "gpt/text/corpus.h"
+#include "nn/io/atomic_file.h"
 
 namespace attograd::cli {
 
@@ -77,7 +77,7 @@ int markdown(const GradcheckArgs& args) {
   // would otherwise put a new 0644 file where the link was.
   const std::filesystem::path target = std::filesystem::canonical(args.markdown);
   const std::filesystem::perms mode = std::filesystem::status(target).permissions();
-  gpt::write_file_atomically(target, updated);
+  nn::write_file_atomically(target, updated);
   std::filesystem::permissions(target, mode);
   std::printf("wrote the table of %zu ops into %s\n", op_registry().entries().size(),
               args.markdown.c_str());

@@ -22,8 +22,8 @@
 #include "cli/command.h"
 #include "cli/out_dir.h"
 #include "cli/render_dot.h"
-#include "gpt/io/atomic_file.h"
 #include "gpt/model/gpt2.h"
+#include "nn/io/atomic_file.h"
 
 namespace attograd::cli {
 
@@ -94,7 +94,7 @@ int run(const GraphArgs& a) {
   if (out.has_parent_path()) create_out_dir(out.parent_path(), "--out");
   std::ostringstream text;
   const DotCounts n = write_dot(text, d.root, d.options);
-  gpt::write_file_atomically(out, text.str());  // a symlink named like --out is replaced
+  nn::write_file_atomically(out, text.str());  // a symlink named like --out is replaced
   std::printf(
       "%s: %lld ops, %lld parameters (leaves that require grad), %lld constants, %lld edges\n",
       a.out.c_str(), static_cast<long long>(n.ops), static_cast<long long>(n.parameters),

@@ -11,9 +11,9 @@
 #include "autograd/kernels/targets.h"
 #include "cli/command.h"
 #include "gpt/io/fields.h"
-#include "gpt/io/utf8.h"
 #include "gpt/train/run.h"
 #include "gpt/train/trainer.h"
+#include "nn/io/utf8.h"
 #include "options/field_options.h"
 
 namespace {
@@ -95,9 +95,8 @@ int main(int argc, char** argv) {
     for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
       names.push_back(c->get_name());
     const std::string near = attograd::gpt::nearest_name(argv[1], names);
-    report("unknown command '" +
-           attograd::gpt::escape_controls(std::string(argv[1]).substr(0, 40)) + "'" +
-           (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; the commands are " +
+    report("unknown command '" + attograd::nn::escape_controls(std::string(argv[1]).substr(0, 40)) +
+           "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; the commands are " +
            attograd::gpt::join_names(names, "and"));
     return 2;
   }
@@ -156,7 +155,7 @@ int main(int argc, char** argv) {
         if (extra.rfind("--", 0) != 0) {
           // A word that is no option's value: nanoGPT's positional config or a corpus file.
           if (!after_option && command->get_option_no_throw("--corpus") != nullptr) {
-            unknown.push_back("'" + attograd::gpt::escape_controls(extra.substr(0, 80)) +
+            unknown.push_back("'" + attograd::nn::escape_controls(extra.substr(0, 80)) +
                               "' (give a corpus as --corpus FILE; --config reads a JSON file "
                               "of settings, not nanoGPT's Python)");
             hinted = words = true;

@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "gpt/io/atomic_file.h"
 #include "gpt/io/subprocess.h"
+#include "nn/io/atomic_file.h"
 
 namespace attograd::cli {
 
@@ -33,7 +33,7 @@ bool render_svg(const std::string& dot_text, const std::string& svg_path) {
   if (!svg.ends_with("</svg>"))
     throw std::runtime_error("Graphviz's dot exited 0 but wrote no whole SVG for " + svg_path +
                              " (" + std::to_string(done->out.size()) + " bytes)" + said);
-  gpt::write_file_atomically(svg_path, done->out);
+  nn::write_file_atomically(svg_path, done->out);
   return true;
 }
 

@@ -12,12 +12,12 @@
 #include <sstream>
 
 #include "cli/command.h"
-#include "gpt/io/utf8.h"
 #include "gpt/model/open_model.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/tokenizer.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::cli {
 
@@ -67,8 +67,8 @@ std::unique_ptr<gpt::Tokenizer> make_tokenizer(const TokenizeArgs& a) {
   return std::make_unique<gpt::BpeTokenizer>(gpt::BpeTokenizer::gpt2());
 }
 
-// Token bytes as a quoted, one-line string (see gpt::escape_bytes).
-std::string quote(const std::string& bytes) { return "\"" + gpt::escape_bytes(bytes) + "\""; }
+// Token bytes as a quoted, one-line string (see nn::escape_bytes).
+std::string quote(const std::string& bytes) { return "\"" + nn::escape_bytes(bytes) + "\""; }
 
 // Whitespace-separated integers. Throws std::invalid_argument naming the first word that is not
 // one.

@@ -12,7 +12,7 @@
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
 #include "gpt/io/decimal.h"
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::lecture {
 
@@ -293,7 +293,7 @@ Tensor parse_matrix(const std::string& text, const std::string& name) {
       const std::optional<double> v = gpt::parse_decimal(f);
       if (!v)
         throw std::invalid_argument(name + ": row " + std::to_string(r + 1) + ": '" +
-                                    gpt::escape_controls(f.substr(0, 40)) +
+                                    nn::escape_controls(f.substr(0, 40)) +
                                     "' is not a finite number" + how);
       values.push_back(*v);
     }

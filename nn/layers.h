@@ -167,12 +167,11 @@ class CausalSelfAttention : public UnaryModule {
   Tensor forward(const Tensor& x, LayerKVCache* cache, Tensor* weights = nullptr) const;
   /// Positions 0 .. T-1, no cache: the call `attn(x)` runs (with the forward hooks).
   Tensor forward(const Tensor& x) const override { return forward(x, nullptr, nullptr); }
-  /// The call with a cache or recorded weights: the forward above, without hooks (a hook sees
-  /// one input and one output; incremental decoding and attention maps are other calls); with
-  /// neither, attn(x) and its hooks.
+  /// The call with a cache or recorded weights: the forward above with the forward hooks around
+  /// it, as attn(x) (UnaryModule::call_with_hooks); with a cache they see the new positions.
   using UnaryModule::operator();
   Tensor operator()(const Tensor& x, LayerKVCache* cache, Tensor* weights = nullptr) const {
-    return cache == nullptr && weights == nullptr ? (*this)(x) : forward(x, cache, weights);
+    return call_with_hooks(x, [&](const Tensor& in) { return forward(in, cache, weights); });
   }
   int64_t n_embd, n_head;
   bool rope;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "autograd/engine.h"
@@ -86,6 +87,28 @@ void Module::check_new_name(const char* what, const std::string& name, bool allo
                                 *other + "' and '" + name +
                                 "' joined with the names below them); choose a name that neither "
                                 "is nor starts with the other plus a dot");
+  }
+}
+
+void Module::check_not_inside(const std::string& name, const Module& module) const {
+  // A walk of the modules below `module`, with an explicit stack: the tree below it has no cycle
+  // (each of its registrations passed this check), so the walk ends; a module shared by two
+  // parents is visited once. `path` is the module's dotted name below `module` ("" for itself).
+  std::vector<std::pair<const Module*, std::string>> stack{{&module, ""}};
+  std::set<const Module*> seen{&module};
+  while (!stack.empty()) {
+    auto [m, path] = std::move(stack.back());
+    stack.pop_back();
+    if (m == this)
+      throw std::invalid_argument(
+          "register_module: '" + name + "' " +
+          (path.empty() ? "is this module itself" : "holds this module (as its '" + path + "')") +
+          ", so registering it would put the module inside itself, and every walk of the "
+          "tree (parameters(), state_dict(), train()) would never end; register another "
+          "module, or a new one built alike if you meant a copy");
+    for (const auto& [child_name, child] : m->children_)
+      if (seen.insert(child.get()).second)
+        stack.emplace_back(child.get(), path.empty() ? child_name : path + "." + child_name);
   }
 }
 
@@ -445,12 +468,16 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, bool e
 }
 
 Tensor UnaryModule::operator()(const Tensor& x) const {
-  if (hooks_->pre.empty() && hooks_->post.empty()) return forward(x);
-  const Hooks hooks = *hooks_;  // a hook may remove hooks: this call runs those it started with
-  Tensor input = x;
+  return call_with_hooks(x, [this](const Tensor& input) { return forward(input); });
+}
+
+Tensor UnaryModule::run_pre_hooks(const Hooks& hooks, Tensor input) const {
   for (const auto& [id, hook] : hooks.pre)
     if (std::optional<Tensor> replaced = hook(*this, input)) input = std::move(*replaced);
-  Tensor output = forward(input);
+  return input;
+}
+
+Tensor UnaryModule::run_hooks(const Hooks& hooks, const Tensor& input, Tensor output) const {
   for (const auto& [id, hook] : hooks.post)
     if (std::optional<Tensor> replaced = hook(*this, input, output)) output = std::move(*replaced);
   return output;

@@ -16,7 +16,7 @@
 // (tensors saved with it but never trained: a table computed once, running statistics) under
 // dotted names. load_state_dict checks every key, shape and dtype first and writes only when all
 // pass, naming every problem in one error; check_state_dict is that check for sources that are
-// not tensors yet (a file's header: gpt/io/module_file.h streams each tensor from the file
+// not tensors yet (a file's header: nn/serialize.h streams each tensor from the file
 // straight into its place once the check has passed, with no copy of the whole state).
 #pragma once
 
@@ -141,12 +141,15 @@ class Module {
   /// Adds a child module and returns it. Its name may hold dots ("h.0", as GPT-2's blocks).
   /// Throws std::invalid_argument for an empty name, a name this module already uses, a name
   /// that is another's plus ".…" or the reverse (a child "h" and a child "h.0": their state dict
-  /// keys could coincide), or a null module.
+  /// keys could coincide), a null module, or a module that is this one or holds it below (see
+  /// check_not_inside). A module may be registered under several parents (a shared layer): the
+  /// tree is then a graph without cycles, and every walk of it ends.
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     check_new_name("register_module", name, /*allow_dots=*/true);
     if (module == nullptr)
       throw std::invalid_argument("register_module: module '" + name + "' is null");
+    check_not_inside(name, *module);
     children_.emplace_back(name, module);
     return module;
   }
@@ -163,6 +166,13 @@ class Module {
   // its key in a state dict), a name this module already has, or one that nests with another
   // ("h" and "h.0").
   void check_new_name(const char* what, const std::string& name, bool allow_dots) const;
+  // Throws std::invalid_argument when `module`, about to be registered as `name`, is this module
+  // or holds it among the modules below it: this module would then be inside itself
+  // (`s->push_back(s)`, or a holds b and b takes a), every walk of the tree (parameters(),
+  // state_dict(), train(), apply()) would recurse without end until the stack overflows, and
+  // the shared_ptrs of the cycle would never be freed. Registration is the one place children
+  // are added, so every container gets the check.
+  void check_not_inside(const std::string& name, const Module& module) const;
 
   Named params_;
   Named buffers_;
@@ -188,6 +198,12 @@ class HookHandle {
 /// A module of one input and one output, x -> forward(x), as most of torch.nn is (Linear,
 /// LayerNorm, Dropout, an MLP, Sequential). Call it as `module(x)`: the call runs the forward
 /// hooks around forward() (torch's Module.__call__); calling forward() itself skips them.
+///
+/// A module whose forward also takes state (attention and GPT-2's Block with a KV cache, or a
+/// place to record attention weights) has a call of its own for it, `attn(x, cache)`, which runs
+/// the same hooks around that forward (call_with_hooks): a hook runs on every call of a module,
+/// as torch's do, so a hook that edits a block's output acts the same in training and in cached
+/// decoding. With a cache, its input and output are the new positions only, (B, T_new, C).
 class UnaryModule : public Module {
  public:
   /// torch's forward pre-hook: hook(module, input) before forward(); a Tensor it returns
@@ -212,6 +228,16 @@ class UnaryModule : public Module {
 
  protected:
   UnaryModule() = default;
+  /// The call of a forward that takes more than x: the pre-hooks, f(input), then the hooks, as
+  /// operator() runs them around forward(x). A module with such a forward calls it only through
+  /// here, e.g. `call_with_hooks(x, [&](const Tensor& in) { return forward(in, cache); })`.
+  template <typename F>
+  Tensor call_with_hooks(const Tensor& x, F&& f) const {
+    if (hooks_->pre.empty() && hooks_->post.empty()) return f(x);
+    const Hooks hooks = *hooks_;  // a hook may remove hooks: this call runs those it started with
+    const Tensor input = run_pre_hooks(hooks, x);
+    return run_hooks(hooks, input, f(input));
+  }
 
  private:
   struct Hooks {
@@ -219,6 +245,10 @@ class UnaryModule : public Module {
     std::vector<std::pair<int64_t, ForwardPreHook>> pre;
     std::vector<std::pair<int64_t, ForwardHook>> post;
   };
+  // The input after hooks.pre, each seeing what the previous one left.
+  Tensor run_pre_hooks(const Hooks& hooks, Tensor input) const;
+  // The output after hooks.post, the same way.
+  Tensor run_hooks(const Hooks& hooks, const Tensor& input, Tensor output) const;
   // Shared with the handles (weakly), which may outlive the module.
   std::shared_ptr<Hooks> hooks_ = std::make_shared<Hooks>();
 };

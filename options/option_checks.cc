@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gpt/io/fields.h"
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::cli {
 
@@ -52,7 +52,7 @@ CLI::Validator finite_number_check(const std::function<bool(double)>& ok,
         const bool special = word == "nan" || word == "inf" || word == "infinity";
         if (!special &&
             (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string::npos))
-          return "expected a decimal number, got '" + gpt::escape_controls(text) + "'";
+          return "expected a decimal number, got '" + nn::escape_controls(text) + "'";
         double v;
         try {
           size_t used = 0;
@@ -62,10 +62,10 @@ CLI::Validator finite_number_check(const std::function<bool(double)>& ok,
           return "must be a finite number " + condition + " within the range of a double, got " +
                  text;
         } catch (const std::exception&) {
-          return "expected a number, got '" + gpt::escape_controls(text) + "'";
+          return "expected a number, got '" + nn::escape_controls(text) + "'";
         }
         if (!std::isfinite(v) || !ok(v))
-          return "must be a finite number " + condition + ", got " + gpt::escape_controls(text);
+          return "must be a finite number " + condition + ", got " + nn::escape_controls(text);
         return rounded_apart(text, v).value_or("");
       },
       "NUMBER " + condition);
@@ -110,7 +110,7 @@ CLI::Validator integer_in(gpt::IntRange range) {
       [range, expected](std::string& text) -> std::string {
         const std::optional<int64_t> v = parse_decimal<int64_t>(text);
         if (!v || !range.contains(*v))
-          return "must be " + expected + ", got " + gpt::escape_controls(text);
+          return "must be " + expected + ", got " + nn::escape_controls(text);
         return leading_zeros(text, std::to_string(*v)).value_or("");
       },
       "INT in " + gpt::range_str(range));
@@ -121,7 +121,7 @@ const CLI::Validator kSeed = CLI::Validator(
       const std::optional<uint64_t> v = parse_decimal<uint64_t>(text);
       if (!v)
         return "must be an integer in [0, 18446744073709551615] (2^64 - 1), got " +
-               gpt::escape_controls(text);
+               nn::escape_controls(text);
       return leading_zeros(text, std::to_string(*v)).value_or("");
     },
     "INT in [0, 2^64 - 1]");
@@ -173,7 +173,7 @@ CLI::Validator one_of(std::vector<std::string> names) {
   return CLI::Validator(
       [names = std::move(names), set](std::string& text) -> std::string {
         if (std::find(names.begin(), names.end(), text) != names.end()) return "";
-        return gpt::escape_controls(text) + " not in " + set;
+        return nn::escape_controls(text) + " not in " + set;
       },
       set);
 }

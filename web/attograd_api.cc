@@ -38,8 +38,7 @@
 #include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
-#include "gpt/io/strict_json.h"
-#include "gpt/io/utf8.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/model/attribution.h"
 #include "gpt/model/bigram_average.h"
 #include "gpt/model/config.h"
@@ -54,6 +53,8 @@
 #include "gpt/train/prepare.h"
 #include "gpt/train/trainer.h"
 #include "lecture/attention_by_hand.h"
+#include "nn/io/strict_json.h"
+#include "nn/io/utf8.h"
 #include "nn/layers.h"
 #include "web/attograd_api.h"
 
@@ -93,7 +94,7 @@ json vector_json(const Tensor& t) { return t.to_vector(); }
 // metadata. A number where an integer belongs (512.9, 1e300), a value outside its range (seed
 // -5), null, a value of another type and a key the command does not read are refused with the
 // command, the key and the value named; an absent key takes its default. The request's text is
-// read by gpt::parse_json, which refuses a key given twice ("cmd" twice ran the last one).
+// read by nn::parse_json, which refuses a key given twice ("cmd" twice ran the last one).
 // Every handler reads all of its fields, then calls finish() before it changes anything, so a
 // refused request leaves the model as it was.
 class Request {
@@ -138,7 +139,7 @@ class Request {
     const json& v = fields_.object().at(key);
     const auto is_string = [](const json& x) { return x.is_string(); };
     if (!v.is_array() || v.empty() || v.size() > max || !std::all_of(v.begin(), v.end(), is_string))
-      throw std::invalid_argument(what() + ": " + key + " is " + gpt::json_excerpt(v) +
+      throw std::invalid_argument(what() + ": " + key + " is " + nn::json_excerpt(v) +
                                   ", expected an array of 1 to " + std::to_string(max) +
                                   " strings");
     std::vector<std::string> out;
@@ -168,7 +169,7 @@ class Request {
     for (auto it = request.begin(); it != request.end(); ++it) {
       if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
       const std::string near = gpt::nearest_name(it.key(), known_);
-      throw std::invalid_argument(what() + " has no field '" + gpt::json_key_text(it.key()) + "'" +
+      throw std::invalid_argument(what() + " has no field '" + nn::json_key_text(it.key()) + "'" +
                                   (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                                   "; its fields are " + gpt::join_names(known_, "and"));
     }
@@ -183,7 +184,7 @@ class Request {
   }
   std::string checked_name(const std::string& key, const std::string& value, size_t max) const {
     if (value.size() > max || !gpt::path_to_write_problem(value).empty())
-      throw std::invalid_argument(what() + ": " + key + " is " + gpt::json_excerpt(json(value)) +
+      throw std::invalid_argument(what() + ": " + key + " is " + nn::json_excerpt(json(value)) +
                                   ", expected a name of at most " + std::to_string(max) +
                                   " bytes without control characters");
     return value;
@@ -391,7 +392,7 @@ json model_new(Request& r) {
   // A file is read as `attograd train --corpus` reads one (load_corpus's rule, without
   // --keep-cr): no byte order mark, LF line ends, so '\r' is never a token here either.
   const size_t line_ends_made_lf = from_file ? gpt::normalize_user_text(text) : 0;
-  if (const auto bad = gpt::find_utf8_error(text))
+  if (const auto bad = nn::find_utf8_error(text))
     throw std::invalid_argument(source + " is not UTF-8 text: " + bad->message() +
                                 "; save it as UTF-8 (an editor's \"Save as\" offers the encoding)");
   options.corpus = "page";
@@ -470,7 +471,7 @@ std::vector<int64_t> encode_prompt(const Workspace& w, const std::string& prompt
     if (const auto unknown = chars->first_unknown(prompt))
       throw std::invalid_argument(
           "character " + std::to_string(unknown->position) + " of the prompt, " +
-          gpt::describe_code_point(unknown->code_point) +
+          nn::describe_code_point(unknown->code_point) +
           ", is not in this model's text: a character model knows only the characters of the "
           "text it was trained on. Remove it from the prompt");
   std::vector<int64_t> ids = w.tokenizer->encode(prompt);
@@ -817,7 +818,7 @@ constexpr std::pair<const char*, json (*)(Request&)> kCommands[] = {{"attention"
                                                                     {"info", info}};
 
 json dispatch(const char* text) {
-  json request = gpt::parse_json(text, "the request");
+  json request = nn::parse_json(text, "the request");
   std::vector<std::string> names;
   for (const auto& command : kCommands) names.emplace_back(command.first);
   const auto cmd = request.is_object() ? request.find("cmd") : request.end();
@@ -835,7 +836,7 @@ json dispatch(const char* text) {
     return answer;
   }
   const std::string near = gpt::nearest_name(name, names);
-  throw std::invalid_argument("unknown request '" + gpt::json_key_text(name) + "'" +
+  throw std::invalid_argument("unknown request '" + nn::json_key_text(name) + "'" +
                               (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                               "; the requests are " + gpt::join_names(names, "and"));
 }

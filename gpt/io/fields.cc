@@ -5,7 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -67,14 +67,14 @@ void check_range(const std::string& owner, const char* field, double v, RealRang
 
 std::string path_to_write_problem(std::string_view path) {
   // Messages print the path: it must be text a terminal shows as it is.
-  if (const std::optional<Utf8Error> error = find_utf8_error(path))
-    return "the path \"" + escape_bytes(path) + "\" is not valid UTF-8 (" + error->message() +
+  if (const std::optional<nn::Utf8Error> error = nn::find_utf8_error(path))
+    return "the path \"" + nn::escape_bytes(path) + "\" is not valid UTF-8 (" + error->message() +
            "); choose a name in UTF-8";
   for (size_t offset = 0; offset < path.size();) {
-    const char32_t cp = decode_next(path, offset);
+    const char32_t cp = nn::decode_next(path, offset);
     if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))  // C0, DEL and C1
-      return "the path \"" + escape_bytes(path) + "\" holds a control character (" +
-             code_point_hex(cp) +
+      return "the path \"" + nn::escape_bytes(path) + "\" holds a control character (" +
+             nn::code_point_hex(cp) +
              "); choose a name without newlines, tabs or other control characters";
   }
   return "";

@@ -3,7 +3,7 @@
 // field with its member, name, command-line flag, help and range (the model is gemma.cpp's
 // gemma_args.h ForEach(visitor); llama.cpp's common_arg is its cousin). Every consumer is a
 // visitor of that table: validation (validate_fields below), JSON in checkpoints
-// (json_fields in strict_json.h), the CLI's options and --help (options/field_options.h) and the
+// (json_fields in json_fields.h), the CLI's options and --help (options/field_options.h) and the
 // resume check. A field added to the struct and to its table reaches all of them.
 //
 // This header knows no GPT: the ranges and the tables live with the structs.
@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -195,7 +195,7 @@ void check_field(const F& f, const T& v, const std::string& owner) {
     for (const std::string& n : names) known = known || n == v;
     if (!known)
       throw std::invalid_argument(where + f.name + " must be " + join_names(names) + ", got '" +
-                                  escape_controls(v) + "'");
+                                  nn::escape_controls(v) + "'");
   } else if constexpr (std::is_same_v<R, PathToWrite>) {
     if (const std::string problem = path_to_write_problem(v); !problem.empty())
       throw std::invalid_argument(where + f.name + ": " + problem);

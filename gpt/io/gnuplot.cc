@@ -13,9 +13,9 @@
 #include <optional>
 #include <stdexcept>
 
-#include "gpt/io/atomic_file.h"
 #include "gpt/io/subprocess.h"
-#include "gpt/io/utf8.h"
+#include "nn/io/atomic_file.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -74,7 +74,7 @@ GnuplotJob::~GnuplotJob() {
 
 std::string GnuplotJob::text(std::string_view s) {
   const int64_t index = ++n_texts_;
-  const std::string shown = escape_controls(s);
+  const std::string shown = nn::escape_controls(s);
   for (unsigned char ch : shown)
     (texts_ += std::to_string(index)) += ' ' + std::to_string(static_cast<int>(ch)) + '\n';
   return "S[" + std::to_string(index) + "]";
@@ -130,7 +130,7 @@ bool GnuplotJob::run(const std::string& gnuplot, const std::string& what) {
   if (WEXITSTATUS(done->status) != 0)
     throw std::runtime_error("gnuplot failed (" + describe_status(*done) + ") to draw " + what +
                              said);
-  std::vector<std::unique_ptr<AtomicFile>> drawn;
+  std::vector<std::unique_ptr<nn::AtomicFile>> drawn;
   for (const Output& o : outputs_) {
     const fs::path file = fs::path(dir_) / o.name;
     std::error_code ec;
@@ -147,11 +147,11 @@ bool GnuplotJob::run(const std::string& gnuplot, const std::string& what) {
       throw std::runtime_error("gnuplot exited 0 but " + target.filename().string() + " " + why +
                                " in " + target.parent_path().string() +
                                " (is the disk full?); the previous plots are untouched" + said);
-    drawn.push_back(std::make_unique<AtomicFile>(o.target));
+    drawn.push_back(std::make_unique<nn::AtomicFile>(o.target));
     drawn.back()->write(bytes);
   }
   // Every output is whole and written beside its target: only now is any target replaced.
-  for (const std::unique_ptr<AtomicFile>& file : drawn) file->commit();
+  for (const std::unique_ptr<nn::AtomicFile>& file : drawn) file->commit();
   return true;
 }
 

@@ -11,9 +11,10 @@
 #include <string_view>
 
 #include "autograd/ops.h"
-#include "gpt/io/strict_json.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/model/bigram_average.h"
 #include "gpt/model/hf_import.h"
+#include "nn/io/strict_json.h"
 
 namespace attograd::gpt {
 
@@ -33,7 +34,7 @@ std::string config_to_json(const GPTConfig& config) {
 }
 
 GPTConfig config_from_json(const std::string& text, const std::string& what) {
-  JsonFields f(parse_json(text, what), what);
+  JsonFields f(nn::parse_json(text, what), what);
   try {
     const GPTConfig c = fields_from_json(f, config_fields());
     c.validate();
@@ -58,7 +59,7 @@ int64_t metadata_count(const std::string& text, const std::string& what) {
 
 // The model kind an attograd checkpoint's metadata names; a GPT when it names none (written
 // before other kinds existed).
-ModelKind checkpoint_kind(const SafetensorsFile& file) {
+ModelKind checkpoint_kind(const nn::SafetensorsFile& file) {
   const auto it = file.metadata().find("model");
   if (it == file.metadata().end()) return ModelKind::gpt;
   try {
@@ -81,7 +82,8 @@ int64_t block_index(std::string_view key) {
 
 }  // namespace
 
-const SafetensorsEntry* find_gpt2_tensor(const SafetensorsFile& file, const std::string& name) {
+const nn::SafetensorsEntry* find_gpt2_tensor(const nn::SafetensorsFile& file,
+                                             const std::string& name) {
   for (const std::string& key : {name, "transformer." + name}) {
     auto it = file.entries().find(key);
     if (it != file.entries().end()) return &it->second;
@@ -89,10 +91,10 @@ const SafetensorsEntry* find_gpt2_tensor(const SafetensorsFile& file, const std:
   return nullptr;
 }
 
-void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const SafetensorsFile& file,
-                                  const std::string& source) {
+void check_config_against_tensors(ModelKind kind, const GPTConfig& c,
+                                  const nn::SafetensorsFile& file, const std::string& source) {
   const std::string where = "'" + file.path() + "': " + source + " says ";
-  const SafetensorsEntry* wte = find_gpt2_tensor(file, "wte.weight");
+  const nn::SafetensorsEntry* wte = find_gpt2_tensor(file, "wte.weight");
   const int64_t width =
       kind == ModelKind::bigram ? c.vocab_size : c.n_embd;  // a bigram's rows are logits
   if (wte == nullptr || wte->shape != Shape{c.vocab_size, width})
@@ -102,7 +104,7 @@ void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const Safe
         (kind == ModelKind::bigram ? std::string() : " and n_embd " + std::to_string(c.n_embd)) +
         ", but " +
         (wte ? "wte.weight is " + shape_str(wte->shape) : std::string("there is no wte.weight")));
-  const SafetensorsEntry* wpe = find_gpt2_tensor(file, "wpe.weight");
+  const nn::SafetensorsEntry* wpe = find_gpt2_tensor(file, "wpe.weight");
   const bool has_positions = kind != ModelKind::bigram;
   if (has_positions && c.pos_encoding == PosEncoding::learned &&
       (wpe == nullptr || wpe->shape != Shape{c.block_size, c.n_embd}))
@@ -153,10 +155,10 @@ void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const Safe
         " block parameters, but the file holds " + std::to_string(values) + " values in all");
 }
 
-void refuse_unconvertible_dtypes(const SafetensorsFile& file, DType dtype) {
+void refuse_unconvertible_dtypes(const nn::SafetensorsFile& file, DType dtype) {
   for (const auto& [key, entry] : file.entries()) {
     if (key.ends_with(".attn.bias") || key.ends_with(".attn.masked_bias")) continue;
-    if (!safetensors_converts(entry.dtype, dtype))
+    if (!nn::safetensors_converts(entry.dtype, dtype))
       throw std::runtime_error("'" + file.path() + "': tensor '" + key + "' is " + entry.dtype +
                                ", which cannot be loaded into an " + dtype_name(dtype) + " model");
   }
@@ -172,7 +174,7 @@ bool is_conv1d_weight(const std::string& name) {
 void save_checkpoint(const std::string& path, LanguageModel& model,
                      const std::string& tokenizer_kind, const std::string& tokenizer_data,
                      const TrainingState* training) {
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   w.metadata["format"] = "attograd-gpt2";
   w.metadata["model"] = model_kind_name(model.kind());
   w.metadata["config"] = config_to_json(model.config());
@@ -192,7 +194,7 @@ void save_checkpoint(const std::string& path, LanguageModel& model,
   w.write(path);
 }
 
-CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments) {
+CheckpointInfo read_checkpoint_info(const nn::SafetensorsFile& file, Moments moments) {
   const auto& md = file.metadata();
   auto get = [&](const std::string& key) -> const std::string& {
     auto it = md.find(key);
@@ -206,7 +208,7 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
   CheckpointInfo info;
   info.kind = checkpoint_kind(file);
   info.config = config_from_json(get("config"), what + " 'config'");
-  JsonFields tok(parse_json(get("tokenizer"), what + " 'tokenizer'"), what + " 'tokenizer'");
+  JsonFields tok(nn::parse_json(get("tokenizer"), what + " 'tokenizer'"), what + " 'tokenizer'");
   info.tokenizer_kind = tok.string("kind");
   info.tokenizer_data = tok.string("data");
   tok.finish();
@@ -238,7 +240,7 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
   return info;
 }
 
-void load_weights(LanguageModel& model, const SafetensorsFile& file) {
+void load_weights(LanguageModel& model, const nn::SafetensorsFile& file) {
   if (const ModelKind kind = checkpoint_kind(file); kind != model.kind())
     throw std::runtime_error(
         "'" + file.path() + "' holds the model kind '" + model_kind_name(kind) +
@@ -276,7 +278,8 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file) {
         .key = name,
         .shape = entry.shape,
         .dtype = entry.dtype,
-        .converts_to = [dtype = entry.dtype](DType to) { return safetensors_converts(dtype, to); },
+        .converts_to = [dtype =
+                            entry.dtype](DType to) { return nn::safetensors_converts(dtype, to); },
         .layout = {}};
     if (is_conv1d_weight(name) && e.shape.size() == 2) {
       e.layout = "stored " + shape_str(e.shape) + ", GPT-2's Conv1D layout (in, out)";
@@ -294,8 +297,8 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file) {
   }
   if (has_lm_head) {
     const std::string& wte_key = file_key.at("wte.weight");
-    const SafetensorsEntry &head = file.entries().at("lm_head.weight"),
-                           &wte = file.entries().at(wte_key);
+    const nn::SafetensorsEntry &head = file.entries().at("lm_head.weight"),
+                               &wte = file.entries().at(wte_key);
     if (head.dtype != wte.dtype || head.shape != wte.shape ||
         file.bytes("lm_head.weight") != file.bytes(wte_key))
       throw std::runtime_error(
@@ -316,7 +319,7 @@ void load_weights(LanguageModel& model, const SafetensorsFile& file) {
     file.read_into(file_key.at(name), is_conv1d_weight(name) ? transpose(t, 0, 1) : t);
 }
 
-std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, DType dtype,
+std::unique_ptr<LanguageModel> load_language_model(const nn::SafetensorsFile& file, DType dtype,
                                                    std::optional<double> dropout) {
   CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
   check_config_against_tensors(info.kind, info.config, file, "its config");
@@ -334,7 +337,7 @@ std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file, 
   return model;
 }
 
-void require_training_memory(const SafetensorsFile& file, const std::string& label,
+void require_training_memory(const nn::SafetensorsFile& file, const std::string& label,
                              int64_t n_head_override) {
   int64_t params = 0;
   if (file.metadata().count("config") == 0) {  // a Hugging Face file: its shapes say it all
@@ -347,7 +350,7 @@ void require_training_memory(const SafetensorsFile& file, const std::string& lab
   require_memory(params, DType::f32, 4, "weights, gradients and AdamW's two moments", label);
 }
 
-std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype) {
+std::unique_ptr<GPT> load_model(const nn::SafetensorsFile& file, DType dtype) {
   if (const ModelKind kind = checkpoint_kind(file); kind != ModelKind::gpt)
     throw std::runtime_error(
         "'" + file.path() + "' holds " + (kind == ModelKind::average ? "an " : "a ") +

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "gpt/io/safetensors.h"
 #include "gpt/model/config.h"
 #include "gpt/model/gpt2.h"
 #include "gpt/model/language_model.h"
+#include "nn/io/safetensors.h"
 
 namespace attograd::gpt {
 
@@ -78,12 +78,14 @@ enum class Moments { load, skip };
 /// Reads the config, tokenizer and training state; with Moments::skip the training state's
 /// adam_m and adam_v stay undefined (sampling and evaluation need neither), with Moments::load
 /// they are read and must be finite (SafetensorsFile::require_finite). Every value is
-/// read strictly (see strict_json.h): the model kind is one of model_kind_name's, the config's
-/// sizes are integers (3.9 and 2^64 are refused, not truncated or cast) that GPTConfig::validate
-/// accepts, an unknown config or tokenizer field is refused, "step" and "adam_t" are decimal
-/// counts. Throws std::runtime_error naming the path, the key and the value for a file that is not
-/// an attograd checkpoint (no config in its metadata) or is malformed/truncated.
-CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments = Moments::load);
+/// read strictly (see gpt/io/json_fields.h): the model kind is one of model_kind_name's, the
+/// config's sizes are integers (3.9 and 2^64 are refused, not truncated or cast) that
+/// GPTConfig::validate accepts, an unknown config or tokenizer field is refused, "step" and
+/// "adam_t" are decimal counts. Throws std::runtime_error naming the path, the key and the value
+/// for a file that is not an attograd checkpoint (no config in its metadata) or is
+/// malformed/truncated.
+CheckpointInfo read_checkpoint_info(const nn::SafetensorsFile& file,
+                                    Moments moments = Moments::load);
 
 /// Copies the weights of `file` into `model`'s state dict, all or nothing, through the check
 /// every state dict load makes (nn::Module::check_state_dict): every name, shape and dtype is
@@ -99,12 +101,13 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file, Moments moments
 /// kind than `model` ("holds the model kind 'bigram' ..., not 'gpt'"); and for a weight that
 /// holds NaN or an infinity (SafetensorsFile::require_finite, before any parameter is written);
 /// the model is then unchanged.
-void load_weights(LanguageModel& model, const SafetensorsFile& file);
+void load_weights(LanguageModel& model, const nn::SafetensorsFile& file);
 
 /// A tensor of `file` by its GPT-2 name ("wte.weight"), with or without Hugging Face's
 /// "transformer." prefix; nullptr when it has neither: attograd checkpoints and Hugging Face
 /// files name their tensors the same way (hf_import.h reads the latter).
-const SafetensorsEntry* find_gpt2_tensor(const SafetensorsFile& file, const std::string& name);
+const nn::SafetensorsEntry* find_gpt2_tensor(const nn::SafetensorsFile& file,
+                                             const std::string& name);
 
 /// Checks, from the header alone and before a model of `kind` and config c is allocated, that
 /// the file can be that model (`source` says where c came from, "its config"): wte is
@@ -113,15 +116,15 @@ const SafetensorsEntry* find_gpt2_tensor(const SafetensorsFile& file, const std:
 /// that lies (n_layer 1,000,000 in a 57 KB file) is refused naming both numbers, instead of
 /// allocating until memory runs out; load_weights then checks every tensor's name, shape and dtype.
 /// Throws std::runtime_error naming the file, c's value and what the file holds.
-void check_config_against_tensors(ModelKind kind, const GPTConfig& c, const SafetensorsFile& file,
-                                  const std::string& source);
+void check_config_against_tensors(ModelKind kind, const GPTConfig& c,
+                                  const nn::SafetensorsFile& file, const std::string& source);
 
 /// Refuses a file with a tensor attograd cannot convert into `dtype` before any model is built:
 /// a model is allocated from the shapes alone, and a sparse 4 KB file of U8 tensors with GPT-2's
 /// shapes made eval allocate over 1 GB before load_weights named the dtype. The mask buffers
 /// of Hugging Face files (attn.bias, attn.masked_bias) are constants never loaded.
 /// Throws std::runtime_error naming the tensor and its dtype.
-void refuse_unconvertible_dtypes(const SafetensorsFile& file, DType dtype);
+void refuse_unconvertible_dtypes(const nn::SafetensorsFile& file, DType dtype);
 
 /// Builds the model a checkpoint holds, of the kind its metadata names (GPT, BigramModel or
 /// AverageModel), and loads its weights (and dropout state), not the optimizer moments. Before
@@ -132,7 +135,7 @@ void refuse_unconvertible_dtypes(const SafetensorsFile& file, DType dtype);
 /// values. Otherwise throws std::runtime_error as read_checkpoint_info and load_weights.
 /// `dropout`, when given, replaces the config's dropout rate (train --init-from --dropout);
 /// GPTConfig::validate checks it (std::invalid_argument outside [0, 1)).
-std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file,
+std::unique_ptr<LanguageModel> load_language_model(const nn::SafetensorsFile& file,
                                                    DType dtype = DType::f32,
                                                    std::optional<double> dropout = std::nullopt);
 
@@ -144,11 +147,11 @@ std::unique_ptr<LanguageModel> load_language_model(const SafetensorsFile& file,
 /// `train --resume` read its moments, and `--init-from` its weights, for minutes before the
 /// same check refused (issue 31, kind 4). Throws std::runtime_error (require_memory's message,
 /// which starts with `label`, or that of reading the header).
-void require_training_memory(const SafetensorsFile& file, const std::string& label,
+void require_training_memory(const nn::SafetensorsFile& file, const std::string& label,
                              int64_t n_head_override = 0);
 
 /// load_language_model for a caller that needs a GPT (its attention, its KV cache): throws
 /// std::runtime_error naming the kind the checkpoint holds when it is not a GPT.
-std::unique_ptr<GPT> load_model(const SafetensorsFile& file, DType dtype = DType::f32);
+std::unique_ptr<GPT> load_model(const nn::SafetensorsFile& file, DType dtype = DType::f32);
 
 }  // namespace attograd::gpt

@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "autograd/size_math.h"
-#include "gpt/io/utf8.h"
 #include "gpt/model/field_ranges.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -80,7 +80,7 @@ GPTConfig preset(const std::string& name) {
     c.block_size = p.block_size, c.vocab_size = p.vocab_size;
     return c;
   }
-  throw std::invalid_argument("unknown preset '" + escape_controls(name.substr(0, 40)) +
+  throw std::invalid_argument("unknown preset '" + nn::escape_controls(name.substr(0, 40)) +
                               "' (expected " + join_names(preset_names()) + ")");
 }
 

@@ -83,7 +83,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, KVCache* cache,
   const int64_t B = idx.size(0);
 
   // Every module through its call, so that forward hooks run on the whole model (a hook on
-  // h.3, ln_f or wte as in torch; not while decoding with a cache or recording attention).
+  // h.3, ln_f or wte as in torch), with a cache or recorded attention too.
   Tensor x = add_positions((*wte)(idx), wpe.get(), sinusoidal_, past);  // (B, T, C)
   x = (*drop)(x);
   if (cache != nullptr) {

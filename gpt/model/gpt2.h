@@ -28,12 +28,13 @@ class Block : public nn::UnaryModule {
   /// (B, T, C) -> (B, T, C) without a cache; called as block(x), the forward hooks run (a hook
   /// on h.3 sees the residual stream after layer 3).
   Tensor forward(const Tensor& x) const override { return forward(x, nullptr, nullptr); }
-  /// As nn::CausalSelfAttention's: with a cache or recorded weights, forward without hooks.
+  /// As nn::CausalSelfAttention's: with a cache or recorded weights, the forward above with the
+  /// forward hooks around it (a hook on h.3 runs at every step of cached decoding too, and sees
+  /// the new positions only).
   using UnaryModule::operator();
   Tensor operator()(const Tensor& x, nn::LayerKVCache* cache,
                     Tensor* attn_weights = nullptr) const {
-    return cache == nullptr && attn_weights == nullptr ? (*this)(x)
-                                                       : forward(x, cache, attn_weights);
+    return call_with_hooks(x, [&](const Tensor& in) { return forward(in, cache, attn_weights); });
   }
   std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
   std::shared_ptr<nn::CausalSelfAttention> attn;

@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.h"
-#include "gpt/io/atomic_file.h"
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
+#include "nn/io/atomic_file.h"
+#include "nn/io/safetensors.h"
 #include "nn/layers.h"
 
 namespace attograd::gpt {
@@ -108,9 +108,9 @@ void check_hf_export_dir(const std::string& dir, bool overwrite,
   if (!std::filesystem::is_directory(out))
     throw std::invalid_argument("--out " + dir + " exists and is not a directory");
   for (const char* name : {kHfWeightsFile, kHfConfigFile})
-    refuse_output_that_is_an_input(out / name, inputs, "--out", out);
+    nn::refuse_output_that_is_an_input(out / name, inputs, "--out", out);
   if (overwrite) return;
-  const std::string listed = directory_listing(out);
+  const std::string listed = nn::directory_listing(out);
   if (listed.empty()) return;
   throw std::invalid_argument("--out " + dir + " already holds " + listed +
                               ": pass --overwrite to write model.safetensors and config.json "
@@ -127,7 +127,7 @@ HfExport export_hf_gpt2(LanguageModel& model, const Tokenizer& tokenizer, const 
   check_hf_export_dir(dir, overwrite, inputs);
   std::map<std::string, Tensor> params;
   for (const auto& [name, t] : model.named_parameters()) params.emplace(name, t.detach());
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   w.metadata["format"] = "pt";  // from_pretrained refuses a safetensors file without it
   HfExport result;
   for (const auto& [name, dims] : hf_gpt2_tensors(c)) {
@@ -177,12 +177,12 @@ HfExport export_hf_gpt2(LanguageModel& model, const Tokenizer& tokenizer, const 
   for (const auto& [name, bytes] : tokenizer_files) targets.push_back(name);
   // An export interrupted (Ctrl-C, kill) leaves its temporary, as large as the weights: those of
   // our names whose process is gone go now (no lock here: a live export's are kept).
-  remove_stale_temp_files(out, {.targets = targets});
+  nn::remove_stale_temp_files(out, {.targets = targets});
   const std::filesystem::path weights = out / kHfWeightsFile;
   w.write(weights.string());
   result.files = {weights.string()};
   const auto write = [&](const std::string& name, const std::string& bytes) {
-    write_file_atomically(out / name, bytes);
+    nn::write_file_atomically(out / name, bytes);
     result.files.push_back((out / name).string());
   };
   write(kHfConfigFile, hf_gpt2_config_json(c, tokenizer.kind()));
@@ -196,7 +196,7 @@ HfExport export_checkpoint_to_hf(const std::string& checkpoint, const std::strin
   const std::string source = checkpoint_file(checkpoint);
   // Refused before anything is read: an export over its own checkpoint loses the training state.
   check_hf_export_dir(dir, overwrite, {source});
-  const SafetensorsFile file = SafetensorsFile::read(source);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(source);
   const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
   const std::string what = "'" + file.path() + "'";
   require_hf_gpt2_exportable(info.kind, info.config, what);

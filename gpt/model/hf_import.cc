@@ -7,8 +7,9 @@
 #include <string>
 #include <utility>
 
-#include "gpt/io/strict_json.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/model/checkpoint.h"
+#include "nn/io/strict_json.h"
 #include "nn/layers.h"
 
 namespace attograd::gpt {
@@ -35,7 +36,7 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
   std::ifstream in(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in) throw std::runtime_error("cannot read " + what);
-  const nlohmann::json j = parse_json(text, what);
+  const nlohmann::json j = nn::parse_json(text, what);
   JsonFields f(j, what);
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   const std::pair<const char*, int64_t> from_tensors[] = {{"n_layer", c.n_layer},
@@ -62,7 +63,7 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
   }
   if (f.has("layer_norm_epsilon") && f.number("layer_norm_epsilon", 0, 1) != nn::kGpt2LayerNormEps)
     throw std::runtime_error(
-        what + " says layer_norm_epsilon " + json_excerpt(j.at("layer_norm_epsilon")) +
+        what + " says layer_norm_epsilon " + nn::json_excerpt(j.at("layer_norm_epsilon")) +
         "; attograd's GPT-2 computes with " + nlohmann::json(nn::kGpt2LayerNormEps).dump());
   const std::pair<const char*, bool> flags[] = {{"scale_attn_weights", true},
                                                 {"scale_attn_by_inverse_layer_idx", false},
@@ -80,9 +81,9 @@ int64_t read_hf_config_json(const std::filesystem::path& path, const GPTConfig& 
 
 }  // namespace
 
-GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override) {
-  const SafetensorsEntry* wte = find_gpt2_tensor(file, "wte.weight");
-  const SafetensorsEntry* wpe = find_gpt2_tensor(file, "wpe.weight");
+GPTConfig infer_hf_gpt2_config(const nn::SafetensorsFile& file, int64_t n_head_override) {
+  const nn::SafetensorsEntry* wte = find_gpt2_tensor(file, "wte.weight");
+  const nn::SafetensorsEntry* wpe = find_gpt2_tensor(file, "wpe.weight");
   if (wte == nullptr || wpe == nullptr || wte->shape.size() != 2 || wpe->shape.size() != 2)
     throw std::runtime_error("'" + file.path() +
                              "' is not a GPT-2 file: it has no 2-D wte.weight and wpe.weight");
@@ -141,8 +142,8 @@ GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_overr
   return c;
 }
 
-std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override, DType dtype,
-                                  std::optional<double> dropout) {
+std::unique_ptr<GPT> load_hf_gpt2(const nn::SafetensorsFile& file, int64_t n_head_override,
+                                  DType dtype, std::optional<double> dropout) {
   refuse_unconvertible_dtypes(file, dtype);
   GPTConfig c = infer_hf_gpt2_config(file, n_head_override);
   if (dropout) c.dropout = *dropout;

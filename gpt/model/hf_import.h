@@ -9,9 +9,9 @@
 #include <memory>
 #include <optional>
 
-#include "gpt/io/safetensors.h"
 #include "gpt/model/config.h"
 #include "gpt/model/gpt2.h"
+#include "nn/io/safetensors.h"
 
 namespace attograd::gpt {
 
@@ -26,12 +26,12 @@ namespace attograd::gpt {
 /// n_inner, scale_attn_weights, scale_attn_by_inverse_layer_idx, tie_word_embeddings and
 /// model_type must describe the GPT-2 attograd computes; else std::runtime_error naming the
 /// field and both values.
-GPTConfig infer_hf_gpt2_config(const SafetensorsFile& file, int64_t n_head_override = 0);
+GPTConfig infer_hf_gpt2_config(const nn::SafetensorsFile& file, int64_t n_head_override = 0);
 
 /// Loads a Hugging Face GPT-2 model.safetensors (124M and larger, F32/F16/BF16) into a new
 /// model, transposing exactly the Conv1D weights (see load_weights). The model's dropout is 0,
 /// or `dropout` when given (train --init-from --dropout: a rate changes no weight).
-std::unique_ptr<GPT> load_hf_gpt2(const SafetensorsFile& file, int64_t n_head_override = 0,
+std::unique_ptr<GPT> load_hf_gpt2(const nn::SafetensorsFile& file, int64_t n_head_override = 0,
                                   DType dtype = DType::f32,
                                   std::optional<double> dropout = std::nullopt);
 

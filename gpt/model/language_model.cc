@@ -11,7 +11,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -108,7 +108,7 @@ ModelKind parse_model_kind(const std::string& name) {
     if (!names.empty()) names += ", ";
     names += r.name;
   }
-  throw std::invalid_argument("unknown model '" + escape_controls(name.substr(0, 40)) +
+  throw std::invalid_argument("unknown model '" + nn::escape_controls(name.substr(0, 40)) +
                               "': choose one of " + names);
 }
 

@@ -22,7 +22,7 @@ std::string checkpoint_file(const std::string& path) {
 
 namespace {
 
-std::unique_ptr<Tokenizer> tokenizer_of(const SafetensorsFile& file) {
+std::unique_ptr<Tokenizer> tokenizer_of(const nn::SafetensorsFile& file) {
   const CheckpointInfo info = read_checkpoint_info(file, Moments::skip);
   return load_tokenizer(info.tokenizer_kind, info.tokenizer_data);
 }
@@ -33,7 +33,7 @@ std::unique_ptr<Tokenizer> tokenizer_of(const SafetensorsFile& file) {
 // comes through here, so a checkpoint whose parts disagree is refused by all of them alike:
 // training sets vocab_size to the tokenizer's size, so any other pair was edited or mixed up
 // (eval --corpus and attention once accepted a 3-character tokenizer for 16 rows of wte).
-Session open_checkpoint_file(const SafetensorsFile& file) {
+Session open_checkpoint_file(const nn::SafetensorsFile& file) {
   Session s;
   s.path = file.path();
   s.tokenizer = tokenizer_of(file);
@@ -112,17 +112,17 @@ SequenceLoss Session::evaluate(
 }
 
 Session open_checkpoint(const std::string& path) {
-  return open_checkpoint_file(SafetensorsFile::read(checkpoint_file(path)));
+  return open_checkpoint_file(nn::SafetensorsFile::read(checkpoint_file(path)));
 }
 
 std::unique_ptr<Tokenizer> open_checkpoint_tokenizer(const std::string& path) {
-  return tokenizer_of(SafetensorsFile::read(checkpoint_file(path)));
+  return tokenizer_of(nn::SafetensorsFile::read(checkpoint_file(path)));
 }
 
 Session open_hf_gpt2(const std::string& path, int64_t n_head_override) {
   Session s;
   s.path = path;
-  s.model = load_hf_gpt2(SafetensorsFile::read(path), n_head_override);
+  s.model = load_hf_gpt2(nn::SafetensorsFile::read(path), n_head_override);
   s.tokenizer = load_tokenizer("gpt2", "gpt2");  // HF files carry no tokenizer: GPT-2's own BPE
   return s;
 }
@@ -153,7 +153,7 @@ InitWeights open_init_weights(const std::string& path, int64_t n_head_override,
             path + "/tree/main into a directory, e.g. `huggingface-cli download " + path +
             " model.safetensors config.json --local-dir " + path + "`, then pass --init-from " +
             path);
-  const SafetensorsFile file = SafetensorsFile::read(file_path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(file_path);
   InitWeights w;
   w.session.path = file.path();
   // An attograd checkpoint holds its config in the metadata; a Hugging Face file has none.

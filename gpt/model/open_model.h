@@ -95,7 +95,7 @@ Session open_checkpoint(const std::string& path);
 
 /// open_checkpoint for a checkpoint file already read (train --resume reads its training state
 /// from the same file). Throws as open_checkpoint.
-Session open_checkpoint_file(const SafetensorsFile& file);
+Session open_checkpoint_file(const nn::SafetensorsFile& file);
 
 /// The tokenizer of the checkpoint `path` (a file or run directory, as open_checkpoint), without
 /// loading the model. Throws as open_checkpoint.

@@ -14,8 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "gpt/io/strict_json.h"
-#include "gpt/io/utf8.h"
+#include "nn/io/strict_json.h"
+#include "nn/io/utf8.h"
 
 #ifndef ATTOGRAD_DEFAULT_DATA_DIR
 #error \
@@ -51,7 +51,7 @@ bool alphabet_to_bytes(std::string_view spelled, std::string& out, char32_t& bad
   out.clear();
   const auto& table = unicode_to_bytes();
   for (size_t pos = 0; pos < spelled.size();) {
-    const char32_t cp = decode_next(spelled, pos);
+    const char32_t cp = nn::decode_next(spelled, pos);
     if (cp >= table.size() || table[cp] < 0) {
       bad = cp;
       return false;
@@ -232,7 +232,7 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
 
   // encoder.json: {"!": 0, ..., "Ġthe": 262, ..., "<|endoftext|>": 50256}.
   // Strictly: a token listed twice or a value nested 100,000 deep is an error, not a crash.
-  const nlohmann::json json = parse_json(read_whole_file(encoder_json), enc_where);
+  const nlohmann::json json = nn::parse_json(read_whole_file(encoder_json), enc_where);
   if (!json.is_object() || json.empty()) {
     throw std::runtime_error(enc_where + " must be a non-empty JSON object from token to id");
   }
@@ -244,7 +244,7 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
     if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
         value.get<int64_t>() >= static_cast<int64_t>(n)) {
       throw std::runtime_error(enc_where + ": token '" + spelled + "' has id " +
-                               json_excerpt(value) + "; ids must be the integers 0.." +
+                               nn::json_excerpt(value) + "; ids must be the integers 0.." +
                                std::to_string(n - 1));
     }
     const auto id = value.get<int32_t>();
@@ -254,7 +254,7 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
     char32_t bad = 0;
     if (!alphabet_to_bytes(spelled, bytes, bad)) {
       throw std::runtime_error(enc_where + ": token '" + spelled + "' contains " +
-                               describe_code_point(bad) +
+                               nn::describe_code_point(bad) +
                                ", which is not in GPT-2's byte alphabet (bytes_to_unicode)");
     }
     tok.tokens_[id] = bytes;
@@ -298,14 +298,14 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& encoder_json,
       if (line.empty() && line_start >= text.size()) break;  // a final empty line
       throw std::runtime_error(at() + ": expected a merge, two tokens separated by one space");
     }
-    if (const auto error = find_utf8_error(line)) {
+    if (const auto error = nn::find_utf8_error(line)) {
       throw std::runtime_error(bpe_where + " line " + std::to_string(line_number) + ": " +
                                error->message());
     }
     char32_t bad = 0;
     if (!alphabet_to_bytes(line.substr(0, space), left, bad) ||
         !alphabet_to_bytes(line.substr(space + 1), right, bad)) {
-      throw std::runtime_error(at() + ": " + describe_code_point(bad) +
+      throw std::runtime_error(at() + ": " + nn::describe_code_point(bad) +
                                " is not in GPT-2's byte alphabet");
     }
     const int32_t rank = static_cast<int32_t>(tok.merges_.size());
@@ -484,7 +484,7 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int64_t>& 
 }
 
 std::vector<std::string_view> BpeTokenizer::pre_tokenize(std::string_view text) const {
-  validate_utf8(text, "BpeTokenizer::pre_tokenize");
+  nn::validate_utf8(text, "BpeTokenizer::pre_tokenize");
   std::vector<std::string_view> pieces;
   impl_->for_each_piece(text, [&](std::string_view piece) { pieces.push_back(piece); });
   return pieces;
@@ -495,7 +495,7 @@ std::vector<int64_t> BpeTokenizer::encode(std::string_view text) const {
 }
 
 std::vector<int64_t> BpeTokenizer::encode(std::string_view text, AllowSpecial allow) const {
-  validate_utf8(text, "BpeTokenizer::encode");
+  nn::validate_utf8(text, "BpeTokenizer::encode");
   std::vector<int64_t> ids;
   ids.reserve(text.size() / 3);  // English averages ~4 bytes per GPT-2 token
   if (allow == AllowSpecial::no) {

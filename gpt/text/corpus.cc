@@ -15,10 +15,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gpt/io/atomic_file.h"
 #include "gpt/io/sha256.h"
 #include "gpt/io/subprocess.h"
-#include "gpt/io/utf8.h"
+#include "nn/io/atomic_file.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 namespace fs = std::filesystem;
@@ -79,7 +79,7 @@ void check_text(const std::string& text, const std::string& what) {
   if (text.empty()) {
     throw std::runtime_error(what + " is empty; a corpus needs text to learn from");
   }
-  if (auto error = find_utf8_error(text)) {
+  if (auto error = nn::find_utf8_error(text)) {
     throw std::runtime_error(what + " is not valid UTF-8: " + error->message() +
                              "; convert it first, e.g. iconv -f LATIN1 -t UTF-8 in.txt > out.txt");
   }
@@ -105,7 +105,7 @@ void note(const CorpusOptions& options, const std::string& message) {
 // corpus); the next fetch clears those of processes that are gone.
 void remove_stale_temporaries(const fs::path& dir, const CorpusOptions& options) {
   for (const fs::path& stale :
-       remove_stale_temp_files(dir, {.targets = {kKjvCacheName, kShakespeareCacheName}}))
+       nn::remove_stale_temp_files(dir, {.targets = {kKjvCacheName, kShakespeareCacheName}}))
     note(options, "removed " + stale.string() + ", left by an interrupted run");
 }
 
@@ -179,7 +179,7 @@ Corpus load_kjv(const CorpusOptions& options) {
                     corpus.path.string());
   corpus.text = clean_kjv(run_bible(program));
   check_text(corpus.text, "the King James Bible extracted by " + program.string());
-  write_file_atomically(corpus.path, corpus.text);
+  nn::write_file_atomically(corpus.path, corpus.text);
   corpus.fetched = true;
   return corpus;
 }
@@ -231,7 +231,7 @@ Corpus load_shakespeare(const CorpusOptions& options) {
   }
   verify_shakespeare(corpus.text, corpus.origin,
                      "the download is corrupt or the URL serves another file; nothing was cached");
-  write_file_atomically(corpus.path, corpus.text);
+  nn::write_file_atomically(corpus.path, corpus.text);
   note(options, "cached Tiny Shakespeare at " + corpus.path.string());
   corpus.fetched = true;
   return corpus;

@@ -28,7 +28,7 @@
 // CorpusOptions::cache_dir if set, else $ATTOGRAD_CACHE_DIR, else $XDG_CACHE_HOME/attograd,
 // else $HOME/.cache/attograd (created if missing). Cache files are written atomically (a
 // temporary file in the same directory, flushed and fsync'ed, then renamed over the final
-// name, see gpt/io/atomic_file.h), so a crash or a concurrent run never leaves a half-written
+// name, see nn/io/atomic_file.h), so a crash or a concurrent run never leaves a half-written
 // corpus behind: the cache file is either absent or complete. The temporary of a run killed
 // mid-write is removed by the next fetch. Files: kjv.txt, tinyshakespeare.txt. Delete one to
 // make it again.

@@ -24,10 +24,8 @@
 #include <unistd.h>
 
 #include "autograd/kernels/thread_pool.h"
-#include "gpt/io/atomic_file.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/io/sha256.h"
-#include "gpt/io/strict_json.h"
-#include "gpt/io/utf8.h"
 #include "gpt/model/bigram_average.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
@@ -36,6 +34,8 @@
 #include "gpt/train/report.h"
 #include "gpt/train/run_config.h"
 #include "gpt/train/run_dir.h"
+#include "nn/io/atomic_file.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -43,7 +43,7 @@ ResumedRun resume_run(const std::string& out_dir, const std::string& hint) {
   const std::string path = (std::filesystem::path(out_dir) / kCheckpointFile).string();
   if (!std::filesystem::exists(path))
     throw std::invalid_argument("nothing to resume: " + path + " does not exist" + hint);
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
   // From the header, before the moments (two copies of the weights) are read.
   require_training_memory(file, "train --resume");
   CheckpointInfo info = read_checkpoint_info(file, Moments::load);
@@ -74,7 +74,7 @@ std::string shell_quoted(const std::string& path) {
 void refuse_occupied_dir(const RunDir& dir) {
   const std::filesystem::path& out = dir.path();
   if (std::filesystem::exists(dir.checkpoint())) return;
-  const std::string listed = directory_listing(out, RunDir::kLock);
+  const std::string listed = nn::directory_listing(out, RunDir::kLock);
   if (listed.empty()) return;
   throw std::invalid_argument("--out " + out.string() + " already holds " + listed +
                               " but no checkpoint: pass --overwrite to start a run there (its "
@@ -379,7 +379,7 @@ void claim_run_dir(const RunRequest& rq, const RunDir& dir, const Communicator& 
   // whatever process now has their writer's pid; files of other names are not ours to touch.
   if (comm.is_root())
     for (const std::filesystem::path& stale :
-         remove_stale_temp_files(dir.path(), {.targets = RunDir::files(), .locked = true}))
+         nn::remove_stale_temp_files(dir.path(), {.targets = RunDir::files(), .locked = true}))
       report.removed_stale(stale);
 }
 
@@ -497,7 +497,7 @@ void require_known_characters(const Tokenizer& tokenizer, const Corpus& corpus, 
     throw std::invalid_argument(
         "corpus " + corpus.name + " has characters that the char tokenizer of the model " +
         (resumed ? "resumed" : "in --init-from") + " lacks (the first, " +
-        describe_code_point(unknown->code_point) + ", is character " +
+        nn::describe_code_point(unknown->code_point) + ", is character " +
         std::to_string(unknown->position) + "; its vocabulary has " +
         std::to_string(chars->vocab_size()) +
         "): the model reads only the characters it was trained with; pass a corpus written "

@@ -10,8 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "gpt/io/strict_json.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/text/corpus.h"
+#include "nn/io/strict_json.h"
 
 namespace attograd::gpt {
 
@@ -82,7 +83,7 @@ void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
                          const std::vector<SectionKeys>& sections, const std::string& what) {
   if (!section.is_object())
     throw std::invalid_argument(what + ": the section \"" + name + "\" is " +
-                                json_excerpt(section) + ", not a JSON object of settings");
+                                nn::json_excerpt(section) + ", not a JSON object of settings");
   for (auto it = section.begin(); it != section.end(); ++it) {
     if (std::find(known.begin(), known.end(), it.key()) != known.end()) continue;
     if (name == "model" && it.key() == "vocab_size")
@@ -91,13 +92,14 @@ void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
                                   "the tokenizer's (set \"tokenizer\" in \"run\")");
     if (const KeyHome home = home_of(it.key(), sections, name); !home.section.empty())
       throw std::invalid_argument(what + ": \"" + name + "\" has no key '" +
-                                  json_key_text(it.key()) + "': it is a setting of \"" +
+                                  nn::json_key_text(it.key()) + "': it is a setting of \"" +
                                   home.section + "\" ({\"" + home.section + "\": {\"" + home.key +
                                   "\": ...}})");
     const auto flag = flag_keys.find(it.key());
     const std::string near = flag != flag_keys.end() ? flag->second : nearest_name(it.key(), known);
-    throw std::invalid_argument(what + ": \"" + name + "\" has no key '" + json_key_text(it.key()) +
-                                "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+    throw std::invalid_argument(what + ": \"" + name + "\" has no key '" +
+                                nn::json_key_text(it.key()) + "'" +
+                                (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                                 "; its keys are " + join_names(known));
   }
 }
@@ -115,13 +117,13 @@ void copy_rows(S& to, const S& from, const std::set<std::string>& names) {
 RunConfig parse_run_config(const std::string& text, const std::string& what) {
   nlohmann::json doc;
   try {
-    doc = parse_json(text, what);
+    doc = nn::parse_json(text, what);
   } catch (const std::runtime_error& e) {  // a user's file: bad input, as a bad flag is
     throw std::invalid_argument(e.what());
   }
   const std::vector<std::string> sections(std::begin(kSections), std::end(kSections));
   if (!doc.is_object())
-    throw std::invalid_argument(what + " is " + json_excerpt(doc) +
+    throw std::invalid_argument(what + " is " + nn::json_excerpt(doc) +
                                 ", not a JSON object with the sections " +
                                 join_names(sections, "and"));
   std::vector<std::string> model_keys = keys_of<GPTConfig>(kModelRow);
@@ -134,12 +136,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
     if (std::find(sections.begin(), sections.end(), it.key()) == sections.end()) {
       // nanoGPT's configs are flat: a setting at the top level says which section it goes in.
       if (const KeyHome home = home_of(it.key(), section_keys); !home.section.empty())
-        throw std::invalid_argument(what + ": '" + json_key_text(it.key()) +
+        throw std::invalid_argument(what + ": '" + nn::json_key_text(it.key()) +
                                     "' is a setting of the \"" + home.section +
                                     "\" section, not a section: write {\"" + home.section +
                                     "\": {\"" + home.key + "\": ...}}");
       const std::string near = nearest_name(it.key(), sections);
-      throw std::invalid_argument(what + " has no section '" + json_key_text(it.key()) + "'" +
+      throw std::invalid_argument(what + " has no section '" + nn::json_key_text(it.key()) + "'" +
                                   (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                                   "; its sections are " + join_names(sections, "and"));
     }
@@ -159,7 +161,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
     const std::vector<std::string> names = preset_names();
     if (!p.is_string() ||
         std::find(names.begin(), names.end(), p.get<std::string>()) == names.end())
-      throw std::invalid_argument(what + ": model: preset (--preset) is " + json_excerpt(p) +
+      throw std::invalid_argument(what + ": model: preset (--preset) is " + nn::json_excerpt(p) +
                                   ", expected " + join_names(names));
     c.request.config.preset = p.get<std::string>();
     c.preset_given = true;

@@ -5,8 +5,8 @@
 
 #include <unistd.h>
 
-#include "gpt/io/utf8.h"
 #include "gpt/train/run_logs.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -51,7 +51,7 @@ void RunDir::refuse_special_files() const {
         s.type() == std::filesystem::file_type::regular)
       continue;
     const char* kind = kind_of(s.type());
-    throw std::invalid_argument(escape_bytes(path.string()) + " is " + kind +
+    throw std::invalid_argument(nn::escape_bytes(path.string()) + " is " + kind +
                                 (s.type() == std::filesystem::file_type::fifo ||
                                          s.type() == std::filesystem::file_type::directory
                                      ? ", not a regular file"

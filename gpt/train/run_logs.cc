@@ -21,7 +21,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "gpt/io/atomic_file.h"
+#include "nn/io/atomic_file.h"
 
 namespace attograd::gpt {
 
@@ -90,7 +90,7 @@ void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t 
   }
   std::string out = std::string(spec.header) + "\n";
   for (const auto& [row_step, line] : kept) out.append(line) += '\n';
-  write_file_atomically(path, out);
+  nn::write_file_atomically(path, out);
 }
 
 std::optional<size_t> csv_column(std::string_view header, std::string_view name) {

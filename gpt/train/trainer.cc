@@ -24,8 +24,7 @@
 #include "autograd/kernels/targets.h"
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
-#include "gpt/io/atomic_file.h"
-#include "gpt/io/strict_json.h"
+#include "gpt/io/json_fields.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/field_ranges.h"
 #include "gpt/train/interrupt.h"
@@ -33,6 +32,8 @@
 #include "gpt/train/report.h"
 #include "gpt/train/run_dir.h"
 #include "gpt/train/run_logs.h"
+#include "nn/io/atomic_file.h"
+#include "nn/io/strict_json.h"
 
 namespace attograd::gpt {
 
@@ -103,7 +104,7 @@ std::string TrainOptions::to_json() const {
 
 TrainOptions TrainOptions::from_json(const std::string& text) {
   const std::string what = "the training options in the checkpoint";
-  JsonFields f(parse_json(text, what), what);
+  JsonFields f(nn::parse_json(text, what), what);
   return fields_from_json(f, train_option_fields());
 }
 
@@ -356,7 +357,7 @@ EvalResult Trainer::run(std::ostream& log) {
     std::filesystem::create_directories(dir.path());
     logs.emplace(dir, step_);
     for (const auto& [name, contents] : start_files_)
-      write_file_atomically(dir.path() / name, contents);
+      nn::write_file_atomically(dir.path() / name, contents);
     best.emplace(dir, step_);
   }
   const int64_t first_step = step_;

@@ -155,8 +155,8 @@ struct TrainOptions {
   void validate() const;
   /// A JSON object with one key per field of the table (its name, max_steps as "max_steps").
   std::string to_json() const;
-  /// Reads to_json's object strictly (see strict_json.h): a missing, mistyped, out-of-range or
-  /// unknown field is std::runtime_error naming it, as is malformed JSON. The ranges are
+  /// Reads to_json's object strictly (see gpt/io/json_fields.h): a missing, mistyped, out-of-range
+  /// or unknown field is std::runtime_error naming it, as is malformed JSON. The ranges are
   /// validate()'s, so a value no run could have trained with is refused when the file is read.
   /// corpus, corpus_sha256, keep_cr, ranks, label_smoothing, init_from and mixed_precision may be
   /// absent (older checkpoints): defaults stay.

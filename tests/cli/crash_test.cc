@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpt/io/atomic_file.h"
 #include "gpt/model/checkpoint.h"
+#include "nn/io/atomic_file.h"
 #include "tests/cli/cli_run.h"
 
 extern char** environ;
@@ -34,6 +34,7 @@ using attograd::testing::TempDir;
 using attograd::testing::write_corpus;
 namespace fs = std::filesystem;
 namespace gpt = attograd::gpt;
+namespace nn = attograd::nn;
 
 namespace {
 
@@ -88,7 +89,7 @@ std::string read_text(const fs::path& path) {
 // The step stored in a checkpoint, or -1 while there is none.
 int64_t checkpoint_step(const fs::path& ckpt) {
   if (!fs::exists(ckpt)) return -1;
-  return gpt::read_checkpoint_info(gpt::SafetensorsFile::read(ckpt.string()), gpt::Moments::skip)
+  return gpt::read_checkpoint_info(nn::SafetensorsFile::read(ckpt.string()), gpt::Moments::skip)
       .training->step;
 }
 
@@ -125,7 +126,7 @@ std::vector<int64_t> one_to(int64_t n) {
 std::vector<std::string> temporaries(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir))
-    if (gpt::temp_file_owner(e.path().filename().string()))
+    if (nn::temp_file_owner(e.path().filename().string()))
       names.push_back(e.path().filename().string());
   return names;
 }

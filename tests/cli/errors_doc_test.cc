@@ -35,8 +35,8 @@
 
 #include "autograd/ops.h"
 #include "gpt/io/download.h"
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
+#include "nn/io/safetensors.h"
 #include "tests/cli/cli_run.h"
 #include "tests/gpt/model/hf_fixture.h"
 #include "tests/markdown_table.h"
@@ -204,9 +204,9 @@ void copy_with_header_edit(const std::string& from, const std::string& to,
 void copy_with(const std::string& from, const std::string& to,
                const std::map<std::string, std::string>& metadata,
                const std::vector<std::pair<std::string, attograd::Tensor>>& tensors) {
-  namespace gpt = attograd::gpt;
-  const gpt::SafetensorsFile f = gpt::SafetensorsFile::read(from);
-  gpt::SafetensorsWriter w;
+  namespace nn = attograd::nn;
+  const nn::SafetensorsFile f = nn::SafetensorsFile::read(from);
+  nn::SafetensorsWriter w;
   w.metadata = f.metadata();
   for (const auto& [key, value] : metadata) w.metadata[key] = value;
   for (const auto& [name, e] : f.entries())
@@ -229,7 +229,7 @@ class Fixtures {
  public:
   /// Writes every fixture. Throws std::runtime_error if one cannot be made.
   Fixtures() : tmp_("errors_doc") {
-    namespace gpt = attograd::gpt;
+    namespace nn = attograd::nn;
     files_["tmp"] = tmp_.path.string();
     std::string lf, crlf;
     for (int i = 0; i < 200; ++i) {
@@ -266,7 +266,7 @@ class Fixtures {
     const std::string truncated = files_["pico_truncated"] = tmp_ / "pico_truncated.safetensors";
     fs::copy_file(pico, truncated);
     fs::resize_file(truncated, fs::file_size(truncated) - 100);
-    const gpt::SafetensorsFile file = gpt::SafetensorsFile::read(pico);
+    const nn::SafetensorsFile file = nn::SafetensorsFile::read(pico);
     const std::string config = file.metadata().at("config");
     const auto with_config = [&](const std::string& name, const std::string& from,
                                  const std::string& to) {
@@ -303,7 +303,7 @@ class Fixtures {
                           R"({"__metadata__":{"deep":)" + std::string(100'000, '[') +
                               std::string(100'000, ']') + ",");
     const auto offsets = [&](const std::string& name) {
-      const gpt::SafetensorsEntry& e = file.entries().at(name);
+      const nn::SafetensorsEntry& e = file.entries().at(name);
       return "\"" + name + "\":{\"data_offsets\":[" + std::to_string(e.begin) + "," +
              std::to_string(e.end) + "]";
     };

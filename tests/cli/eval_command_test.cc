@@ -21,10 +21,10 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/hf_import.h"
 #include "gpt/text/char_tokenizer.h"
+#include "nn/io/safetensors.h"
 
 #include "tests/cli/cli_run.h"
 
@@ -52,8 +52,8 @@ double printed_loss(const std::string& out) {
 
 // What the fixture's reference holds, plus the whole 65-id sequence.
 struct Reference {
-  attograd::gpt::SafetensorsFile ref =
-      attograd::gpt::SafetensorsFile::read(kFixture + "/reference.safetensors");
+  attograd::nn::SafetensorsFile ref =
+      attograd::nn::SafetensorsFile::read(kFixture + "/reference.safetensors");
   std::vector<int64_t> sequence;  // idx row 0, idx row 1, last target: 2T + 1 ids
   double loss = ref.tensor("loss", attograd::DType::f64).item();
   double loss_seq0 = ref.tensor("loss_seq0", attograd::DType::f64).item();
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(checkpoint_ids_match_the_hf_file) {
   // vocabulary matches) must give the same loss through --checkpoint.
   const Reference r;
   const TempDir dir("eval_test");
-  const attograd::gpt::SafetensorsFile hf = attograd::gpt::SafetensorsFile::read(kModel);
+  const attograd::nn::SafetensorsFile hf = attograd::nn::SafetensorsFile::read(kModel);
   const auto model = attograd::gpt::load_hf_gpt2(hf);
   std::u32string chars;
   for (char32_t c = 0x100; c < 0x100 + 512; ++c) chars += c;
@@ -275,7 +275,7 @@ namespace {
 void write_gpt2_file(const std::string& path, const attograd::gpt::GPT& model,
                      const std::string& prefix, const std::map<std::string, std::string>& metadata,
                      const std::vector<std::pair<std::string, attograd::Tensor>>& extra = {}) {
-  attograd::gpt::SafetensorsWriter w;
+  attograd::nn::SafetensorsWriter w;
   w.metadata = metadata;
   for (const auto& [name, t] : model.named_parameters())
     w.add(prefix + name, attograd::gpt::is_conv1d_weight(name)

@@ -72,7 +72,7 @@ std::string loss_line(const attograd::testing::CliRun& r) {
 // little-endian float32 (16, vocab) for the reader to compare.
 std::string write_first_window_logits(const TempDir& dir, const std::string& checkpoint,
                                       const std::string& ids_path) {
-  const auto model = load_model(SafetensorsFile::read(checkpoint));
+  const auto model = load_model(nn::SafetensorsFile::read(checkpoint));
   model->eval();
   NoGradGuard no_grad;
   std::ifstream in(ids_path);
@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(export_round_trips_through_hf_gpt2_without_n_head) {
         for (const int64_t id : tokenizer->encode("the fox")) want += std::to_string(id) + " ";
         BOOST_TEST(python.out == want + "the fox\n");
       }
-      const SafetensorsFile file = SafetensorsFile::read(dir / "hf/model.safetensors");
+      const nn::SafetensorsFile file = nn::SafetensorsFile::read(dir / "hf/model.safetensors");
       BOOST_TEST((file.metadata() == std::map<std::string, std::string>{{"format", "pt"}}));
       BOOST_TEST(!file.contains("optimizer.m"));
       BOOST_TEST(!file.contains("lm_head.weight"));

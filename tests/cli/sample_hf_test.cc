@@ -29,7 +29,7 @@ BOOST_AUTO_TEST_CASE(sample_from_a_hugging_face_layout_file) {
   const std::string path = (dir / "model.safetensors").string();
 
   // What the CLI must print: greedy generation through the importer and the BPE tokenizer.
-  const auto loaded = load_hf_gpt2(SafetensorsFile::read(path));
+  const auto loaded = load_hf_gpt2(nn::SafetensorsFile::read(path));
   BOOST_TEST(loaded->config().n_head == 2);
   const BpeTokenizer tok = BpeTokenizer::gpt2();
   GenerateOptions g;

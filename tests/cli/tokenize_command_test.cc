@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
+#include "nn/io/safetensors.h"
 
 #include "tests/cli/cli_run.h"
 #include "tests/gpt/model/hf_fixture.h"

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/open_model.h"
+#include "nn/io/safetensors.h"
 #include "nn/optim.h"
 #include "tests/cli/cli_run.h"
 #include "tests/distributed/key_bias.h"
@@ -35,6 +35,7 @@ using attograd::testing::run_program;
 using attograd::testing::TempDir;
 using attograd::testing::write_corpus;
 namespace gpt = attograd::gpt;
+namespace nn = attograd::nn;
 
 extern char** environ;
 
@@ -637,7 +638,7 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_stops_the_job_and_the_checkpoint_loads) {
   const gpt::Session s = gpt::open_checkpoint(dir / "run");
   BOOST_TEST(s.model->arena().num_non_finite() == 0);
   const gpt::TrainingState state =
-      *gpt::read_checkpoint_info(gpt::SafetensorsFile::read(ckpt)).training;
+      *gpt::read_checkpoint_info(nn::SafetensorsFile::read(ckpt)).training;
   BOOST_TEST(state.step % 20 == 0);
   BOOST_TEST(state.step >= 20);
 }

@@ -18,7 +18,6 @@
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
-#include "gpt/io/module_file.h"
 #include "gpt/model/gpt2.h"
 #include "gpt/model/hf_export.h"
 #include "gpt/model/sampler.h"
@@ -27,6 +26,7 @@
 #include "nn/containers.h"
 #include "nn/layers.h"
 #include "nn/optim.h"
+#include "nn/serialize.h"
 #include "tests/test_util.h"
 
 using namespace attograd;

@@ -14,12 +14,13 @@
 #include <string_view>
 #include <vector>
 
-#include "gpt/io/utf8.h"
 #include "gpt/text/bpe_tokenizer.h"
 #include "gpt/text/tokenizer.h"
+#include "nn/io/utf8.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd::gpt;
+namespace nn = attograd::nn;
 
 namespace {
 
@@ -70,7 +71,7 @@ void check_ids(const BpeTokenizer& bpe, std::string_view bytes) {
     ids.push_back(static_cast<int64_t>(raw) % BpeTokenizer::kVocabSize);
   }
   const std::string text = bpe.decode(ids);
-  FUZZ_CHECK(!find_utf8_error(text), "decode gave invalid UTF-8");
+  FUZZ_CHECK(!nn::find_utf8_error(text), "decode gave invalid UTF-8");
   StreamDecoder stream(bpe);
   std::string streamed;
   for (int64_t id : ids) streamed += stream.push(id);
@@ -83,7 +84,7 @@ void check_ids(const BpeTokenizer& bpe, std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input = attograd::fuzz::as_text(data, size);
   const BpeTokenizer& bpe = gpt2();
-  if (find_utf8_error(input)) {
+  if (nn::find_utf8_error(input)) {
     bool refused = false;
     try {
       bpe.encode(input);

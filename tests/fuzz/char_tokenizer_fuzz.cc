@@ -16,12 +16,13 @@
 #include <string_view>
 #include <vector>
 
-#include "gpt/io/utf8.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/tokenizer.h"
+#include "nn/io/utf8.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd::gpt;
+namespace nn = attograd::nn;
 
 namespace {
 
@@ -57,10 +58,11 @@ void check_from_text(std::string_view text) {
   try {
     tok.emplace(CharTokenizer::from_text(text));
   } catch (const std::invalid_argument&) {
-    FUZZ_CHECK(text.empty() || find_utf8_error(text), "from_text refused valid, non-empty UTF-8");
+    FUZZ_CHECK(text.empty() || nn::find_utf8_error(text),
+               "from_text refused valid, non-empty UTF-8");
     return;
   }
-  const std::u32string cps = decode_utf8(text);
+  const std::u32string cps = nn::decode_utf8(text);
   const std::set<char32_t> distinct(cps.begin(), cps.end());
   FUZZ_CHECK(tok->vocab_size() == static_cast<int64_t>(distinct.size()),
              "V is not the number of distinct characters");
@@ -82,10 +84,10 @@ void check_restored(std::string_view serialized, std::string_view text) {
   FUZZ_CHECK(tok->serialize() == serialized,
              "serialize() does not give back the vocabulary it was loaded from");
   const bool encoded = round_trip(*tok, text);
-  if (!encoded && !find_utf8_error(text)) {
+  if (!encoded && !nn::find_utf8_error(text)) {
     bool missing = false;  // refused valid UTF-8: some character must be outside the vocabulary
-    const std::u32string vocab = decode_utf8(serialized);
-    for (char32_t cp : decode_utf8(text))
+    const std::u32string vocab = nn::decode_utf8(serialized);
+    for (char32_t cp : nn::decode_utf8(text))
       missing = missing || vocab.find(cp) == std::u32string::npos;
     FUZZ_CHECK(missing, "encode refused a text whose characters are all in the vocabulary");
   }

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "autograd/random.h"
-#include "gpt/io/utf8.h"
 #include "gpt/text/char_tokenizer.h"
 #include "gpt/text/corpus.h"
 #include "gpt/text/dataset.h"
+#include "nn/io/utf8.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;
@@ -54,7 +54,7 @@ void check_corpus(std::string_view bytes) {
     return;  // a clean refusal
   }
   FUZZ_CHECK(!corpus.text.empty(), "an empty corpus was accepted");
-  FUZZ_CHECK(!find_utf8_error(corpus.text), "the corpus text is not valid UTF-8");
+  FUZZ_CHECK(!nn::find_utf8_error(corpus.text), "the corpus text is not valid UTF-8");
   FUZZ_CHECK(corpus.text.size() <= bytes.size(), "the corpus text is longer than its file");
   check_batches(corpus.text);
 }

@@ -15,9 +15,9 @@
 
 #include "autograd/engine.h"
 #include "autograd/tensor.h"
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/hf_import.h"
+#include "nn/io/safetensors.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;
@@ -25,7 +25,7 @@ using namespace attograd::gpt;
 
 namespace {
 
-const SafetensorsEntry* find_entry(const SafetensorsFile& file, const std::string& name) {
+const nn::SafetensorsEntry* find_entry(const nn::SafetensorsFile& file, const std::string& name) {
   for (const std::string& key : {name, "transformer." + name}) {
     auto it = file.entries().find(key);
     if (it != file.entries().end()) return &it->second;
@@ -33,10 +33,10 @@ const SafetensorsEntry* find_entry(const SafetensorsFile& file, const std::strin
   return nullptr;
 }
 
-void check_model(const GPT& model, const SafetensorsFile& file) {
+void check_model(const GPT& model, const nn::SafetensorsFile& file) {
   const GPTConfig& c = model.config();
-  const SafetensorsEntry* wte = find_entry(file, "wte.weight");
-  const SafetensorsEntry* wpe = find_entry(file, "wpe.weight");
+  const nn::SafetensorsEntry* wte = find_entry(file, "wte.weight");
+  const nn::SafetensorsEntry* wpe = find_entry(file, "wpe.weight");
   FUZZ_CHECK(wte != nullptr && wpe != nullptr, "a model without wte or wpe was accepted");
   FUZZ_CHECK(wte->shape == (Shape{c.vocab_size, c.n_embd}), "wte disagrees with the config");
   FUZZ_CHECK(wpe->shape == (Shape{c.block_size, c.n_embd}), "wpe disagrees with the config");
@@ -61,10 +61,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string path =
       fuzz::write_scratch("model.safetensors", model_bytes.value_or(config_json)).string();
-  std::optional<SafetensorsFile> file;
+  std::optional<nn::SafetensorsFile> file;
   std::unique_ptr<GPT> model;
   try {
-    file.emplace(SafetensorsFile::read(path));
+    file.emplace(nn::SafetensorsFile::read(path));
     model = load_hf_gpt2(*file);
   } catch (const std::runtime_error&) {
     return 0;  // a clean refusal

@@ -10,11 +10,11 @@
 #include <utility>
 
 #include "autograd/ops.h"
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/config.h"
 #include "gpt/model/gpt2.h"
 #include "gpt/text/char_tokenizer.h"
+#include "nn/io/safetensors.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;
@@ -64,8 +64,8 @@ void checkpoints(const fs::path& dir, const fs::path& scratch) {
   // The same without dropout_rng (optional when loading): its 312 numbers are 7 KB of the
   // 9 KB file, and mutations spent there seldom reach the config and the tensors.
   {
-    const SafetensorsFile full = SafetensorsFile::read(tmp.string());
-    SafetensorsWriter w;
+    const nn::SafetensorsFile full = nn::SafetensorsFile::read(tmp.string());
+    nn::SafetensorsWriter w;
     w.metadata = full.metadata();
     w.metadata.erase("dropout_rng");
     for (const auto& [name, entry] : full.entries()) w.add(name, full.tensor(name, DType::f32));
@@ -95,7 +95,7 @@ void hf_models(const fs::path& dir, const fs::path& scratch) {
   c.n_head = 2;
   c.n_embd = 4;
   GPT model(c, 2);
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   for (const auto& [name, t] : model.named_parameters())
     w.add("transformer." + name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
   w.add("transformer.h.0.attn.bias", Tensor::ones({1, 1, 6, 6}));

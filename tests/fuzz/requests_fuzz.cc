@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpt/io/strict_json.h"
+#include "nn/io/strict_json.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "web/attograd_api.h"
 
@@ -33,7 +33,7 @@ namespace {
 bool left_out(const std::string& text) {
   json request;
   try {
-    request = gpt::parse_json(text, "the request");
+    request = nn::parse_json(text, "the request");
   } catch (const std::runtime_error&) {
     return false;  // the engine refuses it the same way: a property to check
   }
@@ -80,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (request.size() > 4096 || left_out(request)) return 0;
   const json r = reply_to(request);
   if (!r.contains("ok")) return 0;
-  json again = gpt::parse_json(request, "the request");
+  json again = nn::parse_json(request, "the request");
   const std::string key = "fuzz_extra_key";
   if (again.contains(key)) return 0;
   again[key] = 1;

@@ -1,4 +1,4 @@
-// Fuzz target: the safetensors reader (gpt/io/safetensors.h) and checkpoint loading on top of it
+// Fuzz target: the safetensors reader (nn/io/safetensors.h) and checkpoint loading on top of it
 // (gpt/model/checkpoint.h), as `attograd sample/eval/train --checkpoint FILE` run them.
 //
 // The input is the file. Whatever the reader accepts must keep the promises of safetensors.h,
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
+#include "nn/io/safetensors.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace attograd;
@@ -31,7 +31,7 @@ uint64_t data_section_bytes(std::string_view file) {
   return file.size() - 8 - header_len;
 }
 
-void check_entries(const SafetensorsFile& file, std::string_view bytes) {
+void check_entries(const nn::SafetensorsFile& file, std::string_view bytes) {
   const uint64_t data_size = data_section_bytes(bytes);
   std::vector<std::pair<uint64_t, uint64_t>> spans;
   for (const auto& [name, e] : file.entries()) {
@@ -44,7 +44,7 @@ void check_entries(const SafetensorsFile& file, std::string_view bytes) {
       numel *= d;  // the reader checked that this product does not overflow
     }
     for (DType to : {DType::f32, DType::f64, DType::i64}) {
-      if (!safetensors_converts(e.dtype, to)) continue;
+      if (!nn::safetensors_converts(e.dtype, to)) continue;
       const Tensor t = file.tensor(name, to);
       FUZZ_CHECK(t.shape() == e.shape && t.numel() == numel,
                  "tensor '" + name + "' loads with another shape");
@@ -63,7 +63,7 @@ void check_entries(const SafetensorsFile& file, std::string_view bytes) {
   FUZZ_CHECK(covered == data_size, "the entries do not cover the data section");
 }
 
-void check_checkpoint(const SafetensorsFile& file) {
+void check_checkpoint(const nn::SafetensorsFile& file) {
   const CheckpointInfo info = read_checkpoint_info(file, Moments::load);
   if (info.training) {
     FUZZ_CHECK(info.training->adam_m.defined() && info.training->adam_v.defined(),
@@ -81,9 +81,9 @@ void check_checkpoint(const SafetensorsFile& file) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes = fuzz::as_text(data, size);
   const std::string path = fuzz::write_scratch("input.safetensors", bytes).string();
-  std::optional<SafetensorsFile> file;
+  std::optional<nn::SafetensorsFile> file;
   try {
-    file.emplace(SafetensorsFile::read(path));
+    file.emplace(nn::SafetensorsFile::read(path));
   } catch (const std::runtime_error&) {
     return 0;  // a clean refusal, what safetensors.h documents for a malformed file
   }

@@ -177,3 +177,44 @@ BOOST_AUTO_TEST_CASE(a_module_added_twice_is_applied_twice_and_listed_once) {
   y.backward();
   expect_tensor(w->weight.grad(), {1, 1}, {12}, 0);
 }
+
+// A module inside itself, directly (s->push_back(s)) or through a chain (a holds b, b takes a),
+// made every walk of the tree endless: parameters() overflowed the stack. register_module refuses
+// it, naming the way in and the fix, and the container is left as it was. A module shared by two
+// parents (no cycle) is still taken.
+BOOST_AUTO_TEST_CASE(a_module_registered_inside_itself_is_refused) {
+  auto s = std::make_shared<Sequential>();
+  s->push_back(std::make_shared<Linear>(2, 2));
+  expect_throw_with<std::invalid_argument>(
+      [&] { s->push_back(s); },
+      "register_module: '1' is this module itself, so registering it would put the module inside "
+      "itself, and every walk of the tree (parameters(), state_dict(), train()) would never end; "
+      "register another module, or a new one built alike if you meant a copy");
+  BOOST_TEST(s->size() == 1u);
+  BOOST_TEST(s->parameters().size() == 2u);
+
+  // a -> b -> c, then c takes a: a holds c as its "0.blocks".
+  auto a = std::make_shared<ModuleList>();
+  auto b = std::make_shared<ModuleDict>();
+  auto c = std::make_shared<ModuleList>();
+  a->push_back(b);
+  b->insert("blocks", c);
+  expect_throw_with<std::invalid_argument>([&] { c->push_back(a); },
+                                           "register_module: '0' holds this module (as its "
+                                           "'0.blocks'), so registering it would put the module "
+                                           "inside itself");
+  expect_throw_with<std::invalid_argument>([&] { b->insert("up", a); },
+                                           "register_module: 'up' holds this module (as its '0')");
+  BOOST_TEST(c->size() == 0u);
+  BOOST_TEST((b->keys() == std::vector<std::string>{"blocks"}));
+
+  // Shared, not inside itself: one Linear under two Sequentials, both under a third.
+  auto shared = std::make_shared<Linear>(2, 2);
+  auto left =
+      std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{shared});
+  auto right =
+      std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{shared});
+  Sequential both{left, right};
+  BOOST_TEST(both.parameters().size() == 2u);
+  BOOST_TEST(both.named_modules().size() == 5u);  // both, left, left.0, right, right.0
+}

@@ -28,11 +28,11 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "gpt/io/safetensors.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/model/gpt2.h"
 #include "gpt/model/hf_import.h"
 #include "gpt/train/trainer.h"
+#include "nn/io/safetensors.h"
 #include "nn/optim.h"
 
 namespace {
@@ -40,7 +40,7 @@ namespace {
 using attograd::DType;
 using attograd::Tensor;
 using attograd::gpt::GPT;
-using attograd::gpt::SafetensorsFile;
+using attograd::nn::SafetensorsFile;
 
 const std::string kFixture = ATTOGRAD_PARITY_FIXTURE;
 

@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(every_kind_saves_loads_samples_and_refuses_to_load_as_anoth
     const std::string path = (dir / (std::string(model_kind_name(kind)) + ".safetensors")).string();
     save_checkpoint(path, *model, "char", "");
     paths[kind] = path;
-    const SafetensorsFile file = SafetensorsFile::read(path);
+    const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
     BOOST_TEST(file.metadata().at("model") == model_kind_name(kind));
     BOOST_TEST((read_checkpoint_info(file).kind == kind));
     const std::unique_ptr<LanguageModel> loaded = load_language_model(file);
@@ -225,31 +225,32 @@ BOOST_AUTO_TEST_CASE(every_kind_saves_loads_samples_and_refuses_to_load_as_anoth
     BOOST_TEST(generate(*loaded, {1, 2}, g, gen2) == ids);  // the cache changes nothing
   }
   expect_throw_with<std::runtime_error>(
-      [&] { load_model(SafetensorsFile::read(paths[ModelKind::bigram])); },
+      [&] { load_model(nn::SafetensorsFile::read(paths[ModelKind::bigram])); },
       "bigram.safetensors' holds a bigram model (checkpoint metadata 'model'), not a GPT; this "
       "needs a GPT checkpoint");
   AverageModel average(c);
   const std::vector<double> before = average.arena().params().to_vector();
   expect_throw_with<std::runtime_error>(
-      [&] { load_weights(average, SafetensorsFile::read(paths[ModelKind::gpt])); },
+      [&] { load_weights(average, nn::SafetensorsFile::read(paths[ModelKind::gpt])); },
       "gpt.safetensors' holds the model kind 'gpt' (checkpoint metadata 'model'), not 'average'; "
       "load it with load_language_model");
   BOOST_TEST(average.arena().params().to_vector() == before);  // unchanged
   // A checkpoint written before the kind was recorded is a GPT.
   GPT gpt(c, 2);
-  SafetensorsWriter w;
-  w.metadata["config"] = SafetensorsFile::read(paths[ModelKind::gpt]).metadata().at("config");
-  w.metadata["tokenizer"] = SafetensorsFile::read(paths[ModelKind::gpt]).metadata().at("tokenizer");
+  nn::SafetensorsWriter w;
+  w.metadata["config"] = nn::SafetensorsFile::read(paths[ModelKind::gpt]).metadata().at("config");
+  w.metadata["tokenizer"] =
+      nn::SafetensorsFile::read(paths[ModelKind::gpt]).metadata().at("tokenizer");
   for (const auto& [name, t] : gpt.named_parameters())
     w.add(name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
   const std::string old = (dir / "old.safetensors").string();
   w.write(old);
-  BOOST_TEST((load_language_model(SafetensorsFile::read(old))->kind() == ModelKind::gpt));
+  BOOST_TEST((load_language_model(nn::SafetensorsFile::read(old))->kind() == ModelKind::gpt));
   // A kind nobody knows is named.
   w.metadata["model"] = "trigram";
   w.write(old);
   expect_throw_with<std::runtime_error>(
-      [&] { read_checkpoint_info(SafetensorsFile::read(old)); },
+      [&] { read_checkpoint_info(nn::SafetensorsFile::read(old)); },
       "old.safetensors': checkpoint metadata 'model': unknown model 'trigram'");
   std::filesystem::remove_all(dir);
 }

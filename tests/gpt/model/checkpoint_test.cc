@@ -46,7 +46,7 @@ BOOST_AUTO_TEST_CASE(save_and_load_give_identical_logits) {
     const std::string path = (dir / "m.safetensors").string();
     save_checkpoint(path, model, "char", "abc");
     BOOST_TEST(!std::filesystem::exists(path + ".tmp"));
-    const SafetensorsFile file = SafetensorsFile::read(path);
+    const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
     const CheckpointInfo info = read_checkpoint_info(file);
     BOOST_TEST(info.tokenizer_kind == "char");
     BOOST_TEST(info.tokenizer_data == "abc");
@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(conv1d_weights_are_stored_transposed_like_hugging_face) {
   GPT model(preset("pico"), 22);
   const std::string path = (dir / "m.safetensors").string();
   save_checkpoint(path, model, "char", "");
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
   // attn.c_proj is square: only the name says it must be transposed.
   const Tensor stored = file.tensor("h.0.attn.c_proj.weight", DType::f32);
   BOOST_TEST(stored.to_vector() ==
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(mismatched_checkpoint_names_key_and_shapes_and_leaves_model
   GPT femto(preset("femto"), 2);
   const std::vector<double> before = all_params(femto);
   expect_throw_with<std::runtime_error>(
-      [&] { load_weights(femto, SafetensorsFile::read(path)); },
+      [&] { load_weights(femto, nn::SafetensorsFile::read(path)); },
       "'wte.weight' is (65, 6) in the file but (65, 2) in the module");
   BOOST_TEST(all_params(femto) == before);
 
@@ -90,14 +90,14 @@ BOOST_AUTO_TEST_CASE(mismatched_checkpoint_names_key_and_shapes_and_leaves_model
   one_layer.n_layer = 1;
   GPT small(one_layer, 3);
   const std::vector<double> small_before = all_params(small);
-  expect_throw_with<std::runtime_error>([&] { load_weights(small, SafetensorsFile::read(path)); },
-                                        "not in the module): 'h.1.");
+  expect_throw_with<std::runtime_error>(
+      [&] { load_weights(small, nn::SafetensorsFile::read(path)); }, "not in the module): 'h.1.");
   BOOST_TEST(all_params(small) == small_before);
 
   GPTConfig four = preset("pico");
   four.n_layer = 4;
   GPT big(four, 3);
-  expect_throw_with<std::runtime_error>([&] { load_weights(big, SafetensorsFile::read(path)); },
+  expect_throw_with<std::runtime_error>([&] { load_weights(big, nn::SafetensorsFile::read(path)); },
                                         "missing (in the module, not in the file): 'h.3.");
   std::filesystem::remove_all(dir);
 }
@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(a_nan_weight_or_an_infinite_moment_is_refused_at_load) {
   TrainingState state = attograd::testing::training_state(n, 3);
   state.adam_v.data<float>()[n - 1] = INFINITY;
   save_checkpoint(path, pico, "char", "", &state);
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
 
   GPT other(preset("pico"), 2);
   const std::vector<double> before = all_params(other);
@@ -144,17 +144,18 @@ BOOST_AUTO_TEST_CASE(truncated_and_garbage_files_are_clear_errors) {
   save_checkpoint(path, model, "char", "");
   const auto size = std::filesystem::file_size(path);
   std::filesystem::resize_file(path, size - 100);
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "truncated");
+  expect_throw_with<std::runtime_error>([&] { nn::SafetensorsFile::read(path); }, "truncated");
   std::filesystem::resize_file(path, 20);
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "truncated");
+  expect_throw_with<std::runtime_error>([&] { nn::SafetensorsFile::read(path); }, "truncated");
   { std::ofstream(path, std::ios::trunc) << "not a checkpoint at all"; }
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "safetensors file");
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read((dir / "missing").string()); },
-                                        "does not exist");
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(dir.string()); },
+  expect_throw_with<std::runtime_error>([&] { nn::SafetensorsFile::read(path); },
+                                        "safetensors file");
+  expect_throw_with<std::runtime_error>(
+      [&] { nn::SafetensorsFile::read((dir / "missing").string()); }, "does not exist");
+  expect_throw_with<std::runtime_error>([&] { nn::SafetensorsFile::read(dir.string()); },
                                         "not a regular file");
   { std::ofstream(path, std::ios::trunc) << std::string(64, '\x7f'); }  // random-looking bytes
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); },
+  expect_throw_with<std::runtime_error>([&] { nn::SafetensorsFile::read(path); },
                                         "not a safetensors file");
   // A shape whose byte size overflows 64 bits must not wrap around to a small, valid-looking size.
   {
@@ -165,14 +166,15 @@ BOOST_AUTO_TEST_CASE(truncated_and_garbage_files_are_clear_errors) {
     f.write(reinterpret_cast<const char*>(&n), 8);
     f << header << std::string(72, '\0');
   }
-  expect_throw_with<std::runtime_error>([&] { SafetensorsFile::read(path); }, "impossible shape");
+  expect_throw_with<std::runtime_error>([&] { nn::SafetensorsFile::read(path); },
+                                        "impossible shape");
   std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(hugging_face_prefix_and_buffers_are_accepted) {
   const auto dir = temp_dir();
   GPT model(preset("femto"), 5);
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   for (const auto& [name, t] : model.named_parameters()) {
     w.add("transformer." + name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
   }
@@ -182,7 +184,7 @@ BOOST_AUTO_TEST_CASE(hugging_face_prefix_and_buffers_are_accepted) {
   const std::string path = (dir / "hf.safetensors").string();
   w.write(path);
   GPT other(preset("femto"), 6);
-  load_weights(other, SafetensorsFile::read(path));
+  load_weights(other, nn::SafetensorsFile::read(path));
   BOOST_TEST(all_params(other) == all_params(model));
   std::filesystem::remove_all(dir);
 }
@@ -197,14 +199,14 @@ BOOST_AUTO_TEST_CASE(failed_write_leaves_the_old_file) {
         save_checkpoint((dir / "no_such_dir" / "m.safetensors").string(), model, "char", "x");
       },
       "cannot write");
-  BOOST_TEST(read_checkpoint_info(SafetensorsFile::read(path)).tokenizer_data == "old");
+  BOOST_TEST(read_checkpoint_info(nn::SafetensorsFile::read(path)).tokenizer_data == "old");
   std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(an_unconvertible_dtype_is_caught_before_any_parameter_is_written) {
   const auto dir = temp_dir();
   GPT model(preset("femto"), 8);
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   for (const auto& [name, t] : model.named_parameters()) {
     const Tensor stored = is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach();
     // The last parameter in arena order: every other one would already be copied if loading
@@ -216,10 +218,11 @@ BOOST_AUTO_TEST_CASE(an_unconvertible_dtype_is_caught_before_any_parameter_is_wr
   w.write(path);
   GPT other(preset("femto"), 9);
   const std::vector<double> before = all_params(other);
-  expect_throw_with<std::runtime_error>([&] { load_weights(other, SafetensorsFile::read(path)); },
-                                        "'" + model.named_parameters().back().first +
-                                            "' is I64 in the file, which does not convert to "
-                                            "the module's f32");
+  expect_throw_with<std::runtime_error>(
+      [&] { load_weights(other, nn::SafetensorsFile::read(path)); },
+      "'" + model.named_parameters().back().first +
+          "' is I64 in the file, which does not convert to "
+          "the module's f32");
   BOOST_TEST(all_params(other) == before);
   std::filesystem::remove_all(dir);
 }
@@ -269,7 +272,7 @@ BOOST_AUTO_TEST_CASE(unconvertible_dtypes_are_refused_before_the_model_is_built)
   // 0: refused with the dtype named; 1: no error, 2: another error.
   const testing::MeasuredRun run = testing::run_measured([&] {
     try {
-      load_hf_gpt2(SafetensorsFile::read(path), 12);
+      load_hf_gpt2(nn::SafetensorsFile::read(path), 12);
     } catch (const std::runtime_error& e) {
       return std::string(e.what()).find("is U8, which cannot be loaded into an f32 model") !=
                      std::string::npos
@@ -296,7 +299,7 @@ BOOST_AUTO_TEST_CASE(the_optimizer_moments_load_only_when_asked) {
   s.train_options = "{}";
   const std::string path = (dir / "m.safetensors").string();
   save_checkpoint(path, model, "char", "abc", &s);
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
   const CheckpointInfo full = read_checkpoint_info(file);
   BOOST_REQUIRE(full.training.has_value());
   BOOST_TEST(full.training->adam_m.to_vector() == s.adam_m.to_vector());
@@ -326,8 +329,8 @@ std::string edited(const std::string& text, const std::string& from, const std::
 void copy_with(const std::string& from, const std::string& to, const std::string& key,
                const std::string& value, const std::string& extra_name = "",
                const Tensor& extra = Tensor()) {
-  const SafetensorsFile f = SafetensorsFile::read(from);
-  SafetensorsWriter w;
+  const nn::SafetensorsFile f = nn::SafetensorsFile::read(from);
+  nn::SafetensorsWriter w;
   w.metadata = f.metadata();
   if (!key.empty()) w.metadata[key] = value;
   for (const auto& [name, e] : f.entries())
@@ -339,9 +342,9 @@ void copy_with(const std::string& from, const std::string& to, const std::string
 // Rewrites the checkpoint at `path` with metadata[key] = value (the tensors as they are), as a
 // corrupt or hand-edited file would have it.
 void set_metadata(const std::string& path, const std::string& key, const std::string& value) {
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   {
-    const SafetensorsFile file = SafetensorsFile::read(path);
+    const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
     w.metadata = file.metadata();
     for (const auto& [name, entry] : file.entries()) w.add(name, file.tensor(name, DType::f32));
   }
@@ -357,7 +360,7 @@ BOOST_AUTO_TEST_CASE(a_config_that_disagrees_with_the_tensors_is_refused_before_
   const std::string good = (dir / "pico.safetensors").string(),
                     bad = (dir / "bad.safetensors").string();
   save_checkpoint(good, pico, "char", "abc");
-  const std::string config = SafetensorsFile::read(good).metadata().at("config");
+  const std::string config = nn::SafetensorsFile::read(good).metadata().at("config");
   const std::string where = "'" + bad + "': its config says ";
   // {edit of the config, what the error must say}: both values named, nothing allocated first
   // (n_layer 1,000,000 used to allocate blocks until memory ran out).
@@ -380,14 +383,14 @@ BOOST_AUTO_TEST_CASE(a_config_that_disagrees_with_the_tensors_is_refused_before_
   for (const auto& [edit, needle] : cases) {
     copy_with(good, bad, "config", edited(config, edit.first, edit.second));
     BOOST_TEST_CONTEXT(edit.second) {
-      expect_throw_with<std::runtime_error>([&] { load_model(SafetensorsFile::read(bad)); },
+      expect_throw_with<std::runtime_error>([&] { load_model(nn::SafetensorsFile::read(bad)); },
                                             needle);
     }
   }
   // Tiny tensors under the right names must not make the model allocate a huge n_embd: wte and
   // wpe (1, 4096) agree with the config, but one block of n_embd 4096 needs 12 * 4096^2 values.
-  SafetensorsWriter w;
-  w.metadata = SafetensorsFile::read(good).metadata();
+  nn::SafetensorsWriter w;
+  w.metadata = nn::SafetensorsFile::read(good).metadata();
   w.metadata["config"] =
       R"({"bias":true,"block_size":1,"dropout":0.0,"n_embd":4096,"n_head":1,"n_layer":1,)"
       R"("pos_encoding":"learned","vocab_size":1})";
@@ -395,7 +398,7 @@ BOOST_AUTO_TEST_CASE(a_config_that_disagrees_with_the_tensors_is_refused_before_
   w.add("wpe.weight", Tensor::zeros({1, 4096}));
   w.add("h.0.ln_1.weight", Tensor::zeros({1}));
   w.write(bad);
-  expect_throw_with<std::runtime_error>([&] { load_model(SafetensorsFile::read(bad)); },
+  expect_throw_with<std::runtime_error>([&] { load_model(nn::SafetensorsFile::read(bad)); },
                                         where +
                                             "n_layer 1 and n_embd 4096, at least 201326592 block "
                                             "parameters, but the file holds 8193 values in all");
@@ -415,7 +418,7 @@ BOOST_AUTO_TEST_CASE(config_and_counts_in_the_metadata_are_read_strictly) {
   const std::string good = (dir / "pico.safetensors").string(),
                     bad = (dir / "bad.safetensors").string();
   save_checkpoint(good, pico, "char", "abc", &s);
-  const std::string config = SafetensorsFile::read(good).metadata().at("config");
+  const std::string config = nn::SafetensorsFile::read(good).metadata().at("config");
   const std::string what = "'" + bad + "': checkpoint metadata 'config'";
   const std::string any_int = ", expected an integer in [1, ";  // each field's own max
   // {metadata key, its new value, what the error must say}
@@ -456,12 +459,12 @@ BOOST_AUTO_TEST_CASE(config_and_counts_in_the_metadata_are_read_strictly) {
     copy_with(good, bad, key, value);
     BOOST_TEST_CONTEXT(key << " = " << value.substr(0, 200)) {
       expect_throw_with<std::runtime_error>(
-          [&] { read_checkpoint_info(SafetensorsFile::read(bad)); }, needle);
+          [&] { read_checkpoint_info(nn::SafetensorsFile::read(bad)); }, needle);
     }
   }
   copy_with(good, bad, "dropout_rng", "garbage");
   expect_throw_with<std::runtime_error>(
-      [&] { load_model(SafetensorsFile::read(bad)); },
+      [&] { load_model(nn::SafetensorsFile::read(bad)); },
       "'" + bad + "': checkpoint metadata 'dropout_rng': Generator::set_state: malformed");
   std::filesystem::remove_all(dir);
 }
@@ -488,26 +491,26 @@ BOOST_AUTO_TEST_CASE(every_tensor_is_consumed_or_known_and_checked) {
     BOOST_TEST_CONTEXT(name) {
       GPT other(no_bias, 14);
       expect_throw_with<std::runtime_error>(
-          [&] { load_weights(other, SafetensorsFile::read(bad)); },
+          [&] { load_weights(other, nn::SafetensorsFile::read(bad)); },
           "not in the module): '" + name + "'");
     }
   }
   // An untied head: evaluating with wte instead would silently change every prediction.
   copy_with(good, bad, "", "", "lm_head.weight", neg(wte));
   expect_throw_with<std::runtime_error>(
-      [&] { load_model(SafetensorsFile::read(bad)); },
+      [&] { load_model(nn::SafetensorsFile::read(bad)); },
       "lm_head.weight (65, 2) F32 is not a byte-for-byte copy of wte.weight (65, 2) "
       "F32: the file has an untied output head");
   copy_with(good, bad, "", "", "lm_head.weight",
             Tensor::from_vector(wte.to_vector(), wte.shape(),
                                 DType::f64));  // equal values, another dtype: not tied storage
-  expect_throw_with<std::runtime_error>([&] { load_model(SafetensorsFile::read(bad)); },
+  expect_throw_with<std::runtime_error>([&] { load_model(nn::SafetensorsFile::read(bad)); },
                                         "lm_head.weight (65, 2) F64 is not");
   // The known extras load: a tied head and the mask buffers of blocks the model has.
   copy_with(good, bad, "", "", "lm_head.weight", wte);
-  BOOST_TEST(all_params(*load_model(SafetensorsFile::read(bad))) == all_params(femto));
+  BOOST_TEST(all_params(*load_model(nn::SafetensorsFile::read(bad))) == all_params(femto));
   copy_with(good, bad, "", "", "h.0.attn.masked_bias", Tensor::scalar(-1e4));
-  BOOST_TEST(all_params(*load_model(SafetensorsFile::read(bad))) == all_params(femto));
+  BOOST_TEST(all_params(*load_model(nn::SafetensorsFile::read(bad))) == all_params(femto));
   std::filesystem::remove_all(dir);
 }
 
@@ -516,12 +519,12 @@ BOOST_AUTO_TEST_CASE(hugging_face_config_json_is_read_strictly_and_must_agree_wi
   std::filesystem::create_directories(dir);
   GPTConfig c = preset("pico");  // n_layer 3, n_embd 6, block 8, V 65
   GPT model(c, 15);
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   for (const auto& [name, t] : model.named_parameters())
     w.add("transformer." + name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
   const std::string path = (dir / "model.safetensors").string();
   w.write(path);
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
   const std::string config_json = (dir / "config.json").string();
   const auto write_config = [&](const std::string& text) {
     std::ofstream(config_json, std::ios::trunc) << text;
@@ -615,17 +618,17 @@ BOOST_AUTO_TEST_CASE(malformed_config_and_generator_state_in_metadata_are_clear_
   GPT model(preset("femto"), 11);
   const std::string path = (dir / "m.safetensors").string();
   save_checkpoint(path, model, "char", "abc");
-  std::string config = SafetensorsFile::read(path).metadata().at("config");
+  std::string config = nn::SafetensorsFile::read(path).metadata().at("config");
   const size_t at = config.find("\"n_head\":1,");  // femto has one head
   BOOST_REQUIRE(at != std::string::npos);
   set_metadata(path, "config", config.replace(at, 11, "\"n_head\":0,"));
   expect_throw_with<std::runtime_error>(
-      [&] { load_model(SafetensorsFile::read(path)); },
+      [&] { load_model(nn::SafetensorsFile::read(path)); },
       "m.safetensors': checkpoint metadata 'config': n_head is 0, expected an integer in [1,");
   save_checkpoint(path, model, "char", "abc");
   set_metadata(path, "dropout_rng", "not a generator state");
   expect_throw_with<std::runtime_error>(
-      [&] { load_model(SafetensorsFile::read(path)); },
+      [&] { load_model(nn::SafetensorsFile::read(path)); },
       "m.safetensors': checkpoint metadata 'dropout_rng': Generator::set_state");
   std::filesystem::remove_all(dir);
 }
@@ -638,19 +641,19 @@ BOOST_AUTO_TEST_CASE(a_config_json_n_head_that_is_not_an_integer_is_refused) {
   c.n_embd = 4;
   c.n_head = 2;
   GPT model(c, 12);
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   for (const auto& [name, t] : model.named_parameters())
     w.add(name, is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());
   const std::string path = (dir / "model.safetensors").string();
   w.write(path);
   for (const std::string n_head : {R"("two")", "3.9", "null"}) {
     std::ofstream(dir / "config.json") << R"({"n_head": )" << n_head << "}";
-    expect_throw_with<std::runtime_error>([&] { load_hf_gpt2(SafetensorsFile::read(path)); },
+    expect_throw_with<std::runtime_error>([&] { load_hf_gpt2(nn::SafetensorsFile::read(path)); },
                                           "config.json' (beside '" + path + "'): n_head is " +
                                               n_head + ", expected an integer in [1,");
   }
   std::ofstream(dir / "config.json") << R"({"n_head": 2})";
-  BOOST_TEST(load_hf_gpt2(SafetensorsFile::read(path))->config().n_head == 2);
+  BOOST_TEST(load_hf_gpt2(nn::SafetensorsFile::read(path))->config().n_head == 2);
   std::filesystem::remove_all(dir);
 }
 
@@ -687,7 +690,7 @@ BOOST_AUTO_TEST_CASE(loading_weights_between_forward_and_backward_is_refused) {
   const std::string path = (dir / "f.safetensors").string();
   save_checkpoint(path, model, "char", "");
   const Tensor loss = model.forward(ids({1, 2, 3}), ids({2, 3, 4})).loss;
-  load_weights(model, SafetensorsFile::read(path));
+  load_weights(model, nn::SafetensorsFile::read(path));
   expect_throw_with<std::logic_error>([&] { loss.backward(); }, "changed in place since");
   // Loaded before the forward: the graph saw the loaded weights, and backward runs.
   model.zero_grad();

@@ -476,3 +476,48 @@ BOOST_AUTO_TEST_CASE(forward_hooks_on_the_gpts_modules) {
              boost::test_tools::tolerance(1e-12));
   zero.remove();
 }
+
+// Forward hooks run on every call of a module, the calls with a KV cache or recorded attention
+// weights included (nn/module.h's UnaryModule): a hook that steers block 1's output gives the same
+// logits whether the model reads the context whole or decodes it a token at a time with a cache,
+// once per step, seeing the new position only. (Before, the cached calls skipped the blocks'
+// hooks while their layers' ran: cached generation ignored the steering.)
+BOOST_AUTO_TEST_CASE(forward_hooks_run_in_cached_decoding_and_recorded_attention) {
+  const GPTConfig c = preset("pico");
+  GPT model(c, 5, DType::f64);
+  Generator gen(7);
+  randomize_parameters(model.parameters(), gen, 0.5);
+  model.eval();
+  NoGradGuard no_grad;
+  const std::vector<int64_t> ids{3, 1, 4, 1, 5, 9};
+  const int64_t T = static_cast<int64_t>(ids.size());
+  const Tensor idx = Tensor::from_ids(ids, {1, T});
+  const std::vector<double> plain = model.forward(idx).logits().to_vector();
+  // A direction added to the residual stream (not a constant: the LayerNorms would remove it).
+  std::vector<double> direction(static_cast<size_t>(c.n_embd));
+  for (size_t i = 0; i < direction.size(); ++i) direction[i] = 0.1 * static_cast<double>(i);
+  const Tensor steering = Tensor::from_vector(direction, {c.n_embd}, DType::f64);
+  std::vector<Shape> seen;  // the inputs block 1's hook was called with
+  nn::HookHandle steer = model.h[1]->register_forward_hook(
+      [&](const nn::UnaryModule&, const Tensor& in, const Tensor& out) {
+        seen.push_back(in.shape());
+        return std::optional(add(out, steering));
+      });
+  const std::vector<double> steered = model.forward(idx).logits().to_vector();
+  BOOST_TEST(!allclose(steered, plain, 1e-3, 0));  // the hook changes the logits
+  KVCache cache;
+  std::vector<double> stepped;
+  for (int64_t t = 0; t < T; ++t) {
+    const Tensor next = Tensor::from_ids({ids[static_cast<size_t>(t)]}, {1, 1});
+    const std::vector<double> logits = model.forward(next, Tensor(), &cache).logits().to_vector();
+    stepped.insert(stepped.end(), logits.begin(), logits.end());
+  }
+  BOOST_TEST(allclose(stepped, steered, 1e-10, 0));
+  BOOST_REQUIRE_EQUAL(seen.size(), static_cast<size_t>(1 + T));
+  for (size_t i = 1; i < seen.size(); ++i) BOOST_TEST((seen[i] == Shape{1, 1, c.n_embd}));
+  std::vector<Tensor> weights;
+  BOOST_TEST(allclose(model.forward(idx, Tensor(), nullptr, &weights).logits().to_vector(), steered,
+                      1e-10, 0));
+  BOOST_TEST(seen.size() == static_cast<size_t>(2 + T));
+  steer.remove();
+}

@@ -27,7 +27,7 @@ inline std::unique_ptr<gpt::GPT> write_small_hf_gpt2(const std::filesystem::path
   auto model = std::make_unique<gpt::GPT>(c, 3);
   Generator gen(4);
   randomize_parameters(model->parameters(), gen, 0.5);
-  gpt::SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   for (const auto& [name, t] : model->named_parameters())
     w.add("transformer." + name,
           gpt::is_conv1d_weight(name) ? transpose(t.detach(), 0, 1) : t.detach());

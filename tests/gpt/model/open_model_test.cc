@@ -276,9 +276,9 @@ BOOST_AUTO_TEST_CASE(opening_a_checkpoint_reads_its_weights_not_its_optimizer_mo
   // Byte ranges in the file: the data section starts after the 8-byte length and the header.
   uint64_t header = 0;
   std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(&header), 8);
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
   const auto range = [&](const std::string& name) {
-    const SafetensorsEntry& e = file.entries().at(name);
+    const nn::SafetensorsEntry& e = file.entries().at(name);
     return std::pair{8 + header + e.begin, 8 + header + e.end};
   };
   const auto [m_begin, m_end] = range("optimizer.m");
@@ -335,7 +335,7 @@ BOOST_AUTO_TEST_CASE(a_model_too_large_to_train_is_refused_from_its_header) {
   const std::string path = (dir / kCheckpointFile).string();
   save_checkpoint(path, model, tokenizer->kind(), tokenizer->serialize(), &state);
   nlohmann::json header;
-  header["__metadata__"] = SafetensorsFile::read(path).metadata();
+  header["__metadata__"] = nn::SafetensorsFile::read(path).metadata();
   header["__metadata__"]["config"] = config_to_json(big);
   // The same tensors at big's shapes, one after the other, and the moments of its parameters.
   const auto big_dim = [&](int64_t d) {

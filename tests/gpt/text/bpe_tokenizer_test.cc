@@ -17,11 +17,12 @@
 #include <thread>
 #include <vector>
 
-#include "gpt/io/utf8.h"
 #include "gpt/text/bpe_tokenizer.h"
+#include "nn/io/utf8.h"
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
+namespace nn = attograd::nn;
 using attograd::testing::data_available;
 using attograd::testing::expect_throw_with;
 using attograd::testing::shared_data;
@@ -77,14 +78,14 @@ std::string random_text(std::mt19937_64& rng) {
         s += static_cast<char>(0x20 + pick(0x5F));
         break;  // printable ASCII
       case 3:
-        append_utf8(s, static_cast<char32_t>(0xA0 + pick(0x60)));
+        nn::append_utf8(s, static_cast<char32_t>(0xA0 + pick(0x60)));
         break;  // Latin-1
       default: {
         // Any code point that is a character (not a surrogate), weighted toward the BMP.
-        char32_t cp = pick(4) == 0 ? static_cast<char32_t>(pick(kMaxCodePoint + 1))
+        char32_t cp = pick(4) == 0 ? static_cast<char32_t>(pick(nn::kMaxCodePoint + 1))
                                    : static_cast<char32_t>(pick(0x10000));
         if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0x4E00 + (cp & 0xFF);  // a CJK character instead
-        append_utf8(s, cp);
+        nn::append_utf8(s, cp);
       }
     }
   }
@@ -343,7 +344,7 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_named) {
   for (int b = 0; b < 256; ++b) {
     json += '"';
     if (alphabet[b] == '"' || alphabet[b] == '\\') json += '\\';  // JSON escapes
-    json += encode_utf8(alphabet[b]);
+    json += nn::encode_utf8(alphabet[b]);
     json += "\": ";
     json += std::to_string(b);
     json += ", ";

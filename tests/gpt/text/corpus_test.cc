@@ -19,13 +19,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpt/io/atomic_file.h"
 #include "gpt/io/sha256.h"
 #include "gpt/text/corpus.h"
+#include "nn/io/atomic_file.h"
 #include "tests/gpt/http_test_server.h"
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
+namespace nn = attograd::nn;
 using attograd::testing::expect_throw_with;
 using attograd::testing::LoopbackHttpServer;
 using attograd::testing::TempDir;
@@ -364,13 +365,14 @@ BOOST_AUTO_TEST_CASE(default_cache_dir_follows_the_environment) {
 BOOST_AUTO_TEST_CASE(atomic_writes_replace_and_leave_no_temporary_file) {
   TempDir dir;
   const fs::path path = dir.path / "out.txt";
-  write_file_atomically(path, "first");
-  write_file_atomically(path, "second version");
+  nn::write_file_atomically(path, "first");
+  nn::write_file_atomically(path, "second version");
   BOOST_TEST(read_bytes(path) == "second version");
   BOOST_TEST(dir.entries() == std::vector<std::string>{"out.txt"},
              boost::test_tools::per_element());
   expect_throw_with<std::runtime_error>(
-      [&] { write_file_atomically(dir.path / "no-such-dir" / "x.txt", "data"); }, "no-such-dir");
+      [&] { nn::write_file_atomically(dir.path / "no-such-dir" / "x.txt", "data"); },
+      "no-such-dir");
   // A cache directory that cannot be created names itself.
   CorpusOptions options;
   options.cache_dir = path / "sub";  // under a regular file

@@ -24,6 +24,7 @@
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
+namespace nn = attograd::nn;
 using attograd::testing::contains;
 using attograd::testing::TempDir;
 using attograd::testing::train_to_end;
@@ -54,7 +55,8 @@ RunRequest fine_tune(const std::string& init_from, const std::string& corpus,
 }
 
 TrainOptions recorded_options(const std::string& checkpoint) {
-  return TrainOptions::from_json(SafetensorsFile::read(checkpoint).metadata().at("train_options"));
+  return TrainOptions::from_json(
+      nn::SafetensorsFile::read(checkpoint).metadata().at("train_options"));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
+namespace nn = attograd::nn;
 using namespace attograd::testing;  // the small runs of train_run.h and their checks
 
 BOOST_AUTO_TEST_CASE(each_kind_trains_and_resumes_with_its_kind) {
@@ -50,7 +51,7 @@ BOOST_AUTO_TEST_CASE(each_kind_trains_and_resumes_with_its_kind) {
       BOOST_TEST(read_file(out + "/" + RunDir::kBaselines) ==
                  "name,val_loss\nunigram,2.58979\nbigram,0.971454\n");
       const std::string ckpt = out + "/" + kCheckpointFile;
-      BOOST_TEST(SafetensorsFile::read(ckpt).metadata().at("model") == name);
+      BOOST_TEST(nn::SafetensorsFile::read(ckpt).metadata().at("model") == name);
 
       std::string resumed;
       RunRequest more = resume_to(out, 22);

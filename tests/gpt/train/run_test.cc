@@ -14,13 +14,13 @@
 #include <sstream>
 #include <string>
 
-#include "gpt/io/atomic_file.h"
 #include "gpt/io/sha256.h"
 #include "gpt/model/checkpoint.h"
 #include "gpt/train/run.h"
 #include "gpt/train/run_config.h"
 #include "gpt/train/run_dir.h"
 #include "gpt/train/run_logs.h"
+#include "nn/io/atomic_file.h"
 #include "tests/gpt/train/train_run.h"
 #include "tests/test_util.h"
 
@@ -544,7 +544,7 @@ BOOST_AUTO_TEST_CASE(a_diverged_run_names_only_a_finite_checkpoint) {
                       "the last checkpoint, step 1 (all parameters finite), is "
                       "untouched: " +
                           (dir / "b" / kCheckpointFile).string()));
-  const auto model = load_model(SafetensorsFile::read((dir / "b" / kCheckpointFile).string()));
+  const auto model = load_model(nn::SafetensorsFile::read((dir / "b" / kCheckpointFile).string()));
   BOOST_TEST(model->arena().num_non_finite() == 0);
 }
 
@@ -575,11 +575,11 @@ BOOST_AUTO_TEST_CASE(empty_plots_fail_the_run_after_saving_everything_else) {
   BOOST_TEST(contains(said, "(is the disk full?)"));
   BOOST_TEST(contains(said, "the training itself finished: " + run->checkpoint_path() +
                                 " and the CSV logs are saved"));
-  const SafetensorsFile ckpt = SafetensorsFile::read(run->checkpoint_path());
+  const nn::SafetensorsFile ckpt = nn::SafetensorsFile::read(run->checkpoint_path());
   BOOST_TEST(read_checkpoint_info(ckpt, Moments::skip).training->step == 3);
   BOOST_TEST(!std::filesystem::exists(dir / "run" / "loss.png"));
   for (const auto& entry : std::filesystem::directory_iterator(dir / "run"))
-    BOOST_TEST(!temp_file_owner(entry.path().filename().string()));
+    BOOST_TEST(!nn::temp_file_owner(entry.path().filename().string()));
 }
 
 // --tokenizer gpt2: GPT-2's BPE and vocabulary, recorded in the checkpoint, which a resumed run
@@ -598,7 +598,7 @@ BOOST_AUTO_TEST_CASE(a_gpt2_bpe_run_writes_and_resumes_a_gpt2_checkpoint) {
   const std::string ckpt = train_to_end(rq, &log)->checkpoint_path();  // the lock goes with it
   BOOST_TEST(contains(log, "gpt2 tokenizer (vocab 50257)"));
   BOOST_TEST(contains(log, "vocab_size 50257"));
-  const CheckpointInfo info = read_checkpoint_info(SafetensorsFile::read(ckpt), Moments::skip);
+  const CheckpointInfo info = read_checkpoint_info(nn::SafetensorsFile::read(ckpt), Moments::skip);
   BOOST_TEST(info.tokenizer_kind == "gpt2");
   BOOST_TEST(info.tokenizer_data == "gpt2");
   BOOST_TEST(info.config.vocab_size == 50257);

@@ -80,7 +80,7 @@ TrainOptions small_options() {
 struct Resumed {
   Resumed(const std::string& path, const Dataset& data, const std::string& out_dir = "",
           std::optional<int64_t> max_steps = std::nullopt) {
-    const SafetensorsFile file = SafetensorsFile::read(path);
+    const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
     const CheckpointInfo info = read_checkpoint_info(file);
     BOOST_REQUIRE(info.training.has_value());
     model = load_model(file);
@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(resume_in_bf16_is_bit_exact) {
     tb.save(path);
   }
   Resumed b(path, data);
-  const CheckpointInfo info = read_checkpoint_info(SafetensorsFile::read(path));
+  const CheckpointInfo info = read_checkpoint_info(nn::SafetensorsFile::read(path));
   BOOST_TEST(nlohmann::json::parse(info.training->train_options)["mixed_precision"] == "bf16");
   b.trainer->train_step();
   BOOST_TEST(b.model->arena().params().to_vector() ==
@@ -279,7 +279,7 @@ BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_is_the_lowest_val_loss_so_far, ToyPi
   o.min_lr = 0.3;
   const auto dir = temp_dir("best");
   const auto best_step = [&] {
-    return read_checkpoint_info(SafetensorsFile::read((dir / RunDir::kBestCheckpoint).string()),
+    return read_checkpoint_info(nn::SafetensorsFile::read((dir / RunDir::kBestCheckpoint).string()),
                                 Moments::skip)
         .training->step;
   };
@@ -803,7 +803,7 @@ void train_four_steps(const std::filesystem::path& dir, const Dataset& data, dou
 
 // Resumes the run in `dir` from its checkpoint, as `train --resume --steps max_steps` does.
 void resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t max_steps) {
-  const SafetensorsFile file = SafetensorsFile::read((dir / "ckpt.safetensors").string());
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read((dir / "ckpt.safetensors").string());
   const CheckpointInfo info = read_checkpoint_info(file);
   const auto model = load_model(file);
   TrainOptions more = TrainOptions::from_json(info.training->train_options);
@@ -950,7 +950,7 @@ BOOST_AUTO_TEST_CASE(a_log_that_cannot_be_written_stops_the_run_before_the_check
   longer.max_steps = 4;
   Trainer more(model, data, longer, "char", "", dir.string());
   more.restore([&] {
-    const SafetensorsFile file = SafetensorsFile::read(t.checkpoint_path());
+    const nn::SafetensorsFile file = nn::SafetensorsFile::read(t.checkpoint_path());
     return *read_checkpoint_info(file).training;
   }());
   expect_throw_with<std::runtime_error>([&] { more.run(log); },

@@ -1,4 +1,4 @@
-#include "gpt/io/safetensors.h"
+#include "nn/io/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -17,10 +17,10 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "gpt/io/atomic_file.h"
-#include "gpt/io/strict_json.h"
+#include "nn/io/atomic_file.h"
+#include "nn/io/strict_json.h"
 
-namespace attograd::gpt {
+namespace attograd::nn {
 
 namespace {
 
@@ -563,4 +563,4 @@ void SafetensorsWriter::write(const std::string& path) const {
   out.commit();
 }
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn

@@ -1,10 +1,10 @@
 // UTF-8 decoding and encoding; the rules are in the table at the top of utf8.h.
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
 #include <cstdint>
 #include <stdexcept>
 
-namespace attograd::gpt {
+namespace attograd::nn {
 namespace {
 
 // "C0 AF": the bytes of a sequence in hex, for messages.
@@ -275,4 +275,4 @@ std::string escape_bytes(std::string_view bytes) { return escaped(bytes, true); 
 
 std::string escape_controls(std::string_view bytes) { return escaped(bytes, false); }
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn

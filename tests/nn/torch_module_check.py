@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's side of module_file_test: a file attograd's save_module wrote loads strictly into a
+"""PyTorch's side of serialize_test: a file attograd's save_module wrote loads strictly into a
 torch.nn.Module with the same names, and a file torch's state_dict makes loads into attograd.
 
 safetensors (the Python package) is not installed here, so the files are read and written by
@@ -20,12 +20,12 @@ import sys
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402 (tests/)
 
 
 class Net(nn.Module):
-    """attograd's Net in module_file_test.cc: the same names, shapes and computation."""
+    """attograd's Net in serialize_test.cc: the same names, shapes and computation."""
 
     def __init__(self):
         super().__init__()

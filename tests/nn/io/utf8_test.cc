@@ -1,4 +1,4 @@
-// Tests gpt/io/utf8: every boundary of the well-formed table in utf8.h, each kind of malformed
+// Tests nn/io/utf8: every boundary of the well-formed table in utf8.h, each kind of malformed
 // input with the byte offset in the message, and round trips through encode/decode.
 #define BOOST_TEST_MODULE utf8
 #include <boost/test/unit_test.hpp>
@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 #include "tests/test_util.h"
 
-using namespace attograd::gpt;
+using namespace attograd::nn;
 using attograd::testing::expect_throw_with;
 
 namespace {

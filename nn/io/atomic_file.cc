@@ -1,4 +1,4 @@
-#include "gpt/io/atomic_file.h"
+#include "nn/io/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,9 +17,9 @@
 #include <string>
 #include <utility>
 
-#include "gpt/io/utf8.h"
+#include "nn/io/utf8.h"
 
-namespace attograd::gpt {
+namespace attograd::nn {
 namespace fs = std::filesystem;
 
 namespace {
@@ -205,4 +205,4 @@ std::vector<fs::path> remove_stale_temp_files(const fs::path& dir, const StaleSw
   return removed;
 }
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn

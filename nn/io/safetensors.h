@@ -27,7 +27,7 @@
 
 #include "autograd/tensor.h"
 
-namespace attograd::gpt {
+namespace attograd::nn {
 
 /// One tensor's entry in a safetensors file.
 struct SafetensorsEntry {
@@ -123,4 +123,4 @@ struct SafetensorsWriter {
   std::map<std::string, Tensor> tensors_;
 };
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn

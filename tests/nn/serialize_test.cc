@@ -1,8 +1,8 @@
-// Saving and loading any nn::Module as safetensors (gpt/io/module_file.h): a round trip, the
+// Saving and loading any nn::Module as safetensors (nn/serialize.h): a round trip, the
 // strict refusal of a wrong file naming every problem with nothing written, the non-strict
 // lists, dtype conversion, and both directions against PyTorch's load_state_dict and
-// state_dict (tests/gpt/io/torch_module_check.py, /usr/bin/python3 with torch).
-#define BOOST_TEST_MODULE module_file
+// state_dict (tests/nn/torch_module_check.py, /usr/bin/python3 with torch).
+#define BOOST_TEST_MODULE serialize
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "gpt/io/module_file.h"
-#include "gpt/io/safetensors.h"
+#include "nn/io/safetensors.h"
 #include "nn/layers.h"
+#include "nn/serialize.h"
 #include "tests/cli/cli_run.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
-using namespace attograd::gpt;
+using namespace attograd::nn;
 using attograd::testing::allclose;
 using attograd::testing::expect_throw_with;
 using attograd::testing::run_program;
@@ -73,13 +73,13 @@ std::vector<double> parse_doubles(const std::string& line) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_module_round_trips_bit_for_bit) {
-  const TempDir dir("module_file");
+  const TempDir dir("serialize");
   manual_seed(1);
   Net a;
   a.scale.fill_(0.5);
   save_module(a, dir / "net.safetensors", {{"note", "kept"}});
   BOOST_TEST((dir.entries() == std::vector<std::string>{"net.safetensors"}));  // no temporary
-  const SafetensorsFile file = SafetensorsFile::read(dir / "net.safetensors");
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(dir / "net.safetensors");
   BOOST_TEST(file.metadata().at("format") == "pt");
   BOOST_TEST(file.metadata().at("note") == "kept");
   BOOST_TEST(file.entries().size() == 7u);  // scale, fc1 (2), norm (2), fc2 (2)
@@ -95,7 +95,7 @@ BOOST_AUTO_TEST_CASE(a_module_round_trips_bit_for_bit) {
 
 // The wrong file: one error names the path and every problem, and the module is unchanged.
 BOOST_AUTO_TEST_CASE(a_wrong_file_is_refused_naming_every_key) {
-  const TempDir dir("module_file");
+  const TempDir dir("serialize");
   Wider w;
   save_module(w, dir / "wider.safetensors");
   Net net;
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_file_is_refused_naming_every_key) {
       [&] { load_module(net, dir / "wider.safetensors", /*strict=*/false); }, "2 mismatched");
   BOOST_TEST((values_of(net) == before));
   nn::Linear fc2(4, 2, true, DType::f32);  // f32 values, loaded into f64 ones
-  SafetensorsWriter some;
+  nn::SafetensorsWriter some;
   some.add("fc2.weight", fc2.weight);
   some.add("fc2.bias", fc2.bias);
   some.add("head.weight", Tensor::zeros({1}, DType::f64));
@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_file_is_refused_naming_every_key) {
   BOOST_TEST(net.fc2->weight.to_vector() == fc2.weight.to_vector());  // f32 -> f64 exactly
   BOOST_TEST((values_of(net)[1] == before[1]));                       // fc1.weight kept
   // An I64 tensor where a float is expected does not convert.
-  SafetensorsWriter ids;
+  nn::SafetensorsWriter ids;
   ids.add("scale", Tensor::from_ids({1, 2}, {2}));
   ids.write(dir / "ids.safetensors");
   expect_throw_with<std::runtime_error>([&] { load_module(net, dir / "ids.safetensors", false); },
@@ -151,19 +151,18 @@ BOOST_AUTO_TEST_CASE(torch_loads_the_file_strictly_and_back) {
   if (run_program("/usr/bin/python3", "-c 'import torch, numpy'").exit_code != 0)
     return attograd::testing::skip_case(
         "/usr/bin/python3 with torch and numpy is not installed (apt-get install python3-torch)");
-  const TempDir dir("module_file_torch");
+  const TempDir dir("serialize_torch");
   manual_seed(3);
   Net net;
   net.scale.fill_(-2.0);
   save_module(net, dir / "ours.safetensors");
   Wider w;  // and the strict refusal, seen from torch: a file of Wider is not Net's
   save_module(w, dir / "wider.safetensors");
-  const auto run =
-      run_program("/usr/bin/python3",
-                  std::string(ATTOGRAD_SOURCE_DIR "/tests/gpt/io/torch_module_check.py ") +
-                      (dir / "ours.safetensors") + " " + (dir / "torch.safetensors") + " " +
-                      (dir / "wider.safetensors"),
-                  /*merge_stderr=*/true);
+  const auto run = run_program("/usr/bin/python3",
+                               std::string(ATTOGRAD_SOURCE_DIR "/tests/nn/torch_module_check.py ") +
+                                   (dir / "ours.safetensors") + " " + (dir / "torch.safetensors") +
+                                   " " + (dir / "wider.safetensors"),
+                               /*merge_stderr=*/true);
   BOOST_TEST_INFO(run.out);
   BOOST_TEST_REQUIRE(run.exit_code == 0);
   std::istringstream lines(run.out);

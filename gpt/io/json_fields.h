@@ -1,11 +1,12 @@
-// Strict reading of JSON that comes from files: safetensors headers, checkpoint metadata,
-// Hugging Face config.json, GPT-2's encoder.json. Nothing read from a file is trusted: what a
-// lenient reader would silently change (truncate 3.9 to 3, cast 2^64, keep the last of two
-// equal keys, recurse 100,000 levels deep) is an error that names the document, the key and
-// the value.
+// Settings read from JSON strictly and written back: JsonFields, whose getters refuse what a
+// lenient reader would truncate (3.9 to 3), cast (2^64) or ignore (a key no field knows), naming
+// the document, the key and the value; a struct's fields listed once as JsonField rows that
+// fields_to_json and fields_from_json both walk; and the visitors of a field table
+// (gpt/io/fields.h) that checkpoints and config files use: json_fields, config_section_to_json
+// and read_config_section. The parsing underneath (duplicate keys, the nesting bound) is
+// nn/io/strict_json.h's.
 //
-// Internal to attograd_gpt: nlohmann_json is a private dependency of the library, so only its
-// .cc files include this header.
+// This header knows no GPT: the ranges and the tables live with the structs.
 #pragma once
 
 #include <algorithm>
@@ -17,40 +18,13 @@
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "gpt/io/fields.h"
+#include "nn/io/strict_json.h"
 
 namespace attograd::gpt {
-
-/// The deepest nesting parse_json accepts (the document itself is level 1). attograd's
-/// deepest legitimate document nests 3 levels (a safetensors header: object, entry, shape);
-/// nlohmann's serializer recurses once per level, so a value nested 100,000 levels deep would
-/// overflow the stack the first time it is printed.
-inline constexpr int kMaxJsonDepth = 32;
-
-/// Parses `text`, refusing a key that appears twice in one object (nlohmann would keep the
-/// last one silently) and nesting deeper than kMaxJsonDepth, before any such value is built.
-/// `what` names the document in errors ("safetensors file 'x': the header"). Throws
-/// std::runtime_error: "<what> is not valid JSON: ...", "<what> has the key 'k' twice [in the
-/// entry 'e']", "<what> nests deeper than 32 levels".
-nlohmann::json parse_json(std::string_view text, const std::string& what);
-
-/// The value v as an integer in [0, max], or nullopt for anything else: a negative number, a
-/// float even when integral (70.9, 2.0, 1e3), a value above max (2^64), a string, a bool.
-std::optional<uint64_t> json_uint(const nlohmann::json& v, uint64_t max);
-
-/// v as text for an error message: its JSON with control characters (C0 and C1) escaped, at most
-/// 60 bytes (a huge array or a 50 MB string stays short), never cut inside a UTF-8 character.
-std::string json_excerpt(const nlohmann::json& v);
-
-/// A key of a parsed JSON object as an error message can print it whole: control characters
-/// (C0 and C1) as JSON escapes ("a\u0000b", "\u0085"), the rest as it is, no quotes added, at
-/// most 80 bytes ("..." for the rest, never inside a UTF-8 character). A raw
-/// NUL cut the message short where it was printed as a C string (issue 31, kind 14).
-std::string json_key_text(const std::string& key);
 
 /// The fields of a JSON object read strictly: each getter refuses a missing key, a value of
 /// another type, a non-integer where an integer belongs and a value outside its range, naming
@@ -226,7 +200,7 @@ std::string json_to_field(const nlohmann::json& v, const F& f, V& out) {
     if (it == names.end()) return join_names(names);
     out = static_cast<V>(it - names.begin());
   } else if constexpr (std::is_same_v<V, uint64_t>) {
-    const std::optional<uint64_t> x = json_uint(v, std::numeric_limits<uint64_t>::max());
+    const std::optional<uint64_t> x = nn::json_uint(v, std::numeric_limits<uint64_t>::max());
     if (!x) return "an integer in [0, 18446744073709551615]";
     out = *x;
   } else {
@@ -292,8 +266,8 @@ std::set<std::string> read_config_section(const nlohmann::json& section, S& s,
     const nlohmann::json& v = section.at(f.name);
     const std::string expected = detail::json_to_field(v, f, value);
     if (!expected.empty())
-      throw std::invalid_argument(what + ": " + f.name + " (" + f.flag + ") is " + json_excerpt(v) +
-                                  ", expected " + expected);
+      throw std::invalid_argument(what + ": " + f.name + " (" + f.flag + ") is " +
+                                  nn::json_excerpt(v) + ", expected " + expected);
     s.*f.member = value;
     given.insert(f.name);
   });

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attograd::gpt {
+namespace attograd::nn {
 
 /// A temporary file beside `path` that replaces `path` on commit(). Until commit() succeeds,
 /// every failure (and the destructor) removes the temporary and leaves `path` untouched.
@@ -108,4 +108,4 @@ struct StaleSweep {
 std::vector<std::filesystem::path> remove_stale_temp_files(const std::filesystem::path& dir,
                                                            const StaleSweep& sweep);
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn

@@ -27,7 +27,7 @@
 #include <string>
 #include <string_view>
 
-namespace attograd::gpt {
+namespace attograd::nn {
 
 /// The largest Unicode code point, U+10FFFF.
 inline constexpr char32_t kMaxCodePoint = 0x10FFFF;
@@ -105,4 +105,4 @@ std::string escape_c1_controls(std::string_view text);
 /// title or label) rather than for a quoted string. Still one line, with no control byte.
 std::string escape_controls(std::string_view bytes);
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn

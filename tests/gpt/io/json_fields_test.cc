@@ -1,62 +1,21 @@
-// Strict JSON from files (gpt/io/strict_json.h): the nesting bound that keeps a 100,000-deep value
-// from overflowing the stack, duplicate keys, and typed fields that refuse what a lenient
-// reader would truncate (3.9), cast (2^63, 2^64) or ignore (an unknown field), each error
+// Settings read from JSON strictly (gpt/io/json_fields.h): typed fields that refuse what a
+// lenient reader would truncate (3.9), cast (2^63, 2^64) or ignore (an unknown field), each error
 // naming the document, the key and the value.
-#define BOOST_TEST_MODULE strict_json
+#define BOOST_TEST_MODULE json_fields
 #include <boost/test/unit_test.hpp>
 
 #include <string>
 
-#include "gpt/io/strict_json.h"
+#include "gpt/io/json_fields.h"
 #include "tests/test_util.h"
 
 using namespace attograd::gpt;
+namespace nn = attograd::nn;
 using attograd::testing::expect_throw_with;
-
-namespace {
-
-// `depth` arrays, one inside the other: "[[[...]]]".
-std::string nested(int depth) {
-  return std::string(static_cast<size_t>(depth), '[') +
-         std::string(static_cast<size_t>(depth), ']');
-}
-
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(nesting_is_bounded_before_the_value_is_built) {
-  BOOST_TEST(parse_json(nested(kMaxJsonDepth), "doc").is_array());
-  expect_throw_with<std::runtime_error>([] { parse_json(nested(kMaxJsonDepth + 1), "doc"); },
-                                        "doc nests deeper than 32 levels");
-  // Deep enough to overflow the stack of a recursive printer or destructor: refused at level 33.
-  expect_throw_with<std::runtime_error>([] { parse_json(nested(100'000), "doc"); },
-                                        "nests deeper than 32 levels");
-  std::string objects;
-  for (int i = 0; i < 100'000; ++i) objects += "{\"a\":";
-  expect_throw_with<std::runtime_error>(
-      [&] { parse_json(objects + "1" + std::string(100'000, '}'), "doc"); },
-      "nests deeper than 32 levels");
-}
-
-BOOST_AUTO_TEST_CASE(duplicate_keys_and_invalid_json_are_named) {
-  expect_throw_with<std::runtime_error>(
-      [] { parse_json(R"({"n_head": 2, "n_head": 3})", "config.json"); },
-      "config.json has the key 'n_head' twice");
-  expect_throw_with<std::runtime_error>([] { parse_json(R"({"n_head": 2,)", "config.json"); },
-                                        "config.json is not valid JSON: parse error at line 1");
-  // The library's own tag is dropped: it names nothing the reader can act on.
-  try {
-    parse_json("{\"q\": \"\\ud800\"}", "prompt");  // a lone surrogate
-    BOOST_FAIL("a lone surrogate was accepted");
-  } catch (const std::runtime_error& e) {
-    BOOST_TEST_INFO(e.what());
-    BOOST_TEST(std::string(e.what()).find("[json.exception") == std::string::npos);
-    BOOST_TEST(std::string(e.what()).rfind("prompt is not valid JSON: parse error", 0) == 0);
-  }
-}
 
 BOOST_AUTO_TEST_CASE(integers_are_refused_not_truncated_or_cast) {
   const auto field = [](const std::string& value) {
-    JsonFields f(parse_json("{\"n\": " + value + "}", "cfg"), "cfg");
+    JsonFields f(nn::parse_json("{\"n\": " + value + "}", "cfg"), "cfg");
     return f.integer("n", 1, 100);
   };
   BOOST_TEST(field("7") == 7);
@@ -81,7 +40,8 @@ BOOST_AUTO_TEST_CASE(integers_are_refused_not_truncated_or_cast) {
         [&] { field(value); }, "cfg: n is " + pair.second + ", expected an integer in [1, 100]");
   }
   JsonFields big(
-      parse_json(R"({"n": 9223372036854775807, "seed": 18446744073709551615, "neg": -1})", "cfg"),
+      nn::parse_json(R"({"n": 9223372036854775807, "seed": 18446744073709551615, "neg": -1})",
+                     "cfg"),
       "cfg");
   BOOST_TEST(big.integer("n", 0, INT64_MAX) == INT64_MAX);
   BOOST_TEST(big.unsigned_integer("seed") == UINT64_MAX);
@@ -91,7 +51,7 @@ BOOST_AUTO_TEST_CASE(integers_are_refused_not_truncated_or_cast) {
 }
 
 BOOST_AUTO_TEST_CASE(numbers_booleans_strings_and_unknown_fields) {
-  JsonFields f(parse_json(R"({"p": 0.5, "q": 2, "b": 1, "s": 3, "x": true})", "cfg"), "cfg");
+  JsonFields f(nn::parse_json(R"({"p": 0.5, "q": 2, "b": 1, "s": 3, "x": true})", "cfg"), "cfg");
   BOOST_TEST(f.number("p", 0, 1) == 0.5);
   expect_throw_with<std::runtime_error>([&] { f.number("q", 0, 1); },
                                         "cfg: q is 2, expected a number in [0.0, 1.0]");
@@ -102,10 +62,10 @@ BOOST_AUTO_TEST_CASE(numbers_booleans_strings_and_unknown_fields) {
   expect_throw_with<std::runtime_error>([&] { f.finish(); }, "cfg has an unknown field 'x'");
   f.boolean("x");
   f.finish();  // every field read now
-  expect_throw_with<std::runtime_error>([] { JsonFields(parse_json("[1, 2]", "cfg"), "cfg"); },
+  expect_throw_with<std::runtime_error>([] { JsonFields(nn::parse_json("[1, 2]", "cfg"), "cfg"); },
                                         "cfg is [1,2], not a JSON object");
   // Long values are cut short in messages.
-  JsonFields l(parse_json("{\"v\": \"" + std::string(1000, 'z') + "\"}", "cfg"), "cfg");
+  JsonFields l(nn::parse_json("{\"v\": \"" + std::string(1000, 'z') + "\"}", "cfg"), "cfg");
   try {
     l.integer("v", 0, 1);
     BOOST_FAIL("no error");
@@ -123,7 +83,7 @@ BOOST_AUTO_TEST_CASE(choices_are_read_by_name) {
   BOOST_TEST(choice_index("f16", c).value() == 2u);
   BOOST_TEST(!choice_index("BF16", c).has_value());
   BOOST_TEST(!choice_index("", c).has_value());
-  JsonFields f(parse_json(R"({"a": "f32", "b": "f64", "c": 1})", "cfg"), "cfg");
+  JsonFields f(nn::parse_json(R"({"a": "f32", "b": "f64", "c": 1})", "cfg"), "cfg");
   BOOST_TEST(f.choice("a", c) == 0u);
   expect_throw_with<std::runtime_error>([&] { f.choice("b", c); },
                                         "cfg: b is \"f64\", expected f32, bf16 or f16");

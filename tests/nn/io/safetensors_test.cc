@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "gpt/io/safetensors.h"
+#include "nn/io/safetensors.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
-using namespace attograd::gpt;
+using namespace attograd::nn;
 using attograd::testing::expect_throw_with;
 using attograd::testing::TempDir;
 namespace fs = std::filesystem;

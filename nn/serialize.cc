@@ -1,15 +1,15 @@
-#include "gpt/io/module_file.h"
+#include "nn/serialize.h"
 
 #include <stdexcept>
 #include <vector>
 
-#include "gpt/io/safetensors.h"
+#include "nn/io/safetensors.h"
 
-namespace attograd::gpt {
+namespace attograd::nn {
 
-void save_module(const nn::Module& module, const std::string& path,
+void save_module(const Module& module, const std::string& path,
                  std::map<std::string, std::string> metadata) {
-  const nn::StateDict state = module.state_dict();
+  const StateDict state = module.state_dict();
   if (state.empty())
     throw std::invalid_argument("save_module: the module has no parameters or buffers to save ('" +
                                 path + "')");
@@ -20,9 +20,9 @@ void save_module(const nn::Module& module, const std::string& path,
   w.write(path);  // atomic: a temporary beside path, renamed over it (safetensors.h)
 }
 
-nn::LoadStateDictResult load_module(nn::Module& module, const std::string& path, bool strict) {
+LoadStateDictResult load_module(Module& module, const std::string& path, bool strict) {
   const SafetensorsFile file = SafetensorsFile::read(path);
-  std::vector<nn::StateDictEntry> entries;
+  std::vector<StateDictEntry> entries;
   for (const auto& [key, e] : file.entries())
     entries.push_back(
         {.key = key,
@@ -30,7 +30,7 @@ nn::LoadStateDictResult load_module(nn::Module& module, const std::string& path,
          .dtype = e.dtype,
          .converts_to = [dtype = e.dtype](DType to) { return safetensors_converts(dtype, to); },
          .layout = {}});
-  nn::LoadStateDictResult result;
+  LoadStateDictResult result;
   try {
     result = module.check_state_dict(entries, strict, "the file");
   } catch (const std::invalid_argument& e) {
@@ -50,4 +50,4 @@ nn::LoadStateDictResult load_module(nn::Module& module, const std::string& path,
   return result;
 }
 
-}  // namespace attograd::gpt
+}  // namespace attograd::nn

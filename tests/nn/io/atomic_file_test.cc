@@ -1,4 +1,4 @@
-// gpt/io/atomic_file: temporaries named by their writer's pid, close-on-exec, and the cleanup of
+// nn/io/atomic_file: temporaries named by their writer's pid, close-on-exec, and the cleanup of
 // those a killed process left behind.
 #define BOOST_TEST_MODULE atomic_file
 #include <boost/test/unit_test.hpp>
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "gpt/io/atomic_file.h"
+#include "nn/io/atomic_file.h"
 #include "tests/test_util.h"
 
-using namespace attograd::gpt;
+using namespace attograd::nn;
 using attograd::testing::TempDir;
 namespace fs = std::filesystem;
 
