@@ -24,6 +24,11 @@ namespace attograd::nn {
 
 namespace {
 
+// The end of every "truncated" message: what cut it short, and the fix. (attograd's own writers
+// rename a complete file into place, so a file of theirs is cut short only by a copy.)
+constexpr const char* kCutShort =
+    " (an interrupted download or copy?); download or copy the file again";
+
 // The reference implementation's limit; also bounds what parsing the header can allocate.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // Non-contiguous tensors go through a buffer of at most this many bytes (or one row).
@@ -259,7 +264,7 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, u
   if (e.end > data_size)
     fail(path, "truncated: " + where + " needs bytes [" + std::to_string(e.begin) + ", " +
                    std::to_string(e.end) + ") of the data section, which has " +
-                   std::to_string(data_size));
+                   std::to_string(data_size) + kCutShort);
   if (e.end - e.begin != bytes)
     fail(path, where + " " + shape_str(e.shape) + " " + e.dtype + " should take " +
                    std::to_string(bytes) + " bytes, the file gives it " +
@@ -325,7 +330,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   unsigned char len_bytes[8];
   if (file_size < 8 || !read_exact(fd, reinterpret_cast<char*>(len_bytes), 8, 0, path))
     fail(path, "truncated: " + std::to_string(file_size) +
-                   " bytes, shorter than the 8-byte header length");
+                   " bytes, shorter than the 8-byte header length" + kCutShort);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = header_len << 8 | len_bytes[i];
   if (header_len > kMaxHeaderBytes && header_len > file_size - 8)
@@ -336,10 +341,10 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
                    " bytes, over the format's limit of " + std::to_string(kMaxHeaderBytes));
   if (header_len > file_size - 8)
     fail(path, "truncated: the header declares " + std::to_string(header_len) + " bytes but only " +
-                   std::to_string(file_size - 8) + " follow (an interrupted download or copy?)");
+                   std::to_string(file_size - 8) + " follow" + kCutShort);
   std::string header(header_len, '\0');
   if (!read_exact(fd, header.data(), header_len, 8, path))
-    fail(path, "truncated while reading its header");
+    fail(path, std::string("truncated while reading its header") + kCutShort);
 
   // The format's header is a JSON object padded with spaces only: as the reference loader, refuse
   // anything before its '{' (a byte-order mark, blanks) and any other padding (NULs).

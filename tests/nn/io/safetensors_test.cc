@@ -399,7 +399,13 @@ BOOST_AUTO_TEST_CASE(header_length_is_checked_before_anything_is_allocated) {
   fs::resize_file(path, 8 + 20);
   expect_throw_with<std::runtime_error>(
       [&] { SafetensorsFile::read(path); },
-      "truncated: the header declares 40 bytes but only 20 follow");
+      "truncated: the header declares 40 bytes but only 20 follow (an interrupted download or "
+      "copy?); download or copy the file again");
+  fs::resize_file(path, 5);
+  expect_throw_with<std::runtime_error>(
+      [&] { SafetensorsFile::read(path); },
+      "truncated: 5 bytes, shorter than the 8-byte header length (an interrupted download or "
+      "copy?); download or copy the file again");
 }
 
 BOOST_AUTO_TEST_CASE(deep_nesting_and_non_string_metadata_are_refused) {
