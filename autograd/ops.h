@@ -159,8 +159,9 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 /// when n − correction <= 0 (torch would return inf or nan) or correction < 0.
 Tensor var(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
            bool keepdim = false);
-/// torch.std: sqrt(var(x, axes, correction, keepdim)). Its gradient is infinite where the
-/// variance is 0 (all values equal), as torch's. Call it attograd::std, as libtorch's torch::std:
+/// torch.std: sqrt(var(x, axes, correction, keepdim)). Its gradient is 0 where the variance is 0
+/// (all values equal), as torch's std_backward gives (sqrt alone would give inf * 0 = NaN). Call it
+/// attograd::std, as libtorch's torch::std:
 /// after `using namespace attograd`, a bare std(x) is ambiguous with the namespace std.
 Tensor std(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
            bool keepdim = false);

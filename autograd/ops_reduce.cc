@@ -325,14 +325,21 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction
 static void register_std(OpRegistry& r) {
   r.add({.name = "std",
          .forward = "`sqrt(var)`",
-         .vjp = "derived: `sqrt(var(x))`",
+         .vjp = "derived: `sqrt(var(x))`, 0 where the variance is 0 (as torch's std_backward)",
          .tests = "ops_test: vs torch.std",
          .cases = {unary_case([](const Tensor& x) { return std(x, {-1}); }),
                    unary_case([](const Tensor& x) { return std(x); })}});
 }
 
 Tensor std(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim) {
-  return sqrt(var(x, axes, correction, keepdim));
+  // sqrt's derivative is infinite at 0, and var's is 0 where all values are equal: inf * 0 made
+  // the gradient NaN there. torch's std_backward gives 0 where std is 0; so does this, by giving
+  // sqrt a stand-in 1 where the variance is 0 (a finite derivative, then multiplied by where's
+  // 0) and taking the 0 from the other branch.
+  const Tensor v = var(x, axes, correction, keepdim);
+  const Tensor positive = gt(v, 0.0);
+  const Tensor zero = Tensor::scalar(0.0, v.dtype());
+  return where(positive, sqrt(where(positive, v, Tensor::scalar(1.0, v.dtype()))), zero);
 }
 
 void detail::register_reduce_ops(OpRegistry& r) {

@@ -1146,6 +1146,14 @@ BOOST_AUTO_TEST_CASE(var_std_min_squeeze_and_softmax_over_any_dim_match_torch) {
                       {0.030261376633440116, -0.5144434027684821, 0.4841820261350419,
                        -0.1299139604923262, 0.5521343320923862, -0.42222037160006015},
                       1e-13, 0));
+  // A row of equal values: std 0, and torch's gradient there is 0 (std_backward masks it), where
+  // sqrt(var) alone gave inf * 0 = NaN. torch.std(z, dim=1).sum().backward(): z.grad = [0, 0, 0,
+  // -0.5, 0, 0.5] for z = [[2, 2, 2], [1, 2, 3]].
+  const Tensor z = Tensor::from_vector({2, 2, 2, 1, 2, 3}, {2, 3}, DType::f64).set_requires_grad();
+  const Tensor sz = attograd::std(z, {1});
+  BOOST_TEST(allclose(sz.to_vector(), {0, 1}, 0, 0));
+  sum(sz).backward();
+  BOOST_TEST(allclose(z.grad().to_vector(), {0, 0, 0, -0.5, 0, 0.5}, 1e-15, 0));
   expect_throw_with<std::invalid_argument>(
       [&] { var(x, {0}, 2); },
       "var: 2 element(s) reduced with correction 2 leave n − correction = 0");
