@@ -60,10 +60,17 @@ void RunDir::refuse_special_files() const {
   }
 }
 
+void RunDir::remove_previous_run() const {
+  // The checkpoint first: once it is gone, nothing is left for --resume to continue.
+  std::filesystem::remove(checkpoint());
+  std::filesystem::remove(best_checkpoint());
+  for (const char* stem : kPlotStems)
+    for (const FigureFormat& format : kFigureFormats)
+      std::filesystem::remove(plot(stem, format.extension));
+}
+
 BestCheckpoint::BestCheckpoint(const RunDir& dir, int64_t step) : dir_(dir) {
-  if (step == 0)
-    std::filesystem::remove(dir.best_checkpoint());
-  else if (std::filesystem::exists(dir.best_checkpoint()))
+  if (step > 0 && std::filesystem::exists(dir.best_checkpoint()))
     best_val_ = lowest_val_loss(dir.eval_log());
 }
 

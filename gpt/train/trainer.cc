@@ -354,6 +354,10 @@ EvalResult Trainer::run(std::ostream& log) {
   std::optional<BestCheckpoint> best;
   if (files) {
     std::filesystem::create_directories(dir.path());
+    // A fresh run replaces the run in its directory (--overwrite), past every check that could
+    // refuse it (start()'s, and the ranks' agreement above): that run's checkpoints go before
+    // any file of this run is written.
+    if (step_ == 0) dir.remove_previous_run();
     logs.emplace(dir, step_);
     for (const auto& [name, contents] : start_files_)
       write_file_atomically(dir.path() / name, contents);
