@@ -86,9 +86,14 @@ class RunDir {
 class BestCheckpoint {
  public:
   /// For a run at `step`: a fresh run (step 0) has none (RunDir::remove_previous_run removed
-  /// the one of the run it replaces); a resumed run goes on from the lowest val loss of its eval
-  /// log while the file is there.
+  /// the one of the run it replaces). A resumed run goes on from the val loss the file records
+  /// (TrainingState::val_loss), so a deleted or edited eval log cannot make a worse evaluation
+  /// replace it; from the lowest val loss of the eval log for a file written before checkpoints
+  /// recorded theirs (or one that cannot be read, which note() then says); and with neither,
+  /// the next evaluation replaces it, which note() says too.
   BestCheckpoint(const RunDir& dir, int64_t step);
+  /// What the run should be told about where its bar came from; empty when all is as usual.
+  const std::string& note() const { return note_; }
   /// After the checkpoint of an evaluation with `val_loss` was written: when it is the lowest
   /// so far, makes RunDir::kBestCheckpoint that checkpoint, a hard link (no copy; the next save
   /// replaces kCheckpoint by a rename and leaves the linked file alone) renamed into place, so
@@ -99,6 +104,7 @@ class BestCheckpoint {
  private:
   RunDir dir_;
   std::optional<double> best_val_;
+  std::string note_;
 };
 
 }  // namespace attograd::gpt

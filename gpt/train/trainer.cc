@@ -153,6 +153,7 @@ void Trainer::restore(const TrainingState& s) {
     throw std::runtime_error(std::string("checkpoint metadata 'batch_rng': ") + e.what());
   }
   step_ = s.step;
+  last_eval_.reset();
 }
 
 std::string Trainer::checkpoint_path() const {
@@ -240,6 +241,7 @@ void Trainer::save(const std::string& path) {
   s.adam_v = optimizer_.v();
   s.adam_t = optimizer_.steps();
   s.train_options = options_.to_json();
+  if (last_eval_ && last_eval_->step == step_) s.val_loss = last_eval_->val_loss;
   save_checkpoint(path, model_, tokenizer_kind_, tokenizer_data_, &s);
   last_saved_step_ = step_;
 }
@@ -329,6 +331,7 @@ EvalResult Trainer::evaluate() {
     (split == Split::train ? r.train_ppl : r.val_ppl) = meter.perplexity();
   }
   model_.train(was_training);
+  last_eval_ = r;
   return r;
 }
 
@@ -362,6 +365,7 @@ EvalResult Trainer::run(std::ostream& log) {
     for (const auto& [name, contents] : start_files_)
       write_file_atomically(dir.path() / name, contents);
     best.emplace(dir, step_);
+    if (!best->note().empty()) SetUpReport(out).note(best->note());
   }
   const int64_t first_step = step_;
   TrainingReport report(out, o, first_step, comm_.size(),

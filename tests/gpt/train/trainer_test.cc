@@ -333,6 +333,106 @@ BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_is_the_lowest_val_loss_so_far, ToyPi
   std::filesystem::remove_all(dir);
 }
 
+namespace {
+
+// `path`, a checkpoint, written again without its metadata "val_loss": what attograd wrote
+// before checkpoints recorded it.
+void drop_val_loss(const std::filesystem::path& path) {
+  SafetensorsWriter w;
+  {
+    const SafetensorsFile file = SafetensorsFile::read(path.string());
+    w.metadata = file.metadata();
+    for (const auto& [name, entry] : file.entries()) w.add(name, file.tensor(name, DType::f32));
+  }
+  BOOST_REQUIRE(w.metadata.erase("val_loss") == 1);
+  w.write(path.string());
+}
+
+}  // namespace
+
+// A newcomer's finding: with eval_log.csv deleted, --resume made the next evaluation the best
+// whatever its val loss, since the bar came from the log. A checkpoint written at an evaluation
+// now records its val loss, so best.safetensors knows its own; the log is read for a file
+// written before that, and when neither tells, a note says the next evaluation replaces it.
+BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_keeps_its_val_loss_without_the_log, ToyPico) {
+  o.max_steps = 24;
+  o.eval_interval = 2;
+  o.learning_rate = 0.3;  // the val loss goes up and down, as in the case above
+  o.min_lr = 0.3;
+  const auto dir = temp_dir("best_bar");
+  const auto training = [](const std::filesystem::path& ckpt) {
+    return *read_checkpoint_info(SafetensorsFile::read(ckpt.string()), Moments::skip).training;
+  };
+  EvalResult last;
+  {
+    GPT model(c, 5);
+    std::ostringstream log;
+    Trainer t(model, data, o, "char", "", dir.string());
+    last = t.run(log);
+    // Saved at a step without an evaluation: no val loss.
+    t.train_step();
+    t.save((dir / "no_eval.safetensors").string());
+  }
+  BOOST_TEST(!training(dir / "no_eval.safetensors").val_loss.has_value());
+  std::filesystem::remove(dir / "no_eval.safetensors");
+  // The last checkpoint holds the last evaluation's val loss to the bit; the best one the
+  // lowest of the log's rows (written to 6 digits).
+  BOOST_TEST((training(dir / kCheckpointFile).val_loss == std::optional<double>(last.val_loss)));
+  const TrainingState best = training(dir / RunDir::kBestCheckpoint);
+  BOOST_REQUIRE(best.val_loss.has_value());
+  BOOST_TEST(*best.val_loss == *lowest_val_loss(dir / RunDir::kEvalLog),
+             boost::test_tools::tolerance(1e-5));
+  BOOST_TEST(best.step != 24);  // else a replaced best could not be told from the last
+
+  // Each case on a copy of the run, edited, then resumed for one more evaluation (step 26):
+  // the step of its best checkpoint after, and what the run said.
+  struct Case {
+    std::filesystem::path dir;
+    int64_t best_step;
+    std::string said;
+  };
+  const auto resumed_copy = [&](const std::string& name, const auto& edit) {
+    Case r{temp_dir("best_bar_" + name), -1, ""};
+    std::filesystem::copy(dir, r.dir, std::filesystem::copy_options::recursive);
+    edit(r.dir);
+    Resumed resumed((r.dir / kCheckpointFile).string(), data, r.dir.string(), 26);
+    std::ostringstream log;
+    const EvalResult at_26 = resumed.trainer->run(log);
+    BOOST_REQUIRE(at_26.step == 26);
+    // The case tells a kept best from a replaced one only if step 26 is worse.
+    BOOST_REQUIRE(at_26.val_loss > *best.val_loss);
+    r.best_step = training(r.dir / RunDir::kBestCheckpoint).step;
+    r.said = log.str();
+    return r;
+  };
+  // The log deleted: best.safetensors' own val loss is the bar, and it stays.
+  const Case no_log = resumed_copy("no_log", [](const std::filesystem::path& d) {
+    std::filesystem::remove(d / RunDir::kEvalLog);
+  });
+  BOOST_TEST(no_log.best_step == best.step);
+  BOOST_TEST(no_log.said.find("note") == std::string::npos);
+  // A best.safetensors written before checkpoints recorded their val loss: the log's lowest.
+  const Case old_file = resumed_copy("old_file", [](const std::filesystem::path& d) {
+    drop_val_loss(d / RunDir::kBestCheckpoint);
+  });
+  BOOST_TEST(old_file.best_step == best.step);
+  BOOST_TEST(old_file.said.find("note") == std::string::npos);
+  // Neither: the next evaluation replaces it, and the run says so.
+  const Case neither = resumed_copy("neither", [](const std::filesystem::path& d) {
+    drop_val_loss(d / RunDir::kBestCheckpoint);
+    std::filesystem::remove(d / RunDir::kEvalLog);
+  });
+  BOOST_TEST(neither.best_step == 26);
+  BOOST_TEST_INFO(neither.said);
+  BOOST_TEST(neither.said.find("note    " + (neither.dir / RunDir::kBestCheckpoint).string() +
+                               " records no val loss (an older attograd wrote it); " +
+                               (neither.dir / RunDir::kEvalLog).string() +
+                               " has no evaluation after step 0 either, so the next evaluation "
+                               "replaces it\n") != std::string::npos);
+  for (const Case& done : {no_log, old_file, neither}) std::filesystem::remove_all(done.dir);
+  std::filesystem::remove_all(dir);
+}
+
 // Progress lines by time as well as by steps: with log_interval far away, a line still comes
 // after the first `first` seconds (0 here: after the first step), then every `every` seconds.
 BOOST_FIXTURE_TEST_CASE(progress_lines_come_by_time_whatever_the_log_interval, ToyPico) {
