@@ -362,6 +362,7 @@ EvalResult Trainer::run(std::ostream& log) {
     // any file of this run is written.
     if (step_ == 0) dir.remove_previous_run();
     logs.emplace(dir, step_);
+    for (const std::string& note : logs->notes()) SetUpReport(out).note(note);
     for (const auto& [name, contents] : start_files_)
       write_file_atomically(dir.path() / name, contents);
     best.emplace(dir, step_);

@@ -279,6 +279,31 @@ BOOST_AUTO_TEST_CASE(an_overwriting_run_leaves_no_old_checkpoint_to_mix_with_its
   }
 }
 
+// A resumed run whose log cannot be read by its header's names is refused at its set-up, before
+// the corpus is read or the model built (here the corpus is gone too: the log is named first), with
+// both logs as they were.
+BOOST_AUTO_TEST_CASE(a_log_that_cannot_be_resumed_is_refused_before_the_corpus_is_read) {
+  const auto dir = temp_dir("log_header");
+  write(dir / "ab.txt", alternating(200));
+  train_to_end(femto(dir / "ab.txt", dir / "out", 2));
+  const std::filesystem::path train_log = dir / "out" / RunDir::kTrainLog;
+  std::string text = attograd::testing::read_file(train_log);
+  BOOST_REQUIRE(text.starts_with("step,loss,lr,"));
+  text.replace(0, 4, "STEP");
+  write(train_log, text);
+  const std::string eval = attograd::testing::read_file(dir / "out" / RunDir::kEvalLog);
+  std::filesystem::remove(dir / "ab.txt");
+  std::ostringstream log;
+  expect_throw_with<std::runtime_error>(
+      [&] { start(resume_to(dir / "out", 4), Communicator::world(), log); },
+      "cannot resume the log " + train_log.string() +
+          ": its header (first line) is 'STEP,loss,lr,grad_norm,tokens_per_s', which has no "
+          "column 'step'; restore the header 'step,loss,lr,grad_norm,tokens_per_s'");
+  BOOST_TEST(attograd::testing::read_file(train_log) == text);
+  BOOST_TEST(attograd::testing::read_file(dir / "out" / RunDir::kEvalLog) == eval);
+  BOOST_TEST(!contains(log.str(), "corpus"));
+}
+
 BOOST_AUTO_TEST_CASE(a_corpus_too_short_for_a_window_is_refused_before_training) {
   const auto dir = temp_dir("short");
   write(dir / "ab.txt", alternating(20));  // 40 tokens: the val split holds 4, a window needs 9

@@ -901,8 +901,9 @@ void train_four_steps(const std::filesystem::path& dir, const Dataset& data, dou
   t.run(log);
 }
 
-// Resumes the run in `dir` from its checkpoint, as `train --resume --steps max_steps` does.
-void resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t max_steps) {
+// Resumes the run in `dir` from its checkpoint, as `train --resume --steps max_steps` does;
+// what the trainer said.
+std::string resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t max_steps) {
   const SafetensorsFile file = SafetensorsFile::read((dir / "ckpt.safetensors").string());
   const CheckpointInfo info = read_checkpoint_info(file);
   const auto model = load_model(file);
@@ -912,6 +913,19 @@ void resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t ma
   t.restore(*info.training);
   std::ostringstream log;
   t.run(log);
+  return log.str();
+}
+
+// `csv` with the second and third fields of every line swapped (a spreadsheet's column move).
+std::string swap_second_and_third(const std::string& csv) {
+  std::istringstream in(csv);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    const size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+    out += line.substr(0, a + 1) + line.substr(b + 1, c - b - 1) + "," +
+           line.substr(a + 1, b - a - 1) + line.substr(c) + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -967,23 +981,56 @@ BOOST_AUTO_TEST_CASE(resume_keeps_the_rows_of_a_crlf_log) {
   std::filesystem::remove_all(dir);
 }
 
-// A log whose header was edited during the run (a column renamed in a spreadsheet): the plots
-// are not drawn from it (plot_test), and a resumed run writes the header again, keeping the rows,
-// which are the trainer's own in the trainer's column order.
-BOOST_AUTO_TEST_CASE(resume_writes_an_edited_header_again) {
+// A log whose header was edited during the run: a resumed run reads its rows by the header's
+// names. Columns moved (train_loss and val_loss swapped, header and rows, and a column of the
+// user's own added) come back in the trainer's order, which a note says; a column renamed is
+// refused before either log is touched, naming the file, its header, the column and the fix. (A
+// newcomer's finding: the standard header was written over rows still in the swapped order.)
+BOOST_AUTO_TEST_CASE(resume_reads_the_logs_by_their_headers_names) {
   const Dataset data(toy_tokens(), 8);
   const auto dir = temp_dir("edited_header");
   train_four_steps(dir, data, /*grad_clip=*/1);
-  const std::string eval = read_text(dir / "eval_log.csv");
+  const std::string eval = read_text(dir / "eval_log.csv"),
+                    train = read_text(dir / "train_log.csv");
   const std::string header = "step,train_loss,val_loss,train_ppl,val_ppl\n";
   BOOST_REQUIRE(eval.rfind(header, 0) == 0);
-  std::ofstream(dir / "eval_log.csv", std::ios::binary | std::ios::trunc)
-      << "step,train_loss,VAL LOSS,train_ppl,val_ppl\n"
-      << eval.substr(header.size());
-  resume_to(dir, data, 6);
-  const std::string after = read_text(dir / "eval_log.csv");
-  BOOST_TEST(after.rfind(eval, 0) == 0);  // header and rows up to step 4 as the trainer wrote them
+  const std::string renamed =
+      "step,train_loss,VAL LOSS,train_ppl,val_ppl\n" + eval.substr(header.size());
+  std::ofstream(dir / "eval_log.csv", std::ios::binary | std::ios::trunc) << renamed;
+  expect_throw_with<std::runtime_error>(
+      [&] { resume_to(dir, data, 6); },
+      "cannot resume the log " + (dir / "eval_log.csv").string() +
+          ": its header (first line) is 'step,train_loss,VAL LOSS,train_ppl,val_ppl', which has "
+          "no column 'val_loss'; restore the header 'step,train_loss,val_loss,train_ppl,val_ppl' "
+          "(the columns in the order of its rows), or move the log away to resume with a new "
+          "one");
+  BOOST_TEST(read_text(dir / "eval_log.csv") == renamed);
+  BOOST_TEST(read_text(dir / "train_log.csv") == train);
+
+  const std::string swapped = swap_second_and_third(eval);
+  BOOST_REQUIRE(swapped.rfind("step,val_loss,train_loss,train_ppl,val_ppl\n", 0) == 0);
+  std::ofstream(dir / "eval_log.csv", std::ios::binary | std::ios::trunc) << swapped;
+  std::string moved_train;  // a column of the user's own, in front
+  {
+    std::istringstream in(train);
+    for (std::string line; std::getline(in, line);)
+      moved_train += (moved_train.empty() ? "my_note," : "x,") + line + "\n";
+  }
+  std::ofstream(dir / "train_log.csv", std::ios::binary | std::ios::trunc) << moved_train;
+  const std::string said = resume_to(dir, data, 6);
+  BOOST_TEST(read_text(dir / "eval_log.csv").rfind(eval, 0) == 0);  // as the trainer wrote them
+  BOOST_TEST(read_text(dir / "train_log.csv").rfind(train, 0) == 0);
   BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{0, 2, 4, 6}));
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  BOOST_TEST_INFO(said);
+  BOOST_TEST(said.find("note    train_log.csv had the columns "
+                       "'my_note,step,loss,lr,grad_norm,tokens_per_s': its rows are kept in the "
+                       "trainer's order, 'step,loss,lr,grad_norm,tokens_per_s', without the "
+                       "file's own column 'my_note'\n") != std::string::npos);
+  BOOST_TEST(said.find("note    eval_log.csv had the columns "
+                       "'step,val_loss,train_loss,train_ppl,val_ppl': its rows are kept in the "
+                       "trainer's order, 'step,train_loss,val_loss,train_ppl,val_ppl'\n") !=
+             std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
