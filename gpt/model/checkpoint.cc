@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -54,6 +55,16 @@ int64_t metadata_count(const std::string& text, const std::string& what) {
   if (text.empty() || text[0] == '-' || ec != std::errc() || end != text.data() + text.size())
     throw std::runtime_error(what + " is '" + text.substr(0, 40) +
                              "', expected a count in [0, 2^63)");
+  return v;
+}
+
+// A loss stored as metadata text ("val_loss"): a finite number, read whole. Refuses "nan",
+// "inf", " 3.2", "3.2x" and what overflows a double.
+double metadata_loss(const std::string& text, const std::string& what) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    throw std::runtime_error(what + " is '" + text.substr(0, 40) + "', expected a finite number");
   return v;
 }
 
@@ -188,6 +199,8 @@ void save_checkpoint(const std::string& path, LanguageModel& model,
     w.metadata["batch_rng"] = training->batch_rng;
     w.metadata["adam_t"] = std::to_string(training->adam_t);
     w.metadata["train_options"] = training->train_options;
+    // JSON's shortest text that reads back to the same double.
+    if (training->val_loss) w.metadata["val_loss"] = nlohmann::json(*training->val_loss).dump();
     w.add("optimizer.m", training->adam_m);
     w.add("optimizer.v", training->adam_v);
   }
@@ -218,6 +231,7 @@ CheckpointInfo read_checkpoint_info(const nn::SafetensorsFile& file, Moments mom
     s.batch_rng = get("batch_rng");  // checked where it is used (Generator::set_state)
     s.adam_t = metadata_count(get("adam_t"), what + " 'adam_t'");
     s.train_options = get("train_options");  // checked where it is used (TrainOptions::from_json)
+    if (md.count("val_loss")) s.val_loss = metadata_loss(get("val_loss"), what + " 'val_loss'");
     // In their stored dtype: F32 since the moments are kept in f32, F64 in older checkpoints
     // (AdamW::load_state converts).
     for (auto [name, moment] :

@@ -70,23 +70,30 @@ std::string baseline_lines(const std::filesystem::path& baselines, GnuplotJob& j
 // the header puts it, so a log with a column added or moved is still drawn right.
 class LogColumns {
  public:
-  LogColumns(const std::string& csv, const std::filesystem::path& path)
-      : header_(csv.substr(0, csv.find('\n'))), path_(path) {
+  LogColumns(const std::string& csv, const std::filesystem::path& path, const CsvSpec& spec)
+      : header_(csv.substr(0, csv.find('\n'))), path_(path), spec_(spec) {
     if (!header_.empty() && header_.back() == '\r') header_.pop_back();
   }
   /// gnuplot's number of column `name` (1 for the first), as text; "" when the header has no
   /// such column, which is then added to `missing` as a sentence naming the file and its header.
-  std::string at(std::string_view name, std::string& missing) const {
+  std::string at(std::string_view name, std::string& missing) {
     if (const std::optional<size_t> index = csv_column(header_, name))
       return std::to_string(*index + 1);
     missing += (missing.empty() ? "" : "; ") + path_.filename().string() + " has no column '" +
                std::string(name) + "' (its header is '" + header_ + "')";
+    lacks_ = true;
     return "";
+  }
+  /// "eval_log.csv ('step,train_loss,...')" when at() found a column missing, else "".
+  std::string restore() const {
+    return lacks_ ? path_.filename().string() + " ('" + spec_.header + "')" : "";
   }
 
  private:
   std::string header_;
   std::filesystem::path path_;
+  const CsvSpec& spec_;
+  bool lacks_ = false;
 };
 
 // "(1, 2, 3, 5, 7, 10, 20, ...)" up to 700,000: ticks for a log axis of perplexities (from 1 to
@@ -107,8 +114,8 @@ bool write_plots(const std::string& out_dir, std::ostream& log, const std::strin
   const RunDir dir(std::filesystem::absolute(out_dir));
   const std::string train_log = read_bytes(dir.train_log()), eval_log = read_bytes(dir.eval_log());
   // gnuplot's column numbers, found by the logs' header names (run_logs.h's kTrainLog, kEvalLog).
-  const LogColumns train_columns(train_log, dir.train_log()),
-      eval_columns(eval_log, dir.eval_log());
+  LogColumns train_columns(train_log, dir.train_log(), kTrainLog),
+      eval_columns(eval_log, dir.eval_log(), kEvalLog);
   std::string missing;
   const std::string step = train_columns.at("step", missing),
                     loss = train_columns.at("loss", missing);
@@ -118,10 +125,14 @@ bool write_plots(const std::string& out_dir, std::ostream& log, const std::strin
                     train_ppl = eval_columns.at("train_ppl", missing),
                     val_ppl = eval_columns.at("val_ppl", missing);
   // Logs whose header was edited (or a log removed) are not drawn from the wrong numbers; the
-  // plots are a view of the logs, so this is a note and the run's work stands.
+  // plots are a view of the logs, so this is a note and the run's work stands. A resumed run
+  // reads the logs' rows by the same names, and refuses a log without one (resume_log).
   if (!missing.empty()) {
+    const std::string train = train_columns.restore(), eval = eval_columns.restore();
     log << "the plots were not drawn: " << missing << " in " << dir.path().string()
-        << "; a resumed run (--resume) writes the logs' headers again\n";
+        << "; restore the header" << (!train.empty() && !eval.empty() ? "s of " : " of ") << train
+        << (!train.empty() && !eval.empty() ? " and " : "") << eval
+        << ", which a resumed run (--resume) needs as well\n";
     return false;
   }
   for (const auto& [terminal, ext] : kFigureFormats) {

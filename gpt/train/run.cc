@@ -36,6 +36,7 @@
 #include "gpt/train/run_dir.h"
 #include "nn/io/atomic_file.h"
 #include "nn/io/utf8.h"
+#include "gpt/train/run_logs.h"
 
 namespace attograd::gpt {
 
@@ -528,6 +529,7 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   std::optional<ResumedRun> resumed;
   if (rq.resume) {
     resumed = read_resumed_run(rq, dir);
+    if (comm.is_root()) RunLogs::check_resumable(dir);  // before the corpus: a log it would refuse
     // Any number of ranks resumes the run, as long as they can share its global batch.
     options = resumed_options(resumed->options, rq).on_ranks(comm.size());
   }

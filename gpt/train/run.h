@@ -54,8 +54,9 @@ struct RunRequest {
   /// Logs, plots and kCheckpointFile. Absent: run_dir()'s default, runs/<preset> (nanoGPT's
   /// out-<config> habit): runs/pico, runs/nano, or runs/bigram, runs/average for those models.
   std::optional<std::string> out_dir;
-  bool resume = false;     // continue the run in out_dir, bit for bit
-  bool overwrite = false;  // fresh: replace the run in out_dir
+  bool resume = false;  // continue the run in out_dir, bit for bit
+  /// Fresh: replace the run in out_dir (RunDir::remove_previous_run, once the run trains).
+  bool overwrite = false;
   /// The corpus (load_corpus's spec). Absent: kDefaultCorpus; resume: the one the checkpoint
   /// records, else it must hold the same text (its sha256 is compared).
   std::optional<std::string> corpus;
@@ -106,7 +107,10 @@ struct RunRequest {
             "given must hold the same text)",
             AnyValue{}, kResumable | kNotInConfigFiles));
     v(Field(&R::overwrite, "overwrite", "--overwrite",
-            "start over even if --out already holds a checkpoint", AnyValue{}, kNotInConfigFiles));
+            "start a new run in --out even if it holds one: once the new run is set up, the old "
+            "run's checkpoints (ckpt.safetensors, best.safetensors) and plots are removed and its "
+            "logs, run.json and baselines.csv written anew (files of other names stay)",
+            AnyValue{}, kNotInConfigFiles));
     v(Field(&R::corpus, "corpus", "--corpus",
             "kjv (default, offline: Debian's bible-kjv), shakespeare (downloaded once), or a "
             "UTF-8 text file",

@@ -1,5 +1,6 @@
 #include "gpt/train/run_dir.h"
 
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -60,11 +61,45 @@ void RunDir::refuse_special_files() const {
   }
 }
 
+void RunDir::remove_previous_run() const {
+  // The checkpoint first: once it is gone, nothing is left for --resume to continue.
+  std::filesystem::remove(checkpoint());
+  std::filesystem::remove(best_checkpoint());
+  for (const char* stem : kPlotStems)
+    for (const FigureFormat& format : kFigureFormats)
+      std::filesystem::remove(plot(stem, format.extension));
+}
+
 BestCheckpoint::BestCheckpoint(const RunDir& dir, int64_t step) : dir_(dir) {
-  if (step == 0)
-    std::filesystem::remove(dir.best_checkpoint());
-  else if (std::filesystem::exists(dir.best_checkpoint()))
-    best_val_ = lowest_val_loss(dir.eval_log());
+  if (step == 0 || !std::filesystem::exists(dir.best_checkpoint())) return;
+  const std::string best = escape_bytes(dir.best_checkpoint().string()),
+                    log = escape_bytes(dir.eval_log().string());
+  std::string unread;
+  try {
+    const CheckpointInfo info =
+        read_checkpoint_info(SafetensorsFile::read(dir.best_checkpoint().string()), Moments::skip);
+    if (info.training && info.training->val_loss) {
+      best_val_ = info.training->val_loss;
+      return;
+    }
+  } catch (const std::runtime_error& e) {
+    unread = e.what();
+  }
+  // A file written before checkpoints recorded their val loss: the log's lowest is its own.
+  best_val_ = lowest_val_loss(dir.eval_log());
+  if (!unread.empty())
+    note_ = "cannot read the val loss of " + best + " (" + unread + "); ";
+  else if (!best_val_)
+    note_ = best + " records no val loss (an older attograd wrote it); ";
+  if (note_.empty()) return;
+  if (best_val_) {
+    std::ostringstream lowest;
+    lowest << *best_val_;
+    note_ +=
+        "it stays the best until an evaluation goes below " + log + "'s lowest, " + lowest.str();
+  } else {
+    note_ += log + " has no evaluation after step 0 either, so the next evaluation replaces it";
+  }
 }
 
 void BestCheckpoint::offer(double val_loss) {

@@ -68,6 +68,16 @@ class RunDir {
   /// it; remove it (or choose another --out)".
   void refuse_special_files() const;
 
+  /// For a fresh run in this directory (`train --overwrite`), before it writes anything: removes
+  /// the checkpoints of the run it replaces, kCheckpoint first and then kBestCheckpoint, and that
+  /// run's plots. Its logs, run.json and baselines.csv are written again at once by the new run;
+  /// its checkpoint was left until the new run's first save, so a new run killed before that
+  /// left the old checkpoint under its own run.json and logs, and `--resume` continued the old
+  /// run into them. Now a kill at any moment leaves the old run whole (before this) or no
+  /// checkpoint to resume. Files of other names stay. Throws std::filesystem::filesystem_error
+  /// naming the file when one cannot be removed.
+  void remove_previous_run() const;
+
  private:
   std::filesystem::path path_;
 };
@@ -75,9 +85,15 @@ class RunDir {
 /// best.safetensors of a run being trained: the checkpoint at the lowest val loss so far.
 class BestCheckpoint {
  public:
-  /// For a run at `step`: a fresh run (step 0) removes the one an overwritten run left; a
-  /// resumed run goes on from the lowest val loss of its eval log while the file is there.
+  /// For a run at `step`: a fresh run (step 0) has none (RunDir::remove_previous_run removed
+  /// the one of the run it replaces). A resumed run goes on from the val loss the file records
+  /// (TrainingState::val_loss), so a deleted or edited eval log cannot make a worse evaluation
+  /// replace it; from the lowest val loss of the eval log for a file written before checkpoints
+  /// recorded theirs (or one that cannot be read, which note() then says); and with neither,
+  /// the next evaluation replaces it, which note() says too.
   BestCheckpoint(const RunDir& dir, int64_t step);
+  /// What the run should be told about where its bar came from; empty when all is as usual.
+  const std::string& note() const { return note_; }
   /// After the checkpoint of an evaluation with `val_loss` was written: when it is the lowest
   /// so far, makes RunDir::kBestCheckpoint that checkpoint, a hard link (no copy; the next save
   /// replaces kCheckpoint by a rename and leaves the linked file alone) renamed into place, so
@@ -88,6 +104,7 @@ class BestCheckpoint {
  private:
   RunDir dir_;
   std::optional<double> best_val_;
+  std::string note_;
 };
 
 }  // namespace attograd::gpt

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "nn/io/atomic_file.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -38,59 +39,188 @@ std::vector<std::string_view> split_fields(std::string_view line) {
   }
 }
 
-// The step of a complete row of `spec`, or -1 for anything else (a row cut off by a crash).
-int64_t complete_row_step(std::string_view line, const CsvSpec& spec) {
-  const std::vector<std::string_view> columns = split_fields(spec.header),
-                                      fields = split_fields(line);
-  if (fields.size() != columns.size()) return -1;
-  // Digits only, as the trainer writes a step: from_chars alone would also take "-0".
-  if (fields[0].empty() || fields[0].find_first_not_of("0123456789") != std::string_view::npos)
-    return -1;
-  int64_t step = -1;
-  const auto [end, ec] =
-      std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), step);
-  if (ec != std::errc() || end != fields[0].data() + fields[0].size()) return -1;
-  for (size_t i = 1; i < fields.size(); ++i) {
-    if (fields[i].empty()) {
-      if (columns[i] != "grad_norm") return -1;
-      continue;
-    }
-    const std::string field(fields[i]);  // strtod reads "nan" and "inf" as the writer wrote them
-    char* parsed = nullptr;
-    std::strtod(field.c_str(), &parsed);
-    if (parsed != field.c_str() + field.size() ||
-        std::isspace(static_cast<unsigned char>(field[0])))
-      return -1;
-  }
-  return step;
+// Where a log file keeps the columns of its spec, by the names of its header.
+struct LogLayout {
+  size_t width = 0;                // the file's columns
+  std::vector<size_t> at;          // the file's column of the spec's i-th
+  std::vector<std::string> extra;  // the file's columns that the spec does not have
+  std::string header;              // the file's header line, as it is (CR removed)
+  bool as_spec() const { return extra.empty() && std::is_sorted(at.begin(), at.end()); }
+};
+
+// The first line of `text`, without its CR.
+std::string_view header_line(std::string_view text) {
+  std::string_view line = text.substr(0, text.find('\n'));
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  return line;
 }
 
-}  // namespace
+// The layout of a log whose header line is `header`, or nullopt with the reason in *why ("which
+// has no column 'lr'").
+std::optional<LogLayout> layout_of(std::string_view header, const CsvSpec& spec, std::string* why) {
+  LogLayout layout;
+  layout.header = header;
+  const std::vector<std::string_view> names = split_fields(header),
+                                      columns = split_fields(spec.header);
+  layout.width = names.size();
+  std::vector<std::string> missing, twice;
+  for (const std::string_view column : columns) {
+    const auto first = std::find(names.begin(), names.end(), column);
+    if (first == names.end()) {
+      missing.emplace_back(column);
+      continue;
+    }
+    if (std::find(first + 1, names.end(), column) != names.end()) twice.emplace_back(column);
+    layout.at.push_back(static_cast<size_t>(first - names.begin()));
+  }
+  const auto quoted = [](const std::vector<std::string>& list) {
+    std::string text;
+    for (size_t i = 0; i < list.size(); ++i)
+      text += (i == 0 ? "" : i + 1 == list.size() ? " or " : ", ") + ("'" + list[i] + "'");
+    return text;
+  };
+  if (!missing.empty() || !twice.empty()) {
+    *why = !missing.empty() ? "which has no column " + quoted(missing)
+                            : "which names the column " + quoted(twice) + " twice";
+    return std::nullopt;
+  }
+  for (const std::string_view name : names)
+    if (std::find(columns.begin(), columns.end(), name) == columns.end())
+      layout.extra.emplace_back(name);
+  return layout;
+}
 
-void resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step) {
+// "cannot resume the log <path>: its header (first line) is '...', <why>; <fix>".
+std::runtime_error unresumable(const std::filesystem::path& path, std::string_view header,
+                               const std::string& why, const CsvSpec& spec) {
+  const std::string shown = escape_controls(header.substr(0, 200)) +
+                            (header.size() > 200 ? std::string("...") : std::string());
+  return std::runtime_error(
+      "cannot resume the log " + escape_bytes(path.string()) + ": its header (first line) is '" +
+      shown + "', " + why + "; restore the header '" + spec.header +
+      "' (the columns in the order of its rows), or move the log away to resume with a new one");
+}
+
+void refuse_non_regular(const std::filesystem::path& path) {
   // Without this, reading a directory fails inside the stream with "basic_filebuf::underflow".
   if (std::error_code ec;
       std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
     throw std::runtime_error("cannot write the log " + path.string() +
                              ": it exists but is not a regular file (a directory?); move it away "
                              "or choose another --out");
+}
+
+// The step of a complete row of a log laid out as `layout` (see CsvSpec), or -1 for anything else
+// (a row cut off by a crash, the header).
+int64_t complete_row_step(const std::vector<std::string_view>& fields, const LogLayout& layout,
+                          const CsvSpec& spec) {
+  if (fields.size() != layout.width) return -1;
+  // Digits only, as the trainer writes a step: from_chars alone would also take "-0".
+  const std::string_view step_field = fields[layout.at[0]];
+  if (step_field.empty() || step_field.find_first_not_of("0123456789") != std::string_view::npos)
+    return -1;
+  int64_t step = -1;
+  const auto [end, ec] =
+      std::from_chars(step_field.data(), step_field.data() + step_field.size(), step);
+  if (ec != std::errc() || end != step_field.data() + step_field.size()) return -1;
+  const std::vector<std::string_view> columns = split_fields(spec.header);
+  for (size_t i = 1; i < columns.size(); ++i) {
+    const std::string_view field = fields[layout.at[i]];
+    if (field.empty()) {
+      if (columns[i] != "grad_norm") return -1;
+      continue;
+    }
+    const std::string text(field);  // strtod reads "nan" and "inf" as the writer wrote them
+    char* parsed = nullptr;
+    std::strtod(text.c_str(), &parsed);
+    if (parsed != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0])))
+      return -1;
+  }
+  return step;
+}
+
+// A log's bytes and its layout: nullopt for a missing or empty file (nothing to keep); throws
+// unresumable() for a header resume_log cannot read rows by.
+struct LogText {
+  std::string text;
+  LogLayout layout;
+};
+
+std::optional<LogText> read_log(const std::filesystem::path& path, const CsvSpec& spec) {
+  refuse_non_regular(path);
   std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  std::vector<std::pair<int64_t, std::string_view>> kept;  // (step, row), steps increasing
-  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
-       start = end + 1) {
+  LogText log{std::string((std::istreambuf_iterator<char>(in)), {}), {}};
+  if (log.text.empty()) return std::nullopt;
+  std::string why;
+  const std::string_view header = header_line(log.text);
+  std::optional<LogLayout> layout = layout_of(header, spec, &why);
+  if (!layout) throw unresumable(path, header, why, spec);
+  log.layout = std::move(*layout);
+  return log;
+}
+
+// The complete rows of `log` after its header (see CsvSpec), each line with its fields.
+template <class F>
+void for_each_complete_row(const LogText& log, const CsvSpec& spec, F&& f) {
+  const std::string& text = log.text;
+  for (size_t start = text.find('\n') + 1, end;
+       start != 0 && (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
     std::string_view line(text.data() + start, end - start);
     // A log saved again by a Windows tool or a spreadsheet ends its lines in CRLF: the rows are
     // the same (and are written back with LF), not torn.
     if (line.ends_with('\r')) line.remove_suffix(1);
-    const int64_t row_step = complete_row_step(line, spec);
-    if (row_step < 0 || row_step > step) continue;
-    while (!kept.empty() && kept.back().first >= row_step) kept.pop_back();
-    kept.emplace_back(row_step, line);
+    const std::vector<std::string_view> fields = split_fields(line);
+    const int64_t step = complete_row_step(fields, log.layout, spec);
+    if (step >= 0) f(step, line, fields);
   }
-  std::string out = std::string(spec.header) + "\n";
-  for (const auto& [row_step, line] : kept) out.append(line) += '\n';
+}
+
+}  // namespace
+
+void require_log_columns(const std::filesystem::path& path, const CsvSpec& spec) {
+  refuse_non_regular(path);
+  std::ifstream in(path, std::ios::binary);
+  std::string header;
+  if (!std::getline(in, header) && header.empty()) return;  // missing or empty: nothing to keep
+  if (header.ends_with('\r')) header.pop_back();
+  std::string why;
+  if (!layout_of(header, spec, &why)) throw unresumable(path, header, why, spec);
+}
+
+std::string resume_log(const std::filesystem::path& path, const CsvSpec& spec, int64_t step) {
+  refuse_non_regular(path);
+  std::string out = std::string(spec.header) + "\n", note;
+  const std::optional<LogText> log = step < 0 ? std::nullopt : read_log(path, spec);
+  if (log) {
+    std::vector<std::pair<int64_t, std::string>> kept;  // (step, row), steps increasing
+    for_each_complete_row(
+        *log, spec,
+        [&](int64_t row_step, std::string_view line, const std::vector<std::string_view>& fields) {
+          if (row_step > step) return;
+          while (!kept.empty() && kept.back().first >= row_step) kept.pop_back();
+          std::string row;
+          if (log->layout.as_spec()) {
+            row = line;
+          } else {  // the spec's columns in the spec's order, by the file's names
+            for (size_t i = 0; i < log->layout.at.size(); ++i)
+              (i == 0 ? row : row += ',') += fields[log->layout.at[i]];
+          }
+          kept.emplace_back(row_step, std::move(row));
+        });
+    for (const auto& [row_step, row] : kept) out.append(row) += '\n';
+    if (!log->layout.as_spec()) {
+      note = path.filename().string() + " had the columns '" + escape_controls(log->layout.header) +
+             "': its rows are kept in the trainer's order, '" + spec.header + "'";
+      if (!log->layout.extra.empty()) {
+        note += ", without the file's own column";
+        for (size_t i = 0; i < log->layout.extra.size(); ++i)
+          note += std::string(i == 0 ? (log->layout.extra.size() > 1 ? "s '" : " '") : ", '") +
+                  escape_controls(log->layout.extra[i]) + "'";
+      }
+    }
+  }
   nn::write_file_atomically(path, out);
+  return note;
 }
 
 std::optional<size_t> csv_column(std::string_view header, std::string_view name) {
@@ -101,18 +231,22 @@ std::optional<size_t> csv_column(std::string_view header, std::string_view name)
 }
 
 std::optional<double> lowest_val_loss(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  const size_t val = *csv_column(kEvalLog.header, "val_loss");
-  std::optional<double> lowest;
-  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
-       start = end + 1) {
-    std::string_view line(text.data() + start, end - start);
-    if (line.ends_with('\r')) line.remove_suffix(1);
-    if (complete_row_step(line, kEvalLog) <= 0) continue;  // the header, torn rows, step 0
-    const double loss = std::strtod(std::string(split_fields(line)[val]).c_str(), nullptr);
-    if (std::isfinite(loss) && (!lowest || loss < *lowest)) lowest = loss;
+  std::optional<LogText> log;
+  try {
+    log = read_log(path, kEvalLog);
+  } catch (const std::runtime_error&) {
+    return std::nullopt;  // a log whose rows cannot be read by name tells nothing
   }
+  if (!log) return std::nullopt;
+  const size_t val = log->layout.at[*csv_column(kEvalLog.header, "val_loss")];
+  std::optional<double> lowest;
+  for_each_complete_row(
+      *log, kEvalLog,
+      [&](int64_t step, std::string_view, const std::vector<std::string_view>& fields) {
+        if (step == 0) return;  // step 0 has no checkpoint
+        const double loss = std::strtod(std::string(fields[val]).c_str(), nullptr);
+        if (std::isfinite(loss) && (!lowest || loss < *lowest)) lowest = loss;
+      });
   return lowest;
 }
 
@@ -175,10 +309,18 @@ class RunLogs::CsvLog {
   int fd_ = -1;
 };
 
+void RunLogs::check_resumable(const RunDir& dir) {
+  require_log_columns(dir.train_log(), kTrainLog);
+  require_log_columns(dir.eval_log(), kEvalLog);
+}
+
 RunLogs::RunLogs(const RunDir& dir, int64_t step) {
   const int64_t keep_through = step > 0 ? step : -1;
-  resume_log(dir.train_log(), kTrainLog, keep_through);
-  resume_log(dir.eval_log(), kEvalLog, keep_through);
+  if (keep_through >= 0) check_resumable(dir);  // both, before either is rewritten
+  for (const auto& [path, spec] :
+       {std::pair{dir.train_log(), kTrainLog}, std::pair{dir.eval_log(), kEvalLog}})
+    if (std::string note = resume_log(path, spec, keep_through); !note.empty())
+      notes_.push_back(std::move(note));
   train_ = std::make_unique<CsvLog>(dir.train_log());
   eval_ = std::make_unique<CsvLog>(dir.eval_log());
 }

@@ -154,6 +154,7 @@ void Trainer::restore(const TrainingState& s) {
     throw std::runtime_error(std::string("checkpoint metadata 'batch_rng': ") + e.what());
   }
   step_ = s.step;
+  last_eval_.reset();
 }
 
 std::string Trainer::checkpoint_path() const {
@@ -241,6 +242,7 @@ void Trainer::save(const std::string& path) {
   s.adam_v = optimizer_.v();
   s.adam_t = optimizer_.steps();
   s.train_options = options_.to_json();
+  if (last_eval_ && last_eval_->step == step_) s.val_loss = last_eval_->val_loss;
   save_checkpoint(path, model_, tokenizer_kind_, tokenizer_data_, &s);
   last_saved_step_ = step_;
 }
@@ -330,6 +332,7 @@ EvalResult Trainer::evaluate() {
     (split == Split::train ? r.train_ppl : r.val_ppl) = meter.perplexity();
   }
   model_.train(was_training);
+  last_eval_ = r;
   return r;
 }
 
@@ -355,10 +358,16 @@ EvalResult Trainer::run(std::ostream& log) {
   std::optional<BestCheckpoint> best;
   if (files) {
     std::filesystem::create_directories(dir.path());
+    // A fresh run replaces the run in its directory (--overwrite), past every check that could
+    // refuse it (start()'s, and the ranks' agreement above): that run's checkpoints go before
+    // any file of this run is written.
+    if (step_ == 0) dir.remove_previous_run();
     logs.emplace(dir, step_);
+    for (const std::string& note : logs->notes()) SetUpReport(out).note(note);
     for (const auto& [name, contents] : start_files_)
       nn::write_file_atomically(dir.path() / name, contents);
     best.emplace(dir, step_);
+    if (!best->note().empty()) SetUpReport(out).note(best->note());
   }
   const int64_t first_step = step_;
   TrainingReport report(out, o, first_step, comm_.size(),

@@ -268,7 +268,8 @@ class Trainer {
   ///
   /// The best checkpoint: at each evaluation whose val loss is the lowest of the run so far,
   /// RunDir::kBestCheckpoint becomes the checkpoint of that step as well (a hard link; nanoGPT's
-  /// always_save_checkpoint = False). A fresh run removes one an earlier run left.
+  /// always_save_checkpoint = False). A fresh run removes one an earlier run left; a resumed
+  /// run compares with the val loss that file records (BestCheckpoint).
   ///
   /// Stopping: after stop_on(flag), run() reads the flag after every step; once it is non-zero
   /// it writes the checkpoint at that step (with an output directory) and throws Interrupted.
@@ -306,7 +307,8 @@ class Trainer {
     start_files_.emplace_back(std::move(file_name), std::move(contents));
   }
 
-  /// Saves model + training state to `path` (atomically). Throws NonFiniteLoss, writing
+  /// Saves model + training state to `path` (atomically), with the val loss of evaluate() when
+  /// it evaluated this very step (TrainingState::val_loss). Throws NonFiniteLoss, writing
   /// nothing, when any parameter is NaN or infinite (a diverged update): a checkpoint is
   /// always a state worth resuming.
   void save(const std::string& path);
@@ -353,6 +355,7 @@ class Trainer {
   double last_grad_norm_ = 0;
   double last_lr_ = 0;
   std::optional<int64_t> last_saved_step_;
+  std::optional<EvalResult> last_eval_;  // evaluate()'s last result, for save()
   std::vector<std::pair<std::string, std::string>> start_files_;     // write_on_start
   const std::atomic<int>* stop_ = nullptr;                           // stop_on's flag
   double first_line_s_ = kFirstLineSeconds, line_s_ = kLineSeconds;  // log_by_time

@@ -184,6 +184,36 @@ BOOST_AUTO_TEST_CASE(after_kill_9_the_log_holds_every_row_up_to_the_checkpoint) 
   BOOST_TEST(read_text(fs::path(out) / "train_log.csv").back() == '\n');
 }
 
+// A newcomer's finding: `train --overwrite` killed before its first checkpoint left the old run's
+// checkpoint beside the new run's run.json and logs, and `--resume` continued the old pico run
+// into the femto run's eval log. The old run's checkpoints now go before the new run writes
+// anything, so once its step-0 row is there, nothing is left to resume.
+BOOST_AUTO_TEST_CASE(an_overwrite_killed_before_its_first_checkpoint_leaves_nothing_to_resume) {
+  const TempDir dir("crash_overwrite");
+  const std::string corpus = write_corpus(dir), out = dir / "run";
+  const CliRun pico = run_cli("train --corpus " + corpus + " --out " + out +
+                              " --preset pico --batch-size 4 --eval-iters 1 --steps 20 "
+                              "--eval-interval 10");
+  BOOST_TEST_INFO(pico.out);
+  BOOST_REQUIRE(pico.exit_code == 0);
+  BOOST_REQUIRE(checkpoint_step(fs::path(out) / "ckpt.safetensors") == 20);
+  const pid_t pid = spawn_cli({"train", "--corpus", corpus, "--out", out, "--overwrite", "--preset",
+                               "femto", "--batch-size", "4", "--eval-iters", "1", "--steps",
+                               "1000000", "--eval-interval", "1000000"},
+                              dir / "femto.log");
+  BOOST_REQUIRE(wait_until(pid, [&] {
+    return complete_row_steps(fs::path(out) / "eval_log.csv") == std::vector<int64_t>{0};
+  }));
+  kill_9(pid);
+  BOOST_TEST(!fs::exists(fs::path(out) / "ckpt.safetensors"));
+  BOOST_TEST(!fs::exists(fs::path(out) / "best.safetensors"));
+  const CliRun resumed = run_cli("train --out " + out + " --resume --steps 150");
+  BOOST_TEST_INFO(resumed.out);
+  BOOST_TEST(resumed.exit_code == 2);
+  BOOST_TEST(
+      contains(resumed.out, "nothing to resume: " + out + "/ckpt.safetensors does not exist"));
+}
+
 // The example: every kill during a save left a checkpoint-sized temporary, 13 after 20
 // kills. A run now starts, once it holds the lock, by removing the temporaries of its files.
 BOOST_AUTO_TEST_CASE(temporaries_of_killed_runs_are_removed_at_the_next_start) {

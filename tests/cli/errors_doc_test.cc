@@ -282,6 +282,11 @@ class Fixtures {
     fs::copy_file(files_["pico_small_tokenizer"],
                   (files_["pico_small_tokenizer_run"] = tmp_ / "pico_small_tokenizer_run") +
                       "/ckpt.safetensors");
+    fs::create_directories(tmp_.path / "pico_renamed_log_run");
+    fs::copy_file(pico, (files_["pico_renamed_log_run"] = tmp_ / "pico_renamed_log_run") +
+                            "/ckpt.safetensors");
+    tmp_.file("pico_renamed_log_run/train_log.csv",
+              "step,loss,LR,grad_norm,tokens_per_s\n1,2.8,0.01,,1000\n");
     copy_with(pico, files_["pico_stray_tensor"] = tmp_ / "pico_stray_tensor.safetensors", {},
               {{"h.0.mlp.c_gate.weight", attograd::Tensor::zeros({6, 24})}});
     copy_with(pico, files_["pico_wrong_shape"] = tmp_ / "pico_wrong_shape.safetensors", {},

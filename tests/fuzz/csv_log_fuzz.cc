@@ -3,15 +3,20 @@
 //
 // The input is "<log><step>\n<the log's bytes>": <log> 'e' for eval_log.csv, anything else
 // for train_log.csv, then the step resumed at (a decimal integer; -1 is a fresh run; none or an
-// unreadable one keeps every step). Properties of the rewritten file:
+// unreadable one keeps every step). The log's first line is its header, which names its columns:
+// when it lacks one of the trainer's or names one twice (and the run is resumed, the log not
+// empty), resume_log throws std::runtime_error naming the file and leaves it as it was.
+// Otherwise, properties of the rewritten file:
 // - the header of its log, then rows each ending in LF, with no CR or NUL anywhere;
 // - each row complete: one field per column, the step a decimal integer <= the step resumed
 //   at, every other field a number strtod reads whole (grad_norm alone may be empty);
-// - each row one of the input's own lines (ended by LF or CRLF), steps strictly increasing;
-//   and exactly the complete rows that no later complete row (step <= the step resumed at)
-//   replaces with a step <= their own (run_logs.h: a restart replaces the abandoned steps);
+// - each row one of the input's own lines (ended by LF or CRLF) with the trainer's columns taken
+//   from it by the header's names, steps strictly increasing; and exactly the complete rows that
+//   no later complete row (step <= the step resumed at) replaces with a step <= their own
+//   (run_logs.h: a restart replaces the abandoned steps);
 // - resuming the rewritten log at the same step changes nothing.
-// resume_log may throw only when the file cannot be written, which a scratch file always can.
+// resume_log may throw otherwise only when the file cannot be written, which a scratch file
+// always can.
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -45,19 +50,38 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
-// The step of `line` if it is a complete row of `spec` (the definition in run_logs.h, read
-// with strtoll and strtod), else -1.
-int64_t complete_step(std::string_view line, const CsvSpec& spec) {
+// Where the log's header puts each of the spec's columns (by name), and how many it has; nullopt
+// when it lacks one or names one twice.
+struct Layout {
+  std::vector<size_t> at;
+  size_t width = 0;
+};
+
+std::optional<Layout> layout_of(std::string_view header, const CsvSpec& spec) {
+  const std::vector<std::string_view> names = split(header, ',');
+  Layout layout{{}, names.size()};
+  for (const std::string_view column : split(spec.header, ',')) {
+    if (std::count(names.begin(), names.end(), column) != 1) return std::nullopt;
+    layout.at.push_back(
+        static_cast<size_t>(std::find(names.begin(), names.end(), column) - names.begin()));
+  }
+  return layout;
+}
+
+// The step of `line` if it is a complete row of `spec` laid out as `layout` (the definition in
+// run_logs.h, read with strtoll and strtod), else -1; *row is then its fields in the spec's order.
+int64_t complete_step(std::string_view line, const CsvSpec& spec, const Layout& layout,
+                      std::string* row) {
   const std::vector<std::string_view> columns = split(spec.header, ','), fields = split(line, ',');
-  if (fields.size() != columns.size()) return -1;
-  const std::string step_text(fields[0]);
+  if (fields.size() != layout.width) return -1;
+  const std::string step_text(fields[layout.at[0]]);
   if (step_text.empty() || step_text.find_first_not_of("0123456789") != std::string::npos)
     return -1;
   errno = 0;
   const long long step = std::strtoll(step_text.c_str(), nullptr, 10);
   if (errno == ERANGE) return -1;
-  for (size_t i = 1; i < fields.size(); ++i) {
-    const std::string f(fields[i]);
+  for (size_t i = 1; i < columns.size(); ++i) {
+    const std::string f(fields[layout.at[i]]);
     if (f.empty()) {
       if (columns[i] != "grad_norm") return -1;
       continue;
@@ -66,6 +90,9 @@ int64_t complete_step(std::string_view line, const CsvSpec& spec) {
     std::strtod(f.c_str(), &end);
     if (std::isspace(static_cast<unsigned char>(f[0])) || end != f.c_str() + f.size()) return -1;
   }
+  row->clear();
+  for (size_t i = 0; i < columns.size(); ++i)
+    (i == 0 ? * row : * row += ',') += fields[layout.at[i]];
   return step;
 }
 
@@ -92,17 +119,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   const std::filesystem::path path = attograd::fuzz::write_scratch(file, log);
+  std::string_view header = log.substr(0, log.find('\n'));
+  if (header.ends_with('\r')) header.remove_suffix(1);
+  const std::optional<Layout> layout =
+      step < 0 || log.empty() ? std::optional<Layout>(Layout{}) : layout_of(header, spec);
+  if (!layout) {
+    bool refused = false;
+    try {
+      resume_log(path, spec, step);
+    } catch (const std::runtime_error& e) {
+      refused = std::string_view(e.what()).starts_with("cannot resume the log " + path.string());
+    }
+    FUZZ_CHECK(refused, "a header without the trainer's columns was not refused by name");
+    FUZZ_CHECK(read_all(path) == log, "a refused log was changed");
+    attograd::fuzz::remove_scratch(file);
+    return 0;
+  }
   resume_log(path, spec, step);
   const std::string out = read_all(path);
 
   // What the rewrite should keep: each complete row <= step, unless a later one replaces it.
-  std::vector<std::pair<int64_t, std::string_view>> rows;
+  std::vector<std::pair<int64_t, std::string>> rows;
   const std::vector<std::string_view> in_lines = split(log, '\n');
-  for (size_t i = 0; i + 1 < in_lines.size(); ++i) {  // the last part has no newline: torn
-    std::string_view line = in_lines[i];
+  for (size_t i = 1; step >= 0 && i + 1 < in_lines.size(); ++i) {  // the header, then rows; the
+    std::string_view line = in_lines[i];                           // last part has no newline
     if (line.ends_with('\r')) line.remove_suffix(1);
-    const int64_t s = complete_step(line, spec);
-    if (s >= 0 && s <= step) rows.emplace_back(s, line);
+    std::string row;
+    const int64_t s = complete_step(line, spec, *layout, &row);
+    if (s >= 0 && s <= step) rows.emplace_back(s, row);
   }
   std::string expected = std::string(spec.header) + "\n";
   std::optional<int64_t> later_min;  // the least step of the rows after this one, if any
@@ -120,7 +164,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(lines.back().empty(), "the last row does not end in a newline");
   int64_t previous = -1;
   for (size_t i = 1; i + 1 < lines.size(); ++i) {
-    const int64_t s = complete_step(lines[i], spec);
+    std::string row;
+    const int64_t s = complete_step(lines[i], spec, *layout_of(spec.header, spec), &row);
     FUZZ_CHECK(s >= 0, "an incomplete row was kept: " + std::string(lines[i]));
     FUZZ_CHECK(s <= step, "a row past the step was kept");
     FUZZ_CHECK(s > previous, "the steps are not strictly increasing");

@@ -180,6 +180,12 @@ void typed(const fs::path& root) {
   write(root / "csv_log" / "restarted_train_log",
         "t\n" + train + "1,4,0.1,,10\n2,3,0.1,,10\n3,9,0.1,,10\n2,3,0.1,,10\n3,2.5,0.1,,10\n");
   write(root / "csv_log" / "fresh_run", "e-1\n" + train + "1,4,0.1,,10\n");
+  // Columns moved and one added (kept by name), and one renamed (refused).
+  write(root / "csv_log" / "moved_eval_log",
+        "e4\nwall_s,step,val_loss,train_loss,train_ppl,val_ppl\n1.5,0,4.2,4.1,60.3,66.7\n"
+        "2.5,2,3.2,3.1,22.2,24.5\n3.5,4,3.0,2.9,18.2,20.1\n");
+  write(root / "csv_log" / "renamed_column",
+        "t\nstep,loss,LR,grad_norm,tokens_per_s\n1,4,0.1,,10\n");
   write(root / "csv_log" / "nul_and_huge_field", "t9\n" + train +
                                                      std::string("1,4\0,0.1,,10\n", 13) + "2," +
                                                      std::string(3000, '9') + ",0.1,,10\n");

@@ -311,6 +311,24 @@ BOOST_AUTO_TEST_CASE(the_optimizer_moments_load_only_when_asked) {
   BOOST_TEST(!light.training->adam_m.defined());
   BOOST_TEST(!light.training->adam_v.defined());
   BOOST_TEST(light.tokenizer_data == "abc");
+  BOOST_TEST(!light.training->val_loss.has_value());  // written without an evaluation
+  std::filesystem::remove_all(dir);
+}
+
+// A checkpoint written at an evaluation records its val loss (best.safetensors knows what it is
+// best by), to the bit, as JSON's shortest text for the double; one without the key (written
+// before it existed, or at a step without an evaluation) reads as none.
+BOOST_AUTO_TEST_CASE(the_val_loss_of_an_evaluation_is_read_back_to_the_bit) {
+  const auto dir = temp_dir();
+  GPT model(preset("femto"), 10);
+  TrainingState s = attograd::testing::training_state(model.arena().params().numel(), 4);
+  s.val_loss = 3.3623046875000004;
+  const std::string path = (dir / "v.safetensors").string();
+  save_checkpoint(path, model, "char", "abc", &s);
+  const SafetensorsFile file = SafetensorsFile::read(path);
+  BOOST_TEST(file.metadata().at("val_loss") == "3.3623046875000004");
+  BOOST_TEST((read_checkpoint_info(file, Moments::skip).training->val_loss ==
+              std::optional<double>(3.3623046875000004)));
   std::filesystem::remove_all(dir);
 }
 
@@ -454,6 +472,11 @@ BOOST_AUTO_TEST_CASE(config_and_counts_in_the_metadata_are_read_strictly) {
       {"step", " 4", "checkpoint metadata 'step' is ' 4', expected a count"},
       {"adam_t", "9223372036854775808",
        "checkpoint metadata 'adam_t' is '9223372036854775808', expected a count"},
+      {"val_loss", "nan", "checkpoint metadata 'val_loss' is 'nan', expected a finite number"},
+      {"val_loss", "1e400", "checkpoint metadata 'val_loss' is '1e400', expected a finite"},
+      {"val_loss", " 3.25", "checkpoint metadata 'val_loss' is ' 3.25', expected a finite"},
+      {"val_loss", "3.25x", "checkpoint metadata 'val_loss' is '3.25x', expected a finite"},
+      {"val_loss", "", "checkpoint metadata 'val_loss' is '', expected a finite number"},
   };
   for (const auto& [key, value, needle] : cases) {
     copy_with(good, bad, key, value);

@@ -374,6 +374,8 @@ BOOST_AUTO_TEST_CASE(the_plots_find_their_columns_by_header_name) {
   BOOST_TEST(log.str() ==
              "the plots were not drawn: eval_log.csv has no column 'val_loss' (its "
              "header is 'step,train_loss,train_ppl,val_ppl') in " +
-                 dir.path.string() + "; a resumed run (--resume) writes the logs' headers again\n");
+                 dir.path.string() +
+                 "; restore the header of eval_log.csv ('step,train_loss,val_loss,train_ppl,"
+                 "val_ppl'), which a resumed run (--resume) needs as well\n");
   BOOST_TEST(dir.others().empty());
 }

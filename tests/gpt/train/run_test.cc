@@ -228,6 +228,82 @@ BOOST_AUTO_TEST_CASE(the_run_directory_is_guarded) {
   }
 }
 
+// A newcomer's finding: `train --overwrite` killed before its first checkpoint left the old
+// run's checkpoint under its own run.json and logs, and `--resume` continued the old run into
+// them. A run refused at its set-up leaves the old run whole; one that trains removes the old
+// run's checkpoints and plots first, so nothing of it is left to resume (here the new run dies
+// at step 1, diverged, before any checkpoint).
+BOOST_AUTO_TEST_CASE(an_overwriting_run_leaves_no_old_checkpoint_to_mix_with_its_own_files) {
+  const auto dir = temp_dir("overwrite");
+  write(dir / "to_be.txt", to_be());
+  const std::filesystem::path out = dir / "o1";
+  RunRequest pico = femto(dir / "to_be.txt", out, 4);
+  pico.config.preset = "pico";
+  pico.options.eval_interval = 2;
+  train_to_end(pico);
+  write(out / "loss.svg", "<svg/>");  // as gnuplot would have drawn it
+  write(out / "notes.txt", "mine");
+  BOOST_REQUIRE(std::filesystem::exists(out / RunDir::kBestCheckpoint));
+  RunRequest femto_run = femto(dir / "to_be.txt", out, 100000);
+  femto_run.overwrite = true;
+  femto_run.options.eval_interval = 1;
+  femto_run.options.learning_rate = 1e30;  // the evaluation after step 1 is NaN: no checkpoint
+  femto_run.options.min_lr = 0;
+  std::ostringstream log, err;
+  // Refused at its set-up (no such corpus): the old run is untouched, and resumes.
+  RunRequest refused = femto_run;
+  refused.corpus = (dir / "missing.txt").string();
+  expect_throw_with<std::runtime_error>([&] { start(refused, Communicator::world(), log); },
+                                        "missing.txt does not exist");
+  BOOST_TEST(
+      read_checkpoint_info(SafetensorsFile::read((out / kCheckpointFile).string()), Moments::skip)
+          .training->step == 4);
+  BOOST_TEST(std::filesystem::exists(out / RunDir::kBestCheckpoint));
+
+  BOOST_TEST(start(femto_run, Communicator::world(), log)->train(log, err) == 1);
+  BOOST_TEST_INFO(err.str());
+  BOOST_TEST(contains(err.str(), "no checkpoint of this run was written\n"));
+  BOOST_TEST(!contains(err.str(), "is from an earlier run"));
+  for (const char* gone : {kCheckpointFile, RunDir::kBestCheckpoint, "loss.svg"})
+    BOOST_TEST(!std::filesystem::exists(out / gone), gone << " is left");
+  BOOST_TEST(attograd::testing::read_file(out / "notes.txt") == "mine");
+  BOOST_TEST(contains(attograd::testing::read_file(out / RunDir::kConfig), "\"femto\""));
+  BOOST_TEST(attograd::testing::read_file(out / RunDir::kEvalLog)
+                 .starts_with(std::string(kEvalLog.header) + "\n0,"));
+  try {
+    start(resume_to(out, 150), Communicator::world(), log);
+    BOOST_FAIL("resumed the replaced run");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(std::string(e.what()) ==
+               "nothing to resume: " + (out / kCheckpointFile).string() + " does not exist");
+  }
+}
+
+// A resumed run whose log cannot be read by its header's names is refused at its set-up, before
+// the corpus is read or the model built (here the corpus is gone too: the log is named first), with
+// both logs as they were.
+BOOST_AUTO_TEST_CASE(a_log_that_cannot_be_resumed_is_refused_before_the_corpus_is_read) {
+  const auto dir = temp_dir("log_header");
+  write(dir / "ab.txt", alternating(200));
+  train_to_end(femto(dir / "ab.txt", dir / "out", 2));
+  const std::filesystem::path train_log = dir / "out" / RunDir::kTrainLog;
+  std::string text = attograd::testing::read_file(train_log);
+  BOOST_REQUIRE(text.starts_with("step,loss,lr,"));
+  text.replace(0, 4, "STEP");
+  write(train_log, text);
+  const std::string eval = attograd::testing::read_file(dir / "out" / RunDir::kEvalLog);
+  std::filesystem::remove(dir / "ab.txt");
+  std::ostringstream log;
+  expect_throw_with<std::runtime_error>(
+      [&] { start(resume_to(dir / "out", 4), Communicator::world(), log); },
+      "cannot resume the log " + train_log.string() +
+          ": its header (first line) is 'STEP,loss,lr,grad_norm,tokens_per_s', which has no "
+          "column 'step'; restore the header 'step,loss,lr,grad_norm,tokens_per_s'");
+  BOOST_TEST(attograd::testing::read_file(train_log) == text);
+  BOOST_TEST(attograd::testing::read_file(dir / "out" / RunDir::kEvalLog) == eval);
+  BOOST_TEST(!contains(log.str(), "corpus"));
+}
+
 BOOST_AUTO_TEST_CASE(a_corpus_too_short_for_a_window_is_refused_before_training) {
   const auto dir = temp_dir("short");
   write(dir / "ab.txt", alternating(20));  // 40 tokens: the val split holds 4, a window needs 9

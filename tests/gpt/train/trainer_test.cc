@@ -333,6 +333,106 @@ BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_is_the_lowest_val_loss_so_far, ToyPi
   std::filesystem::remove_all(dir);
 }
 
+namespace {
+
+// `path`, a checkpoint, written again without its metadata "val_loss": what attograd wrote
+// before checkpoints recorded it.
+void drop_val_loss(const std::filesystem::path& path) {
+  SafetensorsWriter w;
+  {
+    const SafetensorsFile file = SafetensorsFile::read(path.string());
+    w.metadata = file.metadata();
+    for (const auto& [name, entry] : file.entries()) w.add(name, file.tensor(name, DType::f32));
+  }
+  BOOST_REQUIRE(w.metadata.erase("val_loss") == 1);
+  w.write(path.string());
+}
+
+}  // namespace
+
+// A newcomer's finding: with eval_log.csv deleted, --resume made the next evaluation the best
+// whatever its val loss, since the bar came from the log. A checkpoint written at an evaluation
+// now records its val loss, so best.safetensors knows its own; the log is read for a file
+// written before that, and when neither tells, a note says the next evaluation replaces it.
+BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_keeps_its_val_loss_without_the_log, ToyPico) {
+  o.max_steps = 24;
+  o.eval_interval = 2;
+  o.learning_rate = 0.3;  // the val loss goes up and down, as in the case above
+  o.min_lr = 0.3;
+  const auto dir = temp_dir("best_bar");
+  const auto training = [](const std::filesystem::path& ckpt) {
+    return *read_checkpoint_info(SafetensorsFile::read(ckpt.string()), Moments::skip).training;
+  };
+  EvalResult last;
+  {
+    GPT model(c, 5);
+    std::ostringstream log;
+    Trainer t(model, data, o, "char", "", dir.string());
+    last = t.run(log);
+    // Saved at a step without an evaluation: no val loss.
+    t.train_step();
+    t.save((dir / "no_eval.safetensors").string());
+  }
+  BOOST_TEST(!training(dir / "no_eval.safetensors").val_loss.has_value());
+  std::filesystem::remove(dir / "no_eval.safetensors");
+  // The last checkpoint holds the last evaluation's val loss to the bit; the best one the
+  // lowest of the log's rows (written to 6 digits).
+  BOOST_TEST((training(dir / kCheckpointFile).val_loss == std::optional<double>(last.val_loss)));
+  const TrainingState best = training(dir / RunDir::kBestCheckpoint);
+  BOOST_REQUIRE(best.val_loss.has_value());
+  BOOST_TEST(*best.val_loss == *lowest_val_loss(dir / RunDir::kEvalLog),
+             boost::test_tools::tolerance(1e-5));
+  BOOST_TEST(best.step != 24);  // else a replaced best could not be told from the last
+
+  // Each case on a copy of the run, edited, then resumed for one more evaluation (step 26):
+  // the step of its best checkpoint after, and what the run said.
+  struct Case {
+    std::filesystem::path dir;
+    int64_t best_step;
+    std::string said;
+  };
+  const auto resumed_copy = [&](const std::string& name, const auto& edit) {
+    Case r{temp_dir("best_bar_" + name), -1, ""};
+    std::filesystem::copy(dir, r.dir, std::filesystem::copy_options::recursive);
+    edit(r.dir);
+    Resumed resumed((r.dir / kCheckpointFile).string(), data, r.dir.string(), 26);
+    std::ostringstream log;
+    const EvalResult at_26 = resumed.trainer->run(log);
+    BOOST_REQUIRE(at_26.step == 26);
+    // The case tells a kept best from a replaced one only if step 26 is worse.
+    BOOST_REQUIRE(at_26.val_loss > *best.val_loss);
+    r.best_step = training(r.dir / RunDir::kBestCheckpoint).step;
+    r.said = log.str();
+    return r;
+  };
+  // The log deleted: best.safetensors' own val loss is the bar, and it stays.
+  const Case no_log = resumed_copy("no_log", [](const std::filesystem::path& d) {
+    std::filesystem::remove(d / RunDir::kEvalLog);
+  });
+  BOOST_TEST(no_log.best_step == best.step);
+  BOOST_TEST(no_log.said.find("note") == std::string::npos);
+  // A best.safetensors written before checkpoints recorded their val loss: the log's lowest.
+  const Case old_file = resumed_copy("old_file", [](const std::filesystem::path& d) {
+    drop_val_loss(d / RunDir::kBestCheckpoint);
+  });
+  BOOST_TEST(old_file.best_step == best.step);
+  BOOST_TEST(old_file.said.find("note") == std::string::npos);
+  // Neither: the next evaluation replaces it, and the run says so.
+  const Case neither = resumed_copy("neither", [](const std::filesystem::path& d) {
+    drop_val_loss(d / RunDir::kBestCheckpoint);
+    std::filesystem::remove(d / RunDir::kEvalLog);
+  });
+  BOOST_TEST(neither.best_step == 26);
+  BOOST_TEST_INFO(neither.said);
+  BOOST_TEST(neither.said.find("note    " + (neither.dir / RunDir::kBestCheckpoint).string() +
+                               " records no val loss (an older attograd wrote it); " +
+                               (neither.dir / RunDir::kEvalLog).string() +
+                               " has no evaluation after step 0 either, so the next evaluation "
+                               "replaces it\n") != std::string::npos);
+  for (const Case& done : {no_log, old_file, neither}) std::filesystem::remove_all(done.dir);
+  std::filesystem::remove_all(dir);
+}
+
 // Progress lines by time as well as by steps: with log_interval far away, a line still comes
 // after the first `first` seconds (0 here: after the first step), then every `every` seconds.
 BOOST_FIXTURE_TEST_CASE(progress_lines_come_by_time_whatever_the_log_interval, ToyPico) {
@@ -801,8 +901,9 @@ void train_four_steps(const std::filesystem::path& dir, const Dataset& data, dou
   t.run(log);
 }
 
-// Resumes the run in `dir` from its checkpoint, as `train --resume --steps max_steps` does.
-void resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t max_steps) {
+// Resumes the run in `dir` from its checkpoint, as `train --resume --steps max_steps` does;
+// what the trainer said.
+std::string resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t max_steps) {
   const nn::SafetensorsFile file = nn::SafetensorsFile::read((dir / "ckpt.safetensors").string());
   const CheckpointInfo info = read_checkpoint_info(file);
   const auto model = load_model(file);
@@ -812,6 +913,19 @@ void resume_to(const std::filesystem::path& dir, const Dataset& data, int64_t ma
   t.restore(*info.training);
   std::ostringstream log;
   t.run(log);
+  return log.str();
+}
+
+// `csv` with the second and third fields of every line swapped (a spreadsheet's column move).
+std::string swap_second_and_third(const std::string& csv) {
+  std::istringstream in(csv);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    const size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+    out += line.substr(0, a + 1) + line.substr(b + 1, c - b - 1) + "," +
+           line.substr(a + 1, b - a - 1) + line.substr(c) + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -867,23 +981,56 @@ BOOST_AUTO_TEST_CASE(resume_keeps_the_rows_of_a_crlf_log) {
   std::filesystem::remove_all(dir);
 }
 
-// A log whose header was edited during the run (a column renamed in a spreadsheet): the plots
-// are not drawn from it (plot_test), and a resumed run writes the header again, keeping the rows,
-// which are the trainer's own in the trainer's column order.
-BOOST_AUTO_TEST_CASE(resume_writes_an_edited_header_again) {
+// A log whose header was edited during the run: a resumed run reads its rows by the header's
+// names. Columns moved (train_loss and val_loss swapped, header and rows, and a column of the
+// user's own added) come back in the trainer's order, which a note says; a column renamed is
+// refused before either log is touched, naming the file, its header, the column and the fix. (A
+// newcomer's finding: the standard header was written over rows still in the swapped order.)
+BOOST_AUTO_TEST_CASE(resume_reads_the_logs_by_their_headers_names) {
   const Dataset data(toy_tokens(), 8);
   const auto dir = temp_dir("edited_header");
   train_four_steps(dir, data, /*grad_clip=*/1);
-  const std::string eval = read_text(dir / "eval_log.csv");
+  const std::string eval = read_text(dir / "eval_log.csv"),
+                    train = read_text(dir / "train_log.csv");
   const std::string header = "step,train_loss,val_loss,train_ppl,val_ppl\n";
   BOOST_REQUIRE(eval.rfind(header, 0) == 0);
-  std::ofstream(dir / "eval_log.csv", std::ios::binary | std::ios::trunc)
-      << "step,train_loss,VAL LOSS,train_ppl,val_ppl\n"
-      << eval.substr(header.size());
-  resume_to(dir, data, 6);
-  const std::string after = read_text(dir / "eval_log.csv");
-  BOOST_TEST(after.rfind(eval, 0) == 0);  // header and rows up to step 4 as the trainer wrote them
+  const std::string renamed =
+      "step,train_loss,VAL LOSS,train_ppl,val_ppl\n" + eval.substr(header.size());
+  std::ofstream(dir / "eval_log.csv", std::ios::binary | std::ios::trunc) << renamed;
+  expect_throw_with<std::runtime_error>(
+      [&] { resume_to(dir, data, 6); },
+      "cannot resume the log " + (dir / "eval_log.csv").string() +
+          ": its header (first line) is 'step,train_loss,VAL LOSS,train_ppl,val_ppl', which has "
+          "no column 'val_loss'; restore the header 'step,train_loss,val_loss,train_ppl,val_ppl' "
+          "(the columns in the order of its rows), or move the log away to resume with a new "
+          "one");
+  BOOST_TEST(read_text(dir / "eval_log.csv") == renamed);
+  BOOST_TEST(read_text(dir / "train_log.csv") == train);
+
+  const std::string swapped = swap_second_and_third(eval);
+  BOOST_REQUIRE(swapped.rfind("step,val_loss,train_loss,train_ppl,val_ppl\n", 0) == 0);
+  std::ofstream(dir / "eval_log.csv", std::ios::binary | std::ios::trunc) << swapped;
+  std::string moved_train;  // a column of the user's own, in front
+  {
+    std::istringstream in(train);
+    for (std::string line; std::getline(in, line);)
+      moved_train += (moved_train.empty() ? "my_note," : "x,") + line + "\n";
+  }
+  std::ofstream(dir / "train_log.csv", std::ios::binary | std::ios::trunc) << moved_train;
+  const std::string said = resume_to(dir, data, 6);
+  BOOST_TEST(read_text(dir / "eval_log.csv").rfind(eval, 0) == 0);  // as the trainer wrote them
+  BOOST_TEST(read_text(dir / "train_log.csv").rfind(train, 0) == 0);
   BOOST_TEST((logged_steps(dir / "eval_log.csv") == std::vector<int64_t>{0, 2, 4, 6}));
+  BOOST_TEST((logged_steps(dir / "train_log.csv") == std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  BOOST_TEST_INFO(said);
+  BOOST_TEST(said.find("note    train_log.csv had the columns "
+                       "'my_note,step,loss,lr,grad_norm,tokens_per_s': its rows are kept in the "
+                       "trainer's order, 'step,loss,lr,grad_norm,tokens_per_s', without the "
+                       "file's own column 'my_note'\n") != std::string::npos);
+  BOOST_TEST(said.find("note    eval_log.csv had the columns "
+                       "'step,val_loss,train_loss,train_ppl,val_ppl': its rows are kept in the "
+                       "trainer's order, 'step,train_loss,val_loss,train_ppl,val_ppl'\n") !=
+             std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
