@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nn/io/atomic_file.h"
@@ -259,16 +260,10 @@ void append_csv_field(std::string& row, double v) {
 // An append-only CSV log: RunLogs' two files.
 class RunLogs::CsvLog {
  public:
-  explicit CsvLog(const std::filesystem::path& path) : path_(path.string()) {
-    // The log was just rewritten as a regular file (resume_log). O_NOFOLLOW: a symlink put in
-    // its place since is refused, never written through (into a file outside the run).
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ < 0)
-      throw std::runtime_error(
-          "cannot write the log " + path_ + ": " +
-          (errno == ELOOP ? std::string("it became a symbolic link while the run started; remove "
-                                        "it, or choose another --out")
-                          : std::string(std::strerror(errno))));
+  CsvLog(const std::filesystem::path& path, const CsvSpec& spec)
+      : path_(path.string()), spec_(spec) {
+    // The log was just rewritten as a regular file (resume_log).
+    fd_ = open_for_append("it became a symbolic link while the run started");
   }
   ~CsvLog() {
     try {
@@ -281,21 +276,26 @@ class RunLogs::CsvLog {
   CsvLog(const CsvLog&) = delete;
   CsvLog& operator=(const CsvLog&) = delete;
 
+  /// Rows in the trainer's column order, kept until flush().
   std::string& pending() { return pending_; }
   void flush() {
+    if (pending_.empty() && unwritten_.empty()) return;
+    follow_path();
+    unwritten_ += layout_ ? in_file_order(pending_) : pending_;
+    pending_.clear();
     size_t done = 0;
-    while (done < pending_.size()) {
-      const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+    while (done < unwritten_.size()) {
+      const ssize_t n = ::write(fd_, unwritten_.data() + done, unwritten_.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         const int err = n == 0 ? ENOSPC : errno;
-        pending_.erase(0, done);
+        unwritten_.erase(0, done);
         throw std::runtime_error("cannot write the log " + path_ + ": " + std::strerror(err) +
                                  "; the checkpoint was not updated");
       }
       done += static_cast<size_t>(n);
     }
-    pending_.clear();
+    unwritten_.clear();
   }
   void sync() {
     flush();
@@ -305,7 +305,73 @@ class RunLogs::CsvLog {
   }
 
  private:
-  std::string path_, pending_;
+  // O_NOFOLLOW: a symlink put in the log's place is refused (`symlink_reason` says when it
+  // came), never written through (into a file outside the run).
+  int open_for_append(const char* symlink_reason) const {
+    const int fd =
+        ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+      throw std::runtime_error(
+          "cannot write the log " + path_ + ": " +
+          (errno == ELOOP ? std::string(symlink_reason) + "; remove it, or choose another --out"
+                          : std::string(std::strerror(errno))));
+    return fd;
+  }
+
+  // An editor that saves by writing a new file and renaming it over the log, or a user who
+  // deletes it, leaves our descriptor on a file nobody sees, and every later row went there.
+  // When the path no longer names the file we hold (fstat against stat), the path is opened
+  // again for appending: the rows go where the user looks. A file made anew or emptied gets
+  // the header first; one whose header names our columns in another order (a spreadsheet's
+  // save) gets its rows in that order, by name, its own columns left empty.
+  void follow_path() {
+    struct stat held {
+    }, named{};
+    if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+      return;
+    const int fd = open_for_append("it was replaced by a symbolic link during the run");
+    ::close(fd_);
+    fd_ = fd;
+    layout_.reset();
+    struct stat now {};
+    if (::fstat(fd_, &now) == 0 && now.st_size == 0) {
+      unwritten_.insert(0, std::string(spec_.header) + "\n");
+      return;
+    }
+    std::ifstream in(path_, std::ios::binary);
+    std::string header, why;
+    std::getline(in, header);
+    if (header.ends_with('\r')) header.pop_back();
+    // A header without one of our columns cannot place a row: the rows then go in our order,
+    // and a resume names the header to restore (resume_log).
+    if (std::optional<LogLayout> layout = layout_of(header, spec_, &why);
+        layout && !layout->as_spec())
+      layout_ = std::move(layout);
+  }
+
+  // `rows` (each ending in LF, our columns in our order) with each field in the column of
+  // layout_ that bears its name; the file's other columns empty.
+  std::string in_file_order(const std::string& rows) const {
+    std::string out;
+    for (size_t start = 0, end; (end = rows.find('\n', start)) != std::string::npos;
+         start = end + 1) {
+      const std::vector<std::string_view> fields =
+          split_fields(std::string_view(rows).substr(start, end - start));
+      std::vector<std::string_view> placed(layout_->width);
+      for (size_t i = 0; i < fields.size() && i < layout_->at.size(); ++i)
+        placed[layout_->at[i]] = fields[i];
+      for (size_t i = 0; i < placed.size(); ++i) (i == 0 ? out : out += ',') += placed[i];
+      out += '\n';
+    }
+    return out;
+  }
+
+  std::string path_;
+  const CsvSpec& spec_;
+  std::string pending_;              // rows in our order, not yet handed to flush()
+  std::string unwritten_;            // bytes for the file, in its order, not yet written
+  std::optional<LogLayout> layout_;  // the file's column order when it is not ours
   int fd_ = -1;
 };
 
@@ -321,8 +387,8 @@ RunLogs::RunLogs(const RunDir& dir, int64_t step) {
        {std::pair{dir.train_log(), kTrainLog}, std::pair{dir.eval_log(), kEvalLog}})
     if (std::string note = resume_log(path, spec, keep_through); !note.empty())
       notes_.push_back(std::move(note));
-  train_ = std::make_unique<CsvLog>(dir.train_log());
-  eval_ = std::make_unique<CsvLog>(dir.eval_log());
+  train_ = std::make_unique<CsvLog>(dir.train_log(), kTrainLog);
+  eval_ = std::make_unique<CsvLog>(dir.eval_log(), kEvalLog);
 }
 
 RunLogs::~RunLogs() = default;

@@ -79,7 +79,11 @@ void append_csv_field(std::string& row, double v);
 /// collect in memory and reach the files on flush; sync() also makes them durable. The trainer
 /// syncs before every checkpoint, so after a crash the logs hold every row up to the
 /// checkpoint's step (rows past it are dropped on resume). Write errors (a full disk) throw
-/// std::runtime_error naming the file, before the checkpoint is touched.
+/// std::runtime_error naming the file, before the checkpoint is touched. Each write follows
+/// the log's path: a log replaced during the run (an editor's save: a new file renamed over it)
+/// or deleted is opened again by its name, so the later rows go where the user sees them; a
+/// file made anew gets the header first, and one whose header names the columns in another
+/// order gets its rows in that order (a symbolic link put there is refused, as at the start).
 class RunLogs {
  public:
   /// Opens the logs in `dir` for a run at `step`: first rewritten by resume_log to their rows up

@@ -4,6 +4,7 @@
 // target's.)
 #define BOOST_TEST_MODULE run_logs
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -132,5 +133,62 @@ BOOST_AUTO_TEST_CASE(a_header_without_a_column_is_refused_and_left_as_it_was) {
   BOOST_CHECK_NO_THROW(require_log_columns(path, kTrainLog));
   BOOST_TEST(resume_log(path, kTrainLog, 5).empty());
   BOOST_TEST(attograd::testing::read_file(path) == std::string(kTrainLog.header) + "\n");
+  fs::remove_all(dir);
+}
+
+// A log replaced during the run (an editor saves by writing a new file and renaming it over the
+// old one) or deleted left RunLogs appending to the unlinked file: every later row was lost.
+// Each write now follows the path: the rows land in the file the user sees, in the order of its
+// header's names, and a log made anew starts with the header.
+BOOST_AUTO_TEST_CASE(rows_follow_a_log_replaced_during_the_run) {
+  const fs::path dir = attograd::testing::fresh_temp_dir("run_logs_replaced");
+  const RunDir run(dir);
+  const auto replace = [&](const fs::path& path, const std::string& text) {
+    std::ofstream(dir / "saved.tmp", std::ios::binary) << text;
+    fs::rename(dir / "saved.tmp", path);
+  };
+  const std::string train = std::string(kTrainLog.header) + "\n",
+                    eval = std::string(kEvalLog.header) + "\n";
+  {
+    RunLogs logs(run, 0);
+    logs.train_row(1, 4, 0.1, NAN, 10);
+    logs.flush();
+    BOOST_TEST(attograd::testing::read_file(run.train_log()) == train + "1,4,0.1,,10\n");
+    // Saved again as it was: the next rows follow the new file.
+    replace(run.train_log(), attograd::testing::read_file(run.train_log()));
+    logs.train_row(2, 3, 0.1, NAN, 10);
+    logs.flush();
+    BOOST_TEST(attograd::testing::read_file(run.train_log()) ==
+               train + "1,4,0.1,,10\n2,3,0.1,,10\n");
+    // Saved by a spreadsheet with two columns swapped and one of its own: its order, by name.
+    const std::string moved = "step,lr,loss,grad_norm,tokens_per_s,mine\n1,0.1,4,,10,x\n";
+    replace(run.train_log(), moved);
+    logs.train_row(3, 2.5, 0.1, 1.5, 10);
+    logs.flush();
+    BOOST_TEST(attograd::testing::read_file(run.train_log()) == moved + "3,0.1,2.5,1.5,10,\n");
+    // Deleted: made again, header first.
+    fs::remove(run.train_log());
+    logs.train_row(4, 2, 0.1, NAN, 10);
+    logs.sync();
+    BOOST_TEST(attograd::testing::read_file(run.train_log()) == train + "4,2,0.1,,10\n");
+    // The eval log, whose rows are written at once, the same way.
+    logs.eval_row(0, 4, 4.5, 55, 90);
+    replace(run.eval_log(), attograd::testing::read_file(run.eval_log()));
+    logs.eval_row(2, 3, 3.5, 20, 33);
+    BOOST_TEST(attograd::testing::read_file(run.eval_log()) ==
+               eval + "0,4,4.5,55,90\n2,3,3.5,20,33\n");
+    // A symbolic link put there is refused, as at the start, never written through.
+    std::ofstream(dir / "elsewhere.csv") << "x\n";
+    fs::remove(run.train_log());
+    fs::create_symlink(dir / "elsewhere.csv", run.train_log());
+    logs.train_row(5, 1.5, 0.1, NAN, 10);
+    attograd::testing::expect_throw_with<std::runtime_error>(
+        [&] { logs.flush(); },
+        "cannot write the log " + run.train_log().string() +
+            ": it was replaced by a symbolic link during the run; remove it, or choose another "
+            "--out");
+    fs::remove(run.train_log());
+  }
+  BOOST_TEST(attograd::testing::read_file(dir / "elsewhere.csv") == "x\n");
   fs::remove_all(dir);
 }
