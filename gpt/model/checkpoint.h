@@ -84,13 +84,14 @@ enum class Moments { load, skip };
 /// Reads the config, tokenizer and training state; with Moments::skip the training state's
 /// adam_m and adam_v stay undefined (sampling and evaluation need neither), with Moments::load
 /// they are read and must be finite (SafetensorsFile::require_finite). Every value is
-/// read strictly (see gpt/io/json_fields.h): the model kind is one of model_kind_name's, the config's
-/// sizes are integers (3.9 and 2^64 are refused, not truncated or cast) that GPTConfig::validate
-/// accepts, an unknown config or tokenizer field is refused, "step" and "adam_t" are decimal
-/// counts, "val_loss" (optional) a finite number. Throws std::runtime_error naming the path, the
-/// key and the value for a file that is not
-/// an attograd checkpoint (no config in its metadata) or is malformed/truncated.
-CheckpointInfo read_checkpoint_info(const nn::SafetensorsFile& file, Moments moments = Moments::load);
+/// read strictly (see gpt/io/json_fields.h): the model kind is one of model_kind_name's, the
+/// config's sizes are integers (3.9 and 2^64 are refused, not truncated or cast) that
+/// GPTConfig::validate accepts, an unknown config or tokenizer field is refused, "step" and
+/// "adam_t" are decimal counts, "val_loss" (optional) a finite number. Throws std::runtime_error
+/// naming the path, the key and the value for a file that is not an attograd checkpoint (no config
+/// in its metadata) or is malformed/truncated.
+CheckpointInfo read_checkpoint_info(const nn::SafetensorsFile& file,
+                                    Moments moments = Moments::load);
 
 /// Copies the weights of `file` into `model`'s state dict, all or nothing, through the check
 /// every state dict load makes (nn::Module::check_state_dict): every name, shape and dtype is

@@ -34,9 +34,9 @@
 #include "gpt/train/report.h"
 #include "gpt/train/run_config.h"
 #include "gpt/train/run_dir.h"
+#include "gpt/train/run_logs.h"
 #include "nn/io/atomic_file.h"
 #include "nn/io/utf8.h"
-#include "gpt/train/run_logs.h"
 
 namespace attograd::gpt {
 

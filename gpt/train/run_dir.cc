@@ -72,12 +72,12 @@ void RunDir::remove_previous_run() const {
 
 BestCheckpoint::BestCheckpoint(const RunDir& dir, int64_t step) : dir_(dir) {
   if (step == 0 || !std::filesystem::exists(dir.best_checkpoint())) return;
-  const std::string best = escape_bytes(dir.best_checkpoint().string()),
-                    log = escape_bytes(dir.eval_log().string());
+  const std::string best = nn::escape_bytes(dir.best_checkpoint().string()),
+                    log = nn::escape_bytes(dir.eval_log().string());
   std::string unread;
   try {
-    const CheckpointInfo info =
-        read_checkpoint_info(SafetensorsFile::read(dir.best_checkpoint().string()), Moments::skip);
+    const CheckpointInfo info = read_checkpoint_info(
+        nn::SafetensorsFile::read(dir.best_checkpoint().string()), Moments::skip);
     if (info.training && info.training->val_loss) {
       best_val_ = info.training->val_loss;
       return;

@@ -94,11 +94,12 @@ std::optional<LogLayout> layout_of(std::string_view header, const CsvSpec& spec,
 // "cannot resume the log <path>: its header (first line) is '...', <why>; <fix>".
 std::runtime_error unresumable(const std::filesystem::path& path, std::string_view header,
                                const std::string& why, const CsvSpec& spec) {
-  const std::string shown = escape_controls(header.substr(0, 200)) +
+  const std::string shown = nn::escape_controls(header.substr(0, 200)) +
                             (header.size() > 200 ? std::string("...") : std::string());
   return std::runtime_error(
-      "cannot resume the log " + escape_bytes(path.string()) + ": its header (first line) is '" +
-      shown + "', " + why + "; restore the header '" + spec.header +
+      "cannot resume the log " + nn::escape_bytes(path.string()) +
+      ": its header (first line) is '" + shown + "', " + why + "; restore the header '" +
+      spec.header +
       "' (the columns in the order of its rows), or move the log away to resume with a new one");
 }
 
@@ -210,13 +211,14 @@ std::string resume_log(const std::filesystem::path& path, const CsvSpec& spec, i
         });
     for (const auto& [row_step, row] : kept) out.append(row) += '\n';
     if (!log->layout.as_spec()) {
-      note = path.filename().string() + " had the columns '" + escape_controls(log->layout.header) +
+      note = path.filename().string() + " had the columns '" +
+             nn::escape_controls(log->layout.header) +
              "': its rows are kept in the trainer's order, '" + spec.header + "'";
       if (!log->layout.extra.empty()) {
         note += ", without the file's own column";
         for (size_t i = 0; i < log->layout.extra.size(); ++i)
           note += std::string(i == 0 ? (log->layout.extra.size() > 1 ? "s '" : " '") : ", '") +
-                  escape_controls(log->layout.extra[i]) + "'";
+                  nn::escape_controls(log->layout.extra[i]) + "'";
       }
     }
   }

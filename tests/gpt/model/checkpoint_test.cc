@@ -325,7 +325,7 @@ BOOST_AUTO_TEST_CASE(the_val_loss_of_an_evaluation_is_read_back_to_the_bit) {
   s.val_loss = 3.3623046875000004;
   const std::string path = (dir / "v.safetensors").string();
   save_checkpoint(path, model, "char", "abc", &s);
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  const nn::SafetensorsFile file = nn::SafetensorsFile::read(path);
   BOOST_TEST(file.metadata().at("val_loss") == "3.3623046875000004");
   BOOST_TEST((read_checkpoint_info(file, Moments::skip).training->val_loss ==
               std::optional<double>(3.3623046875000004)));

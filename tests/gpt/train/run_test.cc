@@ -255,9 +255,9 @@ BOOST_AUTO_TEST_CASE(an_overwriting_run_leaves_no_old_checkpoint_to_mix_with_its
   refused.corpus = (dir / "missing.txt").string();
   expect_throw_with<std::runtime_error>([&] { start(refused, Communicator::world(), log); },
                                         "missing.txt does not exist");
-  BOOST_TEST(
-      read_checkpoint_info(SafetensorsFile::read((out / kCheckpointFile).string()), Moments::skip)
-          .training->step == 4);
+  BOOST_TEST(read_checkpoint_info(nn::SafetensorsFile::read((out / kCheckpointFile).string()),
+                                  Moments::skip)
+                 .training->step == 4);
   BOOST_TEST(std::filesystem::exists(out / RunDir::kBestCheckpoint));
 
   BOOST_TEST(start(femto_run, Communicator::world(), log)->train(log, err) == 1);

@@ -338,9 +338,9 @@ namespace {
 // `path`, a checkpoint, written again without its metadata "val_loss": what attograd wrote
 // before checkpoints recorded it.
 void drop_val_loss(const std::filesystem::path& path) {
-  SafetensorsWriter w;
+  nn::SafetensorsWriter w;
   {
-    const SafetensorsFile file = SafetensorsFile::read(path.string());
+    const nn::SafetensorsFile file = nn::SafetensorsFile::read(path.string());
     w.metadata = file.metadata();
     for (const auto& [name, entry] : file.entries()) w.add(name, file.tensor(name, DType::f32));
   }
@@ -361,7 +361,7 @@ BOOST_FIXTURE_TEST_CASE(the_best_checkpoint_keeps_its_val_loss_without_the_log, 
   o.min_lr = 0.3;
   const auto dir = temp_dir("best_bar");
   const auto training = [](const std::filesystem::path& ckpt) {
-    return *read_checkpoint_info(SafetensorsFile::read(ckpt.string()), Moments::skip).training;
+    return *read_checkpoint_info(nn::SafetensorsFile::read(ckpt.string()), Moments::skip).training;
   };
   EvalResult last;
   {
