@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "autograd/ops.h"
+#include "gpt/io/decimal.h"
 #include "gpt/io/json_fields.h"
 #include "gpt/model/bigram_average.h"
 #include "gpt/model/hf_import.h"
@@ -60,12 +61,13 @@ int64_t metadata_count(const std::string& text, const std::string& what) {
 
 // A loss stored as metadata text ("val_loss"): a finite number, read whole. Refuses "nan",
 // "inf", " 3.2", "3.2x" and what overflows a double.
+// (parse_decimal, not std::from_chars: the WebAssembly build's libc++ has no from_chars for
+// double.)
 double metadata_loss(const std::string& text, const std::string& what) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+  const std::optional<double> v = parse_decimal(text);
+  if (!v)
     throw std::runtime_error(what + " is '" + text.substr(0, 40) + "', expected a finite number");
-  return v;
+  return *v;
 }
 
 // The model kind an attograd checkpoint's metadata names; a GPT when it names none (written
