@@ -104,6 +104,18 @@ void refuse_unknown_keys(const nlohmann::json& section, const std::string& name,
   }
 }
 
+// The rows `c` gives, as "section.key" ("run.init_seed", "model.preset", "train.max_steps"): the
+// names RunConfig::from_file keeps.
+std::vector<std::string> given_rows(const RunConfig& c) {
+  std::vector<std::string> rows;
+  for (const auto& [section, given] : {std::pair{"run", &c.run_given},
+                                       {"model", &c.request.config.given},
+                                       {"train", &c.train_given}})
+    for (const std::string& key : *given) rows.push_back(std::string(section) + "." + key);
+  if (c.preset_given) rows.push_back("model.preset");
+  return rows;
+}
+
 // The rows of S named in `names` copied from `from` into `to`.
 template <class S>
 void copy_rows(S& to, const S& from, const std::set<std::string>& names) {
@@ -168,11 +180,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& what) {
   }
   c.train_given =
       read_config_section(section("train"), c.request.options, what + ": train", kEveryRow);
-  for (const auto& [name, given] : {std::pair{"run", &c.run_given},
-                                    {"model", &c.request.config.given},
-                                    {"train", &c.train_given}})
-    for (const std::string& key : *given) c.from_file[std::string(name) + "." + key] = what;
-  if (c.preset_given) c.from_file["model.preset"] = what;
+  for (const std::string& row : given_rows(c)) c.from_file[row] = what;
   return c;
 }
 
@@ -206,11 +214,7 @@ RunConfig overlay(const RunConfig& under, const RunConfig& over) {
   r.request.config.given.insert(over.request.config.given.begin(), over.request.config.given.end());
   r.preset_given = under.preset_given || over.preset_given;
   // A row the command line gives is the command line's; over's own file rows stay named.
-  for (const auto& [name, given] : {std::pair{"run", &over.run_given},
-                                    {"model", &over.request.config.given},
-                                    {"train", &over.train_given}})
-    for (const std::string& key : *given) r.from_file.erase(std::string(name) + "." + key);
-  if (over.preset_given) r.from_file.erase("model.preset");
+  for (const std::string& row : given_rows(over)) r.from_file.erase(row);
   r.from_file.insert(over.from_file.begin(), over.from_file.end());
   return r;
 }
