@@ -81,7 +81,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
     // What the command line gave, over the config file's values.
     const auto request = [&] {
       gpt::RunConfig flags{*rq, given_fields<gpt::RunRequest>(*cmd),
-                           given_fields<gpt::TrainOptions>(*cmd), cmd->count("--preset") > 0};
+                           given_fields<gpt::TrainOptions>(*cmd), cmd->count("--preset") > 0,
+                           /*from_file=*/{}};
       if (config_file->empty()) return flags.checked_request();
       return gpt::overlay(gpt::read_run_config(*config_file), flags).checked_request();
     };
