@@ -1,19 +1,26 @@
 # How the installed package attograd finds each library its targets link: one branch per imported
 # target, naming the package that defines it as the project's own find_package calls do.
-# Installed beside attogradConfig.cmake, which calls attograd_find_dependency(<target>) for each
-# target the requested components link (the table cmake/package.cmake writes from the targets'
-# link lists).
+# Installed beside attogradConfig.cmake, which calls attograd_find_dependency(<target> <found>)
+# for each target the requested components link (the table cmake/package.cmake writes from the
+# targets' link lists).
 #
 # The build includes this file too and calls it, with ATTOGRAD_CHECKING_DEPENDENCIES set, for
 # every imported target an installed library links: then nothing is looked for, and a target
 # without a branch here stops the configure (the else() below) instead of making a package that
 # cannot find it.
 #
-# A macro, not a function: find_dependency's return() on failure must leave attogradConfig.cmake,
-# with attograd_FOUND false and attograd_NOT_FOUND_MESSAGE naming the missing package.
-include(CMakeFindDependencyMacro)
+# Each package is looked for QUIET and never REQUIRED, whatever the consumer's find_package said:
+# whether a missing one fails the consumer's configure depends on the component that needs it
+# (attogradConfig.cmake). find_dependency would pass the consumer's REQUIRED on, and then a
+# component asked for in OPTIONAL_COMPONENTS would stop the configure.
+#
+# A macro, not a function: the packages' variables (CURL_VERSION_STRING, MPI_CXX_...) reach the
+# consumer as they would from its own find_package call.
 
-macro(attograd_find_dependency target)
+# attograd_find_dependency(<target> <found>): sets <found> TRUE when the imported target <target>
+# is defined (before, or by finding its package now), else FALSE and <found>_PACKAGE to the
+# package's name for the message ("CURL", "PkgConfig", "PCRE2 (pkg-config libpcre2-8)").
+macro(attograd_find_dependency target found)
   # The find_package arguments whose package defines the target.
   if("${target}" MATCHES "^hwy::(hwy|hwy_contrib)$")
     set(_attograd_package hwy)
@@ -34,17 +41,17 @@ macro(attograd_find_dependency target)
     message(FATAL_ERROR "attograd links ${target}, and cmake/attograd-dependencies.cmake has no "
                         "branch saying how the installed package finds it: add one")
   endif()
+  set(${found} TRUE)
   # Not when found already (by an earlier component, or by the consumer itself), nor when checking.
   if(NOT TARGET ${target} AND NOT ATTOGRAD_CHECKING_DEPENDENCIES)
-    find_dependency(${_attograd_package})
-    if("${target}" STREQUAL "PkgConfig::PCRE2")
+    list(GET _attograd_package 0 ${found}_PACKAGE)
+    find_package(${_attograd_package} QUIET)
+    if("${target}" STREQUAL "PkgConfig::PCRE2" AND PkgConfig_FOUND)
       pkg_check_modules(PCRE2 QUIET IMPORTED_TARGET libpcre2-8)
-      if(NOT PCRE2_FOUND)
-        set(attograd_FOUND FALSE)
-        set(attograd_NOT_FOUND_MESSAGE
-          "attograd could not be found because dependency PCRE2 (pkg-config libpcre2-8) could not be found.")
-        return()
-      endif()
+      set(${found}_PACKAGE "PCRE2 (pkg-config libpcre2-8)")
+    endif()
+    if(NOT TARGET ${target})
+      set(${found} FALSE)
     endif()
   endif()
 endmacro()

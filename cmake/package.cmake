@@ -61,7 +61,7 @@ function(attograd_package_component component)
       elseif(link MATCHES "^[A-Za-z0-9_.+-]+::[A-Za-z0-9_.+-]+$")
         # An imported target, found by a find_package in the subdirectory that links it (so not
         # necessarily a target here): attograd-dependencies.cmake must know it.
-        attograd_find_dependency(${link})
+        attograd_find_dependency(${link} known)
         list(APPEND dependencies ${link})
       else()
         message(FATAL_ERROR "${target} links '${link}': the package attograd reproduces links to "

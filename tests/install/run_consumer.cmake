@@ -5,7 +5,7 @@
 #   EXPECT_ERROR given: configuring must fail, with output matching that regular expression
 #                       (in which a space stands for any run of spaces and line breaks);
 #   else: builds the project, runs its program `consumer` and compares what it prints with
-#         CONSUMER_DIR/expected.txt.
+#         CONSUMER_DIR/EXPECTED (expected.txt when not given).
 # Any other outcome fails the test with the step's output.
 get_filename_component(name ${CONSUMER_DIR} NAME)
 set(name "consumer ${name}/")
@@ -41,7 +41,10 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${name}: building failed (${rc}):\n${out}\n${err}")
 endif()
 execute_process(COMMAND ${WORK_DIR}/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-file(READ ${CONSUMER_DIR}/expected.txt expected)
+if(NOT DEFINED EXPECTED OR EXPECTED STREQUAL "")
+  set(EXPECTED expected.txt)
+endif()
+file(READ ${CONSUMER_DIR}/${EXPECTED} expected)
 if(NOT rc EQUAL 0 OR NOT out STREQUAL expected)
   message(FATAL_ERROR "${name}: expected\n${expected}got (${rc})\n${out}${err}")
 endif()
