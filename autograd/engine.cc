@@ -14,11 +14,17 @@ namespace attograd {
 
 using detail::TensorImpl;
 
+namespace {
+// What backward() and grad() say of a graph that an earlier pass freed.
+std::string freed_message(const char* who, const char* node) {
+  return std::string(who) + ": the graph through '" + node +
+         "' was already freed by an earlier backward() or grad(); pass retain_graph=true to the "
+         "first call to backpropagate through it twice";
+}
+}  // namespace
+
 void Node::apply(const Tensor& grad_output, std::span<Tensor> grad_inputs) {
-  if (!saved_)
-    throw std::logic_error(std::string("backward: the graph through '") + name_ +
-                           "' was already freed by an earlier backward(); pass retain_graph=true "
-                           "to the first call to backpropagate through it twice");
+  if (!saved_) throw std::logic_error(freed_message("backward", name_));
   backward(grad_output, grad_inputs);
 }
 
@@ -283,6 +289,16 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   // Every saved tensor is checked before the first VJP runs, so a refused backward has added
   // nothing to any gradient. One integer comparison per saved tensor.
   for (const std::shared_ptr<Node>& n : lists.order) n->check_saved_versions();
+  // A node freed by an earlier pass (no retain_graph) has lost its inputs too, so the walk above
+  // stopped at it. backward() would run it: refused now, before anything is added. grad() runs
+  // only the nodes on a path to its inputs, which a freed node no longer tells: the first one
+  // is kept for grad()'s message about an input not reached.
+  const Node* freed = nullptr;
+  for (const std::shared_ptr<Node>& n : lists.order) {
+    if (n->saved_) continue;
+    if (!wanted) throw std::logic_error(freed_message("backward", n->name_));
+    if (!freed) freed = n.get();
+  }
   // Leaves with hooks, or (grad()) wanted leaves: their gradient of this pass is summed apart,
   // then hooked, then added into grad() or returned. Held by the pass only.
   std::vector<std::pair<TensorImpl*, Tensor>> apart;
@@ -360,6 +376,9 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     else
       add_into_grad(*impl, hooked);
   }
+  if (freed)
+    for (const Tensor& g : *found)
+      if (!g.defined()) throw std::logic_error(freed_message("grad", freed->name_));
 }
 
 bool first_gradient(const Tensor& grad_input) {
@@ -386,6 +405,10 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
         "grad: create_graph=true (double backward, a gradient of a gradient) is not supported: "
         "the VJPs are not recorded, so the gradients returned have no graph; compute a second "
         "derivative by finite differences of grad() (autograd/gradcheck.h) instead");
+  if (inputs.empty())
+    throw std::invalid_argument(
+        "grad: no inputs given; name the tensors whose gradients you want (torch.autograd.grad "
+        "refuses an empty list too)");
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined() || !inputs[i].requires_grad())
       throw std::invalid_argument("grad: input " + std::to_string(i) +

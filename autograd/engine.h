@@ -258,8 +258,9 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
 /// inputs on such a path only (undefined for the rest, as for an input that needs no gradient):
 /// other trainable leaves in the graph get nothing and cost nothing, as in torch.autograd.grad.
 /// An input given twice gets its gradient twice. Throws
-/// std::invalid_argument naming the position of an input that does not require grad or that
-/// output was not computed from (torch's allow_unused=False), and what backward throws.
+/// std::invalid_argument for an empty `inputs` or naming the position of an input that does not
+/// require grad or that output was not computed from (torch's allow_unused=False), and what
+/// backward throws: std::logic_error when an earlier pass without retain_graph freed the graph.
 /// create_graph=true (torch's, for a gradient of a gradient) throws std::invalid_argument: the
 /// VJPs are not themselves recorded.
 std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,

@@ -42,6 +42,29 @@ BOOST_AUTO_TEST_CASE(second_backward_through_freed_graph_is_a_clear_error) {
   L.backward();
   BOOST_TEST(w.grad().item() == 4.0);
   expect_throw_with<std::logic_error>([&] { L.backward(); }, "retain_graph");
+  // grad() through the freed graph says the same, not "input 0 was not used" (a newcomer's
+  // finding, issue 32): the freed node lost its inputs, so w could not be reached.
+  expect_throw_with<std::logic_error>(
+      [&] { grad(L, {w}); },
+      "grad: the graph through 'mul' was already freed by an earlier backward() or grad(); "
+      "pass retain_graph=true");
+  // A graph freed by grad() as well, and its output's node first: the message names that node.
+  Tensor v = Tensor::scalar(3, DType::f64).set_requires_grad();
+  const Tensor M = exp(mul_scalar(v, 2.0));
+  BOOST_TEST(grad(M, {v})[0].item() == 2.0 * std::exp(6.0));
+  expect_throw_with<std::logic_error>([&] { grad(M, {v}); },
+                                      "graph through 'exp' was already freed");
+  // A graph partly freed (backward from an intermediate tensor): backward() from the top refuses
+  // before adding anything to any leaf.
+  Tensor a = Tensor::scalar(1.5, DType::f64).set_requires_grad();
+  Tensor b = Tensor::scalar(4.0, DType::f64).set_requires_grad();
+  const Tensor h = mul(a, a);
+  const Tensor top = add(h, b);
+  h.backward();
+  BOOST_TEST(a.grad().item() == 3.0);
+  expect_throw_with<std::logic_error>([&] { top.backward(); }, "backward: the graph through 'mul'");
+  BOOST_TEST(a.grad().item() == 3.0);
+  BOOST_TEST(!b.grad().defined());  // add's VJP did not run: refused before the first VJP
 }
 
 // Known input 2a: 50,000 steps of v = 0.9999 v + 0.0001: dv/dx = 0.9999^50000.
@@ -383,6 +406,10 @@ BOOST_AUTO_TEST_CASE(grad_returns_gradients_without_touching_grad) {
   expect_throw_with<std::invalid_argument>(
       [&] { grad(L, {Tensor::from_vector({1.0}, {1}, DType::f64)}); },
       "grad: input 0 does not require grad");
+  // torch.autograd.grad(L, []) raises too ("grad requires non-empty inputs"): an empty list
+  // is a mistake (a filter that kept nothing), not a request for no work.
+  expect_throw_with<std::invalid_argument>([&] { grad(L, {}, Tensor(), true); },
+                                           "grad: no inputs given");
   // And backward afterwards accumulates as usual, the graph kept by retain_graph above.
   L.backward();
   BOOST_TEST(x.grad().to_vector() == (std::vector<double>{6.0, -4.0}),
