@@ -131,24 +131,27 @@ Tensor operator/(double s, const Tensor& x);
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 /// Mean over `axes` (derived: sum / count).
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
-/// Max over one axis. The gradient goes to the first maximal element only (PyTorch's amax
-/// splits ties evenly; ties have measure zero for the continuous inputs gradcheck uses).
+/// torch.max(x, dim).values: the max over one axis. Ties: the whole gradient goes to the first
+/// maximal element, the one at the index torch.max(x, dim) returns beside the values (and
+/// argmax(x, dim) here). For torch.amax's even split, amax.
 Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
 /// torch.argmax(x, dim, keepdim): the i64 index of the first maximum along dim (a NaN counts as
 /// the maximum, as in torch), dim dropped (kept as 1 with keepdim). No gradient: pick the values
 /// with take_along_dim(x, argmax(x, d, true), d), which has one. For the whole tensor's argmax,
 /// argmax(reshape(x, {-1}), 0). Throws std::invalid_argument for a dim out of range or empty.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
-/// The largest element of the whole tensor, a () tensor (torch.max(x)): max(reshape(x, {-1}), 0).
+/// torch.max(x): the largest element of the whole tensor, a () tensor. Ties split the gradient
+/// evenly, as torch's: amax(reshape(x, {-1}), 0).
 Tensor max(const Tensor& x);
-/// torch.amax(x, dim, keepdim): the max over one axis, as max(x, axis, keepdim).
+/// torch.amax(x, dim, keepdim): the max over one axis. Ties split the gradient evenly (k equal
+/// maxima get dy / k each), as torch.amax; a NaN is the max and gets the whole gradient.
 Tensor amax(const Tensor& x, int64_t axis, bool keepdim = false);
-/// torch.amin(x, dim, keepdim): the min over one axis (derived: −amax(−x)); the gradient goes to
-/// the first minimal element.
+/// torch.amin(x, dim, keepdim): the min over one axis (derived: −amax(−x)); ties split evenly.
 Tensor amin(const Tensor& x, int64_t axis, bool keepdim = false);
-/// The min over one axis (torch.min(x, dim).values): amin.
+/// torch.min(x, dim).values: the min over one axis (derived: −max(−x)); ties: the first minimum
+/// gets the whole gradient, as max(x, dim).
 Tensor min(const Tensor& x, int64_t axis, bool keepdim = false);
-/// The smallest element of the whole tensor, a () tensor (torch.min(x)).
+/// torch.min(x): the smallest element of the whole tensor, a () tensor; ties split evenly.
 Tensor min(const Tensor& x);
 /// torch.argmin(x, dim, keepdim): the i64 index of the first minimum along dim (argmax of −x, so
 /// a NaN counts as the minimum, as in torch). No gradient. Throws as argmax.

@@ -137,7 +137,7 @@ static GradcheckCase max_case(std::string label, std::function<Tensor(const Tens
 static void register_max(OpRegistry& r) {
   r.add({.name = "max",
          .forward = "max over an axis",
-         .vjp = "`dx[first argmax] = dy`",
+         .vjp = "`dx[first argmax] = dy` (ties: the first, the index torch.max(x, dim) returns)",
          .kernel = "kernels/reduce",
          .tests = "ops_test: reductions",
          .cases = {max_case("(B, T, C) over C", [](const Tensor& x) { return max(x, -1); }),
@@ -145,30 +145,67 @@ static void register_max(OpRegistry& r) {
                             [](const Tensor& x) { return max(x, 1, true); })}});
 }
 
-Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
-  if (!x.defined()) throw std::invalid_argument("max: undefined tensor");
-  const int64_t axis = detail::wrap_dim(axis_in, x.dim(), "max");
+namespace {
+// max over one axis, as max(x, axis) (ties: the whole gradient to the first maximum, the index
+// torch.max(x, dim) returns) or as amax (ties: the gradient split evenly among them, as
+// torch.amax and torch.max(x) do: each of k equal maxima gets dy / k). `name` is the op's, for
+// errors and the graph.
+Tensor max_over(const Tensor& x, int64_t axis_in, bool keepdim, const char* name, bool split_ties) {
+  if (!x.defined()) throw std::invalid_argument(std::string(name) + ": undefined tensor");
+  const int64_t axis = detail::wrap_dim(axis_in, x.dim(), name);
   int64_t outer, n, inner;
   split_at(x.shape(), axis, outer, n, inner);
   if (n == 0)
-    throw std::invalid_argument("max: axis " + std::to_string(axis_in) + " of " +
+    throw std::invalid_argument(std::string(name) + ": axis " + std::to_string(axis_in) + " of " +
                                 shape_str(x.shape()) + " is empty");
   const Tensor xc = detail::contiguous_data(x);
   const Shape kept = keepdim_shape(x.shape(), {axis});
   Tensor y = Tensor::empty(keepdim ? kept : drop_axes(x.shape(), {axis}), x.dtype());
   auto argmax = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(outer * inner));
-  dispatch_floating(x.dtype(), "max", [&]<typename T>() {
+  dispatch_floating(x.dtype(), name, [&]<typename T>() {
     kernels::max_axis<T>(y.data<T>(), argmax->data(), xc.data<T>(), outer, n, inner);
   });
-  return record(y, "max", {x}, [argmax, outer, n, inner](const Tensor& g, std::span<Tensor> gi) {
-    dispatch_floating(g.dtype(), "max", [&]<typename T>() {
-      T* dx = gi[0].data<T>();
-      const T* dy = g.data<T>();
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t i = 0; i < inner; ++i)
-          dx[(o * n + (*argmax)[o * inner + i]) * inner + i] += dy[o * inner + i];
+  if (!split_ties)
+    return record(y, name, {x}, [argmax, outer, n, inner](const Tensor& g, std::span<Tensor> gi) {
+      dispatch_floating(g.dtype(), "max", [&]<typename T>() {
+        T* dx = gi[0].data<T>();
+        const T* dy = g.data<T>();
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i)
+            dx[(o * n + (*argmax)[o * inner + i]) * inner + i] += dy[o * inner + i];
+      });
     });
-  });
+  // The ties are found again in the VJP from x and y, saved (the argmax alone cannot tell them).
+  // A NaN maximum equals nothing: its row's gradient goes to the NaN, argmax's pick.
+  return record(y, name, {x}, {{"x", xc}, {"output", y}},
+                [argmax, outer, n, inner](const Tensor& g, std::span<Tensor> gi, const Tensor& xs,
+                                          const Tensor& ys) {
+                  dispatch_floating(g.dtype(), "amax", [&]<typename T>() {
+                    T* dx = gi[0].data<T>();
+                    const T* dy = g.data<T>();
+                    const T* xv = xs.data<T>();
+                    const T* yv = ys.data<T>();
+                    for (int64_t o = 0; o < outer; ++o)
+                      for (int64_t i = 0; i < inner; ++i) {
+                        const T top = yv[o * inner + i];
+                        int64_t ties = 0;
+                        for (int64_t j = 0; j < n; ++j) ties += xv[(o * n + j) * inner + i] == top;
+                        if (ties == 0) {
+                          dx[(o * n + (*argmax)[o * inner + i]) * inner + i] += dy[o * inner + i];
+                          continue;
+                        }
+                        const T share = dy[o * inner + i] / static_cast<T>(ties);
+                        for (int64_t j = 0; j < n; ++j)
+                          if (xv[(o * n + j) * inner + i] == top)
+                            dx[(o * n + j) * inner + i] += share;
+                      }
+                  });
+                });
+}
+}  // namespace
+
+Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
+  return max_over(x, axis, keepdim, "max", /*split_ties=*/false);
 }
 
 // ----- argmax -----
@@ -232,42 +269,54 @@ Tensor argmax(const Tensor& x, int64_t dim_in, bool keepdim) {
 
 Tensor max(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument("max: undefined tensor");
-  return max(reshape(x, {-1}), 0);
+  return amax(reshape(x, {-1}), 0);
 }
 
 // ----- amax, amin, min, argmin: the max's and argmax's other names and mirror images -----
+// Ties: amax, amin and the whole tensor's max and min split the gradient evenly among equal
+// extremes, as torch.amax, torch.amin, torch.max(x) and torch.min(x); max(x, dim) and min(x, dim)
+// give it to the first, the element at the index torch.max(x, dim) returns beside the values.
 static void register_amax(OpRegistry& r) {
   r.add({.name = "amax",
-         .forward = "max over an axis (torch's name)",
-         .vjp = "derived: `max(x, axis)`",
-         .cases = {max_case("(B, T, C) over C", [](const Tensor& x) { return amax(x, -1); })}});
+         .forward = "max over an axis, or of the whole tensor (max(x))",
+         .vjp = "`dx[i] = dy / k` for each of the k elements equal to the max (ties split "
+                "evenly, as torch.amax)",
+         .tests = "ops_test: ties, against torch",
+         .cases = {max_case("(B, T, C) over C", [](const Tensor& x) { return amax(x, -1); }),
+                   max_case("(B, T, C), the whole tensor: max(x)",
+                            [](const Tensor& x) { return max(x); })}});
 }
 
-Tensor amax(const Tensor& x, int64_t axis, bool keepdim) { return max(x, axis, keepdim); }
+Tensor amax(const Tensor& x, int64_t axis, bool keepdim) {
+  return max_over(x, axis, keepdim, "amax", /*split_ties=*/true);
+}
 
 static void register_amin(OpRegistry& r) {
   r.add({.name = "amin",
-         .forward = "min over an axis",
-         .vjp = "derived: `−max(−x, axis)`; `dx[first argmin] = dy`",
+         .forward = "min over an axis, or of the whole tensor (min(x))",
+         .vjp = "derived: `−amax(−x, axis)`; ties split evenly",
          .cases = {max_case("(B, T, C) over T, keepdim",
-                            [](const Tensor& x) { return amin(x, 1, true); })}});
+                            [](const Tensor& x) { return amin(x, 1, true); }),
+                   max_case("(B, T, C), the whole tensor: min(x)",
+                            [](const Tensor& x) { return min(x); })}});
 }
 
 Tensor amin(const Tensor& x, int64_t axis, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("amin: undefined tensor");
-  return neg(max(neg(x), axis, keepdim));
+  return neg(amax(neg(x), axis, keepdim));
 }
 
 static void register_min(OpRegistry& r) {
-  r.add(
-      {.name = "min",
-       .forward = "min over an axis, or of the whole tensor",
-       .vjp = "derived: `amin`",
-       .cases = {max_case("(B, T, C) over C", [](const Tensor& x) { return min(x, -1); }),
-                 max_case("(B, T, C), the whole tensor", [](const Tensor& x) { return min(x); })}});
+  r.add({.name = "min",
+         .forward = "min over an axis (torch.min(x, dim).values)",
+         .vjp = "derived: `−max(−x, axis)`; `dx[first argmin] = dy`",
+         .cases = {max_case("(B, T, C) over C", [](const Tensor& x) { return min(x, -1); })}});
 }
 
-Tensor min(const Tensor& x, int64_t axis, bool keepdim) { return amin(x, axis, keepdim); }
+Tensor min(const Tensor& x, int64_t axis, bool keepdim) {
+  if (!x.defined()) throw std::invalid_argument("min: undefined tensor");
+  return neg(max(neg(x), axis, keepdim));
+}
 
 Tensor min(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument("min: undefined tensor");

@@ -2,6 +2,7 @@
 #define BOOST_TEST_MODULE ops
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "autograd/detail/tensor_impl.h"
@@ -1126,6 +1127,40 @@ BOOST_AUTO_TEST_CASE(slice_with_a_step_matches_torch) {
 
 // Issue 32's ops for a custom loss, against torch (values printed by python3-torch 1.13,
 // float64): x = [[1, -2, 3.5], [0.5, 4, -1]].
+// Ties (a newcomer's finding, issue 32): torch.amax, torch.amin, torch.max(x) and torch.min(x)
+// split the gradient evenly among equal extremes; torch.max(x, dim) and torch.min(x, dim) give
+// it to the first, the index they return. Each output i weighted by i + 1 (the sum of y * [1, 2,
+// ...]) so a gradient sent to the wrong row shows. Values from torch 1.13 (f64).
+BOOST_AUTO_TEST_CASE(ties_split_as_torch_splits_them) {
+  const auto grad_of = [](const std::function<Tensor(const Tensor&)>& f,
+                          const std::vector<double>& values) {
+    const Tensor x =
+        Tensor::from_vector(values, {2, static_cast<int64_t>(values.size() / 2)}, DType::f64)
+            .set_requires_grad();
+    const Tensor y = f(x);
+    std::vector<double> weights(static_cast<size_t>(y.numel()));
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<double>(i + 1);
+    sum(mul(y, Tensor::from_vector(weights, y.shape(), DType::f64))).backward();
+    return x.grad().to_vector();
+  };
+  const std::vector<double> x = {1, 3, 3, 2, 5, 5, 5, 0};  // (2, 4)
+  BOOST_TEST(allclose(grad_of([](const Tensor& t) { return amax(t, 1); }, x),
+                      {0, 0.5, 0.5, 0, 2.0 / 3, 2.0 / 3, 2.0 / 3, 0}, 1e-15, 0));
+  BOOST_TEST(allclose(grad_of([](const Tensor& t) { return max(t, 1); }, x),
+                      {0, 1, 0, 0, 2, 0, 0, 0}, 0, 0));
+  BOOST_TEST(allclose(grad_of([](const Tensor& t) { return max(t); }, x),
+                      {0, 0, 0, 0, 1.0 / 3, 1.0 / 3, 1.0 / 3, 0}, 1e-15, 0));
+  BOOST_TEST(allclose(grad_of([](const Tensor& t) { return amax(t, 0); }, x),
+                      {0, 0, 0, 4, 1, 2, 3, 0}, 0, 0));
+  const std::vector<double> z = {2, 1, 1, 0, 4, 0};  // (2, 3)
+  BOOST_TEST(allclose(grad_of([](const Tensor& t) { return amin(t, 1); }, z),
+                      {0, 0.5, 0.5, 1, 0, 1}, 0, 0));
+  BOOST_TEST(
+      allclose(grad_of([](const Tensor& t) { return min(t, 1); }, z), {0, 1, 0, 2, 0, 0}, 0, 0));
+  BOOST_TEST(
+      allclose(grad_of([](const Tensor& t) { return min(t); }, z), {0, 0, 0, 0.5, 0, 0.5}, 0, 0));
+}
+
 BOOST_AUTO_TEST_CASE(var_std_min_squeeze_and_softmax_over_any_dim_match_torch) {
   const auto input = [] {
     return Tensor::from_vector({1, -2, 3.5, 0.5, 4, -1}, {2, 3}, DType::f64).set_requires_grad();
