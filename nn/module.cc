@@ -66,6 +66,13 @@ void Module::check_new_name(const char* what, const std::string& name, bool allo
     throw std::invalid_argument(std::string(what) + ": '" + name +
                                 "' holds a dot, which would split its state dict key; "
                                 "use a child module for a nested name");
+  // A dotted name's parts are names too: "a." or ".b" (or "a..b") would give a state dict key
+  // with an empty part ("a..weight"), which no dotted path can name back.
+  if (allow_dots &&
+      (name.front() == '.' || name.back() == '.' || name.find("..") != std::string::npos))
+    throw std::invalid_argument(std::string(what) + ": '" + name +
+                                "' has an empty part between its dots (it starts or ends with "
+                                "a dot, or holds two in a row); name each part, as \"h.0\"");
   // The first name of a list that is `name`, or nests with it: a key of the state dict is the
   // names on its path joined by dots, so two names of which one is the other plus ".…" (a child
   // "h" beside a child "h.0") could give two tensors one key: save would keep one, load write it

@@ -139,7 +139,8 @@ class Module {
  protected:
   Module() = default;
   /// Adds a child module and returns it. Its name may hold dots ("h.0", as GPT-2's blocks).
-  /// Throws std::invalid_argument for an empty name, a name this module already uses, a name
+  /// Throws std::invalid_argument for an empty name or an empty part between its dots ("a.",
+  /// ".b", "a..b"), a name this module already uses, a name
   /// that is another's plus ".…" or the reverse (a child "h" and a child "h.0": their state dict
   /// keys could coincide), a null module, or a module that is this one or holds it below (see
   /// check_not_inside). A module may be registered under several parents (a shared layer): the

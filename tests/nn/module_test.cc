@@ -178,6 +178,17 @@ BOOST_AUTO_TEST_CASE(buffers_and_the_state_dict_in_torchs_order) {
                                            "already has a 'head'");
   expect_throw_with<std::invalid_argument>(
       [&] { m.register_parameter("scale", Tensor::zeros({1})); }, "already has a 'scale'");
+  // A child's name may hold dots ("h.0"), never an empty part: "a." would give the key
+  // "a..weight" (a newcomer's finding, issue 32).
+  struct Open : Module {
+    using Module::register_module;
+  } parent;
+  for (const char* name : {"a.", ".b", "a..b", "."})
+    expect_throw_with<std::invalid_argument>(
+        [&] { parent.register_module(name, std::make_shared<Linear>(1, 1)); },
+        std::string("register_module: '") + name + "' has an empty part between its dots");
+  BOOST_TEST(parent.register_module("h.0", std::make_shared<Linear>(1, 1)) != nullptr);
+  BOOST_TEST(parent.state_dict()[0].first == "h.0.weight");
 }
 
 // named_modules: the module itself as "", then depth first with dotted names; apply: children
