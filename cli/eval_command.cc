@@ -140,7 +140,11 @@ int run(const EvalArgs& a) {
       tokens.size() - 1 > static_cast<uint64_t>(a.max_tokens))
     tokens.resize(static_cast<size_t>(a.max_tokens) + 1);
   if (tokens.size() < 2)
-    throw std::invalid_argument("the " + a.split + " split has fewer than 2 tokens");
+    throw std::invalid_argument(
+        "the " + a.split + " split of " + corpus.name + " has " + std::to_string(tokens.size()) +
+        " token(s), and a loss needs at least 2 (one to read, one to predict): pass a longer "
+        "--corpus" +
+        (a.split == "val" ? std::string(", or --split train (val is the last 10%)") : ""));
   // A corpus split can take minutes (GPT-2 small over KJV's val): say how far it is.
   ProgressLine progress("eval");
   const gpt::SequenceLoss r = session.evaluate(

@@ -8,6 +8,8 @@
 #include "cli/command.h"
 #include "cli/model_source.h"
 #include "gpt/model/sampler.h"
+#include "gpt/text/char_tokenizer.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::cli {
 
@@ -45,8 +47,18 @@ int run(const SampleArgs& a) {
   std::vector<std::string> prompts = a.prompts;
   if (prompts.empty()) prompts.push_back("\n");
   std::vector<std::vector<int64_t>> encoded;
+  const auto* chars = dynamic_cast<const gpt::CharTokenizer*>(session.tokenizer.get());
   for (const std::string& p : prompts) {
-    encoded.push_back(session.tokenizer->encode(p));  // fails early, naming an unknown character
+    // A character the model's text lacks, said in the sampler's terms: the tokenizer's own
+    // message tells one to rebuild the tokenizer, which a trained model cannot.
+    if (chars)
+      if (const auto unknown = chars->first_unknown(p))
+        throw std::invalid_argument(
+            "character " + std::to_string(unknown->position) + " of prompt \"" + p + "\", " +
+            nn::describe_code_point(unknown->code_point) +
+            ", is not in this model's text: a character model knows only the characters of "
+            "the text it was trained on; remove it from --prompt");
+    encoded.push_back(session.tokenizer->encode(p));
     if (encoded.back().empty())
       throw std::invalid_argument("prompt \"" + p +
                                   "\" encodes to no tokens: give at least one character, or leave "

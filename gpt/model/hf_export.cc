@@ -113,9 +113,9 @@ void check_hf_export_dir(const std::string& dir, bool overwrite,
   const std::string listed = nn::directory_listing(out);
   if (listed.empty()) return;
   throw std::invalid_argument("--out " + dir + " already holds " + listed +
-                              ": pass --overwrite to write model.safetensors and config.json "
-                              "there (files of other names are left as they are), or choose an "
-                              "empty or new --out");
+                              ": pass --overwrite to write model.safetensors, config.json, "
+                              "generation_config.json and the tokenizer's files there (files of "
+                              "other names are left as they are), or choose an empty or new --out");
 }
 
 HfExport export_hf_gpt2(LanguageModel& model, const Tokenizer& tokenizer, const std::string& dir,
@@ -181,8 +181,23 @@ HfExport export_hf_gpt2(LanguageModel& model, const Tokenizer& tokenizer, const 
   const std::filesystem::path weights = out / kHfWeightsFile;
   w.write(weights.string());
   result.files = {weights.string()};
+  // Each file is whole or absent (written atomically), but the set is not: a failure after the
+  // weights (a full disk, a permission) leaves new weights beside an older config or none. Said
+  // with what was written, so that nobody loads the folder as if it were one export.
   const auto write = [&](const std::string& name, const std::string& bytes) {
-    nn::write_file_atomically(out / name, bytes);
+    try {
+      nn::write_file_atomically(out / name, bytes);
+    } catch (const std::exception& e) {
+      std::string written;
+      for (const std::string& f : result.files)
+        written += (written.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
+      throw std::runtime_error(std::string(e.what()) + "; --out " + dir +
+                               " now holds a partial "
+                               "export (written: " +
+                               written + "; not: " + name +
+                               " and what follows it), which must not be loaded: free the space "
+                               "or fix the permission, then run export again with --overwrite");
+    }
     result.files.push_back((out / name).string());
   };
   write(kHfConfigFile, hf_gpt2_config_json(c, tokenizer.kind()));

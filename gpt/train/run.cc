@@ -539,6 +539,9 @@ std::unique_ptr<TrainingRun> start(const RunRequest& rq, const Communicator& com
   std::optional<Session> continued;
   if (resumed) {
     require_trained_corpus(rq, options, source, corpus, ckpt);
+    // The same text under a path given now (the file moved): recorded as that path, so the
+    // checkpoints and run.json of the continued run name a file that exists.
+    if (!source.recorded) options.corpus = recorded_corpus_spec(source.spec);
     report.resumed(resumed->state.step, ckpt);
     run->resumed_step_ = resumed->state.step;
     continued = std::move(resumed->session);

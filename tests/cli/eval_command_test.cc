@@ -161,6 +161,25 @@ BOOST_AUTO_TEST_CASE(checkpoint_ids_match_the_hf_file) {
                            "'V' (U+0056), is character 11): the model was trained on another "
                            "text; pass that text with --corpus"));
   BOOST_TEST(!has(foreign.out, "CharTokenizer"));
+  // sample says it in its own terms: the prompt is what to change, not the tokenizer.
+  const Run prompt = run("sample --checkpoint " + ckpt + " --prompt Verily");
+  BOOST_TEST_INFO(prompt.out);
+  BOOST_TEST(prompt.exit_code != 0);
+  BOOST_TEST(has(prompt.out,
+                 "character 1 of prompt \"Verily\", 'V' (U+0056), is not in this model's text: a "
+                 "character model knows only the characters of the text it was trained on; "
+                 "remove it from --prompt"));
+  BOOST_TEST(!has(prompt.out, "build the tokenizer"));
+
+  // A corpus whose val split is one token: nothing to predict, and the fix (a newcomer's
+  // finding, issue 33). 10 characters: train 9, val 1.
+  const std::string tiny = dir.file("tiny.txt", utf8.substr(0, 20));
+  const Run short_val = run("eval --checkpoint " + ckpt + " --corpus " + tiny);
+  BOOST_TEST_INFO(short_val.out);
+  BOOST_TEST(short_val.exit_code != 0);
+  BOOST_TEST(has(short_val.out, "the val split of " + tiny +
+                                    " has 1 token(s), and a loss needs at least 2 (one to read, "
+                                    "one to predict): pass a longer --corpus, or --split train"));
 }
 
 BOOST_AUTO_TEST_CASE(gpt2_bpe_corpus_through_both_loaders) {

@@ -236,7 +236,8 @@ BOOST_AUTO_TEST_CASE(export_never_writes_over_its_checkpoint_nor_into_an_occupie
   BOOST_TEST(refused.exit_code == 2);
   BOOST_TEST(contains(refused.out,
                       "/other already holds model.safetensors, vocab.json: pass "
-                      "--overwrite to write model.safetensors and config.json there"));
+                      "--overwrite to write model.safetensors, config.json, "
+                      "generation_config.json and the tokenizer's files there"));
   BOOST_TEST(attograd::testing::read_file(dir.path / "other" / "model.safetensors") ==
              "another model");
   BOOST_TEST(!fs::exists(dir.path / "other" / "config.json"));
@@ -257,6 +258,18 @@ BOOST_AUTO_TEST_CASE(export_never_writes_over_its_checkpoint_nor_into_an_occupie
   // An empty directory needs no --overwrite.
   fs::create_directories(dir.path / "empty");
   BOOST_TEST(run_cli("export --checkpoint " + ckpt + " --out " + (dir / "empty")).exit_code == 0);
+  // A file after the weights cannot be written (here config.json is a directory): the error
+  // says the folder is a partial export, what was written and what to do (issue 33's newcomer).
+  fs::create_directories(dir.path / "partial" / "config.json");
+  const auto partial =
+      run_cli("export --checkpoint " + ckpt + " --out " + (dir / "partial") + " --overwrite");
+  BOOST_TEST_INFO(partial.out);
+  BOOST_TEST(partial.exit_code != 0);
+  BOOST_TEST(contains(partial.out,
+                      "/partial now holds a partial export (written: "
+                      "model.safetensors; not: config.json and what follows it), "
+                      "which must not be loaded"));
+  BOOST_TEST(contains(partial.out, "then run export again with --overwrite"));
 }
 
 BOOST_AUTO_TEST_CASE(an_independent_torch_reader_computes_attograds_logits_and_loss) {

@@ -162,6 +162,21 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
                                            "drop --tokenizer when resuming");
 }
 
+// The corpus moved, the same text: --resume --corpus <new path> continues, and the continued
+// run records the new path (its checkpoint, and so its run.json), so that the next --resume needs
+// no --corpus (a newcomer's finding, issue 33: the old, gone path stayed recorded).
+BOOST_AUTO_TEST_CASE(a_resume_from_a_moved_corpus_records_its_new_path) {
+  const auto dir = temp_dir("moved");
+  write(dir / "ab.txt", alternating(200));
+  train_to_end(femto(dir / "ab.txt", dir / "out", 2));
+  std::filesystem::rename(dir / "ab.txt", dir / "moved.txt");
+  RunRequest rq = resume_to(dir / "out", 3);
+  rq.corpus = (dir / "moved.txt").string();
+  BOOST_TEST(train_to_end(rq)->options().corpus == (dir / "moved.txt").string());
+  RunRequest again = resume_to(dir / "out", 4);  // no --corpus: the recorded, new path
+  BOOST_TEST(train_to_end(again)->options().corpus == (dir / "moved.txt").string());
+}
+
 BOOST_AUTO_TEST_CASE(the_run_directory_is_guarded) {
   const auto dir = temp_dir("dir");
   write(dir / "ab.txt", alternating(200));
