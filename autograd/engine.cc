@@ -220,20 +220,22 @@ void put_found(const std::vector<Tensor>& wanted, const detail::TensorImpl* t, c
 
 void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_graph,
                  const std::vector<Tensor>* wanted, std::vector<Tensor>* found) {
+  const std::string who = wanted ? "grad" : "backward";  // the caller, for the messages
   if (!root.requires_grad())
     throw std::logic_error(
-        "backward: the tensor does not require grad and has no grad_fn "
-        "(mark a leaf with set_requires_grad() before computing from it)");
+        who +
+        ": the output does not require grad and has no grad_fn (mark a leaf with "
+        "requires_grad_() before computing from it; a detach()ed tensor has no graph)");
   Tensor seed = grad_output;
   if (!seed.defined()) {
     if (root.numel() != 1)
-      throw std::invalid_argument(
-          "backward: grad_output can be omitted only for a one-element "
-          "output; this output has shape " +
-          shape_str(root.shape()));
+      throw std::invalid_argument(who +
+                                  ": grad_output can be omitted only for a one-element "
+                                  "output; this output has shape " +
+                                  shape_str(root.shape()) + " (pass grad_output, as torch's)");
     seed = Tensor::ones(root.shape(), root.dtype());
   } else if (seed.shape() != root.shape() || seed.dtype() != root.dtype()) {
-    throw std::invalid_argument("backward: grad_output must match the output, expected " +
+    throw std::invalid_argument(who + ": grad_output must match the output, expected " +
                                 shape_str(root.shape()) + " " + dtype_name(root.dtype()) +
                                 ", got " + shape_str(seed.shape()) + " " +
                                 dtype_name(seed.dtype()));
@@ -315,11 +317,8 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     // grad_out is complete here (every consumer of the output has run): the output's hooks,
     // then retain_grad(), which keeps a copy, since the VJP below may still read grad_out.
     // grad(): a node off every path to the wanted tensors received no gradient and runs
-    // nothing (its graph is still freed below).
-    if (wanted && !node->grad_needed_) {
-      if (!retain_graph) node->release();
-      continue;
-    }
+    // nothing; its graph is kept, as torch frees only the nodes a pass runs.
+    if (wanted && !node->grad_needed_) continue;  // not run, so not freed (as torch)
     if (!node->hooks_.empty()) grad_out = apply_hooks(node->hooks_, std::move(grad_out));
     if (wanted) {
       for (size_t i = 0; i < wanted->size(); ++i)
@@ -328,10 +327,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     } else if (const std::shared_ptr<TensorImpl> out = node->retained_.lock()) {
       add_into_grad(*out, out->grad ? grad_out : grad_out.clone());
     }
-    if (wanted && !node->vjp_needed_) {  // the output was wanted, nothing below it is
-      if (!retain_graph) node->release();
-      continue;
-    }
+    if (wanted && !node->vjp_needed_) continue;  // the output was wanted, nothing below it is
 
     const TensorList& inputs = node->inputs();
     const bool first_write = lists.first_write && node->grad_buffers() == GradBuffers::first_write;
@@ -413,7 +409,7 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
     if (!inputs[i].defined() || !inputs[i].requires_grad())
       throw std::invalid_argument("grad: input " + std::to_string(i) +
                                   " does not require grad, so it has no gradient (mark a leaf "
-                                  "with set_requires_grad() before computing from it)");
+                                  "with requires_grad_() before computing from it)");
   if (!output.defined()) throw std::invalid_argument("grad: the output is an undefined tensor");
   std::vector<Tensor> found(inputs.size());
   Engine::run(output, grad_output, retain_graph, &inputs, &found);

@@ -141,17 +141,20 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
 /// argmax(reshape(x, {-1}), 0). Throws std::invalid_argument for a dim out of range or empty.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 /// torch.max(x): the largest element of the whole tensor, a () tensor. Ties split the gradient
-/// evenly, as torch's: amax(reshape(x, {-1}), 0).
+/// evenly, as torch's (amax(reshape(x, {-1}), 0), named max). Throws std::invalid_argument for
+/// a tensor of no element, as torch.
 Tensor max(const Tensor& x);
 /// torch.amax(x, dim, keepdim): the max over one axis. Ties split the gradient evenly (k equal
-/// maxima get dy / k each), as torch.amax; a NaN is the max and gets the whole gradient.
+/// maxima get dy / k each), as torch.amax. A NaN is the max, and a row's NaNs split its gradient
+/// (as torch.max(x) does; torch.amax gives every element of such a row NaN).
 Tensor amax(const Tensor& x, int64_t axis, bool keepdim = false);
 /// torch.amin(x, dim, keepdim): the min over one axis (derived: −amax(−x)); ties split evenly.
 Tensor amin(const Tensor& x, int64_t axis, bool keepdim = false);
 /// torch.min(x, dim).values: the min over one axis (derived: −max(−x)); ties: the first minimum
 /// gets the whole gradient, as max(x, dim).
 Tensor min(const Tensor& x, int64_t axis, bool keepdim = false);
-/// torch.min(x): the smallest element of the whole tensor, a () tensor; ties split evenly.
+/// torch.min(x): the smallest element of the whole tensor, a () tensor; ties split evenly. Throws
+/// std::invalid_argument for a tensor of no element, as torch.
 Tensor min(const Tensor& x);
 /// torch.argmin(x, dim, keepdim): the i64 index of the first minimum along dim (argmax of −x, so
 /// a NaN counts as the minimum, as in torch). No gradient. Throws as argmax.

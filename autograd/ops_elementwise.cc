@@ -474,7 +474,9 @@ Tensor mask_of(const char* op, const char* what, const Tensor& cond, DType dtype
               std::string(op) + ": " + what + " must hold only 0 and 1 (a mask; attograd has no " +
               "bool dtype), got " + value_str(src[i]) + " at position " + std::to_string(i) +
               " of " + shape_str(c.shape()) + " " + dtype_name(c.dtype()) +
-              "; make it 1 where the first choice is wanted and 0 elsewhere");
+              (std::string(op) == "masked_fill"
+                   ? "; make it 1 where the value is to be filled in and 0 elsewhere"
+                   : "; make it 1 where the first choice is wanted and 0 elsewhere"));
       if constexpr (!std::is_same_v<S, T>) {  // else mask is cond: nothing to write
         T* dst = mask.data<T>();
         for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i]);

@@ -1,5 +1,6 @@
 // Reductions: sum (and mean, derived from it) over any axes, max and argmax over one axis.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -176,31 +177,29 @@ Tensor max_over(const Tensor& x, int64_t axis_in, bool keepdim, const char* name
       });
     });
   // The ties are found again in the VJP from x and y, saved (the argmax alone cannot tell them).
-  // A NaN maximum equals nothing: its row's gradient goes to the NaN, argmax's pick.
-  return record(y, name, {x}, {{"x", xc}, {"output", y}},
-                [argmax, outer, n, inner](const Tensor& g, std::span<Tensor> gi, const Tensor& xs,
-                                          const Tensor& ys) {
-                  dispatch_floating(g.dtype(), "amax", [&]<typename T>() {
-                    T* dx = gi[0].data<T>();
-                    const T* dy = g.data<T>();
-                    const T* xv = xs.data<T>();
-                    const T* yv = ys.data<T>();
-                    for (int64_t o = 0; o < outer; ++o)
-                      for (int64_t i = 0; i < inner; ++i) {
-                        const T top = yv[o * inner + i];
-                        int64_t ties = 0;
-                        for (int64_t j = 0; j < n; ++j) ties += xv[(o * n + j) * inner + i] == top;
-                        if (ties == 0) {
-                          dx[(o * n + (*argmax)[o * inner + i]) * inner + i] += dy[o * inner + i];
-                          continue;
-                        }
-                        const T share = dy[o * inner + i] / static_cast<T>(ties);
-                        for (int64_t j = 0; j < n; ++j)
-                          if (xv[(o * n + j) * inner + i] == top)
-                            dx[(o * n + j) * inner + i] += share;
-                      }
-                  });
-                });
+  // A NaN is the maximum (as argmax says), and a row's NaNs are its ties: torch.max(x) splits
+  // among them too (torch.amax gives NaN to every element of such a row instead).
+  return record(
+      y, name, {x}, {{"x", xc}, {"output", y}},
+      [outer, n, inner](const Tensor& g, std::span<Tensor> gi, const Tensor& xs, const Tensor& ys) {
+        dispatch_floating(g.dtype(), "amax", [&]<typename T>() {
+          T* dx = gi[0].data<T>();
+          const T* dy = g.data<T>();
+          const T* xv = xs.data<T>();
+          const T* yv = ys.data<T>();
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t i = 0; i < inner; ++i) {
+              const T top = yv[o * inner + i];
+              const bool nan = std::isnan(top);
+              const auto tied = [&](T v) { return nan ? std::isnan(v) : v == top; };
+              int64_t ties = 0;
+              for (int64_t j = 0; j < n; ++j) ties += tied(xv[(o * n + j) * inner + i]);
+              const T share = dy[o * inner + i] / static_cast<T>(ties);  // ties >= 1: y is an x
+              for (int64_t j = 0; j < n; ++j)
+                if (tied(xv[(o * n + j) * inner + i])) dx[(o * n + j) * inner + i] += share;
+            }
+        });
+      });
 }
 }  // namespace
 
@@ -267,9 +266,20 @@ Tensor argmax(const Tensor& x, int64_t dim_in, bool keepdim) {
   return index;  // not recorded: an integer output has no gradient
 }
 
+namespace {
+// max(x) and min(x) of no element: torch refuses it too (a max of nothing has no value).
+void require_elements(const Tensor& x, const char* op) {
+  if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  if (x.numel() == 0)
+    throw std::invalid_argument(std::string(op) + ": the tensor " + shape_str(x.shape()) +
+                                " has no element, so it has no " + op +
+                                " (torch refuses it too); reduce over a non-empty dim instead");
+}
+}  // namespace
+
 Tensor max(const Tensor& x) {
-  if (!x.defined()) throw std::invalid_argument("max: undefined tensor");
-  return amax(reshape(x, {-1}), 0);
+  require_elements(x, "max");
+  return max_over(reshape(x, {-1}), 0, false, "max", /*split_ties=*/true);
 }
 
 // ----- amax, amin, min, argmin: the max's and argmax's other names and mirror images -----
@@ -303,7 +313,7 @@ static void register_amin(OpRegistry& r) {
 
 Tensor amin(const Tensor& x, int64_t axis, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("amin: undefined tensor");
-  return neg(amax(neg(x), axis, keepdim));
+  return neg(max_over(neg(x), axis, keepdim, "amin", /*split_ties=*/true));
 }
 
 static void register_min(OpRegistry& r) {
@@ -315,12 +325,12 @@ static void register_min(OpRegistry& r) {
 
 Tensor min(const Tensor& x, int64_t axis, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("min: undefined tensor");
-  return neg(max(neg(x), axis, keepdim));
+  return neg(max_over(neg(x), axis, keepdim, "min", /*split_ties=*/false));
 }
 
 Tensor min(const Tensor& x) {
-  if (!x.defined()) throw std::invalid_argument("min: undefined tensor");
-  return amin(reshape(x, {-1}), 0);
+  require_elements(x, "min");
+  return neg(max_over(neg(reshape(x, {-1})), 0, false, "min", /*split_ties=*/true));
 }
 
 // No VJP, as argmax: the case checks the pick, take_along_dim at argmin.

@@ -136,9 +136,8 @@ class Module {
                                        const std::string& what = "the state dict",
                                        const std::string& fix = "") const;
 
- protected:
-  Module() = default;
-  /// Adds a child module and returns it. Its name may hold dots ("h.0", as GPT-2's blocks).
+  /// Adds a child module and returns it (torch's register_module, public as there: a module can
+  /// be added to another from outside it). Its name may hold dots ("h.0", as GPT-2's blocks).
   /// Throws std::invalid_argument for an empty name or an empty part between its dots ("a.",
   /// ".b", "a..b"), a name this module already uses, a name
   /// that is another's plus ".…" or the reverse (a child "h" and a child "h.0": their state dict
@@ -154,6 +153,9 @@ class Module {
     children_.emplace_back(name, module);
     return module;
   }
+
+ protected:
+  Module() = default;
 
  private:
   using Named = std::vector<std::pair<std::string, Tensor>>;

@@ -444,6 +444,32 @@ BOOST_AUTO_TEST_CASE(grad_of_one_leaf_with_other_trainable_leaves_in_the_graph) 
   expect_throw_with<std::invalid_argument>(
       [&] { grad(L, {y}, Tensor(), true, /*create_graph=*/true); },
       "grad: create_graph=true (double backward, a gradient of a gradient) is not supported");
+  // Errors of the pass name grad(), the call made, not backward().
+  expect_throw_with<std::invalid_argument>(
+      [&] { grad(twice_x, {x}); },
+      "grad: grad_output can be omitted only for a one-element output");
+  expect_throw_with<std::logic_error>([&] { grad(sum(x.detach() * 2.0), {x}); },
+                                      "grad: the output does not require grad");
+}
+
+// grad() without retain_graph frees only the nodes it ran, as torch: a branch it did not need
+// (exp(y) below, for x's gradient) still backpropagates afterwards (a newcomer's finding, issue
+// 32: the second call said the graph was freed). torch: [e^3 * 3, e^4 * 3] = [60.26, 163.79].
+BOOST_AUTO_TEST_CASE(grad_frees_only_the_nodes_it_ran) {
+  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}, DType::f64).requires_grad_();
+  Tensor y = Tensor::from_vector({3.0, 4.0}, {2}, DType::f64).requires_grad_();
+  const Tensor b = exp(y);
+  const Tensor L = sum(exp(x) + b), L2 = sum(b * 3.0);
+  BOOST_TEST(allclose(grad(L, {x})[0].to_vector(), {std::exp(1.0), std::exp(2.0)}, 1e-15, 0));
+  BOOST_TEST(
+      allclose(grad(L2, {y})[0].to_vector(), {3 * std::exp(3.0), 3 * std::exp(4.0)}, 1e-15, 0));
+  // A wanted intermediate tensor: the nodes below it did not run and are kept.
+  const Tensor h = exp(x);
+  BOOST_TEST(allclose(grad(sum(h), {h})[0].to_vector(), {1, 1}, 0, 0));
+  BOOST_TEST(allclose(grad(sum(h * 2.0), {x})[0].to_vector(),
+                      {2 * std::exp(1.0), 2 * std::exp(2.0)}, 1e-15, 0));
+  // What did run is freed: x's path through L.
+  expect_throw_with<std::logic_error>([&] { grad(L, {x}); }, "was already freed");
 }
 
 // accumulate_grad, the public way a VJP of one's own adds into an input's gradient: an op

@@ -899,6 +899,9 @@ BOOST_AUTO_TEST_CASE(where_matches_torch) {
   expect_throw_with<std::invalid_argument>([&] { where(Tensor::from_vector({0.5}, {1}), x, x); },
                                            "got 0.5 at position 0 of (1,) f32");
   expect_throw_with<std::invalid_argument>(
+      [&] { masked_fill(x, Tensor::from_ids({2}, {1}), 0.0); },
+      "got 2 at position 0 of (1,) i64; make it 1 where the value is to be filled in");
+  expect_throw_with<std::invalid_argument>(
       [&] { where(Tensor::from_ids({1}, {1}), x, Tensor::zeros({3})); },
       "where: dtypes differ, f64 (2, 3) vs f32 (3,) (attograd never converts implicitly; "
       "cast(x, DType::f64) makes them one)");
@@ -1159,6 +1162,23 @@ BOOST_AUTO_TEST_CASE(ties_split_as_torch_splits_them) {
       allclose(grad_of([](const Tensor& t) { return min(t, 1); }, z), {0, 1, 0, 2, 0, 0}, 0, 0));
   BOOST_TEST(
       allclose(grad_of([](const Tensor& t) { return min(t); }, z), {0, 0, 0, 0.5, 0, 0.5}, 0, 0));
+  // NaNs are the max, and tie among themselves: torch.max(x) of [[1, nan, 3, nan], [0, 1, 2, 2]]
+  // gives x.grad [[0, .5, 0, .5], [0, 0, 0, 0]] (torch.amax would give the NaN row NaN).
+  const double nan = std::nan("");
+  const std::vector<double> with_nan = {1, nan, 3, nan, 0, 1, 2, 2};
+  BOOST_TEST(allclose(grad_of([](const Tensor& t) { return max(t); }, with_nan),
+                      {0, 0.5, 0, 0.5, 0, 0, 0, 0}, 0, 0));
+  BOOST_TEST(allclose(grad_of([](const Tensor& t) { return amax(t, 1); }, with_nan),
+                      {0, 0.5, 0, 0.5, 0, 0, 1, 1}, 0, 0));
+  // The max of nothing: refused by the name called (torch refuses it too).
+  expect_throw_with<std::invalid_argument>(
+      [] { min(Tensor::zeros({0})); },
+      "min: the tensor (0,) has no element, so it has no min (torch refuses it too)");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        max(Tensor::zeros({2, 0}));
+      },
+      "max: the tensor (2, 0) has no element");
 }
 
 BOOST_AUTO_TEST_CASE(var_std_min_squeeze_and_softmax_over_any_dim_match_torch) {

@@ -1,5 +1,6 @@
-// What every snippet of docs/api.md sees (the document says so at its top): the whole API, the
-// attograd namespace, and expect() to assert a value.
+// What every snippet of docs/api.md sees besides the attograd headers the document names at its
+// top (doc_snippets includes those after this file): the std headers, the attograd namespace,
+// expect() to assert a value, and tests/test_util.h's helpers (testing::fresh_temp_dir, ...).
 #pragma once
 
 #include <algorithm>
@@ -14,19 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/autocast.h"
-#include "autograd/engine.h"
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
-#include "gpt/model/gpt2.h"
-#include "gpt/model/hf_export.h"
-#include "gpt/model/sampler.h"
-#include "gpt/train/run.h"
-#include "gpt/train/trainer.h"
-#include "nn/containers.h"
-#include "nn/layers.h"
-#include "nn/optim.h"
-#include "nn/serialize.h"
 #include "tests/test_util.h"
 
 using namespace attograd;
