@@ -253,8 +253,12 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     }
     Tensor acc = detail::wrap(impl.grad);
     dispatch_floating(acc.dtype(), "backward", [&]<typename T>() {
-      kernels::axpy<T>(acc.data<T>(), T(1), g.data<T>(), acc.numel());
+      if (impl.grad_void)  // zero_grad_deferred: g is the first gradient
+        std::copy_n(g.data<T>(), acc.numel(), acc.data<T>());
+      else
+        kernels::axpy<T>(acc.data<T>(), T(1), g.data<T>(), acc.numel());
     });
+    impl.grad_void = false;
     acc.bump_version();
   };
 
@@ -282,6 +286,8 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   struct EndOfPass {
     BackwardLists& lists;
     ~EndOfPass() {
+      // A VJP that threw leaves its unclaimed buffers: a leaf's among them must read zeros.
+      for (Tensor& unclaimed : lists.fresh) unclaimed.fill_(0.0);
       for (const std::shared_ptr<Node>& n : lists.order) n->grad_ = Tensor();
       lists.order.clear();
       lists.fresh.clear();
@@ -346,6 +352,16 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
         TensorImpl* impl = detail::impl(in);
         if (!impl->grad) impl->grad = detail::impl_ptr(Tensor::zeros(in.shape(), in.dtype()));
         grad_inputs[i] = detail::wrap(impl->grad);
+        if (impl->grad_void) {
+          // zero_grad_deferred: the buffer's zeros were never written. An op that may write its
+          // first gradient gets it as fresh (written, or filled with zeros after it if unclaimed,
+          // as an intermediate tensor's); any other gets the zeros now.
+          impl->grad_void = false;
+          if (first_write)
+            lists.fresh.push_back(grad_inputs[i]);
+          else
+            grad_inputs[i].fill_(0.0);
+        }
         grad_inputs[i].bump_version();  // the VJP below adds into the leaf's gradient
       } else {
         // An intermediate tensor: its first gradient this pass makes the buffer, which the

@@ -412,6 +412,12 @@ Tensor& Tensor::set_requires_grad(bool value) {
 
 Tensor Tensor::grad() const {
   check_defined("grad");
+  if (impl_->grad && impl_->grad_void) {  // zero_grad_deferred's zeros, written now
+    Tensor g(impl_->grad);
+    dispatch_floating(g.dtype(), "grad",
+                      [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
+    impl_->grad_void = false;
+  }
   return Tensor(impl_->grad);
 }
 
@@ -421,7 +427,15 @@ void Tensor::zero_grad() const {
   Tensor g(impl_->grad);
   dispatch_floating(g.dtype(), "zero_grad",
                     [&]<typename T>() { kernels::fill<T>(g.data<T>(), T(0), g.numel()); });
+  impl_->grad_void = false;
   g.bump_version();
+}
+
+void Tensor::zero_grad_deferred() const {
+  check_defined("zero_grad_deferred");
+  if (!impl_->grad) return;
+  impl_->grad_void = true;
+  Tensor(impl_->grad).bump_version();  // its values changed, as zero_grad's
 }
 
 void Tensor::set_grad(const Tensor& grad) const {
@@ -433,6 +447,7 @@ void Tensor::set_grad(const Tensor& grad) const {
         shape_str(shape()) + " gradient, got " + dtype_name(grad.dtype()) + " " +
         shape_str(grad.shape()) + (grad.is_contiguous() ? "" : " (not contiguous)"));
   impl_->grad = grad.impl_;
+  impl_->grad_void = false;
 }
 
 void Tensor::retain_grad() const {

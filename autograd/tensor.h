@@ -166,6 +166,14 @@ class Tensor {
   Tensor grad() const;
   /// Sets the accumulated gradient to zero (keeps the buffer).
   void zero_grad() const;
+  /// zero_grad without the fill: the gradient is zero from now on, but its buffer is not
+  /// written. The next backward that reaches this tensor writes its first gradient straight
+  /// into the buffer (no zero pass before the op's own), and grad() fills the zeros first if
+  /// none did. So a training step's zero_grad costs nothing: a pass over every parameter's
+  /// gradient, 2.8% of GPT-2 small's step (docs/performance.md). A gradient tensor taken with
+  /// grad() before this call still reads the old values (as one kept in torch across
+  /// zero_grad(set_to_none=True)): take grad() again. ParameterArena::zero_grad uses it.
+  void zero_grad_deferred() const;
   /// Makes `grad` this tensor's accumulated gradient buffer (backward adds into it), e.g. a view
   /// into one buffer of all gradients; an undefined tensor drops it. Throws std::invalid_argument
   /// unless grad is contiguous with this tensor's shape and dtype.

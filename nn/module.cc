@@ -382,15 +382,18 @@ void ParameterArena::allocate(std::vector<std::pair<std::string, Tensor>> named_
 }
 
 void ParameterArena::zero_grad() {
-  dispatch_floating(grads_.dtype(), "zero_grad", [&]<typename T>() {
-    kernels::fill<T>(grads_.data<T>(), T(0), grads_.numel());
-  });
-  grads_.bump_version();
+  for (const auto& [name, p] : named_) p.zero_grad_deferred();
+}
+
+const Tensor& ParameterArena::grads() const {
+  for (const auto& [name, p] : named_) p.grad();  // writes the zeros zero_grad deferred
+  return grads_;
 }
 
 double ParameterArena::grad_norm() const {
-  return dispatch_floating(grads_.dtype(), "grad_norm", [&]<typename T>() {
-    return std::sqrt(kernels::sum_squares_double<T>(grads_.data<T>(), grads_.numel()));
+  const Tensor& g = grads();
+  return dispatch_floating(g.dtype(), "grad_norm", [&]<typename T>() {
+    return std::sqrt(kernels::sum_squares_double<T>(g.data<T>(), g.numel()));
   });
 }
 

@@ -81,6 +81,7 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr, double d
       if (last && continues(last->first, last->n, p) &&
           continues(last->first.grad(), last->n, p.grad())) {
         last->n += p.numel();
+        last->rest.push_back(p);
       } else {
         ranges_.push_back({p, p.numel(), numel_, gi});
       }

@@ -78,6 +78,7 @@ class Optimizer {
     int64_t n = 0;
     int64_t offset = 0;
     size_t group = 0;
+    std::vector<Tensor> rest;  // the tensors after `first` that the range runs on into
   };
   // Calls f(range, param, grad) in T = the parameters' type for each range whose gradient
   // exists (a tensor that backward never reached is skipped, as torch skips grad None). f writes
@@ -91,6 +92,9 @@ class Optimizer {
     for (const Range& r : ranges_) {
       const Tensor g = r.first.grad();
       if (!g.defined()) continue;
+      // Each tensor's grad() writes the zeros a deferred zero_grad left unwritten (a parameter
+      // that this step's backward did not reach), before f reads the range's gradients as one.
+      for (const Tensor& t : r.rest) t.grad();
       f(r, r.first.data<T>(), g.data<T>());  // both T*: zero_grad writes g
       (writes == Writes::params ? r.first : g).bump_version();
     }

@@ -45,8 +45,12 @@ struct TensorImpl {
   DType dtype = DType::f32;
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf, same shape, contiguous
-  std::shared_ptr<Node> grad_fn;     // the op that produced this tensor; null for leaves
-  std::vector<GradHook> hooks;       // a leaf's register_hook()s (a non-leaf's are on grad_fn)
+  // grad's values are void, zero by definition (Tensor::zero_grad_deferred): the next backward
+  // that reaches this tensor writes its first gradient over them, and Tensor::grad() fills
+  // zeros first when none did.
+  bool grad_void = false;
+  std::shared_ptr<Node> grad_fn;  // the op that produced this tensor; null for leaves
+  std::vector<GradHook> hooks;    // a leaf's register_hook()s (a non-leaf's are on grad_fn)
 
   /// A new, empty impl from the small-object pool (allocator.h): creating a tensor or a view in a
   /// training step calls malloc for none of its parts.
