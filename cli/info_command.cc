@@ -67,7 +67,7 @@ int run(const InfoArgs& a) {
   std::printf("attention shapes for B = 1, T = %lld (per layer):\n", TT);
   std::printf("  x                 (B, T, C)        = (%lld, %lld, %lld)\n", B, TT, C);
   std::printf("  q, k, v = c_attn(x) split         = 3 x (%lld, %lld, %lld)\n", B, TT, C);
-  std::printf("  Q, K, V per head  (B, NH, T, HS)   = (%lld, %lld, %lld, %lld)\n", B, NH, TT, HS);
+  std::printf("  Q, K, V in heads  (B, NH, T, HS)   = (%lld, %lld, %lld, %lld)\n", B, NH, TT, HS);
   std::printf("  Q K^T / sqrt(HS)  (B, NH, T, T)    = (%lld, %lld, %lld, %lld)\n", B, NH, TT, TT);
   std::printf(
       "  attention weights (B, NH, T, T)    = (%lld, %lld, %lld, %lld), causal, rows sum to 1\n", B,

@@ -83,7 +83,7 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr, double d
         last->n += p.numel();
         last->rest.push_back(p);
       } else {
-        ranges_.push_back({p, p.numel(), numel_, gi});
+        ranges_.push_back({p, p.numel(), numel_, gi, /*rest=*/{}});
       }
       numel_ += p.numel();
     }

@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_CASE(info_counts_femto_and_pico) {
   BOOST_TEST(contains(femto.out, "Q K^T / sqrt(HS)  (B, NH, T, T)    = (1, 1, 8, 8)"));
   const auto pico = run_cli("info --preset pico --T 5");
   BOOST_TEST(contains(pico.out, "total                                    1980"));
-  BOOST_TEST(contains(pico.out, "Q, K, V per head  (B, NH, T, HS)   = (1, 3, 5, 2)"));
+  BOOST_TEST(contains(pico.out, "Q, K, V in heads  (B, NH, T, HS)   = (1, 3, 5, 2)"));
   BOOST_TEST(contains(pico.out, "attention weights (B, NH, T, T)    = (1, 3, 5, 5)"));
   const auto bad = run_cli("info --preset pico --n-head 4");
   BOOST_TEST(bad.exit_code == 2);

@@ -1,9 +1,11 @@
 // The GPT-2 model: parameter counts, whole-model gradient check, causality, tied weights,
 // loss at init, memorisation.
 #define BOOST_TEST_MODULE gpt2
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <tuple>
+#include <vector>
 
 #include "autograd/allocator.h"
 #include "autograd/engine.h"
@@ -184,6 +186,48 @@ BOOST_AUTO_TEST_CASE(layer_norm_over_two_channels_passes_almost_no_gradient) {
   }
   const double at_one = 4 * eps / std::pow(1 + 4 * eps, 1.5);
   BOOST_TEST(at_one == 4.0e-5, boost::test_tools::tolerance(1e-3));  // the docs' figure
+}
+
+// pico's LayerNorm over C = 6 numbers keeps C - 2 = 4 degrees of freedom (docs/04-gpt.md): its
+// output has mean 0 and mean square 1, so the Jacobian dy/dx has rank 4 (its null space is the
+// constant direction and x - mean itself, up to eps). Each row of J by one backward.
+BOOST_AUTO_TEST_CASE(layer_norm_keeps_c_minus_two_degrees_of_freedom) {
+  const int64_t C = 6;
+  const Tensor x =
+      Tensor::from_vector({0.9, -1.3, 0.2, 2.1, -0.4, 0.7}, {1, C}, DType::f64).set_requires_grad();
+  const Tensor y =
+      layer_norm(x, Tensor::full({C}, 1.0, DType::f64), Tensor::full({C}, 0.0, DType::f64), 1e-5);
+  double total = 0, squares = 0;
+  for (int64_t i = 0; i < C; ++i) total += y.at({0, i}), squares += y.at({0, i}) * y.at({0, i});
+  BOOST_TEST(std::abs(total) < 1e-12);
+  BOOST_TEST(squares / C == 1.0, boost::test_tools::tolerance(1e-4));
+  std::vector<std::vector<double>> J;
+  for (int64_t i = 0; i < C; ++i) {
+    std::vector<double> unit(static_cast<size_t>(C), 0.0);
+    unit[static_cast<size_t>(i)] = 1.0;
+    J.push_back(grad(sum(mul(y, Tensor::from_vector(unit, {1, C}, DType::f64))), {x}, Tensor(),
+                     /*retain_graph=*/true)[0]
+                    .to_vector());
+  }
+  // Rank by Gaussian elimination with partial pivoting; pivots below 1e-3 of the largest count
+  // as zero (the direction eps leaves is 1e-5 of the others).
+  int rank = 0;
+  double largest = 0;
+  for (const auto& row : J)
+    for (double v : row) largest = std::max(largest, std::abs(v));
+  for (size_t col = 0; col < J.size() && rank < static_cast<int>(J.size()); ++col) {
+    size_t pivot = static_cast<size_t>(rank);
+    for (size_t r = pivot; r < J.size(); ++r)
+      if (std::abs(J[r][col]) > std::abs(J[pivot][col])) pivot = r;
+    if (std::abs(J[pivot][col]) < 1e-3 * largest) continue;
+    std::swap(J[pivot], J[static_cast<size_t>(rank)]);
+    for (size_t r = static_cast<size_t>(rank) + 1; r < J.size(); ++r) {
+      const double f = J[r][col] / J[static_cast<size_t>(rank)][col];
+      for (size_t c = col; c < J.size(); ++c) J[r][c] -= f * J[static_cast<size_t>(rank)][c];
+    }
+    ++rank;
+  }
+  BOOST_TEST(rank == C - 2);
 }
 
 BOOST_AUTO_TEST_CASE(pico_loss_at_init_is_near_log_vocab) {
