@@ -28,13 +28,13 @@ void Node::apply(const Tensor& grad_output, std::span<Tensor> grad_inputs) {
   backward(grad_output, grad_inputs);
 }
 
-void Node::check_saved_versions() const {
+void Node::check_saved_versions(const char* who) const {
   for (const SavedTensor& s : saved_tensors()) {
     if (!s.tensor.defined()) continue;
     const uint64_t now = s.tensor.version();
     if (now == s.version) continue;
     throw std::logic_error(
-        std::string("backward: '") + name_ + "' saved its tensor '" + s.name + "' " +
+        std::string(who) + ": '" + name_ + "' saved its tensor '" + s.name + "' " +
         shape_str(s.tensor.shape()) + " " + dtype_name(s.tensor.dtype()) +
         " for the gradient at version " + std::to_string(s.version) +
         ", and it was changed in place since (version " + std::to_string(now) +
@@ -223,9 +223,12 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   const std::string who = wanted ? "grad" : "backward";  // the caller, for the messages
   if (!root.requires_grad())
     throw std::logic_error(
-        who +
-        ": the output does not require grad and has no grad_fn (mark a leaf with "
-        "requires_grad_() before computing from it; a detach()ed tensor has no graph)");
+        who + ": the output does not require grad and has no grad_fn " +
+        (grad_enabled()
+             ? "(mark a leaf with requires_grad_() before computing from it; a detach()ed "
+               "tensor has no graph)"
+             : "(grad mode was off when it was computed: under a NoGradGuard, or inside a "
+               "backward pass, as in a hook, nothing is recorded)"));
   Tensor seed = grad_output;
   if (!seed.defined()) {
     if (root.numel() != 1)
@@ -275,7 +278,7 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   BackwardLists& lists = backward_lists();
   if (lists.running)
     throw std::logic_error(
-        "backward: called from inside a backward pass (higher-order gradients are not supported)");
+        who + ": called from inside a backward pass (higher-order gradients are not supported)");
   lists.running = true;
   topological_order(root.grad_fn(), lists);
   if (wanted) mark_needed(lists, *wanted);
@@ -296,24 +299,21 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   } end_of_pass{lists};
   // Every saved tensor is checked before the first VJP runs, so a refused backward has added
   // nothing to any gradient. One integer comparison per saved tensor.
-  for (const std::shared_ptr<Node>& n : lists.order) n->check_saved_versions();
+  for (const std::shared_ptr<Node>& n : lists.order) n->check_saved_versions(who.c_str());
   // A node freed by an earlier pass (no retain_graph) has lost its inputs too, so the walk above
-  // stopped at it. backward() would run it: refused now, before anything is added. grad() runs
-  // only the nodes on a path to its inputs, which a freed node no longer tells: the first one
-  // is kept for grad()'s message about an input not reached.
-  const Node* freed = nullptr;
-  for (const std::shared_ptr<Node>& n : lists.order) {
-    if (n->saved_) continue;
-    if (!wanted) throw std::logic_error(freed_message("backward", n->name_));
-    if (!freed) freed = n.get();
-  }
+  // stopped at it, and whether a path to the wanted tensors runs through it can no longer be told:
+  // refused now, before anything is added, by backward() and grad() alike. (torch keeps a freed
+  // node's edges and refuses only a needed one; a freed branch grad() does not need is refused
+  // here too, never silently dropped from a gradient.)
+  for (const std::shared_ptr<Node>& n : lists.order)
+    if (!n->saved_) throw std::logic_error(freed_message(who.c_str(), n->name_));
   // Leaves with hooks, or (grad()) wanted leaves: their gradient of this pass is summed apart,
   // then hooked, then added into grad() or returned. Held by the pass only.
   std::vector<std::pair<TensorImpl*, Tensor>> apart;
   auto apart_buffer = [&](const Tensor& leaf) -> Tensor& {
     TensorImpl* impl = detail::impl(leaf);
-    for (auto& [who, g] : apart)
-      if (who == impl) return g;
+    for (auto& [owner, g] : apart)
+      if (owner == impl) return g;
     return apart.emplace_back(impl, Tensor::zeros(leaf.shape(), leaf.dtype())).second;
   };
   for (auto it = lists.order.rbegin(); it != lists.order.rend(); ++it) {
@@ -388,9 +388,6 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
     else
       add_into_grad(*impl, hooked);
   }
-  if (freed)
-    for (const Tensor& g : *found)
-      if (!g.defined()) throw std::logic_error(freed_message("grad", freed->name_));
 }
 
 bool first_gradient(const Tensor& grad_input) {

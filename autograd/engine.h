@@ -6,7 +6,8 @@
 // node's VJP once, in reverse order. VJPs ACCUMULATE (+=) into gradient buffers the engine
 // allocates (zero-filled, contiguous, in each input's shape), so fan-out and tied weights need
 // no special case. An op may declare that its VJP writes the first gradient of an intermediate
-// tensor itself (GradBuffers::first_write): its buffer is then handed over unfilled, and the VJP
+// tensor (or of a leaf whose zero_grad was deferred) itself (GradBuffers::first_write): its
+// buffer is then handed over unfilled, and the VJP
 // writes (=) instead of adding, which saves the zero fill and its read (PyTorch's engine has the
 // same saving: the first gradient of a tensor is taken as it is, later ones are added to it).
 //
@@ -70,8 +71,9 @@ struct Save {
 enum class GradBuffers {
   /// Every buffer holds zeros or the gradients summed so far: the VJP adds (+=) into it.
   accumulate,
-  /// The buffer of an intermediate tensor (not a leaf: leaves keep their grad()) is fresh, its
-  /// contents undefined, when this VJP is the first of the pass to give that tensor a gradient.
+  /// The buffer of an intermediate tensor is fresh, its contents undefined, when this VJP is the
+  /// first of the pass to give that tensor a gradient; so is a leaf's grad() after
+  /// Tensor::zero_grad_deferred (a ParameterArena's zero_grad), until its first gradient.
   /// Right before writing input i's gradient the VJP asks first_gradient(gi[i]), once, and writes
   /// (=) when it says true, adds (+=) when false. A fresh buffer it leaves unclaimed is zero-filled
   /// after it returns.
@@ -107,7 +109,7 @@ class Node {
   /// Throws std::logic_error naming this op, the saved tensor, its shape and both versions when
   /// a saved tensor was changed in place since the forward. The engine calls it for every node
   /// before running any VJP.
-  void check_saved_versions() const;
+  void check_saved_versions(const char* who) const;
   /// Drops the inputs and everything the VJP saved.
   void release();
   /// Keeps the gradient of this node's output in output->grad after each backward pass

@@ -246,15 +246,23 @@ static void register_argmax(OpRegistry& r) {
                     }}}});
 }
 
+namespace {
+// The checks argmax and argmin share, in the name called: a floating x, a dim in range, not empty.
+void check_arg_extreme(const Tensor& x, int64_t dim_in, const char* op, const char* extreme) {
+  if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating(op, x.dtype());
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), op);
+  if (x.shape()[dim] == 0)
+    throw std::invalid_argument(std::string(op) + ": dimension " + std::to_string(dim_in) + " of " +
+                                shape_str(x.shape()) + " is empty, so it has no " + extreme);
+}
+}  // namespace
+
 Tensor argmax(const Tensor& x, int64_t dim_in, bool keepdim) {
-  if (!x.defined()) throw std::invalid_argument("argmax: undefined tensor");
-  if (x.dtype() == DType::i64) throw_not_floating("argmax", x.dtype());
+  check_arg_extreme(x, dim_in, "argmax", "maximum");
   const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "argmax");
   int64_t outer, n, inner;
   split_at(x.shape(), dim, outer, n, inner);
-  if (n == 0)
-    throw std::invalid_argument("argmax: dimension " + std::to_string(dim_in) + " of " +
-                                shape_str(x.shape()) + " is empty, so it has no maximum");
   const Tensor xc = detail::contiguous_data(x);
   const Shape shape = keepdim ? keepdim_shape(x.shape(), {dim}) : drop_axes(x.shape(), {dim});
   Tensor index = Tensor::empty(shape, DType::i64);
@@ -313,6 +321,7 @@ static void register_amin(OpRegistry& r) {
 
 Tensor amin(const Tensor& x, int64_t axis, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("amin: undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating("amin", x.dtype());
   return neg(max_over(neg(x), axis, keepdim, "amin", /*split_ties=*/true));
 }
 
@@ -325,11 +334,13 @@ static void register_min(OpRegistry& r) {
 
 Tensor min(const Tensor& x, int64_t axis, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("min: undefined tensor");
+  if (x.dtype() == DType::i64) throw_not_floating("min", x.dtype());
   return neg(max_over(neg(x), axis, keepdim, "min", /*split_ties=*/false));
 }
 
 Tensor min(const Tensor& x) {
   require_elements(x, "min");
+  if (x.dtype() == DType::i64) throw_not_floating("min", x.dtype());
   return neg(max_over(neg(reshape(x, {-1})), 0, false, "min", /*split_ties=*/true));
 }
 
@@ -348,8 +359,7 @@ static void register_argmin(OpRegistry& r) {
 }
 
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
-  if (!x.defined()) throw std::invalid_argument("argmin: undefined tensor");
-  if (x.dtype() == DType::i64) throw_not_floating("argmin", x.dtype());
+  check_arg_extreme(x, dim, "argmin", "minimum");
   NoGradGuard no_grad;  // an index has no gradient: −x need not be recorded
   return argmax(neg(x), dim, keepdim);
 }
@@ -366,19 +376,27 @@ static void register_var(OpRegistry& r) {
                    })}});
 }
 
-Tensor var(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim) {
-  if (!x.defined()) throw std::invalid_argument("var: undefined tensor");
+namespace {
+// var's computation, its errors in the name called (var, or std, which is built on it).
+Tensor variance(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim,
+                const char* op) {
+  if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
   int64_t n = 1;
-  for (int64_t a : normalize_axes(axes, x.dim(), "var")) n *= x.shape()[a];
+  for (int64_t a : normalize_axes(axes, x.dim(), op)) n *= x.shape()[a];
   if (correction < 0 || n - correction <= 0)
     throw std::invalid_argument(
-        "var: " + std::to_string(n) + " element(s) reduced with correction " +
+        std::string(op) + ": " + std::to_string(n) + " element(s) reduced with correction " +
         std::to_string(correction) + " leave n − correction = " + std::to_string(n - correction) +
         ", and the variance divides by it; reduce over more elements or use correction 0 (the "
         "population variance)");
   const Tensor centred = sub(x, mean(x, axes, true));
   return mul_scalar(sum(mul(centred, centred), axes, keepdim),
                     1.0 / static_cast<double>(n - correction));
+}
+}  // namespace
+
+Tensor var(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim) {
+  return variance(x, axes, correction, keepdim, "var");
 }
 
 static void register_std(OpRegistry& r) {
@@ -395,7 +413,7 @@ Tensor std(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction
   // the gradient NaN there. torch's std_backward gives 0 where std is 0; so does this, by giving
   // sqrt a stand-in 1 where the variance is 0 (a finite derivative, then multiplied by where's
   // 0) and taking the 0 from the other branch.
-  const Tensor v = var(x, axes, correction, keepdim);
+  const Tensor v = variance(x, axes, correction, keepdim, "std");
   const Tensor positive = gt(v, 0.0);
   const Tensor zero = Tensor::scalar(0.0, v.dtype());
   return where(positive, sqrt(where(positive, v, Tensor::scalar(1.0, v.dtype()))), zero);

@@ -172,7 +172,10 @@ class Tensor {
   /// none did. So a training step's zero_grad costs nothing: a pass over every parameter's
   /// gradient, 2.8% of GPT-2 small's step (docs/performance.md). A gradient tensor taken with
   /// grad() before this call still reads the old values (as one kept in torch across
-  /// zero_grad(set_to_none=True)): take grad() again. ParameterArena::zero_grad uses it.
+  /// zero_grad(set_to_none=True)): take grad() again. The buffer must be this tensor's alone (no
+  /// other tensor's gradient overlapping it, as set_grad could make it): two tensors sharing one
+  /// would each write their first gradient over the other's; use zero_grad for those.
+  /// ParameterArena::zero_grad uses it (its gradients are views that never overlap).
   void zero_grad_deferred() const;
   /// Makes `grad` this tensor's accumulated gradient buffer (backward adds into it), e.g. a view
   /// into one buffer of all gradients; an undefined tensor drops it. Throws std::invalid_argument

@@ -470,6 +470,18 @@ BOOST_AUTO_TEST_CASE(grad_frees_only_the_nodes_it_ran) {
                       {2 * std::exp(1.0), 2 * std::exp(2.0)}, 1e-15, 0));
   // What did run is freed: x's path through L.
   expect_throw_with<std::logic_error>([&] { grad(L, {x}); }, "was already freed");
+  // And a new output over a freed node is refused, never answered without that node's share
+  // (a second newcomer's finding: exp's path was dropped, cos(x) alone returned).
+  const Tensor a = exp(x), c = sin(x);
+  grad(sum(a), {x});
+  expect_throw_with<std::logic_error>([&] { grad(sum(a + c), {x}); },
+                                      "grad: the graph through 'exp' was already freed");
+  // Inside a backward pass grad mode is off: a graph built in a hook records nothing, said so.
+  x.register_hook([&](const Tensor& g) {
+    expect_throw_with<std::logic_error>([&] { grad(sum(x * x), {x}); }, "grad mode was off");
+    return g;
+  });
+  sum(x * 2.0).backward();
 }
 
 // accumulate_grad, the public way a VJP of one's own adds into an input's gradient: an op

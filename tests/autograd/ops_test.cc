@@ -1179,6 +1179,25 @@ BOOST_AUTO_TEST_CASE(ties_split_as_torch_splits_them) {
         max(Tensor::zeros({2, 0}));
       },
       "max: the tensor (2, 0) has no element");
+  // Ops built on others say their own name (a second newcomer's finding, issue 32).
+  expect_throw_with<std::invalid_argument>(
+      [] { argmin(Tensor::zeros({0}), 0); },
+      "argmin: dimension 0 of (0,) is empty, so it has no minimum");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        attograd::std(Tensor::zeros({2, 3}), {5});
+      },
+      "std: ");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        min(Tensor::from_ids({1, 2}, {2}));
+      },
+      "min: expected a floating tensor");
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        amin(Tensor::from_ids({1, 2}, {2}), 0);
+      },
+      "amin: expected a floating tensor");
 }
 
 BOOST_AUTO_TEST_CASE(var_std_min_squeeze_and_softmax_over_any_dim_match_torch) {
