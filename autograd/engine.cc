@@ -220,10 +220,10 @@ void put_found(const std::vector<Tensor>& wanted, const detail::TensorImpl* t, c
 
 void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_graph,
                  const std::vector<Tensor>* wanted, std::vector<Tensor>* found) {
-  const std::string who = wanted ? "grad" : "backward";  // the caller, for the messages
+  const char* const who = wanted ? "grad" : "backward";  // the caller, for the messages
   if (!root.requires_grad())
     throw std::logic_error(
-        who + ": the output does not require grad and has no grad_fn " +
+        std::string(who) + ": the output does not require grad and has no grad_fn " +
         (grad_enabled()
              ? "(mark a leaf with requires_grad_() before computing from it; a detach()ed "
                "tensor has no graph)"
@@ -232,16 +232,16 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   Tensor seed = grad_output;
   if (!seed.defined()) {
     if (root.numel() != 1)
-      throw std::invalid_argument(who +
+      throw std::invalid_argument(std::string(who) +
                                   ": grad_output can be omitted only for a one-element "
                                   "output; this output has shape " +
                                   shape_str(root.shape()) + " (pass grad_output, as torch's)");
     seed = Tensor::ones(root.shape(), root.dtype());
   } else if (seed.shape() != root.shape() || seed.dtype() != root.dtype()) {
-    throw std::invalid_argument(who + ": grad_output must match the output, expected " +
-                                shape_str(root.shape()) + " " + dtype_name(root.dtype()) +
-                                ", got " + shape_str(seed.shape()) + " " +
-                                dtype_name(seed.dtype()));
+    throw std::invalid_argument(
+        std::string(who) + ": grad_output must match the output, expected " +
+        shape_str(root.shape()) + " " + dtype_name(root.dtype()) + ", got " +
+        shape_str(seed.shape()) + " " + dtype_name(seed.dtype()));
   } else {
     seed = seed.clone();  // VJPs read it; never alias the caller's buffer
   }
@@ -278,7 +278,8 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   BackwardLists& lists = backward_lists();
   if (lists.running)
     throw std::logic_error(
-        who + ": called from inside a backward pass (higher-order gradients are not supported)");
+        std::string(who) +
+        ": called from inside a backward pass (higher-order gradients are not supported)");
   lists.running = true;
   topological_order(root.grad_fn(), lists);
   if (wanted) mark_needed(lists, *wanted);
@@ -299,14 +300,14 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
   } end_of_pass{lists};
   // Every saved tensor is checked before the first VJP runs, so a refused backward has added
   // nothing to any gradient. One integer comparison per saved tensor.
-  for (const std::shared_ptr<Node>& n : lists.order) n->check_saved_versions(who.c_str());
+  for (const std::shared_ptr<Node>& n : lists.order) n->check_saved_versions(who);
   // A node freed by an earlier pass (no retain_graph) has lost its inputs too, so the walk above
   // stopped at it, and whether a path to the wanted tensors runs through it can no longer be told:
   // refused now, before anything is added, by backward() and grad() alike. (torch keeps a freed
   // node's edges and refuses only a needed one; a freed branch grad() does not need is refused
   // here too, never silently dropped from a gradient.)
   for (const std::shared_ptr<Node>& n : lists.order)
-    if (!n->saved_) throw std::logic_error(freed_message(who.c_str(), n->name_));
+    if (!n->saved_) throw std::logic_error(freed_message(who, n->name_));
   // Leaves with hooks, or (grad()) wanted leaves: their gradient of this pass is summed apart,
   // then hooked, then added into grad() or returned. Held by the pass only.
   std::vector<std::pair<TensorImpl*, Tensor>> apart;
@@ -352,15 +353,14 @@ void Engine::run(const Tensor& root, const Tensor& grad_output, bool retain_grap
         TensorImpl* impl = detail::impl(in);
         if (!impl->grad) impl->grad = detail::impl_ptr(Tensor::zeros(in.shape(), in.dtype()));
         grad_inputs[i] = detail::wrap(impl->grad);
-        if (impl->grad_void) {
+        if (impl->grad_void && first_write) {
           // zero_grad_deferred: the buffer's zeros were never written. An op that may write its
           // first gradient gets it as fresh (written, or filled with zeros after it if unclaimed,
-          // as an intermediate tensor's); any other gets the zeros now.
+          // as an intermediate tensor's) ...
           impl->grad_void = false;
-          if (first_write)
-            lists.fresh.push_back(grad_inputs[i]);
-          else
-            grad_inputs[i].fill_(0.0);
+          lists.fresh.push_back(grad_inputs[i]);
+        } else if (impl->grad_void) {
+          in.grad();  // ... any other gets the zeros now, written where grad() writes them
         }
         grad_inputs[i].bump_version();  // the VJP below adds into the leaf's gradient
       } else {

@@ -248,19 +248,20 @@ static void register_argmax(OpRegistry& r) {
 
 namespace {
 // The checks argmax and argmin share, in the name called: a floating x, a dim in range, not empty.
-void check_arg_extreme(const Tensor& x, int64_t dim_in, const char* op, const char* extreme) {
+// Returns the dim, made non-negative.
+int64_t check_arg_extreme(const Tensor& x, int64_t dim_in, const char* op, const char* extreme) {
   if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
   if (x.dtype() == DType::i64) throw_not_floating(op, x.dtype());
   const int64_t dim = detail::wrap_dim(dim_in, x.dim(), op);
   if (x.shape()[dim] == 0)
     throw std::invalid_argument(std::string(op) + ": dimension " + std::to_string(dim_in) + " of " +
                                 shape_str(x.shape()) + " is empty, so it has no " + extreme);
+  return dim;
 }
 }  // namespace
 
 Tensor argmax(const Tensor& x, int64_t dim_in, bool keepdim) {
-  check_arg_extreme(x, dim_in, "argmax", "maximum");
-  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "argmax");
+  const int64_t dim = check_arg_extreme(x, dim_in, "argmax", "maximum");
   int64_t outer, n, inner;
   split_at(x.shape(), dim, outer, n, inner);
   const Tensor xc = detail::contiguous_data(x);
