@@ -126,15 +126,57 @@ void add_outer(T* xt, int64_t ld, const T* const* a, int64_t rows, T scale, cons
 
 // ---- Heads -------------------------------------------------------------------------------------
 
+// The offsets 0, stride, 2 stride, ... of a gather of one lane per row, for the lanes of d. The
+// offsets are of f32's 32-bit lanes: a row stride (3 C elements in a GPT's qkv buffer, T in the
+// scratch) times at most 15 stays far below 2^31.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> lane_offsets(D d, int64_t stride) {
+  const hn::RebindToSigned<D> di;
+  using TI = hn::TFromD<decltype(di)>;
+  HWY_ALIGN TI offsets[hn::MaxLanes(di)];
+  for (size_t i = 0; i < hn::Lanes(d); ++i)
+    offsets[i] = static_cast<TI>(static_cast<int64_t>(i) * stride);
+  return hn::Load(di, offsets);
+}
+
 // The transposed copies of one head's keys and values: xᵀ (HS, ld), ld = Tk rounded up to whole
-// vectors, the padding columns zero (so that tiles may run past Tk and read zeros).
+// vectors, the padding columns zero (so that tiles may run past Tk and read zeros). A vector of
+// xᵀ's row c is gathered from c of N rows of x and stored whole: the element-wise copy this
+// replaces stored each element to another cache line of xᵀ (its rows are ld apart), which made
+// the two copies a third of nano's attention backward (perf, Zen 5, 2026-12-06).
 template <typename T>
 void transpose_rows(T* xt, int64_t ld, Rows<const T> x, int64_t Tk, int64_t HS) {
-  for (int64_t j = 0; j < Tk; ++j) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto offsets = lane_offsets(d, x.time);
+  int64_t j = 0;
+  for (; j + N <= Tk; j += N) {
+    const T* column = x[j];
+    for (int64_t c = 0; c < HS; ++c)
+      hn::StoreU(hn::GatherIndex(d, column + c, offsets), d, xt + c * ld + j);
+  }
+  for (; j < Tk; ++j) {
     const T* row = x[j];
     for (int64_t c = 0; c < HS; ++c) xt[c * ld + j] = row[c];
   }
   for (int64_t c = 0; c < HS; ++c) std::fill(xt + c * ld + Tk, xt + (c + 1) * ld, T(0));
+}
+
+// x_j[c] += xᵀ[c, j] for j < Tk, c < HS: transpose_rows' way back, gathering a vector of channels
+// of key j from xᵀ's rows (ld apart) and adding it to x_j whole.
+template <typename T>
+void add_transposed(Rows<T> x, const T* xt, int64_t ld, int64_t Tk, int64_t HS) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto offsets = lane_offsets(d, ld);
+  for (int64_t j = 0; j < Tk; ++j) {
+    T* row = x[j];
+    int64_t c = 0;
+    for (; c + N <= HS; c += N)
+      hn::StoreU(hn::Add(hn::LoadU(d, row + c), hn::GatherIndex(d, xt + c * ld + j, offsets)), d,
+                 row + c);
+    for (; c < HS; ++c) row[c] += xt[c * ld + j];
+  }
 }
 
 // A block of up to kR queries t0 .. t0 + rows - 1: the row pointers of an operand (the missing
@@ -518,9 +560,7 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGr
     // dk_j += dkᵀ[:, j], dv_j += dvᵀ[:, j]
     for (const auto& [grad, gt, strides] : {std::tuple{dk, dkt, g.dk}, std::tuple{dv, dvt, g.dv}}) {
       if (grad == nullptr) continue;
-      const Rows<T> rows = head_rows(grad, strides, b, h);
-      for (int64_t j = 0; j < n.Tk; ++j)
-        for (int64_t c = 0; c < HS; ++c) rows[j][c] += gt[c * ld + j];
+      add_transposed(head_rows(grad, strides, b, h), gt, ld, n.Tk, HS);
     }
   });
 }
