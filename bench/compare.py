@@ -118,6 +118,14 @@ def torch_variants(choice, precision="f32"):
     allocators = [("glibc", {})]
     if os.path.exists(JEMALLOC):
         allocators.insert(0, ("jemalloc", {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": JEMALLOC_CONF}))
+    elif not (choice or "").startswith("glibc"):
+        # Without jemalloc the race would crown a glibc variant and call it PyTorch's best: on a
+        # fresh Zen 5 VM (2026-12-06) that made baby's PyTorch step 1,499 ms against jemalloc's
+        # 1,169 ms the day before, and the ratio 1.85x instead of about 1.1x.
+        sys.exit(f"compare.py: jemalloc is not installed ({JEMALLOC} is missing), and PyTorch's "
+                 "fastest variant on these machines uses it, so a ratio without it would flatter "
+                 "attograd. Install it (apt-get install libjemalloc2), or pass --torch-variant "
+                 "glibc+foreach-on (or -off) to measure glibc's malloc alone, knowingly.")
     autocast = ["--autocast", "bf16"] if precision == "bf16" else []
     variants = [(f"{name}+foreach-{fe}", env, ["--foreach", fe] + autocast)
                 for name, env in allocators for fe in ("on", "off")]
@@ -257,6 +265,7 @@ def main():
         sys.exit(f"compare.py: {args.bench} not found: build first (cmake --build build)")
     if args.generate:
         return compare_generation(args)
+    torch_variants(args.torch_variant)  # refuses before any run when PyTorch could not be at its best
     peaks = {t: measure_peak(args.bench, t) for t in args.threads}
     print("| model (V, L, H, C, T, B) | threads | precision | attograd ms/step | PyTorch ms/step | ratio | "
           "attograd GFLOP/s (of peak) | PyTorch GFLOP/s (of peak) | "
