@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
@@ -294,11 +295,12 @@ namespace {
 
 struct LectureRow {
   ModelKind kind;
+  std::string preset;  // the sizes the model is built at: pico, or femto for the GPT's femto row
   double val_loss, tolerance;
 };
 
-// docs/05-training.md's table: each model of `rows` built from the pico preset and trained as
-// `attograd train --model KIND --preset pico --corpus CORPUS --steps STEPS --batch-size B
+// docs/05-training.md's table: each model of `rows` built from its preset and trained as
+// `attograd train --model KIND --preset PRESET --corpus CORPUS --steps STEPS --batch-size B
 // --warmup W --eval-iters 50` (lr 1e-2 -> 1e-3, seeds 1337), then its final val loss.
 struct Budget {
   int64_t steps, batch_size, warmup;
@@ -347,17 +349,17 @@ void check_lecture_table(const std::string& corpus_spec, double unigram, double 
   BOOST_TEST(std::abs(bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val),
                                            tok.vocab_size()) -
                       bigram) < 1e-3);
-  GPTConfig c = preset("pico");
-  c.vocab_size = tok.vocab_size();
   for (const LectureRow& row : rows) {
+    GPTConfig c = preset(row.preset);
+    c.vocab_size = tok.vocab_size();
     const std::unique_ptr<LanguageModel> model = make_model(row.kind, c, 1337);
     Trainer t(*model, data, options_of(budget), "char", tok.to_string(), "");
     while (t.step() < budget.steps) t.train_step();
     const double val = t.evaluate().val_loss;
-    BOOST_TEST_MESSAGE(corpus_spec << " " << model_kind_name(row.kind) << " at " << budget.steps
-                                   << " steps: val " << val);
-    BOOST_TEST(std::abs(val - row.val_loss) < row.tolerance, model_kind_name(row.kind)
-                                                                 << ": val " << val);
+    BOOST_TEST_MESSAGE(corpus_spec << " " << model_kind_name(row.kind) << " (" << row.preset
+                                   << ") at " << budget.steps << " steps: val " << val);
+    BOOST_TEST(std::abs(val - row.val_loss) < row.tolerance,
+               model_kind_name(row.kind) << " (" << row.preset << "): val " << val);
   }
 }
 
@@ -366,26 +368,30 @@ void check_lecture_table(const std::string& corpus_spec, double unigram, double 
 BOOST_AUTO_TEST_CASE(lecture_models_on_kjv) {
   if (!data_available("/usr/bin/bible", "apt-get install bible-kjv")) return;
   check_lecture_table("kjv", 3.018, 2.328, kShort,
-                      {{ModelKind::bigram, 2.357, 0.01},
-                       {ModelKind::average, 3.006, 0.01},
-                       {ModelKind::gpt, 2.350, 0.01}});
+                      {{ModelKind::bigram, "pico", 2.357, 0.01},
+                       {ModelKind::average, "pico", 3.006, 0.01},
+                       {ModelKind::gpt, "pico", 2.350, 0.01},
+                       {ModelKind::gpt, "femto", 3.040, 0.01}});
   check_lecture_table("kjv", 3.018, 2.328, kLong,
-                      {{ModelKind::bigram, 2.337, 0.01},
-                       {ModelKind::average, 2.787, 0.01},
-                       {ModelKind::gpt, 2.197, 0.01}});
+                      {{ModelKind::bigram, "pico", 2.337, 0.01},
+                       {ModelKind::average, "pico", 2.787, 0.01},
+                       {ModelKind::gpt, "pico", 2.197, 0.01},
+                       {ModelKind::gpt, "femto", 3.036, 0.01}});
 }
 
 BOOST_AUTO_TEST_CASE(lecture_models_on_tiny_shakespeare) {
   const std::filesystem::path shakespeare = shared_data("tinyshakespeare.txt");
   if (!data_available(shakespeare, "../shared is not beside this checkout")) return;
   check_lecture_table(shakespeare.string(), 3.337, 2.482, kShort,
-                      {{ModelKind::bigram, 2.531, 0.01},
-                       {ModelKind::average, 3.184, 0.01},
-                       {ModelKind::gpt, 2.529, 0.01}});
+                      {{ModelKind::bigram, "pico", 2.531, 0.01},
+                       {ModelKind::average, "pico", 3.184, 0.01},
+                       {ModelKind::gpt, "pico", 2.529, 0.01},
+                       {ModelKind::gpt, "femto", 3.367, 0.01}});
   check_lecture_table(shakespeare.string(), 3.337, 2.482, kLong,
-                      {{ModelKind::bigram, 2.505, 0.01},
-                       {ModelKind::average, 2.942, 0.01},
-                       {ModelKind::gpt, 2.379, 0.01}});
+                      {{ModelKind::bigram, "pico", 2.505, 0.01},
+                       {ModelKind::average, "pico", 2.942, 0.01},
+                       {ModelKind::gpt, "pico", 2.379, 0.01},
+                       {ModelKind::gpt, "femto", 3.219, 0.01}});
 }
 
 // docs/05-training.md, the perplexity plot of examples/train_pico.sh (pico, KJV, 20,000 steps of
