@@ -139,8 +139,9 @@ void add_outer(T* xt, int64_t ld, const T* const* a, int64_t rows, T scale, cons
 // ---- Heads -------------------------------------------------------------------------------------
 
 // The offsets 0, stride, 2 stride, ... of a gather of one lane per row, for the lanes of d. The
-// offsets are of f32's 32-bit lanes: a row stride (3 C elements in a GPT's qkv buffer, T in the
-// scratch) times at most 15 stays far below 2^31.
+// offsets are signed integers of T's width (GatherIndex's rule): for f32 32-bit, and a row
+// stride (3 C elements in a GPT's qkv buffer, T in the scratch) times at most 15 stays far below
+// 2^31.
 template <class D>
 HWY_INLINE hn::Vec<hn::RebindToSigned<D>> lane_offsets(D d, int64_t stride) {
   const hn::RebindToSigned<D> di;
