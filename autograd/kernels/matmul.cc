@@ -46,6 +46,7 @@
 #include "autograd/kernels/bf16.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/kernels/thread_pool.h"
+#include "hwy/cache_control.h"  // hwy::Prefetch
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
@@ -201,6 +202,23 @@ Problem<T> problem_of(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_
 
 // ---- Packing -----------------------------------------------------------------------------------
 
+// Software prefetch for packing, which reads its source from memory (a weight is read once per
+// product, and GPT-2 small's are 500 MB): the hardware prefetcher needs a few misses in a row to
+// start following a stream and does not follow one across a page, so reads that jump from row
+// to row of the source waited on memory: packing was a fifth of GPT-2 small's bf16 step and a
+// tenth of its f32 one, most of it stalled on loads (perf annotate, Zen 5, 2026-12-07).
+// Lines ahead that packing along k (k_stride 1) asks for.
+[[maybe_unused]] constexpr int64_t kPrefetchLines = 4;  // (not on the scalar target)
+// k's ahead that packing across the lines (line_stride 1) asks for.
+constexpr int64_t kPrefetchRows = 8;
+
+// Asks for the cache lines of src[0, n) (no fault, no wait).
+template <typename T>
+HWY_INLINE void prefetch_span(const T* src, int64_t n) {
+  constexpr int64_t kPerCacheLine = 64 / static_cast<int64_t>(sizeof(T));
+  for (int64_t i = 0; i < n; i += kPerCacheLine) hwy::Prefetch(src + i);
+}
+
 // dst[k * ld_dst + r] = src[r * ld_src + k] for r < rows, k < kc: the transposing copy that packs
 // an operand stored along k (A stored (M, K), B stored (N, K)) into k-major micro-panels.
 // Scalar, one element per load and store: the specification of transpose_copy below.
@@ -274,10 +292,13 @@ HWY_INLINE void transpose_8x8(const T* HWY_RESTRICT src, int64_t ld, T* HWY_REST
 // of every forward product (x and the weight are both stored along k), so its speed shows: a
 // 14-row A panel copied its last 2 rows element by element, a third of the packing time, and
 // packing was a sixth of GPT-2 small's c_fc forward (perf, Zen 5).
+// `readable` (>= rows) rows of src may be read: while a group of 8 rows is transposed, the next
+// group's, when readable, are asked for, a cache line of each per 16 k's.
 template <typename T>
 void transpose_copy(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RESTRICT src, int64_t ld_src,
-                    int64_t rows, int64_t kc) {
+                    int64_t rows, int64_t kc, int64_t readable = 0) {
 #if HWY_TARGET == HWY_SCALAR
+  (void)readable;
   transpose_copy_scalar(dst, ld_dst, src, ld_src, rows, kc);
 #else
   int64_t r = 0;
@@ -285,8 +306,12 @@ void transpose_copy(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RESTRICT s
   if constexpr (sizeof(T) == 4) {
     const int64_t kc_8 = kc / 8 * 8;
     for (; r + 8 <= rows; r += 8) {
-      for (int64_t k = 0; k < kc_8; k += 8)
+      const int64_t ahead = std::clamp<int64_t>(readable - (r + 8), 0, 8);
+      for (int64_t k = 0; k < kc_8; k += 8) {
+        if (k % 16 == 0)
+          for (int64_t i = 0; i < ahead; ++i) hwy::Prefetch(src + (r + 8 + i) * ld_src + k);
         transpose_8x8(src + r * ld_src + k, ld_src, dst + k * ld_dst + r, ld_dst);
+      }
       transpose_copy_scalar(dst + kc_8 * ld_dst + r, ld_dst, src + r * ld_src + kc_8, ld_src, 8,
                             kc - kc_8);
     }
@@ -345,26 +370,34 @@ HWY_NOINLINE void pack_panels(T* HWY_RESTRICT dst, int64_t width, const T* src, 
                               int64_t k_stride, int64_t lines, int64_t kc) {
   const hn::ScalableTag<T> d;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d));
+  if (line_stride == 1) {
+    // Row k of the source across all the panels, then row k + 1: each row is read front to back,
+    // and the row kPrefetchRows ahead is asked for meanwhile (panel by panel, the reads jumped a
+    // whole row between panels' values).
+    for (int64_t k = 0; k < kc; ++k) {
+      const T* from = src + k * k_stride;
+      const T* ahead = k + kPrefetchRows < kc ? from + kPrefetchRows * k_stride : nullptr;
+      for (int64_t p = 0; p < lines; p += width) {
+        const int64_t n = std::min(width, lines - p);
+        T* to = dst + p * kc + k * width;
+        if (ahead != nullptr) prefetch_span(ahead + p, n);
+        if (n == width && width % V == 0) {
+          for (int64_t w = 0; w < width; w += V) hn::Store(hn::LoadU(d, from + p + w), d, to + w);
+        } else {
+          for (int64_t w = 0; w < n; ++w) to[w] = from[p + w];
+          for (int64_t w = n; w < width; ++w) to[w] = T(0);
+        }
+      }
+    }
+    return;
+  }
   for (int64_t p = 0; p < lines; p += width) {
     const int64_t n = std::min(width, lines - p);
     T* panel = dst + p * kc;
     const T* s = src + p * line_stride;
-    if (line_stride == 1) {
-      for (int64_t k = 0; k < kc; ++k) {
-        const T* from = s + k * k_stride;
-        T* to = panel + k * width;
-        if (n == width && width % V == 0) {
-          for (int64_t w = 0; w < width; w += V) hn::Store(hn::LoadU(d, from + w), d, to + w);
-        } else {
-          for (int64_t w = 0; w < n; ++w) to[w] = from[w];
-          for (int64_t w = n; w < width; ++w) to[w] = T(0);
-        }
-      }
-    } else {
-      transpose_copy(panel, width, s, line_stride, n, kc);
-      for (int64_t k = 0; k < kc; ++k)
-        for (int64_t w = n; w < width; ++w) panel[k * width + w] = T(0);
-    }
+    transpose_copy(panel, width, s, line_stride, n, kc, lines - p);
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t w = n; w < width; ++w) panel[k * width + w] = T(0);
   }
 }
 
@@ -412,13 +445,11 @@ HWY_INLINE void store_bf16_pairs(D d, hn::Vec<D> even, hn::Vec<D> odd, uint32_t*
 
 // The pairs of one panel's lines, line by line (staged[w * pairs + q]), before their transpose.
 struct StagedPairs {};
-#endif
 
 // One line along k (k_stride 1) rounded to bf16 and paired: to[q] = the pair at k's 2q, 2q + 1,
 // q < ceil(kc / 2) (a missing k + 1 is 0). LoadInterleaved2 splits the even and odd k's of whole
 // vectors; the last pairs go through pack_bf16_block.
 // (Not on the scalar target, whose pack_bf16_panels is pack_bf16_block throughout.)
-#if HWY_TARGET != HWY_SCALAR
 void pair_line(const float* HWY_RESTRICT line, int64_t kc, uint32_t* HWY_RESTRICT to) {
   const hn::ScalableTag<float> d;
   const int64_t V = static_cast<int64_t>(hn::Lanes(d)), kc_v = kc / (2 * V) * (2 * V);
@@ -445,32 +476,56 @@ HWY_NOINLINE void pack_bf16_panels(uint32_t* HWY_RESTRICT dst, int64_t width, co
                                    int64_t line_stride, int64_t k_stride, int64_t lines, int64_t kc,
                                    int64_t steps) {
   const int64_t pairs = (kc + 1) / 2;
+#if HWY_TARGET == HWY_SCALAR
+  for (int64_t p = 0; p < lines; p += width) {
+    uint32_t* panel = dst + p * steps;
+    std::fill(panel + pairs * width, panel + steps * width, 0u);
+    pack_bf16_block(panel, width, src + p * line_stride, line_stride, k_stride,
+                    std::min(width, lines - p), kc, 0, width, 0, pairs);
+  }
+#else
+  if (line_stride == 1) {
+    // Two rows of the source (k, k + 1) across all the lines, then the next two: each row is
+    // read front to back, which the hardware prefetcher follows. Panel by panel, a row was read
+    // `width` values at a time with a jump of a whole row (K's stride, kilobytes) between reads,
+    // which no prefetcher followed: the load waited on memory (GPT-2 small's dx = dy W, bf16).
+    for (int64_t k = 0; k < kc; k += 2) {
+      const float* even = src + k * k_stride;
+      const float* ahead = k + kPrefetchRows < kc ? even + kPrefetchRows * k_stride : nullptr;
+      for (int64_t p = 0; p < lines; p += width) {
+        uint32_t* to = dst + p * steps + k / 2 * width;
+        if (ahead != nullptr) {
+          prefetch_span(ahead + p, std::min(width, lines - p));
+          if (k + 1 + kPrefetchRows < kc)
+            prefetch_span(ahead + k_stride + p, std::min(width, lines - p));
+        }
+        for_each_vector<float>(0, std::min(width, lines - p), [&](auto dv, int64_t w) HWY_ATTR {
+          const auto odd = k + 1 < kc ? hn::LoadU(dv, even + k_stride + p + w) : hn::Zero(dv);
+          store_bf16_pairs(dv, hn::LoadU(dv, even + p + w), odd, to + w);
+        });
+      }
+    }
+  }
   for (int64_t p = 0; p < lines; p += width) {
     const int64_t n = std::min(width, lines - p);
     uint32_t* panel = dst + p * steps;
     const float* s = src + p * line_stride;
     std::fill(panel + pairs * width, panel + steps * width, 0u);
-#if HWY_TARGET == HWY_SCALAR
-    pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, 0, width, 0, pairs);
-#else
-    if (line_stride == 1) {
-      // Whole vectors, then narrower ones (an A panel is 14 rows: 8 + 4 + 2 floats on AVX-512).
-      for (int64_t k = 0; k < kc; k += 2) {
-        const float* even = s + k * k_stride;
-        for_each_vector<float>(0, n, [&](auto dv, int64_t w) HWY_ATTR {
-          const auto odd = k + 1 < kc ? hn::LoadU(dv, even + k_stride + w) : hn::Zero(dv);
-          store_bf16_pairs(dv, hn::LoadU(dv, even + w), odd, panel + k / 2 * width + w);
-        });
-      }
-      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
-    } else {
+    if (line_stride != 1) {
       uint32_t* staged = thread_scratch<uint32_t, StagedPairs>(static_cast<size_t>(n * pairs));
-      for (int64_t w = 0; w < n; ++w) pair_line(s + w * line_stride, kc, staged + w * pairs);
+      for (int64_t w = 0; w < n; ++w) {
+        // The line kPrefetchLines ahead, which starts far from this one (each line is a row of
+        // the source, K's stride apart), is asked for now so that it has arrived when its turn
+        // comes: the hardware prefetcher only follows a line from its second cache line on.
+        if (p + w + kPrefetchLines < lines)
+          prefetch_span(s + (w + kPrefetchLines) * line_stride, kc);
+        pair_line(s + w * line_stride, kc, staged + w * pairs);
+      }
       transpose_copy(panel, width, staged, pairs, n, pairs);
-      pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
     }
-#endif
+    pack_bf16_block(panel, width, s, line_stride, k_stride, n, kc, n, width, 0, pairs);
   }
+#endif
 }
 
 // ---- Micro-kernel ------------------------------------------------------------------------------
