@@ -12,7 +12,9 @@ leaves the Markdown as it is (a link that works in the repository keeps working 
     becomes a page of the site under its path in the tree (bench/index.html), so the link has
     somewhere to go; its own links are mapped by the same rule;
   - `<details>` (the exercises' folded answers) gets `markdown="1"`, since Python-Markdown, unlike
-    GitHub, renders no Markdown inside raw HTML without it (md_in_html).
+    GitHub, renders no Markdown inside raw HTML without it (md_in_html);
+  - the other way, the playground's part 4 links to chapter 3 as plain text beside the page
+    (web/index.html: nothing renders Markdown there); on the site it links to the chapter's page.
 
 Anything else a link names outside the site stays as written, and mkdocs --strict stops on it.
 ATTOGRAD_PAGE_DIR names another build of the page (default: build-wasm/page beside mkdocs.yml).
@@ -30,6 +32,7 @@ LINK = re.compile(r'\]\((?P<target>[^)\s#]*)(?P<fragment>#[^)\s]*)?(?P<title>\s+
 PLAYGROUND = "playground"
 
 _repo = None  # the repository's root (mkdocs.yml's folder)
+_page = None  # the built page (build-wasm/page)
 _docs = None  # docs_dir
 _outside = {}  # a Markdown file outside docs/ that a page links to: its path in the tree -> File
 
@@ -47,8 +50,9 @@ def _site_path(target_abs):
     if not rel_docs.startswith(os.pardir):
         return rel_docs.replace(os.sep, "/")
     rel_repo = os.path.relpath(target_abs, _repo).replace(os.sep, "/")
-    if rel_repo.startswith("web/"):
-        return PLAYGROUND + "/" + rel_repo[len("web/"):]
+    page_file = rel_repo[len("web/"):]
+    if rel_repo.startswith("web/") and os.path.isfile(os.path.join(_page, page_file)):
+        return PLAYGROUND + "/" + page_file
     if rel_repo in _outside:
         return rel_repo
     return None
@@ -75,10 +79,10 @@ def _linked_outside(path):
 def on_files(files, config):
     """Adds the playground (every file of the built page) and the Markdown files outside docs/
     that the chapters link to."""
-    global _repo, _docs
+    global _repo, _docs, _page
     _repo = os.path.dirname(os.path.abspath(config["config_file_path"]))
     _docs = os.path.abspath(config["docs_dir"])
-    page_dir = _page_dir(config)
+    page_dir = _page = _page_dir(config)
     if not os.path.isfile(os.path.join(page_dir, "index.html")):
         raise PluginError("the playground is not built: %s/index.html is missing. "
                           "bash scripts/site.sh builds it first (bash scripts/wasm.sh --no-test)"
@@ -123,7 +127,28 @@ def on_page_markdown(markdown, page, config, files):
     return re.sub(r"<details>", '<details markdown="1">', markdown)
 
 
+# Part 4's link to chapter 3 as plain text (web/index.html), and what it becomes on the site.
+CHAPTER_AS_TEXT = re.compile(r'<a id="li-docs" href="docs/03-attention.txt">the chapter as plain '
+                             r'text</a>, served with this\s+page: find the section by its title\)')
+CHAPTER_ON_SITE = ('<a id="li-docs" href="../03-attention.html#attention-is-not-explanation">'
+                   'the section on this site</a>)')
+
+
 def on_post_build(config):
+    """Points the playground's part 4 at chapter 3's page (site_test checks the anchor), and
+    removes the sitemap."""
+    index = os.path.join(config["site_dir"], PLAYGROUND, "index.html")
+    with open(index, encoding="utf-8") as f:
+        html, found = CHAPTER_AS_TEXT.subn(CHAPTER_ON_SITE, f.read())
+    if found != 1:
+        raise PluginError("web/index.html's link to chapter 3 as plain text (#li-docs) has "
+                          "changed: update CHAPTER_AS_TEXT in scripts/mkdocs_hooks.py")
+    with open(index, "w", encoding="utf-8") as f:
+        f.write(html)
+    _remove_sitemap(config)
+
+
+def _remove_sitemap(config):
     """Removes the sitemap: it lists each page's absolute address, which a site meant for any
     host (or none) does not have (mkdocs writes `None` for each without site_url)."""
     for name in ("sitemap.xml", "sitemap.xml.gz"):
