@@ -38,6 +38,7 @@ _outside = {}  # a Markdown file outside docs/ that a page links to: its path in
 
 
 def _page_dir(config):
+    """The built page the site copies: ATTOGRAD_PAGE_DIR, or build-wasm/page."""
     return os.path.abspath(os.environ.get("ATTOGRAD_PAGE_DIR") or
                            os.path.join(os.path.dirname(config["config_file_path"]),
                                         "build-wasm", "page"))
@@ -50,9 +51,10 @@ def _site_path(target_abs):
     if not rel_docs.startswith(os.pardir):
         return rel_docs.replace(os.sep, "/")
     rel_repo = os.path.relpath(target_abs, _repo).replace(os.sep, "/")
-    page_file = rel_repo[len("web/"):]
-    if rel_repo.startswith("web/") and os.path.isfile(os.path.join(_page, page_file)):
-        return PLAYGROUND + "/" + page_file
+    if rel_repo.startswith("web/"):  # a file of the page's source: its copy in the built page
+        page_file = rel_repo[len("web/"):]
+        if os.path.isfile(os.path.join(_page, page_file)):
+            return PLAYGROUND + "/" + page_file
     if rel_repo in _outside:
         return rel_repo
     return None

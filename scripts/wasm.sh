@@ -35,7 +35,7 @@ if [ ! -f "$native/CMakeCache.txt" ]; then
 fi
 cmake --build "$native" -j "$jobs" --target attograd_cli attograd_api_native
 cmake --build build-wasm -j "$jobs" --target wasm_tests
-# The site from the page just built: mkdocs took 2 s, and site_test 45 s (2-core Zen 5 beside
-# other builds, 2026-12-07).
+# The site from the page just built: 2 s (1 s of it mkdocs'), and site_test 35 to 48 s, on the
+# 2-core machine beside other builds (2026-12-07).
 bash scripts/site.sh --page-built
 ctest --test-dir build-wasm --output-on-failure -j "$jobs"
