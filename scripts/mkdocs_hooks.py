@@ -9,8 +9,8 @@ leaves the Markdown as it is (a link that works in the repository keeps working 
     and the site holds a copy at playground/: `../web/X` becomes `playground/X`, relative to the
     page that links;
   - a Markdown file outside docs/ that a chapter links to (bench/README.md, tests/fuzz/README.md)
-    becomes a page of the site under its path in the tree (bench/index.html), so the link has
-    somewhere to go; its own links are mapped by the same rule;
+    becomes a page of the site under its path in the tree (build-site/bench/index.html), so the
+    link has somewhere to go; its own links are mapped by the same rule;
   - `<details>` (the exercises' folded answers) gets `markdown="1"`, since Python-Markdown, unlike
     GitHub, renders no Markdown inside raw HTML without it (md_in_html);
   - the other way, the playground's part 4 links to chapter 3 as plain text beside the page
@@ -130,7 +130,7 @@ def on_page_markdown(markdown, page, config, files):
 
 
 # Part 4's link to chapter 3 as plain text (web/index.html), and what it becomes on the site.
-CHAPTER_AS_TEXT = re.compile(r'<a id="li-docs" href="docs/03-attention.txt">the chapter as plain '
+CHAPTER_AS_TEXT = re.compile(r'<a id="li-docs" href="docs/03-attention\.txt">the chapter as plain '
                              r'text</a>, served with this\s+page: find the section by its title\)')
 CHAPTER_ON_SITE = ('<a id="li-docs" href="../03-attention.html#attention-is-not-explanation">'
                    'the section on this site</a>)')

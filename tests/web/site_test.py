@@ -131,7 +131,8 @@ def main():
             part = url.partition("#")[2]
             driver.get(base + page)
             wait_until_loaded(driver, False)
-            link = driver.find_element(By.CSS_SELECTOR, 'a[href$="#%s"][href*="playground/"]' % part)
+            link = driver.find_element(By.CSS_SELECTOR,
+                                       'a[href$="#%s"][href*="playground/"]' % part)
             driver.execute_script("arguments[0].click();", link)
             WebDriverWait(driver, 30).until(lambda d: "playground/" in d.current_url)
             wait_until_loaded(driver, True)
@@ -139,8 +140,8 @@ def main():
                 const e = document.getElementById(location.hash.slice(1));
                 return {path: location.pathname, hash: location.hash,
                         top: e ? Math.round(e.getBoundingClientRect().top) : null,
-                        height: innerHeight,
-                        at_end: scrollY + innerHeight >= document.documentElement.scrollHeight - 2};""")
+                        height: innerHeight, at_end: scrollY + innerHeight >=
+                                                     document.documentElement.scrollHeight - 2};""")
             # At the top of the window, where the page puts it once its parts are drawn (a part
             # followed before is pushed down as the parts above it fill), or, for parts 4 and 5,
             # too near the end to reach the top, in view with the page scrolled to its end.
