@@ -14,7 +14,8 @@ leaves the Markdown as it is (a link that works in the repository keeps working 
   - `<details>` (the exercises' folded answers) gets `markdown="1"`, since Python-Markdown, unlike
     GitHub, renders no Markdown inside raw HTML without it (md_in_html);
   - the other way, the playground's part 4 links to chapter 3 as plain text beside the page
-    (web/index.html: nothing renders Markdown there); on the site it links to the chapter's page.
+    (web/index.html: nothing renders Markdown there); on the site it links to the chapter's page,
+    and the playground's header links back to the chapters.
 
 Anything else a link names outside the site stays as written, and mkdocs --strict stops on it.
 ATTOGRAD_PAGE_DIR names another build of the page (default: build-wasm/page beside mkdocs.yml).
@@ -129,22 +130,31 @@ def on_page_markdown(markdown, page, config, files):
     return re.sub(r"<details>", '<details markdown="1">', markdown)
 
 
-# Part 4's link to chapter 3 as plain text (web/index.html), and what it becomes on the site.
-CHAPTER_AS_TEXT = re.compile(r'<a id="li-docs" href="docs/03-attention\.txt">the chapter as plain '
-                             r'text</a>, served with this\s+page: find the section by its title\)')
-CHAPTER_ON_SITE = ('<a id="li-docs" href="../03-attention.html#attention-is-not-explanation">'
-                   'the section on this site</a>)')
+# What the playground's index.html (web/index.html) says on the site, in place of what it says
+# served alone: each a pattern of the page's text, and its replacement.
+ON_THE_SITE = [
+    # Part 4's link to chapter 3 as plain text: to the chapter's page instead.
+    (r'<a id="li-docs" href="docs/03-attention\.txt">the chapter as plain text</a>, served with '
+     r'this\s+page: find the section by its title\)',
+     '<a id="li-docs" href="../03-attention.html#attention-is-not-explanation">'
+     'the section on this site</a>)'),
+    # The header's list of parts ends with a way back to the chapters.
+    (r'(<a href="#part5">5 Gradients</a>)(</nav>)',
+     r'\1 · <a id="site-chapters" href="../index.html">the chapters</a>\2'),
+]
 
 
 def on_post_build(config):
-    """Points the playground's part 4 at chapter 3's page (site_test checks the anchor), and
+    """Says on the playground what it says on the site (site_test checks the links it makes), and
     removes the sitemap."""
     index = os.path.join(config["site_dir"], PLAYGROUND, "index.html")
     with open(index, encoding="utf-8") as f:
-        html, found = CHAPTER_AS_TEXT.subn(CHAPTER_ON_SITE, f.read())
-    if found != 1:
-        raise PluginError("web/index.html's link to chapter 3 as plain text (#li-docs) has "
-                          "changed: update CHAPTER_AS_TEXT in scripts/mkdocs_hooks.py")
+        html = f.read()
+    for pattern, replacement in ON_THE_SITE:
+        html, found = re.subn(pattern, replacement, html)
+        if found != 1:
+            raise PluginError("web/index.html no longer holds %r: update ON_THE_SITE in "
+                              "scripts/mkdocs_hooks.py" % pattern)
     with open(index, "w", encoding="utf-8") as f:
         f.write(html)
     _remove_sitemap(config)
