@@ -3,8 +3,9 @@
 # Runs apt-get directly as root, through sudo otherwise. Without an option: what the build and
 # its tests need. Options, which combine (each adds its set): --fuzz, that and what the clang
 # build of scripts/fuzz.sh needs; --format, the formatter of scripts/format.sh; --wasm, what the
-# WebAssembly build (scripts/wasm.sh) needs; --browser, the headless browser of the page's tests.
-#   bash scripts/install-deps.sh --format --wasm --browser
+# WebAssembly build (scripts/wasm.sh) needs; --browser, the headless browser of the page's tests;
+# --site, what renders the companion site (scripts/site.sh).
+#   bash scripts/install-deps.sh --format --wasm --browser --site
 set -euo pipefail
 
 base=(
@@ -44,6 +45,11 @@ browser=(
   chromium-driver             # chromedriver, through which Selenium drives it
   python3-selenium            # the tests' WebDriver client
 )
+site=(
+  mkdocs                      # renders docs/ into the companion site (mkdocs.yml, scripts/site.sh)
+  mkdocs-material             # its theme: navigation, search (lunr, offline) and code highlighting
+  python3-pymdownx            # the Markdown extensions mkdocs.yml names (highlight, superfences, slugs)
+)
 fuzz=(
   "${base[@]}"
   clang                       # clang 14: libFuzzer builds only with clang (scripts/fuzz.sh)
@@ -59,10 +65,11 @@ for flag in "$@"; do
     --format) packages+=("${format[@]}") ;;
     --wasm) packages+=("${wasm[@]}") ;;
     --browser) packages+=("${browser[@]}") ;;
+    --site) packages+=("${site[@]}") ;;
     --fuzz) packages+=("${fuzz[@]}") ;;
     *)
       echo "install-deps.sh: unknown option '$flag': give none (the build's packages), or any of" \
-        "--format, --wasm, --browser, --fuzz" >&2
+        "--format, --wasm, --browser, --site, --fuzz" >&2
       exit 2
       ;;
   esac

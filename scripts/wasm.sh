@@ -5,7 +5,8 @@
 # (web/, into build-wasm/page/) and the test programs, then runs them with CTest: the kernel,
 # autograd and nn tests and the page's share of the gpt and lecture tests under node (label
 # `wasm`), the page's JavaScript API, its parity with the native build, and the page in headless
-# Chromium (label `browser`).
+# Chromium (label `browser`). With the tests it also builds the companion site (scripts/site.sh:
+# the chapters and the page, in build-site/), which a browser test of the same label checks.
 #   bash scripts/wasm.sh            install what is missing, build, run the wasm tests
 #   bash scripts/wasm.sh --no-test  install and build the page only (what scripts/playground.sh runs)
 # The parity tests compare the page with a native build of this checkout: build/ (the one
@@ -34,4 +35,7 @@ if [ ! -f "$native/CMakeCache.txt" ]; then
 fi
 cmake --build "$native" -j "$jobs" --target attograd_cli attograd_api_native
 cmake --build build-wasm -j "$jobs" --target wasm_tests
+# The site from the page just built: 2 s (1 s of it mkdocs'), and site_test 35 to 48 s, on the
+# 2-core machine beside other builds (2026-12-07).
+bash scripts/site.sh --page-built
 ctest --test-dir build-wasm --output-on-failure -j "$jobs"

@@ -54,44 +54,27 @@ read the page's DOM as a student would see it:
 
   /usr/bin/python3 tests/web/browser_test.py build-wasm/page OUTPUT_DIR FIXTURE_DIR
 """
-import http.server
 import math
 import os
 import re
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
 import zlib
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from browser_tools import check, failures, passed, serve, start_browser
 
 WEB_DIR = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build-wasm/page")
 OUT_DIR = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "browser-test-output")
 FIXTURE_DIR = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else None
 OWN_FILES = set(os.listdir(WEB_DIR))
 requests = []  # every path the browser asked the server for, in order
-failures = []
-passed = []
-
-
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what, flush=True)
-    (passed if condition else failures).append(what)
-
-
-class Handler(http.server.SimpleHTTPRequestHandler):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, directory=WEB_DIR, **kwargs)
-
-    def log_message(self, fmt, *args):
-        requests.append(self.path)
 
 
 def png_has_content(png):
@@ -178,20 +161,6 @@ def check_attribution(driver, what, prompt, expect_rows, cli_rows=None):
               "%s: the rows are attograd attention --attribution's (changes within %.1e relative)"
               % (what, worst))
     return differ, len(rows)
-
-
-def start_browser():
-    """Debian's headless Chromium through chromedriver, quiet (no background requests)."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,2400",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-default-apps", "--disable-sync", "--no-first-run",
-                "--disable-features=Translate,OptimizationHints,MediaRouter"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_script_timeout(300)
-    return driver
 
 
 def inside(inner, outer, slack=0.5):
@@ -383,11 +352,8 @@ def main():
         print("browser_test: give the native fixture directory (tests/web/native_fixture.sh)")
         return 1
     os.makedirs(OUT_DIR, exist_ok=True)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = "http://127.0.0.1:%d/" % server.server_address[1]
-
-    driver = start_browser()
+    server, base = serve(WEB_DIR, requests)
+    driver = start_browser("1200,2400")
     wait = lambda seconds=60: WebDriverWait(driver, seconds)
     text = lambda element_id: driver.find_element(By.ID, element_id).text
     shot = lambda part: driver.find_element(By.ID, part).screenshot(
