@@ -296,9 +296,8 @@ HWY_INLINE void transpose_8x8(const T* HWY_RESTRICT src, int64_t ld, T* HWY_REST
 // group's, when readable, are asked for, a cache line of each per 16 k's.
 template <typename T>
 void transpose_copy(T* HWY_RESTRICT dst, int64_t ld_dst, const T* HWY_RESTRICT src, int64_t ld_src,
-                    int64_t rows, int64_t kc, int64_t readable = 0) {
+                    int64_t rows, int64_t kc, [[maybe_unused]] int64_t readable = 0) {
 #if HWY_TARGET == HWY_SCALAR
-  (void)readable;
   transpose_copy_scalar(dst, ld_dst, src, ld_src, rows, kc);
 #else
   int64_t r = 0;
