@@ -23,6 +23,12 @@ The table gives ms/step, OpenMP / pool (> 1: the pool is faster) at each thread 
 
 sweeps the pool's spin bound instead (train_bench --spin): the 1-thread server at the default
 against a 2-thread server per spin, interleaved the same way.
+
+    /usr/bin/python3 bench/threads.py NEW_TRAIN_BENCH OLD_TRAIN_BENCH --mixed-precision bf16
+
+An A/B of a change to the engine runs the same way, the new build in the pool's column and the
+old one in OpenMP's; --mixed-precision bf16 trains every server in bf16 mixed precision
+(train_bench --mixed-precision; the OpenMP build of 34a3456 predates it).
 """
 import argparse
 import os
@@ -73,6 +79,8 @@ def measure(args, config):
     try:
         for key in keys:
             binary, env, extra = start[key]
+            if args.mixed_precision:
+                extra = (*extra, "--mixed-precision", args.mixed_precision)
             servers[key] = Server(binary, config, key[1], env, extra)
         warm = {key: servers[key].seconds_per_step(args.warmup) for key in keys}
         k = max(1, int(args.seconds / max(warm.values())))
@@ -98,6 +106,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=7, help="rounds of the four servers (default 7)")
     ap.add_argument("--seconds", type=float, default=1.0, help="length of one turn (default 1 s)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps per server first (default 2)")
+    ap.add_argument("--mixed-precision", choices=["bf16"],
+                    help="every server trains in this mixed precision (train_bench --mixed-precision)")
     args = ap.parse_args()
     if (args.omp is None) == (args.spins is None):
         sys.exit("threads.py: give the OpenMP build's train_bench, or --spins, not both")
