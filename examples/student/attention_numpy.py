@@ -4,7 +4,7 @@
 The lecture's exercise, T = 3 and d_k = 2: write attention_steps with NumPy (Debian's
 python3-numpy), then compare each step with attograd's, from the root of the checkout:
 
-    build/examples/attention_by_hand --json | python3 examples/student/compare_attention.py examples/student/attention_numpy.py -
+    build/examples/attention_by_hand --json --Q "1,0;0,1;1,1" --K "0,1;1,1;1,0" --V "1,2;3,4;5,6" | python3 examples/student/compare_attention.py examples/student/attention_numpy.py -
 
 `python3 examples/student/attention_numpy.py` prints your steps. The answer is
 examples/student/answers/attention_numpy.py: open it after trying.
@@ -25,7 +25,9 @@ def attention_steps(Q, K, V):
 
 
 if __name__ == "__main__":
-    Q = K = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    # K differs from Q, as in the comparison above: with Q = K, S would be symmetric.
+    Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    K = np.array([[0.0, 1.0], [1.0, 1.0], [1.0, 0.0]])
     V = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     for name, value in attention_steps(Q, K, V).items():
         print(f"{name} {value.shape}\n{value}\n")

@@ -2,7 +2,8 @@
 """Compares a NumPy attention script's steps with attograd's (the student track's S8,
 docs/exercises.md#s8-attention-in-numpy), step by step, and says where they first differ.
 
-    build/examples/attention_by_hand --json | python3 examples/student/compare_attention.py SCRIPT -
+    build/examples/attention_by_hand --json --Q "1,0;0,1;1,1" --K "0,1;1,1;1,0" --V "1,2;3,4;5,6" \\
+        | python3 examples/student/compare_attention.py SCRIPT -
     python3 examples/student/compare_attention.py SCRIPT attention.json
 
 SCRIPT defines attention_steps(Q, K, V), returning NumPy arrays S, S_scaled, masked, A and Z
@@ -28,6 +29,9 @@ def load(path):
 
 def hint(step, yours, ours, d_k, np):
     """A sentence naming the likely mistake, or ""."""
+    if step == "S" and yours.shape == ours.T.shape and np.allclose(yours, ours.T):
+        return ("your S is attograd's transposed: row t of S is query t against every key, "
+                "S = Q Kᵀ (Q @ K.T), not K Qᵀ")
     if step == "S_scaled":
         finite = np.isfinite(ours) & (ours != 0)
         ratio = yours[finite] / ours[finite]
@@ -103,6 +107,10 @@ def main(argv):
             return 1
         print(f"{step} {ours.shape}: agrees")
     print("every step agrees with attograd to 1e-9")
+    if np.array_equal(Q, K):
+        # S = Q Kᵀ is then symmetric, and a transposed S (K Qᵀ) agrees as well (issue 34).
+        print("(this input has Q = K, so S is symmetric and a transposed S agrees too: run it "
+              "again with a K of its own, as docs/exercises.md#s8-attention-in-numpy does)")
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """S8's answer (examples/student/attention_numpy.py): the lecture's attention in NumPy.
 
-    build/examples/attention_by_hand --json | python3 examples/student/compare_attention.py examples/student/answers/attention_numpy.py -
+    build/examples/attention_by_hand --json --Q "1,0;0,1;1,1" --K "0,1;1,1;1,0" --V "1,2;3,4;5,6" | python3 examples/student/compare_attention.py examples/student/answers/attention_numpy.py -
 """
 import numpy as np
 
@@ -20,7 +20,9 @@ def attention_steps(Q, K, V):
 
 
 if __name__ == "__main__":
-    Q = K = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    # K differs from Q, as in the comparison above: with Q = K, S would be symmetric.
+    Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    K = np.array([[0.0, 1.0], [1.0, 1.0], [1.0, 0.0]])
     V = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     for name, value in attention_steps(Q, K, V).items():
         print(f"{name} {value.shape}\n{value}\n")

@@ -428,14 +428,18 @@ BOOST_AUTO_TEST_CASE(numpy_mistakes_are_named) {
     return;
   }
   const attograd::testing::TempDir dir("student_numpy_mistakes");
-  // The answer with one line changed: `scale`, the mask's diagonal offset and the softmax's axis.
-  const auto script = [&](const std::string& name, const std::string& scale, int offset, int axis) {
+  // The answer with one line changed: the scores, `scale`, the mask's diagonal offset and the
+  // softmax's axis.
+  const auto script = [&](const std::string& name, const std::string& scale, int offset, int axis,
+                          const std::string& scores = "Q @ K.T") {
     return dir.file(name,
                     "import numpy as np\n"
                     "def attention_steps(Q, K, V):\n"
                     "    T, d_k = Q.shape\n"
-                    "    S = Q @ K.T\n"
-                    "    S_scaled = S" +
+                    "    S = " +
+                        scores +
+                        "\n"
+                        "    S_scaled = S" +
                         scale +
                         "\n"
                         "    masked = np.where(np.triu(np.ones((T, T), dtype=bool), k=" +
@@ -451,8 +455,9 @@ BOOST_AUTO_TEST_CASE(numpy_mistakes_are_named) {
                         " 'Z': A @ V}\n");
   };
   const auto compare = [&](const std::string& path) {
-    return run_program(ATTENTION_BY_HAND,
-                       "--json | " + python + " " COMPARE_SCRIPT " " + path + " -");
+    return run_program(ATTENTION_BY_HAND, std::string(attograd::testing::kNumpyExerciseArgs) +
+                                              " | " + python + " " COMPARE_SCRIPT " " + path +
+                                              " -");
   };
   const std::pair<std::string, std::string> cases[] = {
       {script("right.py", " / np.sqrt(d_k)", 1, -1), "every step agrees with attograd to 1e-9"},
@@ -461,7 +466,10 @@ BOOST_AUTO_TEST_CASE(numpy_mistakes_are_named) {
       {script("late.py", " / np.sqrt(d_k)", 2, -1),
        "position (0, 1) is not masked: is the mask one token late?"},
       {script("columns.py", " / np.sqrt(d_k)", 1, 0),
-       "row 0 of A sums to 0.40: is the softmax over the right axis?"},
+       "row 0 of A sums to 0.20: is the softmax over the right axis?"},
+      // With Q = K (the worked example's input) this script agreed at every step.
+      {script("transposed.py", " / np.sqrt(d_k)", 1, -1, "K @ Q.T"),
+       "your S is attograd's transposed: row t of S is query t against every key, S = Q Kᵀ"},
       {ATTOGRAD_SOURCE_DIR "/examples/student/attention_numpy.py",
        "not implemented yet: see docs/exercises.md#s8-attention-in-numpy"}};
   for (const auto& [path, says] : cases) {
@@ -469,6 +477,19 @@ BOOST_AUTO_TEST_CASE(numpy_mistakes_are_named) {
     BOOST_TEST_INFO(path << ":\n" << r.out);
     BOOST_TEST(contains(r.out, says));
     BOOST_TEST(r.exit_code == (says.starts_with("every step") ? 0 : 1));
+  }
+  // An input with Q = K says that a transposed S would pass on it.
+  const auto same =
+      run_program(ATTENTION_BY_HAND, "--json | " + python + " " COMPARE_SCRIPT " " +
+                                         script("same.py", " / np.sqrt(d_k)", 1, -1) + " -");
+  BOOST_TEST(contains(same.out, "this input has Q = K, so S is symmetric"), same.out);
+  // The command the student is given, in each place it is written, has the tests' input.
+  for (const char* file :
+       {"docs/exercises.md", "examples/student/attention_numpy.py",
+        "examples/student/answers/attention_numpy.py", "examples/student/compare_attention.py"}) {
+    BOOST_TEST_INFO(file);
+    BOOST_TEST(contains(attograd::testing::read_file(std::string(ATTOGRAD_SOURCE_DIR "/") + file),
+                        attograd::testing::kNumpyExerciseArgs));
   }
 }
 

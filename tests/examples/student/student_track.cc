@@ -59,8 +59,9 @@ BOOST_AUTO_TEST_CASE(attention_numpy) {
         "exercise is optional");
     return;
   }
-  const auto compared = run_program(
-      ATTENTION_BY_HAND, "--json | " + python + " " COMPARE_SCRIPT " " NUMPY_SCRIPT " -");
+  const auto compared =
+      run_program(ATTENTION_BY_HAND, std::string(attograd::testing::kNumpyExerciseArgs) + " | " +
+                                         python + " " COMPARE_SCRIPT " " NUMPY_SCRIPT " -");
   const bool agrees = compared.exit_code == 0 &&
                       attograd::testing::contains(compared.out, "every step agrees with attograd");
   BOOST_TEST(agrees, compared.out);
