@@ -233,18 +233,34 @@ Tensor column_softmax(const Tensor& x) {
 
 // Single-head attention, right (the defaults) or with one of the lecture's mistakes.
 struct AttentionVariant {
-  double scale_power = 0.5;  // the scores are divided by d_k^scale_power
+  double scale_power = 0.5;      // the scores are divided by d_k^scale_power
+  bool scale_by_sqrt_T = false;  // ... or by √T, the number of tokens
   MaskKind mask = MaskKind::causal;
   bool column_softmax = false;
-  bool scores_transposed = false;  // K Qᵀ instead of Q Kᵀ
+  bool scores_transposed = false;   // K Qᵀ instead of Q Kᵀ
+  bool mask_after_softmax = false;  // softmax over every key, then the hidden weights set to 0
 };
 
 Tensor reference_attention(const Tensor& Q, const Tensor& K, const Tensor& V,
                            const AttentionVariant& v = {}) {
-  const double d_k = static_cast<double>(Q.size(1));
+  const double d_k = static_cast<double>(Q.size(1)), T = static_cast<double>(Q.size(0));
   const Tensor qk =
       v.scores_transposed ? matmul(K, transpose(Q, 0, 1)) : matmul(Q, transpose(K, 0, 1));
-  const Tensor m = masked(mul_scalar(qk, std::pow(d_k, -v.scale_power)), v.mask);
+  const Tensor scaled =
+      mul_scalar(qk, v.scale_by_sqrt_T ? 1 / std::sqrt(T) : std::pow(d_k, -v.scale_power));
+  if (v.mask_after_softmax) {
+    // The softmax normalised over every key, hidden ones too, so zeroing their weights leaves
+    // each row summing to less than 1 (masking with -inf first gives them exp(-inf) = 0 before
+    // the normalisation).
+    std::vector<double> keep(static_cast<size_t>(qk.size(0) * qk.size(1)));
+    for (int64_t t = 0; t < qk.size(0); ++t)
+      for (int64_t j = 0; j < qk.size(1); ++j)
+        keep[static_cast<size_t>(t * qk.size(1) + j)] = visible(v.mask, t, j) ? 1.0 : 0.0;
+    return matmul(mul(attograd::softmax(scaled),
+                      Tensor::from_vector(keep, {qk.size(0), qk.size(1)}, qk.dtype())),
+                  V);
+  }
+  const Tensor m = masked(scaled, v.mask);
   return matmul(v.column_softmax ? column_softmax(m) : attograd::softmax(m), V);
 }
 
@@ -535,12 +551,13 @@ Verdict check_attention(const AttentionFn& attention) {
       expect_shape(Z, {Q.size(0), V.size(1)}, what, ": Z = A V is (T, d_v)");
       return Z;
     };
-    // Random inputs that tell the mistakes apart: Q != K, T = 4, d_k = 2 (so that a missing
-    // scale is the lecture's √2 = 1.41), d_v = 3.
+    // Random inputs that tell the mistakes apart: Q != K, T = 5, d_k = 2 (so that a missing
+    // scale is the lecture's √2 = 1.41, and √T = 2.24 is neither √d_k nor d_k: with T = 4,
+    // dividing by √T was named as dividing by d_k), d_v = 3.
     Generator gen(4);
-    const Tensor rQ = Tensor::randn({4, 2}, gen, DType::f64),
-                 rK = Tensor::randn({4, 2}, gen, DType::f64),
-                 rV = Tensor::randn({4, 3}, gen, DType::f64);
+    const Tensor rQ = Tensor::randn({5, 2}, gen, DType::f64),
+                 rK = Tensor::randn({5, 2}, gen, DType::f64),
+                 rV = Tensor::randn({5, 3}, gen, DType::f64);
     const auto mistake = [&]() -> std::optional<std::string> {
       const std::vector<double> got = apply(rQ, rK, rV).to_vector();
       if (!all_finite(row(got, 3, 0)))
@@ -550,9 +567,12 @@ Verdict check_attention(const AttentionFn& attention) {
       const auto variant = [&](AttentionVariant v) {
         return reference_attention(rQ, rK, rV, v).to_vector();
       };
-      AttentionVariant unscaled, by_d_k, columns, no_mask, late, transposed, kq;
+      AttentionVariant unscaled, by_d_k, by_sqrt_T, columns, no_mask, late, transposed, kq,
+          after_softmax;
       unscaled.scale_power = 0;
       by_d_k.scale_power = 1;
+      by_sqrt_T.scale_by_sqrt_T = true;
+      after_softmax.mask_after_softmax = true;
       columns.column_softmax = true;
       no_mask.mask = MaskKind::none;
       late.mask = MaskKind::one_late;
@@ -566,6 +586,13 @@ Verdict check_attention(const AttentionFn& attention) {
            {"scores are 0.71x the expected (Z matches Q Kᵀ / d_k for d_k = 2): divide by √d_k, "
             "not by d_k",
             variant(by_d_k)},
+           {"Z matches scores divided by √T, the number of tokens (T = 5 here), not by √d_k, "
+            "the width of a query and a key (d_k = 2): scale by 1/√d_k",
+            variant(by_sqrt_T)},
+           {"Z matches the mask applied after the softmax: the hidden keys' weights were set to "
+            "0 after normalising, so A's rows sum to less than 1; mask the scores with −∞ "
+            "before the softmax",
+            variant(after_softmax)},
            {"Z matches a softmax over each column of the scores (over the queries): the rows of "
             "A then do not sum to 1 and Z is no weighted average of V's rows; take the softmax "
             "over each row (the last axis)",
@@ -606,9 +633,18 @@ Verdict check_attention(const AttentionFn& attention) {
     passed.push_back("the T = 3, d_k = 2 exercise: last row of Z [3.51047, 4.51047]");
 
     // Random inputs against the library: its ops, and the fused causal_attention (d_v = d_k).
-    if (!all_close(apply(rQ, rK, rV).to_vector(), reference_attention(rQ, rK, rV).to_vector(),
-                   1e-12))
-      fail_with(mistake(), "Z differs from the library's ops on random Q, K (4, 2), V (4, 3)");
+    const std::vector<double> zr = apply(rQ, rK, rV).to_vector(),
+                              zr_expected = reference_attention(rQ, rK, rV).to_vector();
+    if (!all_close(zr, zr_expected, 1e-12)) {
+      // No catalogued mistake found: the first wrong number tells where to look.
+      size_t i = 0;
+      while (i < zr.size() && close(zr[i], zr_expected[i], 1e-12)) ++i;
+      fail_with(mistake(),
+                "Z differs from the library's ops on random Q, K (5, 2), V (5, 3), "
+                "first at row " +
+                    std::to_string(i / 3) + ", column " + std::to_string(i % 3) + ": " +
+                    num(zr[i]) + ", expected " + num(zr_expected[i]));
+    }
     const Tensor q = Tensor::randn({6, 4}, gen, DType::f64),
                  k = Tensor::randn({6, 4}, gen, DType::f64),
                  v = Tensor::randn({6, 4}, gen, DType::f64);

@@ -233,8 +233,39 @@ BOOST_AUTO_TEST_CASE(attention_mistakes) {
                    return matmul(attograd::softmax(mask_where(S, causal)), V);
                  }),
                  "attention: no gradient reaches Q, K (the others get one)");
+  // Divided by √T: with T = 4 random rows and d_k = 2 this was named "divide by √d_k, not by
+  // d_k" (issue 34).
+  expect_problem(checks::check_attention([](QKV Q, QKV K, QKV V) {
+                   return attention_with(Q, K, V, 1 / std::sqrt(static_cast<double>(Q.size(0))),
+                                         causal);
+                 }),
+                 "Z matches scores divided by √T, the number of tokens (T = 5 here), not by √d_k");
+  expect_problem(checks::check_attention([](QKV Q, QKV K, QKV V) {
+                   const int64_t T = Q.size(0);
+                   std::vector<double> keep(static_cast<size_t>(T * T));
+                   for (int64_t t = 0; t < T; ++t)
+                     for (int64_t j = 0; j < T; ++j)
+                       keep[static_cast<size_t>(t * T + j)] = causal(t, j) ? 0.0 : 1.0;
+                   const Tensor A =
+                       attograd::softmax(mul_scalar(matmul(Q, transpose(K, 0, 1)), inv_sqrt_dk(Q)));
+                   return matmul(mul(A, Tensor::from_vector(keep, {T, T}, Q.dtype())), V);
+                 }),
+                 "Z matches the mask applied after the softmax");
+  // No catalogued mistake: the message is the first wrong numbers of Z alone.
+  BOOST_TEST(checks::check_attention([](QKV Q, QKV K, QKV V) {
+               return attention_with(Q, K, V, 0.3, causal);
+             }).problem ==
+             "the lecture's 2-token example, Q = [1, 2], K = [1, 3], V = [10, 20], "
+             "gives Z = [10, 17.68525]; expected [10, 19.82014]");
+  expect_problem(checks::check_attention([](QKV Q, QKV K, QKV V) {
+                   const Tensor Z = student::attention(Q, K, V);
+                   return Q.size(0) == 5 ? add_scalar(Z, 1e-3)
+                                         : Z;  // wrong on the random rows only
+                 }),
+                 "Z differs from the library's ops on random Q, K (5, 2), V (5, 3), first at row "
+                 "0, column 0: ");
   expect_problem(checks::check_attention([](QKV Q, QKV, QKV) { return Q; }),
-                 "attention(Q (4, 2), K (4, 2), V (4, 3)) has shape (4, 2), expected (4, 3): "
+                 "attention(Q (5, 2), K (5, 2), V (5, 3)) has shape (5, 2), expected (5, 3): "
                  "Z = A V is (T, d_v)");
 }
 
