@@ -592,5 +592,8 @@ BOOST_AUTO_TEST_CASE(documented_commands_run_the_track_and_only_them) {
   for (const std::string& c : cases) BOOST_TEST(contains(track, " student." + c + "\n"));
   BOOST_TEST(contains(track, "Total Tests: " + std::to_string(cases.size())));
   BOOST_TEST(contains(run_program(ctest, "-L student -N").out, "Total Tests: 0"));
+  // The documented `-R attention` runs S3 alone (S8's case is `numpy`).
+  BOOST_TEST(
+      contains(run_program(ctest, "-C student -L student -R attention -N").out, "Total Tests: 1"));
   BOOST_TEST(!contains(run_program(ctest, "-N").out, " student."));
 }

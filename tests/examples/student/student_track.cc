@@ -50,7 +50,7 @@ BOOST_AUTO_TEST_CASE(bigram) { report(checks::check_bigram(student::bigram_cross
 // S8: the NumPy script (NUMPY_SCRIPT: the student's or the answer) against
 // `attention_by_hand --json`, step by step, through examples/student/compare_attention.py, as
 // docs/exercises.md tells the student to run it. Skipped (CTest shows it) without NumPy.
-BOOST_AUTO_TEST_CASE(attention_numpy) {
+BOOST_AUTO_TEST_CASE(numpy) {
   using attograd::testing::run_program;
   const std::string python = attograd::testing::numpy_python();
   if (python.empty()) {
