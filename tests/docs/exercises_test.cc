@@ -58,6 +58,18 @@ CliRun run_documented(const std::string& command, const TempDir& dir) {
   return {};
 }
 
+// Two documented commands run one after the other in a fresh folder named `name`; both must
+// succeed (their output is the failure's context).
+std::pair<CliRun, CliRun> run_both(const std::string& first, const std::string& second,
+                                   const std::string& name) {
+  const TempDir dir(name);
+  std::pair<CliRun, CliRun> runs{run_documented(first, dir), run_documented(second, dir)};
+  BOOST_TEST_INFO(runs.first.out << runs.second.out);
+  BOOST_REQUIRE(runs.first.exit_code == 0);
+  BOOST_REQUIRE(runs.second.exit_code == 0);
+  return runs;
+}
+
 // `text` with every run of white space one space: a sentence of the document as it reads,
 // wherever its lines break.
 std::string flat(const std::string& text) {
@@ -193,17 +205,29 @@ BOOST_AUTO_TEST_CASE(attention_by_hand_t3_dk2) {
                                          std::vector<double>{6.9011121, 8.8022242}, 1e-7, 0));
 }
 
+// Exercise 2, part 5: with Q != K, S = Q Kᵀ is not symmetric and K Qᵀ (Q and K swapped) is its
+// transpose, yet Z comes out the same for this V.
+BOOST_AUTO_TEST_CASE(q_different_from_k) {
+  const auto [qk, kq] = run_both(
+      R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "0,1;1,1;1,0" --V "1,2;3,4;5,6")",
+      R"(build/examples/attention_by_hand --Q "0,1;1,1;1,0" --K "1,0;0,1;1,1" --V "1,2;3,4;5,6")",
+      "exercises_q_ne_k");
+  BOOST_TEST(attograd::testing::allclose(printed_tensor(qk.out, "S = Q K^T  shape (3, 3)"),
+                                         std::vector<double>{0, 1, 1, 1, 1, 0, 1, 2, 1}, 0, 0));
+  BOOST_TEST(attograd::testing::allclose(printed_tensor(kq.out, "S = Q K^T  shape (3, 3)"),
+                                         std::vector<double>{0, 1, 1, 1, 1, 2, 1, 0, 1}, 0, 0));
+  const std::vector<double> z = {1, 2, 2, 3, 3, 4};
+  BOOST_TEST(attograd::testing::allclose(printed_tensor(qk.out, "Z = A V (output)  shape (3, 2)"),
+                                         z, 1e-12, 0));
+  BOOST_TEST(attograd::testing::allclose(printed_tensor(kq.out, "Z = A V (output)  shape (3, 2)"),
+                                         z, 1e-12, 0));
+}
+
 BOOST_AUTO_TEST_CASE(the_mask_hides_later_values) {
-  const TempDir dir("exercises_mask");
-  const CliRun before = run_documented(
+  const auto [before, after] = run_both(
       R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "1,0;0,1;1,1" --V "1,2;3,4;5,6")",
-      dir);
-  const CliRun after = run_documented(
       R"(build/examples/attention_by_hand --Q "1,0;0,1;1,1" --K "1,0;0,1;1,1" --V "1,2;3,4;50,60")",
-      dir);
-  BOOST_TEST_INFO(after.out);
-  BOOST_REQUIRE(before.exit_code == 0);
-  BOOST_REQUIRE(after.exit_code == 0);
+      "exercises_mask");
   const std::vector<double> z0 = printed_tensor(before.out, "Z = A V"),
                             z1 = printed_tensor(after.out, "Z = A V");
   // Rows 0 and 1 are bit for bit the same; only row 2 sees the changed value.
