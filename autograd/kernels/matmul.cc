@@ -492,13 +492,13 @@ HWY_NOINLINE void pack_bf16_panels(uint32_t* HWY_RESTRICT dst, int64_t width, co
       const float* even = src + k * k_stride;
       const float* ahead = k + kPrefetchRows < kc ? even + kPrefetchRows * k_stride : nullptr;
       for (int64_t p = 0; p < lines; p += width) {
+        const int64_t n = std::min(width, lines - p);
         uint32_t* to = dst + p * steps + k / 2 * width;
         if (ahead != nullptr) {
-          prefetch_span(ahead + p, std::min(width, lines - p));
-          if (k + 1 + kPrefetchRows < kc)
-            prefetch_span(ahead + k_stride + p, std::min(width, lines - p));
+          prefetch_span(ahead + p, n);
+          if (k + 1 + kPrefetchRows < kc) prefetch_span(ahead + k_stride + p, n);
         }
-        for_each_vector<float>(0, std::min(width, lines - p), [&](auto dv, int64_t w) HWY_ATTR {
+        for_each_vector<float>(0, n, [&](auto dv, int64_t w) HWY_ATTR {
           const auto odd = k + 1 < kc ? hn::LoadU(dv, even + k_stride + p + w) : hn::Zero(dv);
           store_bf16_pairs(dv, hn::LoadU(dv, even + p + w), odd, to + w);
         });
@@ -515,7 +515,7 @@ HWY_NOINLINE void pack_bf16_panels(uint32_t* HWY_RESTRICT dst, int64_t width, co
       for (int64_t w = 0; w < n; ++w) {
         // The line kPrefetchLines ahead, which starts far from this one (each line is a row of
         // the source, K's stride apart), is asked for now so that it has arrived when its turn
-        // comes: the hardware prefetcher only follows a line from its second cache line on.
+        // comes (see kPrefetchLines: each line's first reads would otherwise miss).
         if (p + w + kPrefetchLines < lines)
           prefetch_span(s + (w + kPrefetchLines) * line_stride, kc);
         pair_line(s + w * line_stride, kc, staged + w * pairs);

@@ -216,14 +216,19 @@ bool visible(MaskKind kind, int64_t t, int64_t j) {
   return false;
 }
 
-// scores (Tq, Tk) with -inf where `kind` hides key j from query t.
-Tensor masked(const Tensor& scores, MaskKind kind) {
-  const int64_t Tq = scores.size(0), Tk = scores.size(1);
-  std::vector<double> add_mask(static_cast<size_t>(Tq * Tk), 0.0);
+// (Tq, Tk) of `like`'s dtype: `shown` where `kind` lets query t see key j, `hidden` elsewhere.
+Tensor visibility(const Tensor& like, MaskKind kind, double shown, double hidden) {
+  const int64_t Tq = like.size(0), Tk = like.size(1);
+  std::vector<double> values(static_cast<size_t>(Tq * Tk));
   for (int64_t t = 0; t < Tq; ++t)
     for (int64_t j = 0; j < Tk; ++j)
-      if (!visible(kind, t, j)) add_mask[static_cast<size_t>(t * Tk + j)] = -kInf;
-  return add(scores, Tensor::from_vector(add_mask, {Tq, Tk}, scores.dtype()));
+      values[static_cast<size_t>(t * Tk + j)] = visible(kind, t, j) ? shown : hidden;
+  return Tensor::from_vector(values, {Tq, Tk}, like.dtype());
+}
+
+// scores (Tq, Tk) with -inf where `kind` hides key j from query t.
+Tensor masked(const Tensor& scores, MaskKind kind) {
+  return add(scores, visibility(scores, kind, 0.0, -kInf));
 }
 
 // The softmax over each column of a 2-D tensor (over the queries): the classic mistake.
@@ -252,13 +257,7 @@ Tensor reference_attention(const Tensor& Q, const Tensor& K, const Tensor& V,
     // The softmax normalised over every key, hidden ones too, so zeroing their weights leaves
     // each row summing to less than 1 (masking with -inf first gives them exp(-inf) = 0 before
     // the normalisation).
-    std::vector<double> keep(static_cast<size_t>(qk.size(0) * qk.size(1)));
-    for (int64_t t = 0; t < qk.size(0); ++t)
-      for (int64_t j = 0; j < qk.size(1); ++j)
-        keep[static_cast<size_t>(t * qk.size(1) + j)] = visible(v.mask, t, j) ? 1.0 : 0.0;
-    return matmul(mul(attograd::softmax(scaled),
-                      Tensor::from_vector(keep, {qk.size(0), qk.size(1)}, qk.dtype())),
-                  V);
+    return matmul(mul(attograd::softmax(scaled), visibility(qk, v.mask, 1.0, 0.0)), V);
   }
   const Tensor m = masked(scaled, v.mask);
   return matmul(v.column_softmax ? column_softmax(m) : attograd::softmax(m), V);
@@ -637,12 +636,13 @@ Verdict check_attention(const AttentionFn& attention) {
                               zr_expected = reference_attention(rQ, rK, rV).to_vector();
     if (!all_close(zr, zr_expected, 1e-12)) {
       // No catalogued mistake found: the first wrong number tells where to look.
+      const auto d_v = static_cast<size_t>(rV.size(1));
       size_t i = 0;
       while (i < zr.size() && close(zr[i], zr_expected[i], 1e-12)) ++i;
       fail_with(mistake(),
                 "Z differs from the library's ops on random Q, K (5, 2), V (5, 3), "
                 "first at row " +
-                    std::to_string(i / 3) + ", column " + std::to_string(i % 3) + ": " +
+                    std::to_string(i / d_v) + ", column " + std::to_string(i % d_v) + ": " +
                     num(zr[i]) + ", expected " + num(zr_expected[i]));
     }
     const Tensor q = Tensor::randn({6, 4}, gen, DType::f64),

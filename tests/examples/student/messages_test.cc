@@ -241,14 +241,9 @@ BOOST_AUTO_TEST_CASE(attention_mistakes) {
                  }),
                  "Z matches scores divided by √T, the number of tokens (T = 5 here), not by √d_k");
   expect_problem(checks::check_attention([](QKV Q, QKV K, QKV V) {
-                   const int64_t T = Q.size(0);
-                   std::vector<double> keep(static_cast<size_t>(T * T));
-                   for (int64_t t = 0; t < T; ++t)
-                     for (int64_t j = 0; j < T; ++j)
-                       keep[static_cast<size_t>(t * T + j)] = causal(t, j) ? 0.0 : 1.0;
                    const Tensor A =
                        attograd::softmax(mul_scalar(matmul(Q, transpose(K, 0, 1)), inv_sqrt_dk(Q)));
-                   return matmul(mul(A, Tensor::from_vector(keep, {T, T}, Q.dtype())), V);
+                   return matmul(mask_where(A, causal, 0.0), V);  // the weights zeroed afterwards
                  }),
                  "Z matches the mask applied after the softmax");
   // No catalogued mistake: the message is the first wrong numbers of Z alone.
