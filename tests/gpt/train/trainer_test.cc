@@ -804,7 +804,8 @@ BOOST_AUTO_TEST_CASE(next_eval_is_the_next_step_evaluates_at_holds) {
     o.max_steps = s.max_steps, o.eval_interval = s.eval_interval, o.eval_early = s.eval_early;
     for (int64_t step = 0; step <= s.max_steps + 30; ++step) {
       int64_t searched = 0;
-      for (int64_t t = step + 1; t <= s.max_steps + 100 && searched == 0; ++t)
+      // (no evaluation is further away than max_steps + eval_interval: 0 when none is found)
+      for (int64_t t = step + 1; t <= step + s.max_steps + s.eval_interval && searched == 0; ++t)
         if (o.evaluates_at(t)) searched = t;
       BOOST_TEST_INFO("max_steps " << s.max_steps << ", eval_interval " << s.eval_interval
                                    << ", eval_early " << s.eval_early << ", step " << step);
