@@ -5,7 +5,8 @@ interleaved (native, page, native, page, ...), and the page's first load.
     /usr/bin/python3 bench/page_pico.py build-wasm/page build/cli/attograd --rounds 2
 
 Both sides train pico with the settings of examples/train_pico.sh (20,000 steps, batch 64, lr
-1e-2 to 1e-3, warmup 200, an evaluation of 50 batches per split every 2,000 steps) on the same
+1e-2 to 1e-3, warmup 200, an evaluation of 50 batches per split every 100 steps up to 2,000,
+then every 2,000) on the same
 text, the page's shipped Genesis (the time per step does not depend on the text, and this way
 both evaluate the same batches' worth of the same kind of data):
   native  `attograd train --threads 1` (the engine's pool with the calling thread only), the
@@ -35,7 +36,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 SETTINGS = dict(steps=20000, batch_size=64, lr=1e-2, min_lr=1e-3, warmup=200, eval_interval=2000,
-                eval_iters=50)
+                eval_early=100, eval_iters=50)
 
 
 def serve(web_dir, sent):
@@ -83,12 +84,12 @@ def page_round(web_dir):
             fetch('genesis.txt').then((r) => r.text()).then(async (text) => {
               await page.workerCall('newModel', {preset: 'pico', text, batch_size: s.batch_size,
                 learning_rate: s.lr, min_lr: s.min_lr, warmup_steps: s.warmup,
-                max_steps: s.steps, eval_iters: s.eval_iters});
+                max_steps: s.steps, eval_interval: s.eval_interval, eval_early: s.eval_early,
+                eval_iters: s.eval_iters});
               const start = performance.now();
               page.onDone = (p) => done({seconds: (performance.now() - start) / 1000,
                                          val_loss: p.eval.val_loss, step: p.step});
-              await page.workerCall('start', {target: s.steps, chunk: 10,
-                                              evalEvery: s.eval_interval, tokensPerStep: 1});
+              await page.workerCall('start', {target: s.steps, chunk: 10, tokensPerStep: 1});
             });""", s)
         return load, load_bytes, result["seconds"], result["val_loss"]
     finally:
@@ -104,7 +105,8 @@ def native_round(cli, text):
             [cli, "train", "--preset", "pico", "--corpus", text, "--out", out + "/run",
              "--steps", str(s["steps"]), "--batch-size", str(s["batch_size"]), "--lr", str(s["lr"]),
              "--min-lr", str(s["min_lr"]), "--warmup", str(s["warmup"]),
-             "--eval-interval", str(s["eval_interval"]), "--eval-iters", str(s["eval_iters"]),
+             "--eval-interval", str(s["eval_interval"]), "--eval-early", str(s["eval_early"]),
+             "--eval-iters", str(s["eval_iters"]),
              "--log-interval", "5000", "--threads", "1"],
             capture_output=True, text=True, check=True)
         seconds = time.time() - start

@@ -432,7 +432,10 @@ Workspace& require_trainer() {
   return w;
 }
 
-// {"cmd": "train", "steps": n}: n optimizer steps; each step's training loss.
+// {"cmd": "train", "steps": n}: n optimizer steps; each step's training loss, and "next_eval":
+// the step of the next evaluation by the run's eval_interval and eval_early
+// (TrainOptions::next_eval, the schedule `attograd train` follows; 0: none), which the page's
+// worker trains up to and evaluates at.
 json train(Request& r) {
   const int64_t steps = r.integer("steps", 1, 1, 100000);
   r.finish();
@@ -447,19 +450,22 @@ json train(Request& r) {
                              " Lower the learning rate (part 3's learning rate box, e.g. to a "
                              "tenth) and press Build to start a new model with it");
   }
-  return {{"step", w.trainer->step()}, {"losses", losses}, {"lr_max_steps", w.options.max_steps}};
+  return {{"step", w.trainer->step()},
+          {"losses", losses},
+          {"lr_max_steps", w.options.max_steps},
+          {"next_eval", w.options.next_eval(w.trainer->step())}};
 }
 
-// {"cmd": "evaluate"}: mean loss and perplexity over eval_iters fixed batches of each split.
+// {"cmd": "evaluate"}: mean loss and perplexity over eval_iters fixed batches of each split, and
+// "next_eval" as train answers it (so that a run started with the step-0 evaluation, as
+// `attograd train` starts, knows where the next one is).
 json evaluate(Request& request) {
   request.finish();
   Workspace& w = require_trainer();
   const gpt::EvalResult r = w.trainer->evaluate();
-  return {{"step", r.step},
-          {"train_loss", r.train_loss},
-          {"val_loss", r.val_loss},
-          {"train_ppl", r.train_ppl},
-          {"val_ppl", r.val_ppl}};
+  return {{"step", r.step},         {"train_loss", r.train_loss},
+          {"val_loss", r.val_loss}, {"train_ppl", r.train_ppl},
+          {"val_ppl", r.val_ppl},   {"next_eval", w.options.next_eval(r.step)}};
 }
 
 // The prompt's ids, refused when empty or longer than the model's context.
@@ -788,6 +794,17 @@ json workbench_presets() {
   });
 }
 
+// `attograd train`'s flags of the training options, each with the JSON name model_new reads it
+// under ({"--lr": "learning_rate", ...}, TrainOptions' table): the page reads
+// examples/train_pico.sh's command through it, so that its homework preset is that command.
+json train_flags() {
+  json flags = json::object();
+  gpt::TrainOptions::for_each_field([&](const auto& f) {
+    if (f.in_config_files()) flags[f.flag] = f.name;
+  });
+  return flags;
+}
+
 json info(Request& r) {
   r.finish();
   return {{"target", kernels::active_target()},
@@ -797,7 +814,8 @@ json info(Request& r) {
           // The most rows (T) and numbers a row (d_k, d_v) the workbench's matrices may have.
           {"workbench_max", lecture::kMaxMatrixSide},
           // `attograd train`'s defaults, for the page's boxes that are derived from them.
-          {"train_defaults", json::parse(gpt::TrainOptions{}.to_json())}};
+          {"train_defaults", json::parse(gpt::TrainOptions{}.to_json())},
+          {"train_flags", train_flags()}};
 }
 
 // The commands, each with its handler: the one list dispatch and its error read.

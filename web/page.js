@@ -341,54 +341,177 @@ const TOO_BIG_MODEL = 'a bigger model trains too slowly in the page: train it wi
     'line (attograd train), the same engine built natively';
 const trainingSteps = () => wholeNumber('tr-steps', 'steps', 'the pico homework takes 20,000; run a ' +
                                         'longer training with the command line (attograd train)');
-// The learning rate box, checked as Steps and batch are (the engine's message would name its
-// TrainOptions): a number above 0; the box has no maximum, a rate too high shows as divergence.
-function learningRate() {
-  const typed = $('tr-lr').value.trim(), lr = Number(typed);
-  if (typed === '' || !Number.isFinite(lr))
-    throw new Error('learning rate is empty (or not a number): type a number above 0, e.g. 0.01.');
-  if (lr <= 0) throw new Error(`learning rate is ${lr}: type a number above 0, e.g. 0.01.`);
-  return lr;
+// A number above 0 (or at least 0) typed in the box `id`, checked as Steps and batch are (the
+// engine's message would name its TrainOptions): the rate boxes have no maximum, a rate too high
+// shows as divergence.
+function rate(id, name, atLeastZero) {
+  const typed = $(id).value.trim(), v = Number(typed), what = atLeastZero ? '0 or more' : 'a number above 0';
+  const example = id === 'tr-lr' ? '0.01' : '0.001';
+  if (typed === '' || !Number.isFinite(v))
+    throw new Error(`${name} is empty (or not a number): type ${what}, e.g. ${example}.`);
+  if (atLeastZero ? v < 0 : v <= 0) throw new Error(`${name} is ${v}: type ${what}, e.g. ${example}.`);
+  return v;
 }
-// What Build read (the text, model, batch, learning rate, custom sizes, and Steps, whose warmup
-// and cosine decay Build set), written out with numbers as numbers ("0.010" is 0.01): Train
-// compares it with Build's, so that a change made since is not silently ignored. Steps may change
-// once the run has trained (the schedule keeps its end, as the end-of-run message says).
-function builtSettings(withSteps) {
-  const boxes = [['model', 'tr-model', false], ['batch', 'tr-batch', true], ['learning rate', 'tr-lr', true]];
+const learningRate = () => rate('tr-lr', 'learning rate', false);
+
+// The settings of a run, each with its box and the JSON name model_new reads it under (that of
+// `attograd train --config`, TrainOptions' table): Build sends them, Train and a change of a box
+// compare them with Build's, and the homework preset fills them from train_pico.sh's flags (the
+// engine's info says which flag each name is).
+const RUN_BOXES = [
+  // [JSON name, box, label]
+  ['max_steps', 'tr-steps', 'steps'],
+  ['batch_size', 'tr-batch', 'batch'],
+  ['learning_rate', 'tr-lr', 'learning rate'],
+  ['min_lr', 'tr-min_lr', 'min lr'],
+  ['warmup_steps', 'tr-warmup_steps', 'warmup'],
+  ['eval_interval', 'tr-eval_interval', 'evaluate every'],
+  ['eval_early', 'tr-eval_early', 'early every'],
+  ['eval_iters', 'tr-eval_iters', 'eval batches'],
+];
+const SHIPPED_TEXTS = {genesis: {file: 'genesis.txt', name: 'Genesis'},
+                       kjv: {file: 'kjv.txt', name: 'the King James Bible'}};
+const textName = () => (chosenText ? chosenText.name : SHIPPED_TEXTS[$('tr-text').value].name);
+
+// What Build read (the text, model, custom sizes and every box of RUN_BOXES), as [label, value]
+// with numbers written as numbers ("0.010" is 0.01): Train and a change of a box compare it with
+// Build's, so that a change made since is not silently ignored. Steps may change once the run has
+// trained (the schedule keeps its end, as the end-of-run message says): withSteps false.
+function builtFields(withSteps) {
+  const boxes = [['model', 'tr-model', false]];
   if ($('tr-model').value === 'custom')
     boxes.push(['n_layer', 'tr-n_layer', true], ['n_head', 'tr-n_head', true], ['n_embd', 'tr-n_embd', true]);
-  if (withSteps) boxes.push(['steps', 'tr-steps', true]);
+  for (const [key, id, label] of RUN_BOXES) if (withSteps || key !== 'max_steps') boxes.push([label, id, true]);
   const value = (id, numeric) => {
     const typed = $(id).value.trim();
     return numeric && typed !== '' && Number.isFinite(Number(typed)) ? String(Number(typed)) : typed;
   };
-  return [`text ${chosenText ? chosenText.name : 'Genesis'}`]
-      .concat(boxes.map(([label, id, numeric]) => `${label} ${value(id, numeric)}`)).join(', ');
+  return [['text', textName()]].concat(boxes.map(([label, id, numeric]) => [label, value(id, numeric)]));
 }
+const joinFields = (fields) => fields.map(([label, v]) => `${label} ${v}`).join(', ');
+const builtSettings = (withSteps) => joinFields(builtFields(withSteps));
+
 function trainingRequest() {
   const choice = $('tr-model').value;
   const steps = trainingSteps();
-  const lr = learningRate();
+  const lr = learningRate(), minLr = rate('tr-min_lr', 'min lr', true);
+  if (minLr > lr)
+    throw new Error(`min lr is ${minLr}, above the learning rate ${lr}: the cosine decay goes down from the ` +
+                    'learning rate to min lr; type a min lr at most the learning rate (a tenth of it is usual).');
   const r = {
     kind: choice === 'bigram' || choice === 'average' ? choice : 'gpt',
-    preset: choice === 'pico' ? 'pico' : 'femto',
+    // The bigram and the average at pico's size: the lecture's comparison, averaging against
+    // attention, is between models of the same width (femto's n_embd 2 average is no rival).
+    preset: choice === 'femto' ? 'femto' : 'pico',
     batch_size: wholeNumber('tr-batch', 'batch', 'a bigger batch makes each step too slow for the page'),
     learning_rate: lr,
+    min_lr: minLr,
     max_steps: steps,
-    warmup_steps: Math.min(100, Math.max(1, Math.floor(steps / 10))),
-    eval_iters: 10,
+    warmup_steps: wholeNumber('tr-warmup_steps', 'warmup'),
+    eval_interval: wholeNumber('tr-eval_interval', 'evaluate every'),
+    eval_early: wholeNumber('tr-eval_early', 'early every'),
+    eval_iters: wholeNumber('tr-eval_iters', 'eval batches', 'more batches make each evaluation too slow for the page'),
   };
-  // The cosine decay ends at min_lr (`attograd train`'s default, from the engine); the page has
-  // no box for it, so a learning rate at or below that floor decays to a tenth of itself
-  // (nanoGPT's rule) instead of being refused with a --min-lr the student cannot type here.
-  if (lr <= engine.info().train_defaults.min_lr) r.min_lr = lr / 10;
   if (choice === 'custom') {
     r.n_layer = wholeNumber('tr-n_layer', 'n_layer', TOO_BIG_MODEL);
     r.n_head = wholeNumber('tr-n_head', 'n_head', TOO_BIG_MODEL);
     r.n_embd = wholeNumber('tr-n_embd', 'n_embd', TOO_BIG_MODEL);
   }
   return r;
+}
+
+// ---- The homework 11 preset: examples/train_pico.sh's command, read from the script itself ----
+// The build copies the script beside the page (web/CMakeLists.txt), so that its settings are
+// written once: here its `attograd train` command is read flag by flag, each training option's
+// flag named by the engine (info's train_flags, TrainOptions' table) and put in its box. The
+// flags that are not settings of the run in the page are named with the reason; a flag the page
+// cannot follow is said, never dropped.
+const HOMEWORK_SCRIPT = 'examples/train_pico.sh';
+const NOT_IN_THE_PAGE = {
+  '--out': 'the run directory (the page keeps the run in memory: Save checkpoint writes it)',
+  '--overwrite': 'the run directory',
+  '--log-interval': 'the progress lines (the page reports every chunk of steps)',
+};
+// The script's `attograd train` command as [flag, value] pairs (a flag without a value: true).
+function trainCommandFlags(script) {
+  const lines = script.replace(/\\\n/g, ' ').split('\n');
+  const command = lines.find((line) => /^\s*\S*attograd train\s/.test(line));
+  if (!command) throw new Error(`${HOMEWORK_SCRIPT} has no attograd train command`);
+  const words = command.trim().split(/\s+/).slice(2).filter((w) => w !== '"$@"');
+  const flags = [];
+  for (let i = 0; i < words.length; ++i) {
+    const flag = words[i];
+    if (!flag.startsWith('--')) throw new Error(`${HOMEWORK_SCRIPT}: '${flag}' is not a flag`);
+    const hasValue = i + 1 < words.length && !words[i + 1].startsWith('--');
+    flags.push([flag, hasValue ? words[++i] : true]);
+  }
+  return flags;
+}
+// The boxes' values for the command's flags: {box id: value}, with the model and the text.
+function homeworkBoxes(flags) {
+  const names = engine.info().train_flags;
+  const boxes = {}, unknown = [];
+  for (const [flag, value] of flags) {
+    const box = RUN_BOXES.find(([key]) => key === names[flag]);
+    if (box) boxes[box[1]] = value;
+    else if (flag === '--preset' && ['femto', 'pico'].includes(value)) boxes['tr-model'] = value;
+    else if (flag === '--corpus' && SHIPPED_TEXTS[value]) boxes['tr-text'] = value;
+    else if (!NOT_IN_THE_PAGE[flag]) unknown.push(`${flag} ${value}`);
+  }
+  if (unknown.length)
+    throw new Error(`${HOMEWORK_SCRIPT} trains with ${unknown.join(', ')}, which this page has no box for: ` +
+                    'the homework preset would not be the homework. Run it with the command line.');
+  return boxes;
+}
+let homework = null;  // {command, boxes}, once read
+async function homeworkPreset() {
+  if (homework) return homework;
+  const reply = await fetch(HOMEWORK_SCRIPT);
+  if (!reply.ok) throw new Error(`${HOMEWORK_SCRIPT} could not be fetched: the server answered ${reply.status}`);
+  const flags = trainCommandFlags(await reply.text());
+  homework = {flags, boxes: homeworkBoxes(flags)};
+  return homework;
+}
+async function applyHomework() {
+  showError('tr-error', null);
+  try {
+    const h = await homeworkPreset();
+    chosenText = null;
+    for (const [id, value] of Object.entries(h.boxes)) $(id).value = value;
+    showChosenText();
+    $('tr-custom').hidden = $('tr-model').value !== 'custom';
+    const shown = h.flags.filter(([flag]) => !NOT_IN_THE_PAGE[flag]);
+    $('tr-homework-line').textContent = `${HOMEWORK_SCRIPT}: attograd train ` +
+        shown.map(([flag, value]) => `${flag} ${value}`).join(' ') + ' (press Build, then Train)';
+    settingsChanged();
+  } catch (e) {
+    showError('tr-error', e);
+  }
+}
+
+// A box changed after Build: said at once, with what changed (Build's value then, the box's now),
+// so that a run going on with Build's settings never looks as if it took the new ones. Train
+// refuses the same change (setupTraining).
+function settingsChanged() {
+  if (builtWith === null) {
+    $('tr-changed').textContent = '';
+    return;
+  }
+  const trained = lastProgress !== null;
+  const then = trained ? builtWith.fieldsWithoutSteps : builtWith.fieldsWithSteps;
+  const now = builtFields(!trained);
+  const changed = now.filter(([label, v]) => {
+    const old = then.find(([l]) => l === label);
+    return !old || old[1] !== v;
+  }).map(([label, v]) => {
+    const old = then.find(([l]) => l === label);
+    return `${label} ${old ? old[1] : '—'} → ${v}`;
+  });
+  const running = !$('tr-pause').disabled;
+  $('tr-changed').textContent = changed.length === 0 ? ''
+      : `Changed since Build: ${changed.join(', ')}. ` +
+        (running ? 'The run goes on with Build\'s settings; ' : 'Train will refuse them; ') +
+        'press Build to start a model with the new ones, or set them back.';
 }
 
 // The model changed (built or loaded): whatever trained before is gone with its run (the worker
@@ -401,6 +524,8 @@ function modelChanged(trainable) {
   runSteps = 0;
   builtWith = null;
   $('tr-progress').textContent = '';
+  $('tr-changed').textContent = '';
+  $('tr-plateau').textContent = '';
   $('tr-start').disabled = !trainable;
   $('tr-pause').disabled = true;
   sampling = null;
@@ -415,20 +540,21 @@ function modelChanged(trainable) {
   $('li-summary').textContent = '';
 }
 
-// The shipped text, genesis.txt, from the page's own server; fetched at the first Build, so a
-// server stopped since the page loaded (or a page opened offline) shows up here.
-async function fetchShippedText() {
+// A shipped text (genesis.txt, or kjv.txt, the homework's) from the page's own server; fetched at
+// the first Build on it, so a server stopped since the page loaded (or a page opened offline)
+// shows up here.
+async function fetchShippedText(file) {
   const fix = 'Start the page\'s server again (bash scripts/playground.sh) and reload, or choose a text ' +
       'file of your own above.';
   let reply;
   try {
-    reply = await fetch('genesis.txt');
+    reply = await fetch(file);
   } catch (e) {
-    throw new Error(`The shipped text genesis.txt could not be fetched (${e.message}): the page's server ` +
+    throw new Error(`The shipped text ${file} could not be fetched (${e.message}): the page's server ` +
                     `is not answering. ${fix}`);
   }
   if (!reply.ok)
-    throw new Error(`The shipped text genesis.txt could not be fetched: the server answered ${reply.status} ` +
+    throw new Error(`The shipped text ${file} could not be fetched: the server answered ${reply.status} ` +
                     `${reply.statusText}. ${fix}`);
   return reply.text();
 }
@@ -454,7 +580,7 @@ async function readChosenFile(input, use) {
 function showChosenText() {
   $('tr-file-name').textContent = chosenText
       ? `training text: ${chosenText.name} (${chosenText.bytes.length.toLocaleString()} bytes)`
-      : 'training text: Genesis (shipped with the page)';
+      : `training text: ${textName()} (shipped with the page)`;
   $('tr-file-clear').hidden = !chosenText;
 }
 
@@ -467,7 +593,7 @@ function modelLine(c) {
   return `${c.kind} with ${c.parameters.toLocaleString()} parameters (${settings.join(', ')})`;
 }
 
-let shippedText = null;
+const shippedTexts = {};  // the shipped texts fetched so far, by file
 let building = false;  // a Build is under way: Train stays off until it ends
 async function buildModel() {
   showError('tr-error', null);
@@ -479,16 +605,19 @@ async function buildModel() {
   $('tr-info').textContent = 'Building: reading the text, counting the baselines…';
   try {
     const request = trainingRequest();
-    const settings = {withSteps: builtSettings(true), withoutSteps: builtSettings(false)};
+    const settings = {withSteps: builtSettings(true), withoutSteps: builtSettings(false),
+                      fieldsWithSteps: builtFields(true), fieldsWithoutSteps: builtFields(false)};
     if (chosenText) {
       // An empty file, in the page's words (the engine's would name its tokenizer's function).
       if (chosenText.bytes.length === 0)
         throw new Error(`${chosenText.name} is empty: choose a file with the text to train on (a few ` +
-                        'thousand characters at least), or press “use Genesis” to train on the shipped text.');
+                        `thousand characters at least), or press “use the shipped text” to train on ` +
+                        `${SHIPPED_TEXTS[$('tr-text').value].name}.`);
       request.bytes = chosenText.bytes;
       request.name = chosenText.name;
     } else {
-      request.text = shippedText || (shippedText = await fetchShippedText());
+      const file = SHIPPED_TEXTS[$('tr-text').value].file;
+      request.text = shippedTexts[file] || (shippedTexts[file] = await fetchShippedText(file));
     }
     const r = await workerCall('newModel', request);
     part3Succeeded();
@@ -519,89 +648,192 @@ async function buildModel() {
 }
 
 let lastProgress = null;
+let progressReports = 0;  // the worker's reports so far, against the chart's draws (the tests)
 function onProgress(p) {
+  const first = p.step - p.losses.length + 1;
+  p.losses.forEach((loss, i) => history.train.push([first + i, loss]));
   if (p.error) {
     showError('tr-error', p.error);
     $('tr-pause').disabled = true;
     $('tr-start').disabled = !baselines || building;
+    drawChart();
     return;
   }
+  ++progressReports;
   lastProgress = p;
-  const first = p.step - p.losses.length + 1;
-  p.losses.forEach((loss, i) => history.train.push([first + i, loss]));
   if (p.eval) history.val.push([p.eval.step, p.eval.val_loss, p.eval]);
-  const left = (p.target - p.step) * p.seconds_per_step;
+  const left = (p.target - p.step) * (p.seconds_per_step || 0);
   const last = history.val[history.val.length - 1];
-  $('tr-progress').textContent = `step ${p.step} / ${p.target}, loss ${fmt(p.losses[p.losses.length - 1], 4)}, ` +
-      `${Math.round(p.tokens_per_second).toLocaleString()} tokens/s, ${left.toFixed(1)} s left` +
+  const loss = p.losses.length ? `, loss ${fmt(p.losses[p.losses.length - 1], 4)}, ` +
+      `${Math.round(p.tokens_per_second).toLocaleString()} tokens/s, ${left.toFixed(1)} s left` : '';
+  $('tr-progress').textContent = `step ${p.step} / ${p.target}${loss}` +
       (last ? `; val loss ${fmt(last[2].val_loss, 4)} (perplexity ${fmt(last[2].val_ppl, 3)}) at step ${last[0]}` : '') +
       (p.done ? ' — done' : '');
+  if (p.eval) explainPlateau(p.eval);
   if (p.done) {
     $('tr-pause').disabled = true;
     $('tr-start').disabled = !baselines || building;
+    settingsChanged();  // "Train will refuse them", no longer "the run goes on"
     if (window.page.onDone) window.page.onDone(p);  // bench/page_pico.py times runs with it
+    drawChart();  // the run's last points at once, not a quarter of a second later
+  } else {
+    requestChart();
   }
-  drawChart();
 }
 
-// The chart: the train loss of every step, the val loss of each evaluation and the counted
-// baselines (dashed), as loss in nats or as perplexity, e^loss, the number of equally likely
-// characters the model is as unsure as (the CLI writes both, loss.png and perplexity.png); on a
-// linear or a log axis. A val point's perplexity is the engine's (its evaluation's val_ppl). The
-// legend is HTML under the canvas (#tr-legend), which wraps rather than being cut off, and each
-// label drawn on the canvas is measured and its margin made to fit it.
-const CHART = {train: '#3060c0', val: '#c02040', unigram: '#b05000', bigram: '#007040'};
+// femto's plateau, said where it happens: once a femto's val loss is within 0.1 nats of the
+// unigram baseline (after step 0). Its LayerNorm normalises n_embd = 2 numbers, (a, b) to ±(1, −1)
+// times gamma plus beta: one bit a position, so each position's output is one of two
+// distributions, and the best it can do is about the character frequencies, the unigram
+// (tests/web/api_test.js: 3.03 to 3.07 on Genesis by seed, against 3.031).
+const PLATEAU_NATS = 0.1;
+function explainPlateau(evaluation) {
+  const c = baselines && baselines.config;
+  if (!c || c.kind !== 'gpt' || c.n_embd !== 2 || evaluation.step === 0 || !Number.isFinite(evaluation.val_loss) ||
+      evaluation.val_loss > baselines.unigram_loss + PLATEAU_NATS)
+    return;
+  $('tr-plateau').textContent = `femto has reached the unigram baseline (val loss ` +
+      `${fmt(evaluation.val_loss, 4)} at step ${evaluation.step}, unigram ${fmt(baselines.unigram_loss, 4)}) and ` +
+      'will stay about there: its layer norm normalises n_embd = 2 numbers, which leaves one bit a position ' +
+      '((a − b) / |a − b|, times gamma, plus beta), so each position\'s output is one of two distributions, ' +
+      'enough for the character frequencies (the unigram) but not for using the context. pico (n_embd 6) ' +
+      'falls below it and below the bigram: press Homework 11 settings, or choose pico, and Build.';
+}
+
+// The chart: the train loss of each step (faint) under its running mean, the val loss of each
+// evaluation (a line with a dot at each, from the step-0 evaluation on, so that the crossings of
+// the baselines show) and the counted baselines (dashed), as loss in nats or as perplexity, e^loss,
+// the number of equally likely characters the model is as unsure as (the CLI writes both,
+// loss.png and perplexity.png); on a linear or a log axis. A val point's perplexity is the
+// engine's (its evaluation's val_ppl). The legend is HTML under the canvas (#tr-legend), which
+// wraps rather than being cut off, and each label drawn on the canvas is measured and its margin
+// made to fit it.
+const CHART = {train: 'rgba(48, 96, 192, 0.3)', smooth: '#3060c0', val: '#c02040', unigram: '#b05000',
+               bigram: '#007040'};
 let chartDrawn = null;  // what drawChart drew last, for the tests (window.page.chart())
+
+// The running mean of the last `n` points of [step, value] (fewer at the start), the curve
+// drawn over the raw one: at 20,000 steps the raw losses, one a step, are a band 0.3 nats thick
+// that hid the val curve. A value that is not finite (a diverging run) is left out of the means;
+// a point whose window holds none is left out.
+function runningMean(points, n) {
+  const out = [];
+  let sum = 0, count = 0;
+  points.forEach(([step, v], i) => {
+    if (Number.isFinite(v)) sum += v, ++count;
+    if (i >= n) {
+      const old = points[i - n][1];
+      if (Number.isFinite(old)) sum -= old, --count;
+    }
+    if (count > 0) out.push([step, sum / count]);
+  });
+  return out;
+}
+// The window: about a 200th of the run's steps (100 at the homework's 20,000), so that the mean
+// follows the curve's bend at any length.
+const smoothingWindow = (steps) => Math.max(1, Math.round(steps / 200));
 
 function chartSeries() {
   const perplexity = $('tr-metric').value === 'perplexity';
   const y = perplexity ? Math.exp : (loss) => loss;
+  // JSON has no infinity: a val_ppl the engine could not write (e^loss overflowed) comes as null.
+  const ppl = (evaluation) => (evaluation.val_ppl === null ? Infinity : evaluation.val_ppl);
   return {
     metric: perplexity ? 'perplexity' : 'loss',
     train: history.train.map(([step, loss]) => [step, y(loss)]),
-    val: history.val.map(([step, loss, evaluation]) => [step, perplexity ? evaluation.val_ppl : loss]),
+    val: history.val.map(([step, loss, evaluation]) => [step, perplexity ? ppl(evaluation) : loss]),
     unigram: y(baselines.unigram_loss),
     bigram: y(baselines.bigram_loss),
   };
 }
 
-function drawLegend(metric) {
+function drawLegend(metric, meanOver) {
   const what = metric === 'perplexity' ? 'perplexity' : 'loss';
   const key = (color, dashed, width, text) =>
       `<span class="key"><span class="line" style="border-top: ${width}px ${dashed ? 'dashed' : 'solid'} ` +
       `${color}"></span>${text}</span>`;
   $('tr-legend').innerHTML = key(CHART.train, false, 1, `train ${what} (each step)`) +
+      key(CHART.smooth, false, 2, `its mean over the last ${meanOver} step${meanOver === 1 ? '' : 's'}`) +
       key(CHART.val, false, 2, `val ${what} (each evaluation, on text not trained on)`) +
       key(CHART.unigram, true, 1, 'unigram baseline (character frequencies)') +
       key(CHART.bigram, true, 1, 'bigram baseline (counted pairs)');
 }
 
+// A tick label that stays short whatever the run did: a diverging run's perplexity reaches e^100
+// (1e43), which toFixed wrote out in 44 digits.
+const tickLabel = (v) => (Math.abs(v) >= 1e5 ? v.toExponential(1) : v >= 100 ? v.toFixed(0)
+                          : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+// Steps on the x axis at 1, 2 or 5 times a power of ten, about 6 of them.
+function stepTicks(maxStep) {
+  const raw = maxStep / 6, p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const every = [1, 2, 5, 10].map((m) => m * p).find((t) => t >= raw);
+  const ticks = [];
+  for (let t = 0; t <= maxStep; t += every) ticks.push(t);
+  return ticks;
+}
+
+// Redraws at most CHART_HZ times a second: the worker reports every ~50 ms, and a 20,000-point
+// redraw on each report took the CPU the worker trains on (the page's speed against the native
+// run, docs/performance.md). A report between draws schedules one draw at the end of the interval.
+const CHART_HZ = 4;
+let chartLast = -Infinity, chartTimer = null, chartDraws = 0;
+function requestChart() {
+  if (chartTimer !== null) return;
+  const wait = chartLast + 1000 / CHART_HZ - performance.now();
+  if (wait <= 0) return drawChart();
+  chartTimer = setTimeout(() => {
+    chartTimer = null;
+    drawChart();
+  }, wait);
+}
+
 function drawChart() {
+  if (chartTimer !== null) clearTimeout(chartTimer), chartTimer = null;
+  chartLast = performance.now();
+  ++chartDraws;
   const canvas = $('tr-chart');
+  // Crisp on a high-DPI screen: the canvas's pixels are devicePixelRatio times its CSS size (its
+  // width and height attributes, 760 x 280), and everything is drawn in CSS pixels through the
+  // scale. The CSS width is set and the height follows the aspect ratio, so that the chart still
+  // shrinks to a phone's width (max-width: 100%).
+  const W = 760, H = 280, Tp = 10, B = 44, dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(W * dpr)) {
+    canvas.width = Math.round(W * dpr);
+    canvas.height = Math.round(H * dpr);
+    canvas.style.width = W + 'px';
+  }
   const g = canvas.getContext('2d');
-  const W = canvas.width, H = canvas.height, Tp = 10, B = 30;
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.fillStyle = '#fff';
   g.fillRect(0, 0, W, H);
-  drawLegend($('tr-metric').value);
-  chartDrawn = null;
-  if (!baselines) return;
-  const s = chartSeries(), log = $('tr-log').checked;
-  const points = s.train.concat(s.val);
   // The axis ends at the run's last step (Build's or Train's Steps), not at what the Steps box
   // says now: typing 20000 there squeezed a 2,000-step curve into the left tenth.
   let maxStep = Math.max(10, runSteps);
-  for (const p of points) maxStep = Math.max(maxStep, p[0]);
-  const values = points.map((p) => p[1]).concat([s.unigram, s.bigram]);
-  const tf = (v) => (log ? Math.log(Math.max(v, 1e-3)) : v);
-  const lo = Math.min(...values), hi = Math.max(...values);
-  const y0 = tf(lo) - 0.05 * (tf(hi) - tf(lo) || 1), y1 = tf(hi) + 0.05 * (tf(hi) - tf(lo) || 1);
-  const tick = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  for (const p of history.train.concat(history.val)) maxStep = Math.max(maxStep, p[0]);
+  const meanOver = smoothingWindow(maxStep);
+  drawLegend($('tr-metric').value, meanOver);
+  chartDrawn = null;
+  if (!baselines) return;
+  const s = chartSeries(), log = $('tr-log').checked;
+  s.smooth = runningMean(s.train, meanOver);
+  // The y range from the finite values only: an infinite perplexity (or a NaN) would make every
+  // coordinate NaN; such points are left out of the curves, which break there.
+  const finite = (v) => Number.isFinite(v) && (!log || v > 0);
+  const values = s.train.concat(s.val).map((p) => p[1]).concat([s.unigram, s.bigram]).filter(finite);
+  const tf = (v) => (log ? Math.log(v) : v);
+  let lo = Infinity, hi = -Infinity;
+  for (const v of values) lo = Math.min(lo, v), hi = Math.max(hi, v);
+  // A margin of 5% above and below; on a linear axis not below 0, which no loss or perplexity is
+  // (a diverged run's range, 0 to 1e15, put its lowest tick at -1.4e+14).
+  let y0 = tf(lo) - 0.05 * (tf(hi) - tf(lo) || 1);
+  const y1 = tf(hi) + 0.05 * (tf(hi) - tf(lo) || 1);
+  if (!log && lo >= 0) y0 = Math.max(0, y0);
   const ticks = [0, 1, 2, 3, 4].map((k) => (log ? Math.exp(y0 + (y1 - y0) * k / 4) : y0 + (y1 - y0) * k / 4));
-  const baseline = [['unigram', s.unigram], ['bigram', s.bigram]].map(([name, v]) => [name, v, `${name} ${tick(v)}`]);
+  const baseline = [['unigram', s.unigram], ['bigram', s.bigram]].map(([name, v]) => [name, v, `${name} ${tickLabel(v)}`]);
   g.font = '12px sans-serif';
   const width = (text) => g.measureText(text).width;
   // The margins fit the widest tick label (left) and baseline label (right).
-  const L = Math.ceil(Math.max(...ticks.map((v) => width(tick(v))))) + 10;
+  const L = Math.ceil(Math.max(...ticks.map((v) => width(tickLabel(v))))) + 10;
   const R = Math.ceil(Math.max(...baseline.map((b) => width(b[2])))) + 14;
   const X = (step) => L + (W - L - R) * (step / maxStep);
   const Y = (v) => Tp + (H - Tp - B) * (1 - (tf(v) - y0) / (y1 - y0));
@@ -616,16 +848,36 @@ function drawChart() {
   g.strokeStyle = '#888';
   g.lineWidth = 1;
   g.strokeRect(L, Tp, W - L - R, H - Tp - B);
-  ticks.forEach((v) => label(tick(v), 4, Y(v) + 4, '#333'));
+  ticks.forEach((v) => label(tickLabel(v), 4, Y(v) + 4, '#333'));
+  // The x ticks: a mark under the plot and the step, centred on it but kept inside the plot.
+  const xTicks = stepTicks(maxStep);
+  for (const t of xTicks) {
+    g.beginPath();
+    g.moveTo(X(t), H - B);
+    g.lineTo(X(t), H - B + 4);
+    g.stroke();
+    const text = t.toLocaleString('en');
+    label(text, Math.min(W - R - width(text), Math.max(L, X(t) - width(text) / 2)), H - B + 16, '#333');
+  }
   label(s.metric === 'perplexity' ? (log ? 'perplexity (e^loss, log axis)' : 'perplexity (e^loss)')
-                                  : (log ? 'loss (nats, log axis)' : 'loss (nats)'), L, H - 10, '#333');
-  const steps = `step ${maxStep}`;
-  label(steps, W - R - width(steps), H - 10, '#333');
+                                  : (log ? 'loss (nats, log axis)' : 'loss (nats)'), L, H - 6, '#333');
+  const steps = 'step';
+  label(steps, W - R - width(steps), H - 6, '#333');
+  // A curve through its finite points, broken where a value is not (a diverged step).
   const line = (pts, color, lineWidth) => {
     g.strokeStyle = color;
     g.lineWidth = lineWidth;
     g.beginPath();
-    pts.forEach((p, i) => (i ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1]))));
+    let open = false;
+    for (const [step, v] of pts) {
+      if (!finite(v)) {
+        open = false;
+        continue;
+      }
+      if (open) g.lineTo(X(step), Y(v));
+      else g.moveTo(X(step), Y(v));
+      open = true;
+    }
     g.stroke();
   };
   // The baselines' labels at the right, kept 13 px apart when the two lines run close.
@@ -639,10 +891,19 @@ function drawChart() {
     label(text, W - R + 6, Math.min(H - B, Math.max(Tp + 10, i === 0 ? uy : by)), CHART[name]);
   });
   line(s.train, CHART.train, 1);
+  line(s.smooth, CHART.smooth, 2);
   line(s.val, CHART.val, 2);
+  g.fillStyle = CHART.val;
+  for (const [step, v] of s.val) {
+    if (!finite(v)) continue;
+    g.beginPath();
+    g.arc(X(step), Y(v), 3, 0, 2 * Math.PI);
+    g.fill();
+  }
   chartDrawn = Object.assign(s, {
-    log, width: W, height: H, plot: {left: L, top: Tp, right: W - R, bottom: H - B}, labels,
-    val_pixels: s.val.map(([step, v]) => [X(step), Y(v)]),
+    log, width: W, height: H, dpr, mean_over: meanOver, plot: {left: L, top: Tp, right: W - R, bottom: H - B}, labels,
+    x_ticks: xTicks, y_ticks: ticks.map(tickLabel),
+    val_pixels: s.val.filter(([, v]) => finite(v)).map(([step, v]) => [X(step), Y(v)]),
   });
 }
 
@@ -776,16 +1037,43 @@ function setupSampling() {
   });
 }
 
+// Steps changed while a run goes: applied, the run now ends at the new count (the worker moves
+// its target; the learning rate schedule keeps Build's end, as after a finished run); a count the
+// run has passed is refused with the worker's message. When no run goes, Train reads the box.
+async function stepsChanged() {
+  if ($('tr-pause').disabled) return;
+  try {
+    const steps = trainingSteps();
+    const tokensPerStep = baselines.options.batch_size * baselines.config.block_size;
+    await workerCall('start', {target: steps, chunk: 10, tokensPerStep});
+    runSteps = steps;
+    showError('tr-error', null);
+    $('tr-changed').textContent = `Steps applied to the run going on: it now ends at step ${steps}.`;
+    requestChart();
+  } catch (e) {
+    showError('tr-error', e);
+  }
+}
+
 function setupTraining() {
   $('tr-model').addEventListener('change', () => ($('tr-custom').hidden = $('tr-model').value !== 'custom'));
+  $('tr-homework').addEventListener('click', applyHomework);
+  $('tr-text').addEventListener('change', showChosenText);
+  // Every box Build reads: a change is said at once (settingsChanged). Steps during a run is
+  // applied instead: the run's end moves (stepsChanged).
+  for (const id of ['tr-model', 'tr-text', 'tr-n_layer', 'tr-n_head', 'tr-n_embd'].concat(RUN_BOXES.map((b) => b[1])))
+    $(id).addEventListener(id === 'tr-model' || id === 'tr-text' ? 'change' : 'input', settingsChanged);
+  $('tr-steps').addEventListener('change', stepsChanged);
   $('tr-file').addEventListener('change', () => readChosenFile($('tr-file'), (file, bytes) => {
     showError('tr-error', null);
     chosenText = {bytes, name: file.name};
     showChosenText();
+    settingsChanged();
   }));
   $('tr-file-clear').addEventListener('click', () => {
     chosenText = null;
     showChosenText();
+    settingsChanged();
   });
   showChosenText();
   $('tr-build').addEventListener('click', buildModel);
@@ -810,8 +1098,7 @@ function setupTraining() {
     try {
       const steps = trainingSteps();  // the model's other settings were taken at Build
       const tokensPerStep = baselines.options.batch_size * baselines.config.block_size;
-      const evalEvery = Math.max(10, Math.round(steps / 10 / 10) * 10);
-      await workerCall('start', {target: steps, chunk: 10, evalEvery, tokensPerStep});
+      await workerCall('start', {target: steps, chunk: 10, tokensPerStep});
       runSteps = steps;
       part3Succeeded();
     } catch (e) {
@@ -828,6 +1115,8 @@ function setupTraining() {
   });
   $('tr-log').addEventListener('change', drawChart);
   $('tr-metric').addEventListener('change', drawChart);
+  // A window moved to a screen of another pixel ratio: redrawn at the new one.
+  matchMedia(`(resolution: ${window.devicePixelRatio}dppx)`).addEventListener('change', drawChart);
   drawChart();
   $('tr-save').addEventListener('click', async () => {
     try {
@@ -969,6 +1258,14 @@ window.page = {
   // What the chart drew last (series, margins, the canvas labels' boxes), and the sampling
   // run's steps as the worker answered them.
   chart: () => chartDrawn,
+  // The chart's draws and the worker's reports so far (the draws are throttled to CHART_HZ a
+  // second), the running mean the chart draws (for a known input), and the homework preset's
+  // boxes as read from examples/train_pico.sh.
+  chartCounts: () => ({draws: chartDraws, reports: progressReports, hz: CHART_HZ}),
+  runningMean,
+  homework: () => homeworkPreset(),
+  // Build's answer (the config and the options the engine trains with).
+  built: () => baselines,
   samplingSteps: () => (sampling ? sampling.steps : []),
   lastAttribution: () => lastAttribution,
   ropeScores: () => ropeGrid,

@@ -6,7 +6,9 @@ importScripts('attograd_module.js', 'attograd.js');
 
 let engine = null;
 const ready = loadAttograd().then((e) => (engine = e));
-let run = null;  // {step, target, chunk (most steps a call), steps (the next call's), evalEvery, running}
+// {step, target, chunk (most steps a call), steps (the next call's), nextEval (the step of the
+//  next evaluation, the engine's schedule: train_pico.sh's eval_interval and eval_early), running}
+let run = null;
 
 function post(message) {
   self.postMessage(message);
@@ -14,6 +16,7 @@ function post(message) {
 
 function evaluate() {
   const r = engine.evaluate();
+  if (run) run.nextEval = r.next_eval;
   return r;
 }
 
@@ -24,16 +27,23 @@ const channel = new MessageChannel();
 channel.port1.onmessage = () => trainChunk();
 const yieldThenTrain = () => channel.port2.postMessage(null);
 
-// Steps in calls of run.steps (at most run.chunk), for about 50 ms or up to the next evaluation,
-// then one progress message and a yield; while running.
+// Steps in calls of run.steps (at most run.chunk), for about 50 ms or up to the next evaluation
+// (the engine's next_eval; the end of the run too), then one progress message and a yield; while
+// running. A run's first chunk is the step-0 evaluation alone, as `attograd train` starts, so
+// that the val curve starts where training does.
 function trainChunk() {
   if (!run || !run.running) return;
   const before = performance.now();
   const losses = [];
   let evaluation = null;
   try {
-    do {
-      const toEval = run.evalEvery - (run.step % run.evalEvery);
+    if (run.step === 0 && !run.evaluatedAtStart) {
+      run.evaluatedAtStart = true;
+      evaluation = evaluate();
+    }
+    while (!evaluation) {
+      const due = run.nextEval;  // 0: no evaluation due before the end
+      const toEval = due > run.step ? due - run.step : Infinity;
       const call = performance.now();
       const result = engine.train(Math.min(run.steps, run.target - run.step, toEval));
       // The steps of the next call: as many as take about 10 ms, at most run.chunk, at least one,
@@ -41,15 +51,19 @@ function trainChunk() {
       const perStep = (performance.now() - call) / result.losses.length;
       run.steps = Math.max(1, Math.min(run.chunk, Math.floor(10 / Math.max(perStep, 1e-3))));
       run.step = result.step;
+      run.nextEval = result.next_eval;
       losses.push(...result.losses);
-      if (run.step % run.evalEvery === 0 || run.step >= run.target) {
+      if (run.step === due || run.step >= run.target) {
         evaluation = evaluate();
         break;
       }
-    } while (performance.now() - before < 50);
+      if (performance.now() - before >= 50) break;
+    }
   } catch (e) {
+    // A diverged run (the engine refuses a non-finite loss): the steps this chunk did take still
+    // go to the chart, which shows the climb before the refusal.
     run.running = false;
-    post({progress: {error: e.message}});
+    post({progress: {error: e.message, step: run.step, losses}});
     return;
   }
   const seconds = (performance.now() - before) / 1000;
@@ -58,7 +72,7 @@ function trainChunk() {
     target: run.target,
     losses,
     tokens_per_second: (losses.length * run.tokensPerStep) / seconds,
-    seconds_per_step: seconds / losses.length,
+    seconds_per_step: losses.length ? seconds / losses.length : 0,
   };
   if (evaluation) progress.eval = evaluation;
   if (run.step >= run.target) {
@@ -80,8 +94,8 @@ const methods = {
     run = null;
     return result;
   },
-  start({target, chunk, evalEvery, tokensPerStep}) {
-    if (run && run.running) return {step: run.step};
+  // Train, and Steps changed during a run (which moves the running run's end).
+  start({target, chunk, tokensPerStep}) {
     // A run that has reached its step count (or a count lowered below the steps done) has no
     // step left to take: say so and how to go on, rather than ask the engine for 0 or -150 steps.
     if (run && target <= run.step)
@@ -89,7 +103,11 @@ const methods = {
                       `reached its step count. To go on training it, raise Steps above ${run.step} and ` +
                       'press Train (its learning rate stays at the floor its cosine decay reached, as ' +
                       'attograd train --resume with a larger --steps does); Build starts a new model.');
-    run = Object.assign(run || {step: 0, steps: 1}, {target, chunk, evalEvery, tokensPerStep, running: true});
+    if (run && run.running) {
+      run.target = target;
+      return {step: run.step};
+    }
+    run = Object.assign(run || {step: 0, steps: 1, nextEval: 0}, {target, chunk, tokensPerStep, running: true});
     yieldThenTrain();
     return {step: run.step};
   },

@@ -98,6 +98,25 @@ TrainOptions TrainOptions::on_ranks(int64_t new_ranks) const {
   return o;
 }
 
+bool TrainOptions::evaluates_at(int64_t step) const {
+  const int64_t first_regular = eval_interval > 0 ? eval_interval : max_steps;
+  return step == max_steps || (eval_interval > 0 && step % eval_interval == 0) ||
+         (eval_early > 0 && step < first_regular && step % eval_early == 0);
+}
+
+int64_t TrainOptions::next_eval(int64_t step) const {
+  // The next multiple of n after step (steps are >= 0, so integer division rounds down).
+  const auto next_multiple = [step](int64_t n) { return (step / n + 1) * n; };
+  int64_t next = step < max_steps ? max_steps : 0;
+  const auto take = [&next](int64_t candidate) {
+    if (next == 0 || candidate < next) next = candidate;
+  };
+  if (eval_interval > 0) take(next_multiple(eval_interval));
+  const int64_t first_regular = eval_interval > 0 ? eval_interval : max_steps;
+  if (eval_early > 0 && next_multiple(eval_early) < first_regular) take(next_multiple(eval_early));
+  return next;
+}
+
 std::string TrainOptions::to_json() const {
   return fields_to_json(*this, train_option_fields()).dump();
 }
@@ -397,11 +416,7 @@ EvalResult Trainer::run(std::ostream& log) {
       report.progress(step_, loss, last_lr_, secs);
       if (logs) logs->flush();  // the log file keeps up with the progress lines
     }
-    // eval_early: also every eval_early steps until the first regular evaluation.
-    const int64_t first_regular = o.eval_interval > 0 ? o.eval_interval : o.max_steps;
-    const bool eval_now = step_ == o.max_steps ||
-                          (o.eval_interval > 0 && step_ % o.eval_interval == 0) ||
-                          (o.eval_early > 0 && step_ < first_regular && step_ % o.eval_early == 0);
+    const bool eval_now = o.evaluates_at(step_);
     if (eval_now) {
       evaluate_and_log();
       // Finite parameters can still be too large for a finite loss: such a model is no

@@ -139,6 +139,15 @@ struct TrainOptions {
   /// The length of the cosine decay: lr_decay_steps, or max_steps when it is 0.
   int64_t decay_steps() const { return lr_decay_steps > 0 ? lr_decay_steps : max_steps; }
 
+  /// Whether Trainer::run evaluates after `step`: at max_steps, every eval_interval steps, and
+  /// every eval_early steps before the first eval_interval step (with eval_interval 0, before
+  /// max_steps). The one statement of the schedule: the CLI's run and the page's worker (through
+  /// next_eval, web/attograd_api.cc) both follow it.
+  bool evaluates_at(int64_t step) const;
+  /// The first step after `step` at which evaluates_at holds, or 0 when none does (past
+  /// max_steps with eval_interval 0). Computed, not searched: a step count may be large.
+  int64_t next_eval(int64_t step) const;
+
   /// Sequences per optimizer step over all ranks: ranks * batch_size * grad_accum.
   int64_t global_batch() const;
   /// The same run on `new_ranks` ranks: the global batch (ranks * batch_size per micro-batch,

@@ -134,6 +134,61 @@ test('model_new takes the training options of attograd train', () => {
                 /request 'model_new': label_smoothing \(--label-smoothing\) is 1, expected a finite number in \[0, 1\)/);
 });
 
+// The evaluation schedule of `attograd train` (TrainOptions::next_eval), which the page's worker
+// trains by: train_pico.sh's shape (every eval_early steps, then every eval_interval), small.
+test('train and evaluate answer the step of the next evaluation by the run\'s schedule', () => {
+  engine.newModel({preset: 'femto', text, max_steps: 50, warmup_steps: 5, eval_interval: 20,
+                   eval_early: 5, eval_iters: 2});
+  let next = engine.evaluate().next_eval, step = 0;
+  const seen = [];
+  while (next !== 0 && next <= 50) {
+    const r = engine.train(next - step);
+    assert.strictEqual(r.step, next);
+    seen.push(next);
+    step = next;
+    next = r.next_eval;
+  }
+  assert.deepStrictEqual(seen, [5, 10, 15, 20, 40, 50]);
+  assert.strictEqual(next, 60);  // past max_steps (Steps raised in the page): every eval_interval
+  assert.strictEqual(engine.evaluate().next_eval, 60);
+});
+
+// The homework's command, examples/train_pico.sh (copied beside the page), through the engine's
+// table of `attograd train`'s flags (info's train_flags): each training option it sets reaches
+// model_new under its JSON name, and the engine trains with the script's values.
+test('train_pico.sh\'s training flags name options model_new takes, with the script\'s values', () => {
+  const script = fs.readFileSync(path.join(webDir, 'examples', 'train_pico.sh'), 'utf8');
+  const command = script.replace(/\\\n/g, ' ').split('\n').find((l) => /attograd train /.test(l));
+  const words = command.trim().split(/\s+/);
+  const flags = engine.info().train_flags;
+  assert.strictEqual(flags['--lr'], 'learning_rate');
+  assert.strictEqual(flags['--steps'], 'max_steps');
+  const request = {}, expected = {};
+  for (let i = 0; i < words.length; ++i) {
+    if (!flags[words[i]]) continue;
+    const key = flags[words[i]], value = Number(words[i + 1]);
+    request[key] = value;
+    expected[key] = value;
+  }
+  assert.deepStrictEqual(Object.keys(expected).sort(),
+                         ['batch_size', 'eval_early', 'eval_interval', 'eval_iters', 'learning_rate',
+                          'log_interval', 'max_steps', 'min_lr', 'warmup_steps']);
+  const made = engine.newModel(Object.assign({preset: 'pico', text}, request));
+  for (const [key, value] of Object.entries(expected)) assert.strictEqual(made.options[key], value, key);
+  assert.strictEqual(made.options.eval_early, 100);
+  assert.strictEqual(made.options.max_steps, 20000);
+});
+
+// The bigram and the average at pico's size (the page's choice for them): the average has pico's
+// n_embd 6, the lecture's averaging-against-attention comparison at one width.
+test('the average built at pico\'s size has n_embd 6', () => {
+  const average = engine.newModel({kind: 'average', preset: 'pico', text, max_steps: 10});
+  assert.strictEqual(average.config.n_embd, 6);
+  const bigram = engine.newModel({kind: 'bigram', preset: 'pico', text, max_steps: 10});
+  assert.strictEqual(bigram.config.kind, 'bigram');
+  assert.strictEqual(bigram.config.parameters, 70 * 70);
+});
+
 test('forward, checkpoints through bytes, sampling, and their bad inputs', () => {
   engine.newModel({preset: 'pico', text, max_steps: 100, warmup_steps: 10, seed: 3});
   engine.train(100);

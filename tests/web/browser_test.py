@@ -48,6 +48,19 @@ read the page's DOM as a student would see it:
     --attribution`'s attribution.csv), with a legend, and the summary says "X of Y" with the
     engine's counts; the page names the section of docs/03-attention.md and links to the chapter
     as plain text, served with the page;
+  - homework 11: the preset is examples/train_pico.sh's command (read here with shlex): Build
+    with it trains pico on the King James Bible (kjv.txt, as many characters as the CLI's kjv)
+    with each of the script's 8 training options, as the engine reports them; the val curve
+    starts at step 0 with the early evaluations every 100 steps; the chart is redrawn at most 4
+    times a second while the worker reports more often, its smoothed curve is the running mean
+    of the train points (computed here, and on a known series with non-finite values), its x
+    ticks are round steps, and at devicePixelRatio 2 it has twice the pixels at the same size; a
+    batch changed during the run is said at once (and the message goes when it is set back),
+    Steps changed during the run is applied and the run ends there;
+  - a run at learning rate 50 diverges: the page says so, the chart keeps the steps before the
+    refusal, and its tick labels stay short numbers inside the canvas in the loss view (up to
+    1e16) and the perplexity view (infinite values left out); femto's plateau at the unigram is
+    explained with its numbers; on a phone's width (390 px) part 3 and its chart fit;
   - the page asked the server only for its own files, and the browser fetched nothing else;
   - opened as file://, the page says to serve it (bash scripts/playground.sh);
   - a screenshot of each part is saved in OUTPUT_DIR and is not blank.
@@ -57,6 +70,7 @@ read the page's DOM as a student would see it:
 import math
 import os
 import re
+import shlex
 import sys
 import tempfile
 import time
@@ -337,6 +351,197 @@ def check_sampling(driver, wait, text, vocab_size):
     driver.find_element(By.ID, "sm-seed").clear()
 
 
+def train_pico_flags():
+    """examples/train_pico.sh's `attograd train` command as {flag: value} (shlex, as a shell
+    splits it), read here on its own, not through the page."""
+    with open(os.path.join(WEB_DIR, "examples", "train_pico.sh"), encoding="utf-8") as f:
+        script = f.read().replace("\\\n", " ")
+    command = next(line for line in script.split("\n") if "attograd train " in line)
+    words = shlex.split(command)[2:]
+    flags = {}
+    i = 0
+    while i < len(words):
+        if words[i].startswith("--"):
+            has_value = i + 1 < len(words) and not words[i + 1].startswith("--")
+            flags[words[i]] = words[i + 1] if has_value else True
+            i += 2 if has_value else 1
+        else:
+            i += 1  # "$@"
+    return flags
+
+
+def set_box(driver, element_id, value, event="input"):
+    driver.execute_script("const e = document.getElementById(arguments[0]); e.value = arguments[1];"
+                          "e.dispatchEvent(new Event(arguments[2]));", element_id, str(value), event)
+
+
+def check_homework(driver, wait, text):
+    """The homework 11 preset is examples/train_pico.sh's command: Build with it trains pico on the
+    King James Bible with every training option of the script (the engine's options after Build,
+    compared flag by flag through the engine's table of flags); the val curve starts at step 0
+    with the script's early evaluations; the chart's draws are throttled while the worker reports
+    more often, its running mean is the mean of the last `mean_over` train points, its x ticks
+    are round steps, and it is drawn at the screen's pixel ratio; a setting changed during the
+    run is said at once, and Steps changed during the run is applied."""
+    flags = train_pico_flags()
+    names = driver.execute_script("return window.page.engine.info().train_flags;")
+    driver.find_element(By.ID, "tr-homework").click()
+    wait().until(lambda d: text("tr-homework-line") != "" or text("tr-error") != "")
+    check(text("tr-error") == "" and text("tr-homework-line").startswith(
+              "examples/train_pico.sh: attograd train --preset pico --corpus kjv --steps 20000"),
+          "the homework preset shows train_pico.sh's command: %r" % text("tr-homework-line"))
+    model = driver.find_element(By.ID, "tr-model").get_attribute("value")
+    corpus = driver.find_element(By.ID, "tr-text").get_attribute("value")
+    check(model == flags["--preset"] == "pico" and corpus == flags["--corpus"] == "kjv",
+          "the preset's model is %s and its text %s, train_pico.sh's --preset and --corpus" % (model, corpus))
+    driver.find_element(By.ID, "tr-build").click()
+    wait(120).until(lambda d: text("tr-info").startswith("gpt") or text("tr-error") != "")
+    built = driver.execute_script("return window.page.built();")
+    with open(os.path.join(WEB_DIR, "kjv.txt"), encoding="utf-8") as f:
+        kjv_chars = len(f.read())
+    # --log-interval sets the CLI's progress lines, which the page does not print.
+    training = {f: v for f, v in flags.items() if f in names and f != "--log-interval"}
+    wrong = [(f, v, built["options"][names[f]]) for f, v in training.items()
+             if float(v) != built["options"][names[f]]]
+    check(len(training) == 8 and wrong == [],
+          "Build with the preset trains with train_pico.sh's %d training options (%s): %s" %
+          (len(training), " ".join("%s %s" % fv for fv in training.items()), wrong or "all equal"))
+    c = built["config"]
+    check((c["n_layer"], c["n_head"], c["n_embd"]) == (3, 3, 6) and
+          built["train_tokens"] + built["val_tokens"] == kjv_chars and
+          "the King James Bible" in text("tr-file-name"),
+          "on the King James Bible (%d characters, as attograd train's kjv): %r" % (kjv_chars, text("tr-info")))
+    # Train: step 0's evaluation, then the early ones every 100 steps. At the first report, a
+    # setting changed during the run is said at once, and Steps is applied (1,500: the run is
+    # short of it by then, and still in the early evaluations).
+    driver.find_element(By.ID, "tr-start").click()
+    wait(300).until(lambda d: d.execute_script("return window.page.trainingStep();") >= 1)
+    set_box(driver, "tr-batch", "32")
+    changed = text("tr-changed")
+    check(changed == "Changed since Build: batch 64 \u2192 32. The run goes on with Build's settings; "
+          "press Build to start a model with the new ones, or set them back.",
+          "a batch changed during the run is said at once: %r" % changed)
+    set_box(driver, "tr-batch", "64")
+    check(text("tr-changed") == "", "set back, the message goes")
+    set_box(driver, "tr-steps", "1500", "change")
+    wait().until(lambda d: text("tr-changed") != "" or text("tr-error") != "")
+    check(text("tr-changed") == "Steps applied to the run going on: it now ends at step 1500." and
+          text("tr-error") == "", "Steps changed during the run is applied: %r" % text("tr-changed"))
+    count = lambda: driver.execute_script("return window.page.chartCounts();")
+    before, started = count(), time.time()
+    time.sleep(3)
+    after, seconds = count(), time.time() - started
+    draws, reports = after["draws"] - before["draws"], after["reports"] - before["reports"]
+    check(1 <= draws <= after["hz"] * seconds + 2 and reports > draws,
+          "the chart is redrawn %d times in %.1f s (at most %d a second) while the worker reported %d "
+          "times" % (draws, seconds, after["hz"], reports))
+    wait(600).until(lambda d: "done" in text("tr-progress"))
+    check(text("tr-progress").startswith("step 1500 / 1500"), "the run ends at the new Steps: %r"
+          % text("tr-progress"))
+    chart = driver.execute_script("return window.page.chart();")
+    val_steps = [v[0] for v in chart["val"]]
+    check(val_steps == list(range(0, 1501, 100)),
+          "the val curve starts at step 0 and has train_pico.sh's early evaluations: %s" % val_steps)
+    check(text("tr-plateau") == "", "pico's run has no plateau note")
+    # The running mean over the chart's own train points, computed here.
+    n, train = chart["mean_over"], chart["train"]
+    mean = [[train[i][0], sum(v for _, v in train[max(0, i - n + 1):i + 1]) / (i + 1 - max(0, i - n + 1))]
+            for i in range(len(train))]
+    worst = max(abs(a[1] - b[1]) for a, b in zip(mean, chart["smooth"]))
+    check(n == 8 and len(chart["smooth"]) == len(train) == 1500 and worst < 1e-9 and
+          [a[0] for a in mean] == [b[0] for b in chart["smooth"]],
+          "the smoothed curve is the mean of the last %d train losses at each of %d steps (%.1e)"
+          % (n, len(train), worst))
+    known = driver.execute_script(
+        "return window.page.runningMean([[1, 1], [2, 2], [3, 6], [4, NaN], [5, 10], [6, NaN], [7, NaN]], 2);")
+    check(known == [[1, 1], [2, 1.5], [3, 4], [4, 6], [5, 10], [6, 10]],
+          "the running mean of a known series, non-finite values left out: %s" % known)
+    check(chart["x_ticks"] == [0, 500, 1000, 1500] and
+          all(any(l["text"] == format(t, ",") for l in chart["labels"]) for t in chart["x_ticks"]),
+          "the x axis has ticks at %s, labelled" % chart["x_ticks"])
+    # At a pixel ratio of 2 the canvas has twice the pixels, at the same size on the page.
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 1200, "height": 2400, "deviceScaleFactor": 2, "mobile": False})
+    Select(driver.find_element(By.ID, "tr-metric")).select_by_value("perplexity")
+    Select(driver.find_element(By.ID, "tr-metric")).select_by_value("loss")
+    hidpi = driver.execute_script("""
+        const c = document.getElementById('tr-chart');
+        return {width: c.width, height: c.height, css: c.clientWidth,
+                dpr: window.page.chart().dpr};""")
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    check(hidpi == {"width": 1520, "height": 560, "css": 760, "dpr": 2},
+          "at devicePixelRatio 2 the chart has 1520 x 560 pixels shown 760 wide: %s" % hidpi)
+
+
+def check_divergence_and_plateau(driver, wait, text):
+    """A learning rate far too high (50): the loss climbs to about 1e17 and the engine refuses the
+    NaN that follows; the chart keeps the steps before the refusal, and in the loss view (values
+    up to 1e17) and the perplexity view (e^loss infinite, left out) its tick labels stay short
+    numbers (no 18-digit loss, no 44-digit perplexity, no NaN or Infinity), inside the canvas.
+    femto's plateau at the unigram is explained where it happens."""
+    Select(driver.find_element(By.ID, "tr-text")).select_by_value("genesis")
+    Select(driver.find_element(By.ID, "tr-model")).select_by_value("pico")
+    for element_id, value in (("tr-steps", 200), ("tr-batch", 16), ("tr-lr", 50), ("tr-min_lr", 0.001),
+                              ("tr-warmup_steps", 0), ("tr-eval_interval", 20), ("tr-eval_early", 0),
+                              ("tr-eval_iters", 2)):
+        set_box(driver, element_id, value)
+    driver.find_element(By.ID, "tr-build").click()
+    wait(120).until(lambda d: d.find_element(By.ID, "tr-start").is_enabled() and text("tr-info").startswith("gpt"))
+    driver.find_element(By.ID, "tr-start").click()
+    wait(300).until(lambda d: "done" in text("tr-progress") or text("tr-error") != "")
+    check(re.match(r"the training loss became nan at step \d+", text("tr-error")) is not None,
+          "learning rate 50 diverges and the page says so: %r" % text("tr-error")[:80])
+    canvas = None
+    for view in ("loss", "perplexity"):
+        Select(driver.find_element(By.ID, "tr-metric")).select_by_value(view)
+        chart = driver.execute_script("return window.page.chart();")
+        canvas = {"left": 0, "top": 0, "right": chart["width"], "bottom": chart["height"]}
+        # (an infinite perplexity comes through JSON as None)
+        drawn = [v for _, v in chart["train"] if v is not None]
+        short = all(re.fullmatch(r"\d+(\.\d+)?(e[+-]\d+)?", t) and len(t) <= 8 for t in chart["y_ticks"])
+        check(len(chart["train"]) >= 5 and (max(drawn) > 1e12 if view == "loss" else len(drawn) < len(chart["train"]))
+              and short and all(inside(l, canvas) for l in chart["labels"]),
+              "%s view of the diverged run (%d steps, %d finite, up to %.3g): the tick labels %s stay short, "
+              "inside the canvas" % (view, len(chart["train"]), len(drawn), max(drawn), chart["y_ticks"]))
+    Select(driver.find_element(By.ID, "tr-metric")).select_by_value("loss")
+    # femto on Genesis: the val loss comes down to the unigram and stays; the page says why there.
+    Select(driver.find_element(By.ID, "tr-model")).select_by_value("femto")
+    for element_id, value in (("tr-steps", 300), ("tr-batch", 32), ("tr-lr", 0.01), ("tr-warmup_steps", 30),
+                              ("tr-eval_interval", 30), ("tr-eval_iters", 10)):
+        set_box(driver, element_id, value)
+    driver.find_element(By.ID, "tr-build").click()
+    wait(120).until(lambda d: d.find_element(By.ID, "tr-start").is_enabled() and
+                    "n_embd 2" in text("tr-info"))
+    driver.find_element(By.ID, "tr-start").click()
+    wait(300).until(lambda d: "done" in text("tr-progress"))
+    built = driver.execute_script("return window.page.built();")
+    plateau = text("tr-plateau")
+    m = re.match(r"femto has reached the unigram baseline \(val loss ([0-9.]+) at step (\d+), unigram "
+                 r"([0-9.]+)\) and will stay about there: its layer norm normalises n_embd = 2 numbers", plateau)
+    check(m is not None and abs(float(m.group(1)) - built["unigram_loss"]) <= 0.1 and
+          abs(float(m.group(3)) - built["unigram_loss"]) < 1e-4,
+          "femto's plateau at the unigram is explained: %r" % plateau[:160])
+
+
+def check_phone_width(driver):
+    """On a phone (390 CSS pixels wide, emulated) part 3 fits the width: its boxes, its two
+    selects with long option texts and the chart (part 1's three boxes side by side do not yet,
+    issue 34's item 3)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 390, "height": 2400, "deviceScaleFactor": 3, "mobile": True})
+    time.sleep(0.5)
+    wide = driver.execute_script("""
+        const view = document.documentElement.clientWidth, out = [];
+        for (const e of document.querySelectorAll('#part3 *')) {
+          const right = e.getBoundingClientRect().right;
+          if (right > view + 1) out.push((e.id || e.tagName) + ' ' + Math.round(right));
+        }
+        return {view, out, chart: document.getElementById('tr-chart').getBoundingClientRect().right};""")
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    check(wide["view"] == 390 and wide["out"] == [] and wide["chart"] <= 390,
+          "on a phone's width (390 px) part 3 and its chart fit: %s" % wide)
+
+
 def check_file_page(driver, web_dir):
     """The page opened from disk (file://), where its engine cannot start: the status says so
     and how to serve it."""
@@ -574,7 +779,7 @@ def main():
         driver.find_element(By.ID, "tr-build").click()
         wait().until(lambda d: text("tr-error").startswith("empty.txt"))
         check(text("tr-error") == "empty.txt is empty: choose a file with the text to train on (a few "
-              "thousand characters at least), or press \u201cuse Genesis\u201d to train on the shipped text.",
+              "thousand characters at least), or press \u201cuse the shipped text\u201d to train on Genesis.",
               "an empty file is refused in the page's words: %r" % text("tr-error"))
         driver.find_element(By.ID, "tr-file-clear").click()
         # Sizes beyond the page's maxima are refused before anything is built, naming the maximum.
@@ -631,7 +836,7 @@ def main():
         driver.find_element(By.ID, "tr-file").send_keys(os.path.join(os.path.dirname(bad), "unix.txt"))
         wait().until(lambda d: "unix.txt" in text("tr-file-name"))
         for kind, want in (("bigram", r"bigram with [\d,]+ parameters \(V = 70, block_size 8\); "),
-                           ("average", r"average with [\d,]+ parameters \(V = 70, block_size 8, n_embd 2\); "),
+                           ("average", r"average with [\d,]+ parameters \(V = 70, block_size 8, n_embd 6\); "),
                            ("femto", r"gpt with [\d,]+ parameters \(V = 70, block_size 8, n_layer 1, n_head 1, "
                                      r"n_embd 2\); ")):
             Select(driver.find_element(By.ID, "tr-model")).select_by_value(kind)
@@ -922,12 +1127,16 @@ def main():
         driver.find_element(By.ID, "tr-lr").send_keys(lr + "0")
         driver.find_element(By.ID, "tr-start").click()
         wait().until(lambda d: text("tr-error") != "")
-        check(re.search(r"steps 5000 then; .*steps 5001 now\)", text("tr-error")) and
+        check(re.search(r"steps 5000, .* then; .*steps 5001, .* now\)", text("tr-error")) and
               "learning rate %s" % lr in text("tr-error"),
               "Steps changed before the first Train is named, the learning rate written %s0 is not: %r"
               % (lr, text("tr-error")))
         driver.find_element(By.ID, "tr-steps").clear()
         driver.find_element(By.ID, "tr-steps").send_keys("5000")
+
+        check_homework(driver, wait, text)
+        check_divergence_and_plateau(driver, wait, text)
+        check_phone_width(driver)
 
         # Nothing but the page's own files was fetched.
         entries = driver.execute_script(

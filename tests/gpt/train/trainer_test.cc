@@ -790,6 +790,41 @@ BOOST_AUTO_TEST_CASE(eval_early_adds_evaluations_and_changes_no_weight) {
   BOOST_TEST(early_to_end.eval_rows[3] == plain.eval_rows[2]);
 }
 
+// The schedule's two statements agree: next_eval(s) is the first step after s at which
+// evaluates_at holds (searched here step by step), for train_pico.sh's settings (every 100 steps
+// to 2,000, then every 2,000 to 20,000: the page's homework preset trains by next_eval), for the
+// run above's, and past max_steps (a run the page continues beyond its Steps).
+BOOST_AUTO_TEST_CASE(next_eval_is_the_next_step_evaluates_at_holds) {
+  struct Schedule {
+    int64_t max_steps, eval_interval, eval_early;
+  };
+  for (const Schedule s : {Schedule{20000, 2000, 100}, Schedule{20, 10, 3}, Schedule{20, 0, 7},
+                           Schedule{20, 0, 0}, Schedule{25, 10, 0}}) {
+    TrainOptions o;
+    o.max_steps = s.max_steps, o.eval_interval = s.eval_interval, o.eval_early = s.eval_early;
+    for (int64_t step = 0; step <= s.max_steps + 30; ++step) {
+      int64_t searched = 0;
+      // (no evaluation is further away than max_steps + eval_interval: 0 when none is found)
+      for (int64_t t = step + 1; t <= step + s.max_steps + s.eval_interval && searched == 0; ++t)
+        if (o.evaluates_at(t)) searched = t;
+      BOOST_TEST_INFO("max_steps " << s.max_steps << ", eval_interval " << s.eval_interval
+                                   << ", eval_early " << s.eval_early << ", step " << step);
+      BOOST_TEST(o.next_eval(step) == searched);
+    }
+  }
+  TrainOptions pico;  // train_pico.sh's: 19 early evaluations, then 10 regular ones
+  pico.max_steps = 20000, pico.eval_interval = 2000, pico.eval_early = 100;
+  std::vector<int64_t> steps;
+  for (int64_t s = pico.next_eval(0); s != 0 && s <= pico.max_steps; s = pico.next_eval(s))
+    steps.push_back(s);
+  BOOST_REQUIRE_EQUAL(steps.size(), 29u);
+  BOOST_TEST(steps[0] == 100);
+  BOOST_TEST(steps[18] == 1900);
+  BOOST_TEST(steps[19] == 2000);
+  BOOST_TEST(steps[20] == 4000);
+  BOOST_TEST(steps[28] == 20000);
+}
+
 namespace {
 
 // Tiny Shakespeare (../shared/data) in char tokens, and pico sized for its vocabulary.
