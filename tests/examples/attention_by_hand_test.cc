@@ -81,6 +81,37 @@ BOOST_AUTO_TEST_CASE(column_softmax_wrong_z) {
                 {0.4011121, 0.8022242, 1.6977758, 2.3955516, 6.9011121, 8.8022242}, 1e-7);
 }
 
+// docs/03-attention.md, worked example 3: with Q != K the scores S = Q Kᵀ are not symmetric,
+// and K Qᵀ (what code that swaps the operands computes) is their transpose, with a different
+// A. Z alone cannot tell them apart here: only row 2 differs after the mask, both versions weigh
+// V's rows 0 and 2 alike, and V's rows are evenly spaced, so both average to [3, 4].
+BOOST_AUTO_TEST_CASE(q_different_from_k_transposed_scores) {
+  const Tensor Q = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2}, DType::f64);
+  const Tensor K = Tensor::from_vector({0, 1, 1, 1, 1, 0}, {3, 2}, DType::f64);
+  const Tensor V = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}, DType::f64);
+  const auto right = lecture::causal_attention_steps(Q, K, V);
+  const auto swapped = lecture::causal_attention_steps(K, Q, V);  // its "S" is K Qᵀ
+  expect_tensor(right.qk, {3, 3}, {0, 1, 1, 1, 1, 0, 1, 2, 1}, 0);
+  expect_tensor(swapped.qk, {3, 3}, {0, 1, 1, 1, 1, 2, 1, 0, 1}, 0);
+  BOOST_TEST(right.qk.at({1, 2}) == 0.0);  // query 1 [0, 1] against key 2 [1, 0]
+  BOOST_TEST(right.qk.at({2, 1}) == 2.0);  // query 2 [1, 1] against key 1 [1, 1]
+  expect_tensor(swapped.qk, {3, 3}, transpose(right.qk, 0, 1).contiguous().to_vector(), 0);
+  // With Q = K (worked example 2) the same check cannot fail: S is its own transpose.
+  const Tensor S_equal = lecture::causal_attention_steps(Q, Q, V).qk;
+  expect_tensor(S_equal, {3, 3}, transpose(S_equal, 0, 1).contiguous().to_vector(), 0);
+  // The last rows of A the chapter quotes: key 1 gets the most weight from Q Kᵀ, the least
+  // from K Qᵀ; rows 0 and 1 agree.
+  BOOST_TEST(allclose(slice(right.weights, 0, 2, 3).to_vector(), {0.2482551, 0.5034898, 0.2482551},
+                      1e-7, 0));
+  BOOST_TEST(allclose(slice(swapped.weights, 0, 2, 3).to_vector(),
+                      {0.4011121, 0.1977758, 0.4011121}, 1e-7, 0));
+  BOOST_TEST(
+      slice(right.weights, 0, 0, 2).to_vector() == slice(swapped.weights, 0, 0, 2).to_vector(),
+      boost::test_tools::per_element());
+  expect_tensor(right.out, {3, 2}, {1, 2, 2, 3, 3, 4}, 1e-14);
+  expect_tensor(swapped.out, {3, 2}, {1, 2, 2, 3, 3, 4}, 1e-14);
+}
+
 // docs/03-attention.md, "Order". Mean: invariant, with or without added positions (the mean
 // of x + PE is mean(x) + mean(PE) for every order). Attention without positions or mask:
 // equivariant, so the mean of its outputs is invariant too; with positions it is not.

@@ -297,16 +297,26 @@ struct LectureRow {
   ModelKind kind;
   std::string preset;  // the sizes the model is built at: pico, or femto for the GPT's femto row
   double val_loss, tolerance;
+  ConfigOverrides changes = {};  // fields set over the preset: the CLI's --n-layer, --pos-encoding
 };
 
-// docs/05-training.md's table: each model of `rows` built from its preset and trained as
+// docs/05-training.md's tables: each model of `rows` built from its preset and trained as
 // `attograd train --model KIND --preset PRESET --corpus CORPUS --steps STEPS --batch-size B
-// --warmup W --eval-iters 50` (lr 1e-2 -> 1e-3, seeds 1337), then its final val loss.
+// --warmup W --lr LR --min-lr MIN_LR --eval-iters 50` (seeds 1337), then its final val loss.
 struct Budget {
   int64_t steps, batch_size, warmup;
+  double lr = 1e-2, min_lr = 1e-3;  // the CLI's defaults
 };
 constexpr Budget kShort{1500, 32, 100};  // the CLI's defaults but --steps
 constexpr Budget kLong{20000, 64, 200};  // examples/train_pico.sh
+// The "what each part buys" ladder: a fifth of kLong's tokens, at three times the CLI's lr, the
+// budget at which each rung is clearly below the one before it (at lr 1e-2 one and three heads
+// in one block end level) and the ladder trains in seconds.
+constexpr Budget kLadder{4000, 64, 100, 3e-2, 3e-3};
+// docs/05-training.md: "a fifth of train_pico.sh's tokens", "three times the default learning
+// rate".
+static_assert(kLong.steps * kLong.batch_size == 5 * kLadder.steps * kLadder.batch_size);
+static_assert(kLadder.lr / kShort.lr > 2.999 && kLadder.lr / kShort.lr < 3.001);
 // docs/05-training.md: "with train_pico.sh's budget (27 times the tokens)", the same block_size.
 static_assert((kLong.steps * kLong.batch_size * 10 / (kShort.steps * kShort.batch_size) + 5) / 10 ==
               27);
@@ -336,12 +346,22 @@ TrainOptions options_of(Budget budget) {
   o.max_steps = budget.steps;
   o.batch_size = budget.batch_size;
   o.warmup_steps = budget.warmup;
+  o.learning_rate = budget.lr;
+  o.min_lr = budget.min_lr;
   o.eval_iters = 50;
   return o;
 }
 
-void check_lecture_table(const std::string& corpus_spec, double unigram, double bigram,
-                         Budget budget, const std::vector<LectureRow>& rows) {
+// What a row's training gave: its final val loss, and its model's parameter count.
+struct Trained {
+  double val_loss;
+  int64_t parameters;
+};
+
+// Trains every row of `rows` and returns what each gave, in order.
+std::vector<Trained> check_lecture_table(const std::string& corpus_spec, double unigram,
+                                         double bigram, Budget budget,
+                                         const std::vector<LectureRow>& rows) {
   const CharData corpus(corpus_spec);
   const CharTokenizer& tok = corpus.tok;
   const Dataset& data = corpus.data;
@@ -349,18 +369,26 @@ void check_lecture_table(const std::string& corpus_spec, double unigram, double 
   BOOST_TEST(std::abs(bigram_cross_entropy(data.tokens(Split::train), data.tokens(Split::val),
                                            tok.vocab_size()) -
                       bigram) < 1e-3);
+  std::vector<Trained> trained;
   for (const LectureRow& row : rows) {
-    GPTConfig c = preset(row.preset);
+    GPTConfig c = row.changes.applied_to(preset(row.preset));
     c.vocab_size = tok.vocab_size();
     const std::unique_ptr<LanguageModel> model = make_model(row.kind, c, 1337);
     Trainer t(*model, data, options_of(budget), "char", tok.to_string(), "");
     while (t.step() < budget.steps) t.train_step();
     const double val = t.evaluate().val_loss;
-    BOOST_TEST_MESSAGE(corpus_spec << " " << model_kind_name(row.kind) << " (" << row.preset
-                                   << ") at " << budget.steps << " steps: val " << val);
-    BOOST_TEST(std::abs(val - row.val_loss) < row.tolerance,
-               model_kind_name(row.kind) << " (" << row.preset << "): val " << val);
+    trained.push_back({val, num_parameters(row.kind, c)});
+    std::ostringstream name;  // the sizes that tell the ladder's GPT rungs apart
+    name << model_kind_name(row.kind) << " (" << row.preset;
+    if (row.kind == ModelKind::gpt)
+      name << ": n_layer " << c.n_layer << ", n_head " << c.n_head << ", "
+           << pos_encoding_name(c.pos_encoding) << " positions";
+    name << ")";
+    BOOST_TEST_MESSAGE(corpus_spec << " " << name.str() << " at " << budget.steps << " steps: val "
+                                   << val);
+    BOOST_TEST(std::abs(val - row.val_loss) < row.tolerance, name.str() << ": val " << val);
   }
+  return trained;
 }
 
 }  // namespace
@@ -392,6 +420,48 @@ BOOST_AUTO_TEST_CASE(lecture_models_on_tiny_shakespeare) {
                        {ModelKind::average, "pico", 2.942, 0.01},
                        {ModelKind::gpt, "pico", 2.379, 0.01},
                        {ModelKind::gpt, "femto", 3.219, 0.01}});
+}
+
+// docs/05-training.md, "What each part buys": one budget (kLadder) for every rung, each rung
+// the one before it plus one part, trained as `attograd train` trains them. The chapter's claims
+// are the values, the parameter counts and the order: average below the unigram but above the
+// bigram, one attention block below the bigram, three heads below one, three blocks (pico)
+// below one, each by more than 0.015, and of pico's positions RoPE best and sinusoidal worst.
+BOOST_AUTO_TEST_CASE(what_each_part_buys_on_kjv) {
+  if (!data_available("/usr/bin/bible", "apt-get install bible-kjv")) return;
+  const double unigram = 3.018, bigram = 2.328;
+  const ConfigOverrides one_block = ConfigOverrides().set(&GPTConfig::n_layer, int64_t{1});
+  const std::vector<Trained> v = check_lecture_table(
+      "kjv", unigram, bigram, kLadder,
+      {{ModelKind::average, "pico", 2.780, 0.01},
+       {ModelKind::bigram, "pico", 2.337, 0.01},
+       {ModelKind::gpt, "pico", 2.307, 0.01,
+        ConfigOverrides(one_block).set(&GPTConfig::n_head, int64_t{1})},
+       {ModelKind::gpt, "pico", 2.284, 0.01, one_block},
+       {ModelKind::gpt, "pico", 2.239, 0.01},
+       {ModelKind::gpt, "pico", 2.261, 0.01,
+        ConfigOverrides().set(&GPTConfig::pos_encoding, PosEncoding::sinusoidal)},
+       {ModelKind::gpt, "pico", 2.227, 0.01,
+        ConfigOverrides().set(&GPTConfig::pos_encoding, PosEncoding::rope)}});
+  BOOST_REQUIRE_EQUAL(v.size(), 7u);
+  const double average = v[0].val_loss, trained_bigram = v[1].val_loss, one_head = v[2].val_loss,
+               three_heads = v[3].val_loss, pico = v[4].val_loss, sinusoidal = v[5].val_loss,
+               rope = v[6].val_loss;
+  // The parameters column: heads split one block's channels and cost nothing; a fixed table of
+  // positions (sinusoidal, or RoPE's rotations) saves wpe's 8 x 6.
+  std::vector<int64_t> parameters;
+  for (const Trained& t : v) parameters.push_back(t.parameters);
+  BOOST_TEST(parameters == (std::vector<int64_t>{498, 5329, 1008, 1008, 2028, 1980, 1980}),
+             boost::test_tools::per_element());
+  BOOST_TEST(average < unigram);
+  BOOST_TEST(average > trained_bigram);
+  // "each part added to the GPT lowers the val loss by more than 0.015": attention over the
+  // bigram, three heads over one, three blocks over one.
+  BOOST_TEST(trained_bigram - one_head > 0.015);
+  BOOST_TEST(one_head - three_heads > 0.015);
+  BOOST_TEST(three_heads - pico > 0.015);
+  BOOST_TEST(rope < pico);
+  BOOST_TEST(sinusoidal > pico);
 }
 
 // docs/05-training.md, the perplexity plot of examples/train_pico.sh (pico, KJV, 20,000 steps of
