@@ -183,16 +183,26 @@ void rope(const gpt::GPTConfig& c, const std::string& stem) {
       "wrote %s.csv: q pair (%g, %g) rotated at positions 0..%lld, %lld pair(s) of head_dim %lld\n",
       stem.c_str(), x_in, y_in, static_cast<long long>(T - 1), static_cast<long long>(pairs),
       static_cast<long long>(HS));
+  // Each panel's axes are its pair's two channels, and its title says how fast the pair turns,
+  // θ_i = 10000^(-2i/head_dim) radians per position: pairs 2 and 3, whose arrows overlap, are
+  // seen to turn by too little to part.
   plot = data + "set multiplot layout 1," + std::to_string(drawn) +
-         " title 'RoPE: pair i of q turned by pos * " + "10000^(-2i/head_dim), head_dim " +
-         std::to_string(HS) + "'\n" +
-         "set size ratio -1\nset xrange [-1.5:1.5]\nset yrange [-1.5:1.5]\nset grid\nunset key\n"
-         "set xlabel 'channel i'\n";
+         " title 'RoPE: q = (1, 0.5) in every channel pair i, turned by pos \u00b7 \u03b8_i, " +
+         "\u03b8_i = 10000^(-2i/head_dim), head_dim " + std::to_string(HS) +
+         "; arrows labelled by pos'\n" +
+         "set size ratio -1\nset xrange [-1.5:1.5]\nset yrange [-1.5:1.5]\nset grid\nunset key\n";
   for (int64_t i = 0; i < drawn; ++i) {
     const std::string d = "$pair" + std::to_string(i);
-    plot += "set title 'pair " + std::to_string(i) + " (channels " + std::to_string(i) + ", " +
-            std::to_string(i + pairs) + ")'\nset ylabel 'channel " + std::to_string(i + pairs) +
-            "'\n" + "plot " + d + " using (0):(0):2:3:1 with vectors head filled lc palette, " + d +
+    char theta[64];
+    std::snprintf(theta, sizeof theta, "%.3g", std::pow(10000.0, -2.0 * i / HS));
+    // Turned by less than 0.2 rad from position 0 to the last, the arrows lie on one another.
+    const bool overlap = std::pow(10000.0, -2.0 * i / HS) * static_cast<double>(T - 1) < 0.2;
+    plot += "set title 'pair " + std::to_string(i) + ": \u03b8_" + std::to_string(i) + " = " +
+            theta + " rad per position" + (overlap ? " (the arrows overlap)" : "") +
+            "'\nset xlabel 'channel " + std::to_string(i) +
+            " (first of the pair)'\nset ylabel 'channel " + std::to_string(i + pairs) +
+            " (i + head_dim/2)'\n" + "plot " + d +
+            " using (0):(0):2:3:1 with vectors head filled lc palette, " + d +
             " using ($2 * 1.15):($3 * 1.15):(sprintf('%d', $1)) with labels font ',8'\n";
   }
   plot += "unset multiplot\n";
@@ -281,9 +291,9 @@ void scaling(const std::string& stem) {
       "set title 'the largest softmax weight against d_k (" +
       std::to_string(experiment.draws) + " queries, T = " + T + " keys, q, k ~ N(0, I))'\n" +
       "set xlabel 'd_k (log scale)'\nset ylabel 'mean largest weight'\n"
-      "plot $rows using 1:3 with linespoints pt 7 lw 2 lc rgb '#c00000' title 'softmax(q.k): "
+      "plot $rows using 1:3 with linespoints pt 7 lw 2 lc rgb '#c00000' title 'softmax(q\u00b7k): "
       "saturates', $rows using 1:4 with linespoints pt 7 lw 2 lc rgb '#0000c0' title "
-      "'softmax(q.k / sqrt(d_k))', 1.0 / " +
+      "'softmax(q\u00b7k / \u221ad_k)', 1.0 / " +
       T + " with lines dt 2 lc rgb '#808080' title 'uniform: 1/" + T +
       "', 1 with lines dt 2 lc rgb '#000000' title 'one-hot: 1'\n";
   say_drawn(gpt::write_figure(stem, plot, 720, 440, std::cerr), stem);
@@ -377,7 +387,8 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
       << "    " << id << "attn [label=\"attn: CausalSelfAttention\\l" << c.n_head
       << " heads of head_dim " << c.head_dim()
       << (c.pos_encoding == gpt::PosEncoding::rope ? ", RoPE on q, k" : "")
-      << "\\lsoftmax(causal_mask(q kT / sqrt(head_dim))) v\\l" << params(p + "attn.") << "\"];\n"
+      << "\\lsoftmax(causal_mask(q k\u1d40 / \u221ahead_dim)) v\\l" << params(p + "attn.")
+      << "\"];\n"
       << "    " << id << "add_1 [label=\"+\", shape=circle, fillcolor=white];\n"
       << "    " << id << "ln_2 [label=\"ln_2: LayerNorm\\l" << params(p + "ln_2.") << "\"];\n"
       << "    " << id << "mlp [label=\"mlp: MLP (c_fc, GELU, c_proj)\\l" << params(p + "mlp.")
@@ -392,7 +403,8 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
     in = id + "add_2";
   }
   d << "  ln_f [label=\"ln_f: LayerNorm\\l" << params("ln_f.") << "\"];\n  " << in << " -> ln_f;\n"
-    << "  head [label=\"lm_head: logits = x wteT\\ltied to wte: no parameters of its own\\l\"];\n"
+    << "  head [label=\"lm_head: logits = x wte\u1d40\\ltied to wte: no parameters of its "
+       "own\\l\"];\n"
     << "  ln_f -> head;\n  wte -> head [style=dotted, label=\" same matrix\"];\n"
     << "  loss [label=\"loss = cross_entropy(logits, targets)\", shape=plaintext, style=\"\"];\n"
     << "  head -> loss [label=\" (B, T, " << c.vocab_size << ")\"];\n}\n";

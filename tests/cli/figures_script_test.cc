@@ -52,6 +52,14 @@ std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
 
 double num(const std::string& s) { return s == "-inf" ? -INFINITY : std::stod(s); }
 
+// How often `needle` occurs in `s` (without overlaps).
+size_t occurrences(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + needle.size()))
+    ++n;
+  return n;
+}
+
 // pico trained for 300 steps (seeds fixed) on a small text with the characters of the script's
 // prompt "And God ", once per process: the stand-in for train_pico.sh's 20,000 steps.
 const fs::path& trained_pico() {
@@ -75,18 +83,30 @@ const fs::path& trained_pico() {
   return run;
 }
 
-// A heatmap SVG the script keeps, against the matrices it draws (one per panel, rows x cols
-// row-major, NaN for a masked cell): no embedded <image>, and per panel one crisp rectangle per
-// cell with a value, at its row and column, in its value's colour, and none for a masked cell.
-void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<double>>& panels,
-                       int64_t rows, int64_t cols, double zmin, bool diverging) {
+// One panel of a heatmap figure: its matrix (rows x cols, row-major, NaN for a masked cell) and
+// the colour scale it is drawn on.
+struct Panel {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> values;
+  double zmin = 0, zmax = 1;
+  bool diverging = false;
+};
+
+// A heatmap SVG the script keeps, against the panels it draws: no embedded <image>, and per
+// panel one crisp rectangle per cell with a value, at its row and column, in its value's colour
+// on the panel's scale, and none for a masked cell.
+void check_panels(const fs::path& svg_path, const std::vector<Panel>& panels) {
   BOOST_TEST_CONTEXT(svg_path.filename()) {
     const std::string svg = read_text(svg_path);
     BOOST_TEST(svg.find("<image") == std::string::npos);
-    const auto drawn = heatmap_panels(svg, rows, cols);
+    std::vector<std::pair<int64_t, int64_t>> shapes;
+    for (const Panel& p : panels) shapes.emplace_back(p.rows, p.cols);
+    const auto drawn = heatmap_panels(svg, shapes);
     BOOST_REQUIRE_EQUAL(drawn.size(), panels.size());
     for (size_t k = 0; k < panels.size(); ++k) {
-      const std::vector<double>& want = panels[k];
+      const Panel& p = panels[k];
+      const std::vector<double>& want = p.values;
+      BOOST_REQUIRE_EQUAL(want.size(), static_cast<size_t>(p.rows * p.cols));
       std::vector<int> count(want.size(), 0);
       int wrong_colour = 0, off_grid = 0;
       for (const SvgCell& c : drawn[k]) {
@@ -94,9 +114,10 @@ void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<d
           ++off_grid;
           continue;
         }
-        const size_t at = static_cast<size_t>(c.row * cols + c.col);
+        const size_t at = static_cast<size_t>(c.row * p.cols + c.col);
         ++count[at];
-        if (!std::isnan(want[at]) && !has_colour(c, want[at], zmin, 1, diverging)) ++wrong_colour;
+        if (!std::isnan(want[at]) && !has_colour(c, want[at], p.zmin, p.zmax, p.diverging))
+          ++wrong_colour;
       }
       int missing = 0, masked_drawn = 0;
       for (size_t i = 0; i < want.size(); ++i)
@@ -108,6 +129,34 @@ void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<d
                           << masked_drawn << " masked cells drawn");
     }
   }
+}
+
+// check_panels for panels of one shape on one scale from zmin to 1.
+void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<double>>& panels,
+                       int64_t rows, int64_t cols, double zmin, bool diverging) {
+  std::vector<Panel> all;
+  for (const std::vector<double>& values : panels)
+    all.push_back({rows, cols, values, zmin, 1, diverging});
+  check_panels(svg_path, all);
+}
+
+// A colour box drawn from the colour of zmin at its bottom to that of zmax at its top.
+void check_colour_box(const std::vector<SvgPolygon>& box, double zmin, double zmax,
+                      bool diverging) {
+  BOOST_REQUIRE(box.size() >= 10u);  // a gradient of slices, not one rectangle
+  auto colour = [](const SvgPolygon& p) { return SvgCell{0, 0, p.r, p.g, p.b}; };
+  const auto bottom =
+      std::max_element(box.begin(), box.end(), [](auto& a, auto& b) { return a.y1 < b.y1; });
+  const auto top =
+      std::min_element(box.begin(), box.end(), [](auto& a, auto& b) { return a.y0 < b.y0; });
+  // Within a few steps of the scale's ends: the first and last slices are sampled inside it.
+  const double step = (zmax - zmin) / static_cast<double>(box.size());
+  BOOST_TEST((has_colour(colour(*bottom), zmin, zmin, zmax, diverging) ||
+              has_colour(colour(*bottom), zmin + step, zmin, zmax, diverging) ||
+              has_colour(colour(*bottom), zmin + 2 * step, zmin, zmax, diverging)));
+  BOOST_TEST((has_colour(colour(*top), zmax, zmin, zmax, diverging) ||
+              has_colour(colour(*top), zmax - step, zmin, zmax, diverging) ||
+              has_colour(colour(*top), zmax - 2 * step, zmin, zmax, diverging)));
 }
 
 // An attention CSV (layer<L>_head<H>.csv) as the map draws it: row-major, NaN after the query.
@@ -279,6 +328,25 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
           attention_cells(work / "attention" /
                           ("layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv")));
   check_heatmap_svg(figures / "pico_attention.svg", heads, 8, 8, 0, false);
+
+  // pico's maps label each row and column with its position and token: the prompt repeats "d"
+  // and the space, and "2:d" / "6:d", "3:␣" / "7:␣" tell them apart. all_heads has one colour
+  // box for its nine panels, the single map its own, both from 0 (white) to 1.
+  for (const auto& [name, panels] :
+       {std::pair{"pico_attention.svg", 9}, std::pair{"pico_attention_layer2_head0.svg", 1}}) {
+    BOOST_TEST_CONTEXT(name) {
+      const std::string svg = read_text(figures / name);
+      for (const std::string label :
+           {"0:A", "1:n", "2:d", "3:\u2423", "4:G", "5:o", "6:d", "7:\u2423"}) {
+        BOOST_TEST_INFO(label);
+        BOOST_TEST(occurrences(svg, "<text>" + label + "</text>") ==
+                   static_cast<size_t>(2 * panels));  // rows and columns
+      }
+      const auto boxes = colour_boxes(svg);
+      BOOST_REQUIRE_EQUAL(boxes.size(), 1u);
+      check_colour_box(boxes[0], 0, 1, false);
+    }
+  }
 
   // Every figure the script keeps is one the docs show.
   std::string docs;
