@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "lecture/attention_by_hand.h"
+#include "lecture/attention_figures.h"
 #include "tests/cli/cli_run.h"
 #include "tests/svg_cells.h"
 #include "tests/test_util.h"
@@ -157,6 +158,64 @@ void check_colour_box(const std::vector<SvgPolygon>& box, double zmin, double zm
   BOOST_TEST((has_colour(colour(*top), zmax, zmin, zmax, diverging) ||
               has_colour(colour(*top), zmax - step, zmin, zmax, diverging) ||
               has_colour(colour(*top), zmax - 2 * step, zmin, zmax, diverging)));
+}
+
+// A CSV of matrices in long form ("<name>,row,col,value" with a header row) as name -> matrix.
+std::map<std::string, std::vector<std::vector<double>>> read_cells(const fs::path& p) {
+  std::map<std::string, std::vector<std::vector<double>>> m;
+  const auto rows = read_csv(p);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    BOOST_REQUIRE_EQUAL(rows[i].size(), 4u);
+    auto& matrix = m[rows[i][0]];
+    const size_t r = std::stoul(rows[i][1]), c = std::stoul(rows[i][2]);
+    if (matrix.size() <= r) matrix.resize(r + 1);
+    if (matrix[r].size() <= c) matrix[r].resize(c + 1);
+    matrix[r][c] = num(rows[i][3]);
+  }
+  return m;
+}
+
+// A tensor (rows, cols) as a matrix of its values.
+std::vector<std::vector<double>> matrix_of(const attograd::Tensor& t) {
+  std::vector<std::vector<double>> m(static_cast<size_t>(t.size(0)));
+  for (int64_t r = 0; r < t.size(0); ++r)
+    for (int64_t c = 0; c < t.size(1); ++c) m[r].push_back(t.at({r, c}));
+  return m;
+}
+
+// A long-form CSV's matrices (read_cells) are the tensors of their names, bit for bit, and the
+// file holds no other.
+void check_matrices(const std::map<std::string, std::vector<std::vector<double>>>& m,
+                    const std::vector<std::pair<std::string, attograd::Tensor>>& want) {
+  BOOST_REQUIRE_EQUAL(m.size(), want.size());
+  for (const auto& [name, t] : want) {
+    BOOST_TEST_INFO(name);
+    BOOST_REQUIRE(m.count(name) == 1u);
+    BOOST_TEST((m.at(name) == matrix_of(t)));
+  }
+}
+
+// A matrix as a panel's values, row-major, NaN above the diagonal when `causal`.
+std::vector<double> cells_of(const std::vector<std::vector<double>>& m, bool causal = false) {
+  std::vector<double> v;
+  for (size_t r = 0; r < m.size(); ++r)
+    for (size_t c = 0; c < m[r].size(); ++c) v.push_back(causal && c > r ? std::nan("") : m[r][c]);
+  return v;
+}
+
+// The smallest and largest finite value of the matrices (a panel's scale, as figure_command.cc
+// draws it) and the largest magnitude (a signed scale's).
+std::pair<double, double> range_of(const std::vector<std::vector<std::vector<double>>>& ms) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& m : ms)
+    for (const auto& row : m)
+      for (const double v : row)
+        if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  return {lo, hi};
+}
+double magnitude_of(const std::vector<std::vector<std::vector<double>>>& ms) {
+  const auto [lo, hi] = range_of(ms);
+  return std::max(-lo, hi);
 }
 
 // An attention CSV (layer<L>_head<H>.csv) as the map draws it: row-major, NaN after the query.
@@ -346,6 +405,127 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
       BOOST_REQUIRE_EQUAL(boxes.size(), 1u);
       check_colour_box(boxes[0], 0, 1, false);
     }
+  }
+
+  // Chapter 3's worked example 1 step by step: every matrix is lecture::causal_attention_steps'
+  // on lecture::two_token_example(), bit for bit, with the numbers the chapter quotes; each panel
+  // drawn on its own scale (Q and K one, S and its scaled and masked forms one, Z on V's) with
+  // its own colour box.
+  {
+    namespace lecture = attograd::lecture;
+    const lecture::AttentionInputs in = lecture::two_token_example();
+    const lecture::AttentionSteps st = lecture::causal_attention_steps(in.Q, in.K, in.V);
+    const auto m = read_cells(work / "attention-steps.csv");
+    const std::vector<std::pair<std::string, attograd::Tensor>> want = {{"Q", in.Q},
+                                                                        {"K", in.K},
+                                                                        {"V", in.V},
+                                                                        {"S", st.qk},
+                                                                        {"S_scaled", st.scores},
+                                                                        {"masked", st.masked},
+                                                                        {"A", st.weights},
+                                                                        {"Z", st.out}};
+    check_matrices(m, want);
+    const auto& S = m.at("S");
+    BOOST_TEST((S == std::vector<std::vector<double>>{{1, 3}, {2, 6}}));  // not symmetric: Q ≠ K
+    BOOST_TEST(m.at("masked")[0][1] == -INFINITY);
+    BOOST_TEST(m.at("A")[0][0] == 1.0);
+    BOOST_TEST(m.at("A")[0][1] == 0.0);
+    BOOST_TEST(std::abs(m.at("A")[1][0] - 0.0179862) < 1e-7);
+    BOOST_TEST(std::abs(m.at("Z")[1][0] - 19.820138) < 1e-6);
+    const auto [qk_lo, qk_hi] = range_of({m.at("Q"), m.at("K")});
+    const auto [s_lo, s_hi] = range_of({m.at("S"), m.at("S_scaled")});
+    const auto [v_lo, v_hi] = range_of({m.at("V")});
+    check_panels(figures / "attention_steps.svg",
+                 {{2, 1, cells_of(m.at("Q")), qk_lo, qk_hi},
+                  {2, 1, cells_of(m.at("K")), qk_lo, qk_hi},
+                  {2, 1, cells_of(m.at("V")), v_lo, v_hi},
+                  {2, 2, cells_of(S), s_lo, s_hi},
+                  {2, 2, cells_of(m.at("S_scaled")), s_lo, s_hi},
+                  {2, 2, cells_of(m.at("masked"), true), s_lo, s_hi},
+                  {2, 2, cells_of(m.at("A"), true), 0, 1},
+                  {2, 1, cells_of(m.at("Z")), v_lo, v_hi}});
+    const auto boxes = colour_boxes(read_text(figures / "attention_steps.svg"));
+    BOOST_REQUIRE_EQUAL(boxes.size(), 8u);
+    check_colour_box(boxes[6], 0, 1, false);
+    check_colour_box(boxes[7], v_lo, v_hi, false);
+  }
+
+  // Heads split → attend → concat (pico's n_embd 6 and 3 heads, T = 4): every matrix is
+  // lecture::MultiHeadExample's, bit for bit, and follows from the CSV's own q, k, v by the
+  // formulas, in plain loops: A_h = softmax(q_h k_hᵀ / √2) under the mask, y_h = A_h v_h, the
+  // concat puts y_h at channels 2h, 2h + 1, and c_proj of it is the layer's fused forward.
+  {
+    const attograd::lecture::MultiHeadSplit split =
+        attograd::lecture::MultiHeadExample{6, 3, 4}.compute();
+    const auto m = read_cells(work / "heads.csv");
+    const std::vector<std::pair<std::string, attograd::Tensor>> want = {{"x", split.x},
+                                                                        {"q", split.q},
+                                                                        {"k", split.k},
+                                                                        {"v", split.v},
+                                                                        {"A0", split.weights[0]},
+                                                                        {"A1", split.weights[1]},
+                                                                        {"A2", split.weights[2]},
+                                                                        {"y0", split.head_out[0]},
+                                                                        {"y1", split.head_out[1]},
+                                                                        {"y2", split.head_out[2]},
+                                                                        {"concat", split.concat},
+                                                                        {"out", split.out}};
+    check_matrices(m, want);
+    const auto &q = m.at("q"), &k = m.at("k"), &v = m.at("v"), &concat = m.at("concat");
+    const int T = 4, HS = 2;
+    double heads_differ = 0;
+    for (int h = 0; h < 3; ++h) {
+      const auto &A = m.at("A" + std::to_string(h)), &y = m.at("y" + std::to_string(h));
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> e(T, 0.0);
+        double z = 0, top = -INFINITY;
+        for (int j = 0; j <= t; ++j) {
+          e[j] =
+              (q[t][h * HS] * k[j][h * HS] + q[t][h * HS + 1] * k[j][h * HS + 1]) / std::sqrt(2.0);
+          top = std::max(top, e[j]);
+        }
+        for (int j = 0; j <= t; ++j) z += e[j] = std::exp(e[j] - top);
+        for (int j = 0; j < T; ++j) {
+          BOOST_TEST(A[t][j] == (j <= t ? e[j] / z : 0.0), boost::test_tools::tolerance(1e-12));
+          heads_differ = std::max(heads_differ, std::abs(A[t][j] - m.at("A0")[t][j]));
+        }
+        for (int i = 0; i < HS; ++i) {
+          double sum = 0;
+          for (int j = 0; j < T; ++j) sum += A[t][j] * v[j][h * HS + i];
+          BOOST_TEST(y[t][i] == sum, boost::test_tools::tolerance(1e-12));
+          BOOST_TEST(concat[t][h * HS + i] == y[t][i]);
+        }
+      }
+    }
+    BOOST_TEST(heads_differ > 0.05);  // each head attends its own way, not all the causal average
+    // What chapter 3 says of the drawing: heads 0 and 2 put most of queries 1-3's weight on key
+    // 1, head 1 splits query 2's between keys 0 and 2 (0.46 and 0.54).
+    for (const int h : {0, 2})
+      for (int t = 1; t < T; ++t) {
+        const auto& row = m.at("A" + std::to_string(h))[t];
+        BOOST_TEST((std::max_element(row.begin(), row.end()) - row.begin() == 1));
+      }
+    BOOST_TEST(std::abs(m.at("A1")[2][0] - 0.46) < 0.005);
+    BOOST_TEST(std::abs(m.at("A1")[2][2] - 0.54) < 0.005);
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < 6; ++c)
+        BOOST_TEST(m.at("out")[t][c] == split.layer_out.at({t, c}),
+                   boost::test_tools::tolerance(1e-12));
+    const double qkv = magnitude_of({q, k, v}), outs = magnitude_of({concat}),
+                 mixed = magnitude_of({m.at("out")});
+    std::vector<Panel> panels;
+    for (const char* name : {"q", "k", "v"})
+      panels.push_back({4, 6, cells_of(m.at(name)), -qkv, qkv, true});
+    for (int h = 0; h < 3; ++h)
+      panels.push_back({4, 4, cells_of(m.at("A" + std::to_string(h)), true), 0, 1, false});
+    for (int h = 0; h < 3; ++h)
+      panels.push_back({4, 2, cells_of(m.at("y" + std::to_string(h))), -outs, outs, true});
+    panels.push_back({4, 6, cells_of(concat), -outs, outs, true});
+    panels.push_back({4, 6, cells_of(m.at("out")), -mixed, mixed, true});
+    check_panels(figures / "heads.svg", panels);
+    const std::string svg = read_text(figures / "heads.svg");
+    BOOST_TEST(colour_boxes(svg).size() == 9u);  // q, k, v, the weights', y0-y2, concat, out
+    BOOST_TEST(occurrences(svg, "<text>h2:1</text>") == 5u);  // q, k, v, y2 and the concat
   }
 
   // Every figure the script keeps is one the docs show.
