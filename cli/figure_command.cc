@@ -25,6 +25,9 @@
 //   heads       one multi-head layer taken apart (lecture::MultiHeadExample): q, k, v split into
 //               n_head heads, each head's weights and output, the concat and c_proj's output;
 //               heads.csv (panel, row, col, value)
+//   pre-post-ln the block's data flow pre-LN (gpt::Block, GPT-2) beside post-LN (Vaswani et al.),
+//               each stage with its RMS (gpt::layer_norm_placement): pre-post-ln.csv and .dot,
+//               rendered to .svg when Graphviz is installed
 //
 // Sizes come from --preset and its overrides (--n-embd, --n-head, --block-size ...); scaling and
 // attention-steps have the chapter's fixed sizes. A figure refuses the options it does not read
@@ -46,6 +49,7 @@
 #include "cli/render_dot.h"
 #include "gpt/io/figures.h"
 #include "gpt/model/gpt2.h"
+#include "gpt/model/layer_norm_placement.h"
 #include "lecture/attention_by_hand.h"
 #include "lecture/attention_figures.h"
 #include "nn/io/atomic_file.h"
@@ -80,6 +84,9 @@ const std::vector<FigureKind>& figure_kinds() {
       {"blocks", "the GPT's block diagram", {"*"}},
       {"attention-steps", "the 2-token example: S, scaled, masked, A, Z = A V", {}},
       {"heads", "heads split, attend, concat", {"block_size", "n_embd", "n_head"}},
+      {"pre-post-ln",
+       "the block pre-LN beside post-LN",
+       {"block_size", "n_embd", "n_head", "n_layer", "bias", "pos_encoding"}},
   };
   return kinds;
 }
@@ -566,6 +573,76 @@ void heads(const gpt::GPTConfig& c, const std::string& stem) {
   say_drawn(gpt::write_heatmaps({f}, std::cerr), stem);
 }
 
+// The block's data flow both ways (gpt::layer_norm_placement on a block of the config, T =
+// block_size, x of RMS 3), as DOT: one column per layout, each stage a box with its RMS,
+// residual additions as circles, the residual stream dashed.
+void pre_post_ln(const gpt::GPTConfig& c, const std::string& stem) {
+  const gpt::LayerNormPlacement p = gpt::layer_norm_placement(c, c.block_size);
+  std::string csv = "layout,stage,value\n";
+  auto rms = [](const gpt::BlockStage& s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", gpt::mean_rms(s.value));
+    return std::string(buf);
+  };
+  std::ostringstream d;
+  d << "digraph ln {\n  rankdir=TB;\n  fontname=\"Sans\";\n  newrank=true;\n"
+    << "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", fontname=\"Sans\", "
+       "fontsize=10];\n  edge [fontname=\"Sans\", fontsize=9];\n"
+    << "  label=\"one block of n_embd " << c.n_embd << ", " << c.n_head << " heads at GPT-2's "
+    << "initialisation, on " << c.block_size
+    << " tokens x ~ N(0, 3²): a stream grown past unit scale\nin each box, the RMS over the "
+       "channels, mean over the tokens\";\n  labelloc=t;\n";
+  struct Layout {
+    const char* id;
+    const char* title;
+    const gpt::BlockLayout* layout;
+    // The stages that are residual additions, each with the stage its dashed edge comes from
+    // (the stream before the sub-block), and the stages that are a layer norm's output.
+    std::vector<std::pair<size_t, size_t>> adds;
+    std::vector<size_t> norms;
+  };
+  const Layout layouts[] = {
+      {"pre", "pre-LN: attograd's Block (GPT-2)", &p.pre_ln, {{3, 0}, {6, 3}}, {1, 4}},
+      {"post", "post-LN: Vaswani et al. 2017, same weights", &p.post_ln, {{2, 0}, {5, 3}}, {3, 6}}};
+  for (const Layout& l : layouts) {
+    const std::string layout_name = l.id == std::string("pre") ? "pre-LN" : "post-LN";
+    for (const gpt::BlockStage& s : l.layout->stages)
+      csv += layout_name + "," + s.name + "," + num(gpt::mean_rms(s.value)) + "\n";
+    csv += layout_name + ",|dL/dx| / |dL/dy|," + num(l.layout->grad_ratio) + "\n";
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3f", l.layout->grad_ratio);
+    d << "  subgraph cluster_" << l.id << " {\n    label=\"" << l.title
+      << "\\ngradient reaching x: |dL/dx| / |dL/dy| = " << ratio
+      << "\";\n    style=rounded; color=\"#8096b8\";\n";
+    const auto& st = l.layout->stages;
+    for (size_t i = 0; i < st.size(); ++i) {
+      bool add = false;
+      for (const auto& a : l.adds) add = add || a.first == i;
+      const bool norm = std::find(l.norms.begin(), l.norms.end(), i) != l.norms.end();
+      d << "    " << l.id << i << " [label=\"" << st[i].name << "\\nRMS " << rms(st[i]) << "\""
+        << (add    ? ", shape=ellipse, fillcolor=white"
+            : norm ? ", fillcolor=\"#fdeccd\""
+                   : "")
+        << "];\n";
+    }
+    d << "  }\n";
+    for (size_t i = 1; i < st.size(); ++i)
+      d << "  " << l.id << i - 1 << " -> " << l.id << i << ";\n";
+    for (const auto& [to, from] : l.adds)
+      d << "  " << l.id << from << " -> " << l.id << to
+        << " [style=dashed, constraint=false, label=\" residual\"];\n";
+  }
+  d << "}\n";
+  write_file(stem + ".csv", csv);
+  write_file(stem + ".dot", d.str());
+  std::printf("wrote %s.csv (each stage's RMS, pre-LN and post-LN) and %s.dot\n", stem.c_str(),
+              stem.c_str());
+  if (render_svg(d.str(), stem + ".svg"))
+    std::printf("rendered %s.svg\n", stem.c_str());
+  else
+    std::printf("%s\n", render_svg_hint(stem + ".dot", stem + ".svg").c_str());
+}
+
 // A drawing of more cells than this is unreadable (and a mask of block_size 131072 would need
 // 137 GB): the figures are for looking at, so their sizes are refused beyond it.
 constexpr int64_t kMaxDrawn = 1024;
@@ -597,6 +674,10 @@ int run(const FigureArgs& a) {
         std::to_string(c.n_embd) + " and n_head " + std::to_string(c.n_head) +
         " would print too many numbers to read; choose --block-size <= 8, --n-embd <= 12 and "
         "--n-head <= 4");
+  if (a.kind == "pre-post-ln" && c.block_size > 64)
+    throw std::invalid_argument("figure pre-post-ln: block_size " + std::to_string(c.block_size) +
+                                " tokens is more than the stages' RMS needs; choose "
+                                "--block-size <= 64");
   if (a.kind == "blocks" && c.n_layer > 48)
     throw std::invalid_argument("figure blocks: n_layer " + std::to_string(c.n_layer) +
                                 " is more blocks than a diagram can show; choose --n-layer <= 48");
@@ -616,6 +697,8 @@ int run(const FigureArgs& a) {
     attention_steps(stem);
   else if (a.kind == "heads")
     heads(c, stem);
+  else if (a.kind == "pre-post-ln")
+    pre_post_ln(c, stem);
   else
     blocks(c, stem);
   return 0;
@@ -645,7 +728,7 @@ void add_figure_command(CLI::App& app, int& exit_code) {
       "0 .. block_size-1, rope-qk positions 0 .. block_size-1 (head_dim 2), scaling chapter 3's "
       "fixed sizes (d_k 2 .. 512, T = 8), mask block_size, blocks the whole config, "
       "attention-steps chapter 3's worked example 1 (T = 2, d_k = 1), heads n_embd and n_head "
-      "with T = block_size.");
+      "with T = block_size, pre-post-ln one block of the config on T = block_size tokens.");
   cmd->callback([a, cmd, &exit_code] {
     a->preset_given = cmd->count("--preset") > 0;
     exit_code = run(*a);

@@ -66,6 +66,9 @@ keep heads.svg heads.svg
 # Chapter 4: the block diagram of pico (vocab_size 73: the King James Bible's characters).
 "$ATTOGRAD" figure blocks --preset pico --vocab-size 73 --out "$WORK"
 keep blocks.svg pico_blocks.svg
+# Chapter 4: one pico block pre-LN (what attograd computes) beside post-LN.
+"$ATTOGRAD" figure pre-post-ln --out "$WORK"
+keep pre-post-ln.svg pre_post_ln.svg
 
 # Chapter 5: the loss and perplexity of the pico run, with the unigram and bigram baselines.
 cp "$PICO_RUN/loss.svg" "$FIGURES/pico_loss.svg"

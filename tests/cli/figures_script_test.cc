@@ -16,6 +16,8 @@
 #include <set>
 #include <sstream>
 
+#include "gpt/model/config.h"
+#include "gpt/model/layer_norm_placement.h"
 #include "lecture/attention_by_hand.h"
 #include "lecture/attention_figures.h"
 #include "tests/cli/cli_run.h"
@@ -526,6 +528,58 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
     const std::string svg = read_text(figures / "heads.svg");
     BOOST_TEST(colour_boxes(svg).size() == 9u);  // q, k, v, the weights', y0-y2, concat, out
     BOOST_TEST(occurrences(svg, "<text>h2:1</text>") == 5u);  // q, k, v, y2 and the concat
+  }
+
+  // Pre-LN beside post-LN, on one pico block at initialisation (gpt::layer_norm_placement): the
+  // CSV holds each stage's RMS and the gradient ratio as the library computes them, the pre-LN
+  // side is attograd's Block (its y is gpt::Block::forward(x)), the drawing prints every number,
+  // and the numbers show the contrast the chapter describes: pre-LN leaves the stream at x's
+  // scale and passes the gradient straight through, post-LN normalises the stream to RMS 1 and
+  // divides the gradient by x's scale.
+  {
+    const attograd::gpt::GPTConfig c = attograd::gpt::preset("pico");
+    const attograd::gpt::LayerNormPlacement p = attograd::gpt::layer_norm_placement(c, 8);
+    const auto rows = read_csv(work / "pre-post-ln.csv");
+    BOOST_TEST(rows[0] == std::vector<std::string>({"layout", "stage", "value"}),
+               boost::test_tools::per_element());
+    BOOST_REQUIRE_EQUAL(rows.size(), 1u + 2 * (7 + 1));
+    const std::string svg = read_text(figures / "pre_post_ln.svg");
+    size_t row = 1;
+    for (const auto& [name, layout] :
+         {std::pair{"pre-LN", &p.pre_ln}, std::pair{"post-LN", &p.post_ln}}) {
+      BOOST_REQUIRE_EQUAL(layout->stages.size(), 7u);
+      for (const attograd::gpt::BlockStage& st : layout->stages) {
+        BOOST_TEST_INFO(name << " " << st.name);
+        BOOST_TEST((rows[row][0] == name && rows[row][1] == st.name));
+        const double rms = attograd::gpt::mean_rms(st.value);
+        BOOST_TEST(num(rows[row++][2]) == rms);
+        char printed[32];
+        std::snprintf(printed, sizeof printed, "RMS %.3f", rms);
+        BOOST_TEST(contains(svg, printed));
+      }
+      BOOST_TEST((rows[row][0] == name && rows[row][1] == "|dL/dx| / |dL/dy|"));
+      BOOST_TEST(num(rows[row++][2]) == layout->grad_ratio);
+      char printed[64];
+      std::snprintf(printed, sizeof printed, "|dL/dx| / |dL/dy| = %.3f", layout->grad_ratio);
+      BOOST_TEST(contains(svg, printed));
+    }
+    const attograd::Tensor& pre_y = p.pre_ln.stages.back().value;
+    for (int64_t t = 0; t < 8; ++t)
+      for (int64_t ch = 0; ch < 6; ++ch)
+        BOOST_TEST(pre_y.at({t, ch}) == p.block_out.at({t, ch}),
+                   boost::test_tools::tolerance(1e-12));
+    const double x_rms = attograd::gpt::mean_rms(p.pre_ln.stages.front().value);
+    BOOST_TEST((x_rms > 2.5 && x_rms < 3.5));
+    BOOST_TEST(std::abs(attograd::gpt::mean_rms(pre_y) / x_rms - 1) < 0.02);
+    BOOST_TEST(std::abs(attograd::gpt::mean_rms(p.post_ln.stages.back().value) - 1) < 1e-3);
+    BOOST_TEST(std::abs(p.pre_ln.grad_ratio - 1) < 0.1);
+    BOOST_TEST(p.post_ln.grad_ratio < 0.5);
+    // The numbers chapter 4 quotes: x and pre-LN's y of RMS 2.920, post-LN's y 1.000, the
+    // gradient ratios 1.000 and 0.336.
+    BOOST_TEST(std::abs(x_rms - 2.920) < 5e-4);
+    BOOST_TEST(std::abs(attograd::gpt::mean_rms(pre_y) - 2.920) < 5e-4);
+    BOOST_TEST(std::abs(p.pre_ln.grad_ratio - 1.000) < 5e-4);
+    BOOST_TEST(std::abs(p.post_ln.grad_ratio - 0.336) < 5e-4);
   }
 
   // Every figure the script keeps is one the docs show.
