@@ -710,8 +710,9 @@ void add_figure_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<FigureArgs>();
   CLI::App* cmd =
       app.add_subcommand("figure",
-                         "the docs' figures of positions, the causal mask and the GPT's "
-                         "blocks, as CSV data and drawings");
+                         "the docs' figures of positions, the causal mask, attention step by "
+                         "step, heads split and concatenated, and the GPT's blocks and "
+                         "layer norms, as CSV data and drawings");
   std::vector<std::string> names, described;
   for (const FigureKind& k : figure_kinds()) {
     names.push_back(k.name);
