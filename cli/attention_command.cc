@@ -5,7 +5,8 @@
 //
 // Files in --out: layer<L>_head<H>.csv (a header row of key labels, then one row per query: its
 // label and its T weights; a label is the token's position, a colon and the token, "3: ", so
-// each is unique even where the prompt repeats a token), layer<L>_head<H>.png/.svg, and
+// each is unique even where the prompt repeats a token), layer<L>_head<H>.png/.svg (labelled
+// the same way, a space drawn as ␣, with a colour bar from 0 to 1), and
 // all_heads.png/.svg (every chosen head in a grid, one row per layer) when more than one head is
 // shown. With --attribution, also attribution.csv: the printed comparison's rows at full
 // precision (the page's parity test, tests/web/parity_test.js, compares its own with them).
@@ -130,12 +131,13 @@ int run(const AttentionArgs& a) {
     model.eval();
     model.forward(Tensor::from_ids(ids, {1, T}), Tensor(), nullptr, &weights);
   }
-  // Tokens as printable one-line labels; in the figures a space is drawn as ␣ (as GPT-2's
-  // " the" would otherwise look like "the").
+  // Tokens as printable one-line labels. In the figures each is drawn as its position, a colon
+  // and the token, a space as ␣ ("3:␣"; GPT-2's " the" would otherwise look like "the"): a prompt
+  // that repeats a token ("And God " has two d and two spaces) still tells its rows apart.
   std::vector<std::string> labels, drawn;
   for (int64_t id : ids) {
     labels.push_back(nn::escape_bytes(m.tokenizer->token_bytes(id)));
-    std::string d;
+    std::string d = std::to_string(drawn.size()) + ":";
     for (char ch : labels.back()) d += ch == ' ' ? std::string("\u2423") : std::string(1, ch);
     drawn.push_back(d);
   }

@@ -19,9 +19,19 @@
 //               scaling.csv (d_k, var(q.k), both means) and the plot
 //   blocks      the GPT's block diagram: blocks.csv (every parameter with its shape and count)
 //               and blocks.dot, rendered to blocks.svg when Graphviz is installed
+//   attention-steps  chapter 3's 2-token worked example step by step (lecture::
+//               causal_attention_steps): Q, K, V, S = Q Kᵀ, S / √d_k, the mask, A and Z = A V as
+//               heatmaps with their values; attention-steps.csv (step, row, col, value)
+//   heads       one multi-head layer taken apart (lecture::MultiHeadExample): q, k, v split into
+//               n_head heads, each head's weights and output, the concat and c_proj's output;
+//               heads.csv (panel, row, col, value)
+//   pre-post-ln the block's data flow pre-LN (gpt::Block, GPT-2) beside post-LN (Vaswani et al.),
+//               each stage with its RMS (gpt::layer_norm_placement): pre-post-ln.csv and .dot,
+//               rendered to .svg when Graphviz is installed
 //
-// Sizes come from --preset and its overrides (--n-embd, --n-head, --block-size ...); scaling has
-// the chapter's fixed sizes. A figure refuses the options it does not read (figure_kinds).
+// Sizes come from --preset and its overrides (--n-embd, --n-head, --block-size ...); scaling and
+// attention-steps have the chapter's fixed sizes. A figure refuses the options it does not read
+// (figure_kinds).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,7 +49,9 @@
 #include "cli/render_dot.h"
 #include "gpt/io/figures.h"
 #include "gpt/model/gpt2.h"
+#include "gpt/model/layer_norm_placement.h"
 #include "lecture/attention_by_hand.h"
+#include "lecture/attention_figures.h"
 #include "nn/io/atomic_file.h"
 #include "nn/layers.h"
 
@@ -70,6 +82,11 @@ const std::vector<FigureKind>& figure_kinds() {
       {"scaling", "the softmax's peak against d_k, with and without sqrt(d_k)", {}},
       {"mask", "the causal mask", {"block_size"}},
       {"blocks", "the GPT's block diagram", {"*"}},
+      {"attention-steps", "the 2-token example: S, scaled, masked, A, Z = A V", {}},
+      {"heads", "heads split, attend, concat", {"block_size", "n_embd", "n_head"}},
+      {"pre-post-ln",
+       "the block pre-LN beside post-LN",
+       {"block_size", "n_embd", "n_head", "n_layer", "bias", "pos_encoding"}},
   };
   return kinds;
 }
@@ -183,16 +200,26 @@ void rope(const gpt::GPTConfig& c, const std::string& stem) {
       "wrote %s.csv: q pair (%g, %g) rotated at positions 0..%lld, %lld pair(s) of head_dim %lld\n",
       stem.c_str(), x_in, y_in, static_cast<long long>(T - 1), static_cast<long long>(pairs),
       static_cast<long long>(HS));
+  // Each panel's axes are its pair's two channels, and its title says how fast the pair turns,
+  // θ_i = 10000^(-2i/head_dim) radians per position: pairs 2 and 3, whose arrows overlap, are
+  // seen to turn by too little to part.
   plot = data + "set multiplot layout 1," + std::to_string(drawn) +
-         " title 'RoPE: pair i of q turned by pos * " + "10000^(-2i/head_dim), head_dim " +
-         std::to_string(HS) + "'\n" +
-         "set size ratio -1\nset xrange [-1.5:1.5]\nset yrange [-1.5:1.5]\nset grid\nunset key\n"
-         "set xlabel 'channel i'\n";
+         " title 'RoPE: q = (1, 0.5) in every channel pair i, turned by pos \u00b7 \u03b8_i, " +
+         "\u03b8_i = 10000^(-2i/head_dim), head_dim " + std::to_string(HS) +
+         "; arrows labelled by pos'\n" +
+         "set size ratio -1\nset xrange [-1.5:1.5]\nset yrange [-1.5:1.5]\nset grid\nunset key\n";
   for (int64_t i = 0; i < drawn; ++i) {
     const std::string d = "$pair" + std::to_string(i);
-    plot += "set title 'pair " + std::to_string(i) + " (channels " + std::to_string(i) + ", " +
-            std::to_string(i + pairs) + ")'\nset ylabel 'channel " + std::to_string(i + pairs) +
-            "'\n" + "plot " + d + " using (0):(0):2:3:1 with vectors head filled lc palette, " + d +
+    char theta[64];
+    std::snprintf(theta, sizeof theta, "%.3g", std::pow(10000.0, -2.0 * i / HS));
+    // Turned by less than 0.2 rad from position 0 to the last, the arrows lie on one another.
+    const bool overlap = std::pow(10000.0, -2.0 * i / HS) * static_cast<double>(T - 1) < 0.2;
+    plot += "set title 'pair " + std::to_string(i) + ": \u03b8_" + std::to_string(i) + " = " +
+            theta + " rad per position" + (overlap ? " (the arrows overlap)" : "") +
+            "'\nset xlabel 'channel " + std::to_string(i) +
+            " (first of the pair)'\nset ylabel 'channel " + std::to_string(i + pairs) +
+            " (i + head_dim/2)'\n" + "plot " + d +
+            " using (0):(0):2:3:1 with vectors head filled lc palette, " + d +
             " using ($2 * 1.15):($3 * 1.15):(sprintf('%d', $1)) with labels font ',8'\n";
   }
   plot += "unset multiplot\n";
@@ -281,9 +308,9 @@ void scaling(const std::string& stem) {
       "set title 'the largest softmax weight against d_k (" +
       std::to_string(experiment.draws) + " queries, T = " + T + " keys, q, k ~ N(0, I))'\n" +
       "set xlabel 'd_k (log scale)'\nset ylabel 'mean largest weight'\n"
-      "plot $rows using 1:3 with linespoints pt 7 lw 2 lc rgb '#c00000' title 'softmax(q.k): "
+      "plot $rows using 1:3 with linespoints pt 7 lw 2 lc rgb '#c00000' title 'softmax(q\u00b7k): "
       "saturates', $rows using 1:4 with linespoints pt 7 lw 2 lc rgb '#0000c0' title "
-      "'softmax(q.k / sqrt(d_k))', 1.0 / " +
+      "'softmax(q\u00b7k / \u221ad_k)', 1.0 / " +
       T + " with lines dt 2 lc rgb '#808080' title 'uniform: 1/" + T +
       "', 1 with lines dt 2 lc rgb '#000000' title 'one-hot: 1'\n";
   say_drawn(gpt::write_figure(stem, plot, 720, 440, std::cerr), stem);
@@ -377,7 +404,8 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
       << "    " << id << "attn [label=\"attn: CausalSelfAttention\\l" << c.n_head
       << " heads of head_dim " << c.head_dim()
       << (c.pos_encoding == gpt::PosEncoding::rope ? ", RoPE on q, k" : "")
-      << "\\lsoftmax(causal_mask(q kT / sqrt(head_dim))) v\\l" << params(p + "attn.") << "\"];\n"
+      << "\\lsoftmax(causal_mask(q k\u1d40 / \u221ahead_dim)) v\\l" << params(p + "attn.")
+      << "\"];\n"
       << "    " << id << "add_1 [label=\"+\", shape=circle, fillcolor=white];\n"
       << "    " << id << "ln_2 [label=\"ln_2: LayerNorm\\l" << params(p + "ln_2.") << "\"];\n"
       << "    " << id << "mlp [label=\"mlp: MLP (c_fc, GELU, c_proj)\\l" << params(p + "mlp.")
@@ -392,13 +420,223 @@ void blocks(const gpt::GPTConfig& c, const std::string& stem) {
     in = id + "add_2";
   }
   d << "  ln_f [label=\"ln_f: LayerNorm\\l" << params("ln_f.") << "\"];\n  " << in << " -> ln_f;\n"
-    << "  head [label=\"lm_head: logits = x wteT\\ltied to wte: no parameters of its own\\l\"];\n"
+    << "  head [label=\"lm_head: logits = x wte\u1d40\\ltied to wte: no parameters of its "
+       "own\\l\"];\n"
     << "  ln_f -> head;\n  wte -> head [style=dotted, label=\" same matrix\"];\n"
     << "  loss [label=\"loss = cross_entropy(logits, targets)\", shape=plaintext, style=\"\"];\n"
     << "  head -> loss [label=\" (B, T, " << c.vocab_size << ")\"];\n}\n";
   write_file(stem + ".dot", d.str());
   std::printf("wrote %s.csv (%zu parameter tensors, %lld parameters) and %s.dot\n", stem.c_str(),
               named.size(), static_cast<long long>(total), stem.c_str());
+  if (render_svg(d.str(), stem + ".svg"))
+    std::printf("rendered %s.svg\n", stem.c_str());
+  else
+    std::printf("%s\n", render_svg_hint(stem + ".dot", stem + ".svg").c_str());
+}
+
+// One matrix of a step figure as CSV rows "step,row,col,value" (-inf kept as it is).
+void append_cells(std::string& csv, const std::string& step, const Tensor& m) {
+  for (int64_t r = 0; r < m.size(0); ++r)
+    for (int64_t c = 0; c < m.size(1); ++c)
+      csv +=
+          step + "," + std::to_string(r) + "," + std::to_string(c) + "," + num(m.at({r, c})) + "\n";
+}
+
+// A matrix as a heatmap panel on its own scale: cells above the diagonal grey when `causal`
+// (the mask's -inf, and the weights' exact zeros there), as in every attention map.
+gpt::Heatmap panel(const std::string& title, const std::string& row_axis,
+                   const std::string& col_axis, const Tensor& m, std::vector<std::string> cols,
+                   gpt::HeatmapScale scale, bool causal = false) {
+  std::vector<std::string> rows;
+  for (int64_t r = 0; r < m.size(0); ++r) rows.push_back(std::to_string(r));
+  if (cols.empty())
+    for (int64_t c = 0; c < m.size(1); ++c) cols.push_back(std::to_string(c));
+  gpt::Heatmap h{title, row_axis, col_axis, rows, cols, {}, scale};
+  for (int64_t r = 0; r < m.size(0); ++r)
+    for (int64_t c = 0; c < m.size(1); ++c)
+      h.values.push_back(causal && c > r ? std::nan("") : m.at({r, c}));
+  return h;
+}
+
+// The smallest and largest finite value of `ms`: one scale for matrices compared by colour.
+gpt::HeatmapScale range_of(std::initializer_list<Tensor> ms) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const Tensor& m : ms)
+    for (const double v : m.to_vector())
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  return {lo, hi > lo ? hi : lo + 1, false};
+}
+
+// A signed scale symmetric about 0 (red negative, blue positive) over `ms`.
+gpt::HeatmapScale signed_range_of(const std::vector<Tensor>& ms) {
+  double most = 0;
+  for (const Tensor& m : ms)
+    for (const double v : m.to_vector()) most = std::max(most, std::abs(v));
+  return {-most, most > 0 ? most : 1, true};
+}
+
+// Chapter 3's worked example 1 (T = 2, d_k = 1) as lecture::causal_attention_steps computes it,
+// one panel per step: the inputs, S = Q Kᵀ, S / √d_k, the mask, A and Z = A V. Q and K share a
+// scale, S and its scaled and masked forms another, and Z is drawn on V's scale: each output is
+// a weighted average of V's rows, so its colour lies between theirs.
+void attention_steps(const std::string& stem) {
+  const lecture::AttentionInputs in = lecture::two_token_example();
+  const lecture::AttentionSteps s = lecture::causal_attention_steps(in.Q, in.K, in.V);
+  std::string csv = "step,row,col,value\n";
+  const std::pair<const char*, const Tensor*> steps[] = {
+      {"Q", &in.Q},          {"K", &in.K},      {"V", &in.V}, {"S", &s.qk}, {"S_scaled", &s.scores},
+      {"masked", &s.masked}, {"A", &s.weights}, {"Z", &s.out}};
+  for (const auto& [name, m] : steps) append_cells(csv, name, *m);
+  write_file(stem + ".csv", csv);
+  const int64_t T = in.Q.size(0), d_k = in.Q.size(1);
+  std::printf("wrote %s.csv: the worked example's Q, K, V and every step (T = %lld, d_k = %lld)\n",
+              stem.c_str(), static_cast<long long>(T), static_cast<long long>(d_k));
+  const gpt::HeatmapScale qk = range_of({in.Q, in.K}), scores = range_of({s.qk, s.scores}),
+                          values = range_of({in.V});
+  const std::string scaled = "S / \u221ad_k (d_k = " + std::to_string(d_k) + ")";
+  gpt::HeatmapFigure f{
+      stem,
+      "chapter 3's worked example 1, step by step (T = " + std::to_string(T) +
+          ", d_k = " + std::to_string(d_k) + ")",
+      {panel("Q (T, d_k)", "position t", "channel", in.Q, {}, qk),
+       panel("K (T, d_k)", "position j", "channel", in.K, {}, qk),
+       panel("V (T, d_v)", "position j", "channel", in.V, {}, values),
+       panel("S = Q K\u1d40", "query t", "key j", s.qk, {}, scores),
+       panel(scaled, "query t", "key j", s.scores, {}, scores),
+       panel("mask: -inf above the diagonal (grey)", "query t", "key j", s.masked, {}, scores,
+             true),
+       panel("A = softmax of each row", "query t", "key j", s.weights, {}, {0, 1, false}, true),
+       panel("Z = A V, on V's scale", "query t", "channel", s.out, {}, values)},
+      3,
+      0,
+      1,
+      true};
+  say_drawn(gpt::write_heatmaps({f}, std::cerr), stem);
+}
+
+// One multi-head layer taken apart (lecture::MultiHeadExample at the config's n_embd, n_head
+// and T = block_size): q, k, v with their channels labelled by head, each head's weights (on
+// the figure's 0-1 scale) and output, the concat and c_proj's output.
+void heads(const gpt::GPTConfig& c, const std::string& stem) {
+  const lecture::MultiHeadSplit s =
+      lecture::MultiHeadExample{c.n_embd, c.n_head, c.block_size}.compute();
+  const int64_t HS = s.head_dim, C = c.n_embd, NH = c.n_head;
+  std::string csv = "panel,row,col,value\n";
+  append_cells(csv, "x", s.x);
+  append_cells(csv, "q", s.q);
+  append_cells(csv, "k", s.k);
+  append_cells(csv, "v", s.v);
+  for (int64_t h = 0; h < NH; ++h) append_cells(csv, "A" + std::to_string(h), s.weights[h]);
+  for (int64_t h = 0; h < NH; ++h) append_cells(csv, "y" + std::to_string(h), s.head_out[h]);
+  append_cells(csv, "concat", s.concat);
+  append_cells(csv, "out", s.out);
+  write_file(stem + ".csv", csv);
+  std::printf(
+      "wrote %s.csv: %lld heads of head_dim %lld, split, attended and concatenated (T = "
+      "%lld)\n",
+      stem.c_str(), static_cast<long long>(NH), static_cast<long long>(HS),
+      static_cast<long long>(c.block_size));
+  // Channel c of q, k, v or the concat belongs to head c / head_dim: "h1:0" is head 1's first.
+  std::vector<std::string> by_head, numbered;  // numbered: 0, 1, ... (panel's default)
+  for (int64_t j = 0; j < C; ++j)
+    by_head.push_back("h" + std::to_string(j / HS) + ":" + std::to_string(j % HS));
+  const gpt::HeatmapScale qkv = signed_range_of({s.q, s.k, s.v}),
+                          outs = signed_range_of({s.concat}), mixed = signed_range_of({s.out});
+  const std::string channel = "channel (h<head>:<i>)";
+  gpt::HeatmapFigure f{stem,
+                       "multi-head attention, n_embd " + std::to_string(C) + ", " +
+                           std::to_string(NH) + " heads of head_dim " + std::to_string(HS) +
+                           ": split c_attn(x) by head, attend per head, concat, c_proj",
+                       {panel("q = split 1 of c_attn(x)", "position t", channel, s.q, by_head, qkv),
+                        panel("k = split 2", "position t", channel, s.k, by_head, qkv),
+                        panel("v = split 3", "position t", channel, s.v, by_head, qkv)},
+                       std::max<int64_t>(3, NH),
+                       0,
+                       1,
+                       true};
+  for (int64_t h = 0; h < NH; ++h) {
+    gpt::Heatmap a = panel("head " + std::to_string(h) + ": A = softmax(q_h k_h\u1d40 / \u221a" +
+                               std::to_string(HS) + ")",
+                           "query t", "key j", s.weights[h], {}, {}, true);
+    a.scale.reset();  // the figure's 0-1 scale, with its colour box on the right
+    f.panels.push_back(a);
+  }
+  for (int64_t h = 0; h < NH; ++h) {
+    std::vector<std::string> cols(by_head.begin() + h * HS, by_head.begin() + (h + 1) * HS);
+    f.panels.push_back(panel("head " + std::to_string(h) + ": y_h = A v_h", "position t", channel,
+                             s.head_out[h], cols, outs));
+  }
+  f.panels.push_back(
+      panel("concat: the heads side by side", "position t", channel, s.concat, by_head, outs));
+  f.panels.push_back(
+      panel("out = c_proj(concat): heads mixed", "position t", "channel", s.out, numbered, mixed));
+  say_drawn(gpt::write_heatmaps({f}, std::cerr), stem);
+}
+
+// The block's data flow both ways (gpt::layer_norm_placement on a block of the config, T =
+// block_size, x of RMS 3), as DOT: one column per layout, each stage a box with its RMS,
+// residual additions as circles, the residual stream dashed.
+void pre_post_ln(const gpt::GPTConfig& c, const std::string& stem) {
+  const gpt::LayerNormPlacement p = gpt::layer_norm_placement(c, c.block_size);
+  std::string csv = "layout,stage,value\n";
+  auto rms = [](const gpt::BlockStage& s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", gpt::mean_rms(s.value));
+    return std::string(buf);
+  };
+  std::ostringstream d;
+  d << "digraph ln {\n  rankdir=TB;\n  fontname=\"Sans\";\n  newrank=true;\n"
+    << "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", fontname=\"Sans\", "
+       "fontsize=10];\n  edge [fontname=\"Sans\", fontsize=9];\n"
+    << "  label=\"one block of n_embd " << c.n_embd << ", " << c.n_head << " heads at GPT-2's "
+    << "initialisation, on " << c.block_size
+    << " tokens x ~ N(0, 3²): a stream grown past unit scale\nin each box, the RMS over the "
+       "channels, mean over the tokens\";\n  labelloc=t;\n";
+  struct Layout {
+    const char* id;
+    const char* title;
+    const gpt::BlockLayout* layout;
+    // The stages that are residual additions, each with the stage its dashed edge comes from
+    // (the stream before the sub-block), and the stages that are a layer norm's output.
+    std::vector<std::pair<size_t, size_t>> adds;
+    std::vector<size_t> norms;
+  };
+  const Layout layouts[] = {
+      {"pre", "pre-LN: attograd's Block (GPT-2)", &p.pre_ln, {{3, 0}, {6, 3}}, {1, 4}},
+      {"post", "post-LN: Vaswani et al. 2017, same weights", &p.post_ln, {{2, 0}, {5, 3}}, {3, 6}}};
+  for (const Layout& l : layouts) {
+    const std::string layout_name = l.id == std::string("pre") ? "pre-LN" : "post-LN";
+    for (const gpt::BlockStage& s : l.layout->stages)
+      csv += layout_name + "," + s.name + "," + num(gpt::mean_rms(s.value)) + "\n";
+    csv += layout_name + ",|dL/dx| / |dL/dy|," + num(l.layout->grad_ratio) + "\n";
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3f", l.layout->grad_ratio);
+    d << "  subgraph cluster_" << l.id << " {\n    label=\"" << l.title
+      << "\\ngradient reaching x: |dL/dx| / |dL/dy| = " << ratio
+      << "\";\n    style=rounded; color=\"#8096b8\";\n";
+    const auto& st = l.layout->stages;
+    for (size_t i = 0; i < st.size(); ++i) {
+      bool add = false;
+      for (const auto& a : l.adds) add = add || a.first == i;
+      const bool norm = std::find(l.norms.begin(), l.norms.end(), i) != l.norms.end();
+      d << "    " << l.id << i << " [label=\"" << st[i].name << "\\nRMS " << rms(st[i]) << "\""
+        << (add    ? ", shape=ellipse, fillcolor=white"
+            : norm ? ", fillcolor=\"#fdeccd\""
+                   : "")
+        << "];\n";
+    }
+    d << "  }\n";
+    for (size_t i = 1; i < st.size(); ++i)
+      d << "  " << l.id << i - 1 << " -> " << l.id << i << ";\n";
+    for (const auto& [to, from] : l.adds)
+      d << "  " << l.id << from << " -> " << l.id << to
+        << " [style=dashed, constraint=false, label=\" residual\"];\n";
+  }
+  d << "}\n";
+  write_file(stem + ".csv", csv);
+  write_file(stem + ".dot", d.str());
+  std::printf("wrote %s.csv (each stage's RMS, pre-LN and post-LN) and %s.dot\n", stem.c_str(),
+              stem.c_str());
   if (render_svg(d.str(), stem + ".svg"))
     std::printf("rendered %s.svg\n", stem.c_str());
   else
@@ -430,6 +668,16 @@ int run(const FigureArgs& a) {
     throw std::invalid_argument("figure rope-qk: block_size " + std::to_string(c.block_size) +
                                 " would draw " + std::to_string(c.block_size * c.block_size) +
                                 " (m, n) pairs; choose --block-size <= 64");
+  if (a.kind == "heads" && (c.block_size > 8 || c.n_embd > 12 || c.n_head > 4))
+    throw std::invalid_argument(
+        "figure heads: T = block_size " + std::to_string(c.block_size) + ", n_embd " +
+        std::to_string(c.n_embd) + " and n_head " + std::to_string(c.n_head) +
+        " would print too many numbers to read; choose --block-size <= 8, --n-embd <= 12 and "
+        "--n-head <= 4");
+  if (a.kind == "pre-post-ln" && c.block_size > 64)
+    throw std::invalid_argument("figure pre-post-ln: block_size " + std::to_string(c.block_size) +
+                                " tokens is more than the stages' RMS needs; choose "
+                                "--block-size <= 64");
   if (a.kind == "blocks" && c.n_layer > 48)
     throw std::invalid_argument("figure blocks: n_layer " + std::to_string(c.n_layer) +
                                 " is more blocks than a diagram can show; choose --n-layer <= 48");
@@ -445,6 +693,12 @@ int run(const FigureArgs& a) {
     scaling(stem);
   else if (a.kind == "mask")
     mask(c, stem);
+  else if (a.kind == "attention-steps")
+    attention_steps(stem);
+  else if (a.kind == "heads")
+    heads(c, stem);
+  else if (a.kind == "pre-post-ln")
+    pre_post_ln(c, stem);
   else
     blocks(c, stem);
   return 0;
@@ -456,8 +710,9 @@ void add_figure_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<FigureArgs>();
   CLI::App* cmd =
       app.add_subcommand("figure",
-                         "the docs' figures of positions, the causal mask and the GPT's "
-                         "blocks, as CSV data and drawings");
+                         "the docs' figures of positions, the causal mask, attention step by "
+                         "step, heads split and concatenated, and the GPT's blocks and "
+                         "layer norms, as CSV data and drawings");
   std::vector<std::string> names, described;
   for (const FigureKind& k : figure_kinds()) {
     names.push_back(k.name);
@@ -472,7 +727,9 @@ void add_figure_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Sizes: sinusoidal uses block_size x n_embd, rope head_dim = n_embd / n_head and positions "
       "0 .. block_size-1, rope-qk positions 0 .. block_size-1 (head_dim 2), scaling chapter 3's "
-      "fixed sizes (d_k 2 .. 512, T = 8), mask block_size, blocks the whole config.");
+      "fixed sizes (d_k 2 .. 512, T = 8), mask block_size, blocks the whole config, "
+      "attention-steps chapter 3's worked example 1 (T = 2, d_k = 1), heads n_embd and n_head "
+      "with T = block_size, pre-post-ln one block of the config on T = block_size tokens.");
   cmd->callback([a, cmd, &exit_code] {
     a->preset_given = cmd->count("--preset") > 0;
     exit_code = run(*a);

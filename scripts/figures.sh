@@ -56,10 +56,19 @@ keep mask.svg causal_mask.svg
   --out "$WORK/attention" | tee "$WORK/attention.txt"
 keep attention/all_heads.svg pico_attention.svg
 keep attention/layer2_head0.svg pico_attention_layer2_head0.svg
+# Chapter 3, the computation drawn: the 2-token worked example step by step, and pico's 3 heads
+# (n_embd 6) split, attended and concatenated on 4 tokens.
+"$ATTOGRAD" figure attention-steps --out "$WORK"
+keep attention-steps.svg attention_steps.svg
+"$ATTOGRAD" figure heads --block-size 4 --out "$WORK"
+keep heads.svg heads.svg
 
 # Chapter 4: the block diagram of pico (vocab_size 73: the King James Bible's characters).
 "$ATTOGRAD" figure blocks --preset pico --vocab-size 73 --out "$WORK"
 keep blocks.svg pico_blocks.svg
+# Chapter 4: one pico block pre-LN (what attograd computes) beside post-LN.
+"$ATTOGRAD" figure pre-post-ln --out "$WORK"
+keep pre-post-ln.svg pre_post_ln.svg
 
 # Chapter 5: the loss and perplexity of the pico run, with the unigram and bigram baselines.
 cp "$PICO_RUN/loss.svg" "$FIGURES/pico_loss.svg"

@@ -3,7 +3,8 @@
 // area) and the cell polygons inside it. write_heatmaps draws a heatmap `with image pixels`, so
 // every cell with a value is one <polygon fill = 'rgb(r, g, b)' points = '...'/> of exactly one
 // cell's size and a NaN cell none; an embedded, scaled-up <image> (the blurred drawing) has no
-// polygons at all. The colour box of a single panel lies outside the graph area and is skipped.
+// polygons at all. A colour box lies outside every panel's graph area: heatmap_panels skips it,
+// colour_boxes returns it.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attograd::testing {
@@ -48,11 +50,12 @@ struct SvgCell {
   int r = 0, g = 0, b = 0;
 };
 
-/// The heatmap panels of a write_heatmaps SVG, in drawing order, each as its drawn cells for a
-/// matrix of rows x cols. A polygon inside a panel's graph area that is not one cell in size
-/// (within 0.1 px) or off the cell grid is returned with row = col = -1, so a test sees it.
-inline std::vector<std::vector<SvgCell>> heatmap_panels(const std::string& svg, int64_t rows,
-                                                        int64_t cols) {
+/// The heatmap panels of a write_heatmaps SVG, in drawing order, each as its drawn cells; panel k
+/// a matrix of shapes[k] = (rows, cols) (the last shape for the panels after it). A polygon inside
+/// a panel's graph area that is not one cell in size (within 0.1 px) or off the cell grid is
+/// returned with row = col = -1, so a test sees it.
+inline std::vector<std::vector<SvgCell>> heatmap_panels(
+    const std::string& svg, const std::vector<std::pair<int64_t, int64_t>>& shapes) {
   std::vector<std::vector<SvgCell>> panels;
   const SvgPolygon* area = nullptr;
   const std::vector<SvgPolygon> polygons = svg_polygons(svg);
@@ -67,6 +70,7 @@ inline std::vector<std::vector<SvgCell>> heatmap_panels(const std::string& svg, 
     if (p.x0 < area->x0 - slack || p.x1 > area->x1 + slack || p.y0 < area->y0 - slack ||
         p.y1 > area->y1 + slack)
       continue;  // outside the graph area: the colour box
+    const auto [rows, cols] = shapes[std::min(panels.size(), shapes.size()) - 1];
     const double w = (area->x1 - area->x0) / static_cast<double>(cols),
                  h = (area->y1 - area->y0) / static_cast<double>(rows);
     const double col = (p.x0 - area->x0) / w, row = (p.y0 - area->y0) / h;
@@ -80,6 +84,38 @@ inline std::vector<std::vector<SvgCell>> heatmap_panels(const std::string& svg, 
     panels.back().push_back(c);
   }
   return panels;
+}
+
+/// The heatmap panels of a write_heatmaps SVG whose matrices are all rows x cols.
+inline std::vector<std::vector<SvgCell>> heatmap_panels(const std::string& svg, int64_t rows,
+                                                        int64_t cols) {
+  return heatmap_panels(svg, {{rows, cols}});
+}
+
+/// The colour boxes of a write_heatmaps SVG: the filled polygons outside the graph area of the
+/// panel drawn before them, one box per panel and left edge (gnuplot draws a box as thin slices,
+/// one above the other, from the scale's zmin at the bottom to its zmax at the top), in drawing
+/// order.
+inline std::vector<std::vector<SvgPolygon>> colour_boxes(const std::string& svg) {
+  std::vector<std::vector<SvgPolygon>> boxes;
+  const SvgPolygon* area = nullptr;
+  bool new_panel = false;  // a box drawn after another panel is another box, wherever it is
+  const std::vector<SvgPolygon> polygons = svg_polygons(svg);
+  for (const SvgPolygon& p : polygons) {
+    if (p.r == 217 && p.g == 217 && p.b == 217) {
+      area = &p;
+      new_panel = true;
+      continue;
+    }
+    if (area == nullptr || (p.x0 >= area->x0 - 0.1 && p.x1 <= area->x1 + 0.1 &&
+                            p.y0 >= area->y0 - 0.1 && p.y1 <= area->y1 + 0.1))
+      continue;
+    if (new_panel || boxes.empty() || std::abs(boxes.back().back().x0 - p.x0) > 0.1)
+      boxes.emplace_back();
+    new_panel = false;
+    boxes.back().push_back(p);
+  }
+  return boxes;
 }
 
 /// The colour write_heatmaps gives `v` on its scale [zmin, zmax]: white to #08306b, or, when

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,13 @@ struct FigureFormat {
 };
 inline constexpr FigureFormat kFigureFormats[] = {{"pngcairo", "png"}, {"svg", "svg"}};
 
+/// A colour scale: white at zmin, dark blue at zmax, or, when `diverging`, red at zmin, white
+/// midway and dark blue at zmax (signed values).
+struct HeatmapScale {
+  double zmin = 0, zmax = 1;
+  bool diverging = false;
+};
+
 /// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left. Each cell is its
 /// own filled rectangle (gnuplot's `with image pixels`: in the SVG one <polygon> per cell with a
 /// value, none for a NaN cell), so edges stay crisp at any zoom.
@@ -31,9 +39,14 @@ struct Heatmap {
   std::string row_axis, col_axis;                   // axis titles, e.g. "query", "key"
   std::vector<std::string> row_labels, col_labels;  // one tick label per row and per column
   std::vector<double> values;                       // row-major, rows x cols; NaN: no value (grey)
+  // The panel's own scale, drawn with its own colour box, for a figure whose panels hold
+  // different quantities (scores, weights, outputs); unset: the figure's.
+  std::optional<HeatmapScale> scale = std::nullopt;
 };
 
-/// A figure of one or more heatmaps on one colour scale, `columns` panels per row.
+/// A figure of one or more heatmaps, `columns` panels per row, with a colour box that gives the
+/// scale: one right of the figure for the panels on the figure's scale, and one beside each panel
+/// that has its own.
 struct HeatmapFigure {
   std::string path_stem;  // writes path_stem.png and path_stem.svg
   std::string title;      // above all panels (figures of several panels)

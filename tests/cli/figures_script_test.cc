@@ -16,7 +16,10 @@
 #include <set>
 #include <sstream>
 
+#include "gpt/model/config.h"
+#include "gpt/model/layer_norm_placement.h"
 #include "lecture/attention_by_hand.h"
+#include "lecture/attention_figures.h"
 #include "tests/cli/cli_run.h"
 #include "tests/svg_cells.h"
 #include "tests/test_util.h"
@@ -52,6 +55,14 @@ std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
 
 double num(const std::string& s) { return s == "-inf" ? -INFINITY : std::stod(s); }
 
+// How often `needle` occurs in `s` (without overlaps).
+size_t occurrences(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + needle.size()))
+    ++n;
+  return n;
+}
+
 // pico trained for 300 steps (seeds fixed) on a small text with the characters of the script's
 // prompt "And God ", once per process: the stand-in for train_pico.sh's 20,000 steps.
 const fs::path& trained_pico() {
@@ -75,18 +86,30 @@ const fs::path& trained_pico() {
   return run;
 }
 
-// A heatmap SVG the script keeps, against the matrices it draws (one per panel, rows x cols
-// row-major, NaN for a masked cell): no embedded <image>, and per panel one crisp rectangle per
-// cell with a value, at its row and column, in its value's colour, and none for a masked cell.
-void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<double>>& panels,
-                       int64_t rows, int64_t cols, double zmin, bool diverging) {
+// One panel of a heatmap figure: its matrix (rows x cols, row-major, NaN for a masked cell) and
+// the colour scale it is drawn on.
+struct Panel {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> values;
+  double zmin = 0, zmax = 1;
+  bool diverging = false;
+};
+
+// A heatmap SVG the script keeps, against the panels it draws: no embedded <image>, and per
+// panel one crisp rectangle per cell with a value, at its row and column, in its value's colour
+// on the panel's scale, and none for a masked cell.
+void check_panels(const fs::path& svg_path, const std::vector<Panel>& panels) {
   BOOST_TEST_CONTEXT(svg_path.filename()) {
     const std::string svg = read_text(svg_path);
     BOOST_TEST(svg.find("<image") == std::string::npos);
-    const auto drawn = heatmap_panels(svg, rows, cols);
+    std::vector<std::pair<int64_t, int64_t>> shapes;
+    for (const Panel& p : panels) shapes.emplace_back(p.rows, p.cols);
+    const auto drawn = heatmap_panels(svg, shapes);
     BOOST_REQUIRE_EQUAL(drawn.size(), panels.size());
     for (size_t k = 0; k < panels.size(); ++k) {
-      const std::vector<double>& want = panels[k];
+      const Panel& p = panels[k];
+      const std::vector<double>& want = p.values;
+      BOOST_REQUIRE_EQUAL(want.size(), static_cast<size_t>(p.rows * p.cols));
       std::vector<int> count(want.size(), 0);
       int wrong_colour = 0, off_grid = 0;
       for (const SvgCell& c : drawn[k]) {
@@ -94,9 +117,10 @@ void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<d
           ++off_grid;
           continue;
         }
-        const size_t at = static_cast<size_t>(c.row * cols + c.col);
+        const size_t at = static_cast<size_t>(c.row * p.cols + c.col);
         ++count[at];
-        if (!std::isnan(want[at]) && !has_colour(c, want[at], zmin, 1, diverging)) ++wrong_colour;
+        if (!std::isnan(want[at]) && !has_colour(c, want[at], p.zmin, p.zmax, p.diverging))
+          ++wrong_colour;
       }
       int missing = 0, masked_drawn = 0;
       for (size_t i = 0; i < want.size(); ++i)
@@ -108,6 +132,92 @@ void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<d
                           << masked_drawn << " masked cells drawn");
     }
   }
+}
+
+// check_panels for panels of one shape on one scale from zmin to 1.
+void check_heatmap_svg(const fs::path& svg_path, const std::vector<std::vector<double>>& panels,
+                       int64_t rows, int64_t cols, double zmin, bool diverging) {
+  std::vector<Panel> all;
+  for (const std::vector<double>& values : panels)
+    all.push_back({rows, cols, values, zmin, 1, diverging});
+  check_panels(svg_path, all);
+}
+
+// A colour box drawn from the colour of zmin at its bottom to that of zmax at its top.
+void check_colour_box(const std::vector<SvgPolygon>& box, double zmin, double zmax,
+                      bool diverging) {
+  BOOST_REQUIRE(box.size() >= 10u);  // a gradient of slices, not one rectangle
+  auto colour = [](const SvgPolygon& p) { return SvgCell{0, 0, p.r, p.g, p.b}; };
+  const auto bottom =
+      std::max_element(box.begin(), box.end(), [](auto& a, auto& b) { return a.y1 < b.y1; });
+  const auto top =
+      std::min_element(box.begin(), box.end(), [](auto& a, auto& b) { return a.y0 < b.y0; });
+  // Within a few steps of the scale's ends: the first and last slices are sampled inside it.
+  const double step = (zmax - zmin) / static_cast<double>(box.size());
+  BOOST_TEST((has_colour(colour(*bottom), zmin, zmin, zmax, diverging) ||
+              has_colour(colour(*bottom), zmin + step, zmin, zmax, diverging) ||
+              has_colour(colour(*bottom), zmin + 2 * step, zmin, zmax, diverging)));
+  BOOST_TEST((has_colour(colour(*top), zmax, zmin, zmax, diverging) ||
+              has_colour(colour(*top), zmax - step, zmin, zmax, diverging) ||
+              has_colour(colour(*top), zmax - 2 * step, zmin, zmax, diverging)));
+}
+
+// A CSV of matrices in long form ("<name>,row,col,value" with a header row) as name -> matrix.
+std::map<std::string, std::vector<std::vector<double>>> read_cells(const fs::path& p) {
+  std::map<std::string, std::vector<std::vector<double>>> m;
+  const auto rows = read_csv(p);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    BOOST_REQUIRE_EQUAL(rows[i].size(), 4u);
+    auto& matrix = m[rows[i][0]];
+    const size_t r = std::stoul(rows[i][1]), c = std::stoul(rows[i][2]);
+    if (matrix.size() <= r) matrix.resize(r + 1);
+    if (matrix[r].size() <= c) matrix[r].resize(c + 1);
+    matrix[r][c] = num(rows[i][3]);
+  }
+  return m;
+}
+
+// A tensor (rows, cols) as a matrix of its values.
+std::vector<std::vector<double>> matrix_of(const attograd::Tensor& t) {
+  std::vector<std::vector<double>> m(static_cast<size_t>(t.size(0)));
+  for (int64_t r = 0; r < t.size(0); ++r)
+    for (int64_t c = 0; c < t.size(1); ++c) m[r].push_back(t.at({r, c}));
+  return m;
+}
+
+// A long-form CSV's matrices (read_cells) are the tensors of their names, bit for bit, and the
+// file holds no other.
+void check_matrices(const std::map<std::string, std::vector<std::vector<double>>>& m,
+                    const std::vector<std::pair<std::string, attograd::Tensor>>& want) {
+  BOOST_REQUIRE_EQUAL(m.size(), want.size());
+  for (const auto& [name, t] : want) {
+    BOOST_TEST_INFO(name);
+    BOOST_REQUIRE(m.count(name) == 1u);
+    BOOST_TEST((m.at(name) == matrix_of(t)));
+  }
+}
+
+// A matrix as a panel's values, row-major, NaN above the diagonal when `causal`.
+std::vector<double> cells_of(const std::vector<std::vector<double>>& m, bool causal = false) {
+  std::vector<double> v;
+  for (size_t r = 0; r < m.size(); ++r)
+    for (size_t c = 0; c < m[r].size(); ++c) v.push_back(causal && c > r ? std::nan("") : m[r][c]);
+  return v;
+}
+
+// The smallest and largest finite value of the matrices (a panel's scale, as figure_command.cc
+// draws it) and the largest magnitude (a signed scale's).
+std::pair<double, double> range_of(const std::vector<std::vector<std::vector<double>>>& ms) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& m : ms)
+    for (const auto& row : m)
+      for (const double v : row)
+        if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  return {lo, hi};
+}
+double magnitude_of(const std::vector<std::vector<std::vector<double>>>& ms) {
+  const auto [lo, hi] = range_of(ms);
+  return std::max(-lo, hi);
 }
 
 // An attention CSV (layer<L>_head<H>.csv) as the map draws it: row-major, NaN after the query.
@@ -279,6 +389,198 @@ BOOST_AUTO_TEST_CASE(script_figures_data) {
           attention_cells(work / "attention" /
                           ("layer" + std::to_string(l) + "_head" + std::to_string(h) + ".csv")));
   check_heatmap_svg(figures / "pico_attention.svg", heads, 8, 8, 0, false);
+
+  // pico's maps label each row and column with its position and token: the prompt repeats "d"
+  // and the space, and "2:d" / "6:d", "3:␣" / "7:␣" tell them apart. all_heads has one colour
+  // box for its nine panels, the single map its own, both from 0 (white) to 1.
+  for (const auto& [name, panels] :
+       {std::pair{"pico_attention.svg", 9}, std::pair{"pico_attention_layer2_head0.svg", 1}}) {
+    BOOST_TEST_CONTEXT(name) {
+      const std::string svg = read_text(figures / name);
+      for (const std::string label :
+           {"0:A", "1:n", "2:d", "3:\u2423", "4:G", "5:o", "6:d", "7:\u2423"}) {
+        BOOST_TEST_INFO(label);
+        BOOST_TEST(occurrences(svg, "<text>" + label + "</text>") ==
+                   static_cast<size_t>(2 * panels));  // rows and columns
+      }
+      const auto boxes = colour_boxes(svg);
+      BOOST_REQUIRE_EQUAL(boxes.size(), 1u);
+      check_colour_box(boxes[0], 0, 1, false);
+    }
+  }
+
+  // Chapter 3's worked example 1 step by step: every matrix is lecture::causal_attention_steps'
+  // on lecture::two_token_example(), bit for bit, with the numbers the chapter quotes; each panel
+  // drawn on its own scale (Q and K one, S and its scaled and masked forms one, Z on V's) with
+  // its own colour box.
+  {
+    namespace lecture = attograd::lecture;
+    const lecture::AttentionInputs in = lecture::two_token_example();
+    const lecture::AttentionSteps st = lecture::causal_attention_steps(in.Q, in.K, in.V);
+    const auto m = read_cells(work / "attention-steps.csv");
+    const std::vector<std::pair<std::string, attograd::Tensor>> want = {{"Q", in.Q},
+                                                                        {"K", in.K},
+                                                                        {"V", in.V},
+                                                                        {"S", st.qk},
+                                                                        {"S_scaled", st.scores},
+                                                                        {"masked", st.masked},
+                                                                        {"A", st.weights},
+                                                                        {"Z", st.out}};
+    check_matrices(m, want);
+    const auto& S = m.at("S");
+    BOOST_TEST((S == std::vector<std::vector<double>>{{1, 3}, {2, 6}}));  // not symmetric: Q ≠ K
+    BOOST_TEST(m.at("masked")[0][1] == -INFINITY);
+    BOOST_TEST(m.at("A")[0][0] == 1.0);
+    BOOST_TEST(m.at("A")[0][1] == 0.0);
+    BOOST_TEST(std::abs(m.at("A")[1][0] - 0.0179862) < 1e-7);
+    BOOST_TEST(std::abs(m.at("Z")[1][0] - 19.820138) < 1e-6);
+    const auto [qk_lo, qk_hi] = range_of({m.at("Q"), m.at("K")});
+    const auto [s_lo, s_hi] = range_of({m.at("S"), m.at("S_scaled")});
+    const auto [v_lo, v_hi] = range_of({m.at("V")});
+    check_panels(figures / "attention_steps.svg",
+                 {{2, 1, cells_of(m.at("Q")), qk_lo, qk_hi},
+                  {2, 1, cells_of(m.at("K")), qk_lo, qk_hi},
+                  {2, 1, cells_of(m.at("V")), v_lo, v_hi},
+                  {2, 2, cells_of(S), s_lo, s_hi},
+                  {2, 2, cells_of(m.at("S_scaled")), s_lo, s_hi},
+                  {2, 2, cells_of(m.at("masked"), true), s_lo, s_hi},
+                  {2, 2, cells_of(m.at("A"), true), 0, 1},
+                  {2, 1, cells_of(m.at("Z")), v_lo, v_hi}});
+    const auto boxes = colour_boxes(read_text(figures / "attention_steps.svg"));
+    BOOST_REQUIRE_EQUAL(boxes.size(), 8u);
+    check_colour_box(boxes[6], 0, 1, false);
+    check_colour_box(boxes[7], v_lo, v_hi, false);
+  }
+
+  // Heads split → attend → concat (pico's n_embd 6 and 3 heads, T = 4): every matrix is
+  // lecture::MultiHeadExample's, bit for bit, and follows from the CSV's own q, k, v by the
+  // formulas, in plain loops: A_h = softmax(q_h k_hᵀ / √2) under the mask, y_h = A_h v_h, the
+  // concat puts y_h at channels 2h, 2h + 1, and c_proj of it is the layer's fused forward.
+  {
+    const attograd::lecture::MultiHeadSplit split =
+        attograd::lecture::MultiHeadExample{6, 3, 4}.compute();
+    const auto m = read_cells(work / "heads.csv");
+    const std::vector<std::pair<std::string, attograd::Tensor>> want = {{"x", split.x},
+                                                                        {"q", split.q},
+                                                                        {"k", split.k},
+                                                                        {"v", split.v},
+                                                                        {"A0", split.weights[0]},
+                                                                        {"A1", split.weights[1]},
+                                                                        {"A2", split.weights[2]},
+                                                                        {"y0", split.head_out[0]},
+                                                                        {"y1", split.head_out[1]},
+                                                                        {"y2", split.head_out[2]},
+                                                                        {"concat", split.concat},
+                                                                        {"out", split.out}};
+    check_matrices(m, want);
+    const auto &q = m.at("q"), &k = m.at("k"), &v = m.at("v"), &concat = m.at("concat");
+    const int T = 4, HS = 2;
+    double heads_differ = 0;
+    for (int h = 0; h < 3; ++h) {
+      const auto &A = m.at("A" + std::to_string(h)), &y = m.at("y" + std::to_string(h));
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> e(T, 0.0);
+        double z = 0, top = -INFINITY;
+        for (int j = 0; j <= t; ++j) {
+          e[j] =
+              (q[t][h * HS] * k[j][h * HS] + q[t][h * HS + 1] * k[j][h * HS + 1]) / std::sqrt(2.0);
+          top = std::max(top, e[j]);
+        }
+        for (int j = 0; j <= t; ++j) z += e[j] = std::exp(e[j] - top);
+        for (int j = 0; j < T; ++j) {
+          BOOST_TEST(A[t][j] == (j <= t ? e[j] / z : 0.0), boost::test_tools::tolerance(1e-12));
+          heads_differ = std::max(heads_differ, std::abs(A[t][j] - m.at("A0")[t][j]));
+        }
+        for (int i = 0; i < HS; ++i) {
+          double sum = 0;
+          for (int j = 0; j < T; ++j) sum += A[t][j] * v[j][h * HS + i];
+          BOOST_TEST(y[t][i] == sum, boost::test_tools::tolerance(1e-12));
+          BOOST_TEST(concat[t][h * HS + i] == y[t][i]);
+        }
+      }
+    }
+    BOOST_TEST(heads_differ > 0.05);  // each head attends its own way, not all the causal average
+    // What chapter 3 says of the drawing: heads 0 and 2 put most of queries 1-3's weight on key
+    // 1, head 1 splits query 2's between keys 0 and 2 (0.46 and 0.54).
+    for (const int h : {0, 2})
+      for (int t = 1; t < T; ++t) {
+        const auto& row = m.at("A" + std::to_string(h))[t];
+        BOOST_TEST((std::max_element(row.begin(), row.end()) - row.begin() == 1));
+      }
+    BOOST_TEST(std::abs(m.at("A1")[2][0] - 0.46) < 0.005);
+    BOOST_TEST(std::abs(m.at("A1")[2][2] - 0.54) < 0.005);
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < 6; ++c)
+        BOOST_TEST(m.at("out")[t][c] == split.layer_out.at({t, c}),
+                   boost::test_tools::tolerance(1e-12));
+    const double qkv = magnitude_of({q, k, v}), outs = magnitude_of({concat}),
+                 mixed = magnitude_of({m.at("out")});
+    std::vector<Panel> panels;
+    for (const char* name : {"q", "k", "v"})
+      panels.push_back({4, 6, cells_of(m.at(name)), -qkv, qkv, true});
+    for (int h = 0; h < 3; ++h)
+      panels.push_back({4, 4, cells_of(m.at("A" + std::to_string(h)), true), 0, 1, false});
+    for (int h = 0; h < 3; ++h)
+      panels.push_back({4, 2, cells_of(m.at("y" + std::to_string(h))), -outs, outs, true});
+    panels.push_back({4, 6, cells_of(concat), -outs, outs, true});
+    panels.push_back({4, 6, cells_of(m.at("out")), -mixed, mixed, true});
+    check_panels(figures / "heads.svg", panels);
+    const std::string svg = read_text(figures / "heads.svg");
+    BOOST_TEST(colour_boxes(svg).size() == 9u);  // q, k, v, the weights', y0-y2, concat, out
+    BOOST_TEST(occurrences(svg, "<text>h2:1</text>") == 5u);  // q, k, v, y2 and the concat
+  }
+
+  // Pre-LN beside post-LN, on one pico block at initialisation (gpt::layer_norm_placement): the
+  // CSV holds each stage's RMS and the gradient ratio as the library computes them, the pre-LN
+  // side is attograd's Block (its y is gpt::Block::forward(x)), the drawing prints every number,
+  // and the numbers show the contrast the chapter describes: pre-LN leaves the stream at x's
+  // scale and passes the gradient straight through, post-LN normalises the stream to RMS 1 and
+  // divides the gradient by x's scale.
+  {
+    const attograd::gpt::GPTConfig c = attograd::gpt::preset("pico");
+    const attograd::gpt::LayerNormPlacement p = attograd::gpt::layer_norm_placement(c, 8);
+    const auto rows = read_csv(work / "pre-post-ln.csv");
+    BOOST_TEST(rows[0] == std::vector<std::string>({"layout", "stage", "value"}),
+               boost::test_tools::per_element());
+    BOOST_REQUIRE_EQUAL(rows.size(), 1u + 2 * (7 + 1));
+    const std::string svg = read_text(figures / "pre_post_ln.svg");
+    size_t row = 1;
+    for (const auto& [name, layout] :
+         {std::pair{"pre-LN", &p.pre_ln}, std::pair{"post-LN", &p.post_ln}}) {
+      BOOST_REQUIRE_EQUAL(layout->stages.size(), 7u);
+      for (const attograd::gpt::BlockStage& st : layout->stages) {
+        BOOST_TEST_INFO(name << " " << st.name);
+        BOOST_TEST((rows[row][0] == name && rows[row][1] == st.name));
+        const double rms = attograd::gpt::mean_rms(st.value);
+        BOOST_TEST(num(rows[row++][2]) == rms);
+        char printed[32];
+        std::snprintf(printed, sizeof printed, "RMS %.3f", rms);
+        BOOST_TEST(contains(svg, printed));
+      }
+      BOOST_TEST((rows[row][0] == name && rows[row][1] == "|dL/dx| / |dL/dy|"));
+      BOOST_TEST(num(rows[row++][2]) == layout->grad_ratio);
+      char printed[64];
+      std::snprintf(printed, sizeof printed, "|dL/dx| / |dL/dy| = %.3f", layout->grad_ratio);
+      BOOST_TEST(contains(svg, printed));
+    }
+    const attograd::Tensor& pre_y = p.pre_ln.stages.back().value;
+    for (int64_t t = 0; t < 8; ++t)
+      for (int64_t ch = 0; ch < 6; ++ch)
+        BOOST_TEST(pre_y.at({t, ch}) == p.block_out.at({t, ch}),
+                   boost::test_tools::tolerance(1e-12));
+    const double x_rms = attograd::gpt::mean_rms(p.pre_ln.stages.front().value);
+    BOOST_TEST((x_rms > 2.5 && x_rms < 3.5));
+    BOOST_TEST(std::abs(attograd::gpt::mean_rms(pre_y) / x_rms - 1) < 0.02);
+    BOOST_TEST(std::abs(attograd::gpt::mean_rms(p.post_ln.stages.back().value) - 1) < 1e-3);
+    BOOST_TEST(std::abs(p.pre_ln.grad_ratio - 1) < 0.1);
+    BOOST_TEST(p.post_ln.grad_ratio < 0.5);
+    // The numbers chapter 4 quotes: x and pre-LN's y of RMS 2.920, post-LN's y 1.000, the
+    // gradient ratios 1.000 and 0.336.
+    BOOST_TEST(std::abs(x_rms - 2.920) < 5e-4);
+    BOOST_TEST(std::abs(attograd::gpt::mean_rms(pre_y) - 2.920) < 5e-4);
+    BOOST_TEST(std::abs(p.pre_ln.grad_ratio - 1.000) < 5e-4);
+    BOOST_TEST(std::abs(p.post_ln.grad_ratio - 0.336) < 5e-4);
+  }
 
   // Every figure the script keeps is one the docs show.
   std::string docs;

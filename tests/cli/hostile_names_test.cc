@@ -121,15 +121,16 @@ BOOST_AUTO_TEST_CASE(hostile_names_are_names_and_prompts_are_text) {
       BOOST_TEST(fs::file_size(dir.path / run / plot) > 0u, plot);
 
   const std::string figures = hostile_dir(dir.path, "2");
-  for (const char* kind : {"mask", "rope", "blocks", "sinusoidal"}) {
+  for (const std::string kind : {"mask", "rope", "blocks", "sinusoidal", "heads", "pre-post-ln"}) {
     const Run f = run_attograd({"figure", kind, "--preset", "femto", "--out=" + figures}, dir.path);
     BOOST_TEST_INFO(kind << ": " << f.out << f.error);
     BOOST_TEST(f.exit_code == 0);
-    BOOST_TEST(fs::is_regular_file(dir.path / figures / (std::string(kind) + ".csv")));
-    if (gnuplot && std::string(kind) != "blocks")
-      BOOST_TEST(fs::file_size(dir.path / figures / (std::string(kind) + ".svg")) > 0u);
-    if (dot && std::string(kind) == "blocks")
-      BOOST_TEST(read_file(dir.path / figures / "blocks.svg").find("</svg>") != std::string::npos);
+    BOOST_TEST(fs::is_regular_file(dir.path / figures / (kind + ".csv")));
+    const bool graphviz = kind == "blocks" || kind == "pre-post-ln";  // drawn by dot
+    if (gnuplot && !graphviz) BOOST_TEST(fs::file_size(dir.path / figures / (kind + ".svg")) > 0u);
+    if (dot && graphviz)
+      BOOST_TEST(read_file(dir.path / figures / (kind + ".svg")).find("</svg>") !=
+                 std::string::npos);
   }
 
   // The tokens "\n", "'" and '"' become tick labels, the prompt a figure's title.
@@ -144,8 +145,9 @@ BOOST_AUTO_TEST_CASE(hostile_names_are_names_and_prompts_are_text) {
       contains(read_file(dir.path / maps / "layer0_head0.csv"), "query\\key,0:o,1:\\n,2:b,3:'"));
   if (gnuplot) {
     const std::string svg = read_file(dir.path / maps / "layer0_head0.svg");
-    BOOST_TEST(contains(svg, ">\\n<"));  // the newline token, drawn as its escape
-    BOOST_TEST(contains(svg, ">`<"));
+    // Each tick is "position:token": the newline token drawn as its escape.
+    BOOST_TEST(contains(svg, ">1:\\n<"));
+    BOOST_TEST(contains(svg, ">5:`<"));
   }
 
   // A leading dash never reaches dot as an option: the DOT goes in on its stdin.

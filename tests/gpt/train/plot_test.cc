@@ -272,7 +272,9 @@ BOOST_AUTO_TEST_CASE(figures_are_drawn_with_their_titles_and_labels) {
   BOOST_TEST(s1.find(">nan<") == std::string::npos);        // but none on a NaN cell
   BOOST_TEST(s2.find("both of them") != std::string::npos);
   BOOST_TEST(s2.find("second panel") != std::string::npos);
-  BOOST_TEST(s2.find("0.75") == std::string::npos);  // show_values off
+  // show_values off: no cell's "1.00" (the colour box's ticks are 0, 0.2, ... 1).
+  BOOST_TEST(s2.find(">1.00<") == std::string::npos);
+  BOOST_TEST(s1.find(">1.00<") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
