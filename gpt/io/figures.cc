@@ -138,7 +138,7 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
     // Values in white on dark cells, black on light ones; NaN cells stay empty ($3 == $3 is false
     // for NaN).
     if (f.show_values)
-      s += ", " + data + " matrix using 1:2:($3 == $3 ? sprintf('%.2f', $3) : ''):(" + dark +
+      s += ", " + data + " matrix using 1:2:($3 == $3 ? sprintf('%.3g', $3) : ''):(" + dark +
            " ? 0xffffff : 0x000000) with labels tc rgb variable font ',8'";
     s += "\n";
   }

@@ -53,7 +53,7 @@ struct HeatmapFigure {
   std::vector<Heatmap> panels;
   int64_t columns = 1;
   double zmin = 0, zmax = 1;  // the colour scale: white at zmin, dark blue at zmax
-  bool show_values = false;   // print each cell's value with 2 decimals (small matrices)
+  bool show_values = false;   // print each cell's value, 3 significant digits (1/8: 0.125)
   bool diverging = false;     // red at zmin, white midway, dark blue at zmax (signed values)
 };
 
