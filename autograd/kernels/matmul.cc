@@ -20,7 +20,8 @@
 // block: per k, two vector loads of B and MR broadcasts of A feed 2 MR fused multiply-adds.
 // Packing pads partial micro-panels with zeros, so the micro-kernel always runs whole tiles;
 // an edge tile goes through a small buffer and only its valid part reaches C (C's last rows,
-// when at most 4 are left, run a kernel of 4 rows instead).
+// when at most 4 are left, run a kernel of 4 rows instead). One exception to packing: an A
+// stored (K, M) whose values few tiles use is read where it is stored (a_in_place).
 //
 // Threads: C is cut into pieces (along whichever of M or N is longer; how many: pieces_of
 // below), which the pool's threads take one at a time (thread_pool.h);
@@ -577,10 +578,12 @@ static_assert(kMR <= 14, "ATTOGRAD_GEMM_TILE_ROWS lists 14 rows");
 // layout, zero-padded, and only its first R values per k are read. Computing a whole tile into
 // a buffer for those rows (edge_tile) cost GPT-2 small's products 4% of their time (M = 256 =
 // 18 x 14 + 4: 4 rows in 14).
+// a_step is the elements from one k to the next in A's micro-panel: kMR when packed, M when the
+// panel is read where A is stored (a_in_place, below).
 template <int64_t R = kMR, class D, typename T = hn::TFromD<D>>
-HWY_INLINE void micro_kernel_fma(D d, int64_t kc, const T* HWY_RESTRICT a, const T* HWY_RESTRICT b,
-                                 T* HWY_RESTRICT c, int64_t ldc, const T* bias, StoreMode mode,
-                                 int64_t rows = R) {
+HWY_INLINE void micro_kernel_fma(D d, int64_t kc, const T* HWY_RESTRICT a, int64_t a_step,
+                                 const T* HWY_RESTRICT b, T* HWY_RESTRICT c, int64_t ldc,
+                                 const T* bias, StoreMode mode, int64_t rows = R) {
   static_assert(R <= kMR, "at most the register tile's rows");
   const size_t N = hn::Lanes(d);
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
@@ -593,7 +596,7 @@ HWY_INLINE void micro_kernel_fma(D d, int64_t kc, const T* HWY_RESTRICT a, const
   }
     ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_FMA)
 #undef ATTOGRAD_GEMM_FMA
-    a += kMR;
+    a += a_step;
     b += 2 * N;
   }
 #define ATTOGRAD_GEMM_STORE_ROWS(r)                                        \
@@ -762,7 +765,17 @@ __attribute__((target(HWY_TARGET_STR ",amx-tile,amx-bf16"))) void micro_kernel_a
 //   pack_b(dst, width, src, line_stride, k_stride, lines, kc)   B's into panels of `width` (NR);
 //                 both with pack_panels' arguments;
 //   micro_kernel(steps, a, b, c, ldc, bias, mode)   a whole kRows x NR tile from panels of
-//                 `steps` packed elements per line.
+//                 `steps` packed elements per line;
+//   kReadsInPlace whether micro_kernel also takes A's micro-panel where A is stored (APanel,
+//                 a_in_place below); false where packing converts the values.
+
+// A's micro-panel as the micro-kernel reads it: its first element, and the elements from one k
+// to the next (kRows when packed).
+template <typename P>
+struct APanel {
+  const P* data;
+  int64_t step;
+};
 
 // f32 or f64, packed as they are, one k per step: matmul.
 template <typename T>
@@ -781,15 +794,17 @@ struct PlainTiles {
               int64_t lines, int64_t kc) const {
     pack_panels(dst, width, src, line_stride, k_stride, lines, kc);
   }
-  void micro_kernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, const T* bias,
+  static constexpr bool kReadsInPlace = true;
+  void micro_kernel(int64_t kc, APanel<T> a, const T* b, T* c, int64_t ldc, const T* bias,
                     StoreMode mode) const {
-    micro_kernel_fma(hn::ScalableTag<T>(), kc, a, b, c, ldc, bias, mode);
+    micro_kernel_fma(hn::ScalableTag<T>(), kc, a.data, a.step, b, c, ldc, bias, mode);
   }
   // The first `rows` rows of a tile (rows <= kTopRows), for C's last row tile.
   static constexpr int64_t kTopRows = kMR > 4 ? 4 : 0;
-  void micro_kernel_top(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t rows,
+  void micro_kernel_top(int64_t kc, APanel<T> a, const T* b, T* c, int64_t ldc, int64_t rows,
                         const T* bias, StoreMode mode) const {
-    micro_kernel_fma<kTopRows>(hn::ScalableTag<T>(), kc, a, b, c, ldc, bias, mode, rows);
+    micro_kernel_fma<kTopRows>(hn::ScalableTag<T>(), kc, a.data, a.step, b, c, ldc, bias, mode,
+                               rows);
   }
 };
 
@@ -801,6 +816,7 @@ struct Bf16Tiles {
   static constexpr int64_t kBlockK = kKC;
   static constexpr int64_t kRows = kMR;
   static int64_t steps(int64_t kc) { return (kc + 1) / 2; }
+  static constexpr bool kReadsInPlace = false;  // every value is rounded and paired
   bool avx512_bf16;  // micro_kernel_dpbf16 (AVX3 only), else micro_kernel_bf16_widen
   void pack_a(uint32_t* dst, const float* src, int64_t line_stride, int64_t k_stride, int64_t lines,
               int64_t kc) const {
@@ -831,6 +847,7 @@ struct AmxTiles {
   static constexpr int64_t kBlockK = kKC;
   static constexpr int64_t kRows = kAmxRows;
   static int64_t steps(int64_t kc) { return round_up((kc + 1) / 2, kAmxPairs); }
+  static constexpr bool kReadsInPlace = false;  // every value is rounded and paired
   void pack_a(uint32_t* dst, const float* src, int64_t line_stride, int64_t k_stride, int64_t lines,
               int64_t kc) const {
     const int64_t kp = steps(kc);
@@ -878,16 +895,28 @@ void pack_b(const Tiles& tiles, typename Tiles::Packed* dst, const Problem<T>& p
   tiles.pack_b(dst, NR, pr.b + k0 * pr.b_row + j0 * pr.b_col, pr.b_col, pr.b_row, nc, kc);
 }
 
+// A whole tile (kRows x NR) from two micro-panels; a kind of tiles that does not read in place
+// gets a packed A panel only.
+template <class Tiles, typename P, typename T>
+HWY_INLINE void tile_kernel(const Tiles& tiles, int64_t kp, APanel<P> a, const P* b, T* c,
+                            int64_t ldc, const T* bias, StoreMode mode) {
+  if constexpr (Tiles::kReadsInPlace) {
+    tiles.micro_kernel(kp, a, b, c, ldc, bias, mode);
+  } else {
+    tiles.micro_kernel(kp, a.data, b, c, ldc, bias, mode);
+  }
+}
+
 // A tile at the bottom or right edge of C (rows < kRows or cols < NR): computed whole into a
 // buffer from the zero-padded panels, then only its valid part is stored.
 template <class Tiles, typename T = typename Tiles::Acc, typename P = typename Tiles::Packed>
-void edge_tile(const Tiles& tiles, int64_t kp, const P* a, const P* b, T* c, int64_t ldc,
+void edge_tile(const Tiles& tiles, int64_t kp, APanel<P> a, const P* b, T* c, int64_t ldc,
                int64_t rows, int64_t cols, const T* bias, StoreMode mode) {
   const hn::ScalableTag<T> d;
   constexpr size_t kMaxNR = kNV * hn::MaxLanes(hn::ScalableTag<T>());
   HWY_ALIGN T tile[Tiles::kRows * kMaxNR];
   const int64_t NR = kNV * static_cast<int64_t>(hn::Lanes(d));
-  tiles.micro_kernel(kp, a, b, tile, NR, static_cast<const T*>(nullptr), StoreMode{false, false});
+  tile_kernel(tiles, kp, a, b, tile, NR, static_cast<const T*>(nullptr), StoreMode{false, false});
   for (int64_t r = 0; r < rows; ++r) {
     T* c_row = c + r * ldc;
     for (int64_t j = 0; j < cols; ++j) {
@@ -972,8 +1001,31 @@ PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, bool a_side, int6
 struct PackedA {};
 struct PackedB {};
 
+// Whether the micro-kernel reads A's whole micro-panels where A is stored, unpacked. A stored
+// (K, M) (a weight gradient's dyᵀ) already holds, for each k, a row tile's kRows values side by
+// side: the packed layout, only M elements from one k to the next instead of kRows. Packing
+// copies every value of A once per product so that the tiles read it contiguous; when A's values
+// are used by few tiles (N <= kInPlaceMaxUses NR: nano's weight gradients, N = 128, 4 uses) that
+// copy was a sixth of the product (perf, Zen 5, 2026-12-07), and reading in place measured
+// 1.11-1.19x (`bench/kernels_ab.py`, nano's c_attn and c_fc dW). With more uses the packed panel
+// pays: in place measured 0.97x at 12 uses (baby's c_fc dW) and 0.90x at 24 with M = 50,257
+// (GPT-2 small's lm_head dW, every k on another page). B stored (K, N) could be read in place the
+// same way; it measured 0.95-1.04x (its panel is used by every row tile), so it is always packed.
+// Partial panels are packed too (their padding is the packing's zeros). Same sums, same order.
+constexpr int64_t kInPlaceMaxUses = 4;
+
+template <class Tiles, typename T>
+bool a_in_place(const Problem<T>& pr, int64_t NR) {
+  if constexpr (Tiles::kReadsInPlace) {
+    return pr.a_row == 1 && pr.N <= kInPlaceMaxUses * NR;
+  } else {
+    return false;
+  }
+}
+
 // C[i_begin : i_end, j_begin : j_end], all of K: one thread's rectangle. a_all (all of A, as
-// pack_all lays it out) or b_all, when given, replaces packing that operand here.
+// pack_all lays it out) or b_all, when given, replaces packing that operand here; A read in place
+// (a_in_place) is packed only for its partial panel.
 template <class Tiles, typename T>
 void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, int64_t i_end,
                     int64_t j_begin, int64_t j_end, PackedAll<typename Tiles::Packed> a_all = {},
@@ -981,6 +1033,15 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
   using P = typename Tiles::Packed;
   const Blocking bl = blocking<Tiles>();
   const int64_t NR = bl.NR, KC = Tiles::kBlockK, MR = Tiles::kRows;
+  const bool in_place = a_in_place<Tiles>(pr, NR);
+  // A panel read in place, from A as stored (none for Tiles that pack every value).
+  const auto stored = [](const T* at, int64_t step) -> APanel<P> {
+    if constexpr (Tiles::kReadsInPlace) {
+      return {at, step};
+    } else {
+      return {nullptr, step};
+    }
+  };
   // The rows up to which C's last row tile runs the short kernel (Tiles that have one).
   constexpr int64_t kTopRows = [] {
     if constexpr (requires { Tiles::kTopRows; }) return Tiles::kTopRows;
@@ -1009,11 +1070,12 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
       }
       for (int64_t ic = i_begin; ic < i_end; ic += bl.MC) {
         const int64_t mc = std::min(bl.MC, i_end - ic);
+        const int64_t mc_in = in_place ? mc / MR * MR : 0;  // rows of A read in place
         const P* a_block = a_pack;
         if (a_all.data != nullptr) {
           a_block = a_all.block(pc, ic, kp);
-        } else {
-          pack_a(tiles, a_pack, pr, ic, mc, pc, kc);
+        } else if (mc_in < mc) {
+          pack_a(tiles, a_pack, pr, ic + mc_in, mc - mc_in, pc, kc);
         }
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int64_t cols = std::min(NR, nc - jr);
@@ -1021,14 +1083,16 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
           const T* bias = pr.bias != nullptr ? pr.bias + jc + jr : nullptr;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int64_t rows = std::min(MR, mc - ir);
+            const APanel<P> a_panel = ir < mc_in ? stored(pr.a + ic + ir + pc * pr.a_col, pr.a_col)
+                                                 : APanel<P>{a_block + (ir - mc_in) * kp, MR};
             T* c = pr.c + (ic + ir) * pr.N + jc + jr;
             if (rows == MR && cols == NR) {
-              tiles.micro_kernel(kp, a_block + ir * kp, b_panel, c, pr.N, bias, mode);
+              tile_kernel(tiles, kp, a_panel, b_panel, c, pr.N, bias, mode);
             } else if (cols == NR && rows <= kTopRows) {
               if constexpr (kTopRows > 0)
-                tiles.micro_kernel_top(kp, a_block + ir * kp, b_panel, c, pr.N, rows, bias, mode);
+                tiles.micro_kernel_top(kp, a_panel, b_panel, c, pr.N, rows, bias, mode);
             } else {
-              edge_tile(tiles, kp, a_block + ir * kp, b_panel, c, pr.N, rows, cols, bias, mode);
+              edge_tile(tiles, kp, a_panel, b_panel, c, pr.N, rows, cols, bias, mode);
             }
           }
         }
@@ -1064,8 +1128,9 @@ void gemm_packed(const Tiles& tiles, const Problem<T>& pr, int64_t n) {
   const bool b_once =
       parts > 1 && split_m &&
       PackAllLayout::of<Tiles>(NR, n, pr.K).template bytes<Tiles>() <= kPackAllBytes;
-  const Packed a_all =
-      a_once ? pack_all(tiles, true, MR, pr.a, pr.a_row, pr.a_col, M, pr.K, parts > 1) : Packed{};
+  const Packed a_all = a_once && !a_in_place<Tiles>(pr, NR)
+                           ? pack_all(tiles, true, MR, pr.a, pr.a_row, pr.a_col, M, pr.K, parts > 1)
+                           : Packed{};
   const Packed b_all =
       b_once ? pack_all(tiles, false, NR, pr.b, pr.b_col, pr.b_row, n, pr.K, parts > 1) : Packed{};
   for_range(parts, parts > 1, [&](int64_t p) HWY_ATTR {
