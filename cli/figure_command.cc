@@ -341,7 +341,7 @@ void mask(const gpt::GPTConfig& c, const std::string& stem) {
   write_file(stem + ".csv", csv);
   std::printf("wrote %s.csv: causal_mask of zero scores (%lld x %lld)\n", stem.c_str(),
               static_cast<long long>(T), static_cast<long long>(T));
-  say_drawn(gpt::write_heatmaps({{stem, "", {map}, 1, 0, 1, T <= 16}}, std::cerr), stem);
+  say_drawn(gpt::write_heatmaps({{stem, "", {map}, 1, 0, 1, T <= 16, false, 3}}, std::cerr), stem);
 }
 
 // The GPT's block diagram as DOT: one node per module of gpt::GPT, labelled with its parameters'

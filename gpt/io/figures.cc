@@ -67,7 +67,9 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
       last_on_figure_scale = j;
   }
   // A panel grows with its cells, and the whole figure stays within 2400 px a side.
-  int64_t side = std::clamp<int64_t>(120 + 28 * static_cast<int64_t>(cells), 360, 900);
+  // Printed values need about 48 px a cell (a 10-point "0.125" is ~35 px wide).
+  const int64_t cell_px = f.show_values ? 48 : 28;
+  int64_t side = std::clamp<int64_t>(120 + cell_px * static_cast<int64_t>(cells), 360, 900);
   side = std::min(side, 2400 / std::max(cols, rows));
   const int64_t title_px = n > 1 && !f.title.empty() ? 40 : 0;
   // One gnuplot draws every figure of a call in turn, so a colour box placed or hidden for one
@@ -138,7 +140,8 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
     // Values in white on dark cells, black on light ones; NaN cells stay empty ($3 == $3 is false
     // for NaN).
     if (f.show_values)
-      s += ", " + data + " matrix using 1:2:($3 == $3 ? sprintf('%.3g', $3) : ''):(" + dark +
+      s += ", " + data + " matrix using 1:2:($3 == $3 ? sprintf('%." +
+           std::to_string(f.value_decimals) + "f', $3) : ''):(" + dark +
            " ? 0xffffff : 0x000000) with labels tc rgb variable font ',8'";
     s += "\n";
   }

@@ -53,8 +53,9 @@ struct HeatmapFigure {
   std::vector<Heatmap> panels;
   int64_t columns = 1;
   double zmin = 0, zmax = 1;  // the colour scale: white at zmin, dark blue at zmax
-  bool show_values = false;   // print each cell's value, 3 significant digits (1/8: 0.125)
+  bool show_values = false;   // print each cell's value (small matrices)
   bool diverging = false;     // red at zmin, white midway, dark blue at zmax (signed values)
+  int value_decimals = 2;     // of a printed value: 3 for the causal mask, whose 1/8 is 0.125
 };
 
 /// Draws every figure with `gnuplot`, one process per output format, each file checked and

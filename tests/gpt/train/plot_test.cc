@@ -259,7 +259,7 @@ BOOST_AUTO_TEST_CASE(figures_are_drawn_with_their_titles_and_labels) {
   const std::string one = (dir / "one").string(), two = (dir / "two").string();
   std::ostringstream log;
   BOOST_TEST(write_heatmaps(
-      {{one, "", {mask}, 1, 0, 1, true}, {two, "both of them", {mask, other}, 2}}, log));
+      {{one, "", {mask}, 1, 0, 1, true, false, 3}, {two, "both of them", {mask, other}, 2}}, log));
   for (const std::string& stem : {one, two})
     BOOST_TEST(std::filesystem::file_size(stem + ".png") > 0u);
   auto svg = [](const std::string& path) {
@@ -268,7 +268,7 @@ BOOST_AUTO_TEST_CASE(figures_are_drawn_with_their_titles_and_labels) {
   };
   const std::string s1 = svg(one + ".svg"), s2 = svg(two + ".svg");
   BOOST_TEST(s1.find("it's masked") != std::string::npos);  // a quote in a title is kept
-  // values printed on the cells, to 3 significant digits: 1/8 reads 0.125, not 0.12
+  // values printed on the cells, with the figure's 3 decimals: 1/8 reads 0.125, not 0.12
   BOOST_TEST(s1.find(">0.125<") != std::string::npos);
   BOOST_TEST(s1.find(">0.875<") != std::string::npos);
   BOOST_TEST(s1.find(">nan<") == std::string::npos);  // but none on a NaN cell
