@@ -655,11 +655,6 @@ int run(const FigureArgs& a) {
   gpt::ConfigOverrides overrides = a.config;
   if (!reads(kind, "n_head")) overrides.set(&gpt::GPTConfig::n_head, int64_t{1});
   const gpt::GPTConfig c = build_config(overrides, std::nullopt);
-  if (a.kind != "blocks" && c.block_size > kMaxDrawn)
-    throw std::invalid_argument(
-        "figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
-        " is more positions than a figure can show; choose --block-size <= " +
-        std::to_string(kMaxDrawn));
   if ((a.kind == "sinusoidal" || a.kind == "rope") && c.n_embd > kMaxDrawn)
     throw std::invalid_argument("figure " + a.kind + ": n_embd " + std::to_string(c.n_embd) +
                                 " is more channels than a figure can show; choose --n-embd <= " +
@@ -678,6 +673,12 @@ int run(const FigureArgs& a) {
     throw std::invalid_argument("figure pre-post-ln: block_size " + std::to_string(c.block_size) +
                                 " tokens is more than the stages' RMS needs; choose "
                                 "--block-size <= 64");
+  // After the figures' own, smaller limits, so that the limit an error names is the one to meet.
+  if (a.kind != "blocks" && c.block_size > kMaxDrawn)
+    throw std::invalid_argument(
+        "figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
+        " is more positions than a figure can show; choose --block-size <= " +
+        std::to_string(kMaxDrawn));
   if (a.kind == "blocks" && c.n_layer > 48)
     throw std::invalid_argument("figure blocks: n_layer " + std::to_string(c.n_layer) +
                                 " is more blocks than a diagram can show; choose --n-layer <= 48");
