@@ -669,6 +669,12 @@ int run(const FigureArgs& a) {
         std::to_string(c.n_embd) + " and n_head " + std::to_string(c.n_head) +
         " would print too many numbers to read; choose --block-size <= 8, --n-embd <= 12 and "
         "--n-head <= 4");
+  // One block of n_embd C has 12 C^2 parameters: n_embd 8192 allocated gigabytes for two RMS.
+  if (a.kind == "pre-post-ln" && c.n_embd > kMaxDrawn)
+    throw std::invalid_argument(
+        "figure pre-post-ln: n_embd " + std::to_string(c.n_embd) +
+        " channels is more than the stages' RMS needs; choose --n-embd <= " +
+        std::to_string(kMaxDrawn));
   if (a.kind == "pre-post-ln" && c.block_size > 64)
     throw std::invalid_argument("figure pre-post-ln: block_size " + std::to_string(c.block_size) +
                                 " tokens is more than the stages' RMS needs; choose "
