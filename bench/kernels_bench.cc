@@ -23,8 +23,9 @@
 //   build/bench/kernels_bench --benchmark_filter=matmul-bf16
 //
 // attention/...: the fused causal attention kernel (attention.h) on one head of head_dim 64 at
-// T = 8 ... 1024, forward alone and forward + backward, at 1 thread: the time grows as T², the
-// cost chapter 3 computes (docs/03-attention.md#the-cost-of-attention). Only these:
+// T = 8 ... 1024, and nano's (head_dim 32, T = 64), forward alone and forward + backward, at 1
+// thread: the time grows as T², the cost chapter 3 computes
+// (docs/03-attention.md#the-cost-of-attention). Only these:
 //   build/bench/kernels_bench --benchmark_filter=attention
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -480,6 +481,7 @@ int main(int argc, char** argv) {
       register_cases<double>(f64_cases(), "f64", {1, 2}, reporter);
       register_bf16_cases(bf16_cases(), {1, 2}, reporter);
       register_attention({8, 16, 32, 64, 128, 256, 512, 1024}, 64);
+      register_attention({64}, 32);  // nano's heads (n_embd 128 over 4 heads, block_size 64)
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernels_bench: %s\n", e.what());

@@ -34,6 +34,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "autograd/kernels/simd-inl.h"
+#include "autograd/kernels/transpose-inl.h"
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
@@ -85,11 +86,12 @@ void rows_by_columns(T* out, const T* const* a, const T* xt, int64_t ld, int64_t
   });
 }
 
-// out_r[c] (+)= scale * sum_{j < n} w[r, j] x_j[c] for r < rows, c < HS: y = p v, or dq += ds k.
+// out_r[c] (+)= scale_r * sum_{j < n} w[r, j] x_j[c] for r < rows, c < HS: y = p v (scale_r the
+// softmax's 1 / sum of row r, so that the weights are never divided one by one), or dq += ds k.
 // Tiles run along c over the rows x_j (heads narrower than a vector take the lane paths below).
 template <typename T>
 void mix_rows(T* const* out, int64_t rows, const T* w, int64_t ld, int64_t n, Rows<const T> x,
-              int64_t HS, T scale, bool accumulate) {
+              int64_t HS, const T (&scale)[kR], bool accumulate) {
   for_each_tile<T>(HS, true, [&]<int NV>(auto d, int64_t c) HWY_ATTR {
     const int64_t N = static_cast<int64_t>(hn::Lanes(d));
     outer_product_tile<kR, NV>(
@@ -98,98 +100,53 @@ void mix_rows(T* const* out, int64_t rows, const T* w, int64_t ld, int64_t n, Ro
         [&](int64_t r, int v, auto acc) HWY_ATTR {
           if (r >= rows) return;
           T* o = out[r] + c + v * N;
-          const auto scaled = hn::Mul(acc, hn::Set(d, scale));
+          const auto scaled = hn::Mul(acc, hn::Set(d, scale[r]));
           hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, o), scaled) : scaled, d, o);
         });
   });
 }
 
-// xt[c, j] += scale * sum_{r < rows} a_r[c] w[r, j] for c < HS and j < n rounded up to whole
-// vectors: a block's contribution to dkᵀ (a = q rows, w = ds) or dvᵀ (a = dy rows, w = p).
-// Rows of xt go kC at a time, so that each vector of w loaded serves kC of them: one row at a
-// time loaded five vectors and stored one per four multiply-adds, and the two calls were most of
-// the backward's time at head_dim 64 (perf, baby, Zen 5). Every xt[c, j] still gets its kR
-// products in order r = 0, 1, ..., so the rows' grouping changes no bit.
+// x_j[c] += scale * sum_{s < steps} w[s, j] a_{t0 + s}[c] for keys j < n, c < HS: a chunk of
+// queries' contribution to dk (w = ds, a = q) or dv (w = p, a = dy), added to x's rows in place.
+// w is (steps, ld), row s the weights of query t0 + s, zero past the keys that query sees, and
+// padded by kR values after its last row. Tiles of kR keys by up to kTileVectors vectors of
+// channels run over the chunk's queries, from the first that sees the tile's first key (j <=
+// t + offset): each accumulator is loaded and stored once per chunk. The loop this replaced
+// summed into dkᵀ and dvᵀ a block of kR queries at a time, a load and a store per kR
+// multiply-adds, and then gathered them back into rows: a quarter of nano's attention (perf,
+// Zen 5, 2026-12-07).
 template <typename T>
-void add_outer(T* xt, int64_t ld, const T* const* a, int64_t rows, T scale, const T* w, int64_t n,
-               int64_t HS) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const auto rows_from = [&]<int64_t kC>(int64_t c) HWY_ATTR {
-    T coef[kC][kR] = {};
-    for (int64_t i = 0; i < kC; ++i)
-      for (int64_t r = 0; r < rows; ++r) coef[i][r] = scale * a[r][c + i];
-    for (int64_t j = 0; j < n; j += N) {
-      decltype(hn::Zero(d)) wj[kR];
-      for (int64_t r = 0; r < kR; ++r) wj[r] = hn::LoadU(d, w + r * ld + j);
-      for (int64_t i = 0; i < kC; ++i) {
-        T* row = xt + (c + i) * ld;
-        auto acc = hn::LoadU(d, row + j);
-        for (int64_t r = 0; r < kR; ++r) acc = hn::MulAdd(hn::Set(d, coef[i][r]), wj[r], acc);
-        hn::StoreU(acc, d, row + j);
-      }
-    }
-  };
-  constexpr int64_t kC = 4;
-  int64_t c = 0;
-  for (; c + kC <= HS; c += kC) rows_from.template operator()<kC>(c);
-  for (; c < HS; ++c) rows_from.template operator()<1>(c);
+void add_weighted_rows(Rows<T> x, int64_t n, const T* w, int64_t ld, Rows<const T> a, int64_t t0,
+                       int64_t steps, int64_t offset, int64_t HS, T scale) {
+  for (int64_t j = 0; j < n; j += kR) {
+    const int64_t first = std::clamp<int64_t>(j - offset - t0, 0, steps);
+    const T* wj = w + first * ld + j;
+    const Rows<const T> aj{a[t0 + first], a.time};
+    for_each_tile<T>(HS, true, [&]<int NV>(auto d, int64_t c) HWY_ATTR {
+      const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+      outer_product_tile<kR, NV>(
+          d, steps - first, [&](int64_t r, int64_t s) { return wj[s * ld + r]; },
+          [&](int64_t s) { return aj[s] + c; },
+          [&](int64_t r, int v, auto acc) HWY_ATTR {
+            if (j + r >= n) return;
+            T* o = x[j + r] + c + v * N;
+            hn::StoreU(hn::MulAdd(acc, hn::Set(d, scale), hn::LoadU(d, o)), d, o);
+          });
+    });
+  }
 }
 
 // ---- Heads -------------------------------------------------------------------------------------
 
-// The offsets 0, stride, 2 stride, ... of a gather of one lane per row, for the lanes of d. The
-// offsets are signed integers of T's width (GatherIndex's rule): for f32 32-bit, and a row
-// stride (3 C elements in a GPT's qkv buffer, T in the scratch) times at most 15 stays far below
-// 2^31.
-template <class D>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> lane_offsets(D d, int64_t stride) {
-  const hn::RebindToSigned<D> di;
-  using TI = hn::TFromD<decltype(di)>;
-  HWY_ALIGN TI offsets[hn::MaxLanes(di)];
-  for (size_t i = 0; i < hn::Lanes(d); ++i)
-    offsets[i] = static_cast<TI>(static_cast<int64_t>(i) * stride);
-  return hn::Load(di, offsets);
-}
-
 // The transposed copies of one head's keys and values: xᵀ (HS, ld), ld = Tk rounded up to whole
-// vectors, the padding columns zero (so that tiles may run past Tk and read zeros). A vector of
-// xᵀ's row c is gathered from c of N rows of x and stored whole: the element-wise copy this
-// replaces stored each element to another cache line of xᵀ (its rows are ld apart), which made
-// the two copies a third of nano's attention backward (perf, Zen 5, 2026-12-06).
+// vectors, the padding columns zero (so that tiles may run past Tk and read zeros). The copy is
+// transpose-inl.h's, 8 x 8 blocks transposed in registers: it replaced one gather of a vector of
+// xᵀ's row from N rows of x, and before that an element-wise copy; the gathers were 14% of nano's
+// attention (head_dim 32, T = 64; perf, Zen 5, 2026-12-07).
 template <typename T>
 void transpose_rows(T* xt, int64_t ld, Rows<const T> x, int64_t Tk, int64_t HS) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const auto offsets = lane_offsets(d, x.time);
-  int64_t j = 0;
-  for (; j + N <= Tk; j += N) {
-    const T* column = x[j];
-    for (int64_t c = 0; c < HS; ++c)
-      hn::StoreU(hn::GatherIndex(d, column + c, offsets), d, xt + c * ld + j);
-  }
-  for (; j < Tk; ++j) {
-    const T* row = x[j];
-    for (int64_t c = 0; c < HS; ++c) xt[c * ld + j] = row[c];
-  }
+  transpose_copy(xt, ld, x.base, x.time, Tk, HS, Tk);
   for (int64_t c = 0; c < HS; ++c) std::fill(xt + c * ld + Tk, xt + (c + 1) * ld, T(0));
-}
-
-// x_j[c] += xᵀ[c, j] for j < Tk, c < HS: transpose_rows' way back, gathering a vector of channels
-// of key j from xᵀ's rows (ld apart) and adding it to x_j whole.
-template <typename T>
-void add_transposed(Rows<T> x, const T* xt, int64_t ld, int64_t Tk, int64_t HS) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const auto offsets = lane_offsets(d, ld);
-  for (int64_t j = 0; j < Tk; ++j) {
-    T* row = x[j];
-    int64_t c = 0;
-    for (; c + N <= HS; c += N)
-      hn::StoreU(hn::Add(hn::LoadU(d, row + c), hn::GatherIndex(d, xt + c * ld + j, offsets)), d,
-                 row + c);
-    for (; c < HS; ++c) row[c] += xt[c * ld + j];
-  }
 }
 
 // A block of up to kR queries t0 .. t0 + rows - 1: the row pointers of an operand (the missing
@@ -201,6 +158,13 @@ struct QueryBlock {
   QueryBlock(int64_t t, const AttentionDims& n)
       : t0(t), rows(std::min(kR, n.Tq - t)), keys(t + rows + n.Tk - n.Tq) {}
   int64_t visible(int64_t r) const { return keys - (rows - 1 - r); }  // keys j <= t0 + r + Tk - Tq
+  // Where row r of the block's weights must be zero, from its visible keys up to this end: the
+  // kR - 1 keys after them, as far as any reader goes (mix_rows reads a row up to the block's
+  // last visible key; add_weighted_rows up to kR - 1 past the row's own); a row past Tq whole.
+  // (Zeroing to the row's end, ld, was a pass as long as the row over the masked keys.)
+  int64_t zeroed_end(int64_t r, int64_t ld) const {
+    return r < rows ? std::min(ld, visible(r) + kR) : ld;
+  }
   template <typename U>
   void pointers(const U** out, Rows<const U> x) const {
     for (int64_t r = 0; r < kR; ++r) out[r] = x[t0 + std::min(r, rows - 1)];
@@ -222,6 +186,17 @@ template <typename T>
 int64_t padded_keys(int64_t Tk) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
   return (Tk + N - 1) / N * N;
+}
+
+// Queries per chunk of the backward: whole blocks of kR, as many as keep the chunk's p and ds,
+// (chunk, ld) each, within kChunkBytes, so that they are still in L2 when add_weighted_rows
+// reads them back (a head of T = 256 in two chunks, of T = 1024 in eight).
+constexpr int64_t kChunkBytes = int64_t{256} << 10;
+
+template <typename T>
+int64_t query_chunk(int64_t Tq, int64_t ld) {
+  const int64_t fit = kChunkBytes / (2 * ld * static_cast<int64_t>(sizeof(T))) / kR * kR;
+  return std::clamp<int64_t>(fit, kR, (Tq + kR - 1) / kR * kR);
 }
 
 // ---- Heads narrower than a vector: queries in the lanes ------------------------------------
@@ -445,8 +420,10 @@ void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStride
                                     head_rows(v, vs, b, h), n, scale);
       });
     }
-    T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((HS + kR) * ld));
-    T* p = kt + HS * ld;  // (kR, ld): a block's weights
+    // kᵀ (HS, ld), a block's weights (kR, ld), and each query's sum of exps (Tq)
+    T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((HS + kR) * ld + n.Tq));
+    T* p = kt + HS * ld;
+    T* sums = p + kR * ld;
     const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h),
                         vr = head_rows(v, vs, b, h);
     const Rows<T> yr = head_rows(y, ys, b, h);
@@ -458,25 +435,31 @@ void attention_forward_impl(T* y, HeadStrides ys, T* lse, const T* q, HeadStride
       blk.pointers(q_rows, qr);
       // pass 1: the block's scaled scores against the keys its last query sees
       rows_by_columns(p, q_rows, kt, ld, blk.keys, HS, scale);
-      // pass 2, per query: p_j = exp(s_j - m) / sum over its visible keys (simd-inl.h), 0 beyond
+      // pass 2, per query: e_j = exp(s_j - m) over its visible keys (simd-inl.h), 0 after; the
+      // max m goes to lse now, log(sum e) is added below
+      T inv_sum[kR] = {};
       for (int64_t r = 0; r < kR; ++r) {
         T* pr = p + r * ld;
         const int64_t visible = r < blk.rows ? blk.visible(r) : 0;
         if (visible > 0) {
           const LogSumExp<T> e = row_log_sum_exp(pr, visible, pr);
-          lse_h[t0 + r] = e.max + e.log_sum();
-          const T inv_sum = T(1) / e.sum;
-          for_each_vector<T>(0, visible, [&](auto d, int64_t j) HWY_ATTR {
-            hn::StoreU(hn::Mul(hn::LoadU(d, pr + j), hn::Set(d, inv_sum)), d, pr + j);
-          });
+          lse_h[t0 + r] = e.max;
+          sums[t0 + r] = e.sum;
+          inv_sum[r] = T(1) / e.sum;
         }
-        std::fill(pr + visible, pr + ld, T(0));
+        std::fill(pr + visible, pr + blk.zeroed_end(r, ld), T(0));
       }
-      // pass 3: y_t = sum_j p_tj v_j
+      // pass 3: y_t = (sum_j e_tj v_j) / sum_j e_tj
       T* y_rows[kR];
       for (int64_t r = 0; r < blk.rows; ++r) y_rows[r] = yr[t0 + r];
-      mix_rows(y_rows, blk.rows, p, ld, blk.keys, vr, HS, T(1), false);
+      mix_rows(y_rows, blk.rows, p, ld, blk.keys, vr, HS, inv_sum, false);
     }
+    // lse_t = m_t + log(sum_t), a vector of queries at a time: a scalar std::log per query was
+    // 14% of nano's forward (head_dim 32, T = 64; perf, Zen 5, 2026-12-07)
+    for_each_vector<T>(0, n.Tq, [&](auto d, int64_t t) HWY_ATTR {
+      const auto log_sum = log_ieee(d, hn::LoadU(d, sums + t));
+      hn::StoreU(hn::Add(hn::LoadU(d, lse_h + t), log_sum), d, lse_h + t);
+    });
   });
 }
 
@@ -519,61 +502,68 @@ void attention_backward_impl(T* dq, T* dk, T* dv, const T* dy, const AttentionGr
           backward_dkv_key_lanes<kMaxHS>(dkr, dvr, D, lse_h, dyr, qr, kr, vr, n, scale);
       });
     }
-    T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((4 * HS + 2 * kR) * ld));
+    // kᵀ and vᵀ (HS, ld), then a chunk of queries' weights p and their gradients ds (chunk, ld)
+    const int64_t chunk = query_chunk<T>(n.Tq, ld);
+    T* kt = thread_scratch<T, HeadScratch>(static_cast<size_t>((2 * HS + 2 * chunk) * ld + kR));
     T* vt = kt + HS * ld;
-    T* dkt = vt + HS * ld;
-    T* dvt = dkt + HS * ld;
-    T* p = dvt + HS * ld;  // (kR, ld) each
-    T* ds = p + kR * ld;
+    T* p = vt + HS * ld;
+    T* ds = p + chunk * ld;  // kR values of padding after it (add_weighted_rows)
     const Rows<const T> qr = head_rows(q, qs, b, h), kr = head_rows(k, ks, b, h),
                         vr = head_rows(v, vs, b, h);
     const Rows<const T> yr = head_rows(y, ys, b, h), dyr = head_rows(dy, g.dy, b, h);
     const T* lse_h = lse + (b * n.NH + h) * n.Tq;
     transpose_rows(kt, ld, kr, n.Tk, HS);
     transpose_rows(vt, ld, vr, n.Tk, HS);
-    std::fill(dkt, dkt + 2 * HS * ld, T(0));  // dkᵀ and dvᵀ
-    for (int64_t t0 = 0; t0 < n.Tq; t0 += kR) {
-      const QueryBlock<T> blk(t0, n);
-      const T *q_rows[kR], *dy_rows[kR];
-      blk.pointers(q_rows, qr);
-      blk.pointers(dy_rows, dyr);
-      // p_tj = exp(s_tj - lse_t): the forward's weights, recomputed; 0 beyond the visible keys
-      rows_by_columns(p, q_rows, kt, ld, blk.keys, HS, scale);
-      rows_by_columns(ds, dy_rows, vt, ld, blk.keys, HS, T(1));  // dp_tj = dy_t . v_j
-      for (int64_t r = 0; r < kR; ++r) {
-        T* pr = p + r * ld;
-        T* dsr = ds + r * ld;
-        const int64_t visible = r < blk.rows ? blk.visible(r) : 0;
-        if (visible > 0) {
-          // ds_tj = p_tj (dp_tj - D_t),  D_t = dy_t . y_t
-          const T lse_t = lse_h[t0 + r];
-          const T* dy_t = dy_rows[r];
-          const T* y_t = yr[t0 + r];
-          const T D = sum_of<T>(HS, [&](auto d, int64_t c) HWY_ATTR {
-            return hn::Mul(hn::LoadU(d, dy_t + c), hn::LoadU(d, y_t + c));
-          });
-          for_each_vector<T>(0, visible, [&](auto d, int64_t j) HWY_ATTR {
-            const auto pj = exp_nonpositive(d, hn::Sub(hn::LoadU(d, pr + j), hn::Set(d, lse_t)));
-            hn::StoreU(pj, d, pr + j);
-            hn::StoreU(hn::Mul(pj, hn::Sub(hn::LoadU(d, dsr + j), hn::Set(d, D))), d, dsr + j);
-          });
+    for (int64_t tc = 0; tc < n.Tq; tc += chunk) {
+      const int64_t queries = std::min(chunk, n.Tq - tc);
+      for (int64_t t0 = tc; t0 < tc + queries; t0 += kR) {
+        const QueryBlock<T> blk(t0, n);
+        const T *q_rows[kR], *dy_rows[kR];
+        blk.pointers(q_rows, qr);
+        blk.pointers(dy_rows, dyr);
+        T* pb = p + (t0 - tc) * ld;  // the block's rows of p and ds (chunk is whole blocks)
+        T* dsb = ds + (t0 - tc) * ld;
+        // p_tj = exp(s_tj - lse_t): the forward's weights, recomputed; 0 after the visible keys
+        rows_by_columns(pb, q_rows, kt, ld, blk.keys, HS, scale);
+        rows_by_columns(dsb, dy_rows, vt, ld, blk.keys, HS, T(1));  // dp_tj = dy_t . v_j
+        for (int64_t r = 0; r < kR; ++r) {
+          T* pr = pb + r * ld;
+          T* dsr = dsb + r * ld;
+          const int64_t visible = r < blk.rows ? blk.visible(r) : 0;
+          if (visible > 0) {
+            // ds_tj = p_tj (dp_tj - D_t),  D_t = dy_t . y_t
+            const T lse_t = lse_h[t0 + r];
+            const T* dy_t = dy_rows[r];
+            const T* y_t = yr[t0 + r];
+            const T D = sum_of<T>(HS, [&](auto d, int64_t c) HWY_ATTR {
+              return hn::Mul(hn::LoadU(d, dy_t + c), hn::LoadU(d, y_t + c));
+            });
+            for_each_vector<T>(0, visible, [&](auto d, int64_t j) HWY_ATTR {
+              const auto pj = exp_nonpositive(d, hn::Sub(hn::LoadU(d, pr + j), hn::Set(d, lse_t)));
+              hn::StoreU(pj, d, pr + j);
+              hn::StoreU(hn::Mul(pj, hn::Sub(hn::LoadU(d, dsr + j), hn::Set(d, D))), d, dsr + j);
+            });
+          }
+          std::fill(pr + visible, pr + blk.zeroed_end(r, ld), T(0));
+          std::fill(dsr + visible, dsr + blk.zeroed_end(r, ld), T(0));
         }
-        std::fill(pr + visible, pr + ld, T(0));
-        std::fill(dsr + visible, dsr + ld, T(0));
+        // dq_t += scale sum_j ds_tj k_j
+        if (dq != nullptr) {
+          T* dq_rows[kR];
+          for (int64_t r = 0; r < blk.rows; ++r) dq_rows[r] = head_rows(dq, g.dq, b, h)[t0 + r];
+          T dq_scale[kR];
+          std::fill_n(dq_scale, kR, scale);
+          mix_rows(dq_rows, blk.rows, dsb, ld, blk.keys, kr, HS, dq_scale, true);
+        }
       }
-      // dq_t += scale sum_j ds_tj k_j;  dkᵀ += scale qᵀ ds;  dvᵀ += dyᵀ p
-      if (dq != nullptr) {
-        T* dq_rows[kR];
-        for (int64_t r = 0; r < blk.rows; ++r) dq_rows[r] = head_rows(dq, g.dq, b, h)[t0 + r];
-        mix_rows(dq_rows, blk.rows, ds, ld, blk.keys, kr, HS, scale, true);
-      }
-      if (dk != nullptr) add_outer(dkt, ld, q_rows, blk.rows, scale, ds, blk.keys, HS);
-      if (dv != nullptr) add_outer(dvt, ld, dy_rows, blk.rows, T(1), p, blk.keys, HS);
-    }
-    // dk_j += dkᵀ[:, j], dv_j += dvᵀ[:, j]
-    for (const auto& [grad, gt, strides] : {std::tuple{dk, dkt, g.dk}, std::tuple{dv, dvt, g.dv}}) {
-      if (grad == nullptr) continue;
-      add_transposed(head_rows(grad, strides, b, h), gt, ld, n.Tk, HS);
+      // dk_j += scale sum_t ds_tj q_t;  dv_j += sum_t p_tj dy_t, over the chunk's queries
+      const int64_t keys = std::min(n.Tk, tc + queries + n.Tk - n.Tq);
+      if (dk != nullptr)
+        add_weighted_rows(head_rows(dk, g.dk, b, h), keys, ds, ld, qr, tc, queries, n.Tk - n.Tq, HS,
+                          scale);
+      if (dv != nullptr)
+        add_weighted_rows(head_rows(dv, g.dv, b, h), keys, p, ld, dyr, tc, queries, n.Tk - n.Tq, HS,
+                          T(1));
     }
   });
 }

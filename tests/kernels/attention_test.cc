@@ -27,10 +27,13 @@ using k::HeadStrides;
 namespace {
 
 // (B, NH, Tq, Tk, HS): one-element heads, the lecture's pico head (HS 2), head sizes around a
-// vector of floats (16) and doubles (8), GPT-2's 64, a KV-cache shape (Tq < Tk), odd lengths.
+// vector of floats (16) and doubles (8), GPT-2's 64, a KV-cache shape (Tq < Tk), odd lengths,
+// and heads long enough that the backward takes its queries in several chunks (kChunkBytes in
+// attention.cc: 104 queries of floats, 52 of doubles at these lengths), also with Tq < Tk.
 const AttentionDims kDims[] = {
-    {1, 1, 1, 1, 1},    {2, 3, 5, 5, 2},    {1, 2, 7, 9, 3}, {2, 2, 17, 17, 16},
-    {1, 1, 37, 37, 17}, {1, 2, 20, 33, 64}, {2, 1, 9, 9, 8}, {1, 1, 3, 3, 769},
+    {1, 1, 1, 1, 1},      {2, 3, 5, 5, 2},      {1, 2, 7, 9, 3}, {2, 2, 17, 17, 16},
+    {1, 1, 37, 37, 17},   {1, 2, 20, 33, 64},   {2, 1, 9, 9, 8}, {1, 1, 3, 3, 769},
+    {1, 1, 300, 300, 16}, {1, 1, 130, 290, 33},
 };
 
 // Contiguous (B, NH, T, HS): the layout of the gradient buffers of causal_attention(q, k, v).
