@@ -9,7 +9,7 @@ Both arguments are train_bench binaries (bench/train_bench.cc): this branch's, a
 commit 34a3456, the last with OpenMP (git worktree add /tmp/omp 34a3456; cmake -S /tmp/omp -B
 build-omp; cmake --build build-omp --target train_bench). For each config and each condition it
 starts four step servers, pool and OpenMP at 1 and 2 threads, warms them up, then asks them in
-turn for the same number of steps, round after round (A1 B1 A2 B2, A1 B1 A2 B2, ...), so that all
+turn for the same number of steps, round after round (A1 B1 A2 B2, B1 A1 B2 A2, ...), so that all
 four see the same machine weather; every figure is a median over the rounds.
 
 The OpenMP build runs as its CLI ran it: GOMP_SPINCOUNT=10000 (idle workers spin about 0.1 ms,
@@ -64,6 +64,14 @@ class Server:
         self.proc.wait(timeout=120)
 
 
+def swapped(keys):
+    """keys with each adjacent pair of the same thread count in the other order (pool/1t omp/1t
+    -> omp/1t pool/1t); with --spins, the whole list reversed."""
+    if any(b not in ("pool", "omp") for b, _ in keys):
+        return keys[::-1]
+    return [(b, t) for t in (1, 2) for b in ("omp", "pool")]
+
+
 def measure(args, config):
     """{(build, threads): [ms/step per round]} for one config under the current condition; with
     --spins, {("pool", 1): ..., (spin, 2): ...}."""
@@ -86,7 +94,10 @@ def measure(args, config):
         k = max(1, int(args.seconds / max(warm.values())))
         times = {key: [] for key in keys}
         for r in range(args.rounds):
-            for key in keys:
+            # Every other round in the other order (A B, then B A): with a fixed order the second
+            # side of a pair ran 3-4% faster at 1 thread than the first, whichever of two binaries
+            # was there (nano, Zen 5, 2026-12-07), which biased every ratio.
+            for key in (keys if r % 2 == 0 else swapped(keys)):
                 times[key].append(1e3 * servers[key].seconds_per_step(k))
             print(f"  {config} round {r + 1}: " + "  ".join(f"{b}/{t}t {times[(b, t)][-1]:.1f}" for b, t in keys),
                   file=sys.stderr, flush=True)

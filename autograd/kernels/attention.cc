@@ -10,8 +10,9 @@
 //   s_j = scale * sum_d q_d kᵀ[d, j]            (HS multiply-adds per vector of keys)
 //
 // The sums over keys that make a vector of HS outputs (y_t = sum_j p_j v_j, dq_t = sum_j ds_j k_j)
-// run along d, over rows of v or k. Gradients of k and v build up transposed in the scratch
-// (dkᵀ, dvᵀ), again along j, and are added into dk and dv once per head. Heads narrower than a
+// run along d, over rows of v or k. So do the gradients of k and v (dk_j = sum_t ds_tj q_t,
+// dv_j = sum_t p_tj dy_t): the backward keeps a chunk of queries' p and ds and then sums over
+// the chunk's queries for each key, in registers, straight into dk and dv. Heads narrower than a
 // vector (HS 2 in the lecture's pico model) put queries or keys in the lanes instead (below).
 #include "autograd/kernels/attention.h"
 
@@ -45,8 +46,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // simd-inl.h); only the exported names at the end are visible outside.
 namespace {
 
-// The per-thread scratch of one head (thread_scratch tag): kᵀ, vᵀ, and in the backward dkᵀ,
-// dvᵀ, plus a row or two of weights.
+// The per-thread scratch of one head (thread_scratch tag): kᵀ, then in the forward a block's
+// weights and the queries' sums of exps, in the backward vᵀ and a chunk's p and ds.
 struct HeadScratch {};
 
 // The operand rows of one head: row t of (b, h) starts at base + t * time.
