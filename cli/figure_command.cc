@@ -646,48 +646,81 @@ void pre_post_ln(const gpt::GPTConfig& c, const std::string& stem) {
 // A drawing of more cells than this is unreadable (and a mask of block_size 131072 would need
 // 137 GB): the figures are for looking at, so their sizes are refused beyond it.
 constexpr int64_t kMaxDrawn = 1024;
+// The figures' own, smaller limits: numbers printed in every cell (heads), pairs drawn (rope-qk),
+// blocks in a diagram (blocks), tokens a block's RMS needs (pre-post-ln). `figure --help` lists
+// them from these constants.
+constexpr int64_t kRopeQkMaxT = 64;
+constexpr int64_t kHeadsMaxT = 8, kHeadsMaxEmbd = 12, kHeadsMaxHead = 4;
+constexpr int64_t kPrePostMaxT = 64;
+constexpr int64_t kBlocksMaxLayers = 48;
+
+std::string limits_help() {
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  return "Limits: every figure block_size <= " + n(kMaxDrawn) +
+         " (blocks: any), sinusoidal and rope n_embd <= " + n(kMaxDrawn) +
+         ", rope-qk block_size <= " + n(kRopeQkMaxT) + ", heads block_size <= " + n(kHeadsMaxT) +
+         ", n_embd <= " + n(kHeadsMaxEmbd) + " and n_head <= " + n(kHeadsMaxHead) +
+         ", pre-post-ln 2 <= n_embd <= " + n(kMaxDrawn) + " and block_size <= " + n(kPrePostMaxT) +
+         ", blocks n_layer <= " + n(kBlocksMaxLayers) + ".";
+}
 
 int run(const FigureArgs& a) {
   const FigureKind& kind = *std::find_if(figure_kinds().begin(), figure_kinds().end(),
                                          [&](const FigureKind& k) { return a.kind == k.name; });
   refuse_unread_options(kind, a);
-  // A figure without heads draws any n_embd: the preset's head count must not divide it.
+  // A figure draws only the fields it reads; the others are set so that they cannot fail the
+  // config's own checks: the preset's head count need not divide a figure's n_embd, nor its
+  // n_layer and vocab_size make too many parameters for a width the figure then refuses with
+  // its own limit (heads at n_embd 32768 named --n-layer and --vocab-size, which heads refuses).
   gpt::ConfigOverrides overrides = a.config;
   if (!reads(kind, "n_head")) overrides.set(&gpt::GPTConfig::n_head, int64_t{1});
+  if (!reads(kind, "n_layer")) overrides.set(&gpt::GPTConfig::n_layer, int64_t{1});
+  if (!reads(kind, "vocab_size")) overrides.set(&gpt::GPTConfig::vocab_size, int64_t{1});
   const gpt::GPTConfig c = build_config(overrides, std::nullopt);
   if ((a.kind == "sinusoidal" || a.kind == "rope") && c.n_embd > kMaxDrawn)
     throw std::invalid_argument("figure " + a.kind + ": n_embd " + std::to_string(c.n_embd) +
                                 " is more channels than a figure can show; choose --n-embd <= " +
                                 std::to_string(kMaxDrawn));
-  if (a.kind == "rope-qk" && c.block_size > 64)
-    throw std::invalid_argument("figure rope-qk: block_size " + std::to_string(c.block_size) +
-                                " would draw " + std::to_string(c.block_size * c.block_size) +
-                                " (m, n) pairs; choose --block-size <= 64");
-  if (a.kind == "heads" && (c.block_size > 8 || c.n_embd > 12 || c.n_head > 4))
+  if (a.kind == "rope-qk" && c.block_size > kRopeQkMaxT)
+    throw std::invalid_argument(
+        "figure rope-qk: block_size " + std::to_string(c.block_size) + " would draw " +
+        std::to_string(c.block_size * c.block_size) +
+        " (m, n) pairs; choose --block-size <= " + std::to_string(kRopeQkMaxT));
+  if (a.kind == "heads" &&
+      (c.block_size > kHeadsMaxT || c.n_embd > kHeadsMaxEmbd || c.n_head > kHeadsMaxHead))
     throw std::invalid_argument(
         "figure heads: T = block_size " + std::to_string(c.block_size) + ", n_embd " +
         std::to_string(c.n_embd) + " and n_head " + std::to_string(c.n_head) +
-        " would print too many numbers to read; choose --block-size <= 8, --n-embd <= 12 and "
-        "--n-head <= 4");
+        " would print too many numbers to read; choose --block-size <= " +
+        std::to_string(kHeadsMaxT) + ", --n-embd <= " + std::to_string(kHeadsMaxEmbd) +
+        " and --n-head <= " + std::to_string(kHeadsMaxHead));
   // One block of n_embd C has 12 C^2 parameters: n_embd 8192 allocated gigabytes for two RMS.
   if (a.kind == "pre-post-ln" && c.n_embd > kMaxDrawn)
     throw std::invalid_argument(
         "figure pre-post-ln: n_embd " + std::to_string(c.n_embd) +
         " channels is more than the stages' RMS needs; choose --n-embd <= " +
         std::to_string(kMaxDrawn));
-  if (a.kind == "pre-post-ln" && c.block_size > 64)
+  // A layer norm over one channel subtracts that channel's own mean: every output is beta (0),
+  // and the figure would show a stream that no layer norm lets through.
+  if (a.kind == "pre-post-ln" && c.n_embd < 2)
+    throw std::invalid_argument(
+        "figure pre-post-ln: n_embd 1 makes every layer norm's output 0 (one channel minus its "
+        "own mean), so the two layouts cannot be compared; choose --n-embd >= 2");
+  if (a.kind == "pre-post-ln" && c.block_size > kPrePostMaxT)
     throw std::invalid_argument("figure pre-post-ln: block_size " + std::to_string(c.block_size) +
                                 " tokens is more than the stages' RMS needs; choose "
-                                "--block-size <= 64");
+                                "--block-size <= " +
+                                std::to_string(kPrePostMaxT));
   // After the figures' own, smaller limits, so that the limit an error names is the one to meet.
   if (a.kind != "blocks" && c.block_size > kMaxDrawn)
     throw std::invalid_argument(
         "figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
         " is more positions than a figure can show; choose --block-size <= " +
         std::to_string(kMaxDrawn));
-  if (a.kind == "blocks" && c.n_layer > 48)
+  if (a.kind == "blocks" && c.n_layer > kBlocksMaxLayers)
     throw std::invalid_argument("figure blocks: n_layer " + std::to_string(c.n_layer) +
-                                " is more blocks than a diagram can show; choose --n-layer <= 48");
+                                " is more blocks than a diagram can show; choose --n-layer <= " +
+                                std::to_string(kBlocksMaxLayers));
   create_out_dir(a.out, "--out");
   const std::string stem = a.out + "/" + a.kind;
   if (a.kind == "sinusoidal")
@@ -736,7 +769,8 @@ void add_figure_command(CLI::App& app, int& exit_code) {
       "0 .. block_size-1, rope-qk positions 0 .. block_size-1 (head_dim 2), scaling chapter 3's "
       "fixed sizes (d_k 2 .. 512, T = 8), mask block_size, blocks the whole config, "
       "attention-steps chapter 3's worked example 1 (T = 2, d_k = 1), heads n_embd and n_head "
-      "with T = block_size, pre-post-ln one block of the config on T = block_size tokens.");
+      "with T = block_size, pre-post-ln one block of the config on T = block_size tokens.\n" +
+      limits_help());
   cmd->callback([a, cmd, &exit_code] {
     a->preset_given = cmd->count("--preset") > 0;
     exit_code = run(*a);
