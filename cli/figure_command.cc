@@ -169,9 +169,6 @@ void sinusoidal(const gpt::GPTConfig& c, const std::string& stem) {
 
 void rope(const gpt::GPTConfig& c, const std::string& stem) {
   const int64_t T = c.block_size, HS = c.head_dim(), pairs = HS / 2;
-  if (HS % 2 != 0)
-    throw std::invalid_argument("rope: head_dim = n_embd / n_head = " + std::to_string(HS) +
-                                " is odd; RoPE rotates channel pairs, so choose an even head_dim");
   // Every position holds the same q: pair i is (channel i, channel i + HS/2) = (1, 0.5).
   const double x_in = 1.0, y_in = 0.5;
   std::vector<double> q(static_cast<size_t>(T * HS));
@@ -231,10 +228,6 @@ void rope(const gpt::GPTConfig& c, const std::string& stem) {
 // nn::apply_rope itself; their dot product depends on m - n alone, as the angle between them does.
 void rope_qk(const gpt::GPTConfig& c, const std::string& stem) {
   const int64_t T = c.block_size;
-  if (T < 4)
-    throw std::invalid_argument("figure rope-qk: block_size " + std::to_string(T) +
-                                " gives too few positions to draw the score against m - n; choose "
-                                "--block-size >= 4");
   std::vector<double> q, k;
   for (int64_t t = 0; t < T; ++t) q.insert(q.end(), {1.0, 0.5}), k.insert(k.end(), {0.8, -0.6});
   const Tensor rq = nn::apply_rope(Tensor::from_vector(q, {T, 2}, DType::f64)),
@@ -649,19 +642,84 @@ constexpr int64_t kMaxDrawn = 1024;
 // The figures' own, smaller limits: numbers printed in every cell (heads), pairs drawn (rope-qk),
 // blocks in a diagram (blocks), tokens a block's RMS needs (pre-post-ln). `figure --help` lists
 // them from these constants.
-constexpr int64_t kRopeQkMaxT = 64;
+constexpr int64_t kRopeQkMinT = 4, kRopeQkMaxT = 64;
 constexpr int64_t kHeadsMaxT = 8, kHeadsMaxEmbd = 12, kHeadsMaxHead = 4;
-constexpr int64_t kPrePostMaxT = 64;
+constexpr int64_t kPrePostMinEmbd = 3, kPrePostMaxT = 64;
 constexpr int64_t kBlocksMaxLayers = 48;
+// The block diagram builds the model to read its parameters' shapes: 48 layers of n_embd 1,024
+// (600 M parameters) took 4.7 GB and 93 s to draw boxes; GPT-2 small's 124 M take 18 s.
+constexpr int64_t kBlocksMaxParameters = 200'000'000;
 
 std::string limits_help() {
   const auto n = [](int64_t v) { return std::to_string(v); };
-  return "Limits: every figure block_size <= " + n(kMaxDrawn) +
-         " (blocks: any), sinusoidal and rope n_embd <= " + n(kMaxDrawn) +
-         ", rope-qk block_size <= " + n(kRopeQkMaxT) + ", heads block_size <= " + n(kHeadsMaxT) +
+  return "Limits: block_size <= " + n(kMaxDrawn) +
+         " (sinusoidal, rope, mask, heads and pre-post-ln lower, below); sinusoidal and rope "
+         "n_embd <= " +
+         n(kMaxDrawn) + ", rope an even head_dim; rope-qk " + n(kRopeQkMinT) +
+         " <= block_size <= " + n(kRopeQkMaxT) + "; heads block_size <= " + n(kHeadsMaxT) +
          ", n_embd <= " + n(kHeadsMaxEmbd) + " and n_head <= " + n(kHeadsMaxHead) +
-         ", pre-post-ln 2 <= n_embd <= " + n(kMaxDrawn) + " and block_size <= " + n(kPrePostMaxT) +
-         ", blocks n_layer <= " + n(kBlocksMaxLayers) + ".";
+         "; pre-post-ln " + n(kPrePostMinEmbd) + " <= n_embd <= " + n(kMaxDrawn) +
+         " and block_size <= " + n(kPrePostMaxT) + "; blocks n_layer <= " + n(kBlocksMaxLayers) +
+         " and at most " + n(kBlocksMaxParameters) + " parameters (--preset gpt2 has 124 M).";
+}
+
+// Refuses a config the figure cannot draw, naming the option to change. Checked on the preset
+// with the user's overrides before the config's own checks (GPTConfig::validate), so that a size
+// the figure refuses anyway is named by the figure's limit, not by the model's parameter cap.
+void check_limits(const std::string& kind, const gpt::GPTConfig& c) {
+  const auto fail = [&](const std::string& what, const std::string& fix) {
+    throw std::invalid_argument("figure " + kind + ": " + what + "; choose " + fix);
+  };
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  if ((kind == "sinusoidal" || kind == "rope") && c.n_embd > kMaxDrawn)
+    fail("n_embd " + n(c.n_embd) + " is more channels than a figure can show",
+         "--n-embd <= " + n(kMaxDrawn));
+  if (kind == "rope" && c.n_embd % c.n_head == 0 && (c.n_embd / c.n_head) % 2 != 0)
+    fail("head_dim = n_embd / n_head = " + n(c.n_embd / c.n_head) +
+             " is odd, and RoPE rotates channel pairs",
+         "--n-embd and --n-head with an even quotient");
+  if (kind == "rope-qk" && c.block_size < kRopeQkMinT)
+    fail("block_size " + n(c.block_size) +
+             " gives too few positions to draw the score against m - n",
+         "--block-size >= " + n(kRopeQkMinT));
+  if (kind == "rope-qk" && c.block_size > kRopeQkMaxT)
+    fail("block_size " + n(c.block_size) + " would draw " + n(c.block_size * c.block_size) +
+             " (m, n) pairs",
+         "--block-size <= " + n(kRopeQkMaxT));
+  if (kind == "heads" &&
+      (c.block_size > kHeadsMaxT || c.n_embd > kHeadsMaxEmbd || c.n_head > kHeadsMaxHead))
+    fail("T = block_size " + n(c.block_size) + ", n_embd " + n(c.n_embd) + " and n_head " +
+             n(c.n_head) + " would print too many numbers to read",
+         "--block-size <= " + n(kHeadsMaxT) + ", --n-embd <= " + n(kHeadsMaxEmbd) +
+             " and --n-head <= " + n(kHeadsMaxHead));
+  // One block of n_embd C has 12 C^2 parameters: n_embd 8192 allocated gigabytes for two RMS.
+  if (kind == "pre-post-ln" && c.n_embd > kMaxDrawn)
+    fail("n_embd " + n(c.n_embd) + " channels is more than the stages' RMS needs",
+         "--n-embd <= " + n(kMaxDrawn));
+  // A layer norm over one channel outputs beta (the channel minus its own mean); over two, +-1
+  // whatever the input, so no gradient reaches x through it (post-LN's ratio was 7.6e-08).
+  if (kind == "pre-post-ln" && c.n_embd < kPrePostMinEmbd)
+    fail("n_embd " + n(c.n_embd) +
+             " leaves a layer norm no freedom (its output is 0 for one channel, +-1 for two), so "
+             "the two layouts cannot be compared",
+         "--n-embd >= " + n(kPrePostMinEmbd));
+  if (kind == "pre-post-ln" && c.block_size > kPrePostMaxT)
+    fail("block_size " + n(c.block_size) + " tokens is more than the stages' RMS needs",
+         "--block-size <= " + n(kPrePostMaxT));
+  // After the figures' own, smaller limits, so that the limit an error names is the one to meet.
+  if (kind != "blocks" && c.block_size > kMaxDrawn)
+    fail("block_size " + n(c.block_size) + " is more positions than a figure can show",
+         "--block-size <= " + n(kMaxDrawn));
+  if (kind == "blocks" && c.n_layer > kBlocksMaxLayers)
+    fail("n_layer " + n(c.n_layer) + " is more blocks than a diagram can show",
+         "--n-layer <= " + n(kBlocksMaxLayers));
+  if (kind == "blocks" && c.num_parameters() > kBlocksMaxParameters)
+    fail("n_layer " + n(c.n_layer) + ", n_embd " + n(c.n_embd) + ", vocab_size " + n(c.vocab_size) +
+             " and block_size " + n(c.block_size) + " make " + n(c.num_parameters()) +
+             " parameters, which the diagram builds to read their shapes",
+         "a config of at most " + n(kBlocksMaxParameters) +
+             " parameters (smaller --n-layer, --n-embd, --vocab-size or --block-size; --preset "
+             "gpt2 has 124 M)");
 }
 
 int run(const FigureArgs& a) {
@@ -670,57 +728,14 @@ int run(const FigureArgs& a) {
   refuse_unread_options(kind, a);
   // A figure draws only the fields it reads; the others are set so that they cannot fail the
   // config's own checks: the preset's head count need not divide a figure's n_embd, nor its
-  // n_layer and vocab_size make too many parameters for a width the figure then refuses with
-  // its own limit (heads at n_embd 32768 named --n-layer and --vocab-size, which heads refuses).
+  // n_layer and vocab_size make too many parameters (heads at n_embd 32768 named --n-layer and
+  // --vocab-size, which heads refuses).
   gpt::ConfigOverrides overrides = a.config;
   if (!reads(kind, "n_head")) overrides.set(&gpt::GPTConfig::n_head, int64_t{1});
   if (!reads(kind, "n_layer")) overrides.set(&gpt::GPTConfig::n_layer, int64_t{1});
   if (!reads(kind, "vocab_size")) overrides.set(&gpt::GPTConfig::vocab_size, int64_t{1});
+  check_limits(a.kind, overrides.applied_to(gpt::preset(overrides.preset)));
   const gpt::GPTConfig c = build_config(overrides, std::nullopt);
-  if ((a.kind == "sinusoidal" || a.kind == "rope") && c.n_embd > kMaxDrawn)
-    throw std::invalid_argument("figure " + a.kind + ": n_embd " + std::to_string(c.n_embd) +
-                                " is more channels than a figure can show; choose --n-embd <= " +
-                                std::to_string(kMaxDrawn));
-  if (a.kind == "rope-qk" && c.block_size > kRopeQkMaxT)
-    throw std::invalid_argument(
-        "figure rope-qk: block_size " + std::to_string(c.block_size) + " would draw " +
-        std::to_string(c.block_size * c.block_size) +
-        " (m, n) pairs; choose --block-size <= " + std::to_string(kRopeQkMaxT));
-  if (a.kind == "heads" &&
-      (c.block_size > kHeadsMaxT || c.n_embd > kHeadsMaxEmbd || c.n_head > kHeadsMaxHead))
-    throw std::invalid_argument(
-        "figure heads: T = block_size " + std::to_string(c.block_size) + ", n_embd " +
-        std::to_string(c.n_embd) + " and n_head " + std::to_string(c.n_head) +
-        " would print too many numbers to read; choose --block-size <= " +
-        std::to_string(kHeadsMaxT) + ", --n-embd <= " + std::to_string(kHeadsMaxEmbd) +
-        " and --n-head <= " + std::to_string(kHeadsMaxHead));
-  // One block of n_embd C has 12 C^2 parameters: n_embd 8192 allocated gigabytes for two RMS.
-  if (a.kind == "pre-post-ln" && c.n_embd > kMaxDrawn)
-    throw std::invalid_argument(
-        "figure pre-post-ln: n_embd " + std::to_string(c.n_embd) +
-        " channels is more than the stages' RMS needs; choose --n-embd <= " +
-        std::to_string(kMaxDrawn));
-  // A layer norm over one channel subtracts that channel's own mean: every output is beta (0),
-  // and the figure would show a stream that no layer norm lets through.
-  if (a.kind == "pre-post-ln" && c.n_embd < 2)
-    throw std::invalid_argument(
-        "figure pre-post-ln: n_embd 1 makes every layer norm's output 0 (one channel minus its "
-        "own mean), so the two layouts cannot be compared; choose --n-embd >= 2");
-  if (a.kind == "pre-post-ln" && c.block_size > kPrePostMaxT)
-    throw std::invalid_argument("figure pre-post-ln: block_size " + std::to_string(c.block_size) +
-                                " tokens is more than the stages' RMS needs; choose "
-                                "--block-size <= " +
-                                std::to_string(kPrePostMaxT));
-  // After the figures' own, smaller limits, so that the limit an error names is the one to meet.
-  if (a.kind != "blocks" && c.block_size > kMaxDrawn)
-    throw std::invalid_argument(
-        "figure " + a.kind + ": block_size " + std::to_string(c.block_size) +
-        " is more positions than a figure can show; choose --block-size <= " +
-        std::to_string(kMaxDrawn));
-  if (a.kind == "blocks" && c.n_layer > kBlocksMaxLayers)
-    throw std::invalid_argument("figure blocks: n_layer " + std::to_string(c.n_layer) +
-                                " is more blocks than a diagram can show; choose --n-layer <= " +
-                                std::to_string(kBlocksMaxLayers));
   create_out_dir(a.out, "--out");
   const std::string stem = a.out + "/" + a.kind;
   if (a.kind == "sinusoidal")
