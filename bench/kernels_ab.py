@@ -4,8 +4,9 @@
     /usr/bin/python3 bench/kernels_ab.py OLD_KERNELS_BENCH NEW_KERNELS_BENCH \\
         --filter 'matmul/f32/gpt2 (c_fc|lm_head)/.*/t1/attograd' --rounds 3
 
-Each round runs every side once over the same cases (A B A B ...), so that both see the same
-machine weather, with OpenBLAS's VM overrides unset as for every benchmark (docs/performance.md).
+Each round runs every side once over the same cases, every other round in the reverse order
+(A B, B A, A B, ...), so that both see the same machine weather, with OpenBLAS's VM overrides
+unset as for every benchmark (docs/performance.md).
 A side is BINARY or NAME=BINARY, optionally with environment settings after a colon:
 NAME=BINARY:VAR@VALUE,VAR@VALUE. The table gives, per case, the first side's median ms and the
 first side's time over each other side's (> 1: the other side is faster), medians over the
@@ -42,8 +43,10 @@ def main():
     sides = [parse_side(s, i) for i, s in enumerate(args.sides)]
     times = collections.defaultdict(lambda: collections.defaultdict(list))
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.rounds):
-            for name, binary, settings in sides:
+        for r in range(args.rounds):
+            # Every other round in the reverse order (A B, then B A): threads.py's servers showed
+            # that a fixed order can favour one position by 3-4% (bench/threads.py).
+            for name, binary, settings in (sides if r % 2 == 0 else sides[::-1]):
                 env = dict(os.environ)
                 env.pop("OPENBLAS_CORETYPE", None)
                 env.pop("OPENBLAS_L2_SIZE", None)
