@@ -195,7 +195,7 @@ int64_t padded_keys(int64_t Tk) {
 
 // Queries per chunk of the backward: whole blocks of kR, as many as keep the chunk's p and ds,
 // (chunk, ld) each, within kChunkBytes, so that they are still in L2 when add_weighted_rows
-// reads them back (a head of T = 256 in two chunks, of T = 1024 in eight).
+// reads them back (a head of T = 256 in three chunks of floats, of T = 1024 in 37).
 constexpr int64_t kChunkBytes = int64_t{256} << 10;
 
 template <typename T>
