@@ -653,8 +653,8 @@ constexpr int64_t kBlocksMaxParameters = 200'000'000;
 std::string limits_help() {
   const auto n = [](int64_t v) { return std::to_string(v); };
   return "Limits: block_size <= " + n(kMaxDrawn) +
-         " (sinusoidal, rope, mask, heads and pre-post-ln lower, below); sinusoidal and rope "
-         "n_embd <= " +
+         " for every kind but blocks (rope-qk, heads and pre-post-ln lower, below); sinusoidal "
+         "and rope n_embd <= " +
          n(kMaxDrawn) + ", rope an even head_dim; rope-qk " + n(kRopeQkMinT) +
          " <= block_size <= " + n(kRopeQkMaxT) + "; heads block_size <= " + n(kHeadsMaxT) +
          ", n_embd <= " + n(kHeadsMaxEmbd) + " and n_head <= " + n(kHeadsMaxHead) +
@@ -686,12 +686,20 @@ void check_limits(const std::string& kind, const gpt::GPTConfig& c) {
     fail("block_size " + n(c.block_size) + " would draw " + n(c.block_size * c.block_size) +
              " (m, n) pairs",
          "--block-size <= " + n(kRopeQkMaxT));
-  if (kind == "heads" &&
-      (c.block_size > kHeadsMaxT || c.n_embd > kHeadsMaxEmbd || c.n_head > kHeadsMaxHead))
-    fail("T = block_size " + n(c.block_size) + ", n_embd " + n(c.n_embd) + " and n_head " +
-             n(c.n_head) + " would print too many numbers to read",
-         "--block-size <= " + n(kHeadsMaxT) + ", --n-embd <= " + n(kHeadsMaxEmbd) +
-             " and --n-head <= " + n(kHeadsMaxHead));
+  if (kind == "heads") {
+    // Only the sizes over their limits are named, each with its option.
+    std::string what, fix;
+    const auto over = [&](const std::string& field, int64_t value, int64_t max,
+                          const std::string& option) {
+      if (value <= max) return;
+      what += (what.empty() ? "" : ", ") + field + " " + n(value);
+      fix += (fix.empty() ? "" : " and ") + option + " <= " + n(max);
+    };
+    over("T = block_size", c.block_size, kHeadsMaxT, "--block-size");
+    over("n_embd", c.n_embd, kHeadsMaxEmbd, "--n-embd");
+    over("n_head", c.n_head, kHeadsMaxHead, "--n-head");
+    if (!what.empty()) fail(what + " would print too many numbers to read", fix);
+  }
   // One block of n_embd C has 12 C^2 parameters: n_embd 8192 allocated gigabytes for two RMS.
   if (kind == "pre-post-ln" && c.n_embd > kMaxDrawn)
     fail("n_embd " + n(c.n_embd) + " channels is more than the stages' RMS needs",
@@ -713,13 +721,15 @@ void check_limits(const std::string& kind, const gpt::GPTConfig& c) {
   if (kind == "blocks" && c.n_layer > kBlocksMaxLayers)
     fail("n_layer " + n(c.n_layer) + " is more blocks than a diagram can show",
          "--n-layer <= " + n(kBlocksMaxLayers));
+  // block_size counts only where positions are learned (wpe); sinusoidal and RoPE have none.
+  const bool learned = c.pos_encoding == gpt::PosEncoding::learned;
   if (kind == "blocks" && c.num_parameters() > kBlocksMaxParameters)
     fail("n_layer " + n(c.n_layer) + ", n_embd " + n(c.n_embd) + ", vocab_size " + n(c.vocab_size) +
-             " and block_size " + n(c.block_size) + " make " + n(c.num_parameters()) +
-             " parameters, which the diagram builds to read their shapes",
-         "a config of at most " + n(kBlocksMaxParameters) +
-             " parameters (smaller --n-layer, --n-embd, --vocab-size or --block-size; --preset "
-             "gpt2 has 124 M)");
+             (learned ? " and block_size " + n(c.block_size) : "") + " make " +
+             n(c.num_parameters()) + " parameters, which the diagram builds to read their shapes",
+         "a config of at most " + n(kBlocksMaxParameters) + " parameters (smaller --n-layer, " +
+             "--n-embd" + (learned ? ", --vocab-size or --block-size" : " or --vocab-size") +
+             "; --preset gpt2 has 124 M)");
 }
 
 int run(const FigureArgs& a) {
