@@ -2,8 +2,9 @@
 // PyTorch's `with torch.autocast("cpu", dtype=torch.bfloat16):`.
 //
 // Under an AutocastGuard(MatmulPrecision::bf16) the ops whose op-registry entry has an `autocast`
-// text (matmul, linear and linear_cross_entropy: `attograd gradcheck --markdown` lists them
-// under docs/derivatives.md's table) compute their forward product with kernels::matmul_bf16:
+// text (matmul, linear, linear_gelu and linear_cross_entropy: `attograd gradcheck --markdown`
+// lists them under docs/derivatives.md's table) compute their forward product with
+// kernels::matmul_bf16:
 // both operands rounded to bf16 (ties to even), the products summed in f32, the result, the bias
 // and every gradient buffer f32. Each such op records the precision in its graph node when its
 // forward runs, and its two VJP products (dA = dC Bᵀ, dB = Aᵀ dC) run in that precision, with the
@@ -29,7 +30,8 @@
 
 namespace attograd {
 
-/// The precision of an f32 matrix product (matmul, linear, linear_cross_entropy's logits).
+/// The precision of an f32 matrix product (matmul, linear, linear_gelu, linear_cross_entropy's
+/// logits).
 enum class MatmulPrecision : uint8_t {
   f32,   // kernels::matmul: operands and sums in f32 (the default)
   bf16,  // kernels::matmul_bf16: operands rounded to bf16, sums in f32

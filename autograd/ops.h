@@ -220,6 +220,11 @@ Tensor contiguous(const Tensor& x);
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// nn.Linear: x (..., in), weight (out, in), bias (out,) or undefined -> y = x Wᵀ + b (..., out).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+/// gelu(linear(x, weight, bias)) as one op: GPT-2's c_fc and its GELU (tanh form). The same
+/// values as the two ops (the same product, then gelu's formula, on the same kernels), computed
+/// as the product's tiles are stored (kernels::matmul_gelu), and the VJP reads gelu' saved by
+/// the forward instead of recomputing it from x Wᵀ + b. Shapes and errors as linear.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ===== gathers and layers (ops_nn.cc) =====
 /// Gathers rows: weight (V, C), ids i64 (...) -> (..., C). Throws std::out_of_range naming

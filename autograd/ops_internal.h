@@ -57,6 +57,17 @@ void matmul_in(MatmulPrecision precision, T* c, const T* a, const T* b, int64_t 
   kernels::matmul<T>(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
 }
 
+/// kernels::matmul_gelu<T> (kernels/matmul.h), or kernels::matmul_bf16_gelu when `precision` is
+/// bf16, as matmul_in chooses.
+template <typename T>
+void matmul_gelu_in(MatmulPrecision precision, T* y, T* slope, const T* a, const T* b, int64_t M,
+                    int64_t K, int64_t N, bool a_trans, bool b_trans, const T* bias) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == MatmulPrecision::bf16)
+      return kernels::matmul_bf16_gelu(y, slope, a, b, M, K, N, a_trans, b_trans, bias);
+  }
+  kernels::matmul_gelu<T>(y, slope, a, b, M, K, N, a_trans, b_trans, bias);
+}
 /// t's data, or nullptr for an undefined tensor (a gradient not needed, a tensor not saved).
 template <typename T>
 T* data_or_null(const Tensor& t) {

@@ -5,9 +5,13 @@
 // swapped) is passed as is, flag set, no copy. Under AutocastGuard(MatmulPrecision::bf16)
 // (autograd/autocast.h) an f32 op takes kernels::matmul_bf16 instead, with the same arguments,
 // for its forward and, recorded in its node, for both VJP products.
+#include <span>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "autograd/gradcheck_inputs.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/op_registry.h"
@@ -65,6 +69,56 @@ struct BatchOffsets {
     return off;
   }
 };
+
+// linear's and linear_gelu's operands: x (..., in), weight (out, in), bias (out,) or undefined,
+// as contiguous data, with the product's sizes. Throws std::invalid_argument naming `op`.
+struct LinearOperands {
+  Tensor xc, wc, bc;
+  int64_t rows, in, out;  // the product (rows, in) @ (in, out)
+  Shape y_shape;          // (..., out)
+};
+
+LinearOperands linear_operands(const char* op, const Tensor& x, const Tensor& weight,
+                               const Tensor& bias) {
+  detail::check_floating_pair(op, x, weight);
+  if (bias.defined()) detail::check_floating_pair(op, x, bias);
+  if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) ||
+      (bias.defined() && bias.shape() != Shape{weight.size(0)}))
+    throw std::invalid_argument(
+        std::string(op) +
+        ": expected input (..., in), weight (out, in) and bias (out,), got input " +
+        shape_str(x.shape()) + ", weight " + shape_str(weight.shape()) +
+        (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string()));
+  // rows from the leading dimensions, not numel / in: with in == 0 there are still rows, each
+  // y = b (or 0), as PyTorch gives.
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < x.dim(); ++i) rows *= x.size(i);
+  Shape y_shape = x.shape();
+  y_shape.back() = weight.size(0);
+  return {detail::contiguous_data(x),
+          detail::contiguous_data(weight),
+          bias.defined() ? detail::contiguous_data(bias) : Tensor(),
+          rows,
+          weight.size(1),
+          weight.size(0),
+          std::move(y_shape)};
+}
+
+// The VJP of y = x Wᵀ + b from dy (rows, out): dx, dW and db into the buffers of gi that are
+// defined (GradBuffers::first_write). dx reads W and dW reads x, each undefined when not saved.
+template <typename T>
+void linear_backward(MatmulPrecision precision, const T* dy, std::span<Tensor> gi, const Tensor& xc,
+                     const Tensor& wc, int64_t rows, int64_t in, int64_t out) {
+  if (gi[0].defined() && wc.defined())  // dx (rows, in) (+)= dy (rows, out) @ W (out, in)
+    detail::matmul_in<T>(precision, gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false, false,
+                         !first_gradient(gi[0]));
+  if (gi[1].defined() && xc.defined())  // dW (out, in) (+)= dyᵀ @ x: dy stored (rows, out) is Aᵀ,
+                                        // the a_trans layout
+    detail::matmul_in<T>(precision, gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true, false,
+                         !first_gradient(gi[1]));
+  if (gi.size() > 2 && gi[2].defined())  // db (out,) (+)= sum over rows of dy (rows, out)
+    kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, !first_gradient(gi[2]));
+}
 
 }  // namespace
 
@@ -212,29 +266,13 @@ static void register_linear(OpRegistry& r) {
 // layout, the bias is added as the forward product is stored, and dW accumulates straight into
 // W's gradient buffer (for a parameter: its slice of the arena).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  detail::check_floating_pair("linear", x, weight);
-  if (bias.defined()) detail::check_floating_pair("linear", x, bias);
-  if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) ||
-      (bias.defined() && bias.shape() != Shape{weight.size(0)}))
-    throw std::invalid_argument(
-        "linear: expected input (..., in), weight (out, in) and bias (out,), got input " +
-        shape_str(x.shape()) + ", weight " + shape_str(weight.shape()) +
-        (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string()));
-  const int64_t in = weight.size(1), out = weight.size(0);
-  // rows from the leading dimensions, not numel / in: with in == 0 there are still rows, each
-  // y = b (or 0), as PyTorch gives.
-  int64_t rows = 1;
-  for (int64_t i = 0; i + 1 < x.dim(); ++i) rows *= x.size(i);
-  Shape y_shape = x.shape();
-  y_shape.back() = out;
-  const Tensor xc = detail::contiguous_data(x), wc = detail::contiguous_data(weight);
-  const Tensor bc = bias.defined() ? detail::contiguous_data(bias) : Tensor();
-  Tensor y = Tensor::empty(y_shape, x.dtype());
+  const LinearOperands op = linear_operands("linear", x, weight, bias);
+  Tensor y = Tensor::empty(op.y_shape, x.dtype());
   const MatmulPrecision precision = detail::product_precision(x.dtype());
   dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
     // y (rows, out) = x (rows, in) @ Wᵀ, W stored (out, in): the b_trans layout
-    detail::matmul_in<T>(precision, y.data<T>(), xc.data<T>(), wc.data<T>(), rows, in, out, false,
-                         true, false, bc.defined() ? bc.data<T>() : nullptr);
+    detail::matmul_in<T>(precision, y.data<T>(), op.xc.data<T>(), op.wc.data<T>(), op.rows, op.in,
+                         op.out, false, true, false, detail::data_or_null<T>(op.bc));
   });
   TensorList inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
@@ -242,20 +280,75 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   // weight keeps no input alive).
   return record(
       y, "linear", std::move(inputs),
-      {{"x", detail::saved_if_grad(weight, xc)}, {"weight", detail::saved_if_grad(x, wc)}},
-      [rows, in, out, precision](const Tensor& g, std::span<Tensor> gi, const Tensor& xc,
-                                 const Tensor& wc) {
+      {{"x", detail::saved_if_grad(weight, op.xc)}, {"weight", detail::saved_if_grad(x, op.wc)}},
+      [rows = op.rows, in = op.in, out = op.out, precision](const Tensor& g, std::span<Tensor> gi,
+                                                            const Tensor& xc, const Tensor& wc) {
         dispatch_floating(g.dtype(), "linear", [&]<typename T>() {
-          const T* dy = g.data<T>();
-          if (gi[0].defined() && wc.defined())  // dx (rows, in) (+)= dy (rows, out) @ W (out, in)
-            detail::matmul_in<T>(precision, gi[0].data<T>(), dy, wc.data<T>(), rows, out, in, false,
-                                 false, !first_gradient(gi[0]));
-          if (gi[1].defined() && xc.defined())  // dW (out, in) (+)= dyᵀ @ x: dy stored (rows, out)
-                                                // is Aᵀ, the a_trans layout
-            detail::matmul_in<T>(precision, gi[1].data<T>(), dy, xc.data<T>(), out, rows, in, true,
-                                 false, !first_gradient(gi[1]));
-          if (gi.size() > 2 && gi[2].defined())  // db (out,) (+)= sum over rows of dy (rows, out)
-            kernels::sum_axis<T>(gi[2].data<T>(), dy, 1, rows, out, !first_gradient(gi[2]));
+          linear_backward<T>(precision, g.data<T>(), gi, xc, wc, rows, in, out);
+        });
+      },
+      GradBuffers::first_write);
+}
+
+// ----- linear_gelu -----
+static void register_linear_gelu(OpRegistry& r) {
+  const GradcheckFn fused = [](const Inputs& in) { return linear_gelu(in[0], in[1], in[2]); };
+  r.add({.name = "linear_gelu",
+         .forward = "`gelu(x @ Wᵀ + b)`: GPT-2's c_fc and its GELU, GELU applied as the "
+                    "product's tiles are stored; saves `gelu′(h)`, h = x @ Wᵀ + b",
+         .vjp = "`dh = dy ⊙ gelu′(h)` (saved), then linear's: `dx = dh @ W`, `dW = dhᵀ @ x`, "
+                "`db = Σ_rows dh`",
+         .kernel = "kernels/matmul (matmul_gelu), kernels/gelu",
+         .tests = "matmul_test: matmul_gelu is matmul then gelu, bit for bit; ops_test: "
+                  "linear_gelu vs gelu(linear)",
+         .autocast = "`h = bf16(x) @ bf16(W)ᵀ + b` summed in f32 (matmul_bf16_gelu), gelu and "
+                     "gelu′ in f32; the VJP's products as linear's",
+         .cases = {
+             params_case(
+                 "x (B, T, C), weight (5, C), bias (5,)",
+                 [](const Sizes& s) {
+                   return Shapes{{s.B, s.T, s.C}, {5, s.C}, {5}};
+                 },
+                 fused),
+             params_case(
+                 "x (T, B, C) viewed transposed, weight (4 C, C), no bias",
+                 [](const Sizes& s) {
+                   return Shapes{{s.T, s.B, s.C}, {4 * s.C, s.C}};
+                 },
+                 [](const Inputs& in) { return linear_gelu(transpose(in[0], 0, 1), in[1]); })}});
+}
+
+// The MLP's first half as one op. Unfused, linear writes h = x Wᵀ + b to memory, gelu reads it
+// back and writes y, and gelu's VJP reads h again to recompute tanh. Here GELU runs on each tile
+// of h while it is in the L1, the forward saves gelu'(h) (the same bytes as h) and the VJP only
+// multiplies: dh = dy ⊙ gelu'(h), then linear's three products.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const LinearOperands op = linear_operands("linear_gelu", x, weight, bias);
+  TensorList inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  Tensor y = Tensor::empty(op.y_shape, x.dtype());
+  // gelu'(h) only when a VJP will read it.
+  const Tensor slope = detail::needs_node(inputs) ? Tensor::empty(op.y_shape, x.dtype()) : Tensor();
+  const MatmulPrecision precision = detail::product_precision(x.dtype());
+  dispatch_floating(x.dtype(), "linear_gelu", [&]<typename T>() {
+    detail::matmul_gelu_in<T>(precision, y.data<T>(), detail::data_or_null<T>(slope),
+                              op.xc.data<T>(), op.wc.data<T>(), op.rows, op.in, op.out, false, true,
+                              detail::data_or_null<T>(op.bc));
+  });
+  return record(
+      y, "linear_gelu", std::move(inputs),
+      {{"x", detail::saved_if_grad(weight, op.xc)},
+       {"weight", detail::saved_if_grad(x, op.wc)},
+       {"slope", slope}},
+      [rows = op.rows, in = op.in, out = op.out, precision](const Tensor& g, std::span<Tensor> gi,
+                                                            const Tensor& xc, const Tensor& wc,
+                                                            const Tensor& slope) {
+        dispatch_floating(g.dtype(), "linear_gelu", [&]<typename T>() {
+          // dh (rows, out) = dy ⊙ gelu'(h): gelu's VJP with its factor read instead of computed
+          const Tensor dh = Tensor::empty(slope.shape(), g.dtype());
+          kernels::binary_forward<T>(kernels::BinaryOp::mul, dh.data<T>(), g.data<T>(),
+                                     slope.data<T>(), rows * out);
+          linear_backward<T>(precision, dh.data<T>(), gi, xc, wc, rows, in, out);
         });
       },
       GradBuffers::first_write);
@@ -264,6 +357,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 void detail::register_matmul_ops(OpRegistry& r) {
   register_matmul(r);
   register_linear(r);
+  register_linear_gelu(r);
 }
 
 }  // namespace attograd

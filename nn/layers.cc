@@ -30,6 +30,13 @@ std::function<void(Tensor&)> uniform_init(Generator& gen, double bound) {
 std::function<void(Tensor&)> constant_init(double value) {
   return [value](Tensor& p) { p.fill_(value); };
 }
+// Linear's check of its input, for forward and forward_gelu.
+void check_linear_input(const Tensor& x, const Tensor& weight) {
+  if (x.dim() < 1 || x.size(-1) != weight.size(1))
+    throw std::invalid_argument("Linear: expected input (..., " + std::to_string(weight.size(1)) +
+                                "), got " + shape_str(x.shape()));
+}
+
 }  // namespace
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, DType dtype)
@@ -57,10 +64,13 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, Generat
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-  if (x.dim() < 1 || x.size(-1) != weight.size(1))
-    throw std::invalid_argument("Linear: expected input (..., " + std::to_string(weight.size(1)) +
-                                "), got " + shape_str(x.shape()));
+  check_linear_input(x, weight);
   return linear(x, weight, bias);
+}
+
+Tensor Linear::forward_gelu(const Tensor& x) const {
+  check_linear_input(x, weight);
+  return linear_gelu(x, weight, bias);
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype,
@@ -104,7 +114,11 @@ MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& g
 }
 
 Tensor MLP::forward(const Tensor& x) const {
-  return (*drop)((*c_proj)(gelu((*c_fc)(x))));  // through operator(): the layers' hooks run
+  // c_fc and GELU as one op (linear_gelu: the same values, GELU applied inside the product and
+  // its slope saved for the backward) unless c_fc has hooks, which must see c_fc's own output.
+  // Every layer goes through operator(), so the others' hooks run either way.
+  const Tensor h = c_fc->has_hooks() ? gelu((*c_fc)(x)) : c_fc->forward_gelu(x);
+  return (*drop)((*c_proj)(h));
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,

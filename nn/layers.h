@@ -38,6 +38,9 @@ class Linear : public UnaryModule {
          double init_std);
   /// Throws std::invalid_argument when x's last dimension is not in_features.
   Tensor forward(const Tensor& x) const override;
+  /// gelu(forward(x)) as one op (linear_gelu: the same values), without this module's hooks;
+  /// errors as forward.
+  Tensor forward_gelu(const Tensor& x) const;
   Tensor weight, bias;  // bias undefined when constructed without one
 };
 

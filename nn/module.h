@@ -228,6 +228,10 @@ class UnaryModule : public Module {
   /// another while running: the call in progress runs the hooks it started with.
   HookHandle register_forward_pre_hook(ForwardPreHook hook);
   HookHandle register_forward_hook(ForwardHook hook);
+  /// Whether any hook is registered: a module that would compute this one's output inside a
+  /// fused op (MLP's c_fc within linear_gelu) calls it as its own layers only when this is true,
+  /// so that the hooks see what they always saw.
+  bool has_hooks() const { return !hooks_->pre.empty() || !hooks_->post.empty(); }
 
  protected:
   UnaryModule() = default;

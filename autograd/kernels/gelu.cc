@@ -1,6 +1,6 @@
 // GELU, tanh approximation, as GPT-2 uses it (gelu.h), SIMD through Highway with runtime
 // dispatch. The scalar specification is gelu_ref.h; see elementwise.cc for how the per-target
-// compilation works.
+// compilation works. The formulas on one vector are gelu-inl.h's, shared with matmul_gelu:
 //
 //   u = s (x + 0.044715 x^3),  s = sqrt(2/pi),  t = tanh(u)
 //   gelu(x)  = 0.5 x (1 + t)
@@ -11,7 +11,6 @@
 #include <cstdint>
 
 #include "autograd/kernels/dispatch.h"
-#include "autograd/kernels/gelu_ref.h"
 
 // Highway's per-target includes, in the order its skeleton.cc gives (foreach_target.h
 // re-includes this file once per target): never sorted.
@@ -22,6 +21,7 @@
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "autograd/kernels/simd-inl.h"
+#include "autograd/kernels/gelu-inl.h"
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
@@ -36,46 +36,21 @@ namespace {
 // memory-bound elementwise pass needs), in chunks of 8k.
 constexpr ElementwiseSplit kSplit{.chunk = 8192, .parallel_min = 32768};
 
-// s = sqrt(2/pi) and the cubic coefficient, defined once with the specification (gelu_ref.h).
-using reference::kGeluCubic;
-using reference::kGeluScale;
-
-// t = tanh(s (x + 0.044715 x^3)), the one transcendental both directions need.
-// (Highway's Tanh: 4 ulp, valid for every finite x; it saturates to +-1 beyond |u| ~ 18.7.)
-template <class D, class V>
-HWY_INLINE V gelu_tanh(D d, V x) {
-  using T = hn::TFromD<D>;
-  const V x3 = hn::Mul(hn::Mul(x, x), x);
-  const V u = hn::Mul(hn::Set(d, kGeluScale<T>), hn::MulAdd(hn::Set(d, kGeluCubic<T>), x3, x));
-  return hn::Tanh(d, u);
-}
-
-// y = 0.5 x (1 + t). y may alias x.
+// y = gelu(x). y may alias x.
 template <typename T>
 void gelu_forward_impl(T* y, const T* x, int64_t n) {
   elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
     const auto xi = hn::LoadU(d, x + i);
-    const auto t = gelu_tanh(d, xi);
-    const auto half_x = hn::Mul(hn::Set(d, T(0.5)), xi);
-    hn::StoreU(hn::MulAdd(half_x, t, half_x), d, y + i);  // 0.5x + 0.5x t
+    hn::StoreU(gelu_value(d, xi, gelu_tanh(d, xi)), d, y + i);
   });
 }
 
-// dx (+)= dy * (0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 * 0.044715 x^2))
+// dx (+)= dy * gelu'(x)
 template <typename T>
 void gelu_backward_impl(T* dx, const T* x, const T* dy, int64_t n, bool accumulate) {
   elementwise<T>(n, kSplit, [&](auto d, int64_t i) HWY_ATTR {
-    const auto one = hn::Set(d, T(1));
-    const auto half = hn::Set(d, T(0.5));
     const auto xi = hn::LoadU(d, x + i);
-    const auto t = gelu_tanh(d, xi);
-    // du/dx = s (1 + 3 * 0.044715 x^2)
-    const auto du_dx = hn::Mul(hn::Set(d, kGeluScale<T>),
-                               hn::MulAdd(hn::Set(d, T(3) * kGeluCubic<T>), hn::Mul(xi, xi), one));
-    const auto sech2 = hn::NegMulAdd(t, t, one);       // 1 - t^2
-    const auto left = hn::Mul(half, hn::Add(one, t));  // 0.5 (1 + t)
-    const auto right = hn::Mul(hn::Mul(hn::Mul(half, xi), sech2), du_dx);
-    const auto grad = hn::Mul(hn::LoadU(d, dy + i), hn::Add(left, right));
+    const auto grad = hn::Mul(hn::LoadU(d, dy + i), gelu_slope(d, xi, gelu_tanh(d, xi)));
     hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, dx + i), grad) : grad, d, dx + i);
   });
 }

@@ -36,6 +36,10 @@
 // micro-kernel runs on where the CPU has it; elsewhere the micro-kernel widens the pairs back to
 // f32 and runs FMAs. Either way packed panels are half the bytes of f32 ones. Where the CPU has
 // AMX, AmxTiles run the same loops on its tile unit, with 32 x 32 tiles of C.
+//
+// matmul_gelu: the same loops; each tile, once its last k block is stored, gets GELU (and
+// gelu' where asked) while it is still in the L1 (activate below), instead of a pass over C in
+// memory after the product.
 #include "autograd/kernels/matmul.h"
 
 #include <algorithm>
@@ -74,8 +78,10 @@ size_t gemm_block_bytes();
 #define HWY_TARGET_INCLUDE "autograd/kernels/matmul.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
 #include "autograd/kernels/simd-inl.h"
 #include "autograd/kernels/transpose-inl.h"
+#include "autograd/kernels/gelu-inl.h"
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
@@ -173,6 +179,10 @@ struct Problem {
   int64_t M, K, N;
   int64_t a_row, a_col, b_row, b_col;
   bool accumulate;
+  // matmul_gelu: C's finished elements h become gelu(h), and slope (M, N) (if not null) gets
+  // gelu'(h) (activate below).
+  bool gelu = false;
+  T* slope = nullptr;
 
   T A(int64_t i, int64_t k) const { return a[i * a_row + k * a_col]; }
   T B(int64_t k, int64_t j) const { return b[k * b_row + j * b_col]; }
@@ -200,6 +210,24 @@ Problem<T> problem_of(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_
           b_trans ? 1 : N,
           b_trans ? K : 1,  // B(k, j)
           accumulate};
+}
+
+// matmul_gelu's epilogue on the finished block C[i0 : i0+rows, j0 : j0+cols]: each h becomes
+// gelu(h), and slope gets gelu'(h), by gelu-inl.h's formulas (gelu.cc's), whole vectors then
+// for_each_vector's narrower tail. Called on a tile just stored, so C's values are read from
+// the L1.
+template <typename T>
+void activate(const Problem<T>& pr, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  for (int64_t r = i0; r < i0 + rows; ++r) {
+    T* c_row = pr.c + r * pr.N + j0;
+    T* slope_row = pr.slope != nullptr ? pr.slope + r * pr.N + j0 : nullptr;
+    for_each_vector<T>(0, cols, [&](auto d, int64_t j) HWY_ATTR {
+      const auto h = hn::LoadU(d, c_row + j);
+      const auto t = gelu_tanh(d, h);
+      if (slope_row != nullptr) hn::StoreU(gelu_slope(d, h, t), d, slope_row + j);
+      hn::StoreU(gelu_value(d, h, t), d, c_row + j);
+    });
+  }
 }
 
 // ---- Packing -----------------------------------------------------------------------------------
@@ -925,6 +953,7 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
       const int64_t kc = std::min(KC, pr.K - pc);
       const int64_t kp = Tiles::steps(kc);  // packed elements per line
       const StoreMode mode{pc > 0 || pr.accumulate, pc == 0 && pr.bias != nullptr};
+      const bool activated = pr.gelu && pc + KC >= pr.K;  // C's last k block: its final values
       const P* b_block = b_pack;
       if (b_all.data != nullptr) {
         b_block = b_all.block(pc, jc, kp);
@@ -957,6 +986,7 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
             } else {
               edge_tile(tiles, kp, a_panel, b_panel, c, pr.N, rows, cols, bias, mode);
             }
+            if (activated) activate(pr, ic + ir, rows, jc + jr, cols);
           }
         }
       }
@@ -1149,21 +1179,26 @@ void thin_gemm(const Problem<T>& pr, int64_t j_begin, int64_t j_end) {
   });
 }
 
+// The paths other than the packed kernel (K = 0, few rows, thin columns) store C without
+// matmul_gelu's activation; this applies it afterwards to C's columns [j0, j1), every row. Those
+// products are small (M <= 8, or N % NR columns), so one pass on the calling thread.
 template <typename T>
-void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
-                 bool b_trans, bool accumulate, const T* bias) {
-  if (M == 0 || N == 0) return;
-  const Problem<T> pr = problem_of(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
-  if (K == 0) return gemm_empty_k(pr);
-  switch (M) {
+void activate_columns(const Problem<T>& pr, int64_t j0, int64_t j1) {
+  if (pr.gelu && j0 < j1) activate(pr, 0, pr.M, j0, j1 - j0);
+}
+
+// Few rows (M <= 4, or up to 8 with B stored (K, N)): small_m<M>; false for any other M.
+template <typename T>
+bool few_rows(const Problem<T>& pr) {
+  switch (pr.M) {
     case 1:
-      return small_m<1>(pr);
+      return small_m<1>(pr), true;
     case 2:
-      return small_m<2>(pr);
+      return small_m<2>(pr), true;
     case 3:
-      return small_m<3>(pr);
+      return small_m<3>(pr), true;
     case 4:
-      return small_m<4>(pr);
+      return small_m<4>(pr), true;
     default:
       break;
   }
@@ -1171,19 +1206,28 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
   // B stored (K, N) takes the few-row register tile up to 8 rows (a 6-wide layer's weight
   // gradient, dW (6, 24) = dyᵀ x: 0.36x OpenBLAS packed).
   if (pr.b_col == 1) {
-    switch (M) {
+    switch (pr.M) {
       case 5:
-        return small_m<5>(pr);
+        return small_m<5>(pr), true;
       case 6:
-        return small_m<6>(pr);
+        return small_m<6>(pr), true;
       case 7:
-        return small_m<7>(pr);
+        return small_m<7>(pr), true;
       case 8:
-        return small_m<8>(pr);
+        return small_m<8>(pr), true;
       default:
         break;
     }
   }
+  return false;
+}
+
+// matmul and matmul_gelu on a problem with M, N > 0: the path for its shape.
+template <typename T>
+void gemm(const Problem<T>& pr) {
+  const int64_t M = pr.M, K = pr.K, N = pr.N;
+  if (K == 0) return gemm_empty_k(pr), activate_columns(pr, 0, N);
+  if (few_rows(pr)) return activate_columns(pr, 0, N);
   const int64_t NR = blocking<PlainTiles<T>>().NR;
   // Thin (all of C, or the last N % NR columns when they would leave most of a micro-panel
   // empty): rows enough for a vector, and a K long enough to pay for the column-by-column stores
@@ -1192,8 +1236,26 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
   const int64_t V = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
   const bool thin_ok = M >= V && K >= V;
   const int64_t n_packed = !thin_ok ? N : N < NR ? 0 : N % NR <= NR / 2 ? N - N % NR : N;
-  if (n_packed < N) thin_gemm(pr, n_packed, N);
+  if (n_packed < N) thin_gemm(pr, n_packed, N), activate_columns(pr, n_packed, N);
   if (n_packed > 0) gemm_packed(PlainTiles<T>{}, pr, n_packed);
+}
+
+template <typename T>
+void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
+                 bool b_trans, bool accumulate, const T* bias) {
+  if (M == 0 || N == 0) return;
+  gemm(problem_of(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias));
+}
+
+// matmul_gelu (matmul.h): matmul's problem, C overwritten, with the activation.
+template <typename T>
+void matmul_gelu_impl(T* y, T* slope, const T* a, const T* b, int64_t M, int64_t K, int64_t N,
+                      bool a_trans, bool b_trans, const T* bias) {
+  if (M == 0 || N == 0) return;
+  Problem<T> pr = problem_of(y, a, b, M, K, N, a_trans, b_trans, false, bias);
+  pr.gelu = true;
+  pr.slope = slope;
+  gemm(pr);
 }
 
 // Whether this target's matmul_bf16 runs on AMX (matmul_bf16_uses_amx).
@@ -1203,16 +1265,29 @@ bool uses_avx512_bf16_impl() {
   return HWY_TARGET <= HWY_AVX3 && !uses_amx_impl() && detail::avx512_bf16_enabled();
 }
 
-// matmul_bf16 (matmul.h): every shape on the packed kernel, with bf16 tiles.
+// matmul_bf16 (matmul.h) and matmul_bf16_gelu (pr.gelu): every shape on the packed kernel,
+// with bf16 tiles.
+void gemm_bf16(const Problem<float>& pr) {
+  if (pr.K == 0) return gemm_empty_k(pr), activate_columns(pr, 0, pr.N);
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86_64
+  if (uses_amx_impl()) return gemm_packed(AmxTiles{}, pr, pr.N);
+#endif
+  gemm_packed(Bf16Tiles{uses_avx512_bf16_impl()}, pr, pr.N);
+}
+
 void matmul_bf16_impl(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
                       bool a_trans, bool b_trans, bool accumulate, const float* bias) {
   if (M == 0 || N == 0) return;
-  const Problem<float> pr = problem_of(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
-  if (K == 0) return gemm_empty_k(pr);
-#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86_64
-  if (uses_amx_impl()) return gemm_packed(AmxTiles{}, pr, N);
-#endif
-  gemm_packed(Bf16Tiles{uses_avx512_bf16_impl()}, pr, N);
+  gemm_bf16(problem_of(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias));
+}
+
+void matmul_bf16_gelu_impl(float* y, float* slope, const float* a, const float* b, int64_t M,
+                           int64_t K, int64_t N, bool a_trans, bool b_trans, const float* bias) {
+  if (M == 0 || N == 0) return;
+  Problem<float> pr = problem_of(y, a, b, M, K, N, a_trans, b_trans, false, bias);
+  pr.gelu = true;
+  pr.slope = slope;
+  gemm_bf16(pr);
 }
 
 }  // namespace
@@ -1220,6 +1295,7 @@ void matmul_bf16_impl(float* c, const float* a, const float* b, int64_t M, int64
 // ---- Exports: the names HWY_EXPORT takes, <name>_impl_f32 and _f64 (dispatch.h) ---------------
 
 ATTOGRAD_KERNEL_TARGET(matmul);
+ATTOGRAD_KERNEL_TARGET(matmul_gelu);
 
 }  // namespace attograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -1235,14 +1311,25 @@ ATTOGRAD_KERNEL(void, matmul,
                  bool b_trans, bool accumulate, const T* bias),
                 (c, a, b, M, K, N, a_trans, b_trans, accumulate, bias));
 
+ATTOGRAD_KERNEL(void, matmul_gelu,
+                (T * y, T* slope, const T* a, const T* b, int64_t M, int64_t K, int64_t N,
+                 bool a_trans, bool b_trans, const T* bias),
+                (y, slope, a, b, M, K, N, a_trans, b_trans, bias));
+
 // bf16 is for f32 only: exported by name, not through ATTOGRAD_KERNEL's float/double pair.
 HWY_EXPORT(matmul_bf16_impl);
+HWY_EXPORT(matmul_bf16_gelu_impl);
 HWY_EXPORT(uses_avx512_bf16_impl);
 HWY_EXPORT(uses_amx_impl);
 
 void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
                  bool a_trans, bool b_trans, bool accumulate, const float* bias) {
   HWY_DYNAMIC_DISPATCH(matmul_bf16_impl)(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias);
+}
+
+void matmul_bf16_gelu(float* y, float* slope, const float* a, const float* b, int64_t M, int64_t K,
+                      int64_t N, bool a_trans, bool b_trans, const float* bias) {
+  HWY_DYNAMIC_DISPATCH(matmul_bf16_gelu_impl)(y, slope, a, b, M, K, N, a_trans, b_trans, bias);
 }
 
 bool matmul_bf16_uses_avx512_bf16() { return HWY_DYNAMIC_DISPATCH(uses_avx512_bf16_impl)(); }

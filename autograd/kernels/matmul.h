@@ -8,6 +8,8 @@
 // matmul_bf16 is the same product in bf16 mixed precision (bf16.h): the operands rounded to bf16
 // as they are packed, their products summed in f32. On a CPU with AVX512-BF16 its inner loop is
 // vdpbf16ps, two bf16 multiply-adds per f32 lane per instruction where an FMA does one.
+//
+// matmul_gelu and matmul_bf16_gelu are the forward of GPT-2's c_fc with its GELU fused in.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +57,18 @@ template <typename T>
 void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool a_trans,
             bool b_trans, bool accumulate, const T* bias = nullptr);
 
+/// y (M, N) = gelu(h), h = op(A) @ op(B) + bias, and slope (M, N) = gelu'(h) when slope is not
+/// null: GPT-2's c_fc and its GELU (tanh form, gelu.h) as one product, for the fused op
+/// linear_gelu. Each tile of h gets GELU as soon as its last k block is stored, while it is in
+/// the L1, instead of a second pass over h in memory; and gelu'(h) is all a VJP needs of h, so
+/// the op saves the slope and GELU's tanh is computed once a step instead of in both passes.
+/// h is summed as matmul sums it (the same blocks, tiles and threads), then y and slope take
+/// gelu.cc's formulas (gelu-inl.h). Layouts, bias and K = 0 as matmul; y and slope must not
+/// alias a, b or each other; y is overwritten (no accumulate).
+template <typename T>
+void matmul_gelu(T* y, T* slope, const T* a, const T* b, int64_t M, int64_t K, int64_t N,
+                 bool a_trans, bool b_trans, const T* bias = nullptr);
+
 /// C (M, N) (+)= bf16(op(A)) @ bf16(op(B)) + bias in bf16 mixed precision, all buffers f32, same
 /// layouts, aliasing rule and K = 0 as matmul: every element of A and B is rounded to the nearest
 /// bf16 (bf16_from_f32: ties to even, as PyTorch's `.to(torch.bfloat16)`), the products (exact
@@ -71,6 +85,11 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, bool 
 /// than with matmul. Results do not depend on the number of threads.
 void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int64_t K, int64_t N,
                  bool a_trans, bool b_trans, bool accumulate, const float* bias = nullptr);
+
+/// matmul_gelu in matmul_bf16's precision: h = bf16(op(A)) @ bf16(op(B)) + bias summed in f32
+/// as matmul_bf16 sums it, then y = gelu(h) and slope = gelu'(h) in f32, as matmul_gelu.
+void matmul_bf16_gelu(float* y, float* slope, const float* a, const float* b, int64_t M, int64_t K,
+                      int64_t N, bool a_trans, bool b_trans, const float* bias = nullptr);
 
 /// Whether matmul_bf16 runs on AMX here: the dispatched Highway target is AVX3, the CPU has
 /// AMX-TILE and AMX-BF16 (cpuid, asked once), Linux granted the process the tiles' register

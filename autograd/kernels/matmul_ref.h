@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/kernels/bf16.h"
+#include "autograd/kernels/gelu_ref.h"
 
 namespace attograd::kernels::reference {
 
@@ -52,6 +53,33 @@ inline void matmul_bf16(float* c, const float* a, const float* b, int64_t M, int
   for (size_t i = 0; i < a_bf16.size(); ++i) a_bf16[i] = round_to_bf16(a[i]);
   for (size_t i = 0; i < b_bf16.size(); ++i) b_bf16[i] = round_to_bf16(b[i]);
   matmul<float>(c, a_bf16.data(), b_bf16.data(), M, K, N, a_trans, b_trans, accumulate, bias);
+}
+
+/// y (n) = gelu(h) in place of h, and slope (n) = gelu'(h) when slope is not null: the epilogue
+/// of matmul_gelu and matmul_bf16_gelu below.
+template <typename T>
+void gelu_epilogue(T* y, T* slope, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (slope != nullptr) slope[i] = gelu_slope(y[i]);
+    gelu_forward(y + i, y + i, 1);
+  }
+}
+
+/// matmul.h's matmul_gelu: the product above (with the bias), then y = gelu(h) and, when slope is
+/// not null, slope = gelu'(h) (gelu_ref.h) on each element h.
+template <typename T>
+void matmul_gelu(T* y, T* slope, const T* a, const T* b, int64_t M, int64_t K, int64_t N,
+                 bool a_trans, bool b_trans, const T* bias = nullptr) {
+  matmul<T>(y, a, b, M, K, N, a_trans, b_trans, false, bias);
+  gelu_epilogue(y, slope, M * N);
+}
+
+/// matmul.h's matmul_bf16_gelu: matmul_bf16 above, then GELU and its slope as matmul_gelu.
+inline void matmul_bf16_gelu(float* y, float* slope, const float* a, const float* b, int64_t M,
+                             int64_t K, int64_t N, bool a_trans, bool b_trans,
+                             const float* bias = nullptr) {
+  matmul_bf16(y, a, b, M, K, N, a_trans, b_trans, false, bias);
+  gelu_epilogue(y, slope, M * N);
 }
 
 }  // namespace attograd::kernels::reference

@@ -5,7 +5,9 @@
 #include <functional>
 #include <limits>
 
+#include "autograd/autocast.h"
 #include "autograd/detail/tensor_impl.h"
+#include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "tests/test_util.h"
 
@@ -161,6 +163,52 @@ BOOST_AUTO_TEST_CASE(linear_matches_matmul_transpose_add) {
   }
   for (int i = 0; i < 3; ++i)
     BOOST_TEST(allclose(grads[1][i].to_vector(), grads[0][i].to_vector(), 1e-12, 0));
+}
+
+// The MLP's first half as one op against the two it replaces, gelu(linear(x, W, b)): the same
+// kernels in the same order (the product, then gelu's formula on it; dh = dy ⊙ gelu'(h), then
+// linear's products), so values and every gradient are the same bits, in f32 and f64, with and
+// without autocast's bf16 products, with a non-contiguous input and a bias-free layer. Without
+// grad mode the op saves nothing and gives the same y.
+BOOST_AUTO_TEST_CASE(linear_gelu_is_gelu_of_linear_bit_for_bit) {
+  for (DType dt : kBoth)
+    for (const MatmulPrecision precision : {MatmulPrecision::f32, MatmulPrecision::bf16})
+      for (const bool with_bias : {true, false}) {
+        if (dt == DType::f64 && precision == MatmulPrecision::bf16) continue;  // f32 only
+        BOOST_TEST_CONTEXT("dtype " << dtype_name(dt) << ", bf16 "
+                                    << (precision == MatmulPrecision::bf16) << ", bias "
+                                    << with_bias) {
+          Generator gen(7);
+          // 3 x 70 rows, 300 features in (two k blocks), 130 out (edge tiles and a thin tail)
+          const Tensor x0 = Tensor::randn({70, 3, 300}, gen, dt),
+                       W0 = mul_scalar(Tensor::randn({130, 300}, gen, dt), 0.1);
+          const Tensor b0 = Tensor::randn({130}, gen, dt),
+                       dy = Tensor::randn({3, 70, 130}, gen, dt);
+          std::vector<double> results[2][4];
+          for (int fused = 0; fused < 2; ++fused) {
+            const AutocastGuard guard(precision);
+            Tensor x = x0.clone().set_requires_grad(), W = W0.clone().set_requires_grad(),
+                   b = b0.clone().set_requires_grad();
+            const Tensor xt = transpose(x, 0, 1);  // (3, 70, 300), not contiguous
+            const Tensor bias = with_bias ? b : Tensor();
+            const Tensor y = fused ? linear_gelu(xt, W, bias) : gelu(linear(xt, W, bias));
+            y.backward(dy);
+            results[fused][0] = y.to_vector();
+            results[fused][1] = x.grad().to_vector();
+            results[fused][2] = W.grad().to_vector();
+            if (with_bias) results[fused][3] = b.grad().to_vector();
+            const NoGradGuard no_grad;
+            BOOST_TEST(linear_gelu(xt, W, bias).to_vector() == results[fused][0]);
+          }
+          for (int i = 0; i < 4; ++i) BOOST_TEST(results[1][i] == results[0][i]);
+        }
+      }
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        linear_gelu(Tensor::zeros({4, 64, 256}), Tensor::zeros({5, 384}));
+      },
+      "linear_gelu: expected input (..., in), weight (out, in) and bias (out,), got "
+      "input (4, 64, 256), weight (5, 384)");
 }
 
 BOOST_AUTO_TEST_CASE(batched_matmul_broadcasts_batch) {

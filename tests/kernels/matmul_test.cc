@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/kernels/gelu.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/matmul_ref.h"
 #include "autograd/kernels/thread_pool.h"
@@ -597,4 +598,90 @@ BOOST_AUTO_TEST_CASE(matmul_bf16_is_thread_count_independent) {
 BOOST_AUTO_TEST_CASE(matmul_bf16_is_cache_size_independent) {
   for_each_bf16_path(
       [&](bool) { check_cache_size_independence<float>(&k::matmul_bf16, "matmul_bf16", 24); });
+}
+
+// ---- matmul_gelu: the product with GELU in its epilogue
+
+namespace {
+
+// `fused` (matmul_gelu's parameters) against `plain` (matmul's) followed by gelu_forward and
+// gelu_backward's factor (dy = 1) on the same target: the same bits, for y and for the slope,
+// and y alone (slope null) the same again; every shape of the reference tests (each path: packed
+// tiles with their edges and several K blocks, few rows, thin columns, threads), every layout,
+// with and without the bias. The epilogue runs on each tile after its last k block, so a wrong
+// block (a tile activated twice, or before its last k block, or not at all) breaks the equality.
+template <typename T, class Fused, class Plain>
+void check_gelu_epilogue(Fused* fused, Plain* plain, const char* name, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (const Shape& s : shapes()) {
+    const bool large = s.M * s.K * s.N > 100000;
+    for (const bool with_bias : {false, true}) {
+      if (large && with_bias && attograd::instruments::kUnderAddressSanitizer) continue;
+      const Buffer<T> a = uniform<T>(s.M * s.K, 1, rng), b = uniform<T>(s.K * s.N, 1, rng);
+      const Buffer<T> bias = uniform<T>(s.N, 1, rng);
+      const T* bias_or_null = with_bias ? bias.data() : nullptr;
+      const int64_t n = s.M * s.N;
+      for (const Layout& layout : kLayouts) {
+        const std::string what =
+            describe(name, " M=", s.M, " K=", s.K, " N=", s.N, " a_trans=", layout.a_trans,
+                     " b_trans=", layout.b_trans, " bias=", with_bias);
+        Buffer<T> h(n, 1), want_y(n, 1), want_slope(n, 1), y(n, 1), slope(n, 1), y_only(n, 1);
+        const std::vector<T> ones(static_cast<size_t>(n), T(1));
+        plain(h.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans, layout.b_trans, false,
+              bias_or_null);
+        k::gelu_forward(want_y.data(), h.data(), n);
+        k::gelu_backward(want_slope.data(), h.data(), ones.data(), n, false);
+        fused(y.data(), slope.data(), a.data(), b.data(), s.M, s.K, s.N, layout.a_trans,
+              layout.b_trans, bias_or_null);
+        fused(y_only.data(), nullptr, a.data(), b.data(), s.M, s.K, s.N, layout.a_trans,
+              layout.b_trans, bias_or_null);
+        check_equal(y.data(), want_y.data(), n, what + ": y");
+        check_equal(slope.data(), want_slope.data(), n, what + ": slope");
+        check_equal(y_only.data(), want_y.data(), n, what + ": y without the slope");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_gelu_is_matmul_then_gelu, T, Types) {
+  if (!kernels_are_simd<T>()) return;  // the f64 kernels are their twins in wasm
+  for_each_target(
+      [] { check_gelu_epilogue<T>(&k::matmul_gelu<T>, &k::matmul<T>, "matmul_gelu", 25); });
+}
+
+BOOST_AUTO_TEST_CASE(matmul_bf16_gelu_is_matmul_bf16_then_gelu) {
+  for_each_bf16_path([](bool) {
+    check_gelu_epilogue<float>(&k::matmul_bf16_gelu, &k::matmul_bf16, "matmul_bf16_gelu", 26);
+  });
+}
+
+// The twins agree with each other the same way, and with hand-computed values: op(A) @ op(B) =
+// [[0, 1], [-1, 2]] (A = I, B that matrix), bias [1, 0]: h = [[1, 1], [0, 2]], so y = gelu(h) =
+// [[0.841192, 0.841192], [0, 1.954598]] and slope = gelu'(h) = [[1.082964, 1.082964], [0.5,
+// 1.086099]] (torch.nn.functional.gelu(h, approximate='tanh') and its autograd, float64, PyTorch
+// 1.13.1).
+BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_gelu_hand_computed, T, Types) {
+  const std::vector<T> a = {1, 0, 0, 1}, b = {0, 1, -1, 2}, bias = {1, 0};
+  const std::vector<double> want_y = {0.8411919906082768, 0.8411919906082768, 0, 1.954597694087775};
+  const std::vector<double> want_slope = {1.0829640838457826, 1.0829640838457826, 0.5,
+                                          1.0860992566236183};
+  auto check = [&](const std::vector<T>& y, const std::vector<T>& slope, const char* what) {
+    BOOST_TEST_CONTEXT(what) {
+      for (size_t i = 0; i < 4; ++i) {
+        BOOST_TEST(static_cast<double>(y[i]) == want_y[i], boost::test_tools::tolerance(1e-6));
+        BOOST_TEST(static_cast<double>(slope[i]) == want_slope[i],
+                   boost::test_tools::tolerance(1e-6));
+      }
+    }
+  };
+  std::vector<T> y(4), slope(4);
+  ref::matmul_gelu(y.data(), slope.data(), a.data(), b.data(), 2, 2, 2, false, false, bias.data());
+  check(y, slope, "reference");
+  for_each_target([&] {
+    std::fill(y.begin(), y.end(), T(-99));
+    k::matmul_gelu(y.data(), slope.data(), a.data(), b.data(), 2, 2, 2, false, false, bias.data());
+    check(y, slope, "kernel");
+  });
 }

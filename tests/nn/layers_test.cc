@@ -4,6 +4,9 @@
 #include <array>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
@@ -191,6 +194,48 @@ BOOST_AUTO_TEST_CASE(mlp_gradients_pass_gradcheck) {
       run_gradcheck([&](const std::vector<Tensor>& in) { return mlp.forward(in.back()); }, inputs);
   BOOST_TEST_INFO(r.message);
   BOOST_TEST(r.passed);
+}
+
+// The MLP runs c_fc and GELU as one op (linear_gelu) while c_fc has no hook; a hook on c_fc
+// makes it call c_fc and gelu apart, so the hook sees c_fc's own output, (B, T, 4C), and a tensor
+// it returns replaces that output. The values are the same bits either way; removing the hook
+// fuses again.
+BOOST_AUTO_TEST_CASE(mlp_with_a_hook_on_c_fc_calls_it_apart) {
+  Generator gen(8);
+  MLP mlp(3, true, 0.0, 0.02, gen, nullptr, DType::f64);
+  randomize_parameters(mlp.parameters(), gen, 0.5);
+  const Tensor x = Tensor::randn({2, 2, 3}, gen, DType::f64).set_requires_grad();
+  // The op that made the MLP's hidden activation: the input of c_proj's linear node.
+  const auto hidden_op = [](const Tensor& y) {
+    return std::string(y.grad_fn()->inputs()[0].grad_fn()->name());
+  };
+  const Tensor fused = mlp(x);
+  BOOST_TEST(hidden_op(fused) == "linear_gelu");
+
+  std::vector<Tensor> seen;
+  HookHandle hook = mlp.c_fc->register_forward_hook(
+      [&](const UnaryModule&, const Tensor&, const Tensor& out) -> std::optional<Tensor> {
+        seen.push_back(out.detach());
+        return std::nullopt;
+      });
+  const Tensor apart = mlp(x);
+  BOOST_TEST(hidden_op(apart) == "gelu");
+  BOOST_REQUIRE(seen.size() == 1);
+  BOOST_TEST((seen[0].shape() == Shape{2, 2, 12}));
+  BOOST_TEST(seen[0].to_vector() == linear(x, mlp.c_fc->weight, mlp.c_fc->bias).to_vector());
+  BOOST_TEST(apart.to_vector() == fused.to_vector());
+
+  // A hook that returns zeros: gelu(0) = 0, so the MLP gives c_proj's bias in every row.
+  HookHandle zero = mlp.c_fc->register_forward_hook(
+      [](const UnaryModule&, const Tensor&, const Tensor& out) -> std::optional<Tensor> {
+        return Tensor::zeros(out.shape(), out.dtype());
+      });
+  const std::vector<double> zeroed = mlp(x).to_vector(), bias = mlp.c_proj->bias.to_vector();
+  for (size_t i = 0; i < zeroed.size(); ++i) BOOST_TEST(zeroed[i] == bias[i % 3]);
+
+  hook.remove();
+  zero.remove();
+  BOOST_TEST(hidden_op(mlp(x)) == "linear_gelu");
 }
 
 BOOST_AUTO_TEST_CASE(rope_rotates_pairs_and_scores_depend_on_relative_position) {
