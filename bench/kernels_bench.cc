@@ -44,6 +44,8 @@
 
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/bf16.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/gelu.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
 #include "autograd/kernels/thread_pool.h"
@@ -284,6 +286,74 @@ void register_attention(const std::vector<int64_t>& lengths, int64_t HS) {
     }
 }
 
+// c_fc's product and its GELU, forward and the VJP's GELU part (issue 35, item 3), as the two
+// graphs run them: unfused, linear's product with the bias, gelu_forward over h in memory, then
+// gelu_backward's dh = dy gelu'(h) (what linear then gelu ran); fused, matmul_gelu (GELU on each
+// tile as it is stored, gelu'(h) written beside y), then dh = dy * gelu'(h) (what linear_gelu
+// runs). One thread; the GFLOP/s counts the product only.
+void bench_c_fc_gelu(benchmark::State& state, GemmCase g, bool fused) {
+  attograd::kernels::set_num_threads(1);
+  Operands<float> ops(g);
+  const size_t n = ops.c.size();
+  std::vector<float> bias(static_cast<size_t>(g.N), 0.01f), h(n), dy(n, 0.5f), dh(n);
+  for (auto _ : state) {
+    if (fused) {  // ops.c is y, h the slope
+      k::matmul_gelu<float>(ops.c.data(), h.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N,
+                            g.a_trans, g.b_trans, bias.data());
+      k::binary_forward<float>(k::BinaryOp::mul, dh.data(), dy.data(), h.data(),
+                               static_cast<int64_t>(n));
+    } else {
+      k::matmul<float>(h.data(), ops.a.data(), ops.b.data(), g.M, g.K, g.N, g.a_trans, g.b_trans,
+                       false, bias.data());
+      k::gelu_forward<float>(ops.c.data(), h.data(), static_cast<int64_t>(n));
+      k::gelu_backward<float>(dh.data(), h.data(), dy.data(), static_cast<int64_t>(n), false);
+    }
+    benchmark::DoNotOptimize(ops.c.data());
+    benchmark::DoNotOptimize(dh.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops_of(g) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// GELU alone on 4,096 floats that stay in the L1: its arithmetic, without memory. The counter is
+// elements per second (so ns per element is its inverse: 16 floats a vector on AVX-512).
+void bench_gelu_in_l1(benchmark::State& state, bool backward) {
+  attograd::kernels::set_num_threads(1);
+  const int64_t n = 4096;
+  std::vector<float> x(n), y(n), dy(n, 1.0f);
+  for (int64_t i = 0; i < n; ++i) x[i] = -6.0f + 12.0f * static_cast<float>(i) / n;
+  for (auto _ : state) {
+    if (backward) {
+      k::gelu_backward<float>(y.data(), x.data(), dy.data(), n, false);
+    } else {
+      k::gelu_forward<float>(y.data(), x.data(), n);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["elements/s"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_gelu() {
+  for (const bool backward : {false, true})
+    benchmark::RegisterBenchmark(backward ? "gelu/f32/n4096/backward" : "gelu/f32/n4096/forward",
+                                 bench_gelu_in_l1, backward)
+        ->UseRealTime();
+  const GemmCase c_fc[] = {{"nano c_fc", 1024, 128, 512, false, true},
+                           {"baby c_fc", 2048, 384, 1536, false, true},
+                           {"gpt2 c_fc", 256, 768, 3072, false, true}};
+  for (const GemmCase& g : c_fc)
+    for (const bool fused : {false, true}) {
+      const std::string name = std::string("c_fc+gelu/f32/") + g.what + "/t1/" +
+                               (fused ? "matmul_gelu, mul" : "matmul, gelu, gelu_backward");
+      benchmark::RegisterBenchmark(name.c_str(), bench_c_fc_gelu, g, fused)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+}
+
 // Collects every repetition and, at the end, prints one line per case: median ms of each side
 // and their ratio. Benchmarks are named ".../attograd" and ".../openblas" (or ".../f32",
 // ".../bf16" and ".../bf16-portable" for the matmul-bf16 cases); the rest is the case.
@@ -482,6 +552,7 @@ int main(int argc, char** argv) {
       register_bf16_cases(bf16_cases(), {1, 2}, reporter);
       register_attention({8, 16, 32, 64, 128, 256, 512, 1024}, 64);
       register_attention({64}, 32);  // nano's heads (n_embd 128 over 4 heads, block_size 64)
+      register_gelu();
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernels_bench: %s\n", e.what());
