@@ -35,25 +35,88 @@ int64_t GPTConfig::num_parameters() const {
   return add(add(n, mul(n_layer, block)), layer_norm);  // h.0 .. h.{n_layer-1}, ln_f
 }
 
+namespace {
+
+// GPTConfig's rules between fields, one row each, in the order they are checked: validate(),
+// broken_rule(), rule_fields() and rule_message() read this table only.
+struct RuleRow {
+  ConfigRule rule;
+  bool (*broken)(const GPTConfig&);
+  std::vector<std::string> (*fields)(const GPTConfig&);
+  std::string (*message)(const GPTConfig&);
+};
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+const RuleRow kRules[] = {
+    {ConfigRule::head_divides_embd, [](const GPTConfig& c) { return c.n_embd % c.n_head != 0; },
+     [](const GPTConfig&) {
+       return std::vector<std::string>{"n_head", "n_embd"};
+     },
+     [](const GPTConfig& c) {
+       return "n_head " + str(c.n_head) + " must divide n_embd " + str(c.n_embd) +
+              " (head_dim = n_embd / n_head)";
+     }},
+    // RoPE rotates channel pairs (2i, 2i+1) within each head.
+    {ConfigRule::rope_even_head_dim,
+     [](const GPTConfig& c) {
+       return c.pos_encoding == PosEncoding::rope && c.head_dim() % 2 != 0;
+     },
+     [](const GPTConfig&) {
+       return std::vector<std::string>{"n_head", "n_embd", "pos_encoding"};
+     },
+     [](const GPTConfig& c) { return "rope needs an even head_dim, got " + str(c.head_dim()); }},
+    {ConfigRule::sinusoidal_even_embd,
+     [](const GPTConfig& c) {
+       return c.pos_encoding == PosEncoding::sinusoidal && c.n_embd % 2 != 0;
+     },
+     [](const GPTConfig&) {
+       return std::vector<std::string>{"n_embd", "pos_encoding"};
+     },
+     [](const GPTConfig&) {
+       return std::string("sinusoidal encodings pair sin/cos channels, so n_embd must be even");
+     }},
+    // Within the fields' ranges the count cannot overflow; it can still be far too large.
+    {ConfigRule::parameter_limit,
+     [](const GPTConfig& c) { return c.num_parameters() > limits::max_parameters; },
+     [](const GPTConfig& c) {
+       if (c.pos_encoding != PosEncoding::learned)
+         return std::vector<std::string>{"vocab_size", "n_layer", "n_embd"};
+       return std::vector<std::string>{"vocab_size", "block_size", "n_layer", "n_embd"};  // wpe
+     },
+     [](const GPTConfig& c) {
+       return "n_layer " + str(c.n_layer) + ", n_embd " + str(c.n_embd) + ", vocab_size " +
+              str(c.vocab_size) + " make " + str(c.num_parameters()) +
+              " parameters, more than the limit of " + str(limits::max_parameters) +
+              "; choose a smaller model";
+     }},
+};
+
+const RuleRow& row_of(ConfigRule rule) {
+  for (const RuleRow& r : kRules)
+    if (r.rule == rule) return r;
+  throw std::logic_error("GPTConfig: no row for this rule");
+}
+
+}  // namespace
+
+std::optional<ConfigRule> GPTConfig::broken_rule() const {
+  for (const RuleRow& r : kRules)
+    if (r.broken(*this)) return r.rule;
+  return std::nullopt;
+}
+
 void GPTConfig::validate() const {
   validate_fields(*this, "GPTConfig");  // each field in its range; then the rules between them
-  if (n_embd % n_head != 0)
-    throw std::invalid_argument("GPTConfig: n_head " + std::to_string(n_head) +
-                                " must divide n_embd " + std::to_string(n_embd) +
-                                " (head_dim = n_embd / n_head)");
-  if (pos_encoding == PosEncoding::rope && head_dim() % 2 != 0)
-    throw std::invalid_argument("GPTConfig: rope needs an even head_dim, got " +
-                                std::to_string(head_dim()));
-  if (pos_encoding == PosEncoding::sinusoidal && n_embd % 2 != 0)
-    throw std::invalid_argument(
-        "GPTConfig: sinusoidal encodings pair sin/cos channels, so n_embd must be even");
-  // Within the ranges above the count cannot overflow; it can still be far too large.
-  if (num_parameters() > limits::max_parameters)
-    throw std::invalid_argument(
-        "GPTConfig: n_layer " + std::to_string(n_layer) + ", n_embd " + std::to_string(n_embd) +
-        ", vocab_size " + std::to_string(vocab_size) + " make " + std::to_string(num_parameters()) +
-        " parameters, more than the limit of " + std::to_string(limits::max_parameters) +
-        "; choose a smaller model");
+  if (const auto rule = broken_rule()) throw ConfigRuleError(*rule, *this);
+}
+
+std::vector<std::string> rule_fields(ConfigRule rule, const GPTConfig& config) {
+  return row_of(rule).fields(config);
+}
+
+std::string rule_message(ConfigRule rule, const GPTConfig& config) {
+  return "GPTConfig: " + row_of(rule).message(config);
 }
 
 namespace {

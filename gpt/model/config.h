@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,6 +28,17 @@ inline constexpr const char* kPosEncodingNames[] = {"learned", "sinusoidal", "ro
 const char* pos_encoding_name(PosEncoding p);
 /// Parses a name; throws std::invalid_argument listing the valid names.
 PosEncoding parse_pos_encoding(const std::string& name);
+
+/// The rules between GPTConfig's fields, in the order GPTConfig::validate checks them (after each
+/// field's range). Each is one row of config.cc's table (the fields it reads, its test, the
+/// library's message): the one list both the library's messages and the CLI's, which name the
+/// user's options (cli/config_errors.h), are made from.
+enum class ConfigRule {
+  head_divides_embd,     // n_head divides n_embd: head_dim = n_embd / n_head
+  rope_even_head_dim,    // rope rotates channel pairs within a head: head_dim is even
+  sinusoidal_even_embd,  // the sinusoidal table pairs sin and cos channels: n_embd is even
+  parameter_limit,       // at most limits::max_parameters parameters
+};
 
 /// A GPT-2 shaped model: n_layer pre-LayerNorm blocks of n_head-head causal self-attention
 /// and a 4x MLP, embedding width n_embd, vocabulary vocab_size, context block_size tokens.
@@ -68,11 +81,43 @@ struct GPTConfig {
   /// n_layer blocks, ln_f; the LM head is tied to wte), computed from the sizes alone, before
   /// anything is allocated. Throws std::overflow_error if the count does not fit int64_t.
   int64_t num_parameters() const;
+  /// The first rule between fields (ConfigRule, in its order) this config breaks, or nullopt when
+  /// it keeps them all. Expects each field in its range (validate_fields): within the ranges the
+  /// parameter count cannot overflow.
+  std::optional<ConfigRule> broken_rule() const;
   /// Throws std::invalid_argument naming the first bad field: a value outside its range in the
-  /// table (stated in the message: sizes as in gpt/model/field_ranges.h, dropout in [0, 1)), n_head
-  /// not dividing n_embd, an odd head_dim with rope or n_embd with sinusoidal, or more than
+  /// table (stated in the message: sizes as in gpt/model/field_ranges.h, dropout in [0, 1)), or,
+  /// as ConfigRuleError, the first broken rule between fields (broken_rule): n_head not dividing
+  /// n_embd, an odd head_dim with rope or n_embd with sinusoidal, or more than
   /// limits::max_parameters parameters in all.
   void validate() const;
+};
+
+/// The fields (GPTConfig's table names) whose values decide `rule` for `config`, in the table's
+/// order: {n_head, n_embd}; {n_head, n_embd, pos_encoding}; {n_embd, pos_encoding}; {vocab_size,
+/// block_size (only where positions are learned: wpe), n_layer, n_embd}.
+std::vector<std::string> rule_fields(ConfigRule rule, const GPTConfig& config);
+
+/// The library's message for `config` breaking `rule`, naming the fields by their names
+/// ("GPTConfig: n_head 3 must divide n_embd 1024 (head_dim = n_embd / n_head)").
+std::string rule_message(ConfigRule rule, const GPTConfig& config);
+
+/// What GPTConfig::validate throws for a broken rule between fields: std::invalid_argument with
+/// rule_message, carrying the rule and the config it was found in, so that a front end can say
+/// it in its own words (the CLI names its options and where the other values came from). A
+/// caller that adds context (a file's name) keeps the rule with std::throw_with_nested.
+class ConfigRuleError : public std::invalid_argument {
+ public:
+  ConfigRuleError(ConfigRule rule, const GPTConfig& config)
+      : std::invalid_argument(rule_message(rule, config)), rule_(rule), config_(config) {}
+  /// The rule broken.
+  ConfigRule rule() const { return rule_; }
+  /// The config that breaks it.
+  const GPTConfig& config() const { return config_; }
+
+ private:
+  ConfigRule rule_;
+  GPTConfig config_;
 };
 
 /// The teaching and reference presets:

@@ -1,5 +1,6 @@
 #include "gpt/model/hf_import.h"
 
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -136,7 +137,8 @@ GPTConfig infer_hf_gpt2_config(const nn::SafetensorsFile& file, int64_t n_head_o
   try {
     c.validate();
   } catch (const std::invalid_argument& e) {
-    throw std::runtime_error("'" + file.path() + "': " + e.what());
+    // Nested: a front end finds the ConfigRuleError inside and can name its options (--n-head).
+    std::throw_with_nested(std::runtime_error("'" + file.path() + "': " + e.what()));
   }
   check_config_against_tensors(ModelKind::gpt, c, file, "the config read from its tensors");
   return c;

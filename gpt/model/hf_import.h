@@ -25,7 +25,8 @@ namespace attograd::gpt {
 /// tensors give, n_head must be an integer, and activation_function, layer_norm_epsilon,
 /// n_inner, scale_attn_weights, scale_attn_by_inverse_layer_idx, tie_word_embeddings and
 /// model_type must describe the GPT-2 attograd computes; else std::runtime_error naming the
-/// field and both values.
+/// field and both values. A config that breaks a rule between fields (GPTConfig::validate; --n-head
+/// 3 for n_embd 8) is a std::runtime_error naming the file, with the ConfigRuleError nested.
 GPTConfig infer_hf_gpt2_config(const nn::SafetensorsFile& file, int64_t n_head_override = 0);
 
 /// Loads a Hugging Face GPT-2 model.safetensors (124M and larger, F32/F16/BF16) into a new

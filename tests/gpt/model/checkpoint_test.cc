@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE checkpoint
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -631,6 +632,23 @@ BOOST_AUTO_TEST_CASE(hugging_face_config_json_is_read_strictly_and_must_agree_wi
   std::filesystem::remove(config_json);
   BOOST_TEST(infer_hf_gpt2_config(file, 3).n_head ==
              3);  // no config.json at all: --n-head suffices
+  // An --n-head that breaks a rule: the error names the file, and the rule is nested in it, for
+  // the CLI to say in its options' words.
+  try {
+    infer_hf_gpt2_config(file, 4);
+    BOOST_FAIL("expected std::runtime_error");
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST(std::string(e.what()) == "'" + file.path() +
+                                            "': GPTConfig: n_head 4 must divide n_embd 6 "
+                                            "(head_dim = n_embd / n_head)");
+    try {
+      std::rethrow_if_nested(e);
+      BOOST_FAIL("expected a nested ConfigRuleError");
+    } catch (const ConfigRuleError& rule) {
+      BOOST_TEST((rule.rule() == ConfigRule::head_divides_embd));
+      BOOST_TEST(rule.config().n_head == 4);
+    }
+  }
   std::filesystem::remove_all(dir.parent_path());
 }
 
