@@ -105,7 +105,7 @@ void print_attribution(gpt::GPT& model, const std::vector<int64_t>& ids,
 }
 
 int run(const AttentionArgs& a) {
-  const gpt::Session m = gpt::open_model(a.source);
+  const gpt::Session m = open_model_source(a.source);
   m.require_tokenizer_fits();
   gpt::GPT& model = m.gpt();
   const gpt::GPTConfig& c = m.config();

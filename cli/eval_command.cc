@@ -93,7 +93,7 @@ int run(const EvalArgs& a) {
   a.source.validate();
   // The ids first: a typo in them should not wait for a 500 MB model to load.
   const std::vector<int64_t> ids = a.ids.empty() ? std::vector<int64_t>() : read_ids(a.ids);
-  const gpt::Session session = gpt::open_model(a.source);
+  const gpt::Session session = open_model_source(a.source);
   const gpt::GPTConfig& c = session.config();
 
   if (!ids.empty()) {

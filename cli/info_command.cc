@@ -7,6 +7,7 @@
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
 #include "cli/command.h"
+#include "cli/config_messages.h"
 #include "gpt/model/gpt2.h"
 
 namespace attograd::cli {
@@ -29,7 +30,9 @@ int run(const InfoArgs& a) {
   gpt::ConfigOverrides ca = a.config;
   if (!ca.has("vocab_size") && ca.preset != "gpt2")
     ca.set(&gpt::GPTConfig::vocab_size, int64_t{65});  // Tiny Shakespeare's characters
-  const gpt::GPTConfig c = build_config(ca, std::nullopt);
+  // A broken rule names the options the user gave (a.config's; vocab_size 65 is the preset's).
+  const gpt::GPTConfig c =
+      naming_options(ConfigOrigins(a.config), [&] { return build_config(ca, std::nullopt); });
   const int64_t T = a.T.value_or(c.block_size);
   if (T < 1 || T > c.block_size)
     throw std::invalid_argument("--T must be in [1, block_size = " + std::to_string(c.block_size) +

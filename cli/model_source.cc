@@ -1,6 +1,7 @@
 #include "cli/model_source.h"
 
 #include "cli/command.h"
+#include "cli/config_messages.h"
 #include "gpt/model/config.h"
 #include "options/field_options.h"
 
@@ -18,6 +19,13 @@ CLI::Option* add_model_source_options(CLI::App* cmd, gpt::ModelSource& s,
                  "n_head of a --hf-gpt2 file without config.json and non-standard width")
       ->needs(hf);
   return hf;
+}
+
+gpt::Session open_model_source(const gpt::ModelSource& source) {
+  gpt::ConfigOverrides given;  // only --n-head is an option; the file decides the rest
+  if (source.n_head > 0) given.set(&gpt::GPTConfig::n_head, source.n_head);
+  return naming_options(ConfigOrigins(given).others_fixed("the --hf-gpt2 file's"),
+                        [&] { return gpt::open_model(source); });
 }
 
 }  // namespace attograd::cli

@@ -15,4 +15,9 @@ namespace attograd::cli {
 CLI::Option* add_model_source_options(CLI::App* cmd, gpt::ModelSource& source,
                                       const std::string& hf_note = "with GPT-2's BPE tokenizer");
 
+/// gpt::open_model(source), a --hf-gpt2 file whose config breaks a rule with --n-head (3 for
+/// n_embd 8) said in the options' words (cli/config_messages.h): "--n-head 3: n_head must divide
+/// the --hf-gpt2 file's n_embd 8 ...".
+gpt::Session open_model_source(const gpt::ModelSource& source);
+
 }  // namespace attograd::cli

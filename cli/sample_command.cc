@@ -40,7 +40,7 @@ std::string one_line(const std::string& s, size_t max_bytes) {
 int run(const SampleArgs& a) {
   // Every temperature of a prompt gets the same draws: a repeat would print the same samples.
   refuse_repeated(a.temperatures, "--temperature", "it would draw the same samples again");
-  const gpt::Session session = gpt::open_model(a.source);
+  const gpt::Session session = open_model_source(a.source);
   // Checked before generating, not found out mid-sample: a prompt id beyond vocab_size has no
   // embedding, and a sampled id beyond the tokenizer's vocabulary cannot be printed.
   session.require_tokenizer_matches();

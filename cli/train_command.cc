@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/config_messages.h"
 #include "gpt/train/interrupt.h"
 #include "gpt/train/run.h"
 #include "gpt/train/run_config.h"
@@ -53,6 +54,21 @@ void print_result(gpt::TrainingRun& run) {
   std::printf("saved   %s\n", run.checkpoint_path().c_str());
 }
 
+// Where the model's values came from, for a config that breaks one of GPTConfig's rules: the
+// options and the config file's keys the user gave, the preset; vocab_size is the tokenizer's, a
+// bigram's or average model's one head its own, and with --init-from the file decides the rest.
+ConfigOrigins origins_of(const gpt::RunConfig& config) {
+  const gpt::RunRequest& rq = config.request;
+  ConfigOrigins origins(rq.config);
+  for (const auto& [row, file] : config.from_file)
+    if (row.rfind("model.", 0) == 0 && row != "model.preset") origins.in_file(row.substr(6), file);
+  if (rq.init_from) return origins.others_fixed("the --init-from file's");
+  origins.fixed("vocab_size", "the tokenizer's");
+  if (rq.model != gpt::ModelKind::gpt)
+    origins.fixed("n_head", "the " + std::string(gpt::model_kind_name(rq.model)) + " model's");
+  return origins;
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app, int& exit_code) {
@@ -79,16 +95,20 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->callback([rq, cmd, config_file, &exit_code] {
     const gpt::Communicator& comm = gpt::Communicator::world();
     // What the command line gave, over the config file's values.
-    const auto request = [&] {
+    const auto run_config = [&] {
       gpt::RunConfig flags{*rq, given_fields<gpt::RunRequest>(*cmd),
                            given_fields<gpt::TrainOptions>(*cmd), cmd->count("--preset") > 0,
                            /*from_file=*/{}};
-      if (config_file->empty()) return flags.checked_request();
-      return gpt::overlay(gpt::read_run_config(*config_file), flags).checked_request();
+      if (config_file->empty()) return flags;
+      return gpt::overlay(gpt::read_run_config(*config_file), flags);
+    };
+    const auto set_up = [&] {
+      const gpt::RunConfig config = run_config();
+      return naming_options(origins_of(config),
+                            [&] { return gpt::start(config.checked_request(), comm, std::cout); });
     };
     try {
-      const std::unique_ptr<gpt::TrainingRun> run = gpt::set_up_together(
-          comm, std::cerr, [&] { return gpt::start(request(), comm, std::cout); });
+      const std::unique_ptr<gpt::TrainingRun> run = gpt::set_up_together(comm, std::cerr, set_up);
       // Ctrl-C or SIGTERM while training: finish the step, checkpoint, exit 130 or 143.
       const gpt::StopOnSignals stop;
       exit_code = run->train(std::cout, std::cerr, &gpt::StopOnSignals::signal());

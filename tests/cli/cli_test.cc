@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(info_counts_femto_and_pico) {
   BOOST_TEST(contains(pico.out, "attention weights (B, NH, T, T)    = (1, 3, 5, 5)"));
   const auto bad = run_cli("info --preset pico --n-head 4");
   BOOST_TEST(bad.exit_code == 2);
-  BOOST_TEST(contains(bad.out, "n_head 4 must divide n_embd 6"));
+  BOOST_TEST(contains(bad.out, "--n-head 4: n_head must divide pico's n_embd 6"));
   BOOST_TEST(run_cli("info --preset pico --T 9").exit_code == 2);
 }
 
@@ -234,8 +234,8 @@ BOOST_AUTO_TEST_CASE(sizes_whose_products_would_overflow_are_refused_at_once) {
                                         "] (at most 4 x this machine's cores), got 100000"},
       // Each size in range, the product not.
       {"info --preset gpt2 --n-layer 1024 --n-embd 4096 --n-head 16",
-       "GPTConfig: n_layer 1024, n_embd 4096, vocab_size 50257 make 206423011328 parameters, more "
-       "than the limit of 20000000000"},
+       "--n-layer 1024 --n-embd 4096: with gpt2's vocab_size 50257 and block_size 1024, the model "
+       "has 206423011328 parameters, more than the limit of 20000000000"},
   };
   expect_refused(cases);
   // 18 billion parameters pass every limit but would need 147 GB to build: info is a table of

@@ -448,7 +448,9 @@ BOOST_AUTO_TEST_CASE(an_error_every_rank_meets_is_reported_once) {
   BOOST_TEST_INFO(r.out);
   BOOST_TEST(r.exit_code == 2);
   const std::string message =
-      "attograd: error: GPTConfig: n_head 5 must divide n_embd 2 (head_dim = n_embd / n_head)";
+      "attograd: error: --n-head 5: n_head must divide femto's n_embd 2 (head_dim = n_embd / "
+      "n_head); choose an --n-head that divides 2 (e.g. 2), or an --n-embd that is a multiple of "
+      "5 (e.g. 5)";
   BOOST_TEST(said_once(r.out, message));
   BOOST_TEST(!contains(r.out, "rank 1 of 2"));
 }

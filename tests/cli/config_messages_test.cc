@@ -1,0 +1,101 @@
+// cli/config_messages: a model config that breaks one of GPTConfig's rules (n_head divides n_embd,
+// rope's even head_dim, sinusoidal's even n_embd, the parameter limit) is refused in the words of
+// the options the user gave, with the values from elsewhere named by their origin (the preset, the
+// tokenizer, a config file, a --hf-gpt2 file) and the fix: the whole line and the exit code,
+// through the real binary, for each command that takes model options.
+#define BOOST_TEST_MODULE config_messages
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <string>
+
+#include "tests/cli/cli_run.h"
+
+using namespace attograd::testing;
+
+namespace {
+
+// Runs `args` and checks that it exits 2 with exactly `message` as its one error, the last line
+// (train first says which corpus it read).
+void expect_refused(const std::string& args, const std::string& message) {
+  const CliRun r = run_cli(args);
+  const std::string line = "attograd: error: " + message + "\n";
+  BOOST_TEST_CONTEXT("$ attograd " << args << "\n" << r.out) {
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.out.ends_with(line));
+    BOOST_TEST(r.out.find("error:") == r.out.size() - line.size() + 10);  // said once
+  }
+}
+
+}  // namespace
+
+// The issue's example: one value the user gave (--n-embd), the other the preset's.
+BOOST_AUTO_TEST_CASE(a_preset_value_is_named_as_the_presets) {
+  expect_refused("info --preset pico --n-embd 1024",
+                 "--n-embd 1024: pico's n_head 3 must divide n_embd (head_dim = n_embd / n_head); "
+                 "choose an --n-embd that is a multiple of 3 (e.g. 1023 or 1026), or an --n-head "
+                 "that divides 1024 (e.g. 2 or 4)");
+  expect_refused("info --preset pico --n-head 4",
+                 "--n-head 4: n_head must divide pico's n_embd 6 (head_dim = n_embd / n_head); "
+                 "choose an --n-head that divides 6 (e.g. 3 or 6), or an --n-embd that is a "
+                 "multiple of 4 (e.g. 4 or 8)");
+}
+
+// Both values the user gave: both named in front, the fix offers either.
+BOOST_AUTO_TEST_CASE(two_values_the_user_gave_are_both_named) {
+  expect_refused("info --n-embd 64 --n-head 5",
+                 "--n-head 5 --n-embd 64: n_head must divide n_embd (head_dim = n_embd / n_head); "
+                 "choose an --n-head that divides 64 (e.g. 4 or 8), or an --n-embd that is a "
+                 "multiple of 5 (e.g. 60 or 65)");
+}
+
+// rope and sinusoidal: the values suggested keep every rule (n_embd 8 is even but pico's 3 heads
+// do not divide it, so 6 and 12), and another encoding is offered only where it is valid.
+BOOST_AUTO_TEST_CASE(the_encodings_rules_suggest_values_that_keep_every_rule) {
+  expect_refused("info --pos-encoding rope --n-embd 9",
+                 "--n-embd 9 --pos-encoding rope: rope rotates channel pairs, so head_dim = n_embd "
+                 "/ pico's n_head 3 must be even, not 3; choose an --n-embd that is a multiple of "
+                 "2 x n_head = 6 (e.g. 6 or 12), or --pos-encoding learned");
+  expect_refused("info --pos-encoding sinusoidal --n-embd 9",
+                 "--n-embd 9 --pos-encoding sinusoidal: sinusoidal encodings pair sin and cos "
+                 "channels, so n_embd must be even; choose an even --n-embd (e.g. 6 or 12), or "
+                 "--pos-encoding learned");
+}
+
+// The parameter limit names the sizes that were not given by their origin and suggests only the
+// options that alone can fix it (a smaller vocabulary cannot here).
+BOOST_AUTO_TEST_CASE(the_parameter_limit_names_the_preset_sizes) {
+  expect_refused("info --preset nano --n-embd 32768",
+                 "--n-embd 32768: with nano's vocab_size 65, block_size 64 and n_layer 4, the "
+                 "model has 51545604096 parameters, more than the limit of 20000000000; choose a "
+                 "smaller --n-embd (e.g. 20408), or a smaller --n-layer (e.g. 1)");
+}
+
+// train: the same words after the corpus is read; vocab_size is the tokenizer's, which no option
+// changes; a value from a config file is named by its key and file; a refused run leaves no
+// directory.
+BOOST_AUTO_TEST_CASE(train_names_its_options_the_tokenizer_and_the_config_file) {
+  const TempDir dir("config_messages_train");
+  const std::string corpus = write_corpus(dir), out = dir / "run";
+  const std::string train = "train --corpus " + corpus + " --out " + out + " --steps 1 ";
+  expect_refused(train + "--preset pico --n-embd 1024",
+                 "--n-embd 1024: pico's n_head 3 must divide n_embd (head_dim = n_embd / n_head); "
+                 "choose an --n-embd that is a multiple of 3 (e.g. 1023 or 1026), or an --n-head "
+                 "that divides 1024 (e.g. 2 or 4)");
+  BOOST_TEST(!std::filesystem::exists(out));
+  expect_refused(train + "--preset nano --n-embd 32768",
+                 "--n-embd 32768: with the tokenizer's vocab_size 16 and nano's block_size 64 and "
+                 "n_layer 4, the model has 51543998464 parameters, more than the limit of "
+                 "20000000000; choose a smaller --n-embd (e.g. 20408), or a smaller --n-layer "
+                 "(e.g. 1)");
+  const std::string config = dir.file("run.json", R"({"model": {"n_embd": 1024}})");
+  expect_refused(train + "--config " + config,
+                 "model.n_embd 1024 of config file '" + config +
+                     "': pico's n_head 3 must divide n_embd (head_dim = n_embd / n_head); choose "
+                     "an --n-embd that is a multiple of 3 (e.g. 1023 or 1026), or an --n-head "
+                     "that divides 1024 (e.g. 2 or 4)");
+  // The average model has one "head" of its own (no attention): not an option to suggest.
+  expect_refused(train + "--model average --pos-encoding sinusoidal --n-embd 5",
+                 "--n-embd 5 --pos-encoding sinusoidal: sinusoidal encodings pair sin and cos "
+                 "channels, so n_embd must be even; choose an even --n-embd (e.g. 4 or 6), or "
+                 "--pos-encoding learned");
+}
