@@ -45,6 +45,7 @@
 
 #include "autograd/ops.h"
 #include "cli/command.h"
+#include "cli/config_messages.h"
 #include "cli/out_dir.h"
 #include "cli/render_dot.h"
 #include "gpt/io/figures.h"
@@ -655,17 +656,20 @@ std::string limits_help() {
   return "Limits: block_size <= " + n(kMaxDrawn) +
          " for every kind but blocks (rope-qk, heads and pre-post-ln lower, below); sinusoidal "
          "and rope n_embd <= " +
-         n(kMaxDrawn) + ", rope an even head_dim; rope-qk " + n(kRopeQkMinT) +
-         " <= block_size <= " + n(kRopeQkMaxT) + "; heads block_size <= " + n(kHeadsMaxT) +
-         ", n_embd <= " + n(kHeadsMaxEmbd) + " and n_head <= " + n(kHeadsMaxHead) +
-         "; pre-post-ln " + n(kPrePostMinEmbd) + " <= n_embd <= " + n(kMaxDrawn) +
-         " and block_size <= " + n(kPrePostMaxT) + "; blocks n_layer <= " + n(kBlocksMaxLayers) +
-         " and at most " + n(kBlocksMaxParameters) + " parameters (--preset gpt2 has 124 M).";
+         n(kMaxDrawn) + ", sinusoidal an even n_embd, rope an even head_dim; rope-qk " +
+         n(kRopeQkMinT) + " <= block_size <= " + n(kRopeQkMaxT) +
+         "; heads block_size <= " + n(kHeadsMaxT) + ", n_embd <= " + n(kHeadsMaxEmbd) +
+         " and n_head <= " + n(kHeadsMaxHead) + "; pre-post-ln " + n(kPrePostMinEmbd) +
+         " <= n_embd <= " + n(kMaxDrawn) + " and block_size <= " + n(kPrePostMaxT) +
+         "; blocks n_layer <= " + n(kBlocksMaxLayers) + " and at most " + n(kBlocksMaxParameters) +
+         " parameters (--preset gpt2 has 124 M).";
 }
 
 // Refuses a config the figure cannot draw, naming the option to change. Checked on the preset
 // with the user's overrides before the config's own checks (GPTConfig::validate), so that a size
 // the figure refuses anyway is named by the figure's limit, not by the model's parameter cap.
+// The model's rules (sinusoidal's even n_embd, rope's even head_dim) are not repeated here: run()
+// gives those figures' configs their encoding, and build_config checks them.
 void check_limits(const std::string& kind, const gpt::GPTConfig& c) {
   const auto fail = [&](const std::string& what, const std::string& fix) {
     throw std::invalid_argument("figure " + kind + ": " + what + "; choose " + fix);
@@ -674,10 +678,6 @@ void check_limits(const std::string& kind, const gpt::GPTConfig& c) {
   if ((kind == "sinusoidal" || kind == "rope") && c.n_embd > kMaxDrawn)
     fail("n_embd " + n(c.n_embd) + " is more channels than a figure can show",
          "--n-embd <= " + n(kMaxDrawn));
-  if (kind == "rope" && c.n_embd % c.n_head == 0 && (c.n_embd / c.n_head) % 2 != 0)
-    fail("head_dim = n_embd / n_head = " + n(c.n_embd / c.n_head) +
-             " is odd, and RoPE rotates channel pairs",
-         "--n-embd and --n-head with an even quotient");
   if (kind == "rope-qk" && c.block_size < kRopeQkMinT)
     fail("block_size " + n(c.block_size) +
              " gives too few positions to draw the score against m - n",
@@ -741,11 +741,25 @@ int run(const FigureArgs& a) {
   // n_layer and vocab_size make too many parameters (heads at n_embd 32768 named --n-layer and
   // --vocab-size, which heads refuses).
   gpt::ConfigOverrides overrides = a.config;
-  if (!reads(kind, "n_head")) overrides.set(&gpt::GPTConfig::n_head, int64_t{1});
-  if (!reads(kind, "n_layer")) overrides.set(&gpt::GPTConfig::n_layer, int64_t{1});
-  if (!reads(kind, "vocab_size")) overrides.set(&gpt::GPTConfig::vocab_size, int64_t{1});
+  ConfigOrigins origins(a.config);  // a broken rule names the options the user gave
+  origins.in_command("figure " + a.kind);
+  const auto decide = [&](auto member, auto value, const std::string& field) {
+    overrides.set(member, value);
+    origins.fixed(field, "figure " + a.kind + "'s");
+  };
+  if (!reads(kind, "n_head")) decide(&gpt::GPTConfig::n_head, int64_t{1}, "n_head");
+  if (!reads(kind, "n_layer")) decide(&gpt::GPTConfig::n_layer, int64_t{1}, "n_layer");
+  if (!reads(kind, "vocab_size")) decide(&gpt::GPTConfig::vocab_size, int64_t{1}, "vocab_size");
+  // sinusoidal and rope draw the model's own encodings (nn::sinusoidal_table, nn::apply_rope),
+  // so the model's rules for them hold: an even n_embd, an even head_dim (GPTConfig's rules,
+  // checked by build_config and said as for any model's options).
+  if (a.kind == "sinusoidal")
+    decide(&gpt::GPTConfig::pos_encoding, gpt::PosEncoding::sinusoidal, "pos_encoding");
+  if (a.kind == "rope")
+    decide(&gpt::GPTConfig::pos_encoding, gpt::PosEncoding::rope, "pos_encoding");
   check_limits(a.kind, overrides.applied_to(gpt::preset(overrides.preset)));
-  const gpt::GPTConfig c = build_config(overrides, std::nullopt);
+  const gpt::GPTConfig c =
+      naming_options(origins, [&] { return build_config(overrides, std::nullopt); });
   create_out_dir(a.out, "--out");
   const std::string stem = a.out + "/" + a.kind;
   if (a.kind == "sinusoidal")

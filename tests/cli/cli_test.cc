@@ -407,8 +407,9 @@ BOOST_AUTO_TEST_CASE(version_names_the_release_the_simd_target_and_the_parts) {
   }
 }
 
-// A figure reads only the sizes it draws: sinusoidal takes any --n-embd, whatever the preset's
-// head count (pico's 3 does not divide 8), and its table holds sin(pos / 10000^(2i / C)).
+// A figure reads only the sizes it draws: sinusoidal takes any even --n-embd (the model's rule
+// for sinusoidal encodings), whatever the preset's head count (pico's 3 does not divide 8), and
+// its table holds sin(pos / 10000^(2i / C)).
 BOOST_AUTO_TEST_CASE(a_figure_reads_only_its_own_sizes) {
   const TempDir dir("cli_figure");
   const auto r = run_cli("figure sinusoidal --n-embd 8 --block-size 4 --out " + (dir / "f"));

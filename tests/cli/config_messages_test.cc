@@ -99,3 +99,24 @@ BOOST_AUTO_TEST_CASE(train_names_its_options_the_tokenizer_and_the_config_file) 
                  "channels, so n_embd must be even; choose an even --n-embd (e.g. 4 or 6), or "
                  "--pos-encoding learned");
 }
+
+// figure sinusoidal and rope draw the model's encodings, so the model's rules hold for them and
+// are said the same way; an odd n_embd once drew a table the model refuses. Nothing is written.
+BOOST_AUTO_TEST_CASE(figures_of_the_encodings_keep_the_models_rules) {
+  const TempDir dir("config_messages_figure");
+  const std::string out = dir / "figures";
+  expect_refused("figure sinusoidal --n-embd 3 --out " + out,
+                 "figure sinusoidal --n-embd 3: sinusoidal encodings pair sin and cos channels, so "
+                 "n_embd must be even; choose an even --n-embd (e.g. 2 or 4)");
+  expect_refused("figure rope --n-embd 6 --n-head 2 --out " + out,
+                 "figure rope --n-head 2 --n-embd 6: rope rotates channel pairs, so head_dim = "
+                 "n_embd / n_head must be even, not 3; choose an --n-head that leaves an even "
+                 "n_embd / n_head (e.g. 1 or 3), or an --n-embd that is a multiple of 2 x n_head "
+                 "= 4 (e.g. 4 or 8)");
+  expect_refused("figure blocks --n-embd 7 --out " + out,
+                 "figure blocks --n-embd 7: pico's n_head 3 must divide n_embd (head_dim = n_embd "
+                 "/ n_head); choose an --n-embd that is a multiple of 3 (e.g. 6 or 9), or an "
+                 "--n-head that divides 7 (e.g. 1 or 7)");
+  BOOST_TEST(!std::filesystem::exists(out));
+  BOOST_TEST(run_cli("figure sinusoidal --n-embd 4 --block-size 4 --out " + out).exit_code == 0);
+}
