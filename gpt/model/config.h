@@ -32,7 +32,7 @@ PosEncoding parse_pos_encoding(const std::string& name);
 /// The rules between GPTConfig's fields, in the order GPTConfig::validate checks them (after each
 /// field's range). Each is one row of config.cc's table (the fields it reads, its test, the
 /// library's message): the one list both the library's messages and the CLI's, which name the
-/// user's options (cli/config_errors.h), are made from.
+/// user's options (cli/config_messages.h), are made from.
 enum class ConfigRule {
   head_divides_embd,     // n_head divides n_embd: head_dim = n_embd / n_head
   rope_even_head_dim,    // rope rotates channel pairs within a head: head_dim is even
