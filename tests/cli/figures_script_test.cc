@@ -620,6 +620,29 @@ BOOST_AUTO_TEST_CASE(docs_images_come_from_the_script) {
   }
 }
 
+// Every `attograd figure` command that docs/*.md quotes for a reader to type runs as quoted:
+// the lecture map's and the chapters' (a command may wrap across lines inside its backticks).
+// Only --out is replaced, by a temporary directory, so nothing lands in the checkout.
+BOOST_AUTO_TEST_CASE(docs_figure_commands_run_as_quoted) {
+  const std::regex quoted(R"(`build/cli/attograd (figure [^`]*)`)");
+  const std::regex out_option(R"(\s--out\s+\S+)");
+  const TempDir dir("docs_figure_commands");
+  int commands = 0;
+  for (const auto& e : fs::directory_iterator(kSource / "docs")) {
+    if (e.path().extension() != ".md") continue;
+    const std::string text = read_text(e.path());
+    for (std::sregex_iterator m(text.begin(), text.end(), quoted), end; m != end; ++m) {
+      std::string args = std::regex_replace((*m)[1].str(), std::regex(R"(\s+)"), " ");
+      args = std::regex_replace(args, out_option, "");
+      BOOST_TEST_INFO(e.path().filename().string() << ": attograd " << args);
+      const auto r = run_cli(args + " --out " + dir / std::to_string(commands++));
+      BOOST_TEST_INFO(r.out);
+      BOOST_TEST(r.exit_code == 0);
+    }
+  }
+  BOOST_TEST(commands >= 10);  // chapter 3's figures and the lecture map's
+}
+
 // "Attention is not explanation" on a trained pico: per query, the most-attended key against the
 // key whose term, dropped, changes the next-token loss most (-weight x dloss/dweight). On this run
 // they differ for some (layer, head, query), and each line marked "differ" names two different
