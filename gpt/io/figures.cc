@@ -14,6 +14,10 @@ namespace attograd::gpt {
 
 namespace {
 
+// The most cells a heatmap panel draws as one SVG polygon each (128 x 128); a larger matrix is
+// drawn as one bitmap (see the plot command below).
+constexpr size_t kMaxCellPolygons = 128 * 128;
+
 // "(S[1] 0, S[2] 1)": explicit tick labels at the cell centres.
 std::string tics(const std::vector<std::string>& labels, GnuplotJob& job) {
   std::string out = "(";
@@ -129,13 +133,18 @@ std::string heatmap_script(const HeatmapFigure& f, size_t index, const std::stri
         "fillstyle solid noborder\n"
         // `pixels`: every cell its own filled rectangle (an SVG <polygon>, crisp edges), not
         // one small bitmap that a viewer scales up and blurs, bleeding colour into the masked
-        // cells and making row 0 look two cells wide.
+        // cells and making row 0 look two cells wide. Past kMaxCellPolygons cells a cell is
+        // about a pixel of the panel or less, so there is nothing to blur, and one polygon
+        // each made the SVG of a 1024 x 1024 sinusoidal table 114 MB: such a matrix is one
+        // bitmap (an SVG <image>, its PNG inline: 0.6 MB at 512 x 512).
         "plot " +
         data +
         // gnuplot draws no image less than two cells wide or tall: such a matrix (a (T, 1)
         // column) is drawn as boxes, one filled rectangle per cell all the same.
         (h.row_labels.size() < 2 || h.col_labels.size() < 2
              ? " matrix using 1:2:(0.5):(0.5):3 with boxxyerror fillstyle solid noborder lc palette"
+         : h.row_labels.size() * h.col_labels.size() > kMaxCellPolygons
+             ? " matrix with image"
              : " matrix with image pixels");
     // Values in white on dark cells, black on light ones; NaN cells stay empty ($3 == $3 is false
     // for NaN).

@@ -31,9 +31,10 @@ struct HeatmapScale {
   bool diverging = false;
 };
 
-/// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left. Each cell is its
-/// own filled rectangle (gnuplot's `with image pixels`: in the SVG one <polygon> per cell with a
-/// value, none for a NaN cell), so edges stay crisp at any zoom.
+/// One matrix drawn as coloured cells: row 0 at the top, column 0 on the left. Up to 128 x 128
+/// cells, each cell is its own filled rectangle (gnuplot's `with image pixels`: in the SVG one
+/// <polygon> per cell with a value, none for a NaN cell), so edges stay crisp at any zoom; a
+/// larger matrix, whose cells are about a pixel, is one bitmap (`with image`: an SVG <image>).
 struct Heatmap {
   std::string title;                                // above the panel, e.g. "layer 0, head 1"
   std::string row_axis, col_axis;                   // axis titles, e.g. "query", "key"

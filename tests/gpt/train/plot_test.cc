@@ -342,6 +342,41 @@ BOOST_AUTO_TEST_CASE(heatmap_cells_are_crisp_rectangles_and_masked_cells_stay_gr
   check(three + ".svg", signed_map, 1, -1, true);
 }
 
+// Up to 128 x 128 cells a heatmap is one polygon per cell; past that, a cell is about a pixel of
+// the panel and the matrix is one bitmap, an SVG <image> with its PNG inline: a 129 x 128 matrix
+// has no cell polygons and a fraction of the bytes (a 1,024 x 1,024 sinusoidal table's SVG was
+// 114 MB as polygons).
+BOOST_AUTO_TEST_CASE(large_heatmaps_are_one_bitmap) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    BOOST_TEST_MESSAGE("skipped: gnuplot is not installed");
+    return;
+  }
+  const LogDir dir;
+  auto map_of = [](int64_t rows, int64_t cols) {
+    Heatmap h{"map", "r", "c", {}, {}, {}};
+    for (int64_t i = 0; i < rows; ++i) h.row_labels.push_back(std::to_string(i));
+    for (int64_t j = 0; j < cols; ++j) h.col_labels.push_back(std::to_string(j));
+    for (int64_t i = 0; i < rows * cols; ++i) h.values.push_back(std::sin(0.01 * i));
+    return h;
+  };
+  const std::string at_limit = (dir.path / "at_limit").string(),
+                    past = (dir.path / "past").string();
+  std::ostringstream log;
+  BOOST_REQUIRE(write_heatmaps({{at_limit, "", {map_of(128, 128)}, 1, -1, 1, false, true},
+                                {past, "", {map_of(129, 128)}, 1, -1, 1, false, true}},
+                               log));
+  const std::string polygons = dir.read("at_limit.svg"), bitmap = dir.read("past.svg");
+  BOOST_TEST(polygons.find("<image") == std::string::npos);
+  const auto cells = heatmap_panels(polygons, 128, 128);
+  BOOST_REQUIRE_EQUAL(cells.size(), 1u);
+  BOOST_TEST(cells[0].size() == 128u * 128u);
+  BOOST_TEST(bitmap.find("<image") != std::string::npos);
+  BOOST_TEST(bitmap.find("data:image/png;base64,") != std::string::npos);
+  const auto none = heatmap_panels(bitmap, 129, 128);
+  BOOST_TEST((none.empty() || none[0].empty()));
+  BOOST_TEST(bitmap.size() * 4 < polygons.size());
+}
+
 // A heatmap goes through the same checks as the training plots: an empty file from a gnuplot
 // that exits 0 is an error, and no temporary is left.
 BOOST_AUTO_TEST_CASE(an_empty_heatmap_is_an_error_and_leaves_no_temporary) {
