@@ -3,6 +3,7 @@
 #include <exception>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpt/model/field_ranges.h"
@@ -29,6 +30,11 @@ ConfigOrigins& ConfigOrigins::others_fixed(const std::string& owner) {
 
 ConfigOrigins& ConfigOrigins::in_command(const std::string& command) {
   command_ = command;
+  return *this;
+}
+
+ConfigOrigins& ConfigOrigins::accepting(std::function<bool(const gpt::GPTConfig&)> accepts) {
+  accepts_ = std::move(accepts);
   return *this;
 }
 
@@ -97,9 +103,11 @@ Named named(const GPTConfig& c, const std::string& field, const ConfigOrigins& o
 }
 
 // The values of `field` nearest to its value in `c` (an integer: the nearest below and above in
-// its range; a choice: every other one) with which the config breaks no rule: what a fix can
-// suggest. The rules are GPTConfig's own (broken_rule), not restated here.
-std::vector<std::string> valid_values(const GPTConfig& c, const std::string& field) {
+// its range; a choice: every other one) with which the config breaks no rule and the command
+// takes it (ConfigOrigins::accepts): what a fix can suggest. The rules are GPTConfig's own
+// (broken_rule), not restated here.
+std::vector<std::string> valid_values(const GPTConfig& c, const std::string& field,
+                                      const ConfigOrigins& origins) {
   std::vector<std::string> values;
   GPTConfig::for_each_field([&](const auto& f) {
     if (field != f.name) return;
@@ -108,7 +116,7 @@ std::vector<std::string> valid_values(const GPTConfig& c, const std::string& fie
     GPTConfig t = c;
     const auto valid = [&](T v) {
       t.*f.member = v;
-      return !t.broken_rule();
+      return !t.broken_rule() && origins.accepts(t);
     };
     if constexpr (std::is_same_v<R, gpt::IntRange>) {
       const T v = c.*f.member;
@@ -136,6 +144,9 @@ std::vector<std::string> valid_values(const GPTConfig& c, const std::string& fie
 std::string wanted(ConfigRule rule, const Named& n, const GPTConfig& c) {
   switch (rule) {
     case ConfigRule::head_divides_embd:
+      // With rope the head_dim must be even too: the values suggested keep both rules.
+      if (n.field == "n_embd" && c.pos_encoding == gpt::PosEncoding::rope)
+        return "an " + n.flag + " that is a multiple of 2 x n_head = " + str(2 * c.n_head);
       if (n.field == "n_embd") return "an " + n.flag + " that is a multiple of " + str(c.n_head);
       if (n.field == "n_head") return "an " + n.flag + " that divides " + str(c.n_embd);
       break;
@@ -215,7 +226,7 @@ std::string config_rule_message(ConfigRule rule, const GPTConfig& c, const Confi
     if (!n.given() && n.origin.kind != Kind::fixed) order.push_back(&n);
   std::string fix;
   for (const Named* n : order) {
-    const std::vector<std::string> values = valid_values(c, n->field);
+    const std::vector<std::string> values = valid_values(c, n->field, origins);
     if (values.empty()) continue;  // no value of this option alone keeps every rule
     fix += fix.empty() ? "; choose " : ", or ";
     // A choice is named as it is given ("--pos-encoding learned"); a size by what it must be.

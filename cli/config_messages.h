@@ -12,6 +12,7 @@
 // says them, and finds the values it suggests by asking broken_rule() of nearby configs.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -49,6 +50,11 @@ class ConfigOrigins {
   /// Words put before the options in a message, for a command whose own choice a rule follows
   /// ("figure sinusoidal" draws sinusoidal encodings: "figure sinusoidal --n-embd 3: ...").
   ConfigOrigins& in_command(const std::string& command);
+  /// The command's own limits beyond GPTConfig's rules (a figure's sizes): a value the fix
+  /// suggests must also pass `accepts`, so that following a message never meets the next refusal.
+  ConfigOrigins& accepting(std::function<bool(const gpt::GPTConfig&)> accepts);
+  /// Whether the command takes `config` (true when it set no limits of its own).
+  bool accepts(const gpt::GPTConfig& config) const { return !accepts_ || accepts_(config); }
 
   /// Where `field` (a name of GPTConfig's table) came from.
   Origin of(const std::string& field) const;
@@ -61,6 +67,7 @@ class ConfigOrigins {
   std::map<std::string, Origin> origins_;  // in_file() and fixed()
   std::optional<std::string> others_;
   std::string command_;
+  std::function<bool(const gpt::GPTConfig&)> accepts_;
 };
 
 /// The one-line message for `config` breaking `rule`: the values the user gave (options, config

@@ -743,6 +743,15 @@ int run(const FigureArgs& a) {
   gpt::ConfigOverrides overrides = a.config;
   ConfigOrigins origins(a.config);  // a broken rule names the options the user gave
   origins.in_command("figure " + a.kind);
+  // A value the fix suggests must pass this figure's own limits too.
+  origins.accepting([kind_name = a.kind](const gpt::GPTConfig& c) {
+    try {
+      check_limits(kind_name, c);
+      return true;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  });
   const auto decide = [&](auto member, auto value, const std::string& field) {
     overrides.set(member, value);
     origins.fixed(field, "figure " + a.kind + "'s");

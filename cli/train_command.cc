@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/config_messages.h"
+#include "gpt/model/language_model.h"
 #include "gpt/train/interrupt.h"
 #include "gpt/train/run.h"
 #include "gpt/train/run_config.h"
@@ -64,8 +65,13 @@ ConfigOrigins origins_of(const gpt::RunConfig& config) {
     if (row.rfind("model.", 0) == 0 && row != "model.preset") origins.in_file(row.substr(6), file);
   if (rq.init_from) return origins.others_fixed("the --init-from file's");
   origins.fixed("vocab_size", "the tokenizer's");
+  // A bigram or average model's fields that its options cannot set (--n-layer does not apply to
+  // it) are its own: never suggested as a fix.
   if (rq.model != gpt::ModelKind::gpt)
-    origins.fixed("n_head", "the " + std::string(gpt::model_kind_name(rq.model)) + " model's");
+    gpt::GPTConfig::for_each_field([&](const auto& f) {
+      if (!gpt::reads_field(rq.model, f.name) || std::string(f.name) == "n_head")
+        origins.fixed(f.name, "the " + std::string(gpt::model_kind_name(rq.model)) + " model's");
+    });
   return origins;
 }
 

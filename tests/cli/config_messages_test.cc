@@ -120,3 +120,38 @@ BOOST_AUTO_TEST_CASE(figures_of_the_encodings_keep_the_models_rules) {
   BOOST_TEST(!std::filesystem::exists(out));
   BOOST_TEST(run_cli("figure sinusoidal --n-embd 4 --block-size 4 --out " + out).exit_code == 0);
 }
+
+// A fix never leads into the next refusal (a newcomer's check): a figure suggests only values its
+// own limits take (heads draws at most 4 heads and n_embd 12: not --n-head 9 or 5, nor --n-embd
+// 16), a model that does not read a size is not told to change it (the average model has no
+// --n-layer), and with rope a multiple of n_head is not enough (9 heads pico's 3, odd head_dim).
+BOOST_AUTO_TEST_CASE(a_suggested_value_passes_the_commands_own_checks) {
+  expect_refused("figure heads --n-embd 9 --n-head 4 --out never",
+                 "figure heads --n-head 4 --n-embd 9: n_head must divide n_embd (head_dim = n_embd "
+                 "/ n_head); choose an --n-head that divides 9 (e.g. 3), or an --n-embd that is a "
+                 "multiple of 4 (e.g. 8 or 12)");
+  expect_refused("figure heads --n-embd 10 --out never",
+                 "figure heads --n-embd 10: pico's n_head 3 must divide n_embd (head_dim = n_embd "
+                 "/ n_head); choose an --n-embd that is a multiple of 3 (e.g. 9 or 12), or an "
+                 "--n-head that divides 10 (e.g. 2)");
+  expect_refused("figure rope --preset gpt2 --n-embd 1020 --out never",
+                 "figure rope --n-embd 1020: rope rotates channel pairs, so head_dim = n_embd / "
+                 "gpt2's n_head 12 must be even, not 85; choose an --n-embd that is a multiple of "
+                 "2 x n_head = 24 (e.g. 1008), or an --n-head that leaves an even n_embd / n_head "
+                 "(e.g. 10 or 15)");
+  BOOST_TEST(!std::filesystem::exists("never"));
+  expect_refused("info --preset pico --n-embd 7 --pos-encoding rope",
+                 "--n-embd 7: pico's n_head 3 must divide n_embd (head_dim = n_embd / n_head); "
+                 "choose an --n-embd that is a multiple of 2 x n_head = 6 (e.g. 6 or 12)");
+  const TempDir dir("config_messages_average");
+  const std::string corpus = write_corpus(dir);
+  const CliRun r =
+      run_cli("train --model average --preset gpt2 --n-embd 32768 --steps 1 --corpus " + corpus +
+              " --out " + dir / "run");
+  BOOST_TEST_CONTEXT(r.out) {
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.out.find("the average model's n_layer 12") != std::string::npos);
+    BOOST_TEST(r.out.find("--n-layer") == std::string::npos);
+    BOOST_TEST(r.out.find("choose a smaller --n-embd (e.g. ") != std::string::npos);
+  }
+}
