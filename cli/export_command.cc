@@ -29,10 +29,14 @@ int run(const ExportArgs& a) {
         "note    the model reads attograd's %s tokenizer's ids, not GPT-2's BPE: encode text "
         "with `attograd tokenize --checkpoint %s`, not Hugging Face's GPT-2 tokenizer\n",
         kind.c_str(), a.checkpoint.c_str());
+  // eval --hf-gpt2 reads a corpus with GPT-2's tokenizer, so a char model's loss needs its own
+  // ids (--ids): said here, or the line as printed fails on the vocabulary's size.
   std::printf(
       "load    GPT2LMHeadModel.from_pretrained(\"%s\") in transformers, or attograd eval "
-      "--hf-gpt2 %s\n",
-      a.out.c_str(), r.files[0].c_str());
+      "--hf-gpt2 %s%s\n",
+      a.out.c_str(), r.files[0].c_str(),
+      kind == "gpt2" ? ""
+                     : " --ids IDS (a file of the ids `attograd tokenize --checkpoint` gives)");
   return 0;
 }
 

@@ -99,6 +99,11 @@ BOOST_AUTO_TEST_CASE(export_round_trips_through_hf_gpt2_without_n_head) {
       BOOST_TEST(exported.exit_code == 0);
       BOOST_TEST(contains(exported.out, "(28 tensors, "));    // wte, wpe, 12 per block, ln_f's 2
       BOOST_TEST(contains(exported.out, "not GPT-2's BPE"));  // a char model says so
+      // ... and its eval line asks for its own ids (GPT-2's BPE would not fit its vocabulary)
+      BOOST_TEST(contains(exported.out, "attograd eval --hf-gpt2 " +
+                                            (dir / "hf/model.safetensors") +
+                                            " --ids IDS (a file of the ids `attograd tokenize "
+                                            "--checkpoint` gives)\n"));
       const std::string expected =
           loss_line(run_cli("eval --checkpoint " + ckpt + " --ids " + ids));
       BOOST_TEST(expected.starts_with("loss "));
@@ -158,6 +163,7 @@ BOOST_AUTO_TEST_CASE(a_bpe_model_gets_gpt2s_special_tokens_and_a_run_directory_e
   BOOST_TEST_INFO(r.out);
   BOOST_TEST(r.exit_code == 0);
   BOOST_TEST(!contains(r.out, "note"));
+  BOOST_TEST(contains(r.out, "attograd eval --hf-gpt2 " + (dir / "a/b/model.safetensors") + "\n"));
   std::ifstream in(dir.path / "a/b/config.json");
   const nlohmann::json j = nlohmann::json::parse(in);
   BOOST_TEST(j.at("eos_token_id") == 50256);
