@@ -39,6 +39,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -341,10 +342,10 @@ void register_gelu() {
     benchmark::RegisterBenchmark(backward ? "gelu/f32/n4096/backward" : "gelu/f32/n4096/forward",
                                  bench_gelu_in_l1, backward)
         ->UseRealTime();
-  const GemmCase c_fc[] = {{"nano c_fc", 1024, 128, 512, false, true},
-                           {"baby c_fc", 2048, 384, 1536, false, true},
-                           {"gpt2 c_fc", 256, 768, 3072, false, true}};
-  for (const GemmCase& g : c_fc)
+  // The c_fc forwards of gpt_cases(): y = x Wᵀ over B*T rows (not the decode's one row).
+  for (const GemmCase& g : gpt_cases()) {
+    if (!std::string_view(g.what).ends_with(" c_fc") || g.a_trans || !g.b_trans || g.M == 1)
+      continue;
     for (const bool fused : {false, true}) {
       const std::string name = std::string("c_fc+gelu/f32/") + g.what + "/t1/" +
                                (fused ? "matmul_gelu, mul" : "matmul, gelu, gelu_backward");
@@ -352,6 +353,7 @@ void register_gelu() {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
     }
+  }
 }
 
 // Collects every repetition and, at the end, prints one line per case: median ms of each side

@@ -39,6 +39,7 @@
 #include <iostream>
 #include <map>
 #include <numbers>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -665,27 +666,28 @@ std::string limits_help() {
          " parameters (--preset gpt2 has 124 M).";
 }
 
-// Refuses a config the figure cannot draw, naming the option to change. Checked on the preset
-// with the user's overrides before the config's own checks (GPTConfig::validate), so that a size
-// the figure refuses anyway is named by the figure's limit, not by the model's parameter cap.
-// The model's rules (sinusoidal's even n_embd, rope's even head_dim) are not repeated here: run()
-// gives those figures' configs their encoding, and build_config checks them.
-void check_limits(const std::string& kind, const gpt::GPTConfig& c) {
+// The first of the figure's own limits that `c` breaks, as the message that names the option to
+// change, or nullopt. Checked on the preset with the user's overrides before the config's own
+// checks (GPTConfig::validate), so that a size the figure refuses anyway is named by the figure's
+// limit, not by the model's parameter cap. The model's rules (sinusoidal's even n_embd, rope's
+// even head_dim) are not repeated here: run() gives those figures' configs their encoding, and
+// build_config checks them.
+std::optional<std::string> broken_limit(const std::string& kind, const gpt::GPTConfig& c) {
   const auto fail = [&](const std::string& what, const std::string& fix) {
-    throw std::invalid_argument("figure " + kind + ": " + what + "; choose " + fix);
+    return "figure " + kind + ": " + what + "; choose " + fix;
   };
   const auto n = [](int64_t v) { return std::to_string(v); };
   if ((kind == "sinusoidal" || kind == "rope") && c.n_embd > kMaxDrawn)
-    fail("n_embd " + n(c.n_embd) + " is more channels than a figure can show",
-         "--n-embd <= " + n(kMaxDrawn));
+    return fail("n_embd " + n(c.n_embd) + " is more channels than a figure can show",
+                "--n-embd <= " + n(kMaxDrawn));
   if (kind == "rope-qk" && c.block_size < kRopeQkMinT)
-    fail("block_size " + n(c.block_size) +
-             " gives too few positions to draw the score against m - n",
-         "--block-size >= " + n(kRopeQkMinT));
+    return fail("block_size " + n(c.block_size) +
+                    " gives too few positions to draw the score against m - n",
+                "--block-size >= " + n(kRopeQkMinT));
   if (kind == "rope-qk" && c.block_size > kRopeQkMaxT)
-    fail("block_size " + n(c.block_size) + " would draw " + n(c.block_size * c.block_size) +
-             " (m, n) pairs",
-         "--block-size <= " + n(kRopeQkMaxT));
+    return fail("block_size " + n(c.block_size) + " would draw " + n(c.block_size * c.block_size) +
+                    " (m, n) pairs",
+                "--block-size <= " + n(kRopeQkMaxT));
   if (kind == "heads") {
     // Only the sizes over their limits are named, each with its option.
     std::string what, fix;
@@ -698,38 +700,46 @@ void check_limits(const std::string& kind, const gpt::GPTConfig& c) {
     over("T = block_size", c.block_size, kHeadsMaxT, "--block-size");
     over("n_embd", c.n_embd, kHeadsMaxEmbd, "--n-embd");
     over("n_head", c.n_head, kHeadsMaxHead, "--n-head");
-    if (!what.empty()) fail(what + " would print too many numbers to read", fix);
+    if (!what.empty()) return fail(what + " would print too many numbers to read", fix);
   }
   // One block of n_embd C has 12 C^2 parameters: n_embd 8192 allocated gigabytes for two RMS.
   if (kind == "pre-post-ln" && c.n_embd > kMaxDrawn)
-    fail("n_embd " + n(c.n_embd) + " channels is more than the stages' RMS needs",
-         "--n-embd <= " + n(kMaxDrawn));
+    return fail("n_embd " + n(c.n_embd) + " channels is more than the stages' RMS needs",
+                "--n-embd <= " + n(kMaxDrawn));
   // A layer norm over one channel outputs beta (the channel minus its own mean); over two, +-1
   // whatever the input, so no gradient reaches x through it (post-LN's ratio was 7.6e-08).
   if (kind == "pre-post-ln" && c.n_embd < kPrePostMinEmbd)
-    fail("n_embd " + n(c.n_embd) +
-             " leaves a layer norm no freedom (its output is 0 for one channel, +-1 for two), so "
-             "the two layouts cannot be compared",
-         "--n-embd >= " + n(kPrePostMinEmbd));
+    return fail(
+        "n_embd " + n(c.n_embd) +
+            " leaves a layer norm no freedom (its output is 0 for one channel, +-1 for two), so "
+            "the two layouts cannot be compared",
+        "--n-embd >= " + n(kPrePostMinEmbd));
   if (kind == "pre-post-ln" && c.block_size > kPrePostMaxT)
-    fail("block_size " + n(c.block_size) + " tokens is more than the stages' RMS needs",
-         "--block-size <= " + n(kPrePostMaxT));
+    return fail("block_size " + n(c.block_size) + " tokens is more than the stages' RMS needs",
+                "--block-size <= " + n(kPrePostMaxT));
   // After the figures' own, smaller limits, so that the limit an error names is the one to meet.
   if (kind != "blocks" && c.block_size > kMaxDrawn)
-    fail("block_size " + n(c.block_size) + " is more positions than a figure can show",
-         "--block-size <= " + n(kMaxDrawn));
+    return fail("block_size " + n(c.block_size) + " is more positions than a figure can show",
+                "--block-size <= " + n(kMaxDrawn));
   if (kind == "blocks" && c.n_layer > kBlocksMaxLayers)
-    fail("n_layer " + n(c.n_layer) + " is more blocks than a diagram can show",
-         "--n-layer <= " + n(kBlocksMaxLayers));
+    return fail("n_layer " + n(c.n_layer) + " is more blocks than a diagram can show",
+                "--n-layer <= " + n(kBlocksMaxLayers));
   // block_size counts only where positions are learned (wpe); sinusoidal and RoPE have none.
   const bool learned = c.pos_encoding == gpt::PosEncoding::learned;
   if (kind == "blocks" && c.num_parameters() > kBlocksMaxParameters)
-    fail("n_layer " + n(c.n_layer) + ", n_embd " + n(c.n_embd) + ", vocab_size " + n(c.vocab_size) +
-             (learned ? " and block_size " + n(c.block_size) : "") + " make " +
-             n(c.num_parameters()) + " parameters, which the diagram builds to read their shapes",
-         "a config of at most " + n(kBlocksMaxParameters) + " parameters (smaller --n-layer, " +
-             "--n-embd" + (learned ? ", --vocab-size or --block-size" : " or --vocab-size") +
-             "; --preset gpt2 has 124 M)");
+    return fail(
+        "n_layer " + n(c.n_layer) + ", n_embd " + n(c.n_embd) + ", vocab_size " + n(c.vocab_size) +
+            (learned ? " and block_size " + n(c.block_size) : "") + " make " +
+            n(c.num_parameters()) + " parameters, which the diagram builds to read their shapes",
+        "a config of at most " + n(kBlocksMaxParameters) + " parameters (smaller --n-layer, " +
+            "--n-embd" + (learned ? ", --vocab-size or --block-size" : " or --vocab-size") +
+            "; --preset gpt2 has 124 M)");
+  return std::nullopt;
+}
+
+// Throws std::invalid_argument with broken_limit's message when `c` breaks one.
+void check_limits(const std::string& kind, const gpt::GPTConfig& c) {
+  if (const auto message = broken_limit(kind, c)) throw std::invalid_argument(*message);
 }
 
 int run(const FigureArgs& a) {
@@ -744,14 +754,8 @@ int run(const FigureArgs& a) {
   ConfigOrigins origins(a.config);  // a broken rule names the options the user gave
   origins.in_command("figure " + a.kind);
   // A value the fix suggests must pass this figure's own limits too.
-  origins.accepting([kind_name = a.kind](const gpt::GPTConfig& c) {
-    try {
-      check_limits(kind_name, c);
-      return true;
-    } catch (const std::invalid_argument&) {
-      return false;
-    }
-  });
+  origins.accepting(
+      [kind_name = a.kind](const gpt::GPTConfig& c) { return !broken_limit(kind_name, c); });
   const auto decide = [&](auto member, auto value, const std::string& field) {
     overrides.set(member, value);
     origins.fixed(field, "figure " + a.kind + "'s");

@@ -1247,15 +1247,22 @@ void matmul_impl(T* c, const T* a, const T* b, int64_t M, int64_t K, int64_t N, 
   gemm(problem_of(c, a, b, M, K, N, a_trans, b_trans, accumulate, bias));
 }
 
-// matmul_gelu (matmul.h): matmul's problem, C overwritten, with the activation.
+// matmul_gelu's and matmul_bf16_gelu's problem (matmul.h): matmul's, C overwritten, with the
+// activation.
+template <typename T>
+Problem<T> gelu_problem_of(T* y, T* slope, const T* a, const T* b, int64_t M, int64_t K, int64_t N,
+                           bool a_trans, bool b_trans, const T* bias) {
+  Problem<T> pr = problem_of(y, a, b, M, K, N, a_trans, b_trans, false, bias);
+  pr.gelu = true;
+  pr.slope = slope;
+  return pr;
+}
+
 template <typename T>
 void matmul_gelu_impl(T* y, T* slope, const T* a, const T* b, int64_t M, int64_t K, int64_t N,
                       bool a_trans, bool b_trans, const T* bias) {
   if (M == 0 || N == 0) return;
-  Problem<T> pr = problem_of(y, a, b, M, K, N, a_trans, b_trans, false, bias);
-  pr.gelu = true;
-  pr.slope = slope;
-  gemm(pr);
+  gemm(gelu_problem_of(y, slope, a, b, M, K, N, a_trans, b_trans, bias));
 }
 
 // Whether this target's matmul_bf16 runs on AMX (matmul_bf16_uses_amx).
@@ -1284,10 +1291,7 @@ void matmul_bf16_impl(float* c, const float* a, const float* b, int64_t M, int64
 void matmul_bf16_gelu_impl(float* y, float* slope, const float* a, const float* b, int64_t M,
                            int64_t K, int64_t N, bool a_trans, bool b_trans, const float* bias) {
   if (M == 0 || N == 0) return;
-  Problem<float> pr = problem_of(y, a, b, M, K, N, a_trans, b_trans, false, bias);
-  pr.gelu = true;
-  pr.slope = slope;
-  gemm_bf16(pr);
+  gemm_bf16(gelu_problem_of(y, slope, a, b, M, K, N, a_trans, b_trans, bias));
 }
 
 }  // namespace
