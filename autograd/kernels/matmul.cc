@@ -125,7 +125,7 @@ constexpr int64_t kKC = kMatmulBlockK;
 // A second thread pays from kMatmulParallelMin multiply-adds (M * N * K) on (thread_pool.h):
 // below it, waking the other core costs more than it saves (pico's 1024 x 65 x 6 products ran
 // 5x slower on 2 threads with a threshold of 2e5; on Zen 5, 1 << 20 left nano no faster than
-// 1 << 24 does).
+// 1 << 24 did; 1 << 23 since threads own shares, for nano's lm_head).
 //
 // How many pieces a product of `work` multiply-adds is cut into for the threads, along a side of
 // `units` tiles: one per half kMatmulParallelMin (so from kMatmulParallelMin on there are two), at

@@ -1,26 +1,36 @@
 // The engine's thread pool (thread_pool.h says what and why). The protocol of one job:
 //
-//   caller                                        worker (spinning, or asleep on epoch_)
+//   caller (thread 0)                             worker i (spinning, or asleep on epoch_)
 //   lock job_mutex_ (busy: run inline)
 //   write the job (body, count, chunks)
 //   unfinished_ = chunks
-//   ticket_ = generation << 32 | chunks   ---->   sees chunks left in ticket_
-//   epoch_ += 1, wake sleepers                    claims one: CAS ticket_ to one fewer left
-//   claims chunks like a worker                   reads the job, runs the chunk
+//   share j = (generation, first, end) of         sees chunks left in some share
+//     thread j's n-th of the chunks, for all j
+//   epoch_ += 1, wake sleepers                    claims one: CAS its own share's first up by
+//   claims chunks like a worker                     one, or when that is empty another share's
+//                                                   end down by one; reads the job, runs it
 //   waits until unfinished_ == 0          <----   unfinished_ -= 1 (the last one wakes the caller)
 //
 // A thread reads the job only after its CAS claimed a chunk of it, and the caller rewrites the
 // job only after every claimed chunk reported done, so the job's plain fields need no atomics:
-// the release store of ticket_ publishes them, the acquire CAS receives them, and unfinished_'s
-// decrements hand each chunk's writes back to the caller. The generation in ticket_'s high half
-// makes a worker that slept through a whole job unable to claim a chunk of the next one with a
-// value it read before. Nobody ever waits for a thread that took no chunk, so a worker that the
-// scheduler keeps off its core costs the job nothing.
+// the stores of the shares publish them, the acquire CAS receives them, and unfinished_'s
+// decrements hand each chunk's writes back to the caller. The generation in each share's high
+// half makes a worker that slept through a whole job unable to claim a chunk of the next one
+// with a value it read before. Nobody ever waits for a thread that took no chunk, so a worker
+// that the scheduler keeps off its core costs the job nothing: the others take its share.
+//
+// Why shares: thread j's first chunks of every job are the same j-th part of its index range,
+// so a loop over the rows that the loop before wrote finds thread j's rows in thread j's core's
+// cache (an elementwise op after a product split by rows, layer norm after the residual add).
+// With one counter for all, a thread took whichever chunk came next, and about half of every
+// loop's rows came from the other core's cache (nano's 2-thread step, Zen 5: the memory-bound
+// kernels took twice their 1-thread CPU time). It is what OpenMP's static schedule gives, with
+// the steals kept for a thread that another process holds up.
 //
 // Sleeping and waking pair a flag with a re-check (sequentially consistent on both sides, as in
 // Dekker's algorithm), so that a wake-up is either seen by the re-check or sent by the other
-// side: a worker counts itself in sleepers_ and then re-checks ticket_, the caller publishes
-// ticket_ and then reads sleepers_; the caller sets caller_sleeping_ and then re-checks
+// side: a worker counts itself in sleepers_ and then re-checks the shares, the caller publishes
+// the shares and then reads sleepers_; the caller sets caller_sleeping_ and then re-checks
 // unfinished_, the last worker decrements unfinished_ and then reads caller_sleeping_. The
 // futex calls (notify) are made only when someone sleeps, so a spinning pool makes none.
 #include "autograd/kernels/thread_pool.h"
@@ -30,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -50,7 +61,22 @@ namespace {
 // cut the same way, whatever the number of threads.
 constexpr int64_t kMaxChunks = 64;
 constexpr int kMaxSpinMicroseconds = 1000000;
-constexpr uint64_t kLeftMask = 0xffffffffu;  // ticket_'s low half: chunks left to claim
+
+// A share of a job's chunks, [first, end), in one atomic word: generation << 32 | first << 16 |
+// end (chunks <= kMaxChunks < 2^16). Its owner claims from the front (first + 1), the others
+// from the back (end - 1), so the owner runs its chunks in index order and a thief takes those
+// the owner would reach last.
+struct alignas(64) Share {
+  std::atomic<uint64_t> word{0};
+};
+constexpr uint64_t share_word(uint32_t generation, int64_t first, int64_t end) {
+  return uint64_t{generation} << 32 | static_cast<uint64_t>(first) << 16 |
+         static_cast<uint64_t>(end);
+}
+constexpr uint32_t share_generation(uint64_t w) { return static_cast<uint32_t>(w >> 32); }
+constexpr int64_t share_first(uint64_t w) { return static_cast<int64_t>(w >> 16 & 0xffff); }
+constexpr int64_t share_end(uint64_t w) { return static_cast<int64_t>(w & 0xffff); }
+static_assert(kMaxChunks < (int64_t{1} << 16));
 
 // True on pool workers always, and on a caller while it runs chunks: a parallel_for called
 // there runs inline (the pool serves one job at a time).
@@ -134,7 +160,7 @@ class Pool {
       ~JobEnd() { running.store(false, std::memory_order_seq_cst); }
     } job_end{job_running_};
 
-    // The job, then the ticket that publishes it.
+    // The job, then the shares that publish it (the generation last, for claim_and_run).
     count_ = count;
     chunks_ = std::min(count, kMaxChunks);
     chunk_ = chunk;
@@ -143,13 +169,16 @@ class Pool {
     failed_.store(false, std::memory_order_relaxed);
     unfinished_.store(static_cast<int32_t>(chunks_), std::memory_order_relaxed);
     ++generation_;
-    ticket_.store(uint64_t{generation_} << 32 | static_cast<uint64_t>(chunks_),
-                  std::memory_order_seq_cst);
+    const int64_t n = shares_count_;  // a worker that failed to start leaves its share to steals
+    for (int64_t j = 0; j < n; ++j)
+      shares_[j].word.store(share_word(generation_, chunks_ * j / n, chunks_ * (j + 1) / n),
+                            std::memory_order_seq_cst);
+    generation_seen_.store(generation_, std::memory_order_seq_cst);
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
 
     t_in_pool = true;
-    while (claim_and_run()) {
+    while (claim_and_run(0)) {
     }
     t_in_pool = false;
 
@@ -165,42 +194,65 @@ class Pool {
 
  private:
   // Claims one chunk of the current job and runs it; false when none is left to claim.
-  bool claim_and_run() {
-    uint64_t t = ticket_.load(std::memory_order_acquire);
-    while ((t & kLeftMask) != 0) {
-      if (!ticket_.compare_exchange_weak(t, t - 1, std::memory_order_acq_rel,
-                                         std::memory_order_acquire))
-        continue;  // t now holds the current ticket
-      // Chunk c of chunks_: count_ / chunks_ indices, the first count_ % chunks_ chunks one more.
-      const int64_t c = chunks_ - static_cast<int64_t>(t & kLeftMask);
-      const int64_t size = count_ / chunks_, extra = count_ % chunks_;
-      const int64_t begin = c * size + std::min(c, extra), end = begin + size + (c < extra);
-      if (!failed_.load(std::memory_order_relaxed)) {  // after a throw, the rest are skipped
-        try {
-          chunk_(context_, begin, end);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mutex_);
-          if (!failed_.load(std::memory_order_relaxed)) error_ = std::current_exception();
-          failed_.store(true, std::memory_order_relaxed);
-        }
+  // Claims a chunk of the current job for thread `self` (0: the caller, i: worker i) and runs
+  // it: its own share's first, else another share's last. False when every share is empty.
+  bool claim_and_run(int64_t self) {
+    const uint32_t generation = generation_seen_.load(std::memory_order_acquire);
+    const int64_t n = shares_count_;
+    int64_t c = claim_first(shares_[self].word, generation);
+    for (int64_t j = 1; c < 0 && j < n; ++j)
+      c = claim_last(shares_[(self + j) % n].word, generation);
+    if (c < 0) return false;
+    const int64_t size = count_ / chunks_, extra = count_ % chunks_;
+    const int64_t begin = c * size + std::min(c, extra), end = begin + size + (c < extra);
+    if (!failed_.load(std::memory_order_relaxed)) {  // after a throw, the rest are skipped
+      try {
+        chunk_(context_, begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        if (!failed_.load(std::memory_order_relaxed)) error_ = std::current_exception();
+        failed_.store(true, std::memory_order_relaxed);
       }
-      if (unfinished_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-          caller_sleeping_.load(std::memory_order_seq_cst))
-        unfinished_.notify_one();
-      return true;
     }
-    return false;
+    if (unfinished_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        caller_sleeping_.load(std::memory_order_seq_cst))
+      unfinished_.notify_one();
+    return true;
+  }
+
+  // The chunk claimed from the front (claim_first) or the back (claim_last) of a share of job
+  // `generation`, or -1 when it is empty or of another job.
+  static int64_t claim_first(std::atomic<uint64_t>& share, uint32_t generation) {
+    uint64_t w = share.load(std::memory_order_acquire);
+    while (share_generation(w) == generation && share_first(w) < share_end(w)) {
+      if (share.compare_exchange_weak(w, w + (uint64_t{1} << 16), std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+        return share_first(w);
+    }
+    return -1;
+  }
+  static int64_t claim_last(std::atomic<uint64_t>& share, uint32_t generation) {
+    uint64_t w = share.load(std::memory_order_acquire);
+    while (share_generation(w) == generation && share_first(w) < share_end(w)) {
+      if (share.compare_exchange_weak(w, w - 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+        return share_end(w) - 1;
+    }
+    return -1;
   }
 
   bool work_waiting() const {
-    return (ticket_.load(std::memory_order_seq_cst) & kLeftMask) != 0 ||
-           stop_.load(std::memory_order_seq_cst);
+    for (int64_t j = 0; j < shares_count_; ++j) {
+      const uint64_t w = shares_[j].word.load(std::memory_order_seq_cst);
+      if (share_first(w) < share_end(w)) return true;
+    }
+    return stop_.load(std::memory_order_seq_cst);
   }
 
-  void worker() {
+  void worker(int64_t self) {
     t_in_pool = true;
     for (;;) {
-      if (claim_and_run()) continue;
+      if (claim_and_run(self)) continue;
       if (!spin_until(spin(), [&] { return work_waiting(); })) {
         const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -215,7 +267,9 @@ class Pool {
   void start_workers(int n) {
     stop_workers();
     try {
-      for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker(); });
+      shares_ = std::make_unique<Share[]>(static_cast<size_t>(n) + 1);
+      shares_count_ = n + 1;
+      for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker(i + 1); });
     } catch (const std::system_error&) {
       // No more threads (a limit, or a platform without them): run with those that started.
     }
@@ -236,7 +290,7 @@ class Pool {
   std::atomic<int> threads_;
   std::atomic<int> spin_{kDefaultSpinMicroseconds};
 
-  // The job: written by the caller before it publishes ticket_, read after claiming a chunk.
+  // The job: written by the caller before it publishes the shares, read after claiming a chunk.
   int64_t count_ = 0;
   int64_t chunks_ = 0;
   void (*chunk_)(const void*, int64_t, int64_t) = nullptr;
@@ -246,9 +300,13 @@ class Pool {
   std::exception_ptr error_;
   std::atomic<bool> failed_{false};
 
-  // Each on its own cache line: ticket_ is claimed by all, unfinished_ counted down by all,
-  // epoch_ and sleepers_ touched only around sleeping.
-  alignas(64) std::atomic<uint64_t> ticket_{0};
+  // One share per thread (the caller's first), each on its own cache line; set before the
+  // workers start and kept while they run. generation_seen_: the current job's generation.
+  std::unique_ptr<Share[]> shares_;
+  int64_t shares_count_ = 0;
+  alignas(64) std::atomic<uint32_t> generation_seen_{0};
+  // Each on its own cache line: unfinished_ counted down by all, epoch_ and sleepers_ touched
+  // only around sleeping.
   alignas(64) std::atomic<int32_t> unfinished_{0};
   alignas(64) std::atomic<uint32_t> epoch_{0};
   std::atomic<int> sleepers_{0};

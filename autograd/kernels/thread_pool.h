@@ -14,9 +14,12 @@
 //     loop would eat the second core's gain), then sleeps on a futex (std::atomic::wait) until
 //     the next job, so an idle pool costs nothing.
 //   - parallel_for(count, body) cuts [0, count) into chunks whose number depends on count alone,
-//     never on the thread count. Threads claim chunks one at a time from an atomic counter, the
-//     calling thread too, so a thread that another process keeps off its core simply takes fewer
-//     chunks instead of holding everyone back; the caller returns when every chunk is done.
+//     never on the thread count. Each thread, the calling one too, owns a share of the chunks
+//     (thread i of n: the i-th n-th, in order) and claims its own one at a time, so that loop
+//     after loop a thread gets the same part of the index range and finds the rows it wrote in
+//     its own core's cache; then it takes the chunks left in the other shares, from their ends,
+//     so a thread that another process keeps off its core simply takes fewer chunks instead of
+//     holding everyone back. The caller returns when every chunk is done.
 //   - Each index is run whole by one thread with the same code, so a kernel whose indices do not
 //     share sums gives bit-identical results for any thread count (and any chunking).
 // The pool serves one job at a time: a parallel_for inside a body (nested), or one called while
@@ -65,8 +68,11 @@ inline constexpr int kDefaultSpinMicroseconds = 100;
 inline constexpr int64_t kRowParallelMin = int64_t{1} << 19;
 /// Multiply-adds of attention scores, B * n_head * Tq * Tk * head_dim.
 inline constexpr int64_t kAttentionParallelMin = int64_t{1} << 19;
-/// Multiply-adds of a matmul, M * N * K (3.4e7 FLOP: about 170 us of one core at 200 GFLOP/s).
-inline constexpr int64_t kMatmulParallelMin = int64_t{1} << 24;
+/// Multiply-adds of a matmul, M * N * K (1.7e7 FLOP: about 85 us of one core at 200 GFLOP/s).
+/// Half the measured x1 above since threads own shares (thread_pool.cc): nano's lm_head products
+/// (1024 x 128 x 65, 8.5e6) ran 1.41-1.57x faster on 2 threads split than whole
+/// (`bench/kernels_ab.py`, Zen 5, 2026-12-07), and pico's largest (4e5) stay far below it.
+inline constexpr int64_t kMatmulParallelMin = int64_t{1} << 23;
 
 namespace detail {
 // Runs chunk(context, begin, end) over [0, count), cut as parallel_for says.

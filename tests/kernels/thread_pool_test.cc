@@ -1,7 +1,8 @@
 // Tests autograd/kernels/thread_pool.cc: every index run exactly once for many counts, thread
 // counts and spin settings; kernels bit-identical on 1 to 4 threads; nested loops run inline;
 // resizing; empty and one-element ranges; an exception reaches the caller and the pool lives on;
-// two threads calling at once; a process that exits inside a loop exits.
+// two threads calling at once; a process that exits inside a loop exits; each thread runs its
+// own share of the chunks first and steals from the back of the others.
 #define BOOST_TEST_MODULE thread_pool
 #include <boost/test/unit_test.hpp>
 
@@ -124,6 +125,41 @@ BOOST_AUTO_TEST_CASE(a_worker_takes_part) {
 }
 
 // A matmul large enough to be cut into pieces (300^3 and a tall, thin-edged one: packed and
+
+// Shares: with 2 threads and 64 chunks the caller owns [0, 32) and the worker [32, 64), each
+// claims its own from the front and the other's from the back. The caller's index 0 waits until
+// the worker has started an index, which must be 32, the first of its share (the caller cannot
+// have taken it: it is held in index 0). The worker's index 32 then waits until the caller has
+// started an index of the worker's share, which it reaches only after running all of its own
+// and then must take from the back: 63. Waits are bounded (a minute), so a broken pool fails.
+BOOST_AUTO_TEST_CASE(each_thread_runs_its_own_share_first_then_steals_from_the_back) {
+  if (!build_has_threads()) return;
+  KeepSettings keep;
+  k::set_num_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> worker_first{-1}, caller_first_stolen{-1};
+  std::atomic<int> caller_own{0};
+  const auto wait_for = [](const std::atomic<int64_t>& v) {
+    for (int tries = 0; v.load() < 0 && tries < 60000; ++tries)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  k::parallel_for(64, [&](int64_t i) {
+    if (std::this_thread::get_id() != caller) {
+      int64_t none = -1;
+      worker_first.compare_exchange_strong(none, i);
+    } else if (i >= 32) {
+      int64_t none = -1;
+      caller_first_stolen.compare_exchange_strong(none, i);
+    } else {
+      caller_own.fetch_add(1);
+    }
+    if (i == 0) wait_for(worker_first);
+    if (i == 32) wait_for(caller_first_stolen);
+  });
+  BOOST_TEST(worker_first.load() == 32);
+  BOOST_TEST(caller_first_stolen.load() == 63);
+  BOOST_TEST(caller_own.load() == 32);
+}
 // thin paths) and a row kernel (softmax over 4096 rows) give the same bits on 1, 2, 3, 4 threads.
 BOOST_AUTO_TEST_CASE_TEMPLATE(kernels_are_bit_identical_on_1_to_4_threads, T, Types) {
   if (!build_has_threads()) return;
