@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <typeinfo>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
@@ -115,9 +116,12 @@ MLP::MLP(int64_t n_embd, bool bias, double p, double proj_init_std, Generator& g
 
 Tensor MLP::forward(const Tensor& x) const {
   // c_fc and GELU as one op (linear_gelu: the same values, GELU applied inside the product and
-  // its slope saved for the backward) unless c_fc has hooks, which must see c_fc's own output.
-  // Every layer goes through operator(), so the others' hooks run either way.
-  const Tensor h = c_fc->has_hooks() ? gelu((*c_fc)(x)) : c_fc->forward_gelu(x);
+  // its slope saved for the backward) when c_fc is a plain Linear without hooks. Hooks must see
+  // c_fc's own output, and a subclass of Linear put in c_fc (a LoRA adapter, a quantized layer)
+  // must run its own forward, which forward_gelu would bypass: those run apart, through
+  // operator(). Every other layer goes through operator(), so its hooks run either way.
+  const bool fused = typeid(*c_fc) == typeid(Linear) && !c_fc->has_hooks();
+  const Tensor h = fused ? c_fc->forward_gelu(x) : gelu((*c_fc)(x));
   return (*drop)((*c_proj)(h));
 }
 

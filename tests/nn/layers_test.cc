@@ -238,6 +238,26 @@ BOOST_AUTO_TEST_CASE(mlp_with_a_hook_on_c_fc_calls_it_apart) {
   BOOST_TEST(hidden_op(mlp(x)) == "linear_gelu");
 }
 
+// A subclass of Linear in c_fc (here one that doubles its output, as an adapter adds its own
+// term) runs its own forward: the MLP must not fuse it into linear_gelu, which would use only
+// the weight and bias and silently drop the subclass's change.
+BOOST_AUTO_TEST_CASE(mlp_with_a_linear_subclass_in_c_fc_runs_its_forward) {
+  struct Doubled : Linear {
+    using Linear::Linear;
+    Tensor forward(const Tensor& x) const override { return mul_scalar(Linear::forward(x), 2.0); }
+  };
+  Generator gen(9);
+  MLP mlp(3, true, 0.0, 0.02, gen, nullptr, DType::f64);
+  auto doubled = std::make_shared<Doubled>(3, 12, true, gen, DType::f64, 0.5);
+  mlp.c_fc = doubled;
+  const Tensor x = Tensor::randn({2, 2, 3}, gen, DType::f64);
+  const Tensor y = mlp(x);
+  BOOST_TEST(std::string(y.grad_fn()->inputs()[0].grad_fn()->name()) == "gelu");
+  const Tensor expected = linear(gelu(mul_scalar(linear(x, doubled->weight, doubled->bias), 2.0)),
+                                 mlp.c_proj->weight, mlp.c_proj->bias);
+  BOOST_TEST(y.to_vector() == expected.to_vector(), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(rope_rotates_pairs_and_scores_depend_on_relative_position) {
   Generator gen(7);
   const Tensor q = Tensor::randn({1, 4}, gen, DType::f64),
