@@ -314,7 +314,9 @@ std::string read_bounded(int fd, const std::string& what, const std::string& nam
 
 std::string read_text_file(const fs::path& path, const std::string& what, const std::string& fix,
                            size_t max_bytes, HeldAs held) {
-  const std::string named = what + " " + path.string();
+  // The path as one printable line: a name with a newline or an escape sequence in it must not
+  // break the message or drive the terminal.
+  const std::string named = what + " " + nn::escape_controls(path.string());
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;

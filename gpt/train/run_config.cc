@@ -13,6 +13,7 @@
 #include "gpt/io/json_fields.h"
 #include "gpt/text/corpus.h"
 #include "nn/io/strict_json.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -200,7 +201,7 @@ RunConfig read_run_config(const std::string& path) {
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());
   }
-  return parse_run_config(text, "config file '" + path + "'");
+  return parse_run_config(text, "config file '" + nn::escape_controls(path) + "'");
 }
 
 RunConfig overlay(const RunConfig& under, const RunConfig& over) {

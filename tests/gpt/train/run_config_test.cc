@@ -173,6 +173,22 @@ BOOST_AUTO_TEST_CASE(a_missing_file_is_named) {
       [&] { read_run_config("pico"); },
       "config file pico does not exist; --config reads a JSON file of settings, and the model "
       "size pico is chosen with --preset pico");
+  // A name with a newline and an escape byte is printed on one line, the bytes escaped, both
+  // when the file is missing and when it is there but not JSON.
+  const std::string odd = dir / "a\nb\x1b[2J.json";
+  expect_throw_with<std::invalid_argument>(
+      [&] { read_run_config(odd); },
+      "config file " + (dir / "a\\nb\\x1b[2J.json") + " does not exist");
+  dir.file("a\nb\x1b[2J.json", "not json");
+  try {
+    read_run_config(odd);
+    BOOST_ERROR("a file that is not JSON was read");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    BOOST_TEST(what.find("a\\nb\\x1b[2J.json") != std::string::npos, what);
+    BOOST_TEST(what.find('\n') == std::string::npos, what);
+    BOOST_TEST(what.find('\x1b') == std::string::npos, what);
+  }
 }
 
 // The command line over the file: each row it gives wins, the file keeps the others.
