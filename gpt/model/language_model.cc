@@ -11,6 +11,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
+#include "gpt/io/fields.h"
 #include "nn/io/utf8.h"
 
 namespace attograd::gpt {
@@ -280,14 +281,33 @@ void refuse_unused_overrides(const ConfigOverrides& a, ModelKind kind) {
   });
 }
 
-GPTConfig build_config(const ConfigOverrides& a, std::optional<int64_t> tokenizer_vocab,
-                       ModelKind kind) {
+namespace {
+
+// The preset with the overrides applied, before any check.
+GPTConfig configured(const ConfigOverrides& a, std::optional<int64_t> tokenizer_vocab,
+                     ModelKind kind) {
   GPTConfig c = preset(a.preset);
   if (tokenizer_vocab) c.vocab_size = *tokenizer_vocab;
   c = a.applied_to(c);
   if (kind != ModelKind::gpt) c.n_head = 1;  // else the preset's 3 heads must divide n_embd
+  return c;
+}
+
+}  // namespace
+
+GPTConfig build_config(const ConfigOverrides& a, std::optional<int64_t> tokenizer_vocab,
+                       ModelKind kind) {
+  GPTConfig c = configured(a, tokenizer_vocab, kind);
   c.validate();
   return c;
+}
+
+void check_config_before_vocab(const ConfigOverrides& a, ModelKind kind) {
+  refuse_unused_overrides(a, kind);
+  const GPTConfig c = configured(a, std::nullopt, kind);  // the preset's vocab_size, for now
+  validate_fields(c, "GPTConfig");
+  if (const auto rule = c.broken_rule(); rule && *rule != ConfigRule::parameter_limit)
+    throw ConfigRuleError(*rule, c);
 }
 
 }  // namespace attograd::gpt

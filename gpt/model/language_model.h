@@ -66,6 +66,13 @@ bool reads_field(ModelKind kind, const std::string& name);
 GPTConfig build_config(const ConfigOverrides& overrides, std::optional<int64_t> tokenizer_vocab,
                        ModelKind kind = ModelKind::gpt);
 
+/// build_config's checks that hold whatever the vocabulary turns out to be, for a caller that
+/// can run them before it reads the corpus (train: a large corpus takes a while to read and
+/// tokenize, and a wrong --n-head must not wait for it): refuse_unused_overrides, each field in
+/// its range, and the rules between fields except the parameter count (ConfigRule::
+/// parameter_limit, which vocab_size decides with the rest). Throws what build_config would.
+void check_config_before_vocab(const ConfigOverrides& overrides, ModelKind kind);
+
 /// Refuses a model this machine cannot hold before it is built: allocated, it would fill the
 /// memory (and be killed by the kernel) long before one allocation failed. `copies` copies of the
 /// `num_params` parameters in `dtype` must fit in physical memory: 2 for a model (the arena holds

@@ -129,7 +129,13 @@ void RunRequest::validate() const {
           "Face file without config.json, --dropout and --block-size, the length of the "
           "training sequences, can)");
   }
-  if (!resume) return options.validate();
+  if (!resume) {
+    options.validate();
+    // A new model's sizes, checked before the corpus is read (the vocabulary's own check, the
+    // parameter count, follows it in prepare_new).
+    if (!init_from) check_config_before_vocab(config, model);
+    return;
+  }
   if (overwrite)
     throw std::invalid_argument(
         "--resume continues the run in --out and --overwrite starts it over: choose one");

@@ -141,8 +141,10 @@ struct RunRequest {
   /// Throws std::invalid_argument naming the first field outside its table's range (an unknown
   /// tokenizer, a control character in out_dir, too many threads), the first bad training
   /// option (TrainOptions::validate; on resume those of options_given), an options_given name
-  /// that is no training option, on resume config overrides or overwrite, and with init_from
-  /// resume, a model other than gpt or a config override that changes the architecture.
+  /// that is no training option, on resume config overrides or overwrite, with init_from
+  /// resume, a model other than gpt or a config override that changes the architecture, and
+  /// for a new model the config's checks that need no vocabulary (check_config_before_vocab:
+  /// ConfigRuleError for n_head not dividing n_embd, ...), so they come before the corpus loads.
   void validate() const;
 };
 

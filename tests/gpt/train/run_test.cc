@@ -334,6 +334,39 @@ BOOST_AUTO_TEST_CASE(a_corpus_too_short_for_a_window_is_refused_before_training)
                                            "--n-layer does not apply to --model bigram");
 }
 
+// A new model's sizes are checked before the corpus is read (a large corpus takes minutes to
+// read and tokenize): with no corpus file at all, n_head 4 and n_embd 6 are what is refused, as
+// the ConfigRuleError the CLI turns into its own message, and no run directory is made. The
+// parameter count, which needs the tokenizer's vocabulary, is still checked after it.
+BOOST_AUTO_TEST_CASE(a_config_that_breaks_a_rule_is_refused_before_the_corpus_is_read) {
+  const auto dir = temp_dir("config_first");
+  RunRequest rq = femto(dir / "missing.txt", dir / "out", 2);
+  rq.config.preset = "pico";
+  rq.config.set(&GPTConfig::n_head, int64_t{4});
+  std::ostringstream log;
+  try {
+    start(rq, Communicator::world(), log);
+    BOOST_ERROR("a config with n_head 4 and n_embd 6 was accepted");
+  } catch (const ConfigRuleError& e) {
+    BOOST_TEST((e.rule() == ConfigRule::head_divides_embd));
+    BOOST_TEST(e.config().n_embd == 6);
+    BOOST_TEST(std::string(e.what()) ==
+               "GPTConfig: n_head 4 must divide n_embd 6 (head_dim = n_embd / n_head)");
+  }
+  BOOST_TEST(!contains(log.str(), "corpus"));
+  BOOST_TEST(!std::filesystem::exists(dir / "out"));
+  // A bigram given a GPT size is refused for that first, as prepare_new would.
+  RunRequest bigram = femto(dir / "missing.txt", dir / "out", 2);
+  bigram.model = ModelKind::bigram;
+  bigram.config.set(&GPTConfig::n_head, int64_t{4});
+  expect_throw_with<std::invalid_argument>([&] { start(bigram, Communicator::world(), log); },
+                                           "--n-head does not apply to --model bigram");
+  // With the sizes right, the missing corpus is what is refused.
+  expect_throw_with<std::runtime_error>(
+      [&] { start(femto(dir / "missing.txt", dir / "out", 2), Communicator::world(), log); },
+      "does not exist");
+}
+
 // RunRequest's table holds its ranges, so a program that fills a request in gets the CLI's
 // refusals, before a directory is made: an unknown tokenizer, a control character in the output
 // path, too many threads, and a training option a resumed run may not change.
