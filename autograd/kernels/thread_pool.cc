@@ -36,11 +36,11 @@
 #include "autograd/kernels/thread_pool.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -193,7 +193,6 @@ class Pool {
   }
 
  private:
-  // Claims one chunk of the current job and runs it; false when none is left to claim.
   // Claims a chunk of the current job for thread `self` (0: the caller, i: worker i) and runs
   // it: its own share's first, else another share's last. False when every share is empty.
   bool claim_and_run(int64_t self) {
@@ -267,7 +266,6 @@ class Pool {
   void start_workers(int n) {
     stop_workers();
     try {
-      shares_ = std::make_unique<Share[]>(static_cast<size_t>(n) + 1);
       shares_count_ = n + 1;
       for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker(i + 1); });
     } catch (const std::system_error&) {
@@ -300,9 +298,11 @@ class Pool {
   std::exception_ptr error_;
   std::atomic<bool> failed_{false};
 
-  // One share per thread (the caller's first), each on its own cache line; set before the
-  // workers start and kept while they run. generation_seen_: the current job's generation.
-  std::unique_ptr<Share[]> shares_;
+  // One share per thread (the caller's first), each on its own cache line; shares_count_ is set
+  // before the workers start and kept while they run. A plain array, not a heap one, because
+  // workers detached at exit (~Pool) may still read it after the pool's destructor has run.
+  // generation_seen_: the current job's generation.
+  std::array<Share, kMaxThreads> shares_;
   int64_t shares_count_ = 0;
   alignas(64) std::atomic<uint32_t> generation_seen_{0};
   // Each on its own cache line: unfinished_ counted down by all, epoch_ and sleepers_ touched

@@ -69,7 +69,7 @@ inline constexpr int64_t kRowParallelMin = int64_t{1} << 19;
 /// Multiply-adds of attention scores, B * n_head * Tq * Tk * head_dim.
 inline constexpr int64_t kAttentionParallelMin = int64_t{1} << 19;
 /// Multiply-adds of a matmul, M * N * K (1.7e7 FLOP: about 85 us of one core at 200 GFLOP/s).
-/// Half the measured x1 above since threads own shares (thread_pool.cc): nano's lm_head products
+/// Half x16's 2^24 since threads own shares (thread_pool.cc): nano's lm_head products
 /// (1024 x 128 x 65, 8.5e6) ran 1.41-1.57x faster on 2 threads split than whole
 /// (`bench/kernels_ab.py`, Zen 5, 2026-12-07), and pico's largest (4e5) stay far below it.
 inline constexpr int64_t kMatmulParallelMin = int64_t{1} << 23;

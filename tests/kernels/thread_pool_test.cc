@@ -124,8 +124,6 @@ BOOST_AUTO_TEST_CASE(a_worker_takes_part) {
   BOOST_TEST(ids.size() == 2u);
 }
 
-// A matmul large enough to be cut into pieces (300^3 and a tall, thin-edged one: packed and
-
 // Shares: with 2 threads and 64 chunks the caller owns [0, 32) and the worker [32, 64), each
 // claims its own from the front and the other's from the back. The caller's index 0 waits until
 // the worker has started an index, which must be 32, the first of its share (the caller cannot
@@ -160,6 +158,40 @@ BOOST_AUTO_TEST_CASE(each_thread_runs_its_own_share_first_then_steals_from_the_b
   BOOST_TEST(caller_first_stolen.load() == 63);
   BOOST_TEST(caller_own.load() == 32);
 }
+
+// With n threads (2 to 4, more than this machine's CPUs is fine) each thread's first chunk is
+// the front of its own share, 64 * j / n for thread j: every thread's first chunk waits until
+// all n have started one, so no thread can run out of its own share and steal before the others
+// begin (a stolen chunk is another share's last, never its first, anyway).
+BOOST_AUTO_TEST_CASE(with_n_threads_each_starts_at_the_front_of_its_own_share) {
+  if (!build_has_threads()) return;
+  KeepSettings keep;
+  for (const int n : {2, 3, 4}) {
+    k::set_num_threads(n);
+    std::mutex m;
+    std::set<std::thread::id> started;
+    std::set<int64_t> firsts;
+    std::atomic<int> count{0};
+    k::parallel_for(64, [&](int64_t i) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        if (!started.insert(std::this_thread::get_id()).second) return;
+        firsts.insert(i);
+      }
+      count.fetch_add(1);
+      for (int tries = 0; count.load() < n && tries < 60000; ++tries)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    std::set<int64_t> fronts;
+    for (int j = 0; j < n; ++j) fronts.insert(64 * j / n);
+    BOOST_TEST_CONTEXT(n << " threads") {
+      BOOST_TEST(started.size() == static_cast<size_t>(n));
+      BOOST_TEST(firsts == fronts, boost::test_tools::per_element());
+    }
+  }
+}
+
+// A matmul large enough to be cut into pieces (300^3 and a tall, thin-edged one: packed and
 // thin paths) and a row kernel (softmax over 4096 rows) give the same bits on 1, 2, 3, 4 threads.
 BOOST_AUTO_TEST_CASE_TEMPLATE(kernels_are_bit_identical_on_1_to_4_threads, T, Types) {
   if (!build_has_threads()) return;
