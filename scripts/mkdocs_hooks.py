@@ -11,6 +11,9 @@ leaves the Markdown as it is (a link that works in the repository keeps working 
   - a Markdown file outside docs/ that a chapter links to (bench/README.md, tests/fuzz/README.md)
     becomes a page of the site under its path in the tree (build-site/bench/index.html), so the
     link has somewhere to go; its own links are mapped by the same rule;
+  - a chapter's hint for a reader of the repository, "(`bash scripts/playground.sh`, then
+    http://127.0.0.1:8000/#partN)" after its link to the page, is dropped: on the site the link
+    itself opens the playground, and the hint would send a student to build it;
   - `<details>` (the exercises' folded answers) gets `markdown="1"`, since Python-Markdown, unlike
     GitHub, renders no Markdown inside raw HTML without it (md_in_html);
   - the other way, the playground's part 4 links to chapter 3 as plain text beside the page
@@ -31,6 +34,8 @@ from mkdocs.structure.files import File
 # code, `[](const Tensor& x)`) never match.
 LINK = re.compile(r'\]\((?P<target>[^)\s#]*)(?P<fragment>#[^)\s]*)?(?P<title>\s+"[^"]*")?\)')
 PLAYGROUND = "playground"
+# The repository's hint after a link to a part of the page (see the top of this file).
+LOCAL_HINT = re.compile(r' \(`bash scripts/playground\.sh`, then http://127\.0\.0\.1:8000/#part\d\)')
 
 _repo = None  # the repository's root (mkdocs.yml's folder)
 _page = None  # the built page (build-wasm/page)
@@ -127,6 +132,7 @@ def on_page_markdown(markdown, page, config, files):
         return "](%s%s%s)" % (new, m.group("fragment") or "", m.group("title") or "")
 
     markdown = LINK.sub(rewrite, markdown)
+    markdown = LOCAL_HINT.sub("", markdown)
     return re.sub(r"<details>", '<details markdown="1">', markdown)
 
 

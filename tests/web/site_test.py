@@ -12,6 +12,8 @@ what a student would meet:
     page it names has an element with that id;
   - every link of a chapter to "part N" of the companion page, clicked, opens the playground with
     the hash #partN, its section partN exists and is in view once the engine is ready;
+  - no page tells its reader to build the playground (the chapters' "bash scripts/playground.sh,
+    then http://127.0.0.1:8000/#partN" hint is for the repository: the hooks drop it);
   - the search box finds a word of the chapters.
 
 When the site is not built the test is skipped (exit code 77): bash scripts/site.sh builds it.
@@ -107,6 +109,11 @@ def main():
                 return {links: urls('a[href]', 'href'), images: urls('img[src]', 'src'),
                         assets: urls('script[src]', 'src').concat(urls('link[href]', 'href')),
                         fetched: performance.getEntriesByType('resource').map((e) => e.name)};""")
+            # The repository's "bash scripts/playground.sh, then ..." hint is not on the site,
+            # whose links open the playground themselves (scripts/mkdocs_hooks.py drops it).
+            hint = driver.execute_script(
+                "return document.body.innerText.includes('scripts/playground.sh');")
+            check(not hint, "%s does not tell a reader of the site to build the playground" % page)
             outside = [u for u in found["fetched"] if not u.startswith(base)]
             check(outside == [], "%s fetches nothing from another host %s" % (page, outside[:3]))
             broken = []
