@@ -97,7 +97,8 @@ void Module::check_new_name(const char* what, const std::string& name, bool allo
   }
 }
 
-void Module::check_not_inside(const std::string& name, const Module& module) const {
+void Module::check_not_inside(const char* what, const std::string& name,
+                              const Module& module) const {
   // A walk of the modules below `module`, with an explicit stack: the tree below it has no cycle
   // (each of its registrations passed this check), so the walk ends; a module shared by two
   // parents is visited once. `path` is the module's dotted name below `module` ("" for itself).
@@ -108,7 +109,7 @@ void Module::check_not_inside(const std::string& name, const Module& module) con
     stack.pop_back();
     if (m == this)
       throw std::invalid_argument(
-          "register_module: '" + name + "' " +
+          std::string(what) + ": '" + name + "' " +
           (path.empty() ? "is this module itself" : "holds this module (as its '" + path + "')") +
           ", so registering it would put the module inside itself, and every walk of the "
           "tree (parameters(), state_dict(), train()) would never end; register another "
@@ -174,6 +175,17 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool pers
   buffers_.emplace_back(name, tensor);
   if (!persistent) non_persistent_.push_back(name);
   return tensor;
+}
+
+std::shared_ptr<Module>& Module::child_slot(const char* what, const std::string& name) {
+  std::string names;
+  for (auto& [child_name, child] : children_) {
+    if (child_name == name) return child;
+    names += (names.empty() ? "" : ", ") + child_name;
+  }
+  throw std::invalid_argument(
+      std::string(what) + ": no child module '" + name + "'; " +
+      (names.empty() ? "this module has none" : "its children are " + names));
 }
 
 template <typename M>

@@ -149,8 +149,24 @@ class Module {
     check_new_name("register_module", name, /*allow_dots=*/true);
     if (module == nullptr)
       throw std::invalid_argument("register_module: module '" + name + "' is null");
-    check_not_inside(name, *module);
+    check_not_inside("register_module", name, *module);
     children_.emplace_back(name, module);
+    return module;
+  }
+
+  /// Puts `module` in place of the child registered as `name` and returns it (libtorch's
+  /// replace_module; in Python, assigning `mlp.c_fc = new` does both). The tree walks
+  /// (parameters(), state_dict(), named_modules()) then reach the new module; a layer that also
+  /// holds the child in a member (MLP::c_fc) must be given the returned pointer too:
+  /// `mlp.c_fc = mlp.replace_module("c_fc", adapter)`. Throws std::invalid_argument when no
+  /// child has that name, for a null module, or one that holds this module (check_not_inside).
+  template <typename M>
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
+    if (module == nullptr)
+      throw std::invalid_argument("replace_module: module '" + name + "' is null");
+    std::shared_ptr<Module>& slot = child_slot("replace_module", name);
+    check_not_inside("replace_module", name, *module);
+    slot = module;
     return module;
   }
 
@@ -175,7 +191,11 @@ class Module {
   // state_dict(), train(), apply()) would recurse without end until the stack overflows, and
   // the shared_ptrs of the cycle would never be freed. Registration is the one place children
   // are added, so every container gets the check.
-  void check_not_inside(const std::string& name, const Module& module) const;
+  // `what` names the caller in the message.
+  void check_not_inside(const char* what, const std::string& name, const Module& module) const;
+  // The child registered as `name`. Throws std::invalid_argument naming `what` and the children
+  // there are when there is none.
+  std::shared_ptr<Module>& child_slot(const char* what, const std::string& name);
 
   Named params_;
   Named buffers_;

@@ -249,7 +249,11 @@ BOOST_AUTO_TEST_CASE(mlp_with_a_linear_subclass_in_c_fc_runs_its_forward) {
   Generator gen(9);
   MLP mlp(3, true, 0.0, 0.02, gen, nullptr, DType::f64);
   auto doubled = std::make_shared<Doubled>(3, 12, true, gen, DType::f64, 0.5);
-  mlp.c_fc = doubled;
+  mlp.c_fc = mlp.replace_module("c_fc", doubled);
+  // The module tree reaches the new layer: its weight is the one an optimizer and a state dict
+  // see.
+  BOOST_TEST(mlp.named_parameters()[0].first == "c_fc.weight");
+  BOOST_TEST(mlp.named_parameters()[0].second.is_same(doubled->weight));
   const Tensor x = Tensor::randn({2, 2, 3}, gen, DType::f64);
   const Tensor y = mlp(x);
   BOOST_TEST(std::string(y.grad_fn()->inputs()[0].grad_fn()->name()) == "gelu");

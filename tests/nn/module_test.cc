@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "nn/containers.h"
 #include "nn/layers.h"
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -484,4 +485,35 @@ BOOST_AUTO_TEST_CASE(names_whose_keys_could_coincide_are_refused) {
   };
   expect_throw_with<std::invalid_argument>([&] { Blocks b(gen); },
                                            "register_parameter: 'h' and 'h.0' of this module");
+}
+
+// replace_module (libtorch's): the tree walks reach the new child, in the old one's place; an
+// unknown name lists the children there are; a null module and one that holds the parent are
+// refused, and the tree is left as it was.
+BOOST_AUTO_TEST_CASE(replace_module_puts_a_child_in_the_old_ones_place) {
+  Generator gen(3);
+  TwoLayer m(gen);
+  auto wider = std::make_shared<Linear>(3, 4, false, gen, DType::f64);
+  m.first = m.replace_module("first", wider);
+  const auto named = m.named_parameters();
+  BOOST_REQUIRE_EQUAL(named.size(), 2u);  // first.weight (no bias now), second.weight
+  BOOST_TEST(named[0].first == "first.weight");
+  BOOST_TEST(named[0].second.is_same(wider->weight));
+  BOOST_TEST(named[1].first == "second.weight");
+  BOOST_TEST(m.named_modules()[1].second == wider.get());
+  expect_throw_with<std::invalid_argument>(
+      [&] { m.replace_module("third", wider); },
+      "replace_module: no child module 'third'; its children are first, second");
+  expect_throw_with<std::invalid_argument>(
+      [&] { m.replace_module("first", std::shared_ptr<Linear>()); },
+      "replace_module: module 'first' is null");
+  auto seq = std::make_shared<Sequential>();
+  auto inner = std::make_shared<Sequential>();
+  seq->push_back(inner);
+  expect_throw_with<std::invalid_argument>([&] { inner->replace_module("0", seq); },
+                                           "no child module '0'; this module has none");
+  inner->push_back(std::make_shared<Linear>(2, 2));
+  expect_throw_with<std::invalid_argument>([&] { inner->replace_module("0", seq); },
+                                           "replace_module: '0' holds this module (as its '0')");
+  BOOST_TEST(inner->parameters().size() == 2u);  // the Linear is still there
 }
