@@ -7,6 +7,7 @@
 
 #include "autograd/engine.h"
 #include "gpt/model/perplexity.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -15,7 +16,7 @@ std::string checkpoint_file(const std::string& path) {
   const std::filesystem::path file = std::filesystem::path(path) / kCheckpointFile;
   if (!std::filesystem::exists(file))
     throw std::invalid_argument(
-        "'" + path + "' is a directory without " + kCheckpointFile +
+        "'" + nn::escape_controls(path) + "' is a directory without " + kCheckpointFile +
         ": pass a checkpoint file or the --out directory of an attograd train run");
   return file.string();
 }
@@ -137,8 +138,8 @@ InitWeights open_init_weights(const std::string& path, int64_t n_head_override,
     else if (std::filesystem::exists(dir / "model.safetensors"))
       file_path = (dir / "model.safetensors").string();
     else
-      throw std::invalid_argument("--init-from '" + path + "' is a directory without " +
-                                  kCheckpointFile +
+      throw std::invalid_argument("--init-from '" + nn::escape_controls(path) +
+                                  "' is a directory without " + kCheckpointFile +
                                   " (an attograd run) or model.safetensors (a Hugging Face "
                                   "GPT-2): name the file");
   }

@@ -246,7 +246,7 @@ Corpus load_file(std::string_view spec, const CorpusOptions& options) {
   corpus.origin = corpus.path.string();
   corpus.text = read_text_file(corpus.path, "corpus file", kFileFix, options.max_bytes);
   corpus.line_ends_normalized = normalize_user_text(corpus.text, options.keep_cr);
-  check_text(corpus.text, "corpus file " + corpus.path.string());
+  check_text(corpus.text, "corpus file " + nn::escape_controls(corpus.path.string()));
   return corpus;
 }
 
@@ -336,11 +336,14 @@ std::string read_standard_input(const std::string& what, const std::string& fix,
 }
 
 std::string Corpus::describe() const {
-  std::string line = name + ": " + with_commas(text.size()) + " bytes";
+  std::string line = nn::escape_controls(name) + ": " + with_commas(text.size()) + " bytes";
+  // Names as one printable line each (a file name may hold a newline or an escape byte).
+  const std::string shown = nn::escape_controls(path.string());
   if (origin != path.string()) {
-    line += (fetched ? ", fetched from " : ", from ") + origin + ", cached at " + path.string();
+    line += (fetched ? ", fetched from " : ", from ") + nn::escape_controls(origin) +
+            ", cached at " + shown;
   } else {
-    line += " from " + path.string();
+    line += " from " + shown;
   }
   if (line_ends_normalized > 0) {
     line += ", " + with_commas(line_ends_normalized) +

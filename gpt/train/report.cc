@@ -9,6 +9,7 @@
 
 #include "autograd/size_math.h"
 #include "gpt/model/config.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::gpt {
 
@@ -75,11 +76,11 @@ void SetUpReport::threads_beyond_cpus(int threads, int cpus, int ranks) {
 void SetUpReport::corpus(const Corpus& corpus) { out_ << "corpus  " << corpus.describe() << "\n"; }
 
 void SetUpReport::resumed(int64_t step, const std::string& checkpoint) {
-  out_ << "resume  step " << step << " of " << checkpoint << "\n";
+  out_ << "resume  step " << step << " of " << nn::escape_controls(checkpoint) << "\n";
 }
 
 void SetUpReport::init(const std::string& description) {
-  out_ << "init    " << description << "\n";
+  out_ << "init    " << nn::escape_controls(description) << "\n";  // it names a user's file
 }
 
 void SetUpReport::tokens(const Tokenizer& tokenizer, size_t n_tokens, size_t n_bytes,

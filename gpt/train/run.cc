@@ -123,8 +123,8 @@ void RunRequest::validate() const {
     });
     if (!refused.empty())
       throw std::invalid_argument(
-          "train --init-from takes the model's config from " + *init_from + "; " +
-          join_names(refused, "and") +
+          "train --init-from takes the model's config from " + nn::escape_controls(*init_from) +
+          "; " + join_names(refused, "and") +
           " would change its architecture and cannot be given with it (--n-head for a Hugging "
           "Face file without config.json, --dropout and --block-size, the length of the "
           "training sequences, can)");

@@ -19,6 +19,7 @@
 #include "autograd/ops.h"
 #include "nn/io/atomic_file.h"
 #include "nn/io/strict_json.h"
+#include "nn/io/utf8.h"
 
 namespace attograd::nn {
 
@@ -191,7 +192,7 @@ void advise_pages(const char* begin, const char* end, int advice) {
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw std::runtime_error("safetensors file '" + path + "': " + what);
+  throw std::runtime_error("safetensors file '" + escape_controls(path) + "': " + what);
 }
 
 // Closes a file descriptor when the scope ends.
@@ -356,7 +357,8 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   f.path_ = path;
   // Duplicate keys at any depth are refused: which tensor (or dtype, or offsets) counts would be
   // anyone's guess. So is nesting deeper than any header needs.
-  const nlohmann::json j = parse_json(header, "safetensors file '" + path + "': the header");
+  const nlohmann::json j =
+      parse_json(header, "safetensors file '" + escape_controls(path) + "': the header");
   if (!j.is_object()) fail(path, "the header is not a JSON object");
   // (checked after parsing, which reports a cut-off JSON as such; the parser stops at a NUL)
   if (header[header.find_last_not_of(' ')] != '}')

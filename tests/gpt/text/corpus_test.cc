@@ -346,6 +346,20 @@ BOOST_AUTO_TEST_CASE(file_corpora_and_their_errors) {
                                         latin1.string() + " is not valid UTF-8");
   expect_throw_with<std::runtime_error>([&] { load_corpus(dir.path.string()); }, "is a directory");
   expect_throw_with<std::runtime_error>([&] { load_corpus(""); }, "empty corpus name");
+
+  // A name with a newline and an escape byte is one printable line in every message and in the
+  // set-up line (describe), missing, empty, or read.
+  const std::string odd = (dir.path / "c\nd\x1b[31m.txt").string();
+  const std::string shown = (dir.path / "c\\nd\\x1b[31m.txt").string();
+  expect_throw_with<std::runtime_error>([&] { load_corpus(odd); }, shown + " does not exist");
+  write_bytes(odd, "");
+  expect_throw_with<std::runtime_error>([&] { load_corpus(odd); }, shown + " is empty");
+  write_bytes(odd, "na\xEFve");
+  expect_throw_with<std::runtime_error>([&] { load_corpus(odd); }, shown + " is not valid UTF-8");
+  write_bytes(odd, "text\n");
+  const std::string line = load_corpus(odd).describe();
+  BOOST_TEST(line.find(shown + ": 5 bytes from " + shown) != std::string::npos, line);
+  BOOST_TEST(line.find_first_of("\n\x1b") == std::string::npos, line);
 }
 
 BOOST_AUTO_TEST_CASE(default_cache_dir_follows_the_environment) {

@@ -408,6 +408,14 @@ BOOST_AUTO_TEST_CASE(header_length_is_checked_before_anything_is_allocated) {
       "copy?); download or copy the file again");
 }
 
+// A file name with a newline and an escape byte is printed as one printable line.
+BOOST_AUTO_TEST_CASE(a_file_name_with_control_bytes_is_escaped_in_messages) {
+  const TempDir dir;
+  expect_throw_with<std::runtime_error>(
+      [&] { SafetensorsFile::read(dir / "i\nj\x1b[31m.safetensors"); },
+      "safetensors file '" + (dir / "i\\nj\\x1b[31m.safetensors") + "': it does not exist");
+}
+
 BOOST_AUTO_TEST_CASE(deep_nesting_and_non_string_metadata_are_refused) {
   const TempDir dir;
   // A metadata value nested 100,000 levels deep used to overflow the stack when it was printed
