@@ -25,9 +25,7 @@ ModelOutput BigramModel::forward(const Tensor& idx, const Tensor& targets,
   return out;
 }
 
-namespace {
-
-GPTConfig refuse_rope_and_huge_tables(const GPTConfig& c) {
+const GPTConfig& AverageModel::check_config(const GPTConfig& c) {
   if (c.pos_encoding == PosEncoding::rope)
     throw std::invalid_argument(
         "AverageModel: rope positions rotate queries and keys inside attention, and the "
@@ -44,11 +42,8 @@ GPTConfig refuse_rope_and_huge_tables(const GPTConfig& c) {
   return c;
 }
 
-}  // namespace
-
 AverageModel::AverageModel(const GPTConfig& config, uint64_t seed, DType dtype)
-    : LanguageModel(ModelKind::average, refuse_rope_and_huge_tables(config), seed, dtype,
-                    "AverageModel") {
+    : LanguageModel(ModelKind::average, check_config(config), seed, dtype, "AverageModel") {
   Generator gen(seed);
   const GPTConfig& c = config_;
   sinusoidal_ = register_embeddings(gen, wte, wpe);

@@ -42,8 +42,13 @@ inline constexpr int64_t kMaxAverageBlockSize = 4096;
 /// n_layer, n_head and dropout are not used.
 class AverageModel : public LanguageModel {
  public:
-  /// Throws std::invalid_argument for rope positions, else as LanguageModel's constructor.
+  /// Throws std::invalid_argument as check_config, else as LanguageModel's constructor.
   AverageModel(const GPTConfig& config, uint64_t seed = 1337, DType dtype = DType::f32);
+  /// What the average model refuses of a config that GPTConfig allows, with the fix: rope
+  /// positions (it has no attention to rotate inside) and a block_size over
+  /// kMaxAverageBlockSize (its (block_size, block_size) averaging table). Returns `config`.
+  /// Needs no vocabulary, so train runs it before reading the corpus.
+  static const GPTConfig& check_config(const GPTConfig& config);
   ModelKind kind() const override { return ModelKind::average; }
   ModelOutput forward(const Tensor& idx, const Tensor& targets = Tensor(),
                       double label_smoothing = 0.0) const override;

@@ -12,6 +12,7 @@
 #include "autograd/ops.h"
 #include "autograd/size_math.h"
 #include "gpt/io/fields.h"
+#include "gpt/model/bigram_average.h"
 #include "nn/io/utf8.h"
 
 namespace attograd::gpt {
@@ -306,6 +307,8 @@ void check_config_before_vocab(const ConfigOverrides& a, ModelKind kind) {
   refuse_unused_overrides(a, kind);
   const GPTConfig c = configured(a, std::nullopt, kind);  // the preset's vocab_size, for now
   validate_fields(c, "GPTConfig");
+  // The average model's own refusals first: with rope it has no use for an even head_dim.
+  if (kind == ModelKind::average) AverageModel::check_config(c);
   if (const auto rule = c.broken_rule(); rule && *rule != ConfigRule::parameter_limit)
     throw ConfigRuleError(*rule, c);
 }

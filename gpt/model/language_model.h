@@ -69,8 +69,10 @@ GPTConfig build_config(const ConfigOverrides& overrides, std::optional<int64_t> 
 /// build_config's checks that hold whatever the vocabulary turns out to be, for a caller that
 /// can run them before it reads the corpus (train: a large corpus takes a while to read and
 /// tokenize, and a wrong --n-head must not wait for it): refuse_unused_overrides, each field in
-/// its range, and the rules between fields except the parameter count (ConfigRule::
-/// parameter_limit, which vocab_size decides with the rest). Throws what build_config would.
+/// its range, the average model's own refusals (AverageModel::check_config: rope, a huge
+/// block_size), and the rules between fields except the parameter count (ConfigRule::
+/// parameter_limit, which vocab_size decides with the rest). Throws what build_config, or the
+/// model's constructor, would.
 void check_config_before_vocab(const ConfigOverrides& overrides, ModelKind kind);
 
 /// Refuses a model this machine cannot hold before it is built: allocated, it would fill the

@@ -361,6 +361,15 @@ BOOST_AUTO_TEST_CASE(a_config_that_breaks_a_rule_is_refused_before_the_corpus_is
   bigram.config.set(&GPTConfig::n_head, int64_t{4});
   expect_throw_with<std::invalid_argument>([&] { start(bigram, Communicator::world(), log); },
                                            "--n-head does not apply to --model bigram");
+  // The average model refuses rope before asking for an even n_embd, which would not help.
+  RunRequest average = femto(dir / "missing.txt", dir / "out", 2);
+  average.model = ModelKind::average;
+  average.config.set(&GPTConfig::n_embd, int64_t{5});
+  average.config.set(&GPTConfig::pos_encoding, PosEncoding::rope);
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(average, Communicator::world(), log); },
+      "AverageModel: rope positions rotate queries and keys inside attention, and the average "
+      "model has no attention; use --pos-encoding learned or sinusoidal");
   // With the sizes right, the missing corpus is what is refused.
   expect_throw_with<std::runtime_error>(
       [&] { start(femto(dir / "missing.txt", dir / "out", 2), Communicator::world(), log); },
