@@ -120,7 +120,8 @@ Tensor MLP::forward(const Tensor& x) const {
   // c_fc's own output, and a subclass of Linear put in c_fc (a LoRA adapter, a quantized layer)
   // must run its own forward, which forward_gelu would bypass: those run apart, through
   // operator(). Every other layer goes through operator(), so its hooks run either way.
-  const bool fused = typeid(*c_fc) == typeid(Linear) && !c_fc->has_hooks();
+  const Linear& fc = *c_fc;  // named first: typeid of an expression is evaluated (clang warns)
+  const bool fused = typeid(fc) == typeid(Linear) && !fc.has_hooks();
   const Tensor h = fused ? c_fc->forward_gelu(x) : gelu((*c_fc)(x));
   return (*drop)((*c_proj)(h));
 }
