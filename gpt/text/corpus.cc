@@ -24,6 +24,12 @@ namespace attograd::gpt {
 namespace fs = std::filesystem;
 namespace {
 
+// "<what> <path>" for a message, the path as one printable line: a name with a newline or an
+// escape sequence in it must not break the message or drive the terminal.
+std::string named_file(const std::string& what, const fs::path& path) {
+  return what + " " + nn::escape_controls(path.string());
+}
+
 // The verse range that spans the whole Bible; `bible` clamps nothing here, it is exact.
 constexpr const char* kBibleRange = "gen1:1-rev22:21";
 constexpr const char* kKjvCacheName = "kjv.txt";
@@ -246,7 +252,7 @@ Corpus load_file(std::string_view spec, const CorpusOptions& options) {
   corpus.origin = corpus.path.string();
   corpus.text = read_text_file(corpus.path, "corpus file", kFileFix, options.max_bytes);
   corpus.line_ends_normalized = normalize_user_text(corpus.text, options.keep_cr);
-  check_text(corpus.text, "corpus file " + nn::escape_controls(corpus.path.string()));
+  check_text(corpus.text, named_file("corpus file", corpus.path));
   return corpus;
 }
 
@@ -314,9 +320,7 @@ std::string read_bounded(int fd, const std::string& what, const std::string& nam
 
 std::string read_text_file(const fs::path& path, const std::string& what, const std::string& fix,
                            size_t max_bytes, HeldAs held) {
-  // The path as one printable line: a name with a newline or an escape sequence in it must not
-  // break the message or drive the terminal.
-  const std::string named = what + " " + nn::escape_controls(path.string());
+  const std::string named = named_file(what, path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
