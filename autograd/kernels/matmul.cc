@@ -20,8 +20,8 @@
 // block: per k, two vector loads of B and MR broadcasts of A feed 2 MR fused multiply-adds.
 // Packing pads partial micro-panels with zeros, so the micro-kernel always runs whole tiles;
 // an edge tile goes through a small buffer and only its valid part reaches C (C's last rows,
-// when at most 4 are left, run a kernel of 4 rows instead). One exception to packing: an A
-// stored (K, M) whose values few tiles use is read where it is stored (a_in_place).
+// when at most 4 are left, run a kernel of 4 rows instead). One exception to packing: an A whose
+// values few tiles use is read where it is stored (a_in_place).
 //
 // Threads: C is cut into pieces (along whichever of M or N is longer; how many: pieces_of
 // below), which the pool's threads take one at a time (thread_pool.h);
@@ -469,21 +469,24 @@ static_assert(kMR <= 14, "ATTOGRAD_GEMM_TILE_ROWS lists 14 rows");
 // layout, zero-padded, and only its first R values per k are read. Computing a whole tile into
 // a buffer for those rows (edge_tile) cost GPT-2 small's products 4% of their time (M = 256 =
 // 18 x 14 + 4: 4 rows in 14).
-// a_step is the elements from one k to the next in A's micro-panel: kMR when packed, M when the
-// panel is read where A is stored (a_in_place, below).
-template <int64_t R = kMR, class D, typename T = hn::TFromD<D>>
+// A's micro-panel is read as a[r * a_row + k * a_step] (row r, k-th step): packed, a_row = 1
+// and a_step = kMR; read where A is stored (a_in_place, below), either A stored (K, M) (a_row 1,
+// a_step M) or A stored (M, K) (a_row K, a_step 1: kRowStrided, so that the packed panel's row
+// offsets stay constants in the loop's addresses).
+template <int64_t R = kMR, bool kRowStrided = false, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void micro_kernel_fma(D d, int64_t kc, const T* HWY_RESTRICT a, int64_t a_step,
-                                 const T* HWY_RESTRICT b, T* HWY_RESTRICT c, int64_t ldc,
-                                 const T* bias, StoreMode mode, int64_t rows = R) {
+                                 int64_t a_row, const T* HWY_RESTRICT b, T* HWY_RESTRICT c,
+                                 int64_t ldc, const T* bias, StoreMode mode, int64_t rows = R) {
   static_assert(R <= kMR, "at most the register tile's rows");
   const size_t N = hn::Lanes(d);
+  if constexpr (!kRowStrided) a_row = 1;
   ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_ZERO)
   for (int64_t k = 0; k < kc; ++k) {
     const auto b0 = hn::Load(d, b);
     const auto b1 = hn::Load(d, b + N);
-#define ATTOGRAD_GEMM_FMA(r)                           \
-  if constexpr (r < R) {                               \
-    ATTOGRAD_GEMM_MUL_ADD(r, hn::Set(d, a[r]), b0, b1) \
+#define ATTOGRAD_GEMM_FMA(r)                                   \
+  if constexpr (r < R) {                                       \
+    ATTOGRAD_GEMM_MUL_ADD(r, hn::Set(d, a[r * a_row]), b0, b1) \
   }
     ATTOGRAD_GEMM_TILE_ROWS(ATTOGRAD_GEMM_FMA)
 #undef ATTOGRAD_GEMM_FMA
@@ -660,12 +663,13 @@ __attribute__((target(HWY_TARGET_STR ",amx-tile,amx-bf16"))) void micro_kernel_a
 //   kReadsInPlace whether micro_kernel also takes A's micro-panel where A is stored (APanel,
 //                 a_in_place below); false where packing converts the values.
 
-// A's micro-panel as the micro-kernel reads it: its first element, and the elements from one k
-// to the next (kRows when packed).
+// A's micro-panel as the micro-kernel reads it: its first element, the elements from one k to
+// the next (kRows when packed) and from one row to the next (1 when packed).
 template <typename P>
 struct APanel {
   const P* data;
   int64_t step;
+  int64_t row = 1;
 };
 
 // f32 or f64, packed as they are, one k per step: matmul.
@@ -686,16 +690,20 @@ struct PlainTiles {
     pack_panels(dst, width, src, line_stride, k_stride, lines, kc);
   }
   static constexpr bool kReadsInPlace = true;
-  void micro_kernel(int64_t kc, APanel<T> a, const T* b, T* c, int64_t ldc, const T* bias,
-                    StoreMode mode) const {
-    micro_kernel_fma(hn::ScalableTag<T>(), kc, a.data, a.step, b, c, ldc, bias, mode);
+  HWY_INLINE void micro_kernel(int64_t kc, APanel<T> a, const T* b, T* c, int64_t ldc,
+                               const T* bias, StoreMode mode) const {
+    const hn::ScalableTag<T> d;
+    if (a.row == 1) return micro_kernel_fma(d, kc, a.data, a.step, 1, b, c, ldc, bias, mode);
+    micro_kernel_fma<kMR, true>(d, kc, a.data, a.step, a.row, b, c, ldc, bias, mode);
   }
   // The first `rows` rows of a tile (rows <= kTopRows), for C's last row tile.
   static constexpr int64_t kTopRows = kMR > 4 ? 4 : 0;
-  void micro_kernel_top(int64_t kc, APanel<T> a, const T* b, T* c, int64_t ldc, int64_t rows,
-                        const T* bias, StoreMode mode) const {
-    micro_kernel_fma<kTopRows>(hn::ScalableTag<T>(), kc, a.data, a.step, b, c, ldc, bias, mode,
-                               rows);
+  HWY_INLINE void micro_kernel_top(int64_t kc, APanel<T> a, const T* b, T* c, int64_t ldc,
+                                   int64_t rows, const T* bias, StoreMode mode) const {
+    const hn::ScalableTag<T> d;
+    if (a.row == 1)
+      return micro_kernel_fma<kTopRows>(d, kc, a.data, a.step, 1, b, c, ldc, bias, mode, rows);
+    micro_kernel_fma<kTopRows, true>(d, kc, a.data, a.step, a.row, b, c, ldc, bias, mode, rows);
   }
 };
 
@@ -892,23 +900,31 @@ PackedAll<typename Tiles::Packed> pack_all(const Tiles& tiles, bool a_side, int6
 struct PackedA {};
 struct PackedB {};
 
-// Whether the micro-kernel reads A's whole micro-panels where A is stored, unpacked. A stored
-// (K, M) (a weight gradient's dyᵀ) already holds, for each k, a row tile's kRows values side by
-// side: the packed layout, only M elements from one k to the next instead of kRows. Packing
+// Whether the micro-kernel reads A's whole micro-panels where A is stored, unpacked. Packing
 // copies every value of A once per product so that the tiles read it contiguous; when A's values
-// are used by few tiles (N <= kInPlaceMaxUses NR: nano's weight gradients, N = 128, 4 uses) that
-// copy was a sixth of the product (perf, Zen 5, 2026-12-07), and reading in place measured
-// 1.11-1.19x (`bench/kernels_ab.py`, nano's c_attn and c_fc dW). With more uses the packed panel
-// pays: in place measured 0.97x at 12 uses (baby's c_fc dW) and 0.90x at 24 with M = 50,257
-// (GPT-2 small's lm_head dW, every k on another page). B stored (K, N) could be read in place the
-// same way; it measured 0.95-1.04x (its panel is used by every row tile), so it is always packed.
-// Partial panels are packed too (their padding is the packing's zeros). Same sums, same order.
+// are used by few tiles (N <= kInPlaceMaxUses NR: nano's products with N = 128, 4 uses) that
+// copy does not pay for itself. Both of A's stored layouts can be read as they are:
+//   A stored (K, M) (a weight gradient's dyᵀ) already holds, for each k, a row tile's kRows
+//     values side by side: the packed layout, only M elements from one k to the next instead of
+//     kRows. Packing was a sixth of nano's c_attn and c_fc dW (perf, Zen 5, 2026-12-07), and
+//     reading in place measured 1.11-1.19x (`bench/kernels_ab.py`).
+//   A stored (M, K) (x of a forward, dy of an input gradient): each of the tile's rows is read
+//     along k, kRows rows apart (micro_kernel_fma's kRowStrided), in place of a transposing pack:
+//     nano's c_attn and c_fc dx, mlp.c_proj's forward and the lm_head's forward (N = 65) measured
+//     1.04-1.18x at 1 thread and 1.04-1.10x at 2 (2026-12-07).
+// With more uses the packed panel pays: in place measured 0.97x at 12 uses (baby's c_fc dW),
+// 0.90x at 24 with M = 50,257 (GPT-2 small's lm_head dW, every k on another page), and for A
+// stored (M, K) 0.87-0.97x at 12 uses (baby's dx and mlp.c_proj forward, N = 384), 0.95-0.97x at
+// 16 (nano's c_fc forward) and 0.63x at 24 (GPT-2 small's c_fc dx, N = 768). B
+// stored (K, N) could be read in place the same way; it measured 0.95-1.04x (its panel is used by
+// every row tile), so it is always packed. Partial panels are packed too (their padding is the
+// packing's zeros). Same sums, same order.
 constexpr int64_t kInPlaceMaxUses = 4;
 
 template <class Tiles, typename T>
 bool a_in_place(const Problem<T>& pr, int64_t NR) {
   if constexpr (Tiles::kReadsInPlace) {
-    return pr.a_row == 1 && pr.N <= kInPlaceMaxUses * NR;
+    return (pr.a_row == 1 || pr.a_col == 1) && pr.N <= kInPlaceMaxUses * NR;
   } else {
     return false;
   }
@@ -926,11 +942,12 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
   const int64_t NR = bl.NR, KC = Tiles::kBlockK, MR = Tiles::kRows;
   const bool in_place = a_in_place<Tiles>(pr, NR);
   // A panel read in place, from A as stored (none for Tiles that pack every value).
-  const auto stored = [](const T* at, int64_t step) -> APanel<P> {
+  const auto stored = [&](int64_t i, int64_t k) -> APanel<P> {
     if constexpr (Tiles::kReadsInPlace) {
-      return {at, step};
+      if (pr.a_row == 1) return {pr.a + i + k * pr.a_col, pr.a_col};  // A stored (K, M)
+      return {pr.a + i * pr.a_row + k, 1, pr.a_row};                  // A stored (M, K)
     } else {
-      return {nullptr, step};
+      return {nullptr, 0};
     }
   };
   // The rows up to which C's last row tile runs the short kernel (Tiles that have one).
@@ -975,8 +992,8 @@ void gemm_rectangle(const Tiles& tiles, const Problem<T>& pr, int64_t i_begin, i
           const T* bias = pr.bias != nullptr ? pr.bias + jc + jr : nullptr;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int64_t rows = std::min(MR, mc - ir);
-            const APanel<P> a_panel = ir < mc_in ? stored(pr.a + ic + ir + pc * pr.a_col, pr.a_col)
-                                                 : APanel<P>{a_block + (ir - mc_in) * kp, MR};
+            const APanel<P> a_panel =
+                ir < mc_in ? stored(ic + ir, pc) : APanel<P>{a_block + (ir - mc_in) * kp, MR};
             T* c = pr.c + (ic + ir) * pr.N + jc + jr;
             if (rows == MR && cols == NR) {
               tile_kernel(tiles, kp, a_panel, b_panel, c, pr.N, bias, mode);
