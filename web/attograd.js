@@ -74,11 +74,13 @@
       call,
       /** Highway target, presets, model kinds. */
       info: () => call({cmd: 'info'}),
-      /** The workbench: {Q, K, V} as text ("1,0; 0,1"), {scale, causal, softmax_by}. */
+      /** The workbench: {Q, K, V} as text ("1,0; 0,1"), {scale, causal, softmax_by, heads}
+       *  (heads > 1: each head's steps in `heads`, Z their concat). */
       attention: (options) => call(Object.assign({cmd: 'attention'}, options)),
       /** nn::sinusoidal_table(T, n_embd): {T, n_embd, table}. */
       positions: (T, n_embd) => call({cmd: 'positions', T, n_embd}),
-      /** q and k (text: one row of an even length, "1, 0.5") rotated to positions m and n. */
+      /** q and k (text: one row of an even length, "1, 0.5") rotated to positions m and n; per
+       *  channel pair, its θ and its angles at m and n (`pairs`, the dials). */
       rope: (q, k, m, n) => call({cmd: 'rope', q, k, m, n}),
       /** The lecture's toy embeddings of `words` (dog, bites, man), with or without the
        *  sinusoidal table: their mean and unmasked self-attention's output per word. */

@@ -23,8 +23,10 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numbers>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -199,12 +201,53 @@ class Request {
 // ---------------------------------------------------------------------------------------------
 // Part 1, the attention workbench: the lecture's steps on the student's Q, K, V, with its
 // toggles. Defaults (scaled, causal, softmax by row) are causal_attention_steps' computation.
+
+// The steps of one head: Q, K (T, d_k) and V (T, d_v) in, each intermediate out.
+struct HeadSteps {
+  Tensor qk, scores, masked, weights, out;  // (T, T) four times, then (T, d_v)
+};
+
+// S = Q Kᵀ / sqrt(d_k); the mask; A = softmax over rows (or, the lecture's bug, columns); Z = A V.
+HeadSteps attend(const Tensor& Q, const Tensor& K, const Tensor& V, bool scale, bool causal,
+                 bool by_row) {
+  HeadSteps s;
+  s.qk = matmul(Q, transpose(K, -2, -1));
+  s.scores = scale ? mul_scalar(s.qk, 1.0 / std::sqrt(static_cast<double>(Q.size(1)))) : s.qk;
+  s.masked = causal ? causal_mask(s.scores) : s.scores;
+  s.weights = by_row ? softmax(s.masked) : lecture::column_softmax(s.masked);
+  s.out = matmul(s.weights, V);
+  return s;
+}
+
+// One head's steps as JSON: its inputs, its (T, T) matrices with their sums, its output.
+json head_json(const Tensor& Q, const Tensor& K, const Tensor& V, const HeadSteps& s) {
+  return {{"d_k", Q.size(1)},
+          {"d_v", V.size(1)},
+          {"Q", matrix_json(Q)},
+          {"K", matrix_json(K)},
+          {"V", matrix_json(V)},
+          {"qk", matrix_json(s.qk)},
+          {"scores", matrix_json(s.scores)},
+          {"masked", matrix_json(s.masked)},
+          {"weights", matrix_json(s.weights)},
+          {"row_sums", vector_json(sum(s.weights, {1}))},
+          {"column_sums", vector_json(sum(s.weights, {0}))},
+          {"out", matrix_json(s.out)}};
+}
+
 //   {"cmd": "attention", "Q": "1;2", "K": "1;3", "V": "10;20",
-//    "scale": true, "causal": true, "softmax_by": "row" | "column"}
+//    "scale": true, "causal": true, "softmax_by": "row" | "column", "heads": 1}
+// With "heads": h > 1 (h dividing d_k and d_v), multi-head attention without projections, as
+// nn::CausalSelfAttention splits its q, k and v (lecture::MultiHeadExample takes it apart the
+// same way): head i attends with Q's and K's channels i·d_k/h .. (i+1)·d_k/h - 1 and V's
+// likewise, scaled by sqrt(d_k / h); Z is the heads' outputs side by side (concat). The answer
+// then holds "heads", each head's steps as head_json gives them, and Z as "out"; with one head,
+// the steps are fields of the answer itself.
 json attention(Request& r) {
   const std::string q_text = r.string("Q"), k_text = r.string("K"), v_text = r.string("V");
   const bool scale = r.boolean("scale", true), causal = r.boolean("causal", true);
   const std::string by = r.name("softmax_by", "row");
+  const int64_t n_head = r.integer("heads", 1, 1, static_cast<int64_t>(lecture::kMaxMatrixSide));
   r.finish();
   if (by != "row" && by != "column")
     throw std::invalid_argument("softmax_by must be 'row' or 'column', got '" + by + "'");
@@ -215,13 +258,26 @@ json attention(Request& r) {
   const Tensor V = lecture::parse_matrix(v_text, "V");
   lecture::check_attention_shapes(Q, K, V);
   const int64_t T = Q.size(0), d_k = Q.size(1), d_v = V.size(1);
+  if (d_k % n_head != 0 || d_v % n_head != 0)
+    throw std::invalid_argument(
+        "heads is " + std::to_string(n_head) + ", but d_k = " + std::to_string(d_k) +
+        " and d_v = " + std::to_string(d_v) + " do not both split into " + std::to_string(n_head) +
+        " equal parts: give Q, K and V a multiple of " + std::to_string(n_head) +
+        " columns, or use fewer heads");
 
-  // S = Q Kᵀ / sqrt(d_k); the mask; A = softmax over rows (or, the lecture's bug, columns).
-  const Tensor qk = matmul(Q, transpose(K, -2, -1));
-  const Tensor scores = scale ? mul_scalar(qk, 1.0 / std::sqrt(static_cast<double>(d_k))) : qk;
-  const Tensor masked = causal ? causal_mask(scores) : scores;
-  const Tensor weights = by == "row" ? softmax(masked) : lecture::column_softmax(masked);
-  const Tensor out = matmul(weights, V);
+  // split -> attend -> concat (one head: the whole of Q, K and V).
+  const int64_t hk = d_k / n_head, hv = d_v / n_head;
+  std::vector<Tensor> outs;
+  json heads = json::array(), single;
+  for (int64_t h = 0; h < n_head; ++h) {
+    const Tensor Qh = n_head == 1 ? Q : slice(Q, 1, h * hk, (h + 1) * hk);
+    const Tensor Kh = n_head == 1 ? K : slice(K, 1, h * hk, (h + 1) * hk);
+    const Tensor Vh = n_head == 1 ? V : slice(V, 1, h * hv, (h + 1) * hv);
+    const HeadSteps s = attend(Qh, Kh, Vh, scale, causal, by == "row");
+    outs.push_back(s.out);
+    (n_head == 1 ? single : heads.emplace_back()) = head_json(Qh, Kh, Vh, s);
+  }
+  const Tensor out = n_head == 1 ? outs[0] : concat(std::span<const Tensor>(outs), 1);
   for (const double z : out.to_vector())
     if (!std::isfinite(z))
       throw std::invalid_argument(
@@ -243,20 +299,17 @@ json attention(Request& r) {
         outside.push_back({{"t", t}, {"c", c}, {"z", x}, {"min", lo}, {"max", hi}});
     }
   }
-  return {{"T", T},
-          {"d_k", d_k},
-          {"d_v", d_v},
-          {"Q", matrix_json(Q)},
-          {"K", matrix_json(K)},
-          {"V", matrix_json(V)},
-          {"qk", matrix_json(qk)},
-          {"scores", matrix_json(scores)},
-          {"masked", matrix_json(masked)},
-          {"weights", matrix_json(weights)},
-          {"row_sums", vector_json(sum(weights, {1}))},
-          {"column_sums", vector_json(sum(weights, {0}))},
-          {"out", matrix_json(out)},
-          {"out_outside_range_of_V", outside}};
+  json answer = n_head == 1 ? std::move(single) : json{{"heads", std::move(heads)}};
+  answer.update({{"T", T},
+                 {"d_k", d_k},
+                 {"d_v", d_v},
+                 {"n_head", n_head},
+                 {"Q", matrix_json(Q)},
+                 {"K", matrix_json(K)},
+                 {"V", matrix_json(V)},
+                 {"out", matrix_json(out)},
+                 {"out_outside_range_of_V", outside}});
+  return answer;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,10 +325,29 @@ json positions(Request& r) {
   return {{"T", T}, {"n_embd", C}, {"table", matrix_json(nn::sinusoidal_table(T, C, DType::f64))}};
 }
 
+// The angles, in [0, 2π), by which nn::apply_rope turns each of the d/2 channel pairs (i, i + d/2)
+// at position `pos`: read off its rotation of the pairs' unit vectors (1, 0), so that the dial
+// shows the library's rotation, not a second copy of its formula.
+std::vector<double> rope_angles(int64_t d, int64_t pos) {
+  std::vector<double> unit(static_cast<size_t>(d), 0.0);
+  std::fill(unit.begin(), unit.begin() + d / 2, 1.0);
+  const std::vector<double> turned =
+      nn::apply_rope(Tensor::from_vector(unit, {1, d}, DType::f64), pos).to_vector();
+  std::vector<double> angles;
+  for (int64_t i = 0; i < d / 2; ++i) {
+    const double a =
+        std::atan2(turned[static_cast<size_t>(i + d / 2)], turned[static_cast<size_t>(i)]);
+    angles.push_back(a < 0 ? a + 2 * std::numbers::pi : a);
+  }
+  return angles;
+}
+
 // {"cmd": "rope", "q": "1, 0.5", "k": "0.7, -0.2", "m", "n"}: q rotated to position m and k to
 // position n by nn::apply_rope (one row each, of the same even length d, read by the workbench's
 // parser), and their dot product, which depends on m and n only through m - n; beside it the dot
-// product without rotation.
+// product without rotation. "pairs" gives, per channel pair i, its frequency θ_i (the angle at
+// position 1), its angles at m and at n (m·θ_i and n·θ_i, turned into [0, 2π)) and the angle
+// between them ((m - n)·θ_i, likewise), for the page's dials.
 json rope(Request& r) {
   const std::string q = r.string("q"), k = r.string("k");
   const int64_t m = r.integer("m", 0, 0, 100000), n = r.integer("n", 0, 0, 100000);
@@ -296,10 +368,20 @@ json rope(Request& r) {
     if (!std::isfinite(x))
       throw std::invalid_argument(
           "the score q·k overflowed to a non-finite number: use smaller values in q or k");
+  const std::vector<double> theta = rope_angles(d, 1), at_m = rope_angles(d, m),
+                            at_n = rope_angles(d, n);
+  json pairs = json::array();
+  for (size_t i = 0; i < theta.size(); ++i)
+    pairs.push_back({{"theta", theta[i]},
+                     {"angle_m", at_m[i]},
+                     {"angle_n", at_n[i]},
+                     {"angle_difference",
+                      std::fmod(at_m[i] - at_n[i] + 2 * std::numbers::pi, 2 * std::numbers::pi)}});
   return {{"q_rotated", vector_json(reshape(rq, {d}))},
           {"k_rotated", vector_json(reshape(rk, {d}))},
           {"score", score},
-          {"score_without_rope", plain}};
+          {"score_without_rope", plain},
+          {"pairs", pairs}};
 }
 
 // {"cmd": "order", "words": ["dog", "bites", "man"], "positions": bool}: the lecture's order
@@ -772,7 +854,10 @@ std::string matrix_text(const Tensor& t) {
 
 // The workbench's presets: the lecture's worked examples (docs/03-attention.md, asserted by
 // tests/examples/attention_by_hand_test.cc), "dog bites man" from the lecture library's toy
-// embeddings with Q = K = V = x as in its order argument.
+// embeddings with Q = K = V = x as in its order argument, the lecture's start (every score 0, so
+// that A is uniform over the visible keys and Z the running mean of V: the chapter's
+// "Averaging the context" example) and two heads that attend differently ("heads": the
+// workbench's heads selector, 1 when absent).
 json workbench_presets() {
   const std::string x = matrix_text(lecture::embed_words({"dog", "bites", "man"}));
   return json::array({
@@ -791,6 +876,20 @@ json workbench_presets() {
        {"Q", x},
        {"K", x},
        {"V", x}},
+      {{"name", "average"},
+       {"title", "averaging the context: Q = K = 0, so Z is the running mean of V"},
+       {"Q", "0; 0; 0"},
+       {"K", "0; 0; 0"},
+       {"V", "1, 10; 2, 20; 3, 30"}},
+      // Head 0 (channels 0 and 1 of Q and K, column 0 of V): every query matches token 0's key
+      // only, so it copies V[0, 0]; head 1 (channels 2 and 3, column 1): each query matches its
+      // own key, so it copies its own row's V[t, 1]. One head over all four channels mixes both.
+      {{"name", "two_heads"},
+       {"title", "two heads: one looks at the first token, one at the current token"},
+       {"Q", "5, 0, 5, 0; 5, 0, 0, 5; 5, 0, -5, -5"},
+       {"K", "5, 0, 5, 0; 0, 0, 0, 5; 0, 0, -5, -5"},
+       {"V", "1, 10; 2, 20; 3, 30"},
+       {"heads", 2}},
   });
 }
 

@@ -83,6 +83,41 @@ test('an overflowed score is +inf, not the mask\'s -inf', () => {
   assert.strictEqual(r.out[0][0], 1);
 });
 
+// Two heads: split -> attend -> concat. Each head is the one-head attention of its half of the
+// columns (scaled by its own sqrt(d_k / 2)), and Z is their outputs side by side.
+test('two heads are the one-head attention of each half of the columns, concatenated', () => {
+  const two = engine.attention({Q: '1, 0; 0, 1; 1, 1', K: '1, 0; 0, 1; 1, 1', V: '1, 2; 3, 4; 5, 6', heads: 2});
+  const halves = [['1; 0; 1', '1; 0; 1', '1; 3; 5'], ['0; 1; 1', '0; 1; 1', '2; 4; 6']].map(
+      ([Q, K, V]) => engine.attention({Q, K, V}));
+  assert.strictEqual(two.n_head, 2);
+  assert.strictEqual(two.heads.length, 2);
+  two.heads.forEach((h, i) => {
+    assert.deepStrictEqual(h.weights, halves[i].weights);
+    assert.deepStrictEqual(h.out, halves[i].out);
+  });
+  assert.deepStrictEqual(two.out, two.heads[0].out.map((row, t) => row.concat(two.heads[1].out[t])));
+  assert.ok(close(two.out[1][1], 3.4621172, 1e-7));  // head 2, query 1: softmax(0, 1) of (2, 4)
+  assert.strictEqual(two.scores, undefined);  // the steps are the heads'
+  const one = engine.attention({Q: '1, 0; 0, 1; 1, 1', K: '1, 0; 0, 1; 1, 1', V: '1, 2; 3, 4; 5, 6', heads: 1});
+  assert.strictEqual(one.heads, undefined);
+  assert.throws(() => engine.attention({Q: '1; 2', K: '1; 3', V: '10; 20', heads: 2}),
+                (e) => e instanceof AttogradError && /heads is 2, but d_k = 1 and d_v = 1/.test(e.message));
+});
+
+// The dial's angles: per pair i, θ_i = 10000^(-2i/d) and the angles m·θ_i, n·θ_i and (m - n)·θ_i
+// turned into [0, 2π), read off nn::apply_rope's own rotation.
+test('rope gives each channel pair\'s frequency and its angles at m and n', () => {
+  const r = engine.rope('1, 0.5, -0.3, 0.8', '0.7, -0.2, 0.4, 0.9', 9, 2);
+  const turn = (a) => ((a % (2 * Math.PI)) + 2 * Math.PI) % (2 * Math.PI);
+  assert.strictEqual(r.pairs.length, 2);
+  r.pairs.forEach((p, i) => {
+    const theta = Math.pow(10000, -2 * i / 4);
+    assert.ok(close(p.theta, theta, 1e-12));
+    assert.ok(close(p.angle_m, turn(9 * theta), 1e-12) && close(p.angle_n, turn(2 * theta), 1e-12));
+    assert.ok(close(p.angle_difference, turn(7 * theta), 1e-12));
+  });
+});
+
 test('a ragged Q is refused with the parser\'s message', () => {
   assert.throws(() => engine.attention({Q: '1, 2; 3', K: '1; 3', V: '10; 20'}),
                 (e) => e instanceof AttogradError && /Q/.test(e.message) && /row/.test(e.message));
