@@ -13,6 +13,23 @@ const fmt = (x, digits = 6) =>
     x === null || x === undefined ? '—' : Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-4) ? x.toExponential(3)
                                                                                 : String(+x.toFixed(digits));
 
+// A value for a hover title: 6 significant digits, not the 17 of a double's full text.
+const hoverValue = (x) => String(+Number(x).toPrecision(6));
+
+// A heat cell's colour: blue for positive, red for negative, the strength |x| / scale.
+function heatColor(x, scale) {
+  const a = Math.min(1, Math.abs(x) / scale).toFixed(3);
+  return x >= 0 ? `rgba(48, 96, 192, ${a})` : `rgba(192, 48, 64, ${a})`;
+}
+
+// The largest |x| of a matrix's finite numbers (the engine writes −∞ as null and an overflow as
+// a string), the scale of its heat colours: 1 when there is none or all are 0.
+function heatScale(rows) {
+  let scale = 0;
+  for (const row of rows) for (const x of row) if (typeof x === 'number') scale = Math.max(scale, Math.abs(x));
+  return scale || 1;
+}
+
 function showError(id, error) {
   $(id).textContent = error ? String(error.message || error) : '';
 }
@@ -74,16 +91,36 @@ worker.onmessage = (event) => {
 };
 
 // ---- Part 1: the attention workbench ---------------------------------------------------------
-// isMasked(i, j): whether a null (-inf) at (i, j) is the causal mask's, drawn as masked; any
-// other -inf is an overflow, drawn as a plain −∞.
-function matrixTable(id, title, shape, rows, extraHeader, extra, isMasked) {
+// Up to this many rows a (T, T) step shows its numbers on their colours; beyond it only the
+// colours, numbers on hover: 64 rows of numbers were a wall 3,000 pixels wide, as cells of 10
+// pixels they are a picture that fits the page (the pattern is what a T of 64 is for).
+const WORKBENCH_NUMBERS_MAX = 12;
+
+// A matrix as a table: its title and shape above it, each number in a cell. isMasked(i, j):
+// whether a null (−∞) at (i, j) is the causal mask's, drawn as masked; any other −∞ is an
+// overflow, drawn as a plain −∞. `heat`: colour each cell by its value (heatColor, the scale the
+// largest |x| of the matrix, said under the title), so that the pattern of S and A shows at a
+// glance; the masked cells hatched grey; at more than WORKBENCH_NUMBERS_MAX rows, colours only.
+function matrixTable(id, title, shape, rows, extraHeader, extra, isMasked, heat) {
+  const scale = heat ? heatScale(rows) : 1, compact = heat && rows.length > WORKBENCH_NUMBERS_MAX;
   let html = `<div class="step"><h4>${title} <span class="shape">${shape}</span></h4>` +
-      `<table id="${id}" class="matrix">`;
+      (heat ? `<p class="scale">colour: blue +, red −, full at |x| = ${fmt(scale, 4)}` +
+              `${compact ? '; hover a cell for its value' : ''}</p>` : '') +
+      `<table id="${id}" class="matrix${heat ? ' heat-cells' : ''}${compact ? ' compact' : ''}">`;
   if (extraHeader) html += `<tr>${rows[0].map(() => '<th></th>').join('')}<th>${extraHeader}</th></tr>`;
   rows.forEach((row, i) => {
     // The engine writes -inf as null, and an overflow to +inf or a NaN as a string.
-    const cell = (x, j) => x === null ? (isMasked && isMasked(i, j) ? '<td class="masked">−∞</td>' : '<td>−∞</td>')
-        : x === 'inf' ? '<td>+∞</td>' : x === 'nan' ? '<td>NaN</td>' : `<td>${fmt(x)}</td>`;
+    const cell = (x, j) => {
+      if (x === null && isMasked && isMasked(i, j)) return `<td class="masked" title="masked: −∞">${compact ? '' : '−∞'}</td>`;
+      if (typeof x !== 'number') {
+        const text = x === null ? '−∞' : x === 'inf' ? '+∞' : 'NaN';
+        return `<td title="${text}">${compact ? '' : text}</td>`;
+      }
+      if (!heat) return `<td>${fmt(x)}</td>`;
+      const dark = Math.abs(x) / scale > 0.55 ? ' class="dark"' : '';
+      return `<td${dark} title="${hoverValue(x)}" data-w="${x}" style="background: ${heatColor(x, scale)}">` +
+          `${compact ? '' : fmt(x)}</td>`;
+    };
     html += '<tr>' + row.map(cell).join('');
     if (extra) html += `<td class="sum">${fmt(extra[i])}</td>`;
     html += '</tr>';
@@ -126,7 +163,7 @@ function runWorkbench() {
   const request = {
     Q: $('wb-Q').value, K: $('wb-K').value, V: $('wb-V').value,
     scale: $('wb-scale').checked, causal: $('wb-causal').checked,
-    softmax_by: $('wb-softmax').value,
+    softmax_by: $('wb-softmax').value, heads: +$('wb-heads').value,
   };
   let r;
   try {
@@ -138,32 +175,67 @@ function runWorkbench() {
     lastWorkbench = null;
     $('wb-steps').innerHTML = '';
     $('wb-warning').textContent = '';
+    followPreset(null);
     return;
   }
   showError('wb-error', null);
   lastWorkbench = r;
-  const T = r.T, dk = r.d_k, dv = r.d_v;
-  const sName = request.scale ? `S = QKᵀ / √d<sub>k</sub> (√${dk})` : 'S = QKᵀ (not scaled)';
-  const maskName = request.causal ? 'mask: −∞ above the diagonal' : 'no mask';
-  const aName = request.softmax_by === 'row' ? 'A = softmax over each row' : 'A = softmax over each column';
-  let html = matrixTable('wb-S', sName, `(${T}, ${T})`, r.scores) +
-      matrixTable('wb-mask', maskName, `(${T}, ${T})`, r.masked, null, null,
-                  (i, j) => request.causal && j > i) +
-      matrixTable('wb-A', aName, `(${T}, ${T})`, r.weights, 'row sum', r.row_sums);
+  followPreset(r);
+  const T = r.T, dv = r.d_v;
   const predicting = $('wb-predict').checked && !revealed;
-  html += predicting ? `<div class="step"><h4>Z = AV <span class="shape">(${T}, ${dv})</span></h4>` +
-      '<p>hidden until you check your prediction</p></div>'
-                     : matrixTable('wb-Z', 'Z = AV', `(${T}, ${dv})`, r.out);
+  const hiddenZ = (title, shape) => `<div class="step"><h4>${title} <span class="shape">${shape}</span></h4>` +
+      '<p>hidden until you check your prediction</p></div>';
+  // One head's steps, S, the mask, A and Z; `suffix` tells the heads' tables apart ('' for one).
+  const steps = (h, suffix) => {
+    const sName = request.scale ? `S = QKᵀ / √d<sub>k</sub> (√${h.d_k})` : 'S = QKᵀ (not scaled)';
+    const maskName = request.causal ? 'mask: −∞ above the diagonal' : 'no mask';
+    const aName = request.softmax_by === 'row' ? 'A = softmax over each row' : 'A = softmax over each column';
+    const zName = suffix ? 'Z = AV of this head' : 'Z = AV';
+    return matrixTable('wb-S' + suffix, sName, `(${T}, ${T})`, h.scores, null, null, null, true) +
+        matrixTable('wb-mask' + suffix, maskName, `(${T}, ${T})`, h.masked, null, null,
+                    (i, j) => request.causal && j > i, true) +
+        matrixTable('wb-A' + suffix, aName, `(${T}, ${T})`, h.weights, 'row sum', h.row_sums, null, true) +
+        (predicting ? hiddenZ(zName, `(${T}, ${h.d_v})`) : matrixTable('wb-Z' + suffix, zName, `(${T}, ${h.d_v})`, h.out));
+  };
+  let html;
+  if (!r.heads) {
+    html = steps(r, '');
+  } else {
+    // split → attend per head → concat: each head's columns of Q, K and V, its steps, then Z.
+    const cols = (n, h, what) => n === 1 ? `${what} column ${h * n}` : `${what} columns ${h * n}–${h * n + n - 1}`;
+    html = r.heads.map((h, i) => `<div class="head" id="wb-head-${i}"><h3>Head ${i + 1} of ${r.heads.length}: ` +
+        `${cols(h.d_k, i, 'Q and K')}, ${cols(h.d_v, i, 'V')}</h3><div class="steps">` +
+        matrixTable(`wb-Q-h${i}`, 'Q of this head', `(${T}, ${h.d_k})`, h.Q) +
+        matrixTable(`wb-K-h${i}`, 'K of this head', `(${T}, ${h.d_k})`, h.K) +
+        matrixTable(`wb-V-h${i}`, 'V of this head', `(${T}, ${h.d_v})`, h.V) +
+        steps(h, `-h${i}`) + '</div></div>').join('');
+    const zName = 'Z = concat of the heads’ Z';
+    html += '<div class="head"><h3>Concat</h3><div class="steps">' +
+        (predicting ? hiddenZ(zName, `(${T}, ${dv})`) : matrixTable('wb-Z', zName, `(${T}, ${dv})`, r.out)) +
+        '</div></div>';
+  }
   $('wb-steps').innerHTML = html;
   const warnings = [];
-  if (r.row_sums.some((s) => Math.abs(s - 1) > 1e-9))
-    warnings.push('The rows of A no longer sum to 1 (row sums ' + r.row_sums.map((s) => fmt(s, 4)).join(', ') +
+  const rowSums = (r.heads || [r]).flatMap((h) => h.row_sums);
+  if (rowSums.some((s) => Math.abs(s - 1) > 1e-9))
+    warnings.push('The rows of A no longer sum to 1 (row sums ' + rowSums.map((s) => fmt(s, 4)).join(', ') +
                   '): each output is no longer a weighted average of the rows of V.');
   if (r.out_outside_range_of_V.length > 0 && !predicting)
     warnings.push('Z leaves the range of V: ' + r.out_outside_range_of_V.map(
         (o) => `Z[${o.t}, ${o.c}] = ${fmt(o.z, 4)} is outside [${fmt(o.min, 4)}, ${fmt(o.max, 4)}]`).join('; ') + '.');
   $('wb-warning').textContent = warnings.join(' ');
   $('wb-predict-what').textContent = `Z[${T - 1}, 0]`;
+}
+
+// The preset menu follows the boxes: it names the preset whose Q, K and V the engine read from
+// them (its parse, so that "1;2" and "1; 2" are the same matrix), or "custom" when none: a menu
+// that kept saying "the lecture's 2 tokens" over other numbers would mislabel them. `r` is the
+// engine's answer, null when it refused the boxes.
+let presetMatrices = [];  // [name, JSON of the engine's Q, K and V] per preset
+function followPreset(r) {
+  const read = r && JSON.stringify([r.Q, r.K, r.V]);
+  const match = presetMatrices.find(([, m]) => m === read);
+  $('wb-preset').value = match ? match[0] : 'custom';
 }
 
 let revealed = false;
@@ -174,21 +246,33 @@ function workbenchChanged() {
 }
 
 function setupWorkbench() {
-  // The presets come from the engine (attograd_api.cc's workbench_presets).
+  // The presets come from the engine (attograd_api.cc's workbench_presets), each read once by the
+  // engine for followPreset.
   const presets = engine.info().workbench_presets;
-  $('wb-preset').innerHTML = presets.map((p) => `<option value="${p.name}">${p.title}</option>`).join('');
+  $('wb-preset').innerHTML = presets.map((p) => `<option value="${p.name}">${esc(p.title)}</option>`).join('') +
+      '<option value="custom">custom: your own Q, K and V</option>';
+  presetMatrices = presets.map((p) => {
+    const r = engine.attention({Q: p.Q, K: p.K, V: p.V});
+    return [p.name, JSON.stringify([r.Q, r.K, r.V])];
+  });
   $('wb-preset').addEventListener('change', () => {
     const p = presets.find((x) => x.name === $('wb-preset').value);
+    if (!p) return;  // "custom": the boxes stay as they are
     $('wb-Q').value = p.Q;
     $('wb-K').value = p.K;
     $('wb-V').value = p.V;
+    $('wb-heads').value = String(p.heads || 1);
     workbenchChanged();
   });
   for (const id of ['wb-Q', 'wb-K', 'wb-V']) $(id).addEventListener('input', workbenchChanged);
-  for (const id of ['wb-scale', 'wb-causal', 'wb-softmax']) $(id).addEventListener('change', workbenchChanged);
+  for (const id of ['wb-scale', 'wb-causal', 'wb-softmax', 'wb-heads']) $(id).addEventListener('change', workbenchChanged);
   $('wb-predict').addEventListener('change', () => {
     $('wb-predict-box').hidden = !$('wb-predict').checked;
     workbenchChanged();
+  });
+  // Enter in the guess box checks it, as the Check button does.
+  $('wb-guess').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') $('wb-check').click();
   });
   $('wb-check').addEventListener('click', () => {
     if (!lastWorkbench) {
@@ -220,17 +304,14 @@ function setupWorkbench() {
 }
 
 // ---- Part 2: positions ------------------------------------------------------------------------
-// A (rows, cols) matrix as crisp coloured cells: blue for positive, red for negative, the
-// strength |x| / scale; each cell's value in its title (hover) and data-w.
+// A (rows, cols) matrix as crisp coloured cells (heatColor); each cell's value in its title
+// (hover, rounded) and in full in data-w.
 function heatTable(id, rows, scale, rowLabel, colLabel) {
   let html = `<table id="${id}" class="heat"><tr><th></th>` +
       rows[0].map((_, c) => `<th>${colLabel(c)}</th>`).join('') + '</tr>';
   rows.forEach((row, r) => {
-    html += `<tr><th>${rowLabel(r)}</th>` + row.map((x) => {
-      const a = Math.min(1, Math.abs(x) / scale).toFixed(3);
-      const color = x >= 0 ? `rgba(48, 96, 192, ${a})` : `rgba(192, 48, 64, ${a})`;
-      return `<td title="${x}" data-w="${x}" style="background: ${color}"></td>`;
-    }).join('') + '</tr>';
+    html += `<tr><th>${rowLabel(r)}</th>` + row.map((x) =>
+      `<td title="${hoverValue(x)}" data-w="${x}" style="background: ${heatColor(x, scale)}"></td>`).join('') + '</tr>';
   });
   return html + '</table>';
 }
@@ -1176,7 +1257,7 @@ function setupLookInside() {
           const a = marks.get(`${l},${h},${q}`);
           html += `<tr><th>${esc(label(r.tokens[q]))}</th>` + row.map((w, k) => {
             const most = a && k === a.most_attended, change = a && k === a.largest_change;
-            let title = String(w), cls = '', data = '', dot = '';
+            let title = hoverValue(w), cls = '', data = '', dot = '';
             if (most) {
               title += `\nmost-attended key of query ${q}: weight ${a.weight.toFixed(4)}`;
               cls += ' most';

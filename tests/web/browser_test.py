@@ -11,9 +11,18 @@ read the page's DOM as a student would see it:
     asks for a guess (refusing "19.8abc") and reveals the number only after one, a ragged Q shows
     a message and the page recovers, rows typed on separate lines are rows, a trailing ';' or ','
     ends a row, and matrices beyond 64 rows or columns are refused before the engine runs;
+  - the workbench's heat view: each cell of S, the masked scores and A coloured by its value's sign
+    with strength |x| / the matrix's largest |x| (the largest weight the most saturated), the
+    mask's −∞ cells hatched; hover titles of 6 significant digits; at T = 64 colours only, each
+    table narrower than the page; at a 360-px-wide window the Q, K and V boxes fit and the page
+    does not scroll sideways; the preset menu says "custom" for an edited Q and the preset's name
+    when the boxes hold its matrices again (however written); the engine's averaging preset gives
+    Z the running means of V; two heads give Z = concat of each head's attention on its half of
+    the columns (computed here), one head the usual output, the two-heads preset each head's
+    pattern, and a d_k of 1 refuses two heads with the reason; Enter in the guess box checks it;
   - the JS API refuses a temperature of Infinity, NaN or -Infinity, naming it;
   - positions: the sinusoidal table is drawn (a T out of range or an odd n_embd clears it and
-    says why), the RoPE dial's score depends only on m - n and an overflowing one is refused
+    says why), the RoPE score depends only on m - n and an overflowing one is refused
     (never shown as -inf), and with positions off "dog bites man"
     reordered gives the same mean (with them, it differs);
   - gradient checks of softmax pass;
@@ -80,6 +89,7 @@ import zlib
 
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from browser_tools import check, failures, passed, serve, start_browser
@@ -523,10 +533,198 @@ def check_divergence_and_plateau(driver, wait, text):
           "femto's plateau at the unigram is explained: %r" % plateau[:160])
 
 
+def cells(driver, table_id):
+    """The cells of a workbench table, row by row: text, title, class, value (data-w, absent for
+    a masked or non-finite cell) and the colour the browser drew (r, g, b, alpha)."""
+    return driver.execute_script("""
+        const table = document.getElementById(arguments[0]);
+        if (!table) return null;
+        return [...table.querySelectorAll('tr')].map((tr) => [...tr.querySelectorAll('td:not(.sum)')].map((td) => {
+          const c = getComputedStyle(td).backgroundColor.match(/[0-9.]+/g).map(Number);
+          return {text: td.textContent, title: td.title, cls: td.className,
+                  w: td.dataset.w === undefined ? null : Number(td.dataset.w),
+                  rgba: c.length === 3 ? [...c, 1] : c,
+                  image: getComputedStyle(td).backgroundImage};
+        })).filter((row) => row.length > 0);""", table_id)
+
+
+def select_preset(driver, name):
+    Select(driver.find_element(By.ID, "wb-preset")).select_by_value(name)
+
+
+def workbench_z(driver):
+    return [[float(td["text"]) for td in row] for row in cells(driver, "wb-Z")]
+
+
+def causal_attention(Q, K, V):
+    """Scaled causal softmax attention written out here, the test's own oracle for the page's
+    numbers (Q, K (T, d_k) and V (T, d_v) as lists of rows)."""
+    d_k = len(Q[0])
+    out = []
+    for t, q in enumerate(Q):
+        s = [sum(a * b for a, b in zip(q, K[j])) / math.sqrt(d_k) for j in range(t + 1)]
+        e = [math.exp(x - max(s)) for x in s]
+        out.append([sum(e[j] * V[j][c] for j in range(t + 1)) / sum(e) for c in range(len(V[0]))])
+    return out
+
+
+def columns(M, lo, hi):
+    return [row[lo:hi] for row in M]
+
+
+def check_workbench_heat(driver, text):
+    """S, the masked scores and A are drawn as heat cells: each cell's colour is blue for a positive
+    value and red for a negative one, its alpha |x| / the matrix's largest |x| (so the largest weight
+    is the most saturated), the mask's −∞ cells hatched grey; hover titles are rounded; at T = 64
+    the tables are colours only (numbers on hover) and fit the page."""
+    select_preset(driver, "two_heads")  # Q and K with negative products: red cells too
+    Select(driver.find_element(By.ID, "wb-heads")).select_by_value("1")
+    for table in ("wb-S", "wb-mask", "wb-A"):
+        rows = cells(driver, table)
+        values = [c["w"] for row in rows for c in row if c["w"] is not None]
+        scale = max(abs(w) for w in values)
+        problems = []
+        for i, row in enumerate(rows):
+            for j, c in enumerate(row):
+                if c["w"] is None:
+                    continue
+                blue = c["rgba"][:3] == [48, 96, 192]
+                if abs(c["rgba"][3] - abs(c["w"]) / scale) > 2e-3 or blue != (c["w"] >= 0):
+                    problems.append((i, j, c["w"], c["rgba"]))
+        strongest = max((c for row in rows for c in row if c["w"] is not None), key=lambda c: c["rgba"][3])
+        check(problems == [] and strongest["w"] == max(values, key=abs) and any(w < 0 for w in values) == (table != "wb-A"),
+              "%s: each cell's colour is its value's sign and |x| / %.4f, the largest |x| the most saturated "
+              "(%s)" % (table, scale, problems[:3]))
+        titles = [c["title"] for row in rows for c in row if c["w"] is not None]
+        check(all(re.fullmatch(r"-?[0-9.]+(e-?[0-9]+)?", t) and len(re.sub(r"e.*|[-.]|^0\.0*", "", t)) <= 6
+                  and abs(float(t) - w) <= 1e-5 * abs(w) for t, w in zip(titles, values)),
+              "%s's hover titles are its values to 6 significant digits: %s" % (table, titles[:4]))
+    masked = cells(driver, "wb-mask")
+    spots = [(i, j) for i, row in enumerate(masked) for j, c in enumerate(row) if "masked" in c["cls"]]
+    check(spots == [(i, j) for i in range(3) for j in range(3) if j > i] and
+          all(masked[i][j]["text"] == "\u2212\u221e" and "repeating-linear-gradient" in masked[i][j]["image"]
+              for i, j in spots),
+          "the mask's −∞ cells, and only they, are hatched: %s" % spots)
+    a = cells(driver, "wb-A")
+    check(all("dark" in c["cls"] for row in a for c in row if c["w"] is not None and c["w"] > 0.9),
+          "a weight near 1 is written in white on its strong blue")
+    # T = 64: colours only, each number on hover, and the (64, 64) tables fit the page's width.
+    rows = "; ".join("%d, %d" % (i % 7 - 3, (i * 3) % 5 - 2) for i in range(64))
+    set_box(driver, "wb-Q", rows)
+    set_box(driver, "wb-K", rows)
+    set_box(driver, "wb-V", rows)
+    big = driver.execute_script("""
+        return ['wb-S', 'wb-mask', 'wb-A'].map((id) => {
+          const t = document.getElementById(id);
+          return {id, compact: t.classList.contains('compact'), width: t.getBoundingClientRect().width,
+                  rows: t.querySelectorAll('tr').length, texts: [...t.querySelectorAll('td:not(.sum)')]
+                      .filter((td) => td.textContent !== '').length,
+                  titled: [...t.querySelectorAll('td:not(.sum)')].every((td) => td.title !== '')};
+        });""")
+    page = driver.execute_script("return document.getElementById('part1').clientWidth;")
+    check(all(b["compact"] and b["texts"] == 0 and b["titled"] and b["width"] < page and b["rows"] >= 64
+              for b in big),
+          "at T = 64, S, the mask and A are colours with their numbers on hover, each narrower than the "
+          "page (%d px): %s" % (page, [(b["id"], round(b["width"])) for b in big]))
+
+
+def check_phone_workbench(driver):
+    """At a 360-pixel-wide window the Q, K and V boxes fit and the page does not scroll sideways,
+    even with the workbench's (64, 64) tables drawn (each scrolls inside its own box)."""
+    driver.set_window_size(360, 800)
+    time.sleep(0.5)
+    fit = driver.execute_script("""
+        const e = document.documentElement;
+        return {scroll: e.scrollWidth, client: e.clientWidth,
+                boxes: ['wb-Q', 'wb-K', 'wb-V'].map((id) => document.getElementById(id).getBoundingClientRect().right)};""")
+    driver.set_window_size(1200, 2400)
+    time.sleep(0.5)
+    check(fit["client"] <= 360 and fit["scroll"] <= fit["client"] and max(fit["boxes"]) <= fit["client"],
+          "at 360 px wide the Q, K and V boxes fit and the page does not scroll sideways: %s" % fit)
+
+
+def check_presets_follow(driver, text):
+    """The preset menu names the preset whose Q, K and V the boxes hold (as the engine reads them),
+    or "custom"; the averaging preset's Z is the running mean of V."""
+    value = lambda: driver.find_element(By.ID, "wb-preset").get_attribute("value")
+    select_preset(driver, "t3")
+    set_box(driver, "wb-Q", "1, 0; 0, 1; 1, 2")
+    check(value() == "custom", "an edited Q that matches no preset shows 'custom': %r" % value())
+    set_box(driver, "wb-Q", "1,0\n0,1\n1,1")
+    check(value() == "t3", "edited back (written differently), the menu names the preset again: %r" % value())
+    for box, matrix in (("wb-Q", "1;2"), ("wb-K", "1\n3"), ("wb-V", "10; 20;")):
+        set_box(driver, box, matrix)
+    check(value() == "lecture", "Q, K and V typed as the lecture's: the menu says 'lecture': %r" % value())
+    set_box(driver, "wb-V", "10; 2x")
+    check(value() == "custom" and text("wb-error") != "", "a V the engine refuses is 'custom': %r" % value())
+
+    names = [p["name"] for p in driver.execute_script("return window.page.engine.info().workbench_presets;")]
+    select_preset(driver, "average")
+    V = [[1, 10], [2, 20], [3, 30]]
+    means = [[sum(V[j][c] for j in range(t + 1)) / (t + 1) for c in range(2)] for t in range(3)]
+    z = workbench_z(driver)
+    a = [[c["w"] for c in row] for row in cells(driver, "wb-A")]
+    check("average" in names and [[round(x, 6) for x in row] for row in z] == means and
+          all(abs(w - 1 / (t + 1)) < 1e-15 for t, row in enumerate(a) for w in row[:t + 1]),
+          "the engine's averaging preset: A is uniform over the visible keys and Z = %s, the running "
+          "means of V's rows %s" % (z, means))
+
+
+def check_heads(driver, text):
+    """Two heads: each attends with its half of Q's and K's columns (and of V's), and Z is their
+    outputs side by side; one head is the workbench's usual output."""
+    heads = Select(driver.find_element(By.ID, "wb-heads"))
+    select_preset(driver, "t3")
+    Q = K = [[1, 0], [0, 1], [1, 1]]
+    V = [[1, 2], [3, 4], [5, 6]]
+    one = workbench_z(driver)
+    check(driver.find_elements(By.ID, "wb-head-0") == [] and
+          all(abs(x - y) < 1e-6 for r, s in zip(one, causal_attention(Q, K, V)) for x, y in zip(r, s)),
+          "one head: the usual steps, Z = %s" % one)
+    same = driver.execute_script("""
+        const e = window.page.engine, r = {Q: '1, 0; 0, 1; 1, 1', K: '1, 0; 0, 1; 1, 1', V: '1, 2; 3, 4; 5, 6'};
+        return JSON.stringify(e.attention(r)) === JSON.stringify(e.attention({...r, heads: 1}));""")
+    check(same, "the engine's answer with heads 1 is its answer without the field")
+    heads.select_by_value("2")
+    want = [a + b for a, b in zip(causal_attention(columns(Q, 0, 1), columns(K, 0, 1), columns(V, 0, 1)),
+                                  causal_attention(columns(Q, 1, 2), columns(K, 1, 2), columns(V, 1, 2)))]
+    z = workbench_z(driver)
+    per_head = [[[float(c["text"]) for c in row] for row in cells(driver, "wb-Z-h%d" % h)] for h in (0, 1)]
+    split = [[float(c["text"]) for c in row] for row in cells(driver, "wb-Q-h1")]
+    check(all(abs(x - y) < 1e-6 for r, s in zip(z, want) for x, y in zip(r, s)) and len(z[0]) == 2 and
+          [a + b for a, b in zip(*per_head)] == z and split == columns(Q, 1, 2) and
+          len(driver.find_elements(By.CSS_SELECTOR, "#wb-head-1 #wb-A-h1")) == 1,
+          "two heads: head 2 takes Q's column 1, and Z = concat(Z_1, Z_2) = %s (computed here: %s)" % (z, want))
+    select_preset(driver, "two_heads")
+    z = workbench_z(driver)
+    check(heads.first_selected_option.get_attribute("value") == "2" and
+          all(abs(x - y) < 1e-6 for r, s in zip(z, [[1, 10], [1, 20], [1, 30]]) for x, y in zip(r, s)),
+          "the two-heads preset: head 1 copies token 0's value, head 2 each token's own: Z = %s" % z)
+    select_preset(driver, "lecture")
+    check(heads.first_selected_option.get_attribute("value") == "1" and workbench_z(driver) == [[10], [19.820138]],
+          "a one-head preset sets heads back to 1")
+    heads.select_by_value("2")
+    check(text("wb-error").startswith("heads is 2, but d_k = 1 and d_v = 1 do not both split into 2 equal parts"),
+          "two heads of a d_k of 1 are refused with the reason: %r" % text("wb-error"))
+    heads.select_by_value("1")
+
+
+def check_guess_enter(driver, text):
+    """Enter in the guess box checks the guess, as the Check button does."""
+    select_preset(driver, "lecture")
+    driver.find_element(By.ID, "wb-predict").click()
+    hidden = driver.find_elements(By.CSS_SELECTOR, "#wb-Z td") == []
+    driver.find_element(By.ID, "wb-guess").clear()
+    driver.find_element(By.ID, "wb-guess").send_keys("19.8" + Keys.ENTER)
+    check(hidden and "it is 19.820138" in text("wb-verdict") and
+          [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")] == ["10", "19.820138"],
+          "Enter in the guess box checks it and reveals Z: %r" % text("wb-verdict"))
+    driver.find_element(By.ID, "wb-predict").click()
+
+
 def check_phone_width(driver):
     """On a phone (390 CSS pixels wide, emulated) part 3 fits the width: its boxes, its two
-    selects with long option texts and the chart (part 1's three boxes side by side do not yet,
-    issue 34's item 3)."""
+    selects with long option texts and the chart (part 1's boxes: check_phone_workbench)."""
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": 390, "height": 2400, "deviceScaleFactor": 3, "mobile": True})
     time.sleep(0.5)
@@ -678,6 +876,12 @@ def main():
         Select(driver.find_element(By.ID, "wb-preset")).select_by_value("lecture")
         z = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#wb-Z td")]
         check(text("wb-error") == "" and z == ["10", "19.820138"], "the preset works again after the limit")
+        check_workbench_heat(driver, text)
+        check_phone_workbench(driver)
+        check_presets_follow(driver, text)
+        check_heads(driver, text)
+        check_guess_enter(driver, text)
+        select_preset(driver, "lecture")
 
         # Part 2: positions.
         cells = driver.find_elements(By.CSS_SELECTOR, "#pe-table td")
