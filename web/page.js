@@ -336,6 +336,30 @@ function drawPositions() {
   }
 }
 
+// RoPE as dials, one per channel pair i: a mark at the angle m·θ_i by which q is turned, one at
+// n·θ_i for k, and the arc between them, (m − n)·θ_i, the only angle the score sees. The angles
+// are the engine's (its rope answer's "pairs"); this only places them on circles (counter-
+// clockwise from 3 o'clock, as angles are drawn in maths).
+function ropeDials(pairs, m, n) {
+  const R = 40, at = (a, r = R) => [(r * Math.cos(a)).toFixed(3), (-r * Math.sin(a)).toFixed(3)];
+  const rad = (a) => fmt(a, 4) + ' rad';
+  return pairs.map((p, i) => {
+    const [mx, my] = at(p.angle_m), [nx, ny] = at(p.angle_n);
+    // The arc from n's mark counter-clockwise to m's: (m − n)·θ_i, turned into [0, 2π).
+    const [ax, ay] = at(p.angle_n, R * 0.6), [bx, by] = at(p.angle_n + p.angle_difference, R * 0.6);
+    const arc = `M ${ax} ${ay} A ${R * 0.6} ${R * 0.6} 0 ${p.angle_difference > Math.PI ? 1 : 0} 0 ${bx} ${by}`;
+    const [lmx, lmy] = at(p.angle_m, R + 9), [lnx, lny] = at(p.angle_n, R + 9);
+    return `<figure class="dial" id="rope-dial-${i}"><svg width="110" height="110" viewBox="-55 -55 110 110" ` +
+        `role="img" aria-label="pair ${i}: m·θ = ${rad(p.angle_m)}, n·θ = ${rad(p.angle_n)}">` +
+        `<circle r="${R}" class="rim"/><path class="arc" d="${arc}"/>` +
+        `<line class="mark-m" x1="0" y1="0" x2="${mx}" y2="${my}"/>` +
+        `<line class="mark-n" x1="0" y1="0" x2="${nx}" y2="${ny}"/>` +
+        `<text x="${lmx}" y="${lmy}" class="label-m">m</text><text x="${lnx}" y="${lny}" class="label-n">n</text>` +
+        `</svg><figcaption>pair ${i}, θ = ${fmt(p.theta, 4)}:<br>${m}·θ ≡ ${rad(p.angle_m)}<br>` +
+        `${n}·θ ≡ ${rad(p.angle_n)}<br>(${m} − ${n})·θ ≡ ${rad(p.angle_difference)}</figcaption></figure>`;
+  }).join('');
+}
+
 let ropeGrid = [];  // [m, n, score] of the last table, for the tests
 function drawRope() {
   showError('rope-error', null);
@@ -348,6 +372,7 @@ function drawRope() {
         `k at n = ${$('rope-n').value}: [${r.k_rotated.map((x) => fmt(x, 4)).join(', ')}]; ` +
         `score q·k = ${fmt(r.score, 6)} (without RoPE ${fmt(r.score_without_rope, 6)}), m − n = ` +
         `${$('rope-m').value - $('rope-n').value}.`;
+    $('rope-dial').innerHTML = ropeDials(r.pairs, +$('rope-m').value, +$('rope-n').value);
     const N = 8, rows = [];
     ropeGrid = [];
     for (let m = 0; m < N; ++m) {
@@ -364,6 +389,7 @@ function drawRope() {
   } catch (e) {
     showError('rope-error', e);
     $('rope-result').textContent = '';
+    $('rope-dial').innerHTML = '';
     $('rope-map').innerHTML = '';
   }
 }

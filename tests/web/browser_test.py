@@ -23,7 +23,8 @@ read the page's DOM as a student would see it:
   - the JS API refuses a temperature of Infinity, NaN or -Infinity, naming it;
   - positions: the sinusoidal table is drawn (a T out of range or an odd n_embd clears it and
     says why), the RoPE score depends only on m - n and an overflowing one is refused
-    (never shown as -inf), and with positions off "dog bites man"
+    (never shown as -inf), the RoPE dials mark m·θ_i and n·θ_i (θ_i = 10000^(-2i/d), the
+    engine's) and follow m and n, and with positions off "dog bites man"
     reordered gives the same mean (with them, it differs);
   - gradient checks of softmax pass;
   - a file with a byte order mark and CRLF line ends gives its LF text's model line (as
@@ -722,6 +723,34 @@ def check_guess_enter(driver, text):
     driver.find_element(By.ID, "wb-predict").click()
 
 
+def check_rope_dial(driver, text):
+    """RoPE's dials: per channel pair i, the marks of q's and k's angles point at m·θ_i and n·θ_i
+    (mod 2π), θ_i = 10000^(−2i/d) as the engine's rope answer gives it, and follow m and n."""
+    for m, n in ((5, 2), (9, 14)):
+        set_box(driver, "rope-m", m)
+        set_box(driver, "rope-n", n)
+        q, k = (driver.find_element(By.ID, i).get_attribute("value") for i in ("rope-q", "rope-k"))
+        pairs = driver.execute_script("return window.page.engine.rope(arguments[0], arguments[1], "
+                                      "arguments[2], arguments[3]).pairs;", q, k, m, n)
+        marks = driver.execute_script("""
+            return [...document.querySelectorAll('#rope-dial svg')].map((svg) => ['m', 'n'].map((w) => {
+              const line = svg.querySelector('.mark-' + w);
+              return Math.atan2(-line.getAttribute('y2'), +line.getAttribute('x2'));
+            }));""")
+        d = 2 * len(pairs)
+        turn = lambda a: a % (2 * math.pi)
+        apart = lambda a, b: min(abs(turn(a) - turn(b)), 2 * math.pi - abs(turn(a) - turn(b)))
+        problems = [(i, am, an) for i, ((am, an), p) in enumerate(zip(marks, pairs))
+                    if abs(p["theta"] - 10000 ** (-2 * i / d)) > 1e-12
+                    or apart(am, m * p["theta"]) > 1e-3 or apart(an, n * p["theta"]) > 1e-3]
+        check(len(marks) == d // 2 == 2 and problems == [] and
+              "(%d \u2212 %d)\u00b7\u03b8" % (m, n) in text("rope-dial"),
+              "the RoPE dials at m = %d, n = %d mark m·θ_i and n·θ_i of the engine's θ %s: %s"
+              % (m, n, [round(p["theta"], 6) for p in pairs], problems))
+    set_box(driver, "rope-m", 5)
+    set_box(driver, "rope-n", 2)
+
+
 def check_phone_width(driver):
     """On a phone (390 CSS pixels wide, emulated) part 3 fits the width: its boxes, its two
     selects with long option texts and the chart (part 1's boxes: check_phone_workbench)."""
@@ -933,6 +962,7 @@ def main():
         set_value("rope-k", old_k)
         check(text("rope-error") == "" and "score q\u00b7k = " in text("rope-result"),
               "the RoPE dial works again: %r" % text("rope-result"))
+        check_rope_dial(driver, text)
         shot("part2")
 
         # The JS API refuses numbers JSON cannot carry (they would become null, a default).
