@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpt/model/field_ranges.h"
+#include "gpt/model/language_model.h"
 
 namespace attograd::cli {
 
@@ -241,6 +242,18 @@ std::string config_rule_message(ConfigRule rule, const GPTConfig& c, const Confi
 }
 
 void throw_in_option_words(const std::exception& e, const ConfigOrigins& origins) {
+  // A field the model kind does not read, given in a config file: named by its key and file, and
+  // the fix is the file's ("--n-layer does not apply" sent the user looking for a flag never
+  // typed).
+  if (const auto* unused = dynamic_cast<const gpt::UnusedOverrideError*>(&e)) {
+    const ConfigOrigins::Origin origin = origins.of(unused->field());
+    if (origin.kind == Kind::file)
+      throw std::invalid_argument("model." + unused->field() + " of " + origin.where +
+                                  " does not apply to --model " +
+                                  gpt::model_kind_name(unused->kind()) + " (" + unused->why() +
+                                  "); remove the key from that file, or train --model gpt");
+    return;  // an option: the library's message names its flag
+  }
   if (const auto* broken = dynamic_cast<const gpt::ConfigRuleError*>(&e)) {
     for (const std::string& f : gpt::rule_fields(broken->rule(), broken->config())) {
       const Kind kind = origins.of(f).kind;

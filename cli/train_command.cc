@@ -61,9 +61,15 @@ void print_result(gpt::TrainingRun& run) {
 ConfigOrigins origins_of(const gpt::RunConfig& config) {
   const gpt::RunRequest& rq = config.request;
   ConfigOrigins origins(rq.config);
-  for (const auto& [row, file] : config.from_file)
-    if (row.rfind("model.", 0) == 0 && row != "model.preset") origins.in_file(row.substr(6), file);
-  if (rq.init_from) return origins.others_fixed("the --init-from file's");
+  const auto file_keys = [&] {
+    for (const auto& [row, file] : config.from_file)
+      if (row.rfind("model.", 0) == 0 && row != "model.preset")
+        origins.in_file(row.substr(6), file);
+  };
+  if (rq.init_from) {
+    file_keys();
+    return origins.others_fixed("the --init-from file's");
+  }
   origins.fixed("vocab_size", "the tokenizer's");
   // A bigram or average model's fields that its options cannot set (--n-layer does not apply to
   // it) are its own: never suggested as a fix.
@@ -72,6 +78,9 @@ ConfigOrigins origins_of(const gpt::RunConfig& config) {
       if (!gpt::reads_field(rq.model, f.name) || std::string(f.name) == "n_head")
         origins.fixed(f.name, "the " + std::string(gpt::model_kind_name(rq.model)) + " model's");
     });
+  // Last, so that a key the file gives is named as the file's even where the model kind does not
+  // read it (the refusal of that key says so).
+  file_keys();
   return origins;
 }
 

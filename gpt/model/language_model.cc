@@ -273,12 +273,19 @@ bool reads_field(ModelKind kind, const std::string& name) {
          std::find(row.reads.begin(), row.reads.end(), name) != row.reads.end();
 }
 
+UnusedOverrideError::UnusedOverrideError(std::string field, std::string flag, ModelKind kind,
+                                         std::string why)
+    : std::invalid_argument(flag + " does not apply to --model " + model_kind_name(kind) + " (" +
+                            why + "); drop it, or train --model gpt"),
+      field_(std::move(field)),
+      kind_(kind),
+      why_(std::move(why)) {}
+
 void refuse_unused_overrides(const ConfigOverrides& a, ModelKind kind) {
   const KindRow& row = row_of(kind);
   GPTConfig::for_each_field([&](const auto& f) {
     if (a.has(f.name) && !reads_field(kind, f.name))
-      throw std::invalid_argument(std::string(f.flag) + " does not apply to --model " + row.name +
-                                  " (" + row.unused_why + "); drop it, or train --model gpt");
+      throw UnusedOverrideError(f.name, f.flag, kind, row.unused_why);
   });
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,27 @@ int64_t num_parameters(ModelKind kind, const GPTConfig& config);
 /// AdamW are left out. Throws std::overflow_error as GPTConfig::num_parameters.
 double gpt_flops_per_token(const GPTConfig& c, int64_t T);
 
-/// Throws std::invalid_argument naming the first override the model of `kind` would ignore: a
+/// What refuse_unused_overrides throws: std::invalid_argument naming the override by its flag
+/// ("--n-layer does not apply to --model bigram (...); drop it, or train --model gpt"), carrying
+/// the field and its reason, so that a front end can name it as it was given (the CLI: a config
+/// file's key, with the file).
+class UnusedOverrideError : public std::invalid_argument {
+ public:
+  UnusedOverrideError(std::string field, std::string flag, ModelKind kind, std::string why);
+  /// The field's name in GPTConfig's table ("n_layer").
+  const std::string& field() const { return field_; }
+  /// The model kind that does not read it.
+  ModelKind kind() const { return kind_; }
+  /// Why that kind does not read it ("a table of next-token logits: ...").
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string field_;
+  ModelKind kind_;
+  std::string why_;
+};
+
+/// Throws UnusedOverrideError naming the first override the model of `kind` would ignore: a
 /// bigram reads only block_size (and the vocabulary); the average model also n_embd,
 /// pos_encoding and the bias; the GPT reads them all.
 void refuse_unused_overrides(const ConfigOverrides& overrides, ModelKind kind);

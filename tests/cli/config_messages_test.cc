@@ -93,6 +93,17 @@ BOOST_AUTO_TEST_CASE(train_names_its_options_the_tokenizer_and_the_config_file) 
                      "': pico's n_head 3 must divide n_embd (head_dim = n_embd / n_head); choose "
                      "an --n-embd that is a multiple of 3 (e.g. 1023 or 1026), or an --n-head "
                      "that divides 1024 (e.g. 2 or 4)");
+  // A key the model kind does not read is named as the file gives it, and the fix is the file's;
+  // the same field as an option keeps its flag.
+  const std::string layers = dir.file("layers.json", R"({"model": {"n_layer": 2}})");
+  expect_refused(train + "--model bigram --config " + layers,
+                 "model.n_layer of config file '" + layers +
+                     "' does not apply to --model bigram (a table of next-token logits: it reads "
+                     "only --block-size); remove the key from that file, or train --model gpt");
+  BOOST_TEST(!std::filesystem::exists(out));
+  expect_refused(train + "--model bigram --n-layer 2",
+                 "--n-layer does not apply to --model bigram (a table of next-token logits: it "
+                 "reads only --block-size); drop it, or train --model gpt");
   // The average model has one "head" of its own (no attention): not an option to suggest.
   expect_refused(train + "--model average --pos-encoding sinusoidal --n-embd 5",
                  "--n-embd 5 --pos-encoding sinusoidal: sinusoidal encodings pair sin and cos "
