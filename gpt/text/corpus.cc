@@ -24,10 +24,14 @@ namespace attograd::gpt {
 namespace fs = std::filesystem;
 namespace {
 
-// "<what> <path>" for a message, the path as one printable line: a name with a newline or an
-// escape sequence in it must not break the message or drive the terminal.
+// A path as a message shows it: one printable line, since a name with a newline or an escape
+// sequence in it (the cache's comes from ATTOGRAD_CACHE_DIR, XDG_CACHE_HOME or HOME) must not
+// break the message or drive the terminal. Every message of this file names its files so.
+std::string shown(const fs::path& path) { return nn::escape_controls(path.string()); }
+
+// "<what> <path>" for a message.
 std::string named_file(const std::string& what, const fs::path& path) {
-  return what + " " + nn::escape_controls(path.string());
+  return what + " " + shown(path);
 }
 
 // The verse range that spans the whole Bible; `bible` clamps nothing here, it is exact.
@@ -96,7 +100,7 @@ fs::path cache_dir_of(const CorpusOptions& options) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
-    throw std::runtime_error("cannot create the cache directory " + dir.string() + ": " +
+    throw std::runtime_error("cannot create the cache directory " + shown(dir) + ": " +
                              (ec ? ec.message() : std::string("exists and is not a directory")) +
                              "; set ATTOGRAD_CACHE_DIR to a writable directory");
   }
@@ -112,7 +116,7 @@ void note(const CorpusOptions& options, const std::string& message) {
 void remove_stale_temporaries(const fs::path& dir, const CorpusOptions& options) {
   for (const fs::path& stale :
        nn::remove_stale_temp_files(dir, {.targets = {kKjvCacheName, kShakespeareCacheName}}))
-    note(options, "removed " + stale.string() + ", left by an interrupted run");
+    note(options, "removed " + shown(stale) + ", left by an interrupted run");
 }
 
 // ----- kjv -------------------------------------------------------------------------------------
@@ -170,7 +174,7 @@ Corpus load_kjv(const CorpusOptions& options) {
   if (fs::exists(corpus.path, ec)) {
     corpus.text = read_text_file(corpus.path, "cached corpus", kCacheFix, options.max_bytes);
     check_text(corpus.text,
-               "cached corpus " + corpus.path.string() + " (delete it to extract the Bible again)");
+               "cached corpus " + shown(corpus.path) + " (delete it to extract the Bible again)");
     return corpus;
   }
   const fs::path program = find_program(options.bible_program);
@@ -181,10 +185,10 @@ Corpus load_kjv(const CorpusOptions& options) {
         options.bible_program + "' was found");
   }
   remove_stale_temporaries(dir, options);
-  note(options, "extracting the King James Bible with " + program.string() + " into " +
-                    corpus.path.string());
+  note(options,
+       "extracting the King James Bible with " + shown(program) + " into " + shown(corpus.path));
   corpus.text = clean_kjv(run_bible(program));
-  check_text(corpus.text, "the King James Bible extracted by " + program.string());
+  check_text(corpus.text, "the King James Bible extracted by " + shown(program));
   nn::write_file_atomically(corpus.path, corpus.text);
   corpus.fetched = true;
   return corpus;
@@ -216,13 +220,13 @@ Corpus load_shakespeare(const CorpusOptions& options) {
     // The cache was verified before it was written; checking again catches a file edited or
     // damaged since, which would otherwise silently change every result.
     corpus.text = read_text_file(corpus.path, "cached corpus", kCacheFix, options.max_bytes);
-    verify_shakespeare(corpus.text, "the cached " + corpus.path.string(),
+    verify_shakespeare(corpus.text, "the cached " + shown(corpus.path),
                        can_download() ? "delete it to download Tiny Shakespeare again"
                                       : "replace it with the file from " + corpus.origin);
     return corpus;
   }
   if (!can_download())
-    throw std::runtime_error("Tiny Shakespeare is not in the cache (" + corpus.path.string() +
+    throw std::runtime_error("Tiny Shakespeare is not in the cache (" + shown(corpus.path) +
                              ") and " + std::string(kNoDownloads) + "; or save " + corpus.origin +
                              " there yourself (its sha256 is checked), or pass a local file "
                              "path as the corpus");
@@ -238,7 +242,7 @@ Corpus load_shakespeare(const CorpusOptions& options) {
   verify_shakespeare(corpus.text, corpus.origin,
                      "the download is corrupt or the URL serves another file; nothing was cached");
   nn::write_file_atomically(corpus.path, corpus.text);
-  note(options, "cached Tiny Shakespeare at " + corpus.path.string());
+  note(options, "cached Tiny Shakespeare at " + shown(corpus.path));
   corpus.fetched = true;
   return corpus;
 }
@@ -342,12 +346,12 @@ std::string read_standard_input(const std::string& what, const std::string& fix,
 std::string Corpus::describe() const {
   std::string line = nn::escape_controls(name) + ": " + with_commas(text.size()) + " bytes";
   // Names as one printable line each (a file name may hold a newline or an escape byte).
-  const std::string shown = nn::escape_controls(path.string());
+  const std::string shown_path = shown(path);
   if (origin != path.string()) {
     line += (fetched ? ", fetched from " : ", from ") + nn::escape_controls(origin) +
-            ", cached at " + shown;
+            ", cached at " + shown_path;
   } else {
-    line += " from " + shown;
+    line += " from " + shown_path;
   }
   if (line_ends_normalized > 0) {
     line += ", " + with_commas(line_ends_normalized) +

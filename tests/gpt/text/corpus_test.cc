@@ -392,6 +392,12 @@ BOOST_AUTO_TEST_CASE(atomic_writes_replace_and_leave_no_temporary_file) {
   options.cache_dir = path / "sub";  // under a regular file
   expect_throw_with<std::runtime_error>([&] { load_corpus("kjv", options); },
                                         "cannot create the cache directory");
+  // Its name as one printable line, as every file a corpus message names: a cache directory
+  // comes from the environment (ATTOGRAD_CACHE_DIR, XDG_CACHE_HOME, HOME) and may hold anything.
+  options.cache_dir = path / "c\nd\x1b[31m";
+  expect_throw_with<std::runtime_error>(
+      [&] { load_corpus("kjv", options); },
+      "cannot create the cache directory " + (path / "c\\nd\\x1b[31m").string() + ": ");
 }
 
 // The example: a CRLF corpus made '\r' a token. CRLF and CR line ends become LF, the
