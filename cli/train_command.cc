@@ -81,7 +81,13 @@ ConfigOrigins origins_of(const gpt::RunConfig& config) {
   // Last, so that a key the file gives is named as the file's even where the model kind does not
   // read it (the refusal of that key says so).
   file_keys();
-  return origins;
+  // A size the fix suggests must also leave training room in this machine's memory (prepare_new's
+  // check), or following the message would meet that refusal next: the parameter limit's
+  // nearest sizes (20 billion parameters, 320 GB to train) fit no machine this runs on.
+  const gpt::ModelKind kind = rq.model;
+  return origins.accepting([kind](const gpt::GPTConfig& c) {
+    return gpt::fits_in_memory(gpt::num_parameters(kind, c), DType::f32, gpt::kTrainingCopies);
+  });
 }
 
 }  // namespace

@@ -363,7 +363,8 @@ void require_training_memory(const nn::SafetensorsFile& file, const std::string&
     check_config_against_tensors(info.kind, info.config, file, "its config");
     params = num_parameters(info.kind, info.config);
   }
-  require_memory(params, DType::f32, 4, "weights, gradients and AdamW's two moments", label);
+  require_memory(params, DType::f32, kTrainingCopies, "weights, gradients and AdamW's two moments",
+                 label);
 }
 
 std::unique_ptr<GPT> load_model(const nn::SafetensorsFile& file, DType dtype) {

@@ -57,13 +57,28 @@ bool decays(const Tensor& p) { return p.dim() >= 2; }
 
 }  // namespace
 
+namespace {
+
+// The bytes `copies` copies of `num_params` parameters in `dtype` take.
+size_t parameter_bytes(int64_t num_params, DType dtype, int copies) {
+  return checked_mul(
+      checked_mul(static_cast<size_t>(num_params), dtype_size(dtype), "parameter bytes"),
+      static_cast<size_t>(copies), "parameter bytes");
+}
+
+}  // namespace
+
+bool fits_in_memory(int64_t num_params, DType dtype, int copies) {
+  const size_t have = physical_memory_bytes();
+  return have == 0 || parameter_bytes(num_params, dtype, copies) <= have;
+}
+
 void require_memory(int64_t num_params, DType dtype, int copies, const std::string& what,
                     const std::string& label) {
+  if (fits_in_memory(num_params, dtype, copies)) return;
   const size_t have = physical_memory_bytes();
   const auto n = static_cast<size_t>(num_params);
-  const size_t need = checked_mul(checked_mul(n, dtype_size(dtype), "parameter bytes"),
-                                  static_cast<size_t>(copies), "parameter bytes");
-  if (have == 0 || need <= have) return;
+  const size_t need = parameter_bytes(num_params, dtype, copies);
   auto gb = [](size_t bytes) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);

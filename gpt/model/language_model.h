@@ -105,6 +105,14 @@ void check_config_before_vocab(const ConfigOverrides& overrides, ModelKind kind)
 void require_memory(int64_t num_params, DType dtype, int copies, const std::string& what,
                     const std::string& label);
 
+/// The copies of the parameters training holds (require_memory's `copies`): weights, gradients
+/// and AdamW's two moments.
+inline constexpr int kTrainingCopies = 4;
+
+/// Whether require_memory with these arguments passes (true where the memory is unknown), for a
+/// caller that suggests sizes: a fix must not lead to the next refusal.
+bool fits_in_memory(int64_t num_params, DType dtype, int copies);
+
 /// A target that adds no loss and no gradient (padding), nanoGPT's ignore_index: see
 /// cross_entropy in autograd/ops.h.
 constexpr int64_t kIgnoreTarget = -1;

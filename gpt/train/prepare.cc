@@ -14,7 +14,7 @@ Prepared prepare_new(const std::string& text, const ModelRecipe& recipe, int64_t
   std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(recipe.tokenizer, text);
   refuse_unused_overrides(recipe.config, recipe.kind);
   const GPTConfig config = build_config(recipe.config, tokenizer->vocab_size(), recipe.kind);
-  require_memory(num_parameters(recipe.kind, config), DType::f32, 4,
+  require_memory(num_parameters(recipe.kind, config), DType::f32, kTrainingCopies,
                  "weights, gradients and AdamW's two moments", "train");
   return prepare(text, make_model(recipe.kind, config, recipe.init_seed), std::move(tokenizer),
                  block_size, report);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "gpt/model/language_model.h"
 #include "tests/cli/cli_run.h"
 
 using namespace attograd::testing;
@@ -82,11 +83,33 @@ BOOST_AUTO_TEST_CASE(train_names_its_options_the_tokenizer_and_the_config_file) 
                  "choose an --n-embd that is a multiple of 3 (e.g. 1023 or 1026), or an --n-head "
                  "that divides 1024 (e.g. 2 or 4)");
   BOOST_TEST(!std::filesystem::exists(out));
-  expect_refused(train + "--preset nano --n-embd 32768",
-                 "--n-embd 32768: with the tokenizer's vocab_size 16 and nano's block_size 64 and "
-                 "n_layer 4, the model has 51543998464 parameters, more than the limit of "
-                 "20000000000; choose a smaller --n-embd (e.g. 20408), or a smaller --n-layer "
-                 "(e.g. 1)");
+  // The sizes train suggests must also leave training room in this machine's memory (info's
+  // 20408 at the limit would need 320 GB): the largest n_embd that fits, so the next multiple of
+  // nano's 4 heads does not, and no n_layer, since one layer of n_embd 32768 does not fit either.
+  const CliRun limit = run_cli(train + "--preset nano --n-embd 32768");
+  const std::string front =
+      "attograd: error: --n-embd 32768: with the tokenizer's vocab_size 16 and nano's block_size "
+      "64 and n_layer 4, the model has 51543998464 parameters, more than the limit of "
+      "20000000000; choose a smaller --n-embd (e.g. ";
+  BOOST_TEST_CONTEXT(limit.out) {
+    BOOST_TEST(limit.exit_code == 2);
+    const size_t at = limit.out.find(front);
+    BOOST_REQUIRE(at != std::string::npos);
+    const std::string rest = limit.out.substr(at + front.size());
+    BOOST_TEST(rest.find(")\n") == rest.find(')'));  // the message ends there: no --n-layer
+    const int64_t suggested = std::stoll(rest);
+    const auto fits = [](int64_t n_embd) {
+      attograd::gpt::GPTConfig c = attograd::gpt::preset("nano");
+      c.vocab_size = 16;
+      c.n_embd = n_embd;
+      return attograd::gpt::fits_in_memory(c.num_parameters(), attograd::DType::f32,
+                                           attograd::gpt::kTrainingCopies);
+    };
+    BOOST_TEST(suggested % 4 == 0);
+    BOOST_TEST(fits(suggested));
+    BOOST_TEST(!fits(suggested + 4));
+    BOOST_TEST(suggested < 20408);
+  }
   const std::string config = dir.file("run.json", R"({"model": {"n_embd": 1024}})");
   expect_refused(train + "--config " + config,
                  "model.n_embd 1024 of config file '" + config +
