@@ -227,6 +227,41 @@ BOOST_AUTO_TEST_CASE(the_workbench_takes_at_most_64_rows_and_columns) {
              "Q: row 1 has 65 numbers: at most 64 are read (d_k and d_v <= 64); remove columns");
 }
 
+// The workbench's heads: split -> attend -> concat. Each head's steps are those of a one-head
+// request on its own columns (scaled by its own sqrt(d_k / h)), and Z is their outputs side by
+// side; heads that do not split d_k and d_v evenly are refused with the fix.
+BOOST_AUTO_TEST_CASE(the_workbench_heads_are_one_head_requests_on_their_columns) {
+  const json two = call({{"cmd", "attention"},
+                         {"Q", "1, 0; 0, 1; 1, 1"},
+                         {"K", "1, 0; 0, 1; 1, 1"},
+                         {"V", "1, 2; 3, 4; 5, 6"},
+                         {"heads", 2}});
+  BOOST_REQUIRE_MESSAGE(two.contains("ok"), two.dump().substr(0, 200));
+  const json& heads = two["ok"]["heads"];
+  BOOST_REQUIRE(heads.size() == 2u);
+  const char* columns[2][3] = {{"1; 0; 1", "1; 0; 1", "1; 3; 5"},
+                               {"0; 1; 1", "0; 1; 1", "2; 4; 6"}};
+  for (size_t h = 0; h < 2; ++h) {
+    const json one = call(
+        {{"cmd", "attention"}, {"Q", columns[h][0]}, {"K", columns[h][1]}, {"V", columns[h][2]}});
+    BOOST_REQUIRE(one.contains("ok"));
+    BOOST_TEST(heads[h]["weights"] == one["ok"]["weights"]);
+    BOOST_TEST(heads[h]["out"] == one["ok"]["out"]);
+    for (size_t t = 0; t < 3; ++t)
+      BOOST_TEST(two["ok"]["out"][t][h].get<double>() == one["ok"]["out"][t][0].get<double>());
+  }
+  // Head 0's last query sees keys 1, 0, 1 (scores 1, 0, 1 over sqrt(1)): Z[2, 0] by hand.
+  const double e = std::exp(1.0), z = (1 * e + 3 * 1 + 5 * e) / (2 * e + 1);
+  BOOST_TEST(two["ok"]["out"][2][0].get<double>() == z, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(error_of(call({{"cmd", "attention"},
+                            {"Q", "1, 2, 3"},
+                            {"K", "1, 2, 3"},
+                            {"V", "1, 2"},
+                            {"heads", 2}})) ==
+             "heads is 2, but d_k = 3 and d_v = 2 do not both split into 2 equal parts: give Q, K "
+             "and V a multiple of 2 columns, or use fewer heads");
+}
+
 // attograd_api_native reads one request a line, each line bounded: a stream with no line break
 // grew one string until the machine ran out of memory. A NUL byte in a line is refused rather
 // than the text after it dropped.
