@@ -631,17 +631,28 @@ def check_workbench_heat(driver, text):
 
 def check_phone_workbench(driver):
     """At a 360-pixel-wide window the Q, K and V boxes fit and the page does not scroll sideways,
-    even with the workbench's (64, 64) tables drawn (each scrolls inside its own box)."""
-    driver.set_window_size(360, 800)
-    time.sleep(0.5)
-    fit = driver.execute_script("""
+    even with the workbench's (64, 64) tables drawn (each scrolls inside its own box), and with
+    two heads' tables side by side."""
+    measure = """
         const e = document.documentElement;
         return {scroll: e.scrollWidth, client: e.clientWidth,
-                boxes: ['wb-Q', 'wb-K', 'wb-V'].map((id) => document.getElementById(id).getBoundingClientRect().right)};""")
+                boxes: ['wb-Q', 'wb-K', 'wb-V'].map((id) => document.getElementById(id).getBoundingClientRect().right)};"""
+    driver.set_window_size(360, 800)
+    time.sleep(0.5)
+    fit = driver.execute_script(measure)
+    rows = "; ".join(["1, 2, 3, 4"] * 8)
+    for box in ("wb-Q", "wb-K", "wb-V"):
+        set_box(driver, box, rows)
+    Select(driver.find_element(By.ID, "wb-heads")).select_by_value("2")
+    time.sleep(0.3)
+    heads = driver.execute_script(measure)
+    Select(driver.find_element(By.ID, "wb-heads")).select_by_value("1")
     driver.set_window_size(1200, 2400)
     time.sleep(0.5)
     check(fit["client"] <= 360 and fit["scroll"] <= fit["client"] and max(fit["boxes"]) <= fit["client"],
           "at 360 px wide the Q, K and V boxes fit and the page does not scroll sideways: %s" % fit)
+    check(heads["scroll"] <= heads["client"],
+          "at 360 px wide two heads of (8, 4) matrices do not widen the page: %s" % heads)
 
 
 def check_presets_follow(driver, text):
