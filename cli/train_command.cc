@@ -82,11 +82,13 @@ ConfigOrigins origins_of(const gpt::RunConfig& config) {
   // read it (the refusal of that key says so).
   file_keys();
   // A size the fix suggests must also leave training room in this machine's memory (prepare_new's
-  // check), or following the message would meet that refusal next: the parameter limit's
-  // nearest sizes (20 billion parameters, 320 GB to train) fit no machine this runs on.
+  // check, with room to spare for the activations), or following the message would meet that
+  // refusal, or the kernel's, next: the parameter limit's nearest sizes (20 billion parameters,
+  // 320 GB to train) fit no machine this runs on.
   const gpt::ModelKind kind = rq.model;
   return origins.accepting([kind](const gpt::GPTConfig& c) {
-    return gpt::fits_in_memory(gpt::num_parameters(kind, c), DType::f32, gpt::kTrainingCopies);
+    return gpt::fits_in_memory(gpt::num_parameters(kind, c), DType::f32,
+                               gpt::kSuggestedTrainingCopies);
   });
 }
 

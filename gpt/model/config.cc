@@ -57,7 +57,7 @@ const RuleRow kRules[] = {
        return "n_head " + str(c.n_head) + " must divide n_embd " + str(c.n_embd) +
               " (head_dim = n_embd / n_head)";
      }},
-    // RoPE rotates channel pairs (2i, 2i+1) within each head.
+    // RoPE rotates channel pairs (i, i + head_dim / 2) within each head.
     {ConfigRule::rope_even_head_dim,
      [](const GPTConfig& c) {
        return c.pos_encoding == PosEncoding::rope && c.head_dim() % 2 != 0;

@@ -109,6 +109,12 @@ void require_memory(int64_t num_params, DType dtype, int copies, const std::stri
 /// and AdamW's two moments.
 inline constexpr int kTrainingCopies = 4;
 
+/// The copies a size that a message suggests for training must fit (fits_in_memory's `copies`):
+/// the training state twice, so that following the suggestion leaves half the memory to the
+/// activations, the system and the rest (the training state alone at the limit of physical
+/// memory passes require_memory and is then killed for memory).
+inline constexpr int kSuggestedTrainingCopies = 2 * kTrainingCopies;
+
 /// Whether require_memory with these arguments passes (true where the memory is unknown), for a
 /// caller that suggests sizes: a fix must not lead to the next refusal.
 bool fits_in_memory(int64_t num_params, DType dtype, int copies);

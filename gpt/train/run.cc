@@ -454,12 +454,14 @@ void require_trained_corpus(const RunRequest& rq, const TrainOptions& options,
         "with them made LF (keep_cr false in " +
         ckpt + "); leave --keep-cr out to resume");
   if (source.recorded)
-    throw std::invalid_argument("the corpus '" + source.spec + "' recorded in " + ckpt +
+    throw std::invalid_argument("the corpus '" + nn::escape_controls(source.spec) +
+                                "' recorded in " + ckpt +
                                 " has changed since the run was trained on it " + trained +
                                 "; restore it, or pass --corpus with the text it had");
   throw std::invalid_argument(
-      "this run was trained on corpus '" + options.corpus + "' " + trained + ", not on '" +
-      source.spec + "'; pass the same --corpus to resume it, or none to use the recorded one" +
+      "this run was trained on corpus '" + nn::escape_controls(options.corpus) + "' " + trained +
+      ", not on '" + nn::escape_controls(source.spec) +
+      "'; pass the same --corpus to resume it, or none to use the recorded one" +
       (corpus.line_ends_normalized > 0 ? std::string(" (a run trained before CRLF line ends "
                                                      "were made LF needs --keep-cr)")
                                        : std::string()));

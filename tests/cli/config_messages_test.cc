@@ -83,9 +83,10 @@ BOOST_AUTO_TEST_CASE(train_names_its_options_the_tokenizer_and_the_config_file) 
                  "choose an --n-embd that is a multiple of 3 (e.g. 1023 or 1026), or an --n-head "
                  "that divides 1024 (e.g. 2 or 4)");
   BOOST_TEST(!std::filesystem::exists(out));
-  // The sizes train suggests must also leave training room in this machine's memory (info's
-  // 20408 at the limit would need 320 GB): the largest n_embd that fits, so the next multiple of
-  // nano's 4 heads does not, and no n_layer, since one layer of n_embd 32768 does not fit either.
+  // The sizes train suggests must also leave training room in this machine's memory, half of it
+  // to spare (info's 20408 at the limit would need 320 GB): the largest n_embd that fits, so the
+  // next multiple of nano's 4 heads does not, and no n_layer, since one layer of n_embd 32768
+  // does not fit either.
   const CliRun limit = run_cli(train + "--preset nano --n-embd 32768");
   const std::string front =
       "attograd: error: --n-embd 32768: with the tokenizer's vocab_size 16 and nano's block_size "
@@ -103,7 +104,7 @@ BOOST_AUTO_TEST_CASE(train_names_its_options_the_tokenizer_and_the_config_file) 
       c.vocab_size = 16;
       c.n_embd = n_embd;
       return attograd::gpt::fits_in_memory(c.num_parameters(), attograd::DType::f32,
-                                           attograd::gpt::kTrainingCopies);
+                                           attograd::gpt::kSuggestedTrainingCopies);
     };
     BOOST_TEST(suggested % 4 == 0);
     BOOST_TEST(fits(suggested));

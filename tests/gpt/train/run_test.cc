@@ -144,6 +144,12 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_or_different_corpus) {
       [&] { start(other, Communicator::world(), log); },
       "this run was trained on corpus '" + corpus + "' " + sha + ", not on '" + *other.corpus +
           "'; pass the same --corpus to resume it, or none to use the recorded one");
+  // A name with a newline and an escape byte is one printable line in the message.
+  write(dir / "o\nt\x1b[31m.txt", alternating(199) + "ba");
+  other.corpus = (dir / "o\nt\x1b[31m.txt").string();
+  expect_throw_with<std::invalid_argument>(
+      [&] { start(other, Communicator::world(), log); },
+      ", not on '" + (dir / "o\\nt\\x1b[31m.txt").string() + "'; pass the same --corpus");
   write(dir / "ab.txt", alternating(199) + "ba");  // the recorded file, changed since
   expect_throw_with<std::invalid_argument>(
       [&] { start(rq, Communicator::world(), log); },
