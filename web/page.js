@@ -230,10 +230,11 @@ function runWorkbench() {
 // The preset menu follows the boxes: it names the preset whose Q, K and V the engine read from
 // them (its parse, so that "1;2" and "1; 2" are the same matrix), or "custom" when none: a menu
 // that kept saying "the lecture's 2 tokens" over other numbers would mislabel them. `r` is the
-// engine's answer, null when it refused the boxes.
-let presetMatrices = [];  // [name, JSON of the engine's Q, K and V] per preset
+// engine's answer, null when it refused the boxes. The heads are part of a preset: "two heads"
+// at one head is custom, so that choosing it again sets its heads back.
+let presetMatrices = [];  // [name, JSON of the engine's Q, K and V and the heads] per preset
 function followPreset(r) {
-  const read = r && JSON.stringify([r.Q, r.K, r.V]);
+  const read = r && JSON.stringify([r.Q, r.K, r.V, r.n_head]);
   const match = presetMatrices.find(([, m]) => m === read);
   $('wb-preset').value = match ? match[0] : 'custom';
 }
@@ -253,7 +254,7 @@ function setupWorkbench() {
       '<option value="custom">custom: your own Q, K and V</option>';
   presetMatrices = presets.map((p) => {
     const r = engine.attention({Q: p.Q, K: p.K, V: p.V});
-    return [p.name, JSON.stringify([r.Q, r.K, r.V])];
+    return [p.name, JSON.stringify([r.Q, r.K, r.V, p.heads || 1])];
   });
   $('wb-preset').addEventListener('change', () => {
     const p = presets.find((x) => x.name === $('wb-preset').value);

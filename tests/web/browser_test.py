@@ -669,6 +669,16 @@ def check_presets_follow(driver, text):
     check(value() == "lecture", "Q, K and V typed as the lecture's: the menu says 'lecture': %r" % value())
     set_box(driver, "wb-V", "10; 2x")
     check(value() == "custom" and text("wb-error") != "", "a V the engine refuses is 'custom': %r" % value())
+    # The heads are part of a preset: "two heads" at one head is custom, and choosing it again
+    # sets its two heads back.
+    heads = Select(driver.find_element(By.ID, "wb-heads"))
+    select_preset(driver, "two_heads")
+    heads.select_by_value("1")
+    at_one = value()
+    select_preset(driver, "two_heads")
+    check(at_one == "custom" and value() == "two_heads" and heads.first_selected_option.get_attribute("value") == "2",
+          "two_heads at 1 head is 'custom' (%r), and chosen again it has 2 heads" % at_one)
+    heads.select_by_value("1")
 
     names = [p["name"] for p in driver.execute_script("return window.page.engine.info().workbench_presets;")]
     select_preset(driver, "average")
