@@ -55,10 +55,6 @@ const KindRow& row_of(ModelKind kind) {
 // embeddings and the matrices, decays; biases and LayerNorm gains and shifts do not.
 bool decays(const Tensor& p) { return p.dim() >= 2; }
 
-}  // namespace
-
-namespace {
-
 // The bytes `copies` copies of `num_params` parameters in `dtype` take.
 size_t parameter_bytes(int64_t num_params, DType dtype, int copies) {
   return checked_mul(
