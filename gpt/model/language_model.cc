@@ -284,10 +284,14 @@ bool reads_field(ModelKind kind, const std::string& name) {
          std::find(row.reads.begin(), row.reads.end(), name) != row.reads.end();
 }
 
-UnusedOverrideError::UnusedOverrideError(std::string field, std::string flag, ModelKind kind,
+std::string UnusedOverrideError::sentence(const std::string& subject, ModelKind kind,
+                                          const std::string& why, const std::string& fix) {
+  return subject + " does not apply to --model " + model_kind_name(kind) + " (" + why + "); " + fix;
+}
+
+UnusedOverrideError::UnusedOverrideError(std::string field, const std::string& flag, ModelKind kind,
                                          std::string why)
-    : std::invalid_argument(flag + " does not apply to --model " + model_kind_name(kind) + " (" +
-                            why + "); drop it, or train --model gpt"),
+    : std::invalid_argument(sentence(flag, kind, why, "drop it, or train --model gpt")),
       field_(std::move(field)),
       kind_(kind),
       why_(std::move(why)) {}

@@ -58,15 +58,18 @@ double gpt_flops_per_token(const GPTConfig& c, int64_t T);
 /// file's key, with the file).
 class UnusedOverrideError : public std::invalid_argument {
  public:
-  UnusedOverrideError(std::string field, std::string flag, ModelKind kind, std::string why);
+  UnusedOverrideError(std::string field, const std::string& flag, ModelKind kind, std::string why);
   /// The field's name in GPTConfig's table ("n_layer").
   const std::string& field() const { return field_; }
-  /// The model kind that does not read it.
-  ModelKind kind() const { return kind_; }
-  /// Why that kind does not read it ("a table of next-token logits: ...").
-  const std::string& why() const { return why_; }
+  /// The same refusal with the override named as `subject` ("model.n_layer of config file
+  /// 'run.json'") and `fix` in place of "drop it, or train --model gpt".
+  std::string said_of(const std::string& subject, const std::string& fix) const {
+    return sentence(subject, kind_, why_, fix);
+  }
 
  private:
+  static std::string sentence(const std::string& subject, ModelKind kind, const std::string& why,
+                              const std::string& fix);
   std::string field_;
   ModelKind kind_;
   std::string why_;
