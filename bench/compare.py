@@ -35,12 +35,13 @@ PyTorch's bf16 torch.mm rate, the kernel its autocast Linear layers run; the ref
 on the f32 rates, which tell whether PyTorch's set-up is at its best.
 
 Every row also states both sides' rates as a share of the machine's limit: train_bench --peak
-measures the core's f32 FMA peak and its bf16 dot-product peak (vdpbf16ps, where the CPU has
-AVX512-BF16) at each thread count in the same run (bench/peak.h), before the rows and again after
-them, and the step's FLOPs are gpt_flops_per_token's (train_bench's flops_per_step: 6 per
-parameter of the products and the attention scores, per token). A f32 row is a share of the FMA
-peak, a bf16 row of the bf16 peak (of the FMA peak on a CPU without vdpbf16ps; AMX's own peak is
-not measured, so on AMX a bf16 share can pass 100%).
+measures the core's f32 FMA peak, its bf16 dot-product peak (vdpbf16ps, where the CPU has
+AVX512-BF16) and its AMX peak (tdpbf16ps, where the CPU has AMX-BF16) at each thread count in the
+same run (bench/peak.h), before the rows and again after them, and the step's FLOPs are
+gpt_flops_per_token's (train_bench's flops_per_step: 6 per parameter of the products and the
+attention scores, per token). A f32 row is a share of the FMA peak, a bf16 row of the fastest
+bf16 unit the CPU has, the one both sides' bf16 products run on (oneDNN's and attograd's alike
+take AMX where it is): AMX, else vdpbf16ps, else the FMA.
 
 With --generate the servers are build/bench/generate_bench --serve and bench/torch_generate.py
 --serve, a "step" is one decode step with the KV cache (one token), and the table adds the
@@ -149,7 +150,7 @@ def turns(servers, k, rounds):
 
 def measure_peak(bench, threads, seconds=1.0):
     """train_bench --peak: {"f32_fma_gflops": ..., "f64_fma_gflops": ..., "bf16_dot_gflops": ...,
-    "target": "AVX3"} at `threads` threads."""
+    "amx_bf16_gflops": ..., "target": "AVX3"} at `threads` threads."""
     env, _ = environments(threads)
     out = subprocess.run([str(bench), "--peak", "--threads", str(threads), "--peak-seconds", str(seconds)],
                          capture_output=True, text=True, env=env, check=True).stdout.split()
@@ -160,10 +161,12 @@ def measure_peak(bench, threads, seconds=1.0):
 
 
 def peak_for(peak, precision):
-    """The limit a row is a share of: the FMA peak for f32, the bf16 dot peak for bf16 (the FMA
-    peak where the CPU has no vdpbf16ps)."""
-    if precision == "bf16" and peak["bf16_dot_gflops"] > 0:
-        return peak["bf16_dot_gflops"]
+    """The limit a row is a share of: the FMA peak for f32; for bf16 the AMX peak where the CPU has
+    AMX, else the bf16 dot peak (vdpbf16ps), else the FMA peak."""
+    if precision == "bf16":
+        for unit in ("amx_bf16_gflops", "bf16_dot_gflops"):
+            if peak.get(unit, 0) > 0:
+                return peak[unit]
     return peak["f32_fma_gflops"]
 
 
@@ -304,12 +307,13 @@ def main():
           "(cblas_sgemm) in the same process, (256, 768) @ (768, 3072); in a bf16 row also PyTorch's "
           "torch.mm on bf16 operands, what its autocast Linear layers run.")
     print("of peak = the step's FLOPs (gpt_flops_per_token) per second over the machine's peak at that thread "
-          "count, measured by train_bench --peak before the rows (f32 rows: FMA; bf16 rows: vdpbf16ps, or "
-          "FMA without it). The peaks, GFLOP/s, before / after the rows:")
+          "count, measured by train_bench --peak before the rows (f32 rows: FMA; bf16 rows: AMX where the CPU "
+          "has it, else vdpbf16ps, else FMA). The peaks, GFLOP/s, before / after the rows:")
     for t in args.threads:
         b, a = peaks[t], after[t]
         print(f"  {t} thread(s), {b['target']}: f32 FMA {b['f32_fma_gflops']:.1f} / {a['f32_fma_gflops']:.1f}, "
-              f"bf16 dot {b['bf16_dot_gflops']:.1f} / {a['bf16_dot_gflops']:.1f}")
+              f"bf16 dot {b['bf16_dot_gflops']:.1f} / {a['bf16_dot_gflops']:.1f}, "
+              f"AMX {b['amx_bf16_gflops']:.1f} / {a['amx_bf16_gflops']:.1f}")
     if races:
         print("PyTorch's variants, ms/step in the race (3 turns side by side):\n  " + "\n  ".join(races))
     if refused:

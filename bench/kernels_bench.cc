@@ -19,7 +19,8 @@
 // GPT-2 small's and baby's largest products, interleaved the same way, with a third side,
 // bf16-portable, that forbids vdpbf16ps (the widening path the CPUs without AVX512-BF16 run).
 // The second table gives each side's median GFLOP/s (2 M K N per product, whatever the
-// precision) and the ratio f32 time / bf16 time. Only these:
+// precision), the ratio f32 time / bf16 time, and each side's share of its unit's peak (the
+// bf16 side's of AMX's, vdpbf16ps's or the FMA's, whichever matmul_bf16 runs on). Only these:
 //   build/bench/kernels_bench --benchmark_filter=matmul-bf16
 //
 // attention/...: the fused causal attention kernel (attention.h) on one head of head_dim 64 at
@@ -440,9 +441,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const double t_portable = median(portable->second), flops = flops_[name];
       const attograd::bench::Peak* peak = peak_of(name);
       const double f32_peak = peak != nullptr ? peak->f32_fma : NAN;
-      const double bf16_peak = peak != nullptr && peak->bf16_dot > 0
-                                   ? peak->bf16_dot
-                                   : f32_peak;  // no vdpbf16ps: the widening path's limit is FMA
+      // The limit of the instruction the bf16 side runs on: AMX's tdpbf16ps, vdpbf16ps, or
+      // (the widening path) the FMA.
+      const double bf16_peak = peak == nullptr                     ? NAN
+                               : k::matmul_bf16_uses_amx()         ? peak->amx_bf16
+                               : k::matmul_bf16_uses_avx512_bf16() ? peak->bf16_dot
+                                                                   : f32_peak;
       // times are in the benchmarks' unit, ms
       std::printf("%-44s %9.1f %9.1f %9.1f %7.2fx %9.3f %8.3f %7.0f%% %7.0f%%\n", name.c_str(),
                   flops / (t_f32 * 1e6), flops / (t_bf16 * 1e6), flops / (t_portable * 1e6),
@@ -453,8 +457,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::printf(
           "ratio = f32 time / bf16 time (> 1: bf16 faster); portable = bf16 without AMX or "
           "vdpbf16ps (bf16 here runs on %s); f32 pk = the f32 side's share of the FMA peak, "
-          "bf16 pk = the bf16 side's share of the vdpbf16ps peak (of the FMA peak without it; "
-          "AMX's own peak is not measured, so with AMX the share can pass 100%%)\n",
+          "bf16 pk = the bf16 side's share of the peak of what it runs on (AMX's tdpbf16ps, "
+          "vdpbf16ps, or the FMA for the widening path)\n",
           k::matmul_bf16_uses_amx()           ? "AMX"
           : k::matmul_bf16_uses_avx512_bf16() ? "vdpbf16ps"
                                               : "the widening path");
@@ -572,6 +576,7 @@ int main(int argc, char** argv) {
     p.f32_fma = std::max(p.f32_fma, again.f32_fma);
     p.f64_fma = std::max(p.f64_fma, again.f64_fma);
     p.bf16_dot = std::max(p.bf16_dot, again.bf16_dot);
+    p.amx_bf16 = std::max(p.amx_bf16, again.amx_bf16);
   }
   reporter.set_peaks(peaks);
   reporter.print_tables();

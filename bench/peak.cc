@@ -8,13 +8,17 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 // Highway's per-target includes, in the order its skeleton.cc gives: never sorted.
@@ -88,7 +92,8 @@ namespace {
 // function carries its own target attribute and runs only where the CPU has the instruction.
 // Inputs 0x3A83 ≈ 0.001 each: the sums grow by 2e-6 a step and stay far from overflow.
 // noipa: gcc sees that the result only feeds a comparison and would drop the calibration call.
-__attribute__((target("avx512f,avx512bf16"), noipa)) size_t dpbf16_chains(int64_t iterations,
+// Returns the FLOPs of one step of the 16 chains.
+__attribute__((target("avx512f,avx512bf16"), noipa)) double dpbf16_chains(int64_t iterations,
                                                                           float* sink) {
   const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3A83);
   __m512 c[16];
@@ -101,47 +106,113 @@ __attribute__((target("avx512f,avx512bf16"), noipa)) size_t dpbf16_chains(int64_
   _mm512_store_ps(lanes, sum);
   *sink = 0;
   for (float v : lanes) *sink += v;
-  return 32;  // bf16 pairs' elements per instruction: FLOPs per step = 2 * 32
+  return 16.0 * 32 * 2;  // 16 chains x 32 bf16 products x 2 FLOPs
 }
 
 bool has_dpbf16() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
 }
+
+// AMX's tdpbf16ps: a 16 x 16 f32 tile += a 16 x 32 bf16 tile times a 32 x 16 one, 8,192
+// multiply-adds an instruction. Six C tiles (all the registers beside the two inputs) take turns
+// against the same two input tiles, so that an instruction seldom waits for the one before it on
+// its tile; nothing but the two input tiles' first load touches memory. The tile configuration
+// (ldtilecfg: all eight tiles 16 rows x 64 bytes, palette 1) is per thread, so each call sets it,
+// and releases the tiles at the end so that Linux need not save them at a context switch.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+__attribute__((target("amx-tile,amx-bf16"), noipa)) double amx_chains(int64_t iterations,
+                                                                      float* sink) {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = 16;
+  }
+  asm volatile("ldtilecfg %0" ::"m"(config));  // (matmul.cc says why not _tile_loadconfig)
+  alignas(64) uint16_t x[16 * 32];
+  std::fill(std::begin(x), std::end(x), uint16_t{0x3A83});
+  _tile_loadd(6, x, 64);
+  _tile_loadd(7, x, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  for (int64_t i = 0; i < iterations; ++i) {
+    _tile_dpbf16ps(0, 6, 7);
+    _tile_dpbf16ps(1, 6, 7);
+    _tile_dpbf16ps(2, 6, 7);
+    _tile_dpbf16ps(3, 6, 7);
+    _tile_dpbf16ps(4, 6, 7);
+    _tile_dpbf16ps(5, 6, 7);
+  }
+  alignas(64) float tile[16 * 16];
+  _tile_stored(5, tile, 64);
+  _tile_release();
+  *sink = tile[0];
+  return 6.0 * 16 * 16 * 32 * 2;  // 6 instructions x 8,192 multiply-adds x 2 FLOPs
+}
+
+// The CPU has AMX-TILE and AMX-BF16 (cpuid leaf 7: EDX bits 24 and 22) and Linux grants this
+// process the tiles' register state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18;
+// asking again once granted is harmless, and the kernels library has asked already when it
+// runs its products on AMX).
+bool has_amx() {
+#if defined(__linux__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return (edx >> 24 & 1) != 0 && (edx >> 22 & 1) != 0 &&
+         syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 #else
-size_t dpbf16_chains(int64_t, float*) { return 0; }
+  return false;
+#endif
+}
+#else
+double dpbf16_chains(int64_t, float*) { return 0; }
 bool has_dpbf16() { return false; }
+double amx_chains(int64_t, float*) { return 0; }
+bool has_amx() { return false; }
 #endif
 
-// Runs `chains(iterations)` on `threads` threads started together; returns GFLOP/s.
+// Runs `chains(iterations)` on `threads` threads started together; returns GFLOP/s. `chains`
+// returns the FLOPs of one of its iterations.
 template <typename Chains>
 double rate(int threads, int64_t iterations, const Chains& chains) {
   std::atomic<bool> go{false};
-  std::vector<size_t> lanes(threads);
+  std::vector<double> flops(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      lanes[t] = chains(iterations);
+      flops[t] = chains(iterations);
     });
   const auto start = std::chrono::steady_clock::now();
   go.store(true, std::memory_order_release);
   for (std::thread& th : pool) th.join();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // 16 chains x lanes x 2 FLOPs per step
-  return 16.0 * 2.0 * static_cast<double>(lanes[0]) * static_cast<double>(iterations) * threads /
-         seconds / 1e9;
+  return flops[0] * static_cast<double>(iterations) * threads / seconds / 1e9;
 }
 
 // The best of three runs of about seconds / 3 each, the step count calibrated on one thread.
+// Every call of `chains` runs on a thread of its own, never the caller's: amx_chains sets the
+// caller's tile configuration and releases it, and the kernels' AMX micro-kernel configures a
+// thread's tiles once (matmul.cc), so a benchmark thread released here would fault at its next
+// bf16 product.
 template <typename Chains>
 double best_rate(int threads, double seconds, const Chains& chains) {
   int64_t iterations = 1 << 16;
   for (;;) {  // grow until a run takes 10 ms, then scale to the wanted length
     const auto start = std::chrono::steady_clock::now();
-    volatile size_t used = chains(iterations);  // a call whose result is unused could be dropped
-    (void)used;
+    volatile double used = 0;  // a call whose result is unused could be dropped
+    std::thread([&] { used = chains(iterations); }).join();
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s > 0.01) {
@@ -172,18 +243,24 @@ Peak measure_peak(int threads, double seconds) {
   p.f32_fma = best_rate(threads, seconds, [](int64_t n) {
     float sink = 0;
     const size_t lanes = HWY_DYNAMIC_DISPATCH(fma_chains_f32)(n, &sink);
-    return sink == -1.0f ? 0 : lanes;  // reads sink: the chains are not dead code
+    return sink == -1.0f ? 0 : 16.0 * 2 * lanes;  // reads sink: the chains are not dead code
   });
   p.f64_fma = best_rate(threads, seconds, [](int64_t n) {
     double sink = 0;
     const size_t lanes = HWY_DYNAMIC_DISPATCH(fma_chains_f64)(n, &sink);
-    return sink == -1.0 ? 0 : lanes;
+    return sink == -1.0 ? 0 : 16.0 * 2 * lanes;  // 16 chains x lanes x 2 FLOPs
   });
   if (has_dpbf16())
     p.bf16_dot = best_rate(threads, seconds, [](int64_t n) {
       float sink = 0;
-      const size_t pairs = dpbf16_chains(n, &sink);
-      return sink == -1.0f ? 0 : pairs;
+      const double flops = dpbf16_chains(n, &sink);
+      return sink == -1.0f ? 0 : flops;
+    });
+  if (has_amx())
+    p.amx_bf16 = best_rate(threads, seconds, [](int64_t n) {
+      float sink = 0;
+      const double flops = amx_chains(n, &sink);
+      return sink == -1.0f ? 0 : flops;
     });
   return p;
 }
@@ -192,8 +269,8 @@ std::string peak_line(const Peak& p) {
   char line[256];
   std::snprintf(line, sizeof line,
                 "peak threads %d f32_fma_gflops %.1f f64_fma_gflops %.1f bf16_dot_gflops %.1f "
-                "target %s",
-                p.threads, p.f32_fma, p.f64_fma, p.bf16_dot, p.fma_target.c_str());
+                "amx_bf16_gflops %.1f target %s",
+                p.threads, p.f32_fma, p.f64_fma, p.bf16_dot, p.amx_bf16, p.fma_target.c_str());
   return line;
 }
 
