@@ -176,9 +176,10 @@ struct QueryBlock {
 template <class Body>
 void for_each_head(const AttentionDims& n, const Body& body) {
   const int64_t heads = n.B * n.NH;
-  // A second thread pays from kAttentionParallelMin multiply-adds of scores on (thread_pool.h; at
-  // 32768, pico's attention was split, and its 2-thread step was slower).
-  for_range(heads, heads * n.Tq * n.Tk * n.HS >= kAttentionParallelMin,
+  // A second thread pays from kAttentionParallelMin of work on (thread_pool.h; at 32768
+  // multiply-adds, before the pool's threads owned shares, pico's attention was split, and its
+  // 2-thread step was slower).
+  for_range(heads, heads * n.Tq * n.Tk * (n.HS + kAttentionScoreWork) >= kAttentionParallelMin,
             [&](int64_t i) HWY_ATTR { body(i / n.NH, i % n.NH); });
 }
 

@@ -66,8 +66,14 @@ inline constexpr int kDefaultSpinMicroseconds = 100;
 ///
 /// Elements touched by a row kernel (softmax, layer_norm, cross_entropy, reductions): rows * n.
 inline constexpr int64_t kRowParallelMin = int64_t{1} << 19;
-/// Multiply-adds of attention scores, B * n_head * Tq * Tk * head_dim.
+/// Work of attention, B * n_head * Tq * Tk * (head_dim + kAttentionScoreWork): the scores'
+/// multiply-adds, and per score the softmax's exp and its share of the backward, counted as
+/// kAttentionScoreWork multiply-adds. Counting multiply-adds alone left pico's attention (head_dim
+/// 2, mostly exps) on one thread, where split its 2-thread step measured 0.86x its 1-thread one
+/// (`bench/threads.py`, Intel, 2026-12-07: 1.18 against 1.37 ms at 2 threads, 9 rounds); femto's
+/// (32 x 1 x 16 x 16 scores) stays on one thread for any weight below 62.
 inline constexpr int64_t kAttentionParallelMin = int64_t{1} << 19;
+inline constexpr int64_t kAttentionScoreWork = 16;
 /// Multiply-adds of a matmul, M * N * K (1.7e7 FLOP: about 85 us of one core at 200 GFLOP/s).
 /// Half x16's 2^24 since threads own shares (thread_pool.cc): nano's lm_head products
 /// (1024 x 128 x 65, 8.5e6) ran 1.41-1.57x faster on 2 threads split than whole

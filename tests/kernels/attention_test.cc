@@ -163,12 +163,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_backward_computes_only_what_is_asked, T,
   check_equal(dk_only.data(), dk_all.data(), size, "dk alone vs with dq and dv");
 }
 
-// Heads are spread over threads, each head done whole by one, from kAttentionParallelMin
-// multiply-adds of scores on (B = 7 here): bit-identical with 1 and 2.
+// Heads are spread over threads, each head done whole by one, from kAttentionParallelMin of work
+// on (B = 4 here): bit-identical with 1 and 2.
 BOOST_AUTO_TEST_CASE_TEMPLATE(attention_is_thread_count_independent, T, Types) {
   if (!build_has_threads()) return;
   std::mt19937_64 rng(73);
-  const int64_t B = k::kAttentionParallelMin / (3 * 40 * 40 * 16) + 1;
+  const int64_t B = k::kAttentionParallelMin / (3 * 40 * 40 * (16 + k::kAttentionScoreWork)) + 1;
   const AttentionDims n{B, 3, 40, 40, 16};
   const HeadStrides s = contiguous(n, 40);
   const int64_t size = B * 3 * 40 * 16;
