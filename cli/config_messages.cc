@@ -248,9 +248,8 @@ void throw_in_option_words(const std::exception& e, const ConfigOrigins& origins
   if (const auto* unused = dynamic_cast<const gpt::UnusedOverrideError*>(&e)) {
     const ConfigOrigins::Origin origin = origins.of(unused->field());
     if (origin.kind == Kind::file)
-      throw std::invalid_argument(
-          unused->said_of("model." + unused->field() + " of " + origin.where,
-                          "remove the key from that file, or train --model gpt"));
+      throw std::invalid_argument(unused->said_of(
+          "model." + unused->field() + " of " + origin.where, "remove the key from that file"));
     return;  // an option: the library's message names its flag
   }
   if (const auto* broken = dynamic_cast<const gpt::ConfigRuleError*>(&e)) {

@@ -285,22 +285,30 @@ bool reads_field(ModelKind kind, const std::string& name) {
 }
 
 std::string UnusedOverrideError::sentence(const std::string& subject, ModelKind kind,
-                                          const std::string& why, const std::string& fix) {
-  return subject + " does not apply to --model " + model_kind_name(kind) + " (" + why + "); " + fix;
+                                          const std::string& why, const std::string& removal,
+                                          const std::string& other_way) {
+  return subject + " does not apply to --model " + model_kind_name(kind) + " (" + why + "); " +
+         removal + (other_way.empty() ? "" : ", or " + other_way);
 }
 
 UnusedOverrideError::UnusedOverrideError(std::string field, const std::string& flag, ModelKind kind,
-                                         std::string why)
-    : std::invalid_argument(sentence(flag, kind, why, "drop it, or train --model gpt")),
+                                         std::string why, std::string other_way)
+    : std::invalid_argument(sentence(flag, kind, why, "drop it", other_way)),
       field_(std::move(field)),
       kind_(kind),
-      why_(std::move(why)) {}
+      why_(std::move(why)),
+      other_way_(std::move(other_way)) {}
 
-void refuse_unused_overrides(const ConfigOverrides& a, ModelKind kind) {
+void refuse_unused_overrides(const ConfigOverrides& a, ModelKind kind,
+                             const std::string& init_from) {
   const KindRow& row = row_of(kind);
   GPTConfig::for_each_field([&](const auto& f) {
-    if (a.has(f.name) && !reads_field(kind, f.name))
-      throw UnusedOverrideError(f.name, f.flag, kind, row.unused_why);
+    if (!a.has(f.name) || reads_field(kind, f.name)) return;
+    if (init_from.empty()) throw UnusedOverrideError(f.name, f.flag, kind, row.unused_why);
+    throw UnusedOverrideError(f.name, f.flag, kind,
+                              std::string(row.unused_why) + "; the model in " +
+                                  nn::escape_controls(init_from) + " is one",
+                              "");
   });
 }
 

@@ -55,30 +55,37 @@ double gpt_flops_per_token(const GPTConfig& c, int64_t T);
 /// What refuse_unused_overrides throws: std::invalid_argument naming the override by its flag
 /// ("--n-layer does not apply to --model bigram (...); drop it, or train --model gpt"), carrying
 /// the field and its reason, so that a front end can name it as it was given (the CLI: a config
-/// file's key, with the file).
+/// file's key, with the file). `other_way` is the fix besides removing the override ("train
+/// --model gpt"), or "" where there is none (a model read from train --init-from's file).
 class UnusedOverrideError : public std::invalid_argument {
  public:
-  UnusedOverrideError(std::string field, const std::string& flag, ModelKind kind, std::string why);
+  UnusedOverrideError(std::string field, const std::string& flag, ModelKind kind, std::string why,
+                      std::string other_way = "train --model gpt");
   /// The field's name in GPTConfig's table ("n_layer").
   const std::string& field() const { return field_; }
   /// The same refusal with the override named as `subject` ("model.n_layer of config file
-  /// 'run.json'") and `fix` in place of "drop it, or train --model gpt".
-  std::string said_of(const std::string& subject, const std::string& fix) const {
-    return sentence(subject, kind_, why_, fix);
+  /// 'run.json'") and removed by `removal` ("remove the key from that file") in place of "drop
+  /// it"; the other way, if any, follows.
+  std::string said_of(const std::string& subject, const std::string& removal) const {
+    return sentence(subject, kind_, why_, removal, other_way_);
   }
 
  private:
   static std::string sentence(const std::string& subject, ModelKind kind, const std::string& why,
-                              const std::string& fix);
+                              const std::string& removal, const std::string& other_way);
   std::string field_;
   ModelKind kind_;
   std::string why_;
+  std::string other_way_;
 };
 
 /// Throws UnusedOverrideError naming the first override the model of `kind` would ignore: a
 /// bigram reads only block_size (and the vocabulary); the average model also n_embd,
-/// pos_encoding and the bias; the GPT reads them all.
-void refuse_unused_overrides(const ConfigOverrides& overrides, ModelKind kind);
+/// pos_encoding and the bias; the GPT reads them all. `init_from`, when not empty, is the file
+/// the model was read from (train --init-from, where the kind is the file's, not a choice): the
+/// refusal names it and offers no other model.
+void refuse_unused_overrides(const ConfigOverrides& overrides, ModelKind kind,
+                             const std::string& init_from = "");
 
 /// Whether the model of `kind` reads the GPTConfig field `name` (the GPT reads every field).
 bool reads_field(ModelKind kind, const std::string& name);

@@ -474,6 +474,9 @@ Session open_init_from(const RunRequest& rq, TrainOptions& options, SetUpReport&
   InitWeights init = open_init_weights(
       *rq.init_from, given.has("n_head") ? given.values.n_head : 0,
       given.has("dropout") ? std::optional<double>(given.values.dropout) : std::nullopt);
+  // A bigram's or average model's file reads no dropout: the rate would be ignored, so it is
+  // refused as `train --model bigram --dropout` is.
+  refuse_unused_overrides(given, init.session.kind(), init.session.path);
   if (rq.tokenizer && *rq.tokenizer != init.session.tokenizer->kind())
     throw std::invalid_argument("--tokenizer " + *rq.tokenizer + " does not match --init-from " +
                                 init.session.path + ", whose model reads the '" +

@@ -128,6 +128,21 @@ BOOST_AUTO_TEST_CASE(train_names_its_options_the_tokenizer_and_the_config_file) 
   expect_refused(train + "--model bigram --n-layer 2",
                  "--n-layer does not apply to --model bigram (a table of next-token logits: it "
                  "reads only --block-size); drop it, or train --model gpt");
+  // With --init-from the kind is the file's: the refusal names the file and offers no other
+  // model, for a config file's key and for a flag alike.
+  const std::string bigram = dir / "bigram";
+  BOOST_REQUIRE(
+      run_cli("train --corpus " + corpus + " --out " + bigram + " --steps 1 --model bigram")
+          .exit_code == 0);
+  const std::string rate = dir.file("rate.json", R"({"model": {"dropout": 0.1}})");
+  const std::string why =
+      " does not apply to --model bigram (a table of next-token logits: it reads only "
+      "--block-size; the model in " +
+      bigram + "/ckpt.safetensors is one); ";
+  expect_refused(
+      train + "--init-from " + bigram + " --config " + rate,
+      "model.dropout of config file '" + rate + "'" + why + "remove the key from that file");
+  expect_refused(train + "--init-from " + bigram + " --dropout 0.1", "--dropout" + why + "drop it");
   // The average model has one "head" of its own (no attention): not an option to suggest.
   expect_refused(train + "--model average --pos-encoding sinusoidal --n-embd 5",
                  "--n-embd 5 --pos-encoding sinusoidal: sinusoidal encodings pair sin and cos "

@@ -168,6 +168,41 @@ BOOST_AUTO_TEST_CASE(an_attograd_run_continues_with_its_tokenizer_from_its_last_
   BOOST_TEST(at_start.train_loss == first->result().train_loss);
 }
 
+// A bigram's or average model's file reads no dropout, so --dropout with --init-from of one
+// would be ignored: it is refused as `train --model bigram --dropout` is, naming the file, and
+// leaves no out_dir behind. --block-size, which both read, is taken.
+BOOST_AUTO_TEST_CASE(init_from_a_bigram_refuses_the_dropout_it_would_ignore) {
+  const TempDir dir("finetune_bigram");
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "to be or not to be, that is the question.\n";
+  const std::string corpus = dir.file("corpus.txt", text);
+  for (const ModelKind kind : {ModelKind::bigram, ModelKind::average}) {
+    const std::string name = model_kind_name(kind);
+    RunRequest source = attograd::testing::femto(corpus, dir / name, 2);
+    source.model = kind;
+    train_to_end(source);
+    RunRequest tune = source;
+    tune.model = ModelKind::gpt;  // the file's kind decides
+    tune.out_dir = dir / (name + "_tuned");
+    tune.init_from = dir / name;
+    tune.config = ConfigOverrides();  // the file's
+    tune.config.set(&GPTConfig::dropout, 0.1);
+    std::ostringstream log;
+    attograd::testing::expect_throw_with<std::invalid_argument>(
+        [&] { start(tune, Communicator::world(), log); },
+        "--dropout does not apply to --model " + name + " (" +
+            (kind == ModelKind::bigram
+                 ? "a table of next-token logits: it reads only --block-size"
+                 : "embeddings averaged over the context: no blocks, heads or dropout") +
+            "; the model in " + (dir / name) + "/ckpt.safetensors is one); drop it");
+    BOOST_TEST(!std::filesystem::exists(dir.path / (name + "_tuned")));
+    tune.config = ConfigOverrides();
+    tune.config.set(&GPTConfig::block_size, int64_t{8});
+    std::ostringstream taken;
+    BOOST_TEST((start(tune, Communicator::world(), taken)->model().kind() == kind));
+  }
+}
+
 // llm.c's way: GPT-2 keeps its context (block_size 16 here) and trains on shorter sequences
 // (block_size 8, llm.c's T); an override that changes the architecture is refused and leaves no
 // out_dir behind.
