@@ -68,8 +68,9 @@ inline constexpr int kDefaultSpinMicroseconds = 100;
 inline constexpr int64_t kRowParallelMin = int64_t{1} << 19;
 /// Work of attention, B * n_head * Tq * Tk * (head_dim + kAttentionScoreWork): the scores'
 /// multiply-adds, and per score the softmax's exp and its share of the backward, counted as
-/// kAttentionScoreWork multiply-adds. Counting multiply-adds alone left pico's attention (head_dim
-/// 2, mostly exps) on one thread, where split its 2-thread step measured 0.86x its 1-thread one
+/// kAttentionScoreWork multiply-adds. Counting multiply-adds alone left the benchmarks' pico
+/// attention (head_dim 2, T = 32: mostly exps) on one thread, where split its 2-thread step
+/// measured 0.86x its 1-thread one
 /// (`bench/threads.py`, Intel, 2026-12-07: 1.18 against 1.37 ms at 2 threads, 9 rounds); femto's
 /// (32 x 1 x 16 x 16 scores) stays on one thread for any weight below 62.
 inline constexpr int64_t kAttentionParallelMin = int64_t{1} << 19;
