@@ -16,12 +16,15 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -58,6 +61,19 @@ int serve_steps(const char* program, Run&& run) {
   return 0;
 }
 
+/// The value of a numeric flag, all of `text`: "--threads abc" or "--peak-seconds 0.5s" is an
+/// error that names the flag, not a 0 (atoi's answer) or a silently dropped suffix. Throws
+/// std::invalid_argument.
+template <typename T>
+T flag_value(const char* flag, const char* text) {
+  T value{};
+  const char* end = text + std::strlen(text);
+  const auto [stop, error] = std::from_chars(text, end, value);
+  if (error != std::errc() || stop != end || stop == text)
+    throw std::invalid_argument(std::string(flag) + " takes a number, got '" + text + "'");
+  return value;
+}
+
 /// main() of a benchmark binary. With --serve NAME returns serve(NAME, threads) (an exception
 /// becomes one line on stderr and exit code 2); otherwise calls register_benchmarks(smoke), then
 /// runs Google Benchmark with the flags left over, reporting through `reporter`. Returns the
@@ -71,24 +87,24 @@ int bench_main(int argc, char** argv, const char* program, Serve&& serve,
   double peak_seconds = 1.0;
   int spin = kernels::kDefaultSpinMicroseconds;
   std::vector<char*> args{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--serve") == 0 && i + 1 < argc) {
-      serve_name = argv[++i];
-    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
-    } else if (std::strcmp(argv[i], "--spin") == 0 && i + 1 < argc) {
-      spin = std::atoi(argv[++i]);
-    } else if (std::strcmp(argv[i], "--smoke") == 0) {
-      smoke = true;
-    } else if (std::strcmp(argv[i], "--peak") == 0) {
-      peak = true;
-    } else if (std::strcmp(argv[i], "--peak-seconds") == 0 && i + 1 < argc) {
-      peak_seconds = std::atof(argv[++i]);
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
   try {
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--serve") == 0 && i + 1 < argc) {
+        serve_name = argv[++i];
+      } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+        threads = flag_value<int>("--threads", argv[++i]);
+      } else if (std::strcmp(argv[i], "--spin") == 0 && i + 1 < argc) {
+        spin = flag_value<int>("--spin", argv[++i]);
+      } else if (std::strcmp(argv[i], "--smoke") == 0) {
+        smoke = true;
+      } else if (std::strcmp(argv[i], "--peak") == 0) {
+        peak = true;
+      } else if (std::strcmp(argv[i], "--peak-seconds") == 0 && i + 1 < argc) {
+        peak_seconds = flag_value<double>("--peak-seconds", argv[++i]);
+      } else {
+        args.push_back(argv[i]);
+      }
+    }
     kernels::set_spin_microseconds(spin);
     if (peak) {
       std::printf("%s\n", peak_line(measure_peak(threads, peak_seconds)).c_str());

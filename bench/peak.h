@@ -26,7 +26,7 @@ struct Peak {
 
 /// Measures every peak of `threads` threads for about `seconds` each (the best of three runs of a
 /// third each: a descheduled thread lowers a run, never raises it). Throws std::invalid_argument
-/// unless 1 <= threads <= 1024 and 0 < seconds <= 60.
+/// unless 1 <= threads <= 1024 and 0.01 <= seconds <= 60.
 Peak measure_peak(int threads, double seconds);
 
 /// One line for the benchmarks' output and for bench/compare.py, which reads it:

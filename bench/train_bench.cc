@@ -9,8 +9,9 @@
 //                                                 --mixed-precision: Linear and matmul products
 //                                                 with bf16 operands, autograd/autocast.h)
 //
-// Counters: ms/step, tokens/s, model GFLOP/s and % of this machine's FMA peak (nanoGPT's
-// estimate_mfu count: 6 N + 12 L C T flops per token, N the parameters without wpe), heap
+// Counters: ms/step, tokens/s, model GFLOP/s and its share of this machine's peak at the run's
+// thread count, measured (bench/peak.h; nanoGPT's estimate_mfu count: 6 N + 12 L C T flops per
+// token, N the parameters without wpe), heap
 // allocations per step after warm-up (every malloc in the process, counted by interposing it),
 // and the peak RSS of the process.
 //
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "autograd/autocast.h"
+#include "autograd/kernels/matmul.h"
 #include "autograd/kernels/thread_pool.h"
 #include "autograd/random.h"
 #include "bench/bench_main.h"
@@ -46,13 +49,6 @@
 namespace {
 
 using namespace attograd;
-
-// The FMA peak of one core of the reference machine (2-core Zen 5 VM, AVX-512): 214.6 GFLOP/s
-// (issue 7). Override with ATTOGRAD_PEAK_GFLOPS for another machine.
-double peak_gflops_per_core() {
-  const char* env = std::getenv("ATTOGRAD_PEAK_GFLOPS");
-  return env != nullptr ? std::atof(env) : 214.6;
-}
 
 // A benchmark config: the model and the batch (B sequences of T tokens).
 struct BenchConfig {
@@ -167,6 +163,26 @@ void bench_step(benchmark::State& state, const BenchConfig* config, int threads)
   state.counters["peak_RSS_MiB"] = bench::peak_rss_mib();
 }
 
+// The peak a run is a share of, measured once per thread count in this process (bench/peak.h;
+// it was the Zen 5's 214.6 GFLOP/s per core, a constant that read every other machine wrong): a
+// f32 run's of the FMAs, a bf16 run's of the unit its products run on (AMX, vdpbf16ps, else the
+// FMAs), as compare.py states its rows. `smoke`: a short measurement.
+double measured_peak(int threads, bool smoke) {
+  static std::map<int, bench::Peak> peaks;
+  auto it = peaks.find(threads);
+  if (it == peaks.end())
+    it = peaks.emplace(threads, bench::measure_peak(threads, smoke ? 0.03 : 0.3)).first;
+  const bench::Peak& p = it->second;
+  if (g_precision == MatmulPrecision::bf16) {
+    if (kernels::matmul_bf16_uses_amx()) return p.amx_bf16;
+    if (kernels::matmul_bf16_uses_avx512_bf16()) return p.bf16_dot;
+  }
+  return p.f32_fma;
+}
+
+// Whether this run is the CI's smoke run (register_benchmarks' argument).
+bool g_smoke = false;
+
 // Prints "% of peak" per run beside Google Benchmark's table.
 class PeakReporter : public benchmark::ConsoleReporter {
  public:
@@ -177,10 +193,14 @@ class PeakReporter : public benchmark::ConsoleReporter {
       if (it == r.counters.end() || r.run_type != Run::RT_Iteration) continue;
       const int threads = std::atoi(
           r.run_name.function_name.substr(r.run_name.function_name.rfind('t') + 1).c_str());
-      std::printf("  %s: %.1f%% of the %d-core FMA peak (%.1f GFLOP/s)\n",
-                  r.run_name.function_name.c_str(),
-                  100.0 * it->second.value / (peak_gflops_per_core() * threads), threads,
-                  peak_gflops_per_core() * threads);
+      const double peak = measured_peak(threads, g_smoke);
+      std::printf("  %s: %.1f%% of the %d-thread %s peak (%.1f GFLOP/s, measured)\n",
+                  r.run_name.function_name.c_str(), 100.0 * it->second.value / peak, threads,
+                  g_precision == MatmulPrecision::f32       ? "FMA"
+                  : kernels::matmul_bf16_uses_amx()         ? "AMX"
+                  : kernels::matmul_bf16_uses_avx512_bf16() ? "vdpbf16ps"
+                                                            : "FMA",
+                  peak);
     }
   }
 };
@@ -206,6 +226,7 @@ int serve(const std::string& name, int threads) {
 }
 
 void register_benchmarks(bool smoke) {
+  g_smoke = smoke;
   for (const BenchConfig& c : kConfigs) {
     if (smoke && std::strcmp(c.name, "femto") != 0) continue;
     for (const int t : {1, 2}) {
