@@ -441,12 +441,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const double t_portable = median(portable->second), flops = flops_[name];
       const attograd::bench::Peak* peak = peak_of(name);
       const double f32_peak = peak != nullptr ? peak->f32_fma : NAN;
-      // The limit of the instruction the bf16 side runs on: AMX's tdpbf16ps, vdpbf16ps, or
-      // (the widening path) the FMA.
-      const double bf16_peak = peak == nullptr                     ? NAN
-                               : k::matmul_bf16_uses_amx()         ? peak->amx_bf16
-                               : k::matmul_bf16_uses_avx512_bf16() ? peak->bf16_dot
-                                                                   : f32_peak;
+      // The limit of the unit the bf16 side runs on.
+      const double bf16_peak =
+          peak != nullptr ? attograd::bench::bf16_unit_peak(*peak).gflops : NAN;
       // times are in the benchmarks' unit, ms
       std::printf("%-44s %9.1f %9.1f %9.1f %7.2fx %9.3f %8.3f %7.0f%% %7.0f%%\n", name.c_str(),
                   flops / (t_f32 * 1e6), flops / (t_bf16 * 1e6), flops / (t_portable * 1e6),

@@ -3,6 +3,8 @@
 // the best one, as the kernels are, so the peak is that of the vectors the kernels use.
 #include "bench/peak.h"
 
+#include "autograd/kernels/matmul.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,10 +17,7 @@
 #include <vector>
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 // Highway's per-target includes, in the order its skeleton.cc gives: never sorted.
@@ -158,22 +157,9 @@ __attribute__((target("amx-tile,amx-bf16"), noipa)) double amx_chains(int64_t it
   return 6.0 * 16 * 16 * 32 * 2;  // 6 instructions x 8,192 multiply-adds x 2 FLOPs
 }
 
-// The CPU has AMX-TILE and AMX-BF16 (cpuid leaf 7: EDX bits 24 and 22) and Linux grants this
-// process the tiles' register state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18;
-// asking again once granted is harmless, and the kernels library has asked already when it
-// runs its products on AMX).
-bool has_amx() {
-#if defined(__linux__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0, nullptr) < 7) return false;
-  __cpuid_count(7, 0, eax, ebx, ecx, edx);
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return (edx >> 24 & 1) != 0 && (edx >> 22 & 1) != 0 &&
-         syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
+// Where the kernels run matmul_bf16 on AMX: the CPU has it and Linux granted the process the
+// tiles' state (matmul.cc asks once, as the library loads).
+bool has_amx() { return kernels::matmul_bf16_uses_amx(); }
 #else
 double dpbf16_chains(int64_t, float*) { return 0; }
 bool has_dpbf16() { return false; }
@@ -268,6 +254,12 @@ Peak measure_peak(int threads, double seconds) {
       return sink == -1.0f ? 0 : flops;
     });
   return p;
+}
+
+UnitPeak bf16_unit_peak(const Peak& p) {
+  if (kernels::matmul_bf16_uses_amx()) return {"AMX", p.amx_bf16};
+  if (kernels::matmul_bf16_uses_avx512_bf16()) return {"vdpbf16ps", p.bf16_dot};
+  return {"FMA", p.f32_fma};
 }
 
 std::string peak_line(const Peak& p) {

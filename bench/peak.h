@@ -29,6 +29,15 @@ struct Peak {
 /// unless 1 <= threads <= 1024 and 0.01 <= seconds <= 60.
 Peak measure_peak(int threads, double seconds);
 
+/// The unit matmul_bf16 runs on here (kernels::matmul_bf16_uses_amx, ..._uses_avx512_bf16) and
+/// its peak in `p`, the limit a bf16 product is a share of: "AMX" (tdpbf16ps), "vdpbf16ps", or
+/// "FMA" (the portable path widens bf16 to f32 for FMAs).
+struct UnitPeak {
+  const char* unit;
+  double gflops;
+};
+UnitPeak bf16_unit_peak(const Peak& p);
+
 /// One line for the benchmarks' output and for bench/compare.py, which reads it:
 /// "peak threads 1 f32_fma_gflops 140.2 f64_fma_gflops 70.1 bf16_dot_gflops 280.3
 /// amx_bf16_gflops 0.0 target AVX3".

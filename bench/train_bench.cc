@@ -33,7 +33,6 @@
 #include <vector>
 
 #include "autograd/autocast.h"
-#include "autograd/kernels/matmul.h"
 #include "autograd/kernels/thread_pool.h"
 #include "autograd/random.h"
 #include "bench/bench_main.h"
@@ -167,17 +166,14 @@ void bench_step(benchmark::State& state, const BenchConfig* config, int threads)
 // it was the Zen 5's 214.6 GFLOP/s per core, a constant that read every other machine wrong): a
 // f32 run's of the FMAs, a bf16 run's of the unit its products run on (AMX, vdpbf16ps, else the
 // FMAs), as compare.py states its rows. `smoke`: a short measurement.
-double measured_peak(int threads, bool smoke) {
+bench::UnitPeak measured_peak(int threads, bool smoke) {
   static std::map<int, bench::Peak> peaks;
   auto it = peaks.find(threads);
   if (it == peaks.end())
     it = peaks.emplace(threads, bench::measure_peak(threads, smoke ? 0.03 : 0.3)).first;
   const bench::Peak& p = it->second;
-  if (g_precision == MatmulPrecision::bf16) {
-    if (kernels::matmul_bf16_uses_amx()) return p.amx_bf16;
-    if (kernels::matmul_bf16_uses_avx512_bf16()) return p.bf16_dot;
-  }
-  return p.f32_fma;
+  if (g_precision == MatmulPrecision::bf16) return bench::bf16_unit_peak(p);
+  return {"FMA", p.f32_fma};
 }
 
 // Whether this run is the CI's smoke run (register_benchmarks' argument).
@@ -193,14 +189,10 @@ class PeakReporter : public benchmark::ConsoleReporter {
       if (it == r.counters.end() || r.run_type != Run::RT_Iteration) continue;
       const int threads = std::atoi(
           r.run_name.function_name.substr(r.run_name.function_name.rfind('t') + 1).c_str());
-      const double peak = measured_peak(threads, g_smoke);
+      const bench::UnitPeak peak = measured_peak(threads, g_smoke);
       std::printf("  %s: %.1f%% of the %d-thread %s peak (%.1f GFLOP/s, measured)\n",
-                  r.run_name.function_name.c_str(), 100.0 * it->second.value / peak, threads,
-                  g_precision == MatmulPrecision::f32       ? "FMA"
-                  : kernels::matmul_bf16_uses_amx()         ? "AMX"
-                  : kernels::matmul_bf16_uses_avx512_bf16() ? "vdpbf16ps"
-                                                            : "FMA",
-                  peak);
+                  r.run_name.function_name.c_str(), 100.0 * it->second.value / peak.gflops, threads,
+                  peak.unit, peak.gflops);
     }
   }
 };
