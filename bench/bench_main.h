@@ -8,6 +8,10 @@
 //   <bench> --peak [--threads N] [--peak-seconds S]  the machine's arithmetic peaks at N
 //                                                threads (bench/peak.h), one line, S seconds
 //                                                per peak (default 1); compare.py reads it
+//   <bench> --machine                            the line naming this CPU (bench/machine.h)
+//                                                that the Python benchmarks print first
+//   <bench> --cpu-kind VENDOR FAMILY MODEL       machine.h's microarchitecture name of that CPU
+//                                                ("" if unknown), for its tests
 //
 // compare.py alternates such a server with its PyTorch twin, A B A B, so both see the same
 // machine weather.
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "autograd/kernels/thread_pool.h"
+#include "bench/machine.h"
 #include "bench/peak.h"
 
 namespace attograd::bench {
@@ -99,6 +104,15 @@ int bench_main(int argc, char** argv, const char* program, Serve&& serve,
         smoke = true;
       } else if (std::strcmp(argv[i], "--peak") == 0) {
         peak = true;
+      } else if (std::strcmp(argv[i], "--machine") == 0) {
+        std::printf("%s\n", machine_line().c_str());
+        return 0;
+      } else if (std::strcmp(argv[i], "--cpu-kind") == 0 && i + 3 < argc) {
+        // the microarchitecture list (machine.h) for a given vendor, family and model: its tests
+        std::printf("%s\n", cpu_kind(argv[i + 1], flag_value<int>("--cpu-kind family", argv[i + 2]),
+                                     flag_value<int>("--cpu-kind model", argv[i + 3]))
+                                .c_str());
+        return 0;
       } else if (std::strcmp(argv[i], "--peak-seconds") == 0 && i + 1 < argc) {
         peak_seconds = flag_value<double>("--peak-seconds", argv[++i]);
       } else {

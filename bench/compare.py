@@ -160,6 +160,12 @@ def measure_peak(bench, threads, seconds=1.0):
     return {k: (v if k == "target" else float(v)) for k, v in values.items()}
 
 
+def machine_line(bench):
+    """`bench --machine`: the line naming this CPU (bench/machine.h), which every benchmark prints
+    first, since the VMs change CPU between sessions under the same model name."""
+    return subprocess.run([str(bench), "--machine"], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def peak_for(peak, precision):
     """The limit a row is a share of: the FMA peak for f32; for bf16 the AMX peak where the CPU has
     AMX, else the bf16 dot peak (vdpbf16ps), else the FMA peak."""
@@ -266,6 +272,7 @@ def main():
     args.bench = args.bench or str(ROOT / "build" / "bench" / ("generate_bench" if args.generate else "train_bench"))
     if not Path(args.bench).exists():
         sys.exit(f"compare.py: {args.bench} not found: build first (cmake --build build)")
+    print(machine_line(ROOT / "build" / "bench" / "train_bench" if args.generate else args.bench))
     if args.generate:
         return compare_generation(args)
     torch_variants(args.torch_variant)  # refuses before any run when PyTorch could not be at its best

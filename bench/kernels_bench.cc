@@ -51,6 +51,7 @@
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/targets.h"
 #include "autograd/kernels/thread_pool.h"
+#include "bench/machine.h"
 #include "bench/peak.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -534,6 +535,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
 
+  std::printf("%s\n", attograd::bench::machine_line().c_str());
   std::printf(
       "attograd kernels: Highway target %s%s; OpenBLAS core %s%s\n", k::active_target().c_str(),
       k::matmul_bf16_uses_amx()           ? " with AMX"

@@ -39,6 +39,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no __pycache__ folder beside this script from the import below
+from compare import machine_line  # noqa: E402
+
 CONFIGS = ["femto", "pico", "nano", "baby", "gpt2"]
 
 
@@ -127,6 +130,7 @@ def main():
             sys.exit(f"threads.py: {b} not found: build train_bench first")
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, "
           f"{' '.join(sys.argv)}")
+    print(machine_line(args.pool))
     if args.spins:
         print("| config | condition | load before | steps/turn | pool 1t | " +
               " | ".join(f"2t, spin {s} us | 2t / 1t" for s in args.spins) + " |")

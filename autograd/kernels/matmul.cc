@@ -46,7 +46,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "autograd/kernels/bf16.h"
 #include "autograd/kernels/dispatch.h"
@@ -1362,10 +1365,36 @@ struct CpuCaches {
   size_t l1d, l2, l3;
 };
 
-// The sizes sysconf reports (glibc reads them from cpuid), each where the system says nothing
-// (0 or -1: another OS, WebAssembly) the Zen 5's the constants were first measured on.
+// Linux's own account of cpu0's caches, one file set per cache:
+// /sys/devices/system/cpu/cpu0/cache/index<i>/{level,type,size} ("3", "Unified", "32768K"), the
+// size of one instance. False when the folder is absent (another OS, WebAssembly).
+bool read_sysfs_caches(CpuCaches& c) {
+  bool found = false;
+  for (int i = 0;; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) return found;
+    char* unit = nullptr;
+    size_t bytes = std::strtoull(size.c_str(), &unit, 10);
+    if (*unit == 'K') bytes <<= 10;
+    if (*unit == 'M') bytes <<= 20;
+    if (bytes == 0) continue;
+    if (level == 1 && type == "Data") c.l1d = bytes, found = true;
+    if (level == 2 && type != "Instruction") c.l2 = bytes, found = true;
+    if (level == 3 && type != "Instruction") c.l3 = bytes, found = true;
+  }
+}
+
+// Linux's sizes (sysfs) where it has them, else those sysconf reports (glibc reads them from
+// cpuid), each where the system says nothing (0 or -1: another OS, WebAssembly) the Zen 5's the
+// constants were first measured on. sysfs first: glibc 2.36's sysconf gave a Zen 4 VM's L3 as
+// 320 MiB (its cpuid leaf 0x80000006; sysfs and lscpu: 32 MiB, from leaf 0x8000001D, 2026-12-08),
+// which let an operand packed once for several uses outgrow the real L3 (gemm_packed's a_once).
 CpuCaches read_cpu_caches() {
   CpuCaches c{48 << 10, 1 << 20, 32 << 20};
+  if (read_sysfs_caches(c)) return c;
 #if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
     defined(_SC_LEVEL3_CACHE_SIZE)
   const auto ask = [](int name, size_t& bytes) {

@@ -24,10 +24,12 @@ inline constexpr int64_t kMatmulBlockK = 256;
 
 /// The packed kernel's cache blocking on this CPU, as `attograd info` prints it.
 struct MatmulBlocking {
-  int64_t kc;          // k's per block: kMatmulBlockK
-  size_t l1d_bytes;    // the core's L1 data cache (sysconf; 48 KiB where the system says nothing)
-  size_t l2_bytes;     // the core's L2 (sysconf; 1 MiB where the system says nothing)
-  size_t l3_bytes;     // the L3 (sysconf; 32 MiB where the system says nothing): an operand
+  int64_t kc;  // k's per block: kMatmulBlockK
+  // Sizes as Linux reports them (/sys/devices/system/cpu/cpu0/cache), else sysconf, else the
+  // Zen 5's:
+  size_t l1d_bytes;    // the core's L1 data cache (48 KiB where the system says nothing)
+  size_t l2_bytes;     // the core's L2 (1 MiB where the system says nothing)
+  size_t l3_bytes;     // one L3 instance (32 MiB where the system says nothing): an operand
                        // packed once for several uses must fit in half of it
   size_t block_bytes;  // packed bytes of an A block (MC x KC) and of a B panel (KC x NC): half of
                        // the L2 each, between 64 KiB and 4 MiB
