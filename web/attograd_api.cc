@@ -485,8 +485,17 @@ json model_new(Request& r) {
   // curves are drawn against.
   std::ostream quiet(nullptr);
   gpt::SetUpReport report(quiet);
-  gpt::Prepared prepared =
-      gpt::prepare_new(text, {kind, overrides, "char", seed}, options.block_size, report);
+  gpt::Prepared prepared = [&] {
+    try {
+      return gpt::prepare_new(text, {kind, overrides, "char", seed}, options.block_size, report);
+    } catch (const gpt::UnusedOverrideError& e) {
+      // Named by the request's key: the library's sentence names the CLI's flag ("--n-layer"),
+      // and the page has no flags.
+      throw std::invalid_argument(e.said_of("request 'model_new': " + e.field(),
+                                            "remove " + e.field() + " from the request",
+                                            "set kind to 'gpt'"));
+    }
+  }();
 
   Workspace& w = workspace();
   w.trainer.reset();  // it refers to the model and data it replaces

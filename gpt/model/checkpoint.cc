@@ -35,11 +35,11 @@ std::string config_to_json(const GPTConfig& config) {
   return fields_to_json(config, config_fields()).dump();
 }
 
-GPTConfig config_from_json(const std::string& text, const std::string& what) {
+GPTConfig config_from_json(const std::string& text, const std::string& what, ModelKind kind) {
   JsonFields f(nn::parse_json(text, what), what);
   try {
     const GPTConfig c = fields_from_json(f, config_fields());
-    c.validate();
+    validate_for(kind, c);
     return c;
   } catch (const std::invalid_argument& e) {  // an unknown pos_encoding, or validate()
     throw std::runtime_error(what + ": " + e.what());
@@ -222,7 +222,7 @@ CheckpointInfo read_checkpoint_info(const nn::SafetensorsFile& file, Moments mom
   const std::string what = "'" + file.path() + "': checkpoint metadata";
   CheckpointInfo info;
   info.kind = checkpoint_kind(file);
-  info.config = config_from_json(get("config"), what + " 'config'");
+  info.config = config_from_json(get("config"), what + " 'config'", info.kind);
   JsonFields tok(nn::parse_json(get("tokenizer"), what + " 'tokenizer'"), what + " 'tokenizer'");
   info.tokenizer_kind = tok.string("kind");
   info.tokenizer_data = tok.string("data");

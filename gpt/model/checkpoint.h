@@ -60,9 +60,11 @@ struct CheckpointInfo {
 std::string config_to_json(const GPTConfig& config);
 
 /// The config a checkpoint's "config" metadata holds, every field read strictly (3.9 is not an
-/// n_head, 2^64 is not a size, a missing or unknown field is refused), then checked by
-/// GPTConfig::validate. Throws std::runtime_error starting with `what` (naming the document).
-GPTConfig config_from_json(const std::string& text, const std::string& what);
+/// n_head, 2^64 is not a size, a missing or unknown field is refused), then checked as the model
+/// of `kind` is built (validate_for: GPTConfig::validate, with the parameter limit counting that
+/// kind's own parameters). Throws std::runtime_error starting with `what` (naming the document).
+GPTConfig config_from_json(const std::string& text, const std::string& what,
+                           ModelKind kind = ModelKind::gpt);
 
 /// True for the four GPT-2 weights Hugging Face stores as Conv1D (in, out), the transpose of
 /// attograd's Linear: attn.c_attn, attn.c_proj, mlp.c_fc and mlp.c_proj. attn.c_proj is

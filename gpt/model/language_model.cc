@@ -13,6 +13,7 @@
 #include "autograd/size_math.h"
 #include "gpt/io/fields.h"
 #include "gpt/model/bigram_average.h"
+#include "gpt/model/field_ranges.h"
 #include "nn/io/utf8.h"
 
 namespace attograd::gpt {
@@ -142,13 +143,30 @@ int64_t num_parameters(ModelKind kind, const GPTConfig& c) {
   return 0;
 }
 
+void validate_for(ModelKind kind, const GPTConfig& c) {
+  if (kind == ModelKind::gpt) return c.validate();
+  validate_fields(c, "GPTConfig");
+  if (const auto rule = c.broken_rule(); rule && *rule != ConfigRule::parameter_limit)
+    throw ConfigRuleError(*rule, c);
+  const int64_t n = num_parameters(kind, c);
+  if (n <= limits::max_parameters) return;
+  std::string sizes = "vocab_size " + std::to_string(c.vocab_size);
+  if (reads_field(kind, "n_embd")) sizes += ", n_embd " + std::to_string(c.n_embd);
+  if (kind == ModelKind::average && c.pos_encoding == PosEncoding::learned)
+    sizes += ", block_size " + std::to_string(c.block_size);  // its wpe
+  throw std::invalid_argument("GPTConfig: the " + std::string(model_kind_name(kind)) +
+                              " model of " + sizes + " has " + std::to_string(n) +
+                              " parameters, more than the limit of " +
+                              std::to_string(limits::max_parameters) + "; choose a smaller model");
+}
+
 LanguageModel::LanguageModel(ModelKind kind, const GPTConfig& config, uint64_t seed, DType dtype,
                              std::string label)
     : config_(config),
       dtype_(dtype),
       label_(std::move(label)),
       dropout_gen_(std::make_unique<Generator>(seed + 1)) {
-  config_.validate();
+  validate_for(kind, config_);
   if (dtype == DType::i64)
     throw std::invalid_argument(label_ + ": the model dtype must be f32 or f64");
   require_memory(gpt::num_parameters(kind, config_), dtype, 2, "weights and gradients", label_);
@@ -329,7 +347,7 @@ GPTConfig configured(const ConfigOverrides& a, std::optional<int64_t> tokenizer_
 GPTConfig build_config(const ConfigOverrides& a, std::optional<int64_t> tokenizer_vocab,
                        ModelKind kind) {
   GPTConfig c = configured(a, tokenizer_vocab, kind);
-  c.validate();
+  validate_for(kind, c);
   return c;
 }
 

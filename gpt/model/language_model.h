@@ -43,6 +43,13 @@ Choices model_kind_choices();
 /// sizes alone (nothing is allocated). Throws std::overflow_error if it does not fit int64_t.
 int64_t num_parameters(ModelKind kind, const GPTConfig& config);
 
+/// GPTConfig::validate for the model of `kind`: a GPT's own; for the bigram and average models
+/// every rule but the parameter limit, which counts that model's parameters (num_parameters(kind,
+/// c)) rather than a GPT's of the same sizes (`--model average --n-embd 24000` was refused as
+/// 20.7e9 parameters, its preset's 3 GPT layers, where the average model has 1.8 M). Throws
+/// std::invalid_argument (ConfigRuleError for a rule between fields).
+void validate_for(ModelKind kind, const GPTConfig& c);
+
 /// The floating-point operations one trained token costs a GPT of config `c` on sequences of T
 /// tokens, forward and backward: 6 N + 12 n_layer n_embd T, N the parameters but the learned
 /// position table wpe (a lookup, not a matmul). 6 N is the matmuls (2 N forward, 4 N backward:
@@ -68,6 +75,12 @@ class UnusedOverrideError : public std::invalid_argument {
   /// it"; the other way, if any, follows.
   std::string said_of(const std::string& subject, const std::string& removal) const {
     return sentence(subject, kind_, why_, removal, other_way_);
+  }
+  /// The same with the other way named as the front end offers it ("set kind to 'gpt'" in the
+  /// page's requests), or "" for none.
+  std::string said_of(const std::string& subject, const std::string& removal,
+                      const std::string& other_way) const {
+    return sentence(subject, kind_, why_, removal, other_way);
   }
 
  private:

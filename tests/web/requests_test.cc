@@ -150,12 +150,18 @@ BOOST_AUTO_TEST_CASE(model_new_reads_the_config_tables_and_a_refusal_keeps_the_m
       BOOST_TEST(error.find(message) != std::string::npos, error);
     }
   }
-  // A setting the model's kind never reads is refused as `train --model bigram` refuses it; a
-  // bigram or average model has one head, so the preset's 3 need not divide its n_embd.
+  // A setting the model's kind never reads is refused as `train --model bigram` refuses it, but
+  // named by the request's key (the page has no flags); a bigram or average model has one head,
+  // so the preset's 3 need not divide its n_embd.
   const std::string unused =
       error_of(call({{"cmd", "model_new"}, {"text", text}, {"kind", "bigram"}, {"n_layer", 4}}));
-  BOOST_TEST(unused.find("--n-layer does not apply to --model bigram") != std::string::npos,
+  BOOST_TEST(unused.find("request 'model_new': n_layer does not apply to --model bigram") !=
+                 std::string::npos,
              unused);
+  BOOST_TEST(
+      unused.find("remove n_layer from the request, or set kind to 'gpt'") != std::string::npos,
+      unused);
+  BOOST_TEST(unused.find("--n-layer") == std::string::npos, unused);
   // The model of the first request, 2 steps trained, goes on.
   BOOST_TEST(call({{"cmd", "train"}, {"steps", 1}})["ok"]["step"].get<int64_t>() == 3);
   const json average = call({{"cmd", "model_new"},

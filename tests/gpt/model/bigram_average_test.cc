@@ -176,6 +176,32 @@ BOOST_AUTO_TEST_CASE(average_model_refuses_a_table_beyond_its_cap) {
       "1024 MiB; the average model allows block_size <= 4096");
 }
 
+// The parameter limit counts the kind's own parameters: an average model of n_embd 24,000 has
+// 1.8 M (it was refused as the 20.7e9 of a GPT with its preset's 3 layers, and its checkpoint
+// could not be read back), while a bigram of 2^20 tokens, 2^40 logits, is refused though a GPT
+// of those sizes would fit.
+BOOST_AUTO_TEST_CASE(the_parameter_limit_counts_each_kinds_own_parameters) {
+  GPTConfig wide = preset("pico");
+  wide.n_embd = 24000;
+  wide.n_head = 1;
+  BOOST_TEST(num_parameters(ModelKind::average, wide) == 65 * 24000 + 8 * 24000 + 2 * 24000);
+  BOOST_TEST(wide.num_parameters() > limits::max_parameters);  // as a GPT: over the limit
+  BOOST_CHECK_NO_THROW(validate_for(ModelKind::average, wide));
+  expect_throw_with<std::invalid_argument>([&] { validate_for(ModelKind::gpt, wide); },
+                                           "make 20738736000 parameters");
+  BOOST_TEST((config_from_json(config_to_json(wide), "config", ModelKind::average) == wide));
+  expect_throw_with<std::runtime_error>([&] { config_from_json(config_to_json(wide), "config"); },
+                                        "config: GPTConfig: n_layer 3, n_embd 24000");
+
+  GPTConfig huge_vocab = preset("femto");
+  huge_vocab.vocab_size = 1 << 20;
+  BOOST_TEST(huge_vocab.num_parameters() < limits::max_parameters);
+  expect_throw_with<std::invalid_argument>(
+      [&] { validate_for(ModelKind::bigram, huge_vocab); },
+      "GPTConfig: the bigram model of vocab_size 1048576 has 1099511627776 parameters, more "
+      "than the limit of 20000000000; choose a smaller model");
+}
+
 // Trained by the GPT's trainer, the V x V table reaches what counting gives: the add-one
 // bigram cross-entropy of gpt/text/dataset.h (on 40,000 tokens add-one and the counts' own
 // maximum-likelihood estimate differ by less than 0.001 nats).
