@@ -2,13 +2,15 @@
 """The homework's pico run in the companion page against the native CLI on one thread,
 interleaved (native, page, native, page, ...), and the page's first load.
 
-    /usr/bin/python3 bench/page_pico.py build-wasm/page build/cli/attograd --rounds 2
+    /usr/bin/python3 bench/page_pico.py build-wasm/page build/cli/attograd --rounds 2 [--text kjv]
 
 Both sides train pico with the settings of examples/train_pico.sh (20,000 steps, batch 64, lr
 1e-2 to 1e-3, warmup 200, an evaluation of 50 batches per split every 100 steps up to 2,000,
 then every 2,000) on the same
 text, the page's shipped Genesis (the time per step does not depend on the text, and this way
-both evaluate the same batches' worth of the same kind of data):
+both evaluate the same batches' worth of the same kind of data), or with --text kjv its whole
+Bible, the corpus the homework trains on (4 MB, whose reading and tokenizing the native side's
+wall time includes and the page's timing, from the first step, does not):
   native  `attograd train --threads 1` (the engine's pool with the calling thread only), the
           wall time of the whole command, checkpoint writes and logs included;
   page    headless Chromium (Debian's chromium and chromedriver, python3-selenium) on a loopback
@@ -31,9 +33,13 @@ import tempfile
 import threading
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+
+sys.dont_write_bytecode = True  # no __pycache__ folder beside this script from the import below
+from compare import machine_line  # noqa: E402
 
 SETTINGS = dict(steps=20000, batch_size=64, lr=1e-2, min_lr=1e-3, warmup=200, eval_interval=2000,
                 eval_early=100, eval_iters=50)
@@ -65,7 +71,7 @@ def browser():
     return driver
 
 
-def page_round(web_dir):
+def page_round(web_dir, text_name):
     """(load seconds, load bytes, training seconds, final val loss) in a fresh browser."""
     sent = []
     server, base = serve(web_dir, sent)
@@ -77,11 +83,11 @@ def page_round(web_dir):
             "const done = arguments[0]; window.page.ready.then(() => done(true));")
         load = time.time() - start
         load_bytes = sum(sent)
-        s = SETTINGS
+        s = dict(SETTINGS, text=text_name)
         result = driver.execute_async_script("""
             const [s, done] = arguments;
             const page = window.page;
-            fetch('genesis.txt').then((r) => r.text()).then(async (text) => {
+            fetch(s.text).then((r) => r.text()).then(async (text) => {
               await page.workerCall('newModel', {preset: 'pico', text, batch_size: s.batch_size,
                 learning_rate: s.lr, min_lr: s.min_lr, warmup_steps: s.warmup,
                 max_steps: s.steps, eval_interval: s.eval_interval, eval_early: s.eval_early,
@@ -119,18 +125,24 @@ def main():
     parser.add_argument("web_dir")
     parser.add_argument("cli")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--text", choices=["genesis", "kjv"], default="genesis",
+                        help="the page's shipped text both sides train on (default genesis)")
     args = parser.parse_args()
     web_dir = os.path.abspath(args.web_dir)
-    text = os.path.join(web_dir, "genesis.txt")
+    text = os.path.join(web_dir, args.text + ".txt")
     print("%s, %s, %d CPUs, load %s" % (datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                                        platform.processor() or platform.machine(), os.cpu_count(),
                                        " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
+    # the machine's kind (bench/machine.h), from the benchmark build beside the CLI's
+    train_bench = Path(args.cli).resolve().parent.parent / "bench" / "train_bench"
+    if train_bench.exists():
+        print(machine_line(train_bench), flush=True)
     native, page, loads, sizes = [], [], [], []
     for r in range(args.rounds):
         seconds, last = native_round(args.cli, text)
         native.append(seconds)
         print("round %d native: %.1f s  (%s)" % (r + 1, seconds, last.strip()), flush=True)
-        load, size, seconds, val = page_round(web_dir)
+        load, size, seconds, val = page_round(web_dir, args.text + ".txt")
         page.append(seconds)
         loads.append(load)
         sizes.append(size)
