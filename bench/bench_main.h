@@ -74,6 +74,8 @@ T flag_value(const char* flag, const char* text) {
   T value{};
   const char* end = text + std::strlen(text);
   const auto [stop, error] = std::from_chars(text, end, value);
+  if (error == std::errc::result_out_of_range && stop == end)
+    throw std::invalid_argument(std::string(flag) + " is out of range: '" + text + "'");
   if (error != std::errc() || stop != end || stop == text)
     throw std::invalid_argument(std::string(flag) + " takes a number, got '" + text + "'");
   return value;
@@ -107,11 +109,17 @@ int bench_main(int argc, char** argv, const char* program, Serve&& serve,
       } else if (std::strcmp(argv[i], "--machine") == 0) {
         std::printf("%s\n", machine_line().c_str());
         return 0;
-      } else if (std::strcmp(argv[i], "--cpu-kind") == 0 && i + 3 < argc) {
+      } else if (std::strcmp(argv[i], "--cpu-kind") == 0) {
         // the microarchitecture list (machine.h) for a given vendor, family and model: its tests
-        std::printf("%s\n", cpu_kind(argv[i + 1], flag_value<int>("--cpu-kind family", argv[i + 2]),
-                                     flag_value<int>("--cpu-kind model", argv[i + 3]))
-                                .c_str());
+        if (argc != i + 4)
+          throw std::invalid_argument(
+              "--cpu-kind takes exactly VENDOR FAMILY MODEL (e.g. AuthenticAMD 25 17)");
+        const int family = flag_value<int>("--cpu-kind FAMILY", argv[i + 2]);
+        const int model = flag_value<int>("--cpu-kind MODEL", argv[i + 3]);
+        if (family < 0 || family > 0x10e || model < 0 || model > 0xff)
+          throw std::invalid_argument(
+              "--cpu-kind: FAMILY must be in [0, 270] and MODEL in [0, 255] (cpuid's ranges)");
+        std::printf("%s\n", cpu_kind(argv[i + 1], family, model).c_str());
         return 0;
       } else if (std::strcmp(argv[i], "--peak-seconds") == 0 && i + 1 < argc) {
         peak_seconds = flag_value<double>("--peak-seconds", argv[++i]);

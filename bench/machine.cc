@@ -2,7 +2,9 @@
 #include "bench/machine.h"
 
 #include <fstream>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/thread_pool.h"
@@ -10,16 +12,18 @@
 namespace attograd::bench {
 
 std::string cpu_kind(const std::string& vendor, int family, int model) {
+  // Model ranges as Linux's arch/x86/kernel/cpu/amd.c sorts them; a model outside every range
+  // is unknown (""), not the nearest guess.
+  const auto in = [model](std::initializer_list<std::pair<int, int>> ranges) {
+    for (const auto& [first, last] : ranges)
+      if (model >= first && model <= last) return true;
+    return false;
+  };
   if (vendor == "AuthenticAMD") {
-    if (family == 0x17) return "Zen 1-2";
-    if (family == 0x1a) return "Zen 5";
-    if (family == 0x19) {
-      // Zen 4: Genoa and Bergamo (10h-1Fh), Raphael and Phoenix (60h-7Fh), Storm Peak (A0h-AFh);
-      // the other models of the family are Zen 3.
-      const bool zen4 = (model >= 0x10 && model <= 0x1f) || (model >= 0x60 && model <= 0x7f) ||
-                        (model >= 0xa0 && model <= 0xaf);
-      return zen4 ? "Zen 4" : "Zen 3";
-    }
+    if (family == 0x17 && in({{0x00, 0xff}})) return "Zen 1-2";
+    if (family == 0x19 && in({{0x00, 0x0f}, {0x20, 0x5f}})) return "Zen 3";
+    if (family == 0x19 && in({{0x10, 0x1f}, {0x60, 0xaf}})) return "Zen 4";
+    if (family == 0x1a && in({{0x00, 0x2f}, {0x40, 0x4f}, {0x60, 0x7f}})) return "Zen 5";
     return "";
   }
   if (vendor == "GenuineIntel" && family == 6) {
@@ -27,8 +31,9 @@ std::string cpu_kind(const std::string& vendor, int family, int model) {
       case 0x55:
         return "Skylake-SP, Cascade Lake or Cooper Lake";
       case 0x6a:
-      case 0x6c:
         return "Ice Lake-SP";
+      case 0x6c:
+        return "Ice Lake-D";
       case 0x8f:
         return "Sapphire Rapids";
       case 0xcf:

@@ -7,12 +7,12 @@ them, malloc and memset, the JavaScript glue of C++ exceptions), and the top fun
 
 The page's module is linked again from build-wasm's objects (scripts/wasm.sh builds them) with
 --profiling-funcs, which keeps the functions' names, into a temporary folder: the same code, with
-names. node runs V8, Chromium's engine. Shares, not times, are what this measures: a profile
-taken beside other work still splits the step the same way.
+names. node runs V8, Chromium's engine. The profile covers the timed steps only (not the
+module's compilation, the model's set-up or the 200 untimed steps first). Shares, not times,
+are what this measures: a profile taken beside other work still splits the step the same way.
 """
 import argparse
 import collections
-import glob
 import json
 import os
 import re
@@ -54,22 +54,35 @@ def main():
     ap.add_argument("--steps", type=int, default=3000, help="training steps profiled (default 3000)")
     ap.add_argument("--top", type=int, default=12, help="functions listed (default 12)")
     args = ap.parse_args()
+    if args.steps < 100:
+        sys.exit("wasm_profile.py: --steps must be at least 100 (a profile of fewer is mostly noise)")
+    for tool in ("node", "ninja"):
+        if shutil.which(tool) is None:
+            sys.exit(f"wasm_profile.py: {tool} not found (bash scripts/install-deps.sh --wasm installs it)")
     build = Path(args.build).resolve()
+    if not (build / "build.ninja").exists():
+        sys.exit(f"wasm_profile.py: {build}/build.ninja not found: build the page first "
+                 "(bash scripts/wasm.sh --no-test)")
     text = build / "page" / "genesis.txt"
     if not text.exists():
         sys.exit(f"wasm_profile.py: {text} not found: build the page first (bash scripts/wasm.sh --no-test)")
     with tempfile.TemporaryDirectory() as tmp:
         relink(build, tmp)
-        run = subprocess.run(["node", "--no-experimental-fetch", "--cpu-prof", f"--cpu-prof-dir={tmp}/prof",
-                              str(ROOT / "bench" / "wasm_profile.js"), tmp, str(text), str(args.steps)],
-                             capture_output=True, text=True, check=True)
+        run = subprocess.run(["node", "--no-experimental-fetch", str(ROOT / "bench" / "wasm_profile.js"),
+                              tmp, str(text), str(args.steps), f"{tmp}/profile.json"],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"wasm_profile.py: node failed ({run.returncode}):\n{run.stderr.strip()}")
         print(run.stdout.strip())
-        profile = json.load(open(glob.glob(f"{tmp}/prof/*.cpuprofile")[0]))
+        with open(f"{tmp}/profile.json") as f:
+            profile = json.load(f)
     names = {n["id"]: n["callFrame"]["functionName"] for n in profile["nodes"]}
     self_time = collections.Counter()
     for node, delta in zip(profile["samples"], profile["timeDeltas"]):
         self_time[names[node]] += delta
     total = sum(self_time.values())
+    if total == 0:
+        sys.exit("wasm_profile.py: the profile holds no samples")
     parts = collections.Counter()
     for name, t in self_time.items():
         parts[next((part for part, pattern in PARTS if pattern.search(name)), OTHER)] += t

@@ -1365,25 +1365,32 @@ struct CpuCaches {
   size_t l1d, l2, l3;
 };
 
-// Linux's own account of cpu0's caches, one file set per cache:
+// Linux's own account of cpu0's caches, one folder per cache:
 // /sys/devices/system/cpu/cpu0/cache/index<i>/{level,type,size} ("3", "Unified", "32768K"), the
-// size of one instance. False when the folder is absent (another OS, WebAssembly).
-bool read_sysfs_caches(CpuCaches& c) {
-  bool found = false;
+// size of one instance. Sets the sizes it finds and says which (an index without a size, as
+// Linux shows a cache of unknown size, is skipped; the folders end at the first missing one).
+struct FoundCaches {
+  bool l1d = false, l2 = false, l3 = false;
+};
+FoundCaches read_sysfs_caches(CpuCaches& c) {
+  FoundCaches found;
   for (int i = 0;; ++i) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    std::ifstream level_file(dir + "level");
+    if (!level_file) return found;
+    std::ifstream type_file(dir + "type"), size_file(dir + "size");
     int level = 0;
     std::string type, size;
-    if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) return found;
+    if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) continue;
     char* unit = nullptr;
     size_t bytes = std::strtoull(size.c_str(), &unit, 10);
     if (*unit == 'K') bytes <<= 10;
     if (*unit == 'M') bytes <<= 20;
+    if (*unit == 'G') bytes <<= 30;
     if (bytes == 0) continue;
-    if (level == 1 && type == "Data") c.l1d = bytes, found = true;
-    if (level == 2 && type != "Instruction") c.l2 = bytes, found = true;
-    if (level == 3 && type != "Instruction") c.l3 = bytes, found = true;
+    if (level == 1 && type == "Data") c.l1d = bytes, found.l1d = true;
+    if (level == 2 && type != "Instruction") c.l2 = bytes, found.l2 = true;
+    if (level == 3 && type != "Instruction") c.l3 = bytes, found.l3 = true;
   }
 }
 
@@ -1394,15 +1401,16 @@ bool read_sysfs_caches(CpuCaches& c) {
 // which let an operand packed once for several uses outgrow the real L3 (gemm_packed's a_once).
 CpuCaches read_cpu_caches() {
   CpuCaches c{48 << 10, 1 << 20, 32 << 20};
-  if (read_sysfs_caches(c)) return c;
+  [[maybe_unused]] const FoundCaches sysfs = read_sysfs_caches(c);
 #if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
     defined(_SC_LEVEL3_CACHE_SIZE)
-  const auto ask = [](int name, size_t& bytes) {
+  const auto ask = [](bool known, int name, size_t& bytes) {
+    if (known) return;
     if (const long reported = ::sysconf(name); reported > 0) bytes = static_cast<size_t>(reported);
   };
-  ask(_SC_LEVEL1_DCACHE_SIZE, c.l1d);
-  ask(_SC_LEVEL2_CACHE_SIZE, c.l2);
-  ask(_SC_LEVEL3_CACHE_SIZE, c.l3);
+  ask(sysfs.l1d, _SC_LEVEL1_DCACHE_SIZE, c.l1d);
+  ask(sysfs.l2, _SC_LEVEL2_CACHE_SIZE, c.l2);
+  ask(sysfs.l3, _SC_LEVEL3_CACHE_SIZE, c.l3);
 #endif
   return c;
 }
