@@ -272,7 +272,7 @@ def main():
     args.bench = args.bench or str(ROOT / "build" / "bench" / ("generate_bench" if args.generate else "train_bench"))
     if not Path(args.bench).exists():
         sys.exit(f"compare.py: {args.bench} not found: build first (cmake --build build)")
-    print(machine_line(ROOT / "build" / "bench" / "train_bench" if args.generate else args.bench))
+    print(machine_line(args.bench))  # train_bench and generate_bench share bench_main's --machine
     if args.generate:
         return compare_generation(args)
     torch_variants(args.torch_variant)  # refuses before any run when PyTorch could not be at its best

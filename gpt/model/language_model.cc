@@ -63,6 +63,14 @@ size_t parameter_bytes(int64_t num_params, DType dtype, int copies) {
       static_cast<size_t>(copies), "parameter bytes");
 }
 
+// Throws ConfigRuleError for the first broken rule between c's fields but the parameter limit,
+// which counts a GPT's parameters: checked apart for the other kinds (validate_for), and before
+// the vocabulary is known (check_config_before_vocab).
+void refuse_broken_rules_but_the_limit(const GPTConfig& c) {
+  if (const auto rule = c.broken_rule(); rule && *rule != ConfigRule::parameter_limit)
+    throw ConfigRuleError(*rule, c);
+}
+
 }  // namespace
 
 bool fits_in_memory(int64_t num_params, DType dtype, int copies) {
@@ -146,8 +154,7 @@ int64_t num_parameters(ModelKind kind, const GPTConfig& c) {
 void validate_for(ModelKind kind, const GPTConfig& c) {
   if (kind == ModelKind::gpt) return c.validate();
   validate_fields(c, "GPTConfig");
-  if (const auto rule = c.broken_rule(); rule && *rule != ConfigRule::parameter_limit)
-    throw ConfigRuleError(*rule, c);
+  refuse_broken_rules_but_the_limit(c);
   const int64_t n = num_parameters(kind, c);
   if (n <= limits::max_parameters) return;
   std::string sizes = "vocab_size " + std::to_string(c.vocab_size);
@@ -357,8 +364,7 @@ void check_config_before_vocab(const ConfigOverrides& a, ModelKind kind) {
   validate_fields(c, "GPTConfig");
   // The average model's own refusals first: with rope it has no use for an even head_dim.
   if (kind == ModelKind::average) AverageModel::check_config(c);
-  if (const auto rule = c.broken_rule(); rule && *rule != ConfigRule::parameter_limit)
-    throw ConfigRuleError(*rule, c);
+  refuse_broken_rules_but_the_limit(c);
 }
 
 }  // namespace attograd::gpt

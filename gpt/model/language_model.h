@@ -74,7 +74,7 @@ class UnusedOverrideError : public std::invalid_argument {
   /// 'run.json'") and removed by `removal` ("remove the key from that file") in place of "drop
   /// it"; the other way, if any, follows.
   std::string said_of(const std::string& subject, const std::string& removal) const {
-    return sentence(subject, kind_, why_, removal, other_way_);
+    return said_of(subject, removal, other_way_);
   }
   /// The same with the other way named as the front end offers it ("set kind to 'gpt'" in the
   /// page's requests), or "" for none.
